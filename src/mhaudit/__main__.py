@@ -1,0 +1,3 @@
+from mhaudit.cli import main
+
+main()

@@ -1,0 +1,25 @@
+"""Shared test fixtures. Real data sets are read in place from ../shared/data (never copied)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("MHAUDIT_SHARED_DATA", REPO.parent / "shared" / "data"))
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def data_dir(name: str) -> Path:
+    """A folder of ../shared/data, or skip the test with the reason."""
+    folder = SHARED_DATA / name
+    if not folder.is_dir():
+        pytest.skip(f"real data set '{name}' not found at {folder} (../shared/data is absent)")
+    return folder
+
+
+@pytest.fixture
+def shared_data():
+    return data_dir
