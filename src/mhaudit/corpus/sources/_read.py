@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import csv
+import math
+import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from mhaudit.corpus.schema import SOURCE_FILE, SOURCE_ROW
@@ -39,8 +42,10 @@ def read_delimited(path: Path, *, sep: str, encoding: str = "utf-8", header: boo
         frame = pd.read_csv(path, sep=sep, header=0 if header else None, names=names, dtype=str,
                             keep_default_na=False, encoding=encoding, quoting=quoting)
     except UnicodeDecodeError as exc:
+        # cp1252 leaves five bytes undefined (0x81 0x8D 0x8F 0x90 0x9D); latin-1 decodes every byte.
+        example = "latin-1" if encoding.lower().replace("-", "") in ("cp1252", "windows1252") else "cp1252"
         raise InputError(f"bytes at {_decode_error_place(path, encoding, exc)} are not valid {encoding}; "
-                         "pass --encoding with the file's real encoding (e.g. --encoding cp1252)",
+                         f"pass --encoding with the file's real encoding (e.g. --encoding {example})",
                          path=path) from None
     except pd.errors.EmptyDataError:
         raise InputError("the file is empty; expected a header and data rows", path=path) from None
@@ -49,17 +54,26 @@ def read_delimited(path: Path, *, sep: str, encoding: str = "utf-8", header: boo
                          "check the delimiter and quoting", path=path) from None
     except LookupError:
         raise InputError(f"unknown encoding '{encoding}'", path=path) from None
-    if required:
-        missing = [c for c in required if c not in frame.columns]
-        if missing:
-            hint = ""
-            if len(frame.columns) == 1:
-                only = str(frame.columns[0])
-                other = next((d for d in (";", "\t", ",", "|") if d != sep and d in only), None)
-                if other:
-                    hint = f"; the header is one column '{only[:60]}', is the delimiter {other!r}?"
-            raise InputError(f"missing column(s) {', '.join(missing)}; found {', '.join(map(str, frame.columns))}"
-                             f"{hint}", path=path)
+    require_columns(frame, required or [], path, sep=sep)
+    return _place(frame, path)
+
+
+def require_columns(frame: pd.DataFrame, required: list[str], path: Path, *, sep: str | None = None) -> None:
+    """Raise InputError naming the file, the missing column(s) and the columns found."""
+    missing = [c for c in required if c not in frame.columns]
+    if not missing:
+        return
+    hint = ""
+    if sep is not None and len(frame.columns) == 1:
+        only = str(frame.columns[0])
+        other = next((d for d in (";", "\t", ",", "|") if d != sep and d in only), None)
+        if other:
+            hint = f"; the header is one column '{only[:60]}', is the delimiter {other!r}?"
+    raise InputError(f"missing column(s) {', '.join(missing)}; found {', '.join(map(str, frame.columns))}"
+                     f"{hint}", path=path)
+
+
+def _place(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
     frame[SOURCE_FILE] = str(path)
     frame[SOURCE_ROW] = range(1, len(frame) + 1)
     return frame
@@ -82,3 +96,80 @@ def records(frame: pd.DataFrame, *, ids, texts, labels, dataset: str, platform: 
     for name, values in optional.items():
         out[name] = list(values)
     return out
+
+
+# --- shared by several importers ----------------------------------------------------------------------
+
+_FORMATS = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
+            ".parquet": "parquet", ".pq": "parquet"}
+
+
+def read_table(path: Path, *, encoding: str = "utf-8", sep: str | None = None,
+               required: list[str] | None = None) -> pd.DataFrame:
+    """A CSV / TSV / JSON Lines / Parquet file, the format from `sep` or else the extension.
+
+    Delimited files come back as strings (read_delimited); JSON Lines and Parquet keep their types (lists
+    stay lists). Adds `_file`/`_row` like read_delimited.
+    """
+    require_file(path)
+    fmt = sep or _FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise InputError(f"cannot tell the format from the extension '{path.suffix}'; expected .csv, .tsv, "
+                         ".jsonl or .parquet (or pass --sep for another delimited file)", path=path)
+    if fmt not in ("jsonl", "parquet"):
+        return read_delimited(path, sep=fmt, encoding=encoding, required=required)
+    try:
+        if fmt == "jsonl":
+            frame = pd.read_json(path, lines=True, dtype=False, convert_dates=False, encoding=encoding)
+        else:
+            frame = pd.read_parquet(path)
+    except UnicodeDecodeError:
+        raise InputError(f"is not valid {encoding}; pass --encoding with the file's real encoding",
+                         path=path) from None
+    except (ValueError, OSError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        what = "JSON Lines (one JSON object per line)" if fmt == "jsonl" else "Parquet"
+        raise InputError(f"cannot be read as {what} ({str(exc).strip().splitlines()[0]})", path=path) from None
+    require_columns(frame, required or [], path)
+    return _place(frame, path)
+
+
+def split_from_name(path: Path) -> str | None:
+    """An official split named in a file name (train / dev, val, validation / test), else None."""
+    words = set(re.split(r"[^a-z]+", path.stem.lower()))
+    for split, names in (("train", {"train"}), ("val", {"dev", "val", "valid", "validation"}), ("test", {"test"})):
+        if words & names:
+            return split
+    return None
+
+
+def row_ids(frame: pd.DataFrame, prefix: str) -> list[str]:
+    """'<prefix>-<row>' for every row (row = 1-based data row of its file)."""
+    return [f"{prefix}-{row}" for row in frame[SOURCE_ROW]]
+
+
+def is_absent(value: object) -> bool:
+    """True for None / NaN / NA (an absent cell), False for anything else, lists included."""
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def as_text(values) -> list:
+    """Cell values as strings, otherwise as they are; absent cells stay None (the empty-text check names them)."""
+    return [None if is_absent(v) else v if isinstance(v, str) else str(v) for v in values]
+
+
+def as_labels(values) -> list:
+    """One raw label (a string) per row, or a list of them where a cell holds a list (JSON Lines / Parquet)."""
+    return [[str(x) for x in v] if isinstance(v, (list, tuple, np.ndarray))
+            else "" if is_absent(v) else str(v) for v in values]
+
+
+def parse_times(frame: pd.DataFrame, column: str) -> pd.Series:
+    """Timestamps (UTC) from ISO 8601 text; empty cells become NaT; anything else is an InputError."""
+    text = pd.Series(as_text(frame[column]), index=frame.index).replace("", None)
+    times = pd.to_datetime(text, utc=True, format="ISO8601", errors="coerce")
+    bad = text.notna() & times.isna()
+    if bad.any():
+        i = int(bad.to_numpy().nonzero()[0][0])
+        raise InputError(f"row {frame[SOURCE_ROW].iat[i]}: column '{column}' value {text.iat[i]!r} is not an "
+                         f"ISO 8601 date/time ({int(bad.sum())} such rows)", path=frame[SOURCE_FILE].iat[i])
+    return times

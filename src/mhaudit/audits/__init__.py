@@ -1,0 +1,1 @@
+"""Audits: functions from tables (+ options) to a Result of tidy tables."""

@@ -1,0 +1,54 @@
+"""Exact-duplicate removal within a corpus and decontamination of a training pool.
+
+Texts are compared after lower-casing and collapsing whitespace. Within a corpus duplicates are
+looked for inside each data set (two data sets may share texts on purpose, e.g. human and automatic
+labels of the same tweets).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+
+def normalise(texts: pd.Series) -> pd.Series:
+    return texts.astype(str).str.lower().str.split().str.join(" ")
+
+
+@dataclass
+class DedupReport:
+    rows_in: int
+    duplicate_rows_removed: int  # extra copies of a text with one consistent label
+    conflicting_texts: int  # texts that carry more than one label
+    conflicting_rows_removed: int  # every copy of a conflicting text, when dropped
+
+    def as_table(self) -> pd.DataFrame:
+        return pd.DataFrame([vars(self)])
+
+
+def deduplicate(frame: pd.DataFrame, *, drop_conflicting: bool = True) -> tuple[pd.DataFrame, DedupReport]:
+    """Keep the first copy of each (data set, normalised text). Texts whose copies disagree on the
+    label are dropped entirely by default (no label can be trusted), else their first copy is kept."""
+    key = pd.DataFrame({"dataset": frame["dataset"].to_numpy(), "norm": normalise(frame["text"]).to_numpy(),
+                        "label": frame["label"].to_numpy()}, index=frame.index)
+    n_labels = key.groupby(["dataset", "norm"], sort=False)["label"].transform("nunique")
+    conflicting = n_labels > 1
+    duplicate = key.duplicated(["dataset", "norm"], keep="first")
+    drop = duplicate | conflicting if drop_conflicting else duplicate
+    report = DedupReport(
+        rows_in=len(frame),
+        duplicate_rows_removed=int((duplicate & ~conflicting).sum()),
+        conflicting_texts=int(key[conflicting].drop_duplicates(["dataset", "norm"]).shape[0]),
+        conflicting_rows_removed=int((conflicting & drop).sum()),
+    )
+    return frame[~drop], report
+
+
+def decontaminate(train: pd.DataFrame, evaluation: list[pd.DataFrame]) -> tuple[pd.DataFrame, int]:
+    """Remove from a training pool every text that appears in any evaluation corpus."""
+    seen = set()
+    for frame in evaluation:
+        seen.update(normalise(frame["text"]))
+    hit = normalise(train["text"]).isin(seen)
+    return train[~hit], int(hit.sum())
