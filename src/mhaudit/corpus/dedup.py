@@ -21,7 +21,7 @@ class DedupReport:
     rows_in: int
     duplicate_rows_removed: int  # extra copies of a text with one consistent label
     conflicting_texts: int  # texts that carry more than one label
-    conflicting_rows_removed: int  # every copy of a conflicting text, when dropped
+    conflicting_rows_removed: int  # rows of conflicting texts: all copies when dropped, else the extras
 
     def as_table(self) -> pd.DataFrame:
         return pd.DataFrame([vars(self)])

@@ -79,9 +79,10 @@ def _place(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
     return frame
 
 
-def records(frame: pd.DataFrame, *, ids, texts, labels, dataset: str, platform: str, label_source: str,
-            split: str | None, **optional) -> pd.DataFrame:
-    """Assemble raw records from columns of `frame` (labels: one raw label per row, or lists)."""
+def records(frame: pd.DataFrame, *, ids, texts, labels, dataset: str | list, platform: str | list,
+            label_source: str | list, split: str | list | None, **optional) -> pd.DataFrame:
+    """Assemble raw records from columns of `frame` (labels: one raw label per row, or lists).
+    dataset / platform / label_source / split: one value for every row, or a list with one per row."""
     out = pd.DataFrame({
         "id": list(ids),
         "text": list(texts),
