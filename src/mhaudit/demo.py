@@ -23,11 +23,11 @@ DEMO_MODELS = ("tfidf-lr",)
 
 
 def label_source_agreement(frame: pd.DataFrame) -> pd.DataFrame:
-    """Agreement of each automatic data set with the human/true labels of the same texts."""
-    truth = frame[frame["label_source"] == "synthetic-true"].set_index("text")["label"]
+    """Agreement of each synthetic automatic data set with the true labels of the same posts."""
+    truth = frame[frame["label_source"] == "synthetic-true"].set_index("id")["label"]
     rows = []
     for dataset, auto in frame[frame["label_source"] == "synthetic-auto"].groupby("dataset"):
-        paired = auto.assign(truth=auto["text"].map(truth)).dropna(subset=["truth"])
+        paired = auto.assign(truth=auto["id"].str.removeprefix("auto-").map(truth)).dropna(subset=["truth"])
         rows.append({"dataset": dataset, "n": len(paired),
                      "agreement": float((paired["label"] == paired["truth"]).mean()),
                      "cohen_kappa": float(cohen_kappa_score(paired["truth"], paired["label"]))})
