@@ -4,8 +4,9 @@ from hypothesis import given, settings, strategies as st
 from mhaudit.corpus.dedup import decontaminate, deduplicate, normalise
 
 
-def frame(texts, labels, dataset="d"):
-    return pd.DataFrame({"id": range(len(texts)), "text": texts, "label": labels, "dataset": dataset})
+def frame(texts, labels, dataset="d", split="train"):
+    return pd.DataFrame({"id": range(len(texts)), "text": texts, "label": labels, "dataset": dataset,
+                         "split": split})
 
 
 def test_duplicates_and_conflicts_are_counted():
@@ -19,10 +20,11 @@ def test_duplicates_and_conflicts_are_counted():
     assert report.conflicting_rows_removed == 1  # the extra copy of the conflicting text
 
 
-def test_texts_shared_between_data_sets_are_not_duplicates():
-    df = pd.concat([frame(["a b"], ["x"], "gold"), frame(["A  b"], ["y"], "auto")], ignore_index=True)
+def test_texts_shared_between_data_sets_or_splits_are_not_duplicates():
+    df = pd.concat([frame(["a b"], ["x"], "gold"), frame(["A  b"], ["y"], "auto"),
+                    frame(["a b"], ["x"], "gold", "test")], ignore_index=True)
     out, report = deduplicate(df)
-    assert len(out) == 2 and report.conflicting_texts == 0
+    assert len(out) == 3 and report.conflicting_texts == 0
 
 
 def test_decontamination_removes_evaluation_texts_from_the_pool():

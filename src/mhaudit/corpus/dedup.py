@@ -1,8 +1,9 @@
 """Exact-duplicate removal within a corpus and decontamination of a training pool.
 
 Texts are compared after lower-casing and collapsing whitespace. Within a corpus duplicates are
-looked for inside each data set (two data sets may share texts on purpose, e.g. human and automatic
-labels of the same tweets).
+looked for inside each data set and split: two data sets may share texts on purpose (human and
+automatic labels of the same tweets), and a text shared by a training and an evaluation split is
+removed from the training side by `decontaminate`, never from the evaluation side.
 """
 
 from __future__ import annotations
@@ -28,18 +29,19 @@ class DedupReport:
 
 
 def deduplicate(frame: pd.DataFrame, *, drop_conflicting: bool = True) -> tuple[pd.DataFrame, DedupReport]:
-    """Keep the first copy of each (data set, normalised text). Texts whose copies disagree on the
+    """Keep the first copy of each (data set, split, normalised text). Texts whose copies disagree on the
     label are dropped entirely by default (no label can be trusted), else their first copy is kept."""
-    key = pd.DataFrame({"dataset": frame["dataset"].to_numpy(), "norm": normalise(frame["text"]).to_numpy(),
-                        "label": frame["label"].to_numpy()}, index=frame.index)
-    n_labels = key.groupby(["dataset", "norm"], sort=False)["label"].transform("nunique")
-    conflicting = n_labels > 1
-    duplicate = key.duplicated(["dataset", "norm"], keep="first")
+    group = ["dataset", "split", "norm"]
+    key = pd.DataFrame({"dataset": frame["dataset"].to_numpy(), "split": frame["split"].to_numpy(),
+                        "norm": normalise(frame["text"]).to_numpy(), "label": frame["label"].to_numpy()},
+                       index=frame.index)
+    conflicting = key.groupby(group, sort=False)["label"].transform("nunique") > 1
+    duplicate = key.duplicated(group, keep="first")
     drop = duplicate | conflicting if drop_conflicting else duplicate
     report = DedupReport(
         rows_in=len(frame),
         duplicate_rows_removed=int((duplicate & ~conflicting).sum()),
-        conflicting_texts=int(key[conflicting].drop_duplicates(["dataset", "norm"]).shape[0]),
+        conflicting_texts=int(key[conflicting].drop_duplicates(group).shape[0]),
         conflicting_rows_removed=int((conflicting & drop).sum()),
     )
     return frame[~drop], report
