@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import math
 import re
 from pathlib import Path
@@ -33,6 +34,16 @@ def _decode_error_place(path: Path, encoding: str, exc: UnicodeDecodeError) -> s
     return f"byte {exc.start}"
 
 
+def _suggest(path: Path) -> str:
+    """cp1252 where it decodes the whole file, else latin-1 (cp1252 leaves 0x81 0x8D 0x8F 0x90 0x9D undefined;
+    latin-1 decodes every byte, so a mixed UTF-8/cp1252 file reads, with mojibake in its UTF-8 parts)."""
+    try:
+        path.read_bytes().decode("cp1252")
+    except UnicodeDecodeError:
+        return "latin-1"
+    return "cp1252"
+
+
 def read_delimited(path: Path, *, sep: str, encoding: str = "utf-8", header: bool = True,
                    names: list[str] | None = None, required: list[str] | None = None,
                    quoting: int = csv.QUOTE_MINIMAL) -> pd.DataFrame:
@@ -42,10 +53,8 @@ def read_delimited(path: Path, *, sep: str, encoding: str = "utf-8", header: boo
         frame = pd.read_csv(path, sep=sep, header=0 if header else None, names=names, dtype=str,
                             keep_default_na=False, encoding=encoding, quoting=quoting)
     except UnicodeDecodeError as exc:
-        # cp1252 leaves five bytes undefined (0x81 0x8D 0x8F 0x90 0x9D); latin-1 decodes every byte.
-        example = "latin-1" if encoding.lower().replace("-", "") in ("cp1252", "windows1252") else "cp1252"
         raise InputError(f"bytes at {_decode_error_place(path, encoding, exc)} are not valid {encoding}; "
-                         f"pass --encoding with the file's real encoding (e.g. --encoding {example})",
+                         f"pass --encoding with the file's real encoding (e.g. --encoding {_suggest(path)})",
                          path=path) from None
     except pd.errors.EmptyDataError:
         raise InputError("the file is empty; expected a header and data rows", path=path) from None
@@ -119,19 +128,42 @@ def read_table(path: Path, *, encoding: str = "utf-8", sep: str | None = None,
                          ".jsonl or .parquet (or pass --sep for another delimited file)", path=path)
     if fmt not in ("jsonl", "parquet"):
         return read_delimited(path, sep=fmt, encoding=encoding, required=required)
-    try:
-        if fmt == "jsonl":
-            frame = pd.read_json(path, lines=True, dtype=False, convert_dates=False, encoding=encoding)
-        else:
+    if fmt == "jsonl":
+        frame = _read_jsonl(path, encoding)
+    else:
+        try:
             frame = pd.read_parquet(path)
+        except (ValueError, OSError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+            raise InputError(f"cannot be read as Parquet ({str(exc).strip().splitlines()[0]})", path=path) from None
+    require_columns(frame, required or [], path)
+    return _place(frame, path)
+
+
+def _read_jsonl(path: Path, encoding: str) -> pd.DataFrame:
+    """One JSON object per line (blank lines skipped); values keep their JSON types, nothing is converted."""
+    rows = []
+    try:
+        with path.open(encoding=encoding) as handle:
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"line {number} is not valid JSON ({exc.msg}); expected JSON Lines, one "
+                                     "object per line", path=path) from None
+                if not isinstance(row, dict):
+                    raise InputError(f"line {number} is not a JSON object; expected JSON Lines, one object per "
+                                     "line", path=path)
+                rows.append(row)
     except UnicodeDecodeError:
         raise InputError(f"is not valid {encoding}; pass --encoding with the file's real encoding",
                          path=path) from None
-    except (ValueError, OSError) as exc:  # pyarrow's ArrowInvalid is a ValueError
-        what = "JSON Lines (one JSON object per line)" if fmt == "jsonl" else "Parquet"
-        raise InputError(f"cannot be read as {what} ({str(exc).strip().splitlines()[0]})", path=path) from None
-    require_columns(frame, required or [], path)
-    return _place(frame, path)
+    except LookupError:
+        raise InputError(f"unknown encoding '{encoding}'", path=path) from None
+    if not rows:
+        raise InputError("the file is empty; expected one JSON object per line", path=path)
+    return pd.DataFrame.from_records(rows)
 
 
 def split_from_name(path: Path) -> str | None:

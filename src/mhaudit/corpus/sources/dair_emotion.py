@@ -13,8 +13,15 @@ from pathlib import Path
 import pandas as pd
 
 from mhaudit.corpus.sources import ReadOptions, Source, register
-from mhaudit.corpus.sources._read import as_labels, as_text, read_delimited, read_table, records, row_ids, \
-    split_from_name
+from mhaudit.corpus.sources._read import (
+    as_labels,
+    as_text,
+    read_delimited,
+    read_table,
+    records,
+    row_ids,
+    split_from_name,
+)
 
 EMOTIONS = ["sadness", "joy", "love", "anger", "fear", "surprise"]  # the HF ClassLabel id order
 

@@ -42,7 +42,7 @@ def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
             ids = as_text(frame[options.id_col])
         else:
             infix = "" if len(paths) == 1 else f"{path.stem}-"  # several files: rows repeat across files
-            ids = [f"{d}-{infix}{r}" for d, r in zip(datasets, frame[SOURCE_ROW])]
+            ids = [f"{d}-{infix}{r}" for d, r in zip(datasets, frame[SOURCE_ROW], strict=True)]
         extra = {c: as_text(frame[c]) for c in OPTIONAL if c in frame.columns}
         if "created_at" in frame.columns:
             extra["created_at"] = parse_times(frame, "created_at")

@@ -65,7 +65,7 @@ def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
         split = split_from_name(path)
         dataset = options.dataset or "goemotions"
         ids = [i if i.strip() else f"{dataset}-{split or path.stem}-{r}"
-               for i, r in zip(as_text(frame["id"].fillna("")), frame[SOURCE_ROW])]
+               for i, r in zip(as_text(frame["id"].fillna("")), frame[SOURCE_ROW], strict=True)]
         parts.append(records(frame, ids=ids, texts=as_text(frame["text"]),
                              labels=_label_names(frame, "labels", _names(path.parent)), dataset=dataset,
                              platform=options.platform or "reddit", label_source=options.label_source or "human",

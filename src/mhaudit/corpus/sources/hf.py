@@ -17,8 +17,7 @@ import pandas as pd
 
 from mhaudit.corpus.schema import SOURCE_FILE, SOURCE_ROW
 from mhaudit.corpus.sources import ReadOptions, Source, register
-from mhaudit.corpus.sources._read import as_labels, as_text, is_absent, records, require_columns, \
-    split_from_name
+from mhaudit.corpus.sources._read import as_labels, as_text, is_absent, records, require_columns, split_from_name
 from mhaudit.errors import InputError
 
 BUILDERS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
@@ -39,7 +38,8 @@ def _load(path: Path):
                 raise InputError(f"cannot tell the format from '{path.suffix}'; expected one of "
                                  f"{', '.join(BUILDERS)}", path=path)
             extra = {"delimiter": "\t"} if path.suffix.lower() == ".tsv" else {}
-            split = {"val": "validation", None: "all"}.get(split_from_name(path), split_from_name(path))
+            found = split_from_name(path)
+            split = {"val": "validation", None: "all"}.get(found, found)  # a split name datasets accepts
             return datasets.load_dataset(builder, data_files={split: name}, **extra)
         if path.suffix.lower() in BUILDERS:
             raise InputError("no such file", path=path)
@@ -81,12 +81,11 @@ def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
         stem = path.stem if path.exists() else str(path).partition(":")[0].rsplit("/", 1)[-1]
         dataset = options.dataset or stem
         for split_name, table in splits:
-            frame = table.to_pandas()
-            frame[SOURCE_FILE], frame[SOURCE_ROW] = f"{path}[{split_name}]", range(1, len(frame) + 1)
+            frame, place = table.to_pandas(), f"{path}[{split_name}]"
             label_col = options.label_col or ("labels" if "label" not in frame and "labels" in frame else "label")
             text_col = options.text_col or "text"
-            require_columns(frame, [text_col, label_col] + ([options.id_col] if options.id_col else []),
-                            f"{path}[{split_name}]")
+            require_columns(frame, [text_col, label_col] + ([options.id_col] if options.id_col else []), place)
+            frame[SOURCE_FILE], frame[SOURCE_ROW] = place, range(1, len(frame) + 1)
             labels = as_labels(frame[label_col].map(_names(table.features.get(label_col))))
             split = SPLITS.get(str(split_name).lower())
             ids = (as_text(frame[options.id_col]) if options.id_col
