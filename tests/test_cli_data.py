@@ -3,6 +3,7 @@
 import json
 
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from mhaudit.cli import app
@@ -63,3 +64,28 @@ def test_listing_commands():
     for name in ("goemotions", "dair_emotion", "kaggle_mh", "dreaddit", "tss_gold", "tss_full", "rastogi",
                  "depression_reddit", "bluesky_depression", "generic", "hf"):
         assert name in shown
+
+
+EVERY_DATA_SET = [  # (source, folder, files, extra flags, rows written) — counts from each SOURCE.md
+    ("goemotions", "goemotions", ["train.tsv", "dev.tsv", "test.tsv"], ["--mapping", "goemotions-cpfe-text"],
+     43410 + 5426 + 5427),
+    ("dair_emotion", "dair_emotion", ["train.txt", "val.txt", "test.txt"], [], 20000),
+    ("dreaddit", "dreaddit", ["dreaddit-train.csv", "dreaddit-test.csv"], [], 3553),
+    ("tss_gold", "tss_probe", ["Twitter_sample_gold.utf8.csv"], [], 2872),
+    ("tss_full", "tss_probe", ["Twitter_Full.csv"], ["--drop-empty"], 8897),
+    ("rastogi", "stress_rastogi2022", ["Reddit_Combi.csv", "Reddit_Title.csv", "Twitter_Full.csv",
+                                       "Twitter_Non-Advert.csv"], [], 3123 + 5556 + 8900 + 2051),
+    ("depression_reddit", "depression_reddit_cleaned", ["depression_dataset_reddit_cleaned.csv"], [], 7731),
+    ("bluesky_depression", "bluesky_depression", ["bluesky-depression-dataset.csv"], [], 4568),
+]
+
+
+@pytest.mark.parametrize("source, folder, files, flags, rows", EVERY_DATA_SET, ids=[d[0] for d in EVERY_DATA_SET])
+def test_every_shared_data_set_imports_and_describes(tmp_path, source, folder, files, flags, rows):
+    base = data_dir(folder)
+    corpus = tmp_path / "c.parquet"
+    invoke("data", "import", source, *[base / f for f in files], *flags, "--out", corpus)
+    described = json.loads(invoke("data", "describe", corpus, "--json").stdout)
+    assert sum(r["rows"] for r in described["rows"]) == rows
+    assert sum(r["n"] for r in described["text_length"]) == rows
+    assert {r["split"] for r in described["rows"]} >= {"train", "test"}

@@ -240,8 +240,11 @@ def test_tss_full_reads_8900_but_three_texts_are_empty():
     raw = get("tss_full").read([path], ReadOptions())
     assert len(raw) == 8900 and raw["raw_labels"].str[0].value_counts().to_dict() == {"1": 4534, "0": 4366}
     assert list(raw.columns[:3]) == ["id", "text", "raw_labels"] and "hashtags" not in raw.columns
-    with pytest.raises(InputError, match=r"Twitter_Full.csv: row 1078: text is empty .*\(3 such rows\)"):
+    with pytest.raises(InputError, match=r"Twitter_Full.csv: row 1078: text is empty .*\(3 such rows\).*--drop-empty"):
         import_source("tss_full", [path])
+    result = import_source("tss_full", [path], drop_empty=True, split="test")
+    assert result.empty_rows_dropped == 3 and result.rows_read == 8900 and len(result.corpus.frame) == 8897
+    assert set(result.corpus.frame["dataset"]) == {"tss_twitter_auto"}
 
 
 # --- Rastogi 2022 -----------------------------------------------------------------------------------------

@@ -22,20 +22,23 @@ class ImportResult:
     dropped: pd.DataFrame  # dropped rows (or label assignments) by reason
     rows_read: int
     split_note: str
+    empty_rows_dropped: int = 0
 
 
 def import_source(source_name: str, paths: list[Path], *, mapping: str | None = None,
                   options: ReadOptions = ReadOptions(), policy: MultiLabelPolicy = MultiLabelPolicy.first,
-                  priority: list[str] | None = None, split: str = "auto", seed: int = 0) -> ImportResult:
+                  priority: list[str] | None = None, split: str = "auto", seed: int = 0,
+                  drop_empty: bool = False) -> ImportResult:
     """Read, map and validate. `split`: 'auto' keeps official splits and draws a stratified 70/15/15
-    split (seeded) where a data set has none; a split name puts every row in that split."""
+    split (seeded) where a data set has none; a split name puts every row in that split.
+    Empty or whitespace-only texts are an error unless `drop_empty`, which drops and counts them."""
     source = sources.get(source_name)
     if not paths:
         raise InputError(f"source '{source_name}' needs at least one file path")
     records = source.read([Path(p) for p in paths], options)
     if records.empty:
         raise InputError("no rows were read; the corpus would be empty", path=", ".join(map(str, paths)))
-    _check_texts(records)
+    records, n_empty = _empty_texts(records, drop_empty)
     chosen = mapping or source.default_mapping
     if chosen:
         label_map = mappings.load(chosen)
@@ -50,15 +53,17 @@ def import_source(source_name: str, paths: list[Path], *, mapping: str | None = 
     frame = SCHEMA.validate(frame, classes=label_map.classes)  # errors cite _file/_row
     corpus = Corpus.build(finish_columns(frame), label_map.classes,
                           meta={"mapping": label_map.name, "source": source_name, "synthetic": False})
-    return ImportResult(corpus, labelled.report, labelled.dropped, len(records), note)
+    return ImportResult(corpus, labelled.report, labelled.dropped, len(records) + n_empty, note, n_empty)
 
 
-def _check_texts(records: pd.DataFrame) -> None:
+def _empty_texts(records: pd.DataFrame, drop: bool) -> tuple[pd.DataFrame, int]:
     blank = records["text"].isna() | (records["text"].astype(str).str.strip() == "")
-    if blank.any():
+    if blank.any() and not drop:
         pos = int(blank.to_numpy().nonzero()[0][0])
         raise InputError(f"{SCHEMA.where(records, pos, None)}: text is empty or whitespace only "
-                         f"({int(blank.sum())} such rows); every row needs a text")
+                         f"({int(blank.sum())} such rows); every row needs a text "
+                         "(--drop-empty drops and counts them)")
+    return records[~blank], int(blank.sum())
 
 
 def _splits(frame: pd.DataFrame, split: str, seed: int) -> tuple[pd.DataFrame, str]:
