@@ -10,6 +10,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("MHAUDIT_SHARED_DATA", REPO.parent / "shared" / "data"))
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+os.environ.setdefault("MHAUDIT_SECRET", "mhaudit-test-secret")  # tests never write ~/.config/mhaudit/secret
 
 
 def data_dir(name: str) -> Path:

@@ -13,6 +13,7 @@ from mhaudit.corpus.schema import SCHEMA, Corpus
 from mhaudit.corpus.sources import ReadOptions
 from mhaudit.corpus.splits import assign_splits
 from mhaudit.errors import InputError
+from mhaudit.privacy import pseudonymise
 
 
 @dataclass
@@ -50,6 +51,8 @@ def import_source(source_name: str, paths: list[Path], *, mapping: str | None = 
     if frame.empty:
         raise InputError(f"mapping '{label_map.name}' dropped every row; the corpus would be empty")
     frame, note = _splits(frame, split, seed)
+    if "author" in frame.columns:  # raw account ids never enter a corpus
+        frame = frame.assign(author=pseudonymise(frame["author"]))
     frame = SCHEMA.validate(frame, classes=label_map.classes)  # errors cite _file/_row
     corpus = Corpus.build(finish_columns(frame), label_map.classes,
                           meta={"mapping": label_map.name, "source": source_name, "synthetic": False})

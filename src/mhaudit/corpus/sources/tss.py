@@ -4,7 +4,7 @@
   mixed UTF-8/cp1252 with one 0x9D byte that cp1252 cannot decode: read it with `--encoding latin-1`, as
   TSS's loader effectively did (mojibake in the UTF-8 lines).
 - `tss_full`: `Twitter_Full.csv`, `;`-separated, header `text;hashtags;labels;;` (the first three kept;
-  hashtags are not a corpus column). Its export truncated 3 texts to nothing, which is an input error.
+  hashtags are not a corpus column). Its export truncated 3 texts to nothing: import with --drop-empty.
 No official split. Ids are '<dataset>-<row>'.
 """
 
