@@ -10,6 +10,7 @@ import sys
 import pandas as pd
 import pytest
 
+from mhaudit.privacy import pseudonymise
 from mhaudit.corpus.importing import import_source
 from mhaudit.corpus.labelling import MultiLabelPolicy as Policy
 from mhaudit.corpus.mappings import load
@@ -319,7 +320,7 @@ def test_generic_formats(tmp_path, ext):
     assert frame["label"].tolist() == ["no_stress", "stress", "no_stress", "stress"]
     assert frame["split"].tolist() == ["train", "train", "test", "test"]
     assert set(frame["dataset"]) == {"posts"} and set(frame["platform"]) == {"reddit"}
-    assert frame["author"].tolist() == ["a", "b", "c", "d"]
+    assert frame["author"].tolist() == pseudonymise(["a", "b", "c", "d"])  # raw ids never kept
     assert frame["created_at"].isna().tolist() == [False, True, False, False]
 
 
