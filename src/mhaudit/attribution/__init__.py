@@ -1,0 +1,1 @@
+"""Token attributions and their stability across platforms (CPFE axis 5)."""
