@@ -9,15 +9,17 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 
 from mhaudit.models.base import register
+from mhaudit.stats.calibration import fit_temperature
 
 
 class TfidfLogistic:
     """Word uni+bigram TF-IDF + multinomial logistic regression; logits are the decision function."""
 
-    def __init__(self, *, analyzer: str = "word", ngram_range: tuple[int, int] = (1, 2), C: float = 1.0,
-                 class_weight: str | None = None, seed: int = 0, min_df: int = 2):
+    def __init__(self, *, analyzer: str = "word", ngram_range: tuple[int, int] = (1, 2), C: float = 10.0,
+                 class_weight: str | None = None, seed: int = 0, min_df: int = 2, calibrate: bool = True):
         self.params = dict(analyzer=analyzer, ngram_range=ngram_range, C=C, class_weight=class_weight,
-                           seed=seed, min_df=min_df)
+                           seed=seed, min_df=min_df, calibrate=calibrate)
+        self.temperature = 1.0
         # token_pattern keeps '#tags' whole so a hashtag is one feature, as a reader sees it
         pattern = r"(?u)#?\b\w\w+\b" if analyzer == "word" else None
         self.pipeline = make_pipeline(
@@ -28,9 +30,18 @@ class TfidfLogistic:
         self.classes: list[str] = []
 
     def fit(self, train: pd.DataFrame, classes: list[str]) -> TfidfLogistic:
+        """Fit on the train rows; with `calibrate` and a val split present, fit a temperature on val so
+        the model is calibrated on its home platform (regularised TF-IDF models are underconfident)."""
         self.classes = list(classes)
-        y = pd.Categorical(train["label"], categories=self.classes).codes
-        self.pipeline.fit(train["text"].astype(str).tolist(), y)
+        val = train["split"] == "val" if "split" in train else pd.Series(False, index=train.index)
+        fit_rows = train[~val] if self.params["calibrate"] and val.any() else train
+        y = pd.Categorical(fit_rows["label"], categories=self.classes).codes
+        self.pipeline.fit(fit_rows["text"].astype(str).tolist(), y)
+        if self.params["calibrate"] and val.any():
+            held = train[val]
+            self.temperature = 1.0
+            logits = self.predict_logits(held["text"].astype(str).tolist())
+            self.temperature = fit_temperature(logits, pd.Categorical(held["label"], categories=self.classes).codes)
         return self
 
     def predict_logits(self, texts: list[str]) -> np.ndarray:
@@ -39,8 +50,38 @@ class TfidfLogistic:
             scores = np.column_stack([np.zeros_like(scores), scores])
         # columns follow the classes seen in training; place them in mapping order
         out = np.full((len(texts), len(self.classes)), -np.inf)
-        out[:, self.pipeline[-1].classes_] = scores
+        out[:, self.pipeline[-1].classes_] = scores / self.temperature
         return out
+
+
+    def explain(self, texts: list[str]) -> pd.DataFrame:
+        """Linear attributions: per class and word, the mean over `texts` of coefficient x TF-IDF value.
+
+        An n-gram's contribution is shared equally by its words. Columns: class, word, score, count (the
+        document frequency of the word's most frequent n-gram), method 'linear'.
+        """
+        vectorizer, logistic = self.pipeline[0], self.pipeline[-1]
+        features = vectorizer.transform(list(texts))
+        names = vectorizer.get_feature_names_out()
+        doc_freq = np.asarray((features > 0).sum(axis=0)).ravel()
+        mean_value = np.asarray(features.mean(axis=0)).ravel()
+        coef = logistic.coef_
+        if coef.shape[0] == 1:  # binary: one margin for the positive class; the negative gets its opposite
+            coef = np.vstack([-coef[0], coef[0]])
+        tokens = [name.split() if self.params["analyzer"] == "word" else [name] for name in names]
+        rows = []
+        for row, c in zip(coef, logistic.classes_):
+            contribution = row * mean_value
+            words: dict[str, list[float]] = {}
+            for toks, value, df in zip(tokens, contribution, doc_freq):
+                if df == 0:
+                    continue
+                for tok in toks:
+                    entry = words.setdefault(tok, [0.0, 0])
+                    entry[0] += value / len(toks)
+                    entry[1] = max(entry[1], int(df))
+            rows += [{"class": self.classes[c], "word": w, "score": v[0], "count": v[1]} for w, v in words.items()]
+        return pd.DataFrame(rows).assign(method="linear")
 
 
 register("tfidf-lr")(TfidfLogistic)

@@ -1,0 +1,194 @@
+"""The cross-platform five-axis audit (CPFE): predictions in, a Result of tidy tables and figures out.
+
+Works on predictions from any model (ours or imported). Every (model, seed, platform, data set) is
+one evaluation group; the reference platform is the models' home. See docs/cpfe.md for every
+definition and the choices made where the paper is ambiguous.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from mhaudit.audits.cpfe import figures
+from mhaudit.audits.cpfe.calibration import calibration_row, per_class_calibration_rows, temperature_row
+from mhaudit.audits.cpfe.discrimination import discrimination_rows, per_class_rows
+from mhaudit.audits.cpfe.equity import equity_rows
+from mhaudit.audits.cpfe.extras import label_shift_rows, length_rows, sensitivity_rows
+from mhaudit.audits.cpfe.groups import make_groups, reference_of
+from mhaudit.audits.cpfe.significance import model_pair_rows, platform_pair_rows
+from mhaudit.audits.cpfe.summary import flags, mean_sd, plain_words
+from mhaudit.errors import InputError
+from mhaudit.predictions import PredictionSet
+from mhaudit.report import Result, Section
+
+SEED_KEYS = ["model", "platform", "dataset"]
+
+
+@dataclass(frozen=True)
+class CPFEOptions:
+    reference: str
+    n_bins: int = 10
+    n_boot_ece: int = 1000
+    n_boot_significance: int = 2000
+    seed: int = 0
+    calibration_fraction: float = 0.10
+    crossfit_folds: int = 5
+    correction: str = "bonferroni"  # or "bh"
+    alpha: float = 0.05
+    max_tokens: int = 64
+    top_ks: tuple[int, ...] = (5, 10, 15, 20)
+    non_independent: tuple[tuple[str, str], ...] = ()  # (model, platform or data set) the model saw in training
+    figures: bool = True
+
+
+@dataclass
+class Tables:
+    rows: dict[str, list] = field(default_factory=dict)
+
+    def add(self, name: str, new) -> None:
+        self.rows.setdefault(name, []).extend(new if isinstance(new, list) else [new])
+
+    def frame(self, name: str) -> pd.DataFrame:
+        return pd.DataFrame(self.rows.get(name, []))
+
+
+def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Series | None = None,
+               attributions: pd.DataFrame | None = None, synthetic: bool = False) -> Result:
+    """Run the five axes (and the extras) over `predictions`. `texts` (indexed by id) enables the length
+    table; `attributions` (the attributions table) enables axis 5."""
+    if options.correction not in ("bonferroni", "bh"):
+        raise InputError(f"correction '{options.correction}' must be 'bonferroni' or 'bh'")
+    classes = predictions.classes
+    groups = make_groups(predictions)
+    references = reference_of(groups, options.reference)
+    rng = np.random.default_rng(options.seed)
+    t = Tables()
+    for g in groups:
+        ref = references[(g.model, g.seed)]
+        t.add("discrimination", discrimination_rows(g, ref, classes))
+        t.add("per_class_auc", per_class_rows(g, classes))
+        t.add("calibration", calibration_row(g, options.n_bins, options.n_boot_ece, rng))
+        t.add("per_class_calibration", per_class_calibration_rows(g, classes, options.n_bins))
+        row, curves = temperature_row(g, len(classes), options.n_bins, options.calibration_fraction,
+                                      options.crossfit_folds, options.seed, rng)
+        t.add("temperature_scaling", row)
+        t.add("reliability", curves)
+        if g is not ref:
+            t.add("equity", equity_rows(g, ref, classes))
+    t.add("significance", platform_pair_rows(groups, len(classes), options.n_boot_significance, rng,
+                                             options.correction, options.alpha))
+    t.add("model_comparison", model_pair_rows(groups, classes, options.n_boot_significance, rng))
+    t.add("sensitivity", sensitivity_rows(groups, references, classes))
+    t.add("label_shift", label_shift_rows(groups, references, classes, options.n_bins))
+    if texts is not None:
+        t.add("length", length_rows(groups, texts, classes, options.max_tokens))
+    if attributions is not None and not attributions.empty:
+        from mhaudit.attribution.stability import clinical_retention, jaccard_stability, load_proxy_clinical
+
+        try:
+            t.add("attribution_stability", jaccard_stability(attributions, ks=options.top_ks).to_dict("records"))
+            t.add("clinical_retention", clinical_retention(attributions, load_proxy_clinical(), k=10).to_dict("records"))
+        except ValueError as exc:  # a malformed attributions table is the user's input
+            raise InputError(f"attributions table: {exc}") from None
+
+    tables = {name: _mark(t.frame(name), options.non_independent) for name in t.rows}
+    tables["flags"] = flags(tables["discrimination"], tables["significance"], tables["calibration"],
+                            tables.get("equity", pd.DataFrame(columns=["model", "seed", "dataset"])),
+                            options.reference)
+    summary = plain_words(tables["discrimination"], tables["flags"], tables["temperature_scaling"], options.reference)
+    if predictions.score_kind != "logits":
+        summary += (f" Scores were given as probabilities: temperature scaling used {predictions.score_kind}, "
+                    "which softmax maps back to the same probabilities.")
+    return Result(
+        title=f"Cross-platform audit (CPFE) — reference platform {options.reference}",
+        synthetic=synthetic,
+        options={**asdict(options), "classes": classes, "score_kind": predictions.score_kind,
+                 "inputs": predictions.fingerprints},
+        sections=_sections(tables, summary, options),
+    )
+
+
+def _mark(table: pd.DataFrame, non_independent: tuple[tuple[str, str], ...]) -> pd.DataFrame:
+    """Mark rows where the model saw the platform's source in training (shown with † in the report)."""
+    if table.empty or "model" not in table or "platform" not in table:
+        return table
+    pairs = set(non_independent)
+    table = table.copy()
+    table["non_independent"] = [(m, p) in pairs or (m, d) in pairs
+                                for m, p, d in zip(table["model"], table["platform"], table.get("dataset", table["platform"]))]
+    return table
+
+
+def _seed_summary(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    parts = [
+        mean_sd(tables["discrimination"], SEED_KEYS, ["accuracy", "macro_f1", "weighted_f1", "macro_auc", "delta_auc_pct"]),
+        mean_sd(tables["calibration"], SEED_KEYS, ["ece", "mce", "brier", "nll"]),
+        mean_sd(tables["temperature_scaling"], SEED_KEYS, ["temperature", "ece_after", "ece_reduction_pct", "delta_auc"]),
+    ]
+    if "equity" in tables and not tables["equity"].empty:
+        parts.append(mean_sd(tables["equity"], [*SEED_KEYS, "class"],
+                             ["disparate_impact", "disparate_impact_prior_adjusted", "equal_opportunity_gap",
+                              "equalized_odds_gap"]))
+    if "attribution_stability" in tables and not tables["attribution_stability"].empty:
+        parts.append(mean_sd(tables["attribution_stability"].rename(columns={"platform_b": "platform"}),
+                             ["model", "class", "platform_a", "platform", "k"], ["jaccard"]))
+    return pd.concat([p for p in parts if not p.empty], ignore_index=True)
+
+
+def _sections(tables: dict[str, pd.DataFrame], summary: str, options: CPFEOptions) -> list[Section]:
+    figs = {}
+    if options.figures:
+        figs["discrimination"] = {"AUC by model and platform": figures.auc_degradation(tables["discrimination"]),
+                                  "Per-class AUC with DeLong CIs": figures.forest(tables["per_class_auc"])}
+        if not tables.get("reliability", pd.DataFrame()).empty:
+            figs["calibration"] = {"Reliability before and after temperature scaling":
+                                   figures.reliability(tables["reliability"])}
+        if not tables.get("equity", pd.DataFrame()).empty:
+            figs["equity"] = {
+                "Disparate impact (target vs reference)": figures.heatmap(tables["equity"], "disparate_impact",
+                                                                          "disparate impact (1 = parity)"),
+                "Equal-opportunity gap": figures.heatmap(tables["equity"], "equal_opportunity_gap", "|TPR gap|")}
+        if not tables.get("attribution_stability", pd.DataFrame()).empty:
+            stab = tables["attribution_stability"]
+            stab = stab[stab["k"] == 10].assign(pair=lambda d: d["platform_a"] + " vs " + d["platform_b"])
+            figs["attribution"] = {"Top-10 attribution Jaccard": figures.heatmap(stab, "jaccard", "Jaccard, K = 10",
+                                                                                 index="pair")}
+    get = tables.get
+    sections = [
+        Section("Summary", summary, {"flags": tables["flags"], "mean and SD over seeds": _seed_summary(tables)}),
+        Section("Axis 1: discrimination", "Macro one-vs-rest AUC on softmax probabilities; delta_auc_pct is "
+                "the change against the reference platform. Per-class AUCs carry 95% DeLong CIs (fast algorithm).",
+                {"discrimination": tables["discrimination"], "per_class_auc": tables["per_class_auc"]},
+                figs.get("discrimination", {})),
+        Section("Axis 2: calibration", f"Top-label ECE with {options.n_bins} equal-width bins and a "
+                f"label-stratified bootstrap CI (B = {options.n_boot_ece}); temperature fitted by NLL on the "
+                "calibration split, evaluated on the rest; cross-fitted variant evaluates every row with a "
+                "temperature fitted without it. One-vs-rest AUC can change with temperature: delta_auc is measured.",
+                {"calibration": tables["calibration"], "per_class_calibration": tables["per_class_calibration"],
+                 "temperature_scaling": tables["temperature_scaling"], "reliability": tables["reliability"]},
+                figs.get("calibration", {})),
+        Section("Axis 3: significance", f"Macro-AUC difference for every platform pair within a model and seed, "
+                f"bootstrap SE (B = {options.n_boot_significance}, label-stratified), two-sided Z test, "
+                f"{options.correction} correction within the family; paired tests between models on one platform.",
+                {"significance": tables["significance"], "model_comparison": get("model_comparison", pd.DataFrame())}),
+        Section("Axis 4: prediction equity (platform as the group)", "Symmetric disparate impact per class; "
+                "equal_opportunity_gap = |TPR_ref - TPR_target| (the paper's 'equalized odds difference'); "
+                "equalized_odds_gap = max(|ΔTPR|, |ΔFPR|). Undefined values are n/a with the reason.",
+                {"equity": get("equity", pd.DataFrame())}, figs.get("equity", {})),
+        Section("Axis 5: attribution stability", "Jaccard of top-K attributed words between platforms per class."
+                if "attribution_stability" in tables else "No attribution table was given: axis 5 not computed.",
+                {"attribution_stability": get("attribution_stability", pd.DataFrame()),
+                 "clinical_retention": get("clinical_retention", pd.DataFrame())}, figs.get("attribution", {})),
+        Section("Label-mapping sensitivity", "Schemes A-E recomputed from the same predictions by summing class "
+                "probabilities (CPFE released code); D equals B by construction.",
+                {"sensitivity": get("sensitivity", pd.DataFrame())}),
+        Section("Text length", f"Words per example; share beyond {options.max_tokens} whitespace words; "
+                "macro-AUC by length quartile.", {"length": get("length", pd.DataFrame())}),
+        Section("Label shift", "Class prevalence on each target: true, EM-estimated (Saerens et al. 2002) and "
+                "BBSE-estimated (Lipton et al. 2018); metrics after EM prior correction.",
+                {"label_shift": get("label_shift", pd.DataFrame())}),
+    ]
+    return sections

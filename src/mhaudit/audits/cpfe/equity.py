@@ -1,0 +1,13 @@
+"""Axis 4, prediction equity with platform as the group: per class, symmetric disparate impact (raw and
+adjusted to the reference's class prevalences), the equal-opportunity gap (what the CPFE paper calls
+the equalized odds difference) and the full equalized-odds gap."""
+
+from __future__ import annotations
+
+from mhaudit.audits.cpfe.groups import Group
+from mhaudit.stats.fairness import equity_by_class
+
+
+def equity_rows(group: Group, reference: Group, classes: list[str]) -> list[dict]:
+    rows = equity_by_class(reference.y, reference.pred, group.y, group.pred, len(classes), adjust_priors=True)
+    return [{**group.key(), "reference": reference.platform, **row, "class": classes[row["class"]]} for row in rows]

@@ -1,0 +1,85 @@
+"""Figures for the CPFE report, each drawn from a table that is also in report.json (PNG bytes)."""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display; figures are written to bytes
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+
+def _png(fig) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def auc_degradation(discrimination: pd.DataFrame) -> bytes:
+    stats = discrimination.groupby(["model", "dataset"])["macro_auc"].agg(["mean", "std"]).reset_index()
+    models, datasets = sorted(stats["model"].unique()), sorted(stats["dataset"].unique())
+    fig, ax = plt.subplots(figsize=(1.6 + 1.2 * len(datasets) * max(1, len(models)) / 2, 3.4))
+    width = 0.8 / len(models)
+    for i, model in enumerate(models):
+        s = stats[stats["model"] == model].set_index("dataset").reindex(datasets)
+        ax.bar(np.arange(len(datasets)) + i * width, s["mean"], width, yerr=s["std"].fillna(0), label=model, capsize=3)
+    ax.set_xticks(np.arange(len(datasets)) + width * (len(models) - 1) / 2, datasets, rotation=20, ha="right")
+    ax.set_ylabel("macro one-vs-rest AUC (mean ± SD over seeds)")
+    ax.set_ylim(0.4, 1.0)
+    ax.axhline(0.5, color="grey", lw=0.8, ls="--")
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def forest(per_class: pd.DataFrame) -> bytes:
+    rows = per_class[per_class["seed"] == per_class["seed"].min()].dropna(subset=["auc"]).reset_index(drop=True)
+    fig, ax = plt.subplots(figsize=(6, 0.22 * len(rows) + 1))
+    y = np.arange(len(rows))[::-1]
+    ax.errorbar(rows["auc"], y, xerr=[rows["auc"] - rows["ci_low"], rows["ci_high"] - rows["auc"]], fmt="o", ms=3)
+    ax.set_yticks(y, [f"{r.model} · {r.dataset} · {r['class']}" for _, r in rows.iterrows()], fontsize=7)
+    ax.axvline(0.5, color="red", lw=0.8, ls="--")
+    ax.set_xlabel(f"one-vs-rest AUC, 95% DeLong CI (seed {int(per_class['seed'].min())})")
+    return _png(fig)
+
+
+def reliability(curves: pd.DataFrame) -> bytes:
+    first = curves[(curves["model"] == curves["model"].min()) & (curves["seed"] == curves["seed"].min())]
+    datasets = sorted(first["dataset"].unique())
+    fig, axes = plt.subplots(1, len(datasets), figsize=(3 * len(datasets), 3), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        for stage, style in (("before", "o-"), ("after", "s-")):
+            c = first[(first["dataset"] == dataset) & (first["stage"] == stage) & (first["n"] > 0)]
+            ax.plot(c["confidence"], c["accuracy"], style, ms=3, label=f"{stage} temperature scaling")
+        ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
+        ax.set_title(dataset, fontsize=8)
+        ax.set_xlabel("confidence")
+    axes[0][0].set_ylabel("accuracy")
+    axes[0][0].legend(fontsize=7)
+    return _png(fig)
+
+
+def heatmap(table: pd.DataFrame, value: str, title: str, index: str = "dataset", columns: str = "class",
+            vmin: float = 0, vmax: float = 1) -> bytes:
+    grid = table.groupby([index, columns], sort=False)[value].mean().unstack()
+    fig, ax = plt.subplots(figsize=(1.2 + 0.9 * grid.shape[1], 0.9 + 0.45 * grid.shape[0]))
+    im = ax.imshow(grid.to_numpy(dtype=float), vmin=vmin, vmax=vmax, cmap="viridis", aspect="auto")
+    ax.set_xticks(range(grid.shape[1]), grid.columns, rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(grid.shape[0]), grid.index, fontsize=8)
+    for (i, j), v in np.ndenumerate(grid.to_numpy(dtype=float)):
+        ax.text(j, i, "n/a" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=7, color="white")
+    ax.set_title(title, fontsize=9)
+    fig.colorbar(im, ax=ax)
+    return _png(fig)
+
+
+def lengths(words: dict[str, np.ndarray]) -> bytes:
+    names = sorted(words)
+    fig, ax = plt.subplots(figsize=(1.5 + 1.1 * len(names), 3))
+    ax.violinplot([np.log10(1 + words[n]) for n in names], showmedians=True)
+    ax.set_xticks(range(1, len(names) + 1), names, rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel("log10(1 + words per example)")
+    return _png(fig)

@@ -1,0 +1,122 @@
+"""AUCs with DeLong uncertainty: one score, two correlated scores, one-vs-rest per class, macro.
+
+An AUC with one class absent is undefined: the public functions report it as NaN with a reason,
+never as 0.5. Point estimates equal sklearn's `roc_auc_score` (ties count a half); variances follow
+DeLong, DeLong & Clarke-Pearson (1988), computed by the O(n log n) algorithm of Sun & Xu (2014).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.stats import norm
+
+from mhaudit.stats._delong import auc_only, check_binary, check_codes, check_scores, delong, paired
+
+__all__ = ["delong", "auc_ci", "paired_delong", "per_class_auc", "macro_auc"]
+
+NAN = float("nan")
+
+
+def _absent(y: np.ndarray) -> str:
+    """Why the AUC is undefined ('' when both classes are present)."""
+    if not y.any():
+        return "no positives"
+    if y.all():
+        return "no negatives"
+    return ""
+
+
+def _z(alpha: float) -> float:
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
+    return float(norm.ppf(1 - alpha / 2))
+
+
+def auc_ci(y, score, alpha: float = 0.05) -> dict:
+    """AUC with its DeLong standard error and a normal (1 - alpha) CI clipped to [0, 1].
+
+    Returns `auc, se, ci_low, ci_high, n_pos, n_neg, reason`. With one class absent, `auc`, `se` and
+    the CI are NaN and `reason` is 'no positives' or 'no negatives'; with a single example in a class
+    the AUC is defined but its variance is not (`se` and CI NaN, the reason says so). Otherwise
+    `reason` is ''.
+
+    >>> r = auc_ci([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
+    >>> round(r["auc"], 4), round(r["se"], 4), round(r["ci_low"], 4), r["ci_high"]
+    (0.75, 0.3536, 0.057, 1.0)
+    >>> auc_ci([1, 1, 1], [0.2, 0.5, 0.9])["reason"]
+    'no negatives'
+    """
+    z = _z(alpha)
+    y = check_binary(y)
+    score = check_scores(score, y.size)
+    n_pos, n_neg = int(y.sum()), int((~y).sum())
+    out = {"auc": NAN, "se": NAN, "ci_low": NAN, "ci_high": NAN, "n_pos": n_pos, "n_neg": n_neg,
+           "reason": _absent(y)}
+    if out["reason"]:
+        return out
+    out["auc"], var = delong(y, score)
+    if math.isnan(var):  # a single positive (or negative): its placement values have no sample variance
+        out["reason"] = f"one {'positive' if n_pos == 1 else 'negative'}: no variance estimate"
+        return out
+    se = math.sqrt(var)
+    out.update(se=se, ci_low=max(0.0, out["auc"] - z * se), ci_high=min(1.0, out["auc"] + z * se))
+    return out
+
+
+def paired_delong(y, score_a, score_b) -> dict:
+    """DeLong's test of two correlated AUCs (two scores on the same examples), two-sided.
+
+    Returns `auc_a, auc_b, diff (a - b), se, z, p, reason`. `z` and `p` are NaN (with a reason)
+    when the difference has zero variance or a class has fewer than two examples; all numbers are
+    NaN when a class is absent.
+
+    >>> r = paired_delong([0, 0, 0, 1, 1, 1], [0.1, 0.2, 0.7, 0.6, 0.8, 0.9], [0.3, 0.1, 0.2, 0.8, 0.4, 0.5])
+    >>> round(r["auc_a"], 4), r["auc_b"], round(r["diff"], 4), round(r["z"], 3), round(r["p"], 3)
+    (0.8889, 1.0, -0.1111, -0.707, 0.48)
+    """
+    y = check_binary(y)
+    score_a = check_scores(score_a, y.size, "score_a")
+    score_b = check_scores(score_b, y.size, "score_b")
+    out = {"auc_a": NAN, "auc_b": NAN, "diff": NAN, "se": NAN, "z": NAN, "p": NAN, "reason": _absent(y)}
+    if out["reason"]:
+        return out
+    auc_a, auc_b, var = paired(y, score_a, score_b)
+    out.update(auc_a=auc_a, auc_b=auc_b, diff=auc_a - auc_b)
+    if var != var:
+        out["reason"] = "a class has a single example: no variance estimate"
+    elif var == 0:
+        out.update(se=0.0, reason="the AUC difference has zero variance: the test is undefined")
+    else:
+        se = math.sqrt(var)
+        z = (auc_a - auc_b) / se
+        out.update(se=se, z=z, p=float(2 * norm.sf(abs(z))))
+    return out
+
+
+def per_class_auc(y_codes, scores, n_classes: int, alpha: float = 0.05) -> list[dict]:
+    """One-vs-rest AUC with DeLong CI for each class k (class k positive, scored by `scores[:, k]`).
+
+    Each row is `auc_ci`'s dict plus `class_index`; an absent class gets NaN with its reason.
+
+    >>> rows = per_class_auc([0, 1, 2, 2], [[.8, .1, .1], [.2, .7, .1], [.1, .2, .7], [.3, .3, .4]], 3)
+    >>> [(r["class_index"], r["auc"], r["n_pos"]) for r in rows]
+    [(0, 1.0, 1), (1, 1.0, 1), (2, 1.0, 2)]
+    """
+    y, scores = check_codes(y_codes, scores, n_classes)
+    return [{"class_index": k, **auc_ci(y == k, scores[:, k], alpha)} for k in range(n_classes)]
+
+
+def macro_auc(y_codes, probs, n_classes: int) -> float:
+    """Mean one-vs-rest AUC over the classes with at least one positive and one negative.
+
+    NaN when fewer than two classes qualify. With every class present it equals sklearn's
+    `roc_auc_score(y, probs, multi_class='ovr', average='macro')`.
+
+    >>> macro_auc([0, 1, 2, 2], [[.6, .3, .1], [.2, .3, .5], [.1, .2, .7], [.5, .1, .4]], 3)  # (1 + 5/6 + 3/4) / 3
+    0.8611111111111112
+    """
+    y, probs = check_codes(y_codes, probs, n_classes, "probs")
+    aucs = [auc_only(y == k, probs[:, k]) for k in range(n_classes) if 0 < (y == k).sum() < y.size]
+    return float(np.mean(aucs)) if len(aucs) >= 2 else NAN

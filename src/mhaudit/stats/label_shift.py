@@ -1,0 +1,131 @@
+"""Label shift: estimating a target platform's class priors and correcting posteriors for them.
+
+Both estimators assume label shift only: p(x | y) is the same on source and target, only p(y) moves.
+
+- `em_priors`: Saerens, Latinne & Decaestecker (2002), "Adjusting the outputs of a classifier to new
+  a priori probabilities", Neural Computation 14(1). EM on the target's unlabelled posteriors; it is
+  the maximum-likelihood estimate of the priors and needs calibrated source posteriors.
+- `bbse_priors`: black-box shift estimation, Lipton, Wang & Smola (2018), ICML. Needs only hard
+  predictions and the source confusion matrix; consistent even for a miscalibrated classifier as long
+  as that matrix is invertible.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+
+
+class EMResult(NamedTuple):
+    priors: np.ndarray  # estimated target priors
+    probs: np.ndarray  # target posteriors corrected to those priors
+    n_iter: int
+
+
+class BBSEResult(NamedTuple):
+    priors: np.ndarray  # estimated target priors (NaN when no estimate exists; see note)
+    weights: np.ndarray  # importance weights q/pi_src after clipping
+    note: str  # '' when C was invertible and no weight was clipped
+
+
+def _priors(values, n_classes: int, name: str, *, positive: bool = False) -> np.ndarray:
+    p = np.asarray(values, dtype=float)
+    if p.shape != (n_classes,) or not np.all(np.isfinite(p)) or p.min() < 0 or p.sum() <= 0:
+        raise ValueError(f"{name} must be {n_classes} non-negative finite numbers with a positive sum")
+    if positive and p.min() == 0:
+        raise ValueError(f"{name} has a zero prior for class {int(np.argmin(p))}; the correction divides by it")
+    return p / p.sum()
+
+
+def _probs(values) -> np.ndarray:
+    p = np.asarray(values, dtype=float)
+    if p.ndim != 2 or p.shape[0] == 0:
+        raise ValueError(f"probs must be a non-empty 2-D array (rows x classes), got shape {p.shape}")
+    if not np.all(np.isfinite(p)) or p.min() < 0 or not np.allclose(p.sum(axis=1), 1, atol=1e-6):
+        raise ValueError("each row of probs must hold non-negative probabilities summing to 1")
+    return p
+
+
+def prior_corrected_probs(probs, priors_src, priors_tgt) -> np.ndarray:
+    """Bayes correction of posteriors to new priors: p'(k|x) = p(k|x) q_k / pi_k, renormalised per row.
+
+    A row whose corrected mass is zero (all its probability on classes given target prior 0) is NaN.
+
+    >>> prior_corrected_probs([[0.5, 0.5]], [0.5, 0.5], [0.2, 0.8]).round(6).tolist()
+    [[0.2, 0.8]]
+    """
+    p = _probs(probs)
+    k = p.shape[1]
+    ratio = _priors(priors_tgt, k, "priors_tgt") / _priors(priors_src, k, "priors_src", positive=True)
+    out = p * ratio
+    total = out.sum(axis=1, keepdims=True)
+    return np.divide(out, total, out=np.full_like(out, np.nan), where=total > 0)
+
+
+def em_priors(probs_tgt, priors_src, tol: float = 1e-8, max_iter: int = 1000) -> EMResult:
+    """Saerens-Latinne-Decaestecker EM: q <- mean over target rows of p(.|x) corrected to q, from q = pi_src.
+
+    Stops when no prior moves by `tol` or more; warns if `max_iter` is reached first. The result is a
+    fixed point: correcting `probs_tgt` to the returned priors gives posteriors whose mean is those priors.
+    """
+    if max_iter < 1 or not tol > 0:
+        raise ValueError(f"need max_iter >= 1 and tol > 0, got max_iter={max_iter}, tol={tol}")
+    p = _probs(probs_tgt)
+    pi = _priors(priors_src, p.shape[1], "priors_src", positive=True)
+    q = pi
+    for n_iter in range(1, max_iter + 1):
+        q_new = prior_corrected_probs(p, pi, q).mean(axis=0)
+        moved = np.max(np.abs(q_new - q))
+        q = q_new
+        if moved < tol:
+            break
+    else:
+        warnings.warn(f"EM prior estimate did not converge in {max_iter} iterations "
+                      f"(last change {moved:.3g} >= tol {tol:g})", RuntimeWarning, stacklevel=2)
+    return EMResult(q, prior_corrected_probs(p, pi, q), n_iter)
+
+
+def bbse_priors(y_src, pred_src, pred_tgt, n_classes: int) -> BBSEResult:
+    """Black-box shift estimation: solve C w = mu for the importance weights w_j = q_j / pi_src,j.
+
+    C[i, j] = P_src(pred = i, y = j) (the joint confusion matrix of held-out source data) and
+    mu[i] = P_tgt(pred = i). Negative weights (sampling noise) are clipped to 0 and q = w * pi_src is
+    renormalised. A singular C (a class never predicted, two classes confused alike, a class absent
+    from the source) leaves q unidentified: the minimum-norm least-squares w is used and `note` says so.
+
+    >>> r = bbse_priors([0, 0, 0, 0, 1, 1, 1, 1], [0, 0, 0, 1, 1, 1, 1, 0], [0, 0, 0, 1, 1, 1, 1, 1], 2)
+    >>> r.priors.round(6).tolist(), r.note
+    ([0.25, 0.75], '')
+    """
+    codes = [np.asarray(a) for a in (y_src, pred_src, pred_tgt)]
+    for name, a in zip(("y_src", "pred_src", "pred_tgt"), codes):
+        if a.ndim != 1 or a.size == 0 or a.min() < 0 or a.max() >= n_classes or np.any(np.mod(a, 1) != 0):
+            raise ValueError(f"{name} must be a non-empty 1-D array of class codes 0..{n_classes - 1}")
+    y, ps, pt = (a.astype(np.int64) for a in codes)
+    if len(y) != len(ps):
+        raise ValueError(f"y_src has {len(y)} rows but pred_src has {len(ps)}")
+    joint = np.bincount(ps * n_classes + y, minlength=n_classes ** 2).reshape(n_classes, n_classes) / len(y)
+    mu = np.bincount(pt, minlength=n_classes) / len(pt)
+    pi = joint.sum(axis=0)
+    notes = []
+    rank = np.linalg.matrix_rank(joint)
+    if rank == n_classes:
+        w = np.linalg.solve(joint, mu)
+    else:
+        w = np.linalg.lstsq(joint, mu, rcond=None)[0]
+        notes.append(f"source confusion matrix is singular (rank {rank} of {n_classes}): minimum-norm "
+                     "least-squares solution used; the target priors are not identified")
+        absent = np.flatnonzero(pi == 0).tolist()
+        if absent:
+            notes.append(f"class(es) {', '.join(map(str, absent))} absent from the source: target prior set to 0")
+    negative = np.flatnonzero(w < 0).tolist()
+    if negative:
+        notes.append(f"negative weight(s) for class(es) {', '.join(map(str, negative))} clipped to 0")
+    w = np.clip(w, 0, None)
+    q = w * pi
+    if q.sum() <= 0:
+        notes.append("every weight is zero after clipping: no prior estimate")
+        return BBSEResult(np.full(n_classes, np.nan), w, "; ".join(notes))
+    return BBSEResult(q / q.sum(), w, "; ".join(notes))
