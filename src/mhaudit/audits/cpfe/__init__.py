@@ -18,7 +18,7 @@ from mhaudit.audits.cpfe.discrimination import discrimination_rows, per_class_ro
 from mhaudit.audits.cpfe.equity import equity_rows
 from mhaudit.audits.cpfe.extras import label_shift_rows, length_rows, sensitivity_rows
 from mhaudit.audits.cpfe.groups import make_groups, reference_of
-from mhaudit.audits.cpfe.significance import model_pair_rows, platform_pair_rows
+from mhaudit.audits.cpfe.significance import bootstrap_aucs, model_pair_rows, platform_pair_rows
 from mhaudit.audits.cpfe.summary import flags, mean_sd, plain_words
 from mhaudit.errors import InputError
 from mhaudit.predictions import PredictionSet
@@ -78,9 +78,9 @@ def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Se
         t.add("reliability", curves)
         if g is not ref:
             t.add("equity", equity_rows(g, ref, classes))
-    t.add("significance", platform_pair_rows(groups, len(classes), options.n_boot_significance, rng,
-                                             options.correction, options.alpha))
-    t.add("model_comparison", model_pair_rows(groups, classes, options.n_boot_significance, rng))
+    boot = bootstrap_aucs(groups, len(classes), options.n_boot_significance, rng)
+    t.add("significance", platform_pair_rows(groups, boot, len(classes), options.correction, options.alpha))
+    t.add("model_comparison", model_pair_rows(groups, boot, classes))
     t.add("sensitivity", sensitivity_rows(groups, references, classes))
     t.add("label_shift", label_shift_rows(groups, references, classes, options.n_bins))
     if texts is not None:

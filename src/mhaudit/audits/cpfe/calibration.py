@@ -3,6 +3,8 @@ reliability data, and temperature scaling (held-out calibration split, and cross
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from mhaudit.audits.cpfe.groups import Group
@@ -55,10 +57,12 @@ def temperature_row(group: Group, n_classes: int, n_bins: int, fraction: float, 
     if cal.sum() < 2 or rest.sum() < 2 or len(np.unique(group.y[cal])) < 2:
         return {**group.key(), "calibration_source": source, "n_calibration": int(cal.sum()),
                 "reason": "calibration split too small or one class: temperature not fitted"}, []
-    t = fit_temperature(group.logits[cal], group.y[cal])
+    with warnings.catch_warnings(record=True) as caught:  # a fit at the bound is reported, not printed
+        warnings.simplefilter("always")
+        t = fit_temperature(group.logits[cal], group.y[cal])
+        crossfit_probs, temps = cross_fitted_temperature(group.logits, group.y, k=folds, seed=seed)
     before, after = group.probs[rest], softmax(group.logits[rest], t)
     y = group.y[rest]
-    crossfit_probs, temps = cross_fitted_temperature(group.logits, group.y, k=folds, seed=seed)
     row = {
         **group.key(), "calibration_source": source, "n_calibration": int(cal.sum()), "n_evaluated": int(rest.sum()),
         "temperature": t, "ece_before": ece(before, y, n_bins), "ece_after": ece(after, y, n_bins),
@@ -68,6 +72,7 @@ def temperature_row(group: Group, n_classes: int, n_bins: int, fraction: float, 
         "crossfit_ece_after": ece(crossfit_probs, group.y, n_bins),
         "crossfit_delta_auc": macro_auc(group.y, crossfit_probs, n_classes) - macro_auc(group.y, group.probs, n_classes),
         "reason": "",
+        "note": "; ".join(dict.fromkeys(str(w.message) for w in caught)),
     }
     row["ece_reduction_pct"] = 100 * (row["ece_before"] - row["ece_after"]) / row["ece_before"] \
         if row["ece_before"] > 0 else float("nan")

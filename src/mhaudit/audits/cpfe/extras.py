@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
@@ -77,7 +79,9 @@ def label_shift_rows(groups: list[Group], references: dict, classes: list[str], 
         if g is ref:
             continue
         prior_src = np.bincount(ref.y, minlength=k) / ref.n
-        em = em_priors(g.probs, prior_src)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            em = em_priors(g.probs, prior_src)
         bbse = bbse_priors(ref.y, ref.pred, g.pred, k)
         true = np.bincount(g.y, minlength=k) / g.n
         corrected = em.probs
@@ -85,6 +89,7 @@ def label_shift_rows(groups: list[Group], references: dict, classes: list[str], 
             rows.append({**g.key(), "class": name, "prevalence_reference": float(prior_src[c]),
                          "prevalence_true": float(true[c]), "prevalence_em": float(em.priors[c]),
                          "prevalence_bbse": float(bbse.priors[c]), "bbse_note": bbse.note,
+                         "em_note": "; ".join(str(w.message) for w in caught),
                          "macro_auc": macro_auc(g.y, g.probs, k), "macro_auc_em_corrected": macro_auc(g.y, corrected, k),
                          "accuracy": float((g.pred == g.y).mean()),
                          "accuracy_em_corrected": float((corrected.argmax(1) == g.y).mean()),

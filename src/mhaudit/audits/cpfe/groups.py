@@ -55,9 +55,11 @@ def make_groups(predictions: PredictionSet) -> list[Group]:
     codes = pd.Categorical(frame["label"], categories=predictions.classes).codes
     logits = scores(frame, predictions.classes)
     groups = []
+    ids = frame["id"].astype(str).to_numpy()
     for key, index in frame.groupby(list(KEYS), sort=True).indices.items():
         model, seed, platform, dataset = key
-        groups.append(Group(str(model), int(seed), str(platform), str(dataset), frame["id"].to_numpy()[index],
+        index = index[np.argsort(ids[index], kind="stable")]  # rows in id order: models align row by row
+        groups.append(Group(str(model), int(seed), str(platform), str(dataset), ids[index],
                             codes[index].astype(np.int64), logits[index], frame["split"].to_numpy()[index]))
     return groups
 

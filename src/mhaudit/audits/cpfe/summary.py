@@ -92,10 +92,11 @@ def plain_words(discrimination: pd.DataFrame, flag_table: pd.DataFrame, temperat
         parts.append("Flags raised: " + "; ".join(f"{f} in {counts[f]} of {total[f]} target runs" for f in counts.index)
                      + ".")
     if not temperature.empty and "ece_reduction_pct" in temperature:
-        red = temperature["ece_reduction_pct"].dropna()
-        dauc = temperature["delta_auc"].dropna()
+        home = set(independent.loc[independent["is_reference"].astype(bool), "dataset"])
+        off = temperature[~temperature["dataset"].isin(home)]
+        red, dauc = off["ece_reduction_pct"].dropna(), off["delta_auc"].dropna()
         if len(red):
-            parts.append(f"Temperature scaling cut ECE by {red.mean():.0f}% on average (range {red.min():.0f}% to "
+            parts.append(f"On the other platforms temperature scaling cut ECE by {red.mean():.0f}% on average (range {red.min():.0f}% to "
                          f"{red.max():.0f}%) while macro-AUC moved by {dauc.min():+.3f} to {dauc.max():+.3f}: "
                          "calibration can be repaired, discrimination cannot.")
     return " ".join(parts)

@@ -1,0 +1,203 @@
+"""The cross-platform audit end to end: tables against independent references, flags on planted shift
+and none without it, undefined values marked, and the report's named tables."""
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import f1_score, roc_auc_score
+from typer.testing import CliRunner
+
+from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
+from mhaudit.cli import app
+from mhaudit.corpus.simulate import SimulationConfig, simulate
+from mhaudit.errors import InputError
+from mhaudit.models import create
+from mhaudit.predictions import PredictionSet, predict_corpus
+from mhaudit.report import write_report
+from mhaudit.stats.calibration import softmax
+
+CLASSES = ["normal", "depression", "anxiety", "stress"]
+FAST = dict(n_boot_significance=300, n_boot_ece=200, figures=False)
+
+
+def synthetic_predictions(n=400, models=("m1", "m2"), seeds=(0, 1), shift=1.0, rng=0):
+    """SYNTHETIC logits: the reference 'home' is separable; targets 'away1/away2' lose signal with `shift`."""
+    rng = np.random.default_rng(rng)
+    rows = []
+    for platform, noise, priors in (("home", 0.0, [.25, .25, .25, .25]), ("away1", shift, [.55, .15, .15, .15]),
+                                    ("away2", shift, [.4, .3, .15, .15])):
+        y = rng.choice(4, size=n, p=priors)
+        for model in models:
+            for seed in seeds:
+                logits = 2.0 * np.eye(4)[y] * (1 - 0.8 * noise) + rng.normal(size=(n, 4))
+                frame = pd.DataFrame(logits, columns=[f"logit_{c}" for c in CLASSES])
+                frame.insert(0, "label", np.array(CLASSES)[y])
+                frame.insert(0, "split", "test")
+                frame.insert(0, "dataset", platform)
+                frame.insert(0, "platform", platform)
+                frame.insert(0, "seed", seed)
+                frame.insert(0, "model", model)
+                frame.insert(0, "id", [f"{platform}-{i}" for i in range(n)])
+                rows.append(frame)
+    return PredictionSet(pd.concat(rows, ignore_index=True), CLASSES)
+
+
+@pytest.fixture(scope="module")
+def result():
+    return audit_cpfe(synthetic_predictions(), CPFEOptions(reference="home", **FAST))
+
+
+def test_discrimination_matches_sklearn(result):
+    preds = synthetic_predictions().frame
+    disc = result.table("discrimination").set_index(["model", "seed", "platform"])
+    for (model, seed, platform), rows in preds.groupby(["model", "seed", "platform"]):
+        y = pd.Categorical(rows["label"], categories=CLASSES).codes
+        probs = softmax(rows[[f"logit_{c}" for c in CLASSES]].to_numpy())
+        row = disc.loc[(model, seed, platform)]
+        assert row["macro_auc"] == pytest.approx(roc_auc_score(y, probs, multi_class="ovr"), abs=1e-12)
+        assert row["macro_f1"] == pytest.approx(f1_score(y, probs.argmax(1), average="macro"), abs=1e-12)
+        home = disc.loc[(model, seed, "home"), "macro_auc"]
+        assert row["delta_auc_pct"] == pytest.approx(100 * (row["macro_auc"] - home) / home)
+    per_class = result.table("per_class_auc")
+    assert len(per_class) == 2 * 2 * 3 * 4 and (per_class["ci_low"] <= per_class["auc"]).all()
+
+
+def test_report_has_every_named_table(result, tmp_path):
+    write_report(result, tmp_path)
+    report = json.loads((tmp_path / "report.json").read_text())
+    names = {name for s in report["sections"] for name in s["tables"]}
+    assert {"discrimination", "per_class_auc", "calibration", "per_class_calibration", "temperature_scaling",
+            "significance", "equity", "attribution_stability", "sensitivity", "length", "label_shift",
+            "flags", "model_comparison"} <= names
+    assert report["options"]["reference"] == "home" and report["options"]["classes"] == CLASSES
+
+
+def test_significance_family_and_correction(result):
+    sig = result.table("significance")
+    assert len(sig) == 4 * 3  # (model, seed) families x 3 platform pairs
+    assert (sig["family_size"] == 3).all() and np.allclose(sig["alpha_adjusted"], 0.05 / 3)
+    np.testing.assert_allclose(sig["p_adjusted"], np.minimum(1, 3 * sig["p"]))
+    home_vs_away = sig[(sig["platform_a"] == "away1") & (sig["platform_b"] == "home")]
+    assert (home_vs_away["difference"] < -0.1).all() and home_vs_away["significant"].all()
+
+
+def test_model_comparison_is_paired(result):
+    comp = result.table("model_comparison")
+    boot = comp[comp["test"] == "paired bootstrap, macro-AUC"]
+    assert len(boot) == 3 * 2  # platforms x seeds, one model pair
+    assert boot["reason"].eq("").all() and boot["se"].gt(0).all()
+    assert (comp[comp["test"] == "paired DeLong"].groupby(["platform", "seed"]).size() == 4).all()
+
+
+def test_sensitivity_schemes_and_d_equals_b(result):
+    sens = result.table("sensitivity").set_index(["model", "seed", "platform", "scheme"])["macro_auc"]
+    for key in {k[:3] for k in sens.index}:
+        assert sens[(*key, "D")] == sens[(*key, "B")]
+        assert sens[(*key, "A")] == result.table("discrimination").set_index(
+            ["model", "seed", "platform"]).loc[key, "macro_auc"]
+
+
+def test_label_shift_estimates_sum_to_one(result):
+    shift = result.table("label_shift")
+    sums = shift.groupby(["model", "seed", "platform"])[["prevalence_true", "prevalence_em", "prevalence_bbse"]].sum()
+    np.testing.assert_allclose(sums.to_numpy(), 1, atol=1e-9)
+    true = shift.groupby(["platform", "class"])["prevalence_true"].first()
+    assert true[("away1", "normal")] > 0.45  # the planted prior shift
+
+
+def test_seed_summary_is_mean_and_sd(result):
+    summary = result.table("mean and SD over seeds")
+    disc = result.table("discrimination")
+    row = summary[(summary["model"] == "m1") & (summary["platform"] == "away2") & (summary["metric"] == "macro_auc")].iloc[0]
+    values = disc[(disc["model"] == "m1") & (disc["platform"] == "away2")]["macro_auc"]
+    assert row["mean"] == pytest.approx(values.mean()) and row["sd"] == pytest.approx(values.std(ddof=1))
+    assert row["n_seeds"] == 2
+
+
+def test_undefined_values_are_marked_not_invented():
+    preds = synthetic_predictions(models=("m1",), seeds=(0,)).frame
+    away = preds["platform"] == "away2"
+    preds.loc[away, "label"] = "normal"  # one class present on a target
+    result = audit_cpfe(PredictionSet(preds, CLASSES), CPFEOptions(reference="home", **FAST))
+    disc = result.table("discrimination").set_index("platform")
+    assert np.isnan(disc.loc["away2", "macro_auc"]) and "one class present" in disc.loc["away2", "reason"]
+    per_class = result.table("per_class_auc")
+    absent = per_class[(per_class["platform"] == "away2") & (per_class["class"] == "stress")].iloc[0]
+    assert np.isnan(absent["auc"]) and absent["reason"]
+    equity = result.table("equity")
+    row = equity[(equity["platform"] == "away2") & (equity["class"] == "stress")].iloc[0]
+    assert np.isnan(row["tpr_tgt"]) and "TPR undefined" in row["reason"]
+
+
+def test_missing_reference_and_different_example_sets():
+    preds = synthetic_predictions(models=("m1", "m2"), seeds=(0,))
+    with pytest.raises(InputError, match="reference platform 'kaggle' is not in the predictions"):
+        audit_cpfe(preds, CPFEOptions(reference="kaggle", **FAST))
+    frame = preds.frame[~((preds.frame["model"] == "m2") & (preds.frame["id"] == "away1-0"))]
+    result = audit_cpfe(PredictionSet(frame, CLASSES), CPFEOptions(reference="home", **FAST))
+    comp = result.table("model_comparison")
+    assert "different examples" in comp[comp["platform"] == "away1"]["reason"].iat[0]
+
+
+def test_non_independent_rows_are_marked_and_left_out_of_the_summary():
+    result = audit_cpfe(synthetic_predictions(models=("m1",), seeds=(0,)),
+                        CPFEOptions(reference="home", non_independent=(("m1", "away1"),), **FAST))
+    disc = result.table("discrimination").set_index("platform")
+    assert disc.loc["away1", "non_independent"] and not disc.loc["away2", "non_independent"]
+    drop = f"{disc.loc['away2', 'delta_auc_pct']:+.1f}%"
+    assert f"by {drop} to {drop}" in result.sections[0].text
+
+
+def audit_simulated(config, n_boot=300):
+    corpus = simulate(config)
+    f = corpus.frame
+    train = f[(f["platform"] == "synthetic-forum") & f["split"].isin(["train", "val"])]
+    model = create("tfidf-lr", ngram_range=(1, 1)).fit(train, corpus.classes)  # unigrams: fast, same story
+    preds = predict_corpus(model, corpus, model_name="tfidf-lr", seed=config.seed, splits=("test",))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the audit reports problems in its tables, never as stray warnings
+        result = audit_cpfe(PredictionSet(preds, corpus.classes),
+                            CPFEOptions(reference="synthetic-forum", seed=config.seed, n_boot_significance=n_boot,
+                                        n_boot_ece=200, figures=False))
+    return result.table("flags")
+
+
+def test_planted_shift_raises_every_named_flag():
+    flags = audit_simulated(SimulationConfig(n_per_platform=1500, auto_platforms=()))
+    raised = flags.groupby("flag")["raised"].all()
+    assert raised[["auc_drop_beyond_ci", "ece_above_0.10", "di_below_0.80"]].all()
+
+
+@pytest.mark.slow
+def test_no_shift_raises_at_most_5pct_false_flags_over_20_seeds():
+    flags = pd.concat([audit_simulated(SimulationConfig.no_shift(seed=s, n_per_platform=1200, auto_platforms=()),
+                                       n_boot=200) for s in range(20)])
+    assert len(flags) == 20 * 2 * 4  # seeds x target platforms x flags
+    assert flags["raised"].mean() <= 0.05, flags[flags["raised"]]
+
+
+def test_cli_audit_on_a_users_probability_file(tmp_path):
+    frame = synthetic_predictions(models=("m1",), seeds=(0,)).frame
+    probs = softmax(frame[[f"logit_{c}" for c in CLASSES]].to_numpy())
+    user = frame[["id", "platform", "label"]].copy()
+    for i, c in enumerate(CLASSES):
+        user[f"prob_{c}"] = probs[:, i]
+    path = tmp_path / "mine.csv"
+    user.to_csv(path, index=False)
+    out = tmp_path / "report"
+    runner = CliRunner()
+    done = runner.invoke(app, ["audit", "cpfe", "--predictions", str(path), "--reference", "home", "--out", str(out),
+                               "--n-boot", "200", "--n-boot-ece", "100", "--model", "mine"])
+    assert done.exit_code == 0, done.output
+    report = json.loads((out / "report.json").read_text())
+    assert report["options"]["score_kind"].startswith("log-probabilities")
+    disc = pd.DataFrame(next(s["tables"]["discrimination"] for s in report["sections"] if "discrimination" in s["tables"]))
+    assert set(disc["model"]) == {"mine"} and len(disc) == 3
+    assert (out / "figures").is_dir() and "data:image/png;base64" in (out / "report.html").read_text()
+    bad = runner.invoke(app, ["audit", "cpfe", "--predictions", str(path), "--reference", "kaggle", "--out",
+                              str(tmp_path / "nope")])
+    assert bad.exit_code == 2 and "reference platform 'kaggle'" in bad.stderr
+    assert not (tmp_path / "nope").exists()
