@@ -170,7 +170,7 @@ def compare(result, fs: dict) -> dict:
     eq = result.table("equity").set_index(["model", "seed", "platform", "class"])
     sig = result.table("significance")
     d = {k: [] for k in ("macro_auc", "macro_f1", "ece", "delta_auc_pct", "di", "eod", "difference",
-                         "se_rel", "se_rel_signed", "z", "p", "p_adj_ours", "p_adj_fs")}
+                         "se_rel", "se_rel_signed", "z", "p", "p_ours", "p_fs", "z_fs", "p_adj_ours", "p_adj_fs")}
     for (m, s), rep in fs.items():
         for p, perf in rep["performance"].items():
             d["macro_auc"].append(abs(disc.loc[(m, s, p), "macro_auc"] - perf["macro_auc"]))
@@ -194,6 +194,9 @@ def compare(result, fs: dict) -> dict:
             d["se_rel_signed"].append((row["se"] - st["se"]) / st["se"])
             d["z"].append(abs(sign * row["z"] - st["z"]) / abs(st["z"]))
             d["p"].append(abs(row["p"] - st["p_value"]))
+            d["p_ours"].append(row["p"])
+            d["p_fs"].append(st["p_value"])
+            d["z_fs"].append(abs(st["z"]))
             d["p_adj_ours"].append(row["family_size"])
             d["p_adj_fs"].append(len(rep["significance"]))
     return {k: np.asarray(v, dtype=float) for k, v in d.items()}
@@ -269,7 +272,10 @@ def main() -> None:
               f"{d['se_rel_signed'].mean():+.2%}; Monte Carlo relative SD of one SE estimate at B={N_BOOT_SIG} "
               f"~ {mc:.1%}, of the difference of two independent estimates ~ {np.sqrt(2) * mc:.1%}")
         print(f"  z: max relative |diff| {d['z'].max():.2%} (z = difference / SE, so it inherits the SE's "
-              f"Monte Carlo error); p: max |diff| {d['p'].max():.3e}")
+              f"Monte Carlo error); |z| (fairscope) from {d['z_fs'].min():.1f} to {d['z_fs'].max():.1f}")
+        print(f"  p: max |diff| {d['p'].max():.3e}; ours from {d['p_ours'].min():.3e} to {d['p_ours'].max():.3e}, "
+              f"fairscope from {d['p_fs'].min():.3e} to {d['p_fs'].max():.3e} (a normal p underflows to 0 "
+              "beyond |z| ~ 38)")
         print(f"  p_adjusted is not compared: Bonferroni family size ours {int(d['p_adj_ours'][0])} "
               f"(every platform pair of the model and seed) vs fairscope {int(d['p_adj_fs'][0])} "
               "(reference vs each target)")

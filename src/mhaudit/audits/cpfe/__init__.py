@@ -83,8 +83,11 @@ def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Se
     t.add("model_comparison", model_pair_rows(groups, boot, classes))
     t.add("sensitivity", sensitivity_rows(groups, references, classes))
     t.add("label_shift", label_shift_rows(groups, references, classes, options.n_bins))
+    words = {}
     if texts is not None:
         t.add("length", length_rows(groups, texts, classes, options.max_tokens))
+        words = {g.dataset: np.array([len(str(x).split()) for x in texts.reindex(g.ids).fillna("")])
+                 for g in groups}
     if attributions is not None and not attributions.empty:
         from mhaudit.attribution.stability import clinical_retention, jaccard_stability, load_proxy_clinical
 
@@ -107,7 +110,7 @@ def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Se
         synthetic=synthetic,
         options={**asdict(options), "classes": classes, "score_kind": predictions.score_kind,
                  "inputs": predictions.fingerprints},
-        sections=_sections(tables, summary, options),
+        sections=_sections(tables, summary, options, words),
     )
 
 
@@ -138,7 +141,8 @@ def _seed_summary(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.concat([p for p in parts if not p.empty], ignore_index=True)
 
 
-def _sections(tables: dict[str, pd.DataFrame], summary: str, options: CPFEOptions) -> list[Section]:
+def _sections(tables: dict[str, pd.DataFrame], summary: str, options: CPFEOptions,
+              words: dict[str, np.ndarray]) -> list[Section]:
     figs = {}
     if options.figures:
         figs["discrimination"] = {"AUC by model and platform": figures.auc_degradation(tables["discrimination"]),
@@ -156,6 +160,8 @@ def _sections(tables: dict[str, pd.DataFrame], summary: str, options: CPFEOption
             stab = stab[stab["k"] == 10].assign(pair=lambda d: d["platform_a"] + " vs " + d["platform_b"])
             figs["attribution"] = {"Top-10 attribution Jaccard": figures.heatmap(stab, "jaccard", "Jaccard, K = 10",
                                                                                  index="pair")}
+        if words:
+            figs["length"] = {"Text length by platform": figures.lengths(words)}
     get = tables.get
     sections = [
         Section("Summary", summary, {"flags": tables["flags"], "mean and SD over seeds": _seed_summary(tables)}),
@@ -186,7 +192,7 @@ def _sections(tables: dict[str, pd.DataFrame], summary: str, options: CPFEOption
                 "probabilities (CPFE released code); D equals B by construction.",
                 {"sensitivity": get("sensitivity", pd.DataFrame())}),
         Section("Text length", f"Words per example; share beyond {options.max_tokens} whitespace words; "
-                "macro-AUC by length quartile.", {"length": get("length", pd.DataFrame())}),
+                "macro-AUC by length quartile.", {"length": get("length", pd.DataFrame())}, figs.get("length", {})),
         Section("Label shift", "Class prevalence on each target: true, EM-estimated (Saerens et al. 2002) and "
                 "BBSE-estimated (Lipton et al. 2018); metrics after EM prior correction.",
                 {"label_shift": get("label_shift", pd.DataFrame())}),
