@@ -24,7 +24,7 @@ def probs_frame(n=6):
 @pytest.mark.parametrize("name", ["preds.csv", "preds.parquet"])
 def test_probabilities_become_log_probabilities_and_indices_become_names(tmp_path, name):
     frame, p = probs_frame()
-    result = read_predictions([write(tmp_path, frame, name)], model="mine", seed=3)
+    result = read_predictions([write(tmp_path, frame, name)], classes=["a", "b", "c"], model="mine", seed=3)
     assert result.classes == ["a", "b", "c"] and result.score_kind.startswith("log-probabilities")
     out = result.frame
     assert out["label"].tolist() == ["b", "a", "c", "b", "a", "c"]
@@ -49,7 +49,9 @@ def test_class_order_flag_and_one_file_per_platform(tmp_path):
     (lambda f: f.assign(prob_b=[np.inf] + f["prob_b"].tolist()[1:]), "score column 'prob_b' is 'inf'"),
     (lambda f: f.assign(prob_a=f["prob_a"] + 0.01), f"tolerance {PROB_SUM_TOLERANCE}"),
     (lambda f: f.assign(label=["b", "a", "z", "1", "0", "2"]), "row 3: label 'z' is not one of the classes a, b, c"),
-    (lambda f: f.assign(label=["b", "a", "7", "1", "0", "2"]), "label '7' is not one of the classes"),
+    (lambda f: f.assign(label=["b", "a", "7", "1", "0", "2"]), "label '7' is not one of the classes a, b, c"),
+    (lambda f: f.assign(platform=["x", None, "x", "y", "y", "y"]), "row 2: column 'platform' is empty"),
+    (lambda f: f.assign(seed=[0, 1.5, 0, 0, 0, 0]), "row 2: seed is not an integer"),
     (lambda f: f.drop(columns=["prob_a", "prob_b", "prob_c"]), "has no score columns"),
     (lambda f: f.drop(columns=["label"]), "missing column(s) label"),
     (lambda f: f.iloc[:0], "has no rows"),
@@ -57,8 +59,14 @@ def test_class_order_flag_and_one_file_per_platform(tmp_path):
 def test_bad_input_names_file_row_and_column(tmp_path, change, message):
     frame, _ = probs_frame()
     with pytest.raises(InputError) as exc:
-        read_predictions([write(tmp_path, change(frame))], model="m")
+        read_predictions([write(tmp_path, change(frame))], classes=["a", "b", "c"], model="m")
     assert "preds.csv" in str(exc.value) and message in str(exc.value)
+
+
+def test_index_labels_need_an_explicit_class_order(tmp_path):
+    frame, _ = probs_frame()  # rows 4-6 hold indices: their meaning depends on an order the user must give
+    with pytest.raises(InputError, match="row 4: label '1' is an index, not a class name; pass --classes"):
+        read_predictions([write(tmp_path, frame)], model="m")
 
 
 def test_score_columns_for_unknown_or_missing_classes(tmp_path):

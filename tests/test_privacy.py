@@ -22,3 +22,17 @@ def test_import_pseudonymises_authors_with_the_local_secret(tmp_path, monkeypatc
     assert (tmp_path / "cfg" / "secret").stat().st_mode & 0o777 == 0o600
     assert set(frame["author"]) == set(pseudonymise(["alice", "bob"]))
     assert not frame["author"].isin(["alice", "bob"]).any()
+
+
+def test_a_short_secret_is_refused(monkeypatch, tmp_path):
+    import pytest
+    from mhaudit.errors import InputError
+    monkeypatch.setenv("MHAUDIT_SECRET", "short")
+    with pytest.raises(InputError, match="needs at least 16"):
+        pseudonymise(["x"])
+    monkeypatch.delenv("MHAUDIT_SECRET")
+    (tmp_path / "secret").write_text("")
+    monkeypatch.setenv("MHAUDIT_SECRET_FILE", str(tmp_path / "secret"))
+    with pytest.raises(InputError, match="holds 0 bytes"):
+        pseudonymise(["x"])
+    assert pseudonymise(pd.Series(["a", pd.NA], dtype="string"), secret=b"k" * 16)[1] is None

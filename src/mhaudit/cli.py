@@ -10,7 +10,6 @@ import functools
 import json
 import sys
 import time
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -19,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from mhaudit.corpus.labelling import MultiLabelPolicy
 from mhaudit.errors import InputError
 
 app = typer.Typer(help="Audit mental-health text classifiers across platforms and label sources.",
@@ -54,13 +54,6 @@ def print_table(title: str, frame: pd.DataFrame) -> None:
     out.print(table)
 
 
-class Policy(str, Enum):
-    first = "first"
-    expand = "expand"
-    priority = "priority"
-    drop_ambiguous = "drop-ambiguous"
-
-
 @app.command()
 @guarded
 def demo(out_dir: Annotated[Path, typer.Option("--out", help="Folder for corpus, predictions and report.")]
@@ -94,8 +87,8 @@ def import_(source: Annotated[str, typer.Argument(help="Source name (see `mhaudi
             platform: Annotated[str | None, typer.Option(help="Platform name (overrides the source's).")] = None,
             dataset: Annotated[str | None, typer.Option(help="Data-set name (overrides the source's).")] = None,
             encoding: Annotated[str, typer.Option(help="Text encoding of the files.")] = "utf-8",
-            multi_label: Annotated[Policy, typer.Option(help="Policy for rows with several labels.")]
-            = Policy.first,
+            multi_label: Annotated[MultiLabelPolicy, typer.Option(help="Policy for rows with several labels.")]
+            = MultiLabelPolicy.first,
             priority: Annotated[str | None, typer.Option(help="Class order for --multi-label priority, "
                                                                "comma-separated.")] = None,
             split: Annotated[str, typer.Option(help="'auto' keeps official splits and draws 70/15/15 "
@@ -112,7 +105,6 @@ def import_(source: Annotated[str, typer.Argument(help="Source name (see `mhaudi
             ) -> None:
     """Read a data set into a corpus table, mapping its labels, and print the mapping report."""
     from mhaudit.corpus.importing import import_source
-    from mhaudit.corpus.labelling import MultiLabelPolicy
     from mhaudit.corpus.schema import SPLITS
     from mhaudit.corpus.sources import ReadOptions
 
@@ -121,7 +113,7 @@ def import_(source: Annotated[str, typer.Argument(help="Source name (see `mhaudi
     options = ReadOptions(encoding=encoding, platform=platform, dataset=dataset, text_col=text_col,
                           label_col=label_col, id_col=id_col, sep=sep, label_source=label_source)
     result = import_source(source, paths, mapping=mapping, options=options,
-                           policy=MultiLabelPolicy(multi_label.value),
+                           policy=multi_label,
                            priority=priority.split(",") if priority else None, split=split, seed=seed,
                            drop_empty=drop_empty)
     result.corpus.write(out_path)
@@ -232,7 +224,7 @@ def split(corpus_path: Annotated[Path, typer.Argument(help="Corpus Parquet file.
 def merge(paths: Annotated[list[Path], typer.Argument(help="Corpora with the same classes.")],
           out_path: Annotated[Path, typer.Option("--out", help="Merged corpus to write.")]) -> None:
     """Join corpora (e.g. one per platform) into one table; classes must match in order."""
-    from mhaudit.corpus.schema import Corpus
+    from mhaudit.corpus.schema import SCHEMA, Corpus
 
     corpora = [Corpus.read(p) for p in paths]
     for path, corpus in zip(paths[1:], corpora[1:]):
@@ -241,8 +233,9 @@ def merge(paths: Annotated[list[Path], typer.Argument(help="Corpora with the sam
                              "import both with mappings to the same classes", path=path)
     meta = {"synthetic": any(c.synthetic for c in corpora),
             "mapping": " | ".join(dict.fromkeys(c.meta.get("mapping", "?") for c in corpora))}
-    merged = Corpus.build(pd.concat([c.frame for c in corpora], ignore_index=True), corpora[0].classes,
-                          meta=meta, path=out_path)
+    frames = [c.frame.assign(_file=str(p), _row=range(1, len(c.frame) + 1)) for p, c in zip(paths, corpora)]
+    checked = SCHEMA.validate(pd.concat(frames, ignore_index=True), classes=corpora[0].classes)  # errors name the input
+    merged = Corpus(checked, corpora[0].classes, meta)
     merged.write(out_path)
     out.print(f"wrote {len(merged.frame)} rows from {len(paths)} corpora to {out_path}")
 
@@ -289,7 +282,7 @@ def cpfe(predictions: Annotated[list[Path], typer.Option("--predictions", help="
     """The cross-platform five-axis audit (CPFE) of predictions from any model."""
     from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
     from mhaudit.corpus.schema import Corpus
-    from mhaudit.predictions import PredictionColumns, read_predictions
+    from mhaudit.predictions import PredictionColumns, read_predictions, sha256_file
     from mhaudit.report import write_report
 
     preds = read_predictions(predictions, classes=classes.split(",") if classes else None,
@@ -304,7 +297,18 @@ def cpfe(predictions: Annotated[list[Path], typer.Option("--predictions", help="
     if corpus:
         c = Corpus.read(corpus)
         texts, synthetic = c.frame.set_index("id")["text"], c.synthetic
-    attr = pd.read_parquet(attributions) if attributions else None
+    attr = None
+    if attributions:
+        from mhaudit.corpus.sources._read import read_table
+
+        attr = read_table(attributions, required=["model", "seed", "platform", "class", "word", "score"])
+        attr = attr.drop(columns=["_file", "_row"])
+        attr["score"] = pd.to_numeric(attr["score"], errors="coerce")
+        attr["seed"] = pd.to_numeric(attr["seed"], errors="coerce")
+        if attr[["score", "seed"]].isna().any().any():
+            raise InputError("score and seed must be numbers in every row", path=attributions)
+    for extra in filter(None, (corpus, attributions)):
+        preds.fingerprints[str(extra)] = sha256_file(Path(extra))
     options = CPFEOptions(reference=reference, n_bins=n_bins, n_boot_ece=n_boot_ece, n_boot_significance=n_boot,
                           seed=seed, calibration_fraction=calibration_fraction, correction=correction,
                           non_independent=tuple(pairs))
@@ -312,7 +316,9 @@ def cpfe(predictions: Annotated[list[Path], typer.Option("--predictions", help="
         result = audit_cpfe(preds, options, texts=texts, attributions=attr, synthetic=synthetic)
         write_report(result, out_dir)
     out.print(result.sections[0].text)
-    print_table("flags raised", result.table("flags").query("raised")[["model", "seed", "dataset", "flag", "value"]])
+    raised = result.table("flags")
+    if not raised.empty and raised["raised"].any():
+        print_table("flags raised", raised[raised["raised"]][["model", "seed", "dataset", "flag", "value"]])
     out.print(f"report: {out_dir / 'report.html'} (also report.md, report.json, figures/)")
 
 

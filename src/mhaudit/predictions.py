@@ -63,7 +63,7 @@ class PredictionColumns:
     split: str = "split"
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -89,11 +89,12 @@ def read_predictions(paths: list[Path], *, classes: list[str] | None = None,
     """Read one or more prediction files into one validated PredictionSet.
 
     `classes` fixes the class order (default: the order of the score columns in the first file); a
-    label may be a class name or its index in that order. `model`/`seed` fill missing columns.
+    label is a class name, or its index in `classes` when that order is given explicitly. `model`/`seed` fill missing columns.
     """
     from mhaudit.corpus.sources._read import read_table
 
     frames, kinds, fingerprints = [], set(), {}
+    explicit_order = classes is not None
     for path in map(Path, paths):
         frame = read_table(path, required=[columns.label])
         kind, found = _score_columns(frame, path)
@@ -108,8 +109,8 @@ def read_predictions(paths: list[Path], *, classes: list[str] | None = None,
                              f"({', '.join(kind + c for c in order)})", path=path)
         classes = list(order)
         kinds.add(kind)
-        fingerprints[str(path)] = _sha256(path)
-        frames.append(_standardise(frame, path, kind, classes, columns, model, seed))
+        fingerprints[str(path)] = sha256_file(path)
+        frames.append(_standardise(frame, path, kind, classes, columns, model, seed, explicit_order))
     if len(kinds) > 1:
         raise InputError("some files have logit_ columns and others prob_ columns; give one kind of score")
     frame = pd.concat(frames, ignore_index=True)
@@ -123,7 +124,7 @@ def read_predictions(paths: list[Path], *, classes: list[str] | None = None,
 
 
 def _standardise(frame: pd.DataFrame, path: Path, kind: str, classes: list[str], columns: PredictionColumns,
-                 model: str | None, seed: int | None) -> pd.DataFrame:
+                 model: str | None, seed: int | None, explicit_order: bool) -> pd.DataFrame:
     if len(frame) == 0:
         raise InputError("has no rows; expected one row per example", path=path)
     values = frame[[f"{kind}{c}" for c in classes]].apply(pd.to_numeric, errors="coerce").to_numpy(float)
@@ -145,6 +146,9 @@ def _standardise(frame: pd.DataFrame, path: Path, kind: str, classes: list[str],
         values = np.log(np.clip(values, 1e-12, None))  # log-probabilities serve as logits up to a constant
     labels = frame[columns.label].astype(str).str.strip()
     as_index = labels.str.fullmatch(r"\d+") & ~labels.isin(classes)
+    if as_index.any() and not explicit_order:  # an index only means something in an order the user gave
+        raise InputError(f"{_where(frame, as_index.to_numpy())}: label '{labels[as_index].iat[0]}' is an index, "
+                         "not a class name; pass --classes to say which class each index means")
     labels = labels.where(~as_index, labels[as_index].map(lambda s: classes[int(s)] if int(s) < len(classes)
                                                            else s))
     unknown = ~labels.isin(classes)
@@ -160,11 +164,17 @@ def _standardise(frame: pd.DataFrame, path: Path, kind: str, classes: list[str],
         "split": _column(frame, columns.split, "test"),
         "label": labels.to_numpy(),
     })
-    if out["seed"].isna().any():
-        raise InputError(f"{_where(frame, out['seed'].isna().to_numpy())}: seed is not an integer", path=None)
+    seeds = out["seed"].to_numpy(dtype=float)
+    bad_seed = ~np.isfinite(seeds) | (np.mod(seeds, 1) != 0)
+    if bad_seed.any():
+        raise InputError(f"{_where(frame, bad_seed)}: seed is not an integer")
     out["seed"] = out["seed"].astype(np.int64)
     out["dataset"] = _column(frame, columns.dataset, None)
     out["dataset"] = out["dataset"].fillna(out["platform"])
+    for name in ("id", "model", "platform", "dataset", "split"):
+        blank = out[name].isna() | out[name].astype(str).str.strip().isin(["", "nan", "None", "<NA>"])
+        if blank.any():
+            raise InputError(f"{_where(frame, blank.to_numpy())}: column '{name}' is empty; every row needs one")
     out[SOURCE_FILE], out[SOURCE_ROW] = frame[SOURCE_FILE].to_numpy(), frame[SOURCE_ROW].to_numpy()
     scores = pd.DataFrame(values, columns=[logit_column(c) for c in classes])
     return pd.concat([out[[*KEY_COLUMNS, SOURCE_FILE, SOURCE_ROW]], scores], axis=1)
@@ -173,5 +183,5 @@ def _standardise(frame: pd.DataFrame, path: Path, kind: str, classes: list[str],
 def _column(frame: pd.DataFrame, name: str | None, default) -> list:
     """A column's values as text, or `default` (a scalar or a list) where the file lacks it."""
     if name and name in frame.columns:
-        return frame[name].astype(str).tolist()
+        return [None if pd.isna(v) else str(v) for v in frame[name]]
     return list(default) if isinstance(default, list) else [default] * len(frame)

@@ -14,7 +14,12 @@ import secrets
 from collections.abc import Iterable
 from pathlib import Path
 
+import pandas as pd
+
+from mhaudit.errors import InputError
+
 PREFIX = "a-"
+MIN_SECRET_BYTES = 16
 
 
 def _secret_file() -> Path:
@@ -24,18 +29,25 @@ def _secret_file() -> Path:
 
 def local_secret() -> bytes:
     if os.environ.get("MHAUDIT_SECRET"):
-        return os.environ["MHAUDIT_SECRET"].encode()
+        secret = os.environ["MHAUDIT_SECRET"].encode()
+        if len(secret) < MIN_SECRET_BYTES:
+            raise InputError(f"MHAUDIT_SECRET holds {len(secret)} bytes; it needs at least {MIN_SECRET_BYTES}")
+        return secret
     path = _secret_file()
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as handle:
             handle.write(secrets.token_hex(32))
-    return path.read_text().strip().encode()
+    secret = path.read_text().strip().encode()
+    if len(secret) < MIN_SECRET_BYTES:
+        raise InputError(f"the secret holds {len(secret)} bytes; it needs at least {MIN_SECRET_BYTES} or anyone "
+                         "could recompute the pseudonyms (delete the file to have a new one made)", path=path)
+    return secret
 
 
 def pseudonymise(values: Iterable[object], secret: bytes | None = None) -> list[str | None]:
     """'a-' + the first 16 hex digits of HMAC-SHA256(secret, id); absent ids stay None."""
     key = secret if secret is not None else local_secret()
-    return [None if v is None or v != v or str(v) == "" else
+    return [None if pd.isna(v) or str(v) == "" else
             PREFIX + hmac.new(key, str(v).encode(), hashlib.sha256).hexdigest()[:16] for v in values]

@@ -4,7 +4,7 @@ from importlib.resources import files
 import pandas as pd
 import pytest
 
-from mhaudit.attribution.stability import (clinical_retention, jaccard_stability, load_proxy_clinical, mean_sd,
+from mhaudit.attribution.stability import (clinical_retention, jaccard_stability, load_proxy_clinical,
                                            top_k_words)
 
 
@@ -106,27 +106,6 @@ def test_clinical_retention_by_hand():
     assert out.loc["kaggle", "share"] == pytest.approx(2 / 3)
     assert out.loc["twitter", ["retained", "n_top", "share"]].tolist() == [0, 2, 0.0]
     assert (out["k"] == 3).all()
-
-
-def test_mean_sd_over_seeds():
-    frame = pd.DataFrame({"model": ["m"] * 3 + ["n"] * 3, "seed": [0, 1, 2] * 2,
-                          "jaccard": [0.1, 0.2, 0.6, 0.5, float("nan"), float("nan")]})
-    out = mean_sd(frame, "model", "jaccard").set_index("model")
-    assert list(out.reset_index().columns) == ["model", "mean", "sd", "n_seeds"]
-    assert out.loc["m", "mean"] == pytest.approx(0.3)
-    assert out.loc["m", "sd"] == pytest.approx(math.sqrt((0.2 ** 2 + 0.1 ** 2 + 0.3 ** 2) / 2))
-    assert out.loc["m", "n_seeds"] == 3
-    assert out.loc["n", "mean"] == 0.5 and math.isnan(out.loc["n", "sd"]) and out.loc["n", "n_seeds"] == 1
-    with pytest.raises(ValueError, match="more than one row per seed"):
-        mean_sd(pd.concat([frame, frame]), "model", "jaccard")
-
-
-def test_mean_sd_on_a_jaccard_table():
-    frame = pd.concat([table({"kaggle": KAGGLE, "reddit": REDDIT}, seed=0),
-                       table({"kaggle": KAGGLE, "reddit": KAGGLE}, seed=1)], ignore_index=True)
-    out = mean_sd(jaccard_stability(frame, ks=(3,)), ["model", "class", "platform_a", "platform_b", "k"],
-                  "jaccard")
-    assert out[["mean", "n_seeds"]].values.tolist() == [[pytest.approx(0.75), 2]]  # (0.5 + 1) / 2
 
 
 def test_proxy_clinical_vocabulary():

@@ -201,3 +201,78 @@ def test_cli_audit_on_a_users_probability_file(tmp_path):
                               str(tmp_path / "nope")])
     assert bad.exit_code == 2 and "reference platform 'kaggle'" in bad.stderr
     assert not (tmp_path / "nope").exists()
+
+
+def test_flags_pair_groups_by_platform_and_data_set():
+    """Two platforms may share a data-set name; flags must still compare each with the reference."""
+    preds = synthetic_predictions(models=("m1",), seeds=(0,)).frame
+    away2 = preds["platform"] == "away2"
+    home = preds[preds["platform"] == "home"]
+    preds.loc[away2, [f"logit_{c}" for c in CLASSES]] = home[[f"logit_{c}" for c in CLASSES]].to_numpy()
+    preds.loc[away2, "label"] = home["label"].to_numpy()  # away2 is a copy of home: nothing to flag
+    preds["dataset"] = "corpus"
+    flags = audit_cpfe(PredictionSet(preds, CLASSES), CPFEOptions(reference="home", **FAST)).table("flags")
+    auc = flags[flags["flag"] == "auc_drop_beyond_ci"].set_index("platform")
+    assert auc.loc["away1", "raised"] and auc.loc["away1", "value"] > 0.1
+    assert not auc.loc["away2", "raised"] and auc.loc["away2", "value"] == pytest.approx(0, abs=1e-12)
+    di = flags[flags["flag"] == "di_below_0.80"].set_index("platform")
+    assert di.loc["away2", "value"] == 1.0 and not di.loc["away2", "raised"]
+
+
+def test_f1_leaves_out_classes_in_neither_labels_nor_predictions():
+    preds = synthetic_predictions(models=("m1",), seeds=(0,)).frame
+    away = preds["platform"] == "away1"
+    two = away & preds["label"].isin(["normal", "depression"])
+    preds = preds[~away | two].copy()
+    codes = pd.Categorical(preds.loc[preds["platform"] == "away1", "label"], categories=CLASSES).codes
+    preds.loc[preds["platform"] == "away1", [f"logit_{c}" for c in CLASSES]] = 10.0 * np.eye(4)[codes]  # perfect
+    result = audit_cpfe(PredictionSet(preds, CLASSES), CPFEOptions(reference="home", **FAST))
+    row = result.table("discrimination").set_index("platform").loc["away1"]
+    assert row["macro_f1"] == 1.0 and row["macro_auc"] == 1.0 and "2 classes present of 4" in row["reason"]
+    f1 = result.table("per_class_auc").query("platform == 'away1'").set_index("class")["f1"]
+    assert f1["normal"] == 1.0 and np.isnan(f1["stress"])
+
+
+def test_reference_without_a_class_is_reported_not_a_crash():
+    preds = synthetic_predictions(models=("m1",), seeds=(0,)).frame
+    preds = preds[~((preds["platform"] == "home") & (preds["label"] == "stress"))]
+    shift = audit_cpfe(PredictionSet(preds, CLASSES), CPFEOptions(reference="home", **FAST)).table("label_shift")
+    assert shift["prevalence_em"].isna().all() and shift["em_note"].str.contains("absent on the reference").all()
+
+
+def test_length_and_attribution_axes_with_texts_and_attributions():
+    preds = synthetic_predictions(models=("m1",), seeds=(0, 1), n=40)
+    ids = preds.frame["id"].unique()
+    texts = pd.Series([" ".join(["w"] * (1 + i % 80)) for i in range(len(ids))], index=ids)
+    words = {"home": ["sad", "tired", "empty", "alone"], "away1": ["sad", "lol", "tbh", "ok"],
+             "away2": ["sad", "tired", "ok", "meh"]}
+    attributions = pd.DataFrame([
+        {"model": "m1", "seed": s, "platform": p, "dataset": p, "class": "depression", "word": w,
+         "score": 10.0 - r, "count": 3, "method": "linear"}
+        for s in (0, 1) for p, ws in words.items() for r, w in enumerate(ws)])
+    result = audit_cpfe(preds, CPFEOptions(reference="home", top_ks=(2, 4), **FAST), texts=texts,
+                        attributions=attributions)
+    stab = result.table("attribution_stability").query("seed == 0").set_index(["platform_a", "platform_b", "k"])
+    assert stab.loc[("away1", "home", 4), "jaccard"] == pytest.approx(1 / 7)
+    assert stab.loc[("away2", "home", 2), "jaccard"] == pytest.approx(1.0)
+    assert stab.loc[("away1", "away2", 2), "jaccard"] == pytest.approx(1 / 3)
+    retention = result.table("clinical_retention").set_index(["seed", "platform"])["retained"]
+    assert retention[(0, "home")] >= 3 and retention[(0, "away1")] == 1  # sad
+    length = result.table("length")
+    home = length[(length["platform"] == "home") & (length["seed"] == 0)]
+    expected = np.array([1 + i % 80 for i in range(len(ids))])[:40]
+    assert home["mean_words"].iat[0] == pytest.approx(expected.mean())
+    assert set(home["quartile"]) == {"Q1", "Q2", "Q3", "Q4"} and home["quartile_n"].sum() == 40
+    assert "fewer than" not in str(home.get("reason", ""))
+    with pytest.raises(InputError, match="the corpus has no text for 40 prediction id"):
+        audit_cpfe(preds, CPFEOptions(reference="home", **FAST), texts=texts.drop(texts.index[40:80]))
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(n_bins=0), "n_bins 0"), (dict(n_boot_ece=1), "at least 2"), (dict(calibration_fraction=-0.2), "(0, 1)"),
+    (dict(correction="holm"), "bonferroni"),
+])
+def test_options_are_checked(change, message):
+    options = CPFEOptions(reference="home", **{**FAST, **change})
+    with pytest.raises(InputError, match=message):
+        audit_cpfe(synthetic_predictions(models=("m1",), seeds=(0,), n=40), options)

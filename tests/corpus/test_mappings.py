@@ -1,3 +1,5 @@
+import re
+
 import pandas as pd
 import pytest
 
@@ -95,3 +97,22 @@ def test_mapping_report_counts_every_assignment():
 def test_label_unknown_to_the_mapping_is_an_error():
     with pytest.raises(InputError, match="label 'grumpy' is not known to mapping 'goemotions-cpfe-code'"):
         apply_mapping(records([["joy"], ["grumpy"]]), CODE)
+
+
+def test_a_chain_keeps_the_first_mappings_priority():
+    chained = mappings.load("goemotions-cpfe-code+cpfe-b")
+    assert chained.priority == ["condition", "normal"]
+    out = apply_mapping(records([["joy", "sadness"]]), chained, MultiLabelPolicy.priority)
+    assert out.frame["label"].tolist() == ["condition"]  # as depression would win under the 4-class mapping
+
+
+@pytest.mark.parametrize("text, message", [
+    ('name = "m"\nclasses = "xy"\n[map]\nx = ["1"]\n', "classes must be a list of strings"),
+    ('name = "m"\nclasses = ["x"]\nmap = "x"\n', "must be a table"),
+    ('name = "m"\nclasses = ["x"]\n[map]\nx = "10"\n', "[map] x must be a list of strings"),
+])
+def test_malformed_mapping_files(tmp_path, text, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(InputError, match=re.escape(message)):
+        mappings.load(str(path))

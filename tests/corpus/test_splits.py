@@ -46,3 +46,10 @@ def test_a_split_left_with_one_class_is_an_error():
 def test_bad_fractions():
     with pytest.raises(InputError, match="sum to 1"):
         assign_splits(corpus(), train=0.8, val=0.15, test=0.15)
+
+
+def test_resplitting_keeps_a_stored_calibration_split():
+    out = assign_calibration(assign_splits(corpus(), seed=0), "p", fraction=0.1, seed=0)
+    again = assign_splits(out, seed=5)
+    assert (again["split"] == "calibration").sum() == (out["split"] == "calibration").sum() == 15
+    assert again.loc[out["split"] == "calibration", "split"].eq("calibration").all()

@@ -243,3 +243,18 @@ def test_agrees_with_fairscope_where_both_are_defined():
             else:
                 assert row["equal_opportunity_gap"] == pytest.approx(eod[c], abs=1e-12)
     assert edge_di > 0 and edge_tpr > 0  # the random draws did reach the edge cases
+
+
+def test_di_interval_is_katz_on_the_haldane_corrected_rates():
+    from mhaudit.stats.fairness import di_interval
+    # 30/100 predicted as the class on the reference, 15/100 on the target (hand computation below)
+    p1, p2 = 30.5 / 101, 15.5 / 101
+    se = math.sqrt((1 - p1) / (101 * p1) + (1 - p2) / (101 * p2))
+    log_ratio = math.log(p1 / p2)
+    low, high = di_interval(30, 100, 15, 100)
+    assert low == pytest.approx(math.exp(-(log_ratio + 1.959963984540054 * se)), rel=1e-12)
+    assert high == pytest.approx(math.exp(-(log_ratio - 1.959963984540054 * se)), rel=1e-12)
+    assert di_interval(15, 100, 30, 100) == (low, high)  # symmetric in the platforms
+    assert di_interval(50, 100, 50, 100)[1] == 1.0  # the CI of equal rates reaches parity
+    assert all(math.isnan(v) for v in di_interval(0, 100, 0, 80))
+    assert di_interval(0, 100, 20, 100)[0] > 0  # one zero count still gives an interval

@@ -122,18 +122,3 @@ def clinical_retention(attributions: pd.DataFrame, vocabulary, k: int = 10) -> p
     out["share"] = out["retained"] / out["n_top"]
     return out
 
-
-def mean_sd(frame: pd.DataFrame, by, value: str) -> pd.DataFrame:
-    """Mean and sample SD (ddof=1) of `value` over seeds within each `by` group.
-
-    Columns: *by, mean, sd, n_seeds. NaN values are skipped and not counted in n_seeds; SD is NaN
-    with fewer than two seeds. Each group must hold one row per seed.
-    """
-    by = [by] if isinstance(by, str) else list(by)
-    if "seed" in by:
-        raise ValueError("'seed' is what mean_sd averages over; leave it out of `by`")
-    if "seed" in frame.columns and frame.duplicated([*by, "seed"]).any():
-        raise ValueError(f"more than one row per seed within a ({', '.join(by)}) group; add the column "
-                         "that tells them apart to `by`")
-    grouped = frame.groupby(by, sort=True, dropna=False)[value]
-    return grouped.agg(mean="mean", sd="std", n_seeds="count").reset_index()

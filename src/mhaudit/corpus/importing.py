@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from mhaudit.corpus import mappings, sources
-from mhaudit.corpus.labelling import MultiLabelPolicy, apply_mapping, finish_columns, identity_mapping
+from mhaudit.corpus.labelling import MultiLabelPolicy, apply_mapping, identity_mapping
 from mhaudit.corpus.schema import SCHEMA, Corpus
 from mhaudit.corpus.sources import ReadOptions
 from mhaudit.corpus.splits import assign_splits
@@ -53,9 +53,8 @@ def import_source(source_name: str, paths: list[Path], *, mapping: str | None = 
     frame, note = _splits(frame, split, seed)
     if "author" in frame.columns:  # raw account ids never enter a corpus
         frame = frame.assign(author=pseudonymise(frame["author"]))
-    frame = SCHEMA.validate(frame, classes=label_map.classes)  # errors cite _file/_row
-    corpus = Corpus.build(finish_columns(frame), label_map.classes,
-                          meta={"mapping": label_map.name, "source": source_name, "synthetic": False})
+    frame = SCHEMA.validate(frame, classes=label_map.classes)  # errors cite _file/_row; keeps schema columns only
+    corpus = Corpus(frame, label_map.classes, {"mapping": label_map.name, "source": source_name, "synthetic": False})
     return ImportResult(corpus, labelled.report, labelled.dropped, len(records) + n_empty, note, n_empty)
 
 

@@ -9,7 +9,7 @@ from enum import Enum
 import pandas as pd
 
 from mhaudit.corpus.mappings import Mapping
-from mhaudit.corpus.schema import SCHEMA, SOURCE_FILE, SOURCE_ROW
+from mhaudit.corpus.schema import SCHEMA
 from mhaudit.errors import InputError
 
 
@@ -122,7 +122,3 @@ def _count(dropped: pd.DataFrame, unit: str) -> pd.DataFrame:
     counts = dropped["reason"].value_counts()
     return pd.DataFrame({"reason": counts.index, unit: counts.to_numpy()})
 
-
-def finish_columns(frame: pd.DataFrame) -> pd.DataFrame:
-    """Drop the private bookkeeping columns once a corpus has been validated."""
-    return frame.drop(columns=[c for c in (SOURCE_FILE, SOURCE_ROW) if c in frame.columns])

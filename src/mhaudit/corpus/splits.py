@@ -8,11 +8,11 @@ import pandas as pd
 from mhaudit.errors import InputError
 
 
-def _stratified_assign(labels: pd.Series, fractions: dict[str, float], seed: int) -> pd.Series:
+def stratified_assign(labels: pd.Series, fractions: dict[str, float], seed: int) -> pd.Series:
     """Assign each row a split name so that every label is divided in the given fractions.
 
-    Within each label the rows are shuffled with `seed` and cut at rounded cumulative counts, so the
-    result depends only on the seed and the rows, not on the platform's other labels.
+    Within each label the rows are shuffled and cut at rounded cumulative counts; the result is
+    deterministic for the seed and the rows.
     """
     rng = np.random.default_rng(seed)
     out = pd.Series(index=labels.index, dtype=object)
@@ -39,13 +39,16 @@ def _check_two_classes(frame: pd.DataFrame, split_col: str, where: str) -> None:
 
 def assign_splits(frame: pd.DataFrame, *, train: float = 0.70, val: float = 0.15, test: float = 0.15,
                   seed: int = 0) -> pd.DataFrame:
-    """Stratified train/val/test split per data set, deterministic for a seed."""
+    """Stratified train/val/test split per data set, deterministic for a seed; rows already in a stored
+    calibration split keep it."""
     if not np.isclose(train + val + test, 1.0) or min(train, val, test) < 0:
         raise InputError(f"split fractions {train}/{val}/{test} must be non-negative and sum to 1")
     fractions = {k: v for k, v in {"train": train, "val": val, "test": test}.items() if v > 0}
     out = frame.copy()
-    for _, group in out.groupby("dataset", sort=True):
-        out.loc[group.index, "split"] = _stratified_assign(group["label"], fractions, seed)
+    # A stored calibration split stays as drawn: later steps must keep using the same rows.
+    kept = out["split"] == "calibration" if "split" in out else pd.Series(False, index=out.index)
+    for _, group in out[~kept].groupby("dataset", sort=True):
+        out.loc[group.index, "split"] = stratified_assign(group["label"], fractions, seed)
     _check_two_classes(out, "split", "after a stratified split")
     return out
 
@@ -67,7 +70,7 @@ def assign_calibration(frame: pd.DataFrame, platform: str, *, fraction: float = 
         raise InputError(f"platform '{platform}' has no rows in split(s) {', '.join(from_splits)}; "
                          f"platforms here: {', '.join(sorted(out['platform'].unique()))}")
     for _, group in pool.groupby("dataset", sort=True):
-        chosen = _stratified_assign(group["label"], {"calibration": fraction, "rest": 1 - fraction}, seed)
+        chosen = stratified_assign(group["label"], {"calibration": fraction, "rest": 1 - fraction}, seed)
         out.loc[chosen.index[chosen == "calibration"], "split"] = "calibration"
     _check_two_classes(out[out["platform"] == platform], "split", f"of platform '{platform}'")
     return out

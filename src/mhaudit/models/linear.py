@@ -8,6 +8,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 
+from mhaudit.errors import InputError
 from mhaudit.models.base import register
 from mhaudit.stats.calibration import fit_temperature
 
@@ -36,6 +37,10 @@ class TfidfLogistic:
         val = train["split"] == "val" if "split" in train else pd.Series(False, index=train.index)
         fit_rows = train[~val] if self.params["calibrate"] and val.any() else train
         y = pd.Categorical(fit_rows["label"], categories=self.classes).codes
+        missing = [c for i, c in enumerate(self.classes) if not (y == i).any()]
+        if missing:
+            raise InputError(f"the training rows have no example of class(es) {', '.join(missing)}; "
+                             "every class needs training examples")
         self.pipeline.fit(fit_rows["text"].astype(str).tolist(), y)
         if self.params["calibrate"] and val.any():
             held = train[val]

@@ -59,8 +59,7 @@ def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Se
                attributions: pd.DataFrame | None = None, synthetic: bool = False) -> Result:
     """Run the five axes (and the extras) over `predictions`. `texts` (indexed by id) enables the length
     table; `attributions` (the attributions table) enables axis 5."""
-    if options.correction not in ("bonferroni", "bh"):
-        raise InputError(f"correction '{options.correction}' must be 'bonferroni' or 'bh'")
+    _check_options(options)
     classes = predictions.classes
     groups = make_groups(predictions)
     references = reference_of(groups, options.reference)
@@ -73,7 +72,7 @@ def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Se
         t.add("calibration", calibration_row(g, options.n_bins, options.n_boot_ece, rng))
         t.add("per_class_calibration", per_class_calibration_rows(g, classes, options.n_bins))
         row, curves = temperature_row(g, len(classes), options.n_bins, options.calibration_fraction,
-                                      options.crossfit_folds, options.seed, rng)
+                                      options.crossfit_folds, options.seed)
         t.add("temperature_scaling", row)
         t.add("reliability", curves)
         if g is not ref:
@@ -85,8 +84,12 @@ def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Se
     t.add("label_shift", label_shift_rows(groups, references, classes, options.n_bins))
     words = {}
     if texts is not None:
+        missing = pd.Index(predictions.frame["id"].astype(str).unique()).difference(texts.index.astype(str))
+        if len(missing):
+            raise InputError(f"the corpus has no text for {len(missing)} prediction id(s), e.g. '{missing[0]}'; "
+                             "give the corpus the predictions were made on")
         t.add("length", length_rows(groups, texts, classes, options.max_tokens))
-        words = {g.dataset: np.array([len(str(x).split()) for x in texts.reindex(g.ids).fillna("")])
+        words = {f"{g.platform}/{g.dataset}": np.array([len(str(x).split()) for x in texts.reindex(g.ids)])
                  for g in groups}
     if attributions is not None and not attributions.empty:
         from mhaudit.attribution.stability import clinical_retention, jaccard_stability, load_proxy_clinical
@@ -98,9 +101,8 @@ def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Se
             raise InputError(f"attributions table: {exc}") from None
 
     tables = {name: _mark(t.frame(name), options.non_independent) for name in t.rows}
-    tables["flags"] = flags(tables["discrimination"], tables["significance"], tables["calibration"],
-                            tables.get("equity", pd.DataFrame(columns=["model", "seed", "dataset"])),
-                            options.reference)
+    tables["flags"] = _mark(flags(tables["discrimination"], tables["significance"], tables["calibration"],
+                                  tables.get("equity", pd.DataFrame())), options.non_independent)
     summary = plain_words(tables["discrimination"], tables["flags"], tables["temperature_scaling"], options.reference)
     if predictions.score_kind != "logits":
         summary += (f" Scores were given as probabilities: temperature scaling used {predictions.score_kind}, "
@@ -112,6 +114,18 @@ def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Se
                  "inputs": predictions.fingerprints},
         sections=_sections(tables, summary, options, words),
     )
+
+
+def _check_options(o: CPFEOptions) -> None:
+    problems = [(o.correction in ("bonferroni", "bh"), f"correction '{o.correction}' must be 'bonferroni' or 'bh'"),
+                (o.n_bins >= 1, f"n_bins {o.n_bins} must be at least 1"),
+                (o.n_boot_ece >= 2 and o.n_boot_significance >= 2, "bootstrap resamples must be at least 2"),
+                (0 < o.calibration_fraction < 1, f"calibration fraction {o.calibration_fraction} must be in (0, 1)"),
+                (o.crossfit_folds >= 2, f"cross-fit folds {o.crossfit_folds} must be at least 2"),
+                (0 < o.alpha < 1, f"alpha {o.alpha} must be in (0, 1)")]
+    for ok, message in problems:
+        if not ok:
+            raise InputError(message)
 
 
 def _mark(table: pd.DataFrame, non_independent: tuple[tuple[str, str], ...]) -> pd.DataFrame:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pandas as pd
 
 from mhaudit.audits.cpfe.groups import Group
+from mhaudit.corpus.splits import stratified_assign
 from mhaudit.stats.auc import macro_auc
 from mhaudit.stats.bootstrap import resample_counts, summarise
 from mhaudit.stats.calibration import (bootstrap_ece, brier, classwise_ece, cross_fitted_temperature, ece,
@@ -25,7 +27,8 @@ def calibration_row(group: Group, n_bins: int, n_boot: int, rng: np.random.Gener
 
 def per_class_calibration_rows(group: Group, classes: list[str], n_bins: int) -> list[dict]:
     per_class = classwise_ece(group.probs, group.y, n_bins)
-    return [{**group.key(), "class": c, "n_class": int((group.y == i).sum()), "ece_ovr": float(per_class[i])}
+    return [{**group.key(), "n": group.n, "class": c, "n_class": int((group.y == i).sum()),
+             "ece_ovr": float(per_class[i])}
             for i, c in enumerate(classes)]
 
 
@@ -37,22 +40,19 @@ def reliability_rows(group: Group, probs: np.ndarray, y: np.ndarray, stage: str,
             for b in range(n_bins)]
 
 
-def calibration_mask(group: Group, fraction: float, rng: np.random.Generator) -> tuple[np.ndarray, str]:
-    """The stored calibration split when there is one, else a stratified `fraction` drawn with `rng`."""
+def calibration_mask(group: Group, fraction: float, seed: int) -> tuple[np.ndarray, str]:
+    """The stored calibration split when there is one, else a stratified `fraction` drawn with `seed`
+    (the same rule as `mhaudit data split --calibration`)."""
     stored = group.split == "calibration"
     if stored.any():
         return stored, "stored calibration split"
-    mask = np.zeros(group.n, dtype=bool)
-    for c in np.unique(group.y):
-        members = np.flatnonzero(group.y == c)
-        take = int(round(fraction * len(members)))
-        mask[rng.permutation(members)[:take]] = True
-    return mask, f"drawn: stratified {fraction:.0%} of the evaluation rows"
+    drawn = stratified_assign(pd.Series(group.y), {"calibration": fraction, "rest": 1 - fraction}, seed)
+    return (drawn == "calibration").to_numpy(), f"drawn: stratified {fraction:.0%} of the evaluation rows, seed {seed}"
 
 
-def temperature_row(group: Group, n_classes: int, n_bins: int, fraction: float, folds: int, seed: int,
-                    rng: np.random.Generator) -> tuple[dict, list[dict]]:
-    cal, source = calibration_mask(group, fraction, rng)
+def temperature_row(group: Group, n_classes: int, n_bins: int, fraction: float, folds: int,
+                    seed: int) -> tuple[dict, list[dict]]:
+    cal, source = calibration_mask(group, fraction, seed)
     rest = ~cal
     if cal.sum() < 2 or rest.sum() < 2 or len(np.unique(group.y[cal])) < 2:
         return {**group.key(), "calibration_source": source, "n_calibration": int(cal.sum()),
@@ -60,17 +60,23 @@ def temperature_row(group: Group, n_classes: int, n_bins: int, fraction: float, 
     with warnings.catch_warnings(record=True) as caught:  # a fit at the bound is reported, not printed
         warnings.simplefilter("always")
         t = fit_temperature(group.logits[cal], group.y[cal])
-        crossfit_probs, temps = cross_fitted_temperature(group.logits, group.y, k=folds, seed=seed)
+        try:
+            crossfit_probs, temps = cross_fitted_temperature(group.logits, group.y, k=folds, seed=seed)
+        except ValueError as exc:  # too few rows of some class for the folds
+            crossfit_probs, temps = None, np.array([np.nan])
+            warnings.warn(f"cross-fit skipped: {exc}")
     before, after = group.probs[rest], softmax(group.logits[rest], t)
     y = group.y[rest]
     row = {
-        **group.key(), "calibration_source": source, "n_calibration": int(cal.sum()), "n_evaluated": int(rest.sum()),
+        **group.key(), "n": group.n, "calibration_source": source, "n_calibration": int(cal.sum()),
+        "n_evaluated": int(rest.sum()),
         "temperature": t, "ece_before": ece(before, y, n_bins), "ece_after": ece(after, y, n_bins),
         "auc_before": macro_auc(y, before, n_classes), "auc_after": macro_auc(y, after, n_classes),
         "accuracy_before": float((before.argmax(1) == y).mean()), "accuracy_after": float((after.argmax(1) == y).mean()),
         "crossfit_folds": folds, "crossfit_temperature_mean": float(np.mean(temps)),
-        "crossfit_ece_after": ece(crossfit_probs, group.y, n_bins),
-        "crossfit_delta_auc": macro_auc(group.y, crossfit_probs, n_classes) - macro_auc(group.y, group.probs, n_classes),
+        "crossfit_ece_after": ece(crossfit_probs, group.y, n_bins) if crossfit_probs is not None else np.nan,
+        "crossfit_delta_auc": macro_auc(group.y, crossfit_probs, n_classes) - macro_auc(group.y, group.probs, n_classes)
+        if crossfit_probs is not None else np.nan,
         "reason": "",
         "note": "; ".join(dict.fromkeys(str(w.message) for w in caught)),
     }

@@ -10,4 +10,5 @@ from mhaudit.stats.fairness import equity_by_class
 
 def equity_rows(group: Group, reference: Group, classes: list[str]) -> list[dict]:
     rows = equity_by_class(reference.y, reference.pred, group.y, group.pred, len(classes), adjust_priors=True)
-    return [{**group.key(), "reference": reference.platform, **row, "class": classes[row["class"]]} for row in rows]
+    return [{**group.key(), "n": group.n, "reference": reference.platform, **row, "class": classes[row["class"]]}
+            for row in rows]

@@ -57,17 +57,29 @@ def length_rows(groups: list[Group], texts: pd.Series, classes: list[str], max_t
     """Words per example, share beyond the token budget (whitespace words), macro-AUC by length quartile."""
     rows = []
     for g in groups:
-        words = np.array([len(str(t).split()) for t in texts.reindex(g.ids).fillna("")])
-        quartile = pd.qcut(pd.Series(words).rank(method="first"), 4, labels=False).to_numpy()
+        words = np.array([len(str(t).split()) for t in texts.reindex(g.ids)])
         base = {**g.key(), "n": g.n, "mean_words": float(words.mean()), "median_words": float(np.median(words)),
                 "p75_words": float(np.percentile(words, 75)), "share_over_max_tokens": float((words > max_tokens).mean()),
                 "max_tokens": max_tokens}
+        if g.n < 4:
+            rows.append({**base, "reason": "fewer than 4 rows: no length quartiles"})
+            continue
+        quartile = pd.qcut(pd.Series(words).rank(method="first"), 4, labels=False).to_numpy()
         for q in range(4):
             m = quartile == q
             rows.append({**base, "quartile": f"Q{q + 1}", "quartile_words_min": int(words[m].min()),
                          "quartile_words_max": int(words[m].max()), "quartile_n": int(m.sum()),
                          "quartile_macro_auc": macro_auc(g.y[m], g.probs[m], len(classes))})
     return rows
+
+
+def _after_correction(g: Group, corrected: np.ndarray | None, k: int, n_bins: int) -> dict:
+    nan = float("nan")
+    return {"macro_auc": macro_auc(g.y, g.probs, k), "accuracy": float((g.pred == g.y).mean()),
+            "ece": ece(g.probs, g.y, n_bins),
+            "macro_auc_em_corrected": macro_auc(g.y, corrected, k) if corrected is not None else nan,
+            "accuracy_em_corrected": float((corrected.argmax(1) == g.y).mean()) if corrected is not None else nan,
+            "ece_em_corrected": ece(corrected, g.y, n_bins) if corrected is not None else nan}
 
 
 def label_shift_rows(groups: list[Group], references: dict, classes: list[str], n_bins: int) -> list[dict]:
@@ -79,19 +91,19 @@ def label_shift_rows(groups: list[Group], references: dict, classes: list[str], 
         if g is ref:
             continue
         prior_src = np.bincount(ref.y, minlength=k) / ref.n
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            em = em_priors(g.probs, prior_src)
-        bbse = bbse_priors(ref.y, ref.pred, g.pred, k)
         true = np.bincount(g.y, minlength=k) / g.n
-        corrected = em.probs
+        bbse = bbse_priors(ref.y, ref.pred, g.pred, k)
+        if (prior_src == 0).any():  # EM cannot move a prior that starts at 0
+            em_q, corrected, em_note = np.full(k, np.nan), None, "a class is absent on the reference: EM undefined"
+        else:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                em = em_priors(g.probs, prior_src)
+            em_q, corrected, em_note = em.priors, em.probs, "; ".join(str(w.message) for w in caught)
         for c, name in enumerate(classes):
-            rows.append({**g.key(), "class": name, "prevalence_reference": float(prior_src[c]),
-                         "prevalence_true": float(true[c]), "prevalence_em": float(em.priors[c]),
+            rows.append({**g.key(), "n": g.n, "class": name, "prevalence_reference": float(prior_src[c]),
+                         "prevalence_true": float(true[c]), "prevalence_em": float(em_q[c]),
                          "prevalence_bbse": float(bbse.priors[c]), "bbse_note": bbse.note,
-                         "em_note": "; ".join(str(w.message) for w in caught),
-                         "macro_auc": macro_auc(g.y, g.probs, k), "macro_auc_em_corrected": macro_auc(g.y, corrected, k),
-                         "accuracy": float((g.pred == g.y).mean()),
-                         "accuracy_em_corrected": float((corrected.argmax(1) == g.y).mean()),
-                         "ece": ece(g.probs, g.y, n_bins), "ece_em_corrected": ece(corrected, g.y, n_bins)})
+                         "em_note": em_note,
+                         **_after_correction(g, corrected, k, n_bins)})
     return rows

@@ -19,8 +19,16 @@ def _png(fig) -> bytes:
     return buffer.getvalue()
 
 
+def with_place(table: pd.DataFrame) -> pd.DataFrame:
+    """Add `place`: the data set's name, or 'platform/data set' where one name spans several platforms."""
+    spans = table.groupby("dataset")["platform"].nunique()
+    ambiguous = table["dataset"].map(spans) > 1
+    return table.assign(place=table["dataset"].where(~ambiguous, table["platform"] + "/" + table["dataset"]))
+
+
 def auc_degradation(discrimination: pd.DataFrame) -> bytes:
-    stats = discrimination.groupby(["model", "dataset"])["macro_auc"].agg(["mean", "std"]).reset_index()
+    stats = (with_place(discrimination).groupby(["model", "place"])["macro_auc"].agg(["mean", "std"])
+             .reset_index().rename(columns={"place": "dataset"}))
     models, datasets = sorted(stats["model"].unique()), sorted(stats["dataset"].unique())
     fig, ax = plt.subplots(figsize=(1.6 + 1.2 * len(datasets) * max(1, len(models)) / 2, 3.4))
     width = 0.8 / len(models)
@@ -36,23 +44,25 @@ def auc_degradation(discrimination: pd.DataFrame) -> bytes:
 
 
 def forest(per_class: pd.DataFrame) -> bytes:
+    per_class = with_place(per_class)
     rows = per_class[per_class["seed"] == per_class["seed"].min()].dropna(subset=["auc"]).reset_index(drop=True)
     fig, ax = plt.subplots(figsize=(6, 0.22 * len(rows) + 1))
     y = np.arange(len(rows))[::-1]
     ax.errorbar(rows["auc"], y, xerr=[rows["auc"] - rows["ci_low"], rows["ci_high"] - rows["auc"]], fmt="o", ms=3)
-    ax.set_yticks(y, [f"{r.model} · {r.dataset} · {r['class']}" for _, r in rows.iterrows()], fontsize=7)
+    ax.set_yticks(y, [f"{r.model} · {r.place} · {r['class']}" for _, r in rows.iterrows()], fontsize=7)
     ax.axvline(0.5, color="red", lw=0.8, ls="--")
     ax.set_xlabel(f"one-vs-rest AUC, 95% DeLong CI (seed {int(per_class['seed'].min())})")
     return _png(fig)
 
 
 def reliability(curves: pd.DataFrame) -> bytes:
+    curves = with_place(curves)
     first = curves[(curves["model"] == curves["model"].min()) & (curves["seed"] == curves["seed"].min())]
-    datasets = sorted(first["dataset"].unique())
+    datasets = sorted(first["place"].unique())
     fig, axes = plt.subplots(1, len(datasets), figsize=(3 * len(datasets), 3), squeeze=False)
     for ax, dataset in zip(axes[0], datasets):
         for stage, style in (("before", "o-"), ("after", "s-")):
-            c = first[(first["dataset"] == dataset) & (first["stage"] == stage) & (first["n"] > 0)]
+            c = first[(first["place"] == dataset) & (first["stage"] == stage) & (first["n"] > 0)]
             ax.plot(c["confidence"], c["accuracy"], style, ms=3, label=f"{stage} temperature scaling")
         ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
         ax.set_title(dataset, fontsize=8)
@@ -62,8 +72,10 @@ def reliability(curves: pd.DataFrame) -> bytes:
     return _png(fig)
 
 
-def heatmap(table: pd.DataFrame, value: str, title: str, index: str = "dataset", columns: str = "class",
+def heatmap(table: pd.DataFrame, value: str, title: str, index: str = "place", columns: str = "class",
             vmin: float = 0, vmax: float = 1) -> bytes:
+    if index == "place":
+        table = with_place(table)
     grid = table.groupby([index, columns], sort=False)[value].mean().unstack()
     fig, ax = plt.subplots(figsize=(1.2 + 0.9 * grid.shape[1], 0.9 + 0.45 * grid.shape[0]))
     im = ax.imshow(grid.to_numpy(dtype=float), vmin=vmin, vmax=vmax, cmap="viridis", aspect="auto")

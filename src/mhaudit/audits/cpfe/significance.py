@@ -26,14 +26,16 @@ def _place(g: Group) -> tuple:
 
 
 def bootstrap_aucs(groups: list[Group], n_classes: int, n_boot: int, rng: np.random.Generator) -> dict[int, np.ndarray]:
-    """Bootstrap macro-AUCs of every group (label-stratified), with one count matrix per place."""
-    counts: dict[tuple, np.ndarray] = {}
-    out = {}
+    """Bootstrap macro-AUCs of every group (label-stratified), with one count matrix per place, freed
+    once the place's models are done (memory holds one matrix at a time)."""
+    places: dict[tuple, list[Group]] = {}
     for g in groups:
-        key = (*_place(g), hash(g.y.tobytes()))
-        if key not in counts:
-            counts[key] = resample_counts(g.y, n_boot, rng, stratified=True)
-        out[id(g)] = bootstrap_macro_auc(g.y, g.probs, n_classes, counts[key])
+        places.setdefault((*_place(g), hash(g.y.tobytes())), []).append(g)
+    out = {}
+    for members in places.values():
+        counts = resample_counts(members[0].y, n_boot, rng, stratified=True)
+        for g in members:
+            out[id(g)] = bootstrap_macro_auc(g.y, g.probs, n_classes, counts)
     return out
 
 

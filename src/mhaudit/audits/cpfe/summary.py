@@ -20,8 +20,35 @@ def mean_sd(table: pd.DataFrame, by: list[str], metrics: list[str]) -> pd.DataFr
     return out.reset_index()
 
 
+KEY = ("model", "seed", "platform", "dataset")
+
+
+def _select(table: pd.DataFrame, row) -> pd.DataFrame:
+    """Rows of `table` for one evaluation group (all four key columns match)."""
+    if table.empty:
+        return table
+    mask = np.ones(len(table), dtype=bool)
+    for k in KEY:
+        mask &= (table[k] == row[k]).to_numpy()
+    return table[mask]
+
+
+def _pair(significance: pd.DataFrame, target, home):
+    """The significance row comparing a target group with its reference, and the sign that turns its
+    difference into reference minus target."""
+    if significance.empty:
+        return None
+    same = (significance["model"] == target["model"]) & (significance["seed"] == target["seed"])
+    for a, b, sign in ((target, home, -1), (home, target, 1)):
+        hit = significance[same & (significance["platform_a"] == a["platform"]) & (significance["dataset_a"] == a["dataset"])
+                           & (significance["platform_b"] == b["platform"]) & (significance["dataset_b"] == b["dataset"])]
+        if not hit.empty:
+            return hit.iloc[0], sign
+    return None
+
+
 def flags(discrimination: pd.DataFrame, significance: pd.DataFrame, calibration: pd.DataFrame,
-          equity: pd.DataFrame, reference: str) -> pd.DataFrame:
+          equity: pd.DataFrame) -> pd.DataFrame:
     """Named flags per model, seed and target platform.
 
     - auc_drop_beyond_ci: the reference's macro-AUC exceeds the target's and the difference is significant
@@ -33,34 +60,27 @@ def flags(discrimination: pd.DataFrame, significance: pd.DataFrame, calibration:
       table; at a few hundred rows per platform they fall under 0.80 by chance for small classes.
     """
     rows = []
-    ref_ece = calibration[(calibration["platform"] == reference) | (calibration["dataset"] == reference)]
-    ref_ece = ref_ece.set_index(["model", "seed"])["ece"]
     is_ref = discrimination["is_reference"].astype(bool)
+    home_of = {(r["model"], r["seed"]): r for _, r in discrimination[is_ref].iterrows()}
     for _, d in discrimination[~is_ref].iterrows():
-        key = {k: d[k] for k in ("model", "seed", "platform", "dataset")}
-        sig = significance[(significance["model"] == d["model"]) & (significance["seed"] == d["seed"])]
-        pair = sig[((sig["dataset_a"] == d["dataset"]) | (sig["dataset_b"] == d["dataset"])) &
-                   ((sig["platform_a"] == reference) | (sig["dataset_a"] == reference) |
-                    (sig["platform_b"] == reference) | (sig["dataset_b"] == reference))]
-        if not pair.empty:
-            p = pair.iloc[0]
-            sign = 1 if p["dataset_a"] != d["dataset"] else -1  # difference as reference minus target
-            drop = sign * p["difference"]
+        key = {k: d[k] for k in KEY}
+        home = home_of[(d["model"], d["seed"])]
+        pair = _pair(significance, d, home)
+        if pair is not None:
+            p, sign = pair
+            drop = sign * p["difference"]  # reference minus target
             rows.append({**key, "flag": "auc_drop_beyond_ci", "value": drop,
                          "threshold": f"reference - target > 0, {p['correction']}-significant",
                          "raised": bool(drop > 0 and p["significant"])})
-        cal = calibration[(calibration["model"] == d["model"]) & (calibration["seed"] == d["seed"]) &
-                          (calibration["dataset"] == d["dataset"])]
-        if not cal.empty:
-            c = cal.iloc[0]
-            home = ref_ece.get((d["model"], d["seed"]), np.nan)
+        cal, home_cal = _select(calibration, d), _select(calibration, home)
+        if not cal.empty and not home_cal.empty:
+            c, home_ece = cal.iloc[0], float(home_cal["ece"].iat[0])
             rows.append({**key, "flag": "ece_above_0.10", "value": c["ece"],
-                         "threshold": f"ECE > {ECE_LIMIT} and CI above the reference's {home:.3f}",
-                         "raised": bool(c["ece"] > ECE_LIMIT and c["ece_ci_low"] > home)})
-        eq = equity[(equity["model"] == d["model"]) & (equity["seed"] == d["seed"]) &
-                    (equity["dataset"] == d["dataset"])]
+                         "threshold": f"ECE > {ECE_LIMIT} and CI above the reference's {home_ece:.3f}",
+                         "raised": bool(c["ece"] > ECE_LIMIT and c["ece_ci_low"] > home_ece)})
+        eq = _select(equity, d)
         for name, limit in (("di_below_0.80", DI_FOUR_FIFTHS), ("di_below_0.50", DI_SEVERE)):
-            high = eq["di_ci_high"].astype(float)
+            high = eq["di_ci_high"].astype(float) if not eq.empty else pd.Series(dtype=float)
             worst = eq.loc[high.idxmin()] if high.notna().any() else None
             rows.append({**key, "flag": name, "value": float(worst["disparate_impact"]) if worst is not None else np.nan,
                          "threshold": f"95% CI of DI below {limit}" + (f" (class {worst['class']}, CI upper "
@@ -82,6 +102,8 @@ def plain_words(discrimination: pd.DataFrame, flag_table: pd.DataFrame, temperat
     drop = targets["delta_auc_pct"]
     parts = [f"Off their home platform ({reference}, macro-AUC {ref.min():.3f}-{ref.max():.3f}), the models' "
              f"macro-AUC changes by {drop.min():+.1f}% to {drop.max():+.1f}% on the other platforms."]
+    if not flag_table.empty and "non_independent" in flag_table:
+        flag_table = flag_table[~flag_table["non_independent"].astype(bool)]
     raised = flag_table[flag_table["raised"]] if not flag_table.empty else flag_table
     if raised.empty:
         parts.append("No flag was raised: no significant AUC drop, no ECE above 0.10 beyond the reference's, "
@@ -92,8 +114,11 @@ def plain_words(discrimination: pd.DataFrame, flag_table: pd.DataFrame, temperat
         parts.append("Flags raised: " + "; ".join(f"{f} in {counts[f]} of {total[f]} target runs" for f in counts.index)
                      + ".")
     if not temperature.empty and "ece_reduction_pct" in temperature:
-        home = set(independent.loc[independent["is_reference"].astype(bool), "dataset"])
-        off = temperature[~temperature["dataset"].isin(home)]
+        home = set(zip(independent.loc[independent["is_reference"].astype(bool), "platform"],
+                       independent.loc[independent["is_reference"].astype(bool), "dataset"]))
+        off = temperature[[(p, d) not in home for p, d in zip(temperature["platform"], temperature["dataset"])]]
+        if "non_independent" in off:
+            off = off[~off["non_independent"].astype(bool)]
         red, dauc = off["ece_reduction_pct"].dropna(), off["delta_auc"].dropna()
         if len(red):
             parts.append(f"On the other platforms temperature scaling cut ECE by {red.mean():.0f}% on average (range {red.min():.0f}% to "

@@ -47,7 +47,9 @@ class Mapping:
             else:
                 raise InputError(f"mapping '{other.name}' does not know class '{cls}' produced by "
                                  f"'{self.name}'; it expects {', '.join(sorted(_inputs(other)))}")
-        priority = [c for c in other.priority or other.classes]
+        # Keep self's priority, carried through `other`, then other's own order for what is left.
+        carried = [other.target(c) for c in self.priority if other.knows(c) and other.target(c)]
+        priority = list(dict.fromkeys([*carried, *(other.priority or other.classes)]))
         return Mapping(f"{self.name}+{other.name}", f"{self.summary}; then {other.summary}",
                        f"{self.source}; {other.source}", other.classes, targets, dropped, priority)
 
@@ -64,9 +66,17 @@ def _parse(text: str, origin: str) -> Mapping:
     for key in ("name", "classes", "map"):
         if key not in doc:
             raise InputError(f"missing key '{key}'; a mapping file needs name, classes and [map]", path=origin)
-    classes = list(doc["classes"])
+    def strings(value, where: str) -> list[str]:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise InputError(f"{where} must be a list of strings, e.g. [\"a\", \"b\"]", path=origin)
+        return value
+
+    classes = strings(doc["classes"], "classes")
+    if not isinstance(doc["map"], dict):
+        raise InputError("[map] must be a table of class = [raw labels]", path=origin)
     targets: dict[str, str] = {}
     for cls, raws in doc["map"].items():
+        raws = strings(raws, f"[map] {cls}")
         if cls not in classes:
             raise InputError(f"[map] names class '{cls}', which is not in classes {classes}", path=origin)
         for raw in raws:
@@ -74,7 +84,10 @@ def _parse(text: str, origin: str) -> Mapping:
                 raise InputError(f"raw label '{raw}' is mapped twice", path=origin)
             targets[str(raw)] = cls
     drop = doc.get("drop", {})
-    dropped = {str(raw): drop.get("reason", "dropped by the mapping") for raw in drop.get("labels", [])}
+    if not isinstance(drop, dict):
+        raise InputError("[drop] must be a table with labels = [...] and reason = \"...\"", path=origin)
+    dropped = {raw: str(drop.get("reason", "dropped by the mapping")) for raw in strings(drop.get("labels", []),
+                                                                                         "[drop] labels")}
     both = set(targets) & set(dropped)
     if both:
         raise InputError(f"labels both mapped and dropped: {', '.join(sorted(both))}", path=origin)
@@ -98,7 +111,10 @@ def load(name: str) -> Mapping:
             mapping = mapping.then(load(part))
         return mapping
     if name.endswith(".toml") and Path(name).exists():
-        return _parse(Path(name).read_text("utf-8"), name)
+        try:
+            return _parse(Path(name).read_text("utf-8"), name)
+        except UnicodeDecodeError:
+            raise InputError("is not valid UTF-8; mapping files are UTF-8 TOML", path=name) from None
     by_name = {m.name: m for m in available()}
     if name not in by_name:
         raise InputError(f"unknown mapping '{name}'; known: {', '.join(by_name)} "
