@@ -1,38 +1,93 @@
-"""The model protocol every classifier follows, and the registry that names them."""
+"""The model protocol every classifier follows, the registry that names them, and saving/loading.
+
+A model is made by name with options (`create("tfidf-lr", C=10)`), fitted on a corpus frame (rows of
+split train, plus val used for calibration or early stopping), gives raw logits with columns in the
+mapping's class order, and saves to a directory that `load_model` reads back to identical logits.
+Built-in models are imported on first use, so the base install never imports torch.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+import json
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 import pandas as pd
 
+from mhaudit.errors import InputError
+
+MODEL_FILE = "mhaudit-model.json"
+BUILTIN = {"tfidf-lr": "mhaudit.models.linear", "char-tfidf-lr": "mhaudit.models.linear",
+           "transformer": "mhaudit.models.transformer"}
+
 
 class Model(Protocol):
-    """Fit on a corpus frame (train + val rows), give raw logits for texts, classes in mapping order."""
-
+    name: str
+    options: dict
     classes: list[str]
 
     def fit(self, train: pd.DataFrame, classes: list[str]) -> Model: ...
 
     def predict_logits(self, texts: list[str]) -> np.ndarray: ...
 
+    def save_artifacts(self, directory: Path) -> None: ...
 
-REGISTRY: dict[str, Callable[..., Model]] = {}
+    def load_artifacts(self, directory: Path) -> None: ...
 
 
-def register(name: str) -> Callable:
-    def add(factory: Callable[..., Model]) -> Callable[..., Model]:
-        REGISTRY[name] = factory
-        return factory
+REGISTRY: dict[str, tuple[type, dict]] = {}
+
+
+def register(name: str, **defaults):
+    """Class decorator: make `name` create this class with `defaults` (overridden by the caller's options)."""
+    def add(cls: type) -> type:
+        REGISTRY[name] = (cls, defaults)
+        return cls
     return add
 
 
-def create(name: str, **options) -> Model:
-    from mhaudit.models import linear  # noqa: F401  registers the built-in baselines
-    from mhaudit.errors import InputError
-
+def _entry(name: str) -> tuple[type, dict]:
+    if name not in REGISTRY and name in BUILTIN:
+        try:
+            importlib.import_module(BUILTIN[name])
+        except ImportError as exc:
+            raise InputError(f"model '{name}' needs an optional dependency ({exc.name}); "
+                             "install mhaudit[transformers]") from None
     if name not in REGISTRY:
-        raise InputError(f"unknown model '{name}'; known models: {', '.join(sorted(REGISTRY))}")
-    return REGISTRY[name](**options)
+        raise InputError(f"unknown model '{name}'; known models: {', '.join(sorted(set(REGISTRY) | set(BUILTIN)))}")
+    return REGISTRY[name]
+
+
+def create(name: str, **options) -> Model:
+    cls, defaults = _entry(name)
+    merged = {**defaults, **options}
+    model = cls(**merged)
+    model.name, model.options = name, merged
+    return model
+
+
+def save_model(model: Model, directory: str | Path) -> None:
+    """Write the model's artifacts, then its manifest last: a folder with a manifest is complete."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / MODEL_FILE).unlink(missing_ok=True)
+    model.save_artifacts(directory)
+    manifest = {"name": model.name, "options": model.options, "classes": model.classes}
+    tmp = directory / f".{MODEL_FILE}.part"
+    tmp.write_text(json.dumps(manifest, indent=2, default=list))
+    tmp.replace(directory / MODEL_FILE)
+
+
+def load_model(directory: str | Path) -> Model:
+    directory = Path(directory)
+    manifest_path = directory / MODEL_FILE
+    if not manifest_path.exists():
+        raise InputError(f"no {MODEL_FILE} here; expected a folder written by mhaudit train", path=directory)
+    manifest = json.loads(manifest_path.read_text())
+    options = {k: tuple(v) if isinstance(v, list) else v for k, v in manifest["options"].items()}
+    model = create(manifest["name"], **options)
+    model.classes = list(manifest["classes"])
+    model.load_artifacts(directory)
+    return model

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import warnings
+from pathlib import Path
+
+import joblib
 import numpy as np
 import pandas as pd
 from sklearn.feature_extraction.text import TfidfVectorizer
@@ -13,6 +17,8 @@ from mhaudit.models.base import register
 from mhaudit.stats.calibration import fit_temperature
 
 
+@register("tfidf-lr")
+@register("char-tfidf-lr", analyzer="char_wb", ngram_range=(3, 5))
 class TfidfLogistic:
     """Word uni+bigram TF-IDF + multinomial logistic regression; logits are the decision function."""
 
@@ -21,6 +27,7 @@ class TfidfLogistic:
         self.params = dict(analyzer=analyzer, ngram_range=ngram_range, C=C, class_weight=class_weight,
                            seed=seed, min_df=min_df, calibrate=calibrate)
         self.temperature = 1.0
+        self.notes: list[str] = []
         # token_pattern keeps '#tags' whole so a hashtag is one feature, as a reader sees it
         pattern = r"(?u)#?\b\w\w+\b" if analyzer == "word" else None
         self.pipeline = make_pipeline(
@@ -46,7 +53,10 @@ class TfidfLogistic:
             held = train[val]
             self.temperature = 1.0
             logits = self.predict_logits(held["text"].astype(str).tolist())
-            self.temperature = fit_temperature(logits, pd.Categorical(held["label"], categories=self.classes).codes)
+            with warnings.catch_warnings(record=True) as caught:  # e.g. a separable val set: T at its bound
+                warnings.simplefilter("always")
+                self.temperature = fit_temperature(logits, pd.Categorical(held["label"], categories=self.classes).codes)
+            self.notes = [str(w.message) for w in caught]
         return self
 
     def predict_logits(self, texts: list[str]) -> np.ndarray:
@@ -88,6 +98,9 @@ class TfidfLogistic:
             rows += [{"class": self.classes[c], "word": w, "score": v[0], "count": v[1]} for w, v in words.items()]
         return pd.DataFrame(rows).assign(method="linear")
 
+    def save_artifacts(self, directory: Path) -> None:
+        joblib.dump({"pipeline": self.pipeline, "temperature": self.temperature}, directory / "pipeline.joblib")
 
-register("tfidf-lr")(TfidfLogistic)
-register("char-tfidf-lr")(lambda **kw: TfidfLogistic(analyzer="char_wb", ngram_range=(3, 5), **kw))
+    def load_artifacts(self, directory: Path) -> None:
+        state = joblib.load(directory / "pipeline.joblib")
+        self.pipeline, self.temperature = state["pipeline"], state["temperature"]

@@ -2,7 +2,7 @@
 
 Columns: an unnamed pandas index, `statement`, `status` (Normal, Depression, Suicidal, Anxiety, Bipolar,
 Stress, Personality disorder). No official split. The released file has some empty statements; like every
-empty text they are an input error (drop them first, e.g. `df.dropna(subset=["statement"])`).
+empty text they are an input error unless the import is given --drop-empty, which drops and counts them.
 Ids are '<dataset>-<index value>' (the row number where the index column is absent).
 """
 
