@@ -303,6 +303,20 @@ def predict(model_dir: Annotated[Path, typer.Option("--model", help="A trained m
     out.print(f"wrote {len(table)} predictions ({table['seed'].nunique()} seed(s)) to {out_path}")
 
 
+@app.command()
+@guarded
+def run(experiment: Annotated[Path, typer.Argument(help="Experiment TOML (see examples/).")],
+        out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder (default runs/<name>).")] = None,
+        executor: Annotated[str, typer.Option(help="local (processes) or ray.")] = "local",
+        workers: Annotated[int, typer.Option(help="Local worker processes for training jobs.")] = 1) -> None:
+    """Run a whole experiment: import, train, predict, explain, audit, report (finished steps are kept)."""
+    from mhaudit.config import load_experiment
+    from mhaudit.experiment import run_experiment
+
+    exp = load_experiment(experiment)
+    run_experiment(exp, out_dir or Path("runs") / exp.name, executor=executor, workers=workers, log=out.print)
+
+
 @audit_app.command()
 @guarded
 def cpfe(predictions: Annotated[list[Path], typer.Option("--predictions", help="Prediction files (CSV/Parquet).")],

@@ -86,8 +86,7 @@ def load_model(directory: str | Path) -> Model:
     if not manifest_path.exists():
         raise InputError(f"no {MODEL_FILE} here; expected a folder written by mhaudit train", path=directory)
     manifest = json.loads(manifest_path.read_text())
-    options = {k: tuple(v) if isinstance(v, list) else v for k, v in manifest["options"].items()}
-    model = create(manifest["name"], **options)
+    model = create(manifest["name"], **manifest["options"])
     model.classes = list(manifest["classes"])
     model.load_artifacts(directory)
     return model

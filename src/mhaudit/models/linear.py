@@ -24,6 +24,7 @@ class TfidfLogistic:
 
     def __init__(self, *, analyzer: str = "word", ngram_range: tuple[int, int] = (1, 2), C: float = 10.0,
                  class_weight: str | None = None, seed: int = 0, min_df: int = 2, calibrate: bool = True):
+        ngram_range = tuple(ngram_range)  # TOML and JSON give lists
         self.params = dict(analyzer=analyzer, ngram_range=ngram_range, C=C, class_weight=class_weight,
                            seed=seed, min_df=min_df, calibrate=calibrate)
         self.temperature = 1.0
