@@ -87,3 +87,10 @@ def test_cli_run_and_bad_experiment_files(tmp_path):
         load_experiment(bad)
     result = CliRunner().invoke(app, ["run", str(bad)])
     assert result.exit_code == 2 and "\n" not in result.stderr.strip()
+
+
+@pytest.mark.parametrize("name", ["cpfe_open", "cpfe_paper"])
+def test_example_experiment_files_validate(name):
+    from pathlib import Path
+    exp = load_experiment(Path(__file__).resolve().parents[1] / "examples" / f"{name}.toml")
+    assert exp.design == "reference" and exp.corpus and exp.model
