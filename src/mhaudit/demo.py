@@ -19,7 +19,7 @@ from mhaudit.models import create
 from mhaudit.predictions import PredictionSet, predict_corpus
 from mhaudit.report import Result, Section, write_report
 
-DEMO_MODELS = ("tfidf-lr",)
+DEMO_MODELS = ("tfidf-lr", "char-tfidf-lr")
 
 
 def label_source_agreement(frame: pd.DataFrame) -> pd.DataFrame:
@@ -48,6 +48,8 @@ def run_demo(out: Path, *, seed: int = 0, n_per_platform: int = 2000, n_boot: in
     for name in DEMO_MODELS:
         model = create(name, seed=seed).fit(train, corpus.classes)
         predictions.append(predict_corpus(model, corpus, model_name=name, seed=seed, splits=("test",)))
+        if model.params["analyzer"] != "word":  # character n-grams are not words: no word attributions
+            continue
         for (platform, dataset), rows in test[test["label_source"] == "synthetic-true"].groupby(["platform", "dataset"]):
             attributions.append(model.explain(rows["text"].tolist()).assign(
                 model=name, seed=seed, platform=platform, dataset=dataset))
