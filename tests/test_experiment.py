@@ -94,3 +94,37 @@ def test_example_experiment_files_validate(name):
     from pathlib import Path
     exp = load_experiment(Path(__file__).resolve().parents[1] / "examples" / f"{name}.toml")
     assert exp.design == "reference" and exp.corpus and exp.model
+
+
+def test_transformer_in_an_experiment_with_gradients_and_target_adaptation(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("captum")
+    from tests.models.tiny_bert import tiny_checkpoint
+
+    path = experiment(tmp_path)
+    checkpoint = tiny_checkpoint(tmp_path / "tiny", 2)
+    text = path.read_text().replace('''[[model]]
+name = "tfidf-lr"
+options = { min_df = 1, ngram_range = [1, 1] }
+explain = "linear"
+explain_sample = 50''', f'''[[model]]
+name = "transformer"
+label = "tiny"
+options = {{ checkpoint = "{checkpoint}", epochs = 2, lr = 1e-3, batch_size = 16, progress = false }}
+subsample = 120
+explain = "saliency"
+explain_sample = 10
+adapt_epochs = 1''').replace("seeds = [0, 1]", "seeds = [0]")
+    path.write_text(text)
+    result = run_experiment(load_experiment(path), tmp_path / "out", log=lambda _: None)
+    disc = result.table("discrimination").set_index("platform")
+    assert disc.loc["forum", "macro_auc"] > 0.8 and set(disc["model"]) == {"tiny"}
+    adapted = result.table("temperature_vs_finetuning").set_index("platform")
+    assert set(adapted.index) == {"tweets", "comments"}
+    assert adapted["n_calibration"].between(3, 4).all()  # 10% of ~30 test rows per platform, by class
+    for stage in ("before", "ts", "ft"):
+        assert adapted[f"auc_{stage}"].between(0, 1).all()
+    # temperature scaling never changes the argmax: accuracy identical before and after
+    np.testing.assert_allclose(adapted["accuracy_ts"], adapted["accuracy_before"])
+    stab = result.table("attribution_stability")
+    assert not stab.empty and set(stab["model"]) == {"tiny"}

@@ -40,6 +40,7 @@ class ModelSpec(Strict):
     subsample: int | None = None  # stratified subsample of the training rows (seeded)
     explain: Literal["none", "linear", "saliency", "integrated_gradients"] = "none"
     explain_sample: int = 200
+    adapt_epochs: int = 0  # > 0: also fine-tune on each target's calibration split (paper section 4.6: 3)
 
     @property
     def key(self) -> str:

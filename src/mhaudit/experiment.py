@@ -21,6 +21,7 @@ from mhaudit.corpus.importing import import_source
 from mhaudit.corpus.labelling import MultiLabelPolicy
 from mhaudit.corpus.schema import Corpus
 from mhaudit.corpus.sources import ReadOptions
+from mhaudit.corpus.splits import assign_calibration
 from mhaudit.errors import InputError
 from mhaudit.parallel import run_jobs
 from mhaudit.predictions import PredictionSet, sha256_file
@@ -35,7 +36,8 @@ def build_corpus(exp: Experiment, out: Path, log=print) -> tuple[Corpus, Path, s
     """Import and merge the experiment's corpora once; cached by the specs and the files' contents."""
     files = {p: sha256_file(exp.folder / p) if (exp.folder / p).exists() else "missing"
              for spec in exp.corpus for p in spec.paths}
-    key = step_key([c.model_dump() for c in exp.corpus], files)
+    calibration = (exp.design, exp.reference, exp.audit.calibration_fraction, exp.audit.seed)
+    key = step_key([c.model_dump() for c in exp.corpus], files, calibration)
     path = out / "corpus" / f"{key}.parquet"
     if path.exists():
         log(f"corpus: cached {path}")
@@ -55,7 +57,13 @@ def build_corpus(exp: Experiment, out: Path, log=print) -> tuple[Corpus, Path, s
         if c.classes != classes:
             raise InputError(f"corpus '{spec.source}' maps to classes {c.classes}, not {classes}; every corpus of "
                              "an experiment must map to the same classes")
-    merged = Corpus.build(pd.concat([c.frame for c in corpora], ignore_index=True), classes,
+    frame = pd.concat([c.frame for c in corpora], ignore_index=True)
+    if exp.design == "reference":  # one stored calibration split per target: TS and fine-tuning share it
+        for platform in sorted(set(frame["platform"]) - {exp.reference}):
+            if not (frame.loc[frame["platform"] == platform, "split"] == "calibration").any():
+                frame = assign_calibration(frame, platform, fraction=exp.audit.calibration_fraction,
+                                           seed=exp.audit.seed)
+    merged = Corpus.build(frame, classes,
                           meta={"mapping": " | ".join(c.meta["mapping"] for c in corpora), "synthetic": False})
     merged.write(path)
     return merged, path, key
@@ -137,11 +145,36 @@ def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", worke
     if exp.design == "reference":
         result = _reference_audit(exp, corpus, pd.concat(predictions[exp.reference], ignore_index=True),
                                   pd.concat(attributions, ignore_index=True) if attributions else None)
+        adapted = [_adaptation(folder, spec, corpus, seed, exp) for spec, _, seed, folder in places
+                   if spec.adapt_epochs > 0]
+        if adapted:
+            result.sections.append(Section(
+                "Temperature scaling vs fine-tuning", "On each target's stored calibration split: a temperature "
+                "fitted there (ts) vs the model fine-tuned there (ft), both evaluated on the target's other test "
+                "rows (CPFE paper, section 4.6).", {"temperature_vs_finetuning": pd.concat(adapted, ignore_index=True)}))
     else:
         result = _transfer_report(exp, corpus, predictions)
     write_report(result, out)
     log(f"report: {out / 'report.html'}")
     return result
+
+
+def _adaptation(folder: Path, spec: ModelSpec, corpus: Corpus, seed: int, exp: Experiment) -> pd.DataFrame:
+    from mhaudit.audits.adaptation import adaptation_rows, has_adapt
+    from mhaudit.models import load_model
+    from mhaudit.training import write_table
+
+    path = folder / f"adaptation-{spec.adapt_epochs}.parquet"
+    if not path.exists():
+        model = load_model(folder)
+        if not has_adapt(model):
+            raise InputError(f"model '{spec.key}' cannot be fine-tuned on a target (adapt_epochs); only "
+                             "transformer models can")
+        targets = sorted(set(corpus.frame["platform"]) - {exp.reference})
+        write_table(pd.DataFrame([adaptation_rows(model, spec.key, seed, corpus.frame, corpus.classes, p,
+                                                  epochs=spec.adapt_epochs, n_bins=exp.audit.n_bins)
+                                  for p in targets]), path)
+    return pd.read_parquet(path)
 
 
 def _reference_audit(exp: Experiment, corpus: Corpus, predictions: pd.DataFrame,
