@@ -27,10 +27,12 @@ def test_train_predict_resume_and_bad_input(tmp_path):
     test_rows = (pd.read_parquet(corpus)["split"] == "test").sum()
     assert sorted(table["seed"].unique().tolist()) == [0, 7] and len(table) == 2 * test_rows
 
-    bad = runner.invoke(app, [*args[:4], "--platform", "mastodon", *args[6:8], "--out", str(tmp_path / "x")])
+    base = ["train", "--corpus", str(corpus), "--seed", "0"]
+    bad = runner.invoke(app, [*base, "--platform", "mastodon", "--model", "tfidf-lr", "--out", str(tmp_path / "x")])
     assert bad.exit_code == 2 and "no platform or data set 'mastodon'" in bad.stderr
     assert not (tmp_path / "x").exists()
-    unknown = runner.invoke(app, [*args[:6], "--model", "gpt-9", "--out", str(tmp_path / "y")])
+    unknown = runner.invoke(app, [*base, "--platform", "synthetic-forum", "--model", "gpt-9", "--out",
+                                  str(tmp_path / "y")])
     assert unknown.exit_code == 2 and "unknown model 'gpt-9'" in unknown.stderr
     missing = runner.invoke(app, ["predict", "--model", str(tmp_path / "nope"), "--corpus", str(corpus),
                                   "--out", str(tmp_path / "q.parquet")])
