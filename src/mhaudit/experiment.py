@@ -13,7 +13,6 @@ import hashlib
 import json
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from mhaudit.config import Experiment, ModelSpec
@@ -238,8 +237,3 @@ def _transfer_report(exp: Experiment, corpus: Corpus, predictions: dict[str, lis
     return Result(f"{exp.name}: all-pairs transfer", [Section("Transfer matrix", text, {"transfer": table}, figures)],
                   synthetic=corpus.synthetic, options={"experiment": exp.model_dump(mode="json")})
 
-
-def describe_matrix(table: pd.DataFrame, value: str = "macro_auc") -> pd.DataFrame:
-    """The transfer table as a train x evaluation grid (for printing)."""
-    return table.pivot_table(index=["model", "train_platform"], columns="platform", values=value,
-                             aggfunc=np.mean).reset_index()
