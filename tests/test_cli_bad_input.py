@@ -117,3 +117,10 @@ def test_the_installed_entry_point_prints_one_line_and_exits_2(tmp_path):
 def test_unknown_names(args, fragment):
     result = runner.invoke(app, args)
     assert result.exit_code == 2 and fragment in result.stderr
+
+
+def test_messages_with_brackets_are_printed_verbatim(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "m"\nclasses = ["x"]\n[map]\nx = "10"\n')
+    result, out = run_import(tmp_path, "text,label\na,1\n", "--mapping", str(bad))
+    assert_clean_failure(result, out, "[map] x must be a list of strings")

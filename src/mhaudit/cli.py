@@ -16,6 +16,7 @@ from typing import Annotated
 import pandas as pd
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from mhaudit.corpus.labelling import MultiLabelPolicy
@@ -39,18 +40,19 @@ def guarded(fn):
         try:
             return fn(*args, **kwargs)
         except InputError as exc:
-            err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper
 
 
 def print_table(title: str, frame: pd.DataFrame) -> None:
-    table = Table(title=title, title_justify="left")
+    table = Table(title=escape(title), title_justify="left")
     for col in frame.columns:
-        table.add_column(str(col), overflow="fold", justify="right" if pd.api.types.is_numeric_dtype(frame[col]) else "left")
+        table.add_column(escape(str(col)), overflow="fold",
+                         justify="right" if pd.api.types.is_numeric_dtype(frame[col]) else "left")
     for row in frame.itertuples(index=False):
-        table.add_row(*[f"{v:.3f}" if isinstance(v, float) else str(v) for v in row])
+        table.add_row(*[f"{v:.3f}" if isinstance(v, float) else escape(str(v)) for v in row])
     out.print(table)
 
 
