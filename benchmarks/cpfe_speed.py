@@ -131,9 +131,9 @@ def run_fairscope(labels, logits, pairs, all_pairs):
 
     reports, times = {}, []
     for m, s in pairs:
-        pd_ = data(m, s)
+        platform_data = data(m, s)
         t = time.perf_counter()
-        rep = CPFEProtocol(pd_, REFERENCE, len(CLASSES), n_bins=N_BINS, n_boot=N_BOOT_SIG).run()
+        rep = CPFEProtocol(platform_data, REFERENCE, len(CLASSES), n_bins=N_BINS, n_boot=N_BOOT_SIG).run()
         times.append(time.perf_counter() - t)
         reports[(m, s)] = {"performance": rep.performance, "significance": rep.significance, "equity": rep.equity}
         print(f"  fairscope run {len(times)}/{len(pairs)}: model {m}, seed {s}: {times[-1]:.1f} s", flush=True)
@@ -141,7 +141,7 @@ def run_fairscope(labels, logits, pairs, all_pairs):
     for m, s in all_pairs:
         if (m, s) in reports:
             continue
-        d, ref = data(m, s), None
+        d = data(m, s)
         ref = d[REFERENCE]
         extra[(m, s)] = {
             "performance": {p: {"macro_auc": macro_auc(v["y_true"], v["probs"]),

@@ -58,8 +58,11 @@ def prior_corrected_probs(probs, priors_src, priors_tgt) -> np.ndarray:
     """
     p = _probs(probs)
     k = p.shape[1]
-    ratio = _priors(priors_tgt, k, "priors_tgt") / _priors(priors_src, k, "priors_src", positive=True)
-    out = p * ratio
+    return _corrected(p, _priors(priors_src, k, "priors_src", positive=True), _priors(priors_tgt, k, "priors_tgt"))
+
+
+def _corrected(p: np.ndarray, pi: np.ndarray, q: np.ndarray) -> np.ndarray:
+    out = p * (q / pi)
     total = out.sum(axis=1, keepdims=True)
     return np.divide(out, total, out=np.full_like(out, np.nan), where=total > 0)
 
@@ -76,7 +79,7 @@ def em_priors(probs_tgt, priors_src, tol: float = 1e-8, max_iter: int = 1000) ->
     pi = _priors(priors_src, p.shape[1], "priors_src", positive=True)
     q = pi
     for n_iter in range(1, max_iter + 1):
-        q_new = prior_corrected_probs(p, pi, q).mean(axis=0)
+        q_new = _corrected(p, pi, q).mean(axis=0)  # inputs checked once above, not per iteration
         moved = np.max(np.abs(q_new - q))
         q = q_new
         if moved < tol:

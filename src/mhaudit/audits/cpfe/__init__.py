@@ -18,7 +18,7 @@ from mhaudit.audits.cpfe.discrimination import discrimination_rows, per_class_ro
 from mhaudit.audits.cpfe.equity import equity_rows
 from mhaudit.audits.cpfe.extras import label_shift_rows, length_rows, sensitivity_rows
 from mhaudit.audits.cpfe.groups import make_groups, reference_of
-from mhaudit.audits.cpfe.significance import bootstrap_aucs, model_pair_rows, platform_pair_rows
+from mhaudit.audits.cpfe.significance import model_pair_rows, place_bootstraps, platform_pair_rows
 from mhaudit.audits.cpfe.summary import flags, mean_sd, plain_words
 from mhaudit.errors import InputError
 from mhaudit.predictions import PredictionSet
@@ -64,12 +64,14 @@ def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Se
     groups = make_groups(predictions)
     references = reference_of(groups, options.reference)
     rng = np.random.default_rng(options.seed)
+    boot_auc, boot_ece = place_bootstraps(groups, len(classes), options.n_boot_significance, options.n_boot_ece,
+                                          options.n_bins, rng)
     t = Tables()
     for g in groups:
         ref = references[(g.model, g.seed)]
         t.add("discrimination", discrimination_rows(g, ref, classes))
         t.add("per_class_auc", per_class_rows(g, classes))
-        t.add("calibration", calibration_row(g, options.n_bins, options.n_boot_ece, rng))
+        t.add("calibration", calibration_row(g, options.n_bins, boot_ece[id(g)]))
         t.add("per_class_calibration", per_class_calibration_rows(g, classes, options.n_bins))
         row, curves = temperature_row(g, len(classes), options.n_bins, options.calibration_fraction,
                                       options.crossfit_folds, options.seed)
@@ -77,9 +79,8 @@ def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Se
         t.add("reliability", curves)
         if g is not ref:
             t.add("equity", equity_rows(g, ref, classes))
-    boot = bootstrap_aucs(groups, len(classes), options.n_boot_significance, rng)
-    t.add("significance", platform_pair_rows(groups, boot, len(classes), options.correction, options.alpha))
-    t.add("model_comparison", model_pair_rows(groups, boot, classes))
+    t.add("significance", platform_pair_rows(groups, boot_auc, len(classes), options.correction, options.alpha))
+    t.add("model_comparison", model_pair_rows(groups, boot_auc, classes))
     t.add("sensitivity", sensitivity_rows(groups, references, classes))
     t.add("label_shift", label_shift_rows(groups, references, classes, options.n_bins))
     words = {}

@@ -11,14 +11,12 @@ import pandas as pd
 from mhaudit.audits.cpfe.groups import Group
 from mhaudit.corpus.splits import stratified_assign
 from mhaudit.stats.auc import macro_auc
-from mhaudit.stats.bootstrap import resample_counts, summarise
-from mhaudit.stats.calibration import (bootstrap_ece, brier, classwise_ece, cross_fitted_temperature, ece,
+from mhaudit.stats.calibration import (brier, classwise_ece, cross_fitted_temperature, ece,
                                        fit_temperature, mce, nll, reliability, softmax)
 
 
-def calibration_row(group: Group, n_bins: int, n_boot: int, rng: np.random.Generator) -> dict:
-    counts = resample_counts(group.y, n_boot, rng, stratified=True)
-    boot = summarise(bootstrap_ece(group.probs, group.y, counts, n_bins))
+def calibration_row(group: Group, n_bins: int, boot: dict) -> dict:
+    """`boot`: the summary of the group's label-stratified bootstrap ECEs (see place_bootstraps)."""
     return {**group.key(), "n": group.n, "ece": ece(group.probs, group.y, n_bins),
             "ece_ci_low": boot["ci_low"], "ece_ci_high": boot["ci_high"], "ece_se": boot["se"],
             "n_boot": boot["n_boot"], "n_failed": boot["n_failed"], "mce": mce(group.probs, group.y, n_bins),

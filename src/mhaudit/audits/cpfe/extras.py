@@ -100,10 +100,11 @@ def label_shift_rows(groups: list[Group], references: dict, classes: list[str], 
                 warnings.simplefilter("always")
                 em = em_priors(g.probs, prior_src)
             em_q, corrected, em_note = em.priors, em.probs, "; ".join(str(w.message) for w in caught)
+        metrics = _after_correction(g, corrected, k, n_bins)  # per group, shared by its class rows
         for c, name in enumerate(classes):
             rows.append({**g.key(), "n": g.n, "class": name, "prevalence_reference": float(prior_src[c]),
                          "prevalence_true": float(true[c]), "prevalence_em": float(em_q[c]),
                          "prevalence_bbse": float(bbse.priors[c]), "bbse_note": bbse.note,
                          "em_note": em_note,
-                         **_after_correction(g, corrected, k, n_bins)})
+                         **metrics})
     return rows

@@ -17,6 +17,7 @@ from statsmodels.stats.multitest import multipletests
 from mhaudit.audits.cpfe.groups import Group
 from mhaudit.stats.auc import macro_auc, paired_delong
 from mhaudit.stats.bootstrap import bootstrap_macro_auc, resample_counts, summarise
+from mhaudit.stats.calibration import bootstrap_ece
 
 CORRECTIONS = {"bonferroni": "bonferroni", "bh": "fdr_bh"}
 
@@ -25,18 +26,23 @@ def _place(g: Group) -> tuple:
     return g.platform, g.dataset, g.seed, g.n, hash(tuple(g.ids))
 
 
-def bootstrap_aucs(groups: list[Group], n_classes: int, n_boot: int, rng: np.random.Generator) -> dict[int, np.ndarray]:
-    """Bootstrap macro-AUCs of every group (label-stratified), with one count matrix per place, freed
-    once the place's models are done (memory holds one matrix at a time)."""
+def place_bootstraps(groups: list[Group], n_classes: int, n_boot_auc: int, n_boot_ece: int, n_bins: int,
+                     rng: np.random.Generator) -> tuple[dict[int, np.ndarray], dict[int, dict]]:
+    """Label-stratified bootstraps of every group: macro-AUCs (for significance) and ECE summaries.
+
+    One count matrix per place serves every model there and both statistics (ECE uses its first
+    `n_boot_ece` resamples); it is freed once the place is done, so memory holds one at a time.
+    """
     places: dict[tuple, list[Group]] = {}
     for g in groups:
         places.setdefault((*_place(g), hash(g.y.tobytes())), []).append(g)
-    out = {}
+    aucs, eces = {}, {}
     for members in places.values():
-        counts = resample_counts(members[0].y, n_boot, rng, stratified=True)
+        counts = resample_counts(members[0].y, max(n_boot_auc, n_boot_ece), rng, stratified=True)
         for g in members:
-            out[id(g)] = bootstrap_macro_auc(g.y, g.probs, n_classes, counts)
-    return out
+            aucs[id(g)] = bootstrap_macro_auc(g.y, g.probs, n_classes, counts[:n_boot_auc])
+            eces[id(g)] = summarise(bootstrap_ece(g.probs, g.y, counts[:n_boot_ece], n_bins))
+    return aucs, eces
 
 
 def _z_test(diff: float, se: float) -> tuple[float, float]:
