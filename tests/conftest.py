@@ -11,6 +11,9 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("MHAUDIT_SHARED_DATA", REPO.parent / "shared" / "data"))
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 os.environ.setdefault("MHAUDIT_SECRET", "mhaudit-test-secret")  # tests never write ~/.config/mhaudit/secret
+# Tiny models on a shared 2-core machine: one torch thread avoids oversubscription (measured: 50x slower
+# fits with two threads while other processes ran).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def data_dir(name: str) -> Path:

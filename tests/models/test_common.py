@@ -25,7 +25,7 @@ def options(name, tmp_path_factory):
         pytest.importorskip("torch")
         tiny = pytest.importorskip("tests.models.tiny_bert")
         return {"checkpoint": str(tiny.tiny_checkpoint(tmp_path_factory.mktemp("tiny"), len(CLASSES))),
-                "epochs": 2, "lr": 1e-3, "batch_size": 16, "progress": False}
+                "epochs": 8, "patience": 8, "lr": 2e-3, "batch_size": 8, "progress": False}
     return {"min_df": 1}
 
 
