@@ -18,7 +18,7 @@ import torch  # noqa: E402
 
 from mhaudit.errors import InputError  # noqa: E402
 from mhaudit.models import REGISTRY, create, load_model, save_model  # noqa: E402
-from tests.models.tiny_bert import tiny_bert, tiny_checkpoint  # noqa: E402, F401
+from tests.models.tiny_bert import tiny_bert  # noqa: E402, F401
 
 WORDS = {"calm": "sunny garden picnic", "sad": "hopeless empty lonely", "worry": "nervous panic restless"}
 FILLER = "today really just maybe the my this week after work again felt".split()
