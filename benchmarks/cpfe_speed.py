@@ -288,8 +288,7 @@ def main() -> None:
 NOTES = [
     "predicted class: ours argmax of the logits, fairscope argmax of softmax(logits); the same unless the "
     "softmax rounds two different logits to one probability.",
-    "macro-F1: ours averages over all 4 classes (labels=range(k), zero_division=0); fairscope over the "
-    "classes present in y or the predictions. Equal when every class occurs (true here).",
+    "macro-F1: both average over the classes present in y or the predictions (sklearn's default).",
     "macro-AUC: ours averages the one-vs-rest AUCs of the classes with positives and negatives; fairscope "
     "(sklearn) requires every class. Equal here.",
     "ECE: same equal-width top-label bins; ours sums |sum(correct - conf)| per bin / n, fairscope "
