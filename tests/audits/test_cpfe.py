@@ -276,3 +276,15 @@ def test_options_are_checked(change, message):
     options = CPFEOptions(reference="home", **{**FAST, **change})
     with pytest.raises(InputError, match=message):
         audit_cpfe(synthetic_predictions(models=("m1",), seeds=(0,), n=40), options)
+
+
+def test_equity_summary_names_the_worst_class(result):
+    equity, summary = result.table("equity"), result.table("equity_summary")
+    assert len(summary) == 4 * 2  # (model, seed) x targets
+    for _, row in summary.iterrows():
+        cells = equity[(equity["model"] == row["model"]) & (equity["seed"] == row["seed"])
+                       & (equity["platform"] == row["platform"])].set_index("class")
+        assert row["min_disparate_impact"] == cells["disparate_impact"].min()
+        assert cells.loc[row["min_disparate_impact_class"], "disparate_impact"] == row["min_disparate_impact"]
+        assert row["max_equal_opportunity_gap"] == cells["equal_opportunity_gap"].max()
+        assert row["max_equalized_odds_gap"] == cells["equalized_odds_gap"].max()

@@ -78,7 +78,9 @@ def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Se
         t.add("temperature_scaling", row)
         t.add("reliability", curves)
         if g is not ref:
-            t.add("equity", equity_rows(g, ref, classes))
+            per_class, worst = equity_rows(g, ref, classes)
+            t.add("equity", per_class)
+            t.add("equity_summary", worst)
     t.add("significance", platform_pair_rows(groups, boot_auc, len(classes), options.correction, options.alpha))
     t.add("model_comparison", model_pair_rows(groups, boot_auc, classes))
     t.add("sensitivity", sensitivity_rows(groups, references, classes))
@@ -198,7 +200,8 @@ def _sections(tables: dict[str, pd.DataFrame], summary: str, options: CPFEOption
         Section("Axis 4: prediction equity (platform as the group)", "Symmetric disparate impact per class; "
                 "equal_opportunity_gap = |TPR_ref - TPR_target| (the paper's 'equalized odds difference'); "
                 "equalized_odds_gap = max(|ΔTPR|, |ΔFPR|). Undefined values are n/a with the reason.",
-                {"equity": get("equity", pd.DataFrame())}, figs.get("equity", {})),
+                {"equity_summary": get("equity_summary", pd.DataFrame()), "equity": get("equity", pd.DataFrame())},
+                figs.get("equity", {})),
         Section("Axis 5: attribution stability", "Jaccard of top-K attributed words between platforms per class."
                 if "attribution_stability" in tables else "No attribution table was given: axis 5 not computed.",
                 {"attribution_stability": get("attribution_stability", pd.DataFrame()),

@@ -5,10 +5,12 @@ the equalized odds difference) and the full equalized-odds gap."""
 from __future__ import annotations
 
 from mhaudit.audits.cpfe.groups import Group
-from mhaudit.stats.fairness import equity_by_class
+from mhaudit.stats.fairness import equity_by_class, summarise_classes
 
 
-def equity_rows(group: Group, reference: Group, classes: list[str]) -> list[dict]:
+def equity_rows(group: Group, reference: Group, classes: list[str]) -> tuple[list[dict], dict]:
+    """Per-class rows, and the group's worst class of each measure (max gaps, min DI) with its class."""
     rows = equity_by_class(reference.y, reference.pred, group.y, group.pred, len(classes), adjust_priors=True)
-    return [{**group.key(), "n": group.n, "reference": reference.platform, **row, "class": classes[row["class"]]}
+    rows = [{**group.key(), "n": group.n, "reference": reference.platform, **row, "class": classes[row["class"]]}
             for row in rows]
+    return rows, {**group.key(), "n": group.n, "reference": reference.platform, **summarise_classes(rows)}
