@@ -132,15 +132,15 @@ def to_html(result: Result) -> str:
 
 def write_report(result: Result, out_dir: str | Path) -> list[Path]:
     out_dir = Path(out_dir)
-    files = {"report.json": json.dumps(to_json(result), indent=2), "report.md": to_markdown(result),
-             "report.html": to_html(result)}
-    for name, text in files.items():
-        write_text_atomic(out_dir / name, text)
-    written = [out_dir / name for name in files]
-    for section in result.sections:
+    written = []
+    for section in result.sections:  # figures first: the reports link to them
         for name, png in section.figures.items():
             path = out_dir / "figures" / f"{_slug(name)}.png"
             with atomic_path(path) as tmp:
                 tmp.write_bytes(png)
             written.append(path)
-    return written
+    files = {"report.json": json.dumps(to_json(result), indent=2), "report.md": to_markdown(result),
+             "report.html": to_html(result)}
+    for name, text in files.items():
+        write_text_atomic(out_dir / name, text)
+    return [*(out_dir / name for name in files), *written]

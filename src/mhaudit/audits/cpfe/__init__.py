@@ -91,9 +91,10 @@ def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Se
         if len(missing):
             raise InputError(f"the corpus has no text for {len(missing)} prediction id(s), e.g. '{missing[0]}'; "
                              "give the corpus the predictions were made on")
-        t.add("length", length_rows(groups, texts, classes, options.max_tokens))
-        words = {f"{g.platform}/{g.dataset}": np.array([len(str(x).split()) for x in texts.reindex(g.ids)])
-                 for g in groups}
+        counts = texts.str.split().str.len()  # once per text, not once per model x seed group
+        words_of = {id(g): counts.reindex(g.ids).to_numpy(dtype=np.int64) for g in groups}
+        t.add("length", length_rows(groups, words_of, classes, options.max_tokens))
+        words = {f"{g.platform}/{g.dataset}": words_of[id(g)] for g in groups}
     if attributions is not None and not attributions.empty:
         from mhaudit.attribution.stability import clinical_retention, jaccard_stability, load_proxy_clinical
 

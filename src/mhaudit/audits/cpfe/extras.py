@@ -53,11 +53,13 @@ def sensitivity_rows(groups: list[Group], references: dict, classes: list[str]) 
     return rows
 
 
-def length_rows(groups: list[Group], texts: pd.Series, classes: list[str], max_tokens: int) -> list[dict]:
-    """Words per example, share beyond the token budget (whitespace words), macro-AUC by length quartile."""
+def length_rows(groups: list[Group], words_of: dict[int, np.ndarray], classes: list[str],
+                max_tokens: int) -> list[dict]:
+    """Words per example, share beyond the token budget (whitespace words), macro-AUC by length quartile.
+    `words_of` maps id(group) to the word count of each of its rows."""
     rows = []
     for g in groups:
-        words = np.array([len(str(t).split()) for t in texts.reindex(g.ids)])
+        words = words_of[id(g)]
         base = {**g.key(), "n": g.n, "mean_words": float(words.mean()), "median_words": float(np.median(words)),
                 "p75_words": float(np.percentile(words, 75)), "share_over_max_tokens": float((words > max_tokens).mean()),
                 "max_tokens": max_tokens}
