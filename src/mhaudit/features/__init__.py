@@ -1,0 +1,1 @@
+"""Feature channels of the label-source (TSS) audit: A lexical, B morpho-syntax, C psycholinguistic style."""

@@ -1,0 +1,54 @@
+"""The masking suite: text interventions applied before featurising (TSS paper section 4.6).
+
+A mask rewrites each text from its parse; every channel then featurises the masked text (re-parsed
+for channels B and C), so no feature of a masked run sees the unmasked words.
+
+- none: the text as it is.
+- pos_only: content words replaced by their universal POS tag (NOUN, VERB, ...); function words
+  and punctuation kept. Lexical content is destroyed, syntactic traces survive.
+- content_only: only content words kept (function words and punctuation removed).
+- function_only: only function words and punctuation kept.
+- random_pos: the negative control: content words replaced by a POS tag drawn at random (seeded)
+  from the content tags, so both the words and their syntactic roles are destroyed.
+
+Content words are tokens whose universal POS is in CONTENT_POS.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mhaudit.text.parse import Parses
+
+__all__ = ["MASKS", "CONTENT_POS", "apply_mask"]
+
+MASKS = ("none", "pos_only", "content_only", "function_only", "random_pos")
+CONTENT_POS = ("NOUN", "PROPN", "VERB", "ADJ", "ADV", "NUM", "INTJ")
+
+
+def apply_mask(texts, parses: Parses, mask: str, *, seed: int = 0) -> list[str]:
+    """The masked texts, one per document of `parses` (which must be the parse of `texts`)."""
+    if mask not in MASKS:
+        raise ValueError(f"unknown mask '{mask}'; choose from {', '.join(MASKS)}")
+    texts = [str(t) for t in texts]
+    if mask == "none":
+        return texts
+    content = np.isin(parses["pos"], CONTENT_POS)
+    words = parses["word"].astype(object).copy()
+    if mask == "pos_only":
+        words[content] = parses["pos"][content]
+        keep = np.ones(words.size, dtype=bool)
+    elif mask == "random_pos":
+        rng = np.random.default_rng(seed)
+        words[content] = np.asarray(CONTENT_POS, dtype=object)[rng.integers(len(CONTENT_POS), size=int(content.sum()))]
+        keep = np.ones(words.size, dtype=bool)
+    elif mask == "content_only":
+        keep = content
+    else:  # function_only
+        keep = ~content
+    out = []
+    offsets = parses.offsets
+    for i in range(len(parses)):
+        lo, hi = offsets[i], offsets[i + 1]
+        out.append(" ".join(w for w, k in zip(words[lo:hi], keep[lo:hi]) if k and not w.isspace()))
+    return out
