@@ -161,7 +161,7 @@ def load_nlp():
     try:
         import spacy
     except ImportError:
-        raise InputError("the divergence audit needs spaCy: pip install -c constraints.txt 'mhaudit[tss]'") from None
+        raise InputError("the divergence audit needs spaCy: pip install -c constraints.txt mhaudit") from None
     disable = ["ner", "lemmatizer"]
     name = model_id()
     if name.startswith("en_core_web_sm-"):
