@@ -1,0 +1,86 @@
+"""Channel A of the label-source (TSS) audit: lexical surface form.
+
+`LexicalChannel("char")` (name "A"): TF-IDF of lower-cased character n-grams of length 3-5 (scikit-learn
+analyzer "char", i.e. n-grams may span word boundaries) followed by chi-squared selection of the k = 500
+n-grams most associated with the label (`SelectKBest(chi2)`), both fitted on the training documents only.
+`LexicalChannel("word")` (name "A_word"): the same with word unigrams + bigrams, the word-level lexical
+baseline the paper lists as missing (its Limitations). See docs/channels_ab.md.
+
+Choices: `min_df=2` (an n-gram must occur in two training documents; drops hapaxes that chi2 could only
+select by chance and keeps fitting fast), default TfidfVectorizer weighting otherwise (smooth idf, l2
+rows). Word tokens keep one-character words ("i", "a"): token pattern `\\b\\w+\\b` instead of scikit-
+learn's default two-character minimum, since the first-person "i" is among the best-studied markers in
+mental-health text. When k exceeds the vocabulary every n-gram is kept. `parses` and `folds` are accepted
+for the common channel interface and unused (the selection is fitted once on all training documents).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.feature_selection import SelectKBest, chi2
+
+from mhaudit.errors import InputError
+
+__all__ = ["LexicalChannel", "WORD_TOKEN_PATTERN"]
+
+WORD_TOKEN_PATTERN = r"(?u)\b\w+\b"
+
+
+class LexicalChannel:
+    """TF-IDF n-grams with chi2 selection of `k` features, fitted on training documents.
+
+    kind: "char" (character 3-5-grams, name "A") or "word" (word 1-2-grams, name "A_word").
+    analyzer: for kind "char", scikit-learn's "char" (default) or "char_wb" (n-grams inside word
+    boundaries only; what the paper's released code passes).
+    """
+
+    def __init__(self, kind: str = "char", k: int = 500, *, min_df: int = 2, analyzer: str | None = None):
+        if kind not in ("char", "word"):
+            raise ValueError(f"kind must be 'char' or 'word', not {kind!r}")
+        if k < 1:
+            raise ValueError(f"k must be positive, not {k}")
+        if analyzer is None:
+            analyzer = "char" if kind == "char" else "word"
+        if (kind == "char") != (analyzer in ("char", "char_wb")) or analyzer not in ("char", "char_wb", "word"):
+            raise ValueError(f"analyzer {analyzer!r} does not fit kind {kind!r}")
+        self.kind, self.k, self.min_df, self.analyzer = kind, k, min_df, analyzer
+        self.name = "A" if kind == "char" else "A_word"
+        self.vectorizer_: TfidfVectorizer | None = None
+        self.selector_: SelectKBest | None = None
+        self.feature_names: list[str] = []
+
+    def _vectorizer(self, n_docs: int) -> TfidfVectorizer:
+        # min_df above the number of documents would leave nothing: tiny training sets fall back to 1.
+        min_df = self.min_df if n_docs >= self.min_df else 1
+        if self.kind == "char":
+            return TfidfVectorizer(analyzer=self.analyzer, ngram_range=(3, 5), lowercase=True, min_df=min_df,
+                                   dtype=np.float64)
+        return TfidfVectorizer(analyzer="word", ngram_range=(1, 2), lowercase=True, min_df=min_df,
+                               token_pattern=WORD_TOKEN_PATTERN, dtype=np.float64)
+
+    def fit_transform(self, texts, parses=None, y=None, folds=None) -> np.ndarray:
+        texts = [str(t) for t in texts]
+        if y is None:
+            raise InputError(f"channel {self.name} needs labels to select its n-grams")
+        y = np.asarray(y).astype(np.int64)
+        if y.shape != (len(texts),):
+            raise InputError(f"channel {self.name}: {len(texts)} texts but {y.size} labels")
+        self.vectorizer_ = self._vectorizer(len(texts))
+        try:
+            matrix = self.vectorizer_.fit_transform(texts)
+        except ValueError as err:  # "empty vocabulary": every text shorter than the n-gram length
+            raise InputError(f"channel {self.name}: no n-gram occurs in the training texts ({err})") from None
+        vocab_size = matrix.shape[1]
+        self.selector_ = SelectKBest(chi2, k=min(self.k, vocab_size)).fit(matrix, y)
+        self.feature_names = self.vectorizer_.get_feature_names_out()[self.selector_.get_support()].tolist()
+        return self._dense(self.selector_.transform(matrix))
+
+    def transform(self, texts, parses=None) -> np.ndarray:
+        if self.vectorizer_ is None:
+            raise RuntimeError(f"channel {self.name} is not fitted")
+        return self._dense(self.selector_.transform(self.vectorizer_.transform([str(t) for t in texts])))
+
+    @staticmethod
+    def _dense(matrix) -> np.ndarray:
+        return np.asarray(matrix.toarray(), dtype=np.float64)
