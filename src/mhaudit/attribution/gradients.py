@@ -1,8 +1,9 @@
 """Gradient attributions for transformer classifiers: saliency and Integrated Gradients (CPFE axis 5).
 
 Works on any Hugging Face sequence-classification model (``model(input_ids=..., attention_mask=...)``
-returning ``.logits``) whose ``get_input_embeddings()`` is the word-embedding table, with its WordPiece
-tokenizer (BERT, MiniLM, DistilBERT). No mhaudit model class is needed, so a tiny random BERT tests it.
+returning ``.logits``) whose ``get_input_embeddings()`` is the word-embedding table, with its tokenizer:
+WordPiece (BERT, MiniLM, DistilBERT), byte-level BPE (RoBERTa, GPT-2) or SentencePiece (XLM-R, T5,
+ALBERT). No mhaudit model class is needed, so a tiny random BERT or RoBERTa tests it.
 
 - ``token_saliency``: s_i = ||dP(y=t|x)/dE_i||_2, E_i the word-embedding vector of token i (the output
   of ``get_input_embeddings()``, before position/type embeddings and LayerNorm), P the softmax
@@ -11,16 +12,22 @@ tokenizer (BERT, MiniLM, DistilBERT). No mhaudit model class is needed, so a tin
 - ``token_integrated_gradients``: Captum ``LayerIntegratedGradients`` on that embedding layer, from a
   baseline with every non-special token replaced by [PAD] (or [MASK]); a token's attribution is the
   sum over the embedding dimension. Its target is the softmax probability by default (``output=
-  "logit"`` for the logit), so the attributions of a text sum to P(t|x) - P(t|baseline) up to Captum's
-  convergence delta, which is returned too.
-- ``merge_subwords``: WordPiece pieces (``##`` continuations) summed into lower-cased words.
+  "logit"`` for the logit), so the attributions of a text sum to P(t|x) - P(t|baseline) up to the
+  convergence delta, which is returned too (computed along the path actually integrated, which keeps
+  the text's position ids: see ``_path_change``).
+- ``merge_subwords``: pieces summed into lower-cased words by the tokenizer's piece convention: WordPiece
+  ``##`` continuations, byte-level BPE ``Ġ`` word starts (bytes decoded back to text), SentencePiece
+  ``▁`` word starts.
 - ``attribution_table``: a seeded sample of texts attributed to the true or predicted class, merged into
   words and averaged per (class, word type): the ``class, word, score, count, method`` columns of the
-  Attributions table (the caller adds model, seed, platform and dataset).
+  Attributions table (the caller adds model, seed, platform and dataset). With a fast tokenizer the
+  words come from the tokenizer itself, whatever its kind: ``word_ids()`` says which pieces form a word
+  and the offset mapping gives its text (the span of the original text the pieces cover, lower-cased);
+  a slow tokenizer falls back to ``merge_subwords``'s piece conventions.
 
 Special tokens ([CLS], [SEP], <s>, </s>) and padding are never returned; [UNK] is (it is a real input
-position), and ``attribution_table`` drops it because it names no word. Inputs are truncated to
-``max_length`` tokens, so a word cut by truncation keeps only its first pieces.
+position). Inputs are truncated to ``max_length`` tokens, so a word cut by truncation keeps only its
+first pieces.
 """
 
 from __future__ import annotations
@@ -84,10 +91,30 @@ def _eval(model) -> Iterator[None]:
 
 
 def _encode(tokenizer, texts: list[str], max_length: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    input_ids, attention_mask, _ = _encode_words(tokenizer, texts, max_length, device)
+    return input_ids, attention_mask
+
+
+def _encode_words(tokenizer, texts: list[str], max_length: int, device):
+    """input_ids, attention_mask and, per text, per position, ``(word index, start, end)`` of the word the
+    piece belongs to (None for special tokens and padding); the third item is None for a slow tokenizer,
+    which has no word ids or offsets."""
     if tokenizer.pad_token_id is None:
         raise ValueError("the tokenizer has no padding token; set tokenizer.pad_token first")
-    enc = tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
-    return enc["input_ids"].to(device), enc["attention_mask"].to(device)
+    fast = bool(getattr(tokenizer, "is_fast", False))
+    enc = tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt",
+                    return_offsets_mapping=fast)
+    words = None
+    offsets = enc.pop("offset_mapping", None) if fast else None
+    if offsets is not None:
+        try:
+            word_ids = [enc.word_ids(i) for i in range(len(texts))]
+        except (ValueError, AttributeError):  # not backed by a Rust tokenizer after all
+            word_ids = None
+        if word_ids is not None:
+            words = [[None if w is None else (int(w), int(a), int(b)) for w, (a, b) in zip(ids, spans.tolist())]
+                     for ids, spans in zip(word_ids, offsets)]
+    return enc["input_ids"].to(device), enc["attention_mask"].to(device), words
 
 
 def _special_ids(tokenizer) -> set[int]:
@@ -102,12 +129,19 @@ def _fixed(tokenizer, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> 
     return torch.isin(input_ids, special) | (attention_mask == 0)
 
 
-def _token_rows(tokenizer, input_ids, fixed, scores) -> list[list[tuple[str, float]]]:
+def _token_rows(tokenizer, input_ids, fixed, scores, words=None) -> list[list[tuple]]:
+    """Per text, ``(token, score, word)`` for every position that is not special or padding; ``word`` is
+    the position's ``(word index, start, end)`` from ``_encode_words`` or None."""
     rows = []
-    for ids, fix, sc in zip(input_ids.tolist(), fixed.tolist(), scores.tolist()):
+    for r, (ids, fix, sc) in enumerate(zip(input_ids.tolist(), fixed.tolist(), scores.tolist())):
         tokens = tokenizer.convert_ids_to_tokens(ids)
-        rows.append([(tok, float(s)) for tok, f, s in zip(tokens, fix, sc) if not f])
+        spans = words[r] if words is not None else [None] * len(ids)
+        rows.append([(tok, float(s), w) for tok, f, s, w in zip(tokens, fix, sc, spans) if not f])
     return rows
+
+
+def _pairs(rows: list[list[tuple]]) -> list[list[tuple[str, float]]]:
+    return [[(tok, score) for tok, score, _ in row] for row in rows]
 
 
 def _batches(n: int, size: int) -> Iterator[slice]:
@@ -131,12 +165,16 @@ def token_saliency(model, tokenizer, texts, target_classes, max_length: int = 64
     >>> token_saliency(model, tokenizer, ["i feel sad"], [1])  # doctest: +SKIP
     [[('i', 0.0123), ('feel', 0.0201), ('sad', 0.0377)]]
     """
+    return _pairs(_saliency_rows(model, tokenizer, texts, target_classes, max_length, batch_size))
+
+
+def _saliency_rows(model, tokenizer, texts, target_classes, max_length: int, batch_size: int) -> list[list[tuple]]:
     texts = _texts(texts)
     targets = _targets(target_classes, len(texts), _n_labels(model))
     layer, device, out = model.get_input_embeddings(), _device(model), []
     with _eval(model):
         for part in _batches(len(texts), batch_size):
-            input_ids, attention_mask = _encode(tokenizer, texts[part], max_length, device)
+            input_ids, attention_mask, words = _encode_words(tokenizer, texts[part], max_length, device)
             captured = {}
 
             def leaf(module, inputs, output):  # the embeddings, as a leaf we take the gradient against
@@ -155,7 +193,7 @@ def token_saliency(model, tokenizer, texts, target_classes, max_length: int = 64
             finally:
                 handle.remove()
             scores = grad.float().norm(dim=-1)
-            out += _token_rows(tokenizer, input_ids, _fixed(tokenizer, input_ids, attention_mask), scores)
+            out += _token_rows(tokenizer, input_ids, _fixed(tokenizer, input_ids, attention_mask), scores, words)
     return out
 
 
@@ -181,12 +219,23 @@ def token_integrated_gradients(model, tokenizer, texts, target_classes, max_leng
     A token's attribution is the sum over the embedding dimension; the function attributed is the
     softmax probability of the target class (``output="probability"``, the default, as for saliency) or
     its logit (``output="logit"``). Completeness: per text, the sum of the returned attributions equals
-    f(text) - f(baseline) + delta, where delta is Captum's convergence delta (special tokens and padding
-    equal their baseline, so their attribution is exactly 0 and leaving them out changes no sum).
+    f(text) - f(baseline) + delta, where delta is the convergence delta (Captum's definition; special
+    tokens and padding equal their baseline, so their attribution is exactly 0 and leaving them out
+    changes no sum). The path changes the word embeddings only, so f(baseline) is the model on the
+    input's ids with the baseline's word embeddings: for BERT-like models that is the model on the
+    baseline ids; for RoBERTa-like ones, which place [PAD] tokens at the padding position, it keeps the
+    text's positions (see ``_path_change``).
 
     Returns ``(attributions, deltas)``: per text its ``(token, attribution)`` pairs, and one delta per
     text. ``internal_batch_size`` bounds how many interpolated inputs Captum runs at once.
     """
+    rows, deltas = _integrated_gradients_rows(model, tokenizer, texts, target_classes, max_length, n_steps, baseline,
+                                              output, batch_size, internal_batch_size)
+    return _pairs(rows), deltas
+
+
+def _integrated_gradients_rows(model, tokenizer, texts, target_classes, max_length, n_steps, baseline, output,
+                               batch_size, internal_batch_size) -> tuple[list[list[tuple]], list[float]]:
     from captum.attr import LayerIntegratedGradients
 
     if output not in ("probability", "logit"):
@@ -201,54 +250,173 @@ def token_integrated_gradients(model, tokenizer, texts, target_classes, max_leng
         logits = model(input_ids=input_ids, attention_mask=attention_mask).logits.float()
         return torch.softmax(logits, dim=-1) if output == "probability" else logits
 
-    ig = LayerIntegratedGradients(forward, model.get_input_embeddings())
+    layer = model.get_input_embeddings()
+    ig = LayerIntegratedGradients(forward, layer)
     out, deltas = [], []
     with _eval(model):
         for part in _batches(len(texts), batch_size):
-            input_ids, attention_mask = _encode(tokenizer, texts[part], max_length, device)
+            input_ids, attention_mask, words = _encode_words(tokenizer, texts[part], max_length, device)
             base = baseline_ids(tokenizer, input_ids, attention_mask, baseline)
             with torch.enable_grad():
-                attr, delta = ig.attribute(inputs=input_ids, baselines=base, additional_forward_args=(attention_mask,),
-                                           target=targets[part], n_steps=int(n_steps),
-                                           internal_batch_size=internal_batch_size, return_convergence_delta=True)
+                attr = ig.attribute(inputs=input_ids, baselines=base, additional_forward_args=(attention_mask,),
+                                    target=targets[part], n_steps=int(n_steps),
+                                    internal_batch_size=internal_batch_size)
+            change = _path_change(forward, layer, input_ids, attention_mask, base, targets[part])
             scores = attr.detach().float().sum(dim=-1)
-            out += _token_rows(tokenizer, input_ids, _fixed(tokenizer, input_ids, attention_mask), scores)
-            deltas += [float(d) for d in delta.detach().reshape(-1)]
+            out += _token_rows(tokenizer, input_ids, _fixed(tokenizer, input_ids, attention_mask), scores, words)
+            deltas += (scores.sum(dim=-1).double() - change).tolist()
     return out, deltas
+
+
+def _path_change(forward, layer, input_ids, attention_mask, base, targets) -> torch.Tensor:
+    """f(end of the path) - f(start of the path), per text: the quantity IG attributions sum to.
+
+    The path replaces only the word-embedding layer's output; everything else the model computes from
+    ``input_ids`` (position ids included) stays that of the input. The start is therefore the model run
+    on the input's ids with the baseline's word embeddings patched in, not the model run on the baseline
+    ids: the two differ for models that derive position ids from padding (RoBERTa and its relatives put
+    every [PAD] at the padding position), and Captum's own convergence delta, which runs the baseline
+    ids, would then report a gap that is not the integration error.
+    """
+    rows = torch.arange(len(input_ids), device=input_ids.device)
+    target = torch.as_tensor(targets, device=input_ids.device)
+    with torch.no_grad():
+        patched = layer(base)
+        handle = layer.register_forward_hook(lambda module, inputs, output: patched)
+        try:
+            start = forward(input_ids, attention_mask)[rows, target]
+        finally:
+            handle.remove()
+        end = forward(input_ids, attention_mask)[rows, target]
+    return (end - start).double()
 
 
 # ------------------------------------------------------------------------------------------- word level
 
-def merge_subwords(tokens: Sequence[str], scores: Sequence[float]) -> list[tuple[str, float]]:
-    """Merge WordPiece pieces into lower-cased words, summing their scores.
+SCHEMES = ("wordpiece", "byte-bpe", "sentencepiece")
+_BYTE_START, _SP_START = "\u0120", "\u2581"  # 'Ġ' (a space byte in GPT-2's byte alphabet), '▁'
 
-    A piece starting with ``##`` continues the word before it; a leading ``##`` piece (after truncation
-    or a dropped special token) starts a word of its own, without the ``##``. Summing is exact for
-    Integrated Gradients (a word's attribution is its pieces' total, so completeness carries over to
-    words). For saliency the sum is the l1 norm over pieces of the per-piece l2 gradient norms: a word
-    split into more pieces can score higher than the same gradient in one piece (it is at least the l2
-    norm of the word's concatenated gradient, and at most sqrt(pieces) times it).
+
+def _byte_decoder() -> dict[str, int]:
+    """GPT-2's byte-to-unicode table inverted: the character a byte-level BPE piece shows for each byte."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            chars[chr(b)] = b
+        else:
+            chars[chr(256 + extra)] = b
+            extra += 1
+    return chars
+
+
+_BYTES = _byte_decoder()
+
+
+def _decode_byte_level(text: str) -> str:
+    if not all(c in _BYTES for c in text):  # an added or special token written as itself
+        return text
+    return bytes(_BYTES[c] for c in text).decode("utf-8", errors="replace")
+
+
+def _guess_scheme(tokens: Sequence[str]) -> str:
+    if any(t.startswith(_BYTE_START) for t in tokens):
+        return "byte-bpe"
+    if any(t.startswith(_SP_START) for t in tokens):
+        return "sentencepiece"
+    return "wordpiece"
+
+
+def merge_subwords(tokens: Sequence[str], scores: Sequence[float], scheme: str = "auto") -> list[tuple[str, float]]:
+    """Merge sub-word pieces into lower-cased words, summing their scores.
+
+    ``scheme`` names the tokenizer's piece convention:
+
+    - ``"wordpiece"`` (BERT, MiniLM): a piece starting with ``##`` continues the word before it; a leading
+      ``##`` piece (after truncation or a dropped special token) starts a word of its own, without ``##``.
+    - ``"byte-bpe"`` (RoBERTa, GPT-2): a piece starting with ``Ġ`` (an encoded space) starts a word, any
+      other piece continues the word before it (the first piece starts one); the word's bytes are decoded
+      back to text (``Ã©`` is ``é``). Punctuation without a space before it joins the word before.
+    - ``"sentencepiece"`` (XLM-R, T5, ALBERT): a piece starting with ``▁`` starts a word; others continue.
+    - ``"auto"`` (the default): byte-level BPE if a piece starts with ``Ġ``, else SentencePiece if one
+      starts with ``▁``, else WordPiece. A one-word byte-level text shows no ``Ġ``: pass the scheme
+      when you know the tokenizer (``attribution_table`` does, and prefers the tokenizer's own word ids).
+
+    Summing is exact for Integrated Gradients (a word's attribution is its pieces' total, so completeness
+    carries over to words). For saliency the sum is the l1 norm over pieces of the per-piece l2 gradient
+    norms: a word split into more pieces can score higher than the same gradient in one piece (it is at
+    least the l2 norm of the word's concatenated gradient, and at most sqrt(pieces) times it).
 
     >>> merge_subwords(["[UNK]", "over", "##thi", "##nk", "##ing", "Sad"], [0.5, 1.0, 0.25, 0.5, 0.125, 2.0])
     [('[unk]', 0.5), ('overthinking', 1.875), ('sad', 2.0)]
+    >>> merge_subwords(["I", "Ġover", "thinking", "Ġcaf", "Ã©"], [1.0, 0.5, 0.25, 2.0, 1.0])
+    [('i', 1.0), ('overthinking', 0.75), ('café', 3.0)]
     """
-    tokens, scores = list(tokens), list(scores)
+    tokens, scores = [str(t) for t in tokens], list(scores)
     if len(tokens) != len(scores):
         raise ValueError(f"{len(tokens)} tokens but {len(scores)} scores")
+    if scheme == "auto":
+        scheme = _guess_scheme(tokens)
+    if scheme not in SCHEMES:
+        raise ValueError(f"scheme must be 'auto' or one of {', '.join(SCHEMES)}, got {scheme!r}")
     words: list[list] = []
     for token, score in zip(tokens, scores):
-        token = str(token)
-        if token.startswith("##") and words:
-            words[-1][0] += token[2:]
-            words[-1][1] += float(score)
+        if scheme == "wordpiece":
+            starts = not (token.startswith("##") and words)
+            piece = token[2:] if token.startswith("##") and (words or len(token) > 2) else token
         else:
-            words.append([token[2:] if token.startswith("##") and len(token) > 2 else token, float(score)])
-    return [(word.lower(), float(score)) for word, score in words]
+            starts = not words or token.startswith(_BYTE_START if scheme == "byte-bpe" else _SP_START)
+            piece = token
+        if starts:
+            words.append([piece, float(score)])
+        else:
+            words[-1][0] += piece
+            words[-1][1] += float(score)
+    out = []
+    for word, score in words:
+        if scheme == "byte-bpe":
+            word = _decode_byte_level(word)
+        elif scheme == "sentencepiece":
+            word = word.replace(_SP_START, " ")
+        out.append(((word.strip() or word).lower(), float(score)))
+    return out
 
 
-def _is_wordpiece(tokenizer) -> bool:
-    pieces = tokenizer.tokenize("hello world overthinking")
-    return not any(p.startswith(("\u0120", "\u2581")) for p in pieces)  # byte-level BPE / SentencePiece
+def piece_scheme(tokenizer) -> str:
+    """The tokenizer's piece convention (see ``merge_subwords``), read from how it splits a probe text."""
+    pieces = [str(p) for p in tokenizer.tokenize("hello world overthinking")]
+    return _guess_scheme(pieces)
+
+
+def merge_words(text: str, pieces: Sequence[tuple], scheme: str = "auto") -> list[tuple[str, float]]:
+    """One text's ``(token, score, word)`` pieces (``word`` = ``(word index, start, end)`` from a fast
+    tokenizer's ``word_ids()`` and offset mapping, or None) summed into words.
+
+    With word information on every piece, consecutive pieces of one word index form a word whose name is
+    the text they cover, ``text[first start:last end]``, stripped and lower-cased: tokenizer-agnostic, and
+    the word as written (a piece the vocabulary lacks, [UNK] or ``<unk>``, is still named by its text).
+    Without it, ``merge_subwords`` with ``scheme``.
+    """
+    if not pieces:
+        return []
+    if any(p[2] is None for p in pieces):
+        return merge_subwords([p[0] for p in pieces], [p[1] for p in pieces], scheme)
+    words: list[list] = []  # [index, start, end, score, tokens]
+    for token, score, (index, start, end) in pieces:
+        if words and words[-1][0] == index:
+            last = words[-1]
+            last[1], last[2] = min(last[1], start), max(last[2], end)
+            last[3] += float(score)
+            last[4].append(token)
+        else:
+            words.append([index, start, end, float(score), [token]])
+    out = []
+    for _, start, end, score, tokens in words:
+        word = text[start:end].strip()
+        if not word:  # no span (an added token): name it by its pieces
+            word = " ".join(w for w, _ in merge_subwords(tokens, [0.0] * len(tokens), scheme))
+        out.append((word.lower(), score))
+    return out
 
 
 def _predict(model, tokenizer, texts: list[str], max_length: int, batch_size: int) -> np.ndarray:
@@ -290,7 +458,11 @@ def attribution_table(model, tokenizer, texts, classes, *, method: str = "salien
     (``target="true"``; ``labels`` are class names or indices, aligned by position with ``texts``) or
     the model's predicted class (``target="predicted"``); the default is "true" when labels are given,
     else "predicted". ``only`` restricts the output to those class names (texts whose target is another
-    class are not attributed). Tokens are merged into words (``merge_subwords``); [UNK] is dropped.
+    class are not attributed). Tokens are merged into words and a word's score is the sum of its pieces'
+    (``merge_words``): with a fast tokenizer (any kind: WordPiece, byte-level BPE, SentencePiece) by its
+    ``word_ids()``, each word named by the text span its pieces cover, lower-cased; with a slow one by the
+    piece convention (``merge_subwords`` with ``piece_scheme(tokenizer)``), where a word that is only the
+    unknown token ([UNK]) is dropped because it names no word.
 
     Per (class, word): ``score`` = mean attribution of the word over its occurrences in that class's
     sampled texts, ``count`` = number of occurrences. Rows come ordered by class (logit order), score
@@ -305,9 +477,6 @@ def attribution_table(model, tokenizer, texts, classes, *, method: str = "salien
         raise ValueError(f"target must be 'true' or 'predicted', got {target!r}")
     if target == "true" and labels is None:
         raise ValueError("target='true' needs labels (one per text); use target='predicted' without them")
-    if not _is_wordpiece(tokenizer):
-        raise ValueError("attribution_table merges WordPiece sub-words ('##' pieces); this tokenizer uses "
-                         "byte-level BPE or SentencePiece pieces, which merge_subwords does not handle")
     texts = _texts(texts)
     classes = [str(c) for c in classes]
     if len(set(classes)) != len(classes):
@@ -339,18 +508,21 @@ def attribution_table(model, tokenizer, texts, classes, *, method: str = "salien
     if not chosen:
         per_text = []
     elif method == "saliency":
-        per_text = token_saliency(model, tokenizer, chosen, targets, max_length=max_length, batch_size=batch_size)
+        per_text = _saliency_rows(model, tokenizer, chosen, targets, max_length, batch_size)
     else:
-        per_text, deltas = token_integrated_gradients(model, tokenizer, chosen, targets, max_length=max_length,
-                                                      n_steps=n_steps, baseline=baseline, batch_size=batch_size)
+        per_text, deltas = _integrated_gradients_rows(model, tokenizer, chosen, targets, max_length, n_steps,
+                                                      baseline, "probability", batch_size, None)
         delta_max = float(np.max(np.abs(deltas)))
 
+    scheme = piece_scheme(tokenizer)
     unk = (tokenizer.unk_token or "").lower()
     totals: dict[tuple[int, str], list] = {}
-    for t, pairs in zip(targets, per_text):
-        tokens, scores = zip(*pairs) if pairs else ((), ())
-        for word, score in merge_subwords(tokens, scores):
-            if unk and word == unk:
+    spans_used = False
+    for text, t, pieces in zip(chosen, targets, per_text):
+        by_span = bool(pieces) and all(p[2] is not None for p in pieces)
+        spans_used |= by_span
+        for word, score in merge_words(text, pieces, scheme):
+            if not by_span and unk and word == unk:
                 continue
             entry = totals.setdefault((t, word), [0.0, 0])
             entry[0] += score
@@ -364,5 +536,6 @@ def attribution_table(model, tokenizer, texts, classes, *, method: str = "salien
     frame["score"] = frame["score"].astype(float)
     frame.attrs.update({"method": method, "target": target, "seed": int(seed), "max_length": int(max_length),
                         "sample_index": [int(i) for i in picked], "n_attributed": len(chosen),
+                        "words": ("word_ids" if spans_used else f"pieces ({scheme})") if chosen else None,
                         "convergence_delta_max": delta_max})
     return frame

@@ -130,6 +130,11 @@ class TransformerClassifier:
     `device`), `tokenizer`, `history` (one dict per epoch: stage, epoch, train_loss, val_macro_f1,
     seconds, train_seconds, lr, kept), `best_epoch` and `notes` (what was done that a reader should
     know: re-initialised heads, early stopping, out-of-memory retries).
+
+    Out of memory: at inference a batch is halved and retried; in training a batch that does not fit is
+    split into micro-batches (halved until it fits) whose gradients accumulate into the same update as
+    the whole batch's (see `_backward`); the smaller micro-batch is kept for the rest of the run, noted,
+    and one row at a time that still does not fit is an InputError (nothing is saved).
     """
 
     def __init__(self, *, checkpoint: str = "minilm", max_length: int = 64, lr: float = 2e-5,
@@ -278,6 +283,7 @@ class TransformerClassifier:
         shuffle = torch.Generator().manual_seed(self.seed)
         pad_id, side = self.tokenizer.pad_token_id, self.tokenizer.padding_side
         best_f1, best_state, stale = -math.inf, None, 0
+        micro = size  # rows per forward/backward pass; halved on out-of-memory (see _backward)
         first = len(self.history)
         with self._progress_bar() as bar:
             for epoch in range(1, epochs + 1):
@@ -288,13 +294,8 @@ class TransformerClassifier:
                 task = bar.add_task(f"{stage} epoch {epoch}/{epochs}", total=steps, loss="…")
                 for step in range(steps):
                     index = order[step * size:(step + 1) * size]
-                    input_ids, mask = pad_batch([ids[i] for i in index.tolist()], pad_id, side)
-                    target = labels[index].to(device, non_blocking=True)
-                    with self._autocast():
-                        logits = model(input_ids=input_ids.to(device, non_blocking=True),
-                                       attention_mask=mask.to(device, non_blocking=True)).logits
-                    loss = F.cross_entropy(logits.float(), target)
-                    loss.backward()
+                    while (loss := self._backward(ids, labels, index, micro, pad_id, side)) is None:
+                        micro = self._smaller_micro_batch(micro, len(index), optimizer)
                     if self.max_grad_norm:
                         torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
                     optimizer.step()
@@ -340,6 +341,52 @@ class TransformerClassifier:
         if val is not None:
             self.notes.append(f"kept epoch {self.best_epoch} (validation macro-F1 {best_f1:.4f})")
         model.eval()
+
+    def _backward(self, ids: list[list[int]], labels: torch.Tensor, index: torch.Tensor, micro: int,
+                  pad_id: int, side: str) -> torch.Tensor | None:
+        """Forward and backward passes of one training batch, `micro` rows at a time; returns the batch's
+        mean loss, or None if the device ran out of memory (the caller clears the gradients and retries).
+
+        Each micro-batch's loss is its summed cross-entropy divided by the whole batch's row count, so the
+        accumulated gradients are those of the batch's mean loss: the optimiser step, gradient clipping and
+        learning-rate schedule are the same as with the whole batch in one pass (up to float rounding; each
+        micro-batch is padded to its own longest row, which the attention mask makes irrelevant). Dropout
+        masks are drawn per pass, so with dropout the two are equal in distribution, not bit for bit.
+        """
+        model, device = self.hf_model, self.device
+        total = torch.zeros((), device=device)
+        try:
+            for chunk in index.split(micro):
+                input_ids, mask = pad_batch([ids[i] for i in chunk.tolist()], pad_id, side)
+                target = labels[chunk].to(device, non_blocking=True)
+                with self._autocast():
+                    logits = model(input_ids=input_ids.to(device, non_blocking=True),
+                                   attention_mask=mask.to(device, non_blocking=True)).logits
+                loss = F.cross_entropy(logits.float(), target, reduction="sum") / len(index)
+                loss.backward()
+                total += loss.detach()
+        except (RuntimeError, MemoryError) as exc:
+            if not is_out_of_memory(exc):
+                raise
+            return None  # leaving the frame frees the failed pass's tensors
+        return total
+
+    def _smaller_micro_batch(self, micro: int, rows: int, optimizer: torch.optim.Optimizer) -> int:
+        """After out-of-memory on a batch of `rows` rows in micro-batches of `micro`: drop the partial
+        gradients, halve the micro-batch and say so in `notes`; InputError once one row at a time fails."""
+        optimizer.zero_grad(set_to_none=True)
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        failed = min(micro, rows)
+        if failed == 1:
+            raise InputError(f"out of memory while training on {self.device} even one row at a time (max_length "
+                             f"{self.max_length}); lower max_length, use a smaller checkpoint or a device with "
+                             "more memory")
+        smaller = math.ceil(failed / 2)
+        where = f"training batch size {failed}" if failed == rows else f"training micro-batches of {failed}"
+        self.notes.append(f"out of memory at {where}; continuing with micro-batches of {smaller} "
+                          f"(gradients accumulated over each batch of {self.batch_size})")
+        return smaller
 
     def _val_macro_f1(self, texts: list[str], codes: np.ndarray) -> float:
         predicted = self.predict_logits(texts).argmax(axis=1)
