@@ -226,18 +226,9 @@ def split(corpus_path: Annotated[Path, typer.Argument(help="Corpus Parquet file.
 def merge(paths: Annotated[list[Path], typer.Argument(help="Corpora with the same classes.")],
           out_path: Annotated[Path, typer.Option("--out", help="Merged corpus to write.")]) -> None:
     """Join corpora (e.g. one per platform) into one table; classes must match in order."""
-    from mhaudit.corpus.schema import SCHEMA, Corpus
+    from mhaudit.corpus.schema import merge_corpora
 
-    corpora = [Corpus.read(p) for p in paths]
-    for path, corpus in zip(paths[1:], corpora[1:]):
-        if corpus.classes != corpora[0].classes:
-            raise InputError(f"classes {corpus.classes} differ from {corpora[0].classes} in {paths[0]}; "
-                             "import both with mappings to the same classes", path=path)
-    meta = {"synthetic": any(c.synthetic for c in corpora),
-            "mapping": " | ".join(dict.fromkeys(c.meta.get("mapping", "?") for c in corpora))}
-    frames = [c.frame.assign(_file=str(p), _row=range(1, len(c.frame) + 1)) for p, c in zip(paths, corpora)]
-    checked = SCHEMA.validate(pd.concat(frames, ignore_index=True), classes=corpora[0].classes)  # errors name the input
-    merged = Corpus(checked, corpora[0].classes, meta)
+    merged = merge_corpora(paths)
     merged.write(out_path)
     out.print(f"wrote {len(merged.frame)} rows from {len(paths)} corpora to {out_path}")
 
@@ -384,6 +375,61 @@ def cpfe(predictions: Annotated[list[Path], typer.Option("--predictions", help="
     if not raised.empty and raised["raised"].any():
         print_table("flags raised", raised[raised["raised"]][["model", "seed", "dataset", "flag", "value"]])
     out.print(f"report: {out_dir / 'report.html'} (also report.md, report.json, figures/)")
+
+
+@audit_app.command()
+@guarded
+def divergence(corpora: Annotated[list[Path], typer.Option("--corpus", help="Binary corpora (Parquet), merged.")],
+               human: Annotated[list[str], typer.Option(help="Human-labelled data set(s), by `dataset` name.")],
+               auto: Annotated[list[str], typer.Option(help="Auto-labelled data set(s), by `dataset` name.")],
+               out_dir: Annotated[Path, typer.Option("--out", help="Folder for report.{json,html,md} and conflicts.")],
+               train: Annotated[str | None, typer.Option(
+                   help="Data set whose train split fits every channel (default: first human one with a train split).")]
+               = None,
+               positive: Annotated[str | None, typer.Option(help="Positive class (default: the second class).")] = None,
+               channels: Annotated[str, typer.Option(help="Channels and combinations, comma-separated.")]
+               = "A,B,C,AB,AC,BC,ABC",
+               masks: Annotated[str, typer.Option(help="Masks: none,pos_only,content_only,function_only,random_pos.")]
+               = "none,pos_only,content_only,function_only,random_pos",
+               mask_channels: Annotated[str, typer.Option(help="Channels refitted under each mask.")] = "C,BC",
+               lodo_channels: Annotated[str, typer.Option(help="Channels for leave-one-domain-out ('' = skip).")]
+               = "A,C,BC",
+               lexical: Annotated[str, typer.Option(help="Channel A: char (3-5-grams) or word (uni+bigrams).")] = "char",
+               n_boot: Annotated[int, typer.Option(help="Instance-bootstrap resamples per data set.")] = 10_000,
+               folds: Annotated[int, typer.Option(help="Cross-fitting / threshold folds.")] = 5,
+               repeats: Annotated[int, typer.Option(help="Repeated cross-fitting runs (training variance).")] = 1,
+               baseline: Annotated[list[Path] | None, typer.Option(
+                   help="Prediction files of other models, compared with the channels.")] = None,
+               conflicts: Annotated[int, typer.Option(help="Conflict-zone rows exported per data set.")] = 200,
+               include_text: Annotated[bool, typer.Option(help="Put post text in the conflict export.")] = False,
+               seed: int = 0) -> None:
+    """The label-source audit (TSS probe): channels A/B/C, Degree of Divergence, masking, LODO, phenotypes."""
+    from mhaudit.audits.divergence import DivergenceOptions, audit_divergence
+    from mhaudit.audits.divergence.baselines import baselines_from_predictions
+    from mhaudit.audits.divergence.conflicts import write_conflicts
+    from mhaudit.corpus.schema import merge_corpora
+    from mhaudit.predictions import read_predictions
+    from mhaudit.report import write_report
+
+    corpus = merge_corpora(corpora)
+    split = lambda text: tuple(x.strip() for x in text.split(",") if x.strip())  # noqa: E731
+    options = DivergenceOptions(human=tuple(human), auto=tuple(auto), train_dataset=train, positive=positive,
+                                channels=split(channels), masks=split(masks) or ("none",),
+                                mask_channels=split(mask_channels), lodo_channels=split(lodo_channels),
+                                lexical=lexical, n_boot=n_boot, n_folds=folds, repeats=repeats,
+                                conflicts_per_dataset=conflicts, include_text=include_text, seed=seed)
+    baselines = {}
+    if baseline:
+        preds = read_predictions(baseline)
+        baselines = baselines_from_predictions(preds, positive or corpus.classes[-1])
+    with out.status("auditing...") as status:
+        audit = audit_divergence(corpus.frame, corpus.classes, options, baselines=baselines,
+                                 synthetic=corpus.synthetic, progress=lambda m: status.update(escape(m)))
+        if not audit.conflict_sample.empty:
+            write_conflicts(audit.conflict_counts, audit.conflict_sample, out_dir)
+        write_report(audit.result, out_dir)
+    out.print(escape(audit.result.sections[0].text))
+    out.print(f"report: {out_dir / 'report.html'} (also report.md, report.json, conflicts.csv/.xlsx)")
 
 
 def main() -> None:

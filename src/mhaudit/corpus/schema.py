@@ -122,3 +122,19 @@ class Corpus:
         info = json.loads((table.schema.metadata or {}).get(METADATA_KEY, b"{}"))
         classes = info.pop("classes", None)
         return cls.build(table.to_pandas(), classes, meta=info, path=path)
+
+
+def merge_corpora(paths: list) -> Corpus:
+    """Read corpora and join them into one table; classes must match in order, ids must stay unique."""
+    corpora = [Corpus.read(p) for p in paths]
+    for path, corpus in zip(paths[1:], corpora[1:]):
+        if corpus.classes != corpora[0].classes:
+            raise InputError(f"classes {corpus.classes} differ from {corpora[0].classes} in {paths[0]}; "
+                             "import both with mappings to the same classes", path=path)
+    if len(corpora) == 1:
+        return corpora[0]
+    meta = {"synthetic": any(c.synthetic for c in corpora),
+            "mapping": " | ".join(dict.fromkeys(c.meta.get("mapping", "?") for c in corpora))}
+    frames = [c.frame.assign(_file=str(p), _row=range(1, len(c.frame) + 1)) for p, c in zip(paths, corpora)]
+    checked = SCHEMA.validate(pd.concat(frames, ignore_index=True), classes=corpora[0].classes)  # errors name the input
+    return Corpus(checked, corpora[0].classes, meta)

@@ -1,0 +1,272 @@
+"""Label-source audit (TSS probe): do human and automatic labels reward different evidence?
+
+Channels A (lexical), B (morpho-syntax) and C (style) and their combinations are fitted on one human
+training set and scored on human- and auto-labelled data sets; the Degree of Divergence
+DoD_{X-A} = mean_human[F1(X) - F1(A)] - mean_auto[F1(X) - F1(A)] says how much more a label source
+rewards channel X over the lexicon. See docs/divergence.md for every definition and choice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from mhaudit.audits.divergence import tables as T
+from mhaudit.audits.divergence.baselines import join_baseline
+from mhaudit.audits.divergence.conflicts import conflicts
+from mhaudit.audits.divergence.design import Design, build_design
+from mhaudit.audits.divergence.extras import concentration, lodo, orthogonality, phenotypes
+from mhaudit.audits.divergence.fitting import combine, fit_channel, parse_channel, stratified_folds
+from mhaudit.audits.divergence.summary import summarise
+from mhaudit.audits.divergence.views import build_view, original_parses
+from mhaudit.errors import InputError
+from mhaudit.report.render import Result, Section
+from mhaudit.text.masks import MASKS
+
+__all__ = ["DivergenceOptions", "DivergenceAudit", "audit_divergence"]
+
+CHANNELS = ("A", "B", "C", "AB", "AC", "BC", "ABC")
+
+
+@dataclass(frozen=True)
+class DivergenceOptions:
+    human: tuple[str, ...]
+    auto: tuple[str, ...]
+    train_dataset: str | None = None  # fits every channel (its train split); default: first human data set with one
+    positive: str | None = None  # default: the corpus's second class
+    channels: tuple[str, ...] = CHANNELS
+    lexical: str = "char"  # channel A: "char" (3-5-grams, the paper) or "word" (uni+bigrams)
+    masks: tuple[str, ...] = MASKS
+    mask_channels: tuple[str, ...] = ("C", "BC")
+    lodo_channels: tuple[str, ...] = ("A", "C", "BC")
+    n_boot: int = 10_000
+    n_folds: int = 5
+    repeats: int = 1  # repeated cross-fitting: training variance joins the bootstrap
+    n_boot_clusters: int = 100
+    conflicts_per_dataset: int = 200
+    include_text: bool = False
+    seed: int = 0
+
+
+@dataclass
+class DivergenceAudit:
+    result: Result
+    conflict_counts: pd.DataFrame = field(default_factory=pd.DataFrame)
+    conflict_sample: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+def _check(o: DivergenceOptions) -> None:
+    for ch in (*o.channels, *o.mask_channels, *o.lodo_channels):
+        try:
+            parse_channel(ch)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+    bad = [m for m in o.masks if m not in MASKS]
+    if bad:
+        raise InputError(f"unknown mask(s) {', '.join(bad)}; choose from {', '.join(MASKS)}")
+    if o.lexical not in ("char", "word"):
+        raise InputError(f"lexical must be 'char' or 'word', got '{o.lexical}'")
+    if o.n_boot < 100 or o.n_folds < 2 or o.repeats < 1:
+        raise InputError("n_boot must be >= 100, n_folds >= 2 and repeats >= 1")
+
+
+def _canonical(names) -> list[str]:
+    return list(dict.fromkeys("".join(parse_channel(n)) for n in names))
+
+
+def audit_divergence(frame: pd.DataFrame, classes: list[str], options: DivergenceOptions, *,
+                     baselines: dict[str, pd.DataFrame] | None = None, synthetic: bool = False,
+                     progress=None) -> DivergenceAudit:
+    """Run the whole audit on a corpus frame. `baselines`: name -> frame with columns id, score (probability
+    of the positive class) and pred (0/1), joined to the scored rows by id."""
+    _check(options)
+    say = progress or (lambda message: None)
+    design = build_design(frame, classes, list(options.human), list(options.auto),
+                          train_dataset=options.train_dataset, positive=options.positive)
+    channels = _canonical(options.channels)
+    mask_channels = [c for c in _canonical(options.mask_channels) if c in channels]
+    masks = [m for m in options.masks if m != "none"] if mask_channels else []
+    datasets = design.human + design.auto
+    letters = tuple(sorted({c for ch in channels for c in ch}))
+    y = {d: design.y(d) for d in datasets}
+
+    say(f"parsing {len(design.train) + sum(len(design.evaluation[d]) for d in datasets):,} texts")
+    parses = original_parses(design, datasets)
+    keys, preds, probs, fitted, views = [], {d: [] for d in datasets}, {d: [] for d in datasets}, {}, {}
+    repeat_scores = []
+    for r in range(options.repeats):
+        folds = stratified_folds(design.y_train, options.n_folds, options.seed + r)
+        say(f"fitting channels {', '.join(channels)} (repeat {r + 1} of {options.repeats})")
+        view = build_view(design, letters, "none", datasets, folds, lexical=options.lexical,
+                          seed=options.seed + r, original=parses)
+        for ch in channels:
+            model = fit_channel(ch, view.train, design.y_train, folds, seed=options.seed + r)
+            for d in datasets:
+                prob = model.prob(combine(view.evaluation[d], model.letters))
+                if r == 0:
+                    probs[d].append(prob)
+                    preds[d].append((prob >= model.threshold).astype(np.int8))
+                repeat_scores.append((ch, d, r, prob, model.threshold))
+            if r == 0:
+                keys.append(ch)
+                fitted[ch] = model
+        if r == 0:
+            views["none"] = view
+    human = design.human
+    mask_letters = tuple(sorted({c for ch in mask_channels for c in ch}))
+    folds = stratified_folds(design.y_train, options.n_folds, options.seed)
+    for mask in masks:
+        say(f"mask {mask}: masking, re-parsing and refitting {', '.join(mask_channels)}")
+        view = build_view(design, mask_letters, mask, human, folds, lexical=options.lexical, seed=options.seed)
+        views[mask] = view
+        for ch in mask_channels:
+            model = fit_channel(ch, view.train, design.y_train, folds, seed=options.seed)
+            keys.append(f"{ch}/{mask}")
+            for d in datasets:
+                if d in human:
+                    prob = model.prob(combine(view.evaluation[d], model.letters))
+                else:  # masking is run on human-labelled data only; auto rows get the unmasked run's placeholders
+                    prob = probs[d][keys.index(ch)]
+                probs[d].append(prob)
+                preds[d].append((prob >= model.threshold).astype(np.int8))
+    for name, table in (baselines or {}).items():
+        keys.append(f"baseline:{name}")
+        for d in datasets:
+            joined = join_baseline(name, table, design.evaluation[d])
+            probs[d].append(joined["score"].to_numpy(dtype=float))
+            preds[d].append(joined["pred"].to_numpy(dtype=np.int8))
+
+    say(f"bootstrap: {options.n_boot:,} resamples per data set over {len(keys)} prediction vectors")
+    platform = {d: str(design.evaluation[d]["platform"].iat[0]) for d in datasets}
+    scored = T.Scored(keys, y, {d: np.vstack(preds[d]) for d in datasets}, {d: np.vstack(probs[d]) for d in datasets},
+                      design.side, platform, options.n_boot, options.seed)
+    tables = _statistics(scored, channels, mask_channels, ["none", *masks], human, views, options, repeat_scores, y)
+    if options.repeats > 1:
+        tables["dod"] = _with_training_variance(tables["dod"], repeat_scores, design, options)
+    n_tests = T.apply_fdr(tables, {"interference": "p", "dod": "p", "dod_platform_stratified": "p",
+                                   "masking": "p", "mcnemar": "p"})
+    tables["weights_kept"] = pd.DataFrame([{"channel": ch, "block": b, "nonzero_weights": k,
+                                            "features": fitted[ch].block_sizes[b], "C": fitted[ch].config["C"],
+                                            "l1_ratio": fitted[ch].config["l1_ratio"], "threshold": fitted[ch].threshold}
+                                           for ch in channels for b, k in fitted[ch].weights_kept().items()])
+    say("robustness: leave-one-domain-out, phenotypes, orthogonality, concentration")
+    lodo_channels = [c for c in _canonical(options.lodo_channels)]
+    tables["lodo"] = lodo(design, lodo_channels, lexical=options.lexical, n_folds=options.n_folds, seed=options.seed) \
+        if lodo_channels else pd.DataFrame()
+    base = views["none"]
+    if "C" in letters:
+        feats = np.vstack([base.evaluation[d]["C"] for d in datasets])
+        labels = np.concatenate([[d] * len(y[d]) for d in datasets])
+        tables["phenotypes"], tables["phenotype_sizes"] = phenotypes(
+            feats, labels, n_boot=options.n_boot_clusters, seed=options.seed)
+    tables["orthogonality"] = orthogonality({ch: np.concatenate([probs[d][keys.index(ch)] for d in datasets])
+                                             for ch in channels})
+    tables["concentration"] = pd.concat(
+        [concentration(fitted[ch], [f"{b}:{n}" for b in fitted[ch].letters for n in base.feature_names[b]],
+                       {d: combine(base.evaluation[d], fitted[ch].letters) for d in datasets}) for ch in channels],
+        ignore_index=True)
+    counts, sample = conflicts({d: design.evaluation[d] for d in datasets},
+                               {d: {k: preds[d][keys.index(k)] for k in channels} for d in datasets}, y, channels,
+                               per_dataset=options.conflicts_per_dataset, include_text=options.include_text,
+                               seed=options.seed)
+    tables["conflict_counts"] = counts
+    summary = summarise(tables, design, n_tests)
+    result = Result("Label-source divergence audit (TSS probe)", _sections(tables, summary, design, options, n_tests),
+                    synthetic=synthetic, options=_options_record(options, design))
+    return DivergenceAudit(result, counts, sample)
+
+
+def _statistics(s: T.Scored, channels, mask_channels, masks, human, views, options, repeat_scores, y) -> dict:
+    tables = {"channel_scores": T.channel_scores(s, [k for k in s.keys if "/" not in k])}
+    if options.repeats > 1:  # training variance of each channel's Macro-F1 over repeated cross-fitting
+        from mhaudit.stats.classification import binary_scores
+        rep = pd.DataFrame([{"channel": ch, "dataset": d, "macro_f1": binary_scores(
+            y[d], (prob >= thr).astype(np.int8))["macro_f1"]} for ch, d, r, prob, thr in repeat_scores])
+        sd = rep.groupby(["channel", "dataset"])["macro_f1"].agg(["mean", "std"]).reset_index()
+        sd.columns = ["channel", "dataset", "macro_f1_repeat_mean", "macro_f1_repeat_sd"]
+        tables["channel_scores"] = tables["channel_scores"].merge(sd, on=["channel", "dataset"], how="left")
+    tables["interference"] = T.interference(s)
+    tables["dod"] = T.dod(s, channels)
+    tables["dod_by_dataset"] = T.dod_by_dataset(s, channels)
+    tables["dod_platform_stratified"] = T.dod_platform_stratified(s, channels)
+    empty = {m: v.empty_after_mask for m, v in views.items()}
+    tables["masking"] = T.masking(s, mask_channels, masks, human, empty)
+    tables["mcnemar"] = T.mcnemar_table(s, T.mcnemar_pairs(s.keys, channels))
+    return tables
+
+
+def _with_training_variance(dod: pd.DataFrame, repeat_scores, design: Design, options: DivergenceOptions) -> pd.DataFrame:
+    """Pool DoD bootstrap draws over the repeats (each repeat: its own folds, fits and thresholds, n_boot/R
+    instance resamples), so the interval carries training variance too."""
+    from mhaudit.stats.classification import degree_of_divergence
+    by = {}
+    for ch, d, r, prob, thr in repeat_scores:
+        by.setdefault((ch, r), {})[d] = (prob >= thr).astype(np.int8)
+    rows = []
+    rng = np.random.default_rng(options.seed + 7919)
+    for _, row in dod.iterrows():
+        x = row["contrast"].split("-")[0]
+        draws, estimates = [], []
+        for r in range(options.repeats):
+            groups = {d: (design.y(d), by[(x, r)][d], by[("A", r)][d]) for d in design.human + design.auto}
+            res = degree_of_divergence(groups, design.human, design.auto, rng=rng,
+                                       n_boot=max(options.n_boot // options.repeats, 100))
+            draws.append(res["draws"])
+            estimates.append(res["estimate"])
+        pooled = np.concatenate(draws)
+        lo, hi = np.percentile(pooled, [2.5, 97.5])
+        p_greater = (np.count_nonzero(pooled <= 0) + 1) / (pooled.size + 1)
+        p_less = (np.count_nonzero(pooled >= 0) + 1) / (pooled.size + 1)
+        p = {"greater": p_greater, "less": p_less}.get(row["alternative"], min(1.0, 2 * min(p_greater, p_less)))
+        rows.append(row.to_dict() | {"estimate_repeat_mean": float(np.mean(estimates)),
+                                     "estimate_repeat_sd": float(np.std(estimates, ddof=1)),
+                                     "ci_low_with_training": float(lo), "ci_high_with_training": float(hi),
+                                     "p_with_training": float(p), "repeats": options.repeats})
+    return pd.DataFrame(rows)
+
+
+def _options_record(o: DivergenceOptions, design: Design) -> dict:
+    return {"human": list(o.human), "auto": list(o.auto), "train_dataset": design.train_dataset,
+            "positive": design.positive, "channels": list(o.channels), "lexical": o.lexical, "masks": list(o.masks),
+            "mask_channels": list(o.mask_channels), "lodo_channels": list(o.lodo_channels), "n_boot": o.n_boot,
+            "n_folds": o.n_folds, "repeats": o.repeats, "seed": o.seed, "n_train": int(len(design.train)),
+            "include_text": o.include_text}
+
+
+def _sections(tables: dict, summary: str, design: Design, o: DivergenceOptions, n_tests: int) -> list[Section]:
+    get = lambda name: tables.get(name, pd.DataFrame())  # noqa: E731
+    return [
+        Section("Summary", summary, {"dod": get("dod")}),
+        Section("Channel scores", f"Macro-F1 (threshold tuned for Macro-F1 on out-of-fold training probabilities) with "
+                f"95% instance-bootstrap CIs (B = {o.n_boot:,}); PR-AUC, MCC and balanced accuracy beside it because "
+                "prevalence differs between data sets; majority_macro_f1 is the always-majority baseline.",
+                {"channel_scores": get("channel_scores"), "weights_kept": get("weights_kept")}),
+        Section("Lexical interference", "Macro-F1(AC) - Macro-F1(C): what adding the lexical channel to style does, per "
+                "label source (mean over its data sets) and per data set; paired instance bootstrap.",
+                {"interference": get("interference")}),
+        Section("Degree of Divergence", "DoD_{X-A} = mean over human data sets of [F1(X) - F1(A)] minus the same over "
+                "auto data sets; instance bootstrap within each data set; one-sided p in the stated direction; z = "
+                "estimate / bootstrap SE (a z-score, not Cohen's d). The regime permutation recomputes DoD for every "
+                "assignment of the data sets to the two sides: with few data sets its smallest attainable p "
+                "(permutation_min_p) is large, so it is a diagnostic, not a test. Label source is confounded with "
+                "domain: read dod_by_dataset.",
+                {"dod": get("dod"), "dod_by_dataset": get("dod_by_dataset"),
+                 "dod_platform_stratified": get("dod_platform_stratified")}),
+        Section("Masking suite", "Text interventions before featurising (every feature from the masked text), on "
+                "human-labelled data; paired bootstrap difference against the unmasked run.",
+                {"masking": get("masking")}),
+        Section("Paired comparisons", f"McNemar (continuity-corrected) on discordant predictions and the paired-bootstrap "
+                f"Macro-F1 difference. q: Benjamini-Hochberg across the whole family of {n_tests} tests (interference, "
+                "DoD, platform-stratified DoD, masking, McNemar).", {"mcnemar": get("mcnemar")}),
+        Section("Robustness", f"Leave-one-domain-out on {design.train_dataset}'s domains (fit on the other domains' "
+                "training rows, score the held-out domain's test rows); K-means (K = 3) phenotypes on channel C with "
+                "bootstrap ARI and AMI against data set; Spearman correlation of instance scores between channels; "
+                "share of |linear SHAP| carried by the top-10 features.",
+                {"lodo": get("lodo"), "phenotypes": get("phenotypes"), "phenotype_sizes": get("phenotype_sizes"),
+                 "orthogonality": get("orthogonality"), "concentration": get("concentration")}),
+        Section("Conflict zone", "Where channel A and the structural verdict disagree, by who was wrong (counts over "
+                "every scored instance; the sample is exported as conflicts.csv/.xlsx).",
+                {"conflict_counts": get("conflict_counts")}),
+    ]

@@ -1,0 +1,105 @@
+"""Robustness audits beside the DoD: leave-one-domain-out, stylistic phenotypes, channel orthogonality and
+lexical concentration (TSS paper Appendix C and F)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+from sklearn.cluster import KMeans
+from sklearn.metrics import adjusted_mutual_info_score, adjusted_rand_score
+
+from mhaudit.audits.divergence.design import Design
+from mhaudit.audits.divergence.fitting import FittedChannel, combine, fit_channel, stratified_folds
+from mhaudit.audits.divergence.views import build_view
+from mhaudit.stats.classification import binary_scores
+
+__all__ = ["lodo", "phenotypes", "orthogonality", "concentration"]
+
+
+def _domain(values: pd.Series) -> pd.Series:
+    # Dreaddit stores '<domain>/<subreddit>'; the stressor domain is the part before the slash.
+    return values.astype("string").str.split("/").str[0]
+
+
+def lodo(design: Design, channels: list[str], *, lexical: str, n_folds: int, seed: int, parses=None) -> pd.DataFrame:
+    """Leave-one-domain-out on the training data set: fit on the training rows of the other domains,
+    score the held-out domain's test rows. Empty when the data set has no `domain` column."""
+    train, test = design.train, design.evaluation.get(design.train_dataset)
+    if test is None or "domain" not in train.columns or train["domain"].isna().all():
+        return pd.DataFrame()
+    train_domain, test_domain = _domain(train["domain"]), _domain(test["domain"])
+    letters = tuple(sorted({c for ch in channels for c in ch}))
+    rows = []
+    for held in sorted(train_domain.dropna().unique()):
+        fit_rows, score_rows = (train_domain != held).to_numpy(), (test_domain == held).to_numpy()
+        if score_rows.sum() == 0:
+            continue
+        sub = Design(design.train_dataset, design.positive, train[fit_rows].reset_index(drop=True),
+                     {"held_out": test[score_rows].reset_index(drop=True)}, {"held_out": "human"})
+        y = sub.y_train
+        folds = stratified_folds(y, n_folds, seed)
+        view = build_view(sub, letters, "none", ["held_out"], folds, lexical=lexical, seed=seed)
+        y_held = sub.y("held_out")
+        for ch in channels:
+            model = fit_channel(ch, view.train, y, folds, seed=seed)
+            prob = model.prob(combine(view.evaluation["held_out"], model.letters))
+            scores = binary_scores(y_held, (prob >= model.threshold).astype(np.int8), prob)
+            rows.append({"channel": ch, "held_out_domain": held, "n_train": int(fit_rows.sum()),
+                         "n_scored": int(score_rows.sum()), "macro_f1": scores["macro_f1"]})
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    summary = (table.groupby("channel", sort=False)["macro_f1"].agg(["mean", "std", "count"])
+               .reset_index().rename(columns={"mean": "ood_macro_f1_mean", "std": "ood_macro_f1_sd", "count": "domains"}))
+    return table.merge(summary, on="channel")
+
+
+def phenotypes(features: np.ndarray, datasets: np.ndarray, *, k: int = 3, n_boot: int = 100, n_perm: int = 200,
+               seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """K-means (K = 3) on channel C: cluster sizes per data set, bootstrap ARI stability, AMI with data set.
+
+    Stability: refit on a bootstrap resample, assign every instance, ARI against the full-data clusters.
+    AMI's p-value permutes the data-set labels (n_perm times, +1 rule)."""
+    rng = np.random.default_rng(seed)
+    reference = KMeans(n_clusters=k, n_init=10, random_state=seed).fit(features)
+    labels = reference.labels_
+    ari = np.empty(n_boot)
+    for b in range(n_boot):  # each resample is a K-means fit: no closed form to vectorise
+        rows = rng.integers(0, features.shape[0], size=features.shape[0])
+        refit = KMeans(n_clusters=k, n_init=3, random_state=int(rng.integers(1 << 31))).fit(features[rows])
+        ari[b] = adjusted_rand_score(labels, refit.predict(features))
+    ami = adjusted_mutual_info_score(datasets, labels)
+    perm = np.array([adjusted_mutual_info_score(rng.permutation(datasets), labels) for _ in range(n_perm)])
+    summary = pd.DataFrame([{"k": k, "n": int(features.shape[0]), "features": int(features.shape[1]),
+                             "bootstrap_ari_mean": float(ari.mean()), "ari_ci_low": float(np.percentile(ari, 2.5)),
+                             "ari_ci_high": float(np.percentile(ari, 97.5)), "n_boot": n_boot,
+                             "ami_dataset": float(ami), "ami_p": float((np.count_nonzero(perm >= ami) + 1) / (n_perm + 1)),
+                             "n_perm": n_perm}])
+    sizes = pd.crosstab(pd.Series(labels, name="cluster"), pd.Series(datasets, name="dataset")).reset_index()
+    return summary, sizes
+
+
+def orthogonality(scores: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Spearman correlation of instance-level scores between every pair of channels (all scored instances)."""
+    rows = []
+    for a, b in itertools.combinations(scores, 2):
+        rho = spearmanr(scores[a], scores[b]).statistic
+        rows.append({"channel_1": a, "channel_2": b, "spearman_rho": float(rho), "abs_rho": abs(float(rho))})
+    return pd.DataFrame(rows)
+
+
+def concentration(model: FittedChannel, names: list[str], x_by_dataset: dict[str, np.ndarray], top: int = 10) -> pd.DataFrame:
+    """Share of total |attribution| (linear SHAP) carried by the `top` features, per data set."""
+    rows = []
+    for d, x in x_by_dataset.items():
+        mass = np.abs(model.attributions(x)).sum(axis=0)
+        order = np.argsort(mass)[::-1][:top]
+        total = mass.sum()
+        share = float(mass[order].sum() / total) if total > 0 else float("nan")
+        rows.append({"channel": model.name, "dataset": d, "features": mass.size, "top": top, "top_share": share,
+                     "uniform_share": top / mass.size, "ratio_to_uniform": share / (top / mass.size),
+                     "top_features": ", ".join(names[i] for i in order)})
+    return pd.DataFrame(rows)
