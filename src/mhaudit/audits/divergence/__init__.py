@@ -165,7 +165,8 @@ def audit_divergence(frame: pd.DataFrame, classes: list[str], options: Divergenc
                                              for ch in channels})
     tables["concentration"] = pd.concat(
         [concentration(fitted[ch], [f"{b}:{n}" for b in fitted[ch].letters for n in base.feature_names[b]],
-                       {d: combine(base.evaluation[d], fitted[ch].letters) for d in datasets}) for ch in channels],
+                       {d: combine(base.evaluation[d], fitted[ch].letters) for d in datasets})
+         for ch in channels if sum(fitted[ch].block_sizes.values()) > 20],  # a top-10 share of B's 6 says nothing
         ignore_index=True)
     counts, sample = conflicts({d: design.evaluation[d] for d in datasets},
                                {d: {k: preds[d][keys.index(k)] for k in channels} for d in datasets}, y, channels,

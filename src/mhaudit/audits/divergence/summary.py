@@ -23,7 +23,9 @@ def summarise(tables: dict[str, pd.DataFrame], design: Design, n_tests: int) -> 
     lines = [f"Channels were fitted on {len(design.train):,} training rows of {design.train_dataset}; human-labelled: "
              f"{human}; auto-labelled: {auto}. Positive class: {design.positive}."]
     dod = tables.get("dod", pd.DataFrame())
-    style = next((r for _, r in dod.iterrows() if r["contrast"] in ("C-A", "BC-A", "B-A")), None) if not dod.empty else None
+    # The headline contrast: style (C, the paper's principal channel), else structure + style, else structure.
+    rows = {r["contrast"]: r for _, r in dod.iterrows()} if not dod.empty else {}
+    style = next((rows[c] for c in ("C-A", "BC-A", "B-A") if c in rows), None)
     if style is not None:
         x = style["contrast"].split("-")[0]
         significant = style["ci_low"] > 0
