@@ -25,8 +25,8 @@ Generative story, per post:
    z ~ Beta(c m_s, c (1 - m_s)) with c = `style_concentration`, m_1 = (1 + `style_contrast`) / 2 and
    m_0 = (1 - `style_contrast`) / 2: the two z distributions overlap, so some distressed posts read calm
    and some calm posts read distressed.
-2. A topic indicator t: whether the post names stress-topic vocabulary (`stress_keywords()`: "stress",
-   "stressed", "deadline", "exam", "pressure", "anxious", "overwhelmed", "panic", ...). On human-labelled
+2. A topic indicator t: whether the post names stress-topic vocabulary (`stress_keywords()`: stressors
+   such as "deadline", "backlog", "coursework", "frazzled", in none of channel C's word lists). On human-labelled
    data sets P(t = 1 | s = 1) = `topic_given_stress` and P(t = 1 | s = 0) = `topic_given_calm`: distressed
    writers name the topic more often, but the keywords alone predict the human label much worse than
    style does. On auto-labelled data sets t ~ Bernoulli(`auto_topic_rate`) whatever s (the collection is

@@ -238,7 +238,7 @@ def mcnemar_pairs(keys: list[str], channels: list[str]) -> list[tuple[str, str]]
 def apply_fdr(tables: dict[str, pd.DataFrame], columns: dict[str, str]) -> int:
     """Benjamini-Hochberg across the whole family of tests: adds `q` to each table; returns the family size."""
     pieces = [(name, tables[name][col].to_numpy(dtype=float)) for name, col in columns.items()
-              if name in tables and not tables[name].empty]
+              if name in tables and col in tables[name].columns]
     if not pieces:
         return 0
     q = benjamini_hochberg(np.concatenate([p for _, p in pieces]))
