@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("MHAUDIT_SHARED_DATA", REPO.parent / "shared" / "data"))
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-os.environ.setdefault("MHAUDIT_SECRET", "mhaudit-test-secret")  # tests never write ~/.config/mhaudit/secret
+os.environ.setdefault("MHAUDIT_SECRET", "mhaudit-test-secret")
+# spaCy parses are cached by content: one cache per test session, outside the home folder (subprocesses inherit it).
+os.environ.setdefault("MHAUDIT_CACHE", tempfile.mkdtemp(prefix="mhaudit-test-cache-"))  # tests never write ~/.config/mhaudit/secret
 # Tiny models on a shared 2-core machine: one torch thread avoids oversubscription (measured: 50x slower
 # fits with two threads while other processes ran).
 os.environ.setdefault("OMP_NUM_THREADS", "1")

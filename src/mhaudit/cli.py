@@ -63,7 +63,7 @@ def demo(out_dir: Annotated[Path, typer.Option("--out", help="Folder for corpus,
          seed: Annotated[int, typer.Option(help="Seed for the corpus and the models.")] = 0,
          n_per_platform: Annotated[int, typer.Option(help="Posts per synthetic platform.")] = 2000) -> None:
     """Run the whole audit on the built-in SYNTHETIC corpus (offline)."""
-    from mhaudit.demo import run_demo
+    from mhaudit.demo import run_demo, run_divergence_demo
 
     start = time.perf_counter()
     with out.status("generating the synthetic corpus, training, auditing..."):
@@ -76,8 +76,14 @@ def demo(out_dir: Annotated[Path, typer.Option("--out", help="Folder for corpus,
     cal = result.table("temperature_scaling")
     print_table("Temperature scaling", cal[["dataset", "temperature", "ece_before", "ece_after", "delta_auc"]])
     print_table("Label sources", result.table("agreement"))
-    out.print(f"report: {out_dir / 'report.html'} (also report.md, report.json); "
-              f"{time.perf_counter() - start:.1f} s")
+    with out.status("label-source audit: parsing, fitting channels A/B/C, masks, bootstrap..."):
+        divergence = run_divergence_demo(out_dir / "divergence", seed=seed)
+    out.print(divergence.sections[0].text)
+    scores = divergence.table("channel_scores")
+    print_table("Label-source audit: Macro-F1 by channel (synthetic)",
+                scores.pivot(index="channel", columns="dataset", values="macro_f1").reset_index())
+    out.print(f"reports: {out_dir / 'report.html'} (cross-platform) and {out_dir / 'divergence' / 'report.html'} "
+              f"(label source); also .md and .json; {time.perf_counter() - start:.1f} s")
 
 
 @data_app.command("import")

@@ -152,9 +152,14 @@ def audit_divergence(frame: pd.DataFrame, classes: list[str], options: Divergenc
                                             "l1_ratio": fitted[ch].config["l1_ratio"], "threshold": fitted[ch].threshold}
                                            for ch in channels for b, k in fitted[ch].weights_kept().items()])
     say("robustness: leave-one-domain-out, phenotypes, orthogonality, concentration")
-    lodo_channels = [c for c in _canonical(options.lodo_channels)]
-    tables["lodo"] = lodo(design, lodo_channels, lexical=options.lexical, n_folds=options.n_folds, seed=options.seed) \
-        if lodo_channels else pd.DataFrame()
+    lodo_channels = _canonical(options.lodo_channels)
+    if lodo_channels and design.train_dataset in datasets:
+        n_train, start = len(design.train), len(design.train)
+        for d in datasets[:datasets.index(design.train_dataset)]:
+            start += len(y[d])
+        tables["lodo"] = lodo(design, lodo_channels, lexical=options.lexical, n_folds=options.n_folds,
+                              seed=options.seed, train_parses=parses.take(np.arange(n_train)),
+                              test_parses=parses.take(np.arange(start, start + len(y[design.train_dataset]))))
     base = views["none"]
     if "C" in letters:
         feats = np.vstack([base.evaluation[d]["C"] for d in datasets])

@@ -15,6 +15,7 @@ from mhaudit.audits.divergence.design import Design
 from mhaudit.audits.divergence.fitting import FittedChannel, combine, fit_channel, stratified_folds
 from mhaudit.audits.divergence.views import build_view
 from mhaudit.stats.classification import binary_scores
+from mhaudit.text.parse import Parses
 
 __all__ = ["lodo", "phenotypes", "orthogonality", "concentration"]
 
@@ -24,9 +25,10 @@ def _domain(values: pd.Series) -> pd.Series:
     return values.astype("string").str.split("/").str[0]
 
 
-def lodo(design: Design, channels: list[str], *, lexical: str, n_folds: int, seed: int, parses=None) -> pd.DataFrame:
+def lodo(design: Design, channels: list[str], *, lexical: str, n_folds: int, seed: int,
+         train_parses: Parses, test_parses: Parses) -> pd.DataFrame:
     """Leave-one-domain-out on the training data set: fit on the training rows of the other domains,
-    score the held-out domain's test rows. Empty when the data set has no `domain` column."""
+    score the held-out domain's test rows (parses reused, never re-parsed). Empty without a `domain`."""
     train, test = design.train, design.evaluation.get(design.train_dataset)
     if test is None or "domain" not in train.columns or train["domain"].isna().all():
         return pd.DataFrame()
@@ -41,7 +43,9 @@ def lodo(design: Design, channels: list[str], *, lexical: str, n_folds: int, see
                      {"held_out": test[score_rows].reset_index(drop=True)}, {"held_out": "human"})
         y = sub.y_train
         folds = stratified_folds(y, n_folds, seed)
-        view = build_view(sub, letters, "none", ["held_out"], folds, lexical=lexical, seed=seed)
+        original = Parses.concat([train_parses.take(np.flatnonzero(fit_rows)),
+                                  test_parses.take(np.flatnonzero(score_rows))])
+        view = build_view(sub, letters, "none", ["held_out"], folds, lexical=lexical, seed=seed, original=original)
         y_held = sub.y("held_out")
         for ch in channels:
             model = fit_channel(ch, view.train, y, folds, seed=seed)
