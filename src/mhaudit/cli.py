@@ -435,7 +435,8 @@ def divergence(corpora: Annotated[list[Path], typer.Option("--corpus", help="Bin
             write_conflicts(audit.conflict_counts, audit.conflict_sample, out_dir)
         write_report(audit.result, out_dir)
     out.print(escape(audit.result.sections[0].text))
-    out.print(f"report: {out_dir / 'report.html'} (also report.md, report.json, conflicts.csv/.xlsx)")
+    extra = ", conflicts.csv/.xlsx" if not audit.conflict_sample.empty else ""
+    out.print(f"report: {out_dir / 'report.html'} (also report.md, report.json{extra})")
 
 
 def main() -> None:

@@ -30,7 +30,7 @@ def test_report_has_every_table_and_is_marked_synthetic(demo):
     for name in REQUIRED:
         assert name in tables and not tables[name].empty, name
     scores = tables["channel_scores"]
-    assert set(scores["channel"]) == {"A", "B", "C", "AB", "AC", "BC", "ABC"}
+    assert set(scores["channel"]) == {"A", "B", "C", "AB", "AC", "BC", "ABC", "A_word"}
     assert (scores["macro_f1"] > scores["majority_macro_f1"]).all()  # every channel learns something
 
 
@@ -68,6 +68,23 @@ def test_masks_lodo_phenotypes_and_conflicts(demo):
     assert set(weights.query("channel == 'ABC'")["block"]) == {"A", "B", "C"}
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--human", "synthetic_forum", "--auto", "synthetic_forum"], "named both --human and --auto"),
+    (["--human", "synthetic_forum", "--auto", "synthetic_tweets_auto", "--train", "synthetic_tweets_auto"],
+     "is auto-labelled"),
+    (["--human", "synthetic_forum", "--auto", "synthetic_tweets_auto", "--channels", "A,C", "--mask-channels", "BC"],
+     "not among --channels"),
+    (["--human", "synthetic_forum", "--auto", "synthetic_tweets_auto", "--channels", "A,D"], "letters A, B, C"),
+])
+def test_cli_bad_options(demo, tmp_path, args, message):
+    out, _, _ = demo
+    target = tmp_path / "never"
+    done = subprocess.run([sys.executable, "-m", "mhaudit", "audit", "divergence", "--corpus", str(out / "corpus.parquet"),
+                           *args, "--out", str(target)], capture_output=True, text=True)
+    assert done.returncode == 2 and message in done.stderr.replace("\n", " ")
+    assert "Traceback" not in done.stderr and not target.exists()
+
+
 def test_cli_refuses_a_data_set_on_both_sides(demo, tmp_path):
     out, _, _ = demo
     target = tmp_path / "never"
@@ -90,4 +107,6 @@ def test_cli_runs_a_small_audit_with_repeats(demo, tmp_path):
     dod = pd.DataFrame(next(s["tables"]["dod"] for s in report["sections"] if "dod" in s["tables"]))
     row = dod.iloc[0]
     assert row["contrast"] == "C-A" and row["repeats"] == 2
-    assert row["ci_low_with_training"] <= row["estimate_repeat_mean"] <= row["ci_high_with_training"]
+    assert row["ci_low"] <= row["estimate"] <= row["ci_high"]  # the headline pools both repeats
+    assert row["estimate_repeat_sd"] >= 0 and "estimate_repeat0" in dod.columns
+    assert "pool 2 repeated fits" in report["sections"][0]["text"]

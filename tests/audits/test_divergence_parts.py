@@ -179,3 +179,29 @@ def test_baseline_join_names_missing_rows():
     table = pd.DataFrame({"id": ["1", "3"], "score": [0.2, 0.9], "pred": [0, 1]})
     with pytest.raises(InputError, match="no prediction for 1 of 3 scored rows.*first missing id: 2"):
         join_baseline("bert", table, rows)
+
+
+def test_baseline_with_repeated_ids_is_refused():
+    table = pd.DataFrame({"id": ["1", "1"], "score": [0.2, 0.9], "pred": [0, 1]})
+    with pytest.raises(InputError, match="1 repeated id"):
+        join_baseline("bert", table, pd.DataFrame({"id": ["1"]}))
+
+
+def test_two_sided_permutation_doubles_the_attainable_minimum():
+    deltas = {"h1": 0.3, "h2": 0.2, "a1": -0.1, "a2": -0.2}
+    two = T._permutation(deltas, ["h1", "h2"], "two-sided")
+    assert two["min_p"] == pytest.approx(1 / 3) and two["p"] == pytest.approx(1 / 3)
+
+
+def test_data_notes_count_truncation_and_training_overlap():
+    from mhaudit.audits.divergence import _data_notes
+
+    f = frame()
+    f.loc[f["dataset"] == "tweets_auto", "text"] = [f"POST   {i}" for i in range(20)]  # case and spacing differ
+    f.loc[f["dataset"] == "forum_auto", "text"] = [f"other {i}" for i in range(20)]
+    design = build_design(f, ["calm", "stress"], ["forum", "tweets"], ["tweets_auto", "forum_auto"])
+    notes = _data_notes(design, truncated=2)
+    assert "2 text(s) longer than 20,000 characters" in notes[0]
+    assert notes[1].endswith("forum 20, tweets 20, tweets_auto 20.")  # frame()'s texts repeat the training ones
+    assert _data_notes(build_design(f, ["calm", "stress"], ["forum"], ["forum_auto"]), truncated=0) == [
+        "Training texts also in scored data sets (decontaminate with `mhaudit data clean --against`): forum 20."]

@@ -44,6 +44,7 @@ class DivergenceOptions:
     n_boot: int = 10_000
     n_folds: int = 5
     repeats: int = 1  # repeated cross-fitting: training variance joins the bootstrap
+    compare_lexical: bool = True  # also score channel A with the other n-gram kind (word vs char)
     n_boot_clusters: int = 100
     conflicts_per_dataset: int = 200
     include_text: bool = False
@@ -58,6 +59,8 @@ class DivergenceAudit:
 
 
 def _check(o: DivergenceOptions) -> None:
+    if not o.channels:
+        raise InputError("no channels to fit: pass --channels, e.g. A,C,BC")
     for ch in (*o.channels, *o.mask_channels, *o.lodo_channels):
         try:
             parse_channel(ch)
@@ -68,6 +71,13 @@ def _check(o: DivergenceOptions) -> None:
         raise InputError(f"unknown mask(s) {', '.join(bad)}; choose from {', '.join(MASKS)}")
     if o.lexical not in ("char", "word"):
         raise InputError(f"lexical must be 'char' or 'word', got '{o.lexical}'")
+    fitted = set(_canonical(o.channels))
+    unfitted = [c for c in _canonical(o.mask_channels) if c not in fitted]
+    if unfitted and any(m != "none" for m in o.masks):
+        raise InputError(f"mask channel(s) {', '.join(unfitted)} are not among --channels "
+                         f"{', '.join(sorted(fitted))}; a masked run is compared with the unmasked one")
+    if o.train_dataset and o.train_dataset in o.auto:
+        raise InputError(f"--train {o.train_dataset} is auto-labelled; the channels are fitted on human labels")
     if o.n_boot < 100 or o.n_folds < 2 or o.repeats < 1:
         raise InputError("n_boot must be >= 100, n_folds >= 2 and repeats >= 1")
 
@@ -86,7 +96,7 @@ def audit_divergence(frame: pd.DataFrame, classes: list[str], options: Divergenc
     design = build_design(frame, classes, list(options.human), list(options.auto),
                           train_dataset=options.train_dataset, positive=options.positive)
     channels = _canonical(options.channels)
-    mask_channels = [c for c in _canonical(options.mask_channels) if c in channels]
+    mask_channels = _canonical(options.mask_channels)
     masks = [m for m in options.masks if m != "none"] if mask_channels else []
     datasets = design.human + design.auto
     letters = tuple(sorted({c for ch in channels for c in ch}))
@@ -117,9 +127,11 @@ def audit_divergence(frame: pd.DataFrame, classes: list[str], options: Divergenc
     human = design.human
     mask_letters = tuple(sorted({c for ch in mask_channels for c in ch}))
     folds = stratified_folds(design.y_train, options.n_folds, options.seed)
+    human_parses = parses.take(np.arange(len(design.train) + sum(len(y[d]) for d in human)))
     for mask in masks:
         say(f"mask {mask}: masking, re-parsing and refitting {', '.join(mask_channels)}")
-        view = build_view(design, mask_letters, mask, human, folds, lexical=options.lexical, seed=options.seed)
+        view = build_view(design, mask_letters, mask, human, folds, lexical=options.lexical, seed=options.seed,
+                          original=human_parses)
         views[mask] = view
         for ch in mask_channels:
             model = fit_channel(ch, view.train, design.y_train, folds, seed=options.seed)
@@ -131,6 +143,16 @@ def audit_divergence(frame: pd.DataFrame, classes: list[str], options: Divergenc
                     prob = probs[d][keys.index(ch)]
                 probs[d].append(prob)
                 preds[d].append((prob >= model.threshold).astype(np.int8))
+    if "A" in channels and options.compare_lexical:  # the other lexical representation, beside A
+        other = "word" if options.lexical == "char" else "char"
+        say(f"channel A with {other} n-grams, for comparison")
+        view = build_view(design, ("A",), "none", datasets, folds, lexical=other, seed=options.seed, original=parses)
+        model = fit_channel("A", view.train, design.y_train, folds, seed=options.seed)
+        keys.append(f"A_{other}")
+        for d in datasets:
+            prob = model.prob(combine(view.evaluation[d], ("A",)))
+            probs[d].append(prob)
+            preds[d].append((prob >= model.threshold).astype(np.int8))
     for name, table in (baselines or {}).items():
         keys.append(f"baseline:{name}")
         for d in datasets:
@@ -168,17 +190,17 @@ def audit_divergence(frame: pd.DataFrame, classes: list[str], options: Divergenc
             feats, labels, n_boot=options.n_boot_clusters, seed=options.seed)
     tables["orthogonality"] = orthogonality({ch: np.concatenate([probs[d][keys.index(ch)] for d in datasets])
                                              for ch in channels})
-    tables["concentration"] = pd.concat(
-        [concentration(fitted[ch], [f"{b}:{n}" for b in fitted[ch].letters for n in base.feature_names[b]],
-                       {d: combine(base.evaluation[d], fitted[ch].letters) for d in datasets})
-         for ch in channels if sum(fitted[ch].block_sizes.values()) > 20],  # a top-10 share of B's 6 says nothing
-        ignore_index=True)
+    parts = [concentration(fitted[ch], [f"{b}:{n}" for b in fitted[ch].letters for n in base.feature_names[b]],
+                           {d: combine(base.evaluation[d], fitted[ch].letters) for d in datasets})
+             for ch in channels if sum(fitted[ch].block_sizes.values()) > 20]  # a top-10 share of B's 6 says nothing
+    tables["concentration"] = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     counts, sample = conflicts({d: design.evaluation[d] for d in datasets},
                                {d: {k: preds[d][keys.index(k)] for k in channels} for d in datasets}, y, channels,
                                per_dataset=options.conflicts_per_dataset, include_text=options.include_text,
                                seed=options.seed)
     tables["conflict_counts"] = counts
-    summary = summarise(tables, design, n_tests)
+    notes = _data_notes(design, parses.truncated)
+    summary = summarise(tables, design, n_tests, notes)
     result = Result("Label-source divergence audit (TSS probe)", _sections(tables, summary, design, options, n_tests),
                     synthetic=synthetic, options=_options_record(options, design))
     return DivergenceAudit(result, counts, sample)
@@ -205,7 +227,7 @@ def _statistics(s: T.Scored, channels, mask_channels, masks, human, views, optio
 
 def _with_training_variance(dod: pd.DataFrame, repeat_scores, design: Design, options: DivergenceOptions) -> pd.DataFrame:
     """Pool DoD bootstrap draws over the repeats (each repeat: its own folds, fits and thresholds, n_boot/R
-    instance resamples), so the interval carries training variance too."""
+    instance resamples), so the interval carries training variance too; the estimate is the repeats' mean."""
     from mhaudit.stats.classification import degree_of_divergence
     by = {}
     for ch, d, r, prob, thr in repeat_scores:
@@ -226,11 +248,31 @@ def _with_training_variance(dod: pd.DataFrame, repeat_scores, design: Design, op
         p_greater = (np.count_nonzero(pooled <= 0) + 1) / (pooled.size + 1)
         p_less = (np.count_nonzero(pooled >= 0) + 1) / (pooled.size + 1)
         p = {"greater": p_greater, "less": p_less}.get(row["alternative"], min(1.0, 2 * min(p_greater, p_less)))
-        rows.append(row.to_dict() | {"estimate_repeat_mean": float(np.mean(estimates)),
-                                     "estimate_repeat_sd": float(np.std(estimates, ddof=1)),
-                                     "ci_low_with_training": float(lo), "ci_high_with_training": float(hi),
-                                     "p_with_training": float(p), "repeats": options.repeats})
+        # With repeats the headline estimate, CI and p carry training variance; repeat 0's instance-only
+        # values stay beside them.
+        rows.append(row.to_dict() | {f"{k}_repeat0": row[k] for k in ("estimate", "ci_low", "ci_high", "p")} | {
+            "estimate": float(np.mean(estimates)), "estimate_repeat_sd": float(np.std(estimates, ddof=1)),
+            "ci_low": float(lo), "ci_high": float(hi), "p": float(p), "repeats": options.repeats})
     return pd.DataFrame(rows)
+
+
+def _data_notes(design: Design, truncated: int) -> list[str]:
+    """What the reader must know about the inputs: texts cut at the parser's limit, training texts that
+    also appear (exactly, case and spacing aside) in a scored data set."""
+    from mhaudit.text.parse import MAX_CHARS
+
+    notes = []
+    if truncated:
+        notes.append(f"{truncated} text(s) longer than {MAX_CHARS:,} characters were parsed on their first "
+                     f"{MAX_CHARS:,} characters only.")
+    norm = lambda texts: set(texts.astype(str).str.lower().str.split().str.join(" "))  # noqa: E731
+    train = norm(design.train["text"])
+    shared = {d: len(train & norm(rows["text"])) for d, rows in design.evaluation.items()}
+    leaked = {d: n for d, n in shared.items() if n}
+    if leaked:
+        notes.append("Training texts also in scored data sets (decontaminate with `mhaudit data clean --against`): "
+                     + ", ".join(f"{d} {n}" for d, n in leaked.items()) + ".")
+    return notes
 
 
 def _options_record(o: DivergenceOptions, design: Design) -> dict:

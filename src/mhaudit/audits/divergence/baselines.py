@@ -30,7 +30,12 @@ def baselines_from_predictions(predictions: PredictionSet, positive: str) -> dic
 
 def join_baseline(name: str, table: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
     """The baseline's score and pred for `rows` (by id), or InputError naming what is missing."""
-    joined = rows[["id"]].astype({"id": str}).merge(table.astype({"id": str}), on="id", how="left")
+    table = table.astype({"id": str})
+    dup = table["id"].duplicated()
+    if dup.any():
+        raise InputError(f"baseline '{name}' has {int(dup.sum())} repeated id(s) (first: {table['id'][dup].iat[0]}); "
+                         "one prediction per row and model is expected")
+    joined = rows[["id"]].astype({"id": str}).merge(table, on="id", how="left")
     missing = int(joined["score"].isna().sum())
     if missing:
         raise InputError(f"baseline '{name}' has no prediction for {missing} of {len(rows)} scored rows "

@@ -37,8 +37,9 @@ def lodo(design: Design, channels: list[str], *, lexical: str, n_folds: int, see
     rows = []
     for held in sorted(train_domain.dropna().unique()):
         fit_rows, score_rows = (train_domain != held).to_numpy(), (test_domain == held).to_numpy()
-        if score_rows.sum() == 0:
-            continue
+        y_fit = (train["label"].to_numpy()[fit_rows] == design.positive)
+        if score_rows.sum() == 0 or min(y_fit.sum(), (~y_fit).sum()) < n_folds:
+            continue  # nothing to score, or too few rows of a class left to fit (rows without a domain always fit)
         sub = Design(design.train_dataset, design.positive, train[fit_rows].reset_index(drop=True),
                      {"held_out": test[score_rows].reset_index(drop=True)}, {"held_out": "human"})
         y = sub.y_train

@@ -18,7 +18,7 @@ def _p(row) -> str:
     return f"p = {row['p']:.2g}" + (f", FDR q = {q:.2g}" if q is not None and q == q else "")
 
 
-def summarise(tables: dict[str, pd.DataFrame], design: Design, n_tests: int) -> str:
+def summarise(tables: dict[str, pd.DataFrame], design: Design, n_tests: int, notes: list[str] = ()) -> str:
     human, auto = ", ".join(design.human), ", ".join(design.auto)
     lines = [f"Channels were fitted on {len(design.train):,} training rows of {design.train_dataset}; human-labelled: "
              f"{human}; auto-labelled: {auto}. Positive class: {design.positive}."]
@@ -56,5 +56,9 @@ def summarise(tables: dict[str, pd.DataFrame], design: Design, n_tests: int) -> 
         same = plat[plat["contrast"] == style["contrast"]]
         for _, r in same.iterrows():
             lines.append(f"On {r['platform']} alone ({r['human']} vs {r['auto']}): {style['contrast']} DoD = {_ci(r)}.")
+    if "repeats" in dod.columns:
+        lines.append(f"Estimates, CIs and p-values of the DoD pool {int(dod['repeats'].iat[0])} repeated fits "
+                     "(training variance included).")
     lines.append(f"Benjamini-Hochberg FDR across {n_tests} tests.")
+    lines.extend(notes)
     return " ".join(lines)

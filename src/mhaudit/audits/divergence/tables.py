@@ -149,7 +149,7 @@ def _permutation(deltas: dict[str, float], human: list[str], alternative: str) -
     if alternative != "two-sided":
         return regime_permutation(deltas, human, alternative=alternative)
     up, down = (regime_permutation(deltas, human, alternative=a) for a in ("greater", "less"))
-    return {"p": min(1.0, 2 * min(up["p"], down["p"])), "min_p": up["min_p"]}
+    return {"p": min(1.0, 2 * min(up["p"], down["p"])), "min_p": min(1.0, 2 * up["min_p"])}
 
 
 def dod_by_dataset(s: Scored, channels: list[str]) -> pd.DataFrame:
@@ -227,6 +227,7 @@ def mcnemar_table(s: Scored, pairs: list[tuple[str, str]]) -> pd.DataFrame:
 def mcnemar_pairs(keys: list[str], channels: list[str]) -> list[tuple[str, str]]:
     """Every channel against A, AC against C, and every baseline against every channel."""
     pairs = [(x, "A") for x in channels if x != "A" and "A" in channels]
+    pairs += [(k, "A") for k in keys if k.startswith("A_") and "A" in channels]  # word vs char n-grams
     if "AC" in channels and "C" in channels:
         pairs.append(("AC", "C"))
     baselines = [k for k in keys if k.startswith("baseline:")]
