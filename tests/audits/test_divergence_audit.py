@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -110,3 +111,29 @@ def test_cli_runs_a_small_audit_with_repeats(demo, tmp_path):
     assert row["ci_low"] <= row["estimate"] <= row["ci_high"]  # the headline pools both repeats
     assert row["estimate_repeat_sd"] >= 0 and "estimate_repeat0" in dod.columns
     assert "pool 2 repeated fits" in report["sections"][0]["text"]
+
+
+def test_cli_compares_a_baseline_model(demo, tmp_path):
+    """Any model's predictions enter as a baseline: here the synthetic auto-labeller's own keyword rule."""
+    from mhaudit.corpus.schema import Corpus
+    from mhaudit.corpus.simulate_divergence import mentions_stress_topic
+
+    out, _, _ = demo
+    corpus = Corpus.read(out / "corpus.parquet").frame
+    hit = corpus["text"].map(mentions_stress_topic).to_numpy()
+    preds = corpus[["id", "platform", "dataset", "split", "label"]].assign(
+        model="keyword-rule", seed=0, prob_no_stress=np.where(hit, 0.1, 0.9), prob_stress=np.where(hit, 0.9, 0.1))
+    preds.to_parquet(tmp_path / "baseline.parquet", index=False)
+    done = subprocess.run([sys.executable, "-m", "mhaudit", "audit", "divergence", "--corpus", str(out / "corpus.parquet"),
+                           "--human", "synthetic_forum", "--human", "synthetic_tweets_gold", "--auto",
+                           "synthetic_tweets_auto", "--channels", "A,C", "--masks", "none", "--lodo-channels", "",
+                           "--n-boot", "500", "--baseline", str(tmp_path / "baseline.parquet"), "--out",
+                           str(tmp_path / "report")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    tables = {name: pd.DataFrame(rows) for s in report["sections"] for name, rows in s["tables"].items()}
+    scores = tables["channel_scores"].set_index(["channel", "dataset"])
+    auto = scores.loc[("baseline:keyword-rule", "synthetic_tweets_auto")]
+    assert auto["macro_f1"] > 0.9  # the auto labels are this rule with 5% flipped
+    versus = tables["mcnemar"].query("versus == 'baseline:keyword-rule'")
+    assert set(versus["channel"]) == {"A", "C"} and len(versus) == 6  # two channels x three data sets
