@@ -58,6 +58,32 @@ class DivergenceAudit:
     conflict_sample: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
+class _Runs:
+    """Prediction vectors by key ("C", "BC/pos_only", "baseline:x"), each with scores on every data set."""
+
+    def __init__(self, datasets: list[str]):
+        self.keys: list[str] = []
+        self.probs: dict[str, list[np.ndarray]] = {d: [] for d in datasets}
+        self.preds: dict[str, list[np.ndarray]] = {d: [] for d in datasets}
+
+    def add(self, key: str, probs: dict[str, np.ndarray], threshold: float | None = None,
+            preds: dict[str, np.ndarray] | None = None) -> None:
+        self.keys.append(key)
+        for d in self.probs:
+            self.probs[d].append(probs[d])
+            self.preds[d].append(preds[d] if preds is not None else (probs[d] >= threshold).astype(np.int8))
+
+    def prob(self, key: str, dataset: str) -> np.ndarray:
+        return self.probs[dataset][self.keys.index(key)]
+
+    def pred(self, key: str, dataset: str) -> np.ndarray:
+        return self.preds[dataset][self.keys.index(key)]
+
+
+def _scores(model, view, datasets) -> dict[str, np.ndarray]:
+    return {d: model.prob(combine(view.evaluation[d], model.letters)) for d in datasets}
+
+
 def _check(o: DivergenceOptions) -> None:
     if not o.channels:
         raise InputError("no channels to fit: pass --channels, e.g. A,C,BC")
@@ -104,8 +130,7 @@ def audit_divergence(frame: pd.DataFrame, classes: list[str], options: Divergenc
 
     say(f"parsing {len(design.train) + sum(len(design.evaluation[d]) for d in datasets):,} texts")
     parses = original_parses(design, datasets)
-    keys, preds, probs, fitted, views = [], {d: [] for d in datasets}, {d: [] for d in datasets}, {}, {}
-    repeat_scores = []
+    runs, fitted, views, repeat_scores = _Runs(datasets), {}, {}, []
     for r in range(options.repeats):
         folds = stratified_folds(design.y_train, options.n_folds, options.seed + r)
         say(f"fitting channels {', '.join(channels)} (repeat {r + 1} of {options.repeats})")
@@ -113,14 +138,10 @@ def audit_divergence(frame: pd.DataFrame, classes: list[str], options: Divergenc
                           seed=options.seed + r, original=parses)
         for ch in channels:
             model = fit_channel(ch, view.train, design.y_train, folds, seed=options.seed + r)
-            for d in datasets:
-                prob = model.prob(combine(view.evaluation[d], model.letters))
-                if r == 0:
-                    probs[d].append(prob)
-                    preds[d].append((prob >= model.threshold).astype(np.int8))
-                repeat_scores.append((ch, d, r, prob, model.threshold))
+            scores = _scores(model, view, datasets)
+            repeat_scores += [(ch, d, r, scores[d], model.threshold) for d in datasets]
             if r == 0:
-                keys.append(ch)
+                runs.add(ch, scores, model.threshold)
                 fitted[ch] = model
         if r == 0:
             views["none"] = view
@@ -135,35 +156,25 @@ def audit_divergence(frame: pd.DataFrame, classes: list[str], options: Divergenc
         views[mask] = view
         for ch in mask_channels:
             model = fit_channel(ch, view.train, design.y_train, folds, seed=options.seed)
-            keys.append(f"{ch}/{mask}")
-            for d in datasets:
-                if d in human:
-                    prob = model.prob(combine(view.evaluation[d], model.letters))
-                else:  # masking is run on human-labelled data only; auto rows get the unmasked run's placeholders
-                    prob = probs[d][keys.index(ch)]
-                probs[d].append(prob)
-                preds[d].append((prob >= model.threshold).astype(np.int8))
+            # Masking is run on human-labelled data only; auto data sets carry the unmasked run's scores as
+            # placeholders, which no table reads (the masking table covers human data sets only).
+            scores = _scores(model, view, human) | {d: runs.prob(ch, d) for d in design.auto}
+            runs.add(f"{ch}/{mask}", scores, model.threshold)
     if "A" in channels and options.compare_lexical:  # the other lexical representation, beside A
         other = "word" if options.lexical == "char" else "char"
         say(f"channel A with {other} n-grams, for comparison")
         view = build_view(design, ("A",), "none", datasets, folds, lexical=other, seed=options.seed, original=parses)
         model = fit_channel("A", view.train, design.y_train, folds, seed=options.seed)
-        keys.append(f"A_{other}")
-        for d in datasets:
-            prob = model.prob(combine(view.evaluation[d], ("A",)))
-            probs[d].append(prob)
-            preds[d].append((prob >= model.threshold).astype(np.int8))
+        runs.add(f"A_{other}", _scores(model, view, datasets), model.threshold)
     for name, table in (baselines or {}).items():
-        keys.append(f"baseline:{name}")
-        for d in datasets:
-            joined = join_baseline(name, table, design.evaluation[d])
-            probs[d].append(joined["score"].to_numpy(dtype=float))
-            preds[d].append(joined["pred"].to_numpy(dtype=np.int8))
+        joined = {d: join_baseline(name, table, design.evaluation[d]) for d in datasets}
+        runs.add(f"baseline:{name}", {d: j["score"].to_numpy(dtype=float) for d, j in joined.items()},
+                 preds={d: j["pred"].to_numpy(dtype=np.int8) for d, j in joined.items()})
 
-    say(f"bootstrap: {options.n_boot:,} resamples per data set over {len(keys)} prediction vectors")
+    say(f"bootstrap: {options.n_boot:,} resamples per data set over {len(runs.keys)} prediction vectors")
     platform = {d: str(design.evaluation[d]["platform"].iat[0]) for d in datasets}
-    scored = T.Scored(keys, y, {d: np.vstack(preds[d]) for d in datasets}, {d: np.vstack(probs[d]) for d in datasets},
-                      design.side, platform, options.n_boot, options.seed)
+    scored = T.Scored(runs.keys, y, {d: np.vstack(runs.preds[d]) for d in datasets},
+                      {d: np.vstack(runs.probs[d]) for d in datasets}, design.side, platform, options.n_boot, options.seed)
     tables = _statistics(scored, channels, mask_channels, ["none", *masks], human, views, options, repeat_scores, y)
     if options.repeats > 1:
         tables["dod"] = _with_training_variance(tables["dod"], repeat_scores, design, options)
@@ -188,14 +199,14 @@ def audit_divergence(frame: pd.DataFrame, classes: list[str], options: Divergenc
         labels = np.concatenate([[d] * len(y[d]) for d in datasets])
         tables["phenotypes"], tables["phenotype_sizes"] = phenotypes(
             feats, labels, n_boot=options.n_boot_clusters, seed=options.seed)
-    tables["orthogonality"] = orthogonality({ch: np.concatenate([probs[d][keys.index(ch)] for d in datasets])
+    tables["orthogonality"] = orthogonality({ch: np.concatenate([runs.prob(ch, d) for d in datasets])
                                              for ch in channels})
     parts = [concentration(fitted[ch], [f"{b}:{n}" for b in fitted[ch].letters for n in base.feature_names[b]],
                            {d: combine(base.evaluation[d], fitted[ch].letters) for d in datasets})
              for ch in channels if sum(fitted[ch].block_sizes.values()) > 20]  # a top-10 share of B's 6 says nothing
     tables["concentration"] = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     counts, sample = conflicts({d: design.evaluation[d] for d in datasets},
-                               {d: {k: preds[d][keys.index(k)] for k in channels} for d in datasets}, y, channels,
+                               {d: {k: runs.pred(k, d) for k in channels} for d in datasets}, y, channels,
                                per_dataset=options.conflicts_per_dataset, include_text=options.include_text,
                                seed=options.seed)
     tables["conflict_counts"] = counts
@@ -280,7 +291,7 @@ def _options_record(o: DivergenceOptions, design: Design) -> dict:
             "positive": design.positive, "channels": list(o.channels), "lexical": o.lexical, "masks": list(o.masks),
             "mask_channels": list(o.mask_channels), "lodo_channels": list(o.lodo_channels), "n_boot": o.n_boot,
             "n_folds": o.n_folds, "repeats": o.repeats, "seed": o.seed, "n_train": int(len(design.train)),
-            "include_text": o.include_text}
+            "include_text": o.include_text, "compare_lexical": o.compare_lexical}
 
 
 def _sections(tables: dict, summary: str, design: Design, o: DivergenceOptions, n_tests: int) -> list[Section]:
