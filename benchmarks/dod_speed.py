@@ -18,10 +18,11 @@ import argparse
 import os
 import resource
 import time
-import tracemalloc
 
 import numpy as np
 from sklearn.metrics import f1_score
+
+from bootstrap_speed import peak_mb  # the same tracemalloc helper (benchmarks/ is on sys.path)
 
 from mhaudit.stats import classification
 from mhaudit.stats.classification import degree_of_divergence
@@ -60,16 +61,6 @@ def naive_dod(groups, human, auto, n_boot: int, rng) -> np.ndarray:
             delta[name] = macro(y[idx], px[idx]) - macro(y[idx], pa[idx])
         out[b] = np.mean([delta[k] for k in human]) - np.mean([delta[k] for k in auto])
     return out
-
-
-def peak_mb(fn) -> tuple[object, float]:
-    tracemalloc.start()
-    tracemalloc.reset_peak()
-    base = tracemalloc.get_traced_memory()[0]
-    out = fn()
-    peak = tracemalloc.get_traced_memory()[1] - base
-    tracemalloc.stop()
-    return out, peak / 2**20
 
 
 def agreement(groups, human, auto, draws: np.ndarray, n_boot: int, seed: int, rows: int) -> float:
