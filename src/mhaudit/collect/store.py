@@ -1,0 +1,284 @@
+"""The post store of the Bluesky collector: one embedded SQLite file (see docs/collect.md, "Post store").
+
+Durability rule: `commit_batch` writes a batch of posts and advances the stream cursor in ONE transaction,
+so the saved cursor never runs ahead of the posts before it. A crash (even kill -9) loses at most the batch
+in flight, posts and cursor together; a restart resumes from the saved cursor, and a replay of posts that
+were already stored is ignored (the URI is the primary key), so there is no gap and no duplicate.
+
+Privacy: authors are stored as `mhaudit.privacy` pseudonyms (HMAC-SHA256 with the local secret). The raw
+DID also sits inside a post's at:// URI, so the stored URI has the DID replaced by the pseudonym. The raw
+DID and URI are kept (column `raw_did`, original `uri`) only with `keep_raw_ids=True`.
+
+Journal mode WAL, synchronous=NORMAL: in WAL mode a commit with NORMAL is written to the WAL before
+`commit_batch` returns, so it survives a crash of the collector process (kill -9); only an OS crash or
+power loss can roll back the last few commits, and then posts and cursor roll back together (same
+transaction), so the rule above still holds: the collector re-reads those events from the older cursor.
+FULL would fsync on every batch for no gain in correctness; pass `synchronous="FULL"` to have it anyway.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from mhaudit.errors import InputError
+from mhaudit.privacy import local_secret, pseudonymise
+
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x6D68_6131  # "mha1": marks a file as an mhaudit post store
+SQLITE_MAGIC = b"SQLite format 3\x00"
+DEFAULT_STREAM = "jetstream"
+
+_SCHEMA = """
+CREATE TABLE posts (
+    uri TEXT PRIMARY KEY,          -- the at:// URI, with the author's DID replaced by the pseudonym
+    cid TEXT,
+    author TEXT NOT NULL,          -- mhaudit.privacy pseudonym of the DID
+    raw_did TEXT,                  -- NULL unless keep_raw_ids
+    text TEXT NOT NULL,
+    created_at TEXT,               -- the record's createdAt as sent
+    langs TEXT NOT NULL,           -- JSON list
+    terms TEXT NOT NULL,           -- JSON list of matched lexicon terms
+    categories TEXT NOT NULL,      -- JSON list of matched categories
+    run_id TEXT,
+    lexicon_hash TEXT,
+    stored_at TEXT NOT NULL        -- UTC ISO time of the commit
+) WITHOUT ROWID;
+CREATE TABLE cursor (
+    stream TEXT PRIMARY KEY,       -- one row per stream/source, e.g. 'jetstream'
+    cursor INTEGER NOT NULL,       -- last committed cursor (Jetstream: time_us)
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE runs (
+    run_id TEXT PRIMARY KEY,
+    started_at TEXT NOT NULL,
+    relay_url TEXT,
+    lexicons TEXT NOT NULL,        -- JSON {name: hash}
+    options TEXT NOT NULL          -- JSON
+);
+"""
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def _json_list(value: object) -> str:
+    if value is None:
+        return "[]"
+    if isinstance(value, str):
+        return json.dumps([value], ensure_ascii=False)
+    return json.dumps(list(value), ensure_ascii=False)
+
+
+def lexicons_hash(lexicons: Mapping[str, str]) -> str | None:
+    """One hash for a set of lexicons: the lexicon's own hash if there is one, else a hash of name:hash pairs."""
+    if not lexicons:
+        return None
+    if len(lexicons) == 1:
+        return str(next(iter(lexicons.values())))
+    joined = "\n".join(f"{name}:{lexicons[name]}" for name in sorted(lexicons))
+    return hashlib.sha256(joined.encode()).hexdigest()[:16]
+
+
+class PostStore:
+    """Posts, stream cursors and collection runs in one SQLite file. Use as a context manager or close()."""
+
+    def __init__(self, path: str | Path, *, keep_raw_ids: bool = False, secret: bytes | None = None,
+                 synchronous: str = "NORMAL", timeout: float = 10.0):
+        self.path = Path(path)
+        self.keep_raw_ids = keep_raw_ids
+        if synchronous.upper() not in {"NORMAL", "FULL"}:
+            raise InputError(f"synchronous must be NORMAL or FULL, not {synchronous!r}")
+        self._secret = secret
+        self.run_id: str | None = None
+        self.lexicon_hash: str | None = None
+        self._check_header()
+        try:
+            self._conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise InputError(f"cannot open the post store: {exc}", path=self.path) from None
+        try:
+            self._open(synchronous.upper())
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise InputError(f"cannot open the post store: {exc} (not a valid SQLite database, or locked "
+                             "by another process)", path=self.path) from None
+        except InputError:
+            self._conn.close()
+            raise
+
+    # -- opening ---------------------------------------------------------------------------------------------
+    def _check_header(self) -> None:
+        if self.path.is_dir():
+            raise InputError("is a folder, not a post store file", path=self.path)
+        if self.path.exists() and self.path.stat().st_size > 0:
+            with open(self.path, "rb") as handle:
+                head = handle.read(len(SQLITE_MAGIC))
+            if head != SQLITE_MAGIC:
+                raise InputError("is not an SQLite database, so not an mhaudit post store", path=self.path)
+
+    def _open(self, synchronous: str) -> None:
+        conn = self._conn
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        n_tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if app_id == 0 and version == 0 and n_tables == 0:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("BEGIN IMMEDIATE")  # not executescript: it would commit each statement
+            try:
+                for statement in filter(str.strip, _SCHEMA.split(";")):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        elif app_id != APPLICATION_ID:
+            raise InputError("is an SQLite database but not an mhaudit post store (no post-store "
+                             "application id); give a new file name", path=self.path)
+        elif version != SCHEMA_VERSION:
+            raise InputError(f"was written with post-store schema version {version}; this mhaudit reads "
+                             f"version {SCHEMA_VERSION} (collect into a new file)", path=self.path)
+        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise InputError(f"cannot switch the post store to WAL mode (got {mode})", path=self.path)
+        conn.execute(f"PRAGMA synchronous={synchronous}")
+
+    # -- runs and cursors ------------------------------------------------------------------------------------
+    def start_run(self, run_id: str, *, relay_url: str | None = None, lexicons: Mapping[str, str] | None = None,
+                  options: Mapping[str, object] | None = None) -> str:
+        """Record a collection run; later batches are tagged with its id and lexicon hash."""
+        lexicons = dict(lexicons or {})
+        self._write(lambda c: c.execute(
+            "INSERT OR IGNORE INTO runs (run_id, started_at, relay_url, lexicons, options) VALUES (?,?,?,?,?)",
+            (run_id, _now(), relay_url, json.dumps(lexicons, sort_keys=True),
+             json.dumps(dict(options or {}), sort_keys=True, default=str))))
+        self.run_id, self.lexicon_hash = run_id, lexicons_hash(lexicons)
+        return run_id
+
+    def cursor(self, stream: str = DEFAULT_STREAM) -> int | None:
+        """The last committed cursor of a stream, or None if nothing was committed yet."""
+        row = self._conn.execute("SELECT cursor FROM cursor WHERE stream = ?", (stream,)).fetchone()
+        return None if row is None else int(row[0])
+
+    # -- writing ---------------------------------------------------------------------------------------------
+    def _rows(self, posts: Iterable[Mapping[str, object]], run_id: str | None, lexicon_hash: str | None) -> list:
+        posts = list(posts)
+        for i, post in enumerate(posts):
+            if not post.get("uri") or not post.get("did"):
+                raise InputError(f"post {i} of the batch has no 'uri' or no 'did'")
+        if not posts:
+            return []
+        if self._secret is None:
+            self._secret = local_secret()
+        dids = [str(p["did"]) for p in posts]
+        authors = pseudonymise(dids, secret=self._secret)
+        stored_at = _now()
+        rows = []
+        for post, did, author in zip(posts, dids, authors):
+            uri = str(post["uri"])
+            rows.append((
+                uri if self.keep_raw_ids else uri.replace(did, author),
+                post.get("cid"), author, did if self.keep_raw_ids else None, str(post.get("text") or ""),
+                post.get("created_at"), _json_list(post.get("langs")), _json_list(post.get("terms")),
+                _json_list(post.get("categories")), post.get("run_id", run_id),
+                post.get("lexicon_hash", lexicon_hash), stored_at))
+        return rows
+
+    def commit_batch(self, posts: Iterable[Mapping[str, object]], cursor: int, *, stream: str = DEFAULT_STREAM,
+                     run_id: str | None = None) -> int:
+        """Insert posts and advance the stream's cursor in one transaction; returns how many posts were new.
+
+        A post is a mapping with 'uri', 'did' (the raw author DID) and optionally 'cid', 'text',
+        'created_at', 'langs', 'terms', 'categories'. URIs already stored are ignored. The cursor never
+        moves back: a replay from an older position keeps the newer saved cursor.
+        """
+        rows = self._rows(posts, run_id if run_id is not None else self.run_id, self.lexicon_hash)
+        cursor = int(cursor)
+
+        def write(conn: sqlite3.Connection) -> int:
+            before = conn.total_changes
+            conn.executemany("INSERT OR IGNORE INTO posts (uri, cid, author, raw_did, text, created_at, langs, "
+                             "terms, categories, run_id, lexicon_hash, stored_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                             rows)
+            new = conn.total_changes - before
+            conn.execute("INSERT INTO cursor (stream, cursor, updated_at) VALUES (?,?,?) ON CONFLICT(stream) "
+                         "DO UPDATE SET cursor = max(cursor, excluded.cursor), updated_at = excluded.updated_at",
+                         (stream, cursor, _now()))
+            return new
+
+        return self._write(write)
+
+    def _write(self, action):
+        conn = self._conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise InputError(f"cannot write to the post store: {exc} (another process holds it?); nothing was "
+                             "stored from this batch", path=self.path) from None
+        try:
+            result = action(conn)
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError):
+                raise InputError(f"cannot write to the post store: {exc}; the batch was rolled back",
+                                 path=self.path) from None
+            raise
+        return result
+
+    # -- reading ---------------------------------------------------------------------------------------------
+    def count(self) -> int:
+        return int(self._conn.execute("SELECT count(*) FROM posts").fetchone()[0])
+
+    def posts(self, run_id: str | None = None) -> pd.DataFrame:
+        """Stored posts as a DataFrame; langs, terms and categories decoded to lists."""
+        query, params = "SELECT * FROM posts", ()
+        if run_id is not None:
+            query, params = query + " WHERE run_id = ?", (run_id,)
+        frame = pd.read_sql_query(query + " ORDER BY stored_at, uri", self._conn, params=params)
+        for column in ("langs", "terms", "categories"):
+            frame[column] = frame[column].map(json.loads)
+        return frame
+
+    def summary(self, run_id: str | None = None) -> dict[str, pd.DataFrame]:
+        """Counts as in the Bluesky paper's Table 4.
+
+        'per_category': category (a post with several categories counts in each; 'all' = every post), posts,
+        unique_authors, posts_per_author_mean / _median / _max. 'per_day': day (UTC date of created_at;
+        posts without a readable created_at are left out), posts, unique_authors.
+        """
+        frame = self.posts(run_id)[["author", "created_at", "categories"]]
+        exploded = frame.explode("categories").dropna(subset=["categories"])
+        groups = [("all", frame)] + [(str(c), g) for c, g in exploded.groupby("categories", sort=True)]
+        rows = []
+        for name, group in groups:
+            per_author = group.groupby("author").size()
+            rows.append({"category": name, "posts": len(group), "unique_authors": int(per_author.size),
+                         "posts_per_author_mean": float(per_author.mean()) if len(per_author) else 0.0,
+                         "posts_per_author_median": float(per_author.median()) if len(per_author) else 0.0,
+                         "posts_per_author_max": int(per_author.max()) if len(per_author) else 0})
+        per_category = pd.DataFrame(rows)
+        days = pd.to_datetime(frame["created_at"], utc=True, errors="coerce", format="ISO8601")
+        dated = frame.assign(day=days.dt.date).dropna(subset=["day"])
+        per_day = (dated.groupby("day").agg(posts=("author", "size"), unique_authors=("author", "nunique"))
+                   .reset_index())
+        return {"per_category": per_category, "per_day": per_day}
+
+    # -- closing ---------------------------------------------------------------------------------------------
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> PostStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
