@@ -6,7 +6,6 @@ internal error (a bug: please report it with the traceback).
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
 import time
@@ -15,10 +14,10 @@ from typing import Annotated
 
 import pandas as pd
 import typer
-from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
+from mhaudit.commands import annotate, benchmark, collect, label, validate
+from mhaudit.console import err, guarded, out, print_table
 from mhaudit.corpus.labelling import MultiLabelPolicy
 from mhaudit.errors import InputError
 
@@ -28,34 +27,8 @@ data_app = typer.Typer(help="Import, inspect, clean and split corpora.", no_args
 app.add_typer(data_app, name="data")
 audit_app = typer.Typer(help="Audit predictions.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
-out = Console()
-err = Console(stderr=True)
-
-
-def guarded(fn):
-    """Turn an InputError into one red sentence and exit code 2."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except InputError as exc:
-            err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-            raise typer.Exit(exc.exit_code) from None
-
-    return wrapper
-
-
-def print_table(title: str, frame: pd.DataFrame) -> None:
-    table = Table(title=escape(title), title_justify="left")
-    for col in frame.columns:
-        table.add_column(escape(str(col)), overflow="fold",
-                         justify="right" if pd.api.types.is_numeric_dtype(frame[col]) else "left")
-    for row in frame.itertuples(index=False):
-        table.add_row(*[f"{v:.3f}" if isinstance(v, float) else escape(str(v)) for v in row])
-    out.print(table)
-
-
+for commands in (collect, label, validate, annotate, benchmark):
+    commands.register(app)
 @app.command()
 @guarded
 def demo(out_dir: Annotated[Path, typer.Option("--out", help="Folder for corpus, predictions and report.")]

@@ -1,0 +1,9 @@
+"""`mhaudit benchmark`."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(root: typer.Typer) -> None:
+    pass

@@ -1,0 +1,1 @@
+"""Labelers: LLM clients, the annotation app, adjudication."""
