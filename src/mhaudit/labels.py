@@ -167,7 +167,7 @@ def read_labels(path: str | Path) -> pd.DataFrame:
         elif suffix == ".csv":
             frame = pd.read_csv(path, dtype={"item_id": str}, keep_default_na=True)
         elif suffix in (".jsonl", ".ndjson"):
-            frame = pd.read_json(path, lines=True, dtype={"item_id": str}, convert_dates=False)
+            frame = pd.read_json(path, lines=True, dtype=False)
         else:
             raise InputError(f"unknown label file type '{suffix}'; expected .sqlite, .parquet, .csv or .jsonl",
                              path=path)
