@@ -11,6 +11,7 @@ import httpx
 import pandas as pd
 import pytest
 
+from mhaudit.audits.weaklabels import agreement_report
 from mhaudit.errors import InputError
 from mhaudit.label.annotate import TAGS, load_sample, open_session, tokens_path
 from mhaudit.labels import LabelStore
@@ -368,3 +369,11 @@ def test_two_annotators_and_an_adjudicator_in_a_real_browser(session, browser):
     assert json.loads(consensus.loc["p3", "tags"]) == ["sarcasm/humour"]  # the annotators' tags, pre-checked
     assert frame[frame["kind"] == "llm"]["value"].tolist() == [1, 1, 1, 1]  # untouched
     assert set(TAGS) >= {t for ts in tags.values() for t in ts}
+
+    # The agreement report reflects what happened in the browser: alice and bob disagree on p3 only.
+    report = agreement_report(frame, "mh", weak_labeler="smollm2", n_boot=200)
+    pair = report.table("human_agreement").iloc[0]
+    assert (pair["n"], pair["observed_agreement"]) == (4, 0.75)
+    assert pair["kappa"] == pytest.approx(0.5)  # p_o 0.75, p_e 0.5 x 0.25 + 0.5 x 0.75 = 0.5
+    weak = report.table("weak_vs_reference").set_index("metric")["estimate"]
+    assert (weak["precision"], weak["recall"]) == (0.5, 1.0)  # always 1 against consensus 1, 0, 1, 0
