@@ -1,0 +1,289 @@
+"""The Bluesky collection loop: connect, stream, filter, commit in batches, reconnect, stop.
+
+Durability rule (with `PostStore.commit_batch`): a batch of kept posts is committed together with the cursor
+of the LAST EVENT PROCESSED before the commit (matching or not), in one transaction. So a saved cursor never
+runs ahead of a post that has not been committed; a crash loses at most the uncommitted batch, and a restart
+subscribes from the saved cursor, receives those events again and stores them (replayed posts that were
+already stored are ignored by the store's primary key): no gap, no duplicate.
+
+Retry policy (`RetryPolicy`): after a failed connect or a dropped connection the pending batch is committed,
+then the collector waits `min(max_s, base_s * 2**(n-1))`, jittered to between half and all of it, and
+reconnects from the last processed cursor; `n` counts consecutive failures and is reset by any connection
+that delivered at least one frame. After `max_failures` consecutive failures it stops with `RelayUnreachable`
+(an InputError: one sentence, exit 2), everything processed before that already committed.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+
+from mhaudit.collect.jetstream import JETSTREAM, Event, MalformedFrame, RelayError, Wire, check_relay_url
+from mhaudit.collect.lexicon import Lexicon
+from mhaudit.collect.store import PostStore
+from mhaudit.errors import InputError
+
+__all__ = ["CollectOptions", "CollectStats", "Collector", "PostFilter", "RelayUnreachable", "RetryPolicy",
+           "parse_duration"]
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_FRAME_BYTES = 4 * 2**20  # a post record is tiny; firehose commits with many blocks stay far below this
+
+
+def parse_duration(text: str) -> float:
+    """'30s', '10m', '2h', '14d' (or a plain number of seconds) -> seconds."""
+    raw = text.strip().lower()
+    unit = raw[-1:] if raw[-1:] in _UNITS else "s"
+    number = raw[:-1] if raw[-1:] in _UNITS else raw
+    try:
+        seconds = float(number) * _UNITS[unit]
+    except ValueError:
+        raise InputError(f"the duration {text!r} is not a number followed by s, m, h or d (e.g. 14d)") from None
+    if not seconds > 0 or seconds == float("inf"):
+        raise InputError(f"the duration {text!r} must be positive")
+    return seconds
+
+
+class RelayUnreachable(InputError):
+    """The relay could not be reached (or kept dropping) for `max_failures` consecutive attempts."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_failures: int = 10
+    base_s: float = 1.0
+    max_s: float = 60.0
+
+    def delay(self, failure: int, rng: random.Random) -> float:
+        """Wait before reconnect number `failure` (1-based): exponential, capped, jittered to [d/2, d]."""
+        ceiling = min(self.max_s, self.base_s * 2 ** (failure - 1))
+        return ceiling / 2 + rng.uniform(0, ceiling / 2)
+
+
+@dataclass
+class CollectOptions:
+    langs: Sequence[str] = ("en",)       # primary language subtags to keep; empty = every language
+    replies: bool = True
+    batch_size: int = 500                # commit when this many posts are pending ...
+    flush_every_s: float = 1.0           # ... or this long after the last commit
+    duration_s: float | None = None
+    max_posts: int | None = None         # stop once this many NEW posts are stored in this run
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    connect_timeout_s: float = 10.0
+
+
+@dataclass
+class CollectStats:
+    events: int = 0           # frames received
+    malformed: int = 0        # frames counted and skipped
+    posts: int = 0            # post creates among them
+    matched: int = 0          # posts that passed language, reply and lexicon filters
+    stored: int = 0           # new rows in the store
+    duplicates: int = 0       # matched posts the store already had (replays after a resume)
+    connections: int = 0
+    failures: int = 0         # failed connects and dropped connections
+    cursor: int | None = None
+    elapsed_s: float = 0.0
+    stop_reason: str = ""
+
+    @property
+    def events_per_s(self) -> float:
+        return self.events / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "events_per_s": self.events_per_s}
+
+
+class PostFilter:
+    """Keeps posts in the wanted languages (by the record's `langs`), replies by option, that match a lexicon;
+    adds the matched `terms` and `categories` (first occurrence order, no repeats)."""
+
+    def __init__(self, lexicons: Sequence[Lexicon], *, langs: Iterable[str] = ("en",), replies: bool = True):
+        if not lexicons:
+            raise InputError("name at least one lexicon to filter the stream with")
+        self.lexicons = tuple(lexicons)
+        self.langs = frozenset(lang.strip().lower() for lang in langs if lang.strip())
+        self.replies = replies
+
+    def language_ok(self, langs: Iterable[str]) -> bool:
+        # 'en-US', 'en-GB' count as 'en': compare primary subtags.
+        return not self.langs or any(lang.split("-", 1)[0].lower() in self.langs for lang in langs)
+
+    def __call__(self, post: dict) -> dict | None:
+        if not self.language_ok(post["langs"]) or (post["reply"] and not self.replies):
+            return None
+        terms: dict[str, None] = {}
+        categories: dict[str, None] = {}
+        for lexicon in self.lexicons:
+            for match in lexicon.match(post["text"]):
+                terms[match.term] = None
+                categories[match.category] = None
+        if not terms:
+            return None
+        return {**post, "terms": list(terms), "categories": list(categories)}
+
+
+def _connection_errors() -> tuple[type[BaseException], ...]:
+    from websockets.exceptions import InvalidHandshake, InvalidURI, WebSocketException
+
+    # InvalidURI is a user mistake caught before connecting; everything else websockets raises means "this
+    # connection failed or is gone". OSError covers refused connects, DNS failures, resets, TLS and timeouts.
+    return (OSError, WebSocketException, InvalidHandshake, RelayError), InvalidURI
+
+
+class Collector:
+    """Streams one wire into a PostStore. `run()` blocks until the duration, max_posts, `stop()` or give-up."""
+
+    def __init__(self, store: PostStore, post_filter: PostFilter, *, wire: Wire = JETSTREAM,
+                 relay: str | None = None, options: CollectOptions | None = None,
+                 progress: Callable[[CollectStats], None] | None = None, progress_every_s: float = 0.5,
+                 seed: int | None = None):
+        self.store, self.filter, self.wire = store, post_filter, wire
+        self.relay = relay or wire.default_relay
+        check_relay_url(self.relay)
+        self.options = options or CollectOptions()
+        if self.options.batch_size < 1:
+            raise InputError(f"the batch size must be at least 1, not {self.options.batch_size}")
+        if self.options.max_posts is not None and self.options.max_posts < 1:
+            raise InputError(f"--max-posts must be at least 1, not {self.options.max_posts}")
+        self.progress, self.progress_every_s = progress, progress_every_s
+        self.stats = CollectStats(cursor=store.cursor(wire.name))
+        self._pending: list[dict] = []
+        self._committed_cursor = self.stats.cursor
+        self._stop = threading.Event()
+        self._rng = random.Random(seed)
+        self._started = self._last_flush = self._last_progress = time.monotonic()
+
+    # -- control ---------------------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Ask `run()` to commit what it has and return (safe from a signal handler or another thread)."""
+        self._stop.set()
+
+    def _stop_reason(self, now: float) -> str:
+        opts = self.options
+        if self._stop.is_set():
+            return "stopped"
+        if opts.max_posts is not None and self.stats.stored >= opts.max_posts:
+            return "max_posts"
+        if opts.duration_s is not None and now - self._started >= opts.duration_s:
+            return "duration"
+        return ""
+
+    # -- the pipeline (also fed directly by tests and the benchmark) ------------------------------------------
+    def handle(self, frame: str | bytes) -> None:
+        """Parse, filter and queue one frame; commit when a batch is full or max_posts is reached."""
+        stats = self.stats
+        stats.events += 1
+        try:
+            event: Event = self.wire.parse(frame)
+        except MalformedFrame:
+            stats.malformed += 1
+            return
+        if event.cursor is not None:
+            stats.cursor = event.cursor
+        for post in event.posts:
+            stats.posts += 1
+            kept = self.filter(post)
+            if kept is not None:
+                self._pending.append(kept)
+                stats.matched += 1
+        pending = len(self._pending)
+        if pending and (pending >= self.options.batch_size or (
+                self.options.max_posts is not None and stats.stored + pending >= self.options.max_posts)):
+            self.flush()
+
+    def flush(self) -> None:
+        """Commit the pending posts with the cursor of the last processed event (one transaction)."""
+        self._last_flush = time.monotonic()
+        cursor = self.stats.cursor
+        if cursor is None or (not self._pending and cursor == self._committed_cursor):
+            return
+        new = self.store.commit_batch(self._pending, cursor, stream=self.wire.name)
+        self.stats.stored += new
+        self.stats.duplicates += len(self._pending) - new
+        self._pending.clear()
+        self._committed_cursor = cursor
+
+    def consume(self, frames: Iterable[str | bytes | None]) -> str:
+        """Feed frames (None = no frame this tick) until a stop condition; returns its reason, or '' when the
+        frames run out. Commits every `flush_every_s` even when idle, so the cursor keeps up."""
+        flush_every, progress_every = self.options.flush_every_s, self.progress_every_s
+        for frame in frames:
+            if frame is not None:
+                self.handle(frame)
+            now = time.monotonic()
+            if now - self._last_flush >= flush_every:
+                self.flush()
+            if self.progress is not None and now - self._last_progress >= progress_every:
+                self._last_progress = now
+                self.stats.elapsed_s = now - self._started
+                self.progress(self.stats)
+            reason = self._stop_reason(now)
+            if reason:
+                return reason
+        return ""
+
+    # -- the connection loop ---------------------------------------------------------------------------------
+    def _frames(self, ws) -> Iterator[str | bytes | None]:
+        tick = min(0.25, self.options.flush_every_s)
+        while True:
+            try:
+                yield ws.recv(timeout=tick)
+            except TimeoutError:
+                yield None
+
+    def _connect(self, url: str):
+        from websockets.sync.client import connect
+
+        # No compression negotiation: Jetstream's own zstd mode is not requested, frames arrive as plain JSON.
+        return connect(url, open_timeout=self.options.connect_timeout_s, close_timeout=1,
+                       max_size=MAX_FRAME_BYTES, compression=None)
+
+    def _wait(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not self._stop_reason(time.monotonic()) and time.monotonic() < deadline:
+            self._stop.wait(min(0.1, max(0.0, deadline - time.monotonic())))
+
+    def run(self) -> CollectStats:
+        """Collect until a stop condition. Raises RelayUnreachable after too many consecutive failures and
+        InputError when the store cannot be written; what was committed before stays committed."""
+        transient, user_error = _connection_errors()
+        policy = self.options.retry
+        consecutive, reason, last_error = 0, "", ""
+        self._started = self._last_flush = self._last_progress = time.monotonic()
+        try:
+            while not (reason := self._stop_reason(time.monotonic())):
+                url = self.wire.url(self.relay, self.stats.cursor)
+                seen = self.stats.events
+                try:
+                    with self._connect(url) as ws:
+                        self.stats.connections += 1
+                        reason = self.consume(self._frames(ws))
+                    if reason:
+                        break
+                except user_error:
+                    raise InputError(f"the relay URL {self.relay!r} is not a valid websocket URL") from None
+                except transient as exc:
+                    last_error = _describe(exc)
+                self.flush()  # what arrived before the drop is committed before we wait
+                self.stats.failures += 1
+                consecutive = 1 if self.stats.events > seen else consecutive + 1
+                if consecutive >= policy.max_failures:
+                    raise RelayUnreachable(
+                        f"cannot reach the relay {self.relay} ({consecutive} failed attempts in a row, last: "
+                        f"{last_error or 'connection closed'}); the {self.stats.stored} posts stored in this "
+                        "run are committed, and a rerun resumes from the saved cursor")
+                self._wait(policy.delay(consecutive, self._rng))
+        finally:
+            self.stats.elapsed_s = time.monotonic() - self._started
+            self.stats.stop_reason = reason or "error"
+        self.flush()
+        return self.stats
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= 120 else text[:117] + "..."

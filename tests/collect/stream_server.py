@@ -1,0 +1,241 @@
+"""A Jetstream- (and firehose-) compatible websocket server on 127.0.0.1 for the collector's tests.
+
+It replays frames written in the tests, in the recorded wire formats: Jetstream JSON (`{"did", "time_us",
+"kind", "commit": {...}}`) and subscribeRepos DAG-CBOR frames (header + body, records in a CAR). Like the
+real services it honours `?cursor=` (Jetstream: time_us, inclusive; firehose: seq, exclusive) and
+Jetstream's `wantedCollections`, then idles as a live tail would. It can refuse connections (HTTP 503),
+drop a connection abruptly mid-stream (TCP shutdown, no close frame), pace frames, and send any bytes
+the test gives it (malformed frames). Nothing here reaches the internet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from urllib.parse import parse_qs, urlsplit
+
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.server import serve
+
+POST = "app.bsky.feed.post"
+T0 = 1_730_000_000_000_000  # 2024-10-27, microseconds: a plausible Jetstream time_us
+
+
+# ------------------------------------------------------------------------------- Jetstream messages
+def post_event(time_us: int, did: str, rkey: str, text: str, *, langs=("en",), reply: bool = False,
+               created_at: str = "2025-05-20T12:00:00.000Z", cid: str | None = None) -> dict:
+    record = {"$type": POST, "text": text, "createdAt": created_at, "langs": list(langs)}
+    if reply:
+        ref = {"uri": f"at://did:plc:parent/{POST}/3kparent", "cid": "bafyreiparent"}
+        record["reply"] = {"root": ref, "parent": ref}
+    return {"did": did, "time_us": time_us, "kind": "commit",
+            "commit": {"rev": "3l3qo2vutsw2b", "operation": "create", "collection": POST, "rkey": rkey,
+                       "record": record, "cid": cid or f"bafyrei{rkey}"}}
+
+
+def like_event(time_us: int, did: str, rkey: str) -> dict:
+    return {"did": did, "time_us": time_us, "kind": "commit",
+            "commit": {"rev": "3l3qo2vutsw2c", "operation": "create", "collection": "app.bsky.feed.like",
+                       "rkey": rkey, "record": {"$type": "app.bsky.feed.like", "createdAt": "2025-05-20T12:00:00Z",
+                                                "subject": {"uri": f"at://did:plc:x/{POST}/1", "cid": "bafy"}},
+                       "cid": "bafyreilike"}}
+
+
+def delete_event(time_us: int, did: str, rkey: str) -> dict:
+    return {"did": did, "time_us": time_us, "kind": "commit",
+            "commit": {"rev": "3l3qo2vutsw2d", "operation": "delete", "collection": POST, "rkey": rkey}}
+
+
+def identity_event(time_us: int, did: str) -> dict:
+    return {"did": did, "time_us": time_us, "kind": "identity",
+            "identity": {"did": did, "handle": "someone.bsky.social", "seq": 1, "time": "2025-05-20T12:00:00Z"}}
+
+
+def account_event(time_us: int, did: str) -> dict:
+    return {"did": did, "time_us": time_us, "kind": "account",
+            "account": {"active": True, "did": did, "seq": 2, "time": "2025-05-20T12:00:00Z"}}
+
+
+def jetstream_frames(events: list[dict]) -> list[tuple[int, str]]:
+    """(cursor, JSON text) pairs as the server sends them."""
+    return [(e["time_us"], json.dumps(e)) for e in events]
+
+
+# -------------------------------------------------------------------------------- firehose frames
+def _cbor():
+    import libipld
+
+    return libipld
+
+
+def _cid(block: bytes) -> bytes:
+    """CIDv1, dag-cbor, sha2-256 (the raw bytes; libipld encodes such bytes as a CID link, tag 42)."""
+    return bytes([0x01, 0x71, 0x12, 0x20]) + hashlib.sha256(block).digest()
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def car(blocks: list[bytes]) -> tuple[bytes, list[bytes]]:
+    """A CARv1 holding `blocks` (DAG-CBOR): (car bytes, their CIDs)."""
+    cids = [_cid(b) for b in blocks]
+    header = _cbor().encode_dag_cbor({"version": 1, "roots": cids[:1]})
+    body = b"".join(_varint(len(c) + len(b)) + c + b for c, b in zip(cids, blocks))
+    return _varint(len(header)) + header + body, cids
+
+
+def firehose_commit(seq: int, did: str, posts: list[tuple[str, dict]], *, likes: int = 0) -> bytes:
+    """A `#commit` frame creating the given (rkey, record) posts (and `likes` like records)."""
+    ipld = _cbor()
+    records = [(f"{POST}/{rkey}", rec) for rkey, rec in posts]
+    records += [(f"app.bsky.feed.like/like{seq}x{i}", {"$type": "app.bsky.feed.like", "createdAt": "2025"})
+                for i in range(likes)]
+    blocks = [ipld.encode_dag_cbor(rec) for _, rec in records]
+    data, cids = car(blocks or [ipld.encode_dag_cbor({})])
+    ops = [{"action": "create", "path": path, "cid": cid} for (path, _), cid in zip(records, cids)]
+    body = {"seq": seq, "repo": did, "rev": "3l3qo2vutsw2b", "since": None, "commit": cids[0], "blocks": data,
+            "ops": ops, "blobs": [], "time": "2025-05-20T12:00:00.000Z", "tooBig": False, "rebase": False}
+    return ipld.encode_dag_cbor({"op": 1, "t": "#commit"}) + ipld.encode_dag_cbor(body)
+
+
+def firehose_identity(seq: int, did: str) -> bytes:
+    ipld = _cbor()
+    return ipld.encode_dag_cbor({"op": 1, "t": "#identity"}) + ipld.encode_dag_cbor(
+        {"seq": seq, "did": did, "time": "2025-05-20T12:00:00.000Z"})
+
+
+def post_record(text: str, *, langs=("en",), reply: bool = False) -> dict:
+    record = {"$type": POST, "text": text, "createdAt": "2025-05-20T12:00:00.000Z", "langs": list(langs)}
+    if reply:
+        record["reply"] = {"root": {"uri": "at://x", "cid": "y"}, "parent": {"uri": "at://x", "cid": "y"}}
+    return record
+
+
+# ----------------------------------------------------------------------------------------- server
+@dataclass
+class StreamServer:
+    """Serves `frames` [(cursor, payload)] to every connection from its `cursor` on, in a background thread.
+
+    drops[i]: connection i is cut (TCP shutdown, no close frame) after sending that many frames.
+    refuse: the first `refuse` connection attempts get HTTP 503.
+    delay_s: pause between frames (pacing, so a test can kill the collector mid-stream).
+    inclusive: Jetstream replays from the cursor inclusive; the firehose sends seq > cursor.
+    """
+
+    frames: list[tuple[int, str | bytes]]
+    drops: list[int] = field(default_factory=list)
+    refuse: int = 0
+    delay_s: float = 0.0
+    inclusive: bool = True
+    requests: list[dict] = field(default_factory=list)  # query of every accepted connection
+    sent: list[int] = field(default_factory=list)       # frames sent per accepted connection
+
+    def __post_init__(self):
+        self._stopped = threading.Event()
+        self._lock = threading.Lock()
+        self._attempts = 0
+        self._server = None
+        self._thread = None
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+    def start(self) -> StreamServer:
+        self._server = serve(self._handle, "127.0.0.1", 0, process_request=self._process_request,
+                             compression=None, max_size=None)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="stream-server", daemon=True)
+        self._thread.start()
+        return self
+
+    @property
+    def port(self) -> int:
+        return self._server.socket.getsockname()[1]
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/subscribe"
+
+    @property
+    def base(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> StreamServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- serving ---------------------------------------------------------------------------------------------
+    def _process_request(self, connection, request):
+        with self._lock:
+            self._attempts += 1
+            refused = self._attempts <= self.refuse
+        if refused:
+            return connection.respond(HTTPStatus.SERVICE_UNAVAILABLE, "try again later\n")
+        return None
+
+    def _selected(self, query: dict) -> list[str | bytes]:
+        cursor = int(query["cursor"][0]) if "cursor" in query else None
+        wanted = set(query.get("wantedCollections", []))
+        out = []
+        for position, payload in self.frames:
+            if cursor is not None and (position < cursor if self.inclusive else position <= cursor):
+                continue
+            if wanted and isinstance(payload, str):
+                try:
+                    message = json.loads(payload)
+                    collection = message["commit"]["collection"] if message.get("kind") == "commit" else None
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    collection = None  # malformed frames are sent as they are
+                if collection is not None and collection not in wanted:
+                    continue
+            out.append(payload)
+        return out
+
+    def _handle(self, ws) -> None:
+        query = parse_qs(urlsplit(ws.request.path).query)
+        with self._lock:
+            number = len(self.requests)
+            self.requests.append(query)
+            self.sent.append(0)
+        drop_after = self.drops[number] if number < len(self.drops) else None
+        try:
+            for i, payload in enumerate(self._selected(query)):
+                if self._stopped.is_set():
+                    return
+                if drop_after is not None and i >= drop_after:
+                    ws.socket.shutdown(socket.SHUT_RDWR)  # an abrupt drop: no close frame
+                    return
+                ws.send(payload)
+                self.sent[number] += 1
+                if self.delay_s:
+                    time.sleep(self.delay_s)
+            while not self._stopped.is_set():  # live tail: nothing new, keep the connection open
+                try:
+                    ws.recv(timeout=0.1)
+                except TimeoutError:
+                    continue
+        except (ConnectionClosed, OSError):
+            return
+
+
+def free_port() -> int:
+    """A port with nothing listening on it (for 'unreachable relay' tests)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
