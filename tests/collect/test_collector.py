@@ -301,32 +301,48 @@ def _count(db: Path) -> int:
         return 0  # not created yet
 
 
-def test_kill_9_mid_stream_then_restart_stores_exactly_the_expected_posts(tmp_path):
+def _run_until(command, env, db: Path, at_least: int, sig: int) -> int:
+    """Start the collector, send `sig` once `at_least` posts are stored; return its exit status."""
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while _count(db) < at_least and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+        os.kill(proc.pid, sig)
+        return proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def _stored_up_to_cursor(db: Path, expected: dict[str, int]) -> tuple[int, set[str]]:
+    with PostStore(db) as store:
+        cursor, stored = store.cursor(), set(stored_rkeys(store))
+    # Exactly the matching posts up to the saved cursor: nothing after it, nothing before it missing.
+    assert stored == {k for k, t in expected.items() if t <= cursor}
+    return cursor, stored
+
+
+def test_sigterm_then_kill_9_mid_stream_then_restart_stores_exactly_the_expected_posts(tmp_path):
     db = tmp_path / "posts.sqlite"
     events, expected = stream(150)  # 1,200 events, 450 matching posts
     env = {**os.environ, "COLUMNS": "200"}
     with StreamServer(jetstream_frames(events), delay_s=0.002) as server:
         command = [sys.executable, "-m", "mhaudit", "collect", "bluesky", "--db", str(db), "--lexicon", "mh",
                    "--relay", server.url, "--batch-size", "10", "--duration", "60s"]
-        proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            deadline = time.monotonic() + 30
-            while _count(db) < 60 and time.monotonic() < deadline and proc.poll() is None:
-                time.sleep(0.02)
-            os.kill(proc.pid, signal.SIGKILL)
-            assert proc.wait(timeout=10) == -signal.SIGKILL
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-        with PostStore(db) as store:
-            cursor, stored = store.cursor(), set(stored_rkeys(store))
-        # Killed mid-stream; what is stored is exactly the matching posts up to the saved cursor.
-        assert 60 <= len(stored) < 450
-        assert stored == {k for k, t in expected.items() if t <= cursor}
+        # SIGTERM: the pending batch is committed and the run ends normally.
+        assert _run_until(command, env, db, 30, signal.SIGTERM) == 0
+        cursor, stored = _stored_up_to_cursor(db, expected)
+        assert 30 <= len(stored) < 450
+        # kill -9 mid-stream: only the batch in flight is lost, with its cursor.
+        assert _run_until(command, env, db, len(stored) + 60, signal.SIGKILL) == -signal.SIGKILL
+        assert server.requests[1]["cursor"] == [str(cursor)]
+        cursor, stored = _stored_up_to_cursor(db, expected)
+        assert 90 <= len(stored) < 450
         done = subprocess.run(command + ["--max-posts", str(450 - len(stored))], env=env, capture_output=True,
                               text=True, timeout=60)
         assert done.returncode == 0, done.stderr
-        assert server.requests[-1]["cursor"] == [str(cursor)]
+        assert server.requests[2]["cursor"] == [str(cursor)]
     with PostStore(db) as store:
         assert sorted(stored_rkeys(store)) == sorted(expected) and store.count() == 450
         assert store.cursor() == max(expected.values())

@@ -126,12 +126,13 @@ class PostFilter:
         return {**post, "terms": list(terms), "categories": list(categories)}
 
 
-def _connection_errors() -> tuple[type[BaseException], ...]:
-    from websockets.exceptions import InvalidHandshake, InvalidURI, WebSocketException
+def _connection_errors() -> tuple[tuple[type[BaseException], ...], type[BaseException]]:
+    """(errors that mean "this connection failed or is gone", the error that means "the URL is wrong")."""
+    from websockets.exceptions import InvalidURI, WebSocketException
 
-    # InvalidURI is a user mistake caught before connecting; everything else websockets raises means "this
-    # connection failed or is gone". OSError covers refused connects, DNS failures, resets, TLS and timeouts.
-    return (OSError, WebSocketException, InvalidHandshake, RelayError), InvalidURI
+    # OSError covers refused connects, DNS failures, resets, TLS errors and timeouts; WebSocketException covers
+    # rejected handshakes (HTTP 4xx/5xx) and closed connections. InvalidURI is caught first: a user mistake.
+    return (OSError, WebSocketException, RelayError), InvalidURI
 
 
 class Collector:

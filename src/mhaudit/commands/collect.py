@@ -42,10 +42,10 @@ class _Progress:
         self._live = Live("connecting…", console=err, refresh_per_second=4) if err.is_terminal else None
         self._last_log = 0.0
 
-    def update(self, stats) -> None:
+    def update(self, stats, final: bool = False) -> None:
         if self._live is not None:
-            self._live.update(_progress_line(stats))
-        elif stats.elapsed_s - self._last_log >= self.LOG_EVERY_S:
+            self._live.update(_progress_line(stats), refresh=final)
+        elif not final and stats.elapsed_s - self._last_log >= self.LOG_EVERY_S:
             self._last_log = stats.elapsed_s
             err.print(_progress_line(stats), highlight=False)
 
@@ -121,6 +121,7 @@ def bluesky(
         try:
             with progress:
                 stats = collector.run()
+                progress.update(stats, final=True)
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
