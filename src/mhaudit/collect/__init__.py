@@ -1,1 +1,1 @@
-"""Collection of social-media posts for the audits: lexicon filters (stream clients to follow)."""
+"""Collection of Bluesky posts: the Jetstream / firehose stream clients, the lexicon filter and the post store."""
