@@ -125,6 +125,51 @@ def _resolve_device(spec: str) -> torch.device:
     return device
 
 
+def texts_and_codes(rows: pd.DataFrame, classes: list[str]) -> tuple[list[str], np.ndarray]:
+    """The rows' texts and their labels as int64 codes in `classes` order; InputError on unknown labels."""
+    for column in ("text", "label"):
+        if column not in rows:
+            raise InputError(f"the rows have no '{column}' column")
+    labels = rows["label"].astype(str)
+    unknown = sorted(set(labels[~labels.isin(classes)]))
+    if unknown:
+        raise InputError(f"label(s) {', '.join(unknown[:5])} are not among the classes {', '.join(classes)}")
+    codes = pd.Categorical(labels, categories=classes).codes.astype(np.int64)
+    return rows["text"].astype(str).tolist(), codes
+
+
+def training_split(train: pd.DataFrame, classes: list[str]):
+    """The fit protocol shared by the torch models: rows of split 'train' train, rows of split 'val' (if
+    any) choose the epoch; without a split column every row trains. Returns ((texts, codes), val or None,
+    the number of rows in other splits); InputError when a class has no training example."""
+    if len(classes) < 2:
+        raise InputError(f"a classifier needs at least two classes, got {classes}")
+    for column in ("text", "label"):
+        if column not in train:
+            raise InputError(f"the training frame has no '{column}' column")
+    split = train["split"].astype(str) if "split" in train else pd.Series("train", index=train.index)
+    fit_rows, val_rows = train[split == "train"], train[split == "val"]
+    if fit_rows.empty:
+        raise InputError("the training frame has no rows with split 'train'")
+    texts, codes = texts_and_codes(fit_rows, classes)
+    missing = [c for i, c in enumerate(classes) if not (codes == i).any()]
+    if missing:
+        raise InputError(f"the training rows have no example of class(es) {', '.join(missing)}; "
+                         "every class needs training examples")
+    val = texts_and_codes(val_rows, classes) if not val_rows.empty else None
+    return (texts, codes), val, len(train) - len(fit_rows) - len(val_rows)
+
+
+def progress_bar(enabled: bool):
+    """The rich progress bar of a training run (stderr), with a `loss` field; a no-op when not enabled."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(),
+                    console=Console(stderr=True), disable=not enabled)
+
+
 @register("transformer", **DEFAULTS)
 class TransformerClassifier:
     """A fine-tuned Hugging Face sequence classifier; logits are the raw pre-softmax outputs.
@@ -176,23 +221,8 @@ class TransformerClassifier:
         Without a split column every row trains. Other splits (test, calibration) are ignored.
         """
         classes = list(classes)
-        if len(classes) < 2:
-            raise InputError(f"a classifier needs at least two classes, got {classes}")
-        for column in ("text", "label"):
-            if column not in train:
-                raise InputError(f"the training frame has no '{column}' column")
-        split = train["split"].astype(str) if "split" in train else pd.Series("train", index=train.index)
-        fit_rows, val_rows = train[split == "train"], train[split == "val"]
-        if fit_rows.empty:
-            raise InputError("the training frame has no rows with split 'train'")
-        texts, codes = self._rows(fit_rows, classes)
-        missing = [c for i, c in enumerate(classes) if not (codes == i).any()]
-        if missing:
-            raise InputError(f"the training rows have no example of class(es) {', '.join(missing)}; "
-                             "every class needs training examples")
-        val = self._rows(val_rows, classes) if not val_rows.empty else None
+        (texts, codes), val, ignored = training_split(train, classes)
         self.classes, self.notes, self.history, self.best_epoch = classes, [], [], None
-        ignored = len(train) - len(fit_rows) - len(val_rows)
         if ignored:
             self.notes.append(f"{ignored} row(s) with a split other than train/val were not used")
         seed_everything(self.seed)
@@ -219,15 +249,7 @@ class TransformerClassifier:
         return twin
 
     def _rows(self, rows: pd.DataFrame, classes: list[str]) -> tuple[list[str], np.ndarray]:
-        for column in ("text", "label"):
-            if column not in rows:
-                raise InputError(f"the rows have no '{column}' column")
-        labels = rows["label"].astype(str)
-        unknown = sorted(set(labels[~labels.isin(classes)]))
-        if unknown:
-            raise InputError(f"label(s) {', '.join(unknown[:5])} are not among the classes {', '.join(classes)}")
-        codes = pd.Categorical(labels, categories=classes).codes.astype(np.int64)
-        return rows["text"].astype(str).tolist(), codes
+        return texts_and_codes(rows, classes)
 
     def _load_checkpoint(self, num_labels: int) -> None:
         source = resolve_checkpoint(self.checkpoint)
@@ -396,12 +418,7 @@ class TransformerClassifier:
         return f1_score(codes, predicted, average="macro", zero_division=0)
 
     def _progress_bar(self):
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(),
-                        console=Console(stderr=True), disable=not self.progress)
+        return progress_bar(self.progress)
 
     def _autocast(self):
         if self.autocast:

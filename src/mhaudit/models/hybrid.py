@@ -1,0 +1,423 @@
+"""BERT+LSTM hybrids (the Bluesky paper's two hybrid SI models): encoder token states -> BiLSTM -> head.
+
+* `bert-lstm`: the BiLSTM's outputs over the real (unpadded) tokens are mean- and max-pooled, the two
+  concatenated, then dropout and a linear layer give the logits.
+* `bert-lstm-attention`: additive (Bahdanau) attention over the BiLSTM outputs,
+  e_t = v^T tanh(W h_t + b), alpha = softmax(e) over the real tokens only (padding gets weight 0),
+  context = sum_t alpha_t h_t, then dropout and a linear layer. `attention_weights(texts)` returns alpha.
+
+Training follows the paper's hybrid settings (section "Benchmarking"): Adam, lr 1e-3, weight decay 1e-4,
+batch 16, early stopping with patience 3 over at most 5 epochs. The paper does not say whether the
+encoder was frozen; we freeze it by default (`freeze_encoder=True`): an lr of 1e-3 is a head's learning
+rate (fine-tuning a BERT at 1e-3 diverges), and a frozen encoder lets `fit` run it once over the
+training and validation texts and train the BiLSTM on the cached token states, which on a CPU makes
+the hybrids cheaper than fine-tuning. With `freeze_encoder=False` the encoder is fine-tuned too, at
+`encoder_lr` (2e-5, the paper's transformer rate) in its own Adam parameter group, and runs every step.
+
+Early stopping and the kept epoch follow the transformer model: the validation rows (split 'val') are
+scored each epoch by macro-F1; the best epoch's weights are kept; training stops after `patience`
+epochs without a better score. Without validation rows every epoch runs and the last is kept.
+
+Padding: the hybrid pads on the right whatever the tokenizer says (its own encoder calls), so a row's
+real tokens are its first `length` positions; the BiLSTM runs on packed sequences, so padding never
+enters its state, and the pooling and attention masks exclude it.
+
+Shared pieces (checkpoint resolution, seeding, dynamic padding, the training split, progress bar,
+out-of-memory detection) come from `mhaudit.models.transformer`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from sklearn.metrics import f1_score
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from transformers import AutoModel, AutoTokenizer
+
+from mhaudit.errors import InputError
+from mhaudit.models.base import register
+from mhaudit.models.transformer import (
+    _quiet_transformers,
+    _resolve_device,
+    is_out_of_memory,
+    pad_batch,
+    progress_bar,
+    resolve_checkpoint,
+    seed_everything,
+    training_split,
+)
+
+DEFAULTS = dict(checkpoint="minilm", max_length=64, attention=False, lstm_hidden=128, lstm_layers=1, dropout=0.1,
+                freeze_encoder=True, encoder_lr=2e-5, lr=1e-3, weight_decay=1e-4, max_grad_norm=0.0, epochs=5,
+                patience=3, batch_size=16, eval_batch_size=64, seed=42, device="auto", progress=True)
+HF_DIR = "hf"
+HEAD_FILE = "hybrid-head.pt"
+STATE_FILE = "hybrid-history.json"
+
+
+class LSTMHead(nn.Module):
+    """BiLSTM over token states, then mean+max pooling or additive attention, then a linear layer.
+
+    `forward(states (B, T, H), mask (B, T) bool, right-padded)` -> (logits (B, k), attention (B, T) or None).
+    """
+
+    def __init__(self, input_size: int, num_labels: int, *, hidden: int = 128, layers: int = 1,
+                 dropout: float = 0.1, attention: bool = False):
+        super().__init__()
+        self.lstm = nn.LSTM(input_size, hidden, num_layers=layers, batch_first=True, bidirectional=True,
+                            dropout=dropout if layers > 1 else 0.0)
+        self.attention = attention
+        width = 2 * hidden
+        if attention:
+            self.score_proj = nn.Linear(width, width)        # W, b
+            self.score_vec = nn.Linear(width, 1, bias=False)  # v
+        self.dropout = nn.Dropout(dropout)
+        self.out = nn.Linear(width if attention else 2 * width, num_labels)
+
+    def forward(self, states: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        mask = mask.bool()
+        lengths = mask.sum(dim=1).clamp(min=1)
+        packed = pack_padded_sequence(states, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        outputs, _ = self.lstm(packed)
+        outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=states.shape[1])
+        valid = mask.unsqueeze(-1)
+        if self.attention:
+            energy = self.score_vec(torch.tanh(self.score_proj(outputs))).squeeze(-1)
+            weights = torch.softmax(energy.masked_fill(~mask, float("-inf")), dim=1)
+            pooled = torch.bmm(weights.unsqueeze(1), outputs).squeeze(1)
+        else:
+            weights = None
+            mean = (outputs * valid).sum(dim=1) / lengths.unsqueeze(-1).to(outputs.dtype)
+            top = outputs.masked_fill(~valid, float("-inf")).max(dim=1).values
+            pooled = torch.cat([mean, top], dim=-1)
+        return self.out(self.dropout(pooled)), weights
+
+
+@register("bert-lstm", **DEFAULTS)
+@register("bert-lstm-attention", **{**DEFAULTS, "attention": True})
+class HybridClassifier:
+    """Encoder (any Hugging Face encoder: 'minilm', a folder or a hub id) + BiLSTM head; raw logits.
+
+    After `fit` or `load_model`: `encoder`, `tokenizer`, `head` (an `LSTMHead`), `history` (one dict per
+    epoch: epoch, train_loss, val_macro_f1, seconds, kept), `best_epoch`, `notes`, and `encode_seconds`
+    (time spent running the frozen encoder over the training and validation texts, included in fit).
+    """
+
+    def __init__(self, *, checkpoint: str = "minilm", max_length: int = 64, attention: bool = False,
+                 lstm_hidden: int = 128, lstm_layers: int = 1, dropout: float = 0.1, freeze_encoder: bool = True,
+                 encoder_lr: float = 2e-5, lr: float = 1e-3, weight_decay: float = 1e-4, max_grad_norm: float = 0.0,
+                 epochs: int = 5, patience: int = 3, batch_size: int = 16, eval_batch_size: int = 64,
+                 seed: int = 42, device: str = "auto", progress: bool = True):
+        for key, value in dict(max_length=max_length, lstm_hidden=lstm_hidden, lstm_layers=lstm_layers,
+                               epochs=epochs, batch_size=batch_size, eval_batch_size=eval_batch_size).items():
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise InputError(f"hybrid option {key} must be a positive integer, got {value!r}")
+        if lr <= 0 or encoder_lr <= 0 or weight_decay < 0 or max_grad_norm < 0 or not 0 <= dropout < 1:
+            raise InputError("hybrid options lr and encoder_lr must be > 0, weight_decay and max_grad_norm >= 0, "
+                             "dropout in [0, 1)")
+        if not isinstance(patience, int) or patience < 0:
+            raise InputError(f"hybrid option patience must be a non-negative integer (0: never stop early), "
+                             f"got {patience!r}")
+        self.checkpoint, self.max_length, self.attention = str(checkpoint), max_length, bool(attention)
+        self.lstm_hidden, self.lstm_layers, self.dropout = lstm_hidden, lstm_layers, dropout
+        self.freeze_encoder, self.encoder_lr = bool(freeze_encoder), encoder_lr
+        self.lr, self.weight_decay = lr, weight_decay
+        self.max_grad_norm, self.epochs, self.patience = max_grad_norm, epochs, patience
+        self.batch_size, self.eval_batch_size, self.seed, self.progress = batch_size, eval_batch_size, seed, progress
+        self.device = _resolve_device(device)
+        self.autocast = self.device.type == "cuda" and torch.cuda.is_bf16_supported()
+        self.name = "bert-lstm-attention" if attention else "bert-lstm"
+        self.options: dict = {}
+        self.classes: list[str] = []
+        self.encoder = None
+        self.tokenizer = None
+        self.head: LSTMHead | None = None
+        self.history: list[dict] = []
+        self.notes: list[str] = []
+        self.best_epoch: int | None = None
+        self.encode_seconds = 0.0
+
+    # ------------------------------------------------------------------ building blocks
+    def _load_encoder(self, source: str) -> None:
+        try:
+            with _quiet_transformers():
+                encoder = AutoModel.from_pretrained(source)
+                tokenizer = AutoTokenizer.from_pretrained(source)
+        except (OSError, ValueError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise InputError(f"cannot load encoder '{self.checkpoint}' ({first})") from None
+        if tokenizer.pad_token_id is None:
+            if tokenizer.eos_token is None:
+                raise InputError(f"the tokenizer of '{self.checkpoint}' has neither a pad nor an eos token")
+            tokenizer.pad_token = tokenizer.eos_token
+            self.notes.append("the tokenizer has no pad token; padding with its eos token")
+        self.encoder, self.tokenizer = encoder.float().to(self.device).eval(), tokenizer
+        if self.freeze_encoder:
+            self.encoder.requires_grad_(False)
+
+    def _new_head(self, num_labels: int) -> LSTMHead:
+        return LSTMHead(self.encoder.config.hidden_size, num_labels, hidden=self.lstm_hidden,
+                        layers=self.lstm_layers, dropout=self.dropout, attention=self.attention).to(self.device)
+
+    def _tokenize(self, texts: list[str]) -> list[list[int]]:
+        return self.tokenizer([str(t) for t in texts], truncation=True, max_length=self.max_length,
+                              add_special_tokens=True)["input_ids"]
+
+    def _states(self, ids: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Encoder token states (B, T, H) float32 and the right-padded mask (B, T) for token id lists."""
+        input_ids, mask = pad_batch(ids, self.tokenizer.pad_token_id, "right")
+        input_ids, mask = input_ids.to(self.device), mask.to(self.device)
+        with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
+            states = self.encoder(input_ids=input_ids, attention_mask=mask).last_hidden_state
+        return states.float(), mask.bool()
+
+    def _cache(self, ids: list[list[int]]) -> list[torch.Tensor]:
+        """The frozen encoder's token states per row (CPU, trimmed to the row's length), in input order."""
+        out: list[torch.Tensor | None] = [None] * len(ids)
+
+        def keep(index, states, mask, _weights=None):
+            for row, i in enumerate(index):
+                out[i] = states[row, :int(mask[row].sum())].cpu()
+
+        self._batches(ids, keep, heads=False)
+        return out  # type: ignore[return-value]
+
+    @staticmethod
+    def _pad_states(rows: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        lengths = torch.tensor([len(r) for r in rows])
+        states = nn.utils.rnn.pad_sequence(rows, batch_first=True)
+        mask = torch.arange(states.shape[1])[None, :] < lengths[:, None]
+        return states, mask
+
+    def _batches(self, ids: list[list[int]], consume, *, heads: bool) -> None:
+        """Inference over `ids` in length-sorted batches of `eval_batch_size` (halved on out-of-memory);
+        `consume(index, states_or_logits, mask, weights)` gets each batch's results."""
+        order = np.argsort(-np.fromiter(map(len, ids), dtype=np.int64, count=len(ids)), kind="stable")
+        size, start = self.eval_batch_size, 0
+        with torch.no_grad():  # not inference_mode: cached states later feed the BiLSTM's backward pass
+            while start < len(order):
+                index = order[start:start + size]
+                try:
+                    states, mask = self._states([ids[i] for i in index])
+                    if heads:
+                        logits, weights = self.head(states, mask)
+                        consume(index, logits.float().cpu().numpy(), mask.cpu(),
+                                None if weights is None else weights.float().cpu().numpy())
+                    else:
+                        consume(index, states, mask)
+                    failed = False
+                except (RuntimeError, MemoryError) as exc:
+                    if not is_out_of_memory(exc) or size == 1:
+                        raise
+                    failed = True
+                if failed:  # outside the handler, so the failed batch's tensors are freed first
+                    if self.device.type == "cuda":
+                        torch.cuda.empty_cache()
+                    self.notes.append(f"out of memory at inference batch size {size}; retrying with {size // 2}")
+                    size //= 2
+                    continue
+                start += len(index)
+
+    # ------------------------------------------------------------------ training
+    def fit(self, train: pd.DataFrame, classes: list[str]) -> HybridClassifier:
+        """Train on rows with split 'train'; rows with split 'val' choose the epoch (early stopping)."""
+        classes = list(classes)
+        (texts, codes), val, ignored = training_split(train, classes)
+        self.classes, self.notes, self.history, self.best_epoch, self.encode_seconds = classes, [], [], None, 0.0
+        if ignored:
+            self.notes.append(f"{ignored} row(s) with a split other than train/val were not used")
+        seed_everything(self.seed)
+        self._load_encoder(resolve_checkpoint(self.checkpoint))
+        self.head = self._new_head(len(classes))
+        self.notes.append("encoder frozen: token states computed once, only the BiLSTM head trains"
+                          if self.freeze_encoder else f"encoder fine-tuned at lr {self.encoder_lr}")
+        self._train(texts, codes, val)
+        return self
+
+    def _optimizer(self) -> torch.optim.Optimizer:
+        groups = [{"params": list(self.head.parameters()), "lr": self.lr}]
+        if not self.freeze_encoder:
+            groups.append({"params": [p for p in self.encoder.parameters() if p.requires_grad], "lr": self.encoder_lr})
+        return torch.optim.Adam(groups, lr=self.lr, weight_decay=self.weight_decay)
+
+    def _train(self, texts: list[str], codes: np.ndarray, val) -> None:
+        ids = self._tokenize(texts)
+        labels = torch.as_tensor(codes, dtype=torch.long)
+        cached = val_cached = None
+        if self.freeze_encoder:
+            start = time.perf_counter()
+            cached = self._cache(ids)
+            if val is not None:
+                val_cached = self._cache(self._tokenize(val[0]))
+            self.encode_seconds = time.perf_counter() - start
+        n, size = len(ids), self.batch_size
+        steps = math.ceil(n / size)
+        optimizer = self._optimizer()
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        shuffle = torch.Generator().manual_seed(self.seed)
+        best_f1, best_state, stale = -math.inf, None, 0
+        with progress_bar(self.progress) as bar:
+            for epoch in range(1, self.epochs + 1):
+                start = time.perf_counter()
+                self.head.train()
+                if not self.freeze_encoder:
+                    self.encoder.train()
+                order = torch.randperm(n, generator=shuffle)
+                loss_sum = 0.0
+                task = bar.add_task(f"{self.name} epoch {epoch}/{self.epochs}", total=steps, loss="…")
+                for step in range(steps):
+                    index = order[step * size:(step + 1) * size].tolist()
+                    try:
+                        if cached is not None:
+                            states, mask = self._pad_states([cached[i] for i in index])
+                            states, mask = states.to(self.device), mask.to(self.device)
+                        else:
+                            states, mask = self._states([ids[i] for i in index])
+                        logits, _ = self.head(states, mask)
+                        loss = F.cross_entropy(logits.float(), labels[index].to(self.device))
+                        loss.backward()
+                    except (RuntimeError, MemoryError) as exc:
+                        if not is_out_of_memory(exc):
+                            raise
+                        raise InputError(f"out of memory while training the hybrid on {self.device} at batch size "
+                                         f"{size} (max_length {self.max_length}); lower batch_size or max_length"
+                                         ) from None
+                    if self.max_grad_norm:
+                        torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
+                    optimizer.step()
+                    optimizer.zero_grad(set_to_none=True)
+                    loss_sum += loss.item() * len(index)
+                    bar.update(task, advance=1)
+                entry = {"epoch": epoch, "train_loss": loss_sum / n, "val_macro_f1": None}
+                if val is not None:
+                    entry["val_macro_f1"] = float(self._val_macro_f1(val, val_cached))
+                entry["seconds"] = time.perf_counter() - start
+                self.history.append(entry)
+                bar.update(task, loss=f"{entry['train_loss']:.4f}")
+                if val is None:
+                    continue
+                if entry["val_macro_f1"] > best_f1:
+                    best_f1, stale, self.best_epoch = entry["val_macro_f1"], 0, epoch
+                    best_state = copy.deepcopy(self._trained_state()) if epoch < self.epochs else None
+                else:
+                    stale += 1
+                    if self.patience and stale >= self.patience and epoch < self.epochs:
+                        self.notes.append(f"early stopping after epoch {epoch}: no better validation macro-F1 "
+                                          f"for {stale} epoch(s) (patience {self.patience})")
+                        break
+        if val is None:
+            self.notes.append("no validation rows (split 'val'): no early stopping, the last epoch is kept")
+        else:
+            if best_state is not None and self.best_epoch != self.history[-1]["epoch"]:
+                self._load_trained_state(best_state)
+            self.notes.append(f"kept epoch {self.best_epoch} (validation macro-F1 {best_f1:.4f})")
+        for entry in self.history:
+            entry["kept"] = entry is self.history[-1] if val is None else entry["epoch"] == self.best_epoch
+        self.head.eval()
+        self.encoder.eval()
+
+    def _trained_state(self) -> dict:
+        state = {"head": {k: v.detach().to("cpu", copy=True) for k, v in self.head.state_dict().items()}}
+        if not self.freeze_encoder:
+            state["encoder"] = {k: v.detach().to("cpu", copy=True) for k, v in self.encoder.state_dict().items()}
+        return state
+
+    def _load_trained_state(self, state: dict) -> None:
+        self.head.load_state_dict(state["head"])
+        if "encoder" in state:
+            self.encoder.load_state_dict(state["encoder"])
+
+    def _val_macro_f1(self, val, cached: list[torch.Tensor] | None) -> float:
+        texts, codes = val
+        if cached is None:
+            predicted = self.predict_logits(texts).argmax(axis=1)
+        else:
+            self.head.eval()
+            predicted = np.empty(len(cached), dtype=np.int64)
+            with torch.no_grad():
+                for start in range(0, len(cached), self.eval_batch_size):
+                    states, mask = self._pad_states(cached[start:start + self.eval_batch_size])
+                    logits, _ = self.head(states.to(self.device), mask.to(self.device))
+                    predicted[start:start + len(states)] = logits.argmax(dim=1).cpu().numpy()
+        return f1_score(codes, predicted, average="macro", zero_division=0)
+
+    # ------------------------------------------------------------------ inference
+    def predict_logits(self, texts: list[str]) -> np.ndarray:
+        """Raw logits (n, k), columns in class order (length-sorted batches, restored to input order)."""
+        self._require_fitted()
+        out = np.empty((len(texts), len(self.classes)), dtype=np.float64)
+        if len(texts):
+            self.head.eval()
+            self.encoder.eval()
+
+            def keep(index, logits, _mask, _weights):
+                out[index] = logits
+
+            self._batches(self._tokenize(list(texts)), keep, heads=True)
+        return out
+
+    def attention_weights(self, texts: list[str]) -> list[np.ndarray]:
+        """Per text, the attention weight of each of its tokens (special tokens included; they sum to 1)."""
+        self._require_fitted()
+        if not self.attention:
+            raise InputError(f"model '{self.name}' has no attention layer; use bert-lstm-attention")
+        out: list[np.ndarray | None] = [None] * len(texts)
+        self.head.eval()
+        self.encoder.eval()
+
+        def keep(index, _logits, mask, weights):
+            for row, i in enumerate(index):
+                out[i] = weights[row, :int(mask[row].sum())]
+
+        self._batches(self._tokenize(list(texts)), keep, heads=True)
+        return out  # type: ignore[return-value]
+
+    # ------------------------------------------------------------------ persistence
+    def save_artifacts(self, directory: Path) -> None:
+        """`hf/`: the encoder and tokenizer (save_pretrained); the head's weights and the history beside it."""
+        self._require_fitted()
+        directory = Path(directory)
+        hf = directory / HF_DIR
+        if hf.exists():
+            shutil.rmtree(hf)
+        with _quiet_transformers():
+            self.encoder.save_pretrained(hf)
+            self.tokenizer.save_pretrained(hf)
+        torch.save(self.head.state_dict(), directory / HEAD_FILE)
+        state = {"history": self.history, "notes": self.notes, "best_epoch": self.best_epoch,
+                 "encode_seconds": self.encode_seconds}
+        (directory / STATE_FILE).write_text(json.dumps(state, indent=2))
+
+    def load_artifacts(self, directory: Path) -> None:
+        directory = Path(directory)
+        hf = directory / HF_DIR
+        if not (hf / "config.json").is_file() or not (directory / HEAD_FILE).is_file():
+            raise InputError(f"no {HF_DIR}/config.json or {HEAD_FILE} here; expected a folder written by save_model",
+                             path=directory)
+        self._load_encoder(str(hf))
+        self.head = self._new_head(len(self.classes))
+        try:
+            self.head.load_state_dict(torch.load(directory / HEAD_FILE, map_location=self.device, weights_only=True))
+        except RuntimeError as exc:
+            raise InputError(f"the saved head does not fit these options ({str(exc).splitlines()[0]})",
+                             path=directory / HEAD_FILE) from None
+        self.head.eval()
+        state_path = directory / STATE_FILE
+        if state_path.is_file():
+            state = json.loads(state_path.read_text())
+            self.history, self.notes, self.best_epoch = state["history"], state["notes"], state["best_epoch"]
+            self.encode_seconds = state.get("encode_seconds", 0.0)
+
+    def _require_fitted(self) -> None:
+        if self.head is None or self.encoder is None:
+            raise RuntimeError("the hybrid model is not fitted; call fit() or load it with load_model()")
