@@ -4,8 +4,9 @@ It replays frames written in the tests, in the recorded wire formats: Jetstream 
 "kind", "commit": {...}}`) and subscribeRepos DAG-CBOR frames (header + body, records in a CAR). Like the
 real services it honours `?cursor=` (Jetstream: time_us, inclusive; firehose: seq, exclusive) and
 Jetstream's `wantedCollections`, then idles as a live tail would. It can refuse connections (HTTP 503),
-drop a connection abruptly mid-stream (TCP shutdown, no close frame), pace frames, and send any bytes
-the test gives it (malformed frames). Nothing here reaches the internet.
+drop a connection abruptly mid-stream (TCP shutdown, no close frame), pace frames, withhold chosen events
+from one connection (late arrivals that a later replay delivers), and send any bytes the test gives it
+(malformed frames, relay error frames). Nothing here reaches the internet.
 """
 
 from __future__ import annotations
@@ -115,6 +116,12 @@ def firehose_identity(seq: int, did: str) -> bytes:
         {"seq": seq, "did": did, "time": "2025-05-20T12:00:00.000Z"})
 
 
+def firehose_error(error: str, message: str) -> bytes:
+    """An error frame (header op -1), as a relay sends for a cursor it cannot serve (e.g. FutureCursor)."""
+    ipld = _cbor()
+    return ipld.encode_dag_cbor({"op": -1}) + ipld.encode_dag_cbor({"error": error, "message": message})
+
+
 def post_record(text: str, *, langs=("en",), reply: bool = False) -> dict:
     record = {"$type": POST, "text": text, "createdAt": "2025-05-20T12:00:00.000Z", "langs": list(langs)}
     if reply:
@@ -131,6 +138,9 @@ class StreamServer:
     refuse: the first `refuse` connection attempts get HTTP 503.
     delay_s: pause between frames (pacing, so a test can kill the collector mid-stream).
     inclusive: Jetstream replays from the cursor inclusive; the firehose sends seq > cursor.
+    missing[i]: connection i does not send the frames at these cursors (events that reached the service's
+    replay log only after its live tail had passed their time: the boundary case that Jetstream's advice to
+    rewind a few seconds on reconnect is for); later connections replay them.
     """
 
     frames: list[tuple[int, str | bytes]]
@@ -138,6 +148,7 @@ class StreamServer:
     refuse: int = 0
     delay_s: float = 0.0
     inclusive: bool = True
+    missing: dict[int, set[int]] = field(default_factory=dict)
     requests: list[dict] = field(default_factory=list)  # query of every accepted connection
     sent: list[int] = field(default_factory=list)       # frames sent per accepted connection
 
@@ -189,12 +200,15 @@ class StreamServer:
             return connection.respond(HTTPStatus.SERVICE_UNAVAILABLE, "try again later\n")
         return None
 
-    def _selected(self, query: dict) -> list[str | bytes]:
+    def _selected(self, query: dict, number: int) -> list[str | bytes]:
         cursor = int(query["cursor"][0]) if "cursor" in query else None
         wanted = set(query.get("wantedCollections", []))
+        missing = self.missing.get(number, set())
         out = []
         for position, payload in self.frames:
             if cursor is not None and (position < cursor if self.inclusive else position <= cursor):
+                continue
+            if position in missing:
                 continue
             if wanted and isinstance(payload, str):
                 try:
@@ -215,7 +229,7 @@ class StreamServer:
             self.sent.append(0)
         drop_after = self.drops[number] if number < len(self.drops) else None
         try:
-            for i, payload in enumerate(self._selected(query)):
+            for i, payload in enumerate(self._selected(query, number)):
                 if self._stopped.is_set():
                     return
                 if drop_after is not None and i >= drop_after:

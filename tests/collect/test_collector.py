@@ -22,11 +22,12 @@ from mhaudit.collect.lexicon import Lexicon
 from mhaudit.collect.store import PostStore
 from mhaudit.errors import InputError
 from tests.collect.stream_server import (T0, StreamServer, account_event, delete_event, firehose_commit,
-                                         firehose_identity, free_port, identity_event, jetstream_frames,
-                                         like_event, post_event, post_record)
+                                         firehose_error, firehose_identity, free_port, identity_event,
+                                         jetstream_frames, like_event, post_event, post_record)
 
 runner = CliRunner()
 MH = Lexicon.load("mh")
+REWIND_US = 5_000_000  # the default rewind (5 s) in time_us
 FAST_RETRY = RetryPolicy(max_failures=4, base_s=0.02, max_s=0.1)
 MATCHING = ["I can’t sleep again tonight", "another panic attack at work", "my therapist moved my appointment",
             "so ANXIOUS about tomorrow", "Insomnia again, 4am"]
@@ -137,7 +138,8 @@ def test_reconnects_after_drops_with_no_gap_and_no_duplicate(tmp_path):
     events, expected = stream(30)
     with StreamServer(jetstream_frames(events), drops=[37, 55]) as server, \
             PostStore(tmp_path / "p.sqlite") as store:
-        stats = collect(store, server.url, max_posts=len(expected), batch_size=7).stats
+        # rewind_s=0: resume at the exact boundary, to check it; the default rewind is tested below.
+        stats = collect(store, server.url, max_posts=len(expected), batch_size=7, rewind_s=0).stats
         assert sorted(stored_rkeys(store)) == sorted(expected) and store.count() == 90
         assert stats.connections == 3 and stats.failures == 2 and server.sent[:2] == [37, 55]
         # Each reconnect resumes at the last event received (Jetstream replays it, inclusive: one repeat).
@@ -169,9 +171,11 @@ def test_stops_after_max_posts_exactly_and_a_second_run_resumes_from_the_saved_c
         assert stats.stored == 25 and stats.stop_reason == "max_posts"
         assert sorted(stored_rkeys(store)) == sorted(order[:25]) and store.cursor() == expected[order[24]]
         stats = collect(store, server.url, max_posts=60 - 25).stats
-        assert server.requests[1]["cursor"] == [str(expected[order[24]])]
-        assert stats.stored == 35 and stats.duplicates == 1  # the post at the cursor comes again, ignored
-        assert sorted(stored_rkeys(store)) == sorted(expected)
+        # Resumed 5 s before the saved cursor (the whole 0.16 s stream): the 25 stored posts come again and
+        # are ignored, none is stored twice, and the saved cursor never went back.
+        assert server.requests[1]["cursor"] == [str(expected[order[24]] - REWIND_US)]
+        assert stats.stored == 35 and stats.duplicates == 25 and store.count() == 60
+        assert sorted(stored_rkeys(store)) == sorted(expected) and store.cursor() == max(expected.values())
 
 
 def test_stops_after_the_duration_and_keeps_the_cursor_moving_without_matches(tmp_path):
@@ -226,7 +230,115 @@ def test_firehose_wire_end_to_end_with_a_drop(tmp_path):
     with StreamServer(frames, drops=[11], inclusive=False) as server, PostStore(tmp_path / "p.sqlite") as store:
         stats = collect(store, server.base, wire=FIREHOSE, max_posts=len(expected)).stats
         assert sorted(stored_rkeys(store)) == sorted(expected) and stats.duplicates == 0
-        assert server.requests[1]["cursor"] == ["11"] and store.cursor("firehose") == 39 and store.cursor() is None
+        assert server.requests[1]["cursor"] == ["11"] and store.cursor() is None
+        assert store.cursors() == {f"firehose:127.0.0.1:{server.port}": 39}  # a seq is kept per relay
+
+
+# ------------------------------------------------------------------------ failures that are not progress
+@pytest.mark.parametrize("case", ["error_frame", "malformed_frames"])
+def test_a_relay_that_answers_every_connect_without_a_valid_event_is_given_up_on(tmp_path, case):
+    # A relay that rejects the cursor with an error frame, or sends only malformed frames and drops, on every
+    # connect: each connect is a failure, so the run stops after max_failures instead of retrying forever.
+    if case == "error_frame":
+        server = StreamServer([(1, firehose_error("FutureCursor", "cursor in the future"))], inclusive=False)
+        wire, last = FIREHOSE, "the relay sent an error frame: FutureCursor"
+    else:  # two malformed frames, then an abrupt drop
+        server = StreamServer([(T0, "{not json"), (T0, b"\xff\x00"), (T0, "[]")], drops=[2] * 20)
+        wire, last = None, "no close frame"
+    with server, PostStore(tmp_path / "p.sqlite") as store:
+        relay = server.base if wire is FIREHOSE else server.url
+        start = time.monotonic()
+        with pytest.raises(RelayUnreachable, match=rf"\(4 failed attempts in a row, last: .*{last}"):
+            collect(store, relay, wire=wire, duration_s=5)
+        assert len(server.requests) == 4 and time.monotonic() - start < 3
+        assert store.count() == 0 and store.cursors() == {}
+
+
+def test_a_relay_that_only_replays_the_overlap_and_drops_is_given_up_on(tmp_path):
+    # Events at or before the saved cursor (the rewound overlap) are valid but are not progress: a relay
+    # that sends only them and then drops, on every connect, is a run of failures.
+    events, expected = stream(3)
+    frames = jetstream_frames(events)
+    db = tmp_path / "p.sqlite"
+    with StreamServer(frames) as server, PostStore(db) as store:
+        collect(store, server.url, max_posts=len(expected))
+        saved = store.cursor()
+    overlap = sum(1 for t, payload in frames if t <= saved and "app.bsky.feed.like" not in payload)
+    with StreamServer(frames, drops=[overlap] * 20) as server, PostStore(db) as store:
+        with pytest.raises(RelayUnreachable, match=r"4 failed attempts in a row"):
+            collect(store, server.url, duration_s=5)
+        assert len(server.requests) == 4 and all(r["cursor"] == [str(saved - REWIND_US)] for r in server.requests)
+        assert server.sent == [overlap] * 4 and store.count() == len(expected) and store.cursor() == saved
+
+
+def test_a_dropped_connection_resumes_5_s_early_so_a_late_event_is_not_lost_and_nothing_is_stored_twice(tmp_path):
+    # Connection 0 misses a post whose time_us lies just before the last event it delivered (it reached the
+    # relay's replay log late), then drops. Resuming at the exact cursor would skip that post for good.
+    events, expected = stream(30)
+    selected = [e for e in events  # what the server sends for wantedCollections=app.bsky.feed.post
+                if e.get("commit", {}).get("collection", "app.bsky.feed.post") == "app.bsky.feed.post"]
+    late = next(e for e in reversed(selected[30:39]) if e.get("commit", {}).get("rkey", "") in expected)
+    late_rkey = late["commit"]["rkey"]
+    last = selected[40]["time_us"]  # connection 0 sends 40 frames (the late one skipped), then drops
+    for rewind_s, gap in [(5.0, set()), (0.0, {late_rkey})]:
+        server = StreamServer(jetstream_frames(events), drops=[40], missing={0: {late["time_us"]}})
+        with server, PostStore(tmp_path / f"rewind{rewind_s}.sqlite") as store:
+            stats = collect(store, server.url, max_posts=len(expected) - len(gap), rewind_s=rewind_s).stats
+            start = last - round(rewind_s * 1e6)
+            assert server.requests[1]["cursor"] == [str(start)]
+            assert set(stored_rkeys(store)) == set(expected) - gap  # no gap with the rewind
+            assert store.count() == len(expected) - len(gap)      # and no post stored twice
+            # The overlap's posts that connection 0 had stored came again and were ignored.
+            replayed = {k for k, t in expected.items() if start <= t <= last and k != late_rkey}
+            assert stats.duplicates == len(replayed) and (len(replayed) > 10 if rewind_s else True)
+            assert stats.cursor == store.cursor() == max(expected.values())
+
+
+def test_a_firehose_cursor_is_kept_per_relay_and_another_relay_starts_fresh_with_a_note(tmp_path):
+    db = tmp_path / "posts.sqlite"
+
+    def relay_frames(prefix, n):
+        frames, keys = [], []
+        for seq in range(1, n + 1):
+            frames.append((seq, firehose_commit(seq, f"did:plc:{prefix}{seq % 3}",
+                                                [(f"{prefix}{seq}", post_record(MATCHING[seq % 5]))])))
+            keys.append(f"{prefix}{seq}")
+        return frames, keys
+
+    frames_a, keys_a = relay_frames("a", 12)
+    frames_b, keys_b = relay_frames("b", 5)  # relay B's seq 1..5 are not relay A's seq 1..5
+    with StreamServer(frames_a, inclusive=False) as a, StreamServer(frames_b, inclusive=False) as b:
+        base = ["bluesky", "--db", db, "--lexicon", "mh", "--firehose", "--duration", "20s"]
+        result = _cli(*base, "--relay", a.base, "--max-posts", 8)
+        assert result.exit_code == 0, result.output
+        result = _cli(*base, "--relay", b.base, "--max-posts", 5)
+        assert result.exit_code == 0, result.output
+        assert "cursor" not in b.requests[0]  # not A's seq 8
+        note = f"note: starting at the live tip of 127.0.0.1:{b.port}: the store's saved firehose cursor " \
+               f"belongs to 127.0.0.1:{a.port}"
+        assert note in " ".join(result.stderr.split()), result.stderr
+        result = _cli(*base[:-2], "--duration", "0.5s", "--relay", a.base)
+        assert result.exit_code == 0 and "note:" not in result.stderr
+        assert "resuming from cursor 8;" in " ".join(result.stderr.split())
+        assert a.requests[1]["cursor"] == ["8"]  # back on relay A: its own seq, exact (no rewind on seq)
+        hosts = f"127.0.0.1:{a.port}", f"127.0.0.1:{b.port}"
+    with PostStore(db) as store:
+        assert sorted(stored_rkeys(store)) == sorted(keys_a + keys_b)
+        assert store.cursors() == {f"firehose:{hosts[0]}": 12, f"firehose:{hosts[1]}": 5}
+
+
+def test_a_firehose_cursor_saved_without_its_relay_is_adopted_only_for_the_relay_every_run_used(tmp_path):
+    # Stores written before cursors were keyed by relay hold one 'firehose' row.
+    with PostStore(tmp_path / "p.sqlite") as store:
+        store.commit_batch([], 500, stream="firehose")
+        store.start_run("r1", relay_url="wss://relay-a.example", options={"wire": "firehose"})
+        same = Collector(store, PostFilter([MH]), wire=FIREHOSE, relay="wss://relay-a.example/")
+        assert same.stats.cursor == 500 and same.resume_note == "" and same.resume_cursor() == 500
+        other = Collector(store, PostFilter([MH]), wire=FIREHOSE, relay="wss://relay-b.example")
+        assert other.stats.cursor is None and "an unrecorded relay" in other.resume_note
+        store.start_run("r2", relay_url="wss://relay-b.example", options={"wire": "firehose"})
+        mixed = Collector(store, PostFilter([MH]), wire=FIREHOSE, relay="wss://relay-a.example")
+        assert mixed.stats.cursor is None and "relay-a.example" in mixed.resume_note  # ambiguous: fresh
 
 
 # --------------------------------------------------------------------------------------------- CLI
@@ -247,7 +359,8 @@ def test_cli_collects_prints_the_summary_and_resumes(tmp_path):
         assert "starting at the live tip" in result.stderr
         result = _cli(*command, "--max-posts", 15)
         assert result.exit_code == 0, result.output
-        assert "resuming from cursor" in result.stderr and "15 stored" in result.stdout
+        assert "resuming from cursor" in result.stderr and "5 s earlier" in " ".join(result.stderr.split())
+        assert "15 stored" in result.stdout
     with PostStore(db) as store:
         no_replies = sorted(k for k in expected if not k.startswith("d"))
         assert sorted(stored_rkeys(store)) == no_replies and store.count() == 40
@@ -287,9 +400,24 @@ def test_cli_bad_input_is_one_sentence_exit_2_and_loses_nothing(tmp_path):
     _bad(_cli("bluesky", "--db", db, "--lexicon", "mh", "--relay", "http://127.0.0.1:1/"), "ws:// or wss://")
     _bad(_cli("bluesky", "--db", corrupt, "--lexicon", "mh", "--relay", dead), "corrupt.sqlite", "not an SQLite")
     _bad(_cli(*base, "--lexicon", "mh", "--max-retries", 2), "cannot reach the relay", "2 failed attempts")
+    _bad(_cli(*base, "--lexicon", "mh", "--rewind", -1), "--rewind must be 0 or more seconds")
     _bad(_cli("summary", "--db", tmp_path / "missing.sqlite"), "no such post store")
     with PostStore(db) as store:
         assert store.count() == 10  # every failed run left the stored posts as they were
+
+
+@pytest.mark.parametrize("url", ["postgresql://mhaudit:s3cret@db.example:5432/posts", "mysql://db.example/posts",
+                                 "sqlite:///posts.sqlite"])
+def test_a_server_database_url_for_db_is_refused_with_one_sentence(tmp_path, monkeypatch, url):
+    monkeypatch.chdir(tmp_path)
+    scheme = url.split(":", 1)[0]
+    for command in (["bluesky", "--db", url, "--lexicon", "mh"], ["summary", "--db", url]):
+        result = _cli(*command)
+        _bad(result, f"{scheme}://", "server databases are not supported yet", "give a file path")
+        assert "s3cret" not in result.output  # a password in the URL is never echoed
+    with pytest.raises(InputError, match="server databases are not supported yet"):
+        PostStore(url)
+    assert list(tmp_path.iterdir()) == []  # nothing was created
 
 
 # ------------------------------------------------------------------------------------------ kill -9
@@ -336,13 +464,13 @@ def test_sigterm_then_kill_9_mid_stream_then_restart_stores_exactly_the_expected
         assert 30 <= len(stored) < 450
         # kill -9 mid-stream: only the batch in flight is lost, with its cursor.
         assert _run_until(command, env, db, len(stored) + 60, signal.SIGKILL) == -signal.SIGKILL
-        assert server.requests[1]["cursor"] == [str(cursor)]
+        assert server.requests[1]["cursor"] == [str(cursor - REWIND_US)]
         cursor, stored = _stored_up_to_cursor(db, expected)
         assert 90 <= len(stored) < 450
         done = subprocess.run(command + ["--max-posts", str(450 - len(stored))], env=env, capture_output=True,
                               text=True, timeout=60)
         assert done.returncode == 0, done.stderr
-        assert server.requests[2]["cursor"] == [str(cursor)]
+        assert server.requests[2]["cursor"] == [str(cursor - REWIND_US)]
     with PostStore(db) as store:
         assert sorted(stored_rkeys(store)) == sorted(expected) and store.count() == 450
         assert store.cursor() == max(expected.values())

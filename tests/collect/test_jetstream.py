@@ -7,8 +7,9 @@ import json
 import libipld
 import pytest
 
-from mhaudit.collect.jetstream import (DEFAULT_RELAY, Event, MalformedFrame, RelayError, firehose_url,
-                                       parse_firehose_frame, parse_jetstream_frame, subscribe_url)
+from mhaudit.collect.jetstream import (DEFAULT_RELAY, FIREHOSE, JETSTREAM, Event, MalformedFrame, RelayError,
+                                       cursor_stream, firehose_url, parse_firehose_frame, parse_jetstream_frame,
+                                       subscribe_url)
 from mhaudit.errors import InputError
 from tests.collect.stream_server import (T0, account_event, car, delete_event, firehose_commit, firehose_identity,
                                          identity_event, like_event, post_event, post_record)
@@ -86,6 +87,17 @@ def test_firehose_url():
     assert firehose_url() == "wss://bsky.network/xrpc/com.atproto.sync.subscribeRepos"
     assert firehose_url("ws://127.0.0.1:9/", 42) == "ws://127.0.0.1:9/xrpc/com.atproto.sync.subscribeRepos?cursor=42"
     assert firehose_url("wss://r.example/xrpc/com.atproto.sync.subscribeRepos", 1).endswith("subscribeRepos?cursor=1")
+
+
+def test_cursor_keys_jetstream_by_wire_and_the_firehose_by_relay_host():
+    # time_us is a time, valid on any Jetstream instance; a firehose seq only on the relay that issued it.
+    assert cursor_stream(JETSTREAM, DEFAULT_RELAY) == cursor_stream(JETSTREAM, "wss://js.example/subscribe") == \
+        "jetstream"
+    assert cursor_stream(FIREHOSE, "wss://bsky.network") == "firehose:bsky.network"
+    assert cursor_stream(FIREHOSE, "wss://user:pw@Relay.Example:8443/xrpc/x?cursor=1") == \
+        "firehose:relay.example:8443"
+    assert JETSTREAM.time_cursor and not JETSTREAM.relay_specific
+    assert FIREHOSE.relay_specific and not FIREHOSE.time_cursor
 
 
 def test_a_firehose_commit_yields_its_post_creates_and_skips_other_records():

@@ -191,6 +191,21 @@ def test_bad_files_give_one_clear_input_error(tmp_path):
         PostStore(tmp_path)
 
 
+@pytest.mark.parametrize("url", ["postgresql://u:pw@db.example/posts", "postgres://db.example/posts",
+                                 "mysql+pymysql://db.example/posts", "sqlite:///posts.sqlite"])
+def test_a_database_url_is_refused_server_databases_are_not_supported_yet(tmp_path, monkeypatch, url):
+    monkeypatch.chdir(tmp_path)
+    for given in (url, Path(url)):  # a Path collapses '//' to '/': still recognised
+        with pytest.raises(InputError, match=r"is a database URL, but server databases are not supported yet; "
+                                             r"give a file path") as info:
+            PostStore(given)
+        assert "pw@" not in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "C:").mkdir()
+    PostStore("C:/posts.sqlite").close()  # a one-letter "scheme" is a drive letter or a folder: a file path
+    assert (tmp_path / "C:" / "posts.sqlite").exists()
+
+
 def test_a_locked_store_or_a_post_without_did_is_an_input_error_and_stores_nothing(tmp_path):
     db = tmp_path / "p.sqlite"
     with PostStore(db, timeout=0.1) as store:

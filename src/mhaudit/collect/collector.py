@@ -6,22 +6,33 @@ runs ahead of a post that has not been committed; a crash loses at most the unco
 subscribes from the saved cursor, receives those events again and stores them (replayed posts that were
 already stored are ignored by the store's primary key): no gap, no duplicate.
 
-Retry policy (`RetryPolicy`): after a failed connect or a dropped connection the pending batch is committed,
-then the collector waits `min(max_s, base_s * 2**(n-1))`, jittered to between half and all of it, and
-reconnects from the last processed cursor; `n` counts consecutive failures and is reset by any connection
-that delivered at least one frame. After `max_failures` consecutive failures it stops with `RelayUnreachable`
-(an InputError: one sentence, exit 2), everything processed before that already committed.
+Resume point: Jetstream's cursor is a time (`time_us`) and replay exactly at the boundary is not guaranteed
+gapless, so every Jetstream (re)connect subscribes `rewind_s` (default 5 s) before the last processed cursor,
+as Jetstream's documentation advises; the overlap comes again and adds no duplicate (primary key), and the
+in-memory and saved cursors never move back. The firehose's `seq` is exact but only valid on the relay that
+issued it, so its cursor is saved per relay host (`cursor_stream`): a run against another relay starts at
+its live tip and says so (`resume_note`).
+
+Retry policy (`RetryPolicy`): after a failed connect, a dropped connection or a relay error frame the pending
+batch is committed, then the collector waits `min(max_s, base_s * 2**(n-1))`, jittered to between half and all
+of it, and reconnects from the last processed cursor; `n` counts consecutive failures and is reset only by a
+connection that moved the cursor forward (at least one valid event past the point it resumed from; malformed
+frames, error or info frames and a replayed overlap do not count). After `max_failures` consecutive failures
+it stops with `RelayUnreachable` (an InputError: one sentence, exit 2), everything processed before that
+already committed.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 
-from mhaudit.collect.jetstream import JETSTREAM, Event, MalformedFrame, RelayError, Wire, check_relay_url
+from mhaudit.collect.jetstream import (JETSTREAM, Event, MalformedFrame, RelayError, Wire, check_relay_url,
+                                      cursor_stream, relay_host)
 from mhaudit.collect.lexicon import Lexicon
 from mhaudit.collect.store import PostStore
 from mhaudit.errors import InputError
@@ -73,6 +84,7 @@ class CollectOptions:
     max_posts: int | None = None         # stop once this many NEW posts are stored in this run
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     connect_timeout_s: float = 10.0
+    rewind_s: float = 5.0                # Jetstream: (re)subscribe this long before the last processed time_us
 
 
 @dataclass
@@ -84,8 +96,8 @@ class CollectStats:
     stored: int = 0           # new rows in the store
     duplicates: int = 0       # matched posts the store already had (replays after a resume)
     connections: int = 0
-    failures: int = 0         # failed connects and dropped connections
-    cursor: int | None = None
+    failures: int = 0         # failed connects, dropped connections and relay error frames
+    cursor: int | None = None  # the highest cursor processed (never moves back on a replayed overlap)
     elapsed_s: float = 0.0
     stop_reason: str = ""
 
@@ -150,8 +162,16 @@ class Collector:
             raise InputError(f"the batch size must be at least 1, not {self.options.batch_size}")
         if self.options.max_posts is not None and self.options.max_posts < 1:
             raise InputError(f"--max-posts must be at least 1, not {self.options.max_posts}")
+        rewind = self.options.rewind_s
+        if not (isinstance(rewind, (int, float)) and math.isfinite(rewind) and rewind >= 0):
+            raise InputError(f"the rewind must be a number of seconds, 0 or more, not {rewind!r}")
         self.progress, self.progress_every_s = progress, progress_every_s
-        self.stats = CollectStats(cursor=store.cursor(wire.name))
+        self.stream = cursor_stream(wire, self.relay)  # the store's cursor key: 'jetstream', 'firehose:<host>'
+        saved, self.resume_note = store.cursor(self.stream), ""
+        if saved is None and wire.relay_specific:
+            saved, self.resume_note = _other_relays_cursor(store, wire, self.relay)
+        self.stats = CollectStats(cursor=saved)
+        self._advanced = 0  # events that moved the cursor forward (what resets the failure count)
         self._pending: list[dict] = []
         self._committed_cursor = self.stats.cursor
         self._stop = threading.Event()
@@ -183,8 +203,9 @@ class Collector:
         except MalformedFrame:
             stats.malformed += 1
             return
-        if event.cursor is not None:
-            stats.cursor = event.cursor
+        if event.cursor is not None and (stats.cursor is None or event.cursor > stats.cursor):
+            stats.cursor = event.cursor  # a replayed (older) event never moves the cursor back
+            self._advanced += 1
         for post in event.posts:
             stats.posts += 1
             kept = self.filter(post)
@@ -202,7 +223,7 @@ class Collector:
         cursor = self.stats.cursor
         if cursor is None or (not self._pending and cursor == self._committed_cursor):
             return
-        new = self.store.commit_batch(self._pending, cursor, stream=self.wire.name)
+        new = self.store.commit_batch(self._pending, cursor, stream=self.stream)
         self.stats.stored += new
         self.stats.duplicates += len(self._pending) - new
         self._pending.clear()
@@ -228,6 +249,13 @@ class Collector:
         return ""
 
     # -- the connection loop ---------------------------------------------------------------------------------
+    def resume_cursor(self) -> int | None:
+        """The cursor to subscribe from: the last processed one, minus `rewind_s` on a time-based wire."""
+        cursor = self.stats.cursor
+        if cursor is None or not self.wire.time_cursor:
+            return cursor
+        return max(0, cursor - round(self.options.rewind_s * 1_000_000))
+
     def _frames(self, ws) -> Iterator[str | bytes | None]:
         tick = min(0.25, self.options.flush_every_s)
         while True:
@@ -257,8 +285,8 @@ class Collector:
         self._started = self._last_flush = self._last_progress = time.monotonic()
         try:
             while not (reason := self._stop_reason(time.monotonic())):
-                url = self.wire.url(self.relay, self.stats.cursor)
-                seen = self.stats.events
+                url = self.wire.url(self.relay, self.resume_cursor())
+                advanced = self._advanced
                 try:
                     with self._connect(url) as ws:
                         self.stats.connections += 1
@@ -271,7 +299,9 @@ class Collector:
                     last_error = _describe(exc)
                 self.flush()  # what arrived before the drop is committed before we wait
                 self.stats.failures += 1
-                consecutive = 1 if self.stats.events > seen else consecutive + 1
+                # Only progress restarts the count: a relay that answers every connect with an error frame,
+                # malformed frames or the same replayed overlap is given up on after max_failures.
+                consecutive = 1 if self._advanced > advanced else consecutive + 1
                 if consecutive >= policy.max_failures:
                     raise RelayUnreachable(
                         f"cannot reach the relay {self.relay} ({consecutive} failed attempts in a row, last: "
@@ -283,6 +313,25 @@ class Collector:
             self.stats.stop_reason = reason or "error"
         self.flush()
         return self.stats
+
+
+def _other_relays_cursor(store: PostStore, wire: Wire, relay: str) -> tuple[int | None, str]:
+    """No cursor is saved for this relay: (the cursor to resume from, a note for the user).
+
+    A cursor saved by an older mhaudit under the bare wire name (no host) is adopted when every run of this
+    wire recorded in the store used this relay's host; otherwise the run starts at the live tip, with a note
+    naming the relays the store's cursors belong to."""
+    others = {k: v for k, v in store.cursors().items() if k == wire.name or k.startswith(wire.name + ":")}
+    if not others:
+        return None, ""
+    host = relay_host(relay)
+    legacy = others.get(wire.name)
+    if legacy is not None and len(others) == 1 and store.run_relays(wire.name) == {host}:
+        return legacy, ""
+    owners = sorted(k.split(":", 1)[1] if ":" in k else "an unrecorded relay" for k in others)
+    return None, (f"starting at the live tip of {host}: the store's saved {wire.name} cursor belongs to "
+                  f"{', '.join(owners)}, and a {wire.name} seq is only valid on the relay that issued it "
+                  "(posts sent while no collector ran are not fetched)")
 
 
 def _describe(exc: BaseException) -> str:

@@ -5,9 +5,11 @@ Two wires, each a `Wire` (URL builder + frame parser) that the collector's one c
 * **Jetstream** (default): JSON text frames of the public `/subscribe` endpoint,
   `{"did", "time_us", "kind": "commit", "commit": {"operation": "create", "collection":
   "app.bsky.feed.post", "rkey", "cid", "record": {"text", "createdAt", "langs", "reply"?}}}`;
-  the cursor is `time_us`, and `?cursor=<time_us>` replays from it (inclusive).
+  the cursor is `time_us` (microseconds of wall-clock time, so comparable across Jetstream instances), and
+  `?cursor=<time_us>` replays from it (inclusive). The collector resumes a few seconds before it (`rewind_s`).
 * **Firehose** (`--firehose`): the relay's `com.atproto.sync.subscribeRepos`, DAG-CBOR frames whose
-  `#commit` bodies carry the records as CAR blocks; the cursor is the relay's `seq`.
+  `#commit` bodies carry the records as CAR blocks; the cursor is the relay's `seq`, which means nothing on
+  another relay, so its saved cursor is keyed by the relay's host (`cursor_stream`).
 
 Why not the atproto SDK's clients (checked against atproto 0.0.73): its `JetstreamClient` speaks the newer
 xrpc wire (`network.bsky.jetstream.subscribeEvents`, `seq` cursors) and states that the `/subscribe` hosts
@@ -32,8 +34,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from mhaudit.errors import InputError
 
 __all__ = ["DEFAULT_FIREHOSE_RELAY", "DEFAULT_RELAY", "FIREHOSE", "JETSTREAM", "POST_COLLECTION", "Event",
-           "MalformedFrame", "RelayError", "Wire", "check_relay_url", "firehose_url", "parse_firehose_frame",
-           "parse_jetstream_frame", "subscribe_url"]
+           "MalformedFrame", "RelayError", "Wire", "check_relay_url", "cursor_stream", "firehose_url",
+           "parse_firehose_frame", "parse_jetstream_frame", "relay_host", "subscribe_url"]
 
 DEFAULT_RELAY = "wss://jetstream2.us-east.bsky.network/subscribe"
 DEFAULT_FIREHOSE_RELAY = "wss://bsky.network"
@@ -60,12 +62,20 @@ class Event:
 
 @dataclass(frozen=True)
 class Wire:
-    """How to subscribe to one kind of stream and read its frames; `name` is the store's cursor stream."""
+    """How to subscribe to one kind of stream and read its frames.
+
+    `name` names the wire (and is the store's cursor stream when the cursor is not relay-specific);
+    `time_cursor`: the cursor is a time in microseconds (Jetstream's `time_us`), so a resume can rewind by
+    seconds; `relay_specific`: the cursor only means something on the relay that issued it (the firehose's
+    `seq`), so the store keeps one cursor per relay host (`cursor_stream`).
+    """
 
     name: str
     default_relay: str
     url: Callable[[str, int | None], str]
     parse: Callable[[str | bytes], Event]
+    time_cursor: bool = False
+    relay_specific: bool = False
 
 
 # ---------------------------------------------------------------------------------------------- URLs
@@ -73,6 +83,17 @@ def check_relay_url(relay: str) -> None:
     parts = urlsplit(relay)
     if parts.scheme not in ("ws", "wss") or not parts.netloc:
         raise InputError(f"the relay URL {relay!r} must start with ws:// or wss:// and name a host")
+
+
+def relay_host(relay: str) -> str:
+    """The relay's host as it keys a saved cursor: `host` or `host:port`, lower case, without user info."""
+    return urlsplit(relay).netloc.rsplit("@", 1)[-1].lower()
+
+
+def cursor_stream(wire: Wire, relay: str) -> str:
+    """The store's cursor key for this wire and relay: `jetstream` (a time, valid on any Jetstream instance);
+    `firehose:<host[:port]>` (a relay's `seq` is only valid on that relay)."""
+    return f"{wire.name}:{relay_host(relay)}" if wire.relay_specific else wire.name
 
 
 def _with_query(relay: str, params: Iterable[tuple[str, str]], path: str | None = None) -> str:
@@ -195,5 +216,5 @@ def parse_firehose_frame(frame: str | bytes) -> Event:
     return Event(seq, tuple(posts))
 
 
-JETSTREAM = Wire("jetstream", DEFAULT_RELAY, subscribe_url, parse_jetstream_frame)
-FIREHOSE = Wire("firehose", DEFAULT_FIREHOSE_RELAY, firehose_url, parse_firehose_frame)
+JETSTREAM = Wire("jetstream", DEFAULT_RELAY, subscribe_url, parse_jetstream_frame, time_cursor=True)
+FIREHOSE = Wire("firehose", DEFAULT_FIREHOSE_RELAY, firehose_url, parse_firehose_frame, relay_specific=True)

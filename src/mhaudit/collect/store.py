@@ -14,12 +14,17 @@ Journal mode WAL, synchronous=NORMAL: in WAL mode a commit with NORMAL is writte
 power loss can roll back the last few commits, and then posts and cursor roll back together (same
 transaction), so the rule above still holds: the collector re-reads those events from the older cursor.
 FULL would fsync on every batch for no gain in correctness; pass `synchronous="FULL"` to have it anyway.
+
+Server databases (a PostgreSQL or MySQL URL) are not supported yet: the durability rule above is tested against
+SQLite only (a kill -9 of the committing process), and a server backend needs its own such test against a real
+server. A database URL given as the path is refused with one sentence (`check_store_path`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
@@ -34,6 +39,8 @@ SCHEMA_VERSION = 1
 APPLICATION_ID = 0x6D68_6131  # "mha1": marks a file as an mhaudit post store
 SQLITE_MAGIC = b"SQLite format 3\x00"
 DEFAULT_STREAM = "jetstream"
+# scheme:// (or scheme:/ once a Path has collapsed the double slash); two letters at least, so C:/ is a path.
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/")
 
 _SCHEMA = """
 CREATE TABLE posts (
@@ -51,8 +58,8 @@ CREATE TABLE posts (
     stored_at TEXT NOT NULL        -- UTC ISO time of the commit
 ) WITHOUT ROWID;
 CREATE TABLE cursor (
-    stream TEXT PRIMARY KEY,       -- one row per stream/source, e.g. 'jetstream'
-    cursor INTEGER NOT NULL,       -- last committed cursor (Jetstream: time_us)
+    stream TEXT PRIMARY KEY,       -- one row per stream/source: 'jetstream', 'firehose:<relay host>'
+    cursor INTEGER NOT NULL,       -- last committed cursor (Jetstream: time_us, firehose: the relay seq)
     updated_at TEXT NOT NULL
 );
 CREATE TABLE runs (
@@ -87,12 +94,22 @@ def lexicons_hash(lexicons: Mapping[str, str]) -> str | None:
     return hashlib.sha256(joined.encode()).hexdigest()[:16]
 
 
+def check_store_path(path: str | Path) -> Path:
+    """The post store's file path; a database URL (postgresql://, mysql://, sqlite:///, ...) is an InputError."""
+    match = _URL.match(str(path))
+    if match:
+        # Only the scheme is echoed: the rest of a URL may hold a password.
+        raise InputError(f"{match.group(1)}://… is a database URL, but server databases are not supported yet; "
+                         "give a file path for the SQLite post store instead (e.g. posts.sqlite)")
+    return Path(path)
+
+
 class PostStore:
     """Posts, stream cursors and collection runs in one SQLite file. Use as a context manager or close()."""
 
     def __init__(self, path: str | Path, *, keep_raw_ids: bool = False, secret: bytes | None = None,
                  synchronous: str = "NORMAL", timeout: float = 10.0):
-        self.path = Path(path)
+        self.path = check_store_path(path)
         self.keep_raw_ids = keep_raw_ids
         if synchronous.upper() not in {"NORMAL", "FULL"}:
             raise InputError(f"synchronous must be NORMAL or FULL, not {synchronous!r}")
@@ -168,6 +185,24 @@ class PostStore:
         """The last committed cursor of a stream, or None if nothing was committed yet."""
         row = self._conn.execute("SELECT cursor FROM cursor WHERE stream = ?", (stream,)).fetchone()
         return None if row is None else int(row[0])
+
+    def cursors(self) -> dict[str, int]:
+        """Every saved cursor, by stream key."""
+        return {str(k): int(v) for k, v in self._conn.execute("SELECT stream, cursor FROM cursor")}
+
+    def run_relays(self, wire: str) -> set[str]:
+        """The relay hosts (`host[:port]`) of the recorded runs whose options name this wire."""
+        from mhaudit.collect.jetstream import relay_host
+
+        hosts = set()
+        for relay_url, options in self._conn.execute("SELECT relay_url, options FROM runs"):
+            try:
+                run_wire = json.loads(options).get("wire")
+            except (ValueError, AttributeError):
+                continue
+            if run_wire == wire and relay_url:
+                hosts.add(relay_host(relay_url))
+        return hosts
 
     # -- writing ---------------------------------------------------------------------------------------------
     def _rows(self, posts: Iterable[Mapping[str, object]], run_id: str | None, lexicon_hash: str | None) -> list:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import secrets
 import signal
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -68,7 +67,8 @@ def _print_summary(store) -> None:
 @app.command("bluesky")
 @guarded
 def bluesky(
-    db: Annotated[Path, typer.Option("--db", help="Post store (SQLite file); created if absent, resumed if not.")],
+    db: Annotated[str, typer.Option("--db", metavar="PATH", help="Post store (SQLite file path; server database "
+                                    "URLs are not supported yet); created if absent, resumed if not.")],
     lexicon: Annotated[list[str], typer.Option("--lexicon", help="'si', 'mh' or a lexicon TOML file; repeat "
                                                "for several.")] = None,  # type: ignore[assignment]
     relay: Annotated[str | None, typer.Option(help="Websocket URL (default: public Jetstream, or bsky.network "
@@ -86,24 +86,29 @@ def bluesky(
     batch_size: Annotated[int, typer.Option(help="Commit after this many posts (and at least every second).")]
     = 500,
     max_retries: Annotated[int, typer.Option(help="Give up after this many failed connects in a row.")] = 10,
+    rewind: Annotated[float, typer.Option(help="Jetstream: resume this many seconds before the saved cursor "
+                                          "(the overlap adds no duplicate).")] = 5.0,
 ) -> None:
     """Stream posts matching the lexicons into --db; resumable from the saved cursor (rerun the same command)."""
     from mhaudit.collect.collector import CollectOptions, Collector, PostFilter, RetryPolicy, parse_duration
     from mhaudit.collect.jetstream import FIREHOSE, JETSTREAM
     from mhaudit.collect.lexicon import Lexicon
-    from mhaudit.collect.store import PostStore
+    from mhaudit.collect.store import PostStore, check_store_path
 
+    db_path = check_store_path(db)
     if not lexicon:
         raise InputError("name at least one lexicon: --lexicon si, --lexicon mh or --lexicon FILE.toml")
     if max_retries < 1:
         raise InputError(f"--max-retries must be at least 1, not {max_retries}")
+    if not rewind >= 0 or rewind == float("inf"):
+        raise InputError(f"--rewind must be 0 or more seconds, not {rewind}")
     lexicons = [Lexicon.load(name) for name in lexicon]
     wire = FIREHOSE if firehose else JETSTREAM
     options = CollectOptions(langs=_langs(langs), replies=replies, batch_size=batch_size,
                              duration_s=parse_duration(duration) if duration else None, max_posts=max_posts,
-                             retry=RetryPolicy(max_failures=max_retries))
+                             retry=RetryPolicy(max_failures=max_retries), rewind_s=rewind)
     post_filter = PostFilter(lexicons, langs=options.langs, replies=replies)
-    with PostStore(db, keep_raw_ids=keep_raw_ids) as store:
+    with PostStore(db_path, keep_raw_ids=keep_raw_ids) as store:
         progress = _Progress()
         collector = Collector(store, post_filter, wire=wire, relay=relay, options=options, progress=progress.update)
         run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(3)
@@ -111,11 +116,17 @@ def bluesky(
                         lexicons={lex.name: lex.sha256 for lex in lexicons},
                         options={"wire": wire.name, "langs": list(options.langs), "replies": replies,
                                  "duration_s": options.duration_s, "max_posts": max_posts,
-                                 "keep_raw_ids": keep_raw_ids, "batch_size": batch_size})
-        resumed = store.cursor(wire.name)
-        err.print(f"run {run_id}: {wire.name} at {collector.relay}, "
-                  + (f"resuming from cursor {resumed}" if resumed is not None else "starting at the live tip")
-                  + f"; lexicons {', '.join(f'{lex.name} v{lex.version}' for lex in lexicons)}")
+                                 "keep_raw_ids": keep_raw_ids, "batch_size": batch_size, "rewind_s": rewind})
+        if collector.resume_note:
+            err.print(f"note: {collector.resume_note}", highlight=False)
+        resumed, start = collector.stats.cursor, collector.resume_cursor()
+        where = "starting at the live tip"
+        if resumed is not None:
+            where = f"resuming from cursor {resumed}"
+            if start != resumed:
+                where += f" (subscribing from {start}, {rewind:g} s earlier; the overlap adds no duplicate)"
+        err.print(f"run {run_id}: {wire.name} at {collector.relay}, {where}; lexicons "
+                  + ", ".join(f"{lex.name} v{lex.version}" for lex in lexicons), highlight=False)
         # Ctrl-C and SIGTERM commit the pending batch and end the run cleanly.
         previous = {sig: signal.signal(sig, lambda *_: collector.stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
@@ -134,10 +145,12 @@ def bluesky(
 
 @app.command("summary")
 @guarded
-def summary(db: Annotated[Path, typer.Option("--db", help="Post store written by `collect bluesky`.")]) -> None:
+def summary(db: Annotated[str, typer.Option("--db", metavar="PATH",
+                                            help="Post store written by `collect bluesky`.")]) -> None:
     """Print the Table-4-like summary of a post store: per category and per day, posts and unique authors."""
-    from mhaudit.collect.store import PostStore
+    from mhaudit.collect.store import PostStore, check_store_path
 
+    db = check_store_path(db)
     if not db.exists():
         raise InputError("no such post store", path=db)
     with PostStore(db) as store:
