@@ -20,7 +20,8 @@ from mhaudit.errors import InputError
 
 MODEL_FILE = "mhaudit-model.json"
 BUILTIN = {"tfidf-lr": "mhaudit.models.linear", "char-tfidf-lr": "mhaudit.models.linear",
-           "transformer": "mhaudit.models.transformer", "llm-zero-shot": "mhaudit.models.llm"}
+           "transformer": "mhaudit.models.transformer", "bert-lstm": "mhaudit.models.hybrid",
+           "bert-lstm-attention": "mhaudit.models.hybrid", "llm-zero-shot": "mhaudit.models.llm"}
 
 
 class Model(Protocol):
