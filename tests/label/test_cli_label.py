@@ -6,6 +6,7 @@ from typer.testing import CliRunner
 
 from mhaudit.cli import app
 from mhaudit.labels import LabelStore
+from tests.label.servers import FakeServer, chat_completion, free_port
 
 runner = CliRunner()
 
@@ -51,6 +52,50 @@ def test_prompt_without_placeholder_and_missing_pool_exit_2(tmp_path, items):
     missing = invoke("llm", "--items", tmp_path / "absent.parquet", "--task", "si", "--labels", tmp_path / "l.sqlite")
     assert missing.exit_code == 2 and "absent.parquet: no such file" in missing.output
     assert not (tmp_path / "l.sqlite").exists() or LabelStore(tmp_path / "l.sqlite").frame().empty
+
+
+def test_unreachable_server_creates_no_store_and_writes_a_stopped_report(tmp_path, items):
+    items_csv = tmp_path / "items.csv"
+    items.to_csv(items_csv, index=False)
+    db, report = tmp_path / "labels.sqlite", tmp_path / "report.json"
+    report.write_text('{"stale": true}')  # a previous run's report must not survive a failed run
+    url = f"http://127.0.0.1:{free_port()}"
+    result = invoke("llm", "--items", items_csv, "--task", "si", "--labels", db, "--backend", "openai", "--url", url,
+                    "--retries", "0", "--no-progress", "--report-json", report)
+    assert result.exit_code == 2 and f"cannot reach the openai server at {url}" in result.output
+    assert not db.exists() and not list(tmp_path.glob("labels.sqlite*"))
+    data = json.loads(report.read_text())
+    assert data["stopped"] is True and data["stop_reason"] == "ServerUnreachable" and "stale" not in data
+    assert data["items in input"] == len(items) and data["answered this run"] == 0
+    assert data["invalid rate"] is None  # undefined is null, not NaN (strict JSON)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["items.csv", "report.json"]  # no temporary files left
+
+
+def test_fatal_error_mid_run_writes_the_partial_report(tmp_path, items):
+    served = {"n": 0}
+
+    def handle(method, path, body):
+        if path == "/v1/models":
+            return 200, {"data": [{"id": "fake-model", "owned_by": "me"}]}
+        served["n"] += 1
+        if served["n"] > 3:  # e.g. the model was unloaded: every item would get the same answer
+            return 404, {"error": {"message": "model not found"}}
+        return 200, chat_completion("1")
+
+    items_csv = tmp_path / "items.csv"
+    items.to_csv(items_csv, index=False)
+    db, report = tmp_path / "labels.sqlite", tmp_path / "report.json"
+    with FakeServer(handle) as server:
+        result = invoke("llm", "--items", items_csv, "--task", "si", "--labels", db, "--backend", "openai",
+                        "--url", server.url, "--concurrency", "1", "--no-progress", "--report-json", report)
+    assert result.exit_code == 2 and "answered HTTP 404" in result.output
+    data = json.loads(report.read_text())
+    assert data["stopped"] is True and data["stop_reason"] == "ServerRejected (HTTP 404)"
+    assert data["answered this run"] == 3 and data["labels stored for task 'si' by 'fake-model'"] == 3
+    assert "model not found" not in report.read_text()
+    with LabelStore(db) as store:
+        assert len(store.frame()) == 3
+    assert sorted(p.name for p in tmp_path.iterdir() if "sqlite" not in p.name) == ["items.csv", "report.json"]
 
 
 def test_label_prompts_lists_the_builtins():

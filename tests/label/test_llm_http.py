@@ -2,6 +2,7 @@
 policy, unreachable servers, request payloads, item and pool readers, the k-shot draw."""
 
 import itertools
+import json
 import threading
 import time
 
@@ -106,7 +107,31 @@ def test_timeouts_are_retried_and_4xx_is_not(tmp_path, items):
     assert report.n_failed == 2 and report.n_answered == 0
     failures = sorted(report.failures)
     assert failures[0].startswith("a: ") and "timed out after 0.3 s" in failures[0]
-    assert failures[1].startswith("b: ") and "HTTP 400" in failures[1] and "context too long" in failures[1]
+    assert failures[1].startswith("b: ") and "HTTP 400" in failures[1] and "context too long" not in failures[1]
+
+
+def test_failures_and_the_report_never_carry_the_servers_body(tmp_path, items):
+    """A server's error body can echo the prompt (post text): failures keep the status code / exception class."""
+    def handle(method, path, body):
+        if path == "/v1/models":
+            return 200, MODELS
+        content = body["messages"][-1]["content"]
+        if "zebra" in content:
+            return 500, f"CUDA error while decoding: {content}"
+        if "quokka" in content:
+            return 422, {"error": f"prompt too long: {content}"}
+        return 200, f"<html>proxy error for {content}</html>"  # 200 but not JSON
+
+    texts = pd.DataFrame({"id": ["z", "q", "n"], "text": ["my zebra post", "my quokka post", "my narwhal post"]})
+    with FakeServer(handle) as server, LabelStore(tmp_path / "l.sqlite") as store:
+        report, _ = run(server.url, texts, store, policy=RetryPolicy(1, 0.0))
+    assert report.n_failed == 3 and report.n_answered == 0
+    failures = dict(f.split(": ", 1) for f in report.failures)
+    assert "HTTP 500 on every one of 2 tries" in failures["z"]
+    assert failures["q"].endswith("answered HTTP 422") and "not JSON" in failures["n"]
+    dumped = json.dumps(report.as_dict())
+    for word in ("zebra", "quokka", "narwhal", "CUDA", "proxy error", "prompt too long"):
+        assert word not in dumped
 
 
 def test_unreachable_server_one_sentence_with_url_and_policy(tmp_path, items):

@@ -12,7 +12,7 @@ from mhaudit.errors import InputError
 from mhaudit.label.prompts import load_prompt
 from mhaudit.models import create, load_model, save_model
 from mhaudit.models.llm import positive_probability
-from tests.label.servers import FakeServer, chat_completion, llama_server
+from tests.label.servers import FakeServer, chat_completion, free_port, llama_server
 
 CLASSES = ["no_si", "si"]  # the positive class last, as the binary mappings order them
 TEXTS = ["I want to die. I can't do this anymore.", "Had a great day at the beach with the kids!",
@@ -30,10 +30,28 @@ def test_positive_probability_by_hand():
     lp1 = math.log(math.exp(-0.2) + math.exp(-3.0))  # "1" and " 1" pooled; "0." is not an answer
     p, how = positive_probability(top)
     assert how == "logprobs" and p == pytest.approx(math.exp(lp1) / (math.exp(lp1) + math.exp(-1.9)), abs=1e-12)
-    p, how = positive_probability([("The", -0.5), ("1", -1.0), ("No", -2.5)])  # "0" below the listed ones
-    assert how == "bound" and p == pytest.approx(math.exp(-1.0) / (math.exp(-1.0) + math.exp(-2.5)), abs=1e-12)
     assert positive_probability([("The", -0.1)]) == (None, "none")
     assert positive_probability(None) == (None, "none")
+
+
+@pytest.mark.parametrize("top, expected, by_hand", [
+    # one answer token listed with p = e^-0.01 = 0.99005: the rest (0.00995) is all "0" can have
+    ([("1", -0.01)], 0.990050, lambda e: e(-0.01) / (e(-0.01) + (1 - e(-0.01)))),
+    # "1" and " 1" pooled: 0.49659 + 0.44933 = 0.94591; "0" has at most the rest, 0.05409 (not the floor 0.449)
+    ([("1", -0.7), (" 1", -0.8)], 0.945914, lambda e: (e(-0.7) + e(-0.8)) / 1.0),
+    # the floor binds: "0" pooled 0.74082; rest 1 - 0.74082 - 0.13534 - 0.01832 = 0.10553 > floor 0.01832
+    ([("0", -0.3), ("The", -2.0), ("1.", -4.0)], 0.024127, lambda e: e(-4.0) / (e(-4.0) + e(-0.3))),
+    # the rest binds: "0" pooled 0.81873 + 0.08208; rest 1 - 0.95060 = 0.04940 < floor e^-3 = 0.04979
+    ([("0", -0.2), (" 0", -2.5), ("The", -3.0)], 0.051985,
+     lambda e: (1 - e(-0.2) - e(-2.5) - e(-3.0)) / (1 - e(-3.0))),
+    # the listed mass already sums to 1 (rounding): nothing is left for "0"
+    ([("1", 0.0), ("The", -30.0)], 1.0, lambda e: 1.0),
+])
+def test_bound_for_an_answer_missing_from_the_top_logprobs(top, expected, by_hand):
+    """The missing answer's mass is at most min(smallest listed probability, 1 - sum of listed probabilities)."""
+    p, how = positive_probability(top)
+    assert how == "bound"
+    assert p == pytest.approx(expected, abs=1e-6) and p == pytest.approx(by_hand(math.exp), abs=1e-12)
 
 
 def test_scores_from_logprobs_match_the_raw_answer(llama_url):
@@ -54,8 +72,9 @@ def test_scores_from_logprobs_match_the_raw_answer(llama_url):
         for entry in top:
             if entry["token"].strip() in mass:
                 mass[entry["token"].strip()] += math.exp(entry["logprob"])
-        floor = math.exp(min(e["logprob"] for e in top))
-        m0, m1 = mass["0"] or floor, mass["1"] or floor  # an answer outside the top 20: its bound
+        listed = [math.exp(e["logprob"]) for e in top]
+        bound = min(min(listed), max(0.0, 1 - sum(listed)))  # an answer outside the top 20: its bound
+        m0, m1 = mass["0"] or bound, mass["1"] or bound
         assert p_model == pytest.approx(m1 / (m0 + m1), abs=2e-3)
     served = httpx.get(f"{llama_url}/v1/models", timeout=10).json()["data"][0]["id"]
     assert model.prompt_hash == prompt.hash((), {"backend": "openai", "model": served, "temperature": 0, "seed": 0,
@@ -115,3 +134,110 @@ def test_predictions_table_for_the_audits(tmp_path):
     assert np.exp(table["logit_si"]).tolist() == pytest.approx([0.8, 0.1 / 0.7], abs=1e-9)
     table.to_parquet(tmp_path / "p.parquet")
     assert read_predictions([tmp_path / "p.parquet"]).classes == CLASSES
+
+
+@pytest.fixture
+def warned(monkeypatch):
+    """Messages passed to warnings.warn (recorded here: pytest.warns' "always" filter makes llama_cpp's
+    module-level /dev/null files report ResourceWarnings at interpreter exit)."""
+    seen: list[str] = []
+    monkeypatch.setattr("warnings.warn", lambda message, *args, **kwargs: seen.append(str(message)))
+    return seen
+
+
+def _scripted(answers):
+    """A chat server: /v1/models, then per post the (status, payload) that `answers(post_text)` gives."""
+    def handle(method, path, body):
+        if path == "/v1/models":
+            return 200, {"data": [{"id": "m", "owned_by": "me"}]}
+        return answers(body["messages"][-1]["content"])
+    return handle
+
+
+def test_failed_requests_score_half_with_a_note_and_keep_the_other_answers(warned):
+    """A 5xx after the retries or a body that is not JSON fails that item only: scored 0.5, counted in a note."""
+    def answers(content):
+        if "second" in content:
+            return 500, f"internal error while reading: {content}"  # a server echoing the prompt
+        if "third" in content:
+            return 200, "<html>oops</html>"
+        top = [{"token": "1", "logprob": math.log(0.9)}, {"token": "0", "logprob": math.log(0.1)}]
+        return 200, chat_completion("1", [{"token": "1", "logprob": top[0]["logprob"], "top_logprobs": top}])
+
+    with FakeServer(_scripted(answers)) as server:
+        model = create("llm-zero-shot", url=server.url, task="si", retries=1, backoff=0.0).fit(
+            pd.DataFrame({"text": [], "label": []}), CLASSES)
+        probs, hows = model.predict_proba_positive(["first", "second", "third", "fourth"])
+        assert sum("second" in b["messages"][-1]["content"] for b in server.posts()) == 2  # retried once
+    assert probs.tolist() == pytest.approx([0.9, 0.5, 0.5, 0.9], abs=1e-9)
+    assert hows == ["logprobs", "failed", "failed", "logprobs"]
+    note = next(n for n in model.notes if "requests failed" in n)
+    assert note.startswith("2 of 4 requests failed after their retries") and "scored 0.5" in note
+    assert "HTTP 500" in note and "internal error" not in note and "oops" not in note
+    assert warned == [f"llm-zero-shot: {note}"]
+
+
+def test_every_request_failing_or_no_server_is_one_input_error():
+    with FakeServer(_scripted(lambda content: (503, "busy"))) as server:
+        model = create("llm-zero-shot", url=server.url, task="si", retries=0).fit(
+            pd.DataFrame({"text": [], "label": []}), CLASSES)
+        with pytest.raises(InputError, match=r"all 3 requests to the openai server at .* failed \(first: HTTP 503"):
+            model.predict_logits(["a", "b", "c"])
+    url = f"http://127.0.0.1:{free_port()}"
+    model = create("llm-zero-shot", url=url, task="si", retries=0).fit(pd.DataFrame({"text": [], "label": []}),
+                                                                       CLASSES)
+    with pytest.raises(InputError, match=f"cannot reach the openai server at {url}"):
+        model.predict_logits(["a"])
+
+
+def test_server_gone_mid_run_keeps_the_answers_and_asks_no_more(warned):
+    state = {"n": 0}
+
+    def handle(method, path, body):
+        if path == "/v1/models":
+            return 200, {"data": [{"id": "m", "owned_by": "me"}]}
+        state["n"] += 1
+        if state["n"] == 2:
+            server.close()  # goes away after answering this one
+        return 200, chat_completion("1")
+
+    server = FakeServer(handle, keep_alive=False)
+    model = create("llm-zero-shot", url=server.url, task="si", retries=2, backoff=0.0).fit(
+        pd.DataFrame({"text": [], "label": []}), CLASSES)
+    probs, hows = model.predict_proba_positive(["a", "b", "c", "d", "e"])
+    assert hows == ["hard", "hard", "failed", "failed", "failed"] and probs.tolist() == [1.0, 1.0, 0.5, 0.5, 0.5]
+    assert model.notes[0] == ("3 of 5 requests failed (1 after their retries, first: ServerUnreachable; 2 not sent: "
+                              "the server could not be reached any more); scored 0.5 like an invalid answer")
+    assert len(warned) == 1 and "3 of 5 requests failed" in warned[0]
+
+
+def test_predict_command_keeps_answers_when_one_request_fails(tmp_path, warned):
+    """`mhaudit predict` with one failing request writes every row (exit 0); all failing is exit 2, no traceback."""
+    from typer.testing import CliRunner
+
+    from mhaudit.cli import app
+    from mhaudit.corpus.schema import Corpus
+
+    corpus = Corpus.build(pd.DataFrame({"id": ["a", "b", "c"], "text": ["one", "two", "three"],
+                                        "label": ["si", "no_si", "si"], "platform": "bluesky", "dataset": "d",
+                                        "split": "test"}), CLASSES)
+    corpus.write(tmp_path / "c.parquet")
+    mode = {"fail": "two"}
+
+    def answers(content):
+        return (500, "boom") if mode["fail"] in content else (200, chat_completion("1"))
+
+    with FakeServer(_scripted(answers)) as server:
+        save_model(create("llm-zero-shot", url=server.url, task="si", retries=0).fit(corpus.frame, CLASSES),
+                   tmp_path / "m")
+        args = ["predict", "--model", str(tmp_path / "m"), "--corpus", str(tmp_path / "c.parquet"), "--out"]
+        result = CliRunner().invoke(app, [*args, str(tmp_path / "p.parquet")])
+        assert result.exit_code == 0, result.output
+        expected = "1 of 3 requests failed after their retries (first: HTTP 500 on every one of 1 tries)"
+        assert any(expected in w for w in warned)
+        mode["fail"] = ""  # every post now fails
+        failed = CliRunner().invoke(app, [*args, str(tmp_path / "q.parquet")])
+    table = pd.read_parquet(tmp_path / "p.parquet")
+    assert np.exp(table["logit_si"]).tolist() == pytest.approx([1.0, 0.5, 1.0], abs=1e-9)
+    assert failed.exit_code == 2 and "Traceback" not in failed.output and "all 3 requests" in failed.output
+    assert not (tmp_path / "q.parquet").exists()

@@ -55,7 +55,10 @@ def llm(items: Annotated[Path, typer.Option("--items", help="Post store (.sqlite
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from mhaudit.io import write_text_atomic
-    from mhaudit.label.llm import RetryPolicy, draw_examples, label_items, make_backend, read_items, read_pool
+    from mhaudit.label.llm import (
+        RetryPolicy, RunReport, brief, check_run_options, draw_examples, label_items, make_backend, read_items,
+        read_pool,
+    )
     from mhaudit.label.prompts import load_prompt
     from mhaudit.labels import LabelStore
 
@@ -96,8 +99,29 @@ def llm(items: Annotated[Path, typer.Option("--items", help="Post store (.sqlite
         bar.update(holder["bar"], advance=1, status=f"invalid {report.n_invalid} failed {report.n_failed} "
                                                     f"positive {report.n_positive} ({rate:.0%} answered)")
 
-    store = LabelStore(labels)
+    def write_report(report) -> None:
+        if report_json and report is not None:  # atomically: a reader never sees half a report
+            write_text_atomic(report_json, json.dumps(report.as_dict(), indent=2, default=str, allow_nan=False))
+
+    check_run_options(concurrency, limit)
+    try:  # the server first: a run that cannot start leaves no (empty) label store behind
+        client.prepare()
+    except InputError as exc:
+        client.close()
+        write_report(RunReport(task=task, labeler=labeler or str(client.model or ""), prompt_hash="",
+                               backend=client.name, url=client.url,
+                               constrain=client.constrain, shots=len(examples), n_items=len(frame),
+                               stop_reason=brief(exc)))
+        raise
+    except BaseException:
+        client.close()
+        raise
     code = 0
+    try:
+        store = LabelStore(labels)
+    except BaseException:
+        client.close()
+        raise
     try:
         with bar:
             report = label_items(frame, task=task, store=store, backend=client, prompt=spec, examples=examples,
@@ -107,18 +131,18 @@ def llm(items: Annotated[Path, typer.Option("--items", help="Post store (.sqlite
         report, code = holder.get("report"), 130
         err.print("interrupted: every answer received so far is stored; run the same command again to go on",
                   highlight=False, soft_wrap=True)
-    except InputError as exc:
+    except InputError as exc:  # a fatal stop (server gone, model unloaded): the partial report, marked stopped
         report = getattr(exc, "report", None)
         if report is not None:
             _show(report)
+            write_report(report)
         raise
     finally:
         store.close()
         client.close()
     if report is not None:
         _show(report)
-        if report_json:
-            write_text_atomic(report_json, json.dumps(report.as_dict(), indent=2, default=str))
+        write_report(report)
     if code:
         raise typer.Exit(code)
 

@@ -20,6 +20,11 @@ all (connection refused / timed out after every retry), the run stops with one s
 this policy; an item whose request still fails after its retries (5xx, timeout) is counted as failed, not
 stored, and is asked again by the next run.
 
+Privacy: a server's response body is never copied into a failure, a note or the run report (an error body
+can echo the prompt, i.e. the post): they keep the URL, the HTTP status code or the exception class. Only the
+one-sentence stop for 401/403/404 (`ServerRejected`, shown on the console, never stored) quotes the server's
+reason, cut to 300 characters.
+
 Resume: `label_items` writes each answered item at once (one transaction per item) with kind 'llm',
 labeler (default: the model name), prompt hash, raw answer and latency; a re-run skips every item that
 already has a label for that task and labeler, so an interrupted run (Ctrl-C, kill -9) loses only the
@@ -66,9 +71,27 @@ class ServerUnreachable(InputError):
 class ServerRejected(InputError):
     """The server refused the request in a way every item would share (unknown model, auth): stop the run."""
 
+    def __init__(self, message: str, *, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
 
 class RequestFailed(Exception):
-    """One item's request failed after its retries (5xx, timeout, other 4xx); the item is not stored."""
+    """One item's request failed after its retries (5xx, timeout, other 4xx); the item is not stored.
+
+    The message names the URL and the status code or exception class, never the server's body; `reason` is
+    the same without the URL and the retry policy (for notes)."""
+
+    def __init__(self, message: str, *, status: int | None = None, reason: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.reason = reason or message
+
+
+def brief(exc: BaseException) -> str:
+    """The exception class and HTTP status, e.g. 'ServerRejected (HTTP 404)': what a report may keep."""
+    status = getattr(exc, "status", None)
+    return type(exc).__name__ + (f" (HTTP {status})" if status else "")
 
 
 @dataclass(frozen=True)
@@ -107,7 +130,7 @@ def answer_logprobs(top: Sequence[tuple[str, float]] | None) -> dict[str, float]
     """Log-probability of the answers '0' and '1' among a token's top alternatives.
 
     Tokens that are '0' or '1' after stripping whitespace (" 1", "1") are pooled by log-sum-exp. An answer
-    missing from the list is missing from the result (its mass is below the smallest listed one).
+    missing from the list is missing from the result (`mhaudit.models.llm.positive_probability` bounds its mass).
     """
     out: dict[str, float] = {}
     for token, logprob in top or ():
@@ -141,6 +164,7 @@ class Backend:
         self._client = httpx.Client(timeout=timeout, headers=headers,
                                     limits=httpx.Limits(max_connections=max(concurrency, 1) + 2))
         self._sleep = time.sleep  # tests may replace it
+        self._prepared = False
 
     # what the prompt hash covers
     def settings(self) -> dict:
@@ -158,7 +182,7 @@ class Backend:
         """(JSON body, attempts, latency ms of the successful try) or an exception after the policy."""
         httpx = self._httpx
         url = f"{self.url}{path}"
-        last = ""
+        last, last_status = "", None
         unreachable = True
         for attempt in range(self.policy.retries + 1):
             if attempt:
@@ -174,36 +198,44 @@ class Backend:
                 if not isinstance(exc, httpx.ConnectTimeout):
                     unreachable = False
                 continue
-            except httpx.TransportError as exc:  # connection dropped mid-request etc.
-                last, unreachable = f"connection error ({_reason(exc)})", False
-                continue
+            except httpx.TransportError as exc:  # connection dropped mid-request etc.; the class only: a
+                last, unreachable = f"connection error ({type(exc).__name__})", False  # protocol error may quote
+                continue  # what the server sent
             latency = (time.perf_counter() - start) * 1000
             unreachable = False
             status = response.status_code
             if status == 429 or status >= 500:
-                last = f"HTTP {status} {_snippet(response)}"
+                last, last_status = f"HTTP {status}", status
                 continue
+            if status in (401, 403, 404):  # the console sentence only (never stored): the server's reason
+                raise ServerRejected(f"{url} answered HTTP {status}: {_snippet(response)}{self._hint(status)}",
+                                     status=status)
             if status >= 400:
-                message = f"{url} answered HTTP {status}: {_snippet(response)}"
-                if status in (401, 403, 404):
-                    raise ServerRejected(message + self._hint(status))
-                raise RequestFailed(message)
+                raise RequestFailed(f"{url} answered HTTP {status}", status=status, reason=f"HTTP {status}")
             try:
                 return response.json(), attempt + 1, latency
             except ValueError:
-                raise RequestFailed(f"{url} answered HTTP {status} with a body that is not JSON: "
-                                    f"{_snippet(response)}") from None
+                raise RequestFailed(f"{url} answered HTTP {status} with a body that is not JSON "
+                                    f"({len(response.content)} bytes)", status=status,
+                                    reason=f"HTTP {status} with a body that is not JSON") from None
         if unreachable:
             raise ServerUnreachable(f"cannot reach the {self.name} server at {self.url}: {last}; tried "
                                     f"{self.policy.retries + 1} times ({self.policy.describe()}). Is it running, "
                                     "and is --url right?")
-        raise RequestFailed(f"{url}: {last} on every one of {self.policy.retries + 1} tries ({self.policy.describe()})")
+        tries = f"{last} on every one of {self.policy.retries + 1} tries"
+        raise RequestFailed(f"{url}: {tries} ({self.policy.describe()})", status=last_status, reason=tries)
 
     def _hint(self, status: int) -> str:
         return ""
 
     def prepare(self) -> None:
-        """Check that the server is there (and resolve 'auto' settings) before any item is asked."""
+        """Check that the server is there (and resolve 'auto' settings) before any item is asked; once."""
+        if not self._prepared:
+            self._prepare()
+            self._prepared = True
+
+    def _prepare(self) -> None:
+        pass
 
     def ask(self, messages: list[dict]) -> Answer:
         body, attempts, latency = self._request("POST", self._endpoint(), self.payload(messages))
@@ -255,7 +287,7 @@ class OpenAIBackend(Backend):
     def _endpoint(self) -> str:
         return "/v1/chat/completions"
 
-    def prepare(self) -> None:
+    def _prepare(self) -> None:
         try:
             body, _, _ = self._request("GET", "/v1/models")
             models = [m for m in body.get("data", []) if isinstance(m, dict)]
@@ -296,7 +328,8 @@ class OpenAIBackend(Backend):
             choice = body["choices"][0]
             raw = choice["message"].get("content") or ""
         except (KeyError, IndexError, TypeError, AttributeError):
-            raise RequestFailed(f"{self.url}: the answer is not a chat completion (no choices[0].message)") from None
+            raise RequestFailed(f"{self.url}: the answer is not a chat completion (no choices[0].message)",
+                                reason="the answer is not a chat completion") from None
         logprobs = choice.get("logprobs") or {}
         return str(raw), _first_answer_token(logprobs.get("content") if isinstance(logprobs, dict) else None)
 
@@ -312,8 +345,11 @@ class OllamaBackend(Backend):
     def _hint(self, status: int) -> str:
         return f" (is the model pulled? `ollama pull {self.model}`)" if status == 404 else ""
 
-    def prepare(self) -> None:
-        body, _, _ = self._request("GET", "/api/tags")
+    def _prepare(self) -> None:
+        try:
+            body, _, _ = self._request("GET", "/api/tags")
+        except RequestFailed as exc:
+            raise InputError(f"the Ollama server at {self.url} did not list its models ({exc})") from None
         names = {str(m.get("name")) for m in body.get("models", []) if isinstance(m, dict)}
         names |= {str(m.get("model")) for m in body.get("models", []) if isinstance(m, dict)}
         if self.model not in names and f"{self.model}:latest" not in names:
@@ -338,7 +374,8 @@ class OllamaBackend(Backend):
     def parse(self, body: dict) -> tuple[str, list[tuple[str, float]] | None]:
         message = body.get("message") if isinstance(body, dict) else None
         if not isinstance(message, dict):
-            raise RequestFailed(f"{self.url}: the answer is not an Ollama chat response (no 'message')")
+            raise RequestFailed(f"{self.url}: the answer is not an Ollama chat response (no 'message')",
+                                reason="the answer is not an Ollama chat response")
         return str(message.get("content") or ""), _first_answer_token(body.get("logprobs"))
 
 
@@ -461,6 +498,7 @@ class RunReport:
     failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     interrupted: bool = False
+    stop_reason: str | None = None  # a fatal error ended the run: its class and HTTP status (`brief`)
     stored_total: int = 0
     stored_valid: int = 0
     stored_positive: int = 0
@@ -508,10 +546,22 @@ class RunReport:
         return pd.DataFrame(shown, dtype=object).astype(str)
 
     def as_dict(self) -> dict:
+        """The report for JSON: undefined numbers (no answers yet) are None, so the file is strict JSON."""
+        def finite(value):
+            return None if isinstance(value, float) and not math.isfinite(value) else value
+
         return {"task": self.task, "labeler": self.labeler, "prompt_hash": self.prompt_hash, "backend": self.backend,
                 "url": self.url, "constrain": self.constrain, "shots": self.shots, "interrupted": self.interrupted,
+                "stopped": self.stop_reason is not None, "stop_reason": self.stop_reason,
                 "notes": self.notes, "failures": self.failures[:20],
-                **{r["metric"]: r["value"] for r in self.rows()}}
+                **{r["metric"]: finite(r["value"]) for r in self.rows()}}
+
+
+def check_run_options(concurrency: int, limit: int | None) -> None:
+    if concurrency < 1:
+        raise InputError("--concurrency must be at least 1")
+    if limit is not None and limit < 0:
+        raise InputError("--limit must be >= 0")
 
 
 def label_items(items: pd.DataFrame, *, task: str, store, backend: Backend, prompt: Prompt,
@@ -524,10 +574,7 @@ def label_items(items: pd.DataFrame, *, task: str, store, backend: Backend, prom
     ServerRejected (after storing everything answered so far) when the run cannot go on; a KeyboardInterrupt
     stops submitting, lets the requests in flight finish and store, and is re-raised with `report.interrupted`.
     """
-    if concurrency < 1:
-        raise InputError("--concurrency must be at least 1")
-    if limit is not None and limit < 0:
-        raise InputError("--limit must be >= 0")
+    check_run_options(concurrency, limit)
     backend.prepare()
     labeler = labeler or _labeler_name(backend.model)
     settings = backend.settings()
@@ -614,6 +661,7 @@ def label_items(items: pd.DataFrame, *, task: str, store, backend: Backend, prom
         report.wall_s = time.perf_counter() - start
         _stored(report, store)
     if fatal is not None:
+        report.stop_reason = brief(fatal)
         fatal.report = report  # type: ignore[attr-defined]
         raise fatal
     return report

@@ -10,11 +10,25 @@ the score of the positive class is the 0/1 mass renormalised at the first answer
     p(1) = exp(lp_1) / (exp(lp_0) + exp(lp_1))
 
 with lp_a the log-sum-exp over the listed alternatives that are `a` after stripping whitespace. When only
-one of 0/1 is among the top alternatives, the other's log-probability is taken as the smallest listed one
-(an upper bound on its mass, so the score is not over-confident) and a note says how often. Without any
-log-probabilities the score is the hard answer (p = 1 or 0, clipped at 1e-12 like imported probabilities),
-and an invalid answer scores 0.5; notes count both. Logits are the log-probabilities [log p(0), log p(1)]
-in the classes' order (the negative class first, as the binary mappings order them).
+one of 0/1 is among the top alternatives, the other's mass is bounded from above by
+
+    m_missing = min(smallest listed probability, 1 - sum of all listed probabilities)
+
+(every listed token counts, answer variants included: a token outside the top k is no likelier than the
+least likely listed one, and all unlisted tokens together have what the listed ones leave), and
+p(1) = m_1 / (m_0 + m_1) with the listed answer's pooled mass; so the score is not over-confident, and a
+note says how often. The missing answer is taken as one token: were it split over several unlisted
+whitespace variants, each is below the bound's first term and all of them below its second. Listed
+probabilities that already sum to 1 (or more, by rounding) leave nothing, and the score is 1 or 0.
+Without any log-probabilities the score is the hard answer (p = 1 or 0, clipped at 1e-12 like imported
+probabilities), and an invalid answer scores 0.5; notes count both. Logits are the log-probabilities
+[log p(0), log p(1)] in the classes' order (the negative class first, as the binary mappings order them).
+
+Failures: an item whose request fails after the retry policy (a 5xx, a timeout, a body that is not JSON, a
+4xx other than 401/403/404) scores 0.5 like an invalid answer, and a note (also a warning) counts them with
+the first failure's status code or exception class (never the server's body). A server that goes away
+mid-run fails the items not yet asked without sending them. It is an InputError (one sentence, exit 2) only
+when the server cannot be reached at the start, rejects the requests (401/403/404), or every item failed.
 
 `fit` draws k-shot examples from the training rows when `shots` > 0 (seeded, stratified), else does
 nothing but record the classes; the examples are saved with the model so a reloaded model asks the same.
@@ -35,19 +49,22 @@ EPS = 1e-12
 
 
 def positive_probability(top: list[tuple[str, float]] | None) -> tuple[float | None, str]:
-    """(p(1), how) from one answer token's top alternatives; how is 'logprobs', 'bound' or 'none'."""
+    """(p(1), how) from one answer token's top alternatives; how is 'logprobs', 'bound' or 'none'.
+
+    'bound': one answer is not listed; its mass is min(smallest listed probability, 1 - listed mass)."""
     from mhaudit.label.llm import answer_logprobs
 
     lp = answer_logprobs(top)
     if "0" in lp and "1" in lp:
-        how = "logprobs"
-    elif lp and top:
-        floor = min(float(l) for _, l in top)
-        lp = {"0": lp.get("0", floor), "1": lp.get("1", floor)}
-        how = "bound"
-    else:
+        return float(1.0 / (1.0 + np.exp(lp["0"] - lp["1"]))), "logprobs"
+    if not lp:
         return None, "none"
-    return float(1.0 / (1.0 + np.exp(lp["0"] - lp["1"]))), how
+    listed = np.array([float(l) for _, l in top if l is not None and np.isfinite(l)])
+    rest = -np.expm1(np.logaddexp.reduce(listed))  # 1 - sum of the listed probabilities
+    missing = min(float(np.exp(listed.min())), max(0.0, float(rest)))
+    present = float(np.exp(next(iter(lp.values()))))
+    p_present = present / (present + missing)
+    return (p_present if "1" in lp else 1.0 - p_present), "bound"
 
 
 @register("llm-zero-shot")
@@ -91,30 +108,66 @@ class LLMClassifier:
                             top_logprobs=p["top_logprobs"], concurrency=p["concurrency"])
 
     def predict_proba_positive(self, texts: list[str]) -> tuple[np.ndarray, list[str]]:
-        """p(positive) per text and how each was obtained ('logprobs', 'bound', 'hard', 'invalid')."""
+        """p(positive) per text and how each was obtained ('logprobs', 'bound', 'hard', 'invalid', 'failed')."""
+        import threading
+        import warnings
         from concurrent.futures import ThreadPoolExecutor
 
+        from mhaudit.label.llm import RequestFailed, ServerUnreachable, brief
         from mhaudit.label.prompts import load_prompt
 
         if not self.classes:
             raise InputError("llm-zero-shot: call fit(train, classes) first (it fixes the class order)")
         prompt = load_prompt(self.params["prompt"])
         backend = self._backend()
+        gone = threading.Event()  # the server went away mid-run: ask no more
+        failures: list[str] = []  # per failed item: what the report may keep (no server body)
+        unsent = [0]
+        lock = threading.Lock()
+
+        def ask(text: str):
+            if gone.is_set():
+                with lock:
+                    unsent[0] += 1
+                return None
+            try:
+                return backend.ask(prompt.messages(text, self.examples))
+            except ServerUnreachable as exc:
+                gone.set()
+                reason = brief(exc)
+            except RequestFailed as exc:
+                reason = exc.reason  # the status code or exception class, never the server's body
+            with lock:
+                failures.append(reason)
+            return None
+
         try:
-            backend.prepare()
+            backend.prepare()  # unreachable at the start: ServerUnreachable, one sentence
             self.prompt_hash = prompt.hash(self.examples, backend.settings())
             with ThreadPoolExecutor(max_workers=max(1, int(self.params["concurrency"]))) as pool:
-                answers = list(pool.map(lambda t: backend.ask(prompt.messages(t, self.examples)), list(texts)))
+                answers = list(pool.map(ask, list(texts)))
         finally:
             backend.close()
+        n_failed = sum(a is None for a in answers)
+        if answers and n_failed == len(answers):
+            first = failures[0] if failures else "the server could not be reached"
+            raise InputError(f"all {len(answers)} requests to the {backend.name} server at {backend.url} failed "
+                             f"(first: {first}); no scores were written, check the server and its log")
         probs, hows = np.empty(len(answers)), []
         for i, answer in enumerate(answers):
-            p, how = positive_probability(answer.top_logprobs)
-            if p is None:
-                p, how = (0.5, "invalid") if answer.value is None else (float(answer.value), "hard")
+            if answer is None:
+                p, how = 0.5, "failed"
+            else:
+                p, how = positive_probability(answer.top_logprobs)
+                if p is None:
+                    p, how = (0.5, "invalid") if answer.value is None else (float(answer.value), "hard")
             probs[i] = p
             hows.append(how)
         self.notes = _notes(hows, backend.notes)
+        if failures or unsent[0]:
+            note = _failure_note(len(hows), hows.count("failed"), failures[0] if failures else None, unsent[0])
+            self.notes.insert(0, note)
+            warnings.warn(f"llm-zero-shot: {note}", stacklevel=2)  # predict / run print no notes
         return probs, hows
 
     def predict_logits(self, texts: list[str]) -> np.ndarray:
@@ -130,13 +183,23 @@ class LLMClassifier:
         self.examples = [(str(t), int(y)) for t, y in data["examples"]]
 
 
+def _failure_note(n: int, failed: int, first: str | None, unsent: int) -> str:
+    """How many items got no answer, with the first failure's status code / exception class only."""
+    if unsent:
+        detail = (f"({failed - unsent} after their retries, first: {first}; {unsent} not sent: the server could not "
+                  "be reached any more)")
+    else:
+        detail = f"after their retries (first: {first})"
+    return f"{failed} of {n} requests failed {detail}; scored 0.5 like an invalid answer"
+
+
 def _notes(hows: list[str], backend_notes: list[str]) -> list[str]:
     n = len(hows)
     notes = list(backend_notes)
     counts = {h: hows.count(h) for h in ("bound", "hard", "invalid")}
     if counts["bound"]:
         notes.append(f"{counts['bound']} of {n} scores: only one of 0/1 was among the top log-probabilities; the "
-                     "other's mass was taken as the smallest listed one (an upper bound)")
+                     "other's mass was bounded by min(smallest listed probability, 1 - listed mass), an upper bound")
     if counts["hard"]:
         notes.append(f"{counts['hard']} of {n} scores are hard 0/1 answers (the backend returned no log-probabilities "
                      "for 0 or 1)")
