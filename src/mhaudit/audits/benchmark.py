@@ -5,22 +5,28 @@ Protocols (`Protocol.parse`): `holdout` (stratified, 70/30 by default; `holdout:
 (stratified k-fold, k = `folds`, 5 by default; `cv:10` for k = 10) and `kfold` (plain shuffled k-fold;
 `kfold:10`). The folds are drawn once, from the training labels and the seed, before any model is
 made, so every model sees exactly the same rows. Inside each fold's training rows a stratified
-`val_fraction` (10% by default) is set aside as split 'val' for the models that stop early or calibrate
-on it (the transformer and the hybrids keep their best epoch by validation macro-F1; the TF-IDF
-models fit a temperature there); a model spec with `val=false` trains on all of the fold's training
-rows instead. A spec with `subsample=N` trains on a stratified, seeded N-row subsample of each fold's
-training rows (the test rows stay the same), for models too slow for the full set on a CPU.
+`val_fraction` (10% by default) is set aside as split 'val' for the models that choose their epoch on
+it: the transformer and the hybrids (`val` defaults to true for them) keep their best epoch by
+validation macro-F1. Every other model, the TF-IDF baselines included, trains on all of the fold's
+training rows (`val` defaults to false: the TF-IDF temperature fitted on validation rows changes no
+binary prediction and no AUC, so holding rows out for it would only shrink its training set). A spec's
+`val=true|false` overrides either default. A spec with `subsample=N` trains on a stratified, seeded
+N-row subsample of each fold's training rows (the test rows stay the same), for models too slow for the
+full set on a CPU.
 
 Every (protocol, fold, model) is one job run through `mhaudit.parallel.run_jobs` (in-process by default,
 local processes or Ray on request); with a `cache_dir` each finished job is written there, keyed by a
-hash of everything it depends on, and a re-run skips it.
+hash of everything it depends on (the rows, labels, classes in order, folds, validation rows, model
+name and options, the checkpoint folder's file digests and the mhaudit version), and a re-run reads it
+back unless `resume` is off (then it is trained again and written over).
 
 Scores (positive class = the last class unless given): precision, recall, F1, accuracy, AUC (of the
 positive-minus-negative logit), macro-F1 (mean of both classes' F1), training time (the wall time of
-creating and fitting the model) and inference time (predicting the test rows), per fold and as mean +/-
-sd over folds. A metric that is undefined on a fold (precision with no positive prediction, recall or
-AUC with no positive) is NaN with the reason in `undefined`, never 0 or 0.5. Predictions are the
-argmax of the logits.
+fitting the model, checkpoint loading included; the model's module is imported and the model object
+made before the clock starts, for every family alike) and inference time (predicting the test rows),
+per fold and as mean +/- sd over folds. A metric that is undefined on a fold (precision with no
+positive prediction, recall or AUC with no positive) is NaN with the reason in `undefined`, never 0 or
+0.5. Predictions are the argmax of the logits.
 
 Label sources: the models train on one source (the corpus's own labels, or one labeler of a labels
 table, e.g. LLM or lexicon weak labels) and are scored against it and against every reference source
@@ -37,7 +43,6 @@ frontier and the trade-off, each drawn from its table.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import re
 import sys
@@ -51,16 +56,18 @@ import pandas as pd
 from sklearn.metrics import cohen_kappa_score, roc_auc_score
 from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 
+import mhaudit
 from mhaudit.errors import InputError
 from mhaudit.io import write_text_atomic
+from mhaudit.models.base import BUILTIN
 from mhaudit.parallel import run_jobs
 from mhaudit.report.render import Result, Section
 
 CORPUS_SOURCE = "corpus"  # the label source that is the corpus's own label column
 METRICS = ("precision", "recall", "f1", "accuracy", "auc", "macro_f1")
 TIMES = ("train_seconds", "infer_seconds")
-HYBRIDS = ("bert-lstm", "bert-lstm-attention")
-TRANSFORMERS = ("transformer",)
+# The model families a preset speaks to, by the module a built-in model lives in (models.base.BUILTIN).
+FAMILIES = {"mhaudit.models.transformer": "transformer", "mhaudit.models.hybrid": "hybrid"}
 # Model names that are shorthands for a registered model with options.
 ALIASES = {"minilm": ("transformer", {"checkpoint": "minilm"})}
 # Keys of a model spec that belong to the benchmark, not to the model.
@@ -126,8 +133,8 @@ class Protocol:
     @property
     def label(self) -> str:
         if self.kind == "holdout":
-            train = round(100 * (1 - self.test_size))
-            return f"holdout {train}/{100 - train}"
+            test = round(100 * self.test_size, 6)  # 'holdout 70/30'; 'holdout 69.5/30.5' for 0.305
+            return f"holdout {round(100 - test, 6):g}/{test:g}"
         return f"stratified {self.k}-fold CV" if self.kind == "cv" else f"{self.k}-fold CV"
 
 
@@ -139,15 +146,17 @@ class ModelSpec:
     label: str
     name: str
     options: dict = field(default_factory=dict)
-    val: bool = True
+    val: bool | None = None  # None until `with_preset` settles it
     subsample: int | None = None
 
     @classmethod
     def parse(cls, spec: str) -> ModelSpec:
-        """'NAME' or 'NAME:key=value,key=value' (values as JSON where they parse: numbers, true, lists).
+        """'NAME' or 'NAME:key=value,key=value' (values as JSON where they parse: numbers, true, lists;
+        True/False in any case are booleans too).
 
         NAME is a registered model or an alias ('minilm' = transformer with checkpoint minilm); the keys
-        label, val and subsample are the benchmark's, the rest are model options."""
+        label, val and subsample are the benchmark's, the rest are model options. `val` left out is None:
+        `with_preset` settles it (the preset's value, else the family's default)."""
         name, _, rest = spec.strip().partition(":")
         name = name.strip()
         if not name:
@@ -158,45 +167,47 @@ class ModelSpec:
             if not sep or not key.strip():
                 raise InputError(f"model spec '{spec}': '{item}' must be KEY=VALUE")
             try:
-                options[key.strip()] = json.loads(value)
+                parsed = json.loads(value)
             except json.JSONDecodeError:
-                options[key.strip()] = value.strip()
+                parsed = value.strip()
+                if parsed.lower() in ("true", "false"):  # Python's spelling: 'False' must not stay a (truthy) string
+                    parsed = parsed.lower() == "true"
+            options[key.strip()] = parsed
         label = str(options.pop("label", "")) or None
-        val = options.pop("val", True)
+        val = options.pop("val", None)
         subsample = options.pop("subsample", None)
-        if not isinstance(val, bool):
+        if val is not None and not isinstance(val, bool):
             raise InputError(f"model spec '{spec}': val must be true or false, got {val!r}")
         if subsample is not None and (not isinstance(subsample, int) or isinstance(subsample, bool) or subsample < 2):
             raise InputError(f"model spec '{spec}': subsample must be an integer of at least 2, got {subsample!r}")
         base, alias_options = ALIASES.get(name, (name, {}))
         if label is None:
             label = name
-            if "checkpoint" in options and base in (*TRANSFORMERS, *HYBRIDS):
+            if "checkpoint" in options and family(base) != "other":
                 label = f"{name}[{Path(str(options['checkpoint'])).name or options['checkpoint']}]"
             if subsample:
                 label += f"@{subsample}"
         return cls(label, base, {**alias_options, **options}, val, subsample)
 
     def family(self) -> str:
-        return "transformer" if self.name in TRANSFORMERS else "hybrid" if self.name in HYBRIDS else "other"
+        return family(self.name)
 
     def with_preset(self, preset: Preset | None) -> ModelSpec:
-        """The preset's settings for this model's family, under the spec's own options."""
-        if preset is None or self.family() == "other":
-            return self
-        settings = dict(preset.transformer if self.family() == "transformer" else preset.hybrid)
-        val = settings.pop("val", True)
-        return replace(self, options={**settings, **self.options}, val=self.val and val)
+        """The preset's settings for this model's family under the spec's own options, and `val` settled:
+        the spec's own value, else the preset's, else the family's default (true for the transformer and
+        the hybrids, which choose their epoch on validation rows; false for every other model)."""
+        settings = {}
+        if preset is not None and self.family() != "other":
+            settings = dict(preset.transformer if self.family() == "transformer" else preset.hybrid)
+        preset_val = settings.pop("val", None)
+        val = self.val if self.val is not None else preset_val if preset_val is not None else \
+            self.family() != "other"
+        return replace(self, options={**settings, **self.options}, val=val)
 
 
-def ensure_registered(name: str) -> None:
-    """Import the hybrids' module when one is asked for (the registry imports only its built-ins)."""
-    if name in HYBRIDS:
-        try:
-            import mhaudit.models.hybrid  # noqa: F401
-        except ImportError as exc:
-            raise InputError(f"model '{name}' needs an optional dependency ({exc.name}); "
-                             "install mhaudit[transformers]") from None
+def family(name: str) -> str:
+    """'transformer', 'hybrid' or 'other', by the module that registers the model."""
+    return FAMILIES.get(BUILTIN.get(name, ""), "other")
 
 
 @dataclass
@@ -212,7 +223,8 @@ class BenchmarkOptions:
     subsample: int | None = None  # a stratified subsample of the whole corpus, drawn before the folds
     executor: str = "local"
     workers: int = 1
-    cache_dir: Path | None = None
+    cache_dir: Path | None = None  # finished fold jobs are written here
+    resume: bool = True  # read finished fold jobs back from cache_dir (off: retrain them, still writing)
     figures: bool = True
     progress: bool = True  # one line per job on stderr
 
@@ -235,6 +247,10 @@ class BenchmarkOptions:
             raise InputError(f"a protocol is given twice ({', '.join(names)})")
         if not 0 <= self.val_fraction < 0.5:
             raise InputError(f"val_fraction must lie in [0, 0.5), got {self.val_fraction}")
+        # per-fold seeds are seed x 1000 + fold, and NumPy/scikit-learn take seeds in [0, 2**32)
+        top = (2 ** 32 - 1 - max(p.k for p in protocols)) // 1000
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed <= top:
+            raise InputError(f"seed must be an integer from 0 to {top:,}, got {self.seed!r}")
         return preset, specs, protocols
 
 
@@ -334,22 +350,31 @@ def binary_metrics(y: np.ndarray, score: np.ndarray, pred: np.ndarray) -> dict:
 
 # --------------------------------------------------------------------------- one job
 def fit_and_predict(*, name: str, options: dict, classes: list[str], train_text: list[str], train_label: list[str],
-                    train_split: list[str], test_text: list[str], cache: str | None = None,
-                    describe: str = "") -> dict:
-    """Create and fit one model on one fold's training rows and score its test rows (a run_jobs job).
+                    train_split: list[str], test_text: list[str], cache: str | None = None, read_cache: bool = True,
+                    label: str = "", where: str = "", describe: str = "") -> dict:
+    """Fit one model on one fold's training rows and score its test rows (a run_jobs job).
 
-    Returns logits, train_seconds (create + fit), infer_seconds (predict on the test rows), the model's notes
-    and epochs run. With `cache` the result is read from / written to that JSON file."""
-    if cache and Path(cache).is_file():
+    Returns logits, train_seconds (fit, checkpoint loading included), infer_seconds (predict on the test
+    rows), the model's notes and epochs run. The model is made (its module imported: seconds for torch in a
+    fresh worker process) before the clock starts, for every model alike. With `cache` the result is
+    written to that JSON file, and read from it instead of training when `read_cache` and it exists.
+    A ValueError from fitting (e.g. scikit-learn rejecting an option, or an option these rows cannot
+    satisfy) is an InputError naming the model (`label`) and the fold (`where`)."""
+    if cache and read_cache and Path(cache).is_file():
         result = json.loads(Path(cache).read_text())
         result["cached"] = True
         return result
     from mhaudit.models import create
 
-    ensure_registered(name)
     frame = pd.DataFrame({"text": train_text, "label": train_label, "split": train_split})
+    model = create(name, **options)
     start = time.perf_counter()
-    model = create(name, **options).fit(frame, classes)
+    try:
+        model.fit(frame, classes)
+    except ValueError as exc:  # sklearn's InvalidParameterError is a ValueError too
+        text = str(exc).strip()
+        raise InputError(f"model '{label or name}' could not be trained{' (' + where + ')' if where else ''}: "
+                         f"{text.splitlines()[0] if text else type(exc).__name__}") from None
     train_seconds = time.perf_counter() - start
     start = time.perf_counter()
     logits = model.predict_logits(test_text)
@@ -376,6 +401,54 @@ def _hash_rows(ids: Sequence[str], labels: Sequence[str], texts: Sequence[str]) 
     for i, y, t in zip(ids, labels, texts):
         h.update(f"{i}\x1f{y}\x1f{t}\x1e".encode())
     return h.hexdigest()
+
+
+def checkpoint_fingerprint(source: str) -> str:
+    """What a job's cache key knows of a model's checkpoint: for a folder the SHA-256 of every file in it
+    with its relative path, so a checkpoint retrained or replaced in place invalidates the cached jobs; for
+    a hub id the id itself (the hub is not asked)."""
+    folder = Path(source).expanduser()
+    if not folder.is_dir():
+        return f"id:{source}"
+    from mhaudit.pinned import _digest  # cached by size and mtime: each file is hashed once per process
+
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        stat = path.stat()
+        h.update(f"{path.relative_to(folder).as_posix()}\x1f{_digest(path, stat.st_size, stat.st_mtime_ns)}\x1e"
+                 .encode())
+    return h.hexdigest()
+
+
+def _check_model(spec: ModelSpec, options: dict) -> str | None:
+    """Make the model once, before any training: an unknown model or a bad option fails here, as does a
+    `max_length` beyond the checkpoint's position embeddings. Returns the fingerprint of its `checkpoint`
+    option (None without one; 'minilm' is the packaged folder)."""
+    from mhaudit.models import create
+    from mhaudit.models.base import REGISTRY
+
+    try:
+        model = create(spec.name, **options)
+    except (TypeError, ValueError, InputError) as exc:
+        if isinstance(exc, InputError) and spec.name not in REGISTRY:  # unknown model, missing dependency
+            raise
+        raise InputError(f"model '{spec.label}': {exc}") from None
+    checkpoint = model.options.get("checkpoint")
+    if checkpoint is None:
+        return None
+    source = str(checkpoint)
+    if spec.family() != "other":
+        from mhaudit.models.transformer import check_max_length, resolve_checkpoint
+
+        source = resolve_checkpoint(source)
+        config = Path(source) / "config.json"
+        if config.is_file():
+            limit = json.loads(config.read_text()).get("max_position_embeddings")
+            try:
+                check_max_length(model.options["max_length"], limit, str(checkpoint))
+            except InputError as exc:
+                raise InputError(f"model '{spec.label}': {exc}") from None
+    return checkpoint_fingerprint(source)
 
 
 # --------------------------------------------------------------------------- the benchmark
@@ -407,14 +480,9 @@ def run_benchmark(frame: pd.DataFrame, classes: list[str], options: BenchmarkOpt
     if positive not in classes:
         raise InputError(f"positive class '{positive}' is not one of the classes {', '.join(classes)}")
     negative = classes[0] if positive == classes[1] else classes[1]
-    for spec in specs:  # unknown models and bad options fail before any training
-        from mhaudit.models import create
-
-        ensure_registered(spec.name)
-        try:
-            create(spec.name, **spec.options)
-        except TypeError as exc:
-            raise InputError(f"model '{spec.label}': {exc}") from None
+    model_options = {spec.label: {"seed": options.seed, **({"progress": False} if spec.family() != "other" else {}),
+                                  **spec.options} for spec in specs}
+    fingerprints = {spec.label: _check_model(spec, model_options[spec.label]) for spec in specs}
 
     rows = frame.reset_index(drop=True)
     rows = rows.assign(id=rows["id"].astype(str), text=rows["text"].astype(str))
@@ -464,19 +532,19 @@ def run_benchmark(frame: pd.DataFrame, classes: list[str], options: BenchmarkOpt
                     idx, spl = train_idx[keep], split[keep]
                 if not spec.val:
                     spl = np.full(len(idx), "train", dtype=object)
-                model_options = {"seed": options.seed, **({"progress": False} if spec.family() != "other" else {}),
-                                 **spec.options}
-                payload = dict(name=spec.name, options=model_options, classes=classes,
+                payload = dict(name=spec.name, options=model_options[spec.label], classes=classes,
                                train_text=rows["text"].iloc[idx].tolist(), train_label=y_train_all[idx].tolist(),
                                train_split=spl.tolist(), test_text=rows["text"].iloc[test_idx].tolist())
-                key = _job_key({"corpus": corpus_hash, "protocol": protocol.label, "fold": fold, "seed": options.seed,
-                                "name": spec.name, "options": model_options, "val": spec.val,
-                                "subsample": spec.subsample, "val_fraction": options.val_fraction,
+                key = _job_key({"corpus": corpus_hash, "classes": classes, "protocol": protocol.label, "fold": fold,
+                                "seed": options.seed, "name": spec.name, "options": model_options[spec.label],
+                                "checkpoint": fingerprints[spec.label], "mhaudit": mhaudit.__version__,
+                                "val": spec.val, "subsample": spec.subsample, "val_fraction": options.val_fraction,
                                 "train": idx.tolist(), "split": spl.tolist(), "test": test_idx.tolist()})
                 cache = str(cache_dir / f"{key}.json") if cache_dir else None
-                describe = (f"[{len(jobs) + 1}/{total}] {spec.label} · {protocol.label} · fold {fold}"
-                            if options.progress else "")
-                jobs.append({**payload, "cache": cache, "describe": describe})
+                where = f"{protocol.label}, fold {fold}"
+                describe = f"[{len(jobs) + 1}/{total}] {spec.label} · {where}" if options.progress else ""
+                jobs.append({**payload, "cache": cache, "read_cache": options.resume, "label": spec.label,
+                             "where": where, "describe": describe})
                 meta.append((protocol, fold, spec, test_idx, len(idx), int((spl == "val").sum())))
     if cache_dir:
         cache_dir.mkdir(parents=True, exist_ok=True)
@@ -522,7 +590,8 @@ def run_benchmark(frame: pd.DataFrame, classes: list[str], options: BenchmarkOpt
     intro = (f"{len(rows):,} rows, positive class '{positive}', trained on the label source '{train_source}'"
              f"{'; scored also against ' + ', '.join(others) if others else ''}. "
              f"Protocols: {', '.join(p.label for p in protocols)} (seed {options.seed}, folds identical for every "
-             f"model; {options.val_fraction:.0%} of each fold's training rows held out as validation rows). "
+             f"model; {options.val_fraction:.0%} of each fold's training rows held out as validation rows for "
+             f"the models with validation rows, the others train on all of them). "
              f"Models: {described}."
              + (f" Preset: {preset.description}." if preset else "")
              + (f" A stratified subsample of {options.subsample:,} rows was drawn first." if options.subsample else ""))
@@ -586,8 +655,10 @@ def _check_source(series: pd.Series, classes: list[str], name: str) -> pd.Series
 
 
 def _design_row(protocol, fold, train_idx, test_idx, split, y, rows, sources, train_source) -> dict:
+    """n_train: the fold's training rows, validation rows included (as in fold_scores); n_val: how many of
+    them a model with validation rows holds out."""
     test_ids = rows["id"].iloc[test_idx]
-    row = {"protocol": protocol.label, "fold": fold, "n_train": int((split == "train").sum()),
+    row = {"protocol": protocol.label, "fold": fold, "n_train": len(train_idx),
            "n_val": int((split == "val").sum()), "n_test": len(test_idx),
            "train_positive_rate": float(y[train_idx].mean()), "test_positive_rate": float(y[test_idx].mean())}
     for source, labels in sources.items():
@@ -749,27 +820,16 @@ def write_predictions(predictions: pd.DataFrame, path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- figures (each from its table)
-def _png(fig) -> bytes:
-    import matplotlib.pyplot as plt
+def _matplotlib():
+    """pyplot (Agg backend) and the PNG writer of the CPFE figures, imported on first use (slow imports)."""
+    from mhaudit.audits.cpfe.figures import plt, png_bytes
 
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return buffer.getvalue()
-
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    return plt, png_bytes
 
 
 def figure_protocol_effect(effect: pd.DataFrame) -> bytes:
     """Bars: CV minus holdout F1 per model, one group per label source and CV protocol."""
-    plt = _pyplot()
+    plt, png_bytes = _matplotlib()
     table = effect[effect["metric"] == "f1"]
     groups = list(dict.fromkeys(zip(table["scored_against"], table["cv"])))
     models = list(dict.fromkeys(table["model"]))
@@ -782,12 +842,12 @@ def figure_protocol_effect(effect: pd.DataFrame) -> bytes:
     ax.set_xticks(np.arange(len(models)) + width * (len(groups) - 1) / 2, models, rotation=20, ha="right")
     ax.set_ylabel("F1: CV mean − holdout")
     ax.legend(fontsize=7)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def figure_efficiency(efficiency: pd.DataFrame) -> bytes:
     """F1 against training time (log scale), one panel per protocol; frontier models joined by a line."""
-    plt = _pyplot()
+    plt, png_bytes = _matplotlib()
     protocols = list(dict.fromkeys(efficiency["protocol"]))
     fig, axes = plt.subplots(1, len(protocols), figsize=(4.2 * len(protocols), 3.4), squeeze=False)
     for ax, protocol in zip(axes[0], protocols):
@@ -806,12 +866,12 @@ def figure_efficiency(efficiency: pd.DataFrame) -> bytes:
         ax.set_ylabel("F1 (training labels)")
         ax.set_title(protocol, fontsize=9)
     fig.tight_layout()
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def figure_tradeoff(tradeoff: pd.DataFrame) -> bytes:
     """Recall against precision, one panel per label source, one marker per protocol, F1 iso-lines."""
-    plt = _pyplot()
+    plt, png_bytes = _matplotlib()
     sources = list(dict.fromkeys(tradeoff["scored_against"]))
     protocols = list(dict.fromkeys(tradeoff["protocol"]))
     markers = "osD^v<>"
@@ -836,7 +896,7 @@ def figure_tradeoff(tradeoff: pd.DataFrame) -> bytes:
         ax.set_title(f"scored against {source}", fontsize=9)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    return _png(fig)
+    return png_bytes(fig)
 
 
 __all__ = ["ALIASES", "PRESETS", "BenchmarkOptions", "BenchmarkRun", "ModelSpec", "Protocol", "assign_folds",

@@ -36,7 +36,7 @@ def benchmark(
         model: Annotated[list[str], typer.Option(
             help="Model to benchmark, repeatable: a registered name (tfidf-lr, char-tfidf-lr, transformer, "
                  "bert-lstm, bert-lstm-attention) or minilm, optionally with options "
-                 "'NAME:key=value,key=value' (label=..., val=false, subsample=N are the benchmark's).")],
+                 "'NAME:key=value,key=value' (label=..., val=true|false, subsample=N are the benchmark's).")],
         out_dir: Annotated[Path, typer.Option("--out", help="Folder for report.{json,html,md}, figures, "
                                                              "predictions.parquet and the job cache.")],
         labels: Annotated[list[Path] | None, typer.Option(
@@ -64,7 +64,8 @@ def benchmark(
         seed: Annotated[int, typer.Option(help="Seed of folds, validation rows, subsamples and models.")] = 0,
         executor: Annotated[str, typer.Option(help="local (processes) or ray.")] = "local",
         workers: Annotated[int, typer.Option(help="Local worker processes for the fold jobs.")] = 1,
-        resume: Annotated[bool, typer.Option(help="Reuse finished fold jobs from OUT/jobs.")] = True,
+        resume: Annotated[bool, typer.Option(
+            help="Reuse finished fold jobs from OUT/jobs; --no-resume retrains them (and writes them over).")] = True,
 ) -> None:
     """Benchmark models on one labelled corpus under a stratified holdout and cross-validation, side by side."""
     from mhaudit.audits.benchmark import (
@@ -89,7 +90,7 @@ def benchmark(
     options = BenchmarkOptions(models=model, protocols=protocol, folds=folds, test_size=test_size,
                                val_fraction=val_fraction, seed=seed, preset=preset, positive=positive,
                                subsample=subsample, executor=executor, workers=workers,
-                               cache_dir=out_dir / "jobs" if resume else None)
+                               cache_dir=out_dir / "jobs", resume=resume)
     run = run_benchmark(frame, c.classes, options, train_labels=train, train_source=train_labeler, references=refs,
                         synthetic=c.synthetic, title=f"Benchmark on {corpus.name}")
     if c.synthetic:

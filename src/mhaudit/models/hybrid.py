@@ -22,8 +22,9 @@ Padding: the hybrid pads on the right whatever the tokenizer says (its own encod
 real tokens are its first `length` positions; the BiLSTM runs on packed sequences, so padding never
 enters its state, and the pooling and attention masks exclude it.
 
-Shared pieces (checkpoint resolution, seeding, dynamic padding, the training split, progress bar,
-out-of-memory detection) come from `mhaudit.models.transformer`.
+Shared pieces (checkpoint resolution, the position limit, seeding, dynamic padding, the training split,
+progress bar, out-of-memory detection and batch halving, saving the encoder) come from
+`mhaudit.models.transformer`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-import shutil
 import time
 from pathlib import Path
 
@@ -47,12 +47,17 @@ from transformers import AutoModel, AutoTokenizer
 from mhaudit.errors import InputError
 from mhaudit.models.base import register
 from mhaudit.models.transformer import (
+    HF_DIR,
     _quiet_transformers,
     _resolve_device,
+    check_max_length,
+    in_batches,
     is_out_of_memory,
     pad_batch,
+    position_limit,
     progress_bar,
     resolve_checkpoint,
+    save_pretrained,
     seed_everything,
     training_split,
 )
@@ -60,7 +65,6 @@ from mhaudit.models.transformer import (
 DEFAULTS = dict(checkpoint="minilm", max_length=64, attention=False, lstm_hidden=128, lstm_layers=1, dropout=0.1,
                 freeze_encoder=True, encoder_lr=2e-5, lr=1e-3, weight_decay=1e-4, max_grad_norm=0.0, epochs=5,
                 patience=3, batch_size=16, eval_batch_size=64, seed=42, device="auto", progress=True)
-HF_DIR = "hf"
 HEAD_FILE = "hybrid-head.pt"
 STATE_FILE = "hybrid-history.json"
 
@@ -128,6 +132,9 @@ class HybridClassifier:
         if not isinstance(patience, int) or patience < 0:
             raise InputError(f"hybrid option patience must be a non-negative integer (0: never stop early), "
                              f"got {patience!r}")
+        for key, value in dict(attention=attention, freeze_encoder=freeze_encoder).items():
+            if not isinstance(value, (bool, np.bool_)):  # bool('False') is True: a string must not pass
+                raise InputError(f"hybrid option {key} must be true or false, got {value!r}")
         self.checkpoint, self.max_length, self.attention = str(checkpoint), max_length, bool(attention)
         self.lstm_hidden, self.lstm_layers, self.dropout = lstm_hidden, lstm_layers, dropout
         self.freeze_encoder, self.encoder_lr = bool(freeze_encoder), encoder_lr
@@ -156,6 +163,7 @@ class HybridClassifier:
         except (OSError, ValueError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise InputError(f"cannot load encoder '{self.checkpoint}' ({first})") from None
+        check_max_length(self.max_length, position_limit(encoder.config, tokenizer), self.checkpoint)
         if tokenizer.pad_token_id is None:
             if tokenizer.eos_token is None:
                 raise InputError(f"the tokenizer of '{self.checkpoint}' has neither a pad nor an eos token")
@@ -203,30 +211,18 @@ class HybridClassifier:
         """Inference over `ids` in length-sorted batches of `eval_batch_size` (halved on out-of-memory);
         `consume(index, states_or_logits, mask, weights)` gets each batch's results."""
         order = np.argsort(-np.fromiter(map(len, ids), dtype=np.int64, count=len(ids)), kind="stable")
-        size, start = self.eval_batch_size, 0
+
+        def run(index):
+            states, mask = self._states([ids[i] for i in index])
+            if heads:
+                logits, weights = self.head(states, mask)
+                consume(index, logits.float().cpu().numpy(), mask.cpu(),
+                        None if weights is None else weights.float().cpu().numpy())
+            else:
+                consume(index, states, mask)
+
         with torch.no_grad():  # not inference_mode: cached states later feed the BiLSTM's backward pass
-            while start < len(order):
-                index = order[start:start + size]
-                try:
-                    states, mask = self._states([ids[i] for i in index])
-                    if heads:
-                        logits, weights = self.head(states, mask)
-                        consume(index, logits.float().cpu().numpy(), mask.cpu(),
-                                None if weights is None else weights.float().cpu().numpy())
-                    else:
-                        consume(index, states, mask)
-                    failed = False
-                except (RuntimeError, MemoryError) as exc:
-                    if not is_out_of_memory(exc) or size == 1:
-                        raise
-                    failed = True
-                if failed:  # outside the handler, so the failed batch's tensors are freed first
-                    if self.device.type == "cuda":
-                        torch.cuda.empty_cache()
-                    self.notes.append(f"out of memory at inference batch size {size}; retrying with {size // 2}")
-                    size //= 2
-                    continue
-                start += len(index)
+            in_batches(order, self.eval_batch_size, run, device=self.device, notes=self.notes)
 
     # ------------------------------------------------------------------ training
     def fit(self, train: pd.DataFrame, classes: list[str]) -> HybridClassifier:
@@ -387,12 +383,7 @@ class HybridClassifier:
         """`hf/`: the encoder and tokenizer (save_pretrained); the head's weights and the history beside it."""
         self._require_fitted()
         directory = Path(directory)
-        hf = directory / HF_DIR
-        if hf.exists():
-            shutil.rmtree(hf)
-        with _quiet_transformers():
-            self.encoder.save_pretrained(hf)
-            self.tokenizer.save_pretrained(hf)
+        save_pretrained(directory, self.encoder, self.tokenizer)
         torch.save(self.head.state_dict(), directory / HEAD_FILE)
         state = {"history": self.history, "notes": self.notes, "best_epoch": self.best_epoch,
                  "encode_seconds": self.encode_seconds}

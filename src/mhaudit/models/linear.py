@@ -17,6 +17,29 @@ from mhaudit.models.base import register
 from mhaudit.stats.calibration import fit_temperature
 
 
+def _check_options(analyzer, ngram_range, C, class_weight, min_df, calibrate) -> None:
+    """InputError for an option scikit-learn would reject only at fit time (or misread), named."""
+    def number(x):
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+    if analyzer not in ("word", "char", "char_wb"):
+        raise InputError(f"TF-IDF option analyzer must be word, char or char_wb, got {analyzer!r}")
+    if (not isinstance(ngram_range, (list, tuple)) or len(ngram_range) != 2
+            or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in ngram_range)
+            or ngram_range[0] > ngram_range[1]):
+        raise InputError(f"TF-IDF option ngram_range must be two positive integers [low, high] with low <= high, "
+                         f"got {ngram_range!r}")
+    if not number(C) or not 0 < C < float("inf"):
+        raise InputError(f"TF-IDF option C must be a positive number, got {C!r}")
+    if class_weight not in (None, "balanced") and not isinstance(class_weight, dict):
+        raise InputError(f"TF-IDF option class_weight must be null, 'balanced' or a mapping, got {class_weight!r}")
+    if not number(min_df) or (isinstance(min_df, int) and min_df < 1) or (isinstance(min_df, float)
+                                                                           and not 0 < min_df <= 1):
+        raise InputError(f"TF-IDF option min_df must be a document count >= 1 or a share in (0, 1], got {min_df!r}")
+    if not isinstance(calibrate, bool):
+        raise InputError(f"TF-IDF option calibrate must be true or false, got {calibrate!r}")
+
+
 @register("tfidf-lr")
 @register("char-tfidf-lr", analyzer="char_wb", ngram_range=(3, 5))
 class TfidfLogistic:
@@ -24,6 +47,7 @@ class TfidfLogistic:
 
     def __init__(self, *, analyzer: str = "word", ngram_range: tuple[int, int] = (1, 2), C: float = 10.0,
                  class_weight: str | None = None, seed: int = 0, min_df: int = 2, calibrate: bool = True):
+        _check_options(analyzer, ngram_range, C, class_weight, min_df, calibrate)
         ngram_range = tuple(ngram_range)  # TOML and JSON give lists
         self.params = dict(analyzer=analyzer, ngram_range=ngram_range, C=C, class_weight=class_weight,
                            seed=seed, min_df=min_df, calibrate=calibrate)

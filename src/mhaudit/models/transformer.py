@@ -85,6 +85,54 @@ def is_out_of_memory(exc: BaseException) -> bool:
         s in message for s in ("out of memory", "can't allocate memory", "not enough memory"))
 
 
+def position_limit(config, tokenizer=None) -> int | None:
+    """The most tokens a checkpoint takes: its position embeddings (`max_position_embeddings`), or the
+    tokenizer's `model_max_length` where that is lower (RoBERTa: 514 positions, 512 tokens); None if
+    neither says."""
+    limits = [getattr(config, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None)]
+    limits = [x for x in limits if isinstance(x, int) and not isinstance(x, bool) and 0 < x < 1_000_000]
+    return min(limits) if limits else None
+
+
+def check_max_length(max_length: int, limit: int | None, checkpoint: str) -> None:
+    """InputError when `max_length` exceeds what the checkpoint takes (its positions would run out)."""
+    if isinstance(limit, int) and max_length > limit:
+        raise InputError(f"max_length {max_length} exceeds the {limit} tokens checkpoint '{checkpoint}' takes "
+                         f"(its position embeddings); use max_length {limit} or less")
+
+
+def in_batches(order: np.ndarray, size: int, run, *, device: torch.device, notes: list[str]) -> None:
+    """Call `run(index)` for consecutive slices of `order`, `size` rows at a time; on out-of-memory clear
+    the CUDA cache, halve the batch, note it in `notes` and retry (re-raised once one row fails)."""
+    start = 0
+    while start < len(order):
+        index = order[start:start + size]
+        try:
+            run(index)
+            failed = False
+        except (RuntimeError, MemoryError) as exc:
+            if not is_out_of_memory(exc) or size == 1:
+                raise
+            failed = True
+        if failed:  # outside the handler, so the failed batch's tensors are freed first
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+            notes.append(f"out of memory at inference batch size {size}; retrying with {size // 2}")
+            size //= 2
+            continue
+        start += len(index)
+
+
+def save_pretrained(directory: Path, model, tokenizer) -> None:
+    """`directory/hf`: the model and tokenizer via save_pretrained, replacing what was there."""
+    hf = Path(directory) / HF_DIR
+    if hf.exists():
+        shutil.rmtree(hf)
+    with _quiet_transformers():
+        model.save_pretrained(hf)
+        tokenizer.save_pretrained(hf)
+
+
 def pad_batch(ids: list[list[int]], pad_id: int, side: str = "right") -> tuple[torch.Tensor, torch.Tensor]:
     """Dynamic padding: input_ids and attention_mask as long tensors as wide as the longest row."""
     lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
@@ -237,7 +285,7 @@ class TransformerClassifier:
         self._require_fitted()
         if not isinstance(epochs, int) or epochs < 1:
             raise InputError(f"adapt needs a positive number of epochs, got {epochs!r}")
-        texts, codes = self._rows(rows, self.classes)
+        texts, codes = texts_and_codes(rows, self.classes)
         if not texts:
             raise InputError("adapt was given no rows")
         twin = copy.deepcopy(self, memo={id(self.tokenizer): self.tokenizer})
@@ -247,9 +295,6 @@ class TransformerClassifier:
         seed_everything(self.seed)
         twin._train(texts, codes, epochs=epochs, val=None, stage="adapt")
         return twin
-
-    def _rows(self, rows: pd.DataFrame, classes: list[str]) -> tuple[list[str], np.ndarray]:
-        return texts_and_codes(rows, classes)
 
     def _load_checkpoint(self, num_labels: int) -> None:
         source = resolve_checkpoint(self.checkpoint)
@@ -276,6 +321,7 @@ class TransformerClassifier:
         fresh = sorted(set(info.get("missing_keys", ())) | {k[0] for k in info.get("mismatched_keys", ())})
         if fresh:
             self.notes.append(f"newly initialised from seed {self.seed}: {', '.join(fresh)}")
+        check_max_length(self.max_length, position_limit(config, tokenizer), self.checkpoint)
         if tokenizer.pad_token_id is None:
             if tokenizer.eos_token is None:
                 raise InputError(f"the tokenizer of '{self.checkpoint}' has neither a pad nor an eos token")
@@ -310,7 +356,7 @@ class TransformerClassifier:
         best_f1, best_state, stale = -math.inf, None, 0
         micro = size  # rows per forward/backward pass; halved on out-of-memory (see _backward)
         first = len(self.history)
-        with self._progress_bar() as bar:
+        with progress_bar(self.progress) as bar:
             for epoch in range(1, epochs + 1):
                 start = time.perf_counter()
                 model.train()
@@ -417,9 +463,6 @@ class TransformerClassifier:
         predicted = self.predict_logits(texts).argmax(axis=1)
         return f1_score(codes, predicted, average="macro", zero_division=0)
 
-    def _progress_bar(self):
-        return progress_bar(self.progress)
-
     def _autocast(self):
         if self.autocast:
             return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
@@ -447,46 +490,26 @@ class TransformerClassifier:
             return out
         ids = self._tokenize(texts)
         order = np.argsort(-np.fromiter(map(len, ids), dtype=np.int64, count=len(ids)), kind="stable")
-        model, size, start = self.hf_model, self.eval_batch_size, 0
-        pad_id, side = self.tokenizer.pad_token_id, self.tokenizer.padding_side
+        model, pad_id, side = self.hf_model, self.tokenizer.pad_token_id, self.tokenizer.padding_side
         model.eval()
+
+        def run(index):
+            input_ids, mask = pad_batch([ids[i] for i in index], pad_id, side)
+            with self._autocast():
+                logits = model(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)).logits
+            out[index] = logits.float().cpu().numpy()
+
         with torch.inference_mode():
-            while start < len(order):
-                index = order[start:start + size]
-                input_ids, mask = pad_batch([ids[i] for i in index], pad_id, side)
-                try:
-                    with self._autocast():
-                        logits = model(input_ids=input_ids.to(self.device),
-                                       attention_mask=mask.to(self.device)).logits
-                    out[index] = logits.float().cpu().numpy()
-                except (RuntimeError, MemoryError) as exc:
-                    if not is_out_of_memory(exc) or size == 1:
-                        raise
-                    failed = True
-                else:
-                    failed = False
-                if failed:  # outside the handler, so the failed batch's tensors are freed first
-                    if self.device.type == "cuda":
-                        torch.cuda.empty_cache()
-                    self.notes.append(f"out of memory at inference batch size {size}; retrying with {size // 2}")
-                    size //= 2
-                    continue
-                start += len(index)
+            in_batches(order, self.eval_batch_size, run, device=self.device, notes=self.notes)
         return out
 
     # ------------------------------------------------------------------ persistence
     def save_artifacts(self, directory: Path) -> None:
         """`directory/hf`: model and tokenizer via save_pretrained; history and notes beside it."""
         self._require_fitted()
-        directory = Path(directory)
-        hf = directory / HF_DIR
-        if hf.exists():
-            shutil.rmtree(hf)
-        with _quiet_transformers():
-            self.hf_model.save_pretrained(hf)
-            self.tokenizer.save_pretrained(hf)
+        save_pretrained(directory, self.hf_model, self.tokenizer)
         state = {"history": self.history, "notes": self.notes, "best_epoch": self.best_epoch}
-        (directory / STATE_FILE).write_text(json.dumps(state, indent=2))
+        (Path(directory) / STATE_FILE).write_text(json.dumps(state, indent=2))
 
     def load_artifacts(self, directory: Path) -> None:
         directory = Path(directory)

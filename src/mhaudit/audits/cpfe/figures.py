@@ -12,7 +12,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 
-def _png(fig) -> bytes:
+def png_bytes(fig) -> bytes:
+    """The figure as PNG bytes (110 dpi, tight), then closed; the benchmark's figures use it too."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
@@ -40,7 +41,7 @@ def auc_degradation(discrimination: pd.DataFrame) -> bytes:
     ax.set_ylim(0.4, 1.0)
     ax.axhline(0.5, color="grey", lw=0.8, ls="--")
     ax.legend(fontsize=8)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def forest(per_class: pd.DataFrame) -> bytes:
@@ -52,7 +53,7 @@ def forest(per_class: pd.DataFrame) -> bytes:
     ax.set_yticks(y, [f"{r.model} · {r.place} · {r['class']}" for _, r in rows.iterrows()], fontsize=7)
     ax.axvline(0.5, color="red", lw=0.8, ls="--")
     ax.set_xlabel(f"one-vs-rest AUC, 95% DeLong CI (seed {int(per_class['seed'].min())})")
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def reliability(curves: pd.DataFrame) -> bytes:
@@ -69,7 +70,7 @@ def reliability(curves: pd.DataFrame) -> bytes:
         ax.set_xlabel("confidence")
     axes[0][0].set_ylabel("accuracy")
     axes[0][0].legend(fontsize=7)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def heatmap(table: pd.DataFrame, value: str, title: str, index: str = "place", columns: str = "class",
@@ -85,7 +86,7 @@ def heatmap(table: pd.DataFrame, value: str, title: str, index: str = "place", c
         ax.text(j, i, "n/a" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=7, color="white")
     ax.set_title(title, fontsize=9)
     fig.colorbar(im, ax=ax)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def lengths(words: dict[str, np.ndarray]) -> bytes:
@@ -94,4 +95,4 @@ def lengths(words: dict[str, np.ndarray]) -> bytes:
     ax.violinplot([np.log10(1 + words[n]) for n in names], showmedians=True)
     ax.set_xticks(range(1, len(names) + 1), names, rotation=20, ha="right", fontsize=8)
     ax.set_ylabel("log10(1 + words per example)")
-    return _png(fig)
+    return png_bytes(fig)
