@@ -82,3 +82,73 @@ def test_imported_sheet_errors_name_the_row(tmp_path):
     sheet.write_text("item_id,task,value\np1,si,1\n")
     with pytest.raises(InputError, match="missing column 'labeler'"):
         read_labels(sheet)
+
+
+# --- tags, the shared table reader, and Parquet list columns -------------------------------------------
+def test_parse_tags_one_rule_for_every_form():
+    import numpy as np
+
+    from mhaudit.labels import parse_tags
+
+    assert parse_tags(None) == parse_tags(float("nan")) == parse_tags("") == parse_tags("  ") == ()
+    assert parse_tags(np.array([], dtype=object)) == parse_tags([]) == parse_tags("[]") == ()
+    assert parse_tags(np.array(["news", "hypothetical"], dtype=object)) == ("news", "hypothetical")
+    assert parse_tags('["news", "third-person"]') == ("news", "third-person")
+    assert parse_tags("news; hypothetical ;") == ("news", "hypothetical")  # ';' separates plain-text tags
+    assert parse_tags("sarcasm, humour") == ("sarcasm, humour",)  # a comma belongs to the tag
+    assert parse_tags("['news']") == ("news",)  # a Python-style list, as a CSV written from lists shows it
+    assert parse_tags('"news"') == ("news",) and parse_tags(["news", "news", " "]) == ("news",)
+
+
+def test_parquet_list_tags_including_empty_lists(tmp_path):
+    """A Parquet round trip turns list tags into NumPy arrays; an empty one used to crash read_labels."""
+    path = tmp_path / "labels.parquet"
+    pd.DataFrame({"item_id": ["p1", "p2", "p3"], "task": "si", "labeler": "ann1", "kind": "human",
+                  "value": [1, 0, 1], "tags": [["news"], [], None]}).to_parquet(path)
+    frame = read_labels(path)
+    assert frame["tags"].fillna("-").tolist() == ['["news"]', "[]", "-"]
+    with LabelStore(tmp_path / "labels.sqlite") as store:
+        store.add(pd.read_parquet(path).to_dict("records"))
+        assert store.frame()["tags"].fillna("-").tolist() == ['["news"]', "[]", "-"]
+
+
+def test_na_strings_are_text_not_missing(tmp_path):
+    """Only an empty cell is missing: an item called "NA" and a note "null" are kept, in every format."""
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_text('item_id,task,labeler,kind,value,note\nNA,si,ann1,human,1,null\n007,si,ann1,human,,\n'
+                     'None,si,ann1,human,1.0,NaN\n')
+    frame = read_labels(sheet)
+    assert frame["item_id"].tolist() == ["NA", "007", "None"]
+    assert frame["note"].fillna("-").tolist() == ["null", "-", "NaN"] and frame["value"].tolist()[0] == 1
+    assert pd.isna(frame["value"].iloc[1]) and frame["value"].iloc[2] == 1
+    for suffix in (".jsonl", ".parquet"):
+        back = read_labels(write_labels(frame, tmp_path / f"again{suffix}"))
+        assert back["item_id"].tolist() == ["NA", "007", "None"]
+        assert back["note"].fillna("-").tolist() == ["null", "-", "NaN"]
+
+
+def test_read_table_and_write_table(tmp_path):
+    from mhaudit.io import read_table, write_table
+
+    frame = pd.DataFrame({"item_id": ["007", "NA"], "text": ["null", "a, b"], "tags": [["news"], []],
+                          "weight": [1 / 3, 2.0]})
+    for suffix in (".csv", ".tsv", ".jsonl", ".parquet"):
+        back = read_table(write_table(frame, tmp_path / f"t{suffix}"))
+        assert back["item_id"].tolist() == ["007", "NA"] and back["text"].tolist() == ["null", "a, b"], suffix
+        assert float(back["weight"].iloc[0]) == 1 / 3, suffix  # full precision
+        tags = back["tags"].tolist()
+        assert [list(t) if not isinstance(t, str) else t for t in tags] in ([["news"], []], ['["news"]', "[]"])
+    pd.DataFrame({"item_id": [7, 8]}).to_parquet(tmp_path / "ints.parquet")
+    assert read_table(tmp_path / "ints.parquet")["item_id"].tolist() == ["7", "8"]
+    with pytest.raises(InputError, match=r"t.xlsx: unknown file type '.xlsx' for the labels; expected \.parquet"):
+        read_table(tmp_path / "t.xlsx", what="the labels")
+    with pytest.raises(InputError, match="unknown file type '.txt'"):
+        write_table(frame, tmp_path / "t.txt")
+    (tmp_path / "bad.parquet").write_text("not parquet")
+    with pytest.raises(InputError, match=r"bad.parquet: cannot read the sample \("):
+        read_table(tmp_path / "bad.parquet", what="the sample")
+    (tmp_path / "bad.jsonl").write_text('{"item_id": "a"}\n{oops\n')
+    with pytest.raises(InputError, match="line 2 of the table is not JSON"):
+        read_table(tmp_path / "bad.jsonl")
+    with pytest.raises(InputError, match="nope.csv: no such file"):
+        read_table(tmp_path / "nope.csv")

@@ -11,6 +11,7 @@ CSV and JSONL for teams that label elsewhere.
 
 from __future__ import annotations
 
+import ast
 import json
 import numbers
 import sqlite3
@@ -19,16 +20,19 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from mhaudit.errors import InputError
-from mhaudit.io import atomic_path
+from mhaudit.io import TABLE_SUFFIXES, is_missing, read_table, table_format, write_table
 
 KINDS = ("llm", "human", "adjudicated", "lexicon")
 KEY = ("item_id", "task", "labeler")
 COLUMNS = (*KEY, "kind", "value", "raw_answer", "prompt_hash", "latency_ms", "tags", "note", "created_at")
 APPLICATION_ID = 0x6D68_6C31  # "mhl1": marks a file as an mhaudit label store
 SQLITE_MAGIC = b"SQLite format 3\x00"
+STORE_SUFFIXES = (".sqlite", ".db", ".sqlite3")
+TAG_SEPARATOR = ";"
 
 _SCHEMA = """
 CREATE TABLE labels (
@@ -53,29 +57,86 @@ def now() -> str:
 
 
 def _check_value(value: object, where: str) -> int | None:
-    if value is None or (isinstance(value, float) and pd.isna(value)) or value is pd.NA:
+    """0 or 1 (also '1', '1.0' and 1.0 as spreadsheets write them), None for an empty value."""
+    if is_missing(value):
         return None
-    if isinstance(value, str) and value.strip() in ("0", "1"):
-        return int(value.strip())
-    if isinstance(value, numbers.Real) and float(value) in (0.0, 1.0):
+    if isinstance(value, str):
+        text = value.strip()
+        if text == "":
+            return None
+        try:
+            number = float(text)
+        except ValueError:
+            number = None
+        if number in (0.0, 1.0):
+            return int(number)
+    elif isinstance(value, numbers.Real) and float(value) in (0.0, 1.0):
         return int(value)
     raise InputError(f"{where}: label value {value!r} is not 0, 1 or empty")
 
 
+def parse_tags(raw: object) -> tuple[str, ...]:
+    """Error-source tags from any way a table holds them; the one parser for the labels table's `tags`.
+
+    * missing (None, NaN, an empty string) -> no tags;
+    * a list, tuple or NumPy array (a Parquet list column) -> its elements;
+    * a string holding a JSON list (what mhaudit writes: '["news", "hypothetical"]') or a JSON string;
+    * a Python-style list ("['news']", as a CSV written from a list column shows it) -> its elements;
+    * any other string: tags separated by ';' ("news; hypothetical"). A comma belongs to the tag, so a
+      tag written this way can contain ',' but never ';' (in a JSON list any character is allowed).
+
+    Tags are stripped; empty and repeated tags are dropped; the order is kept.
+    """
+    if isinstance(raw, (list, tuple, np.ndarray)):
+        items = list(raw)
+    elif is_missing(raw):
+        return ()
+    else:
+        text = str(raw).strip()
+        if not text:
+            return ()
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = None
+            if text.startswith("[") and text.endswith("]"):
+                try:
+                    parsed = ast.literal_eval(text)
+                except (ValueError, SyntaxError):
+                    parsed = None
+            if not isinstance(parsed, list):
+                parsed = text.split(TAG_SEPARATOR)
+        items = parsed if isinstance(parsed, list) else [] if parsed is None else [parsed]
+    tags = (str(t).strip() for t in items if not is_missing(t))
+    return tuple(dict.fromkeys(t for t in tags if t))
+
+
+def _tags_json(raw: object) -> str | None:
+    """The stored form of tags: a JSON list ('[]' for an explicitly empty list), None when absent."""
+    if not isinstance(raw, (list, tuple, np.ndarray)) and (is_missing(raw) or not str(raw).strip()):
+        return None
+    return json.dumps(list(parse_tags(raw)))
+
+
+def _text(value: object) -> str | None:
+    return None if is_missing(value) else str(value)
+
+
 def _row(label: Mapping[str, object], where: str) -> tuple:
     for column in (*KEY, "kind"):
-        if label.get(column) is None or str(label[column]) == "":
+        if is_missing(label.get(column)) or str(label[column]) == "":
             raise InputError(f"{where}: column '{column}' is empty")
     if label["kind"] not in KINDS:
         raise InputError(f"{where}: kind {label['kind']!r} is not one of {', '.join(KINDS)}")
-    tags = label.get("tags")
-    if tags is not None and not isinstance(tags, str):
-        tags = json.dumps(list(tags))
     latency = label.get("latency_ms")
+    try:
+        latency = None if is_missing(latency) or str(latency).strip() == "" else float(latency)
+    except (TypeError, ValueError):
+        raise InputError(f"{where}: latency_ms {latency!r} is not a number") from None
+    created = _text(label.get("created_at")) or now()
     return (str(label["item_id"]), str(label["task"]), str(label["labeler"]), label["kind"],
-            _check_value(label.get("value"), where), label.get("raw_answer"), label.get("prompt_hash"),
-            None if latency is None or pd.isna(latency) else float(latency), tags, label.get("note"),
-            str(label.get("created_at") or now()))
+            _check_value(label.get("value"), where), _text(label.get("raw_answer")), _text(label.get("prompt_hash")),
+            latency, _tags_json(label.get("tags")), _text(label.get("note")), created)
 
 
 class LabelStore:
@@ -153,33 +214,27 @@ class LabelStore:
 
 
 def read_labels(path: str | Path) -> pd.DataFrame:
-    """A labels table from a label store, Parquet, CSV or JSONL file, validated row by row."""
+    """A labels table from a label store, Parquet, CSV or JSONL file, validated row by row.
+
+    Files are read with `mhaudit.io.read_table`: only an empty cell is missing, so an item called "NA"
+    stays "NA".
+    """
     path = Path(path)
-    if not path.exists():
-        raise InputError("no such file", path=path)
-    suffix = path.suffix.lower()
-    if suffix in (".sqlite", ".db", ".sqlite3"):
+    if path.suffix.lower() in STORE_SUFFIXES:
+        if not path.exists():
+            raise InputError("no such file", path=path)
         with LabelStore(path) as store:
             return store.frame()
-    try:
-        if suffix == ".parquet":
-            frame = pd.read_parquet(path)
-        elif suffix == ".csv":
-            frame = pd.read_csv(path, dtype={"item_id": str}, keep_default_na=True)
-        elif suffix in (".jsonl", ".ndjson"):
-            frame = pd.read_json(path, lines=True, dtype=False)
-        else:
-            raise InputError(f"unknown label file type '{suffix}'; expected .sqlite, .parquet, .csv or .jsonl",
-                             path=path)
-    except (ValueError, OSError) as exc:
-        raise InputError(f"cannot read labels ({exc})", path=path) from None
+    if path.suffix.lower() not in TABLE_SUFFIXES:
+        raise InputError(f"unknown label file type '{path.suffix.lower()}'; expected .sqlite, .parquet, .csv, .tsv "
+                         "or .jsonl", path=path)
+    frame = read_table(path, what="the labels")
     missing = [c for c in (*KEY, "kind", "value") if c not in frame.columns]
     if missing:
         raise InputError(f"missing column '{missing[0]}'; a labels table needs {', '.join((*KEY, 'kind', 'value'))}",
                          path=path)
-    rows = [_row({k: (None if not isinstance(v, (list, tuple)) and pd.isna(v) else v) for k, v in record.items()},
-                 f"{path} row {i + 2 if suffix == '.csv' else i + 1}")
-            for i, record in enumerate(frame.to_dict("records"))]
+    offset = 2 if table_format(path) in ("csv", "tsv") else 1
+    rows = [_row(record, f"{path} row {i + offset}") for i, record in enumerate(frame.to_dict("records"))]
     result = pd.DataFrame(rows, columns=list(COLUMNS))
     result["value"] = result["value"].astype("Int64")
     duplicated = result.duplicated(list(KEY))
@@ -192,16 +247,4 @@ def read_labels(path: str | Path) -> pd.DataFrame:
 
 def write_labels(frame: pd.DataFrame, path: str | Path) -> Path:
     """Write a labels table atomically as Parquet, CSV or JSONL (by suffix)."""
-    path = Path(path)
-    suffix = path.suffix.lower()
-    frame = frame.loc[:, [c for c in COLUMNS if c in frame.columns]]
-    with atomic_path(path) as tmp:
-        if suffix == ".parquet":
-            frame.to_parquet(tmp, index=False)
-        elif suffix == ".csv":
-            frame.to_csv(tmp, index=False)
-        elif suffix in (".jsonl", ".ndjson"):
-            frame.to_json(tmp, orient="records", lines=True, force_ascii=False)
-        else:
-            raise InputError(f"unknown label file type '{suffix}'; expected .parquet, .csv or .jsonl", path=path)
-    return path
+    return write_table(frame.loc[:, [c for c in COLUMNS if c in frame.columns]], path, what="the labels")

@@ -22,7 +22,7 @@ from mhaudit.cli import app
 from mhaudit.collect.lexicon import Lexicon
 from mhaudit.errors import InputError
 from mhaudit.label.lexicon_labels import lexicon_labels
-from mhaudit.labels import COLUMNS, write_labels
+from mhaudit.labels import COLUMNS, read_labels, write_labels
 from tests.conftest import data_dir
 
 runner = CliRunner()
@@ -135,6 +135,47 @@ def test_two_annotators_adjudication_and_error_sources():
     ref_a = agreement_report(labels, "si", weak_labeler="llm-weak", annotators=["B"], reference="A", n_boot=0)
     m = ref_a.table("weak_vs_reference").set_index("metric")
     assert m.loc["kappa", "estimate"] == pytest.approx(cohen_kappa_score(a, weak))
+
+
+def test_outdated_agreed_consensus_is_not_the_reference():
+    """An 'agreed' consensus recorded while the annotators agreed no longer holds once one changes their label."""
+    rows = []
+    for i in range(10):
+        rows += [lab(i, "llm", "llm", i % 2), lab(i, "alice", "human", i % 2), lab(i, "bob", "human", i % 2),
+                 {**lab(i, "consensus", "adjudicated", i % 2), "raw_answer": "agreed"}]
+    labels = frame(rows)
+    labels.loc[(labels["item_id"] == "1") & (labels["labeler"] == "bob"), "value"] = 0  # now a disagreement
+    labels.loc[labels["item_id"].isin(["2", "3"]) & (labels["kind"] == "human"), "value"] = 1  # 2: both changed
+    result = agreement_report(labels, "si", n_boot=0)
+    comp = result.table("reference").set_index("source")["items"]
+    assert comp["annotators disagree, not adjudicated: left out"] == 1  # item 1, as the app lists it again
+    assert comp["consensus recording agreement (consensus)"] == 8
+    assert comp["outdated 'agreed' consensus (consensus): an annotator changed their label since; ignored"] == 2
+    assert comp["annotators agree (2 or more labels)"] == 1  # item 2, by the annotators' current label
+    assert comp["items scored (reference and weak label)"] == 9
+    assert "1 items on which the annotators disagree" in result.sections[0].text
+    confusion = result.table("confusion_matrix")
+    assert confusion[["weak_0", "weak_1"]].to_numpy()[:2].tolist() == [[4, 0], [1, 4]]  # item 2: reference 1
+    # An adjudicated consensus (raw_answer 'adjudicated') settles the disagreement whatever the annotators say.
+    settled = labels.copy()
+    settled.loc[(settled["item_id"] == "1") & (settled["labeler"] == "consensus"), "raw_answer"] = "adjudicated"
+    comp = agreement_report(settled, "si", n_boot=0).table("reference").set_index("source")["items"]
+    assert comp["adjudicated (consensus)"] == 1 and comp["annotators disagree, not adjudicated: left out"] == 0
+
+
+def test_tags_from_parquet_lists_count_as_error_sources(tmp_path):
+    rows = [lab(i, "A", "human", 1) for i in range(4)] + [lab(i, "w", "llm", int(i < 2)) for i in range(4)]
+    path = tmp_path / "labels.parquet"
+    frame(rows).assign(tags=[["news", "hypothetical"], [], ["news"], None, None, None, None, None]).to_parquet(path)
+    labels = read_labels(path)
+    errors = agreement_report(labels, "si", n_boot=0).table("error_sources").set_index(["outcome", "tag"])["items"]
+    assert errors[("false_negative", "news")] == 1 and errors[("false_negative", "(no tag)")] == 1
+    assert errors[("correct", "news")] == errors[("correct", "hypothetical")] == 1
+    assert errors[("correct", "(no tag)")] == 1
+    # One tag rule everywhere: ';' separates, a comma belongs to the tag.
+    plain = frame(rows).assign(tags=["news; hypothetical", "sarcasm, humour", None, None, None, None, None, None])
+    errors = agreement_report(plain, "si", n_boot=0).table("error_sources").set_index(["outcome", "tag"])["items"]
+    assert errors[("correct", "hypothetical")] == 1 and errors[("correct", "sarcasm, humour")] == 1
 
 
 def test_three_annotators_report_krippendorff_alpha():
@@ -269,6 +310,38 @@ def test_validation_set_round_trip_and_weighted_report(tmp_path):
         row = weighted.loc[metric]
         assert row["ci_low"] <= full[metric] <= row["ci_high"], metric
     assert abs(naive["recall"] - full["recall"]) > 0.2  # unweighted recall is far off the pool's
+
+
+def test_weights_follow_the_scored_items_of_each_stratum():
+    """Sampled items that drop out of scoring must not shrink their stratum's share of the pool.
+
+    Pool: 1000 weak positives, 1000 weak negatives, 100 + 100 sampled (design weight 10). The weak labeler is
+    perfect; 50 weak-positive items are unresolved disagreements. The pool's weak positive rate is 0.5.
+    """
+    rows, design = [], []
+    for stratum in (0, 1):
+        for j in range(100):
+            item = f"{stratum}-{j}"
+            rows.append(lab(item, "llm", "llm", stratum))
+            design.append({"item_id": item, "stratum": stratum, "pool_size": 1000, "sample_size": 100, "weight": 10.0})
+            unresolved = stratum == 1 and j < 50
+            bob = 1 - stratum if unresolved else stratum
+            rows += [lab(item, "alice", "human", stratum), lab(item, "bob", "human", bob)]
+    rows.append(lab("0-0", "llm", "llm", None))  # and one invalid weak label among the negatives
+    labels = frame([r for r in rows if not (r["item_id"] == "0-0" and r["labeler"] == "llm" and r["value"] == 0)])
+    result = agreement_report(labels, "si", n_boot=200, validation_set=pd.DataFrame(design))
+    weighted = result.table("weak_vs_reference_weighted").set_index("metric")
+    assert weighted.loc["weak_positive_rate", "estimate"] == pytest.approx(0.5)
+    assert weighted.loc["reference_positive_rate", "estimate"] == pytest.approx(0.5)
+    assert weighted.loc["kappa", "estimate"] == pytest.approx(1.0) and weighted["pool"].iloc[0] == pytest.approx(2000)
+    strata = result.table("design_strata").set_index("stratum")
+    columns = ["pool_size", "sampled", "scored", "dropped", "no_reference"]
+    assert strata.loc[1, columns].tolist() == [1000, 100, 50, 50, 50]
+    assert strata.loc[0, ["scored", "dropped", "no_valid_weak_label"]].tolist() == [99, 1, 1]
+    assert strata.loc[1, "weight"] == pytest.approx(20) and strata.loc[0, "weight"] == pytest.approx(1000 / 99)
+    assert strata.loc[1, "design_weight"] == 10
+    text = next(s.text for s in result.sections if s.title.startswith("Design-weighted"))
+    assert "51 of the 200 sampled items were not scored" in text
 
 
 # ----------------------------------------------------------------------------- lexicon labels

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
+import threading
+import time
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pandas as pd
 import pytest
 
 from mhaudit.audits.weaklabels import agreement_report
 from mhaudit.errors import InputError
-from mhaudit.label.annotate import TAGS, load_sample, open_session, tokens_path
+from mhaudit.label.annotate import TAGS, build_cases, load_sample, open_session, tokens_path
 from mhaudit.labels import LabelStore
 
 TEXTS = {
@@ -250,6 +254,76 @@ def test_annotator_name_of_a_model_labeler_is_refused(tmp_path, sample):
         open_session(sample, tmp_path / "labels.sqlite", ["alice", "consensus"], port=0)
     with pytest.raises(InputError, match="at least two annotators"):
         open_session(sample, tmp_path / "labels.sqlite", ["alice"], "carol", port=0)
+    with pytest.raises(InputError, match="'bob' is named as an annotator and as the adjudicator"):
+        open_session(sample, tmp_path / "labels.sqlite", ["alice", "bob"], "bob", port=0)
+    assert not tokens_path(tmp_path / "labels.sqlite").exists()
+
+
+def test_tags_from_parquet_arrays_reach_the_adjudicator(tmp_path):
+    """A Parquet round trip turns tag lists into NumPy arrays: empty ones must not crash, others stay tags."""
+    items = load_sample(write_sample(tmp_path))
+    path = tmp_path / "human.parquet"
+    pd.DataFrame({"item_id": ["p1", "p2", "p1"], "task": "mh", "labeler": ["alice", "alice", "bob"],
+                  "kind": "human", "value": [1, 0, 0], "tags": [["news"], [], ["news", "hypothetical"]],
+                  "note": None, "raw_answer": None, "created_at": "x"}).to_parquet(path)
+    human = pd.read_parquet(path)
+    assert isinstance(human["tags"].iloc[0], np.ndarray)
+    cases = {c.item.item_id: c for c in build_cases(items, human, human.iloc[:0], ["alice", "bob"])}
+    assert cases["p1"].answers["alice"].tags == ("news",) and cases["p2"].answers["alice"].tags == ()
+    assert cases["p1"].union_tags == ("news", "hypothetical") and cases["p1"].disagreement
+
+
+def write_sample(tmp_path) -> Path:
+    path = tmp_path / "plain-sample.csv"
+    pd.DataFrame({"item_id": list(TEXTS), "task": "mh", "text": list(TEXTS.values())}).to_csv(path, index=False)
+    return path
+
+
+def test_consensus_checks_and_writes_under_one_lock(session):
+    """'Record agreed' must not overwrite an adjudication that happened between its check and its write."""
+    app = session.app
+    people = {p.name: p for p in session.people}
+    base = "/s/x/"
+    for name in ("alice", "bob"):
+        app.save_label(people[name], {"item_id": "p1", "task": "mh", "value": 1}, base)
+    checked, release = threading.Event(), threading.Event()
+    cases = app.cases
+
+    def slow_cases():  # the 'record agreed' request pauses between reading the labels and writing
+        result = cases()
+        if threading.current_thread().name == "agreed":
+            checked.set()
+            release.wait(10)
+        return result
+
+    app.cases = slow_cases
+    agreed = threading.Thread(target=app.save_agreed, args=(people["carol"],), name="agreed")
+    agreed.start()
+    assert checked.wait(10)
+
+    def change_and_adjudicate():  # meanwhile bob changes his answer and carol adjudicates the new disagreement
+        app.save_label(people["bob"], {"item_id": "p1", "task": "mh", "value": 0}, base)
+        app.save_consensus(people["carol"], {"item_id": "p1", "task": "mh", "value": 0})
+
+    other = threading.Thread(target=change_and_adjudicate)
+    other.start()
+    other.join(0.5)
+    release.set()
+    agreed.join(10)
+    other.join(10)
+    consensus = session.store.frame(labeler="consensus").set_index("item_id")
+    assert (consensus.loc["p1", "raw_answer"], consensus.loc["p1", "value"]) == ("adjudicated", 0)
+
+
+def test_a_silent_connection_is_dropped_after_the_timeout(session):
+    assert session.server.request_timeout == 30
+    session.server.request_timeout = 0.5
+    with socket.create_connection(("127.0.0.1", session.server.port), timeout=10) as stalled:
+        stalled.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # the headers never end
+        start = time.monotonic()
+        assert stalled.recv(1024) == b""  # closed by the server
+        assert time.monotonic() - start < 5
+    assert httpx.get(session.server.base_url() + "/").status_code == 200  # and it still serves
 
 
 # --- a real browser ---------------------------------------------------------------------------------
@@ -280,8 +354,8 @@ def browser():
 def test_two_annotators_and_an_adjudicator_in_a_real_browser(session, browser):
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
     wait = WebDriverWait(browser, 10)
@@ -296,15 +370,31 @@ def test_two_annotators_and_an_adjudicator_in_a_real_browser(session, browser):
             chain.send_keys(key)
         chain.perform()
 
+    def next_page_loaded(old_url: str):
+        """The browser has left `old_url` and the new page is fully there.
+
+        Not `staleness_of(old body)`: while Chromium swaps documents it may answer "Node with given id does
+        not belong to the document", which Selenium does not count as stale; any such WebDriverException
+        here just means "not yet".
+        """
+        def loaded(driver) -> bool:
+            try:
+                return (driver.current_url != old_url
+                        and driver.execute_script("return document.readyState") == "complete"
+                        and bool(driver.find_element(By.TAG_NAME, "body").get_attribute("data-page")))
+            except WebDriverException:
+                return False
+        return loaded
+
     def answer(value: int, tag_keys: str = "", note: str = "") -> None:
-        page = body()
+        old_url = browser.current_url
         keys = []
         if tag_keys:
             keys += ["t", *tag_keys]
         if note:
             keys += ["n", note, Keys.ESCAPE]
         press(*keys, str(value))
-        wait.until(ec.staleness_of(page))  # saved, then the next page loaded
+        wait.until(next_page_loaded(old_url))  # saved, then the next page loaded
 
     # (value, tag keys, note) per item; p3 is the one disagreement, alice first answers it 0 and corrects it
     plans = {"alice": {"p1": (1, "", ""), "p2": (0, "a", ""), "p3": (0, "", ""), "p4": (0, "p", "")},
@@ -322,9 +412,9 @@ def test_two_annotators_and_an_adjudicator_in_a_real_browser(session, browser):
         assert "all 4 items" in browser.find_element(By.ID, "done-summary").text
         if name == "alice":  # back with the left arrow to p3: her saved answer shows; she changes it to 1
             for _ in range(4):
-                page = body()
+                old_url = browser.current_url
                 press(Keys.ARROW_LEFT)
-                wait.until(ec.staleness_of(page))
+                wait.until(next_page_loaded(old_url))
                 if body().get_attribute("data-item-id") == "p3":
                     break
             assert body().get_attribute("data-saved") == "0"

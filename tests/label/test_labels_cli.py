@@ -187,6 +187,53 @@ def test_label_studio_json_export(tmp_path):
                                        "--labeler", "alice"), "labels from 2 annotators (1, 2)", "--user")
 
 
+def test_label_studio_emails_are_never_stored(tmp_path):
+    """An annotator without a numeric user id (a `completed_by` object without `id`, or JSON-MIN's email) is not
+    named by the email: the import asks for --labeler, and no email reaches the store."""
+    tasks = json.loads(json.dumps(LABEL_STUDIO))
+    tasks[0]["annotations"][1]["completed_by"] = {"email": "b@example.org", "first_name": "B"}
+    export = tmp_path / "project.json"
+    export.write_text(json.dumps(tasks))
+    labels = tmp_path / "labels.sqlite"
+    message = assert_one_sentence_failure(invoke("labels", "import", export, "--labels", labels, "--format",
+                                                 "label-studio"), "no numeric Label Studio user id", "--labeler")
+    assert "example.org" not in message and not labels.exists()
+    result = invoke("labels", "import", export, "--labels", labels, "--format", "label-studio", "--user",
+                    "b@example.org", "--labeler", "bea")
+    assert result.exit_code == 0, result.output
+    assert "example.org" not in result.output
+    result = invoke("labels", "import", export, "--labels", labels, "--format", "label-studio", "--user", "1")
+    assert result.exit_code == 0, result.output
+    with LabelStore(labels) as store:
+        frame = store.frame()
+    assert sorted(set(frame["labeler"])) == ["bea", "label-studio-1"]
+    assert "example.org" not in labels.read_bytes().decode("latin-1")
+    assert_one_sentence_failure(invoke("labels", "import", export, "--labels", tmp_path / "x.sqlite", "--format",
+                                       "label-studio", "--labeler", "x"), "2 annotators (1 and 1 without a user id)")
+    minimal = [{"item_id": "p7", "task": "si", "label": "positive", "annotator": "c@example.org"}]
+    export_min = tmp_path / "min.json"
+    export_min.write_text(json.dumps(minimal))
+    assert_one_sentence_failure(invoke("labels", "import", export_min, "--labels", labels, "--format", "label-studio"),
+                                "no numeric Label Studio user id")
+    assert invoke("labels", "import", export_min, "--labels", labels, "--format", "label-studio",
+                  "--labeler", "cleo").exit_code == 0
+    assert "example.org" not in labels.read_bytes().decode("latin-1")
+
+
+def test_import_a_parquet_sheet_with_list_tags(tmp_path):
+    sheet = tmp_path / "sheet.parquet"
+    pd.DataFrame({"item_id": ["p1", "p2", "NA"], "task": "mh", "labeler": "dave", "value": [1, 0, 1],
+                  "tags": [["news"], [], ["news", "third-person"]]}).to_parquet(sheet)
+    labels = tmp_path / "labels.sqlite"
+    result = invoke("labels", "import", sheet, "--labels", labels)
+    assert result.exit_code == 0, result.output
+    assert "tags outside the app's list" not in result.output  # not "['news']"
+    with LabelStore(labels) as store:
+        frame = store.frame().set_index("item_id")
+    assert json.loads(frame.loc["p1", "tags"]) == ["news"] and pd.isna(frame.loc["p2", "tags"])
+    assert json.loads(frame.loc["NA", "tags"]) == ["news", "third-person"]  # an item called NA is an item
+
+
 def test_label_studio_custom_choices_and_json_min(tmp_path):
     tasks = json.loads(json.dumps(LABEL_STUDIO).replace('"Positive"', '"Self-disclosure"')
                        .replace('"Negative"', '"Not a disclosure"'))
@@ -319,3 +366,9 @@ def test_annotate_serves_prints_links_and_stops_on_ctrl_c(tmp_path, sample):
                             str(labels), "--annotator", "alice", "--port", "0", "--host", "10.1.2.3"],
                            capture_output=True, text=True, timeout=30)
     assert again.returncode == 2 and "not a loopback address" in again.stderr
+    # nor is an adjudicator who is also an annotator (a subprocess: a server that started would never return)
+    again = subprocess.run([sys.executable, "-m", "mhaudit", "annotate", "--sample", str(sample), "--labels",
+                            str(labels), "--annotator", "alice", "--annotator", "bob", "--adjudicator", "bob",
+                            "--port", "0"], capture_output=True, text=True, timeout=30)
+    assert again.returncode == 2 and "'bob' is named as an annotator and as the adjudicator" in again.stderr
+    assert again.stderr.count("\n") == 1 and again.stdout == ""

@@ -16,7 +16,8 @@ Two steps, both reading the labels table (mhaudit.labels):
    positives and negatives by the annotators' tags.
 
 The reference label of an item (docs/validation.md, "The reference"): its adjudicated label (kind
-'adjudicated') where there is one; otherwise the annotators' label where every annotator who labelled
+'adjudicated') where there is one (a consensus with raw_answer 'agreed' only while the annotators' current
+labels still agree with it); otherwise the annotators' label where every annotator who labelled
 it gave the same valid label (one annotator suffices, which covers a data set that carries one expert
 consensus label as kind 'human'); items the annotators disagree on and nobody adjudicated are left out
 and counted. `reference=LABELER` makes one labeler the reference instead.
@@ -25,7 +26,6 @@ and counted. `reference=LABELER` makes one labeler the reference instead.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -33,8 +33,8 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.errors import InputError
-from mhaudit.io import atomic_path
-from mhaudit.labels import COLUMNS, KEY, now
+from mhaudit.io import read_table, write_table
+from mhaudit.labels import COLUMNS, KEY, now, parse_tags
 from mhaudit.report.render import Result, Section
 from mhaudit.stats.agreement import bootstrap_kappa, krippendorff_alpha, weak_vs_reference
 
@@ -45,6 +45,7 @@ SAMPLE_COLUMNS = ("sample_id", "item_id", "task", "text", "stratum", "weak_label
                   "weight", "seed")
 WEAK_KINDS = ("llm", "lexicon")
 NO_TAG = "(no tag)"
+AGREED = "agreed"  # raw_answer of a consensus row that records agreement (mhaudit.label.annotate.adjudication)
 
 
 # -------------------------------------------------------------------------------------- helpers
@@ -82,24 +83,6 @@ def choose_weak_labeler(labels: pd.DataFrame, task: str, weak_labeler: str | Non
         raise InputError(f"{'several' if weak else 'no'} weak labelers (kind llm or lexicon) for task '{task}'"
                          f"{': ' + ', '.join(weak) if weak else ''}; name one with --weak (labelers: {_labelers(rows)})")
     return weak[0]
-
-
-def _parse_tags(value) -> list[str]:
-    """Tags as stored: a JSON list, a comma/semicolon-separated string, a list, or nothing."""
-    if value is None or (not isinstance(value, (list, tuple, np.ndarray)) and pd.isna(value)):
-        return []
-    if isinstance(value, (list, tuple, np.ndarray)):
-        items = list(value)
-    else:
-        text = str(value).strip()
-        if not text:
-            return []
-        try:
-            parsed = json.loads(text)
-            items = parsed if isinstance(parsed, list) else [parsed]
-        except json.JSONDecodeError:
-            items = text.replace(";", ",").split(",")
-    return [str(t).strip() for t in items if str(t).strip()]
 
 
 # -------------------------------------------------------------------------------------- sampling
@@ -156,7 +139,9 @@ def sample_for_validation(labels: pd.DataFrame, items: pd.DataFrame, task: str, 
     first, so the input order does not matter); the rows are then shuffled.
 
     `weight` = pool_size / sample_size of the item's stratum: the design weight that turns sample
-    counts into estimates for the pool (used by `agreement_report(validation_set=...)`).
+    counts into estimates for the pool. `agreement_report(validation_set=...)` spreads each stratum's
+    pool over the stratum's items it could score (pool_size / n_scored), so items that drop out of
+    scoring (unresolved, no valid weak label) do not bias the pool estimates.
     """
     weak = choose_weak_labeler(labels, task, weak_labeler)
     rows = _task_labels(labels, task)
@@ -198,19 +183,7 @@ def sample_for_validation(labels: pd.DataFrame, items: pd.DataFrame, task: str, 
 
 def write_validation_set(frame: pd.DataFrame, path: str | Path) -> Path:
     """Write the validation set atomically as Parquet, CSV or JSONL (by suffix)."""
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in (".parquet", ".csv", ".jsonl", ".ndjson"):
-        raise InputError(f"unknown file type '{suffix}' for the validation set; expected .parquet, .csv or .jsonl",
-                         path=path)
-    with atomic_path(path) as tmp:
-        if suffix == ".parquet":
-            frame.to_parquet(tmp, index=False)
-        elif suffix == ".csv":
-            frame.to_csv(tmp, index=False)
-        else:
-            frame.to_json(tmp, orient="records", lines=True, force_ascii=False)
-    return path
+    return write_table(frame, path, what="the validation set")
 
 
 def read_validation_set(path: str | Path) -> pd.DataFrame:
@@ -218,26 +191,23 @@ def read_validation_set(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
         raise InputError("no such file; expected a validation set from `mhaudit validate sample`", path=path)
-    suffix = path.suffix.lower()
-    try:
-        if suffix == ".parquet":
-            frame = pd.read_parquet(path)
-        elif suffix == ".csv":
-            frame = pd.read_csv(path, dtype={"item_id": str})
-        elif suffix in (".jsonl", ".ndjson"):
-            frame = pd.read_json(path, lines=True, dtype={"item_id": str})
-        else:
-            raise InputError(f"unknown file type '{suffix}'; expected .parquet, .csv or .jsonl", path=path)
-    except (ValueError, OSError) as exc:
-        raise InputError(f"cannot read the validation set ({exc})", path=path) from None
+    frame = read_table(path, what="the validation set")
     missing = [c for c in ("item_id", "stratum", "weight") if c not in frame.columns]
     if missing:
         raise InputError(f"missing column '{missing[0]}'; a validation set has {', '.join(SAMPLE_COLUMNS)}", path=path)
-    frame = frame.assign(item_id=frame["item_id"].astype(str))
     weights = pd.to_numeric(frame["weight"], errors="coerce")
-    if frame["item_id"].duplicated().any() or weights.isna().any() or (weights <= 0).any():
-        raise InputError("item ids must be unique and weights positive numbers", path=path)
-    return frame.assign(weight=weights)
+    if frame["item_id"].isna().any() or frame["item_id"].duplicated().any() or weights.isna().any() \
+            or (weights <= 0).any():
+        raise InputError("item ids must be present and unique and weights positive numbers", path=path)
+    if frame["stratum"].isna().any():
+        raise InputError("every item needs its stratum (the weak label it was drawn under)", path=path)
+    frame = frame.assign(weight=weights)
+    for column in ("stratum", "pool_size", "sample_size", "seed"):  # numbers, when a CSV brought them as text
+        if column in frame.columns:
+            numbers = pd.to_numeric(frame[column], errors="coerce")
+            if numbers.notna().all():
+                frame[column] = numbers.astype(int) if (numbers % 1 == 0).all() else numbers
+    return frame
 
 
 # ------------------------------------------------------------------------------ corpus -> labels
@@ -281,22 +251,31 @@ def _reference(rows: pd.DataFrame, annotators: list[str], reference: str | None)
     adjudicators = sorted(adjudicated["labeler"].unique())
     if len(adjudicators) > 1:
         raise InputError(f"several adjudicated labelers ({', '.join(adjudicators)}); name the reference with --reference")
-    adj = adjudicated[adjudicated["value"].notna()].set_index("item_id")["value"].astype(int)
     human = rows[rows["labeler"].isin(annotators)]
     valid = human[human["value"].notna()]
     stats = valid.groupby("item_id")["value"].agg(["min", "max", "count"])
+    adj_rows = adjudicated[adjudicated["value"].notna()].set_index("item_id")
+    adj = adj_rows["value"].astype(int)
+    # The annotation app's consensus rows say in raw_answer whether they settle a disagreement ('adjudicated') or
+    # record agreement ('agreed'). An 'agreed' row only records what the annotators said when it was written: once
+    # an annotator has changed their label it no longer holds, and the item counts by the annotators' current labels.
+    raw = adj_rows["raw_answer"] if "raw_answer" in adj_rows else pd.Series(None, index=adj_rows.index, dtype=object)
+    records_agreement = raw.astype(str).eq(AGREED)
+    current = stats.reindex(adj.index)
+    holds = current["count"].isna() | ((current["min"] == current["max"]) & (current["min"] == adj))
+    outdated = adj.index[records_agreement & ~holds]
+    adj = adj.drop(outdated)
+    n_agreed = int((records_agreement & holds).sum())
     agreed = stats[stats["min"] == stats["max"]]
     unresolved = stats.index[(stats["min"] != stats["max"])].difference(adj.index)
     from_agreement = agreed.index.difference(adj.index)
     several = agreed.loc[from_agreement, "count"] >= 2
     ref = pd.concat([adj, agreed.loc[from_agreement, "min"].astype(int)]).sort_index()
-    # The annotation app's consensus rows say in raw_answer whether they settle a disagreement or record agreement.
-    agreed_consensus = adjudicated.loc[adjudicated["value"].notna(), "raw_answer"].astype(str).eq("agreed")
     comp = pd.DataFrame([
-        {"source": "adjudicated" + (f" ({adjudicators[0]})" if adjudicators else ""),
-         "items": len(adj) - int(agreed_consensus.sum())},
-        *([{"source": f"consensus recording agreement ({adjudicators[0]})", "items": int(agreed_consensus.sum())}]
-          if agreed_consensus.any() else []),
+        {"source": "adjudicated" + (f" ({adjudicators[0]})" if adjudicators else ""), "items": len(adj) - n_agreed},
+        *([{"source": f"consensus recording agreement ({adjudicators[0]})", "items": n_agreed}] if n_agreed else []),
+        *([{"source": f"outdated 'agreed' consensus ({adjudicators[0]}): an annotator changed their label since; "
+                      "ignored", "items": len(outdated)}] if len(outdated) else []),
         {"source": "annotators agree (2 or more labels)", "items": int(several.sum())},
         {"source": "one annotator's label only", "items": int((~several).sum())},
         {"source": "annotators disagree, not adjudicated: left out", "items": len(unresolved)},
@@ -344,6 +323,57 @@ def _error_sources(cells: pd.Series, tags: pd.Series) -> pd.DataFrame:
             rows.append({"outcome": outcome, "tag": tag, "items": int(count), "outcome_items": len(ids),
                          "share": count / len(ids)})
     return pd.DataFrame(rows, columns=["outcome", "tag", "items", "outcome_items", "share"])
+
+
+def _weighted(validation_set: pd.DataFrame, scored: pd.DataFrame, ref: pd.Series, weak_rows: pd.Series, weak: str,
+              n_boot: int, alpha: float, rng) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """Design-weighted estimates for the sampled pool, the per-stratum design table, and a note.
+
+    A stratum's pool is its `pool_size` column, or else the sum of its sampled items' design weights
+    (pool_size / sample_size each); it is spread over the stratum's *scored* items: weight = pool_size /
+    n_scored. Sampled items that drop out of scoring then no longer shrink their stratum's share of the pool.
+    """
+    vs = validation_set.assign(item_id=validation_set["item_id"].astype(str)).set_index("item_id")
+    inside = scored.index.isin(vs.index)
+    if not inside.any():
+        raise InputError("none of the scored items is in the validation set; is it the sample of this task?")
+    sub = scored[inside]
+    has_weak = vs.index.isin(weak_rows.index[weak_rows.notna()])
+    design = pd.DataFrame({"stratum": vs["stratum"], "weight": vs["weight"], "scored": vs.index.isin(sub.index),
+                           "no_reference": ~vs.index.isin(ref.index),
+                           "no_weak": vs.index.isin(ref.index) & ~has_weak})
+    strata = design.groupby("stratum", sort=True).agg(
+        pool_size=("weight", "sum"), design_weight=("weight", "first"), sampled=("weight", "size"),
+        scored=("scored", "sum"), no_reference=("no_reference", "sum"), no_valid_weak_label=("no_weak", "sum"))
+    pool_column = pd.to_numeric(vs["pool_size"], errors="coerce") if "pool_size" in vs.columns else None
+    if pool_column is not None and pool_column.notna().all():  # the pool sizes as drawn (exact)
+        strata["pool_size"] = pool_column.groupby(vs["stratum"]).first()
+    strata["pool_size"] = strata["pool_size"].round(6)
+    strata["dropped"] = strata["sampled"] - strata["scored"]
+    strata["weight"] = (strata["pool_size"] / strata["scored"]).where(strata["scored"] > 0)
+    strata = strata.reset_index()[["stratum", "pool_size", "sampled", "scored", "dropped", "no_reference",
+                                   "no_valid_weak_label", "design_weight", "weight"]]
+    item_strata = vs.loc[sub.index, "stratum"]
+    weights = item_strata.map(strata.set_index("stratum")["weight"]).to_numpy(dtype=float)
+    metrics_w, _ = weak_vs_reference(sub["reference"].to_numpy(), sub["weak"].to_numpy(), n_boot=n_boot, alpha=alpha,
+                                     rng=rng, weights=weights, strata=item_strata.to_numpy())
+    weighted = metrics_w.assign(pool=float(weights.sum()), reason=metrics_w["reason"].fillna(""))
+    notes = []
+    if (~inside).any():
+        notes.append(f" {int((~inside).sum())} scored items are not in the validation set and are left out of the "
+                     "weighted estimates.")
+    dropped = int(strata["dropped"].sum())
+    if dropped:
+        notes.append(f" {dropped} of the {len(vs)} sampled items were not scored; their strata's pools are spread over "
+                     "the scored items of the same stratum (see design_strata).")
+    empty = strata[strata["scored"] == 0]
+    for row in empty.itertuples():
+        notes.append(f" Stratum {row.stratum} has no scored item: its pool of {row.pool_size:g} items is not "
+                     "covered by the weighted estimates.")
+    if "weak_labeler" in vs.columns and (vs["weak_labeler"].astype(str) != weak).any():
+        notes.append(f" The sample was stratified by '{vs['weak_labeler'].iloc[0]}', not by '{weak}'; the weights "
+                     "still follow the sampling design.")
+    return weighted, strata, "".join(notes)
 
 
 def _fmt_ci(row) -> str:
@@ -451,28 +481,14 @@ def agreement_report(labels: pd.DataFrame, task: str, *, weak_labeler: str | Non
     rates = pd.DataFrame(rates)
 
     # ---- design-weighted estimates for the pool the sample was drawn from
-    weighted = pd.DataFrame()
-    design_note = ""
+    weighted, strata_table, design_note = pd.DataFrame(), pd.DataFrame(), ""
     if validation_set is not None:
-        vs = validation_set.set_index("item_id")
-        inside = scored.index.isin(vs.index)
-        if not inside.any():
-            raise InputError("none of the scored items is in the validation set; is it the sample of this task?")
-        sub = scored[inside]
-        metrics_w, _ = weak_vs_reference(sub["reference"].to_numpy(), sub["weak"].to_numpy(), n_boot=n_boot,
-                                         alpha=alpha, rng=rng, weights=vs.loc[sub.index, "weight"].to_numpy(),
-                                         strata=vs.loc[sub.index, "stratum"].to_numpy())
-        weighted = metrics_w.assign(pool=float(vs.loc[sub.index, "weight"].sum()), reason=metrics_w["reason"].fillna(""))
-        design_note = (f" {int((~inside).sum())} scored items are not in the validation set and are left out of the "
-                       "weighted estimates." if (~inside).any() else "")
-        if "weak_labeler" in vs.columns and (vs["weak_labeler"].astype(str) != weak).any():
-            design_note += (f" The sample was stratified by '{vs['weak_labeler'].iloc[0]}', not by '{weak}'; the "
-                            "weights still follow the sampling design.")
-
+        weighted, strata_table, design_note = _weighted(validation_set, scored, ref, weak_rows, weak, n_boot, alpha,
+                                                        rng)
     # ---- error sources: tags that annotators (and the adjudicator) gave to the weak labeler's errors
     taggers = [*annotators, *([reference] if reference else [])]
     tag_rows = rows[rows["labeler"].isin(taggers) | (rows["kind"] == "adjudicated")]
-    item_tags = tag_rows["tags"].map(_parse_tags) if "tags" in tag_rows else pd.Series([[]] * len(tag_rows),
+    item_tags = tag_rows["tags"].map(parse_tags) if "tags" in tag_rows else pd.Series([[]] * len(tag_rows),
                                                                                         index=tag_rows.index)
     tags = (tag_rows.assign(_tags=item_tags).groupby("item_id")["_tags"]
             .agg(lambda lists: sorted({t for ts in lists for t in ts})))
@@ -528,10 +544,13 @@ def agreement_report(labels: pd.DataFrame, task: str, *, weak_labeler: str | Non
     if not weighted.empty:
         sections.append(Section(
             "Design-weighted estimates for the sampled pool",
-            "Each scored item counts pool_size / sample_size of its stratum (the weak label it was drawn under), so "
-            "these estimate the metrics on the whole pool the sample came from; CIs resample items within strata. "
-            "Precision is the same as unweighted when the strata are the weak labels." + design_note,
-            {"weak_vs_reference_weighted": weighted}))
+            "Each scored item counts pool_size / (scored items of its stratum), the stratum being the weak label it "
+            "was drawn under, so these estimate the metrics on the whole pool the sample came from; CIs resample "
+            "items within strata. Sampled items that could not be scored (no reference label, e.g. an unresolved "
+            "disagreement, or no valid weak label) are counted per stratum in `design_strata`; the estimates treat "
+            "them as missing at random within their stratum. Precision is the same as unweighted when the strata are "
+            "the weak labels." + design_note,
+            {"weak_vs_reference_weighted": weighted, "design_strata": strata_table}))
     sections.append(Section(
         "Error sources of the weak labeler",
         "Error-source tags the annotators and the adjudicator gave to each item, counted for the weak labeler's false "

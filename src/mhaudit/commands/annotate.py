@@ -134,7 +134,8 @@ def import_(
     task: Annotated[str | None, typer.Option(help="Task for rows without one.")] = None,
     kind: Annotated[str, typer.Option(help="Kind for rows without one.")] = "human",
     user: Annotated[str | None, typer.Option(help="Label Studio / Argilla: import only this annotator's "
-                                                  "labels (completed_by / user_id).")] = None,
+                                                  "labels (completed_by id, or the email Label Studio wrote for "
+                                                  "an annotator without one, with --labeler / user_id).")] = None,
     positive: Annotated[list[str] | None, typer.Option(help="Extra choice name meaning 1 (repeatable).")] = None,
     negative: Annotated[list[str] | None, typer.Option(help="Extra choice name meaning 0 (repeatable).")] = None,
     label_field: Annotated[str, typer.Option(help="Label Studio from_name / Argilla question of the label.")]

@@ -48,22 +48,11 @@ def _read_label_files(paths: list[Path]):
 
 
 def _read_items(path: Path):
-    import pandas as pd
+    from mhaudit.io import read_table
 
     if not path.exists():
         raise InputError("no such file; expected a corpus or an items table with id and text", path=path)
-    suffix = path.suffix.lower()
-    try:
-        if suffix == ".parquet":
-            frame = pd.read_parquet(path)
-        elif suffix in (".csv", ".tsv"):
-            frame = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", dtype={"id": str, "item_id": str})
-        elif suffix in (".jsonl", ".ndjson"):
-            frame = pd.read_json(path, lines=True, dtype={"id": str, "item_id": str})
-        else:
-            raise InputError(f"unknown file type '{suffix}'; expected .parquet, .csv, .tsv or .jsonl", path=path)
-    except (ValueError, OSError) as exc:
-        raise InputError(f"cannot read the items ({str(exc).splitlines()[0]})", path=path) from None
+    frame = read_table(path, what="the items")
     if not ({"id", "item_id"} & set(frame.columns)) or "text" not in frame.columns:
         raise InputError("the items need an 'id' (or 'item_id') and a 'text' column", path=path)
     return frame

@@ -21,7 +21,6 @@ choice that maps to neither is an error naming it, never a silent drop. Model pr
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,9 +28,8 @@ from pathlib import Path
 import pandas as pd
 
 from mhaudit.errors import InputError
-from mhaudit.io import atomic_path
-from mhaudit.label.annotate.adjudication import parse_tags
-from mhaudit.labels import COLUMNS, KEY, KINDS, LabelStore, _check_value
+from mhaudit.io import is_missing, read_table, table_format, write_table
+from mhaudit.labels import COLUMNS, KEY, KINDS, LabelStore, _check_value, parse_tags
 
 FORMATS = ("mhaudit", "label-studio", "argilla")
 DEFAULT_POSITIVE = ("1", "positive", "yes", "true", "pos")
@@ -93,27 +91,7 @@ class SheetRows:
 
 
 def _empty(value: object) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, float) and math.isnan(value):
-        return True
-    if isinstance(value, str) and value.strip() == "":
-        return True
-    try:
-        return bool(pd.isna(value)) if not isinstance(value, (list, tuple, dict)) else False
-    except (TypeError, ValueError):
-        return False
-
-
-def _number(value: object) -> object:
-    """'1.0' (a spreadsheet's way of writing 1) -> 1.0; anything else unchanged, for _check_value to judge."""
-    if isinstance(value, str):
-        try:
-            number = float(value)
-        except ValueError:
-            return value
-        return number if number in (0.0, 1.0) else value
-    return value
+    return is_missing(value) or (isinstance(value, str) and value.strip() == "")
 
 
 def _text(value: object) -> str | None:
@@ -147,28 +125,17 @@ def _check_kind(kind: str, where: str) -> str:
 
 # --- mhaudit sheets ----------------------------------------------------------------------------------
 def _read_mhaudit(path: Path, opts: Options) -> SheetRows:
-    suffix = path.suffix.lower()
-    try:
-        if suffix == ".csv":
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-        elif suffix in (".jsonl", ".ndjson"):
-            frame = pd.read_json(path, lines=True, dtype=False)
-        elif suffix == ".parquet":
-            frame = pd.read_parquet(path)
-        elif suffix == ".json":
-            raise InputError("a .json file: pass --format label-studio or --format argilla, or give an "
-                             "mhaudit sheet as .csv, .jsonl or .parquet", path=path)
-        else:
-            raise InputError(f"unknown sheet type '{suffix}'; expected .csv, .jsonl or .parquet", path=path)
-    except (ValueError, OSError) as exc:
-        raise InputError(f"cannot read the sheet ({exc})", path=path) from None
+    if path.suffix.lower() == ".json":
+        raise InputError("a .json file: pass --format label-studio or --format argilla, or give an "
+                         "mhaudit sheet as .csv, .jsonl or .parquet", path=path)
+    frame = read_table(path, what="the sheet")
     for column, option in (("item_id", None), ("value", None), ("task", opts.task), ("labeler", opts.labeler)):
         if column not in frame.columns and option is None:
             flag = f" (or pass --{column})" if column in ("task", "labeler") else ""
             raise InputError(f"missing column '{column}'{flag}; a sheet needs item_id, task, labeler and value",
                              path=path)
     result = SheetRows([])
-    offset = 2 if suffix == ".csv" else 1
+    offset = 2 if table_format(path) in ("csv", "tsv") else 1
     for i, record in enumerate(frame.to_dict("records")):
         where = f"{path} row {i + offset}"
         value = record.get("value")
@@ -180,7 +147,7 @@ def _read_mhaudit(path: Path, opts: Options) -> SheetRows:
             "task": _text(record.get("task")) or opts.task,
             "labeler": _text(record.get("labeler")) or opts.labeler,
             "kind": _check_kind(_text(record.get("kind")) or opts.kind, where),
-            "value": _check_value(None if _empty(value) else _number(value), where),
+            "value": _check_value(value, where),
             "raw_answer": _text(record.get("raw_answer")),
             "prompt_hash": _text(record.get("prompt_hash")),
             "tags": list(parse_tags(record.get("tags"))) or None,
@@ -201,10 +168,17 @@ def _read_mhaudit(path: Path, opts: Options) -> SheetRows:
 
 
 # --- Label Studio --------------------------------------------------------------------------------------
-def _ls_user(completed_by: object) -> str:
+def _ls_user(completed_by: object) -> tuple[str, str | None]:
+    """(who, user id): `who` tells annotators apart and is what --user matches; the id is Label Studio's
+    numeric user id, or None where the export names the annotator otherwise (JSON-MIN writes the email
+    of a `completed_by` object). Only the id ever becomes part of a labeler name: an email is never
+    stored, nor printed."""
     if isinstance(completed_by, dict):
         completed_by = completed_by.get("id", completed_by.get("email"))
-    return str(completed_by)
+    if isinstance(completed_by, float) and completed_by.is_integer():
+        completed_by = int(completed_by)
+    who = "" if _empty(completed_by) else str(completed_by).strip()
+    return who, (who if who.isdigit() else None)
 
 
 def _ls_results(results: list, opts: Options, where: str) -> tuple[object, list[str], str | None]:
@@ -248,7 +222,7 @@ def _read_label_studio(path: Path, opts: Options) -> SheetRows:
             entries = []
             for a in annotations:
                 value, tags, note = _ls_results(a.get("result") or [], opts, where)
-                entries.append((_ls_user(a.get("completed_by")), value, tags, note, a.get("lead_time"),
+                entries.append((*_ls_user(a.get("completed_by")), value, tags, note, a.get("lead_time"),
                                 a.get("created_at")))
         else:  # JSON-MIN: one flat object per annotation
             value = data.get(opts.label_field)
@@ -256,16 +230,17 @@ def _read_label_studio(path: Path, opts: Options) -> SheetRows:
                 value = value.get("choices")
             tags = data.get(opts.tags_field)
             tags = tags.get("choices", []) if isinstance(tags, dict) else ([] if _empty(tags) else [tags])
-            entries = [(_ls_user(data.get("annotator")), value, tags, _text(data.get(opts.note_field)),
+            entries = [(*_ls_user(data.get("annotator")), value, tags, _text(data.get(opts.note_field)),
                         data.get("lead_time"), data.get("created_at"))]
-        for user, value, tags, note, lead_time, created in entries:
+        for user, user_id, value, tags, note, lead_time, created in entries:
             if opts.user is not None and user != opts.user:
                 continue
             if _empty(value) if not isinstance(value, list) else not value:
                 result.skipped += 1
                 continue
             result.rows.append({
-                "item_id": str(item_id), "task": task_name, "labeler": f"label-studio-{user}", "_user": user,
+                "item_id": str(item_id), "task": task_name, "_user": user, "_id": user_id,
+                "labeler": f"label-studio-{user_id}" if user_id is not None else None,
                 "kind": opts.kind, "value": opts.choices.value(value, f"{where} (item '{item_id}')"),
                 "raw_answer": json.dumps(value) if isinstance(value, list) else str(value),
                 "tags": [str(t) for t in tags] or None, "note": note,
@@ -333,6 +308,7 @@ def _read_argilla(path: Path, opts: Options) -> SheetRows:
             tags = tags if isinstance(tags, list) else ([] if _empty(tags) else [tags])
             result.rows.append({
                 "item_id": str(item_id), "task": task_name, "labeler": f"argilla-{user}", "_user": user,
+                "_id": user,
                 "kind": opts.kind, "value": opts.choices.value(value, f"{where} (item '{item_id}')"),
                 "raw_answer": json.dumps(value) if isinstance(value, list) else str(value),
                 "tags": [str(t) for t in tags] or None, "note": _text(answers.get(opts.note_field))})
@@ -351,13 +327,20 @@ def read_sheet(path: str | Path, fmt: str = "mhaudit", opts: Options | None = No
     reader = {"mhaudit": _read_mhaudit, "label-studio": _read_label_studio, "argilla": _read_argilla}[fmt]
     result = reader(path, opts)
     if fmt != "mhaudit":
-        users = sorted({row.pop("_user") for row in result.rows})
+        users = {row.pop("_user"): row.pop("_id") for row in result.rows}
+        ids = sorted(i for i in users.values() if i is not None)
+        no_id = sum(i is None for i in users.values())
         if opts.labeler is not None:
             if len(users) > 1:
-                raise InputError(f"the file holds labels from {len(users)} annotators ({', '.join(users)}); "
-                                 "--labeler names one: add --user ID to import them one at a time", path=path)
+                named = ", ".join(ids) + (f"{' and ' if ids else ''}{no_id} without a user id" if no_id else "")
+                raise InputError(f"the file holds labels from {len(users)} annotators ({named}); --labeler names "
+                                 "one: add --user ID to import them one at a time", path=path)
             for row in result.rows:
                 row["labeler"] = opts.labeler
+        elif no_id:
+            raise InputError(f"{no_id} annotator(s) in the file have no numeric Label Studio user id (the export "
+                             "names them by email, which mhaudit never stores); import them one at a time under a "
+                             "name with --user EMAIL --labeler NAME", path=path)
     seen: set[tuple] = set()
     for row in result.rows:
         key = tuple(row[k] for k in KEY)
@@ -407,16 +390,4 @@ def blank_sheet(items: list, store: LabelStore, labeler: str, task: str | None =
 
 def write_sheet(frame: pd.DataFrame, path: str | Path) -> Path:
     """Write a labels table or a sheet (with its text column) atomically as .csv, .jsonl or .parquet."""
-    path = Path(path)
-    suffix = path.suffix.lower()
-    frame = frame.loc[:, [c for c in SHEET_COLUMNS if c in frame.columns]]
-    if suffix not in (".csv", ".jsonl", ".ndjson", ".parquet"):
-        raise InputError(f"unknown sheet type '{suffix}'; expected .csv, .jsonl or .parquet", path=path)
-    with atomic_path(path) as tmp:
-        if suffix == ".parquet":
-            frame.to_parquet(tmp, index=False)
-        elif suffix == ".csv":
-            frame.to_csv(tmp, index=False)
-        else:
-            frame.to_json(tmp, orient="records", lines=True, force_ascii=False)
-    return path
+    return write_table(frame.loc[:, [c for c in SHEET_COLUMNS if c in frame.columns]], path, what="the sheet")

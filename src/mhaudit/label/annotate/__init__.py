@@ -76,7 +76,11 @@ def _people(annotators: list[str], adjudicator: str | None) -> list[Person]:
     if adjudicator is not None:
         if len(names) < 2:
             raise InputError("an --adjudicator needs at least two annotators to have disagreements to resolve")
-        people.append(Person(check_name(adjudicator), "adjudicator"))
+        adjudicator = check_name(adjudicator)
+        if adjudicator in names:
+            raise InputError(f"'{adjudicator}' is named as an annotator and as the adjudicator; the adjudicator "
+                             "resolves the annotators' disagreements and must be someone else")
+        people.append(Person(adjudicator, "adjudicator"))
     return people
 
 

@@ -8,13 +8,14 @@ consensus whose annotators later disagree is not a resolution: the item is liste
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import pandas as pd
 
+from mhaudit.io import is_missing
 from mhaudit.label.annotate.sample import Item
+from mhaudit.labels import parse_tags  # the one tag parser of the labels table (re-exported here)
 
 TAGS = ("advocacy/awareness", "third-person", "metaphorical use", "sarcasm/humour", "indirect ideation",
         "missing context", "news", "hypothetical")
@@ -60,23 +61,11 @@ class Case:
         return tuple(t for t in TAGS if t in tags) + tuple(sorted(tags - set(TAGS)))
 
 
-def parse_tags(raw: object) -> tuple[str, ...]:
-    if raw is None or (isinstance(raw, float) and pd.isna(raw)) or raw == "":
-        return ()
-    if isinstance(raw, (list, tuple)):
-        return tuple(str(t) for t in raw)
-    try:
-        value = json.loads(str(raw))
-    except ValueError:
-        return tuple(t.strip() for t in str(raw).split(";") if t.strip())
-    return tuple(str(t) for t in value) if isinstance(value, list) else (str(value),)
-
-
 def answer_from_row(row: dict) -> Answer:
     value = row["value"]
     note = row.get("note")
-    return Answer(value=None if pd.isna(value) else int(value), tags=parse_tags(row.get("tags")),
-                  note=None if note is None or (isinstance(note, float) and pd.isna(note)) else str(note),
+    return Answer(value=None if is_missing(value) else int(value), tags=parse_tags(row.get("tags")),
+                  note=None if is_missing(note) else str(note),
                   raw_answer=row.get("raw_answer"), created_at=row.get("created_at"))
 
 

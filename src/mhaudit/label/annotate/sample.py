@@ -10,9 +10,8 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
-
 from mhaudit.errors import InputError
+from mhaudit.io import is_missing, read_table, table_format
 
 REQUIRED = ("item_id", "task", "text")
 
@@ -29,20 +28,6 @@ class Item:
         return (self.task, self.item_id)
 
 
-def _read(path: Path) -> pd.DataFrame:
-    suffix = path.suffix.lower()
-    try:
-        if suffix == ".parquet":
-            return pd.read_parquet(path)
-        if suffix == ".csv":
-            return pd.read_csv(path, dtype=str, keep_default_na=False)
-        if suffix in (".jsonl", ".ndjson"):
-            return pd.read_json(path, lines=True, dtype=False)
-    except (ValueError, OSError) as exc:
-        raise InputError(f"cannot read the sample ({exc})", path=path) from None
-    raise InputError(f"unknown sample file type '{suffix}'; expected .parquet, .csv or .jsonl", path=path)
-
-
 def order_key(task: str, item_id: str) -> str:
     """A stable order that does not depend on the file's row order (which may be sorted by weak label)."""
     return hashlib.sha256(f"{task}\x1f{item_id}".encode()).hexdigest()
@@ -55,9 +40,7 @@ def load_sample(path: str | Path, *, keep_order: bool = False) -> list[Item]:
     a sample file sorted by stratum would otherwise tell annotators the weak label by position.
     """
     path = Path(path)
-    if not path.exists():
-        raise InputError("no such file", path=path)
-    frame = _read(path)
+    frame = read_table(path, what="the sample")
     missing = [c for c in REQUIRED if c not in frame.columns]
     if missing:
         raise InputError(f"missing column '{missing[0]}'; a validation sample needs the columns "
@@ -67,11 +50,11 @@ def load_sample(path: str | Path, *, keep_order: bool = False) -> list[Item]:
     frame = frame.loc[:, list(REQUIRED)]
     rows: list[tuple[str, str, str]] = []
     seen: set[tuple[str, str]] = set()
-    offset = 2 if path.suffix.lower() == ".csv" else 1
+    offset = 2 if table_format(path) in ("csv", "tsv") else 1
     for i, (item_id, task, text) in enumerate(frame.itertuples(index=False, name=None)):
         where = f"row {i + offset}"
         for column, value in (("item_id", item_id), ("task", task)):
-            if value is None or (not isinstance(value, str) and pd.isna(value)) or str(value).strip() == "":
+            if is_missing(value) or str(value).strip() == "":
                 raise InputError(f"{where}: column '{column}' is empty", path=path)
         if not isinstance(text, str) or not text.strip():
             raise InputError(f"{where}: column 'text' is empty or not text", path=path)

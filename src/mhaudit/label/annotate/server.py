@@ -117,6 +117,9 @@ class AnnotationApp:
                                       undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
         self._last_notice = 0.0
         self._notice_lock = threading.Lock()
+        # Every write to the store goes through this lock, and a consensus is written in the same critical
+        # section as the check of the annotators' labels it depends on: no answer can change in between.
+        self._write_lock = threading.Lock()
 
     # --- helpers ---------------------------------------------------------------------------------
     def notify(self, message: str, *, throttle: bool = False) -> None:
@@ -205,8 +208,9 @@ class AnnotationApp:
         value, tags, note = self.answer_from(body)
         latency = body.get("elapsed_ms")
         latency = float(latency) if isinstance(latency, (int, float)) and 0 <= latency < 1e9 else None
-        self.store.add([{"item_id": item.item_id, "task": item.task, "labeler": person.name, "kind": "human",
-                         "value": value, "tags": tags, "note": note, "latency_ms": latency}], replace=True)
+        with self._write_lock:
+            self.store.add([{"item_id": item.item_id, "task": item.task, "labeler": person.name, "kind": "human",
+                             "value": value, "tags": tags, "note": note, "latency_ms": latency}], replace=True)
         if item.position < len(self.items):
             following = f"{base}item/{item.position + 1}"
         else:
@@ -219,18 +223,20 @@ class AnnotationApp:
             raise HTTPError(403, "only the adjudicator records consensus labels")
         item = self.item_from(body)
         value, tags, note = self.answer_from(body)
-        case = next(c for c in self.cases() if c.item.key == item.key)
-        if not case.disagreement:
-            raise HTTPError(409, "the annotators no longer disagree on this item; reload the page")
-        self.store.add([{"item_id": item.item_id, "task": item.task, "labeler": CONSENSUS, "kind": ADJUDICATED,
-                         "value": value, "raw_answer": ADJUDICATED, "tags": tags, "note": note}], replace=True)
+        with self._write_lock:
+            case = next(c for c in self.cases() if c.item.key == item.key)
+            if not case.disagreement:
+                raise HTTPError(409, "the annotators no longer disagree on this item; reload the page")
+            self.store.add([{"item_id": item.item_id, "task": item.task, "labeler": CONSENSUS, "kind": ADJUDICATED,
+                             "value": value, "raw_answer": ADJUDICATED, "tags": tags, "note": note}], replace=True)
         return {"ok": True}
 
     def save_agreed(self, person: Person) -> dict:
         if person.role != "adjudicator":
             raise HTTPError(403, "only the adjudicator records consensus labels")
-        rows = agreed_rows(self.cases(), self.settings.annotators)
-        written = self.store.add(rows, replace=True) if rows else 0
+        with self._write_lock:
+            rows = agreed_rows(self.cases(), self.settings.annotators)
+            written = self.store.add(rows, replace=True) if rows else 0
         return {"ok": True, "written": written}
 
 
@@ -238,6 +244,12 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "mhaudit-annotate"
     sys_version = ""
     server: AnnotationServer
+
+    def setup(self) -> None:
+        # A socket timeout: a client that connects and then stalls (or sends a request slowly) is dropped
+        # after `request_timeout` seconds of silence instead of holding a thread forever.
+        self.timeout = self.server.request_timeout
+        super().setup()
 
     # http.server logs every request with its full path (our tokens) to stderr: never do that.
     def log_message(self, format: str, *args) -> None:  # noqa: A002
@@ -386,6 +398,7 @@ class Handler(BaseHTTPRequestHandler):
 class AnnotationServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    request_timeout: float = 30.0  # seconds a connection may stay silent (see Handler.setup)
 
     def __init__(self, app: AnnotationApp | None, host: str = "127.0.0.1", port: int = 8765, *,
                  public: bool = False):
