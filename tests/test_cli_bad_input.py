@@ -7,6 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mhaudit.cli import app
+from tests.cli_checks import assert_one_sentence_failure
 
 runner = CliRunner()
 
@@ -21,12 +22,7 @@ def run_import(tmp_path, content: bytes | str, *extra, name="posts.csv"):
 
 
 def assert_clean_failure(result, out, *fragments):
-    assert result.exit_code == 2, result.output
-    message = result.stderr.strip()
-    assert message.startswith("error: ") and "\n" not in message, message
-    assert "Traceback" not in result.output
-    for fragment in fragments:
-        assert fragment in message, message
+    assert_one_sentence_failure(result, *fragments)
     assert not out.exists()
     assert not out.parent.exists() or list(out.parent.iterdir()) == []  # no temporary leftovers
 

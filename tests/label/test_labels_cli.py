@@ -17,22 +17,13 @@ from typer.testing import CliRunner
 
 from mhaudit.cli import app
 from mhaudit.labels import LabelStore, read_labels
+from tests.cli_checks import assert_one_sentence_failure
 
 runner = CliRunner()
 
 
 def invoke(*args: str):
     return runner.invoke(app, [str(a) for a in args])
-
-
-def assert_one_sentence_failure(result, *fragments: str) -> str:
-    assert result.exit_code == 2, result.output
-    message = result.stderr.strip()
-    assert message.startswith("error: ") and "\n" not in message, message
-    assert "Traceback" not in result.output
-    for fragment in fragments:
-        assert fragment in message, message
-    return message
 
 
 @pytest.fixture
