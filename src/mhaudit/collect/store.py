@@ -15,9 +15,13 @@ power loss can roll back the last few commits, and then posts and cursor roll ba
 transaction), so the rule above still holds: the collector re-reads those events from the older cursor.
 FULL would fsync on every batch for no gain in correctness; pass `synchronous="FULL"` to have it anyway.
 
-Server databases (a PostgreSQL or MySQL URL) are not supported yet: the durability rule above is tested against
-SQLite only (a kill -9 of the committing process), and a server backend needs its own such test against a real
-server. A database URL given as the path is refused with one sentence (`check_store_path`).
+PostgreSQL: `PostStore("postgresql://user:password@host:port/dbname")` (or `postgres://`) keeps the same tables
+in that database (its current schema), marked as a post store by a `mhaudit_meta` table (application id, schema
+version). The store is one implementation; `_SQLite` and `_Postgres` below are the dialect layer (connecting,
+creating and checking the schema, placeholders, the upsert, the errors). A commit on the server is durable
+before `commit_batch` returns, and a client killed mid-transaction leaves nothing of it (the server rolls it back).
+Any other URL (mysql://, sqlite:///...) is refused with one sentence (`check_store_path`); a URL's password is
+never echoed (`redact_url`).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import sqlite3
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pandas as pd
 
@@ -44,7 +49,7 @@ _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/")
 
 _SCHEMA = """
 CREATE TABLE posts (
-    uri TEXT PRIMARY KEY,          -- the at:// URI, with the author's DID replaced by the pseudonym
+    uri {key} PRIMARY KEY,         -- the at:// URI, with the author's DID replaced by the pseudonym
     cid TEXT,
     author TEXT NOT NULL,          -- mhaudit.privacy pseudonym of the DID
     raw_did TEXT,                  -- NULL unless keep_raw_ids
@@ -56,17 +61,17 @@ CREATE TABLE posts (
     run_id TEXT,
     lexicon_hash TEXT,
     stored_at TEXT NOT NULL        -- UTC ISO time of the commit
-) WITHOUT ROWID;
+){posts_suffix};
 CREATE TABLE cursor (
-    stream TEXT PRIMARY KEY,       -- one row per stream/source: 'jetstream', 'firehose:<relay host>'
-    cursor INTEGER NOT NULL,       -- last committed cursor (Jetstream: time_us, firehose: the relay seq)
+    stream {key} PRIMARY KEY,      -- one row per stream/source: 'jetstream', 'firehose:<relay host>'
+    cursor {integer} NOT NULL,     -- last committed cursor (Jetstream: time_us, firehose: the relay seq)
     updated_at TEXT NOT NULL
 );
 CREATE TABLE runs (
-    run_id TEXT PRIMARY KEY,
+    run_id {key} PRIMARY KEY,
     started_at TEXT NOT NULL,
     relay_url TEXT,
-    lexicons TEXT NOT NULL,        -- JSON {name: hash}
+    lexicons TEXT NOT NULL,        -- JSON object name -> hash
     options TEXT NOT NULL          -- JSON
 );
 """
@@ -84,6 +89,10 @@ def _json_list(value: object) -> str:
     return json.dumps(list(value), ensure_ascii=False)
 
 
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
 def lexicons_hash(lexicons: Mapping[str, str]) -> str | None:
     """One hash for a set of lexicons: the lexicon's own hash if there is one, else a hash of name:hash pairs."""
     if not lexicons:
@@ -94,44 +103,68 @@ def lexicons_hash(lexicons: Mapping[str, str]) -> str | None:
     return hashlib.sha256(joined.encode()).hexdigest()[:16]
 
 
-def check_store_path(path: str | Path) -> Path:
-    """The post store's file path; a database URL (postgresql://, mysql://, sqlite:///, ...) is an InputError."""
-    match = _URL.match(str(path))
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+
+
+def _postgres_url(text: str) -> str | None:
+    """The URL if `text` is a postgresql:// or postgres:// URL (also as a Path that collapsed '//' to '/')."""
+    match = _URL.match(text)
+    if not match or match.group(1).lower() not in POSTGRES_SCHEMES:
+        return None
+    rest = text[match.end():]
+    return f"{match.group(1)}://{rest.lstrip('/')}"
+
+
+def redact_url(url: str) -> str:
+    """scheme://host[:port]/dbname of a database URL: no user, no password, no query."""
+    parts = urlsplit(url)
+    host = parts.hostname or "localhost"
+    host = f"[{host}]" if ":" in host else host
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def check_store_path(path: str | Path) -> Path | str:
+    """The post store's file path, or a postgresql:// / postgres:// URL as a string; another URL (mysql://,
+    sqlite:///, ...) is an InputError."""
+    text = str(path)
+    url = _postgres_url(text)
+    if url is not None:
+        return url
+    match = _URL.match(text)
     if match:
         # Only the scheme is echoed: the rest of a URL may hold a password.
-        raise InputError(f"{match.group(1)}://… is a database URL, but server databases are not supported yet; "
-                         "give a file path for the SQLite post store instead (e.g. posts.sqlite)")
+        raise InputError(f"{match.group(1)}://… is a database URL of a kind the post store does not support; give "
+                         "a file path for the SQLite post store (e.g. posts.sqlite) or a postgresql:// URL")
     return Path(path)
 
 
-class PostStore:
-    """Posts, stream cursors and collection runs in one SQLite file. Use as a context manager or close()."""
+class _SQLite:
+    """Dialect: one embedded SQLite file (WAL, synchronous NORMAL or FULL)."""
 
-    def __init__(self, path: str | Path, *, keep_raw_ids: bool = False, secret: bytes | None = None,
-                 synchronous: str = "NORMAL", timeout: float = 10.0):
-        self.path = check_store_path(path)
-        self.keep_raw_ids = keep_raw_ids
-        if synchronous.upper() not in {"NORMAL", "FULL"}:
-            raise InputError(f"synchronous must be NORMAL or FULL, not {synchronous!r}")
-        self._secret = secret
-        self.run_id: str | None = None
-        self.lexicon_hash: str | None = None
+    name = "SQLite"
+    key, integer, posts_suffix = "TEXT", "INTEGER", " WITHOUT ROWID"
+    begin, greatest, insert_ignore = "BEGIN IMMEDIATE", "max", "INSERT OR IGNORE INTO {table} {rest}"
+    errors: tuple[type[BaseException], ...] = (sqlite3.OperationalError,)
+    nul_free = False  # SQLite text may hold U+0000
+
+    def __init__(self, path: Path, *, synchronous: str, timeout: float):
+        self.path, self.location = path, path
         self._check_header()
         try:
-            self._conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+            self.conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
         except sqlite3.Error as exc:
-            raise InputError(f"cannot open the post store: {exc}", path=self.path) from None
+            raise InputError(f"cannot open the post store: {exc}", path=path) from None
         try:
-            self._open(synchronous.upper())
+            self._open(synchronous)
         except sqlite3.DatabaseError as exc:
-            self._conn.close()
+            self.conn.close()
             raise InputError(f"cannot open the post store: {exc} (not a valid SQLite database, or locked "
-                             "by another process)", path=self.path) from None
+                             "by another process)", path=path) from None
         except InputError:
-            self._conn.close()
+            self.conn.close()
             raise
 
-    # -- opening ---------------------------------------------------------------------------------------------
     def _check_header(self) -> None:
         if self.path.is_dir():
             raise InputError("is a folder, not a post store file", path=self.path)
@@ -142,7 +175,7 @@ class PostStore:
                 raise InputError("is not an SQLite database, so not an mhaudit post store", path=self.path)
 
     def _open(self, synchronous: str) -> None:
-        conn = self._conn
+        conn = self.conn
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         n_tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
@@ -150,8 +183,7 @@ class PostStore:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("BEGIN IMMEDIATE")  # not executescript: it would commit each statement
             try:
-                for statement in filter(str.strip, _SCHEMA.split(";")):
-                    conn.execute(statement)
+                _create_tables(conn, self)
                 conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
                 conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
                 conn.execute("COMMIT")
@@ -161,21 +193,155 @@ class PostStore:
         elif app_id != APPLICATION_ID:
             raise InputError("is an SQLite database but not an mhaudit post store (no post-store "
                              "application id); give a new file name", path=self.path)
-        elif version != SCHEMA_VERSION:
-            raise InputError(f"was written with post-store schema version {version}; this mhaudit reads "
-                             f"version {SCHEMA_VERSION} (collect into a new file)", path=self.path)
+        else:
+            _check_version(version, self.path, "collect into a new file")
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             raise InputError(f"cannot switch the post store to WAL mode (got {mode})", path=self.path)
         conn.execute(f"PRAGMA synchronous={synchronous}")
+
+
+class _PgConnection:
+    """A psycopg connection with sqlite3's `execute`/`executemany` and `?` placeholders (no '?' or '%' appears
+    in the store's SQL text: values are always parameters)."""
+
+    def __init__(self, conn):
+        self._conn = conn
+
+    def execute(self, sql: str, params=()):
+        return self._conn.execute(sql.replace("?", "%s"), params or None)
+
+    def executemany(self, sql: str, rows):
+        cur = self._conn.cursor()
+        cur.executemany(sql.replace("?", "%s"), rows)
+        return cur  # psycopg >= 3.1: rowcount is the sum over the rows, as in sqlite3
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class _Postgres:
+    """Dialect: the store's tables in a PostgreSQL database (its current schema), marked by `mhaudit_meta`."""
+
+    name = "PostgreSQL"
+    key, integer, posts_suffix = 'TEXT COLLATE "C"', "BIGINT", ""  # "C": uri order as in SQLite (bytes)
+    begin, greatest = "BEGIN", "GREATEST"
+    insert_ignore = "INSERT INTO {table} {rest} ON CONFLICT DO NOTHING"
+    errors: tuple[type[BaseException], ...] = ()
+    nul_free = True  # PostgreSQL text cannot hold U+0000: it is stored as U+FFFD
+
+    def __init__(self, url: str, *, synchronous: str, timeout: float):
+        try:
+            import psycopg
+        except ImportError:
+            raise InputError("a postgresql:// post store needs psycopg (pip install 'psycopg[binary]', or the "
+                             "bluesky extra)") from None
+        self.location = redact_url(url)
+        self.errors = (psycopg.OperationalError,)
+        try:
+            conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout)))
+        except psycopg.Error as exc:
+            raise InputError(f"cannot connect to the PostgreSQL post store {self.location}: "
+                             f"{_pg_reason(exc, url)}; nothing was read or written") from None
+        self.conn = _PgConnection(conn)
+        try:
+            # A lock held by another writer makes a statement wait at most `timeout`; FULL also waits for
+            # synchronous standbys, NORMAL is the server's own setting (a commit is durable on return either way).
+            conn.execute(f"SET lock_timeout = '{int(timeout * 1000)}ms'")
+            if synchronous == "FULL":
+                conn.execute("SET synchronous_commit = 'on'")
+            self._open()
+        except psycopg.Error as exc:
+            conn.close()
+            raise InputError(f"cannot open the PostgreSQL post store {self.location}: {_pg_reason(exc, url)}") \
+                from None
+        except BaseException:
+            conn.close()
+            raise
+
+    def _open(self) -> None:
+        conn = self.conn
+        conn.execute("BEGIN")
+        try:
+            # One creator at a time: a second collector starting on an empty database waits, then finds the store.
+            conn.execute("SELECT pg_advisory_xact_lock(?)", (APPLICATION_ID,))
+            existing = {row[0] for row in conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+                "AND table_name IN ('mhaudit_meta', 'posts', 'cursor', 'runs')")}
+            if "mhaudit_meta" in existing:
+                meta = dict(conn.execute("SELECT key, value FROM mhaudit_meta").fetchall())
+                if meta.get("application_id") != str(APPLICATION_ID):
+                    raise InputError(f"{self.location} has a mhaudit_meta table that does not mark an mhaudit "
+                                     "post store; use another database or schema")
+                _check_version(int(meta.get("schema_version", 0)), self.location,
+                               "collect into another database or schema")
+            elif existing:
+                raise InputError(f"{self.location} already has tables named {', '.join(sorted(existing))} that "
+                                 "are not an mhaudit post store (no mhaudit_meta table); use another database or "
+                                 "schema")
+            else:
+                _create_tables(conn, self)
+                conn.execute("CREATE TABLE mhaudit_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                conn.executemany("INSERT INTO mhaudit_meta (key, value) VALUES (?, ?)",
+                                 [("application_id", str(APPLICATION_ID)), ("schema_version", str(SCHEMA_VERSION))])
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+
+def _pg_reason(exc: BaseException, url: str) -> str:
+    """The server's or libpq's reason for a failed connect, one line, without the URL's password."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
+    # libpq: 'connection to server at "h", port p failed: FATAL:  <reason>', then hint lines (dropped).
+    text = next((line for line in lines if "FATAL:" in line), lines[0])
+    for marker in ("FATAL:", "failed:"):
+        if marker in text:
+            text = text.rsplit(marker, 1)[1].strip()
+            break
+    text = " ".join(text.split())
+    password = urlsplit(url).password
+    return text.replace(password, "***") if password else text
+
+
+def _check_version(version: int, where: object, advice: str) -> None:
+    if version != SCHEMA_VERSION:
+        raise InputError(f"was written with post-store schema version {version}; this mhaudit reads version "
+                         f"{SCHEMA_VERSION} ({advice})", path=where)
+
+
+def _create_tables(conn, dialect) -> None:
+    schema = _SCHEMA.format(key=dialect.key, integer=dialect.integer, posts_suffix=dialect.posts_suffix)
+    for statement in filter(str.strip, schema.split(";")):
+        conn.execute(statement)
+
+
+class PostStore:
+    """Posts, stream cursors and collection runs in one SQLite file, or in a PostgreSQL database given as a
+    postgresql:// URL. Use as a context manager or close()."""
+
+    def __init__(self, path: str | Path, *, keep_raw_ids: bool = False, secret: bytes | None = None,
+                 synchronous: str = "NORMAL", timeout: float = 10.0):
+        target = check_store_path(path)
+        self.keep_raw_ids = keep_raw_ids
+        if synchronous.upper() not in {"NORMAL", "FULL"}:
+            raise InputError(f"synchronous must be NORMAL or FULL, not {synchronous!r}")
+        self._secret = secret
+        self.run_id: str | None = None
+        self.lexicon_hash: str | None = None
+        dialect = _SQLite if isinstance(target, Path) else _Postgres
+        self._db = dialect(target, synchronous=synchronous.upper(), timeout=timeout)
+        self._conn = self._db.conn
+        # The file path (SQLite), or the server URL without credentials (PostgreSQL): safe to print.
+        self.path = self.location = self._db.location
 
     # -- runs and cursors ------------------------------------------------------------------------------------
     def start_run(self, run_id: str, *, relay_url: str | None = None, lexicons: Mapping[str, str] | None = None,
                   options: Mapping[str, object] | None = None) -> str:
         """Record a collection run; later batches are tagged with its id and lexicon hash."""
         lexicons = dict(lexicons or {})
-        self._write(lambda c: c.execute(
-            "INSERT OR IGNORE INTO runs (run_id, started_at, relay_url, lexicons, options) VALUES (?,?,?,?,?)",
+        self._write(lambda c: c.execute(self._db.insert_ignore.format(
+            table="runs", rest="(run_id, started_at, relay_url, lexicons, options) VALUES (?,?,?,?,?)"),
             (run_id, _now(), relay_url, json.dumps(lexicons, sort_keys=True),
              json.dumps(dict(options or {}), sort_keys=True, default=str))))
         self.run_id, self.lexicon_hash = run_id, lexicons_hash(lexicons)
@@ -226,6 +392,8 @@ class PostStore:
                 post.get("created_at"), _json_list(post.get("langs")), _json_list(post.get("terms")),
                 _json_list(post.get("categories")), post.get("run_id", run_id),
                 post.get("lexicon_hash", lexicon_hash), stored_at))
+        if self._db.nul_free:
+            rows = [tuple(v.replace("\x00", "\ufffd") if isinstance(v, str) else v for v in row) for row in rows]
         return rows
 
     def commit_batch(self, posts: Iterable[Mapping[str, object]], cursor: int, *, stream: str = DEFAULT_STREAM,
@@ -239,34 +407,35 @@ class PostStore:
         rows = self._rows(posts, run_id if run_id is not None else self.run_id, self.lexicon_hash)
         cursor = int(cursor)
 
-        def write(conn: sqlite3.Connection) -> int:
-            before = conn.total_changes
-            conn.executemany("INSERT OR IGNORE INTO posts (uri, cid, author, raw_did, text, created_at, langs, "
-                             "terms, categories, run_id, lexicon_hash, stored_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                             rows)
-            new = conn.total_changes - before
+        def write(conn) -> int:
+            new = conn.executemany(self._db.insert_ignore.format(
+                table="posts", rest="(uri, cid, author, raw_did, text, created_at, langs, terms, categories, "
+                "run_id, lexicon_hash, stored_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"), rows).rowcount if rows else 0
             conn.execute("INSERT INTO cursor (stream, cursor, updated_at) VALUES (?,?,?) ON CONFLICT(stream) "
-                         "DO UPDATE SET cursor = max(cursor, excluded.cursor), updated_at = excluded.updated_at",
-                         (stream, cursor, _now()))
-            return new
+                         f"DO UPDATE SET cursor = {self._db.greatest}(cursor.cursor, excluded.cursor), "
+                         "updated_at = excluded.updated_at", (stream, cursor, _now()))
+            return max(0, new)
 
         return self._write(write)
 
     def _write(self, action):
-        conn = self._conn
+        conn, errors = self._conn, self._db.errors
         try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise InputError(f"cannot write to the post store: {exc} (another process holds it?); nothing was "
-                             "stored from this batch", path=self.path) from None
+            conn.execute(self._db.begin)
+        except errors as exc:
+            raise InputError(f"cannot write to the post store: {_one_line(exc)} (another process holds it, or "
+                             "the server is gone?); nothing was stored from this batch", path=self.location) from None
         try:
             result = action(conn)
             conn.execute("COMMIT")
         except BaseException as exc:
-            conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.OperationalError):
-                raise InputError(f"cannot write to the post store: {exc}; the batch was rolled back",
-                                 path=self.path) from None
+            try:
+                conn.execute("ROLLBACK")
+            except errors:
+                pass  # the connection is gone: the server rolls the transaction back itself
+            if isinstance(exc, errors):
+                raise InputError(f"cannot write to the post store: {_one_line(exc)}; the batch was rolled back",
+                                 path=self.location) from None
             raise
         return result
 
@@ -279,7 +448,9 @@ class PostStore:
         query, params = "SELECT * FROM posts", ()
         if run_id is not None:
             query, params = query + " WHERE run_id = ?", (run_id,)
-        frame = pd.read_sql_query(query + " ORDER BY stored_at, uri", self._conn, params=params)
+        cur = self._conn.execute(query + " ORDER BY stored_at, uri", params)
+        frame = pd.DataFrame.from_records(cur.fetchall(), columns=[d[0] for d in cur.description],
+                                          coerce_float=True)
         for column in ("langs", "terms", "categories"):
             frame[column] = frame[column].map(json.loads)
         return frame

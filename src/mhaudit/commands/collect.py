@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 import signal
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -67,8 +68,9 @@ def _print_summary(store) -> None:
 @app.command("bluesky")
 @guarded
 def bluesky(
-    db: Annotated[str, typer.Option("--db", metavar="PATH", help="Post store (SQLite file path; server database "
-                                    "URLs are not supported yet); created if absent, resumed if not.")],
+    db: Annotated[str, typer.Option("--db", metavar="PATH|URL", help="Post store: an SQLite file path, or a "
+                                    "postgresql://user:password@host:port/dbname URL; created if absent, resumed "
+                                    "if not.")],
     lexicon: Annotated[list[str], typer.Option("--lexicon", help="'si', 'mh' or a lexicon TOML file; repeat "
                                                "for several.")] = None,  # type: ignore[assignment]
     relay: Annotated[str | None, typer.Option(help="Websocket URL (default: public Jetstream, or bsky.network "
@@ -145,14 +147,14 @@ def bluesky(
 
 @app.command("summary")
 @guarded
-def summary(db: Annotated[str, typer.Option("--db", metavar="PATH",
-                                            help="Post store written by `collect bluesky`.")]) -> None:
+def summary(db: Annotated[str, typer.Option("--db", metavar="PATH|URL", help="Post store written by `collect "
+                                            "bluesky` (file path or postgresql:// URL).")]) -> None:
     """Print the Table-4-like summary of a post store: per category and per day, posts and unique authors."""
     from mhaudit.collect.store import PostStore, check_store_path
 
-    db = check_store_path(db)
-    if not db.exists():
-        raise InputError("no such post store", path=db)
-    with PostStore(db) as store:
-        out.print(f"{store.count():,} posts in {db}")
+    target = check_store_path(db)
+    if isinstance(target, Path) and not target.exists():
+        raise InputError("no such post store", path=target)
+    with PostStore(target) as store:
+        out.print(f"{store.count():,} posts in {store.location}")
         _print_summary(store)
