@@ -49,16 +49,16 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pandas as pd  # noqa: E402
 
-from mhaudit.audits.benchmark import (  # noqa: E402
+from mhaudit.audits.model_selection.protocol import (  # noqa: E402
     BenchmarkOptions,
     ModelSpec,
     run_benchmark,
     summary_lines,
     write_predictions,
 )
-from mhaudit.collect.lexicon import Lexicon  # noqa: E402
-from mhaudit.corpus.importing import import_source  # noqa: E402
-from mhaudit.labels import now, write_labels  # noqa: E402
+from mhaudit.weak_supervision.lexicons import Lexicon  # noqa: E402
+from mhaudit.tables.corpus.importing import import_source  # noqa: E402
+from mhaudit.tables.label_store import now, write_labels  # noqa: E402
 from mhaudit.report import write_report  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ account events, 0.1% malformed frames. The last event is a matching post so a ru
 Two pipelines, each writing to a fresh post store (SQLite, WAL) with the SI and MH lexicons, batches of 500:
 
 * in-process: the frames are fed to `Collector.consume` directly (parse + filter + store);
-* websocket: the same frames served by the tests' Jetstream-compatible server (tests/collect/stream_server.py)
+* websocket: the same frames served by the tests' Jetstream-compatible server (tests/weak_supervision/collect/stream_server.py)
   from a separate process on 127.0.0.1, read by `Collector.run` (connect, receive, parse, filter, store).
 
 The collector itself runs on one core (one process; websockets' reader thread shares it). Reported: events/s
@@ -38,9 +38,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the tests' stream server
 os.environ.setdefault("MHAUDIT_SECRET", "collect-speed-benchmark-secret")  # never touch ~/.config
 
-from mhaudit.collect.collector import CollectOptions, Collector, PostFilter  # noqa: E402
-from mhaudit.collect.lexicon import Lexicon  # noqa: E402
-from mhaudit.collect.store import PostStore  # noqa: E402
+from mhaudit.weak_supervision.collect.collector import CollectOptions, Collector, PostFilter  # noqa: E402
+from mhaudit.weak_supervision.lexicons import Lexicon  # noqa: E402
+from mhaudit.weak_supervision.collect.store import PostStore  # noqa: E402
 
 FLOOR = 5_000  # events/s
 T0 = 1_747_000_000_000_000
@@ -136,7 +136,7 @@ def make_collector(db: Path, lexicons, batch_size: int, relay: str | None = None
 
 def serve(n: int, seed: int, queue) -> None:
     """Child process: generate the same frames and serve them until terminated."""
-    from tests.collect.stream_server import StreamServer
+    from tests.weak_supervision.collect.stream_server import StreamServer
 
     lexicons = [Lexicon.load("si"), Lexicon.load("mh")]
     frames = [(i, f) for i, f in enumerate(synthetic_frames(n, seed, lexicons))]  # cursor = position

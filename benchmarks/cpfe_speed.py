@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
-from mhaudit.predictions import KEY_COLUMNS, PredictionSet, logit_column
+from mhaudit.tables.predictions import KEY_COLUMNS, PredictionSet, logit_column
 
 CLASSES = ["normal", "depression", "anxiety", "stress"]
 REFERENCE = "kaggle"

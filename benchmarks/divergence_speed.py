@@ -23,7 +23,7 @@ import numpy as np
 
 
 def corpora(data: Path):
-    from mhaudit.corpus.importing import import_source
+    from mhaudit.tables.corpus.importing import import_source
 
     dreaddit = import_source("dreaddit", sorted((data / "dreaddit").glob("*.csv"))).corpus.frame
     gold = import_source("tss_gold", [data / "tss_probe" / "Twitter_sample_gold.utf8.csv"], split="test").corpus.frame
@@ -78,7 +78,7 @@ def statistics_stage(sizes: dict[str, int]) -> dict:
     import pandas as pd
 
     from mhaudit.audits.divergence import tables as T
-    from mhaudit.stats.classification import degree_of_divergence
+    from mhaudit.stats.binary import degree_of_divergence
 
     rng = np.random.default_rng(0)
     y = {d: rng.integers(0, 2, n).astype(np.int8) for d, n in sizes.items()}

@@ -25,7 +25,7 @@ from sklearn.metrics import f1_score
 from bootstrap_speed import peak_mb  # the same tracemalloc helper (benchmarks/ is on sys.path)
 
 from mhaudit.stats import classification
-from mhaudit.stats.classification import degree_of_divergence
+from mhaudit.stats.binary import degree_of_divergence
 
 SETS = {  # name: (n, prevalence, accuracy of x, accuracy of a, side)
     "dreaddit_test": (715, 0.52, 0.74, 0.70, "human"),

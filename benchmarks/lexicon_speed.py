@@ -17,7 +17,7 @@ import random
 import re
 import time
 
-from mhaudit.collect.lexicon import Lexicon, normalise_apostrophes
+from mhaudit.weak_supervision.lexicons import Lexicon, normalise_apostrophes
 
 WORDS = ("the a and i you we it was is to of in on for with my your this that just so really "
          "today tomorrow morning night coffee work school dog cat game music song movie friend "

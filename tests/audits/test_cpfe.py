@@ -12,10 +12,10 @@ from typer.testing import CliRunner
 
 from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
 from mhaudit.cli import app
-from mhaudit.corpus.simulate import SimulationConfig, simulate
-from mhaudit.errors import InputError
+from mhaudit.synthetic.simulate import SimulationConfig, simulate
+from mhaudit.core.errors import InputError
 from mhaudit.models import create
-from mhaudit.predictions import PredictionSet, predict_corpus
+from mhaudit.tables.predictions import PredictionSet, predict_corpus
 from mhaudit.report import write_report
 from mhaudit.stats.calibration import softmax
 

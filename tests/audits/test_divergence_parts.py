@@ -14,8 +14,8 @@ from mhaudit.audits.divergence.baselines import join_baseline
 from mhaudit.audits.divergence.conflicts import conflicts, write_conflicts
 from mhaudit.audits.divergence.design import build_design
 from mhaudit.audits.divergence.fitting import THRESHOLDS, _best_threshold, combine, fit_channel, parse_channel
-from mhaudit.errors import InputError
-from mhaudit.stats.classification import degree_of_divergence
+from mhaudit.core.errors import InputError
+from mhaudit.stats.binary import degree_of_divergence
 
 
 def frame() -> pd.DataFrame:

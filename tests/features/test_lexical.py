@@ -7,7 +7,7 @@ import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.feature_selection import SelectKBest, chi2
 
-from mhaudit.errors import InputError
+from mhaudit.core.errors import InputError
 from mhaudit.features.lexical import LexicalChannel
 
 WORDS_POS = ["anxious", "panic", "never", "sleep", "deadline", "worried", "cannot", "breathe"]

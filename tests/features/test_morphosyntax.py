@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sklearn.model_selection import StratifiedKFold
 
-from mhaudit.errors import InputError
+from mhaudit.core.errors import InputError
 from mhaudit.features.morphosyntax import FEATURE_NAMES, MorphosyntaxChannel, adaptive_lambda, extract_patterns
 from mhaudit.text.parse import Parses
 from tests.conftest import data_dir
@@ -268,7 +268,7 @@ def test_dreaddit_train_features_carry_signal():
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    from mhaudit.corpus.importing import import_source
+    from mhaudit.tables.corpus.importing import import_source
     from mhaudit.text.parse import parse_texts
 
     folder = data_dir("dreaddit")

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mhaudit.features import lexicons
+from mhaudit.features import word_lists
 from mhaudit.features.style import (FAMILIES, FEATURE_NAMES, LEXICONS, StyleChannel, style_features,
                                     yule_i)
 from mhaudit.text.masks import apply_mask
@@ -40,14 +40,14 @@ def test_154_unique_snake_case_names_in_seven_prefixed_families():
 
 
 def test_every_lexicon_has_a_header_and_at_least_eight_entries():
-    folder = resources.files(lexicons.__name__)
-    assert "absolutist" in LEXICONS and len(lexicons.load("absolutist")) == 19
+    folder = resources.files(word_lists.__name__)
+    assert "absolutist" in LEXICONS and len(word_lists.load("absolutist")) == 19
     assert len(LEXICONS) == len(set(LEXICONS)) == 60
     for name in LEXICONS:
         lines = (folder / f"{name}.txt").read_text(encoding="utf-8").splitlines()
         assert lines[0].startswith(f"# {name}") or name == "absolutist", name
         assert lines[0].startswith("#") and len(lines[0]) > 20, name
-        entries = lexicons.load(name)
+        entries = word_lists.load(name)
         assert len(entries) >= 8, name
         assert all(e == e.strip().lower() and "  " not in e for e in entries), name
 
@@ -174,7 +174,7 @@ def test_text_level_fit_transform_and_transform(monkeypatch, tmp_path):
 # -- Dreaddit train -----------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def dreaddit_train():
-    from mhaudit.corpus.importing import import_source
+    from mhaudit.tables.corpus.importing import import_source
     folder = data_dir("dreaddit")
     frame = import_source("dreaddit", sorted(Path(folder).glob("*.csv"))).corpus.frame
     texts = frame.loc[frame["split"] == "train", "text"].tolist()

@@ -16,7 +16,7 @@ GOLDEN = Path(__file__).with_name("demo_tables.json.gz")
 
 def demo_tables(out: Path) -> dict:
     """Every table of both demo reports (cross-platform and label-source), keyed by report/section/table."""
-    from mhaudit.demo import run_demo, run_divergence_demo
+    from mhaudit.experiments.demo import run_demo, run_divergence_demo
 
     run_demo(out, seed=0)
     run_divergence_demo(out / "divergence", seed=0)

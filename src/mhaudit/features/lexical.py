@@ -20,7 +20,7 @@ import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.feature_selection import SelectKBest, chi2
 
-from mhaudit.errors import InputError
+from mhaudit.core.errors import InputError
 
 __all__ = ["LexicalChannel", "WORD_TOKEN_PATTERN"]
 

@@ -43,8 +43,8 @@ import pandas as pd
 from scipy import sparse
 from sklearn.model_selection import KFold, StratifiedKFold
 
-from mhaudit.errors import InputError
-from mhaudit.features.lexicons import load as load_lexicon
+from mhaudit.core.errors import InputError
+from mhaudit.features.word_lists import load as load_lexicon
 from mhaudit.text.parse import Parses
 
 __all__ = ["MorphosyntaxChannel", "Patterns", "extract_patterns", "adaptive_lambda", "FEATURE_NAMES",

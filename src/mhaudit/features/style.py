@@ -11,7 +11,7 @@ masked features; punctuation and capitalisation regexes read the raw text (clipp
 MAX_CHARS). Features are computed with array operations over the flat token columns of `Parses` (codes
 from one factorisation per column, `bincount` by document or sentence, a sparse document-by-type count
 matrix times a type-by-lexicon matrix) and with compiled regexes per text; nothing walks tokens in Python.
-Word lists live in `features/lexicons/` (written for this project; LIWC's dictionaries are proprietary).
+Word lists live in `features/word_lists/` (written for this project; LIWC's dictionaries are proprietary).
 
 `style_features` returns raw values (ratios, rates per word, counts); `StyleChannel` learns a per-feature
 centre and robust spread on training rows and squashes with the paper's tanh(2c) after scaling, so the
@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from mhaudit.features import lexicons
+from mhaudit.features import word_lists
 from mhaudit.text.parse import MAX_CHARS, Parses
 
 __all__ = ["FAMILIES", "FEATURE_NAMES", "LEXICONS", "EMOTIONS", "LIWC_CATEGORIES", "style_features",
@@ -158,7 +158,7 @@ class _Lexicon:
 def _lexicon() -> _Lexicon:
     exact, prefix, phrases = {}, {}, {}
     for k, name in enumerate(LEXICONS):
-        for entry in lexicons.load(name):
+        for entry in word_lists.load(name):
             words = entry.split()
             if len(words) > 1:
                 table = phrases.setdefault(len(words), {})

@@ -16,7 +16,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from mhaudit.errors import InputError
+from mhaudit.core.errors import InputError
 
 MODEL_FILE = "mhaudit-model.json"
 BUILTIN = {"tfidf-lr": "mhaudit.models.linear", "char-tfidf-lr": "mhaudit.models.linear",

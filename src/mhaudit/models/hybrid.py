@@ -44,7 +44,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from transformers import AutoModel, AutoTokenizer
 
-from mhaudit.errors import InputError
+from mhaudit.core.errors import InputError
 from mhaudit.models.base import register
 from mhaudit.models.transformer import (
     HF_DIR,

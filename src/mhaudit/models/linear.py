@@ -12,7 +12,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 
-from mhaudit.errors import InputError
+from mhaudit.core.errors import InputError
 from mhaudit.models.base import register
 from mhaudit.stats.calibration import fit_temperature
 

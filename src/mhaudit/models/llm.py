@@ -1,6 +1,6 @@
 """An LLM as a zero-/few-shot binary classifier in the models layer (registered as "llm-zero-shot").
 
-It asks the same prompt as `mhaudit label llm` (mhaudit.label.prompts) through the same backends, but
+It asks the same prompt as `mhaudit label llm` (mhaudit.weak_supervision.labelers.prompts) through the same backends, but
 returns scores so its predictions enter the predictions table and the audits as a baseline (the CPFE
 paper's "zero-shot LLM baseline", its limitation 8).
 
@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mhaudit.errors import InputError
+from mhaudit.core.errors import InputError
 from mhaudit.models.base import register
 
 EPS = 1e-12
@@ -52,7 +52,7 @@ def positive_probability(top: list[tuple[str, float]] | None) -> tuple[float | N
     """(p(1), how) from one answer token's top alternatives; how is 'logprobs', 'bound' or 'none'.
 
     'bound': one answer is not listed; its mass is min(smallest listed probability, 1 - listed mass)."""
-    from mhaudit.label.llm import answer_logprobs
+    from mhaudit.weak_supervision.labelers.llm import answer_logprobs
 
     lp = answer_logprobs(top)
     if "0" in lp and "1" in lp:
@@ -90,7 +90,7 @@ class LLMClassifier:
         self.classes = list(classes)
         self.examples = []
         if self.params["shots"]:
-            from mhaudit.label.llm import draw_examples
+            from mhaudit.weak_supervision.labelers.llm import draw_examples
 
             rows = train[train["split"] == "train"] if "split" in train else train
             pool = pd.DataFrame({"id": rows["id"].astype(str) if "id" in rows else [str(i) for i in range(len(rows))],
@@ -100,7 +100,7 @@ class LLMClassifier:
         return self
 
     def _backend(self):
-        from mhaudit.label.llm import RetryPolicy, make_backend
+        from mhaudit.weak_supervision.labelers.llm import RetryPolicy, make_backend
 
         p = self.params
         return make_backend(p["backend"], p["url"], p["model"], timeout=p["timeout"], seed=p["seed"],
@@ -113,8 +113,8 @@ class LLMClassifier:
         import warnings
         from concurrent.futures import ThreadPoolExecutor
 
-        from mhaudit.label.llm import RequestFailed, ServerUnreachable, brief
-        from mhaudit.label.prompts import load_prompt
+        from mhaudit.weak_supervision.labelers.llm import RequestFailed, ServerUnreachable, brief
+        from mhaudit.weak_supervision.labelers.prompts import load_prompt
 
         if not self.classes:
             raise InputError("llm-zero-shot: call fit(train, classes) first (it fixes the class order)")

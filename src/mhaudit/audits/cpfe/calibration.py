@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.audits.cpfe.groups import Group
-from mhaudit.corpus.splits import stratified_assign
+from mhaudit.tables.corpus.splits import stratified_assign
 from mhaudit.stats.auc import macro_auc
 from mhaudit.stats.calibration import (brier, classwise_ece, cross_fitted_temperature, ece,
                                        fit_temperature, mce, nll, reliability, softmax)

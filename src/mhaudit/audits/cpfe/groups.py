@@ -8,8 +8,8 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from mhaudit.errors import InputError
-from mhaudit.predictions import PredictionSet, scores
+from mhaudit.core.errors import InputError
+from mhaudit.tables.predictions import PredictionSet, scores
 from mhaudit.stats.calibration import softmax
 
 KEYS = ("model", "seed", "platform", "dataset")

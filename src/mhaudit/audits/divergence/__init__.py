@@ -21,7 +21,7 @@ from mhaudit.audits.divergence.extras import concentration, lodo, orthogonality,
 from mhaudit.audits.divergence.fitting import combine, fit_channel, parse_channel, stratified_folds
 from mhaudit.audits.divergence.summary import summarise
 from mhaudit.audits.divergence.views import build_view, original_parses
-from mhaudit.errors import InputError
+from mhaudit.core.errors import InputError
 from mhaudit.report.render import Result, Section
 from mhaudit.text.masks import MASKS
 
@@ -220,7 +220,7 @@ def audit_divergence(frame: pd.DataFrame, classes: list[str], options: Divergenc
 def _statistics(s: T.Scored, channels, mask_channels, masks, human, views, options, repeat_scores, y) -> dict:
     tables = {"channel_scores": T.channel_scores(s, [k for k in s.keys if "/" not in k])}
     if options.repeats > 1:  # training variance of each channel's Macro-F1 over repeated cross-fitting
-        from mhaudit.stats.classification import binary_scores
+        from mhaudit.stats.binary import binary_scores
         rep = pd.DataFrame([{"channel": ch, "dataset": d, "macro_f1": binary_scores(
             y[d], (prob >= thr).astype(np.int8))["macro_f1"]} for ch, d, r, prob, thr in repeat_scores])
         sd = rep.groupby(["channel", "dataset"])["macro_f1"].agg(["mean", "std"]).reset_index()
@@ -239,7 +239,7 @@ def _statistics(s: T.Scored, channels, mask_channels, masks, human, views, optio
 def _with_training_variance(dod: pd.DataFrame, repeat_scores, design: Design, options: DivergenceOptions) -> pd.DataFrame:
     """Pool DoD bootstrap draws over the repeats (each repeat: its own folds, fits and thresholds, n_boot/R
     instance resamples), so the interval carries training variance too; the estimate is the repeats' mean."""
-    from mhaudit.stats.classification import degree_of_divergence
+    from mhaudit.stats.binary import degree_of_divergence
     by = {}
     for ch, d, r, prob, thr in repeat_scores:
         by.setdefault((ch, r), {})[d] = (prob >= thr).astype(np.int8)

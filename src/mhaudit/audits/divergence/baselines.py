@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mhaudit.errors import InputError
-from mhaudit.predictions import LOGIT, PredictionSet
+from mhaudit.core.errors import InputError
+from mhaudit.tables.predictions import LOGIT, PredictionSet
 from mhaudit.stats.calibration import softmax
 
 __all__ = ["baselines_from_predictions", "join_baseline"]

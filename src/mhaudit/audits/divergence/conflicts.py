@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mhaudit.io import atomic_path
+from mhaudit.tables.io import atomic_path
 
 __all__ = ["structural_channel", "conflicts", "write_conflicts", "FAILURE_TYPES"]
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mhaudit.errors import InputError
+from mhaudit.core.errors import InputError
 
 __all__ = ["Design", "build_design"]
 

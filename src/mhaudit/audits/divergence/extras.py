@@ -14,7 +14,7 @@ from sklearn.metrics import adjusted_mutual_info_score, adjusted_rand_score
 from mhaudit.audits.divergence.design import Design
 from mhaudit.audits.divergence.fitting import FittedChannel, combine, fit_channel, stratified_folds
 from mhaudit.audits.divergence.views import build_view
-from mhaudit.stats.classification import binary_scores
+from mhaudit.stats.binary import binary_scores
 from mhaudit.text.parse import Parses
 
 __all__ = ["lodo", "phenotypes", "orthogonality", "concentration"]

@@ -22,7 +22,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 from sklearn.preprocessing import StandardScaler
 
-from mhaudit.stats.classification import macro_f1_from_counts
+from mhaudit.stats.binary import macro_f1_from_counts
 
 __all__ = ["BLOCKS", "parse_channel", "stratified_folds", "combine", "FittedChannel", "fit_channel",
            "THRESHOLDS", "ELASTIC_NET_GRID"]

@@ -14,7 +14,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from mhaudit.stats.classification import (benjamini_hochberg, binary_scores, bootstrap_macro_f1, macro_f1_from_counts,
+from mhaudit.stats.binary import (benjamini_hochberg, binary_scores, bootstrap_macro_f1, macro_f1_from_counts,
                                           majority_macro_f1, mcnemar, regime_permutation)
 
 __all__ = ["Scored", "channel_scores", "interference", "dod", "dod_by_dataset",

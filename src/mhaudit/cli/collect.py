@@ -1,0 +1,160 @@
+"""`mhaudit collect ...`: stream Bluesky posts that match the SI / MH lexicons into a post store."""
+
+from __future__ import annotations
+
+import secrets
+import signal
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mhaudit.cli.console import err, guarded, out, print_table
+from mhaudit.core.errors import InputError
+
+app = typer.Typer(help="Collect posts from the Bluesky stream (Jetstream or the firehose).", no_args_is_help=True)
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="collect")
+
+
+def _langs(values: list[str]) -> tuple[str, ...]:
+    langs = tuple(part.strip().lower() for value in values for part in value.split(",") if part.strip())
+    return () if "any" in langs else langs
+
+
+def _progress_line(stats) -> str:
+    return (f"[bold]{stats.events:,}[/] events ({stats.events_per_s:,.0f}/s) · posts {stats.posts:,} · matched "
+            f"[bold]{stats.matched:,}[/] · stored [bold green]{stats.stored:,}[/] · malformed {stats.malformed:,}"
+            f" · reconnects {max(0, stats.connections - 1)} · {stats.elapsed_s:,.0f} s")
+
+
+class _Progress:
+    """One live status line on a terminal; elsewhere (logs, nohup) a plain line every LOG_EVERY_S seconds."""
+
+    LOG_EVERY_S = 60.0
+
+    def __init__(self):
+        from rich.live import Live
+
+        self._live = Live("connecting…", console=err, refresh_per_second=4) if err.is_terminal else None
+        self._last_log = 0.0
+
+    def update(self, stats, final: bool = False) -> None:
+        if self._live is not None:
+            self._live.update(_progress_line(stats), refresh=final)
+        elif not final and stats.elapsed_s - self._last_log >= self.LOG_EVERY_S:
+            self._last_log = stats.elapsed_s
+            err.print(_progress_line(stats), highlight=False)
+
+    def __enter__(self):
+        if self._live is not None:
+            self._live.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._live is not None:
+            self._live.stop()
+
+
+def _print_summary(store) -> None:
+    tables = store.summary()
+    print_table("Posts per category (all runs in the store)", tables["per_category"])
+    print_table("Posts per day (UTC, from createdAt)", tables["per_day"])
+
+
+@app.command("bluesky")
+@guarded
+def bluesky(
+    db: Annotated[str, typer.Option("--db", metavar="PATH|URL", help="Post store: an SQLite file path, or a "
+                                    "postgresql://user:password@host:port/dbname URL; created if absent, resumed "
+                                    "if not.")],
+    lexicon: Annotated[list[str], typer.Option("--lexicon", help="'si', 'mh' or a lexicon TOML file; repeat "
+                                               "for several.")] = None,  # type: ignore[assignment]
+    relay: Annotated[str | None, typer.Option(help="Websocket URL (default: public Jetstream, or bsky.network "
+                                              "with --firehose).")] = None,
+    firehose: Annotated[bool, typer.Option("--firehose", help="Read the relay's raw firehose (CBOR/CAR) "
+                                           "instead of Jetstream.")] = False,
+    duration: Annotated[str | None, typer.Option(help="Stop after this long: 30s, 10m, 2h, 14d.")] = None,
+    max_posts: Annotated[int | None, typer.Option(help="Stop after storing this many new posts.")] = None,
+    langs: Annotated[list[str], typer.Option("--langs", help="Keep posts whose langs include one of these "
+                                             "(primary subtag; comma-separated or repeated; 'any' = no "
+                                             "filter).")] = ["en"],  # noqa: B006
+    replies: Annotated[bool, typer.Option("--replies/--no-replies", help="Keep replies.")] = True,
+    keep_raw_ids: Annotated[bool, typer.Option("--keep-raw-ids", help="Also store raw DIDs and URIs (off: "
+                                               "authors are pseudonymised).")] = False,
+    batch_size: Annotated[int, typer.Option(help="Commit after this many posts (and at least every second).")]
+    = 500,
+    max_retries: Annotated[int, typer.Option(help="Give up after this many failed connects in a row.")] = 10,
+    rewind: Annotated[float, typer.Option(help="Jetstream: resume this many seconds before the saved cursor "
+                                          "(the overlap adds no duplicate).")] = 5.0,
+) -> None:
+    """Stream posts matching the lexicons into --db; resumable from the saved cursor (rerun the same command)."""
+    from mhaudit.weak_supervision.collect.collector import CollectOptions, Collector, PostFilter, RetryPolicy, parse_duration
+    from mhaudit.weak_supervision.collect.jetstream import FIREHOSE, JETSTREAM
+    from mhaudit.weak_supervision.lexicons import Lexicon
+    from mhaudit.weak_supervision.collect.store import PostStore, check_store_path
+
+    db_path = check_store_path(db)
+    if not lexicon:
+        raise InputError("name at least one lexicon: --lexicon si, --lexicon mh or --lexicon FILE.toml")
+    if max_retries < 1:
+        raise InputError(f"--max-retries must be at least 1, not {max_retries}")
+    if not rewind >= 0 or rewind == float("inf"):
+        raise InputError(f"--rewind must be 0 or more seconds, not {rewind}")
+    lexicons = [Lexicon.load(name) for name in lexicon]
+    wire = FIREHOSE if firehose else JETSTREAM
+    options = CollectOptions(langs=_langs(langs), replies=replies, batch_size=batch_size,
+                             duration_s=parse_duration(duration) if duration else None, max_posts=max_posts,
+                             retry=RetryPolicy(max_failures=max_retries), rewind_s=rewind)
+    post_filter = PostFilter(lexicons, langs=options.langs, replies=replies)
+    with PostStore(db_path, keep_raw_ids=keep_raw_ids) as store:
+        progress = _Progress()
+        collector = Collector(store, post_filter, wire=wire, relay=relay, options=options, progress=progress.update)
+        run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(3)
+        store.start_run(run_id, relay_url=collector.relay,
+                        lexicons={lex.name: lex.sha256 for lex in lexicons},
+                        options={"wire": wire.name, "langs": list(options.langs), "replies": replies,
+                                 "duration_s": options.duration_s, "max_posts": max_posts,
+                                 "keep_raw_ids": keep_raw_ids, "batch_size": batch_size, "rewind_s": rewind})
+        if collector.resume_note:
+            err.print(f"note: {collector.resume_note}", highlight=False)
+        resumed, start = collector.stats.cursor, collector.resume_cursor()
+        where = "starting at the live tip"
+        if resumed is not None:
+            where = f"resuming from cursor {resumed}"
+            if start != resumed:
+                where += f" (subscribing from {start}, {rewind:g} s earlier; the overlap adds no duplicate)"
+        err.print(f"run {run_id}: {wire.name} at {collector.relay}, {where}; lexicons "
+                  + ", ".join(f"{lex.name} v{lex.version}" for lex in lexicons), highlight=False)
+        # Ctrl-C and SIGTERM commit the pending batch and end the run cleanly.
+        previous = {sig: signal.signal(sig, lambda *_: collector.stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            with progress:
+                stats = collector.run()
+                progress.update(stats, final=True)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        out.print(f"stopped ({stats.stop_reason}) after {stats.elapsed_s:,.1f} s: {stats.events:,} events, "
+                  f"{stats.posts:,} posts, {stats.matched:,} matched, {stats.stored:,} stored "
+                  f"({stats.duplicates:,} already stored), {stats.malformed:,} malformed frames skipped, "
+                  f"{stats.failures:,} connection failures; cursor {stats.cursor}")
+        _print_summary(store)
+
+
+@app.command("summary")
+@guarded
+def summary(db: Annotated[str, typer.Option("--db", metavar="PATH|URL", help="Post store written by `collect "
+                                            "bluesky` (file path or postgresql:// URL).")]) -> None:
+    """Print the Table-4-like summary of a post store: per category and per day, posts and unique authors."""
+    from mhaudit.weak_supervision.collect.store import PostStore, check_store_path
+
+    target = check_store_path(db)
+    if isinstance(target, Path) and not target.exists():
+        raise InputError("no such post store", path=target)
+    with PostStore(target) as store:
+        out.print(f"{store.count():,} posts in {store.location}")
+        _print_summary(store)

@@ -1,0 +1,40 @@
+"""What every command shares: the two consoles, the bad-input guard and the table printer."""
+
+from __future__ import annotations
+
+import functools
+
+import pandas as pd
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from mhaudit.core.errors import InputError
+
+out = Console()
+err = Console(stderr=True)
+
+
+def guarded(fn):
+    """Turn an InputError into one red sentence and exit code 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except InputError as exc:
+            err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper
+
+
+def print_table(title: str, frame: pd.DataFrame) -> None:
+    table = Table(title=escape(title), title_justify="left")
+    for col in frame.columns:
+        table.add_column(escape(str(col)), overflow="fold",
+                         justify="right" if pd.api.types.is_numeric_dtype(frame[col]) else "left")
+    for row in frame.itertuples(index=False):
+        table.add_row(*[f"{v:.3f}" if isinstance(v, float) else escape(str(v)) for v in row])
+    out.print(table)

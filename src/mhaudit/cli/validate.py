@@ -1,0 +1,197 @@
+"""`mhaudit validate ...`: the human validation of weak labels (docs/validation.md).
+
+    validate sample         stratified random sample by weak label -> validation set for annotators
+    validate report         human-human agreement and the weak labeler against the reference
+    validate weak-lexicon   a lexicon as weak labeler (1 if any term matches)
+    validate corpus-labels  a binary corpus's own labels (e.g. expert labels) into a labels table
+
+Heavy modules are imported inside the commands, so `mhaudit --help` stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mhaudit.cli.console import err, guarded, out, print_table
+from mhaudit.core.errors import InputError
+
+app = typer.Typer(help="Validate weak labels against people: draw the sample, report agreement.",
+                  no_args_is_help=True)
+
+LabelsOpt = Annotated[list[Path], typer.Option("--labels", help="Labels table(s): .sqlite store, .parquet, .csv "
+                                                                 "or .jsonl; several are joined.")]
+TaskOpt = Annotated[str, typer.Option(help="Task name in the labels table (e.g. si, mh).")]
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="validate")
+
+
+def _read_label_files(paths: list[Path]):
+    import pandas as pd
+
+    from mhaudit.tables.label_store import KEY, read_labels
+
+    frames = [read_labels(p).assign(_file=str(p)) for p in paths]
+    frame = pd.concat(frames, ignore_index=True)
+    dup = frame.duplicated(list(KEY), keep=False)
+    if dup.any():
+        first = frame[dup].iloc[0]
+        files = sorted(set(frame.loc[dup & (frame["item_id"] == first["item_id"]) & (frame["labeler"] == first["labeler"])
+                                     & (frame["task"] == first["task"]), "_file"]))
+        raise InputError(f"item '{first['item_id']}' has a label from '{first['labeler']}' for task '{first['task']}' "
+                         f"in more than one file ({', '.join(files)})")
+    return frame.drop(columns="_file")
+
+
+def _read_items(path: Path):
+    from mhaudit.tables.io import read_table
+
+    if not path.exists():
+        raise InputError("no such file; expected a corpus or an items table with id and text", path=path)
+    frame = read_table(path, what="the items")
+    if not ({"id", "item_id"} & set(frame.columns)) or "text" not in frame.columns:
+        raise InputError("the items need an 'id' (or 'item_id') and a 'text' column", path=path)
+    return frame
+
+
+def _save_labels(frame, path: Path) -> int:
+    """Add labels to a store (replacing this labeler's earlier labels) or merge them into a label file."""
+    import pandas as pd
+
+    from mhaudit.tables.label_store import LabelStore, read_labels, write_labels
+
+    if path.suffix.lower() in (".sqlite", ".db", ".sqlite3"):
+        with LabelStore(path) as store:
+            return store.add(frame.to_dict("records"), replace=True)
+    if path.exists():
+        old = read_labels(path)
+        mine = set(zip(frame["task"], frame["labeler"]))
+        keep = old[[pair not in mine for pair in zip(old["task"], old["labeler"])]]
+        frame = pd.concat([keep, frame], ignore_index=True)
+    write_labels(frame, path)
+    return len(frame)
+
+
+def _parse_sizes(text: str) -> dict[int, int]:
+    sizes = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=") if "=" in part else part.partition(":")
+        try:
+            if not sep:
+                raise ValueError
+            sizes[int(key.strip())] = int(value.strip())
+        except ValueError:
+            raise InputError(f"--sizes '{text}' must look like '0=150,1=126' (weak label = items)") from None
+    return sizes
+
+
+@app.command("sample")
+@guarded
+def sample(labels: LabelsOpt,
+           items: Annotated[Path, typer.Option(help="Corpus or items table with id and text.")],
+           task: TaskOpt,
+           out_path: Annotated[Path, typer.Option("--out", help="Validation set to write (.parquet, .csv, .jsonl).")],
+           n: Annotated[int | None, typer.Option(help="Sample size.")] = None,
+           positive_share: Annotated[float | None, typer.Option(
+               help="Share of the sample drawn from weak positives (default: the pool's share).")] = None,
+           sizes: Annotated[str | None, typer.Option(help="Items per weak label, e.g. '0=150,1=126'.")] = None,
+           weak: Annotated[str | None, typer.Option(help="Weak labeler (default: the only llm/lexicon one).")] = None,
+           seed: Annotated[int, typer.Option(help="Seed of the random draw.")] = 0) -> None:
+    """Draw a stratified random sample by weak label (both classes present) for human annotation."""
+    from mhaudit.audits.agreement.report import sample_for_validation, write_validation_set
+
+    frame = sample_for_validation(_read_label_files(labels), _read_items(items), task, n, weak_labeler=weak,
+                                  positive_share=positive_share, sizes=_parse_sizes(sizes) if sizes else None,
+                                  seed=seed)
+    write_validation_set(frame, out_path)
+    strata = frame.groupby("stratum").agg(pool=("pool_size", "first"), sampled=("sample_size", "first"),
+                                          weight=("weight", "first")).reset_index()
+    print_table(f"Validation set for task {task}: weak labeler {frame['weak_labeler'].iat[0]}, seed {seed}", strata)
+    out.print(f"wrote {len(frame)} items to {out_path}. The 'stratum' column is the weak label: keep it from the "
+              "annotators (they label blind).")
+
+
+@app.command("report")
+@guarded
+def report(labels: LabelsOpt, task: TaskOpt,
+           out_dir: Annotated[Path, typer.Option("--out", help="Folder for report.{json,html,md}.")],
+           weak: Annotated[str | None, typer.Option(help="Weak labeler (default: the only llm/lexicon one).")] = None,
+           annotator: Annotated[list[str] | None, typer.Option(
+               help="Human annotator (repeat; default: every labeler of kind human).")] = None,
+           reference: Annotated[str | None, typer.Option(
+               help="Labeler whose labels are the reference (default: adjudicated, else agreed human labels).")]
+           = None,
+           sample_path: Annotated[Path | None, typer.Option(
+               "--sample", help="Validation set the items were drawn in: adds design-weighted estimates.")] = None,
+           n_boot: Annotated[int, typer.Option(help="Bootstrap resamples for the CIs.")] = 2000,
+           seed: Annotated[int, typer.Option(help="Seed of the bootstraps.")] = 0) -> None:
+    """Agreement report: human-human kappa (and alpha), the weak labeler against the reference, error sources."""
+    from mhaudit.audits.agreement.report import agreement_report, read_validation_set
+    from mhaudit.report import write_report
+
+    validation = read_validation_set(sample_path) if sample_path else None
+    result = agreement_report(_read_label_files(labels), task, weak_labeler=weak, annotators=annotator,
+                              reference=reference, validation_set=validation, n_boot=n_boot, seed=seed)
+    out.print(result.sections[0].text, highlight=False)
+    metrics = result.table("weak_vs_reference")
+    print_table("Weak labeler against the reference", metrics[["metric", "estimate", "ci_low", "ci_high", "n"]])
+    print_table("Confusion matrix (rows: reference)", result.table("confusion_matrix"))
+    human = result.table("human_agreement")
+    if (human["status"] != "unavailable").any():
+        print_table("Human-human agreement (before adjudication)",
+                    human[["annotator_a", "annotator_b", "n", "observed_agreement", "kappa", "ci_low", "ci_high",
+                           "status"]])
+    if "weak_vs_reference_weighted" in {name for s in result.sections for name in s.tables}:
+        weighted = result.table("weak_vs_reference_weighted")
+        print_table("Design-weighted estimates for the sampled pool",
+                    weighted[["metric", "estimate", "ci_low", "ci_high", "n"]])
+    paths = write_report(result, out_dir)
+    out.print(f"report: {paths[0].parent / 'report.html'} (also .md and .json)")
+
+
+@app.command("weak-lexicon")
+@guarded
+def weak_lexicon(items: Annotated[Path, typer.Option(help="Corpus or items table with id and text.")],
+                 task: TaskOpt,
+                 labels: Annotated[Path, typer.Option("--labels", help="Labels table to write or add to.")],
+                 lexicon: Annotated[str, typer.Option(help="Built-in lexicon (si, mh) or a TOML file.")] = "mh") -> None:
+    """Label items with a lexicon (1 if any term matches) as a weak labeler."""
+    from mhaudit.weak_supervision.lexicons import Lexicon
+    from mhaudit.weak_supervision.labelers.lexicon import lexicon_labels
+
+    lex = Lexicon.load(lexicon)
+    frame = lexicon_labels(_read_items(items), lex, task)
+    _save_labels(frame, labels)
+    positives = int(frame["value"].sum())
+    invalid = int(frame["value"].isna().sum())
+    out.print(f"{frame['labeler'].iat[0]} labelled {len(frame):,} items for task {task}: {positives:,} positive "
+              f"({positives / max(len(frame) - invalid, 1):.1%}), {invalid} without text; written to {labels}",
+              highlight=False)
+
+
+@app.command("corpus-labels")
+@guarded
+def corpus_labels(corpus: Annotated[Path, typer.Option(help="Binary corpus (Parquet from mhaudit data import).")],
+                  task: TaskOpt,
+                  labeler: Annotated[str, typer.Option(help="Name of the label source, e.g. experts.")],
+                  labels: Annotated[Path, typer.Option("--labels", help="Labels table to write or add to.")],
+                  kind: Annotated[str, typer.Option(help="human or adjudicated.")] = "human",
+                  positive: Annotated[str | None, typer.Option(help="Positive class (default: the last class).")]
+                  = None) -> None:
+    """Enter a corpus's own labels (e.g. a data set's expert labels) into a labels table as a reference."""
+    from mhaudit.audits.agreement.report import labels_from_corpus
+    from mhaudit.tables.corpus.schema import Corpus
+
+    if kind not in ("human", "adjudicated"):
+        raise InputError(f"--kind '{kind}' must be human or adjudicated")
+    c = Corpus.read(corpus)
+    frame = labels_from_corpus(c.frame, task, labeler, kind=kind, positive=positive, classes=c.classes)
+    _save_labels(frame, labels)
+    if c.synthetic:
+        err.print("[yellow]note:[/] the corpus is SYNTHETIC", highlight=False)
+    out.print(f"{labeler} ({kind}): {len(frame):,} labels for task {task}, {int(frame['value'].sum()):,} positive; "
+              f"written to {labels}", highlight=False)

@@ -1,0 +1,135 @@
+"""Experiment files (TOML), validated with pydantic: one sentence per mistake, naming the key."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from mhaudit.core.errors import InputError
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BinarySpec(Strict):
+    """How a binary target's labels meet a multi-class model: which model classes are the positive side.
+
+    The target corpus maps to two classes, negative first and positive last (as the built-in binary
+    mappings do, e.g. stress-binary: no_stress, stress). The model's score for the positive side is
+    log-sum-exp of the `positive` classes' logits minus log-sum-exp of the `negative` ones ("rest": every
+    other class): the binary logit of P(positive) / (P(positive) + P(negative)) under the model's softmax.
+    """
+
+    positive: list[str] = Field(min_length=1)
+    negative: list[str] | Literal["rest"] = "rest"
+
+    @model_validator(mode="after")
+    def _sides(self) -> BinarySpec:
+        if len(set(self.positive)) != len(self.positive):
+            raise ValueError(f"binary.positive repeats a class: {self.positive}")
+        if self.negative != "rest":
+            if not self.negative:
+                raise ValueError('binary.negative must name at least one class, or be "rest"')
+            both = sorted(set(self.positive) & set(self.negative))
+            if both:
+                raise ValueError(f"class(es) {', '.join(both)} are both positive and negative")
+        return self
+
+    def negative_classes(self, classes: list[str]) -> list[str]:
+        return [c for c in classes if c not in self.positive] if self.negative == "rest" else list(self.negative)
+
+    def describe(self) -> str:
+        negative = "rest" if self.negative == "rest" else " + ".join(self.negative)
+        return f"{' + '.join(self.positive)} vs {negative}"
+
+
+class CorpusSpec(Strict):
+    source: str
+    paths: list[str]
+    mapping: str | None = None
+    multi_label: Literal["first", "expand", "priority", "drop-ambiguous"] = "first"
+    priority: list[str] | None = None
+    split: str = "auto"
+    seed: int = 0
+    platform: str | None = None
+    dataset: str | None = None
+    label_source: str | None = None
+    encoding: str = "utf-8"
+    drop_empty: bool = False
+    text_col: str | None = None
+    label_col: str | None = None
+    id_col: str | None = None
+    # A binary evaluation target (e.g. Dreaddit, stress vs not) for a model with more classes: its two
+    # classes are compared with the model's collapsed score (see BinarySpec); never trained on.
+    binary: BinarySpec | None = None
+
+    def key_dump(self) -> dict:
+        """The fields that define the imported rows (binary is how they are scored, not what they are)."""
+        return self.model_dump(exclude={"binary"})
+
+
+class ModelSpec(Strict):
+    name: str
+    label: str | None = None  # the model's name in tables (default: name)
+    options: dict = Field(default_factory=dict)
+    subsample: int | None = None  # stratified subsample of the training rows (seeded)
+    explain: Literal["none", "linear", "saliency", "integrated_gradients"] = "none"
+    explain_sample: int = 200
+    adapt_epochs: int = 0  # > 0: also fine-tune on each target's calibration split (paper section 4.6: 3)
+
+    @property
+    def key(self) -> str:
+        return self.label or self.name
+
+
+class AuditSpec(Strict):
+    n_boot: int = 2000
+    n_boot_ece: int = 1000
+    n_bins: int = 10
+    seed: int = 0
+    calibration_fraction: float = 0.10
+    correction: Literal["bonferroni", "bh"] = "bonferroni"
+    non_independent: list[tuple[str, str]] = Field(default_factory=list)
+
+
+class Experiment(Strict):
+    name: str
+    design: Literal["reference", "all-pairs"] = "reference"
+    reference: str | None = None
+    seeds: list[int] = Field(default_factory=lambda: [42, 0, 1, 7, 123])
+    corpus: list[CorpusSpec]
+    model: list[ModelSpec]
+    audit: AuditSpec = Field(default_factory=AuditSpec)
+    folder: Path = Path(".")  # the experiment file's folder: relative paths are read from there
+
+    @model_validator(mode="after")
+    def _reference_for_design(self) -> Experiment:
+        if self.design == "reference" and not self.reference:
+            raise ValueError("design 'reference' needs reference = \"<platform>\"")
+        if any(c.binary for c in self.corpus):
+            if self.design != "reference":
+                raise ValueError("binary targets (corpus.binary) need design 'reference'")
+            if all(c.binary for c in self.corpus):
+                raise ValueError("every corpus is a binary target; the models need a corpus without 'binary' "
+                                 "to train on")
+        return self
+
+
+def load_experiment(path: str | Path) -> Experiment:
+    path = Path(path)
+    if not path.exists():
+        raise InputError("no such file; expected an experiment TOML (see examples/)", path=path)
+    try:
+        doc = tomllib.loads(path.read_text("utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML ({exc})", path=path) from None
+    try:
+        return Experiment(**doc, folder=path.resolve().parent)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the file"
+        raise InputError(f"{where}: {first['msg']} ({exc.error_count()} problem(s) in all)", path=path) from None

@@ -1,0 +1,43 @@
+"""One executor seam for independent jobs (model x seed training, prediction, attribution).
+
+Local processes by default; Ray on request (`executor="ray"`), joining RAY_ADDRESS when set or starting
+a local instance, so an experiment file runs unchanged on a cluster. Jobs are top-level functions with
+picklable arguments that write their results to disk and return something small.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+
+from mhaudit.core.errors import InputError
+
+EXECUTORS = ("local", "ray")
+
+
+def run_jobs(fn: Callable, jobs: Sequence[dict], *, executor: str = "local", workers: int = 1) -> list:
+    """Call fn(**job) for every job and return the results in job order."""
+    if executor not in EXECUTORS:
+        raise InputError(f"executor '{executor}' must be one of {', '.join(EXECUTORS)}")
+    if not jobs:
+        return []
+    if executor == "ray":
+        return _ray(fn, jobs)
+    if workers <= 1 or len(jobs) == 1:
+        return [fn(**job) for job in jobs]  # in-process: simplest, and what 2-core machines want
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(fn, **job) for job in jobs]
+        return [f.result() for f in futures]
+
+
+def _ray(fn: Callable, jobs: Sequence[dict]) -> list:
+    try:
+        import ray
+    except ImportError:
+        raise InputError("--executor ray needs Ray: pip install 'mhaudit[ray]'") from None
+    if not ray.is_initialized():
+        address = os.environ.get("RAY_ADDRESS")
+        ray.init(address=address) if address else ray.init(num_cpus=os.cpu_count(), include_dashboard=False)
+    remote = ray.remote(fn)
+    return ray.get([remote.remote(**job) for job in jobs])

@@ -1,0 +1,406 @@
+"""`mhaudit run EXPERIMENT.toml`: corpora -> models x seeds -> predictions -> attributions -> audit -> report.
+
+Every step writes under the output folder, keyed by a hash of its inputs and options, so a re-run
+skips what is finished (a trained seed, its predictions, its attributions). Training jobs go through
+the executor seam (`mhaudit.experiments.executors`). Two designs: 'reference' (train on one platform, audit every
+other: the CPFE paper's) and 'all-pairs' (train on every platform, evaluate on every platform: a
+transfer matrix whose diagonal is in-platform).
+
+Binary targets (reference design): a corpus with `binary = { positive = [...], negative = [...] | "rest" }`
+maps to two classes of its own (negative first, positive last, e.g. no_stress / stress) and is only
+scored, never trained on. Each model's logits on its test and calibration rows are collapsed to one
+binary logit, log-sum-exp over the positive classes minus log-sum-exp over the negative ones
+(`collapse_binary`), and a CPFE audit runs on the two-class problem: the reference platform's rows
+collapsed the same way (rows of classes on neither side dropped) against the binary targets. Its tables
+join the report as `binary_*` (section "Binary targets").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from scipy.special import logsumexp
+
+from mhaudit.experiments.config import BinarySpec, CorpusSpec, Experiment, ModelSpec
+from mhaudit.tables.corpus.importing import import_source
+from mhaudit.tables.corpus.label_mapping import MultiLabelPolicy
+from mhaudit.tables.corpus.schema import Corpus
+from mhaudit.tables.corpus.sources import ReadOptions
+from mhaudit.tables.corpus.splits import assign_calibration
+from mhaudit.core.errors import InputError
+from mhaudit.experiments.executors import run_jobs
+from mhaudit.tables.predictions import KEY_COLUMNS, PredictionSet, logit_column, scores, sha256_file
+from mhaudit.report import Result, Section, write_report
+
+
+def step_key(*parts) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def _files(exp: Experiment, specs: list[CorpusSpec]) -> dict[str, str]:
+    return {p: sha256_file(exp.folder / p) if (exp.folder / p).exists() else "missing" for spec in specs for p in spec.paths}
+
+
+def _import(exp: Experiment, spec: CorpusSpec, log) -> Corpus:
+    options = ReadOptions(encoding=spec.encoding, platform=spec.platform, dataset=spec.dataset,
+                          text_col=spec.text_col, label_col=spec.label_col, id_col=spec.id_col,
+                          label_source=spec.label_source)
+    result = import_source(spec.source, [exp.folder / p for p in spec.paths], mapping=spec.mapping,
+                           options=options, policy=MultiLabelPolicy(spec.multi_label), priority=spec.priority,
+                           split=spec.split, seed=spec.seed, drop_empty=spec.drop_empty)
+    log(f"corpus: {spec.source} -> {len(result.corpus.frame)} rows ({result.corpus.meta['mapping']})")
+    return result.corpus
+
+
+def build_corpus(exp: Experiment, out: Path, log=print) -> tuple[Corpus, Path, str]:
+    """Import and merge the experiment's corpora once (binary targets apart: `build_binary_targets`);
+    cached by the specs and the files' contents."""
+    specs = [spec for spec in exp.corpus if spec.binary is None]
+    calibration = (exp.design, exp.reference, exp.audit.calibration_fraction, exp.audit.seed)
+    key = step_key([c.key_dump() for c in specs], _files(exp, specs), calibration)
+    path = out / "corpus" / f"{key}.parquet"
+    if path.exists():
+        log(f"corpus: cached {path}")
+        return Corpus.read(path), path, key
+    corpora = [_import(exp, spec, log) for spec in specs]
+    classes = corpora[0].classes
+    for spec, c in zip(specs[1:], corpora[1:]):
+        if c.classes != classes:
+            raise InputError(f"corpus '{spec.source}' maps to classes {c.classes}, not {classes}; every corpus of "
+                             "an experiment must map to the same classes")
+    frame = pd.concat([c.frame for c in corpora], ignore_index=True)
+    if exp.design == "reference":  # one stored calibration split per target: TS and fine-tuning share it
+        for platform in sorted(set(frame["platform"]) - {exp.reference}):
+            if not (frame.loc[frame["platform"] == platform, "split"] == "calibration").any():
+                frame = assign_calibration(frame, platform, fraction=exp.audit.calibration_fraction,
+                                           seed=exp.audit.seed)
+    merged = Corpus.build(frame, classes,
+                          meta={"mapping": " | ".join(c.meta["mapping"] for c in corpora), "synthetic": False})
+    merged.write(path)
+    return merged, path, key
+
+
+@dataclass
+class BinaryTarget:
+    """A corpus scored as a two-class problem by multi-class models (see `collapse_binary`)."""
+
+    spec: CorpusSpec
+    corpus: Corpus  # two classes: negative, positive
+    key: str
+
+    @property
+    def binary(self) -> BinarySpec:
+        return self.spec.binary
+
+    def describe(self) -> str:
+        negative, positive = self.corpus.classes
+        return f"{positive} vs {negative} ({self.binary.describe()})"
+
+
+def build_binary_targets(exp: Experiment, out: Path, classes: list[str], log=print) -> list[BinaryTarget]:
+    """Import each binary target corpus (cached like `build_corpus`) with a stored calibration split, and
+    check its spec against the models' `classes`."""
+    targets = []
+    for spec in (s for s in exp.corpus if s.binary is not None):
+        name = f"binary target '{spec.dataset or spec.source}'"
+        b = spec.binary
+        unknown = [c for c in [*b.positive, *([] if b.negative == "rest" else b.negative)] if c not in classes]
+        if unknown:
+            raise InputError(f"{name}: class(es) {', '.join(unknown)} in binary are not model classes "
+                             f"({', '.join(classes)})")
+        if not b.negative_classes(classes):
+            raise InputError(f'{name}: binary.positive names every model class; nothing is left for "rest"')
+        key = step_key(spec.key_dump(), _files(exp, [spec]), exp.audit.calibration_fraction, exp.audit.seed)
+        path = out / "corpus" / f"binary-{key}.parquet"
+        if path.exists():
+            log(f"corpus: cached {path}")
+            corpus = Corpus.read(path)
+        else:
+            corpus = _import(exp, spec, log)
+            if len(corpus.classes) != 2:
+                raise InputError(f"{name} maps to {len(corpus.classes)} classes ({', '.join(corpus.classes)}); a "
+                                 "binary target needs a two-class mapping, negative first and positive last "
+                                 "(e.g. stress-binary)")
+            frame = corpus.frame
+            for platform in sorted(frame["platform"].unique()):
+                if not (frame.loc[frame["platform"] == platform, "split"] == "calibration").any():
+                    frame = assign_calibration(frame, platform, fraction=exp.audit.calibration_fraction,
+                                               seed=exp.audit.seed)
+            corpus = Corpus.build(frame, corpus.classes, meta=corpus.meta)
+            corpus.write(path)
+        targets.append(BinaryTarget(spec, corpus, key))
+    return targets
+
+
+def collapse_binary(predictions: pd.DataFrame, classes: list[str], binary: BinarySpec, names: list[str],
+                    relabel: bool) -> pd.DataFrame:
+    """Multi-class predictions (one `logit_<class>` per model class) as a binary problem `names` =
+    [negative, positive]: `logit_<positive>` = logsumexp(positive classes' logits) - logsumexp(negative
+    classes' logits), `logit_<negative>` = 0, so the softmax of the two is P(positive side) over
+    P(positive side) + P(negative side) under the model's softmax (with negative "rest", exactly the sum
+    of the positive classes' probabilities). `relabel`: the labels are model classes (the reference
+    platform) and become `names` by side, rows of a class on neither side dropped; else they already
+    are `names` (a binary target)."""
+    negative = binary.negative_classes(classes)
+    z = logsumexp(scores(predictions, binary.positive), axis=1) - logsumexp(scores(predictions, negative), axis=1)
+    labels = predictions["label"].astype(str)
+    if relabel:
+        side = {**{c: names[0] for c in negative}, **{c: names[1] for c in binary.positive}}
+        labels = labels.map(side)
+    keep = labels.notna().to_numpy()
+    out = predictions.loc[keep, list(KEY_COLUMNS)].assign(label=labels[keep]).reset_index(drop=True)
+    out[logit_column(names[0])] = 0.0
+    out[logit_column(names[1])] = z[keep]
+    return out
+
+
+def train_job(corpus_path: str, platform: str, spec: dict, seed: int, folder: str) -> str:
+    """One model x seed x training platform (a top-level function so any executor can run it)."""
+    from mhaudit.models import create, save_model
+    from mhaudit.models.seeds import training_rows
+
+    corpus = Corpus.read(corpus_path)
+    rows = training_rows(corpus, platform)
+    if spec.get("subsample") and spec["subsample"] < len(rows):
+        share = spec["subsample"] / len(rows)
+        rows = rows.groupby(["split", "label"], group_keys=False).sample(frac=share, random_state=seed)
+    model = create(spec["name"], **{**spec["options"], "seed": seed}).fit(rows, corpus.classes)
+    save_model(model, folder)
+    return folder
+
+
+def _explain(model, spec: ModelSpec, corpus: Corpus, seed: int) -> pd.DataFrame:
+    test = corpus.frame[corpus.frame["split"] == "test"]
+    tables = []
+    for (platform, dataset), rows in test.groupby(["platform", "dataset"]):
+        rows = rows.sample(n=min(spec.explain_sample, len(rows)), random_state=seed)
+        if spec.explain == "linear":
+            table = model.explain(rows["text"].tolist())
+        else:
+            from mhaudit.attribution.gradients import attribution_table
+
+            table = attribution_table(model.hf_model, model.tokenizer, rows["text"].tolist(), corpus.classes,
+                                      method=spec.explain, labels=rows["label"].tolist(), sample=len(rows),
+                                      seed=seed, max_length=model.options.get("max_length", 64))
+        tables.append(table.assign(model=spec.key, seed=seed, platform=platform, dataset=dataset))
+    return pd.concat(tables, ignore_index=True)
+
+
+def _predict_and_explain(folder: Path, spec: ModelSpec, corpus: Corpus, seed: int,
+                         binary_targets: list[BinaryTarget] = ()) -> tuple[pd.DataFrame, pd.DataFrame | None, dict]:
+    """Predictions on the corpus, attributions, and raw predictions (model-class logits, the target's own
+    labels) on each binary target by its key; each cached in the model's folder."""
+    from mhaudit.models import load_model
+    from mhaudit.tables.predictions import predict_corpus
+    from mhaudit.models.seeds import write_table
+
+    preds_path, attr_path = folder / "predictions.parquet", folder / f"attributions-{spec.explain}.parquet"
+    model = None
+    if not preds_path.exists():
+        model = load_model(folder)
+        write_table(predict_corpus(model, corpus, model_name=spec.key, seed=seed), preds_path)
+    if spec.explain != "none" and not attr_path.exists():
+        model = model or load_model(folder)
+        write_table(_explain(model, spec, corpus, seed), attr_path)
+    binary = {}
+    for target in binary_targets:
+        path = folder / f"binary-{target.key}.parquet"
+        if not path.exists():
+            model = model or load_model(folder)
+            scored = Corpus(target.corpus.frame, corpus.classes, {})  # the model's classes name the logits
+            write_table(predict_corpus(model, scored, model_name=spec.key, seed=seed), path)
+        binary[target.key] = pd.read_parquet(path)
+    return (pd.read_parquet(preds_path), pd.read_parquet(attr_path) if spec.explain != "none" else None, binary)
+
+
+def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", workers: int = 1, log=print) -> Result:
+    out = Path(out)
+    corpus, corpus_path, corpus_key = build_corpus(exp, out, log)
+    platforms = [exp.reference] if exp.design == "reference" else sorted(
+        corpus.frame.loc[corpus.frame["split"] == "train", "platform"].unique())
+    places, jobs = [], []
+    for spec in exp.model:
+        for platform in platforms:
+            key = step_key(corpus_key, spec.model_dump(), platform)
+            for seed in exp.seeds:
+                folder = out / "models" / spec.key / platform / key / f"seed-{seed}"
+                places.append((spec, platform, seed, folder))
+                if (folder / "mhaudit-model.json").exists():
+                    log(f"train {spec.key} on {platform}, seed {seed}: done before, kept")
+                else:
+                    jobs.append({"corpus_path": str(corpus_path), "platform": platform, "spec": spec.model_dump(),
+                                 "seed": seed, "folder": str(folder)})
+    for folder in run_jobs(train_job, jobs, executor=executor, workers=workers):
+        log(f"trained {folder}")
+    binary_targets = build_binary_targets(exp, out, corpus.classes, log)
+    predictions, attributions, binary = {}, [], {}
+    for spec, platform, seed, folder in places:
+        preds, attr, on_binary = _predict_and_explain(folder, spec, corpus, seed, binary_targets)
+        predictions.setdefault(platform, []).append(preds)
+        for key, table in on_binary.items():
+            binary.setdefault(key, []).append(table)
+        if attr is not None:
+            attributions.append(attr)
+    if exp.design == "reference":
+        reference = pd.concat(predictions[exp.reference], ignore_index=True)
+        result = _reference_audit(exp, corpus, reference,
+                                  pd.concat(attributions, ignore_index=True) if attributions else None)
+        if binary_targets:
+            result.sections.append(_binary_section(exp, corpus.classes, reference, binary_targets, binary))
+        adapted = [_adaptation(folder, spec, corpus, seed, exp) for spec, _, seed, folder in places
+                   if spec.adapt_epochs > 0]
+        if adapted:
+            result.sections.append(Section(
+                "Temperature scaling vs fine-tuning", "On each target's stored calibration split: a temperature "
+                "fitted there (ts) vs the model fine-tuned there (ft), both evaluated on the target's other test "
+                "rows (CPFE paper, section 4.6).", {"temperature_vs_finetuning": pd.concat(adapted, ignore_index=True)}))
+    else:
+        result = _transfer_report(exp, corpus, predictions)
+    write_report(result, out)
+    log(f"report: {out / 'report.html'}")
+    return result
+
+
+def _adaptation(folder: Path, spec: ModelSpec, corpus: Corpus, seed: int, exp: Experiment) -> pd.DataFrame:
+    from mhaudit.audits.cpfe.adaptation import adaptation_rows, has_adapt
+    from mhaudit.models import load_model
+    from mhaudit.models.seeds import write_table
+
+    path = folder / f"adaptation-{spec.adapt_epochs}.parquet"
+    if not path.exists():
+        model = load_model(folder)
+        if not has_adapt(model):
+            raise InputError(f"model '{spec.key}' cannot be fine-tuned on a target (adapt_epochs); only "
+                             "transformer models can")
+        targets = sorted(set(corpus.frame["platform"]) - {exp.reference})
+        write_table(pd.DataFrame([adaptation_rows(model, spec.key, seed, corpus.frame, corpus.classes, p,
+                                                  epochs=spec.adapt_epochs, n_bins=exp.audit.n_bins)
+                                  for p in targets]), path)
+    return pd.read_parquet(path)
+
+
+def _reference_audit(exp: Experiment, corpus: Corpus, predictions: pd.DataFrame,
+                     attributions: pd.DataFrame | None) -> Result:
+    from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
+
+    a = exp.audit
+    options = CPFEOptions(reference=exp.reference, n_bins=a.n_bins, n_boot_ece=a.n_boot_ece,
+                          n_boot_significance=a.n_boot, seed=a.seed, calibration_fraction=a.calibration_fraction,
+                          correction=a.correction, non_independent=tuple(tuple(p) for p in a.non_independent))
+    result = audit_cpfe(PredictionSet(predictions, corpus.classes), options,
+                        texts=corpus.frame.set_index("id")["text"], attributions=attributions,
+                        synthetic=corpus.synthetic)
+    result.title = f"{exp.name}: {result.title}"
+    result.options["experiment"] = exp.model_dump(mode="json")
+    return result
+
+
+BINARY_TABLES = ("flags", "discrimination", "per_class_auc", "calibration", "temperature_scaling", "significance",
+                 "equity_summary", "equity", "label_shift")
+
+
+def _binary_section(exp: Experiment, classes: list[str], reference: pd.DataFrame, targets: list[BinaryTarget],
+                    predictions: dict[str, list[pd.DataFrame]]) -> Section:
+    """One CPFE audit per binary problem (targets sharing the collapse and class names are audited
+    together): the reference platform's rows collapsed and relabelled, the targets' rows collapsed."""
+    from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
+
+    problems: dict[tuple, list[BinaryTarget]] = {}
+    for t in targets:
+        problems.setdefault((tuple(t.binary.positive), tuple(t.binary.negative_classes(classes)),
+                             tuple(t.corpus.classes)), []).append(t)
+    home = reference[(reference["platform"] == exp.reference) | (reference["dataset"] == exp.reference)]
+    datasets = sorted(home["dataset"].unique())
+    if len(datasets) != 1:
+        raise InputError(f"binary targets need one data set on the reference platform '{exp.reference}'; it holds "
+                         f"{', '.join(datasets) or 'none'}")
+    a = exp.audit
+    tables: dict[str, list[pd.DataFrame]] = {}
+    for group in problems.values():
+        first = group[0]
+        names = list(first.corpus.classes)
+        ref = collapse_binary(home, classes, first.binary, names, relabel=True)
+        missing = sorted(set(names) - set(ref.loc[ref["split"].isin(["test", "calibration"]), "label"]))
+        if missing:
+            raise InputError(f"binary target {first.describe()}: the reference platform's test rows have no "
+                             f"row for {', '.join(missing)} once collapsed; its AUC is undefined")
+        rows = [collapse_binary(pd.concat(predictions[t.key], ignore_index=True), classes, t.binary, names,
+                                relabel=False) for t in group]
+        # the reference's data set names the reference, as a target may share its platform (Dreaddit is
+        # Reddit); where a target's platform or data set has that name too, the reference's is marked
+        reference_name = datasets[0]
+        if any(((r["platform"] == reference_name) | (r["dataset"] == reference_name)).any() for r in rows):
+            reference_name = f"{reference_name} (reference)"
+            ref = ref.assign(dataset=reference_name)
+        rows.insert(0, ref)
+        options = CPFEOptions(reference=reference_name, n_bins=a.n_bins, n_boot_ece=a.n_boot_ece,
+                              n_boot_significance=a.n_boot, seed=a.seed, calibration_fraction=a.calibration_fraction,
+                              correction=a.correction, non_independent=tuple(tuple(p) for p in a.non_independent),
+                              figures=False)
+        audit = audit_cpfe(PredictionSet(pd.concat(rows, ignore_index=True), names), options)
+        label = f"{names[1]} vs {names[0]}: {first.binary.describe()}"
+        for name in BINARY_TABLES:
+            try:
+                table = audit.table(name)
+            except KeyError:
+                continue
+            if not table.empty:
+                tables.setdefault(name, []).append(table.assign(binary=label)[["binary", *table.columns]])
+    text = ("Binary targets scored by the multi-class models: each model's binary logit is log-sum-exp of the "
+            "positive classes' logits minus log-sum-exp of the negative ones (P(positive) / (P(positive) + "
+            "P(negative)) under its softmax). The reference platform's rows are collapsed the same way (rows of "
+            "classes on neither side dropped) and serve as the reference; the CPFE axes run on the two-class "
+            "problem (binary_discrimination: AUC of the positive class).")
+    return Section("Binary targets", text, {f"binary_{name}": pd.concat(parts, ignore_index=True)
+                                            for name, parts in tables.items()})
+
+
+def transfer_matrix(predictions: dict[str, list[pd.DataFrame]], classes: list[str], n_bins: int = 10) -> pd.DataFrame:
+    """Macro-AUC, macro-F1 and ECE of every (model, training platform) on every evaluation platform,
+    mean and SD over seeds; the diagonal (train = evaluation platform) is in-platform."""
+    from sklearn.metrics import f1_score
+
+    from mhaudit.tables.predictions import scores
+    from mhaudit.stats.auc import macro_auc
+    from mhaudit.stats.calibration import ece, softmax
+
+    rows = []
+    for train_platform, tables in predictions.items():
+        frame = pd.concat(tables, ignore_index=True)
+        for (model, seed, platform, dataset), g in frame.groupby(["model", "seed", "platform", "dataset"]):
+            y = pd.Categorical(g["label"], categories=classes).codes
+            probs = softmax(scores(g, classes))
+            rows.append({"model": model, "seed": seed, "train_platform": train_platform, "platform": platform,
+                         "dataset": dataset, "n": len(g), "macro_auc": macro_auc(y, probs, len(classes)),
+                         "macro_f1": f1_score(y, probs.argmax(1), average="macro", zero_division=0),
+                         "ece": ece(probs, y, n_bins)})
+    per_seed = pd.DataFrame(rows)
+    keys = ["model", "train_platform", "platform", "dataset"]
+    table = per_seed.groupby(keys).agg(n=("n", "first"), n_seeds=("seed", "nunique"),
+                                       macro_auc=("macro_auc", "mean"), macro_auc_sd=("macro_auc", "std"),
+                                       macro_f1=("macro_f1", "mean"), ece=("ece", "mean")).reset_index()
+    table["in_platform"] = table["train_platform"] == table["platform"]
+    return table
+
+
+def _transfer_report(exp: Experiment, corpus: Corpus, predictions: dict[str, list[pd.DataFrame]]) -> Result:
+    from mhaudit.audits.cpfe.figures import heatmap
+
+    table = transfer_matrix(predictions, corpus.classes, exp.audit.n_bins)
+    figures = {f"Transfer matrix, macro-AUC ({model})": heatmap(rows, "macro_auc", f"{model}: macro-AUC",
+                                                               index="train_platform", columns="platform")
+               for model, rows in table.groupby("model")}
+    home = table[table["in_platform"]].set_index(["model", "train_platform"])["macro_auc"]
+    away = table[~table["in_platform"]].groupby(["model", "train_platform"])["macro_auc"].mean()
+    gap = (home - away).dropna()
+    text = (f"Every model trained on each of {table['train_platform'].nunique()} platforms and scored on every "
+            "platform's test split (mean over seeds). " + (
+                f"Macro-AUC falls by {gap.min():.3f} to {gap.max():.3f} from in-platform to the mean of the "
+                "other platforms." if len(gap) else ""))
+    return Result(f"{exp.name}: all-pairs transfer", [Section("Transfer matrix", text, {"transfer": table}, figures)],
+                  synthetic=corpus.synthetic, options={"experiment": exp.model_dump(mode="json")})
+

@@ -1,0 +1,43 @@
+"""Dreaddit (Turcan & McKeown 2019): Reddit posts, binary stress, official train/test CSVs.
+
+`domain` is Dreaddit's stressor domain; the subreddit is kept in `raw` form inside `domain` as
+'<domain>/<subreddit>' so audits can group by either.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from mhaudit.tables.corpus.sources import ReadOptions, Source, register
+from mhaudit.tables.corpus.sources._read import read_delimited, records
+
+DOMAINS = {
+    "domesticviolence": "abuse", "survivorsofabuse": "abuse",
+    "anxiety": "anxiety", "stress": "anxiety",
+    "almosthomeless": "financial", "assistance": "financial", "food_pantry": "financial", "homeless": "financial",
+    "ptsd": "ptsd",
+    "relationships": "social",
+}
+
+
+def _split_of(path: Path) -> str:
+    return "test" if "test" in path.stem.lower() else "train"
+
+
+def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
+    parts = []
+    for path in paths:
+        frame = read_delimited(path, sep=",", encoding=options.encoding,
+                               required=["id", "subreddit", "text", "label"])
+        domain = frame["subreddit"].map(lambda s: f"{DOMAINS.get(s, 'other')}/{s}")
+        parts.append(records(frame, ids=frame["id"], texts=frame["text"], labels=frame["label"],
+                             dataset=options.dataset or "dreaddit", platform=options.platform or "reddit",
+                             label_source=options.label_source or "human", split=_split_of(path),
+                             domain=domain))
+    return pd.concat(parts, ignore_index=True)
+
+
+SOURCE = register(Source("dreaddit", "Dreaddit train/test CSVs (Reddit, stress 0/1, human labels)", read,
+                         default_mapping="stress-binary"))

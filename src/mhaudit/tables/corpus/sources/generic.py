@@ -1,0 +1,57 @@
+"""Any CSV / TSV / JSON Lines / Parquet file (format from the extension, or --sep for a delimited file).
+
+Columns: --text-col (default `text`), --label-col (default `label`; a list cell is several labels),
+--id-col (default: the row number, id '<dataset>-<row>'). Taken where present: `split`, `platform`,
+`dataset`, `domain`, `author`, `created_at`, `lang`, `label_source`. The options --platform / --dataset /
+--label-source win over those columns; a platform is required (column or --platform); the data set
+defaults to the file stem. An empty `split` cell means no official split for that row.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from mhaudit.tables.corpus.schema import SOURCE_ROW
+from mhaudit.tables.corpus.sources import ReadOptions, Source, register
+from mhaudit.tables.corpus.sources._read import as_labels, as_text, parse_times, read_table, records
+from mhaudit.core.errors import InputError
+
+OPTIONAL = ("domain", "author", "lang")
+
+
+def _column(frame: pd.DataFrame, name: str, override: str | None, default: str | None = None) -> list:
+    if override:
+        return [override] * len(frame)
+    if name in frame.columns:
+        return [v if v else default for v in as_text(frame[name])]
+    return [default] * len(frame)
+
+
+def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
+    text_col, label_col = options.text_col or "text", options.label_col or "label"
+    parts = []
+    for path in paths:
+        required = [text_col, label_col] + ([options.id_col] if options.id_col else [])
+        frame = read_table(path, encoding=options.encoding, sep=options.sep, required=required)
+        if not options.platform and "platform" not in frame.columns:
+            raise InputError("has no 'platform' column; pass --platform (e.g. --platform reddit)", path=path)
+        datasets = _column(frame, "dataset", options.dataset, path.stem)
+        if options.id_col:
+            ids = as_text(frame[options.id_col])
+        else:
+            infix = "" if len(paths) == 1 else f"{path.stem}-"  # several files: rows repeat across files
+            ids = [f"{d}-{infix}{r}" for d, r in zip(datasets, frame[SOURCE_ROW], strict=True)]
+        extra = {c: as_text(frame[c]) for c in OPTIONAL if c in frame.columns}
+        if "created_at" in frame.columns:
+            extra["created_at"] = parse_times(frame, "created_at")
+        parts.append(records(frame, ids=ids, texts=as_text(frame[text_col]), labels=as_labels(frame[label_col]),
+                             dataset=datasets, platform=_column(frame, "platform", options.platform),
+                             label_source=_column(frame, "label_source", options.label_source, "unknown"),
+                             split=_column(frame, "split", None), **extra))
+    return pd.concat(parts, ignore_index=True)
+
+
+SOURCE = register(Source("generic", "any CSV / TSV / JSON Lines / Parquet with text and label columns "
+                         "(--text-col, --label-col, --id-col, --platform)", read))

@@ -1,0 +1,250 @@
+"""The labels table: many labels per item, one writer per labeler (docs/labels.md).
+
+Columns: item_id, task, labeler, kind (llm | human | adjudicated | lexicon), value (0/1, or null when the
+labeler's answer was invalid), raw_answer, prompt_hash, latency_ms, tags (JSON list), note, created_at.
+
+`LabelStore` keeps the table in one SQLite file (WAL) so that labelers can write one item at a time and
+resume: (item_id, task, labeler) is the key, and every `add` is its own transaction, so an interrupted
+run loses nothing it already wrote. `read_labels` / `write_labels` move the table to and from Parquet,
+CSV and JSONL for teams that label elsewhere.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import numbers
+import sqlite3
+import threading
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mhaudit.core.errors import InputError
+from mhaudit.tables.io import TABLE_SUFFIXES, is_missing, read_table, table_format, write_table
+
+KINDS = ("llm", "human", "adjudicated", "lexicon")
+KEY = ("item_id", "task", "labeler")
+COLUMNS = (*KEY, "kind", "value", "raw_answer", "prompt_hash", "latency_ms", "tags", "note", "created_at")
+APPLICATION_ID = 0x6D68_6C31  # "mhl1": marks a file as an mhaudit label store
+SQLITE_MAGIC = b"SQLite format 3\x00"
+STORE_SUFFIXES = (".sqlite", ".db", ".sqlite3")
+TAG_SEPARATOR = ";"
+
+_SCHEMA = """
+CREATE TABLE labels (
+    item_id TEXT NOT NULL,
+    task TEXT NOT NULL,
+    labeler TEXT NOT NULL,         -- model name, annotator name, 'consensus', lexicon name
+    kind TEXT NOT NULL CHECK (kind IN ('llm', 'human', 'adjudicated', 'lexicon')),
+    value INTEGER CHECK (value IN (0, 1)),  -- NULL: the answer was not exactly 0 or 1 (see raw_answer)
+    raw_answer TEXT,
+    prompt_hash TEXT,
+    latency_ms REAL,
+    tags TEXT,                     -- JSON list of error-source tags
+    note TEXT,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (item_id, task, labeler)
+) WITHOUT ROWID;
+"""
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _check_value(value: object, where: str) -> int | None:
+    """0 or 1 (also '1', '1.0' and 1.0 as spreadsheets write them), None for an empty value."""
+    if is_missing(value):
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if text == "":
+            return None
+        try:
+            number = float(text)
+        except ValueError:
+            number = None
+        if number in (0.0, 1.0):
+            return int(number)
+    elif isinstance(value, numbers.Real) and float(value) in (0.0, 1.0):
+        return int(value)
+    raise InputError(f"{where}: label value {value!r} is not 0, 1 or empty")
+
+
+def parse_tags(raw: object) -> tuple[str, ...]:
+    """Error-source tags from any way a table holds them; the one parser for the labels table's `tags`.
+
+    * missing (None, NaN, an empty string) -> no tags;
+    * a list, tuple or NumPy array (a Parquet list column) -> its elements;
+    * a string holding a JSON list (what mhaudit writes: '["news", "hypothetical"]') or a JSON string;
+    * a Python-style list ("['news']", as a CSV written from a list column shows it) -> its elements;
+    * any other string: tags separated by ';' ("news; hypothetical"). A comma belongs to the tag, so a
+      tag written this way can contain ',' but never ';' (in a JSON list any character is allowed).
+
+    Tags are stripped; empty and repeated tags are dropped; the order is kept.
+    """
+    if isinstance(raw, (list, tuple, np.ndarray)):
+        items = list(raw)
+    elif is_missing(raw):
+        return ()
+    else:
+        text = str(raw).strip()
+        if not text:
+            return ()
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = None
+            if text.startswith("[") and text.endswith("]"):
+                try:
+                    parsed = ast.literal_eval(text)
+                except (ValueError, SyntaxError):
+                    parsed = None
+            if not isinstance(parsed, list):
+                parsed = text.split(TAG_SEPARATOR)
+        items = parsed if isinstance(parsed, list) else [] if parsed is None else [parsed]
+    tags = (str(t).strip() for t in items if not is_missing(t))
+    return tuple(dict.fromkeys(t for t in tags if t))
+
+
+def _tags_json(raw: object) -> str | None:
+    """The stored form of tags: a JSON list ('[]' for an explicitly empty list), None when absent."""
+    if not isinstance(raw, (list, tuple, np.ndarray)) and (is_missing(raw) or not str(raw).strip()):
+        return None
+    return json.dumps(list(parse_tags(raw)))
+
+
+def _text(value: object) -> str | None:
+    return None if is_missing(value) else str(value)
+
+
+def _row(label: Mapping[str, object], where: str) -> tuple:
+    for column in (*KEY, "kind"):
+        if is_missing(label.get(column)) or str(label[column]) == "":
+            raise InputError(f"{where}: column '{column}' is empty")
+    if label["kind"] not in KINDS:
+        raise InputError(f"{where}: kind {label['kind']!r} is not one of {', '.join(KINDS)}")
+    latency = label.get("latency_ms")
+    try:
+        latency = None if is_missing(latency) or str(latency).strip() == "" else float(latency)
+    except (TypeError, ValueError):
+        raise InputError(f"{where}: latency_ms {latency!r} is not a number") from None
+    created = _text(label.get("created_at")) or now()
+    return (str(label["item_id"]), str(label["task"]), str(label["labeler"]), label["kind"],
+            _check_value(label.get("value"), where), _text(label.get("raw_answer")), _text(label.get("prompt_hash")),
+            latency, _tags_json(label.get("tags")), _text(label.get("note")), created)
+
+
+class LabelStore:
+    """The labels table in one SQLite file; safe to share between threads of one process."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        if self.path.exists() and self.path.stat().st_size:
+            with open(self.path, "rb") as handle:
+                if handle.read(16) != SQLITE_MAGIC:
+                    raise InputError("not a label store (not an SQLite file)", path=self.path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        try:
+            self._conn = sqlite3.connect(self.path, timeout=10, check_same_thread=False, isolation_level=None)
+            app_id = self._conn.execute("PRAGMA application_id").fetchone()[0]
+            tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if not tables:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.executescript(f"BEGIN; {_SCHEMA} PRAGMA application_id={APPLICATION_ID}; COMMIT;")
+            elif app_id != APPLICATION_ID or "labels" not in tables:
+                raise InputError("is an SQLite file but not an mhaudit label store", path=self.path)
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"cannot open the label store ({exc}); is it locked by another process "
+                             "or corrupt?", path=self.path) from None
+
+    def add(self, labels: Iterable[Mapping[str, object]], *, replace: bool = False) -> int:
+        """Write labels in one transaction; an existing (item, task, labeler) label is kept unless `replace`.
+
+        Returns the number of rows written.
+        """
+        rows = [_row(label, f"{self.path} label {i + 1}") for i, label in enumerate(labels)]
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                before = self._conn.total_changes
+                self._conn.executemany(f"{verb} INTO labels VALUES ({', '.join('?' * len(COLUMNS))})", rows)
+                written = self._conn.total_changes - before
+                self._conn.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise InputError(f"cannot write labels ({exc}); is the file locked by another process?",
+                                 path=self.path) from None
+        return written
+
+    def labelled(self, task: str, labeler: str) -> set[str]:
+        """Items that already carry a label (valid or invalid) from this labeler for this task."""
+        with self._lock:
+            rows = self._conn.execute("SELECT item_id FROM labels WHERE task = ? AND labeler = ?", (task, labeler))
+            return {r[0] for r in rows}
+
+    def frame(self, **where: str) -> pd.DataFrame:
+        """The labels as a table, filtered by equality on any columns (task=..., labeler=..., kind=...)."""
+        unknown = set(where) - set(COLUMNS)
+        if unknown:
+            raise ValueError(f"unknown label columns: {sorted(unknown)}")
+        clause = " AND ".join(f"{column} = ?" for column in where) or "1"
+        with self._lock:
+            frame = pd.read_sql_query(f"SELECT * FROM labels WHERE {clause} ORDER BY task, labeler, item_id",
+                                      self._conn, params=list(where.values()))
+        frame["value"] = frame["value"].astype("Int64")
+        return frame
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> LabelStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def read_labels(path: str | Path) -> pd.DataFrame:
+    """A labels table from a label store, Parquet, CSV or JSONL file, validated row by row.
+
+    Files are read with `mhaudit.tables.io.read_table`: only an empty cell is missing, so an item called "NA"
+    stays "NA".
+    """
+    path = Path(path)
+    if path.suffix.lower() in STORE_SUFFIXES:
+        if not path.exists():
+            raise InputError("no such file", path=path)
+        with LabelStore(path) as store:
+            return store.frame()
+    if path.suffix.lower() not in TABLE_SUFFIXES:
+        raise InputError(f"unknown label file type '{path.suffix.lower()}'; expected .sqlite, .parquet, .csv, .tsv "
+                         "or .jsonl", path=path)
+    frame = read_table(path, what="the labels")
+    missing = [c for c in (*KEY, "kind", "value") if c not in frame.columns]
+    if missing:
+        raise InputError(f"missing column '{missing[0]}'; a labels table needs {', '.join((*KEY, 'kind', 'value'))}",
+                         path=path)
+    offset = 2 if table_format(path) in ("csv", "tsv") else 1
+    rows = [_row(record, f"{path} row {i + offset}") for i, record in enumerate(frame.to_dict("records"))]
+    result = pd.DataFrame(rows, columns=list(COLUMNS))
+    result["value"] = result["value"].astype("Int64")
+    duplicated = result.duplicated(list(KEY))
+    if duplicated.any():
+        first = result[duplicated].iloc[0]
+        raise InputError(f"item '{first['item_id']}' has two labels from '{first['labeler']}' for task "
+                         f"'{first['task']}'; one labeler writes one label per item", path=path)
+    return result
+
+
+def write_labels(frame: pd.DataFrame, path: str | Path) -> Path:
+    """Write a labels table atomically as Parquet, CSV or JSONL (by suffix)."""
+    return write_table(frame.loc[:, [c for c in COLUMNS if c in frame.columns]], path, what="the labels")

@@ -1,0 +1,129 @@
+"""`mhaudit annotate`: a local web app where annotators label a validation sample and an adjudicator
+resolves their disagreements (docs/annotation.md).
+
+    session = open_session("sample.parquet", "labels.sqlite", ["alice", "bob"], adjudicator="carol")
+    for person, url in session.urls().items(): print(person.name, url)   # None: link unchanged
+    session.server.serve_forever()
+
+Every answer is written to the label store at once (kind 'human', labeler = annotator name); consensus
+labels are kind 'adjudicated', labeler 'consensus'. Annotators see neither the weak label nor each
+other's answers.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from mhaudit.core.errors import InputError
+from mhaudit.weak_supervision.annotate.adjudication import (
+    ADJUDICATED,
+    AGREED,
+    CONSENSUS,
+    TAGS,
+    Case,
+    agreed_rows,
+    build_cases,
+    summary,
+)
+from mhaudit.weak_supervision.annotate.sample import Item, load_sample
+from mhaudit.weak_supervision.annotate.server import AnnotationApp, AnnotationServer, Settings
+from mhaudit.weak_supervision.annotate.tokens import Person, TokenFile, check_name, tokens_path
+from mhaudit.tables.label_store import LabelStore
+
+__all__ = ["ADJUDICATED", "AGREED", "CONSENSUS", "TAGS", "AnnotationApp", "AnnotationServer", "Case", "Item",
+           "Person", "Session", "TokenFile", "agreed_rows", "build_cases", "load_sample", "open_session",
+           "progress", "summary", "tokens_path"]
+
+
+@dataclass
+class Session:
+    server: AnnotationServer
+    app: AnnotationApp
+    store: LabelStore
+    people: list[Person]
+    issued: dict[Person, str | None]  # the new tokens of this run; None: the person's earlier link still works
+    tokens: TokenFile
+    thread: threading.Thread | None = None
+
+    def urls(self) -> dict[Person, str | None]:
+        return {p: (self.server.url_for(t) if t else None) for p, t in self.issued.items()}
+
+    def start_background(self) -> Session:
+        """Serve from a daemon thread (tests, notebooks); `close()` stops it."""
+        self.thread = self.server.start_background()
+        return self
+
+    def close(self) -> None:
+        if self.thread is not None:
+            self.server.shutdown()
+            self.thread.join()
+            self.thread = None
+        self.server.server_close()
+        self.store.close()
+
+
+def _people(annotators: list[str], adjudicator: str | None) -> list[Person]:
+    if not annotators:
+        raise InputError("name at least one --annotator")
+    names = [check_name(n) for n in annotators]
+    duplicate = next((n for n in names if names.count(n) > 1), None)
+    if duplicate:
+        raise InputError(f"annotator '{duplicate}' is named twice")
+    people = [Person(n, "annotator") for n in names]
+    if adjudicator is not None:
+        if len(names) < 2:
+            raise InputError("an --adjudicator needs at least two annotators to have disagreements to resolve")
+        adjudicator = check_name(adjudicator)
+        if adjudicator in names:
+            raise InputError(f"'{adjudicator}' is named as an annotator and as the adjudicator; the adjudicator "
+                             "resolves the annotators' disagreements and must be someone else")
+        people.append(Person(adjudicator, "adjudicator"))
+    return people
+
+
+def _check_labelers(store: LabelStore, people: list[Person]) -> None:
+    """An annotator's name must not already belong to a model or lexicon labeler (their labels would be replaced)."""
+    for name, kind in [(p.name, "human") for p in people if p.role == "annotator"] + [(CONSENSUS, ADJUDICATED)]:
+        kinds = set(store.frame(labeler=name)["kind"])
+        other = sorted(kinds - {kind})
+        if other:
+            raise InputError(f"labeler '{name}' already has {other[0]} labels in the label store; choose another "
+                             "name so that no label is overwritten", path=store.path)
+
+
+def open_session(sample: str | Path, labels: str | Path, annotators: list[str], adjudicator: str | None = None,
+                 *, host: str = "127.0.0.1", port: int = 8765, public: bool = False, new_tokens: bool = False,
+                 keep_order: bool = False, guidelines: str | Path | None = None,
+                 notify: Callable[[str], None] | None = None, log_requests: bool = False) -> Session:
+    """Check everything, bind the port, issue tokens; the caller serves (`server.serve_forever()`) and closes."""
+    people = _people(annotators, adjudicator)
+    items = load_sample(sample, keep_order=keep_order)
+    AnnotationServer.check_host(host, public)
+    store = LabelStore(labels)
+    try:
+        _check_labelers(store, people)
+        server = AnnotationServer(None, host, port, public=public)
+        try:
+            tokens = TokenFile(tokens_path(labels))
+            issued = tokens.issue(people, rotate=new_tokens)
+            settings = Settings(annotators=[p.name for p in people if p.role == "annotator"], notify=notify,
+                                log_requests=log_requests)
+            server.app = AnnotationApp(items, store, tokens.resolver(people), settings, guidelines=guidelines)
+        except BaseException:
+            server.server_close()
+            raise
+    except BaseException:
+        store.close()
+        raise
+    return Session(server=server, app=server.app, store=store, people=people, issued=issued, tokens=tokens)
+
+
+def progress(session: Session) -> dict[str, object]:
+    """Labelled items per annotator and the adjudication counts, for the CLI's closing summary."""
+    app = session.app
+    per_person = {name: len(app.labelled(name) & app.by_key.keys()) for name in app.settings.annotators}
+    return {"items": len(app.items), "labelled": per_person,
+            **summary(app.cases(), app.settings.annotators)}

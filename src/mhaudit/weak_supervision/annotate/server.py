@@ -1,0 +1,445 @@
+"""The annotation web app: standard-library HTTP server, Jinja2 pages, a little vanilla JavaScript.
+
+Routes (TOKEN is a person's secret; every page and call of a person lives under /s/TOKEN/):
+
+    GET  /                          a landing page that says nothing about the sample
+    GET  /static/app.js|app.css     the script and the style sheet (/favicon.ico: 204)
+    GET  /s/TOKEN/                  annotator: redirect to the first unlabelled item; adjudicator: the disagreements
+    GET  /s/TOKEN/item/N            annotator: item N (1-based) of the annotation order
+    GET  /s/TOKEN/done              annotator: everything labelled
+    GET  /s/TOKEN/guidelines        the guidelines
+    POST /s/TOKEN/api/label         annotator: save one answer  {token, item_id, task, value, tags, note}
+    POST /s/TOKEN/api/consensus     adjudicator: record a consensus  {token, item_id, task, value, tags, note}
+    POST /s/TOKEN/api/agreed        adjudicator: record the agreed items as consensus  {token}
+
+Safety: loopback only unless `public`; the Host header must name the bound host (no DNS rebinding);
+a POST must be JSON, carry the token in its body (CSRF-lite) and, when the browser sends an Origin,
+come from this server; every page is rendered with autoescaping under a strict Content-Security-
+Policy (no inline script or style); nothing is logged unless asked, and then only the method, the
+route with the token replaced by '…', and the status.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import jinja2
+from markdown_it import MarkdownIt
+
+from mhaudit.core.errors import InputError
+from mhaudit.weak_supervision.annotate.adjudication import (
+    ADJUDICATED,
+    CONSENSUS,
+    TAGS,
+    agreed_rows,
+    answer_from_row,
+    build_cases,
+    summary,
+)
+from mhaudit.weak_supervision.annotate.sample import Item
+from mhaudit.weak_supervision.annotate.tokens import Person, TokenResolver
+from mhaudit.tables.label_store import LabelStore
+
+HERE = Path(__file__).resolve().parent
+GUIDELINES = HERE / "guidelines" / "binary.md"
+MAX_BODY = 64 * 1024
+MAX_NOTE = 2000
+TAG_KEYS = dict(zip(TAGS, ("a", "p", "m", "s", "i", "c", "w", "h"), strict=True))
+TASK_HINTS = {
+    "si": "SI: 1 when the writer says they themselves think about, wish for or plan their own death or self-harm.",
+    "mh": "MH: 1 when the writer says they themselves are going through depression, anxiety, panic, "
+          "insomnia or similar distress, or seek help for it.",
+}
+STATIC = {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"}
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+                               "img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+LOOPBACK_NAMES = ("localhost",)
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class HTTPError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class Settings:
+    annotators: list[str]
+    notify: Callable[[str], None] | None = None  # CLI-side messages (unknown token, internal errors)
+    log_requests: bool = False  # method, route without token, status
+
+
+class AnnotationApp:
+    """Everything a request needs: the sample, the label store, who holds which token, the pages."""
+
+    def __init__(self, items: list[Item], store: LabelStore, resolver: TokenResolver, settings: Settings,
+                 *, guidelines: str | Path | None = None):
+        if not items:
+            raise InputError("the sample has no items")
+        self.items = items
+        self.by_key = {item.key: item for item in items}
+        self.store = store
+        self.resolve = resolver
+        self.settings = settings
+        self.tasks = sorted({item.task for item in items})
+        path = Path(guidelines) if guidelines else GUIDELINES
+        if not path.exists():
+            raise InputError("no such guidelines file", path=path)
+        markdown = MarkdownIt("commonmark", {"html": False}).enable("table")
+        self.guidelines_html = markdown.render(path.read_text(encoding="utf-8"))
+        self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
+                                      undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+        self._last_notice = 0.0
+        self._notice_lock = threading.Lock()
+        # Every write to the store goes through this lock, and a consensus is written in the same critical
+        # section as the check of the annotators' labels it depends on: no answer can change in between.
+        self._write_lock = threading.Lock()
+
+    # --- helpers ---------------------------------------------------------------------------------
+    def notify(self, message: str, *, throttle: bool = False) -> None:
+        if self.settings.notify is None:
+            return
+        with self._notice_lock:
+            if throttle and time.monotonic() - self._last_notice < 2.0:
+                return
+            self._last_notice = time.monotonic()
+        self.settings.notify(message)
+
+    def render(self, template: str, **context) -> str:
+        if "base" in context:  # /s/TOKEN/: the page's own token, for the JSON calls (CSRF-lite)
+            context["token"] = context["base"].split("/")[2]
+        return self.env.get_template(template).render(tags=TAGS, tag_keys=TAG_KEYS, **context)
+
+    def labelled(self, name: str) -> set[tuple[str, str]]:
+        return {(task, item_id) for task in self.tasks for item_id in self.store.labelled(task, name)}
+
+    def resume_position(self, name: str) -> int | None:
+        done = self.labelled(name)
+        return next((item.position for item in self.items if item.key not in done), None)
+
+    def cases(self):
+        human = self.store.frame(kind="human")
+        consensus = self.store.frame(labeler=CONSENSUS)
+        return build_cases(self.items, human, consensus, self.settings.annotators)
+
+    def item_at(self, raw: str) -> Item:
+        if not raw.isdigit() or not 1 <= int(raw) <= len(self.items):
+            raise HTTPError(404, f"there is no item {raw[:20]}; the sample has {len(self.items)} items")
+        return self.items[int(raw) - 1]
+
+    def item_from(self, body: dict) -> Item:
+        key = (body.get("task"), body.get("item_id"))
+        if not all(isinstance(k, str) for k in key) or key not in self.by_key:
+            raise HTTPError(400, "this item is not in the sample")
+        return self.by_key[key]
+
+    @staticmethod
+    def answer_from(body: dict) -> tuple[int, list[str], str | None]:
+        value = body.get("value")
+        if type(value) is not int or value not in (0, 1):
+            raise HTTPError(400, "the label must be 0 or 1")
+        tags = body.get("tags", [])
+        if not isinstance(tags, list) or any(t not in TAGS for t in tags):
+            raise HTTPError(400, f"tags must be a list drawn from: {', '.join(TAGS)}")
+        tags = [t for t in TAGS if t in tags]
+        note = body.get("note")
+        if note is not None and not isinstance(note, str):
+            raise HTTPError(400, "the note must be text")
+        note = (note or "").strip() or None
+        if note is not None and len(note) > MAX_NOTE:
+            raise HTTPError(400, f"the note is longer than {MAX_NOTE} characters")
+        return value, tags, note
+
+    # --- pages -----------------------------------------------------------------------------------
+    def item_page(self, person: Person, base: str, item: Item) -> str:
+        mine = self.store.frame(item_id=item.item_id, task=item.task, labeler=person.name)
+        answer = None
+        if not mine.empty:
+            answer = answer_from_row(mine.iloc[0].to_dict())
+        n_done = len(self.labelled(person.name) & self.by_key.keys())
+        n = len(self.items)
+        prev_url = f"{base}item/{item.position - 1}" if item.position > 1 else ""
+        next_url = f"{base}item/{item.position + 1}" if item.position < n else f"{base}done"
+        return self.render("item.html", person=person, base=base, item=item, n=n, answer=answer,
+                           n_done=n_done, prev_url=prev_url, next_url=next_url,
+                           hint=TASK_HINTS.get(item.task.lower(), "1 only for an explicit, self-directed "
+                                               "disclosure; 0 otherwise (see the guidelines)."))
+
+    def adjudication_page(self, person: Person, base: str) -> str:
+        cases = self.cases()
+        annotators = self.settings.annotators
+        disagreements = [c for c in cases if c.disagreement]
+        disagreements.sort(key=lambda c: (c.resolved, c.item.position))
+        return self.render("adjudicate.html", person=person, base=base, annotators=annotators,
+                           cases=disagreements, stats=summary(cases, annotators),
+                           n_agreed_pending=len(agreed_rows(cases, annotators)))
+
+    # --- API -------------------------------------------------------------------------------------
+    def save_label(self, person: Person, body: dict, base: str) -> dict:
+        if person.role != "annotator":
+            raise HTTPError(403, "only annotators label items")
+        item = self.item_from(body)
+        value, tags, note = self.answer_from(body)
+        latency = body.get("elapsed_ms")
+        latency = float(latency) if isinstance(latency, (int, float)) and 0 <= latency < 1e9 else None
+        with self._write_lock:
+            self.store.add([{"item_id": item.item_id, "task": item.task, "labeler": person.name, "kind": "human",
+                             "value": value, "tags": tags, "note": note, "latency_ms": latency}], replace=True)
+        if item.position < len(self.items):
+            following = f"{base}item/{item.position + 1}"
+        else:
+            resume = self.resume_position(person.name)
+            following = f"{base}item/{resume}" if resume else f"{base}done"
+        return {"ok": True, "next": following}
+
+    def save_consensus(self, person: Person, body: dict) -> dict:
+        if person.role != "adjudicator":
+            raise HTTPError(403, "only the adjudicator records consensus labels")
+        item = self.item_from(body)
+        value, tags, note = self.answer_from(body)
+        with self._write_lock:
+            case = next(c for c in self.cases() if c.item.key == item.key)
+            if not case.disagreement:
+                raise HTTPError(409, "the annotators no longer disagree on this item; reload the page")
+            self.store.add([{"item_id": item.item_id, "task": item.task, "labeler": CONSENSUS, "kind": ADJUDICATED,
+                             "value": value, "raw_answer": ADJUDICATED, "tags": tags, "note": note}], replace=True)
+        return {"ok": True}
+
+    def save_agreed(self, person: Person) -> dict:
+        if person.role != "adjudicator":
+            raise HTTPError(403, "only the adjudicator records consensus labels")
+        with self._write_lock:
+            rows = agreed_rows(self.cases(), self.settings.annotators)
+            written = self.store.add(rows, replace=True) if rows else 0
+        return {"ok": True, "written": written}
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "mhaudit-annotate"
+    sys_version = ""
+    server: AnnotationServer
+
+    def setup(self) -> None:
+        # A socket timeout: a client that connects and then stalls (or sends a request slowly) is dropped
+        # after `request_timeout` seconds of silence instead of holding a thread forever.
+        self.timeout = self.server.request_timeout
+        super().setup()
+
+    # http.server logs every request with its full path (our tokens) to stderr: never do that.
+    def log_message(self, format: str, *args) -> None:  # noqa: A002
+        return
+
+    def log_request(self, code="-", size="-") -> None:
+        if self.server.app.settings.log_requests:
+            route = self._route_for_log()
+            self.server.app.notify(f"{self.command} {route} {int(code) if str(code).isdigit() else code}")
+
+    def _route_for_log(self) -> str:
+        parts = urlsplit(self.path).path.split("/")
+        if len(parts) > 2 and parts[1] == "s":
+            parts[2] = "…"
+        return "/".join(parts)[:200]
+
+    # --- responses -------------------------------------------------------------------------------
+    def _send(self, status: int, body: bytes, content_type: str, extra: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        for name, value in {**SECURITY_HEADERS, **(extra or {})}.items():
+            self.send_header(name, value)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _html(self, status: int, html: str) -> None:
+        self._send(status, html.encode("utf-8"), "text/html; charset=utf-8")
+
+    def _json(self, status: int, payload: dict) -> None:
+        self._send(status, json.dumps(payload).encode("utf-8"), "application/json")
+
+    def _redirect(self, location: str) -> None:
+        self._send(303, b"", "text/plain; charset=utf-8", {"Location": location})
+
+    def _error(self, status: int, message: str, *, api: bool) -> None:
+        if api:
+            self._json(status, {"ok": False, "error": message})
+        else:
+            title = HTTPStatus(status).phrase
+            self._html(status, self.server.app.render("error.html", status=status, title=title, message=message))
+
+    # --- dispatch --------------------------------------------------------------------------------
+    def do_GET(self) -> None:  # noqa: N802
+        self._dispatch()
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        app = self.server.app
+        path = urlsplit(self.path).path
+        parts = [p for p in path.split("/") if p]
+        api = self.command == "POST"
+        try:
+            if not self.server.host_allowed(self.headers.get("Host", "")):
+                raise HTTPError(400, "this server answers only to the address it printed")
+            if not parts:
+                return self._html(200, app.render("landing.html"))
+            if parts == ["favicon.ico"]:
+                return self._send(204, b"", "image/x-icon")
+            if parts[0] == "static" and len(parts) == 2 and parts[1] in STATIC and self.command == "GET":
+                return self._send(200, (HERE / "static" / parts[1]).read_bytes(), STATIC[parts[1]])
+            if parts[0] != "s" or len(parts) < 2:
+                raise HTTPError(404, "no such page")
+            token, rest = parts[1], parts[2:]
+            person = app.resolve(token)
+            if person is None:
+                app.notify("refused a request with an unknown token (HTTP 403): the link is mistyped or was "
+                           "replaced by --new-tokens; hand out the links printed when the server started",
+                           throttle=True)
+                raise HTTPError(403, "This link is not valid. Ask the person who runs `mhaudit annotate` "
+                                     "for your personal link.")
+            base = f"/s/{token}/"
+            if self.command == "POST":
+                return self._json(200, self._post(app, person, token, rest, base))
+            return self._get(app, person, rest, base)
+        except HTTPError as exc:
+            return self._error(exc.status, str(exc), api=api)
+        except InputError as exc:  # e.g. the label store is locked by another process
+            app.notify(f"could not save: {exc}")
+            return self._error(503, "The label could not be saved; see the terminal running mhaudit.", api=api)
+        except (BrokenPipeError, ConnectionResetError):
+            return None
+        except Exception as exc:  # a bug: keep serving, say so in the terminal (no request data)
+            app.notify(f"internal error in the annotation app: {type(exc).__name__}: {exc}")
+            return self._error(500, "Internal error; see the terminal running mhaudit.", api=api)
+
+    def _get(self, app: AnnotationApp, person: Person, rest: list[str], base: str) -> None:
+        if rest == ["guidelines"]:
+            return self._html(200, app.render("guidelines.html", person=person, base=base,
+                                              guidelines=app.guidelines_html))
+        if person.role == "adjudicator":
+            if rest in ([], ["adjudicate"]):
+                return self._html(200, app.adjudication_page(person, base))
+            raise HTTPError(403 if rest and rest[0] in ("item", "done") else 404,
+                            "This link belongs to the adjudicator, who sees the disagreements only.")
+        if rest == []:
+            position = app.resume_position(person.name)
+            return self._redirect(f"{base}item/{position}" if position else f"{base}done")
+        if len(rest) == 2 and rest[0] == "item":
+            return self._html(200, app.item_page(person, base, app.item_at(rest[1])))
+        if rest == ["done"]:
+            return self._html(200, app.render("done.html", person=person, base=base, n=len(app.items),
+                                              n_done=len(app.labelled(person.name) & app.by_key.keys()),
+                                              resume=app.resume_position(person.name)))
+        if rest == ["adjudicate"]:
+            raise HTTPError(403, "Annotators do not see the adjudication view.")
+        raise HTTPError(404, "no such page")
+
+    def _post(self, app: AnnotationApp, person: Person, token: str, rest: list[str], base: str) -> dict:
+        body = self._read_json(token)
+        if rest == ["api", "label"]:
+            return app.save_label(person, body, base)
+        if rest == ["api", "consensus"]:
+            return app.save_consensus(person, body)
+        if rest == ["api", "agreed"]:
+            return app.save_agreed(person)
+        raise HTTPError(404, "no such call")
+
+    def _read_json(self, token: str) -> dict:
+        if not self.headers.get("Content-Type", "").split(";")[0].strip().lower() == "application/json":
+            raise HTTPError(415, "send JSON")
+        origin = self.headers.get("Origin")
+        if origin and origin != "null" and urlsplit(origin).netloc != self.headers.get("Host", ""):
+            raise HTTPError(403, "cross-site request refused")
+        try:
+            length = int(self.headers.get("Content-Length", ""))
+        except ValueError:
+            raise HTTPError(411, "Content-Length required") from None
+        if not 0 < length <= MAX_BODY:
+            raise HTTPError(413, f"the request body must be 1 to {MAX_BODY} bytes")
+        try:
+            body = json.loads(self.rfile.read(length))
+        except ValueError:
+            raise HTTPError(400, "the request body is not JSON") from None
+        if not isinstance(body, dict):
+            raise HTTPError(400, "the request body must be a JSON object")
+        presented = body.get("token")
+        if not isinstance(presented, str) or not hmac.compare_digest(presented.encode(), token.encode()):
+            raise HTTPError(403, "the request does not carry this page's token")
+        return body
+
+
+class AnnotationServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    request_timeout: float = 30.0  # seconds a connection may stay silent (see Handler.setup)
+
+    def __init__(self, app: AnnotationApp | None, host: str = "127.0.0.1", port: int = 8765, *,
+                 public: bool = False):
+        self.check_host(host, public)
+        self.app = app  # may be set after binding (open_session binds before issuing tokens)
+        self.public = public
+        self.host = host
+        self.address_family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+        try:
+            super().__init__((host.strip("[]"), port), Handler)
+        except OSError as exc:
+            raise InputError(f"cannot listen on {host}:{port} ({exc.strerror or exc}); pick another --port") from None
+        self.port = self.server_address[1]
+        names = {host.strip("[]").lower()}
+        if is_loopback(host):
+            names |= {"127.0.0.1", "localhost", "::1"}
+        self._host_names = names
+
+    @staticmethod
+    def check_host(host: str, public: bool) -> None:
+        if not public and not is_loopback(host):
+            raise InputError(f"refusing to serve on '{host}', which is not a loopback address: anyone on the network "
+                             "could reach the post texts; pass --public if that is intended")
+
+    def host_allowed(self, header: str) -> bool:
+        if self.public:
+            return True
+        name = urlsplit(f"//{header}").hostname or ""
+        return name.lower() in self._host_names
+
+    def base_url(self) -> str:
+        host = self.host.strip("[]")
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{self.port}"
+
+    def url_for(self, token: str) -> str:
+        return f"{self.base_url()}/s/{token}/"
+
+    def start_background(self) -> threading.Thread:
+        """Serve in a daemon thread (tests, notebooks); `shutdown()` and `server_close()` stop it."""
+        thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True,
+                                  name="mhaudit-annotate")
+        thread.start()
+        return thread

@@ -1,0 +1,36 @@
+"""The executor seam: in-process, local processes and a local Ray instance give the same results."""
+
+import os
+
+import pytest
+
+from mhaudit.core.errors import InputError
+from mhaudit.experiments.executors import run_jobs
+
+
+def square_plus(x, y=0):
+    return x * x + y
+
+
+JOBS = [{"x": i, "y": 1} for i in range(5)]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_local(workers):
+    assert run_jobs(square_plus, JOBS, workers=workers) == [1, 2, 5, 10, 17]
+
+
+def test_ray_local_instance(monkeypatch):
+    ray = pytest.importorskip("ray", reason="Ray is the optional mhaudit[ray] extra")
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        assert run_jobs(square_plus, JOBS, executor="ray") == [1, 2, 5, 10, 17]
+    finally:
+        ray.shutdown()
+
+
+def test_unknown_executor():
+    with pytest.raises(InputError, match="executor 'dask'"):
+        run_jobs(square_plus, JOBS, executor="dask")
