@@ -1,0 +1,76 @@
+"""`mhaudit train / predict / run`: models on a corpus, one folder per seed, and whole experiments."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mhaudit.cli.console import guarded, out
+from mhaudit.core.errors import InputError
+
+
+def register(root: typer.Typer) -> None:
+    for command in (train, predict, run):
+        root.command()(command)
+
+
+def parse_options(items: list[str] | None) -> dict:
+    """KEY=VALUE pairs; values parsed as JSON where they can be (numbers, true/false, lists)."""
+    options = {}
+    for item in items or []:
+        if "=" not in item:
+            raise InputError(f"--option '{item}' must be KEY=VALUE")
+        key, value = item.split("=", 1)
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    return options
+
+
+@guarded
+def train(corpus: Annotated[Path, typer.Option(help="Corpus Parquet file.")],
+          platform: Annotated[str, typer.Option(help="Platform (or data set) to train on: its train + val rows.")],
+          model: Annotated[str, typer.Option(help="Model name (tfidf-lr, char-tfidf-lr, transformer).")],
+          out_dir: Annotated[Path, typer.Option("--out", help="Folder for the model (one seed-<s>/ per seed).")],
+          seed: Annotated[list[int] | None, typer.Option(help="Seed(s); default 42 0 1 7 123.")] = None,
+          option: Annotated[list[str] | None, typer.Option(help="Model option KEY=VALUE, repeatable.")] = None,
+          ) -> None:
+    """Train a model on one platform, one folder per seed (finished seeds are not retrained)."""
+    from mhaudit.tables.corpus.schema import Corpus
+    from mhaudit.models.seeds import DEFAULT_SEEDS, train_seeds
+
+    train_seeds(Corpus.read(corpus), platform, model, seed or DEFAULT_SEEDS, out_dir, parse_options(option),
+                log=out.print)
+
+
+@guarded
+def predict(model_dir: Annotated[Path, typer.Option("--model", help="A trained model folder (or seed-* parent).")],
+            corpus: Annotated[Path, typer.Option(help="Corpus Parquet file to score.")],
+            out_path: Annotated[Path, typer.Option("--out", help="Predictions Parquet file to write.")],
+            splits: Annotated[str, typer.Option(help="Splits to score, comma-separated.")] = "test,calibration",
+            name: Annotated[str | None, typer.Option(help="Model name in the table (default: registry name).")]
+            = None) -> None:
+    """Score a corpus with trained model(s): one predictions table with a seed column."""
+    from mhaudit.tables.corpus.schema import Corpus
+    from mhaudit.models.seeds import model_folders, predict_folders, write_table
+
+    table = predict_folders(model_folders(model_dir), Corpus.read(corpus), tuple(splits.split(",")), name)
+    write_table(table, out_path)
+    out.print(f"wrote {len(table)} predictions ({table['seed'].nunique()} seed(s)) to {out_path}")
+
+
+@guarded
+def run(experiment: Annotated[Path, typer.Argument(help="Experiment TOML (see examples/).")],
+        out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder (default runs/<name>).")] = None,
+        executor: Annotated[str, typer.Option(help="local (processes) or ray.")] = "local",
+        workers: Annotated[int, typer.Option(help="Local worker processes for training jobs.")] = 1) -> None:
+    """Run a whole experiment: import, train, predict, explain, audit, report (finished steps are kept)."""
+    from mhaudit.experiments.config import load_experiment
+    from mhaudit.experiments.runner import run_experiment
+
+    exp = load_experiment(experiment)
+    run_experiment(exp, out_dir or Path("runs") / exp.name, executor=executor, workers=workers, log=out.print)
