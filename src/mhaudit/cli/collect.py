@@ -95,7 +95,8 @@ def bluesky(
     from mhaudit.weak_supervision.collect.collector import CollectOptions, Collector, PostFilter, RetryPolicy, parse_duration
     from mhaudit.weak_supervision.collect.jetstream import FIREHOSE, JETSTREAM
     from mhaudit.weak_supervision.lexicons import Lexicon
-    from mhaudit.weak_supervision.collect.store import PostStore, check_store_path
+    from mhaudit.weak_supervision.collect.dialects import check_store_path
+    from mhaudit.weak_supervision.collect.store import PostStore
 
     db_path = check_store_path(db)
     if not lexicon:
@@ -150,7 +151,8 @@ def bluesky(
 def summary(db: Annotated[str, typer.Option("--db", metavar="PATH|URL", help="Post store written by `collect "
                                             "bluesky` (file path or postgresql:// URL).")]) -> None:
     """Print the Table-4-like summary of a post store: per category and per day, posts and unique authors."""
-    from mhaudit.weak_supervision.collect.store import PostStore, check_store_path
+    from mhaudit.weak_supervision.collect.dialects import check_store_path
+    from mhaudit.weak_supervision.collect.store import PostStore
 
     target = check_store_path(db)
     if isinstance(target, Path) and not target.exists():

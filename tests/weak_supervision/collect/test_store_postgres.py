@@ -7,7 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from mhaudit.weak_supervision.collect.store import PostStore, check_store_path, redact_url
+from mhaudit.weak_supervision.collect.dialects import check_store_path, redact_url
+from mhaudit.weak_supervision.collect.store import PostStore
 from mhaudit.core.errors import InputError
 from mhaudit.core.privacy import local_secret, pseudonymise
 from tests.weak_supervision.collect.pg_server import PASSWORD, pg_server, pg_url  # noqa: F401  (fixtures)

@@ -28,8 +28,9 @@ from mhaudit.weak_supervision.annotate.adjudication import (
     build_cases,
     summary,
 )
+from mhaudit.weak_supervision.annotate.app import AnnotationApp, Settings
 from mhaudit.weak_supervision.annotate.sample import Item, load_sample
-from mhaudit.weak_supervision.annotate.server import AnnotationApp, AnnotationServer, Settings
+from mhaudit.weak_supervision.annotate.server import AnnotationServer
 from mhaudit.weak_supervision.annotate.tokens import Person, TokenFile, check_name, tokens_path
 from mhaudit.tables.label_store import LabelStore
 

@@ -16,65 +16,26 @@ transaction), so the rule above still holds: the collector re-reads those events
 FULL would fsync on every batch for no gain in correctness; pass `synchronous="FULL"` to have it anyway.
 
 PostgreSQL: `PostStore("postgresql://user:password@host:port/dbname")` (or `postgres://`) keeps the same tables
-in that database (its current schema), marked as a post store by a `mhaudit_meta` table (application id, schema
-version). The store is one implementation; `_SQLite` and `_Postgres` below are the dialect layer (connecting,
-creating and checking the schema, placeholders, the upsert, the errors). A commit on the server is durable
-before `commit_batch` returns, and a client killed mid-transaction leaves nothing of it (the server rolls it back).
-Any other URL (mysql://, sqlite:///...) is refused with one sentence (`check_store_path`); a URL's password is
-never echoed (`redact_url`).
+in that database (its current schema); `mhaudit.weak_supervision.collect.dialects` holds what differs. A commit
+on the server is durable before `commit_batch` returns, and a client killed mid-transaction leaves nothing of it
+(the server rolls it back).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
-import sqlite3
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pandas as pd
 
 from mhaudit.core.errors import InputError
 from mhaudit.core.privacy import local_secret, pseudonymise
+from mhaudit.weak_supervision.collect.dialects import PostgresDialect, SQLiteDialect, check_store_path
 
-SCHEMA_VERSION = 1
-APPLICATION_ID = 0x6D68_6131  # "mha1": marks a file as an mhaudit post store
-SQLITE_MAGIC = b"SQLite format 3\x00"
 DEFAULT_STREAM = "jetstream"
-# scheme:// (or scheme:/ once a Path has collapsed the double slash); two letters at least, so C:/ is a path.
-_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/")
-
-_SCHEMA = """
-CREATE TABLE posts (
-    uri {key} PRIMARY KEY,         -- the at:// URI, with the author's DID replaced by the pseudonym
-    cid TEXT,
-    author TEXT NOT NULL,          -- mhaudit.core.privacy pseudonym of the DID
-    raw_did TEXT,                  -- NULL unless keep_raw_ids
-    text TEXT NOT NULL,
-    created_at TEXT,               -- the record's createdAt as sent
-    langs TEXT NOT NULL,           -- JSON list
-    terms TEXT NOT NULL,           -- JSON list of matched lexicon terms
-    categories TEXT NOT NULL,      -- JSON list of matched categories
-    run_id TEXT,
-    lexicon_hash TEXT,
-    stored_at TEXT NOT NULL        -- UTC ISO time of the commit
-){posts_suffix};
-CREATE TABLE cursor (
-    stream {key} PRIMARY KEY,      -- one row per stream/source: 'jetstream', 'firehose:<relay host>'
-    cursor {integer} NOT NULL,     -- last committed cursor (Jetstream: time_us, firehose: the relay seq)
-    updated_at TEXT NOT NULL
-);
-CREATE TABLE runs (
-    run_id {key} PRIMARY KEY,
-    started_at TEXT NOT NULL,
-    relay_url TEXT,
-    lexicons TEXT NOT NULL,        -- JSON object name -> hash
-    options TEXT NOT NULL          -- JSON
-);
-"""
 
 
 def _now() -> str:
@@ -103,218 +64,6 @@ def lexicons_hash(lexicons: Mapping[str, str]) -> str | None:
     return hashlib.sha256(joined.encode()).hexdigest()[:16]
 
 
-POSTGRES_SCHEMES = ("postgresql", "postgres")
-
-
-def _postgres_url(text: str) -> str | None:
-    """The URL if `text` is a postgresql:// or postgres:// URL (also as a Path that collapsed '//' to '/')."""
-    match = _URL.match(text)
-    if not match or match.group(1).lower() not in POSTGRES_SCHEMES:
-        return None
-    rest = text[match.end():]
-    return f"{match.group(1)}://{rest.lstrip('/')}"
-
-
-def redact_url(url: str) -> str:
-    """scheme://host[:port]/dbname of a database URL: no user, no password, no query."""
-    parts = urlsplit(url)
-    host = parts.hostname or "localhost"
-    host = f"[{host}]" if ":" in host else host
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}{parts.path}"
-
-
-def check_store_path(path: str | Path) -> Path | str:
-    """The post store's file path, or a postgresql:// / postgres:// URL as a string; another URL (mysql://,
-    sqlite:///, ...) is an InputError."""
-    text = str(path)
-    url = _postgres_url(text)
-    if url is not None:
-        return url
-    match = _URL.match(text)
-    if match:
-        # Only the scheme is echoed: the rest of a URL may hold a password.
-        raise InputError(f"{match.group(1)}://… is a database URL of a kind the post store does not support; give "
-                         "a file path for the SQLite post store (e.g. posts.sqlite) or a postgresql:// URL")
-    return Path(path)
-
-
-class _SQLite:
-    """Dialect: one embedded SQLite file (WAL, synchronous NORMAL or FULL)."""
-
-    name = "SQLite"
-    key, integer, posts_suffix = "TEXT", "INTEGER", " WITHOUT ROWID"
-    begin, greatest, insert_ignore = "BEGIN IMMEDIATE", "max", "INSERT OR IGNORE INTO {table} {rest}"
-    errors: tuple[type[BaseException], ...] = (sqlite3.OperationalError,)
-    nul_free = False  # SQLite text may hold U+0000
-
-    def __init__(self, path: Path, *, synchronous: str, timeout: float):
-        self.path, self.location = path, path
-        self._check_header()
-        try:
-            self.conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise InputError(f"cannot open the post store: {exc}", path=path) from None
-        try:
-            self._open(synchronous)
-        except sqlite3.DatabaseError as exc:
-            self.conn.close()
-            raise InputError(f"cannot open the post store: {exc} (not a valid SQLite database, or locked "
-                             "by another process)", path=path) from None
-        except InputError:
-            self.conn.close()
-            raise
-
-    def _check_header(self) -> None:
-        if self.path.is_dir():
-            raise InputError("is a folder, not a post store file", path=self.path)
-        if self.path.exists() and self.path.stat().st_size > 0:
-            with open(self.path, "rb") as handle:
-                head = handle.read(len(SQLITE_MAGIC))
-            if head != SQLITE_MAGIC:
-                raise InputError("is not an SQLite database, so not an mhaudit post store", path=self.path)
-
-    def _open(self, synchronous: str) -> None:
-        conn = self.conn
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        n_tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-        if app_id == 0 and version == 0 and n_tables == 0:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("BEGIN IMMEDIATE")  # not executescript: it would commit each statement
-            try:
-                _create_tables(conn, self)
-                conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
-                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-        elif app_id != APPLICATION_ID:
-            raise InputError("is an SQLite database but not an mhaudit post store (no post-store "
-                             "application id); give a new file name", path=self.path)
-        else:
-            _check_version(version, self.path, "collect into a new file")
-        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        if str(mode).lower() != "wal":
-            raise InputError(f"cannot switch the post store to WAL mode (got {mode})", path=self.path)
-        conn.execute(f"PRAGMA synchronous={synchronous}")
-
-
-class _PgConnection:
-    """A psycopg connection with sqlite3's `execute`/`executemany` and `?` placeholders (no '?' or '%' appears
-    in the store's SQL text: values are always parameters)."""
-
-    def __init__(self, conn):
-        self._conn = conn
-
-    def execute(self, sql: str, params=()):
-        return self._conn.execute(sql.replace("?", "%s"), params or None)
-
-    def executemany(self, sql: str, rows):
-        cur = self._conn.cursor()
-        cur.executemany(sql.replace("?", "%s"), rows)
-        return cur  # psycopg >= 3.1: rowcount is the sum over the rows, as in sqlite3
-
-    def close(self) -> None:
-        self._conn.close()
-
-
-class _Postgres:
-    """Dialect: the store's tables in a PostgreSQL database (its current schema), marked by `mhaudit_meta`."""
-
-    name = "PostgreSQL"
-    key, integer, posts_suffix = 'TEXT COLLATE "C"', "BIGINT", ""  # "C": uri order as in SQLite (bytes)
-    begin, greatest = "BEGIN", "GREATEST"
-    insert_ignore = "INSERT INTO {table} {rest} ON CONFLICT DO NOTHING"
-    errors: tuple[type[BaseException], ...] = ()
-    nul_free = True  # PostgreSQL text cannot hold U+0000: it is stored as U+FFFD
-
-    def __init__(self, url: str, *, synchronous: str, timeout: float):
-        try:
-            import psycopg
-        except ImportError:
-            raise InputError("a postgresql:// post store needs psycopg (pip install 'psycopg[binary]', or the "
-                             "bluesky extra)") from None
-        self.location = redact_url(url)
-        self.errors = (psycopg.OperationalError,)
-        try:
-            conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout)))
-        except psycopg.Error as exc:
-            raise InputError(f"cannot connect to the PostgreSQL post store {self.location}: "
-                             f"{_pg_reason(exc, url)}; nothing was read or written") from None
-        self.conn = _PgConnection(conn)
-        try:
-            # A lock held by another writer makes a statement wait at most `timeout`; FULL also waits for
-            # synchronous standbys, NORMAL is the server's own setting (a commit is durable on return either way).
-            conn.execute(f"SET lock_timeout = '{int(timeout * 1000)}ms'")
-            if synchronous == "FULL":
-                conn.execute("SET synchronous_commit = 'on'")
-            self._open()
-        except psycopg.Error as exc:
-            conn.close()
-            raise InputError(f"cannot open the PostgreSQL post store {self.location}: {_pg_reason(exc, url)}") \
-                from None
-        except BaseException:
-            conn.close()
-            raise
-
-    def _open(self) -> None:
-        conn = self.conn
-        conn.execute("BEGIN")
-        try:
-            # One creator at a time: a second collector starting on an empty database waits, then finds the store.
-            conn.execute("SELECT pg_advisory_xact_lock(?)", (APPLICATION_ID,))
-            existing = {row[0] for row in conn.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
-                "AND table_name IN ('mhaudit_meta', 'posts', 'cursor', 'runs')")}
-            if "mhaudit_meta" in existing:
-                meta = dict(conn.execute("SELECT key, value FROM mhaudit_meta").fetchall())
-                if meta.get("application_id") != str(APPLICATION_ID):
-                    raise InputError(f"{self.location} has a mhaudit_meta table that does not mark an mhaudit "
-                                     "post store; use another database or schema")
-                _check_version(int(meta.get("schema_version", 0)), self.location,
-                               "collect into another database or schema")
-            elif existing:
-                raise InputError(f"{self.location} already has tables named {', '.join(sorted(existing))} that "
-                                 "are not an mhaudit post store (no mhaudit_meta table); use another database or "
-                                 "schema")
-            else:
-                _create_tables(conn, self)
-                conn.execute("CREATE TABLE mhaudit_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-                conn.executemany("INSERT INTO mhaudit_meta (key, value) VALUES (?, ?)",
-                                 [("application_id", str(APPLICATION_ID)), ("schema_version", str(SCHEMA_VERSION))])
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-
-
-def _pg_reason(exc: BaseException, url: str) -> str:
-    """The server's or libpq's reason for a failed connect, one line, without the URL's password."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
-    # libpq: 'connection to server at "h", port p failed: FATAL:  <reason>', then hint lines (dropped).
-    text = next((line for line in lines if "FATAL:" in line), lines[0])
-    for marker in ("FATAL:", "failed:"):
-        if marker in text:
-            text = text.rsplit(marker, 1)[1].strip()
-            break
-    text = " ".join(text.split())
-    password = urlsplit(url).password
-    return text.replace(password, "***") if password else text
-
-
-def _check_version(version: int, where: object, advice: str) -> None:
-    if version != SCHEMA_VERSION:
-        raise InputError(f"was written with post-store schema version {version}; this mhaudit reads version "
-                         f"{SCHEMA_VERSION} ({advice})", path=where)
-
-
-def _create_tables(conn, dialect) -> None:
-    schema = _SCHEMA.format(key=dialect.key, integer=dialect.integer, posts_suffix=dialect.posts_suffix)
-    for statement in filter(str.strip, schema.split(";")):
-        conn.execute(statement)
-
 
 class PostStore:
     """Posts, stream cursors and collection runs in one SQLite file, or in a PostgreSQL database given as a
@@ -329,7 +78,7 @@ class PostStore:
         self._secret = secret
         self.run_id: str | None = None
         self.lexicon_hash: str | None = None
-        dialect = _SQLite if isinstance(target, Path) else _Postgres
+        dialect = SQLiteDialect if isinstance(target, Path) else PostgresDialect
         self._db = dialect(target, synchronous=synchronous.upper(), timeout=timeout)
         self._conn = self._db.conn
         # The file path (SQLite), or the server URL without credentials (PostgreSQL): safe to print.
