@@ -12,7 +12,7 @@ a labels table. Two label directions, each under a 70/30 stratified holdout and 
 Two tiers, because MiniLM and the hybrids do not fit the full set in 45 minutes on 2 shared cores:
 
   full    every post: word and character TF-IDF + LR (no validation rows: they train on all of a fold's
-          training rows, the benchmark's default for them);
+          training rows, the protocol's default for them);
   sub800  a stratified 800-post subsample, drawn per direction by that direction's training labels
           (seed 0), so A and B score different posts (all models of one direction the same ones): the
           same two baselines, MiniLM (1 epoch, max length 64, batch 16, AdamW lr 2e-5, no validation
@@ -49,13 +49,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pandas as pd  # noqa: E402
 
-from mhaudit.audits.model_selection.protocol import (  # noqa: E402
-    BenchmarkOptions,
-    ModelSpec,
-    run_benchmark,
-    summary_lines,
-    write_predictions,
-)
+from mhaudit.audits.model_selection.options import ModelSelectionOptions, ModelSpec  # noqa: E402
+from mhaudit.audits.model_selection.run import run_model_selection, write_predictions  # noqa: E402
+from mhaudit.audits.model_selection.tables import summary_lines  # noqa: E402
 from mhaudit.weak_supervision.lexicons import Lexicon  # noqa: E402
 from mhaudit.tables.corpus.importing import import_source  # noqa: E402
 from mhaudit.tables.label_store import now, write_labels  # noqa: E402
@@ -136,13 +132,14 @@ def main() -> None:
             train_name, train, ref_name, ref = runs[run_name]
             t0 = time.perf_counter()
             where = args.out / run_name / tier
-            options = BenchmarkOptions(models=specs, protocols=(["holdout"] if args.quick else ["holdout", "cv"]),
-                                       folds=5, seed=args.seed, subsample=subsample, preset=preset,
-                                       cache_dir=where / "jobs")
+            options = ModelSelectionOptions(models=specs,
+                                            protocols=(["holdout"] if args.quick else ["holdout", "cv"]),
+                                            folds=5, seed=args.seed, subsample=subsample, preset=preset,
+                                            cache_dir=where / "jobs")
             print(f"\n== {run_name} / {tier}: train on {train_name}, also scored against {ref_name}", flush=True)
-            run = run_benchmark(frame, corpus.classes, options, train_labels=train, train_source=train_name,
-                                references={ref_name: ref},
-                                title=f"Bluesky depression ({tier}): trained on {train_name}")
+            run = run_model_selection(frame, corpus.classes, options, train_labels=train, train_source=train_name,
+                                      references={ref_name: ref},
+                                      title=f"Bluesky depression ({tier}): trained on {train_name}")
             write_report(run.result, where)
             write_predictions(run.predictions, where / "predictions.parquet")
             wall = time.perf_counter() - t0

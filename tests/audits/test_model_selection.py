@@ -1,4 +1,4 @@
-"""The benchmark protocol: folds, metrics against sklearn, protocol-effect arithmetic, a second label source,
+"""The model-selection protocol: folds, metrics against sklearn, protocol-effect arithmetic, a second label source,
 presets, the CLI end to end (TF-IDF and a hybrid on a tiny random BERT) and bad input."""
 
 from __future__ import annotations
@@ -16,17 +16,12 @@ from typer.testing import CliRunner
 
 import mhaudit
 import mhaudit.models.base as model_base
-from mhaudit.audits.model_selection.protocol import (
-    PRESETS,
-    BenchmarkOptions,
-    ModelSpec,
-    Protocol,
-    assign_folds,
-    binary_metrics,
-    efficiency_table,
-    fit_and_predict,
-    run_benchmark,
-)
+from mhaudit.audits.model_selection.folds import assign_folds
+from mhaudit.audits.model_selection.jobs import fit_and_predict
+from mhaudit.audits.model_selection.options import PRESETS, ModelSelectionOptions, ModelSpec, Protocol
+from mhaudit.audits.model_selection.run import run_model_selection
+from mhaudit.audits.model_selection.scores import binary_metrics
+from mhaudit.audits.model_selection.tables import efficiency_table
 from mhaudit.cli import app
 from mhaudit.tables.corpus.schema import Corpus
 from mhaudit.core.errors import InputError
@@ -52,8 +47,8 @@ def synthetic(n=160, seed=0, noise=0.1, rate=0.3):
 def run():
     frame, truth = synthetic()
     reference = truth.iloc[::2]  # the reference labels half the rows
-    options = BenchmarkOptions(models=FAST_MODELS, protocols=["holdout", "cv", "kfold:4"], seed=3, progress=False)
-    return run_benchmark(frame, CLASSES, options, references={"truth": reference}), frame, reference
+    options = ModelSelectionOptions(models=FAST_MODELS, protocols=["holdout", "cv", "kfold:4"], seed=3, progress=False)
+    return run_model_selection(frame, CLASSES, options, references={"truth": reference}), frame, reference
 
 
 def test_folds_are_identical_across_models_and_stratified(run):
@@ -192,9 +187,9 @@ def test_model_specs_and_presets():
     hy = ModelSpec.parse("bert-lstm").with_preset(PRESETS["si"])
     assert (hy.options["lr"], hy.options["weight_decay"], hy.options["patience"]) == (1e-3, 1e-4, 3)
     assert ModelSpec.parse("tfidf-lr").with_preset(PRESETS["mh"]).options == {}
-    _, _, protocols = BenchmarkOptions(models=["tfidf-lr"], preset="mh").resolved()
+    _, _, protocols = ModelSelectionOptions(models=["tfidf-lr"], preset="mh").resolved()
     assert [p.label for p in protocols] == ["stratified 5-fold CV"]
-    _, _, protocols = BenchmarkOptions(models=["tfidf-lr"], preset="si", protocols=["cv:10"]).resolved()
+    _, _, protocols = ModelSelectionOptions(models=["tfidf-lr"], preset="si", protocols=["cv:10"]).resolved()
     assert [p.label for p in protocols] == ["stratified 10-fold CV"]
     assert Protocol.parse("holdout:0.2").label == "holdout 80/20"
 
@@ -218,15 +213,17 @@ def test_bad_options(options, message):
     frame, _ = synthetic(n=40, rate=0.2)
     frame["label"] = np.where(np.arange(40) < 8, "dep", "no")
     with pytest.raises(InputError, match=message):
-        run_benchmark(frame, CLASSES, BenchmarkOptions(**{"models": ["tfidf-lr"], "progress": False, **options}))
+        run_model_selection(frame, CLASSES,
+                            ModelSelectionOptions(**{"models": ["tfidf-lr"], "progress": False, **options}))
 
 
 def test_one_class_and_non_binary():
     frame, _ = synthetic(n=30)
     with pytest.raises(InputError, match="hold only one class"):
-        run_benchmark(frame.assign(label="no"), CLASSES, BenchmarkOptions(models=["tfidf-lr"], progress=False))
+        run_model_selection(frame.assign(label="no"), CLASSES,
+                            ModelSelectionOptions(models=["tfidf-lr"], progress=False))
     with pytest.raises(InputError, match="needs a binary corpus"):
-        run_benchmark(frame, ["a", "b", "c"], BenchmarkOptions(models=["tfidf-lr"], progress=False))
+        run_model_selection(frame, ["a", "b", "c"], ModelSelectionOptions(models=["tfidf-lr"], progress=False))
 
 
 # --------------------------------------------------------------------------- the command
@@ -349,9 +346,9 @@ def test_the_cache_key_covers_options_class_order_checkpoint_and_version(recorde
     (checkpoint / "bias.txt").write_text("0.0")
 
     def go(model=f"recorder:checkpoint={checkpoint}", classes=CLASSES):
-        options = BenchmarkOptions(models=[model], protocols=["holdout"], progress=False, figures=False,
-                                   positive="dep", cache_dir=tmp_path / "jobs")
-        return run_benchmark(frame, classes, options)
+        options = ModelSelectionOptions(models=[model], protocols=["holdout"], progress=False, figures=False,
+                                        positive="dep", cache_dir=tmp_path / "jobs")
+        return run_model_selection(frame, classes, options)
 
     first = go()
     assert cached(first) == [False] and cached(go()) == [True]
@@ -374,9 +371,9 @@ def test_class_order_flipped_with_tfidf_reads_no_stale_logits(tmp_path):
     frame, _ = synthetic(n=120, noise=0.0)
 
     def go(classes, cache_dir):
-        options = BenchmarkOptions(models=["tfidf-lr:min_df=1"], protocols=["holdout"], positive="dep",
-                                   progress=False, figures=False, cache_dir=cache_dir)
-        return run_benchmark(frame, classes, options).result.table("summary")["f1"].iloc[0]
+        options = ModelSelectionOptions(models=["tfidf-lr:min_df=1"], protocols=["holdout"], positive="dep",
+                                        progress=False, figures=False, cache_dir=cache_dir)
+        return run_model_selection(frame, classes, options).result.table("summary")["f1"].iloc[0]
 
     assert go(["no", "dep"], tmp_path) == go(["dep", "no"], None) == go(["dep", "no"], tmp_path) == 1.0
 
@@ -385,9 +382,9 @@ def test_no_resume_retrains_and_still_writes_the_cache(recorder, tmp_path):
     frame, _ = synthetic(n=60, noise=0.0)
 
     def go(resume):
-        options = BenchmarkOptions(models=["recorder"], protocols=["holdout"], progress=False, figures=False,
-                                   cache_dir=tmp_path, resume=resume)
-        return run_benchmark(frame, CLASSES, options)
+        options = ModelSelectionOptions(models=["recorder"], protocols=["holdout"], progress=False, figures=False,
+                                        cache_dir=tmp_path, resume=resume)
+        return run_model_selection(frame, CLASSES, options)
 
     go(True)
     (job,) = tmp_path.glob("*.json")
@@ -416,9 +413,9 @@ def test_cli_no_resume_writes_the_jobs_it_trains(tmp_path):
 def test_validation_rows_lie_inside_the_training_rows_and_never_in_the_test_rows(recorder):
     frame, _ = synthetic(n=100)
     frame["text"] = frame["id"] + " " + frame["text"]  # each text names its row
-    options = BenchmarkOptions(models=["recorder:val=true", "tfidf-lr:min_df=1"], protocols=["holdout", "cv"],
-                               progress=False, figures=False)
-    result = run_benchmark(frame, CLASSES, options).result
+    options = ModelSelectionOptions(models=["recorder:val=true", "tfidf-lr:min_df=1"], protocols=["holdout", "cv"],
+                                    progress=False, figures=False)
+    result = run_model_selection(frame, CLASSES, options).result
     design = result.table("design")
     assert len(recorder.fits) == len(design) == 6
     for fit, test_texts, (_, row) in zip(recorder.fits, recorder.predicted, design.iterrows()):
@@ -437,8 +434,8 @@ def test_validation_rows_lie_inside_the_training_rows_and_never_in_the_test_rows
 
 
 def test_val_defaults_by_family_and_the_specs_value_wins_over_a_preset():
-    _, specs, _ = BenchmarkOptions(models=["tfidf-lr", "char-tfidf-lr", "minilm", "bert-lstm",
-                                           "tfidf-lr:val=true,label=t2"]).resolved()
+    _, specs, _ = ModelSelectionOptions(models=["tfidf-lr", "char-tfidf-lr", "minilm", "bert-lstm",
+                                                "tfidf-lr:val=true,label=t2"]).resolved()
     assert [s.val for s in specs] == [False, False, True, True, True]
     si = PRESETS["si"]
     assert ModelSpec.parse("minilm:val=true,patience=2").with_preset(si).val is True
@@ -498,8 +495,8 @@ def test_a_max_length_beyond_the_checkpoints_positions_fails_before_any_training
 
     encoder = tiny_checkpoint(tmp_path / "tiny", None)  # 128 positions
     frame, _ = synthetic(n=40)
-    options = BenchmarkOptions(models=["tfidf-lr", f"bert-lstm:checkpoint={encoder},max_length=256"],
-                               progress=False, cache_dir=tmp_path / "jobs")
+    options = ModelSelectionOptions(models=["tfidf-lr", f"bert-lstm:checkpoint={encoder},max_length=256"],
+                                    progress=False, cache_dir=tmp_path / "jobs")
     with pytest.raises(InputError, match=r"model 'bert-lstm\[tiny\]': max_length 256 exceeds the 128 tokens"):
-        run_benchmark(frame, CLASSES, options)
+        run_model_selection(frame, CLASSES, options)
     assert not (tmp_path / "jobs").exists() or not list((tmp_path / "jobs").glob("*.json"))

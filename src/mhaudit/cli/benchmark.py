@@ -68,13 +68,10 @@ def benchmark(
             help="Reuse finished fold jobs from OUT/jobs; --no-resume retrains them (and writes them over).")] = True,
 ) -> None:
     """Benchmark models on one labelled corpus under a stratified holdout and cross-validation, side by side."""
-    from mhaudit.audits.model_selection.protocol import (
-        BenchmarkOptions,
-        label_sources,
-        run_benchmark,
-        summary_lines,
-        write_predictions,
-    )
+    from mhaudit.audits.model_selection.options import ModelSelectionOptions
+    from mhaudit.audits.model_selection.run import run_model_selection, write_predictions
+    from mhaudit.audits.model_selection.sources import label_sources
+    from mhaudit.audits.model_selection.tables import summary_lines
     from mhaudit.tables.corpus.schema import Corpus
     from mhaudit.report import write_report
 
@@ -87,12 +84,12 @@ def benchmark(
     table = _read_labels(labels) if labels else None
     train, refs = label_sources(frame, c.classes, table, train_labeler=train_labeler,
                                 reference_labelers=reference_labeler or [], task=task, positive=positive)
-    options = BenchmarkOptions(models=model, protocols=protocol, folds=folds, test_size=test_size,
-                               val_fraction=val_fraction, seed=seed, preset=preset, positive=positive,
-                               subsample=subsample, executor=executor, workers=workers,
-                               cache_dir=out_dir / "jobs", resume=resume)
-    run = run_benchmark(frame, c.classes, options, train_labels=train, train_source=train_labeler, references=refs,
-                        synthetic=c.synthetic, title=f"Benchmark on {corpus.name}")
+    options = ModelSelectionOptions(models=model, protocols=protocol, folds=folds, test_size=test_size,
+                                    val_fraction=val_fraction, seed=seed, preset=preset, positive=positive,
+                                    subsample=subsample, executor=executor, workers=workers,
+                                    cache_dir=out_dir / "jobs", resume=resume)
+    run = run_model_selection(frame, c.classes, options, train_labels=train, train_source=train_labeler,
+                              references=refs, synthetic=c.synthetic, title=f"Benchmark on {corpus.name}")
     if c.synthetic:
         err.print("[yellow]note:[/] the corpus is SYNTHETIC", highlight=False)
     print_table("Scores (mean ± SD over folds)", summary_lines(run.result.table("summary")))
