@@ -148,7 +148,7 @@ def test_read_table_and_write_table(tmp_path):
     with pytest.raises(InputError, match=r"bad.parquet: cannot read the sample \("):
         read_table(tmp_path / "bad.parquet", what="the sample")
     (tmp_path / "bad.jsonl").write_text('{"item_id": "a"}\n{oops\n')
-    with pytest.raises(InputError, match="line 2 of the table is not JSON"):
+    with pytest.raises(InputError, match="line 2 of the table is not valid JSON"):
         read_table(tmp_path / "bad.jsonl")
     with pytest.raises(InputError, match="nope.csv: no such file"):
         read_table(tmp_path / "nope.csv")

@@ -11,14 +11,14 @@ from pathlib import Path
 import pandas as pd
 
 from mhaudit.core.errors import InputError
-from mhaudit.tables.corpus.sources._read import read_table
+from mhaudit.tables.io import read_table
 
 COLUMNS = ["model", "seed", "platform", "class", "word", "score"]
 
 
 def read_attributions(path: str | Path) -> pd.DataFrame:
     """The attributions table from a file; score and seed must be numbers in every row."""
-    frame = read_table(Path(path), required=COLUMNS).drop(columns=["_file", "_row"])
+    frame = read_table(path, what="the attributions", required=COLUMNS)
     frame["score"] = pd.to_numeric(frame["score"], errors="coerce")
     frame["seed"] = pd.to_numeric(frame["seed"], errors="coerce")
     if frame[["score", "seed"]].isna().any().any():

@@ -1,24 +1,28 @@
-"""File input and output shared by the commands.
+"""Reading and writing tables: the one `read_table` / `write_table` pair, and atomic writes.
 
 * `atomic_path` / `write_text_atomic`: write to a temporary name in the same folder, then rename, so a
   crash or a validation error never leaves a half-written file under the final name.
-* `read_table` / `write_table`: one table (labels, a validation sample, an items table, a sheet) as
-  Parquet, CSV, TSV or JSONL, chosen by the file's suffix. One rule for every reader:
+* `read_table` / `write_table`: one table (a corpus source, predictions, labels, a validation sample, an
+  items table, a sheet) as Parquet, CSV, TSV or JSONL, chosen by the file's suffix (or `sep` for another
+  delimited file); a `.json` file may also hold one array of objects. One rule for every reader:
 
   - only an empty cell (CSV/TSV) or a JSON ``null`` (JSONL) is missing; the strings "NA", "null",
     "None", "nan" are text like any other (an item called "NA" stays "NA");
   - CSV/TSV cells are read as text (the caller converts the columns it needs as numbers); JSONL values
     keep their JSON types; Parquet columns their stored types;
   - id columns (`id`, `item_id`, `sample_id`) are strings whatever the format ("007" stays "007");
-  - an unknown suffix, a missing or unreadable file is an `InputError` naming the file.
+  - an unknown suffix, a missing, unreadable or undecodable file, a wrong delimiter or a missing required
+    column is an `InputError` naming the file (and the line, byte or column where it can).
 
-  `write_table` writes atomically; in CSV/TSV a list cell (tags) is written as a JSON list, in JSONL
-  every value keeps its full precision.
+  `place=True` adds `_file` and `_row` (1-based data row, header not counted), so later checks can name
+  the row. `write_table` writes atomically; in CSV/TSV a list cell (tags) is written as a JSON list, in
+  JSONL every value keeps its full precision.
 """
 
 from __future__ import annotations
 
 import contextlib
+import csv
 import json
 import math
 import os
@@ -32,9 +36,12 @@ from mhaudit.core.errors import InputError
 if TYPE_CHECKING:
     import pandas as pd
 
-TABLE_SUFFIXES = {".parquet": "parquet", ".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+TABLE_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv",
+                  ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
 ID_COLUMNS = ("id", "item_id", "sample_id")
+SOURCE_FILE, SOURCE_ROW = "_file", "_row"  # where each row came from, for messages that name the row
 _EXPECTED = ".parquet, .csv, .tsv or .jsonl"
+_SEPARATORS = {"csv": ",", "tsv": "\t"}
 
 
 @contextlib.contextmanager
@@ -78,26 +85,140 @@ def table_format(path: str | os.PathLike, what: str = "table") -> str:
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
-        raise InputError(f"unknown file type '{suffix}' for {what}; expected {_EXPECTED}", path=path)
+        raise InputError(f"unknown file type '{suffix}' for {what}; expected {_EXPECTED} (or pass --sep for "
+                         "another delimited file)", path=path)
     return TABLE_SUFFIXES[suffix]
 
 
-def _read_jsonl(path: Path, what: str) -> pd.DataFrame:
+def require_file(path: Path) -> Path:
+    if not path.exists():
+        raise InputError("no such file", path=path)
+    if path.is_dir():
+        raise InputError("is a folder; expected a file", path=path)
+    return path
+
+
+def require_columns(frame: pd.DataFrame, required: Sequence[str], path: Path, *, sep: str | None = None) -> None:
+    """Raise InputError naming the file, the missing column(s) and the columns found."""
+    missing = [c for c in required if c not in frame.columns]
+    if not missing:
+        return
+    hint = ""
+    if sep is not None and len(frame.columns) == 1:
+        only = str(frame.columns[0])
+        other = next((d for d in (";", "\t", ",", "|") if d != sep and d in only), None)
+        if other:
+            hint = f"; the header is one column '{only[:60]}', is the delimiter {other!r}?"
+    raise InputError(f"missing column(s) {', '.join(missing)}; found {', '.join(map(str, frame.columns))}"
+                     f"{hint}", path=path)
+
+
+def _decode_error_place(path: Path, encoding: str, exc: UnicodeDecodeError) -> str:
+    """Line number of the first undecodable byte (counted in the raw bytes)."""
+    data = path.read_bytes()
+    try:
+        data.decode(encoding)
+    except UnicodeDecodeError as first:
+        line = data[: first.start].count(b"\n") + 1
+        return f"line {line} (byte {first.start})"
+    return f"byte {exc.start}"
+
+
+def _suggest(path: Path) -> str:
+    """cp1252 where it decodes the whole file, else latin-1 (cp1252 leaves 0x81 0x8D 0x8F 0x90 0x9D undefined;
+    latin-1 decodes every byte, so a mixed UTF-8/cp1252 file reads, with mojibake in its UTF-8 parts)."""
+    try:
+        path.read_bytes().decode("cp1252")
+    except UnicodeDecodeError:
+        return "latin-1"
+    return "cp1252"
+
+
+def read_delimited(path: Path, *, sep: str, encoding: str = "utf-8", header: bool = True,
+                   names: list[str] | None = None, required: Sequence[str] = (),
+                   quoting: int = csv.QUOTE_MINIMAL) -> pd.DataFrame:
+    """A CSV/TSV (or any `sep`) as text cells, only empty cells missing; see `read_table`."""
+    import pandas as pd
+
+    require_file(path)
+    try:
+        frame = pd.read_csv(path, sep=sep, header=0 if header else None, names=names, dtype=str,
+                            keep_default_na=False, na_values=[""], encoding=encoding, quoting=quoting)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"bytes at {_decode_error_place(path, encoding, exc)} are not valid {encoding}; "
+                         f"pass --encoding with the file's real encoding (e.g. --encoding {_suggest(path)})",
+                         path=path) from None
+    except pd.errors.EmptyDataError:  # not even a header: an error only where columns are required
+        if required:
+            raise InputError("the file is empty; expected a header and data rows", path=path) from None
+        return pd.DataFrame()
+    except pd.errors.ParserError as exc:
+        raise InputError(f"cannot be parsed as '{sep}'-separated text ({str(exc).strip()}); "
+                         "check the delimiter and quoting", path=path) from None
+    except LookupError:
+        raise InputError(f"unknown encoding '{encoding}'", path=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the file ({exc.strerror or exc})", path=path) from None
+    require_columns(frame, required, path, sep=sep)
+    return frame
+
+
+def _read_jsonl(path: Path, encoding: str, what: str) -> pd.DataFrame:
+    """One JSON object per line (blank lines skipped); values keep their JSON types, nothing is converted."""
     import pandas as pd
 
     records = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as exc:
-                raise InputError(f"line {number} of {what} is not JSON ({exc})", path=path) from None
-            if not isinstance(record, dict):
-                raise InputError(f"line {number} of {what} is not a JSON object", path=path)
-            records.append(record)
+    if path.suffix.lower() == ".json" and (array := _json_array(path, encoding)) is not None:
+        return pd.DataFrame.from_records(array) if array else pd.DataFrame()
+    try:
+        with open(path, encoding=encoding) as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"line {number} of {what} is not valid JSON ({exc.msg}); expected JSON Lines, "
+                                     "one object per line", path=path) from None
+                if not isinstance(record, dict):
+                    raise InputError(f"line {number} of {what} is not a JSON object; expected JSON Lines, one "
+                                     "object per line", path=path)
+                records.append(record)
+    except UnicodeDecodeError:
+        raise InputError(f"is not valid {encoding}; pass --encoding with the file's real encoding",
+                         path=path) from None
+    except LookupError:
+        raise InputError(f"unknown encoding '{encoding}'", path=path) from None
     return pd.DataFrame.from_records(records) if records else pd.DataFrame()
+
+
+def _json_array(path: Path, encoding: str) -> list[dict] | None:
+    """A `.json` file that holds one array of objects (as many tools export a table), else None (JSON Lines)."""
+    try:
+        text = path.read_text(encoding=encoding)
+    except (UnicodeDecodeError, LookupError):
+        return None  # reported by the JSON Lines reader, which names the encoding
+    if not text.lstrip().startswith("["):
+        return None
+    try:
+        array = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"is not valid JSON (line {exc.lineno}: {exc.msg}); expected an array of objects or "
+                         "JSON Lines", path=path) from None
+    bad = next((i for i, item in enumerate(array, start=1) if not isinstance(item, dict)), None)
+    if bad is not None:
+        raise InputError(f"item {bad} of the JSON array is not an object; expected one object per row", path=path)
+    return array
+
+
+def _read_parquet(path: Path, what: str) -> pd.DataFrame:
+    import pandas as pd
+
+    try:
+        return pd.read_parquet(path)
+    except (ValueError, OSError, ImportError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"cannot read {what} ({message})", path=path) from None
 
 
 def _id_text(value: object) -> object:
@@ -108,37 +229,37 @@ def _id_text(value: object) -> object:
     return str(value)
 
 
-def read_table(path: str | os.PathLike, *, what: str = "the table",
-               ids: Sequence[str] = ID_COLUMNS) -> pd.DataFrame:
-    """A table from Parquet, CSV, TSV or JSONL (by suffix), read by the rules in the module docstring.
+def read_table(path: str | os.PathLike, *, what: str = "the table", required: Sequence[str] = (),
+               ids: Sequence[str] = ID_COLUMNS, encoding: str = "utf-8", sep: str | None = None,
+               place: bool = False) -> pd.DataFrame:
+    """A table from Parquet, CSV, TSV or JSONL, read by the rules in the module docstring.
 
-    `what` names the table in error messages ("the labels", "the validation set"); `ids`: the columns
-    read as strings.
+    `what` names the table in error messages ("the labels", "the validation set"); `required`: columns
+    that must be there; `ids`: the columns read as strings; `sep`: a delimiter that overrides the suffix;
+    `place`: add `_file` / `_row`.
     """
-    import pandas as pd
-
     path = Path(path)
-    kind = table_format(path, what)
-    if not path.exists():
-        raise InputError("no such file", path=path)
-    try:
-        if kind == "parquet":
-            frame = pd.read_parquet(path)
-        elif kind == "jsonl":
-            frame = _read_jsonl(path, what)
-        else:
-            frame = pd.read_csv(path, sep="\t" if kind == "tsv" else ",", dtype=str, keep_default_na=False,
-                                na_values=[""])
-    except InputError:
-        raise
-    except pd.errors.EmptyDataError:
-        frame = pd.DataFrame()
-    except (ValueError, OSError, ImportError) as exc:  # ArrowInvalid, ParserError, UnicodeDecodeError are ValueErrors
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"cannot read {what} ({message})", path=path) from None
+    kind = "delimited" if sep else table_format(path, what)
+    require_file(path)
+    if kind == "parquet":
+        frame = _read_parquet(path, what)
+    elif kind == "jsonl":
+        frame = _read_jsonl(path, encoding, what)
+        if frame.empty and required:
+            raise InputError("the file is empty; expected one JSON object per line", path=path)
+    else:
+        frame = read_delimited(path, sep=sep or _SEPARATORS[kind], encoding=encoding, required=required)
+    require_columns(frame, required, path)
     for column in ids:
         if column in frame.columns:
             frame[column] = frame[column].map(_id_text).astype(object)
+    return with_place(frame, path) if place else frame
+
+
+def with_place(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """Add `_file` and `_row` (1-based data row of the file) to a freshly read table."""
+    frame[SOURCE_FILE] = str(path)
+    frame[SOURCE_ROW] = range(1, len(frame) + 1)
     return frame
 
 

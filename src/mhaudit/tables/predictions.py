@@ -14,8 +14,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mhaudit.tables.corpus.schema import SOURCE_FILE, SOURCE_ROW, Corpus
 from mhaudit.core.errors import InputError
+from mhaudit.tables.corpus.schema import Corpus
+from mhaudit.tables.io import SOURCE_FILE, SOURCE_ROW, read_table
 
 KEY_COLUMNS = ("id", "model", "seed", "platform", "dataset", "split", "label")
 PROB_SUM_TOLERANCE = 1e-3  # probabilities written as text lose digits; a row must sum to 1 within this
@@ -91,12 +92,10 @@ def read_predictions(paths: list[Path], *, classes: list[str] | None = None,
     `classes` fixes the class order (default: the order of the score columns in the first file); a
     label is a class name, or its index in `classes` when that order is given explicitly. `model`/`seed` fill missing columns.
     """
-    from mhaudit.tables.corpus.sources._read import read_table
-
     frames, kinds, fingerprints = [], set(), {}
     explicit_order = classes is not None
     for path in map(Path, paths):
-        frame = read_table(path, required=[columns.label])
+        frame = read_table(path, required=[columns.label], place=True)
         kind, found = _score_columns(frame, path)
         order = classes or found
         unknown = [c for c in found if c not in order]

@@ -1,5 +1,6 @@
 import pandas as pd
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mhaudit.tables.corpus.dedup import decontaminate, deduplicate, normalise
 

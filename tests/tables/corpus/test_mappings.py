@@ -3,9 +3,9 @@ import re
 import pandas as pd
 import pytest
 
+from mhaudit.core.errors import InputError
 from mhaudit.tables.corpus import mappings
 from mhaudit.tables.corpus.label_mapping import MultiLabelPolicy, apply_mapping
-from mhaudit.core.errors import InputError
 
 GOEMOTIONS = ("admiration amusement anger annoyance approval caring confusion curiosity desire disappointment "
               "disapproval disgust embarrassment excitement fear gratitude grief joy love nervousness optimism "

@@ -1,8 +1,8 @@
 import pandas as pd
 import pytest
 
-from mhaudit.tables.corpus.schema import SCHEMA, Corpus
 from mhaudit.core.errors import InputError
+from mhaudit.tables.corpus.schema import SCHEMA, Corpus
 
 
 def frame(**overrides):

@@ -10,13 +10,13 @@ import sys
 import pandas as pd
 import pytest
 
+from mhaudit.core.errors import InputError
 from mhaudit.core.privacy import pseudonymise
 from mhaudit.tables.corpus.importing import import_source
 from mhaudit.tables.corpus.label_mapping import MultiLabelPolicy as Policy
 from mhaudit.tables.corpus.mappings import load
 from mhaudit.tables.corpus.sources import ReadOptions, all_sources, get
 from mhaudit.tables.corpus.sources.goemotions import EMOTIONS
-from mhaudit.core.errors import InputError
 from tests.conftest import FIXTURES, data_dir
 
 
@@ -332,10 +332,10 @@ def test_generic_errors(tmp_path):
     with pytest.raises(InputError, match=r"posts.csv: has no 'platform' column; pass --platform"):
         import_source("generic", [path], options=ReadOptions(text_col="body", label_col="y"))
     (tmp_path / "bad.jsonl").write_text('{"text": "a", "label": "0"}\n{"text": "b", "label": \n')
-    with pytest.raises(InputError, match=r"bad.jsonl: line 2 is not valid JSON"):
+    with pytest.raises(InputError, match=r"bad.jsonl: line 2 of the table is not valid JSON"):
         import_source("generic", [tmp_path / "bad.jsonl"], options=ReadOptions(platform="reddit"))
     (tmp_path / "posts.xml").write_text("<a/>")
-    with pytest.raises(InputError, match=r"cannot tell the format from the extension '.xml'"):
+    with pytest.raises(InputError, match=r"unknown file type '.xml' for the table; expected .* \(or pass --sep"):
         import_source("generic", [tmp_path / "posts.xml"], options=ReadOptions(platform="reddit"))
 
 

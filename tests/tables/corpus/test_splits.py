@@ -2,8 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mhaudit.tables.corpus.splits import assign_calibration, assign_splits
 from mhaudit.core.errors import InputError
+from mhaudit.tables.corpus.splits import assign_calibration, assign_splits
 
 
 def corpus(n_per_label=(500, 300, 200), platform="p"):

@@ -7,8 +7,8 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from mhaudit.tables.corpus.schema import Corpus
 from mhaudit.core.errors import InputError
+from mhaudit.tables.corpus.schema import Corpus
 
 TokenCounter = Callable[[list[str]], np.ndarray]
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from mhaudit.core.errors import InputError
+from mhaudit.core.privacy import pseudonymise
 from mhaudit.tables.corpus import mappings, sources
 from mhaudit.tables.corpus.label_mapping import MultiLabelPolicy, apply_mapping, identity_mapping
 from mhaudit.tables.corpus.schema import SCHEMA, Corpus
 from mhaudit.tables.corpus.sources import ReadOptions
 from mhaudit.tables.corpus.splits import assign_splits
-from mhaudit.core.errors import InputError
-from mhaudit.core.privacy import pseudonymise
 
 
 @dataclass

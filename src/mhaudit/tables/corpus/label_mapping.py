@@ -8,9 +8,9 @@ from enum import Enum
 
 import pandas as pd
 
+from mhaudit.core.errors import InputError
 from mhaudit.tables.corpus.mappings import Mapping
 from mhaudit.tables.corpus.schema import SCHEMA
-from mhaudit.core.errors import InputError
 
 
 class MultiLabelPolicy(str, Enum):

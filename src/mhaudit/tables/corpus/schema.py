@@ -11,12 +11,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mhaudit.core.errors import InputError
-from mhaudit.tables.io import atomic_path
+from mhaudit.tables.io import SOURCE_FILE, SOURCE_ROW, atomic_path
 
 SPLITS = ("train", "val", "test", "calibration")
 METADATA_KEY = b"mhaudit"
 # Private bookkeeping columns some readers add so errors can cite the source file and row.
-SOURCE_FILE, SOURCE_ROW = "_file", "_row"
 
 
 @dataclass(frozen=True)

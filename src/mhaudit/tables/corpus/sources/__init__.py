@@ -63,5 +63,14 @@ def all_sources() -> list[Source]:
 def _load_builtin() -> None:
     # Imported lazily so that each importer module registers itself on first use.
     from mhaudit.tables.corpus.sources import (  # noqa: F401
-        bluesky_depression, dair_emotion, depression_reddit, dreaddit, generic, goemotions, hf, kaggle_mh,
-        rastogi, tss)
+        bluesky_depression,
+        dair_emotion,
+        depression_reddit,
+        dreaddit,
+        generic,
+        goemotions,
+        hf,
+        kaggle_mh,
+        rastogi,
+        tss,
+    )

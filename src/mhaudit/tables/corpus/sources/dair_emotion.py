@@ -13,15 +13,8 @@ from pathlib import Path
 import pandas as pd
 
 from mhaudit.tables.corpus.sources import ReadOptions, Source, register
-from mhaudit.tables.corpus.sources._read import (
-    as_labels,
-    as_text,
-    read_delimited,
-    read_table,
-    records,
-    row_ids,
-    split_from_name,
-)
+from mhaudit.tables.corpus.sources.records import as_labels, as_text, records, row_ids, split_from_name
+from mhaudit.tables.io import read_delimited, read_table, with_place
 
 EMOTIONS = ["sadness", "joy", "love", "anger", "fear", "surprise"]  # the HF ClassLabel id order
 
@@ -34,10 +27,10 @@ def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
     parts = []
     for path in paths:
         if path.suffix.lower() == ".txt":
-            frame = read_delimited(path, sep=";", encoding=options.encoding, header=False, names=["text", "label"],
-                                   quoting=csv.QUOTE_NONE)
+            frame = with_place(read_delimited(path, sep=";", encoding=options.encoding, header=False,
+                                              names=["text", "label"], quoting=csv.QUOTE_NONE), path)
         else:
-            frame = read_table(path, encoding=options.encoding, required=["text", "label"])
+            frame = read_table(path, encoding=options.encoding, required=["text", "label"], place=True)
         split = split_from_name(path)
         dataset = options.dataset or "dair_emotion"
         parts.append(records(frame, ids=row_ids(frame, f"{dataset}-{split or path.stem}"),

@@ -12,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 
 from mhaudit.tables.corpus.sources import ReadOptions, Source, register
-from mhaudit.tables.corpus.sources._read import read_delimited, records, require_columns, row_ids
+from mhaudit.tables.corpus.sources.records import records, row_ids
+from mhaudit.tables.io import read_table, require_columns
 
 TEXTS, LABELS = ("text", "clean_text"), ("is_depressive", "is_depression", "label")
 
@@ -20,7 +21,7 @@ TEXTS, LABELS = ("text", "clean_text"), ("is_depressive", "is_depression", "labe
 def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
     parts = []
     for path in paths:
-        frame = read_delimited(path, sep=",", encoding=options.encoding)
+        frame = read_table(path, sep=",", encoding=options.encoding, place=True)
         text_col = next((c for c in TEXTS if c in frame.columns), "text")
         label_col = next((c for c in LABELS if c in frame.columns), "is_depressive")
         require_columns(frame, [text_col, label_col], path, sep=",")

@@ -11,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 
 from mhaudit.tables.corpus.sources import ReadOptions, Source, register
-from mhaudit.tables.corpus.sources._read import read_delimited, records
+from mhaudit.tables.corpus.sources.records import records
+from mhaudit.tables.io import read_table
 
 DOMAINS = {
     "domesticviolence": "abuse", "survivorsofabuse": "abuse",
@@ -29,8 +30,8 @@ def _split_of(path: Path) -> str:
 def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
     parts = []
     for path in paths:
-        frame = read_delimited(path, sep=",", encoding=options.encoding,
-                               required=["id", "subreddit", "text", "label"])
+        frame = read_table(path, sep=",", encoding=options.encoding, required=["id", "subreddit", "text", "label"],
+                           place=True)
         domain = frame["subreddit"].map(lambda s: f"{DOMAINS.get(s, 'other')}/{s}")
         parts.append(records(frame, ids=frame["id"], texts=frame["text"], labels=frame["label"],
                              dataset=options.dataset or "dreaddit", platform=options.platform or "reddit",

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from mhaudit.tables.corpus.schema import SOURCE_ROW
-from mhaudit.tables.corpus.sources import ReadOptions, Source, register
-from mhaudit.tables.corpus.sources._read import as_labels, as_text, parse_times, read_table, records
 from mhaudit.core.errors import InputError
+from mhaudit.tables.corpus.sources import ReadOptions, Source, register
+from mhaudit.tables.corpus.sources.records import as_labels, as_text, parse_times, records
+from mhaudit.tables.io import SOURCE_ROW, read_table
 
 OPTIONAL = ("domain", "author", "lang")
 
@@ -34,7 +34,7 @@ def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
     parts = []
     for path in paths:
         required = [text_col, label_col] + ([options.id_col] if options.id_col else [])
-        frame = read_table(path, encoding=options.encoding, sep=options.sep, required=required)
+        frame = read_table(path, encoding=options.encoding, sep=options.sep, required=required, place=True)
         if not options.platform and "platform" not in frame.columns:
             raise InputError("has no 'platform' column; pass --platform (e.g. --platform reddit)", path=path)
         datasets = _column(frame, "dataset", options.dataset, path.stem)

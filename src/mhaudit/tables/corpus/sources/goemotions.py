@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mhaudit.tables.corpus.schema import SOURCE_FILE, SOURCE_ROW
-from mhaudit.tables.corpus.sources import ReadOptions, Source, register
-from mhaudit.tables.corpus.sources._read import as_text, is_absent, read_delimited, read_table, records, split_from_name
 from mhaudit.core.errors import InputError
+from mhaudit.tables.corpus.sources import ReadOptions, Source, register
+from mhaudit.tables.corpus.sources.records import as_text, is_absent, records, split_from_name
+from mhaudit.tables.io import SOURCE_FILE, SOURCE_ROW, read_delimited, read_table, with_place
 
 EMOTIONS = ["admiration", "amusement", "anger", "annoyance", "approval", "caring", "confusion", "curiosity",
             "desire", "disappointment", "disapproval", "disgust", "embarrassment", "excitement", "fear",
@@ -58,10 +58,10 @@ def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
     parts = []
     for path in paths:
         if path.suffix.lower() == ".tsv":
-            frame = read_delimited(path, sep="\t", encoding=options.encoding, header=False,
-                                   names=["text", "labels", "id"])
+            frame = with_place(read_delimited(path, sep="\t", encoding=options.encoding, header=False,
+                                              names=["text", "labels", "id"]), path)
         else:
-            frame = read_table(path, encoding=options.encoding, required=["text", "labels", "id"])
+            frame = read_table(path, encoding=options.encoding, required=["text", "labels", "id"], place=True)
         split = split_from_name(path)
         dataset = options.dataset or "goemotions"
         ids = [i if i.strip() else f"{dataset}-{split or path.stem}-{r}"

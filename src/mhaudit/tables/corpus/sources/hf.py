@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from mhaudit.tables.corpus.schema import SOURCE_FILE, SOURCE_ROW
-from mhaudit.tables.corpus.sources import ReadOptions, Source, register
-from mhaudit.tables.corpus.sources._read import as_labels, as_text, is_absent, records, require_columns, split_from_name
 from mhaudit.core.errors import InputError
+from mhaudit.tables.corpus.sources import ReadOptions, Source, register
+from mhaudit.tables.corpus.sources.records import as_labels, as_text, is_absent, records, split_from_name
+from mhaudit.tables.io import SOURCE_FILE, SOURCE_ROW, require_columns
 
 BUILDERS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
 SPLITS = {"train": "train", "validation": "val", "valid": "val", "val": "val", "dev": "val", "test": "test"}

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from mhaudit.tables.corpus.schema import SOURCE_ROW
 from mhaudit.tables.corpus.sources import ReadOptions, Source, register
-from mhaudit.tables.corpus.sources._read import read_delimited, records
+from mhaudit.tables.corpus.sources.records import records
+from mhaudit.tables.io import SOURCE_ROW, read_table
 
 INDEX = "Unnamed: 0"  # what pandas calls the blank first header cell
 
@@ -22,7 +22,7 @@ INDEX = "Unnamed: 0"  # what pandas calls the blank first header cell
 def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
     parts = []
     for path in paths:
-        frame = read_delimited(path, sep=",", encoding=options.encoding, required=["statement", "status"])
+        frame = read_table(path, sep=",", encoding=options.encoding, required=["statement", "status"], place=True)
         dataset = options.dataset or "kaggle_mh"
         prefix = dataset if len(paths) == 1 else f"{dataset}-{path.stem}"
         index = frame[INDEX] if INDEX in frame.columns else frame[SOURCE_ROW]

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from mhaudit.tables.corpus.sources import ReadOptions, Source, register
-from mhaudit.tables.corpus.sources._read import read_delimited, records, row_ids
 from mhaudit.core.errors import InputError
+from mhaudit.tables.corpus.sources import ReadOptions, Source, register
+from mhaudit.tables.corpus.sources.records import records, row_ids
+from mhaudit.tables.io import read_table
 
 LAYOUTS = {  # normalised file stem -> (text column, label column)
     "reddit_combi": ("Body_Title", "label"),
@@ -30,7 +31,7 @@ def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
             raise InputError("is not one of the Rastogi 2022 files; expected Reddit_Combi.csv, Reddit_Title.csv, "
                              "Twitter_Full.csv or Twitter_Non-Advert.csv (or use the generic source)", path=path)
         text_col, label_col = LAYOUTS[key]
-        frame = read_delimited(path, sep=",", encoding=options.encoding, required=[text_col, label_col])
+        frame = read_table(path, sep=",", encoding=options.encoding, required=[text_col, label_col], place=True)
         dataset = f"rastogi_{key}"
         parts.append(records(frame, ids=row_ids(frame, dataset), texts=frame[text_col], labels=frame[label_col],
                              dataset=options.dataset or dataset, platform=options.platform or key.split("_")[0],

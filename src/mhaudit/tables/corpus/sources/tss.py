@@ -15,14 +15,15 @@ from pathlib import Path
 import pandas as pd
 
 from mhaudit.tables.corpus.sources import ReadOptions, Source, register
-from mhaudit.tables.corpus.sources._read import read_delimited, records, row_ids
+from mhaudit.tables.corpus.sources.records import records, row_ids
+from mhaudit.tables.io import read_table
 
 
 def _reader(dataset: str, label_source: str, sep: str, label_col: str):
     def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
         parts = []
         for path in paths:
-            frame = read_delimited(path, sep=sep, encoding=options.encoding, required=["text", label_col])
+            frame = read_table(path, sep=sep, encoding=options.encoding, required=["text", label_col], place=True)
             name = options.dataset or dataset
             prefix = name if len(paths) == 1 else f"{name}-{path.stem}"
             parts.append(records(frame, ids=row_ids(frame, prefix), texts=frame["text"], labels=frame[label_col],
