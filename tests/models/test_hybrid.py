@@ -18,6 +18,7 @@ import torch  # noqa: E402
 import mhaudit.models.hybrid as hybrid  # noqa: E402
 from mhaudit.core.errors import InputError  # noqa: E402
 from mhaudit.models import REGISTRY, create, load_model, save_model  # noqa: E402
+from mhaudit.models.lstm_head import LSTMHead  # noqa: E402
 from tests.models.test_transformer import CLASSES, PROBE, frame  # noqa: E402
 from tests.models.tiny_bert import one_thread, tiny_checkpoint  # noqa: E402, F401
 
@@ -49,7 +50,7 @@ def test_registered_with_the_papers_settings():
 @pytest.mark.parametrize("attention", [False, True])
 def test_head_shapes_and_padding_is_ignored(attention):
     torch.manual_seed(0)
-    head = hybrid.LSTMHead(8, 3, hidden=5, attention=attention).eval()
+    head = LSTMHead(8, 3, hidden=5, attention=attention).eval()
     states = torch.randn(4, 7, 8)
     lengths = torch.tensor([7, 3, 5, 1])
     mask = torch.arange(7)[None, :] < lengths[:, None]

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 from mhaudit.core.errors import InputError
-from mhaudit.weak_supervision.labelers.prompts import load_prompt
 from mhaudit.models import create, load_model, save_model
 from mhaudit.models.llm import positive_probability
-from tests.weak_supervision.labelling.servers import FakeServer, chat_completion, free_port, llama_server
+from mhaudit.weak_supervision.labelers.prompts import load_prompt
+from tests.weak_supervision.labelers.servers import FakeServer, chat_completion, free_port, llama_server
 
 CLASSES = ["no_si", "si"]  # the positive class last, as the binary mappings order them
 TEXTS = ["I want to die. I can't do this anymore.", "Had a great day at the beach with the kids!",

@@ -1,10 +1,8 @@
 """BERT+LSTM hybrids (the Bluesky paper's two hybrid SI models): encoder token states -> BiLSTM -> head.
 
-* `bert-lstm`: the BiLSTM's outputs over the real (unpadded) tokens are mean- and max-pooled, the two
-  concatenated, then dropout and a linear layer give the logits.
-* `bert-lstm-attention`: additive (Bahdanau) attention over the BiLSTM outputs,
-  e_t = v^T tanh(W h_t + b), alpha = softmax(e) over the real tokens only (padding gets weight 0),
-  context = sum_t alpha_t h_t, then dropout and a linear layer. `attention_weights(texts)` returns alpha.
+* `bert-lstm`: the BiLSTM's outputs are mean- and max-pooled (`mhaudit.models.lstm_head.LSTMHead`).
+* `bert-lstm-attention`: additive (Bahdanau) attention over the BiLSTM outputs;
+  `attention_weights(texts)` returns its weights alpha.
 
 Training follows the paper's hybrid settings (section "Benchmarking"): Adam, lr 1e-3, weight decay 1e-4,
 batch 16, early stopping with patience 3 over at most 5 epochs. The paper does not say whether the
@@ -14,24 +12,19 @@ training and validation texts and train the BiLSTM on the cached token states, w
 the hybrids cheaper than fine-tuning. With `freeze_encoder=False` the encoder is fine-tuned too, at
 `encoder_lr` (2e-5, the paper's transformer rate) in its own Adam parameter group, and runs every step.
 
-Early stopping and the kept epoch follow the transformer model: the validation rows (split 'val') are
-scored each epoch by macro-F1; the best epoch's weights are kept; training stops after `patience`
-epochs without a better score. Without validation rows every epoch runs and the last is kept.
+Early stopping and the kept epoch follow the transformer model (both train in
+`mhaudit.models.training_loop`): the validation rows (split 'val') are scored each epoch by macro-F1;
+the best epoch's weights are kept; training stops after `patience` epochs without a better score.
+Without validation rows every epoch runs and the last is kept.
 
 Padding: the hybrid pads on the right whatever the tokenizer says (its own encoder calls), so a row's
 real tokens are its first `length` positions; the BiLSTM runs on packed sequences, so padding never
 enters its state, and the pooling and attention masks exclude it.
-
-Shared pieces (checkpoint resolution, the position limit, seeding, dynamic padding, the training split,
-progress bar, out-of-memory detection and batch halving, saving the encoder) come from
-`mhaudit.models.transformer`.
 """
 
 from __future__ import annotations
 
-import copy
 import json
-import math
 import time
 from pathlib import Path
 
@@ -41,70 +34,29 @@ import torch
 import torch.nn.functional as F
 from sklearn.metrics import f1_score
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from transformers import AutoModel, AutoTokenizer
 
 from mhaudit.core.errors import InputError
 from mhaudit.models.base import register
-from mhaudit.models.transformer import (
+from mhaudit.models.checkpoints import (
     HF_DIR,
-    _quiet_transformers,
-    _resolve_device,
     check_max_length,
-    in_batches,
-    is_out_of_memory,
-    pad_batch,
+    ensure_pad_token,
     position_limit,
-    progress_bar,
+    quiet_transformers,
     resolve_checkpoint,
     save_pretrained,
-    seed_everything,
-    training_split,
 )
+from mhaudit.models.lstm_head import LSTMHead
+from mhaudit.models.torch_data import longest_first, pad_batch, training_split
+from mhaudit.models.torch_runtime import in_batches, is_out_of_memory, resolve_device, seed_everything
+from mhaudit.models.training_loop import NO_VALIDATION, TrainingRun, train_epochs
 
 DEFAULTS = dict(checkpoint="minilm", max_length=64, attention=False, lstm_hidden=128, lstm_layers=1, dropout=0.1,
                 freeze_encoder=True, encoder_lr=2e-5, lr=1e-3, weight_decay=1e-4, max_grad_norm=0.0, epochs=5,
                 patience=3, batch_size=16, eval_batch_size=64, seed=42, device="auto", progress=True)
 HEAD_FILE = "hybrid-head.pt"
 STATE_FILE = "hybrid-history.json"
-
-
-class LSTMHead(nn.Module):
-    """BiLSTM over token states, then mean+max pooling or additive attention, then a linear layer.
-
-    `forward(states (B, T, H), mask (B, T) bool, right-padded)` -> (logits (B, k), attention (B, T) or None).
-    """
-
-    def __init__(self, input_size: int, num_labels: int, *, hidden: int = 128, layers: int = 1,
-                 dropout: float = 0.1, attention: bool = False):
-        super().__init__()
-        self.lstm = nn.LSTM(input_size, hidden, num_layers=layers, batch_first=True, bidirectional=True,
-                            dropout=dropout if layers > 1 else 0.0)
-        self.attention = attention
-        width = 2 * hidden
-        if attention:
-            self.score_proj = nn.Linear(width, width)        # W, b
-            self.score_vec = nn.Linear(width, 1, bias=False)  # v
-        self.dropout = nn.Dropout(dropout)
-        self.out = nn.Linear(width if attention else 2 * width, num_labels)
-
-    def forward(self, states: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        mask = mask.bool()
-        lengths = mask.sum(dim=1).clamp(min=1)
-        packed = pack_padded_sequence(states, lengths.cpu(), batch_first=True, enforce_sorted=False)
-        outputs, _ = self.lstm(packed)
-        outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=states.shape[1])
-        valid = mask.unsqueeze(-1)
-        if self.attention:
-            energy = self.score_vec(torch.tanh(self.score_proj(outputs))).squeeze(-1)
-            weights = torch.softmax(energy.masked_fill(~mask, float("-inf")), dim=1)
-            pooled = torch.bmm(weights.unsqueeze(1), outputs).squeeze(1)
-        else:
-            weights = None
-            mean = (outputs * valid).sum(dim=1) / lengths.unsqueeze(-1).to(outputs.dtype)
-            top = outputs.masked_fill(~valid, float("-inf")).max(dim=1).values
-            pooled = torch.cat([mean, top], dim=-1)
-        return self.out(self.dropout(pooled)), weights
 
 
 @register("bert-lstm", **DEFAULTS)
@@ -141,7 +93,7 @@ class HybridClassifier:
         self.lr, self.weight_decay = lr, weight_decay
         self.max_grad_norm, self.epochs, self.patience = max_grad_norm, epochs, patience
         self.batch_size, self.eval_batch_size, self.seed, self.progress = batch_size, eval_batch_size, seed, progress
-        self.device = _resolve_device(device)
+        self.device = resolve_device(device)
         self.autocast = self.device.type == "cuda" and torch.cuda.is_bf16_supported()
         self.name = "bert-lstm-attention" if attention else "bert-lstm"
         self.options: dict = {}
@@ -157,18 +109,14 @@ class HybridClassifier:
     # ------------------------------------------------------------------ building blocks
     def _load_encoder(self, source: str) -> None:
         try:
-            with _quiet_transformers():
+            with quiet_transformers():
                 encoder = AutoModel.from_pretrained(source)
                 tokenizer = AutoTokenizer.from_pretrained(source)
         except (OSError, ValueError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise InputError(f"cannot load encoder '{self.checkpoint}' ({first})") from None
         check_max_length(self.max_length, position_limit(encoder.config, tokenizer), self.checkpoint)
-        if tokenizer.pad_token_id is None:
-            if tokenizer.eos_token is None:
-                raise InputError(f"the tokenizer of '{self.checkpoint}' has neither a pad nor an eos token")
-            tokenizer.pad_token = tokenizer.eos_token
-            self.notes.append("the tokenizer has no pad token; padding with its eos token")
+        ensure_pad_token(tokenizer, self.checkpoint, self.notes)
         self.encoder, self.tokenizer = encoder.float().to(self.device).eval(), tokenizer
         if self.freeze_encoder:
             self.encoder.requires_grad_(False)
@@ -210,7 +158,7 @@ class HybridClassifier:
     def _batches(self, ids: list[list[int]], consume, *, heads: bool) -> None:
         """Inference over `ids` in length-sorted batches of `eval_batch_size` (halved on out-of-memory);
         `consume(index, states_or_logits, mask, weights)` gets each batch's results."""
-        order = np.argsort(-np.fromiter(map(len, ids), dtype=np.int64, count=len(ids)), kind="stable")
+        order = longest_first(ids)
 
         def run(index):
             states, mask = self._states([ids[i] for i in index])
@@ -256,82 +204,39 @@ class HybridClassifier:
             if val is not None:
                 val_cached = self._cache(self._tokenize(val[0]))
             self.encode_seconds = time.perf_counter() - start
-        n, size = len(ids), self.batch_size
-        steps = math.ceil(n / size)
-        optimizer = self._optimizer()
-        params = [p for group in optimizer.param_groups for p in group["params"]]
-        shuffle = torch.Generator().manual_seed(self.seed)
-        best_f1, best_state, stale = -math.inf, None, 0
-        with progress_bar(self.progress) as bar:
-            for epoch in range(1, self.epochs + 1):
-                start = time.perf_counter()
-                self.head.train()
-                if not self.freeze_encoder:
-                    self.encoder.train()
-                order = torch.randperm(n, generator=shuffle)
-                loss_sum = 0.0
-                task = bar.add_task(f"{self.name} epoch {epoch}/{self.epochs}", total=steps, loss="…")
-                for step in range(steps):
-                    index = order[step * size:(step + 1) * size].tolist()
-                    try:
-                        if cached is not None:
-                            states, mask = self._pad_states([cached[i] for i in index])
-                            states, mask = states.to(self.device), mask.to(self.device)
-                        else:
-                            states, mask = self._states([ids[i] for i in index])
-                        logits, _ = self.head(states, mask)
-                        loss = F.cross_entropy(logits.float(), labels[index].to(self.device))
-                        loss.backward()
-                    except (RuntimeError, MemoryError) as exc:
-                        if not is_out_of_memory(exc):
-                            raise
-                        raise InputError(f"out of memory while training the hybrid on {self.device} at batch size "
-                                         f"{size} (max_length {self.max_length}); lower batch_size or max_length"
-                                         ) from None
-                    if self.max_grad_norm:
-                        torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
-                    optimizer.step()
-                    optimizer.zero_grad(set_to_none=True)
-                    loss_sum += loss.item() * len(index)
-                    bar.update(task, advance=1)
-                entry = {"epoch": epoch, "train_loss": loss_sum / n, "val_macro_f1": None}
-                if val is not None:
-                    entry["val_macro_f1"] = float(self._val_macro_f1(val, val_cached))
-                entry["seconds"] = time.perf_counter() - start
-                self.history.append(entry)
-                bar.update(task, loss=f"{entry['train_loss']:.4f}")
-                if val is None:
-                    continue
-                if entry["val_macro_f1"] > best_f1:
-                    best_f1, stale, self.best_epoch = entry["val_macro_f1"], 0, epoch
-                    best_state = copy.deepcopy(self._trained_state()) if epoch < self.epochs else None
-                else:
-                    stale += 1
-                    if self.patience and stale >= self.patience and epoch < self.epochs:
-                        self.notes.append(f"early stopping after epoch {epoch}: no better validation macro-F1 "
-                                          f"for {stale} epoch(s) (patience {self.patience})")
-                        break
+
+        def batch_loss(index: torch.Tensor) -> float:
+            return self._backward(ids, cached, labels, index.tolist())
+
+        modules = {"head": self.head} if self.freeze_encoder else {"head": self.head, "encoder": self.encoder}
+        self.best_epoch = train_epochs(TrainingRun(
+            rows=len(ids), batch_size=self.batch_size, epochs=self.epochs, seed=self.seed, patience=self.patience,
+            max_grad_norm=self.max_grad_norm, optimizer=self._optimizer(), modules=modules, batch_loss=batch_loss,
+            val_macro_f1=None if val is None else lambda: self._val_macro_f1(val, val_cached),
+            label=self.name, progress=self.progress), self.history, self.notes)
         if val is None:
-            self.notes.append("no validation rows (split 'val'): no early stopping, the last epoch is kept")
-        else:
-            if best_state is not None and self.best_epoch != self.history[-1]["epoch"]:
-                self._load_trained_state(best_state)
-            self.notes.append(f"kept epoch {self.best_epoch} (validation macro-F1 {best_f1:.4f})")
-        for entry in self.history:
-            entry["kept"] = entry is self.history[-1] if val is None else entry["epoch"] == self.best_epoch
-        self.head.eval()
-        self.encoder.eval()
+            self.notes.append(NO_VALIDATION)
 
-    def _trained_state(self) -> dict:
-        state = {"head": {k: v.detach().to("cpu", copy=True) for k, v in self.head.state_dict().items()}}
-        if not self.freeze_encoder:
-            state["encoder"] = {k: v.detach().to("cpu", copy=True) for k, v in self.encoder.state_dict().items()}
-        return state
-
-    def _load_trained_state(self, state: dict) -> None:
-        self.head.load_state_dict(state["head"])
-        if "encoder" in state:
-            self.encoder.load_state_dict(state["encoder"])
+    def _backward(self, ids: list[list[int]], cached: list[torch.Tensor] | None, labels: torch.Tensor,
+                  index: list[int]) -> float:
+        """Forward and backward passes of one training batch (on the cached token states of a frozen
+        encoder, else through the encoder); its mean loss. Out of memory is an InputError."""
+        try:
+            if cached is not None:
+                states, mask = self._pad_states([cached[i] for i in index])
+                states, mask = states.to(self.device), mask.to(self.device)
+            else:
+                states, mask = self._states([ids[i] for i in index])
+            logits, _ = self.head(states, mask)
+            loss = F.cross_entropy(logits.float(), labels[index].to(self.device))
+            loss.backward()
+        except (RuntimeError, MemoryError) as exc:
+            if not is_out_of_memory(exc):
+                raise
+            raise InputError(f"out of memory while training the hybrid on {self.device} at batch size "
+                             f"{self.batch_size} (max_length {self.max_length}); lower batch_size or max_length"
+                             ) from None
+        return loss.item()
 
     def _val_macro_f1(self, val, cached: list[torch.Tensor] | None) -> float:
         texts, codes = val

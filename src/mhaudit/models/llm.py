@@ -52,7 +52,7 @@ def positive_probability(top: list[tuple[str, float]] | None) -> tuple[float | N
     """(p(1), how) from one answer token's top alternatives; how is 'logprobs', 'bound' or 'none'.
 
     'bound': one answer is not listed; its mass is min(smallest listed probability, 1 - listed mass)."""
-    from mhaudit.weak_supervision.labelers.llm import answer_logprobs
+    from mhaudit.weak_supervision.labelers.llm_answers import answer_logprobs
 
     lp = answer_logprobs(top)
     if "0" in lp and "1" in lp:
@@ -90,7 +90,7 @@ class LLMClassifier:
         self.classes = list(classes)
         self.examples = []
         if self.params["shots"]:
-            from mhaudit.weak_supervision.labelers.llm import draw_examples
+            from mhaudit.weak_supervision.labelers.llm_items import draw_examples
 
             rows = train[train["split"] == "train"] if "split" in train else train
             pool = pd.DataFrame({"id": rows["id"].astype(str) if "id" in rows else [str(i) for i in range(len(rows))],
@@ -100,7 +100,8 @@ class LLMClassifier:
         return self
 
     def _backend(self):
-        from mhaudit.weak_supervision.labelers.llm import RetryPolicy, make_backend
+        from mhaudit.weak_supervision.labelers.llm_backends import make_backend
+        from mhaudit.weak_supervision.labelers.llm_retry import RetryPolicy
 
         p = self.params
         return make_backend(p["backend"], p["url"], p["model"], timeout=p["timeout"], seed=p["seed"],
@@ -113,7 +114,7 @@ class LLMClassifier:
         import warnings
         from concurrent.futures import ThreadPoolExecutor
 
-        from mhaudit.weak_supervision.labelers.llm import RequestFailed, ServerUnreachable, brief
+        from mhaudit.weak_supervision.labelers.llm_retry import RequestFailed, ServerUnreachable, brief
         from mhaudit.weak_supervision.labelers.prompts import load_prompt
 
         if not self.classes:

