@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from mhaudit.features import word_lists
-from mhaudit.features.style import (FAMILIES, FEATURE_NAMES, LEXICONS, StyleChannel, style_features,
-                                    yule_i)
+from mhaudit.features.style import FAMILIES, FEATURE_NAMES, StyleChannel, style_features, yule_i
+from mhaudit.features.style_word_lists import LEXICONS
 from mhaudit.text.masks import apply_mask
 from mhaudit.text.parse import parse_texts
 from tests.conftest import data_dir
