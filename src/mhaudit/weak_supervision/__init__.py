@@ -1,1 +1,2 @@
-"""Labelers: LLM clients, the annotation app, adjudication."""
+"""Weak supervision of Bluesky posts: collection from the AT Protocol stream (collect, lexicons), weak labelers
+(LLM, lexicon), the annotation app for two human annotators, and the sheets they exchange."""

@@ -15,15 +15,33 @@ import pytest
 from typer.testing import CliRunner
 
 from mhaudit.cli import app
-from mhaudit.weak_supervision.collect.collector import (CollectOptions, Collector, PostFilter, RelayUnreachable, RetryPolicy,
-                                       parse_duration)
-from mhaudit.weak_supervision.collect.jetstream import FIREHOSE
-from mhaudit.weak_supervision.lexicons import Lexicon
-from mhaudit.weak_supervision.collect.store import PostStore
 from mhaudit.core.errors import InputError
-from tests.weak_supervision.collect.stream_server import (T0, StreamServer, account_event, delete_event, firehose_commit,
-                                         firehose_error, firehose_identity, free_port, identity_event,
-                                         jetstream_frames, like_event, post_event, post_record)
+from mhaudit.weak_supervision.collect.collector import (
+    CollectOptions,
+    Collector,
+    PostFilter,
+    RelayUnreachable,
+    RetryPolicy,
+    parse_duration,
+)
+from mhaudit.weak_supervision.collect.jetstream import FIREHOSE
+from mhaudit.weak_supervision.collect.store import PostStore
+from mhaudit.weak_supervision.lexicons import Lexicon
+from tests.weak_supervision.collect.stream_server import (
+    T0,
+    StreamServer,
+    account_event,
+    delete_event,
+    firehose_commit,
+    firehose_error,
+    firehose_identity,
+    free_port,
+    identity_event,
+    jetstream_frames,
+    like_event,
+    post_event,
+    post_record,
+)
 
 runner = CliRunner()
 MH = Lexicon.load("mh")

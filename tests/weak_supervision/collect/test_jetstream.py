@@ -7,12 +7,32 @@ import json
 import libipld
 import pytest
 
-from mhaudit.weak_supervision.collect.jetstream import (DEFAULT_RELAY, FIREHOSE, JETSTREAM, Event, MalformedFrame, RelayError,
-                                       cursor_stream, firehose_url, parse_firehose_frame, parse_jetstream_frame,
-                                       subscribe_url)
 from mhaudit.core.errors import InputError
-from tests.weak_supervision.collect.stream_server import (T0, account_event, car, delete_event, firehose_commit, firehose_identity,
-                                         identity_event, like_event, post_event, post_record)
+from mhaudit.weak_supervision.collect.jetstream import (
+    DEFAULT_RELAY,
+    FIREHOSE,
+    JETSTREAM,
+    Event,
+    MalformedFrame,
+    RelayError,
+    cursor_stream,
+    firehose_url,
+    parse_firehose_frame,
+    parse_jetstream_frame,
+    subscribe_url,
+)
+from tests.weak_supervision.collect.stream_server import (
+    T0,
+    account_event,
+    car,
+    delete_event,
+    firehose_commit,
+    firehose_identity,
+    identity_event,
+    like_event,
+    post_event,
+    post_record,
+)
 
 DID = "did:plc:ewvi7nxzyoun6zhxrhs64oiz"
 

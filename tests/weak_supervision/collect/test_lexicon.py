@@ -8,8 +8,8 @@ from importlib import resources
 
 import pytest
 
-from mhaudit.weak_supervision.lexicons import BUILTIN, Lexicon, Match
 from mhaudit.core.errors import InputError
+from mhaudit.weak_supervision.lexicons import BUILTIN, Lexicon, Match
 
 EXPECTED = {
     "si": {"self_harm_death_wish", "hopelessness", "burdensomeness"},

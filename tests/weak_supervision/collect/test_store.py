@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from mhaudit.weak_supervision.collect.store import PostStore
 from mhaudit.core.errors import InputError
 from mhaudit.core.privacy import local_secret, pseudonymise
+from mhaudit.weak_supervision.collect.store import PostStore
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 STEP = 1000  # cursor of batch i is (i + 1) * STEP

@@ -7,14 +7,14 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from mhaudit.weak_supervision.collect.dialects import check_store_path, redact_url
-from mhaudit.weak_supervision.collect.store import PostStore
 from mhaudit.core.errors import InputError
 from mhaudit.core.privacy import local_secret, pseudonymise
+from mhaudit.weak_supervision.collect.dialects import check_store_path, redact_url
+from mhaudit.weak_supervision.collect.store import PostStore
+from tests.weak_supervision.collect import test_store as sqlite_tests
 from tests.weak_supervision.collect.pg_server import PASSWORD, pg_server, pg_url  # noqa: F401  (fixtures)
 from tests.weak_supervision.collect.stream_server import StreamServer, jetstream_frames
 from tests.weak_supervision.collect.test_collector import _bad, _cli, stored_rkeys, stream
-from tests.weak_supervision.collect import test_store as sqlite_tests
 from tests.weak_supervision.collect.test_store import _check_consistent, _run_child
 
 DID = "did:plc:ewvi7nxzyoun6zhxrhs64oiz"

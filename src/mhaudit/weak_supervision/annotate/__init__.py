@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mhaudit.core.errors import InputError
+from mhaudit.tables.label_store import LabelStore
 from mhaudit.weak_supervision.annotate.adjudication import (
     ADJUDICATED,
     AGREED,
@@ -32,7 +33,6 @@ from mhaudit.weak_supervision.annotate.app import AnnotationApp, Settings
 from mhaudit.weak_supervision.annotate.sample import Item, load_sample
 from mhaudit.weak_supervision.annotate.server import AnnotationServer
 from mhaudit.weak_supervision.annotate.tokens import Person, TokenFile, check_name, tokens_path
-from mhaudit.tables.label_store import LabelStore
 
 __all__ = ["ADJUDICATED", "AGREED", "CONSENSUS", "TAGS", "AnnotationApp", "AnnotationServer", "Case", "Item",
            "Person", "Session", "TokenFile", "agreed_rows", "build_cases", "load_sample", "open_session",

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from mhaudit.tables.io import is_missing
-from mhaudit.weak_supervision.annotate.sample import Item
 from mhaudit.tables.label_store import parse_tags  # the one tag parser of the labels table (re-exported here)
+from mhaudit.weak_supervision.annotate.sample import Item
 
 TAGS = ("advocacy/awareness", "third-person", "metaphorical use", "sarcasm/humour", "indirect ideation",
         "missing context", "news", "hypothetical")

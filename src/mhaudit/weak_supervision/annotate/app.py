@@ -17,6 +17,7 @@ import jinja2
 from markdown_it import MarkdownIt
 
 from mhaudit.core.errors import InputError
+from mhaudit.tables.label_store import LabelStore
 from mhaudit.weak_supervision.annotate.adjudication import (
     ADJUDICATED,
     CONSENSUS,
@@ -28,7 +29,6 @@ from mhaudit.weak_supervision.annotate.adjudication import (
 )
 from mhaudit.weak_supervision.annotate.sample import Item
 from mhaudit.weak_supervision.annotate.tokens import Person, TokenResolver
-from mhaudit.tables.label_store import LabelStore
 
 HERE = Path(__file__).resolve().parent
 GUIDELINES = HERE / "guidelines" / "binary.md"

@@ -31,11 +31,19 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 
-from mhaudit.weak_supervision.collect.jetstream import (JETSTREAM, Event, MalformedFrame, RelayError, Wire, check_relay_url,
-                                      cursor_stream, relay_host)
-from mhaudit.weak_supervision.lexicons import Lexicon
-from mhaudit.weak_supervision.collect.store import PostStore
 from mhaudit.core.errors import InputError
+from mhaudit.weak_supervision.collect.jetstream import (
+    JETSTREAM,
+    Event,
+    MalformedFrame,
+    RelayError,
+    Wire,
+    check_relay_url,
+    cursor_stream,
+    relay_host,
+)
+from mhaudit.weak_supervision.collect.store import PostStore
+from mhaudit.weak_supervision.lexicons import Lexicon
 
 __all__ = ["CollectOptions", "CollectStats", "Collector", "PostFilter", "RelayUnreachable", "RetryPolicy",
            "parse_duration"]

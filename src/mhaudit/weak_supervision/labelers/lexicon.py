@@ -17,9 +17,9 @@ import json
 
 import pandas as pd
 
-from mhaudit.weak_supervision.lexicons import Lexicon
 from mhaudit.core.errors import InputError
 from mhaudit.tables.label_store import COLUMNS, now
+from mhaudit.weak_supervision.lexicons import Lexicon
 
 __all__ = ["lexicon_labeler_name", "lexicon_labels"]
 

@@ -15,10 +15,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mhaudit.weak_supervision.labelers.llm import OllamaBackend, OpenAIBackend, RetryPolicy, label_items, parse_answer
-from mhaudit.weak_supervision.labelers.prompts import load_prompt
 from mhaudit.tables.label_store import LabelStore
-from tests.weak_supervision.labelling.servers import FakeServer, forward, ollama_proxy
+from mhaudit.weak_supervision.labelers.llm import label_items
+from mhaudit.weak_supervision.labelers.llm_answers import parse_answer
+from mhaudit.weak_supervision.labelers.llm_backends import OllamaBackend, OpenAIBackend
+from mhaudit.weak_supervision.labelers.llm_retry import RetryPolicy
+from mhaudit.weak_supervision.labelers.prompts import load_prompt
+from tests.weak_supervision.labelers.servers import FakeServer, forward, ollama_proxy
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -126,7 +129,7 @@ def test_unconstrained_talkative_prompt_gives_invalid_answers_stored_raw(llama_u
 
 
 def test_three_shot_turns_reach_the_server(llama_url, items, pool_csv, tmp_path):
-    from mhaudit.weak_supervision.labelers.llm import draw_examples, read_pool
+    from mhaudit.weak_supervision.labelers.llm_items import draw_examples, read_pool
 
     examples = draw_examples(read_pool(pool_csv), 3, seed=0, exclude_texts=set(items["text"]))
     with FakeServer(forward(llama_url)) as proxy, LabelStore(tmp_path / "l.sqlite") as store:

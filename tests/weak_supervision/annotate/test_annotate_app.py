@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mhaudit.audits.agreement.report import agreement_report
+from mhaudit.audits.agreement import agreement_report
 from mhaudit.core.errors import InputError
-from mhaudit.weak_supervision.annotate import TAGS, build_cases, load_sample, open_session, tokens_path
 from mhaudit.tables.label_store import LabelStore
+from mhaudit.weak_supervision.annotate import TAGS, build_cases, load_sample, open_session, tokens_path
 
 TEXTS = {
     "p1": "third panic attack this week, I can't breathe <b>in</b> the supermarket",
@@ -352,9 +352,9 @@ def browser():
 
 
 def test_two_annotators_and_an_adjudicator_in_a_real_browser(session, browser):
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
-    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
 

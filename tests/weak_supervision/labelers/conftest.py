@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from tests.weak_supervision.labelling import servers
+from tests.weak_supervision.labelers import servers
 
 # Written for these tests (not real posts). label: a plausible SI reading, used only as a k-shot pool.
 POSTS = [

@@ -12,13 +12,14 @@ from typer.testing import CliRunner
 
 from mhaudit.cli import app
 from mhaudit.core.errors import InputError
-from mhaudit.weak_supervision.labelers.llm import (
-    GRAMMAR, OllamaBackend, OpenAIBackend, RetryPolicy, ServerRejected, ServerUnreachable, draw_examples, label_items,
-    parse_answer, read_items, read_pool,
-)
-from mhaudit.weak_supervision.labelers.prompts import load_prompt
 from mhaudit.tables.label_store import LabelStore
-from tests.weak_supervision.labelling.servers import FakeServer, chat_completion, free_port
+from mhaudit.weak_supervision.labelers.llm import label_items
+from mhaudit.weak_supervision.labelers.llm_answers import parse_answer
+from mhaudit.weak_supervision.labelers.llm_backends import GRAMMAR, OllamaBackend, OpenAIBackend
+from mhaudit.weak_supervision.labelers.llm_items import draw_examples, read_items, read_pool
+from mhaudit.weak_supervision.labelers.llm_retry import RetryPolicy, ServerRejected, ServerUnreachable
+from mhaudit.weak_supervision.labelers.prompts import load_prompt
+from tests.weak_supervision.labelers.servers import FakeServer, chat_completion, free_port
 
 MODELS = {"object": "list", "data": [{"id": "fake-model", "owned_by": "me"}]}
 

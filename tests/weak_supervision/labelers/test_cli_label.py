@@ -6,7 +6,7 @@ from typer.testing import CliRunner
 
 from mhaudit.cli import app
 from mhaudit.tables.label_store import LabelStore
-from tests.weak_supervision.labelling.servers import FakeServer, chat_completion, free_port
+from tests.weak_supervision.labelers.servers import FakeServer, chat_completion, free_port
 
 runner = CliRunner()
 
