@@ -13,10 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score, f1_score, precision_score, recall_score
 
-from mhaudit.stats import agreement
+from mhaudit.stats import agreement, weak_metrics
 from mhaudit.stats.agreement import (
-    binary_metrics,
-    binary_reasons,
     bootstrap_kappa,
     cohen_kappa,
     confusion_matrix,
@@ -24,15 +22,16 @@ from mhaudit.stats.agreement import (
     kappa_reason,
     krippendorff_alpha,
     observed_agreement,
-    weak_vs_reference,
 )
 from mhaudit.stats.bootstrap import resample_counts
+from mhaudit.stats.weak_metrics import binary_metrics, binary_reasons, weak_vs_reference
 
 krippendorff = pytest.importorskip("krippendorff", reason="the krippendorff package (dev extra) is the reference for alpha")
 
 
 def test_doctests():
     assert doctest.testmod(agreement).failed == 0
+    assert doctest.testmod(weak_metrics).failed == 0
 
 
 def sk_kappa(a, b):
@@ -116,7 +115,7 @@ def test_multinomial_tables_match_the_item_bootstrap_in_distribution():
     rng = np.random.default_rng(11)
     a = rng.integers(0, 2, 120)
     b = np.where(rng.random(120) < 0.8, a, 1 - a)
-    fast = agreement._draw_tables(confusion_matrix(a, b, [0, 1])[0], 20_000, np.random.default_rng(1))
+    fast = agreement.draw_tables(confusion_matrix(a, b, [0, 1])[0], 20_000, np.random.default_rng(1))
     counts = resample_counts(np.zeros(120), 20_000, np.random.default_rng(2), stratified=False)
     onehot = np.zeros((120, 4), dtype=np.int64)
     onehot[np.arange(120), a * 2 + b] = 1
@@ -255,7 +254,7 @@ def test_weak_vs_reference_table_and_ci():
     metrics, table = weak_vs_reference(ref, weak, n_boot=1000, rng=0)
     assert table.tolist() == confusion_matrix(ref, weak, [0, 1])[0].tolist()
     m = metrics.set_index("metric")
-    assert list(m.index) == list(agreement.BINARY_METRICS)
+    assert list(m.index) == list(weak_metrics.BINARY_METRICS)
     assert (m["ci_low"] <= m["estimate"]).all() and (m["estimate"] <= m["ci_high"]).all()
     assert m.loc["kappa", "estimate"] == pytest.approx(sk_kappa(ref, weak))
     assert (m["n"] == 300).all() and (m["n_boot"] == 1000).all()
@@ -270,7 +269,7 @@ def test_weighted_estimates_recover_the_pool():
     metrics, table = weak_vs_reference(ref, weak, n_boot=500, rng=0, weights=weights, strata=weak)
     m = metrics.set_index("metric")["estimate"]
     pool = binary_metrics(20, 80, 30, 870)
-    for key in agreement.BINARY_METRICS:
+    for key in weak_metrics.BINARY_METRICS:
         assert m[key] == pytest.approx(float(pool[key])), key
     assert table.tolist() == [[87, 40], [3, 10]]  # the table stays in item counts
     # Within-stratum resampling keeps the stratum sizes, so the weak positive rate has no spread.

@@ -24,18 +24,16 @@ from sklearn.metrics import (
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 from statsmodels.stats.multitest import multipletests
 
-from mhaudit.stats import binary
+from mhaudit.stats import binary, divergence, significance
 from mhaudit.stats.binary import (
-    benjamini_hochberg,
     binary_scores,
     bootstrap_macro_f1,
-    degree_of_divergence,
     macro_f1_from_counts,
     majority_macro_f1,
-    mcnemar,
     paired_difference,
-    regime_permutation,
 )
+from mhaudit.stats.divergence import degree_of_divergence, regime_permutation
+from mhaudit.stats.significance import benjamini_hochberg, mcnemar
 
 TOL = 1e-12
 
@@ -58,8 +56,9 @@ def binary_case(n_min=2, n_max=30, k_max=1):
         st.lists(st.lists(st.integers(0, 1), min_size=n, max_size=n), min_size=1, max_size=k_max)))
 
 
-def test_doctests():
-    assert doctest.testmod(classification).failed == 0
+@pytest.mark.parametrize("module", [binary, divergence, significance])
+def test_doctests(module):
+    assert doctest.testmod(module).failed == 0
 
 
 # --- point metrics --------------------------------------------------------------------------------------
@@ -150,7 +149,7 @@ def test_weighted_macro_f1_equals_sklearn_on_materialised_resamples(case):
 
 @pytest.mark.parametrize("stratified", [False, True])
 def test_bootstrap_macro_f1_equals_sklearn_on_its_own_resamples(stratified, monkeypatch):
-    monkeypatch.setattr(classification, "_BLOCK_CELLS", 200)  # several blocks of 5 rows for n = 37
+    monkeypatch.setattr(binary, "_BLOCK_CELLS", 200)  # several blocks of 5 rows for n = 37
     rng = np.random.default_rng(3)
     n = 37
     y = (rng.random(n) < 0.3).astype(int)

@@ -15,8 +15,19 @@ from sklearn.metrics import brier_score_loss, log_loss, roc_auc_score
 
 from mhaudit.stats import calibration as cal
 from mhaudit.stats.calibration import (
-    bootstrap_classwise_ece, bootstrap_ece, brier, classwise_ece, cross_fitted_temperature, ece,
-    fit_temperature, log_softmax, mce, nll, reliability, softmax, stratified_folds,
+    bootstrap_classwise_ece,
+    bootstrap_ece,
+    brier,
+    classwise_ece,
+    cross_fitted_temperature,
+    ece,
+    fit_temperature,
+    log_softmax,
+    mce,
+    nll,
+    reliability,
+    softmax,
+    stratified_folds,
 )
 
 

@@ -1,4 +1,4 @@
-"""Agreement between labelers: Cohen's kappa, Krippendorff's alpha, and a weak labeler against a reference.
+"""Agreement between labelers: Cohen's kappa and Krippendorff's alpha.
 
 Definitions (docs/validation.md):
 
@@ -9,18 +9,16 @@ Definitions (docs/validation.md):
   "undefined" (p_e = 1: both labelers used the same single class, or no items) is an exact zero
   denominator, reported as NaN with a reason and never as 0 or 1;
 * Krippendorff's alpha (nominal) = 1 - D_o / D_e from the coincidence matrix of all pairable values:
-  any number of coders, missing values allowed, items with fewer than two values ignored;
-* a weak labeler against a reference: observed agreement, kappa, positive-class precision, recall, F1,
-  the negative class's F1, macro-F1 (mean of the two F1s), specificity and both positive rates, each
-  NaN with a reason where its denominator is zero.
+  any number of coders, missing values allowed, items with fewer than two values ignored.
+
+A weak labeler against a reference (precision, recall, F1, ...) is `mhaudit.stats.weak_metrics`.
 
 Uncertainty is an item bootstrap with percentile intervals (`summarise`). Every statistic here depends
 on a resample only through its confusion table, and the confusion table of n items drawn with
 replacement is Multinomial(n, observed cell shares): the bootstrap draws the tables directly (one
 `multinomial` call, no Python loop over resamples and no n-wide matrices), which is the item bootstrap
-exactly, not an approximation. Where items carry design weights (a stratified validation sample), the
-resamples are stratified count matrices and the weighted tables one matrix product. Krippendorff's
-alpha resamples items as count matrices times per-item coincidence contributions.
+exactly, not an approximation. Krippendorff's alpha resamples items as count matrices times per-item
+coincidence contributions.
 
 This module imports nothing from the rest of mhaudit but `mhaudit.stats`.
 """
@@ -42,10 +40,7 @@ __all__ = [
     "observed_agreement",
     "bootstrap_kappa",
     "krippendorff_alpha",
-    "binary_metrics",
-    "binary_reasons",
-    "weak_vs_reference",
-    "BINARY_METRICS",
+    "draw_tables",
 ]
 
 # Resamples per block for count-matrix bootstraps (resamples x items counts, int32).
@@ -167,7 +162,7 @@ def observed_agreement(a, b) -> float:
     return float(np.mean(a == b)) if a.size else float("nan")
 
 
-def _draw_tables(table: np.ndarray, n_boot: int, rng) -> np.ndarray:
+def draw_tables(table: np.ndarray, n_boot: int, rng) -> np.ndarray:
     """`n_boot` item-bootstrap confusion tables: Multinomial(n, observed cell shares), shape (n_boot, k, k)."""
     n = int(table.sum())
     flat = table.ravel()
@@ -198,7 +193,7 @@ def bootstrap_kappa(a, b, *, labels: Sequence | None = None, n_boot: int = 2000,
     n = int(table.sum())
     estimate = float(kappa_from_confusion(table))
     rng = np.random.default_rng(rng)
-    boot = kappa_from_confusion(_draw_tables(table, n_boot, rng)) if n_boot else np.empty(0)
+    boot = kappa_from_confusion(draw_tables(table, n_boot, rng)) if n_boot else np.empty(0)
     summary = summarise(boot, alpha) if n_boot >= 1 else {"se": np.nan, "ci_low": np.nan, "ci_high": np.nan,
                                                           "n_boot": 0, "n_failed": 0}
     expected = (float((table.sum(axis=1) * table.sum(axis=0)).sum()) / n**2) if n else float("nan")
@@ -278,125 +273,3 @@ def krippendorff_alpha(data, *, n_boot: int = 0, alpha: float = 0.05, rng=None) 
             boot[start:start + rows] = _alpha_from_coincidence((w @ flat).reshape(rows, k, k))
         result.update({key: summarise(boot, alpha)[key] for key in ("ci_low", "ci_high", "se", "n_boot", "n_failed")})
     return result
-
-
-# ------------------------------------------------------------------------ weak labeler vs reference
-BINARY_METRICS = ("observed_agreement", "kappa", "precision", "recall", "f1", "f1_negative", "macro_f1",
-                  "specificity", "weak_positive_rate", "reference_positive_rate")
-
-
-def binary_metrics(tp, fp, fn, tn) -> dict[str, np.ndarray]:
-    """The weak-vs-reference metrics from confusion tallies (positive = 1); arrays broadcast.
-
-    Tallies are counts or weighted sums. Each metric is NaN where its denominator is zero:
-    precision without weak positives, recall without reference positives, kappa with chance
-    agreement 1, F1 of a class absent from both labelings, macro-F1 when either F1 is.
-
-    >>> m = binary_metrics(36, 2, 29, 209)  # the Bluesky paper's SI table
-    >>> {k: round(float(m[k]), 3) for k in ("kappa", "precision", "recall", "weak_positive_rate")}
-    {'kappa': 0.636, 'precision': 0.947, 'recall': 0.554, 'weak_positive_rate': 0.138}
-    """
-    tp, fp, fn, tn = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (tp, fp, fn, tn)))
-    if any(v.size and v.min() < 0 for v in (tp, fp, fn, tn)):
-        raise ValueError("confusion tallies must be non-negative")
-
-    def ratio(num, den):
-        out = np.full(den.shape, np.nan)
-        np.divide(num, den, out=out, where=den > 0)
-        return out
-
-    n = tp + fp + fn + tn
-    ref_pos, weak_pos = tp + fn, tp + fp
-    chance = ref_pos * weak_pos + (n - ref_pos) * (n - weak_pos)
-    f1 = ratio(2 * tp, 2 * tp + fp + fn)
-    f1_neg = ratio(2 * tn, 2 * tn + fp + fn)
-    out = {"observed_agreement": ratio(tp + tn, n), "kappa": ratio(n * (tp + tn) - chance, n * n - chance),
-           "precision": ratio(tp, weak_pos), "recall": ratio(tp, ref_pos), "f1": f1, "f1_negative": f1_neg,
-           "macro_f1": (f1 + f1_neg) / 2, "specificity": ratio(tn, fp + tn),
-           "weak_positive_rate": ratio(weak_pos, n), "reference_positive_rate": ratio(ref_pos, n)}
-    return {key: value[()] for key, value in out.items()}
-
-
-def binary_reasons(tp, fp, fn, tn) -> dict[str, str | None]:
-    """Why each metric of `binary_metrics` is undefined for these tallies (None where defined)."""
-    n = tp + fp + fn + tn
-    none = "undefined: no items" if n <= 0 else None
-    reasons = dict.fromkeys(BINARY_METRICS, none)
-    if none:
-        return reasons
-    if tp + fp == 0:
-        reasons["precision"] = "undefined: the weak labeler gave no positive label"
-    if tp + fn == 0:
-        reasons["recall"] = "undefined: the reference has no positive item"
-    if fp + tn == 0:
-        reasons["specificity"] = "undefined: the reference has no negative item"
-    if 2 * tp + fp + fn == 0:
-        reasons["f1"] = "undefined: no positive in either labeling"
-    if 2 * tn + fp + fn == 0:
-        reasons["f1_negative"] = "undefined: no negative in either labeling"
-    if reasons["f1"] or reasons["f1_negative"]:
-        reasons["macro_f1"] = "undefined: " + (reasons["f1"] or reasons["f1_negative"]).removeprefix("undefined: ")
-    ref_pos, weak_pos = tp + fn, tp + fp
-    if n * n - (ref_pos * weak_pos + (n - ref_pos) * (n - weak_pos)) <= 0:
-        cls = "positive" if ref_pos else "negative"
-        reasons["kappa"] = f"undefined: chance agreement is 1 (every item is {cls} in both labelings)"
-    return reasons
-
-
-def weak_vs_reference(reference, weak, *, n_boot: int = 2000, alpha: float = 0.05, rng=None,
-                      weights=None, strata=None) -> tuple[pd.DataFrame, np.ndarray]:
-    """A binary weak labeler against reference labels (both 0/1, positive = 1): metrics with CIs.
-
-    Returns (metrics, confusion): `metrics` has one row per metric in `BINARY_METRICS` with
-    `metric, estimate, ci_low, ci_high, se, n, n_boot, n_failed, reason`; `confusion` is the 2 x 2
-    table of item counts, rows reference 0/1, columns weak 0/1.
-
-    Without weights the CI is the item bootstrap (multinomial confusion tables). With `weights`
-    (design weights, e.g. stratum pool size / stratum sample size) the estimates come from the
-    weighted table, and the bootstrap resamples items within `strata` (default: one stratum), the
-    design's own sampling, so the stratum sizes stay fixed.
-
-    >>> metrics, table = weak_vs_reference([1, 1, 0, 0, 0, 1], [1, 0, 0, 1, 0, 1], n_boot=200, rng=0)
-    >>> table.tolist()
-    [[2, 1], [1, 2]]
-    >>> metrics.set_index("metric").loc[["precision", "recall", "kappa"], "estimate"].round(4).tolist()
-    [0.6667, 0.6667, 0.3333]
-    """
-    ref = np.asarray(reference)
-    wk = np.asarray(weak)
-    if ref.shape != wk.shape or ref.ndim != 1:
-        raise ValueError(f"reference and weak must be 1-D and of one length, got {ref.shape} and {wk.shape}")
-    for name, arr in (("reference", ref), ("weak", wk)):
-        if arr.size and not np.isin(arr, (0, 1)).all():
-            raise ValueError(f"{name} labels must be 0 or 1")
-    ref, wk = ref.astype(int), wk.astype(int)
-    cell = ref * 2 + wk  # 0 tn, 1 fp, 2 fn, 3 tp
-    table = np.bincount(cell, minlength=4).reshape(2, 2)
-    rng = np.random.default_rng(rng)
-    if weights is None:
-        tallies = table.ravel().astype(float)
-        boot = _draw_tables(table, n_boot, rng).reshape(n_boot, 4).astype(float) if n_boot else np.empty((0, 4))
-    else:
-        w = np.asarray(weights, dtype=float)
-        if w.shape != ref.shape or (w.size and (not np.isfinite(w).all() or w.min() <= 0)):
-            raise ValueError("weights must be positive and finite, one per item")
-        onehot = np.zeros((ref.size, 4))
-        onehot[np.arange(ref.size), cell] = w
-        tallies = onehot.sum(axis=0)
-        groups = np.zeros(ref.size, dtype=int) if strata is None else pd.factorize(np.asarray(strata))[0]
-        boot = np.empty((n_boot, 4))
-        step = max(1, _BLOCK_CELLS // max(ref.size, 1))
-        for start in range(0, n_boot, step):
-            rows = min(n_boot, start + step) - start
-            boot[start:start + rows] = resample_counts(groups, rows, rng, stratified=True) @ onehot
-    point = binary_metrics(tallies[3], tallies[1], tallies[2], tallies[0])
-    draws = binary_metrics(boot[:, 3], boot[:, 1], boot[:, 2], boot[:, 0])
-    reasons = binary_reasons(*(int(v) for v in (table[1, 1], table[0, 1], table[1, 0], table[0, 0])))
-    rows = []
-    for metric in BINARY_METRICS:
-        s = summarise(draws[metric], alpha) if n_boot else {"se": np.nan, "ci_low": np.nan, "ci_high": np.nan,
-                                                             "n_boot": 0, "n_failed": 0}
-        rows.append({"metric": metric, "estimate": float(point[metric]), "ci_low": s["ci_low"],
-                     "ci_high": s["ci_high"], "se": s["se"], "n": int(ref.size), "n_boot": s["n_boot"],
-                     "n_failed": s["n_failed"], "reason": reasons[metric]})
-    return pd.DataFrame(rows), table
