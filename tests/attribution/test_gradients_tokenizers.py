@@ -18,8 +18,9 @@ transformers = pytest.importorskip("transformers", reason="gradient attributions
 tokenizers = pytest.importorskip("tokenizers", reason="the test tokenizers are trained with `tokenizers`")
 pytest.importorskip("captum", reason="Integrated Gradients needs captum (pip install captum)")
 
-from mhaudit.attribution.gradients import (attribution_table, merge_subwords, merge_words,  # noqa: E402
-                                           piece_scheme, token_integrated_gradients, token_saliency)
+from mhaudit.attribution.gradients import token_integrated_gradients, token_saliency  # noqa: E402
+from mhaudit.attribution.table import attribution_table  # noqa: E402
+from mhaudit.attribution.words import merge_subwords, merge_words, piece_scheme  # noqa: E402
 
 SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # RoBERTa's order: <pad> is id 1, as RobertaConfig expects
 VOCABULARY = ("i feel so sad today and nobody cares about me anymore the weather is nice we went to the park with "

@@ -4,8 +4,7 @@ from importlib.resources import files
 import pandas as pd
 import pytest
 
-from mhaudit.attribution.stability import (clinical_retention, jaccard_stability, load_proxy_clinical,
-                                           top_k_words)
+from mhaudit.attribution.stability import clinical_retention, jaccard_stability, load_proxy_clinical, top_k_words
 
 
 def table(entries, model="bert", seed=0, cls="depression"):

@@ -11,7 +11,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 from typer.testing import CliRunner
 
-from mhaudit.audits.agreement.report import (
+from mhaudit.audits.agreement import (
     agreement_report,
     labels_from_corpus,
     read_validation_set,
@@ -19,10 +19,10 @@ from mhaudit.audits.agreement.report import (
     write_validation_set,
 )
 from mhaudit.cli import app
-from mhaudit.weak_supervision.lexicons import Lexicon
 from mhaudit.core.errors import InputError
-from mhaudit.weak_supervision.labelers.lexicon import lexicon_labels
 from mhaudit.tables.label_store import COLUMNS, read_labels, write_labels
+from mhaudit.weak_supervision.labelers.lexicon import lexicon_labels
+from mhaudit.weak_supervision.lexicons import Lexicon
 from tests.conftest import data_dir
 
 runner = CliRunner()

@@ -12,12 +12,12 @@ from typer.testing import CliRunner
 
 from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
 from mhaudit.cli import app
-from mhaudit.synthetic.simulate import SimulationConfig, simulate
 from mhaudit.core.errors import InputError
 from mhaudit.models import create
-from mhaudit.tables.predictions import PredictionSet, predict_corpus
 from mhaudit.report import write_report
 from mhaudit.stats.calibration import softmax
+from mhaudit.synthetic.simulate import SimulationConfig, simulate
+from mhaudit.tables.predictions import PredictionSet, predict_corpus
 
 CLASSES = ["normal", "depression", "anxiety", "stress"]
 FAST = dict(n_boot_significance=300, n_boot_ece=200, figures=False)

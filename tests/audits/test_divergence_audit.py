@@ -115,8 +115,8 @@ def test_cli_runs_a_small_audit_with_repeats(demo, tmp_path):
 
 def test_cli_compares_a_baseline_model(demo, tmp_path):
     """Any model's predictions enter as a baseline: here the synthetic auto-labeller's own keyword rule."""
-    from mhaudit.tables.corpus.schema import Corpus
     from mhaudit.synthetic.simulate_divergence import mentions_stress_topic
+    from mhaudit.tables.corpus.schema import Corpus
 
     out, _, _ = demo
     corpus = Corpus.read(out / "corpus.parquet").frame

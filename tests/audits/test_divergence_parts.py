@@ -15,7 +15,7 @@ from mhaudit.audits.divergence.conflicts import conflicts, write_conflicts
 from mhaudit.audits.divergence.design import build_design
 from mhaudit.audits.divergence.fitting import THRESHOLDS, _best_threshold, combine, fit_channel, parse_channel
 from mhaudit.core.errors import InputError
-from mhaudit.stats.binary import degree_of_divergence
+from mhaudit.stats.divergence import degree_of_divergence
 
 
 def frame() -> pd.DataFrame:

@@ -23,8 +23,8 @@ from mhaudit.audits.model_selection.run import run_model_selection
 from mhaudit.audits.model_selection.scores import binary_metrics
 from mhaudit.audits.model_selection.tables import efficiency_table
 from mhaudit.cli import app
-from mhaudit.tables.corpus.schema import Corpus
 from mhaudit.core.errors import InputError
+from mhaudit.tables.corpus.schema import Corpus
 
 CLASSES = ["no", "dep"]  # positive last
 POS, NEG, FILL = "hopeless empty lonely numb".split(), "sunny garden picnic walk".split(), "today the my week".split()

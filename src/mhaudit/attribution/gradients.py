@@ -15,15 +15,9 @@ ALBERT). No mhaudit model class is needed, so a tiny random BERT or RoBERTa test
   "logit"`` for the logit), so the attributions of a text sum to P(t|x) - P(t|baseline) up to the
   convergence delta, which is returned too (computed along the path actually integrated, which keeps
   the text's position ids: see ``_path_change``).
-- ``merge_subwords``: pieces summed into lower-cased words by the tokenizer's piece convention: WordPiece
-  ``##`` continuations, byte-level BPE ``Ġ`` word starts (bytes decoded back to text), SentencePiece
-  ``▁`` word starts.
-- ``attribution_table``: a seeded sample of texts attributed to the true or predicted class, merged into
-  words and averaged per (class, word type): the ``class, word, score, count, method`` columns of the
-  Attributions table (the caller adds model, seed, platform and dataset). With a fast tokenizer the
-  words come from the tokenizer itself, whatever its kind: ``word_ids()`` says which pieces form a word
-  and the offset mapping gives its text (the span of the original text the pieces cover, lower-cased);
-  a slow tokenizer falls back to ``merge_subwords``'s piece conventions.
+- ``saliency_pieces``, ``integrated_gradients_pieces``: the same per text as ``(token, score, word)``,
+  ``word`` the piece's ``(word index, start, end)`` from a fast tokenizer (None from a slow one), for
+  ``mhaudit.attribution.words.merge_words`` (which ``mhaudit.attribution.table`` uses).
 
 Special tokens ([CLS], [SEP], <s>, </s>) and padding are never returned; [UNK] is (it is a real input
 position). Inputs are truncated to ``max_length`` tokens, so a word cut by truncation keeps only its
@@ -32,20 +26,16 @@ first pieces.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
-import pandas as pd
 import torch
-
-METHODS = ("saliency", "integrated_gradients")
-COLUMNS = ["class", "word", "score", "count", "method"]
-
 
 # --------------------------------------------------------------------------------------------- helpers
 
-def _texts(texts) -> list[str]:
+def as_texts(texts) -> list[str]:
+    """``texts`` as a list; TypeError for one string or an item that is not a string."""
     if isinstance(texts, str):
         raise TypeError("texts must be a sequence of strings, not one string")
     texts = list(texts)
@@ -55,7 +45,8 @@ def _texts(texts) -> list[str]:
     return texts
 
 
-def _n_labels(model) -> int | None:
+def output_count(model) -> int | None:
+    """The model's number of outputs (``config.num_labels``), None where it does not say."""
     return getattr(getattr(model, "config", None), "num_labels", None)
 
 
@@ -165,12 +156,14 @@ def token_saliency(model, tokenizer, texts, target_classes, max_length: int = 64
     >>> token_saliency(model, tokenizer, ["i feel sad"], [1])  # doctest: +SKIP
     [[('i', 0.0123), ('feel', 0.0201), ('sad', 0.0377)]]
     """
-    return _pairs(_saliency_rows(model, tokenizer, texts, target_classes, max_length, batch_size))
+    return _pairs(saliency_pieces(model, tokenizer, texts, target_classes, max_length, batch_size))
 
 
-def _saliency_rows(model, tokenizer, texts, target_classes, max_length: int, batch_size: int) -> list[list[tuple]]:
-    texts = _texts(texts)
-    targets = _targets(target_classes, len(texts), _n_labels(model))
+def saliency_pieces(model, tokenizer, texts, target_classes, max_length: int,
+                    batch_size: int) -> list[list[tuple]]:
+    """``token_saliency`` as ``(token, score, word)`` per piece (see the module docstring)."""
+    texts = as_texts(texts)
+    targets = _targets(target_classes, len(texts), output_count(model))
     layer, device, out = model.get_input_embeddings(), _device(model), []
     with _eval(model):
         for part in _batches(len(texts), batch_size):
@@ -229,21 +222,22 @@ def token_integrated_gradients(model, tokenizer, texts, target_classes, max_leng
     Returns ``(attributions, deltas)``: per text its ``(token, attribution)`` pairs, and one delta per
     text. ``internal_batch_size`` bounds how many interpolated inputs Captum runs at once.
     """
-    rows, deltas = _integrated_gradients_rows(model, tokenizer, texts, target_classes, max_length, n_steps, baseline,
-                                              output, batch_size, internal_batch_size)
+    rows, deltas = integrated_gradients_pieces(model, tokenizer, texts, target_classes, max_length, n_steps,
+                                               baseline, output, batch_size, internal_batch_size)
     return _pairs(rows), deltas
 
 
-def _integrated_gradients_rows(model, tokenizer, texts, target_classes, max_length, n_steps, baseline, output,
-                               batch_size, internal_batch_size) -> tuple[list[list[tuple]], list[float]]:
+def integrated_gradients_pieces(model, tokenizer, texts, target_classes, max_length, n_steps, baseline, output,
+                                batch_size, internal_batch_size) -> tuple[list[list[tuple]], list[float]]:
+    """``token_integrated_gradients`` as ``(token, score, word)`` per piece, and the deltas."""
     from captum.attr import LayerIntegratedGradients
 
     if output not in ("probability", "logit"):
         raise ValueError(f"output must be 'probability' or 'logit', got {output!r}")
     if int(n_steps) != n_steps or n_steps < 1:
         raise ValueError(f"n_steps must be a positive integer, got {n_steps!r}")
-    texts = _texts(texts)
-    targets = _targets(target_classes, len(texts), _n_labels(model))
+    texts = as_texts(texts)
+    targets = _targets(target_classes, len(texts), output_count(model))
     device = _device(model)
 
     def forward(input_ids, attention_mask):
@@ -291,251 +285,11 @@ def _path_change(forward, layer, input_ids, attention_mask, base, targets) -> to
     return (end - start).double()
 
 
-# ------------------------------------------------------------------------------------------- word level
-
-SCHEMES = ("wordpiece", "byte-bpe", "sentencepiece")
-_BYTE_START, _SP_START = "\u0120", "\u2581"  # 'Ġ' (a space byte in GPT-2's byte alphabet), '▁'
-
-
-def _byte_decoder() -> dict[str, int]:
-    """GPT-2's byte-to-unicode table inverted: the character a byte-level BPE piece shows for each byte."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    chars, extra = {}, 0
-    for b in range(256):
-        if b in printable:
-            chars[chr(b)] = b
-        else:
-            chars[chr(256 + extra)] = b
-            extra += 1
-    return chars
-
-
-_BYTES = _byte_decoder()
-
-
-def _decode_byte_level(text: str) -> str:
-    if not all(c in _BYTES for c in text):  # an added or special token written as itself
-        return text
-    return bytes(_BYTES[c] for c in text).decode("utf-8", errors="replace")
-
-
-def _guess_scheme(tokens: Sequence[str]) -> str:
-    if any(t.startswith(_BYTE_START) for t in tokens):
-        return "byte-bpe"
-    if any(t.startswith(_SP_START) for t in tokens):
-        return "sentencepiece"
-    return "wordpiece"
-
-
-def merge_subwords(tokens: Sequence[str], scores: Sequence[float], scheme: str = "auto") -> list[tuple[str, float]]:
-    """Merge sub-word pieces into lower-cased words, summing their scores.
-
-    ``scheme`` names the tokenizer's piece convention:
-
-    - ``"wordpiece"`` (BERT, MiniLM): a piece starting with ``##`` continues the word before it; a leading
-      ``##`` piece (after truncation or a dropped special token) starts a word of its own, without ``##``.
-    - ``"byte-bpe"`` (RoBERTa, GPT-2): a piece starting with ``Ġ`` (an encoded space) starts a word, any
-      other piece continues the word before it (the first piece starts one); the word's bytes are decoded
-      back to text (``Ã©`` is ``é``). Punctuation without a space before it joins the word before.
-    - ``"sentencepiece"`` (XLM-R, T5, ALBERT): a piece starting with ``▁`` starts a word; others continue.
-    - ``"auto"`` (the default): byte-level BPE if a piece starts with ``Ġ``, else SentencePiece if one
-      starts with ``▁``, else WordPiece. A one-word byte-level text shows no ``Ġ``: pass the scheme
-      when you know the tokenizer (``attribution_table`` does, and prefers the tokenizer's own word ids).
-
-    Summing is exact for Integrated Gradients (a word's attribution is its pieces' total, so completeness
-    carries over to words). For saliency the sum is the l1 norm over pieces of the per-piece l2 gradient
-    norms: a word split into more pieces can score higher than the same gradient in one piece (it is at
-    least the l2 norm of the word's concatenated gradient, and at most sqrt(pieces) times it).
-
-    >>> merge_subwords(["[UNK]", "over", "##thi", "##nk", "##ing", "Sad"], [0.5, 1.0, 0.25, 0.5, 0.125, 2.0])
-    [('[unk]', 0.5), ('overthinking', 1.875), ('sad', 2.0)]
-    >>> merge_subwords(["I", "Ġover", "thinking", "Ġcaf", "Ã©"], [1.0, 0.5, 0.25, 2.0, 1.0])
-    [('i', 1.0), ('overthinking', 0.75), ('café', 3.0)]
-    """
-    tokens, scores = [str(t) for t in tokens], list(scores)
-    if len(tokens) != len(scores):
-        raise ValueError(f"{len(tokens)} tokens but {len(scores)} scores")
-    if scheme == "auto":
-        scheme = _guess_scheme(tokens)
-    if scheme not in SCHEMES:
-        raise ValueError(f"scheme must be 'auto' or one of {', '.join(SCHEMES)}, got {scheme!r}")
-    words: list[list] = []
-    for token, score in zip(tokens, scores):
-        if scheme == "wordpiece":
-            starts = not (token.startswith("##") and words)
-            piece = token[2:] if token.startswith("##") and (words or len(token) > 2) else token
-        else:
-            starts = not words or token.startswith(_BYTE_START if scheme == "byte-bpe" else _SP_START)
-            piece = token
-        if starts:
-            words.append([piece, float(score)])
-        else:
-            words[-1][0] += piece
-            words[-1][1] += float(score)
-    out = []
-    for word, score in words:
-        if scheme == "byte-bpe":
-            word = _decode_byte_level(word)
-        elif scheme == "sentencepiece":
-            word = word.replace(_SP_START, " ")
-        out.append(((word.strip() or word).lower(), float(score)))
-    return out
-
-
-def piece_scheme(tokenizer) -> str:
-    """The tokenizer's piece convention (see ``merge_subwords``), read from how it splits a probe text."""
-    pieces = [str(p) for p in tokenizer.tokenize("hello world overthinking")]
-    return _guess_scheme(pieces)
-
-
-def merge_words(text: str, pieces: Sequence[tuple], scheme: str = "auto") -> list[tuple[str, float]]:
-    """One text's ``(token, score, word)`` pieces (``word`` = ``(word index, start, end)`` from a fast
-    tokenizer's ``word_ids()`` and offset mapping, or None) summed into words.
-
-    With word information on every piece, consecutive pieces of one word index form a word whose name is
-    the text they cover, ``text[first start:last end]``, stripped and lower-cased: tokenizer-agnostic, and
-    the word as written (a piece the vocabulary lacks, [UNK] or ``<unk>``, is still named by its text).
-    Without it, ``merge_subwords`` with ``scheme``.
-    """
-    if not pieces:
-        return []
-    if any(p[2] is None for p in pieces):
-        return merge_subwords([p[0] for p in pieces], [p[1] for p in pieces], scheme)
-    words: list[list] = []  # [index, start, end, score, tokens]
-    for token, score, (index, start, end) in pieces:
-        if words and words[-1][0] == index:
-            last = words[-1]
-            last[1], last[2] = min(last[1], start), max(last[2], end)
-            last[3] += float(score)
-            last[4].append(token)
-        else:
-            words.append([index, start, end, float(score), [token]])
-    out = []
-    for _, start, end, score, tokens in words:
-        word = text[start:end].strip()
-        if not word:  # no span (an added token): name it by its pieces
-            word = " ".join(w for w, _ in merge_subwords(tokens, [0.0] * len(tokens), scheme))
-        out.append((word.lower(), score))
-    return out
-
-
-def _predict(model, tokenizer, texts: list[str], max_length: int, batch_size: int) -> np.ndarray:
+def predicted_classes(model, tokenizer, texts: list[str], max_length: int, batch_size: int) -> np.ndarray:
+    """The model's predicted class index per text (its largest logit)."""
     device, preds = _device(model), []
     with _eval(model), torch.no_grad():
         for part in _batches(len(texts), batch_size):
             input_ids, attention_mask = _encode(tokenizer, texts[part], max_length, device)
             preds.append(model(input_ids=input_ids, attention_mask=attention_mask).logits.argmax(-1).cpu().numpy())
     return np.concatenate(preds) if preds else np.zeros(0, dtype=int)
-
-
-def _label_index(labels, classes: list[str], n: int) -> list[int]:
-    labels = list(labels)
-    if len(labels) != n:
-        raise ValueError(f"{len(labels)} labels for {n} texts; give one label per text")
-    index = {str(c): i for i, c in enumerate(classes)}
-    out = []
-    for i, label in enumerate(labels):
-        if isinstance(label, (int, np.integer)) and not isinstance(label, bool):
-            if not 0 <= int(label) < len(classes):
-                raise ValueError(f"label {label} of text {i} is outside classes 0..{len(classes) - 1}")
-            out.append(int(label))
-        elif str(label) in index:
-            out.append(index[str(label)])
-        else:
-            raise ValueError(f"label {label!r} of text {i} is not one of the classes {', '.join(map(str, classes))}")
-    return out
-
-
-def attribution_table(model, tokenizer, texts, classes, *, method: str = "saliency", target: str | None = None,
-                      labels=None, max_length: int = 64, sample: int | None = 200, seed: int = 0,
-                      only=None, batch_size: int = 16, n_steps: int = 50, baseline: str = "pad") -> pd.DataFrame:
-    """Word-type attributions per class: the ``class, word, score, count, method`` part of the table.
-
-    ``classes`` names the model's outputs in logit order (its length must equal the number of logits).
-    At most ``sample`` texts are drawn without replacement with ``numpy.random.default_rng(seed)``
-    (all when ``sample`` is None or not smaller than the number of texts) and each is attributed
-    (``method`` "saliency" or "integrated_gradients") to its target class: the true label
-    (``target="true"``; ``labels`` are class names or indices, aligned by position with ``texts``) or
-    the model's predicted class (``target="predicted"``); the default is "true" when labels are given,
-    else "predicted". ``only`` restricts the output to those class names (texts whose target is another
-    class are not attributed). Tokens are merged into words and a word's score is the sum of its pieces'
-    (``merge_words``): with a fast tokenizer (any kind: WordPiece, byte-level BPE, SentencePiece) by its
-    ``word_ids()``, each word named by the text span its pieces cover, lower-cased; with a slow one by the
-    piece convention (``merge_subwords`` with ``piece_scheme(tokenizer)``), where a word that is only the
-    unknown token ([UNK]) is dropped because it names no word.
-
-    Per (class, word): ``score`` = mean attribution of the word over its occurrences in that class's
-    sampled texts, ``count`` = number of occurrences. Rows come ordered by class (logit order), score
-    descending, then word. ``frame.attrs`` records the method, target, the sampled text positions and,
-    for Integrated Gradients, the largest absolute convergence delta.
-    """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    if target is None:
-        target = "predicted" if labels is None else "true"
-    if target not in ("true", "predicted"):
-        raise ValueError(f"target must be 'true' or 'predicted', got {target!r}")
-    if target == "true" and labels is None:
-        raise ValueError("target='true' needs labels (one per text); use target='predicted' without them")
-    texts = _texts(texts)
-    classes = [str(c) for c in classes]
-    if len(set(classes)) != len(classes):
-        raise ValueError(f"classes repeat a name: {classes}")
-    n_labels = _n_labels(model)
-    if n_labels is not None and n_labels != len(classes):
-        raise ValueError(f"{len(classes)} class names for a model with {n_labels} outputs; name every output in order")
-    keep = set(classes) if only is None else {str(c) for c in only}
-    unknown = sorted(keep - set(classes))
-    if unknown:
-        raise ValueError(f"only names class(es) {', '.join(unknown)} that are not among {', '.join(classes)}")
-
-    n = len(texts)
-    if sample is not None and (int(sample) != sample or sample < 1):
-        raise ValueError(f"sample must be a positive integer or None, got {sample!r}")
-    if sample is None or sample >= n:
-        picked = np.arange(n)
-    else:
-        picked = np.sort(np.random.default_rng(seed).choice(n, size=int(sample), replace=False))
-    chosen = [texts[i] for i in picked]
-    if target == "true":
-        targets = np.asarray(_label_index(labels, classes, n), dtype=int)[picked]
-    else:
-        targets = _predict(model, tokenizer, chosen, max_length, batch_size)
-    wanted = [j for j, t in enumerate(targets) if classes[t] in keep]
-    chosen, targets = [chosen[j] for j in wanted], [int(targets[j]) for j in wanted]
-
-    delta_max = None
-    if not chosen:
-        per_text = []
-    elif method == "saliency":
-        per_text = _saliency_rows(model, tokenizer, chosen, targets, max_length, batch_size)
-    else:
-        per_text, deltas = _integrated_gradients_rows(model, tokenizer, chosen, targets, max_length, n_steps,
-                                                      baseline, "probability", batch_size, None)
-        delta_max = float(np.max(np.abs(deltas)))
-
-    scheme = piece_scheme(tokenizer)
-    unk = (tokenizer.unk_token or "").lower()
-    totals: dict[tuple[int, str], list] = {}
-    spans_used = False
-    for text, t, pieces in zip(chosen, targets, per_text):
-        by_span = bool(pieces) and all(p[2] is not None for p in pieces)
-        spans_used |= by_span
-        for word, score in merge_words(text, pieces, scheme):
-            if not by_span and unk and word == unk:
-                continue
-            entry = totals.setdefault((t, word), [0.0, 0])
-            entry[0] += score
-            entry[1] += 1
-    rows = [{"class": classes[t], "word": w, "score": s / c, "count": c, "method": method, "_t": t}
-            for (t, w), (s, c) in totals.items()]
-    frame = pd.DataFrame(rows, columns=[*COLUMNS, "_t"])
-    frame = frame.sort_values(["_t", "score", "word"], ascending=[True, False, True], kind="mergesort")
-    frame = frame.drop(columns="_t").reset_index(drop=True)
-    frame["count"] = frame["count"].astype(int)
-    frame["score"] = frame["score"].astype(float)
-    frame.attrs.update({"method": method, "target": target, "seed": int(seed), "max_length": int(max_length),
-                        "sample_index": [int(i) for i in picked], "n_attributed": len(chosen),
-                        "words": ("word_ids" if spans_used else f"pieces ({scheme})") if chosen else None,
-                        "convergence_delta_max": delta_max})
-    return frame

@@ -21,8 +21,8 @@ from mhaudit.audits.cpfe.groups import make_groups, reference_of
 from mhaudit.audits.cpfe.significance import model_pair_rows, place_bootstraps, platform_pair_rows
 from mhaudit.audits.cpfe.summary import flags, mean_sd, plain_words
 from mhaudit.core.errors import InputError
-from mhaudit.tables.predictions import PredictionSet
 from mhaudit.report import Result, Section
+from mhaudit.tables.predictions import PredictionSet
 
 SEED_KEYS = ["model", "platform", "dataset"]
 

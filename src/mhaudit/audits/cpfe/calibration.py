@@ -9,10 +9,19 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.audits.cpfe.groups import Group
-from mhaudit.tables.corpus.splits import stratified_assign
 from mhaudit.stats.auc import macro_auc
-from mhaudit.stats.calibration import (brier, classwise_ece, cross_fitted_temperature, ece,
-                                       fit_temperature, mce, nll, reliability, softmax)
+from mhaudit.stats.calibration import (
+    brier,
+    classwise_ece,
+    cross_fitted_temperature,
+    ece,
+    fit_temperature,
+    mce,
+    nll,
+    reliability,
+    softmax,
+)
+from mhaudit.tables.corpus.splits import stratified_assign
 
 
 def calibration_row(group: Group, n_bins: int, boot: dict) -> dict:

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.core.errors import InputError
-from mhaudit.tables.predictions import PredictionSet, scores
 from mhaudit.stats.calibration import softmax
+from mhaudit.tables.predictions import PredictionSet, scores
 
 KEYS = ("model", "seed", "platform", "dataset")
 EVALUATION_SPLITS = ("test", "calibration")

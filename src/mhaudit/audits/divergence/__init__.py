@@ -14,16 +14,17 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.audits.divergence import tables as T
-from mhaudit.audits.divergence.baselines import join_baseline
 from mhaudit.audits.divergence.conflicts import conflicts
 from mhaudit.audits.divergence.design import Design, build_design
 from mhaudit.audits.divergence.extras import concentration, lodo, orthogonality, phenotypes
-from mhaudit.audits.divergence.fitting import combine, fit_channel, parse_channel, stratified_folds
+from mhaudit.audits.divergence.fitting import FittedChannel, combine, parse_channel, stratified_folds
+from mhaudit.audits.divergence.runs import Runs, add_baselines, fit_channels, fit_masked, fit_other_lexical
 from mhaudit.audits.divergence.summary import summarise
-from mhaudit.audits.divergence.views import build_view, original_parses
+from mhaudit.audits.divergence.views import View, original_parses
 from mhaudit.core.errors import InputError
 from mhaudit.report.render import Result, Section
 from mhaudit.text.masks import MASKS
+from mhaudit.text.parse import Parses
 
 __all__ = ["DivergenceOptions", "DivergenceAudit", "audit_divergence"]
 
@@ -56,32 +57,6 @@ class DivergenceAudit:
     result: Result
     conflict_counts: pd.DataFrame = field(default_factory=pd.DataFrame)
     conflict_sample: pd.DataFrame = field(default_factory=pd.DataFrame)
-
-
-class _Runs:
-    """Prediction vectors by key ("C", "BC/pos_only", "baseline:x"), each with scores on every data set."""
-
-    def __init__(self, datasets: list[str]):
-        self.keys: list[str] = []
-        self.probs: dict[str, list[np.ndarray]] = {d: [] for d in datasets}
-        self.preds: dict[str, list[np.ndarray]] = {d: [] for d in datasets}
-
-    def add(self, key: str, probs: dict[str, np.ndarray], threshold: float | None = None,
-            preds: dict[str, np.ndarray] | None = None) -> None:
-        self.keys.append(key)
-        for d in self.probs:
-            self.probs[d].append(probs[d])
-            self.preds[d].append(preds[d] if preds is not None else (probs[d] >= threshold).astype(np.int8))
-
-    def prob(self, key: str, dataset: str) -> np.ndarray:
-        return self.probs[dataset][self.keys.index(key)]
-
-    def pred(self, key: str, dataset: str) -> np.ndarray:
-        return self.preds[dataset][self.keys.index(key)]
-
-
-def _scores(model, view, datasets) -> dict[str, np.ndarray]:
-    return {d: model.prob(combine(view.evaluation[d], model.letters)) for d in datasets}
 
 
 def _check(o: DivergenceOptions) -> None:
@@ -125,86 +100,30 @@ def audit_divergence(frame: pd.DataFrame, classes: list[str], options: Divergenc
     mask_channels = _canonical(options.mask_channels)
     masks = [m for m in options.masks if m != "none"] if mask_channels else []
     datasets = design.human + design.auto
-    letters = tuple(sorted({c for ch in channels for c in ch}))
     y = {d: design.y(d) for d in datasets}
 
     say(f"parsing {len(design.train) + sum(len(design.evaluation[d]) for d in datasets):,} texts")
     parses = original_parses(design, datasets)
-    runs, fitted, views, repeat_scores = _Runs(datasets), {}, {}, []
-    for r in range(options.repeats):
-        folds = stratified_folds(design.y_train, options.n_folds, options.seed + r)
-        say(f"fitting channels {', '.join(channels)} (repeat {r + 1} of {options.repeats})")
-        view = build_view(design, letters, "none", datasets, folds, lexical=options.lexical,
-                          seed=options.seed + r, original=parses)
-        for ch in channels:
-            model = fit_channel(ch, view.train, design.y_train, folds, seed=options.seed + r)
-            scores = _scores(model, view, datasets)
-            repeat_scores += [(ch, d, r, scores[d], model.threshold) for d in datasets]
-            if r == 0:
-                runs.add(ch, scores, model.threshold)
-                fitted[ch] = model
-        if r == 0:
-            views["none"] = view
-    human = design.human
-    mask_letters = tuple(sorted({c for ch in mask_channels for c in ch}))
+    runs, fitted, views, repeat_scores = fit_channels(design, channels, parses, options, say)
     folds = stratified_folds(design.y_train, options.n_folds, options.seed)
-    human_parses = parses.take(np.arange(len(design.train) + sum(len(y[d]) for d in human)))
-    for mask in masks:
-        say(f"mask {mask}: masking, re-parsing and refitting {', '.join(mask_channels)}")
-        view = build_view(design, mask_letters, mask, human, folds, lexical=options.lexical, seed=options.seed,
-                          original=human_parses)
-        views[mask] = view
-        for ch in mask_channels:
-            model = fit_channel(ch, view.train, design.y_train, folds, seed=options.seed)
-            # Masking is run on human-labelled data only; auto data sets carry the unmasked run's scores as
-            # placeholders, which no table reads (the masking table covers human data sets only).
-            scores = _scores(model, view, human) | {d: runs.prob(ch, d) for d in design.auto}
-            runs.add(f"{ch}/{mask}", scores, model.threshold)
+    views |= fit_masked(runs, design, mask_channels, masks, folds, parses, options, say)
     if "A" in channels and options.compare_lexical:  # the other lexical representation, beside A
-        other = "word" if options.lexical == "char" else "char"
-        say(f"channel A with {other} n-grams, for comparison")
-        view = build_view(design, ("A",), "none", datasets, folds, lexical=other, seed=options.seed, original=parses)
-        model = fit_channel("A", view.train, design.y_train, folds, seed=options.seed)
-        runs.add(f"A_{other}", _scores(model, view, datasets), model.threshold)
-    for name, table in (baselines or {}).items():
-        joined = {d: join_baseline(name, table, design.evaluation[d]) for d in datasets}
-        runs.add(f"baseline:{name}", {d: j["score"].to_numpy(dtype=float) for d, j in joined.items()},
-                 preds={d: j["pred"].to_numpy(dtype=np.int8) for d, j in joined.items()})
+        fit_other_lexical(runs, design, folds, parses, options, say)
+    add_baselines(runs, baselines or {}, design)
 
     say(f"bootstrap: {options.n_boot:,} resamples per data set over {len(runs.keys)} prediction vectors")
     platform = {d: str(design.evaluation[d]["platform"].iat[0]) for d in datasets}
     scored = T.Scored(runs.keys, y, {d: np.vstack(runs.preds[d]) for d in datasets},
                       {d: np.vstack(runs.probs[d]) for d in datasets}, design.side, platform, options.n_boot, options.seed)
-    tables = _statistics(scored, channels, mask_channels, ["none", *masks], human, views, options, repeat_scores, y)
+    tables = _statistics(scored, channels, mask_channels, ["none", *masks], design.human, views, options,
+                         repeat_scores, y)
     if options.repeats > 1:
         tables["dod"] = _with_training_variance(tables["dod"], repeat_scores, design, options)
     n_tests = T.apply_fdr(tables, {"interference": "p", "dod": "p", "dod_platform_stratified": "p",
                                    "masking": "p", "mcnemar": "p"})
-    tables["weights_kept"] = pd.DataFrame([{"channel": ch, "block": b, "nonzero_weights": k,
-                                            "features": fitted[ch].block_sizes[b], "C": fitted[ch].config["C"],
-                                            "l1_ratio": fitted[ch].config["l1_ratio"], "threshold": fitted[ch].threshold}
-                                           for ch in channels for b, k in fitted[ch].weights_kept().items()])
+    tables["weights_kept"] = _weights_kept(fitted, channels)
     say("robustness: leave-one-domain-out, phenotypes, orthogonality, concentration")
-    lodo_channels = _canonical(options.lodo_channels)
-    if lodo_channels and design.train_dataset in datasets:
-        n_train, start = len(design.train), len(design.train)
-        for d in datasets[:datasets.index(design.train_dataset)]:
-            start += len(y[d])
-        tables["lodo"] = lodo(design, lodo_channels, lexical=options.lexical, n_folds=options.n_folds,
-                              seed=options.seed, train_parses=parses.take(np.arange(n_train)),
-                              test_parses=parses.take(np.arange(start, start + len(y[design.train_dataset]))))
-    base = views["none"]
-    if "C" in letters:
-        feats = np.vstack([base.evaluation[d]["C"] for d in datasets])
-        labels = np.concatenate([[d] * len(y[d]) for d in datasets])
-        tables["phenotypes"], tables["phenotype_sizes"] = phenotypes(
-            feats, labels, n_boot=options.n_boot_clusters, seed=options.seed)
-    tables["orthogonality"] = orthogonality({ch: np.concatenate([runs.prob(ch, d) for d in datasets])
-                                             for ch in channels})
-    parts = [concentration(fitted[ch], [f"{b}:{n}" for b in fitted[ch].letters for n in base.feature_names[b]],
-                           {d: combine(base.evaluation[d], fitted[ch].letters) for d in datasets})
-             for ch in channels if sum(fitted[ch].block_sizes.values()) > 20]  # a top-10 share of B's 6 says nothing
-    tables["concentration"] = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    tables |= _robustness(design, options, runs, fitted, views["none"], parses, channels, y)
     counts, sample = conflicts({d: design.evaluation[d] for d in datasets},
                                {d: {k: runs.pred(k, d) for k in channels} for d in datasets}, y, channels,
                                per_dataset=options.conflicts_per_dataset, include_text=options.include_text,
@@ -215,6 +134,41 @@ def audit_divergence(frame: pd.DataFrame, classes: list[str], options: Divergenc
     result = Result("Label-source divergence audit (TSS probe)", _sections(tables, summary, design, options, n_tests),
                     synthetic=synthetic, options=_options_record(options, design))
     return DivergenceAudit(result, counts, sample)
+
+
+def _weights_kept(fitted: dict[str, FittedChannel], channels: list[str]) -> pd.DataFrame:
+    """Per channel and block: the weights the fit kept, its regularisation and its tuned threshold."""
+    return pd.DataFrame([{"channel": ch, "block": b, "nonzero_weights": k, "features": fitted[ch].block_sizes[b],
+                          "C": fitted[ch].config["C"], "l1_ratio": fitted[ch].config["l1_ratio"],
+                          "threshold": fitted[ch].threshold}
+                         for ch in channels for b, k in fitted[ch].weights_kept().items()])
+
+
+def _robustness(design: Design, options: DivergenceOptions, runs: Runs, fitted: dict[str, FittedChannel], base: View,
+                parses: Parses, channels: list[str], y: dict[str, np.ndarray]) -> dict[str, pd.DataFrame]:
+    """Leave-one-domain-out, phenotypes (with channel C), orthogonality and concentration tables."""
+    datasets = design.human + design.auto
+    tables = {}
+    lodo_channels = _canonical(options.lodo_channels)
+    if lodo_channels and design.train_dataset in datasets:
+        n_train, start = len(design.train), len(design.train)
+        for d in datasets[:datasets.index(design.train_dataset)]:
+            start += len(y[d])
+        tables["lodo"] = lodo(design, lodo_channels, lexical=options.lexical, n_folds=options.n_folds,
+                              seed=options.seed, train_parses=parses.take(np.arange(n_train)),
+                              test_parses=parses.take(np.arange(start, start + len(y[design.train_dataset]))))
+    if any("C" in ch for ch in channels):
+        feats = np.vstack([base.evaluation[d]["C"] for d in datasets])
+        labels = np.concatenate([[d] * len(y[d]) for d in datasets])
+        tables["phenotypes"], tables["phenotype_sizes"] = phenotypes(
+            feats, labels, n_boot=options.n_boot_clusters, seed=options.seed)
+    tables["orthogonality"] = orthogonality({ch: np.concatenate([runs.prob(ch, d) for d in datasets])
+                                             for ch in channels})
+    parts = [concentration(fitted[ch], [f"{b}:{n}" for b in fitted[ch].letters for n in base.feature_names[b]],
+                           {d: combine(base.evaluation[d], fitted[ch].letters) for d in datasets})
+             for ch in channels if sum(fitted[ch].block_sizes.values()) > 20]  # a top-10 share of B's 6 says nothing
+    tables["concentration"] = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    return tables
 
 
 def _statistics(s: T.Scored, channels, mask_channels, masks, human, views, options, repeat_scores, y) -> dict:
@@ -239,7 +193,7 @@ def _statistics(s: T.Scored, channels, mask_channels, masks, human, views, optio
 def _with_training_variance(dod: pd.DataFrame, repeat_scores, design: Design, options: DivergenceOptions) -> pd.DataFrame:
     """Pool DoD bootstrap draws over the repeats (each repeat: its own folds, fits and thresholds, n_boot/R
     instance resamples), so the interval carries training variance too; the estimate is the repeats' mean."""
-    from mhaudit.stats.binary import degree_of_divergence
+    from mhaudit.stats.divergence import degree_of_divergence
     by = {}
     for ch, d, r, prob, thr in repeat_scores:
         by.setdefault((ch, r), {})[d] = (prob >= thr).astype(np.int8)

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.core.errors import InputError
-from mhaudit.tables.predictions import LOGIT, PredictionSet
 from mhaudit.stats.calibration import softmax
+from mhaudit.tables.predictions import LOGIT, PredictionSet
 
 __all__ = ["baselines_from_predictions", "join_baseline"]
 

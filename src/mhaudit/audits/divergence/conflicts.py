@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mhaudit.tables.io import atomic_path
+from mhaudit.tables.io import atomic_path, write_table
 
 __all__ = ["structural_channel", "conflicts", "write_conflicts", "FAILURE_TYPES"]
 
@@ -68,8 +68,7 @@ def write_conflicts(counts: pd.DataFrame, sample: pd.DataFrame, out_dir: Path) -
     """conflicts.csv and conflicts.xlsx (a counts sheet and one sheet per data set), written atomically."""
     out_dir.mkdir(parents=True, exist_ok=True)
     csv, xlsx = out_dir / "conflicts.csv", out_dir / "conflicts.xlsx"
-    with atomic_path(csv) as tmp:
-        sample.to_csv(tmp, index=False)
+    write_table(sample, csv)
     with atomic_path(xlsx) as tmp:
         with pd.ExcelWriter(tmp, engine="openpyxl") as writer:
             counts.to_excel(writer, sheet_name="counts", index=False)

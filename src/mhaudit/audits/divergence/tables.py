@@ -14,8 +14,9 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from mhaudit.stats.binary import (benjamini_hochberg, binary_scores, bootstrap_macro_f1, macro_f1_from_counts,
-                                          majority_macro_f1, mcnemar, regime_permutation)
+from mhaudit.stats.binary import binary_scores, bootstrap_macro_f1, macro_f1_from_counts, majority_macro_f1
+from mhaudit.stats.divergence import regime_permutation
+from mhaudit.stats.significance import benjamini_hochberg, mcnemar
 
 __all__ = ["Scored", "channel_scores", "interference", "dod", "dod_by_dataset",
            "dod_platform_stratified", "masking", "mcnemar_table", "mcnemar_pairs", "apply_fdr", "alternative_for"]

@@ -2,7 +2,7 @@
 the command `mhaudit benchmark`): several models on one labelled binary corpus, on folds drawn once so
 that every model sees the same rows, each (protocol, fold, model) one cacheable job, scored against the
 training labels and every reference label source, with the protocol effect (CV minus holdout), the
-efficiency frontier and the recall / precision trade-off in one report (docs/benchmark_protocol.md).
+efficiency frontier and the recall / precision trade-off in one report (docs/model_selection.md).
 """
 
 from __future__ import annotations

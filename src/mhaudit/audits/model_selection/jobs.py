@@ -1,4 +1,4 @@
-"""The fold jobs: every (protocol, fold, model) is one job run through `mhaudit.experiments.executors.run_jobs`
+"""The fold jobs: every (protocol, fold, model) is one job run through `mhaudit.core.executors.run_jobs`
 (in-process by default, local processes or Ray on request). With a `cache_dir` each finished job is
 written there, keyed by a hash of everything it depends on (the rows, labels, classes in order, folds,
 validation rows, model name and options, the checkpoint folder's file digests and the mhaudit version),
@@ -175,7 +175,7 @@ def check_model(spec: ModelSpec, options: dict) -> str | None:
         return None
     source = str(checkpoint)
     if spec.family() != "other":
-        from mhaudit.models.transformer import check_max_length, resolve_checkpoint
+        from mhaudit.models.checkpoints import check_max_length, resolve_checkpoint
 
         source = resolve_checkpoint(source)
         config = Path(source) / "config.json"

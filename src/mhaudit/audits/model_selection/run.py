@@ -18,7 +18,7 @@ from mhaudit.audits.model_selection.scores import score_jobs
 from mhaudit.audits.model_selection.sources import CORPUS_SOURCE, checked_sources
 from mhaudit.audits.model_selection.tables import report_tables
 from mhaudit.core.errors import InputError
-from mhaudit.experiments.executors import run_jobs
+from mhaudit.core.executors import run_jobs
 from mhaudit.report.render import Result
 
 
@@ -121,11 +121,4 @@ def _recorded_options(specs: list[ModelSpec], protocols: list[Protocol], options
             "subsample": options.subsample, "executor": options.executor}
 
 
-def write_predictions(predictions: pd.DataFrame, path: Path) -> None:
-    from mhaudit.tables.io import atomic_path
-
-    with atomic_path(path) as tmp:
-        predictions.to_parquet(tmp, index=False)
-
-
-__all__ = ["ModelSelectionRun", "run_model_selection", "write_predictions"]
+__all__ = ["ModelSelectionRun", "run_model_selection"]

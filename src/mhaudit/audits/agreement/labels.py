@@ -1,0 +1,86 @@
+"""The labels table as weak-label validation reads it: one task's labels, the weak labeler, a corpus's labels.
+
+`task_labels` checks the table and keeps one task (one label per labeler and item); `choose_weak_labeler`
+names the weak labeler; `labels_from_corpus` turns a data set's own (expert) labels into labels rows so
+they can serve as the human reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from mhaudit.core.errors import InputError
+from mhaudit.tables.label_store import COLUMNS, KEY, now
+
+__all__ = ["WEAK_KINDS", "task_labels", "describe_labelers", "choose_weak_labeler", "labels_from_corpus"]
+
+WEAK_KINDS = ("llm", "lexicon")
+
+
+def task_labels(labels: pd.DataFrame, task: str) -> pd.DataFrame:
+    """The rows of `task`, ids and labeler names as text; an error when a labeler labels an item twice."""
+    missing = [c for c in (*KEY, "kind", "value") if c not in labels.columns]
+    if missing:
+        raise InputError(f"the labels table has no '{missing[0]}' column")
+    rows = labels[labels["task"].astype(str) == str(task)]
+    if rows.empty:
+        tasks = sorted(labels["task"].astype(str).unique())
+        raise InputError(f"no labels for task '{task}'; the labels have tasks: {', '.join(tasks) or 'none'}")
+    rows = rows.assign(item_id=rows["item_id"].astype(str), labeler=rows["labeler"].astype(str))
+    duplicated = rows.duplicated(["item_id", "labeler"])
+    if duplicated.any():
+        first = rows[duplicated].iloc[0]
+        raise InputError(f"item '{first['item_id']}' has two labels from '{first['labeler']}' for task '{task}'; "
+                         "one labeler writes one label per item")
+    return rows
+
+
+def describe_labelers(rows: pd.DataFrame) -> str:
+    """'name (kind), ...' of the labelers in `rows`, for error messages."""
+    kinds = rows.groupby("labeler")["kind"].first()
+    return ", ".join(f"{name} ({kind})" for name, kind in kinds.items())
+
+
+def choose_weak_labeler(labels: pd.DataFrame, task: str, weak_labeler: str | None = None) -> str:
+    """The weak labeler's name: as given (it must have labels for the task), or the only llm/lexicon labeler."""
+    rows = task_labels(labels, task)
+    if weak_labeler is not None:
+        if weak_labeler not in set(rows["labeler"]):
+            raise InputError(f"labeler '{weak_labeler}' has no labels for task '{task}'; "
+                             f"labelers: {describe_labelers(rows)}")
+        return weak_labeler
+    weak = sorted(rows.loc[rows["kind"].isin(WEAK_KINDS), "labeler"].unique())
+    if len(weak) != 1:
+        raise InputError(f"{'several' if weak else 'no'} weak labelers (kind llm or lexicon) for task '{task}'"
+                         f"{': ' + ', '.join(weak) if weak else ''}; name one with --weak "
+                         f"(labelers: {describe_labelers(rows)})")
+    return weak[0]
+
+
+def labels_from_corpus(corpus: pd.DataFrame, task: str, labeler: str, *, kind: str = "human",
+                       positive: str | None = None, classes: Sequence[str] | None = None) -> pd.DataFrame:
+    """A binary corpus's labels as a labels table: value 1 where `label` is the positive class.
+
+    `positive` defaults to the last of `classes` (binary mappings put the positive class last, e.g.
+    depression-binary: no_depression, depression). Used to enter a data set's own (expert) labels as a
+    human reference.
+    """
+    for column in ("id", "label"):
+        if column not in corpus.columns:
+            raise InputError(f"the corpus has no '{column}' column")
+    observed = sorted(corpus["label"].dropna().astype(str).unique())
+    classes = list(classes) if classes else observed
+    if positive is None:
+        if len(classes) != 2:
+            raise InputError(f"the corpus has {len(classes)} classes ({', '.join(classes)}); name the positive "
+                             "class with --positive")
+        positive = classes[-1]
+    if positive not in classes and positive not in observed:
+        raise InputError(f"positive class '{positive}' is not a class of the corpus ({', '.join(classes)})")
+    values = (corpus["label"].astype(str) == positive).astype(int)
+    frame = pd.DataFrame({"item_id": corpus["id"].astype(str), "task": task, "labeler": labeler, "kind": kind,
+                          "value": values.astype("Int64"), "raw_answer": corpus["label"].astype(str),
+                          "prompt_hash": None, "latency_ms": None, "tags": None, "note": None, "created_at": now()})
+    return frame.loc[:, list(COLUMNS)]
