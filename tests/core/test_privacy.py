@@ -1,8 +1,8 @@
 import pandas as pd
 
+from mhaudit.core.privacy import pseudonymise
 from mhaudit.tables.corpus.importing import import_source
 from mhaudit.tables.corpus.sources import ReadOptions
-from mhaudit.core.privacy import pseudonymise
 
 
 def test_pseudonyms_are_keyed_stable_and_hide_the_raw_id():
@@ -26,6 +26,7 @@ def test_import_pseudonymises_authors_with_the_local_secret(tmp_path, monkeypatc
 
 def test_a_short_secret_is_refused(monkeypatch, tmp_path):
     import pytest
+
     from mhaudit.core.errors import InputError
     monkeypatch.setenv("MHAUDIT_SECRET", "short")
     with pytest.raises(InputError, match="needs at least 16"):

@@ -6,8 +6,8 @@ import sys
 
 import pandas as pd
 
-from mhaudit.tables.corpus.schema import Corpus
 from mhaudit.experiments.demo import run_demo
+from mhaudit.tables.corpus.schema import Corpus
 
 
 def test_demo_writes_a_synthetic_report_that_finds_the_shift(tmp_path):

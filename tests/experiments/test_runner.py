@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from mhaudit.cli import app
-from mhaudit.experiments.config import load_experiment
 from mhaudit.core.errors import InputError
+from mhaudit.experiments.config import load_experiment
 from mhaudit.experiments.runner import run_experiment
 
 WORDS = {"stress": ["deadline", "bills", "boss", "overtime"], "no_stress": ["garden", "movie", "lunch", "walk"]}
@@ -92,7 +92,7 @@ def test_cli_run_and_bad_experiment_files(tmp_path):
 @pytest.mark.parametrize("name", ["cpfe_open", "cpfe_paper"])
 def test_example_experiment_files_validate(name):
     from pathlib import Path
-    exp = load_experiment(Path(__file__).resolve().parents[1] / "examples" / f"{name}.toml")
+    exp = load_experiment(Path(__file__).resolve().parents[2] / "examples" / f"{name}.toml")
     assert exp.design == "reference" and exp.corpus and exp.model
 
 
@@ -200,7 +200,7 @@ n_boot_ece = 50
 def test_binary_targets_collapse_the_four_class_scores(tmp_path):
     from sklearn.metrics import roc_auc_score
 
-    from mhaudit.experiments.runner import collapse_binary
+    from mhaudit.experiments.binary_targets import collapse_binary
 
     exp = load_experiment(binary_experiment(tmp_path))
     logs = []

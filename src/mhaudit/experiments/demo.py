@@ -13,12 +13,12 @@ import pandas as pd
 from sklearn.metrics import cohen_kappa_score
 
 from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
-from mhaudit.tables.corpus.describe import describe
-from mhaudit.synthetic.simulate import SimulationConfig, simulate
-from mhaudit.tables.io import atomic_path
 from mhaudit.models import create
-from mhaudit.tables.predictions import PredictionSet, predict_corpus
 from mhaudit.report import Result, Section, write_report
+from mhaudit.synthetic.simulate import SimulationConfig, simulate
+from mhaudit.tables.corpus.describe import describe
+from mhaudit.tables.io import write_table
+from mhaudit.tables.predictions import PredictionSet, predict_corpus
 
 DEMO_MODELS = ("tfidf-lr", "char-tfidf-lr")
 # The divergence demo keeps every table but trims the slow parts: two masks (plus none) refitted for C
@@ -61,9 +61,8 @@ def run_demo(out: Path, *, seed: int = 0, n_per_platform: int = 2000, n_boot: in
                 model=name, seed=seed, platform=platform, dataset=dataset))
     predictions = pd.concat(predictions, ignore_index=True)
     attributions = pd.concat(attributions, ignore_index=True)
-    for name, table in (("predictions.parquet", predictions), ("attributions.parquet", attributions)):
-        with atomic_path(out / name) as tmp:
-            table.to_parquet(tmp, index=False)
+    write_table(predictions, out / "predictions.parquet")
+    write_table(attributions, out / "attributions.parquet")
     audit = audit_cpfe(PredictionSet(predictions, corpus.classes),
                        CPFEOptions(reference=reference, seed=seed, n_boot_significance=n_boot,
                                    n_boot_ece=n_boot_ece),

@@ -2,39 +2,35 @@
 
 Every step writes under the output folder, keyed by a hash of its inputs and options, so a re-run
 skips what is finished (a trained seed, its predictions, its attributions). Training jobs go through
-the executor seam (`mhaudit.experiments.executors`). Two designs: 'reference' (train on one platform, audit every
+the executor seam (`mhaudit.core.executors`). Two designs: 'reference' (train on one platform, audit every
 other: the CPFE paper's) and 'all-pairs' (train on every platform, evaluate on every platform: a
 transfer matrix whose diagonal is in-platform).
 
 Binary targets (reference design): a corpus with `binary = { positive = [...], negative = [...] | "rest" }`
 maps to two classes of its own (negative first, positive last, e.g. no_stress / stress) and is only
-scored, never trained on. Each model's logits on its test and calibration rows are collapsed to one
-binary logit, log-sum-exp over the positive classes minus log-sum-exp over the negative ones
-(`collapse_binary`), and a CPFE audit runs on the two-class problem: the reference platform's rows
-collapsed the same way (rows of classes on neither side dropped) against the binary targets. Its tables
-join the report as `binary_*` (section "Binary targets").
+scored, never trained on; `mhaudit.experiments.binary_targets` collapses the models' logits and audits
+the two-class problem (report section "Binary targets").
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-from scipy.special import logsumexp
 
-from mhaudit.experiments.config import BinarySpec, CorpusSpec, Experiment, ModelSpec
+from mhaudit.core.errors import InputError
+from mhaudit.core.executors import run_jobs
+from mhaudit.experiments.binary_targets import BinaryTarget, binary_section
+from mhaudit.experiments.config import CorpusSpec, Experiment, ModelSpec
+from mhaudit.report import Result, Section, write_report
 from mhaudit.tables.corpus.importing import import_source
 from mhaudit.tables.corpus.label_mapping import MultiLabelPolicy
 from mhaudit.tables.corpus.schema import Corpus
 from mhaudit.tables.corpus.sources import ReadOptions
 from mhaudit.tables.corpus.splits import assign_calibration
-from mhaudit.core.errors import InputError
-from mhaudit.experiments.executors import run_jobs
-from mhaudit.tables.predictions import KEY_COLUMNS, PredictionSet, logit_column, scores, sha256_file
-from mhaudit.report import Result, Section, write_report
+from mhaudit.tables.predictions import PredictionSet, sha256_file
 
 
 def step_key(*parts) -> str:
@@ -84,23 +80,6 @@ def build_corpus(exp: Experiment, out: Path, log=print) -> tuple[Corpus, Path, s
     return merged, path, key
 
 
-@dataclass
-class BinaryTarget:
-    """A corpus scored as a two-class problem by multi-class models (see `collapse_binary`)."""
-
-    spec: CorpusSpec
-    corpus: Corpus  # two classes: negative, positive
-    key: str
-
-    @property
-    def binary(self) -> BinarySpec:
-        return self.spec.binary
-
-    def describe(self) -> str:
-        negative, positive = self.corpus.classes
-        return f"{positive} vs {negative} ({self.binary.describe()})"
-
-
 def build_binary_targets(exp: Experiment, out: Path, classes: list[str], log=print) -> list[BinaryTarget]:
     """Import each binary target corpus (cached like `build_corpus`) with a stored calibration split, and
     check its spec against the models' `classes`."""
@@ -136,28 +115,6 @@ def build_binary_targets(exp: Experiment, out: Path, classes: list[str], log=pri
     return targets
 
 
-def collapse_binary(predictions: pd.DataFrame, classes: list[str], binary: BinarySpec, names: list[str],
-                    relabel: bool) -> pd.DataFrame:
-    """Multi-class predictions (one `logit_<class>` per model class) as a binary problem `names` =
-    [negative, positive]: `logit_<positive>` = logsumexp(positive classes' logits) - logsumexp(negative
-    classes' logits), `logit_<negative>` = 0, so the softmax of the two is P(positive side) over
-    P(positive side) + P(negative side) under the model's softmax (with negative "rest", exactly the sum
-    of the positive classes' probabilities). `relabel`: the labels are model classes (the reference
-    platform) and become `names` by side, rows of a class on neither side dropped; else they already
-    are `names` (a binary target)."""
-    negative = binary.negative_classes(classes)
-    z = logsumexp(scores(predictions, binary.positive), axis=1) - logsumexp(scores(predictions, negative), axis=1)
-    labels = predictions["label"].astype(str)
-    if relabel:
-        side = {**{c: names[0] for c in negative}, **{c: names[1] for c in binary.positive}}
-        labels = labels.map(side)
-    keep = labels.notna().to_numpy()
-    out = predictions.loc[keep, list(KEY_COLUMNS)].assign(label=labels[keep]).reset_index(drop=True)
-    out[logit_column(names[0])] = 0.0
-    out[logit_column(names[1])] = z[keep]
-    return out
-
-
 def train_job(corpus_path: str, platform: str, spec: dict, seed: int, folder: str) -> str:
     """One model x seed x training platform (a top-level function so any executor can run it)."""
     from mhaudit.models import create, save_model
@@ -181,7 +138,7 @@ def _explain(model, spec: ModelSpec, corpus: Corpus, seed: int) -> pd.DataFrame:
         if spec.explain == "linear":
             table = model.explain(rows["text"].tolist())
         else:
-            from mhaudit.attribution.gradients import attribution_table
+            from mhaudit.attribution.table import attribution_table
 
             table = attribution_table(model.hf_model, model.tokenizer, rows["text"].tolist(), corpus.classes,
                                       method=spec.explain, labels=rows["label"].tolist(), sample=len(rows),
@@ -195,8 +152,8 @@ def _predict_and_explain(folder: Path, spec: ModelSpec, corpus: Corpus, seed: in
     """Predictions on the corpus, attributions, and raw predictions (model-class logits, the target's own
     labels) on each binary target by its key; each cached in the model's folder."""
     from mhaudit.models import load_model
+    from mhaudit.tables.io import write_table
     from mhaudit.tables.predictions import predict_corpus
-    from mhaudit.models.seeds import write_table
 
     preds_path, attr_path = folder / "predictions.parquet", folder / f"attributions-{spec.explain}.parquet"
     model = None
@@ -250,7 +207,7 @@ def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", worke
         result = _reference_audit(exp, corpus, reference,
                                   pd.concat(attributions, ignore_index=True) if attributions else None)
         if binary_targets:
-            result.sections.append(_binary_section(exp, corpus.classes, reference, binary_targets, binary))
+            result.sections.append(binary_section(exp, corpus.classes, reference, binary_targets, binary))
         adapted = [_adaptation(folder, spec, corpus, seed, exp) for spec, _, seed, folder in places
                    if spec.adapt_epochs > 0]
         if adapted:
@@ -268,7 +225,7 @@ def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", worke
 def _adaptation(folder: Path, spec: ModelSpec, corpus: Corpus, seed: int, exp: Experiment) -> pd.DataFrame:
     from mhaudit.audits.cpfe.adaptation import adaptation_rows, has_adapt
     from mhaudit.models import load_model
-    from mhaudit.models.seeds import write_table
+    from mhaudit.tables.io import write_table
 
     path = folder / f"adaptation-{spec.adapt_epochs}.parquet"
     if not path.exists():
@@ -299,74 +256,14 @@ def _reference_audit(exp: Experiment, corpus: Corpus, predictions: pd.DataFrame,
     return result
 
 
-BINARY_TABLES = ("flags", "discrimination", "per_class_auc", "calibration", "temperature_scaling", "significance",
-                 "equity_summary", "equity", "label_shift")
-
-
-def _binary_section(exp: Experiment, classes: list[str], reference: pd.DataFrame, targets: list[BinaryTarget],
-                    predictions: dict[str, list[pd.DataFrame]]) -> Section:
-    """One CPFE audit per binary problem (targets sharing the collapse and class names are audited
-    together): the reference platform's rows collapsed and relabelled, the targets' rows collapsed."""
-    from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
-
-    problems: dict[tuple, list[BinaryTarget]] = {}
-    for t in targets:
-        problems.setdefault((tuple(t.binary.positive), tuple(t.binary.negative_classes(classes)),
-                             tuple(t.corpus.classes)), []).append(t)
-    home = reference[(reference["platform"] == exp.reference) | (reference["dataset"] == exp.reference)]
-    datasets = sorted(home["dataset"].unique())
-    if len(datasets) != 1:
-        raise InputError(f"binary targets need one data set on the reference platform '{exp.reference}'; it holds "
-                         f"{', '.join(datasets) or 'none'}")
-    a = exp.audit
-    tables: dict[str, list[pd.DataFrame]] = {}
-    for group in problems.values():
-        first = group[0]
-        names = list(first.corpus.classes)
-        ref = collapse_binary(home, classes, first.binary, names, relabel=True)
-        missing = sorted(set(names) - set(ref.loc[ref["split"].isin(["test", "calibration"]), "label"]))
-        if missing:
-            raise InputError(f"binary target {first.describe()}: the reference platform's test rows have no "
-                             f"row for {', '.join(missing)} once collapsed; its AUC is undefined")
-        rows = [collapse_binary(pd.concat(predictions[t.key], ignore_index=True), classes, t.binary, names,
-                                relabel=False) for t in group]
-        # the reference's data set names the reference, as a target may share its platform (Dreaddit is
-        # Reddit); where a target's platform or data set has that name too, the reference's is marked
-        reference_name = datasets[0]
-        if any(((r["platform"] == reference_name) | (r["dataset"] == reference_name)).any() for r in rows):
-            reference_name = f"{reference_name} (reference)"
-            ref = ref.assign(dataset=reference_name)
-        rows.insert(0, ref)
-        options = CPFEOptions(reference=reference_name, n_bins=a.n_bins, n_boot_ece=a.n_boot_ece,
-                              n_boot_significance=a.n_boot, seed=a.seed, calibration_fraction=a.calibration_fraction,
-                              correction=a.correction, non_independent=tuple(tuple(p) for p in a.non_independent),
-                              figures=False)
-        audit = audit_cpfe(PredictionSet(pd.concat(rows, ignore_index=True), names), options)
-        label = f"{names[1]} vs {names[0]}: {first.binary.describe()}"
-        for name in BINARY_TABLES:
-            try:
-                table = audit.table(name)
-            except KeyError:
-                continue
-            if not table.empty:
-                tables.setdefault(name, []).append(table.assign(binary=label)[["binary", *table.columns]])
-    text = ("Binary targets scored by the multi-class models: each model's binary logit is log-sum-exp of the "
-            "positive classes' logits minus log-sum-exp of the negative ones (P(positive) / (P(positive) + "
-            "P(negative)) under its softmax). The reference platform's rows are collapsed the same way (rows of "
-            "classes on neither side dropped) and serve as the reference; the CPFE axes run on the two-class "
-            "problem (binary_discrimination: AUC of the positive class).")
-    return Section("Binary targets", text, {f"binary_{name}": pd.concat(parts, ignore_index=True)
-                                            for name, parts in tables.items()})
-
-
 def transfer_matrix(predictions: dict[str, list[pd.DataFrame]], classes: list[str], n_bins: int = 10) -> pd.DataFrame:
     """Macro-AUC, macro-F1 and ECE of every (model, training platform) on every evaluation platform,
     mean and SD over seeds; the diagonal (train = evaluation platform) is in-platform."""
     from sklearn.metrics import f1_score
 
-    from mhaudit.tables.predictions import scores
     from mhaudit.stats.auc import macro_auc
     from mhaudit.stats.calibration import ece, softmax
+    from mhaudit.tables.predictions import scores
 
     rows = []
     for train_platform, tables in predictions.items():

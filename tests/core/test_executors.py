@@ -1,11 +1,10 @@
 """The executor seam: in-process, local processes and a local Ray instance give the same results."""
 
-import os
 
 import pytest
 
 from mhaudit.core.errors import InputError
-from mhaudit.experiments.executors import run_jobs
+from mhaudit.core.executors import run_jobs
 
 
 def square_plus(x, y=0):
