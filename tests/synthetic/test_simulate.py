@@ -4,11 +4,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mhaudit.synthetic.simulate import CLASSES, SimulationConfig, simulate, word_list
 from mhaudit.models import create
-from mhaudit.tables.predictions import predict_corpus, scores
 from mhaudit.stats.auc import macro_auc
 from mhaudit.stats.calibration import softmax
+from mhaudit.synthetic.simulate import CLASSES, SimulationConfig, simulate, word_list
+from mhaudit.tables.predictions import predict_corpus, scores
 
 
 def cross_platform_aucs(config):

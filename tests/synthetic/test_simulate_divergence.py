@@ -14,6 +14,7 @@ from sklearn.metrics import f1_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from mhaudit.features.word_lists import load
 from mhaudit.synthetic.simulate_divergence import (
     CLASSES,
     DOMAINS,
@@ -24,7 +25,6 @@ from mhaudit.synthetic.simulate_divergence import (
     stress_keywords,
     word_list,
 )
-from mhaudit.features.word_lists import load
 
 HUMAN = ("synthetic_forum", "synthetic_tweets_gold")
 AUTO = ("synthetic_tweets_auto", "synthetic_forum_auto")

@@ -91,8 +91,8 @@ def export(
                                                      "with its text, prefilled with --labeler's labels.")] = None,
 ) -> None:
     """Write labels (or a sheet to label elsewhere) as CSV, JSONL or Parquet."""
-    from mhaudit.weak_supervision.sheets import blank_sheet, write_sheet
     from mhaudit.tables.label_store import KINDS, LabelStore
+    from mhaudit.weak_supervision.sheets import blank_sheet, write_sheet
 
     if not labels.exists():
         raise InputError("no such label store", path=labels)
@@ -148,9 +148,9 @@ def import_(
                                                             "same labeler.")] = False,
 ) -> None:
     """Read an annotation sheet into the label store; a value other than 0/1 stops the import."""
+    from mhaudit.tables.label_store import LabelStore
     from mhaudit.weak_supervision.annotate.adjudication import TAGS
     from mhaudit.weak_supervision.sheets import ChoiceMap, Options, check_labeler_kinds, read_sheet
-    from mhaudit.tables.label_store import LabelStore
 
     opts = Options(labeler=labeler, task=task, kind=kind, user=user, label_field=label_field,
                    tags_field=tags_field, note_field=note_field, id_field=id_field,

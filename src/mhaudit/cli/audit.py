@@ -44,10 +44,10 @@ def cpfe(predictions: Annotated[list[Path], typer.Option("--predictions", help="
          ) -> None:
     """The cross-platform five-axis audit (CPFE) of predictions from any model."""
     from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
+    from mhaudit.report import write_report
     from mhaudit.tables.attributions import read_attributions
     from mhaudit.tables.corpus.schema import Corpus
     from mhaudit.tables.predictions import PredictionColumns, read_predictions, sha256_file
-    from mhaudit.report import write_report
 
     preds = read_predictions(predictions, classes=classes.split(",") if classes else None,
                              columns=PredictionColumns(label=label_col, platform=platform_col), model=model,
@@ -107,9 +107,9 @@ def divergence(corpora: Annotated[list[Path], typer.Option("--corpus", help="Bin
     from mhaudit.audits.divergence import DivergenceOptions, audit_divergence
     from mhaudit.audits.divergence.baselines import baselines_from_predictions
     from mhaudit.audits.divergence.conflicts import write_conflicts
+    from mhaudit.report import write_report
     from mhaudit.tables.corpus.schema import merge_corpora
     from mhaudit.tables.predictions import read_predictions
-    from mhaudit.report import write_report
 
     corpus = merge_corpora(corpora)
     split = lambda text: tuple(x.strip() for x in text.split(",") if x.strip())  # noqa: E731

@@ -1,5 +1,5 @@
 """`mhaudit benchmark`: several models on one labelled binary corpus under holdout and cross-validation
-(docs/benchmark_protocol.md). Heavy modules are imported inside the command, so `mhaudit --help` stays fast."""
+(docs/model_selection.md). Heavy modules are imported inside the command, so `mhaudit --help` stays fast."""
 
 from __future__ import annotations
 
@@ -69,11 +69,12 @@ def benchmark(
 ) -> None:
     """Benchmark models on one labelled corpus under a stratified holdout and cross-validation, side by side."""
     from mhaudit.audits.model_selection.options import ModelSelectionOptions
-    from mhaudit.audits.model_selection.run import run_model_selection, write_predictions
+    from mhaudit.audits.model_selection.run import run_model_selection
     from mhaudit.audits.model_selection.sources import label_sources
     from mhaudit.audits.model_selection.tables import summary_lines
-    from mhaudit.tables.corpus.schema import Corpus
     from mhaudit.report import write_report
+    from mhaudit.tables.corpus.schema import Corpus
+    from mhaudit.tables.io import write_table
 
     c = Corpus.read(corpus)
     frame = c.frame
@@ -99,6 +100,6 @@ def benchmark(
                                                "difference"]]
         print_table("Protocol effect on F1 (CV − holdout)", f1)
     paths = write_report(run.result, out_dir)
-    write_predictions(run.predictions, out_dir / "predictions.parquet")
+    write_table(run.predictions, out_dir / "predictions.parquet")
     out.print(f"report: {paths[0].parent / 'report.html'} (also .md and .json); out-of-fold predictions: "
               f"{out_dir / 'predictions.parquet'}")

@@ -92,11 +92,12 @@ def bluesky(
                                           "(the overlap adds no duplicate).")] = 5.0,
 ) -> None:
     """Stream posts matching the lexicons into --db; resumable from the saved cursor (rerun the same command)."""
-    from mhaudit.weak_supervision.collect.collector import CollectOptions, Collector, PostFilter, RetryPolicy, parse_duration
-    from mhaudit.weak_supervision.collect.jetstream import FIREHOSE, JETSTREAM
-    from mhaudit.weak_supervision.lexicons import Lexicon
+    from mhaudit.weak_supervision.collect.collector import (CollectOptions, Collector, PostFilter, RetryPolicy,
+                                                            parse_duration)
     from mhaudit.weak_supervision.collect.dialects import check_store_path
+    from mhaudit.weak_supervision.collect.jetstream import FIREHOSE, JETSTREAM
     from mhaudit.weak_supervision.collect.store import PostStore
+    from mhaudit.weak_supervision.lexicons import Lexicon
 
     db_path = check_store_path(db)
     if not lexicon:

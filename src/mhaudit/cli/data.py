@@ -80,7 +80,8 @@ def describe(corpus_path: Annotated[Path, typer.Argument(help="Corpus Parquet fi
              as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
              ) -> None:
     """Rows per platform/split/label, label-source mix and text length."""
-    from mhaudit.tables.corpus.describe import describe as run, tokenizer_tokens, whitespace_tokens
+    from mhaudit.tables.corpus.describe import describe as run
+    from mhaudit.tables.corpus.describe import tokenizer_tokens, whitespace_tokens
     from mhaudit.tables.corpus.schema import Corpus
 
     corpus = Corpus.read(corpus_path)
@@ -180,7 +181,8 @@ def simulate(out_path: Annotated[Path, typer.Option("--out", help="Corpus Parque
              seed: int = 0, n_per_platform: int = 2000,
              no_shift: Annotated[bool, typer.Option(help="Switch every shift off.")] = False) -> None:
     """Write the built-in SYNTHETIC multi-platform corpus."""
-    from mhaudit.synthetic.simulate import SimulationConfig, simulate as run
+    from mhaudit.synthetic.simulate import SimulationConfig
+    from mhaudit.synthetic.simulate import simulate as run
 
     config = (SimulationConfig.no_shift if no_shift else SimulationConfig)(seed=seed,
                                                                            n_per_platform=n_per_platform)

@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from mhaudit.cli.console import err, guarded, out, print_table
 from mhaudit.core.errors import InputError
+
+if TYPE_CHECKING:
+    from mhaudit.weak_supervision.labelers.llm import RunReport
 
 app = typer.Typer(help="Weak labels: ask an LLM for 1 or 0 per item, stored in a labels table.", no_args_is_help=True)
 
@@ -52,99 +55,111 @@ def llm(items: Annotated[Path, typer.Option("--items", help="Post store (.sqlite
                                                                                 "as JSON here.")] = None,
         progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True) -> None:
     """Label items with an LLM (1 = positive, 0 = negative), resumably, one stored label per item."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    from mhaudit.tables.io import write_text_atomic
-    from mhaudit.weak_supervision.labelers.llm import (
-        RetryPolicy, RunReport, brief, check_run_options, draw_examples, label_items, make_backend, read_items,
-        read_pool,
-    )
+    from mhaudit.weak_supervision.labelers.llm import check_run_options
+    from mhaudit.weak_supervision.labelers.llm_backends import make_backend
+    from mhaudit.weak_supervision.labelers.llm_items import read_items, shot_examples
+    from mhaudit.weak_supervision.labelers.llm_retry import RetryPolicy
     from mhaudit.weak_supervision.labelers.prompts import load_prompt
-    from mhaudit.tables.label_store import LabelStore
 
     spec = load_prompt(prompt or task)
     if spec.task != task:
         err.print(f"note: prompt {escape(spec.source)} was written for task '{escape(spec.task)}'; labels are "
                   f"stored under task '{escape(task)}'", highlight=False, soft_wrap=True)
     frame = read_items(items, id_col=id_col, text_col=text_col)
-    k = spec.default_shots if shots is None else shots
-    if k < 0:
-        raise InputError("--shots must be >= 0")
-    examples = []
-    if k:
-        if pool is None:
-            raise InputError(f"{k}-shot prompting needs --pool (a labelled corpus with text and label)"
-                             + ("; the stress prompt is 3-shot by default, pass --shots 0 for zero-shot"
-                                if shots is None else ""))
-        examples = draw_examples(read_pool(pool, positive=positive), k, seed=seed,
-                                 exclude_ids=set(frame["id"]), exclude_texts=set(frame["text"]))
+    examples = shot_examples(frame, shots, default_shots=spec.default_shots, pool=pool, positive=positive, seed=seed)
     client = make_backend(backend, url, model, timeout=timeout, policy=RetryPolicy(retries, backoff), seed=seed,
                           max_tokens=max_tokens, constrain=constrain, api_key=api_key or os.environ.get(
                               "MHAUDIT_LLM_API_KEY"), concurrency=concurrency)
-    holder = {}
-    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[status]}"), TimeRemainingColumn(), console=err,
-                   disable=not progress, transient=False)
+    tracker = _RunProgress(task, enabled=progress)
+    check_run_options(concurrency, limit)
+    _prepare(client, report_json, task=task, labeler=labeler, shots=len(examples), n_items=len(frame))
+    report, code = _label(client, labels, tracker, report_json, frame=frame, task=task, prompt=spec,
+                          examples=examples, labeler=labeler, concurrency=concurrency, limit=limit)
+    if report is not None:
+        _show(report)
+        _write_report(report_json, report)
+    if code:
+        raise typer.Exit(code)
 
-    def started(report) -> None:
-        holder["report"] = report
-        err.print(f"labelling {report.n_todo} of {report.n_items} items for task '{escape(task)}' with "
+
+class _RunProgress:
+    """The run's start line and progress bar; keeps the report for a run that Ctrl-C ends."""
+
+    def __init__(self, task: str, *, enabled: bool):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.task, self.report, self.bar = task, None, None
+        self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("{task.fields[status]}"), TimeRemainingColumn(), console=err,
+                                 disable=not enabled, transient=False)
+
+    def started(self, report) -> None:
+        self.report = report
+        err.print(f"labelling {report.n_todo} of {report.n_items} items for task '{escape(self.task)}' with "
                   f"{escape(report.labeler)} ({report.backend} at {escape(report.url)}, constrain {report.constrain}, "
                   f"{report.shots}-shot, prompt {report.prompt_hash[:12]}); {report.n_skipped} already labelled",
                   highlight=False, soft_wrap=True)
-        holder["bar"] = bar.add_task("labels", total=report.n_todo, status="")
+        self.bar = self.progress.add_task("labels", total=report.n_todo, status="")
 
-    def answered(item_id, answer, report) -> None:
+    def answered(self, item_id, answer, report) -> None:
         rate = report.n_answered / max(1, report.n_answered + report.n_failed)
-        bar.update(holder["bar"], advance=1, status=f"invalid {report.n_invalid} failed {report.n_failed} "
-                                                    f"positive {report.n_positive} ({rate:.0%} answered)")
+        self.progress.update(self.bar, advance=1, status=f"invalid {report.n_invalid} failed {report.n_failed} "
+                                                         f"positive {report.n_positive} ({rate:.0%} answered)")
 
-    def write_report(report) -> None:
-        if report_json and report is not None:  # atomically: a reader never sees half a report
-            write_text_atomic(report_json, json.dumps(report.as_dict(), indent=2, default=str, allow_nan=False))
 
-    check_run_options(concurrency, limit)
-    try:  # the server first: a run that cannot start leaves no (empty) label store behind
+def _prepare(client, report_json: Path | None, **run) -> None:
+    """Check the server first: a run that cannot start leaves no (empty) label store behind, only its report."""
+    from mhaudit.weak_supervision.labelers.llm import unstarted_report
+
+    try:
         client.prepare()
     except InputError as exc:
         client.close()
-        write_report(RunReport(task=task, labeler=labeler or str(client.model or ""), prompt_hash="",
-                               backend=client.name, url=client.url,
-                               constrain=client.constrain, shots=len(examples), n_items=len(frame),
-                               stop_reason=brief(exc)))
+        _write_report(report_json, unstarted_report(client, exc, **run))
         raise
     except BaseException:
         client.close()
         raise
-    code = 0
+
+
+def _label(client, labels: Path, tracker: _RunProgress, report_json: Path | None, *, frame,
+           **run) -> tuple[RunReport | None, int]:
+    """Run the labelling into the label store: (the report or None, exit code); closes the store and the client."""
+    from mhaudit.tables.label_store import LabelStore
+    from mhaudit.weak_supervision.labelers.llm import label_items
+
     try:
         store = LabelStore(labels)
     except BaseException:
         client.close()
         raise
+    code = 0
     try:
-        with bar:
-            report = label_items(frame, task=task, store=store, backend=client, prompt=spec, examples=examples,
-                                 labeler=labeler, concurrency=concurrency, limit=limit, on_result=answered,
-                                 on_start=started)
+        with tracker.progress:
+            report = label_items(frame, store=store, backend=client, on_result=tracker.answered,
+                                 on_start=tracker.started, **run)
     except KeyboardInterrupt:
-        report, code = holder.get("report"), 130
+        report, code = tracker.report, 130
         err.print("interrupted: every answer received so far is stored; run the same command again to go on",
                   highlight=False, soft_wrap=True)
     except InputError as exc:  # a fatal stop (server gone, model unloaded): the partial report, marked stopped
         report = getattr(exc, "report", None)
         if report is not None:
             _show(report)
-            write_report(report)
+            _write_report(report_json, report)
         raise
     finally:
         store.close()
         client.close()
-    if report is not None:
-        _show(report)
-        write_report(report)
-    if code:
-        raise typer.Exit(code)
+    return report, code
+
+
+def _write_report(report_json: Path | None, report) -> None:
+    """The run report as JSON, if asked for; atomically: a reader never sees half a report."""
+    from mhaudit.tables.io import write_text_atomic
+
+    if report_json and report is not None:
+        write_text_atomic(report_json, json.dumps(report.as_dict(), indent=2, default=str, allow_nan=False))
 
 
 def _show(report) -> None:

@@ -40,8 +40,8 @@ def train(corpus: Annotated[Path, typer.Option(help="Corpus Parquet file.")],
           option: Annotated[list[str] | None, typer.Option(help="Model option KEY=VALUE, repeatable.")] = None,
           ) -> None:
     """Train a model on one platform, one folder per seed (finished seeds are not retrained)."""
-    from mhaudit.tables.corpus.schema import Corpus
     from mhaudit.models.seeds import DEFAULT_SEEDS, train_seeds
+    from mhaudit.tables.corpus.schema import Corpus
 
     train_seeds(Corpus.read(corpus), platform, model, seed or DEFAULT_SEEDS, out_dir, parse_options(option),
                 log=out.print)
@@ -55,8 +55,9 @@ def predict(model_dir: Annotated[Path, typer.Option("--model", help="A trained m
             name: Annotated[str | None, typer.Option(help="Model name in the table (default: registry name).")]
             = None) -> None:
     """Score a corpus with trained model(s): one predictions table with a seed column."""
+    from mhaudit.models.seeds import model_folders, predict_folders
     from mhaudit.tables.corpus.schema import Corpus
-    from mhaudit.models.seeds import model_folders, predict_folders, write_table
+    from mhaudit.tables.io import write_table
 
     table = predict_folders(model_folders(model_dir), Corpus.read(corpus), tuple(splits.split(",")), name)
     write_table(table, out_path)

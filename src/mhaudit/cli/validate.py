@@ -102,7 +102,7 @@ def sample(labels: LabelsOpt,
            weak: Annotated[str | None, typer.Option(help="Weak labeler (default: the only llm/lexicon one).")] = None,
            seed: Annotated[int, typer.Option(help="Seed of the random draw.")] = 0) -> None:
     """Draw a stratified random sample by weak label (both classes present) for human annotation."""
-    from mhaudit.audits.agreement.report import sample_for_validation, write_validation_set
+    from mhaudit.audits.agreement import sample_for_validation, write_validation_set
 
     frame = sample_for_validation(_read_label_files(labels), _read_items(items), task, n, weak_labeler=weak,
                                   positive_share=positive_share, sizes=_parse_sizes(sizes) if sizes else None,
@@ -130,7 +130,7 @@ def report(labels: LabelsOpt, task: TaskOpt,
            n_boot: Annotated[int, typer.Option(help="Bootstrap resamples for the CIs.")] = 2000,
            seed: Annotated[int, typer.Option(help="Seed of the bootstraps.")] = 0) -> None:
     """Agreement report: human-human kappa (and alpha), the weak labeler against the reference, error sources."""
-    from mhaudit.audits.agreement.report import agreement_report, read_validation_set
+    from mhaudit.audits.agreement import agreement_report, read_validation_set
     from mhaudit.report import write_report
 
     validation = read_validation_set(sample_path) if sample_path else None
@@ -160,8 +160,8 @@ def weak_lexicon(items: Annotated[Path, typer.Option(help="Corpus or items table
                  labels: Annotated[Path, typer.Option("--labels", help="Labels table to write or add to.")],
                  lexicon: Annotated[str, typer.Option(help="Built-in lexicon (si, mh) or a TOML file.")] = "mh") -> None:
     """Label items with a lexicon (1 if any term matches) as a weak labeler."""
-    from mhaudit.weak_supervision.lexicons import Lexicon
     from mhaudit.weak_supervision.labelers.lexicon import lexicon_labels
+    from mhaudit.weak_supervision.lexicons import Lexicon
 
     lex = Lexicon.load(lexicon)
     frame = lexicon_labels(_read_items(items), lex, task)
@@ -183,7 +183,7 @@ def corpus_labels(corpus: Annotated[Path, typer.Option(help="Binary corpus (Parq
                   positive: Annotated[str | None, typer.Option(help="Positive class (default: the last class).")]
                   = None) -> None:
     """Enter a corpus's own labels (e.g. a data set's expert labels) into a labels table as a reference."""
-    from mhaudit.audits.agreement.report import labels_from_corpus
+    from mhaudit.audits.agreement import labels_from_corpus
     from mhaudit.tables.corpus.schema import Corpus
 
     if kind not in ("human", "adjudicated"):

