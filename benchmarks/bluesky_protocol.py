@@ -50,12 +50,13 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import pandas as pd  # noqa: E402
 
 from mhaudit.audits.model_selection.options import ModelSelectionOptions, ModelSpec  # noqa: E402
-from mhaudit.audits.model_selection.run import run_model_selection, write_predictions  # noqa: E402
+from mhaudit.audits.model_selection.run import run_model_selection  # noqa: E402
 from mhaudit.audits.model_selection.tables import summary_lines  # noqa: E402
-from mhaudit.weak_supervision.lexicons import Lexicon  # noqa: E402
-from mhaudit.tables.corpus.importing import import_source  # noqa: E402
-from mhaudit.tables.label_store import now, write_labels  # noqa: E402
 from mhaudit.report import write_report  # noqa: E402
+from mhaudit.tables.corpus.importing import import_source  # noqa: E402
+from mhaudit.tables.io import write_table  # noqa: E402
+from mhaudit.tables.label_store import now, write_labels  # noqa: E402
+from mhaudit.weak_supervision.lexicons import Lexicon  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("MHAUDIT_SHARED_DATA", REPO.parent / "shared" / "data")) / "bluesky_depression"
@@ -141,7 +142,7 @@ def main() -> None:
                                       references={ref_name: ref},
                                       title=f"Bluesky depression ({tier}): trained on {train_name}")
             write_report(run.result, where)
-            write_predictions(run.predictions, where / "predictions.parquet")
+            write_table(run.predictions, where / "predictions.parquet")
             wall = time.perf_counter() - t0
             print(summary_lines(run.result.table("summary")).to_string(index=False), flush=True)
             effect = run.result.table("protocol_effect")

@@ -39,8 +39,8 @@ sys.path.insert(0, str(REPO))  # the tests' stream server
 os.environ.setdefault("MHAUDIT_SECRET", "collect-speed-benchmark-secret")  # never touch ~/.config
 
 from mhaudit.weak_supervision.collect.collector import CollectOptions, Collector, PostFilter  # noqa: E402
-from mhaudit.weak_supervision.lexicons import Lexicon  # noqa: E402
 from mhaudit.weak_supervision.collect.store import PostStore  # noqa: E402
+from mhaudit.weak_supervision.lexicons import Lexicon  # noqa: E402
 
 FLOOR = 5_000  # events/s
 T0 = 1_747_000_000_000_000

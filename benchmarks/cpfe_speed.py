@@ -123,8 +123,13 @@ def run_ours(predictions: PredictionSet, profile: bool):
 
 def run_fairscope(labels, logits, pairs, all_pairs):
     from fairscope.nlp.cross_platform import CPFEProtocol
-    from fairscope.nlp.metrics import macro_auc, macro_f1, multiclass_ece, per_class_disparate_impact, \
-        per_class_equalized_odds
+    from fairscope.nlp.metrics import (
+        macro_auc,
+        macro_f1,
+        multiclass_ece,
+        per_class_disparate_impact,
+        per_class_equalized_odds,
+    )
 
     def data(m, s):
         return {p: {"y_true": labels[p], "probs": softmax(logits[(m, s, p)])} for p in PLATFORMS}

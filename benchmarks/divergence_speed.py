@@ -78,7 +78,7 @@ def statistics_stage(sizes: dict[str, int]) -> dict:
     import pandas as pd
 
     from mhaudit.audits.divergence import tables as T
-    from mhaudit.stats.binary import degree_of_divergence
+    from mhaudit.stats.divergence import degree_of_divergence
 
     rng = np.random.default_rng(0)
     y = {d: rng.integers(0, 2, n).astype(np.int8) for d, n in sizes.items()}

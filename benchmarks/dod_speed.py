@@ -20,12 +20,11 @@ import resource
 import time
 
 import numpy as np
+from bootstrap_speed import peak_mb  # the same tracemalloc helper (benchmarks/ is on sys.path)
 from sklearn.metrics import f1_score
 
-from bootstrap_speed import peak_mb  # the same tracemalloc helper (benchmarks/ is on sys.path)
-
-from mhaudit.stats import classification
-from mhaudit.stats.binary import degree_of_divergence
+from mhaudit.stats import binary
+from mhaudit.stats.divergence import degree_of_divergence
 
 SETS = {  # name: (n, prevalence, accuracy of x, accuracy of a, side)
     "dreaddit_test": (715, 0.52, 0.74, 0.70, "human"),
@@ -73,7 +72,7 @@ def agreement(groups, human, auto, draws: np.ndarray, n_boot: int, seed: int, ro
     for name, child in zip(human + auto, children):
         y, px, pa = groups[name]
         counts = []
-        for _, block in classification._count_blocks(y, n_boot, child, False):
+        for _, block in binary._count_blocks(y, n_boot, child, False):
             counts.extend(block[:rows - len(counts)])
             if len(counts) == rows:
                 break
@@ -116,7 +115,7 @@ def main() -> None:
     print(f"data sets: human [{', '.join(human)}], auto [{', '.join(auto)}]; n = {sizes} (total {n_total:,})")
     print(f"B={b:,}  cpus={os.cpu_count()}  load average {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
     print(f"degree_of_divergence     first {times[0]:6.2f} s  best {min(times):6.2f} s  "
-          f"peak {mem:6.1f} MB traced (blocks of {classification._BLOCK_CELLS:,} counts)")
+          f"peak {mem:6.1f} MB traced (blocks of {binary._BLOCK_CELLS:,} counts)")
     print(f"naive sklearn loop       {t_naive:6.1f} s  (ran {args.naive} resamples in {t_naive_run:.1f} s, "
           f"extrapolated per resample to {b:,})")
     print(f"speed-up                 first {t_naive / times[0]:6.1f} x  best {t_naive / min(times):6.1f} x")

@@ -45,7 +45,8 @@ import torch
 import torch.nn.functional as F
 
 from mhaudit.models import create
-from mhaudit.models.transformer import resolve_checkpoint, seed_everything
+from mhaudit.models.checkpoints import resolve_checkpoint
+from mhaudit.models.torch_runtime import seed_everything
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "dair_emotion" / "train.txt"
 SEED, MAX_LENGTH, BATCH, EVAL_BATCH = 42, 64, 32, 64
