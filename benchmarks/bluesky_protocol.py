@@ -141,21 +141,21 @@ def main() -> None:
             run = run_model_selection(frame, corpus.classes, options, train_labels=train, train_source=train_name,
                                       references={ref_name: ref},
                                       title=f"Bluesky depression ({tier}): trained on {train_name}")
-            write_report(run.result, where)
-            write_table(run.predictions, where / "predictions.parquet")
+            write_report(run, where)
+            write_table(run.outputs["predictions"], where / "predictions.parquet")
             wall = time.perf_counter() - t0
-            print(summary_lines(run.result.table("summary")).to_string(index=False), flush=True)
-            effect = run.result.table("protocol_effect")
+            print(summary_lines(run.table("summary")).to_string(index=False), flush=True)
+            effect = run.table("protocol_effect")
             if not effect.empty:
                 print(effect[effect["metric"] == "f1"][["model", "scored_against", "holdout_value", "cv_mean",
                                                         "difference"]].to_string(index=False), flush=True)
-            print(run.result.table("training_vs_reference")[["training_source", "reference", "n", "precision",
+            print(run.table("training_vs_reference")[["training_source", "reference", "n", "precision",
                                                               "recall", "f1", "kappa"]].to_string(index=False))
             print(f"{run_name} / {tier}: {wall / 60:.1f} min wall, load average {os.getloadavg()}", flush=True)
             summary["runs"][f"{run_name}/{tier}"] = {
                 "wall_seconds": wall, "rows": subsample or len(frame),
-                "summary": run.result.table("summary").to_dict("records"),
-                "training_vs_reference": run.result.table("training_vs_reference").to_dict("records")}
+                "summary": run.table("summary").to_dict("records"),
+                "training_vs_reference": run.table("training_vs_reference").to_dict("records")}
     summary["wall_seconds"] = time.perf_counter() - started
     summary["load_average_end"] = os.getloadavg()
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))

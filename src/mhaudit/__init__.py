@@ -1,3 +1,67 @@
-"""mhaudit: audit mental-health text classifiers across platforms and label sources."""
+"""mhaudit: audit mental-health text classifiers across platforms and label sources.
+
+The public Python API (docs/api.md)::
+
+    import mhaudit as mh
+    result = mh.audit_cpfe(mh.read_predictions(["preds.csv"]), mh.CPFEOptions(reference="reddit"))
+    mh.write_report(result, "report/")
+
+Names are loaded on first use, so `import mhaudit` (and `mhaudit --help`) stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
+
+# public name -> (module, attribute)
+_PUBLIC = {
+    # readers
+    "read_corpus": ("mhaudit.tables.corpus.schema", "read_corpus"),
+    "read_predictions": ("mhaudit.tables.predictions", "read_predictions"),
+    "read_labels": ("mhaudit.tables.label_store", "read_labels"),
+    "read_attributions": ("mhaudit.tables.attributions", "read_attributions"),
+    "Corpus": ("mhaudit.tables.corpus.schema", "Corpus"),
+    "PredictionSet": ("mhaudit.tables.predictions", "PredictionSet"),
+    # audits and their options
+    "audit_cpfe": ("mhaudit.audits.cpfe", "audit_cpfe"),
+    "CPFEOptions": ("mhaudit.audits.cpfe", "CPFEOptions"),
+    "audit_divergence": ("mhaudit.audits.divergence", "audit_divergence"),
+    "DivergenceOptions": ("mhaudit.audits.divergence", "DivergenceOptions"),
+    "agreement_report": ("mhaudit.audits.agreement", "agreement_report"),
+    "run_model_selection": ("mhaudit.audits.model_selection", "run_model_selection"),
+    "ModelSelectionOptions": ("mhaudit.audits.model_selection", "ModelSelectionOptions"),
+    "AUDITS": ("mhaudit.audits", "AUDITS"),
+    # results, reports, progress
+    "AuditResult": ("mhaudit.report", "AuditResult"),
+    "write_report": ("mhaudit.report", "write_report"),
+    "Progress": ("mhaudit.core.progress", "Progress"),
+    "InputError": ("mhaudit.core.errors", "InputError"),
+    # models
+    "create_model": ("mhaudit.models", "create"),
+    "register_model": ("mhaudit.models", "register"),
+    "load_model": ("mhaudit.models", "load_model"),
+    "save_model": ("mhaudit.models", "save_model"),
+    "model_names": ("mhaudit.models.base", "model_names"),
+    "predict_corpus": ("mhaudit.tables.predictions", "predict_corpus"),
+    # the built-in SYNTHETIC corpora
+    "simulate": ("mhaudit.synthetic.simulate", "simulate"),
+    "SimulationConfig": ("mhaudit.synthetic.simulate", "SimulationConfig"),
+    "simulate_divergence": ("mhaudit.synthetic.simulate_divergence", "simulate_divergence"),
+    "DivergenceConfig": ("mhaudit.synthetic.simulate_divergence", "DivergenceConfig"),
+}
+__all__ = ["__version__", *_PUBLIC]
+
+
+def __getattr__(name: str):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'mhaudit' has no attribute '{name}'")
+    module, attribute = _PUBLIC[name]
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value  # once loaded, a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -112,7 +112,7 @@ def test_two_annotators_adjudication_and_error_sources():
     m = result.table("weak_vs_reference").set_index("metric")
     assert m.loc["kappa", "estimate"] == pytest.approx(cohen_kappa_score(truth[keep], weak[keep]))
     assert m.loc["observed_agreement", "estimate"] == pytest.approx(34 / 38)
-    assert "left out of the reference" in result.sections[0].text
+    assert "left out of the reference" in result.summary
     errors = result.table("error_sources").set_index(["outcome", "tag"])["items"]
     n_fp = int(((weak[keep] == 1) & (truth[keep] == 0)).sum())
     n_fn = int(((weak[keep] == 0) & (truth[keep] == 1)).sum())
@@ -153,7 +153,7 @@ def test_outdated_agreed_consensus_is_not_the_reference():
     assert comp["outdated 'agreed' consensus (consensus): an annotator changed their label since; ignored"] == 2
     assert comp["annotators agree (2 or more labels)"] == 1  # item 2, by the annotators' current label
     assert comp["items scored (reference and weak label)"] == 9
-    assert "1 items on which the annotators disagree" in result.sections[0].text
+    assert "1 items on which the annotators disagree" in result.summary
     confusion = result.table("confusion_matrix")
     assert confusion[["weak_0", "weak_1"]].to_numpy()[:2].tolist() == [[4, 0], [1, 4]]  # item 2: reference 1
     # An adjudicated consensus (raw_answer 'adjudicated') settles the disagreement whatever the annotators say.
@@ -211,7 +211,7 @@ def test_one_class_kappa_is_undefined_not_a_crash():
     assert pair["observed_agreement"] == 1.0
     m = result.table("weak_vs_reference").set_index("metric")
     assert np.isnan(m.loc["recall", "estimate"]) and "no positive item" in m.loc["recall", "reason"]
-    assert "n/a (undefined" in result.sections[0].text
+    assert "n/a (undefined" in result.summary
     md = result.table("weak_vs_reference").to_dict("records")  # renders without error
     assert md
 

@@ -2,6 +2,7 @@
 and none without it, undefined values marked, and the report's named tables."""
 
 import json
+import re
 import warnings
 
 import numpy as np
@@ -14,7 +15,7 @@ from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
 from mhaudit.cli import app
 from mhaudit.core.errors import InputError
 from mhaudit.models import create
-from mhaudit.report import write_report
+from mhaudit.report import VERDICT_COLUMNS, write_report
 from mhaudit.stats.calibration import softmax
 from mhaudit.synthetic.simulate import SimulationConfig, simulate
 from mhaudit.tables.predictions import PredictionSet, predict_corpus
@@ -71,7 +72,11 @@ def test_report_has_every_named_table(result, tmp_path):
     names = {name for s in report["sections"] for name in s["tables"]}
     assert {"discrimination", "per_class_auc", "calibration", "per_class_calibration", "temperature_scaling",
             "significance", "equity", "attribution_stability", "sensitivity", "length", "label_shift",
-            "flags", "model_comparison"} <= names
+            "model_comparison"} <= names
+    assert "flags" not in names  # the flags are the verdict rows now, not a second table
+    verdicts = pd.DataFrame(report["verdicts"])
+    assert list(verdicts.columns) == VERDICT_COLUMNS and set(verdicts["audit"]) == {"cpfe"}
+    assert set(verdicts["axis"]) == {"discrimination", "calibration", "equity"}
     assert report["options"]["reference"] == "home" and report["options"]["classes"] == CLASSES
 
 
@@ -148,7 +153,7 @@ def test_non_independent_rows_are_marked_and_left_out_of_the_summary():
     disc = result.table("discrimination").set_index("platform")
     assert disc.loc["away1", "non_independent"] and not disc.loc["away2", "non_independent"]
     drop = f"{disc.loc['away2', 'delta_auc_pct']:+.1f}%"
-    assert f"by {drop} to {drop}" in result.sections[0].text
+    assert f"by {drop} to {drop}" in result.summary
 
 
 def audit_simulated(config, n_boot=300):
@@ -162,21 +167,23 @@ def audit_simulated(config, n_boot=300):
         result = audit_cpfe(PredictionSet(preds, corpus.classes),
                             CPFEOptions(reference="synthetic-forum", seed=config.seed, n_boot_significance=n_boot,
                                         n_boot_ece=200, figures=False))
-    return result.table("flags")
+    return result.verdicts.assign(raised=lambda v: v["severity"] != "pass")
 
 
 def test_planted_shift_raises_every_named_flag():
-    flags = audit_simulated(SimulationConfig(n_per_platform=1500, auto_platforms=()))
-    raised = flags.groupby("flag")["raised"].all()
-    assert raised[["auc_drop_beyond_ci", "ece_above_0.10", "di_below_0.80"]].all()
+    verdicts = audit_simulated(SimulationConfig(n_per_platform=1500, auto_platforms=()))
+    first = verdicts.drop_duplicates(["axis", "target"])  # equity: the four-fifths row comes before the one-half row
+    raised = first.groupby("axis")["raised"].all()
+    assert raised[["discrimination", "calibration", "equity"]].all()
+    assert set(verdicts.loc[verdicts["raised"], "severity"]) <= {"warn", "fail"}
 
 
 @pytest.mark.slow
 def test_no_shift_raises_at_most_5pct_false_flags_over_20_seeds():
-    flags = pd.concat([audit_simulated(SimulationConfig.no_shift(seed=s, n_per_platform=1200, auto_platforms=()),
+    verdicts = pd.concat([audit_simulated(SimulationConfig.no_shift(seed=s, n_per_platform=1200, auto_platforms=()),
                                        n_boot=200) for s in range(20)])
-    assert len(flags) == 20 * 2 * 4  # seeds x target platforms x flags
-    assert flags["raised"].mean() <= 0.05, flags[flags["raised"]]
+    assert len(verdicts) == 20 * 2 * 4  # seeds x target platforms x flags
+    assert verdicts["raised"].mean() <= 0.05, verdicts[verdicts["raised"]]
 
 
 def test_cli_audit_on_a_users_probability_file(tmp_path):
@@ -192,7 +199,11 @@ def test_cli_audit_on_a_users_probability_file(tmp_path):
     done = runner.invoke(app, ["audit", "cpfe", "--predictions", str(path), "--reference", "home", "--out", str(out),
                                "--n-boot", "200", "--n-boot-ece", "100", "--model", "mine"])
     assert done.exit_code == 0, done.output
+    # not a terminal: one timestamped line per stage start and end, with its seconds
+    stages = re.findall(r"^\[\d\d:\d\d:\d\d\] done  (.+) \((\d+\.\d) s\)$", done.stderr, flags=re.M)
+    assert [s for s, _ in stages][:2] == ["bootstrap resamples (3 groups)", "axes 1-4 per group"]
     report = json.loads((out / "report.json").read_text())
+    assert set(report["provenance"]["stage_seconds"]) == {s for s, _ in stages}
     assert report["options"]["score_kind"].startswith("log-probabilities")
     disc = pd.DataFrame(next(s["tables"]["discrimination"] for s in report["sections"] if "discrimination" in s["tables"]))
     assert set(disc["model"]) == {"mine"} and len(disc) == 3
@@ -211,12 +222,13 @@ def test_flags_pair_groups_by_platform_and_data_set():
     preds.loc[away2, [f"logit_{c}" for c in CLASSES]] = home[[f"logit_{c}" for c in CLASSES]].to_numpy()
     preds.loc[away2, "label"] = home["label"].to_numpy()  # away2 is a copy of home: nothing to flag
     preds["dataset"] = "corpus"
-    flags = audit_cpfe(PredictionSet(preds, CLASSES), CPFEOptions(reference="home", **FAST)).table("flags")
-    auc = flags[flags["flag"] == "auc_drop_beyond_ci"].set_index("platform")
-    assert auc.loc["away1", "raised"] and auc.loc["away1", "value"] > 0.1
-    assert not auc.loc["away2", "raised"] and auc.loc["away2", "value"] == pytest.approx(0, abs=1e-12)
-    di = flags[flags["flag"] == "di_below_0.80"].set_index("platform")
-    assert di.loc["away2", "value"] == 1.0 and not di.loc["away2", "raised"]
+    verdicts = audit_cpfe(PredictionSet(preds, CLASSES), CPFEOptions(reference="home", **FAST)).verdicts
+    auc = verdicts[verdicts["axis"] == "discrimination"].set_index("target")
+    assert auc.loc["away1 (corpus)", "severity"] == "fail" and auc.loc["away1 (corpus)", "value"] > 0.1
+    assert auc.loc["away2 (corpus)", "severity"] == "pass"
+    assert auc.loc["away2 (corpus)", "value"] == pytest.approx(0, abs=1e-12)
+    di = verdicts[verdicts["axis"] == "equity"].drop_duplicates("target").set_index("target")
+    assert di.loc["away2 (corpus)", "value"] == 1.0 and di.loc["away2 (corpus)", "severity"] == "pass"
 
 
 def test_f1_leaves_out_classes_in_neither_labels_nor_predictions():

@@ -42,7 +42,7 @@ def test_planted_divergence_is_found(demo):
         assert dod.loc[contrast, "ci_low"] > 0 and dod.loc[contrast, "q"] < 0.05, contrast
     assert dod.loc["C-A", "human_delta"] > 0 > dod.loc["C-A", "auto_delta"]
     assert dod.loc["C-A", "permutation_min_p"] == pytest.approx(1 / 6)
-    summary = report["sections"][0]["text"]
+    summary = report["summary"]
     assert "Human labels reward style over lexicon" in summary and "the label sources reward different evidence" in summary
     by = tables["dod_by_dataset"].query("channel == 'C'").set_index("dataset")
     scores = tables["channel_scores"].set_index(["channel", "dataset"])["macro_f1"]
@@ -110,7 +110,7 @@ def test_cli_runs_a_small_audit_with_repeats(demo, tmp_path):
     assert row["contrast"] == "C-A" and row["repeats"] == 2
     assert row["ci_low"] <= row["estimate"] <= row["ci_high"]  # the headline pools both repeats
     assert row["estimate_repeat_sd"] >= 0 and "estimate_repeat0" in dod.columns
-    assert "pool 2 repeated fits" in report["sections"][0]["text"]
+    assert "pool 2 repeated fits" in report["summary"]
 
 
 def test_cli_compares_a_baseline_model(demo, tmp_path):

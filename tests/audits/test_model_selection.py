@@ -53,7 +53,7 @@ def run():
 
 def test_folds_are_identical_across_models_and_stratified(run):
     result, frame, _ = run
-    preds = result.predictions
+    preds = result.outputs["predictions"]
     for (protocol, fold), group in preds.groupby(["protocol", "fold"]):
         ids = [sorted(g["id"]) for _, g in group.groupby("model")]
         assert len(ids) == 2 and ids[0] == ids[1], (protocol, fold)
@@ -69,7 +69,7 @@ def test_folds_are_identical_across_models_and_stratified(run):
     assert [sorted(ids[test]) for _, test in again] == [sorted(g["id"]) for _, g in cv.groupby("fold")]
     holdout = preds[(preds["protocol"] == "holdout 70/30") & (preds["model"] == "tfidf-lr")]
     assert len(holdout) == 48  # ceil(0.3 x 160)
-    design = result.result.table("design")
+    design = result.table("design")
     assert set(design["protocol"]) == {"holdout 70/30", "stratified 5-fold CV", "4-fold CV"}
     train = design[design["protocol"] == "stratified 5-fold CV"]
     # n_train counts the fold's training rows, validation rows included; n_val is the part held out
@@ -99,7 +99,7 @@ def test_binary_metrics_match_sklearn():
 
 def test_fold_scores_and_summary_recomputed_with_sklearn(run):
     result, _, _ = run
-    scores, preds = result.result.table("fold_scores"), result.predictions
+    scores, preds = result.table("fold_scores"), result.outputs["predictions"]
     for _, row in scores.iterrows():
         p = preds[(preds["model"] == row["model"]) & (preds["protocol"] == row["protocol"])
                   & (preds["fold"] == row["fold"])]
@@ -113,7 +113,7 @@ def test_fold_scores_and_summary_recomputed_with_sklearn(run):
         assert row["auc"] == pytest.approx(roc_auc_score(y, p["score"]))
         assert row["macro_f1"] == pytest.approx(f1_score(y, yhat, average="macro"))
         assert row["train_seconds"] > 0 and row["infer_seconds"] > 0
-    summary = result.result.table("summary")
+    summary = result.table("summary")
     cv = scores[(scores["model"] == "char") & (scores["protocol"] == "stratified 5-fold CV")
                 & (scores["scored_against"] == "corpus")]
     row = summary[(summary["model"] == "char") & (summary["protocol"] == "stratified 5-fold CV")
@@ -127,7 +127,7 @@ def test_fold_scores_and_summary_recomputed_with_sklearn(run):
 
 def test_protocol_effect_is_cv_minus_holdout(run):
     result, _, _ = run
-    summary, effect = result.result.table("summary"), result.result.table("protocol_effect")
+    summary, effect = result.table("summary"), result.table("protocol_effect")
     assert set(effect["cv"]) == {"stratified 5-fold CV", "4-fold CV"}
     assert len(effect) == 2 * 2 * 2 * 6  # models x sources x CV protocols x metrics
     for _, row in effect.iterrows():
@@ -140,23 +140,23 @@ def test_protocol_effect_is_cv_minus_holdout(run):
 
 def test_scored_against_a_second_label_source_on_the_rows_it_labels(run):
     result, frame, reference = run
-    scores = result.result.table("fold_scores")
+    scores = result.table("fold_scores")
     ref = scores[scores["scored_against"] == "truth"]
     assert (ref["role"] == "reference").all() and len(ref) == len(scores) / 2
-    preds = result.predictions
+    preds = result.outputs["predictions"]
     for _, row in ref.iterrows():
         p = preds[(preds["model"] == row["model"]) & (preds["protocol"] == row["protocol"])
                   & (preds["fold"] == row["fold"])]
         assert row["n"] == p["id"].isin(reference.index).sum()
     # trained on noisy labels, scored against the clean truth: the models beat their own training labels
-    summary = result.result.table("summary")
+    summary = result.table("summary")
     against = summary[(summary["scored_against"] == "truth") & (summary["protocol"] == "stratified 5-fold CV")]
-    ceiling = result.result.table("training_vs_reference").iloc[0]
+    ceiling = result.table("training_vs_reference").iloc[0]
     assert ceiling["n"] == len(reference) and ceiling["reference"] == "truth"
     labels = frame.set_index("id")["label"].loc[reference.index]
     assert ceiling["f1"] == pytest.approx(f1_score(reference == "dep", labels == "dep"))
     assert (against["f1"] > 0.8).all()
-    sources = result.result.table("label_sources").set_index("source")
+    sources = result.table("label_sources").set_index("source")
     assert sources.loc["truth", "rows_labelled"] == 80 and sources.loc["corpus", "role"] == "training labels"
 
 
@@ -336,7 +336,7 @@ def recorder(monkeypatch):
 
 
 def cached(run_):
-    return run_.result.table("model_notes")["cached"].tolist()
+    return run_.table("model_notes")["cached"].tolist()
 
 
 def test_the_cache_key_covers_options_class_order_checkpoint_and_version(recorder, tmp_path, monkeypatch):
@@ -356,12 +356,12 @@ def test_the_cache_key_covers_options_class_order_checkpoint_and_version(recorde
     # the class order flipped: the cached logits' columns would be read the wrong way round
     flipped = go(classes=["dep", "no"])
     assert cached(flipped) == [False]
-    f1 = flipped.result.table("summary")["f1"].iloc[0]
-    assert f1 == first.result.table("summary")["f1"].iloc[0] == 1.0
+    f1 = flipped.table("summary")["f1"].iloc[0]
+    assert f1 == first.table("summary")["f1"].iloc[0] == 1.0
     # the checkpoint folder retrained in place: same path, other weights
     (checkpoint / "bias.txt").write_text("-9.0")
     moved = go()
-    assert cached(moved) == [False] and moved.result.table("summary")["f1"].iloc[0] == 0.0
+    assert cached(moved) == [False] and moved.table("summary")["f1"].iloc[0] == 0.0
     assert cached(go()) == [True]
     monkeypatch.setattr(mhaudit, "__version__", "99.0")  # another mhaudit
     assert cached(go()) == [False]
@@ -373,7 +373,7 @@ def test_class_order_flipped_with_tfidf_reads_no_stale_logits(tmp_path):
     def go(classes, cache_dir):
         options = ModelSelectionOptions(models=["tfidf-lr:min_df=1"], protocols=["holdout"], positive="dep",
                                         progress=False, figures=False, cache_dir=cache_dir)
-        return run_model_selection(frame, classes, options).result.table("summary")["f1"].iloc[0]
+        return run_model_selection(frame, classes, options).table("summary")["f1"].iloc[0]
 
     assert go(["no", "dep"], tmp_path) == go(["dep", "no"], None) == go(["dep", "no"], tmp_path) == 1.0
 
@@ -395,7 +395,7 @@ def test_no_resume_retrains_and_still_writes_the_cache(recorder, tmp_path):
     assert cached(fresh) == [False] and json.loads(job.read_text())["logits"] != stale["logits"]
     again = go(True)  # a later default run reads what --no-resume wrote, not the older result
     assert cached(again) == [True]
-    assert again.result.table("summary")["f1"].tolist() == fresh.result.table("summary")["f1"].tolist()
+    assert again.table("summary")["f1"].tolist() == fresh.table("summary")["f1"].tolist()
 
 
 def test_cli_no_resume_writes_the_jobs_it_trains(tmp_path):
@@ -415,7 +415,7 @@ def test_validation_rows_lie_inside_the_training_rows_and_never_in_the_test_rows
     frame["text"] = frame["id"] + " " + frame["text"]  # each text names its row
     options = ModelSelectionOptions(models=["recorder:val=true", "tfidf-lr:min_df=1"], protocols=["holdout", "cv"],
                                     progress=False, figures=False)
-    result = run_model_selection(frame, CLASSES, options).result
+    result = run_model_selection(frame, CLASSES, options)
     design = result.table("design")
     assert len(recorder.fits) == len(design) == 6
     for fit, test_texts, (_, row) in zip(recorder.fits, recorder.predicted, design.iterrows()):

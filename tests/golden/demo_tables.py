@@ -20,14 +20,17 @@ NUMERICAL_PACKAGES = ("numpy", "scipy", "scikit-learn", "pandas", "torch", "spac
 
 
 def demo_tables(out: Path) -> dict:
-    """Every table of both demo reports (cross-platform and label-source), keyed by report/section/table."""
+    """Every table and the verdicts of both demo reports (cross-platform and label-source), keyed by
+    report/section/table (report/verdicts)."""
     from mhaudit.experiments.demo import run_demo, run_divergence_demo
 
     run_demo(out, seed=0)
     run_divergence_demo(out / "divergence", seed=0)
     tables = {}
     for report in ("report.json", "divergence/report.json"):
-        for section in json.loads((out / report).read_text())["sections"]:
+        written = json.loads((out / report).read_text())
+        tables[f"{report}/verdicts"] = written["verdicts"]
+        for section in written["sections"]:
             for name, rows in section["tables"].items():
                 tables[f"{report}/{section['title']}/{name}"] = rows
     return tables

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from mhaudit.cli.console import guarded, out, print_table
+from mhaudit.cli.console import guarded, out, print_table, stage_progress
 from mhaudit.core.errors import InputError
 
 app = typer.Typer(help="Audit predictions.", no_args_is_help=True)
@@ -67,13 +67,13 @@ def cpfe(predictions: Annotated[list[Path], typer.Option("--predictions", help="
     options = CPFEOptions(reference=reference, n_bins=n_bins, n_boot_ece=n_boot_ece, n_boot_significance=n_boot,
                           seed=seed, calibration_fraction=calibration_fraction, correction=correction,
                           non_independent=tuple(pairs))
-    with out.status("auditing..."):
-        result = audit_cpfe(preds, options, texts=texts, attributions=attr, synthetic=synthetic)
-        write_report(result, out_dir)
-    out.print(result.sections[0].text)
-    raised = result.table("flags")
-    if not raised.empty and raised["raised"].any():
-        print_table("flags raised", raised[raised["raised"]][["model", "seed", "dataset", "flag", "value"]])
+    result = audit_cpfe(preds, options, texts=texts, attributions=attr, synthetic=synthetic,
+                        progress=stage_progress())
+    write_report(result, out_dir)
+    out.print(result.summary)
+    raised = result.verdicts[~result.verdicts["severity"].isin(["pass"])]
+    if not raised.empty:
+        print_table("verdicts other than pass", raised[["severity", "axis", "subject", "target", "statistic", "value"]])
     out.print(f"report: {out_dir / 'report.html'} (also report.md, report.json, figures/)")
 
 
@@ -122,12 +122,11 @@ def divergence(corpora: Annotated[list[Path], typer.Option("--corpus", help="Bin
     if baseline:
         preds = read_predictions(baseline)
         baselines = baselines_from_predictions(preds, positive or corpus.classes[-1])
-    with out.status("auditing...") as status:
-        audit = audit_divergence(corpus.frame, corpus.classes, options, baselines=baselines,
-                                 synthetic=corpus.synthetic, progress=lambda m: status.update(escape(m)))
-        if not audit.conflict_sample.empty:
-            write_conflicts(audit.conflict_counts, audit.conflict_sample, out_dir)
-        write_report(audit.result, out_dir)
-    out.print(escape(audit.result.sections[0].text))
-    extra = ", conflicts.csv/.xlsx" if not audit.conflict_sample.empty else ""
+    audit = audit_divergence(corpus.frame, corpus.classes, options, baselines=baselines,
+                             synthetic=corpus.synthetic, progress=stage_progress())
+    if not audit.outputs["conflict_sample"].empty:
+        write_conflicts(audit.outputs["conflict_counts"], audit.outputs["conflict_sample"], out_dir)
+    write_report(audit, out_dir)
+    out.print(escape(audit.summary))
+    extra = ", conflicts.csv/.xlsx" if not audit.outputs["conflict_sample"].empty else ""
     out.print(f"report: {out_dir / 'report.html'} (also report.md, report.json{extra})")

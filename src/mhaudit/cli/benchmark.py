@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from mhaudit.cli.console import err, guarded, out, print_table
+from mhaudit.cli.console import err, guarded, out, print_table, stage_progress
 from mhaudit.core.errors import InputError
 
 
@@ -90,16 +90,17 @@ def benchmark(
                                     subsample=subsample, executor=executor, workers=workers,
                                     cache_dir=out_dir / "jobs", resume=resume)
     run = run_model_selection(frame, c.classes, options, train_labels=train, train_source=train_labeler,
-                              references=refs, synthetic=c.synthetic, title=f"Benchmark on {corpus.name}")
+                              references=refs, synthetic=c.synthetic, title=f"Benchmark on {corpus.name}",
+                              progress=stage_progress())
     if c.synthetic:
         err.print("[yellow]note:[/] the corpus is SYNTHETIC", highlight=False)
-    print_table("Scores (mean ± SD over folds)", summary_lines(run.result.table("summary")))
-    effect = run.result.table("protocol_effect")
+    print_table("Scores (mean ± SD over folds)", summary_lines(run.table("summary")))
+    effect = run.table("protocol_effect")
     if not effect.empty:
         f1 = effect[effect["metric"] == "f1"][["model", "scored_against", "cv", "holdout_value", "cv_mean",
                                                "difference"]]
         print_table("Protocol effect on F1 (CV − holdout)", f1)
-    paths = write_report(run.result, out_dir)
-    write_table(run.predictions, out_dir / "predictions.parquet")
+    paths = write_report(run, out_dir)
+    write_table(run.outputs["predictions"], out_dir / "predictions.parquet")
     out.print(f"report: {paths[0].parent / 'report.html'} (also .md and .json); out-of-fold predictions: "
               f"{out_dir / 'predictions.parquet'}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 
 import pandas as pd
 import typer
@@ -11,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from mhaudit.core.errors import InputError
+from mhaudit.core.progress import Progress, for_stream
 
 out = Console()
 err = Console(stderr=True)
@@ -38,3 +40,8 @@ def print_table(title: str, frame: pd.DataFrame) -> None:
     for row in frame.itertuples(index=False):
         table.add_row(*[f"{v:.3f}" if isinstance(v, float) else escape(str(v)) for v in row])
     out.print(table)
+
+
+def stage_progress() -> Progress:
+    """The audits' stage lines on stderr: a live line on a terminal, timestamped lines in a log or pipe."""
+    return Progress(for_stream(sys.stderr))

@@ -136,7 +136,7 @@ def report(labels: LabelsOpt, task: TaskOpt,
     validation = read_validation_set(sample_path) if sample_path else None
     result = agreement_report(_read_label_files(labels), task, weak_labeler=weak, annotators=annotator,
                               reference=reference, validation_set=validation, n_boot=n_boot, seed=seed)
-    out.print(result.sections[0].text, highlight=False)
+    out.print(result.summary, highlight=False)
     metrics = result.table("weak_vs_reference")
     print_table("Weak labeler against the reference", metrics[["metric", "estimate", "ci_low", "ci_high", "n"]])
     print_table("Confusion matrix (rows: reference)", result.table("confusion_matrix"))

@@ -60,7 +60,7 @@ def collapse_binary(predictions: pd.DataFrame, classes: list[str], binary: Binar
     return out
 
 
-BINARY_TABLES = ("flags", "discrimination", "per_class_auc", "calibration", "temperature_scaling", "significance",
+BINARY_TABLES = ("verdicts", "discrimination", "per_class_auc", "calibration", "temperature_scaling", "significance",
                  "equity_summary", "equity", "label_shift")
 
 

@@ -14,7 +14,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
 from mhaudit.models import create
-from mhaudit.report import Result, Section, write_report
+from mhaudit.report import AuditResult, Section, write_report
 from mhaudit.synthetic.simulate import SimulationConfig, simulate
 from mhaudit.tables.corpus.describe import describe
 from mhaudit.tables.io import write_table
@@ -41,7 +41,7 @@ def label_source_agreement(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def run_demo(out: Path, *, seed: int = 0, n_per_platform: int = 2000, n_boot: int = 2000,
-             n_boot_ece: int = 1000) -> Result:
+             n_boot_ece: int = 1000) -> AuditResult:
     config = SimulationConfig(seed=seed, n_per_platform=n_per_platform)
     corpus = simulate(config)
     corpus.write(out / "corpus.parquet")
@@ -69,9 +69,9 @@ def run_demo(out: Path, *, seed: int = 0, n_per_platform: int = 2000, n_boot: in
                        texts=frame.drop_duplicates("id").set_index("id")["text"], attributions=attributions,
                        synthetic=True)
     settings = pd.DataFrame([{"setting": k, "value": str(v)} for k, v in corpus.meta["simulation"].items()])
-    result = Result(
+    result = AuditResult(
         title="mhaudit demo: cross-platform audit of a baseline on the synthetic corpus",
-        synthetic=True,
+        summary=audit.summary, verdicts=audit.verdicts, provenance=audit.provenance, synthetic=True,
         options={"seed": seed, "n_per_platform": n_per_platform, "models": list(DEMO_MODELS), **audit.options},
         sections=[
             audit.sections[0],
@@ -86,7 +86,7 @@ def run_demo(out: Path, *, seed: int = 0, n_per_platform: int = 2000, n_boot: in
     return result
 
 
-def run_divergence_demo(out: Path, *, seed: int = 0) -> Result:
+def run_divergence_demo(out: Path, *, seed: int = 0) -> AuditResult:
     """The label-source audit on the SYNTHETIC divergence corpus (human labels follow style, auto labels a
     keyword rule): writes out/corpus.parquet, the report and the conflict sample."""
     from mhaudit.audits.divergence import DivergenceOptions, audit_divergence
@@ -97,6 +97,6 @@ def run_divergence_demo(out: Path, *, seed: int = 0) -> Result:
     corpus.write(out / "corpus.parquet")
     audit = audit_divergence(corpus.frame, corpus.classes, DivergenceOptions(**DIVERGENCE_DEMO, seed=seed),
                              synthetic=True)
-    write_conflicts(audit.conflict_counts, audit.conflict_sample, out)
-    write_report(audit.result, out)
-    return audit.result
+    write_conflicts(audit.outputs["conflict_counts"], audit.outputs["conflict_sample"], out)
+    write_report(audit, out)
+    return audit

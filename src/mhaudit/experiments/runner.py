@@ -24,7 +24,7 @@ from mhaudit.core.errors import InputError
 from mhaudit.core.executors import run_jobs
 from mhaudit.experiments.binary_targets import BinaryTarget, binary_section
 from mhaudit.experiments.config import CorpusSpec, Experiment, ModelSpec
-from mhaudit.report import Result, Section, write_report
+from mhaudit.report import AuditResult, Section, verdict_table, write_report
 from mhaudit.tables.corpus.importing import import_source
 from mhaudit.tables.corpus.label_mapping import MultiLabelPolicy
 from mhaudit.tables.corpus.schema import Corpus
@@ -174,7 +174,7 @@ def _predict_and_explain(folder: Path, spec: ModelSpec, corpus: Corpus, seed: in
     return (pd.read_parquet(preds_path), pd.read_parquet(attr_path) if spec.explain != "none" else None, binary)
 
 
-def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", workers: int = 1, log=print) -> Result:
+def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", workers: int = 1, log=print) -> AuditResult:
     out = Path(out)
     corpus, corpus_path, corpus_key = build_corpus(exp, out, log)
     platforms = [exp.reference] if exp.design == "reference" else sorted(
@@ -207,7 +207,12 @@ def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", worke
         result = _reference_audit(exp, corpus, reference,
                                   pd.concat(attributions, ignore_index=True) if attributions else None)
         if binary_targets:
-            result.sections.append(binary_section(exp, corpus.classes, reference, binary_targets, binary))
+            section = binary_section(exp, corpus.classes, reference, binary_targets, binary)
+            found = section.tables.pop("binary_verdicts", None)  # one verdicts table: the binary problems' join it
+            if found is not None:
+                found = found.assign(target=found["target"] + " [" + found["binary"] + "]").drop(columns="binary")
+                result.verdicts = verdict_table([*result.verdicts.to_dict("records"), *found.to_dict("records")])
+            result.sections.append(section)
         adapted = [_adaptation(folder, spec, corpus, seed, exp) for spec, _, seed, folder in places
                    if spec.adapt_epochs > 0]
         if adapted:
@@ -241,7 +246,7 @@ def _adaptation(folder: Path, spec: ModelSpec, corpus: Corpus, seed: int, exp: E
 
 
 def _reference_audit(exp: Experiment, corpus: Corpus, predictions: pd.DataFrame,
-                     attributions: pd.DataFrame | None) -> Result:
+                     attributions: pd.DataFrame | None) -> AuditResult:
     from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
 
     a = exp.audit
@@ -284,7 +289,7 @@ def transfer_matrix(predictions: dict[str, list[pd.DataFrame]], classes: list[st
     return table
 
 
-def _transfer_report(exp: Experiment, corpus: Corpus, predictions: dict[str, list[pd.DataFrame]]) -> Result:
+def _transfer_report(exp: Experiment, corpus: Corpus, predictions: dict[str, list[pd.DataFrame]]) -> AuditResult:
     from mhaudit.audits.cpfe.figures import heatmap
 
     table = transfer_matrix(predictions, corpus.classes, exp.audit.n_bins)
@@ -298,6 +303,6 @@ def _transfer_report(exp: Experiment, corpus: Corpus, predictions: dict[str, lis
             "platform's test split (mean over seeds). " + (
                 f"Macro-AUC falls by {gap.min():.3f} to {gap.max():.3f} from in-platform to the mean of the "
                 "other platforms." if len(gap) else ""))
-    return Result(f"{exp.name}: all-pairs transfer", [Section("Transfer matrix", text, {"transfer": table}, figures)],
+    return AuditResult(f"{exp.name}: all-pairs transfer", [Section("Transfer matrix", text, {"transfer": table}, figures)],
                   synthetic=corpus.synthetic, options={"experiment": exp.model_dump(mode="json")})
 

@@ -57,8 +57,13 @@ def _entry(name: str) -> tuple[type, dict]:
             raise InputError(f"model '{name}' needs an optional dependency ({exc.name}); "
                              "install mhaudit[transformers]") from None
     if name not in REGISTRY:
-        raise InputError(f"unknown model '{name}'; known models: {', '.join(sorted(set(REGISTRY) | set(BUILTIN)))}")
+        raise InputError(f"unknown model '{name}'; known models: {', '.join(model_names())}")
     return REGISTRY[name]
+
+
+def model_names() -> list[str]:
+    """Every model name `create` knows: the built-in ones and those registered since."""
+    return sorted(set(REGISTRY) | set(BUILTIN))
 
 
 def create(name: str, **options) -> Model:

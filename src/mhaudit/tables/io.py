@@ -98,8 +98,10 @@ def require_file(path: Path) -> Path:
     return path
 
 
-def require_columns(frame: pd.DataFrame, required: Sequence[str], path: Path, *, sep: str | None = None) -> None:
-    """Raise InputError naming the file, the missing column(s) and the columns found."""
+def require_columns(frame: pd.DataFrame, required: Sequence[str], path: Path | None = None, *, sep: str | None = None,
+                    argument: str | None = None) -> None:
+    """Raise InputError naming the file (or, for a DataFrame passed in Python, the argument), the missing
+    column(s) and the columns found."""
     missing = [c for c in required if c not in frame.columns]
     if not missing:
         return
@@ -109,7 +111,8 @@ def require_columns(frame: pd.DataFrame, required: Sequence[str], path: Path, *,
         other = next((d for d in (";", "\t", ",", "|") if d != sep and d in only), None)
         if other:
             hint = f"; the header is one column '{only[:60]}', is the delimiter {other!r}?"
-    raise InputError(f"missing column(s) {', '.join(missing)}; found {', '.join(map(str, frame.columns))}"
+    where = f"argument '{argument}': " if argument else ""
+    raise InputError(f"{where}missing column(s) {', '.join(missing)}; found {', '.join(map(str, frame.columns))}"
                      f"{hint}", path=path)
 
 

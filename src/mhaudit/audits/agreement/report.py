@@ -1,7 +1,7 @@
 """The agreement report of weak-label validation (Bluesky paper, section on human validation; issue 7).
 
 `agreement_report` compares the labelers of one task (the labels table, mhaudit.tables.label_store) and
-returns a Result for the shared renderer: human-human agreement before adjudication (Cohen's kappa with
+returns a AuditResult for the shared renderer: human-human agreement before adjudication (Cohen's kappa with
 a bootstrap CI, observed agreement, Krippendorff's alpha for more than two annotators), the weak labeler
 against the reference labels (agreement, kappa, precision, recall, F1, macro-F1, confusion matrix,
 positive rates), optional design-weighted estimates for the sampled pool, and the error sources of the
@@ -22,8 +22,10 @@ import pandas as pd
 from mhaudit.audits.agreement.design import design_weighted
 from mhaudit.audits.agreement.labels import choose_weak_labeler, describe_labelers, task_labels
 from mhaudit.audits.agreement.reference import reference_labels
+from mhaudit.audits.agreement.verdicts import agreement_verdicts
 from mhaudit.core.errors import InputError
-from mhaudit.report.render import Result, Section
+from mhaudit.report import AuditResult, Section
+from mhaudit.report.result import digest_frame, provenance
 from mhaudit.stats.agreement import bootstrap_kappa, krippendorff_alpha
 from mhaudit.stats.weak_metrics import weak_vs_reference
 from mhaudit.tables.label_store import parse_tags
@@ -279,7 +281,7 @@ def _error_section(errors: pd.DataFrame) -> Section:
 def agreement_report(labels: pd.DataFrame, task: str, *, weak_labeler: str | None = None,
                      annotators: Sequence[str] | None = None, reference: str | None = None,
                      validation_set: pd.DataFrame | None = None, n_boot: int = 2000, alpha: float = 0.05,
-                     seed: int = 0) -> Result:
+                     seed: int = 0, synthetic: bool = False) -> AuditResult:
     """The agreement report of one task: human-human agreement and the weak labeler against the reference.
 
     `annotators`: the human labelers whose independent labels are compared (default: every labeler of
@@ -313,7 +315,7 @@ def agreement_report(labels: pd.DataFrame, task: str, *, weak_labeler: str | Non
 
     summary = _summary(task, weak, ref_desc, len(scored), metrics, rates, pairs, alpha_table, annotators,
                        composition)
-    sections = [Section("Summary", summary, {"reference": composition}),
+    sections = [Section("Reference labels", "", {"reference": composition}),
                 _human_section(pairs, alpha_table, invalid_human, n_boot, alpha),
                 _weak_section(metrics, _confusion_table(table), rates, n_boot, alpha)]
     if not weighted.empty:
@@ -322,4 +324,8 @@ def agreement_report(labels: pd.DataFrame, task: str, *, weak_labeler: str | Non
     options = {"task": task, "weak_labeler": weak, "annotators": list(annotators), "reference": reference,
                "reference_rule": ref_desc, "n_boot": n_boot, "alpha": alpha, "seed": seed,
                "validation_set": validation_set is not None}
-    return Result(title=f"Weak-label validation: task {task}, weak labeler {weak}", sections=sections, options=options)
+    return AuditResult(title=f"Weak-label validation: task {task}, weak labeler {weak}", sections=sections,
+                       summary=summary, verdicts=agreement_verdicts(weak, metrics, pairs), options=options,
+                       synthetic=synthetic,
+                       provenance=provenance({"labels": digest_frame(labels), **(
+                           {"validation_set": digest_frame(validation_set)} if validation_set is not None else {})}, {}))

@@ -1,4 +1,4 @@
-"""The cross-platform five-axis audit (CPFE): predictions in, a Result of tidy tables and figures out.
+"""The cross-platform five-axis audit (CPFE): predictions in, a AuditResult of tidy tables and figures out.
 
 Works on predictions from any model (ours or imported). Every (model, seed, platform, data set) is
 one evaluation group; the reference platform is the models' home. See docs/cpfe.md for every
@@ -20,8 +20,11 @@ from mhaudit.audits.cpfe.extras import label_shift_rows, length_rows, sensitivit
 from mhaudit.audits.cpfe.groups import make_groups, reference_of
 from mhaudit.audits.cpfe.significance import model_pair_rows, place_bootstraps, platform_pair_rows
 from mhaudit.audits.cpfe.summary import flags, mean_sd, plain_words
+from mhaudit.audits.cpfe.verdicts import cpfe_verdicts
 from mhaudit.core.errors import InputError
-from mhaudit.report import Result, Section
+from mhaudit.core.progress import Progress, ensure
+from mhaudit.report import AuditResult, Section
+from mhaudit.report.result import digest_frame, provenance
 from mhaudit.tables.predictions import PredictionSet
 
 SEED_KEYS = ["model", "platform", "dataset"]
@@ -56,16 +59,46 @@ class Tables:
 
 
 def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Series | None = None,
-               attributions: pd.DataFrame | None = None, synthetic: bool = False) -> Result:
+               attributions: pd.DataFrame | None = None, synthetic: bool = False,
+               progress: Progress | None = None) -> AuditResult:
     """Run the five axes (and the extras) over `predictions`. `texts` (indexed by id) enables the length
-    table; `attributions` (the attributions table) enables axis 5."""
+    table; `attributions` (the attributions table) enables axis 5. Stages are timed and told to `progress`."""
     _check_options(options)
+    progress = ensure(progress)
     classes = predictions.classes
     groups = make_groups(predictions)
     references = reference_of(groups, options.reference)
-    rng = np.random.default_rng(options.seed)
-    boot_auc, boot_ece = place_bootstraps(groups, len(classes), options.n_boot_significance, options.n_boot_ece,
-                                          options.n_bins, rng)
+    with progress.stage(f"bootstrap resamples ({len(groups)} groups)"):
+        boot_auc, boot_ece = place_bootstraps(groups, len(classes), options.n_boot_significance, options.n_boot_ece,
+                                              options.n_bins, np.random.default_rng(options.seed))
+    with progress.stage("axes 1-4 per group"):
+        t = _group_tables(groups, references, classes, boot_ece, options)
+    with progress.stage("significance, sensitivity, label shift, length, attributions"):
+        t.add("significance", platform_pair_rows(groups, boot_auc, len(classes), options.correction, options.alpha))
+        t.add("model_comparison", model_pair_rows(groups, boot_auc, classes))
+        t.add("sensitivity", sensitivity_rows(groups, references, classes))
+        t.add("label_shift", label_shift_rows(groups, references, classes, options.n_bins))
+        words = _length_table(t, predictions, groups, texts, options)
+        _attribution_tables(t, attributions, options)
+    tables = {name: _mark(t.frame(name), options.non_independent) for name in t.rows}
+    flag_table = _mark(flags(tables["discrimination"], tables["significance"], tables["calibration"],
+                             tables.get("equity", pd.DataFrame())), options.non_independent)
+    summary = plain_words(tables["discrimination"], flag_table, tables["temperature_scaling"], options.reference)
+    if predictions.score_kind != "logits":
+        summary += (f" Scores were given as probabilities: temperature scaling used {predictions.score_kind}, "
+                    "which softmax maps back to the same probabilities.")
+    with progress.stage("figures"):
+        sections = _sections(tables, summary, options, words)
+    return AuditResult(
+        title=f"Cross-platform audit (CPFE) — reference platform {options.reference}",
+        summary=summary, verdicts=cpfe_verdicts(flag_table), synthetic=synthetic,
+        options={**asdict(options), "classes": classes, "score_kind": predictions.score_kind},
+        provenance=provenance({"predictions": digest_frame(predictions.frame), **predictions.fingerprints},
+                              progress.seconds), sections=sections)
+
+
+def _group_tables(groups, references, classes: list[str], boot_ece, options: CPFEOptions) -> "Tables":
+    """Axes 1-4 of every (model, seed, platform, data set) group against its model's home group."""
     t = Tables()
     for g in groups:
         ref = references[(g.model, g.seed)]
@@ -81,43 +114,34 @@ def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Se
             per_class, worst = equity_rows(g, ref, classes)
             t.add("equity", per_class)
             t.add("equity_summary", worst)
-    t.add("significance", platform_pair_rows(groups, boot_auc, len(classes), options.correction, options.alpha))
-    t.add("model_comparison", model_pair_rows(groups, boot_auc, classes))
-    t.add("sensitivity", sensitivity_rows(groups, references, classes))
-    t.add("label_shift", label_shift_rows(groups, references, classes, options.n_bins))
-    words = {}
-    if texts is not None:
-        missing = pd.Index(predictions.frame["id"].astype(str).unique()).difference(texts.index.astype(str))
-        if len(missing):
-            raise InputError(f"the corpus has no text for {len(missing)} prediction id(s), e.g. '{missing[0]}'; "
-                             "give the corpus the predictions were made on")
-        counts = texts.str.split().str.len()  # once per text, not once per model x seed group
-        words_of = {id(g): counts.reindex(g.ids).to_numpy(dtype=np.int64) for g in groups}
-        t.add("length", length_rows(groups, words_of, classes, options.max_tokens))
-        words = {f"{g.platform}/{g.dataset}": words_of[id(g)] for g in groups}
-    if attributions is not None and not attributions.empty:
-        from mhaudit.attribution.stability import clinical_retention, jaccard_stability, load_proxy_clinical
+    return t
 
-        try:
-            t.add("attribution_stability", jaccard_stability(attributions, ks=options.top_ks).to_dict("records"))
-            t.add("clinical_retention", clinical_retention(attributions, load_proxy_clinical(), k=10).to_dict("records"))
-        except ValueError as exc:  # a malformed attributions table is the user's input
-            raise InputError(f"attributions table: {exc}") from None
 
-    tables = {name: _mark(t.frame(name), options.non_independent) for name in t.rows}
-    tables["flags"] = _mark(flags(tables["discrimination"], tables["significance"], tables["calibration"],
-                                  tables.get("equity", pd.DataFrame())), options.non_independent)
-    summary = plain_words(tables["discrimination"], tables["flags"], tables["temperature_scaling"], options.reference)
-    if predictions.score_kind != "logits":
-        summary += (f" Scores were given as probabilities: temperature scaling used {predictions.score_kind}, "
-                    "which softmax maps back to the same probabilities.")
-    return Result(
-        title=f"Cross-platform audit (CPFE) — reference platform {options.reference}",
-        synthetic=synthetic,
-        options={**asdict(options), "classes": classes, "score_kind": predictions.score_kind,
-                 "inputs": predictions.fingerprints},
-        sections=_sections(tables, summary, options, words),
-    )
+def _length_table(t: "Tables", predictions: PredictionSet, groups, texts: pd.Series | None,
+                  options: CPFEOptions) -> dict[str, np.ndarray]:
+    """The length table when texts are given; the words per example of each platform/data set (for the figure)."""
+    if texts is None:
+        return {}
+    missing = pd.Index(predictions.frame["id"].astype(str).unique()).difference(texts.index.astype(str))
+    if len(missing):
+        raise InputError(f"the corpus has no text for {len(missing)} prediction id(s), e.g. '{missing[0]}'; "
+                         "give the corpus the predictions were made on")
+    counts = texts.str.split().str.len()  # once per text, not once per model x seed group
+    words_of = {id(g): counts.reindex(g.ids).to_numpy(dtype=np.int64) for g in groups}
+    t.add("length", length_rows(groups, words_of, predictions.classes, options.max_tokens))
+    return {f"{g.platform}/{g.dataset}": words_of[id(g)] for g in groups}
+
+
+def _attribution_tables(t: "Tables", attributions: pd.DataFrame | None, options: CPFEOptions) -> None:
+    if attributions is None or attributions.empty:
+        return
+    from mhaudit.attribution.stability import clinical_retention, jaccard_stability, load_proxy_clinical
+
+    try:
+        t.add("attribution_stability", jaccard_stability(attributions, ks=options.top_ks).to_dict("records"))
+        t.add("clinical_retention", clinical_retention(attributions, load_proxy_clinical(), k=10).to_dict("records"))
+    except ValueError as exc:  # a malformed attributions table is the user's input
+        raise InputError(f"attributions table: {exc}") from None
 
 
 def _check_options(o: CPFEOptions) -> None:
@@ -182,7 +206,8 @@ def _sections(tables: dict[str, pd.DataFrame], summary: str, options: CPFEOption
             figs["length"] = {"Text length by platform": figures.lengths(words)}
     get = tables.get
     sections = [
-        Section("Summary", summary, {"flags": tables["flags"], "mean and SD over seeds": _seed_summary(tables)}),
+        Section("Mean and SD over seeds", "Sample SD (ddof = 1) over seeds; n/a with one seed.",
+                {"mean and SD over seeds": _seed_summary(tables)}),
         Section("Axis 1: discrimination", "Macro one-vs-rest AUC on softmax probabilities; delta_auc_pct is "
                 "the change against the reference platform. Per-class AUCs carry 95% DeLong CIs (fast algorithm).",
                 {"discrimination": tables["discrimination"], "per_class_auc": tables["per_class_auc"]},

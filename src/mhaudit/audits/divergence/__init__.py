@@ -8,7 +8,7 @@ rewards channel X over the lexicon. See docs/divergence.md for every definition 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -22,11 +22,14 @@ from mhaudit.audits.divergence.runs import Runs, add_baselines, fit_channels, fi
 from mhaudit.audits.divergence.summary import summarise
 from mhaudit.audits.divergence.views import View, original_parses
 from mhaudit.core.errors import InputError
-from mhaudit.report.render import Result, Section
+from mhaudit.audits.divergence.verdicts import divergence_verdicts
+from mhaudit.core.progress import Progress, ensure
+from mhaudit.report import AuditResult, Section
+from mhaudit.report.result import digest_frame, provenance
 from mhaudit.text.masks import MASKS
 from mhaudit.text.parse import Parses
 
-__all__ = ["DivergenceOptions", "DivergenceAudit", "audit_divergence"]
+__all__ = ["DivergenceOptions", "audit_divergence"]
 
 CHANNELS = ("A", "B", "C", "AB", "AC", "BC", "ABC")
 
@@ -50,13 +53,6 @@ class DivergenceOptions:
     conflicts_per_dataset: int = 200
     include_text: bool = False
     seed: int = 0
-
-
-@dataclass
-class DivergenceAudit:
-    result: Result
-    conflict_counts: pd.DataFrame = field(default_factory=pd.DataFrame)
-    conflict_sample: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _check(o: DivergenceOptions) -> None:
@@ -89,11 +85,14 @@ def _canonical(names) -> list[str]:
 
 def audit_divergence(frame: pd.DataFrame, classes: list[str], options: DivergenceOptions, *,
                      baselines: dict[str, pd.DataFrame] | None = None, synthetic: bool = False,
-                     progress=None) -> DivergenceAudit:
+                     progress: Progress | None = None) -> AuditResult:
     """Run the whole audit on a corpus frame. `baselines`: name -> frame with columns id, score (probability
-    of the positive class) and pred (0/1), joined to the scored rows by id."""
+    of the positive class) and pred (0/1), joined to the scored rows by id. The result's outputs hold
+    conflict_counts and conflict_sample (rows where the channels disagree; texts only with
+    options.include_text), for `write_conflicts`."""
     _check(options)
-    say = progress or (lambda message: None)
+    progress = ensure(progress)
+    say = progress.step
     design = build_design(frame, classes, list(options.human), list(options.auto),
                           train_dataset=options.train_dataset, positive=options.positive)
     channels = _canonical(options.channels)
@@ -131,9 +130,12 @@ def audit_divergence(frame: pd.DataFrame, classes: list[str], options: Divergenc
     tables["conflict_counts"] = counts
     notes = _data_notes(design, parses.truncated)
     summary = summarise(tables, design, n_tests, notes)
-    result = Result("Label-source divergence audit (TSS probe)", _sections(tables, summary, design, options, n_tests),
-                    synthetic=synthetic, options=_options_record(options, design))
-    return DivergenceAudit(result, counts, sample)
+    progress.close()
+    inputs = {"corpus": digest_frame(frame), **{f"baseline {k}": digest_frame(v) for k, v in (baselines or {}).items()}}
+    return AuditResult("Label-source divergence audit (TSS probe)", _sections(tables, design, options, n_tests),
+                       summary=summary, verdicts=divergence_verdicts(tables["dod"]), synthetic=synthetic,
+                       options=_options_record(options, design), provenance=provenance(inputs, progress.seconds),
+                       outputs={"conflict_counts": counts, "conflict_sample": sample})
 
 
 def _weights_kept(fitted: dict[str, FittedChannel], channels: list[str]) -> pd.DataFrame:
@@ -248,10 +250,9 @@ def _options_record(o: DivergenceOptions, design: Design) -> dict:
             "include_text": o.include_text, "compare_lexical": o.compare_lexical}
 
 
-def _sections(tables: dict, summary: str, design: Design, o: DivergenceOptions, n_tests: int) -> list[Section]:
+def _sections(tables: dict, design: Design, o: DivergenceOptions, n_tests: int) -> list[Section]:
     get = lambda name: tables.get(name, pd.DataFrame())  # noqa: E731
     return [
-        Section("Summary", summary, {"dod": get("dod")}),
         Section("Channel scores", f"Macro-F1 (threshold tuned for Macro-F1 on out-of-fold training probabilities) with "
                 f"95% instance-bootstrap CIs (B = {o.n_boot:,}); PR-AUC, MCC and balanced accuracy beside it because "
                 "prevalence differs between data sets; majority_macro_f1 is the always-majority baseline.",

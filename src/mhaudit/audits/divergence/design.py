@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.core.errors import InputError
+from mhaudit.tables.io import require_columns
 
 __all__ = ["Design", "build_design"]
 
@@ -44,6 +45,7 @@ class Design:
 def build_design(frame: pd.DataFrame, classes: list[str], human: list[str], auto: list[str], *,
                  train_dataset: str | None = None, positive: str | None = None) -> Design:
     """Check the data-set names and classes and split the rows, or raise InputError with the reason."""
+    require_columns(frame, ("id", "text", "label", "dataset", "split"), argument="frame")
     human, auto = list(dict.fromkeys(human)), list(dict.fromkeys(auto))
     both = sorted(set(human) & set(auto))
     if both:

@@ -8,6 +8,6 @@ efficiency frontier and the recall / precision trade-off in one report (docs/mod
 from __future__ import annotations
 
 from mhaudit.audits.model_selection.options import ModelSelectionOptions
-from mhaudit.audits.model_selection.run import ModelSelectionRun, run_model_selection
+from mhaudit.audits.model_selection.run import run_model_selection
 
-__all__ = ["ModelSelectionOptions", "ModelSelectionRun", "run_model_selection"]
+__all__ = ["ModelSelectionOptions", "run_model_selection"]

@@ -9,7 +9,7 @@ import pandas as pd
 
 from mhaudit.audits.model_selection.figures import figure_efficiency, figure_protocol_effect, figure_tradeoff
 from mhaudit.audits.model_selection.options import ModelSelectionOptions, ModelSpec, Preset, Protocol
-from mhaudit.report.render import Section
+from mhaudit.report import Section
 
 
 def introduction(*, n_rows: int, positive: str, train_source: str, sources: Mapping[str, pd.Series],

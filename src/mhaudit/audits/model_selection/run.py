@@ -5,7 +5,6 @@ label source and build the report."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -17,30 +16,27 @@ from mhaudit.audits.model_selection.report import introduction, sections
 from mhaudit.audits.model_selection.scores import score_jobs
 from mhaudit.audits.model_selection.sources import CORPUS_SOURCE, checked_sources
 from mhaudit.audits.model_selection.tables import report_tables
+from mhaudit.audits.model_selection.verdicts import model_selection_verdicts
 from mhaudit.core.errors import InputError
 from mhaudit.core.executors import run_jobs
-from mhaudit.report.render import Result
-
-
-@dataclass
-class ModelSelectionRun:
-    """The report (`result`) and the out-of-fold predictions (one row per model x protocol x fold x test row)."""
-
-    result: Result
-    predictions: pd.DataFrame
+from mhaudit.core.progress import Progress, ensure
+from mhaudit.report import AuditResult
+from mhaudit.report.result import digest_frame, provenance
 
 
 def run_model_selection(frame: pd.DataFrame, classes: list[str], options: ModelSelectionOptions, *,
                         train_labels: pd.Series | None = None, train_source: str = CORPUS_SOURCE,
                         references: Mapping[str, pd.Series] | None = None, synthetic: bool = False,
-                        title: str | None = None) -> ModelSelectionRun:
+                        title: str | None = None, progress: Progress | None = None) -> AuditResult:
     """Compare `options.models` on the rows of `frame` (columns id, text; label when the corpus's own labels
     are used) under every protocol.
 
     `train_labels` (class names indexed by row id; default: the frame's label column) are what the models
     learn and the folds are stratified by; rows without one are left out. `references` maps a source name to
-    class names indexed by id (any subset of the rows); every model is also scored against each.
+    class names indexed by id (any subset of the rows); every model is also scored against each. The
+    result's outputs hold the out-of-fold predictions (one row per model x protocol x fold x test row).
     """
+    progress = ensure(progress)
     preset, specs, protocols = options.resolved()
     classes = [str(c) for c in classes]
     positive, negative = _positive_and_negative(classes, options.positive)
@@ -55,7 +51,8 @@ def run_model_selection(frame: pd.DataFrame, classes: list[str], options: ModelS
                              model_options=model_options, fingerprints=fingerprints, options=options)
     if options.cache_dir:
         Path(options.cache_dir).mkdir(parents=True, exist_ok=True)
-    results = run_jobs(fit_and_predict, jobs, executor=options.executor, workers=options.workers)
+    with progress.stage(f"fold jobs ({len(jobs)})"):
+        results = run_jobs(fit_and_predict, jobs, executor=options.executor, workers=options.workers)
     fold_scores, predictions, notes = score_jobs(placed, results, rows=rows, sources=sources,
                                                  train_source=train_source, classes=classes, positive=positive,
                                                  negative=negative)
@@ -63,11 +60,15 @@ def run_model_selection(frame: pd.DataFrame, classes: list[str], options: ModelS
                            train_source=train_source, positive=positive, dropped=dropped)
     intro = introduction(n_rows=len(rows), positive=positive, train_source=train_source, sources=sources,
                          protocols=protocols, specs=specs, preset=preset, options=options)
-    result = Result(title or f"Benchmark: {len(specs)} model(s), {len(protocols)} protocol(s)",
-                    sections(tables, intro, references=len(sources) > 1, figures=options.figures),
-                    synthetic=synthetic,
-                    options=_recorded_options(specs, protocols, options, positive, train_source, sources))
-    return ModelSelectionRun(result, predictions)
+    with progress.stage("tables and figures"):
+        parts = sections(tables, "", references=len(sources) > 1, figures=options.figures)
+    inputs = {"corpus": digest_frame(frame), **({"train_labels": digest_frame(train_labels.to_frame())}
+                                                if train_labels is not None else {})}
+    return AuditResult(title or f"Model selection: {len(specs)} model(s), {len(protocols)} protocol(s)", parts,
+                       summary=intro, verdicts=model_selection_verdicts(tables["protocol_effect"], train_source),
+                       synthetic=synthetic,
+                       options=_recorded_options(specs, protocols, options, positive, train_source, sources),
+                       provenance=provenance(inputs, progress.seconds), outputs={"predictions": predictions})
 
 
 def _positive_and_negative(classes: list[str], positive: str | None) -> tuple[str, str]:

@@ -137,3 +137,8 @@ def merge_corpora(paths: list) -> Corpus:
     frames = [c.frame.assign(_file=str(p), _row=range(1, len(c.frame) + 1)) for p, c in zip(paths, corpora)]
     checked = SCHEMA.validate(pd.concat(frames, ignore_index=True), classes=corpora[0].classes)  # errors name the input
     return Corpus(checked, corpora[0].classes, meta)
+
+
+def read_corpus(path: str | Path) -> Corpus:
+    """A corpus Parquet file (written by `mhaudit data import` or `Corpus.write`), validated."""
+    return Corpus.read(path)

@@ -1,0 +1,37 @@
+"""Agreement as verdict rows: subject = a labeler (the weak one, or an annotator), target = what it is compared
+with (the reference labels, or the other annotator). Cohen's kappa bands follow Landis & Koch (1977): at least
+0.61 (substantial) passes, 0.41-0.60 (moderate) warns, below 0.41 fails."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from mhaudit.report import verdict, verdict_table
+
+KAPPA_PASS, KAPPA_WARN = 0.61, 0.41
+THRESHOLD = f"Cohen's kappa >= {KAPPA_PASS} passes, >= {KAPPA_WARN} warns (Landis & Koch)"
+
+
+def _severity(kappa: float) -> str:
+    return "pass" if kappa >= KAPPA_PASS else "warn" if kappa >= KAPPA_WARN else "fail"
+
+
+def _row(axis: str, subject: str, target: str, estimate: float, low: float, high: float, reason: str) -> dict:
+    estimate = float(estimate) if estimate is not None else np.nan
+    severity = _severity(estimate) if np.isfinite(estimate) else "undefined"
+    if reason:
+        said = reason
+    else:
+        said = f"kappa {estimate:.3f}" if np.isfinite(estimate) else "kappa undefined"
+    return verdict("agreement", axis, subject, target, "cohen_kappa", estimate, THRESHOLD, severity, said,
+                   ci_low=low, ci_high=high)
+
+
+def agreement_verdicts(weak: str, metrics: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+    k = metrics.set_index("metric").loc["kappa"]
+    rows = [_row("weak labels", weak, "reference labels", k["estimate"], k["ci_low"], k["ci_high"], k["reason"])]
+    for _, p in pairs.iterrows():
+        rows.append(_row("human agreement", p["annotator_a"], p["annotator_b"], p["kappa"], p["ci_low"],
+                         p["ci_high"], p["reason"] if isinstance(p["reason"], str) else ""))
+    return verdict_table(rows)
