@@ -68,7 +68,7 @@ def _model_selection_inputs():
 
     corpus = _divergence_frame()
     frame = corpus.frame[corpus.frame["dataset"] == "synthetic_forum"]
-    options = ModelSelectionOptions(models=["tfidf-lr"], protocols=["holdout", "kfold:3"], progress=False,
+    options = ModelSelectionOptions(models=["tfidf-lr"], protocols=["holdout", "kfold:3"],
                                     figures=False)
     good = dict(frame=frame, classes=corpus.classes, options=options, synthetic=True)
     return good, dict(good, classes=["a", "b", "c"]), "two classes"
@@ -120,6 +120,8 @@ def test_contract(audit, tmp_path, monkeypatch):
     if accepts_progress:
         assert announced and {e[0] for e in announced} >= {"start", "done"}
         assert set(first.provenance["stage_seconds"]) == {e[1] for e in announced if e[0] == "done"}
+    if name == "model_selection":  # one line per finished fold job
+        assert sum(e[0] == "note" and "trained in" in e[1] for e in announced) == 1 + 3
     assert _numbers(run(**good)) == _numbers(first)  # the same seed, the same numbers
 
     monkeypatch.chdir(tmp_path)  # a bad input writes nothing, here or anywhere it was pointed

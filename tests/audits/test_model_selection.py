@@ -47,7 +47,7 @@ def synthetic(n=160, seed=0, noise=0.1, rate=0.3):
 def run():
     frame, truth = synthetic()
     reference = truth.iloc[::2]  # the reference labels half the rows
-    options = ModelSelectionOptions(models=FAST_MODELS, protocols=["holdout", "cv", "kfold:4"], seed=3, progress=False)
+    options = ModelSelectionOptions(models=FAST_MODELS, protocols=["holdout", "cv", "kfold:4"], seed=3)
     return run_model_selection(frame, CLASSES, options, references={"truth": reference}), frame, reference
 
 
@@ -214,16 +214,16 @@ def test_bad_options(options, message):
     frame["label"] = np.where(np.arange(40) < 8, "dep", "no")
     with pytest.raises(InputError, match=message):
         run_model_selection(frame, CLASSES,
-                            ModelSelectionOptions(**{"models": ["tfidf-lr"], "progress": False, **options}))
+                            ModelSelectionOptions(**{"models": ["tfidf-lr"], **options}))
 
 
 def test_one_class_and_non_binary():
     frame, _ = synthetic(n=30)
     with pytest.raises(InputError, match="hold only one class"):
         run_model_selection(frame.assign(label="no"), CLASSES,
-                            ModelSelectionOptions(models=["tfidf-lr"], progress=False))
+                            ModelSelectionOptions(models=["tfidf-lr"]))
     with pytest.raises(InputError, match="needs a binary corpus"):
-        run_model_selection(frame, ["a", "b", "c"], ModelSelectionOptions(models=["tfidf-lr"], progress=False))
+        run_model_selection(frame, ["a", "b", "c"], ModelSelectionOptions(models=["tfidf-lr"]))
 
 
 # --------------------------------------------------------------------------- the command
@@ -346,7 +346,7 @@ def test_the_cache_key_covers_options_class_order_checkpoint_and_version(recorde
     (checkpoint / "bias.txt").write_text("0.0")
 
     def go(model=f"recorder:checkpoint={checkpoint}", classes=CLASSES):
-        options = ModelSelectionOptions(models=[model], protocols=["holdout"], progress=False, figures=False,
+        options = ModelSelectionOptions(models=[model], protocols=["holdout"], figures=False,
                                         positive="dep", cache_dir=tmp_path / "jobs")
         return run_model_selection(frame, classes, options)
 
@@ -372,7 +372,7 @@ def test_class_order_flipped_with_tfidf_reads_no_stale_logits(tmp_path):
 
     def go(classes, cache_dir):
         options = ModelSelectionOptions(models=["tfidf-lr:min_df=1"], protocols=["holdout"], positive="dep",
-                                        progress=False, figures=False, cache_dir=cache_dir)
+                                        figures=False, cache_dir=cache_dir)
         return run_model_selection(frame, classes, options).table("summary")["f1"].iloc[0]
 
     assert go(["no", "dep"], tmp_path) == go(["dep", "no"], None) == go(["dep", "no"], tmp_path) == 1.0
@@ -382,7 +382,7 @@ def test_no_resume_retrains_and_still_writes_the_cache(recorder, tmp_path):
     frame, _ = synthetic(n=60, noise=0.0)
 
     def go(resume):
-        options = ModelSelectionOptions(models=["recorder"], protocols=["holdout"], progress=False, figures=False,
+        options = ModelSelectionOptions(models=["recorder"], protocols=["holdout"], figures=False,
                                         cache_dir=tmp_path, resume=resume)
         return run_model_selection(frame, CLASSES, options)
 
@@ -414,7 +414,7 @@ def test_validation_rows_lie_inside_the_training_rows_and_never_in_the_test_rows
     frame, _ = synthetic(n=100)
     frame["text"] = frame["id"] + " " + frame["text"]  # each text names its row
     options = ModelSelectionOptions(models=["recorder:val=true", "tfidf-lr:min_df=1"], protocols=["holdout", "cv"],
-                                    progress=False, figures=False)
+                                    figures=False)
     result = run_model_selection(frame, CLASSES, options)
     design = result.table("design")
     assert len(recorder.fits) == len(design) == 6
@@ -496,7 +496,7 @@ def test_a_max_length_beyond_the_checkpoints_positions_fails_before_any_training
     encoder = tiny_checkpoint(tmp_path / "tiny", None)  # 128 positions
     frame, _ = synthetic(n=40)
     options = ModelSelectionOptions(models=["tfidf-lr", f"bert-lstm:checkpoint={encoder},max_length=256"],
-                                    progress=False, cache_dir=tmp_path / "jobs")
+                                    cache_dir=tmp_path / "jobs")
     with pytest.raises(InputError, match=r"model 'bert-lstm\[tiny\]': max_length 256 exceeds the 128 tokens"):
         run_model_selection(frame, CLASSES, options)
     assert not (tmp_path / "jobs").exists() or not list((tmp_path / "jobs").glob("*.json"))

@@ -16,7 +16,9 @@ JOBS = [{"x": i, "y": 1} for i in range(5)]
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_local(workers):
-    assert run_jobs(square_plus, JOBS, workers=workers) == [1, 2, 5, 10, 17]
+    told = []
+    assert run_jobs(square_plus, JOBS, workers=workers, on_done=lambda i, r: told.append((i, r))) == [1, 2, 5, 10, 17]
+    assert told == [(0, 1), (1, 2), (2, 5), (3, 10), (4, 17)]  # in this process, in job order
 
 
 def test_ray_local_instance(monkeypatch):
@@ -25,7 +27,9 @@ def test_ray_local_instance(monkeypatch):
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        assert run_jobs(square_plus, JOBS, executor="ray") == [1, 2, 5, 10, 17]
+        told = []
+        assert run_jobs(square_plus, JOBS, executor="ray", on_done=lambda i, r: told.append(i)) == [1, 2, 5, 10, 17]
+        assert told == [0, 1, 2, 3, 4]
     finally:
         ray.shutdown()
 

@@ -16,22 +16,30 @@ from mhaudit.core.errors import InputError
 EXECUTORS = ("local", "ray")
 
 
-def run_jobs(fn: Callable, jobs: Sequence[dict], *, executor: str = "local", workers: int = 1) -> list:
-    """Call fn(**job) for every job and return the results in job order."""
+def run_jobs(fn: Callable, jobs: Sequence[dict], *, executor: str = "local", workers: int = 1,
+             on_done: Callable[[int, object], None] | None = None) -> list:
+    """Call fn(**job) for every job and return the results in job order; `on_done(index, result)` is called
+    in this process as each result arrives, in job order (for progress lines)."""
     if executor not in EXECUTORS:
         raise InputError(f"executor '{executor}' must be one of {', '.join(EXECUTORS)}")
     if not jobs:
         return []
+    tell = on_done or (lambda index, result: None)
     if executor == "ray":
-        return _ray(fn, jobs)
-    if workers <= 1 or len(jobs) == 1:
-        return [fn(**job) for job in jobs]  # in-process: simplest, and what 2-core machines want
+        return _ray(fn, jobs, tell)
+    if workers <= 1 or len(jobs) == 1:  # in-process: simplest, and what 2-core machines want
+        return [_told(tell, i, fn(**job)) for i, job in enumerate(jobs)]
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(fn, **job) for job in jobs]
-        return [f.result() for f in futures]
+        return [_told(tell, i, f.result()) for i, f in enumerate(futures)]
 
 
-def _ray(fn: Callable, jobs: Sequence[dict]) -> list:
+def _told(tell: Callable[[int, object], None], index: int, result):
+    tell(index, result)
+    return result
+
+
+def _ray(fn: Callable, jobs: Sequence[dict], tell: Callable[[int, object], None]) -> list:
     try:
         import ray
     except ImportError:
@@ -40,4 +48,5 @@ def _ray(fn: Callable, jobs: Sequence[dict]) -> list:
         address = os.environ.get("RAY_ADDRESS")
         ray.init(address=address) if address else ray.init(num_cpus=os.cpu_count(), include_dashboard=False)
     remote = ray.remote(fn)
-    return ray.get([remote.remote(**job) for job in jobs])
+    refs = [remote.remote(**job) for job in jobs]
+    return [_told(tell, i, ray.get(ref)) for i, ref in enumerate(refs)]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,7 +39,7 @@ class FoldJob(NamedTuple):
 
 def fit_and_predict(*, name: str, options: dict, classes: list[str], train_text: list[str], train_label: list[str],
                     train_split: list[str], test_text: list[str], cache: str | None = None, read_cache: bool = True,
-                    label: str = "", where: str = "", describe: str = "") -> dict:
+                    label: str = "", where: str = "") -> dict:
     """Fit one model on one fold's training rows and score its test rows (a run_jobs job).
 
     Returns logits, train_seconds (fit, checkpoint loading included), infer_seconds (predict on the test
@@ -75,9 +74,6 @@ def fit_and_predict(*, name: str, options: dict, classes: list[str], train_text:
               "best_epoch": getattr(model, "best_epoch", None), "cached": False}
     if cache:
         write_text_atomic(cache, json.dumps(result))
-    if describe:
-        print(f"  {describe}: trained in {train_seconds:.1f} s, predicted {len(test_text)} rows in "
-              f"{infer_seconds:.1f} s", file=sys.stderr, flush=True)
     return result
 
 
@@ -107,7 +103,6 @@ def plan_jobs(folds: Sequence[Fold], specs: Sequence[ModelSpec], *, rows: pd.Dat
     names, `y` as 0/1."""
     corpus_hash = _hash_rows(rows["id"], labels, rows["text"])
     cache_dir = Path(options.cache_dir) if options.cache_dir else None
-    total = len(folds) * len(specs)
     jobs, placed = [], []
     for fold in folds:
         for spec in specs:
@@ -118,12 +113,11 @@ def plan_jobs(folds: Sequence[Fold], specs: Sequence[ModelSpec], *, rows: pd.Dat
                             "mhaudit": mhaudit.__version__, "val": spec.val, "subsample": spec.subsample,
                             "val_fraction": options.val_fraction, "train": idx.tolist(), "split": split.tolist(),
                             "test": fold.test.tolist()})
-            describe = f"[{len(jobs) + 1}/{total}] {spec.label} · {fold.where}" if options.progress else ""
             jobs.append(dict(name=spec.name, options=model_options[spec.label], classes=classes,
                              train_text=rows["text"].iloc[idx].tolist(), train_label=labels[idx].tolist(),
                              train_split=split.tolist(), test_text=rows["text"].iloc[fold.test].tolist(),
                              cache=str(cache_dir / f"{key}.json") if cache_dir else None,
-                             read_cache=options.resume, label=spec.label, where=fold.where, describe=describe))
+                             read_cache=options.resume, label=spec.label, where=fold.where))
             placed.append(FoldJob(fold, spec, len(idx), int((split == "val").sum())))
     return jobs, placed
 

@@ -162,7 +162,7 @@ def family(name: str) -> str:
     return FAMILIES.get(BUILTIN.get(name, ""), "other")
 
 
-@dataclass
+@dataclass(frozen=True)
 class ModelSelectionOptions:
     """One run: the models, the protocols and their folds, the seed, and how and where the fold jobs run."""
 
@@ -180,7 +180,6 @@ class ModelSelectionOptions:
     cache_dir: Path | None = None  # finished fold jobs are written here
     resume: bool = True  # read finished fold jobs back from cache_dir (off: retrain them, still writing)
     figures: bool = True
-    progress: bool = True  # one line per job on stderr
 
     def resolved(self) -> tuple[Preset | None, list[ModelSpec], list[Protocol]]:
         """The preset, the model specs settled by it and the protocols; a bad option fails here."""
