@@ -29,7 +29,8 @@ def cpfe_verdicts(flags: pd.DataFrame) -> pd.DataFrame:
         if bool(f.get("non_independent", False)):
             reason += "; not independent of the training data (--non-independent)"
         if pd.isna(f["value"]):
-            reason = "undefined: no class with a disparate impact CI on this platform"
+            reason = ("undefined: no class with a disparate impact CI on this platform" if axis == "equity"
+                      else f"undefined: {statistic} could not be computed on this platform")
         rows.append(verdict("cpfe", axis, f"{f['model']} seed {f['seed']}", target, statistic, f["value"],
                             f["threshold"], severity if f["raised"] else "pass", reason))
     return verdict_table(rows)
