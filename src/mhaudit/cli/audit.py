@@ -71,7 +71,7 @@ def cpfe(predictions: Annotated[list[Path], typer.Option("--predictions", help="
                         progress=stage_progress())
     write_report(result, out_dir)
     out.print(result.summary)
-    raised = result.verdicts[~result.verdicts["severity"].isin(["pass"])]
+    raised = result.verdicts[result.verdicts["severity"] != "pass"]
     if not raised.empty:
         print_table("verdicts other than pass", raised[["severity", "axis", "subject", "target", "statistic", "value"]])
     out.print(f"report: {out_dir / 'report.html'} (also report.md, report.json, figures/)")

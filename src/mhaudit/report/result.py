@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -94,14 +93,6 @@ def digest_frame(frame: pd.DataFrame) -> str:
         hashed = pd.util.hash_pandas_object(frame.astype(str), index=False).to_numpy()
     head = "\x1f".join(map(str, frame.columns)).encode()
     return hashlib.sha256(head + hashed.tobytes()).hexdigest()
-
-
-def digest_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def provenance(inputs: dict[str, str], stage_seconds: dict[str, float]) -> dict:
