@@ -30,6 +30,7 @@ _PUBLIC = {
     "audit_divergence": ("mhaudit.audits.divergence", "audit_divergence"),
     "DivergenceOptions": ("mhaudit.audits.divergence", "DivergenceOptions"),
     "agreement_report": ("mhaudit.audits.agreement", "agreement_report"),
+    "AgreementOptions": ("mhaudit.audits.agreement", "AgreementOptions"),
     "run_model_selection": ("mhaudit.audits.model_selection", "run_model_selection"),
     "ModelSelectionOptions": ("mhaudit.audits.model_selection", "ModelSelectionOptions"),
     "AUDITS": ("mhaudit.audits", "AUDITS"),
@@ -38,6 +39,7 @@ _PUBLIC = {
     "write_report": ("mhaudit.report", "write_report"),
     "Progress": ("mhaudit.core.progress", "Progress"),
     "InputError": ("mhaudit.core.errors", "InputError"),
+    "UndefinedStatisticWarning": ("mhaudit.stats.undefined", "UndefinedStatisticWarning"),
     # models
     "create_model": ("mhaudit.models", "create"),
     "register_model": ("mhaudit.models", "register"),

@@ -12,6 +12,7 @@ from sklearn.metrics import cohen_kappa_score
 from typer.testing import CliRunner
 
 from mhaudit.audits.agreement import (
+    AgreementOptions,
     agreement_report,
     labels_from_corpus,
     read_validation_set,
@@ -56,7 +57,7 @@ def from_counts(tn, tp, fn, fp, task):
     ("mh", (97, 42, 1, 110), {"kappa": 0.222, "precision": 0.276, "recall": 0.977}),
 ])
 def test_reproduces_bluesky_table_1(task, counts, expected):
-    result = agreement_report(from_counts(*counts, task), task, weak_labeler="llm-weak", n_boot=500)
+    result = agreement_report(from_counts(*counts, task), AgreementOptions(task, weak_labeler="llm-weak", n_boot=500))
     m = result.table("weak_vs_reference").set_index("metric")
     for metric, value in expected.items():
         assert round(m.loc[metric, "estimate"], 3) == value, metric
@@ -97,7 +98,7 @@ def two_annotators():
 
 def test_two_annotators_adjudication_and_error_sources():
     labels, truth, a, b, weak = two_annotators()
-    result = agreement_report(labels, "si", weak_labeler="llm-weak", n_boot=400, seed=3)
+    result = agreement_report(labels, AgreementOptions("si", weak_labeler="llm-weak", n_boot=400, seed=3))
     pair = result.table("human_agreement").iloc[0]
     assert (pair["annotator_a"], pair["annotator_b"], pair["n"]) == ("A", "B", 40)
     assert pair["kappa"] == pytest.approx(cohen_kappa_score(a, b))
@@ -123,16 +124,19 @@ def test_two_annotators_adjudication_and_error_sources():
     assert rates.loc["A", "positive_rate"] == pytest.approx(a[keep].mean())
     # Without any adjudication, disagreements are left out and counted.
     no_adj = labels[labels["kind"] != "adjudicated"]
-    comp = agreement_report(no_adj, "si", n_boot=0).table("reference").set_index("source")["items"]
+    comp = agreement_report(no_adj, AgreementOptions("si", n_boot=0)).table("reference")
+    comp = comp.set_index("source")["items"]
     assert comp["annotators disagree, not adjudicated: left out"] == 6 and comp["adjudicated"] == 0
     # Consensus rows that record agreement (raw_answer 'agreed', as the annotation app writes them) are counted apart.
     agreed = frame([{**lab(i, "adjudicator", "adjudicated", int(truth[i])), "raw_answer": "agreed"} for i in range(6, 10)])
-    comp = agreement_report(pd.concat([labels, agreed], ignore_index=True), "si", n_boot=0).table("reference")
+    comp = agreement_report(pd.concat([labels, agreed], ignore_index=True),
+                            AgreementOptions("si", n_boot=0)).table("reference")
     comp = comp.set_index("source")["items"]
     assert comp["adjudicated (adjudicator)"] == 4 and comp["consensus recording agreement (adjudicator)"] == 4
     assert comp["annotators agree (2 or more labels)"] == 30
     # A named reference labeler replaces the rule.
-    ref_a = agreement_report(labels, "si", weak_labeler="llm-weak", annotators=["B"], reference="A", n_boot=0)
+    ref_a = agreement_report(labels, AgreementOptions("si", weak_labeler="llm-weak", annotators=("B",), reference="A",
+                                                      n_boot=0))
     m = ref_a.table("weak_vs_reference").set_index("metric")
     assert m.loc["kappa", "estimate"] == pytest.approx(cohen_kappa_score(a, weak))
 
@@ -146,7 +150,7 @@ def test_outdated_agreed_consensus_is_not_the_reference():
     labels = frame(rows)
     labels.loc[(labels["item_id"] == "1") & (labels["labeler"] == "bob"), "value"] = 0  # now a disagreement
     labels.loc[labels["item_id"].isin(["2", "3"]) & (labels["kind"] == "human"), "value"] = 1  # 2: both changed
-    result = agreement_report(labels, "si", n_boot=0)
+    result = agreement_report(labels, AgreementOptions("si", n_boot=0))
     comp = result.table("reference").set_index("source")["items"]
     assert comp["annotators disagree, not adjudicated: left out"] == 1  # item 1, as the app lists it again
     assert comp["consensus recording agreement (consensus)"] == 8
@@ -159,7 +163,8 @@ def test_outdated_agreed_consensus_is_not_the_reference():
     # An adjudicated consensus (raw_answer 'adjudicated') settles the disagreement whatever the annotators say.
     settled = labels.copy()
     settled.loc[(settled["item_id"] == "1") & (settled["labeler"] == "consensus"), "raw_answer"] = "adjudicated"
-    comp = agreement_report(settled, "si", n_boot=0).table("reference").set_index("source")["items"]
+    comp = agreement_report(settled, AgreementOptions("si", n_boot=0)).table("reference")
+    comp = comp.set_index("source")["items"]
     assert comp["adjudicated (consensus)"] == 1 and comp["annotators disagree, not adjudicated: left out"] == 0
 
 
@@ -168,13 +173,15 @@ def test_tags_from_parquet_lists_count_as_error_sources(tmp_path):
     path = tmp_path / "labels.parquet"
     frame(rows).assign(tags=[["news", "hypothetical"], [], ["news"], None, None, None, None, None]).to_parquet(path)
     labels = read_labels(path)
-    errors = agreement_report(labels, "si", n_boot=0).table("error_sources").set_index(["outcome", "tag"])["items"]
+    errors = agreement_report(labels, AgreementOptions("si", n_boot=0)).table("error_sources")
+    errors = errors.set_index(["outcome", "tag"])["items"]
     assert errors[("false_negative", "news")] == 1 and errors[("false_negative", "(no tag)")] == 1
     assert errors[("correct", "news")] == errors[("correct", "hypothetical")] == 1
     assert errors[("correct", "(no tag)")] == 1
     # One tag rule everywhere: ';' separates, a comma belongs to the tag.
     plain = frame(rows).assign(tags=["news; hypothetical", "sarcasm, humour", None, None, None, None, None, None])
-    errors = agreement_report(plain, "si", n_boot=0).table("error_sources").set_index(["outcome", "tag"])["items"]
+    errors = agreement_report(plain, AgreementOptions("si", n_boot=0)).table("error_sources")
+    errors = errors.set_index(["outcome", "tag"])["items"]
     assert errors[("correct", "hypothetical")] == 1 and errors[("correct", "sarcasm, humour")] == 1
 
 
@@ -185,7 +192,7 @@ def test_three_annotators_report_krippendorff_alpha():
     extra.loc[extra.index[:5], "value"] = 1 - extra.loc[extra.index[:5], "value"]
     extra = extra.iloc[3:]  # C skipped three items: missing values
     labels = pd.concat([labels, extra], ignore_index=True)
-    result = agreement_report(labels, "si", weak_labeler="llm-weak", n_boot=300)
+    result = agreement_report(labels, AgreementOptions("si", weak_labeler="llm-weak", n_boot=300))
     assert len(result.table("human_agreement")) == 3
     alpha = result.table("krippendorff_alpha").iloc[0]
     matrix = labels[labels["kind"] == "human"].pivot(index="item_id", columns="labeler", values="value")
@@ -199,13 +206,13 @@ def test_no_overlap_is_an_error():
     rows = [lab(i, "A", "human", i % 2) for i in range(10)] + [lab(i, "B", "human", i % 2) for i in range(10, 20)]
     rows += [lab(i, "llm-weak", "llm", 1) for i in range(20)]
     with pytest.raises(InputError, match="annotators A and B have no labelled item in common"):
-        agreement_report(frame(rows), "si")
+        agreement_report(frame(rows), AgreementOptions("si"))
 
 
 def test_one_class_kappa_is_undefined_not_a_crash():
     rows = [lab(i, a, "human", 0) for i in range(12) for a in ("A", "B")]
     rows += [lab(i, "llm-weak", "llm", int(i < 3)) for i in range(12)]
-    result = agreement_report(frame(rows), "si", n_boot=200)
+    result = agreement_report(frame(rows), AgreementOptions("si", n_boot=200))
     pair = result.table("human_agreement").iloc[0]
     assert np.isnan(pair["kappa"]) and pair["status"] == "undefined" and "chance agreement is 1" in pair["reason"]
     assert pair["observed_agreement"] == 1.0
@@ -219,14 +226,14 @@ def test_one_class_kappa_is_undefined_not_a_crash():
 def test_bad_report_inputs():
     labels, *_ = two_annotators()
     with pytest.raises(InputError, match="no labels for task 'mh'"):
-        agreement_report(labels, "mh")
+        agreement_report(labels, AgreementOptions("mh"))
     with pytest.raises(InputError, match="annotator 'Z' has no labels"):
-        agreement_report(labels, "si", annotators=["A", "Z"])
+        agreement_report(labels, AgreementOptions("si", annotators=("A", "Z")))
     with pytest.raises(InputError, match="cannot be both"):
-        agreement_report(labels, "si", annotators=["A", "llm-weak"])
+        agreement_report(labels, AgreementOptions("si", annotators=("A", "llm-weak")))
     two_weak = pd.concat([labels, labels[labels["labeler"] == "llm-weak"].assign(labeler="other", kind="lexicon")])
     with pytest.raises(InputError, match="several weak labelers"):
-        agreement_report(two_weak, "si")
+        agreement_report(two_weak, AgreementOptions("si"))
 
 
 # ----------------------------------------------------------------------------------- sampling
@@ -301,11 +308,12 @@ def test_validation_set_round_trip_and_weighted_report(tmp_path):
     back = read_validation_set(path)
     assert back["item_id"].tolist() == s["item_id"].tolist()
     sampled = labels[labels["item_id"].isin(s["item_id"])]
-    result = agreement_report(sampled, "si", validation_set=back, n_boot=500)
+    result = agreement_report(sampled, AgreementOptions("si", n_boot=500), validation_set=back)
     naive = result.table("weak_vs_reference").set_index("metric")["estimate"]
     weighted = result.table("weak_vs_reference_weighted").set_index("metric")
     assert naive["weak_positive_rate"] == 0.5 and weighted.loc["weak_positive_rate", "estimate"] == pytest.approx(0.1)
-    full = agreement_report(labels, "si", n_boot=0).table("weak_vs_reference").set_index("metric")["estimate"]
+    full = agreement_report(labels, AgreementOptions("si", n_boot=0)).table("weak_vs_reference")
+    full = full.set_index("metric")["estimate"]
     for metric in ("recall", "observed_agreement", "kappa", "reference_positive_rate"):
         row = weighted.loc[metric]
         assert row["ci_low"] <= full[metric] <= row["ci_high"], metric
@@ -329,7 +337,7 @@ def test_weights_follow_the_scored_items_of_each_stratum():
             rows += [lab(item, "alice", "human", stratum), lab(item, "bob", "human", bob)]
     rows.append(lab("0-0", "llm", "llm", None))  # and one invalid weak label among the negatives
     labels = frame([r for r in rows if not (r["item_id"] == "0-0" and r["labeler"] == "llm" and r["value"] == 0)])
-    result = agreement_report(labels, "si", n_boot=200, validation_set=pd.DataFrame(design))
+    result = agreement_report(labels, AgreementOptions("si", n_boot=200), validation_set=pd.DataFrame(design))
     weighted = result.table("weak_vs_reference_weighted").set_index("metric")
     assert weighted.loc["weak_positive_rate", "estimate"] == pytest.approx(0.5)
     assert weighted.loc["reference_positive_rate", "estimate"] == pytest.approx(0.5)
@@ -354,7 +362,7 @@ def test_lexicon_labels_doctests():
 def test_invalid_and_missing_weak_labels_are_counted_and_left_out():
     rows = [lab(i, "expert", "human", i % 2) for i in range(10)]
     rows += [lab(i, "llm-weak", "llm", i % 2) for i in range(6)] + [lab(6, "llm-weak", "llm", None)]
-    result = agreement_report(frame(rows), "si", n_boot=0)
+    result = agreement_report(frame(rows), AgreementOptions("si", n_boot=0))
     comp = result.table("reference").set_index("source")["items"]
     assert comp["reference items without a label from llm-weak: left out"] == 3
     assert comp["reference items with an invalid label from llm-weak: left out"] == 1

@@ -58,9 +58,11 @@ def _divergence_inputs():
 def _agreement_inputs():
     from mhaudit.synthetic.simulate_labels import LabelsConfig, simulate_labels
 
+    from mhaudit.audits.agreement import AgreementOptions
+
     labels = simulate_labels(LabelsConfig(n_items=200))
-    good = dict(labels=labels, task="si", n_boot=200, synthetic=True)
-    return good, dict(good, task="depression"), "depression"
+    good = dict(labels=labels, options=AgreementOptions("si", n_boot=200), synthetic=True)
+    return good, dict(good, options=AgreementOptions("depression", n_boot=200)), "depression"
 
 
 def _model_selection_inputs():
@@ -105,9 +107,7 @@ def audit(request):
 def test_contract(audit, tmp_path, monkeypatch):
     name, run, good, bad, named = audit
     announced = []
-    accepts_progress = name != "agreement"  # the agreement report is one quick stage
-    kwargs = dict(good, progress=Progress(lambda *event: announced.append(event))) if accepts_progress else good
-    first = run(**kwargs)
+    first = run(**dict(good, progress=Progress(lambda *event: announced.append(event))))
     assert isinstance(first, AuditResult)
     assert first.summary.strip() and first.synthetic
     assert list(first.verdicts.columns) == VERDICT_COLUMNS and len(first.verdicts)
@@ -117,9 +117,8 @@ def test_contract(audit, tmp_path, monkeypatch):
     assert first.tables and all(isinstance(t, pd.DataFrame) for t in first.tables.values())
     assert {"mhaudit_version", "created", "inputs", "stage_seconds"} <= set(first.provenance)
     assert first.provenance["inputs"] and all(len(d) == 64 for d in first.provenance["inputs"].values())
-    if accepts_progress:
-        assert announced and {e[0] for e in announced} >= {"start", "done"}
-        assert set(first.provenance["stage_seconds"]) == {e[1] for e in announced if e[0] == "done"}
+    assert announced and {e[0] for e in announced} >= {"start", "done"}
+    assert set(first.provenance["stage_seconds"]) == {e[1] for e in announced if e[0] == "done"}
     if name == "model_selection":  # one line per finished fold job
         assert sum(e[0] == "note" and "trained in" in e[1] for e in announced) == 1 + 3
     assert _numbers(run(**good)) == _numbers(first)  # the same seed, the same numbers

@@ -128,7 +128,8 @@ def test_undefined_values_are_marked_not_invented():
     preds.loc[away, "label"] = "normal"  # one class present on a target
     result = audit_cpfe(PredictionSet(preds, CLASSES), CPFEOptions(reference="home", **FAST))
     disc = result.table("discrimination").set_index("platform")
-    assert np.isnan(disc.loc["away2", "macro_auc"]) and "one class present" in disc.loc["away2", "reason"]
+    assert np.isnan(disc.loc["away2", "macro_auc"]) and "no depression, anxiety, stress" in disc.loc["away2", "reason"]
+    assert np.isnan(disc.loc["away2", "delta_auc_pct"])
     per_class = result.table("per_class_auc")
     absent = per_class[(per_class["platform"] == "away2") & (per_class["class"] == "stress")].iloc[0]
     assert np.isnan(absent["auc"]) and absent["reason"]
@@ -231,7 +232,7 @@ def test_flags_pair_groups_by_platform_and_data_set():
     assert di.loc["away2 (corpus)", "value"] == 1.0 and di.loc["away2 (corpus)", "severity"] == "pass"
 
 
-def test_f1_leaves_out_classes_in_neither_labels_nor_predictions():
+def test_macro_averages_are_undefined_when_a_class_is_absent_not_averaged_over_the_rest():
     preds = synthetic_predictions(models=("m1",), seeds=(0,)).frame
     away = preds["platform"] == "away1"
     two = away & preds["label"].isin(["normal", "depression"])
@@ -240,9 +241,13 @@ def test_f1_leaves_out_classes_in_neither_labels_nor_predictions():
     preds.loc[preds["platform"] == "away1", [f"logit_{c}" for c in CLASSES]] = 10.0 * np.eye(4)[codes]  # perfect
     result = audit_cpfe(PredictionSet(preds, CLASSES), CPFEOptions(reference="home", **FAST))
     row = result.table("discrimination").set_index("platform").loc["away1"]
-    assert row["macro_f1"] == 1.0 and row["macro_auc"] == 1.0 and "2 classes present of 4" in row["reason"]
-    f1 = result.table("per_class_auc").query("platform == 'away1'").set_index("class")["f1"]
-    assert f1["normal"] == 1.0 and np.isnan(f1["stress"])
+    # sklearn's default (no labels=) would say 1.0 over the two classes present: that is not the 4-class macro
+    assert np.isnan(row["macro_f1"]) and np.isnan(row["macro_auc"]) and row["accuracy"] == 1.0
+    assert "macro-F1 undefined: anxiety, stress neither occurs nor is predicted" in row["reason"]
+    assert row["weighted_f1"] == 1.0
+    per_class = result.table("per_class_auc").query("platform == 'away1'").set_index("class")
+    assert per_class.loc["normal", "f1"] == 1.0 and per_class.loc["normal", "auc"] == 1.0
+    assert np.isnan(per_class.loc["stress", "f1"]) and np.isnan(per_class.loc["stress", "auc"])
 
 
 def test_reference_without_a_class_is_reported_not_a_crash():

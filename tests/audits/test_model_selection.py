@@ -95,6 +95,9 @@ def test_binary_metrics_match_sklearn():
     assert "precision (no positive prediction)" in none_predicted["undefined"]
     one_class = binary_metrics(np.array([0, 0]), np.array([0.1, 0.2]), np.array([0, 1]))
     assert np.isnan(one_class["auc"]) and np.isnan(one_class["recall"]) and "AUC (one class)" in one_class["undefined"]
+    all_negative = binary_metrics(np.zeros(4, bool), np.zeros(4), np.zeros(4, bool))  # not 1.0 from a nanmean
+    assert np.isnan(all_negative["macro_f1"]) and np.isnan(all_negative["f1"]) and all_negative["accuracy"] == 1.0
+    assert "F1 (no positive, none predicted)" in all_negative["undefined"]
 
 
 def test_fold_scores_and_summary_recomputed_with_sklearn(run):

@@ -14,6 +14,7 @@ from sklearn.metrics import roc_auc_score
 
 from mhaudit.stats import _delong, auc
 from mhaudit.stats.auc import auc_ci, delong, macro_auc, paired_delong, per_class_auc
+from mhaudit.stats.undefined import UndefinedStatisticWarning
 
 TOL = 1e-12
 
@@ -135,10 +136,10 @@ def test_ci_is_normal_and_clipped():
 
 
 def test_undefined_auc_is_nan_with_reason_never_half():
-    with pytest.raises(ValueError, match="no negatives"):
-        delong([1, 1, 1], [0.1, 0.2, 0.3])
-    with pytest.raises(ValueError, match="no positives"):
-        delong([False, False], [0.1, 0.2])
+    with pytest.warns(UndefinedStatisticWarning, match="no negatives"):
+        assert all(math.isnan(v) for v in delong([1, 1, 1], [0.1, 0.2, 0.3]))
+    with pytest.warns(UndefinedStatisticWarning, match="no positives"):
+        assert all(math.isnan(v) for v in delong([False, False], [0.1, 0.2]))
     for y, reason in (([1, 1, 1], "no negatives"), ([0, 0, 0], "no positives"), ([], "no positives")):
         r = auc_ci(y, np.arange(len(y), dtype=float))
         assert r["reason"] == reason
@@ -201,13 +202,16 @@ def test_macro_auc_equals_sklearn_ovr_macro(seed):
     assert macro_auc(y, probs, k) == pytest.approx(expected, abs=TOL)
 
 
-def test_macro_auc_skips_absent_classes():
+def test_macro_auc_is_undefined_with_an_absent_class():
     y, probs = dirichlet_problem(1, n=60, k=4, ties=False)
-    y = np.where(y == 3, 0, y)  # class 3 never occurs
-    expected = np.mean([roc_auc_score(y == c, probs[:, c]) for c in range(3)])
-    assert macro_auc(y, probs, 4) == pytest.approx(expected, abs=TOL)
-    assert math.isnan(macro_auc(np.zeros(5, dtype=int), probs[:5], 4))  # one class: nothing to average
-    assert math.isnan(macro_auc(np.array([], dtype=int), np.zeros((0, 4)), 4))
+    assert macro_auc(y, probs, 4) == pytest.approx(roc_auc_score(y, probs, multi_class="ovr"), abs=TOL)
+    y = np.where(y == 3, 0, y)  # class 3 never occurs: not the mean of the other three
+    with pytest.warns(UndefinedStatisticWarning, match=r"class\(es\) \[3\]"):
+        assert math.isnan(macro_auc(y, probs, 4))
+    with pytest.warns(UndefinedStatisticWarning):
+        assert math.isnan(macro_auc(np.zeros(5, dtype=int), probs[:5], 4))
+    with pytest.warns(UndefinedStatisticWarning):
+        assert math.isnan(macro_auc(np.array([], dtype=int), np.zeros((0, 4)), 4))
 
 
 def test_per_class_auc_rows():

@@ -34,6 +34,7 @@ from mhaudit.stats.binary import (
 )
 from mhaudit.stats.divergence import degree_of_divergence, regime_permutation
 from mhaudit.stats.significance import benjamini_hochberg, mcnemar
+from mhaudit.stats.undefined import UndefinedStatisticWarning
 
 TOL = 1e-12
 
@@ -67,25 +68,40 @@ def test_doctests(module):
 @settings(max_examples=80, deadline=None)
 @given(binary_case(n_min=1, n_max=25, k_max=1), st.integers(0, 2**31 - 1))
 def test_binary_scores_equal_sklearn(case, seed):
+    """zero_division=0 reproduces sklearn's zero_division=0; by default each 0/0 is NaN and named."""
     y, (pred,) = np.array(case[0]), np.array(case[1])
     prob = np.random.default_rng(seed).integers(0, 4, size=y.size) / 4  # heavy ties
-    got = binary_scores(y, pred, prob)
+    both = 0 < y.sum() < y.size
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # sklearn warns about undefined metrics and single classes
+        zero = binary_scores(y, pred, prob, zero_division=0)
         ref = {
             "macro_f1": sk_macro(y, pred),
             "f1_pos": f1_score(y, pred, pos_label=1, zero_division=0),
             "precision": precision_score(y, pred, zero_division=0),
             "recall": recall_score(y, pred, zero_division=0),
             "accuracy": accuracy_score(y, pred),
-            "balanced_accuracy": balanced_accuracy_score(y, pred),
+            "balanced_accuracy": balanced_accuracy_score(y, pred) if both else math.nan,
             "mcc": matthews_corrcoef(y, pred),
-            "pr_auc": average_precision_score(y, prob),
-            "roc_auc": roc_auc_score(y, prob) if 0 < y.sum() < y.size else math.nan,
+            "pr_auc": average_precision_score(y, prob) if y.any() else math.nan,
+            "roc_auc": roc_auc_score(y, prob) if both else math.nan,
         }
-    assert got["n"] == y.size and got["prevalence"] == pytest.approx(y.mean(), abs=TOL)
+        nan_ref = {"f1_pos": f1_score(y, pred, zero_division=np.nan),
+                   "precision": precision_score(y, pred, zero_division=np.nan),
+                   "recall": recall_score(y, pred, zero_division=np.nan)}
+    assert zero["n"] == y.size and zero["prevalence"] == pytest.approx(y.mean(), abs=TOL)
     for key, value in ref.items():
+        assert (math.isnan(zero[key]) and math.isnan(value)) or abs(zero[key] - value) <= TOL, key
+    got = binary_scores(y, pred, prob)
+    for key, value in nan_ref.items():
         assert (math.isnan(got[key]) and math.isnan(value)) or abs(got[key] - value) <= TOL, key
+    per_class = f1_score(y, pred, average=None, labels=[0, 1], zero_division=np.nan)
+    assert (math.isnan(got["macro_f1"]) and np.isnan(per_class).any()) or got["macro_f1"] == pytest.approx(
+        per_class.mean(), abs=TOL)
+    marginals_missing = not both or pred.all() or not pred.any()
+    assert math.isnan(got["mcc"]) == marginals_missing
+    undefined = [k for k, v in got.items() if isinstance(v, float) and math.isnan(v)]
+    assert bool(got["reason"]) == bool(undefined)
 
 
 def test_binary_scores_without_prob_and_bad_input():
@@ -104,8 +120,12 @@ def test_binary_scores_without_prob_and_bad_input():
 def test_majority_macro_f1_equals_sklearn_on_constant_predictions(pos, neg):
     y = np.r_[np.ones(pos, int), np.zeros(neg, int)]
     majority = int(pos > neg)
-    assert abs(majority_macro_f1(y) - sk_macro(y, np.full(y.size, majority))) <= TOL
-    assert abs(majority_macro_f1(y) - max(pos, neg) / (y.size + max(pos, neg))) <= TOL  # p / (1 + p)
+    got = majority_macro_f1(y, zero_division=0)
+    assert abs(got - sk_macro(y, np.full(y.size, majority))) <= TOL
+    assert abs(got - max(pos, neg) / (y.size + max(pos, neg))) <= TOL  # p / (1 + p)
+    if neg == 0:  # one class: the other has no F1
+        with pytest.warns(UndefinedStatisticWarning):
+            assert math.isnan(majority_macro_f1(y))
 
 
 def test_majority_macro_f1_reproduces_the_paper_reddit_combi_baseline():
@@ -119,15 +139,21 @@ def test_macro_f1_from_counts_equals_sklearn(case):
     y, (pred,) = np.array(case[0]), np.array(case[1])
     tp, fp = np.sum((y == 1) & (pred == 1)), np.sum((y == 0) & (pred == 1))
     fn, tn = np.sum((y == 1) & (pred == 0)), np.sum((y == 0) & (pred == 0))
-    assert abs(macro_f1_from_counts(tp, fp, fn, tn) - sk_macro(y, pred)) <= TOL
+    assert abs(macro_f1_from_counts(tp, fp, fn, tn, zero_division=0) - sk_macro(y, pred)) <= TOL
 
 
 def test_macro_f1_from_counts_broadcasts_and_handles_zero_division():
     out = macro_f1_from_counts(np.array([[3], [0]]), 1, 1, np.array([5, 0, 2]))
     assert out.shape == (2, 3)
-    # tp = fp = fn = 0: F1(1) undefined -> 0, F1(0) = 1 when tn > 0; all zero -> 0
-    assert macro_f1_from_counts(0, 0, 0, 7) == 0.5 and macro_f1_from_counts(0, 0, 0, 0) == 0.0
-    assert out[1, 1] == 0.0  # tp = tn = 0 with one fp and one fn: both F1 are 0
+    assert out[1, 1] == 0.0  # tp = tn = 0 with one fp and one fn: both F1 are 0, and defined
+    # tp = fp = fn = 0: F1(1) undefined, so the mean is; zero_division=0 counts it as 0 (F1(0) = 1)
+    with pytest.warns(UndefinedStatisticWarning, match="undefined"):
+        assert math.isnan(macro_f1_from_counts(0, 0, 0, 7))
+    assert macro_f1_from_counts(0, 0, 0, 7, zero_division=0) == 0.5
+    assert macro_f1_from_counts(0, 0, 0, 0, zero_division=0) == 0.0
+    assert macro_f1_from_counts(0, 0, 0, 7, zero_division=1) == 1.0
+    with pytest.raises(ValueError, match="zero_division"):
+        macro_f1_from_counts(0, 0, 0, 7, zero_division=0.5)
     with pytest.raises(ValueError, match="non-negative"):
         macro_f1_from_counts(-1, 0, 0, 1)
 
@@ -142,9 +168,18 @@ def test_macro_f1_from_counts_broadcasts_and_handles_zero_division():
 def test_weighted_macro_f1_equals_sklearn_on_materialised_resamples(case):
     (y, preds), counts = (np.array(v) for v in case[0]), np.array(case[1])
     counts = counts[counts.sum(axis=1) > 0]  # sklearn cannot score an empty resample
-    got = binary._weighted_macro_f1(y, preds, counts)
+    if not len(counts):
+        return
+    got = binary._weighted_macro_f1(y, preds, counts, zero_division=0)
     expected = np.array([materialised(y, preds, row) for row in counts]).reshape(got.shape)
     np.testing.assert_allclose(got, expected, rtol=0, atol=TOL)
+    undefined = np.isnan(binary._weighted_macro_f1(y, preds, counts))  # the default: a lost class has no F1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        per_class = [[f1_score(np.repeat(y, row), np.repeat(p, row), average=None, labels=[0, 1],
+                               zero_division=np.nan) for p in preds.reshape(-1, y.size)] for row in counts]
+    expected_nan = np.isnan(np.array(per_class).reshape(len(counts), -1, 2)).any(axis=-1)
+    np.testing.assert_array_equal(undefined, expected_nan.reshape(undefined.shape))
 
 
 @pytest.mark.parametrize("stratified", [False, True])
@@ -155,7 +190,7 @@ def test_bootstrap_macro_f1_equals_sklearn_on_its_own_resamples(stratified, monk
     y = (rng.random(n) < 0.3).astype(int)
     preds = (rng.random((3, n)) < 0.4).astype(int)
     preds[2] = y  # a perfect vector: 1.0 in every resample that keeps both classes
-    got = bootstrap_macro_f1(y, preds, n_boot=23, rng=11, stratified=stratified)
+    got = bootstrap_macro_f1(y, preds, n_boot=23, rng=11, stratified=stratified, zero_division=0)
     blocks = list(binary._count_blocks(y, 23, np.random.default_rng(11), stratified))
     assert len(blocks) == 5
     counts = np.vstack([c for _, c in blocks])

@@ -14,6 +14,7 @@ from sklearn.metrics import roc_auc_score
 from mhaudit.stats import bootstrap
 from mhaudit.stats.auc import delong, macro_auc
 from mhaudit.stats.bootstrap import bootstrap_macro_auc, resample_counts, summarise, weighted_auc
+from mhaudit.stats.undefined import UndefinedStatisticWarning
 
 TOL = 1e-12
 
@@ -24,10 +25,11 @@ def materialised_auc(y, score, row):
 
 
 def materialised_macro(y, probs, n_classes, row):
-    """The macro rule on an explicit resample: mean sklearn AUC over classes with both sides drawn."""
+    """The macro rule on an explicit resample: mean sklearn AUC over all classes, NaN if one lacks a side."""
     yb, pb = np.repeat(y, row), np.repeat(probs, row, axis=0)
-    aucs = [roc_auc_score(yb == k, pb[:, k]) for k in range(n_classes) if 0 < (yb == k).sum() < yb.size]
-    return float(np.mean(aucs)) if len(aucs) >= 2 else math.nan
+    if any(not 0 < (yb == k).sum() < yb.size for k in range(n_classes)):
+        return math.nan
+    return float(np.mean([roc_auc_score(yb == k, pb[:, k]) for k in range(n_classes)]))
 
 
 def close(a: np.ndarray, b: np.ndarray) -> bool:
@@ -66,7 +68,11 @@ def test_bootstrap_macro_auc_equals_materialised(stratified):
     probs = rng.dirichlet(np.ones(k), size=n)
     probs[:, 2] = np.round(probs[:, 2], 1)  # ties in one column
     counts = resample_counts(y, 120, rng, stratified=stratified)
-    got = bootstrap_macro_auc(y, probs, k, counts)
+    if stratified:
+        got = bootstrap_macro_auc(y, probs, k, counts)
+    else:
+        with pytest.warns(UndefinedStatisticWarning, match="lost a class"):
+            got = bootstrap_macro_auc(y, probs, k, counts)
     assert stratified != (counts[:, y == 3].sum(axis=1) == 0).any()  # unstratified: class 3 sometimes lost
     assert close(got, np.array([materialised_macro(y, probs, k, row) for row in counts]))
     full = np.ones(n, dtype=int)
@@ -78,12 +84,13 @@ def test_bootstrap_macro_auc_equals_materialised(stratified):
         assert np.allclose(got, ref, rtol=0, atol=TOL)
 
 
-def test_macro_nan_where_fewer_than_two_classes():
+def test_macro_nan_where_a_class_is_lost():
     y = np.array([0, 0, 1, 2])
     probs = np.full((4, 3), 1 / 3)
-    counts = np.array([[2, 2, 0, 0], [1, 0, 1, 0], [0, 0, 2, 2]])
-    got = bootstrap_macro_auc(y, probs, 3, counts)
-    assert math.isnan(got[0]) and got[1] == 0.5 and got[2] == 0.5
+    counts = np.array([[2, 2, 0, 0], [1, 0, 1, 0], [0, 0, 2, 2], [1, 1, 1, 1]])
+    with pytest.warns(UndefinedStatisticWarning, match="3 of 4"):
+        got = bootstrap_macro_auc(y, probs, 3, counts)
+    assert np.isnan(got[:3]).all() and got[3] == 0.5  # never the mean of the classes that are left
 
 
 def test_results_do_not_depend_on_the_block_size(monkeypatch):

@@ -102,6 +102,9 @@ def divergence(corpora: Annotated[list[Path], typer.Option("--corpus", help="Bin
                    help="Prediction files of other models, compared with the channels.")] = None,
                conflicts: Annotated[int, typer.Option(help="Conflict-zone rows exported per data set.")] = 200,
                include_text: Annotated[bool, typer.Option(help="Put post text in the conflict export.")] = False,
+               zero_division: Annotated[float | None, typer.Option(
+                   help="Count an F1 with no true and no predicted instance as 0 (scikit-learn's default, "
+                        "zero_division=0) instead of leaving it undefined.")] = None,
                seed: int = 0) -> None:
     """The label-source audit (TSS probe): channels A/B/C, Degree of Divergence, masking, LODO, phenotypes."""
     from mhaudit.audits.divergence import DivergenceOptions, audit_divergence
@@ -117,7 +120,8 @@ def divergence(corpora: Annotated[list[Path], typer.Option("--corpus", help="Bin
                                 channels=split(channels), masks=split(masks) or ("none",),
                                 mask_channels=split(mask_channels), lodo_channels=split(lodo_channels),
                                 lexical=lexical, n_boot=n_boot, n_folds=folds, repeats=repeats,
-                                conflicts_per_dataset=conflicts, include_text=include_text, seed=seed)
+                                conflicts_per_dataset=conflicts, include_text=include_text,
+                                zero_division=zero_division, seed=seed)
     baselines = {}
     if baseline:
         preds = read_predictions(baseline)

@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from mhaudit.cli.console import err, guarded, out, print_table
+from mhaudit.cli.console import err, guarded, out, print_table, stage_progress
 from mhaudit.core.errors import InputError
 
 app = typer.Typer(help="Validate weak labels against people: draw the sample, report agreement.",
@@ -130,12 +130,13 @@ def report(labels: LabelsOpt, task: TaskOpt,
            n_boot: Annotated[int, typer.Option(help="Bootstrap resamples for the CIs.")] = 2000,
            seed: Annotated[int, typer.Option(help="Seed of the bootstraps.")] = 0) -> None:
     """Agreement report: human-human kappa (and alpha), the weak labeler against the reference, error sources."""
-    from mhaudit.audits.agreement import agreement_report, read_validation_set
+    from mhaudit.audits.agreement import AgreementOptions, agreement_report, read_validation_set
     from mhaudit.report import write_report
 
     validation = read_validation_set(sample_path) if sample_path else None
-    result = agreement_report(_read_label_files(labels), task, weak_labeler=weak, annotators=annotator,
-                              reference=reference, validation_set=validation, n_boot=n_boot, seed=seed)
+    options = AgreementOptions(task, weak_labeler=weak, annotators=tuple(annotator) if annotator else None,
+                               reference=reference, n_boot=n_boot, seed=seed)
+    result = agreement_report(_read_label_files(labels), options, validation_set=validation, progress=stage_progress())
     out.print(result.summary, highlight=False)
     metrics = result.table("weak_vs_reference")
     print_table("Weak labeler against the reference", metrics[["metric", "estimate", "ci_low", "ci_high", "n"]])

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from mhaudit.stats.undefined import warn_undefined
+
 
 def _midranks(x: np.ndarray) -> np.ndarray:
     """1-based ranks; tied values share the mean of the ranks they span."""
@@ -80,7 +82,8 @@ def delong(y, score) -> tuple[float, float]:
 
     Ties between a positive and a negative count a half, as in sklearn's `roc_auc_score`. The
     variance is S10/n_pos + S01/n_neg (sample variances of the placement values); it is NaN when a
-    class has a single example. Raises ValueError when `y` has one class only.
+    class has a single example. When `y` has one class only both are NaN, with an
+    UndefinedStatisticWarning.
 
     >>> auc, var = delong([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
     >>> auc, var
@@ -90,7 +93,8 @@ def delong(y, score) -> tuple[float, float]:
     score = check_scores(score, y.size)
     m, n = int(y.sum()), int((~y).sum())
     if m == 0 or n == 0:
-        raise ValueError(f"AUC is undefined: y has {'no positives' if m == 0 else 'no negatives'}")
+        warn_undefined(f"AUC undefined: y has {'no positives' if m == 0 else 'no negatives'}; NaN returned")
+        return float("nan"), float("nan")
     v10, v01 = placements(y, score)
     auc = float(v10.sum() / (m * n))
     return auc, _var(v10) / (n * n * m) + _var(v01) / (m * m * n)

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.stats.bootstrap import resample_counts, summarise
+from mhaudit.stats.undefined import quiet_undefined, warn_undefined
 
 __all__ = [
     "confusion_matrix",
@@ -96,7 +97,7 @@ def _kappa_parts(tables: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
 
 
 def kappa_from_confusion(tables) -> np.ndarray | float:
-    """Cohen's kappa of each k x k confusion table (shape (..., k, k)); NaN where undefined.
+    """Cohen's kappa of each k x k confusion table (shape (..., k, k)); NaN where undefined (warned).
 
     Undefined: no items, or chance agreement 1 (both labelers used one and the same class). Integer
     tables give an exact fraction rounded once; weighted (float) tables are accepted too.
@@ -116,6 +117,10 @@ def kappa_from_confusion(tables) -> np.ndarray | float:
     _, num, den = _kappa_parts(tables)
     out = np.full(np.shape(num), np.nan)
     np.divide(num, den, out=out, where=den > 0)
+    undefined = int(np.count_nonzero(np.isnan(out)))
+    if undefined:
+        warn_undefined(f"Cohen's kappa undefined for {undefined} of {out.size} table(s) (no items, or chance "
+                       "agreement 1: both labelers used one and the same class); NaN returned", stacklevel=3)
     return float(out) if out.ndim == 0 else out
 
 
@@ -147,7 +152,7 @@ def cohen_kappa(a, b, labels: Sequence | None = None) -> float:
     nan
     """
     table, _ = confusion_matrix(a, b, labels)
-    return float(kappa_from_confusion(table))
+    return float(kappa_from_confusion(table))  # warns when undefined
 
 
 def observed_agreement(a, b) -> float:
@@ -191,9 +196,10 @@ def bootstrap_kappa(a, b, *, labels: Sequence | None = None, n_boot: int = 2000,
         raise ValueError(f"n_boot must be non-negative, got {n_boot}")
     table, labels = confusion_matrix(a, b, labels)
     n = int(table.sum())
-    estimate = float(kappa_from_confusion(table))
     rng = np.random.default_rng(rng)
-    boot = kappa_from_confusion(draw_tables(table, n_boot, rng)) if n_boot else np.empty(0)
+    with quiet_undefined():  # a record: `reason` and `n_failed` say it
+        estimate = float(kappa_from_confusion(table))
+        boot = kappa_from_confusion(draw_tables(table, n_boot, rng)) if n_boot else np.empty(0)
     summary = summarise(boot, alpha) if n_boot >= 1 else {"se": np.nan, "ci_low": np.nan, "ci_high": np.nan,
                                                           "n_boot": 0, "n_failed": 0}
     expected = (float((table.sum(axis=1) * table.sum(axis=0)).sum()) / n**2) if n else float("nan")

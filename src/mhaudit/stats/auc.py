@@ -1,7 +1,7 @@
 """AUCs with DeLong uncertainty: one score, two correlated scores, one-vs-rest per class, macro.
 
 An AUC with one class absent is undefined: the public functions report it as NaN with a reason,
-never as 0.5. Point estimates equal sklearn's `roc_auc_score` (ties count a half); variances follow
+never as 0.5 (docs/statistics.md). Point estimates equal sklearn's `roc_auc_score` (ties count a half); variances follow
 DeLong, DeLong & Clarke-Pearson (1988), computed by the O(n log n) algorithm of Sun & Xu (2014).
 """
 
@@ -13,6 +13,7 @@ import numpy as np
 from scipy.stats import norm
 
 from mhaudit.stats._delong import auc_only, check_binary, check_codes, check_scores, delong, paired
+from mhaudit.stats.undefined import warn_undefined
 
 __all__ = ["delong", "auc_ci", "paired_delong", "per_class_auc", "macro_auc"]
 
@@ -109,14 +110,19 @@ def per_class_auc(y_codes, scores, n_classes: int, alpha: float = 0.05) -> list[
 
 
 def macro_auc(y_codes, probs, n_classes: int) -> float:
-    """Mean one-vs-rest AUC over the classes with at least one positive and one negative.
-
-    NaN when fewer than two classes qualify. With every class present it equals sklearn's
+    """Mean one-vs-rest AUC over all `n_classes` classes; equals sklearn's
     `roc_auc_score(y, probs, multi_class='ovr', average='macro')`.
+
+    NaN (with an UndefinedStatisticWarning) when a class has no positive or no negative: its AUC is
+    undefined, and a mean over the other classes would change what is averaged (docs/statistics.md).
+    `per_class_auc` gives the AUC of each class that has one.
 
     >>> macro_auc([0, 1, 2, 2], [[.6, .3, .1], [.2, .3, .5], [.1, .2, .7], [.5, .1, .4]], 3)  # (1 + 5/6 + 3/4) / 3
     0.8611111111111112
     """
     y, probs = check_codes(y_codes, probs, n_classes, "probs")
-    aucs = [auc_only(y == k, probs[:, k]) for k in range(n_classes) if 0 < (y == k).sum() < y.size]
-    return float(np.mean(aucs)) if len(aucs) >= 2 else NAN
+    missing = [k for k in range(n_classes) if not 0 < (y == k).sum() < y.size]
+    if missing:
+        warn_undefined(f"macro-AUC undefined: class(es) {missing} lack positives or negatives; NaN returned")
+        return NAN
+    return float(np.mean([auc_only(y == k, probs[:, k]) for k in range(n_classes)]))

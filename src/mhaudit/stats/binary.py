@@ -9,10 +9,11 @@ tallies are integers; they are multiplied in float32 when a row's total is below
 sum is then an exact integer) and in float64 otherwise, so the tallies are exact and each Macro-F1 is
 an exact fraction rounded once: it equals sklearn's on the explicitly resampled arrays to rounding.
 
-Macro-F1 here is always the mean of the F1 of class 1 and of class 0, with an undefined F1 (no true,
-predicted or drawn instance of the class) counted as 0, i.e. `f1_score(..., average="macro",
-labels=[0, 1], zero_division=0)`. sklearn without `labels` averages only over the labels present in
-y and the predictions, which differs in a resample that lost a class; the fixed two-label mean keeps
+Macro-F1 here is always the mean of the F1 of class 1 and of class 0. The F1 of a class with no true,
+predicted or drawn instance is undefined, and so is the mean (NaN, `mhaudit.stats.undefined`); with
+`zero_division=0` it counts as 0, i.e. `f1_score(..., average="macro", labels=[0, 1], zero_division=0)`,
+the convention of the TSS paper. sklearn without `labels` averages only over the labels present in y
+and the predictions, which differs in a resample that lost a class; the fixed two-label mean keeps
 every resample on the scale of the full-data estimate.
 
 Resamples are processed in blocks of about `_BLOCK_CELLS` counts (4 MB of int32 and as much in float),
@@ -27,6 +28,7 @@ import numpy as np
 
 from mhaudit.stats._delong import auc_only, check_binary, check_scores
 from mhaudit.stats.bootstrap import resample_counts, summarise
+from mhaudit.stats.undefined import check_zero_division, divide, quiet_undefined, warn_undefined
 
 __all__ = [
     "binary_scores",
@@ -70,40 +72,48 @@ def _check_nonempty(y: np.ndarray, what: str = "y") -> None:
     if y.size == 0:
         raise ValueError(f"{what} is empty: the scores need at least one instance")
 
-def _ratio(num: float, den: float) -> float:
-    """num / den, or 0.0 where the denominator is 0 (sklearn's zero_division=0)."""
-    return num / den if den else 0.0
+def _macro_f1(tp, fp, fn, tn, zero_division: float) -> np.ndarray:
+    """Macro-F1 from float tallies, `zero_division` for an F1 whose denominator is 0 (no warning)."""
+    wrong = fp + fn
+    return (divide(2 * tp, 2 * tp + wrong, zero_division) + divide(2 * tn, 2 * tn + wrong, zero_division)) / 2
 
 
-def macro_f1_from_counts(tp, fp, fn, tn):
+def _warn_if_undefined(values, what: str) -> None:
+    undefined = int(np.count_nonzero(np.isnan(values)))
+    if undefined:
+        warn_undefined(f"{what}: {undefined} of {np.size(values)} value(s) undefined (a class with no true and "
+                       "no predicted instance has no F1); NaN returned", stacklevel=4)
+
+
+def macro_f1_from_counts(tp, fp, fn, tn, zero_division: float = math.nan):
     """Macro-F1 (mean of the F1 of class 1 and of class 0) from confusion tallies; arrays broadcast.
 
-    F1(1) = 2tp / (2tp + fp + fn) and F1(0) = 2tn / (2tn + fn + fp), each 0 where its denominator is
-    0 (sklearn's zero_division=0). The class-0 F1 is the class-1 F1 with the roles of tp and tn
-    swapped, so four tallies per prediction vector are all a resample needs.
+    F1(1) = 2tp / (2tp + fp + fn) and F1(0) = 2tn / (2tn + fn + fp). Where a denominator is 0 the
+    class has no F1 and the mean is NaN (with an UndefinedStatisticWarning), or, with
+    `zero_division=0`, that F1 counts as 0 (sklearn's zero_division=0). The class-0 F1 is the class-1
+    F1 with the roles of tp and tn swapped, so four tallies per prediction vector are all a resample needs.
 
-    >>> macro_f1_from_counts([3, 0], [1, 0], [1, 0], [5, 4]).round(4).tolist()
+    >>> macro_f1_from_counts([3, 0], [1, 0], [1, 0], [5, 4], zero_division=0).round(4).tolist()
     [0.7917, 0.5]
     """
+    zero_division = check_zero_division(zero_division)
     tp, fp, fn, tn = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (tp, fp, fn, tn)))
     if any(v.size and v.min() < 0 for v in (tp, fp, fn, tn)):
         raise ValueError("confusion counts must be non-negative")
-    wrong = fp + fn
-    den_pos, den_neg = 2 * tp + wrong, 2 * tn + wrong
-    f_pos = np.divide(2 * tp, den_pos, out=np.zeros(den_pos.shape), where=den_pos > 0)
-    f_neg = np.divide(2 * tn, den_neg, out=np.zeros(den_neg.shape), where=den_neg > 0)
-    return ((f_pos + f_neg) / 2)[()]  # 0-d results as numpy scalars
+    out = _macro_f1(tp, fp, fn, tn, zero_division)
+    _warn_if_undefined(out, "macro-F1")
+    return out[()]  # 0-d results as numpy scalars
 
 
 def _average_precision(y: np.ndarray, score: np.ndarray) -> float:
     """sklearn's `average_precision_score`: sum over distinct thresholds of (recall step) x precision.
 
     Tied scores form one threshold (one point of the precision-recall curve), as in sklearn. With no
-    positive, recall is undefined and sklearn returns 0.0 (with a warning); so does this.
+    positive, recall is undefined: NaN (sklearn returns 0.0 with a warning).
     """
     n_pos = int(y.sum())
     if n_pos == 0:
-        return 0.0
+        return math.nan
     order = np.argsort(-score, kind="stable")
     ranked, hits = score[order], y[order]
     ends = np.r_[np.flatnonzero(np.diff(ranked)), ranked.size - 1]  # last instance of each threshold
@@ -113,20 +123,43 @@ def _average_precision(y: np.ndarray, score: np.ndarray) -> float:
     return float(np.sum(recall_step * precision))
 
 
-def binary_scores(y, pred, prob=None) -> dict:
+def _reasons(tp: int, fp: int, fn: int, tn: int, zero_division: float) -> str:
+    """Why the NaN values of `binary_scores` are undefined ('' when none is)."""
+    reasons = []
+    if tp + fn == 0:
+        reasons.append("balanced accuracy, ROC-AUC and PR-AUC undefined: no positive")
+    elif tn + fp == 0:
+        reasons.append("balanced accuracy and ROC-AUC undefined: no negative")
+    if math.isnan(zero_division):  # otherwise the caller chose a value for each 0/0
+        if tp + fp == 0:
+            reasons.append("precision undefined: no positive prediction")
+        if tp + fn == 0:
+            reasons.append("recall undefined: no positive")
+        if min(tp + fp + fn, tn + fp + fn) == 0:
+            side = "positive" if tp + fp + fn == 0 else "negative"
+            reasons.append(f"macro-F1 undefined: no {side} true or predicted")
+        if (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn) == 0:
+            reasons.append("MCC undefined: one class absent from the labels or the predictions")
+    return "; ".join(reasons)
+
+
+def binary_scores(y, pred, prob=None, zero_division: float = math.nan) -> dict:
     """The metric dashboard of one binary prediction vector (paper Table 22), as plain floats.
 
     Returns `n, prevalence, macro_f1, f1_pos, precision, recall, accuracy, balanced_accuracy, mcc`,
-    and with `prob` (scores for class 1) also `pr_auc` (average precision) and `roc_auc`. Each equals
-    its sklearn namesake: undefined precision, recall, F1 and MCC are 0 (zero_division=0); balanced
-    accuracy is the mean recall over the classes present in y; `roc_auc` is NaN when y has one class
-    and `pr_auc` is 0 when y has no positive (both as sklearn, which also warns). Macro-F1 averages
-    the two classes always (see the module docstring).
+    with `prob` (scores for class 1) also `pr_auc` (average precision) and `roc_auc`, and `reason`
+    (why the NaN values are undefined; '' when none is). Each equals its sklearn namesake where
+    defined. Undefined precision, recall, F1 and MCC are NaN, or `zero_division` (0 reproduces
+    sklearn's zero_division=0); balanced accuracy is the mean recall over both classes (NaN with one
+    class in y); `roc_auc` is NaN when y lacks a class and `pr_auc` when it has no positive (sklearn
+    gives 0 there).
+    Macro-F1 averages the two classes always (see the module docstring).
 
     >>> s = binary_scores([1, 1, 0, 0, 0], [1, 0, 0, 0, 1], prob=[.9, .4, .2, .1, .6])
-    >>> round(s["macro_f1"], 4), s["precision"], round(s["pr_auc"], 4), round(s["roc_auc"], 4)
-    (0.5833, 0.5, 0.8333, 0.8333)
+    >>> round(s["macro_f1"], 4), s["precision"], round(s["pr_auc"], 4), round(s["roc_auc"], 4), s["reason"]
+    (0.5833, 0.5, 0.8333, 0.8333, '')
     """
+    zero_division = check_zero_division(zero_division)
     y = check_binary(y, "y")
     _check_nonempty(y)
     pred = check_pred(pred, y.size, "pred")
@@ -134,32 +167,37 @@ def binary_scores(y, pred, prob=None) -> dict:
     fp = int(np.count_nonzero(~y & pred))
     fn = int(np.count_nonzero(y & ~pred))
     tn = y.size - tp - fp - fn
-    recalls = [tp / (tp + fn)] if tp + fn else []
-    recalls += [tn / (tn + fp)] if tn + fp else []
+    both = tp + fn > 0 and tn + fp > 0
     den = math.sqrt(float(tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+
+    def ratio(num, d):
+        return float(divide(num, d, zero_division))
+
     out = {
         "n": int(y.size),
         "prevalence": (tp + fn) / y.size,
-        "macro_f1": float(macro_f1_from_counts(tp, fp, fn, tn)),
-        "f1_pos": _ratio(2 * tp, 2 * tp + fp + fn),
-        "precision": _ratio(tp, tp + fp),
-        "recall": _ratio(tp, tp + fn),
+        "macro_f1": float(_macro_f1(*(np.float64(v) for v in (tp, fp, fn, tn)), zero_division)),
+        "f1_pos": ratio(2 * tp, 2 * tp + fp + fn),
+        "precision": ratio(tp, tp + fp),
+        "recall": ratio(tp, tp + fn),
         "accuracy": (tp + tn) / y.size,
-        "balanced_accuracy": float(np.mean(recalls)),
-        "mcc": _ratio(tp * tn - fp * fn, den),  # integer numerator: exact before the one division
+        "balanced_accuracy": (tp / (tp + fn) + tn / (tn + fp)) / 2 if both else math.nan,
+        "mcc": ratio(tp * tn - fp * fn, den),  # integer numerator: exact before the one division
     }
     if prob is not None:
         score = check_scores(prob, y.size, "prob")
         out["pr_auc"] = _average_precision(y, score)
-        out["roc_auc"] = auc_only(y, score) if 0 < tp + fn < y.size else float("nan")
+        out["roc_auc"] = auc_only(y, score) if both else math.nan
+    out["reason"] = _reasons(tp, fp, fn, tn, zero_division)
     return out
 
 
-def majority_macro_f1(y) -> float:
+def majority_macro_f1(y, zero_division: float = math.nan) -> float:
     """Macro-F1 of always predicting the majority class of y (ties: class 0; the value is the same).
 
     With majority share p it is p / (1 + p): the majority class scores 2p / (1 + p), the other 0. The
-    paper's Reddit-combi baseline (positive share 0.880) is 0.468.
+    paper's Reddit-combi baseline (positive share 0.880) is 0.468. With one class in y the other has
+    no F1: NaN, or 1/2 with `zero_division=0`.
 
     >>> round(majority_macro_f1([1] * 88 + [0] * 12), 3)
     0.468
@@ -169,8 +207,8 @@ def majority_macro_f1(y) -> float:
     pos = int(y.sum())
     neg = y.size - pos
     if pos > neg:  # predict 1 everywhere: tp = pos, fp = neg
-        return float(macro_f1_from_counts(pos, neg, 0, 0))
-    return float(macro_f1_from_counts(0, 0, pos, neg))  # predict 0 everywhere: fn = pos, tn = neg
+        return float(macro_f1_from_counts(pos, neg, 0, 0, zero_division))
+    return float(macro_f1_from_counts(0, 0, pos, neg, zero_division))  # predict 0 everywhere: fn = pos, tn = neg
 
 
 def _sum_dtype(max_row_total: int) -> type:
@@ -186,11 +224,11 @@ def _indicators(y: np.ndarray, preds: np.ndarray, dtype) -> np.ndarray:
     return np.ascontiguousarray(cells.reshape(4 * k, n).T, dtype=dtype)
 
 
-def _block_macro_f1(indicators: np.ndarray, counts: np.ndarray) -> np.ndarray:
+def _block_macro_f1(indicators: np.ndarray, counts: np.ndarray, zero_division: float) -> np.ndarray:
     """Macro-F1 of each row of `counts` for each prediction vector: (rows, k)."""
     tallies = counts.astype(indicators.dtype) @ indicators  # (rows, 4k), exact integers
     t = tallies.reshape(counts.shape[0], indicators.shape[1] // 4, 4).astype(np.float64)
-    return macro_f1_from_counts(t[..., 0], t[..., 1], t[..., 2], t[..., 3])
+    return _macro_f1(t[..., 0], t[..., 1], t[..., 2], t[..., 3], zero_division)
 
 
 def _count_blocks(y: np.ndarray, n_boot: int, rng: np.random.Generator, stratified: bool):
@@ -204,11 +242,11 @@ def _count_blocks(y: np.ndarray, n_boot: int, rng: np.random.Generator, stratifi
         yield start, resample_counts(y, min(n_boot, start + step) - start, rng, stratified)
 
 
-def _weighted_macro_f1(y, preds, counts) -> np.ndarray:
+def _weighted_macro_f1(y, preds, counts, zero_division: float = math.nan) -> np.ndarray:
     """Macro-F1 for given resample counts (rows of `counts`, shape (B, n)): shape (B, k).
 
-    Row c equals `f1_score(np.repeat(y, c), np.repeat(pred, c), average="macro", labels=[0, 1],
-    zero_division=0)` for each prediction vector (an all-zero row scores 0).
+    With `zero_division=0`, row c equals `f1_score(np.repeat(y, c), np.repeat(pred, c), average="macro",
+    labels=[0, 1], zero_division=0)` for each prediction vector (an all-zero row scores 0).
     """
     y = check_binary(y, "y")
     preds = _check_preds(preds, y.size)
@@ -218,16 +256,19 @@ def _weighted_macro_f1(y, preds, counts) -> np.ndarray:
     if counts.size and counts.min() < 0:
         raise ValueError("counts must be non-negative")
     total = int(counts.sum(axis=1, dtype=np.int64).max()) if counts.size else 0
-    return _block_macro_f1(_indicators(y, preds, _sum_dtype(total)), counts)
+    return _block_macro_f1(_indicators(y, preds, _sum_dtype(total)), counts, check_zero_division(zero_division))
 
 
-def bootstrap_macro_f1(y, preds, n_boot: int = 2000, rng=None, stratified: bool = False) -> np.ndarray:
+def bootstrap_macro_f1(y, preds, n_boot: int = 2000, rng=None, stratified: bool = False,
+                       zero_division: float = math.nan) -> np.ndarray:
     """Macro-F1 of k prediction vectors over the same instances in each of `n_boot` resamples: (n_boot, k).
 
     `preds` is (k, n) (or one vector of n). All k vectors are scored on the same resamples, so any
     difference of columns is a paired bootstrap. Resamples are drawn as count rows
     (`resample_counts`; stratified keeps the class sizes) in blocks; each block's tp/fp/fn/tn
-    tallies are one BLAS product counts @ indicators (n x 4k). `rng`: a Generator or a seed.
+    tallies are one BLAS product counts @ indicators (n x 4k). `rng`: a Generator or a seed. A
+    resample that drew no instance of a class a vector never predicts has no Macro-F1: NaN (one
+    UndefinedStatisticWarning per call), or with `zero_division=0` that class's F1 counts as 0.
 
     >>> bootstrap_macro_f1([0, 0, 1, 1, 1, 0], [[0, 0, 1, 1, 1, 0], [0, 1, 1, 0, 1, 0]], 3, rng=0).shape
     (3, 2)
@@ -237,39 +278,50 @@ def bootstrap_macro_f1(y, preds, n_boot: int = 2000, rng=None, stratified: bool 
     preds = _check_preds(preds, y.size)
     if n_boot < 0:
         raise ValueError(f"n_boot must be non-negative, got {n_boot}")
+    zero_division = check_zero_division(zero_division)
     rng = np.random.default_rng(rng)
     indicators = _indicators(y, preds, _sum_dtype(y.size))  # every drawn row totals n
     out = np.empty((n_boot, preds.shape[0]))
     for start, counts in _count_blocks(y, n_boot, rng, stratified):
-        out[start:start + counts.shape[0]] = _block_macro_f1(indicators, counts)
+        out[start:start + counts.shape[0]] = _block_macro_f1(indicators, counts, zero_division)
+    _warn_if_undefined(out, "bootstrap macro-F1")
     return out
 
 
-def full_macro_f1(y: np.ndarray, preds: np.ndarray) -> np.ndarray:
+def full_macro_f1(y: np.ndarray, preds: np.ndarray, zero_division: float = math.nan) -> np.ndarray:
     """Macro-F1 of each prediction vector on the full data: (k,)."""
-    return _block_macro_f1(_indicators(y, preds, _sum_dtype(y.size)), np.ones((1, y.size), dtype=np.int32))[0]
+    ones = np.ones((1, y.size), dtype=np.int32)
+    out = _block_macro_f1(_indicators(y, preds, _sum_dtype(y.size)), ones, check_zero_division(zero_division))[0]
+    _warn_if_undefined(out, "macro-F1")
+    return out
 
 
 def bootstrap_p(draws: np.ndarray) -> dict:
     """One-sided bootstrap p-values for an effect > 0 and < 0, with the +1 correction, and two-sided.
 
     p_greater is the share of resampled effects <= 0, (k + 1) / (B + 1), so it is never 0: the
-    resamples themselves are one more draw short of certainty (Davison & Hinkley 1997, ch. 4).
+    resamples themselves are one more draw short of certainty (Davison & Hinkley 1997, ch. 4). NaN
+    draws (undefined resamples) are left out; with none left every p is NaN.
     """
+    draws = np.asarray(draws, dtype=float)
+    draws = draws[np.isfinite(draws)]
     b = draws.size
+    if b == 0:
+        return {"p_greater": math.nan, "p_less": math.nan, "p_two_sided": math.nan}
     p_greater = (np.count_nonzero(draws <= 0) + 1) / (b + 1)
     p_less = (np.count_nonzero(draws >= 0) + 1) / (b + 1)
     return {"p_greater": float(p_greater), "p_less": float(p_less),
             "p_two_sided": float(min(1.0, 2 * min(p_greater, p_less)))}
 
 
-def paired_difference(y, pred_x, pred_ref, n_boot: int = 2000, rng=None) -> dict:
+def paired_difference(y, pred_x, pred_ref, n_boot: int = 2000, rng=None, zero_division: float = math.nan) -> dict:
     """Macro-F1 of x minus that of ref on the same instances, with a paired instance bootstrap.
 
     Both vectors are scored on every resample (plain, not stratified), so the shared instance noise
     cancels in the difference. Returns `delta, mf1_x, mf1_ref` on the full data, `se` (SD of the
     resampled deltas), `ci_low, ci_high` (95% percentile), `p_greater` (share of resampled deltas
-    <= 0, (k + 1) / (B + 1)), `p_less` and `p_two_sided` (2 x the smaller, capped at 1), `n_boot`.
+    <= 0, (k + 1) / (B + 1)), `p_less` and `p_two_sided` (2 x the smaller, capped at 1), `n_boot`,
+    `n_failed` (resamples with an undefined Macro-F1, left out) and `reason` ('' when delta is defined).
 
     >>> r = paired_difference([0, 1] * 20, [0, 1] * 20, [0, 0, 1, 1] * 10, n_boot=200, rng=0)
     >>> r["delta"], r["p_greater"] < 0.01
@@ -280,10 +332,14 @@ def paired_difference(y, pred_x, pred_ref, n_boot: int = 2000, rng=None) -> dict
     preds = np.stack([check_pred(pred_x, y.size, "pred_x"), check_pred(pred_ref, y.size, "pred_ref")])
     if n_boot < 2:
         raise ValueError(f"n_boot must be at least 2 for a standard error, got {n_boot}")
-    full = full_macro_f1(y, preds)
-    draws = bootstrap_macro_f1(y, preds, n_boot, rng, stratified=False)
+    with quiet_undefined():  # a record: the reason field says it
+        full = full_macro_f1(y, preds, zero_division)
+        draws = bootstrap_macro_f1(y, preds, n_boot, rng, stratified=False, zero_division=zero_division)
     deltas = draws[:, 0] - draws[:, 1]
     s = summarise(deltas)
+    undefined = [name for name, value in zip(("x", "ref"), full) if np.isnan(value)]
+    reason = f"macro-F1 of {' and '.join(undefined)} undefined: a class with no true and no predicted instance" \
+        if undefined else ""
     return {"delta": float(full[0] - full[1]), "mf1_x": float(full[0]), "mf1_ref": float(full[1]),
             "se": s["se"], "ci_low": s["ci_low"], "ci_high": s["ci_high"], **bootstrap_p(deltas),
-            "n_boot": int(n_boot)}
+            "n_boot": int(n_boot), "n_failed": s["n_failed"], "reason": reason}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from mhaudit.stats._delong import check_binary, check_codes, check_scores
+from mhaudit.stats.undefined import warn_undefined
 
 __all__ = ["resample_counts", "weighted_auc", "bootstrap_macro_auc", "summarise"]
 
@@ -110,7 +111,8 @@ def weighted_auc(y_bin, score, counts) -> np.ndarray:
     """AUC of each resample given its counts (rows of `counts`, shape (n_boot, n)): shape (n_boot,).
 
     Equal to `roc_auc_score(np.repeat(y, c), np.repeat(score, c))` for each row c (ties count a
-    half); NaN for a resample without positives or without negatives.
+    half); NaN for a resample without positives or without negatives (one UndefinedStatisticWarning
+    per call).
 
     >>> weighted_auc([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8], [[1, 1, 1, 1], [0, 2, 1, 1], [2, 2, 0, 0]])
     array([0.75, 0.5 ,  nan])
@@ -123,18 +125,26 @@ def weighted_auc(y_bin, score, counts) -> np.ndarray:
     step = _rows_per_chunk(y.size)
     for start in range(0, counts.shape[0], step):
         out[start:start + step] = problem.auc(counts[start:start + step], cum_dtype)
+    _warn_lost(out, "bootstrap AUC")
     return out
+
+
+def _warn_lost(out: np.ndarray, what: str) -> None:
+    undefined = int(np.count_nonzero(np.isnan(out)))
+    if undefined:
+        warn_undefined(f"{what}: {undefined} of {out.size} resample(s) lost a class; NaN returned", stacklevel=4)
 
 
 def bootstrap_macro_auc(y_codes, probs, n_classes: int, counts) -> np.ndarray:
     """Macro one-vs-rest AUC of each resample: shape (n_boot,).
 
-    Per resample, the mean AUC over the classes with at least one positive and one negative drawn,
-    as `macro_auc` on the resampled arrays; NaN where fewer than two classes qualify.
+    Per resample, `macro_auc` on the resampled arrays: the mean AUC over all classes, NaN where a
+    class drew no positive or no negative (one UndefinedStatisticWarning per call). Stratified
+    counts (`resample_counts`) keep every class, so none is lost.
 
     >>> y, probs = [0, 1, 2, 2], [[.6, .3, .1], [.2, .3, .5], [.1, .2, .7], [.5, .1, .4]]
-    >>> bootstrap_macro_auc(y, probs, 3, [[1, 1, 1, 1], [0, 2, 1, 1], [0, 0, 2, 2]]).round(4)
-    array([0.8611, 0.75  ,    nan])
+    >>> bootstrap_macro_auc(y, probs, 3, [[1, 1, 1, 1], [0, 2, 1, 1], [2, 1, 0, 1]]).round(4)
+    array([0.8611,    nan, 0.7778])
     """
     y, probs = check_codes(y_codes, probs, n_classes, "probs")
     counts, cum_dtype = _check_counts(counts, y.size)
@@ -144,10 +154,8 @@ def bootstrap_macro_auc(y_codes, probs, n_classes: int, counts) -> np.ndarray:
     for start in range(0, counts.shape[0], step):
         block = counts[start:start + step]
         aucs = np.stack([p.auc(block, cum_dtype) for p in problems])  # (n_classes, rows); NaN: a side not drawn
-        valid = np.isfinite(aucs)
-        n_valid = valid.sum(axis=0)
-        total = np.where(valid, aucs, 0.0).sum(axis=0)
-        out[start:start + step] = np.where(n_valid >= 2, total / np.maximum(n_valid, 1), np.nan)
+        out[start:start + step] = aucs.mean(axis=0)
+    _warn_lost(out, "bootstrap macro-AUC")
     return out
 
 

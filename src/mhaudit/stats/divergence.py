@@ -21,6 +21,7 @@ import pandas as pd
 from mhaudit.stats._delong import check_binary
 from mhaudit.stats.binary import bootstrap_macro_f1, bootstrap_p, check_pred, full_macro_f1
 from mhaudit.stats.bootstrap import summarise
+from mhaudit.stats.undefined import quiet_undefined
 
 __all__ = ["degree_of_divergence", "regime_permutation"]
 
@@ -54,7 +55,7 @@ def _check_sides(groups: Mapping, human, auto) -> tuple[list[str], list[str]]:
 
 
 def degree_of_divergence(groups: Mapping, human: Sequence[str], auto: Sequence[str], n_boot: int = 10000,
-                         rng=None, alternative: str = "greater") -> dict:
+                         rng=None, alternative: str = "greater", zero_division: float = math.nan) -> dict:
     """Degree of Divergence (paper Eq. 3) of channel x against channel a, with an instance bootstrap.
 
     `groups` maps a data-set name to (y, pred_x, pred_a), binary arrays over that data set's
@@ -68,7 +69,9 @@ def degree_of_divergence(groups: Mapping, human: Sequence[str], auto: Sequence[s
     `p`: the one-sided bootstrap p in the direction of `alternative` ("greater": share of resampled
     DoD <= 0; "less": share >= 0; both (k + 1) / (B + 1)), with `p_two_sided` = 2 x the smaller one-
     sided p, capped at 1. Also returns `n_boot`, `alternative`, `per_dataset` (DataFrame: dataset,
-    side, n, mf1_x, mf1_a, delta on the full data) and `draws` (the n_boot resampled DoDs).
+    side, n, mf1_x, mf1_a, delta on the full data), `draws` (the n_boot resampled DoDs) and
+    `n_failed`: resamples in which a Macro-F1 is undefined (a drawn set lost a class that a vector
+    never predicts), left out of the interval, or scored with `zero_division` when that is a number.
     """
     _check_alternative(alternative)
     if n_boot < 2:
@@ -88,8 +91,9 @@ def degree_of_divergence(groups: Mapping, human: Sequence[str], auto: Sequence[s
                              "difference is not a comparison of two classes, so DoD would be meaningless.")
         preds = np.stack([check_pred(pred_x, y.size, f"pred_x of {name!r}"),
                           check_pred(pred_a, y.size, f"pred_a of {name!r}")])
-        full = full_macro_f1(y, preds)
-        boot = bootstrap_macro_f1(y, preds, n_boot, child, stratified=False)
+        with quiet_undefined():  # n_failed counts them
+            full = full_macro_f1(y, preds, zero_division)  # y has both classes: always defined
+            boot = bootstrap_macro_f1(y, preds, n_boot, child, stratified=False, zero_division=zero_division)
         draws[:, j] = boot[:, 0] - boot[:, 1]
         rows.append({"dataset": name, "side": "human" if j < len(human) else "auto", "n": int(y.size),
                      "mf1_x": float(full[0]), "mf1_a": float(full[1]), "delta": float(full[0] - full[1])})
@@ -103,7 +107,7 @@ def degree_of_divergence(groups: Mapping, human: Sequence[str], auto: Sequence[s
     return {"estimate": estimate, "ci_low": s["ci_low"], "ci_high": s["ci_high"], "se": se,
             "z": estimate / se if se > 0 else float("nan"), "p": p[f"p_{alternative}"],
             "p_two_sided": p["p_two_sided"], "alternative": alternative, "n_boot": int(n_boot),
-            "per_dataset": per_dataset, "draws": dod_draws}
+            "n_failed": s["n_failed"], "per_dataset": per_dataset, "draws": dod_draws}
 
 
 def regime_permutation(deltas: Mapping[str, float], human: Sequence[str], alternative: str = "greater") -> dict:

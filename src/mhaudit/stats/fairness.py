@@ -18,6 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from mhaudit.stats.undefined import quiet_undefined, warn_undefined
+
+__all__ = ["prior_adjusted_rates", "di_interval", "equity_by_class", "summarise_classes"]
+
 NAN = float("nan")
 
 
@@ -92,9 +96,10 @@ def di_interval(x_ref: int, n_ref: int, x_tgt: int, n_tgt: int, z: float = 1.959
     Delta method on the log rate ratio L (Katz et al. 1978), with Haldane's +0.5 so one zero count still
     gives an interval: se² = (1 - p_ref)/((n_ref + 1) p_ref) + (1 - p_tgt)/((n_tgt + 1) p_tgt), and since
     DI = exp(-|L|) the interval [L - z se, L + z se] maps to [exp(-(|L| + z se)), exp(-max(0, |L| - z se))].
-    NaN when neither platform predicts the class.
+    NaN (with an UndefinedStatisticWarning) when neither platform predicts the class.
     """
     if x_ref == 0 and x_tgt == 0:
+        warn_undefined("disparate impact interval undefined: neither platform predicts the class; NaN returned")
         return NAN, NAN
     p_ref, p_tgt = (x_ref + 0.5) / (n_ref + 1), (x_tgt + 0.5) / (n_tgt + 1)
     log_ratio = abs(np.log(p_ref / p_tgt))
@@ -143,8 +148,9 @@ def equity_by_class(y_ref, pred_ref, y_tgt, pred_tgt, n_classes: int, *,
             if support == n:
                 reasons.append(f"only this class on {where}: FPR undefined")
         row["disparate_impact"] = _symmetric_di(row["rate_ref"], row["rate_tgt"])
-        row["di_ci_low"], row["di_ci_high"] = di_interval(int(m_ref[:, k].sum()), int(m_ref.sum()),
-                                                          int(m_tgt[:, k].sum()), int(m_tgt.sum()))
+        with quiet_undefined():  # the row's reason says it
+            row["di_ci_low"], row["di_ci_high"] = di_interval(int(m_ref[:, k].sum()), int(m_ref.sum()),
+                                                              int(m_tgt[:, k].sum()), int(m_tgt.sum()))
         if np.isnan(row["disparate_impact"]):
             reasons.append("no rows predicted as class on either platform: DI undefined")
         d_tpr = abs(row["tpr_ref"] - row["tpr_tgt"])

@@ -17,6 +17,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+__all__ = ["prior_corrected_probs", "em_priors", "bbse_priors", "EMResult", "BBSEResult"]
+
 
 class EMResult(NamedTuple):
     priors: np.ndarray  # estimated target priors

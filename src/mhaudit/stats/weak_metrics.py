@@ -19,6 +19,7 @@ import pandas as pd
 
 from mhaudit.stats.agreement import draw_tables
 from mhaudit.stats.bootstrap import resample_counts, summarise
+from mhaudit.stats.undefined import quiet_undefined, warn_undefined
 
 __all__ = ["BINARY_METRICS", "binary_metrics", "binary_reasons", "weak_vs_reference"]
 
@@ -34,7 +35,8 @@ def binary_metrics(tp, fp, fn, tn) -> dict[str, np.ndarray]:
 
     Tallies are counts or weighted sums. Each metric is NaN where its denominator is zero:
     precision without weak positives, recall without reference positives, kappa with chance
-    agreement 1, F1 of a class absent from both labelings, macro-F1 when either F1 is.
+    agreement 1, F1 of a class absent from both labelings, macro-F1 when either F1 is (one
+    UndefinedStatisticWarning per call; `binary_reasons` says why).
 
     >>> m = binary_metrics(36, 2, 29, 209)  # the Bluesky paper's SI table
     >>> {k: round(float(m[k]), 3) for k in ("kappa", "precision", "recall", "weak_positive_rate")}
@@ -58,6 +60,10 @@ def binary_metrics(tp, fp, fn, tn) -> dict[str, np.ndarray]:
            "precision": ratio(tp, weak_pos), "recall": ratio(tp, ref_pos), "f1": f1, "f1_negative": f1_neg,
            "macro_f1": (f1 + f1_neg) / 2, "specificity": ratio(tn, fp + tn),
            "weak_positive_rate": ratio(weak_pos, n), "reference_positive_rate": ratio(ref_pos, n)}
+    undefined = [key for key, value in out.items() if np.isnan(value).any()]
+    if undefined:
+        warn_undefined(f"{', '.join(undefined)} undefined for some tallies (a zero denominator; binary_reasons "
+                       "says which); NaN returned")
     return {key: value[()] for key, value in out.items()}
 
 
@@ -133,8 +139,9 @@ def weak_vs_reference(reference, weak, *, n_boot: int = 2000, alpha: float = 0.0
         for start in range(0, n_boot, step):
             rows = min(n_boot, start + step) - start
             boot[start:start + rows] = resample_counts(groups, rows, rng, stratified=True) @ onehot
-    point = binary_metrics(tallies[3], tallies[1], tallies[2], tallies[0])
-    draws = binary_metrics(boot[:, 3], boot[:, 1], boot[:, 2], boot[:, 0])
+    with quiet_undefined():  # rows carry `reason` and `n_failed`
+        point = binary_metrics(tallies[3], tallies[1], tallies[2], tallies[0])
+        draws = binary_metrics(boot[:, 3], boot[:, 1], boot[:, 2], boot[:, 0])
     reasons = binary_reasons(*(int(v) for v in (table[1, 1], table[0, 1], table[1, 0], table[0, 0])))
     rows = []
     for metric in BINARY_METRICS:

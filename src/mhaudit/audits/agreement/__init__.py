@@ -9,8 +9,8 @@ labels and names the weak labeler; `labels_from_corpus` enters a data set's own 
 from __future__ import annotations
 
 from mhaudit.audits.agreement.labels import labels_from_corpus
-from mhaudit.audits.agreement.report import agreement_report
+from mhaudit.audits.agreement.report import AgreementOptions, agreement_report
 from mhaudit.audits.agreement.sample import read_validation_set, sample_for_validation, write_validation_set
 
-__all__ = ["sample_for_validation", "write_validation_set", "read_validation_set", "agreement_report",
-           "labels_from_corpus"]
+__all__ = ["sample_for_validation", "write_validation_set", "read_validation_set", "AgreementOptions",
+           "agreement_report", "labels_from_corpus"]

@@ -8,13 +8,14 @@ positive rates), optional design-weighted estimates for the sampled pool, and th
 weak labeler's false positives and negatives by the annotators' tags.
 
 The reference labels follow docs/validation.md, "The reference" (mhaudit.audits.agreement.reference);
-`reference=LABELER` makes one labeler the reference instead.
+`AgreementOptions(reference=LABELER)` makes one labeler the reference instead.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
@@ -24,13 +25,15 @@ from mhaudit.audits.agreement.labels import choose_weak_labeler, describe_labele
 from mhaudit.audits.agreement.reference import reference_labels
 from mhaudit.audits.agreement.verdicts import agreement_verdicts
 from mhaudit.core.errors import InputError
+from mhaudit.core.progress import Progress, ensure
 from mhaudit.report import AuditResult, Section
 from mhaudit.report.result import digest_frame, provenance
 from mhaudit.stats.agreement import bootstrap_kappa, krippendorff_alpha
+from mhaudit.stats.undefined import quiet_undefined
 from mhaudit.stats.weak_metrics import weak_vs_reference
 from mhaudit.tables.label_store import parse_tags
 
-__all__ = ["agreement_report"]
+__all__ = ["AgreementOptions", "agreement_report"]
 
 NO_TAG = "(no tag)"
 
@@ -278,39 +281,61 @@ def _error_section(errors: pd.DataFrame) -> Section:
 
 
 # ---------------------------------------------------------------------------------------- report
-def agreement_report(labels: pd.DataFrame, task: str, *, weak_labeler: str | None = None,
-                     annotators: Sequence[str] | None = None, reference: str | None = None,
-                     validation_set: pd.DataFrame | None = None, n_boot: int = 2000, alpha: float = 0.05,
-                     seed: int = 0, synthetic: bool = False) -> AuditResult:
+@dataclass(frozen=True)
+class AgreementOptions:
+    """What the agreement report compares. `annotators`: the human labelers whose independent labels are
+    compared (default: every labeler of kind 'human' for the task). `reference`: a labeler whose labels are
+    the reference (default: the adjudicated labels, else the annotators' agreed labels; see
+    mhaudit.audits.agreement.reference). Bootstraps: `n_boot` item resamples, percentile (1 - alpha) CIs,
+    seeded with `seed`."""
+
+    task: str
+    weak_labeler: str | None = None  # default: the task's only llm or lexicon labeler
+    annotators: tuple[str, ...] | None = None
+    reference: str | None = None
+    n_boot: int = 2000
+    alpha: float = 0.05
+    seed: int = 0
+
+
+def _check(options: AgreementOptions) -> None:
+    if options.n_boot < 0:
+        raise InputError(f"the number of bootstrap resamples must be non-negative, got {options.n_boot}")
+    if not 0 < options.alpha < 1:
+        raise InputError(f"alpha {options.alpha} must lie strictly between 0 and 1")
+
+
+@quiet_undefined()  # the tables carry each undefined value's reason
+def agreement_report(labels: pd.DataFrame, options: AgreementOptions, *, validation_set: pd.DataFrame | None = None,
+                     synthetic: bool = False, progress: Progress | None = None) -> AuditResult:
     """The agreement report of one task: human-human agreement and the weak labeler against the reference.
 
-    `annotators`: the human labelers whose independent labels are compared (default: every labeler of
-    kind 'human' for the task). `reference`: a labeler whose labels are the reference (default: the
-    adjudicated labels, else the annotators' agreed labels; see mhaudit.audits.agreement.reference).
-    `validation_set`: the sample the items came from (`sample_for_validation`); adds design-weighted
-    estimates for the sampled pool. Bootstraps: `n_boot` item resamples, percentile (1 - alpha) CIs,
-    seeded with `seed`.
+    `labels`: the labels table (mhaudit.tables.label_store). `validation_set`: the sample the items came
+    from (`sample_for_validation`); adds design-weighted estimates for the sampled pool.
     """
-    if n_boot < 0:
-        raise InputError(f"the number of bootstrap resamples must be non-negative, got {n_boot}")
-    if not 0 < alpha < 1:
-        raise InputError(f"alpha {alpha} must lie strictly between 0 and 1")
+    _check(options)
+    progress = ensure(progress)
+    task, reference, n_boot, alpha = options.task, options.reference, options.n_boot, options.alpha
     rows = task_labels(labels, task)
-    weak = choose_weak_labeler(labels, task, weak_labeler)
-    annotators = _annotators(rows, task, weak, annotators, reference)
-    rng = np.random.default_rng(seed)  # one stream: the steps below draw from it in order (pairs, alpha, weak, pool)
+    weak = choose_weak_labeler(labels, task, options.weak_labeler)
+    annotators = _annotators(rows, task, weak, options.annotators, reference)
+    # one stream: the steps below draw from it in order (pairs, alpha, weak, pool)
+    rng = np.random.default_rng(options.seed)
 
-    matrix, invalid_human = _human_matrix(rows, annotators)
-    pairs, alpha_table = _human_agreement(matrix, annotators, n_boot, alpha, rng)
-    scored, ref, weak_rows, composition, ref_desc = _scored_items(rows, task, weak, annotators, reference)
-    metrics, table = weak_vs_reference(scored["reference"].to_numpy(), scored["weak"].to_numpy(), n_boot=n_boot,
-                                       alpha=alpha, rng=rng)
-    metrics["reason"] = metrics["reason"].fillna("")
-    rates = _positive_rates(scored, matrix, weak, annotators)
+    with progress.stage("human-human agreement"):
+        matrix, invalid_human = _human_matrix(rows, annotators)
+        pairs, alpha_table = _human_agreement(matrix, annotators, n_boot, alpha, rng)
+    with progress.stage("weak labeler against the reference"):
+        scored, ref, weak_rows, composition, ref_desc = _scored_items(rows, task, weak, annotators, reference)
+        metrics, table = weak_vs_reference(scored["reference"].to_numpy(), scored["weak"].to_numpy(),
+                                           n_boot=n_boot, alpha=alpha, rng=rng)
+        metrics["reason"] = metrics["reason"].fillna("")
+        rates = _positive_rates(scored, matrix, weak, annotators)
     weighted, strata_table, design_note = pd.DataFrame(), pd.DataFrame(), ""
     if validation_set is not None:  # design-weighted estimates for the pool the sample was drawn from
-        weighted, strata_table, design_note = design_weighted(validation_set, scored, ref, weak_rows, weak, n_boot,
-                                                              alpha, rng)
+        with progress.stage("design-weighted estimates for the pool"):
+            weighted, strata_table, design_note = design_weighted(validation_set, scored, ref, weak_rows, weak,
+                                                                  n_boot, alpha, rng)
     errors = _error_sources(_outcomes(scored), _item_tags(rows, annotators, reference))
 
     summary = _summary(task, weak, ref_desc, len(scored), metrics, rates, pairs, alpha_table, annotators,
@@ -321,11 +346,11 @@ def agreement_report(labels: pd.DataFrame, task: str, *, weak_labeler: str | Non
     if not weighted.empty:
         sections.append(_weighted_section(weighted, strata_table, design_note))
     sections.append(_error_section(errors))
-    options = {"task": task, "weak_labeler": weak, "annotators": list(annotators), "reference": reference,
-               "reference_rule": ref_desc, "n_boot": n_boot, "alpha": alpha, "seed": seed,
-               "validation_set": validation_set is not None}
+    used = {**asdict(options), "weak_labeler": weak, "annotators": list(annotators), "reference_rule": ref_desc,
+            "validation_set": validation_set is not None}
+    inputs = {"labels": digest_frame(labels)}
+    if validation_set is not None:
+        inputs["validation_set"] = digest_frame(validation_set)
     return AuditResult(title=f"Weak-label validation: task {task}, weak labeler {weak}", sections=sections,
-                       summary=summary, verdicts=agreement_verdicts(weak, metrics, pairs), options=options,
-                       synthetic=synthetic,
-                       provenance=provenance({"labels": digest_frame(labels), **(
-                           {"validation_set": digest_frame(validation_set)} if validation_set is not None else {})}, {}))
+                       summary=summary, verdicts=agreement_verdicts(weak, metrics, pairs), options=used,
+                       synthetic=synthetic, provenance=provenance(inputs, progress.seconds))

@@ -25,6 +25,7 @@ from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.report import AuditResult, Section
 from mhaudit.report.result import digest_frame, provenance
+from mhaudit.stats.undefined import quiet_undefined
 from mhaudit.tables.predictions import PredictionSet
 
 SEED_KEYS = ["model", "platform", "dataset"]
@@ -58,6 +59,7 @@ class Tables:
         return pd.DataFrame(self.rows.get(name, []))
 
 
+@quiet_undefined()  # the tables carry each undefined value's reason
 def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Series | None = None,
                attributions: pd.DataFrame | None = None, synthetic: bool = False,
                progress: Progress | None = None) -> AuditResult:

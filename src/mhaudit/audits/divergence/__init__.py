@@ -8,6 +8,8 @@ rewards channel X over the lexicon. See docs/divergence.md for every definition 
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +28,7 @@ from mhaudit.audits.divergence.verdicts import divergence_verdicts
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.report import AuditResult, Section
 from mhaudit.report.result import digest_frame, provenance
+from mhaudit.stats.undefined import quiet_undefined
 from mhaudit.text.masks import MASKS
 from mhaudit.text.parse import Parses
 
@@ -53,6 +56,15 @@ class DivergenceOptions:
     conflicts_per_dataset: int = 200
     include_text: bool = False
     seed: int = 0
+    # An F1 with no true and no predicted instance of its class: None leaves it undefined (NaN, the row's
+    # reason says so; a bootstrap resample with one is left out); 0 counts it as 0, scikit-learn's default,
+    # with which the TSS paper computed Macro-F1 (docs/statistics.md).
+    zero_division: float | None = None
+
+    @property
+    def undefined_f1(self) -> float:
+        """zero_division as the stats functions take it (NaN for None)."""
+        return math.nan if self.zero_division is None else float(self.zero_division)
 
 
 def _check(o: DivergenceOptions) -> None:
@@ -75,6 +87,8 @@ def _check(o: DivergenceOptions) -> None:
                          f"{', '.join(sorted(fitted))}; a masked run is compared with the unmasked one")
     if o.train_dataset and o.train_dataset in o.auto:
         raise InputError(f"--train {o.train_dataset} is auto-labelled; the channels are fitted on human labels")
+    if o.zero_division not in (None, 0, 1):
+        raise InputError(f"zero_division must be None, 0 or 1, got {o.zero_division!r}")
     if o.n_boot < 100 or o.n_folds < 2 or o.repeats < 1:
         raise InputError("n_boot must be >= 100, n_folds >= 2 and repeats >= 1")
 
@@ -83,6 +97,7 @@ def _canonical(names) -> list[str]:
     return list(dict.fromkeys("".join(parse_channel(n)) for n in names))
 
 
+@quiet_undefined()  # the tables carry each undefined value's reason
 def audit_divergence(frame: pd.DataFrame, classes: list[str], options: DivergenceOptions, *,
                      baselines: dict[str, pd.DataFrame] | None = None, synthetic: bool = False,
                      progress: Progress | None = None) -> AuditResult:
@@ -113,7 +128,8 @@ def audit_divergence(frame: pd.DataFrame, classes: list[str], options: Divergenc
     say(f"bootstrap: {options.n_boot:,} resamples per data set over {len(runs.keys)} prediction vectors")
     platform = {d: str(design.evaluation[d]["platform"].iat[0]) for d in datasets}
     scored = T.Scored(runs.keys, y, {d: np.vstack(runs.preds[d]) for d in datasets},
-                      {d: np.vstack(runs.probs[d]) for d in datasets}, design.side, platform, options.n_boot, options.seed)
+                      {d: np.vstack(runs.probs[d]) for d in datasets}, design.side, platform, options.n_boot, options.seed,
+                      options.undefined_f1)
     tables = _statistics(scored, channels, mask_channels, ["none", *masks], design.human, views, options,
                          repeat_scores, y)
     if options.repeats > 1:
@@ -157,7 +173,7 @@ def _robustness(design: Design, options: DivergenceOptions, runs: Runs, fitted: 
         for d in datasets[:datasets.index(design.train_dataset)]:
             start += len(y[d])
         tables["lodo"] = lodo(design, lodo_channels, lexical=options.lexical, n_folds=options.n_folds,
-                              seed=options.seed, train_parses=parses.take(np.arange(n_train)),
+                              seed=options.seed, zero_division=options.undefined_f1, train_parses=parses.take(np.arange(n_train)),
                               test_parses=parses.take(np.arange(start, start + len(y[design.train_dataset]))))
     if any("C" in ch for ch in channels):
         feats = np.vstack([base.evaluation[d]["C"] for d in datasets])
@@ -178,7 +194,8 @@ def _statistics(s: T.Scored, channels, mask_channels, masks, human, views, optio
     if options.repeats > 1:  # training variance of each channel's Macro-F1 over repeated cross-fitting
         from mhaudit.stats.binary import binary_scores
         rep = pd.DataFrame([{"channel": ch, "dataset": d, "macro_f1": binary_scores(
-            y[d], (prob >= thr).astype(np.int8))["macro_f1"]} for ch, d, r, prob, thr in repeat_scores])
+            y[d], (prob >= thr).astype(np.int8), zero_division=options.undefined_f1)["macro_f1"]}
+            for ch, d, r, prob, thr in repeat_scores])
         sd = rep.groupby(["channel", "dataset"])["macro_f1"].agg(["mean", "std"]).reset_index()
         sd.columns = ["channel", "dataset", "macro_f1_repeat_mean", "macro_f1_repeat_sd"]
         tables["channel_scores"] = tables["channel_scores"].merge(sd, on=["channel", "dataset"], how="left")

@@ -25,7 +25,7 @@ def _domain(values: pd.Series) -> pd.Series:
     return values.astype("string").str.split("/").str[0]
 
 
-def lodo(design: Design, channels: list[str], *, lexical: str, n_folds: int, seed: int,
+def lodo(design: Design, channels: list[str], *, lexical: str, n_folds: int, seed: int, zero_division: float,
          train_parses: Parses, test_parses: Parses) -> pd.DataFrame:
     """Leave-one-domain-out on the training data set: fit on the training rows of the other domains,
     score the held-out domain's test rows (parses reused, never re-parsed). Empty without a `domain`."""
@@ -51,7 +51,7 @@ def lodo(design: Design, channels: list[str], *, lexical: str, n_folds: int, see
         for ch in channels:
             model = fit_channel(ch, view.train, y, folds, seed=seed)
             prob = model.prob(combine(view.evaluation["held_out"], model.letters))
-            scores = binary_scores(y_held, (prob >= model.threshold).astype(np.int8), prob)
+            scores = binary_scores(y_held, (prob >= model.threshold).astype(np.int8), prob, zero_division)
             rows.append({"channel": ch, "held_out_domain": held, "n_train": int(fit_rows.sum()),
                          "n_scored": int(score_rows.sum()), "macro_f1": scores["macro_f1"]})
     table = pd.DataFrame(rows)

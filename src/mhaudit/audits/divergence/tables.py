@@ -10,11 +10,19 @@ One-sided bootstrap p-values use the (k + 1) / (B + 1) rule.
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pandas as pd
 
-from mhaudit.stats.binary import binary_scores, bootstrap_macro_f1, macro_f1_from_counts, majority_macro_f1
+from mhaudit.stats.binary import (
+    binary_scores,
+    bootstrap_macro_f1,
+    bootstrap_p,
+    macro_f1_from_counts,
+    majority_macro_f1,
+)
+from mhaudit.stats.bootstrap import summarise
 from mhaudit.stats.divergence import regime_permutation
 from mhaudit.stats.significance import benjamini_hochberg, mcnemar
 
@@ -30,12 +38,14 @@ class Scored:
     """
 
     def __init__(self, keys: list[str], y: dict[str, np.ndarray], preds: dict[str, np.ndarray],
-                 probs: dict[str, np.ndarray], side: dict[str, str], platform: dict[str, str], n_boot: int, seed: int):
+                 probs: dict[str, np.ndarray], side: dict[str, str], platform: dict[str, str], n_boot: int, seed: int,
+                 zero_division: float = math.nan):
         self.keys, self.y, self.preds, self.probs, self.side, self.platform = keys, y, preds, probs, side, platform
-        self.n_boot = n_boot
+        self.n_boot, self.zero_division = n_boot, zero_division
         rng = np.random.default_rng(seed)
-        self.draws = {d: bootstrap_macro_f1(y[d], preds[d], n_boot=n_boot, rng=rng) for d in y}
-        self.point = {d: _macro_f1(y[d], preds[d]) for d in y}
+        self.draws = {d: bootstrap_macro_f1(y[d], preds[d], n_boot=n_boot, rng=rng, zero_division=zero_division)
+                      for d in y}
+        self.point = {d: _macro_f1(y[d], preds[d], zero_division) for d in y}
 
     def col(self, key: str) -> int:
         return self.keys.index(key)
@@ -51,22 +61,21 @@ class Scored:
         return [d for d in self.y if self.side[d] == side]
 
 
-def _macro_f1(y: np.ndarray, preds: np.ndarray) -> np.ndarray:
+def _macro_f1(y: np.ndarray, preds: np.ndarray, zero_division: float) -> np.ndarray:
     pos = (y == 1)[None, :]
     p = preds.astype(bool)
-    return macro_f1_from_counts((p & pos).sum(1), (p & ~pos).sum(1), (~p & pos).sum(1), (~p & ~pos).sum(1))
+    return macro_f1_from_counts((p & pos).sum(1), (p & ~pos).sum(1), (~p & pos).sum(1), (~p & ~pos).sum(1),
+                                zero_division)
 
 
 def _p_values(draws: np.ndarray) -> dict[str, float]:
-    b = draws.size
-    greater = (np.count_nonzero(draws <= 0) + 1) / (b + 1)
-    less = (np.count_nonzero(draws >= 0) + 1) / (b + 1)
-    return {"p_greater": greater, "p_less": less, "p_two_sided": min(1.0, 2 * min(greater, less))}
+    return bootstrap_p(draws)  # undefined (NaN) resamples left out
 
 
 def _interval(draws: np.ndarray) -> tuple[float, float, float]:
-    lo, hi = np.percentile(draws, [2.5, 97.5])
-    return float(lo), float(hi), float(np.std(draws, ddof=1)) if draws.size > 1 else float("nan")
+    """95% percentile interval and SE over the defined resamples."""
+    s = summarise(draws)
+    return s["ci_low"], s["ci_high"], s["se"]
 
 
 def alternative_for(channel: str) -> str:
@@ -83,13 +92,13 @@ def channel_scores(s: Scored, keys: list[str]) -> pd.DataFrame:
         y = s.y[d]
         for key in keys:
             j = s.col(key)
-            sc = binary_scores(y, s.preds[d][j], s.probs[d][j])
+            sc = binary_scores(y, s.preds[d][j], s.probs[d][j], zero_division=s.zero_division)
             lo, hi, _ = _interval(s.draws[d][:, j])
             rows.append({"channel": key, "dataset": d, "side": s.side[d], "n": sc["n"],
                          "prevalence": sc["prevalence"], "macro_f1": sc["macro_f1"], "ci_low": lo, "ci_high": hi,
-                         "majority_macro_f1": majority_macro_f1(y), "pr_auc": sc["pr_auc"], "mcc": sc["mcc"],
-                         "balanced_accuracy": sc["balanced_accuracy"], "f1_pos": sc["f1_pos"],
-                         "precision": sc["precision"], "recall": sc["recall"]})
+                         "majority_macro_f1": majority_macro_f1(y, s.zero_division), "pr_auc": sc["pr_auc"],
+                         "mcc": sc["mcc"], "balanced_accuracy": sc["balanced_accuracy"], "f1_pos": sc["f1_pos"],
+                         "precision": sc["precision"], "recall": sc["recall"], "reason": sc["reason"]})
     return pd.DataFrame(rows)
 
 

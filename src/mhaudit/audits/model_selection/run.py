@@ -22,8 +22,10 @@ from mhaudit.core.executors import run_jobs
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.report import AuditResult
 from mhaudit.report.result import digest_frame, provenance
+from mhaudit.stats.undefined import quiet_undefined
 
 
+@quiet_undefined()  # the tables carry each undefined value's reason
 def run_model_selection(frame: pd.DataFrame, classes: list[str], options: ModelSelectionOptions, *,
                         train_labels: pd.Series | None = None, train_source: str = CORPUS_SOURCE,
                         references: Mapping[str, pd.Series] | None = None, synthetic: bool = False,

@@ -21,7 +21,7 @@ def binary_metrics(y: np.ndarray, score: np.ndarray, pred: np.ndarray) -> dict:
     """Positive-class precision, recall, F1; accuracy; AUC of `score`; macro-F1; the confusion counts.
 
     Undefined values are NaN and named in `undefined`: precision with no positive prediction, recall with no
-    positive, AUC with one class present. F1 = 2TP / (2TP + FP + FN) (0 when there are positives but none is
+    positive, AUC with one class present, the F1 of a class neither present nor predicted, and then macro-F1. F1 = 2TP / (2TP + FP + FN) (0 when there are positives but none is
     found; undefined only with no positive and no positive prediction), as sklearn computes it.
     """
     y, pred = np.asarray(y).astype(bool), np.asarray(pred).astype(bool)
@@ -39,7 +39,8 @@ def binary_metrics(y: np.ndarray, score: np.ndarray, pred: np.ndarray) -> dict:
     precision = ratio(tp, tp + fp, "precision (no positive prediction)")
     recall = ratio(tp, tp + fn, "recall (no positive)")
     f1 = ratio(2 * tp, 2 * tp + fp + fn, "F1 (no positive, none predicted)")
-    f1_negative = (2 * tn / (2 * tn + fp + fn)) if (2 * tn + fp + fn) else float("nan")
+    f1_negative = ratio(2 * tn, 2 * tn + fp + fn, "F1 of the negative class (no negative, none predicted)")
+    macro_f1 = (f1 + f1_negative) / 2  # NaN when either class has no F1 (docs/statistics.md)
     if y.all() or not y.any():
         undefined.append("AUC (one class)")
         auc = float("nan")
@@ -47,7 +48,7 @@ def binary_metrics(y: np.ndarray, score: np.ndarray, pred: np.ndarray) -> dict:
         auc = float(roc_auc_score(y, score))
     return {"n": n, "positives": int(y.sum()), "tp": tp, "fp": fp, "fn": fn, "tn": tn,
             "precision": precision, "recall": recall, "f1": f1, "accuracy": (tp + tn) / n if n else float("nan"),
-            "auc": auc, "macro_f1": float(np.nanmean([f1, f1_negative])) if n else float("nan"),
+            "auc": auc, "macro_f1": macro_f1,
             "predicted_positive_rate": (tp + fp) / n if n else float("nan"), "undefined": "; ".join(undefined)}
 
 

@@ -1,0 +1,178 @@
+"""One convention for undefined statistics (docs/statistics.md), checked on every public function of stats/.
+
+Each function gets the all-negative case: labels all 0 and predictions all 0. Whatever it cannot compute
+must come back NaN, never a substituted 0, 0.5 or 1, and say why: an UndefinedStatisticWarning from a
+function that returns numbers, a `reason` (or `note`) in a record. What is defined (accuracy 1, ECE)
+must come back as a number without a warning. A new public function without a case here fails
+`test_every_public_function_has_a_case`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import pkgutil
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import mhaudit.stats
+from mhaudit.stats import agreement, auc, binary, bootstrap, calibration, fairness, label_shift, weak_metrics
+from mhaudit.stats.undefined import UndefinedStatisticWarning, check_zero_division, divide
+
+N = 6
+Y = np.zeros(N, dtype=int)  # all negative
+PRED = np.zeros(N, dtype=int)  # none predicted positive
+CONF = np.linspace(0.6, 0.9, N)
+PROBS = np.c_[CONF, 1 - CONF]  # every row predicts class 0, with varied confidence
+SCORE = PROBS[:, 1]
+COUNTS = np.ones((3, N), dtype=int)
+
+
+def reason_of(result) -> str:
+    """The reason a record or table gives ('' when none)."""
+    if isinstance(result, dict):
+        return str(result.get("reason") or result.get("note") or "")
+    if isinstance(result, pd.DataFrame):
+        return "; ".join(result["reason"].dropna().astype(str))
+    if isinstance(result, list):
+        return "; ".join(reason_of(r) for r in result)
+    return str(getattr(result, "note", "") or "")
+
+
+# name -> (call, the outputs that must be NaN: keys of a record, or "value" for a bare number or array).
+# Numbers and arrays (and dicts of arrays: WARNS) warn; records say why in `reason`.
+UNDEFINED = {
+    "binary.binary_scores": (lambda: binary.binary_scores(Y, PRED, SCORE),
+                             ["macro_f1", "f1_pos", "precision", "recall", "balanced_accuracy", "mcc", "pr_auc",
+                              "roc_auc"]),
+    "binary.majority_macro_f1": (lambda: binary.majority_macro_f1(Y), ["value"]),
+    "binary.macro_f1_from_counts": (lambda: binary.macro_f1_from_counts(0, 0, 0, N), ["value"]),
+    "binary.bootstrap_macro_f1": (lambda: binary.bootstrap_macro_f1(Y, PRED, 20, rng=0), ["value"]),
+    "binary.paired_difference": (lambda: binary.paired_difference(Y, PRED, PRED, 20, rng=0),
+                                 ["delta", "mf1_x", "mf1_ref", "ci_low", "ci_high", "p_greater"]),
+    "auc.delong": (lambda: auc.delong(Y, SCORE), ["value"]),
+    "auc.auc_ci": (lambda: auc.auc_ci(Y, SCORE), ["auc", "se", "ci_low", "ci_high"]),
+    "auc.paired_delong": (lambda: auc.paired_delong(Y, SCORE, SCORE / 2), ["auc_a", "auc_b", "diff", "p"]),
+    "auc.per_class_auc": (lambda: auc.per_class_auc(Y, PROBS, 2)[1], ["auc"]),
+    "auc.macro_auc": (lambda: auc.macro_auc(Y, PROBS, 2), ["value"]),
+    "bootstrap.weighted_auc": (lambda: bootstrap.weighted_auc(Y, SCORE, COUNTS), ["value"]),
+    "bootstrap.bootstrap_macro_auc": (lambda: bootstrap.bootstrap_macro_auc(Y, PROBS, 2, COUNTS), ["value"]),
+    "agreement.kappa_from_confusion": (lambda: agreement.kappa_from_confusion([[N, 0], [0, 0]]), ["value"]),
+    "agreement.cohen_kappa": (lambda: agreement.cohen_kappa(Y, PRED), ["value"]),
+    "agreement.bootstrap_kappa": (lambda: agreement.bootstrap_kappa(Y, PRED, n_boot=20, rng=0),
+                                  ["estimate", "ci_low", "ci_high"]),
+    "agreement.krippendorff_alpha": (lambda: agreement.krippendorff_alpha([Y, PRED]), ["estimate"]),
+    "weak_metrics.binary_metrics": (lambda: weak_metrics.binary_metrics(0, 0, 0, N),
+                                    ["kappa", "precision", "recall", "f1", "macro_f1"]),
+    "weak_metrics.weak_vs_reference": (lambda: weak_metrics.weak_vs_reference(Y, PRED, n_boot=20, rng=0)[0]
+                                       .set_index("metric")["estimate"].to_dict() | {"reason": "rows"},
+                                       ["kappa", "precision", "recall", "f1", "macro_f1"]),
+    "fairness.di_interval": (lambda: fairness.di_interval(0, N, 0, N), ["value"]),
+    "fairness.equity_by_class": (lambda: fairness.equity_by_class(Y, PRED, Y, PRED, 2)[1],
+                                 ["disparate_impact", "tpr_ref", "equal_opportunity_gap"]),
+    "fairness.summarise_classes": (lambda: fairness.summarise_classes(fairness.equity_by_class(Y, PRED, Y, PRED, 2)),
+                                   ["max_equalized_odds_gap"]),
+    "label_shift.bbse_priors": (lambda: label_shift.bbse_priors(Y, PRED, PRED, 2), []),  # not identified: noted
+}
+
+# Defined on the all-negative case: a number, and no warning.
+DEFINED = {
+    "agreement.observed_agreement": lambda: agreement.observed_agreement(Y, PRED),
+    "calibration.ece": lambda: calibration.ece(PROBS, Y),
+    "calibration.mce": lambda: calibration.mce(PROBS, Y),
+    "calibration.classwise_ece": lambda: calibration.classwise_ece(PROBS, Y),
+    "calibration.brier": lambda: calibration.brier(PROBS, Y),
+    "calibration.nll": lambda: calibration.nll(PROBS, Y),
+    "calibration.bootstrap_ece": lambda: calibration.bootstrap_ece(PROBS, Y, COUNTS),
+    "calibration.bootstrap_classwise_ece": lambda: calibration.bootstrap_classwise_ece(PROBS, Y, COUNTS),
+    "calibration.reliability": lambda: calibration.reliability(PROBS, Y)["accuracy"][-3:],
+    "fairness.prior_adjusted_rates": lambda: fairness.prior_adjusted_rates(Y, PRED, [1.0, 0.0], 2),
+    "label_shift.prior_corrected_probs": lambda: label_shift.prior_corrected_probs(PROBS, [0.5, 0.5], [0.9, 0.1]),
+    "label_shift.em_priors": lambda: label_shift.em_priors(PROBS, [0.5, 0.5]).priors,
+    "significance.mcnemar": lambda: mhaudit.stats.significance.mcnemar(Y, PRED, PRED)["p"],  # no discordant pair: p 1
+}
+
+# Not statistics of labels and predictions: transforms, resamplers, fitters, reason helpers, types.
+NOT_METRICS = {
+    "agreement.confusion_matrix", "agreement.kappa_reason", "agreement.draw_tables",
+    "bootstrap.resample_counts", "bootstrap.summarise",
+    "calibration.softmax", "calibration.log_softmax", "calibration.fit_temperature", "calibration.stratified_folds",
+    "calibration.cross_fitted_temperature",
+    "divergence.degree_of_divergence",  # refuses a one-class data set (ValueError): DoD compares two classes
+    "divergence.regime_permutation",  # takes per-data-set differences, not labels
+    "label_shift.EMResult", "label_shift.BBSEResult",
+    "significance.benjamini_hochberg",  # NaN p-values in, NaN out
+    "weak_metrics.BINARY_METRICS", "weak_metrics.binary_reasons",
+    "undefined.UndefinedStatisticWarning", "undefined.warn_undefined", "undefined.check_zero_division",
+    "undefined.divide", "undefined.quiet_undefined",
+}
+
+
+WARNS = {"weak_metrics.binary_metrics"}  # a vectorised kernel: a dict of arrays, named by binary_reasons
+
+
+def public_names() -> set[str]:
+    names = set()
+    for info in pkgutil.iter_modules(mhaudit.stats.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"mhaudit.stats.{info.name}")
+        assert hasattr(module, "__all__"), f"mhaudit.stats.{info.name} has no __all__"
+        names |= {f"{info.name}.{name}" for name in module.__all__}
+    return names
+
+
+def test_every_public_function_has_a_case():
+    covered = set(UNDEFINED) | set(DEFINED) | NOT_METRICS
+    assert public_names() - covered == set(), "give each new public function an all-negative case"
+    assert covered - public_names() == set()
+
+
+def _values(result, keys):
+    if keys == ["value"]:
+        return np.atleast_1d(np.asarray(result, dtype=float)).ravel()
+    return np.array([float(result[k]) for k in keys])
+
+
+@pytest.mark.parametrize("name", sorted(UNDEFINED))
+def test_undefined_values_are_nan_and_say_why(name):
+    call, keys = UNDEFINED[name]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = call()
+    warned = [w for w in caught if issubclass(w.category, UndefinedStatisticWarning)]
+    if keys:
+        assert np.isnan(_values(result, keys)).all(), f"{name}: an undefined value was substituted"
+    if keys == ["value"] or name in WARNS:
+        assert warned, f"{name} returned NaN without an UndefinedStatisticWarning"
+        assert "undefined" in str(warned[0].message) or "lost a class" in str(warned[0].message)
+    else:
+        assert reason_of(result), f"{name}: a record with undefined values gives no reason"
+        assert not warned, f"{name} both warns and gives a reason: a record says it once"
+
+
+@pytest.mark.parametrize("name", sorted(DEFINED))
+def test_defined_values_are_numbers_without_a_warning(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UndefinedStatisticWarning)
+        values = np.atleast_1d(np.asarray(DEFINED[name](), dtype=float))
+    assert np.isfinite(values).all(), name
+
+
+def test_the_substitutes_are_explicit_and_only_zero_or_one():
+    for kind in (0, 1, 0.0, 1.0):
+        assert check_zero_division(kind) == kind
+    assert math.isnan(check_zero_division(math.nan))
+    for bad in (0.5, -1, "zero", None):
+        with pytest.raises(ValueError, match="zero_division"):
+            check_zero_division(bad)
+    assert divide([1, 0], [2, 0]).tolist()[0] == 0.5 and math.isnan(divide([1, 0], [2, 0])[1])
+    assert divide([1, 0], [2, 0], zero_division=0).tolist() == [0.5, 0.0]
+    # The papers' convention, asked for: no warning, the sklearn number.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UndefinedStatisticWarning)
+        assert binary.binary_scores(Y, PRED, zero_division=0)["macro_f1"] == 0.5
+        assert binary.majority_macro_f1(Y, zero_division=0) == 0.5
