@@ -89,6 +89,14 @@ def flags(discrimination: pd.DataFrame, significance: pd.DataFrame, calibration:
     return pd.DataFrame(rows)
 
 
+FINDINGS = {  # flag id -> the finding in words, for the summary
+    "auc_drop_beyond_ci": "a macro-AUC drop beyond its 95% CI",
+    "ece_above_0.10": "ECE above 0.10 beyond the reference's",
+    "di_below_0.80": "disparate impact under 0.80 (the four-fifths rule)",
+    "di_below_0.50": "disparate impact under 0.50",
+}
+
+
 def plain_words(discrimination: pd.DataFrame, flag_table: pd.DataFrame, temperature: pd.DataFrame,
                 reference: str) -> str:
     """Two to four sentences saying what failed and how badly; non-independent rows are left out."""
@@ -98,21 +106,23 @@ def plain_words(discrimination: pd.DataFrame, flag_table: pd.DataFrame, temperat
     targets = independent[~independent["is_reference"].astype(bool)]
     if targets.empty:
         return f"Only the reference platform ({reference}) was scored; nothing to compare."
-    ref = independent[independent["is_reference"].astype(bool)]["macro_auc"]
-    drop = targets["delta_auc_pct"]
-    parts = [f"Off their home platform ({reference}, macro-AUC {ref.min():.3f}-{ref.max():.3f}), the models' "
-             f"macro-AUC changes by {drop.min():+.1f}% to {drop.max():+.1f}% on the other platforms."]
+    ref = independent[independent["is_reference"].astype(bool)]["macro_auc"].dropna()
+    drop = targets["delta_auc_pct"].dropna()
+    home = f"macro-AUC {ref.min():.3f}-{ref.max():.3f}" if len(ref) else "macro-AUC undefined"
+    change = (f"changes by {drop.min():+.1f}% to {drop.max():+.1f}% on the other platforms" if len(drop) else
+              "cannot be compared (undefined: see the reason column of the discrimination table)")
+    parts = [f"Off their home platform ({reference}, {home}), the models' macro-AUC {change}."]
     if not flag_table.empty and "non_independent" in flag_table:
         flag_table = flag_table[~flag_table["non_independent"].astype(bool)]
     raised = flag_table[flag_table["raised"]] if not flag_table.empty else flag_table
     if raised.empty:
-        parts.append("No flag was raised: no significant AUC drop, no ECE above 0.10 beyond the reference's, "
+        parts.append("No finding: no significant AUC drop, no ECE above 0.10 beyond the reference's, "
                      "no disparate impact under 0.80.")
     else:
         counts = raised.groupby("flag").size()
         total = flag_table.groupby("flag").size()
-        parts.append("Flags raised: " + "; ".join(f"{f} in {counts[f]} of {total[f]} target runs" for f in counts.index)
-                     + ".")
+        parts.append("Found: " + "; ".join(f"{FINDINGS.get(f, f)} in {counts[f]} of {total[f]} target runs"
+                                           for f in counts.index) + ".")
     if not temperature.empty and "ece_reduction_pct" in temperature:
         home = set(zip(independent.loc[independent["is_reference"].astype(bool), "platform"],
                        independent.loc[independent["is_reference"].astype(bool), "dataset"]))
