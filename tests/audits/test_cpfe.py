@@ -155,6 +155,7 @@ def test_non_independent_rows_are_marked_and_left_out_of_the_summary():
     assert disc.loc["away1", "non_independent"] and not disc.loc["away2", "non_independent"]
     drop = f"{disc.loc['away2', 'delta_auc_pct']:+.1f}%"
     assert f"by {drop} to {drop}" in result.summary
+    assert "_" not in result.summary.split("Found:")[-1].split(".")[0]  # findings in words, not flag ids
 
 
 def audit_simulated(config, n_boot=300):
