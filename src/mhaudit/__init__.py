@@ -19,7 +19,8 @@ __version__ = "0.1.0"
 _PUBLIC = {
     # readers
     "read_corpus": ("mhaudit.tables.corpus.schema", "read_corpus"),
-    "read_predictions": ("mhaudit.tables.predictions", "read_predictions"),
+    "read_predictions": ("mhaudit.tables.prediction_files", "read_predictions"),
+    "predictions_from_arrays": ("mhaudit.tables.prediction_files", "predictions_from_arrays"),
     "read_labels": ("mhaudit.tables.label_store", "read_labels"),
     "read_attributions": ("mhaudit.tables.attributions", "read_attributions"),
     "Corpus": ("mhaudit.tables.corpus.schema", "Corpus"),

@@ -114,7 +114,8 @@ def test_k_shot_examples_saved_with_the_model_and_binary_only(tmp_path):
 def test_predictions_table_for_the_audits(tmp_path):
     """Scores enter the predictions table like any model's (logit_<class> columns in class order)."""
     from mhaudit.tables.corpus.schema import Corpus
-    from mhaudit.tables.predictions import predict_corpus, read_predictions
+    from mhaudit.tables.prediction_files import read_predictions
+    from mhaudit.tables.predictions import predict_corpus
 
     def handle(method, path, body):
         if path == "/v1/models":

@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 
 from mhaudit.core.errors import InputError
-from mhaudit.tables.predictions import PROB_SUM_TOLERANCE, PredictionColumns, read_predictions
+from mhaudit.tables.prediction_files import PredictionColumns, read_predictions
+from mhaudit.tables.predictions import PROB_SUM_TOLERANCE
 
 
 def write(tmp_path, frame, name="preds.csv"):
@@ -49,7 +50,7 @@ def test_class_order_flag_and_one_file_per_platform(tmp_path):
     (lambda f: f.assign(prob_b=[np.inf] + f["prob_b"].tolist()[1:]), "score column 'prob_b' is 'inf'"),
     (lambda f: f.assign(prob_a=f["prob_a"] + 0.01), f"tolerance {PROB_SUM_TOLERANCE}"),
     (lambda f: f.assign(label=["b", "a", "z", "1", "0", "2"]), "row 3: label 'z' is not one of the classes a, b, c"),
-    (lambda f: f.assign(label=["b", "a", "7", "1", "0", "2"]), "label '7' is not one of the classes a, b, c"),
+    (lambda f: f.assign(label=["b", "a", "7", "1", "0", "2"]), "row 3: label index 7 is beyond the 3 score columns"),
     (lambda f: f.assign(platform=["x", None, "x", "y", "y", "y"]), "row 2: column 'platform' is empty"),
     (lambda f: f.assign(seed=[0, 1.5, 0, 0, 0, 0]), "row 2: seed is not an integer"),
     (lambda f: f.drop(columns=["prob_a", "prob_b", "prob_c"]), "has no score columns"),
@@ -63,18 +64,19 @@ def test_bad_input_names_file_row_and_column(tmp_path, change, message):
     assert "preds.csv" in str(exc.value) and message in str(exc.value)
 
 
-def test_index_labels_need_an_explicit_class_order(tmp_path):
-    frame, _ = probs_frame()  # rows 4-6 hold indices: their meaning depends on an order the user must give
-    with pytest.raises(InputError, match="row 4: label '1' is an index, not a class name; pass --classes"):
-        read_predictions([write(tmp_path, frame)], model="m")
+def test_integer_labels_index_the_score_columns_in_their_order(tmp_path):
+    frame, _ = probs_frame()  # rows 4-6 hold indices of the score columns prob_a, prob_b, prob_c
+    result = read_predictions([write(tmp_path, frame)], model="m")
+    assert result.frame["label"].tolist() == ["b", "a", "c", "b", "a", "c"]
+    assert "integer labels were read as indices of the score columns: 0 = a, 1 = b, 2 = c" in result.notes
 
 
 def test_score_columns_for_unknown_or_missing_classes(tmp_path):
     frame, _ = probs_frame()
     path = write(tmp_path, frame)
-    with pytest.raises(InputError, match="score column 'prob_c' is for class 'c', which is not one of the classes a, b"):
+    with pytest.raises(InputError, match="preds.csv: score columns for a, b, c differ from the classes a, b;"):
         read_predictions([path], classes=["a", "b"])
-    with pytest.raises(InputError, match="missing score column 'prob_d'"):
+    with pytest.raises(InputError, match="score columns for a, b, c differ from the classes a, b, c, d"):
         read_predictions([path], classes=["a", "b", "c", "d"])
 
 

@@ -18,9 +18,11 @@ def register(root: typer.Typer) -> None:
     root.add_typer(app, name="audit")
 
 
-@app.command()
+@app.command(context_settings={"allow_extra_args": True})
 @guarded
-def cpfe(predictions: Annotated[list[Path], typer.Option("--predictions", help="Prediction files (CSV/Parquet).")],
+def cpfe(ctx: typer.Context,
+         predictions: Annotated[list[str], typer.Option(
+             "--predictions", help="Prediction files or globs (CSV/Parquet); several may follow one --predictions.")],
          reference: Annotated[str, typer.Option(help="The models' home platform (or data set).")],
          out_dir: Annotated[Path, typer.Option("--out", help="Folder for report.{json,html,md} and figures.")],
          classes: Annotated[str | None, typer.Option(help="Class order, comma-separated (default: score columns).")]
@@ -38,20 +40,32 @@ def cpfe(predictions: Annotated[list[Path], typer.Option("--predictions", help="
          non_independent: Annotated[list[str] | None, typer.Option(
              help="MODEL:PLATFORM pairs where the model saw the platform's source in training (marked †).")]
          = None,
-         label_col: str = "label", platform_col: str = "platform", model: Annotated[str | None, typer.Option(
-             help="Model name for files without a model column.")] = None,
+         label_col: str = "label", platform_col: str = "platform",
+         name_pattern: Annotated[str | None, typer.Option(
+             help="Model, seed and platform from file names, e.g. '{model}_{platform}_seed{seed}_predictions'.")]
+         = None,
+         model: Annotated[str | None, typer.Option(help="Model name for files without a model column.")] = None,
          model_seed: Annotated[int | None, typer.Option(help="Seed for files without a seed column.")] = None,
+         platform: Annotated[str | None, typer.Option(help="Platform for files without a platform column.")] = None,
          ) -> None:
-    """The cross-platform five-axis audit (CPFE) of predictions from any model."""
+    """The cross-platform five-axis audit (CPFE) of predictions from any model.
+
+    Model, seed and platform come from each file's columns, else from --name-pattern, else from the flags,
+    else the file name is the model and the platform. Integer labels index the score columns in order.
+    """
     from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
     from mhaudit.report import write_report
     from mhaudit.tables.attributions import read_attributions
     from mhaudit.tables.corpus.schema import Corpus
-    from mhaudit.tables.predictions import PredictionColumns, read_predictions, sha256_file
+    from mhaudit.tables.prediction_files import PredictionColumns, read_predictions
+    from mhaudit.tables.predictions import sha256_file
 
-    preds = read_predictions(predictions, classes=classes.split(",") if classes else None,
+    unknown = [a for a in ctx.args if a.startswith("-")]
+    if unknown:
+        raise InputError(f"no such option: {unknown[0]}")
+    preds = read_predictions([*predictions, *ctx.args], classes=classes.split(",") if classes else None,
                              columns=PredictionColumns(label=label_col, platform=platform_col), model=model,
-                             seed=model_seed)
+                             seed=model_seed, platform=platform, name_pattern=name_pattern)
     pairs = []
     for item in non_independent or []:
         if ":" not in item:
@@ -112,7 +126,7 @@ def divergence(corpora: Annotated[list[Path], typer.Option("--corpus", help="Bin
     from mhaudit.audits.divergence.conflicts import write_conflicts
     from mhaudit.report import write_report
     from mhaudit.tables.corpus.schema import merge_corpora
-    from mhaudit.tables.predictions import read_predictions
+    from mhaudit.tables.prediction_files import read_predictions
 
     corpus = merge_corpora(corpora)
     split = lambda text: tuple(x.strip() for x in text.split(",") if x.strip())  # noqa: E731

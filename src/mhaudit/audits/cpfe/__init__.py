@@ -17,7 +17,7 @@ from mhaudit.audits.cpfe.calibration import calibration_row, per_class_calibrati
 from mhaudit.audits.cpfe.discrimination import discrimination_rows, per_class_rows
 from mhaudit.audits.cpfe.equity import equity_rows
 from mhaudit.audits.cpfe.extras import label_shift_rows, length_rows, sensitivity_rows
-from mhaudit.audits.cpfe.groups import make_groups, reference_of
+from mhaudit.audits.cpfe.groups import identical_seeds, make_groups, reference_of
 from mhaudit.audits.cpfe.significance import model_pair_rows, place_bootstraps, platform_pair_rows
 from mhaudit.audits.cpfe.summary import flags, mean_sd, plain_words
 from mhaudit.audits.cpfe.verdicts import cpfe_verdicts
@@ -89,12 +89,17 @@ def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Se
     if predictions.score_kind != "logits":
         summary += (f" Scores were given as probabilities: temperature scaling used {predictions.score_kind}, "
                     "which softmax maps back to the same probabilities.")
+    if predictions.notes:
+        summary += " Inputs: " + "; ".join(predictions.notes) + "."
+    one_run = identical_seeds(groups)
+    summary += _seed_note(one_run)
     with progress.stage("figures"):
-        sections = _sections(tables, summary, options, words)
+        sections = _sections(tables, summary, options, words, one_run)
     return AuditResult(
         title=f"Cross-platform audit (CPFE) — reference platform {options.reference}",
         summary=summary, verdicts=cpfe_verdicts(flag_table), synthetic=synthetic,
-        options={**asdict(options), "classes": classes, "score_kind": predictions.score_kind},
+        options={**asdict(options), "classes": classes, "score_kind": predictions.score_kind,
+                 "input_notes": predictions.notes},
         provenance=provenance({"predictions": digest_frame(predictions.frame), **predictions.fingerprints},
                               progress.seconds), sections=sections)
 
@@ -169,7 +174,9 @@ def _mark(table: pd.DataFrame, non_independent: tuple[tuple[str, str], ...]) -> 
     return table
 
 
-def _seed_summary(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+def _seed_summary(tables: dict[str, pd.DataFrame], one_run: dict[str, list[int]]) -> pd.DataFrame:
+    """Mean and SD over seeds; a model whose seeds gave identical predictions counts as one run (its first seed)."""
+    tables = {name: _first_seed_only(t, one_run) for name, t in tables.items()}
     parts = [
         mean_sd(tables["discrimination"], SEED_KEYS, ["accuracy", "macro_f1", "weighted_f1", "macro_auc", "delta_auc_pct"]),
         mean_sd(tables["calibration"], SEED_KEYS, ["ece", "mce", "brier", "nll"]),
@@ -185,8 +192,24 @@ def _seed_summary(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.concat([p for p in parts if not p.empty], ignore_index=True)
 
 
+def _first_seed_only(table: pd.DataFrame, one_run: dict[str, list[int]]) -> pd.DataFrame:
+    if table.empty or "seed" not in table or "model" not in table:
+        return table
+    repeated = pd.Series([s != one_run[m][0] if m in one_run else False for m, s in zip(table["model"], table["seed"])],
+                         index=table.index)
+    return table[~repeated]
+
+
+def _seed_note(one_run: dict[str, list[int]]) -> str:
+    if not one_run:
+        return ""
+    runs = "; ".join(f"{m} (seeds {', '.join(map(str, s))})" for m, s in one_run.items())
+    return (f" Identical predictions for every seed, so counted as one run (a deterministic model such as a TF-IDF "
+            f"baseline): {runs}.")
+
+
 def _sections(tables: dict[str, pd.DataFrame], summary: str, options: CPFEOptions,
-              words: dict[str, np.ndarray]) -> list[Section]:
+              words: dict[str, np.ndarray], one_run: dict[str, list[int]]) -> list[Section]:
     figs = {}
     if options.figures:
         figs["discrimination"] = {"AUC by model and platform": figures.auc_degradation(tables["discrimination"]),
@@ -208,8 +231,8 @@ def _sections(tables: dict[str, pd.DataFrame], summary: str, options: CPFEOption
             figs["length"] = {"Text length by platform": figures.lengths(words)}
     get = tables.get
     sections = [
-        Section("Mean and SD over seeds", "Sample SD (ddof = 1) over seeds; n/a with one seed.",
-                {"mean and SD over seeds": _seed_summary(tables)}),
+        Section("Mean and SD over seeds", "Sample SD (ddof = 1) over seeds; n/a with one seed." + _seed_note(one_run),
+                {"mean and SD over seeds": _seed_summary(tables, one_run)}),
         Section("Axis 1: discrimination", "Macro one-vs-rest AUC on softmax probabilities; delta_auc_pct is "
                 "the change against the reference platform. Per-class AUCs carry 95% DeLong CIs (fast algorithm).",
                 {"discrimination": tables["discrimination"], "per_class_auc": tables["per_class_auc"]},
@@ -223,7 +246,8 @@ def _sections(tables: dict[str, pd.DataFrame], summary: str, options: CPFEOption
                 figs.get("calibration", {})),
         Section("Axis 3: significance", f"Macro-AUC difference for every platform pair within a model and seed, "
                 f"bootstrap SE (B = {options.n_boot_significance}, label-stratified), two-sided Z test, "
-                f"{options.correction} correction within the family; paired tests between models on one platform.",
+                f"{options.correction} correction within the family; paired tests between models on one platform "
+                "(paired_by: id, or position for files without ids whose labels, and texts when given, line up).",
                 {"significance": tables["significance"], "model_comparison": get("model_comparison", pd.DataFrame())}),
         Section("Axis 4: prediction equity (platform as the group)", "Symmetric disparate impact per class; "
                 "equal_opportunity_gap = |TPR_ref - TPR_target| (the paper's 'equalized odds difference'); "

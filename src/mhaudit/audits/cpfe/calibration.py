@@ -3,6 +3,7 @@ reliability data, and temperature scaling (held-out calibration split, and cross
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 
 import numpy as np
@@ -21,7 +22,6 @@ from mhaudit.stats.calibration import (
     reliability,
     softmax,
 )
-from mhaudit.tables.corpus.splits import stratified_assign
 
 
 def calibration_row(group: Group, n_bins: int, boot: dict) -> dict:
@@ -47,26 +47,49 @@ def reliability_rows(group: Group, probs: np.ndarray, y: np.ndarray, stage: str,
             for b in range(n_bins)]
 
 
-def calibration_mask(group: Group, fraction: float, seed: int) -> tuple[np.ndarray, str]:
-    """The stored calibration split when there is one, else a stratified `fraction` drawn with `seed`
-    (the same rule as `mhaudit data split --calibration`)."""
-    stored = group.split == "calibration"
-    if stored.any():
+def calibration_rows(group: Group, fraction: float, seed: int) -> tuple[np.ndarray, str]:
+    """The calibration rows: the stored calibration split when there is one, else a stratified `fraction`
+    drawn with `seed`, in content order (so the fit sums in one order however the files were sorted).
+
+    The draw depends only on the rows' content and the seed, never on how ids are written or the order
+    of files and rows: within each class, the rows with the smallest keyed hashes of (platform, label,
+    probabilities rounded to 6 decimals, occurrence of that content) are drawn, rint(fraction x size) of them.
+    """
+    stored = np.flatnonzero(group.split == "calibration")
+    if stored.size:  # rows with ids, in id order
         return stored, "stored calibration split"
-    drawn = stratified_assign(pd.Series(group.y), {"calibration": fraction, "rest": 1 - fraction}, seed)
-    return (drawn == "calibration").to_numpy(), f"drawn: stratified {fraction:.0%} of the evaluation rows, seed {seed}"
+    keys = content_keys(group, seed)
+    drawn = []
+    for c in np.unique(group.y):
+        members = np.flatnonzero(group.y == c)
+        drawn.append(members[np.argsort(keys[members], kind="stable")[:int(np.rint(fraction * members.size))]])
+    drawn = np.concatenate(drawn)
+    return drawn[np.argsort(keys[drawn], kind="stable")], \
+        f"drawn: stratified {fraction:.0%} of the evaluation rows by content, seed {seed}"
+
+
+def content_keys(group: Group, seed: int) -> np.ndarray:
+    """A uint64 per row from its content, keyed by the seed (pandas' SipHash-based row hash)."""
+    content = pd.DataFrame(np.round(group.probs, 6))
+    content.insert(0, "label", group.y)
+    content.insert(0, "platform", group.platform)
+    content["occurrence"] = content.groupby(list(content.columns), sort=False).cumcount()
+    key = hashlib.sha256(f"mhaudit calibration draw {seed}".encode()).hexdigest()[:16]
+    return pd.util.hash_pandas_object(content, index=False, hash_key=key).to_numpy()
 
 
 def temperature_row(group: Group, n_classes: int, n_bins: int, fraction: float, folds: int,
                     seed: int) -> tuple[dict, list[dict]]:
-    cal, source = calibration_mask(group, fraction, seed)
+    cal_rows, source = calibration_rows(group, fraction, seed)
+    cal = np.zeros(group.n, dtype=bool)
+    cal[cal_rows] = True
     rest = ~cal
     if cal.sum() < 2 or rest.sum() < 2 or len(np.unique(group.y[cal])) < 2:
         return {**group.key(), "calibration_source": source, "n_calibration": int(cal.sum()),
                 "reason": "calibration split too small or one class: temperature not fitted"}, []
     with warnings.catch_warnings(record=True) as caught:  # a fit at the bound is reported, not printed
         warnings.simplefilter("always")
-        t = fit_temperature(group.logits[cal], group.y[cal])
+        t = fit_temperature(group.logits[cal_rows], group.y[cal_rows])
         try:
             crossfit_probs, temps = cross_fitted_temperature(group.logits, group.y, k=folds, seed=seed)
         except ValueError as exc:  # too few rows of some class for the folds

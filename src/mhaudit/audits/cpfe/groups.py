@@ -10,7 +10,7 @@ import pandas as pd
 
 from mhaudit.core.errors import InputError
 from mhaudit.stats.calibration import softmax
-from mhaudit.tables.predictions import PredictionSet, scores
+from mhaudit.tables.predictions import TEXT_HASH, PredictionSet, scores
 
 KEYS = ("model", "seed", "platform", "dataset")
 EVALUATION_SPLITS = ("test", "calibration")
@@ -26,6 +26,8 @@ class Group:
     y: np.ndarray  # class codes in mapping order
     logits: np.ndarray  # (n, k)
     split: np.ndarray
+    positional: bool = False  # no ids in the files: rows keep their file order and pair by position
+    text_hash: np.ndarray | None = None  # per row, when the files carried texts
 
     @cached_property
     def probs(self) -> np.ndarray:
@@ -44,7 +46,8 @@ class Group:
 
     def subset(self, mask: np.ndarray) -> Group:
         return Group(self.model, self.seed, self.platform, self.dataset, self.ids[mask], self.y[mask],
-                     self.logits[mask], self.split[mask])
+                     self.logits[mask], self.split[mask], self.positional,
+                     None if self.text_hash is None else self.text_hash[mask])
 
 
 def make_groups(predictions: PredictionSet) -> list[Group]:
@@ -56,12 +59,48 @@ def make_groups(predictions: PredictionSet) -> list[Group]:
     logits = scores(frame, predictions.classes)
     groups = []
     ids = frame["id"].astype(str).to_numpy()
+    hashes = frame[TEXT_HASH].to_numpy() if TEXT_HASH in frame else None
     for key, index in frame.groupby(list(KEYS), sort=True).indices.items():
         model, seed, platform, dataset = key
-        index = index[np.argsort(ids[index], kind="stable")]  # rows in id order: models align row by row
+        positional = (model, seed, platform, dataset) in predictions.positional
+        if not positional:
+            index = index[np.argsort(ids[index], kind="stable")]  # rows in id order: models align row by row
         groups.append(Group(str(model), int(seed), str(platform), str(dataset), ids[index],
-                            codes[index].astype(np.int64), logits[index], frame["split"].to_numpy()[index]))
+                            codes[index].astype(np.int64), logits[index], frame["split"].to_numpy()[index],
+                            positional, None if hashes is None else hashes[index]))
     return groups
+
+
+def identical_seeds(groups: list[Group]) -> dict[str, list[int]]:
+    """Models with several seeds whose predictions are the same for every seed on every platform (a
+    deterministic model, e.g. TF-IDF): model -> its seeds. Their spread over seeds says nothing."""
+    by_model: dict[str, dict[int, list[Group]]] = {}
+    for g in groups:
+        by_model.setdefault(g.model, {}).setdefault(g.seed, []).append(g)
+    out = {}
+    for model, seeds in by_model.items():
+        runs = [sorted(gs, key=lambda g: (g.platform, g.dataset)) for _, gs in sorted(seeds.items())]
+        first = runs[0]
+        if len(runs) > 1 and all(len(r) == len(first) and all(
+                (a.platform, a.dataset) == (b.platform, b.dataset) and np.array_equal(a.ids, b.ids)
+                and np.array_equal(a.logits, b.logits) for a, b in zip(first, r)) for r in runs[1:]):
+            out[model] = sorted(seeds)
+    return out
+
+
+def pairing(a: Group, b: Group) -> tuple[str, str]:
+    """How two models' groups on one platform pair row by row ("id" or "position"), or '' and why not."""
+    if a.positional != b.positional:
+        return "", "one model's file has ids and the other's has none: no paired test"
+    if a.n != b.n or (not a.positional and not np.array_equal(a.ids, b.ids)):
+        return "", f"the two models were scored on different examples ({a.n} and {b.n} rows): no paired test"
+    differ = np.flatnonzero(a.y != b.y)
+    if a.text_hash is not None and b.text_hash is not None:
+        differ = np.union1d(differ, np.flatnonzero(a.text_hash != b.text_hash))
+    if differ.size:
+        what = "rows without ids do not line up" if a.positional else "the labels differ for the same ids"
+        return "", f"{what} (first at row {differ[0] + 1}): no paired test"
+    return ("position" if a.positional else "id"), ""
 
 
 def reference_of(groups: list[Group], reference: str) -> dict[tuple[str, int], Group]:
@@ -80,5 +119,7 @@ def reference_of(groups: list[Group], reference: str) -> dict[tuple[str, int], G
     missing = {(g.model, g.seed) for g in groups} - set(found)
     if missing:
         model, seed = sorted(missing)[0]
-        raise InputError(f"model {model}, seed {seed} has no predictions on the reference platform '{reference}'")
+        raise InputError(f"model {model}, seed {seed} has no predictions on the reference platform '{reference}' "
+                         "(model, seed and platform come from columns, --name-pattern or --model / --model-seed / "
+                         "--platform; without them each file's name is its model)")
     return {k: v[0] for k, v in found.items()}

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.stats import norm
 from statsmodels.stats.multitest import multipletests
 
-from mhaudit.audits.cpfe.groups import Group
+from mhaudit.audits.cpfe.groups import Group, pairing
 from mhaudit.stats.auc import macro_auc, paired_delong
 from mhaudit.stats.bootstrap import bootstrap_macro_auc, resample_counts, summarise
 from mhaudit.stats.calibration import bootstrap_ece
@@ -96,11 +96,11 @@ def model_pair_rows(groups: list[Group], boot: dict[int, np.ndarray], classes: l
     k = len(classes)
     for (platform, dataset, seed), members in by_place.items():
         for a, b in combinations(sorted(members, key=lambda g: g.model), 2):
+            paired_by, why_not = pairing(a, b)
             base = {"platform": platform, "dataset": dataset, "seed": seed, "model_a": a.model, "model_b": b.model,
-                    "n": a.n}
-            if a.n != b.n or not np.array_equal(a.ids, b.ids) or not np.array_equal(a.y, b.y):
-                rows.append({**base, "test": "paired", "class": "",
-                             "reason": "the two models were scored on different examples: no paired test"})
+                    "n": a.n, "paired_by": paired_by}
+            if not paired_by:
+                rows.append({**base, "test": "paired", "class": "", "reason": why_not})
                 continue
             stats = summarise(boot[id(a)] - boot[id(b)])
             diff = macro_auc(a.y, a.probs, k) - macro_auc(b.y, b.probs, k)

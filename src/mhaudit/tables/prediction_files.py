@@ -1,0 +1,352 @@
+"""Prediction files as researchers publish them, read into one validated PredictionSet (docs/cpfe.md, "Inputs").
+
+A source is a path, a glob, a DataFrame or a Hugging Face `datasets.Dataset`. Each row's model, seed,
+platform and data set come from its file's columns when present, else from `name_pattern` over the file
+name (e.g. "{model}_{platform}_seed{seed}_predictions"), else from the `model` / `seed` / `platform`
+arguments, else the file name is the model and the platform and the seed is 0. Integer labels index the
+score columns in their order (or `classes`). A file without ids has its rows matched across models by
+position: the audit pairs two such groups only when their labels (and texts, when the files carry them)
+agree row by row, and says so.
+
+Refused with one sentence: a glob matching nothing, a file name the pattern does not match, two files in
+one (model, seed, platform, data set) group, a repeated id in a group, files with different columns or
+score columns, NaN scores, probabilities that do not sum to 1, prob_ and logit_ columns that disagree,
+and a label index beyond the score columns.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mhaudit.core.errors import InputError
+from mhaudit.tables.io import SOURCE_FILE, SOURCE_ROW, read_table
+from mhaudit.tables.predictions import (
+    KEY_COLUMNS,
+    LOGIT,
+    PROB,
+    PROB_SUM_TOLERANCE,
+    TEXT_HASH,
+    PredictionSet,
+    logit_column,
+    sha256_file,
+)
+
+__all__ = ["PredictionColumns", "read_predictions", "predictions_from_arrays", "expand_sources"]
+
+GROUP = ("model", "seed", "platform", "dataset")
+PATTERN_FIELDS = ("model", "seed", "platform", "dataset")
+# prob_ and logit_ columns in one file must agree: softmax(logits) within this of the probabilities
+BOTH_KINDS_TOLERANCE = 1e-3
+
+
+@dataclass(frozen=True)
+class PredictionColumns:
+    """Column names in the files; `platform=None`: the platform comes from the pattern, flag or file name."""
+
+    label: str = "label"
+    platform: str | None = "platform"
+    model: str = "model"
+    seed: str = "seed"
+    id: str = "id"
+    dataset: str = "dataset"
+    split: str = "split"
+    text: str = "text"  # hashed (never kept) so that rows without ids can be checked to line up
+
+
+@dataclass
+class _Source:
+    name: str  # the path, or "DataFrame 1" for an in-memory table
+    stem: str
+    frame: pd.DataFrame  # with SOURCE_FILE and SOURCE_ROW
+    fingerprint: str
+    path: Path | None
+
+
+def expand_sources(sources) -> list:
+    """Paths with their globs expanded (sorted), DataFrames and Datasets as they are; a glob matching nothing
+    is an error."""
+    if isinstance(sources, (str, Path, pd.DataFrame)) or hasattr(sources, "to_pandas"):
+        sources = [sources]
+    out = []
+    for source in sources:
+        if isinstance(source, (str, Path)) and glob.has_magic(str(source)):
+            matched = sorted(glob.glob(str(source)))
+            if not matched:
+                raise InputError(f"the glob '{source}' matches no file")
+            out += [Path(m) for m in matched]
+        else:
+            out.append(Path(source) if isinstance(source, str) else source)
+    if not out:
+        raise InputError("no prediction files given")
+    return out
+
+
+def _load(source, number: int, label: str) -> _Source:
+    if isinstance(source, Path):
+        frame = read_table(source, required=[label], place=True)
+        return _Source(str(source), _stem(source), frame, sha256_file(source), source)
+    if hasattr(source, "to_pandas"):  # a Hugging Face datasets.Dataset
+        source = source.to_pandas()
+    if not isinstance(source, pd.DataFrame):
+        raise InputError(f"prediction source {number} is a {type(source).__name__}; expected a path, a glob, "
+                         "a pandas DataFrame or a datasets.Dataset")
+    name = f"DataFrame {number}"
+    frame = source.reset_index(drop=True).copy()
+    if label not in frame.columns:
+        raise InputError(f"{name} has no '{label}' column; expected one true label per row")
+    frame[SOURCE_FILE], frame[SOURCE_ROW] = name, np.arange(1, len(frame) + 1)
+    digest = hashlib.sha256(pd.util.hash_pandas_object(source, index=False).to_numpy().tobytes()).hexdigest()
+    return _Source(name, name, frame, digest, None)
+
+
+def _stem(path: Path) -> str:
+    """The file name without its table suffix(es): bert_reddit_seed42_predictions.csv.gz -> ..._predictions."""
+    name = path.name
+    for suffix in (".gz", ".bz2", ".zip", ".xz"):
+        name = name.removesuffix(suffix)
+    return name.rsplit(".", 1)[0] if "." in name else name
+
+
+def name_regex(pattern: str) -> re.Pattern:
+    """A name pattern such as "{model}_{platform}_seed{seed}_predictions" as a regular expression."""
+    fields = re.findall(r"{(\w*)}", pattern)
+    unknown = [f for f in fields if f not in PATTERN_FIELDS]
+    if unknown or not fields or len(set(fields)) != len(fields):
+        raise InputError(f"--name-pattern '{pattern}' must name each of its fields once, from "
+                         f"{{{'}, {'.join(PATTERN_FIELDS)}}}" + (f"; '{unknown[0]}' is not one" if unknown else ""))
+    parts = re.split(r"({\w+})", pattern)
+    regex = "".join(f"(?P<{p[1:-1]}>\\d+)" if p == "{seed}" else f"(?P<{p[1:-1]}>.+?)" if p.startswith("{")
+                    else re.escape(p) for p in parts)
+    return re.compile(f"^{regex}$")
+
+
+def _fields_from_name(source: _Source, regex: re.Pattern | None, pattern: str | None) -> dict:
+    if regex is None or source.path is None:
+        return {}
+    match = regex.match(source.stem)
+    if match is None:
+        raise InputError(f"the file name '{source.stem}' does not match --name-pattern '{pattern}'",
+                         path=source.path)
+    return match.groupdict()
+
+
+def _score_columns(source: _Source) -> tuple[str, list[str]]:
+    """The score kind used (logit_ preferred) and the classes in column order; both kinds must agree."""
+    frame = source.frame
+    logits = [str(c)[len(LOGIT):] for c in frame.columns if str(c).startswith(LOGIT)]
+    probs = [str(c)[len(PROB):] for c in frame.columns if str(c).startswith(PROB)]
+    if not logits and not probs:
+        raise InputError(f"{source.name} has no score columns; expected one 'logit_<class>' (preferred) or "
+                         f"'prob_<class>' column per class, found {', '.join(map(str, frame.columns[:-2]))}")
+    if logits and probs:
+        if sorted(logits) != sorted(probs):
+            raise InputError(f"{source.name}: the logit_ columns ({', '.join(logits)}) and prob_ columns "
+                             f"({', '.join(probs)}) name different classes")
+        z = _numbers(source, LOGIT, logits)
+        p = np.exp(z - z.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        gap = np.abs(p - _numbers(source, PROB, logits)).max(axis=1)
+        if (gap > BOTH_KINDS_TOLERANCE).any():
+            i = int(np.argmax(gap > BOTH_KINDS_TOLERANCE))
+            raise InputError(f"{source.name}: row {frame[SOURCE_ROW].iat[i]}: softmax of the logit_ columns differs "
+                             f"from the prob_ columns by {gap[i]:.3g}; give one kind of score or make them agree")
+    return (LOGIT, logits) if logits else (PROB, probs)
+
+
+def _numbers(source: _Source, kind: str, classes: list[str]) -> np.ndarray:
+    frame = source.frame
+    values = frame[[f"{kind}{c}" for c in classes]].apply(pd.to_numeric, errors="coerce").to_numpy(float)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        row, col = np.argwhere(bad)[0]
+        raw = frame[f"{kind}{classes[col]}"].iat[row]
+        shown = "empty" if str(raw).strip() in ("", "nan", "None") else repr(raw)
+        raise InputError(f"{source.name}: row {frame[SOURCE_ROW].iat[row]}: score column '{kind}{classes[col]}' is "
+                         f"{shown}; scores must be finite numbers")
+    return values
+
+
+def _check_same_columns(sources: list[_Source]) -> None:
+    first = sources[0]
+    columns = set(map(str, first.frame.columns))
+    for other in sources[1:]:
+        theirs = set(map(str, other.frame.columns))
+        if theirs != columns:
+            extra, lacking = sorted(theirs - columns), sorted(columns - theirs)
+            detail = "; ".join(filter(None, [f"it has {', '.join(extra)}" if extra else "",
+                                             f"it lacks {', '.join(lacking)}" if lacking else ""]))
+            raise InputError(f"{other.name} and {first.name} have different columns ({detail}); every prediction "
+                             "file must have the same columns")
+
+
+def read_predictions(sources, *, classes: list[str] | None = None, columns: PredictionColumns = PredictionColumns(),
+                     model: str | None = None, seed: int | None = None, platform: str | None = None,
+                     name_pattern: str | None = None) -> PredictionSet:
+    """Read prediction files (paths, globs, DataFrames or Datasets) into one validated PredictionSet.
+
+    `classes` fixes the class order (default: the score columns of the first source); integer labels
+    index it. Model, seed, platform and data set: a column, else `name_pattern` over the file name,
+    else `model` / `seed` / `platform`, else the file name (seed 0). See the module docstring.
+    """
+    regex = name_regex(name_pattern) if name_pattern else None
+    loaded = [_load(s, i, columns.label) for i, s in enumerate(expand_sources(sources), start=1)]
+    _check_same_columns(loaded)
+    kind, order = _score_columns(loaded[0])
+    classes = list(classes) if classes else order
+    if len(set(classes)) != len(classes):
+        raise InputError(f"the classes {', '.join(classes)} repeat a name")
+    notes, frames = [], []
+    for source in loaded:
+        source_kind, found = _score_columns(source)
+        if sorted(found) != sorted(classes):
+            what = "the classes " + ", ".join(classes) if source is loaded[0] else f"{loaded[0].name}'s " + ", ".join(order)
+            raise InputError(f"{source.name}: score columns for {', '.join(found)} differ from {what}; every file "
+                             "needs one score column per class")
+        if source_kind != kind:
+            raise InputError(f"{source.name} has {source_kind} columns and {loaded[0].name} {kind} columns; give one "
+                             "kind of score")
+        defaults = {"model": model, "seed": seed, "platform": platform} | _fields_from_name(source, regex, name_pattern)
+        frames.append(_standardise(source, kind, classes, columns, defaults, notes))
+    frame = pd.concat(frames, ignore_index=True)
+    _check_groups(frame)
+    positional = frozenset(tuple(k) for k in frame.loc[frame["_positional"], list(GROUP)].drop_duplicates()
+                           .itertuples(index=False))
+    frame = frame.drop(columns=["_positional"])
+    fingerprints = {s.name: s.fingerprint for s in loaded}
+    return PredictionSet(frame.drop(columns=[SOURCE_FILE, SOURCE_ROW]), classes,
+                         "logits" if kind == LOGIT else "log-probabilities (from prob_ columns)", fingerprints,
+                         notes=list(dict.fromkeys(notes)), positional=positional)
+
+
+def _standardise(source: _Source, kind: str, classes: list[str], columns: PredictionColumns, defaults: dict,
+                 notes: list[str]) -> pd.DataFrame:
+    frame = source.frame
+    if len(frame) == 0:
+        raise InputError(f"{source.name} has no rows; expected one row per example")
+    values = _numbers(source, kind, classes)
+    if kind == PROB:
+        outside = (values < 0).any(axis=1) | (values > 1).any(axis=1)
+        off = np.abs(values.sum(axis=1) - 1) > PROB_SUM_TOLERANCE
+        if outside.any() or off.any():
+            i = int(np.flatnonzero(outside | off)[0])
+            raise InputError(f"{source.name}: row {frame[SOURCE_ROW].iat[i]}: probabilities sum to "
+                             f"{values[i].sum():.6g}; each row of prob_ columns must lie in [0, 1] and sum to 1 "
+                             f"(tolerance {PROB_SUM_TOLERANCE})")
+        values = np.log(np.clip(values, 1e-12, None))  # log-probabilities serve as logits up to a constant
+    labels = _labels(source, frame[columns.label], classes, notes)
+    if columns.id in frame.columns:
+        ids, positional = _text(frame, columns.id, None), False
+    else:
+        ids, positional = [f"row-{r - 1}" for r in frame[SOURCE_ROW]], True
+        notes.append("rows without an id column are matched across models by position")
+    platform_column = columns.platform if columns.platform else None
+    out = pd.DataFrame({
+        "id": ids,
+        "model": _text(frame, columns.model, defaults.get("model") or source.stem),
+        "seed": pd.to_numeric(pd.Series(_text(frame, columns.seed, 0 if defaults.get("seed") is None
+                                              else defaults["seed"])), errors="coerce"),
+        "platform": _text(frame, platform_column, defaults.get("platform") or source.stem),
+        "split": _text(frame, columns.split, "test"),
+        "label": labels,
+    })
+    seeds = out["seed"].to_numpy(dtype=float)
+    bad_seed = ~np.isfinite(seeds) | (np.mod(seeds, 1) != 0)
+    if bad_seed.any():
+        raise InputError(f"{source.name}: row {frame[SOURCE_ROW].iat[int(np.argmax(bad_seed))]}: seed is not an "
+                         "integer")
+    out["seed"] = out["seed"].astype(np.int64)
+    out["dataset"] = _text(frame, columns.dataset, defaults.get("dataset"))
+    out["dataset"] = out["dataset"].fillna(out["platform"])
+    for name in ("id", "model", "platform", "dataset", "split"):
+        blank = out[name].isna() | out[name].astype(str).str.strip().isin(["", "nan", "None", "<NA>"])
+        if blank.any():
+            raise InputError(f"{source.name}: row {frame[SOURCE_ROW].iat[int(np.argmax(blank))]}: column '{name}' is "
+                             "empty; every row needs one")
+    if columns.text in frame.columns:  # a hash only: the text itself is not kept
+        out[TEXT_HASH] = pd.util.hash_pandas_object(frame[columns.text].astype(str), index=False).to_numpy()
+    out[SOURCE_FILE], out[SOURCE_ROW], out["_positional"] = source.name, frame[SOURCE_ROW].to_numpy(), positional
+    scores = pd.DataFrame(values, columns=[logit_column(c) for c in classes])
+    return pd.concat([out, scores], axis=1)
+
+
+def _labels(source: _Source, raw: pd.Series, classes: list[str], notes: list[str]) -> np.ndarray:
+    """Class names; integer labels are indices of the score columns in class order."""
+    labels = raw.map(lambda v: "" if pd.isna(v) else str(int(v)) if isinstance(v, float) and float(v).is_integer()
+                     else str(v)).str.strip()
+    as_index = labels.str.fullmatch(r"\d+") & ~labels.isin(classes)
+    if as_index.any():
+        index = labels[as_index].astype(int)
+        beyond = index >= len(classes)
+        if beyond.any():
+            i = int(np.flatnonzero(as_index.to_numpy())[np.argmax(beyond.to_numpy())])
+            raise InputError(f"{source.name}: row {source.frame[SOURCE_ROW].iat[i]}: label index {index[beyond].iat[0]} "
+                             f"is beyond the {len(classes)} score columns ({', '.join(classes)}; indices 0-"
+                             f"{len(classes) - 1})")
+        labels = labels.where(~as_index, index.map(lambda k: classes[k]))
+        notes.append("integer labels were read as indices of the score columns: "
+                     + ", ".join(f"{k} = {c}" for k, c in enumerate(classes)))
+    unknown = ~labels.isin(classes)
+    if unknown.any():
+        i = int(np.argmax(unknown.to_numpy()))
+        raise InputError(f"{source.name}: row {source.frame[SOURCE_ROW].iat[i]}: label '{labels.iat[i]}' is not one "
+                         f"of the classes {', '.join(classes)} (or their index 0-{len(classes) - 1})")
+    return labels.to_numpy()
+
+
+def _check_groups(frame: pd.DataFrame) -> None:
+    """One file per (model, seed, platform, data set), and no id twice in a group."""
+    files = frame.groupby(list(GROUP), sort=True)[SOURCE_FILE].unique()
+    shared = files[files.map(len) > 1]
+    if len(shared):
+        (model, seed, platform, dataset), names = shared.index[0], shared.iloc[0]
+        raise InputError(f"{names[0]} and {names[1]} both hold predictions of model {model}, seed {seed} on "
+                         f"{platform}" + (f" ({dataset})" if dataset != platform else "") + "; give each file its "
+                         "own model, seed or platform (columns, --name-pattern, or --model / --model-seed)")
+    dup = frame.duplicated(["id", *GROUP])
+    if dup.any():
+        i = int(np.argmax(dup.to_numpy()))
+        raise InputError(f"{frame[SOURCE_FILE].iat[i]}: row {frame[SOURCE_ROW].iat[i]}: id '{frame['id'].iat[i]}' "
+                         "appears twice for the same model, seed and platform; ids must be unique there")
+
+
+def _text(frame: pd.DataFrame, name: str | None, default) -> list:
+    """A column's values as text, or `default` (a scalar or a list) where the file lacks it."""
+    if name and name in frame.columns:
+        return [None if pd.isna(v) else str(v) for v in frame[name]]
+    return list(default) if isinstance(default, list) else [default] * len(frame)
+
+
+def predictions_from_arrays(y_true, scores, platform, *, model=None, seed=None, classes: list[str] | None = None,
+                            kind: str = "probs", ids=None, dataset=None) -> PredictionSet:
+    """Predictions from arrays, as fairlearn takes them: `y_true` (class names or indices), `scores` (n x k
+    probabilities, or logits with kind="logits"), `platform` (one per row, or one for all), optional `model`
+    and `seed` (one per row or one for all), `ids` and `dataset`. `classes` names the score columns
+    (default: the sorted class names in y_true, or 0..k-1 for integer labels)."""
+    if kind not in ("probs", "logits"):
+        raise InputError(f"kind must be 'probs' or 'logits', got '{kind}'")
+    values = np.asarray(scores, dtype=float)
+    y = pd.Series(np.asarray(y_true, dtype=object))
+    if values.ndim != 2 or values.shape[0] != len(y):
+        raise InputError(f"scores must be an (n, k) array with one row per label ({len(y)}), got shape "
+                         f"{values.shape}")
+    if classes is None:
+        names = sorted(set(map(str, y)))
+        integer = all(re.fullmatch(r"\d+", n) for n in names)
+        classes = [str(k) for k in range(values.shape[1])] if integer else names
+    if len(classes) != values.shape[1]:
+        raise InputError(f"scores have {values.shape[1]} columns but there are {len(classes)} classes "
+                         f"({', '.join(map(str, classes))})")
+    prefix = PROB if kind == "probs" else LOGIT
+    frame = pd.DataFrame(values, columns=[f"{prefix}{c}" for c in classes])
+    frame.insert(0, "label", y.to_numpy())
+    for name, value in (("platform", platform), ("model", model), ("seed", seed), ("id", ids), ("dataset", dataset)):
+        if value is not None:
+            frame.insert(1, name, np.broadcast_to(np.asarray(value, dtype=object), len(frame)))
+    return read_predictions([frame], classes=[str(c) for c in classes])
