@@ -6,12 +6,16 @@ import sys
 
 import pandas as pd
 
+from mhaudit.core.progress import Progress
 from mhaudit.experiments.demo import run_demo
 from mhaudit.tables.corpus.schema import Corpus
 
 
 def test_demo_writes_a_synthetic_report_that_finds_the_shift(tmp_path):
-    run_demo(tmp_path, seed=0, n_per_platform=1500)
+    told = []
+    run_demo(tmp_path, seed=0, n_per_platform=1500, progress=Progress(lambda *event: told.append(event)))
+    done = [stage for event, stage, *_ in told if event == "done"]
+    assert done[:3] == ["synthetic corpus", "training tfidf-lr", "training char-tfidf-lr"] and "figures" in done
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["synthetic"] is True
     html = (tmp_path / "report.html").read_text()

@@ -13,6 +13,7 @@ import pandas as pd
 from sklearn.metrics import cohen_kappa_score
 
 from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
+from mhaudit.core.progress import Progress, ensure
 from mhaudit.models import create
 from mhaudit.report import AuditResult, Section, write_report
 from mhaudit.synthetic.simulate import SimulationConfig, simulate
@@ -41,10 +42,13 @@ def label_source_agreement(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def run_demo(out: Path, *, seed: int = 0, n_per_platform: int = 2000, n_boot: int = 2000,
-             n_boot_ece: int = 1000) -> AuditResult:
+             n_boot_ece: int = 1000, progress: Progress | None = None) -> AuditResult:
+    """The cross-platform half of the demo; stages (and the audit's own) are told to `progress`."""
+    progress = ensure(progress)
     config = SimulationConfig(seed=seed, n_per_platform=n_per_platform)
-    corpus = simulate(config)
-    corpus.write(out / "corpus.parquet")
+    with progress.stage("synthetic corpus"):
+        corpus = simulate(config)
+        corpus.write(out / "corpus.parquet")
     reference = next(p.name for p in config.platforms if p.register == config.reference)
     frame = corpus.frame
     true_rows = frame[frame["label_source"] == "synthetic-true"]
@@ -52,7 +56,8 @@ def run_demo(out: Path, *, seed: int = 0, n_per_platform: int = 2000, n_boot: in
     test = frame[frame["split"] == "test"]
     predictions, attributions = [], []
     for name in DEMO_MODELS:
-        model = create(name, seed=seed).fit(train, corpus.classes)
+        with progress.stage(f"training {name}"):
+            model = create(name, seed=seed).fit(train, corpus.classes)
         predictions.append(predict_corpus(model, corpus, model_name=name, seed=seed, splits=("test",)))
         if model.params["analyzer"] != "word":  # character n-grams are not words: no word attributions
             continue
@@ -67,7 +72,7 @@ def run_demo(out: Path, *, seed: int = 0, n_per_platform: int = 2000, n_boot: in
                        CPFEOptions(reference=reference, seed=seed, n_boot_significance=n_boot,
                                    n_boot_ece=n_boot_ece),
                        texts=frame.drop_duplicates("id").set_index("id")["text"], attributions=attributions,
-                       synthetic=True)
+                       synthetic=True, progress=progress)
     settings = pd.DataFrame([{"setting": k, "value": str(v)} for k, v in corpus.meta["simulation"].items()])
     result = AuditResult(
         title="mhaudit demo: cross-platform audit of a baseline on the synthetic corpus",
@@ -86,7 +91,7 @@ def run_demo(out: Path, *, seed: int = 0, n_per_platform: int = 2000, n_boot: in
     return result
 
 
-def run_divergence_demo(out: Path, *, seed: int = 0) -> AuditResult:
+def run_divergence_demo(out: Path, *, seed: int = 0, progress: Progress | None = None) -> AuditResult:
     """The label-source audit on the SYNTHETIC divergence corpus (human labels follow style, auto labels a
     keyword rule): writes out/corpus.parquet, the report and the conflict sample."""
     from mhaudit.audits.divergence import DivergenceOptions, audit_divergence
@@ -96,7 +101,7 @@ def run_divergence_demo(out: Path, *, seed: int = 0) -> AuditResult:
     corpus = simulate_divergence(DivergenceConfig(seed=seed))
     corpus.write(out / "corpus.parquet")
     audit = audit_divergence(corpus.frame, corpus.classes, DivergenceOptions(**DIVERGENCE_DEMO, seed=seed),
-                             synthetic=True)
+                             synthetic=True, progress=progress)
     write_conflicts(audit.outputs["conflict_counts"], audit.outputs["conflict_sample"], out)
     write_report(audit, out)
     return audit
