@@ -70,13 +70,13 @@ class _Source:
 
 
 def expand_sources(sources) -> list:
-    """Paths with their globs expanded (sorted), DataFrames and Datasets as they are; a glob matching nothing
-    is an error."""
+    """Paths with their globs expanded (sorted; a file whose name only looks like a glob is taken as it is),
+    DataFrames and Datasets as they are; a glob matching nothing is an error."""
     if isinstance(sources, (str, Path, pd.DataFrame)) or hasattr(sources, "to_pandas"):
         sources = [sources]
     out = []
     for source in sources:
-        if isinstance(source, (str, Path)) and glob.has_magic(str(source)):
+        if isinstance(source, (str, Path)) and glob.has_magic(str(source)) and not Path(source).exists():
             matched = sorted(glob.glob(str(source)))
             if not matched:
                 raise InputError(f"the glob '{source}' matches no file")
