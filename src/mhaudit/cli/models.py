@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +11,7 @@ import typer
 
 from mhaudit.cli.console import guarded, out
 from mhaudit.core.errors import InputError
+from mhaudit.models.base import model_names  # numpy and pandas only: `mhaudit --help` stays fast
 
 
 def register(root: typer.Typer) -> None:
@@ -33,18 +35,22 @@ def parse_options(items: list[str] | None) -> dict:
 
 @guarded
 def train(corpus: Annotated[Path, typer.Option(help="Corpus Parquet file.")],
-          platform: Annotated[str, typer.Option(help="Platform (or data set) to train on: its train + val rows.")],
-          model: Annotated[str, typer.Option(help="Model name (tfidf-lr, char-tfidf-lr, transformer).")],
+          model: Annotated[str, typer.Option(help=f"Model name: {', '.join(model_names())}.")],
           out_dir: Annotated[Path, typer.Option("--out", help="Folder for the model (one seed-<s>/ per seed).")],
-          seed: Annotated[list[int] | None, typer.Option(help="Seed(s); default 42 0 1 7 123.")] = None,
+          platform: Annotated[str | None, typer.Option(
+              help="Platform (or data set) to train on: its train + val rows. Default: the corpus's only one.")]
+          = None,
+          seed: Annotated[list[int] | None, typer.Option(
+              help="Seed(s); default 42 0 1 7 123. A deterministic model (TF-IDF) is trained once, first seed.")]
+          = None,
           option: Annotated[list[str] | None, typer.Option(help="Model option KEY=VALUE, repeatable.")] = None,
           ) -> None:
     """Train a model on one platform, one folder per seed (finished seeds are not retrained)."""
-    from mhaudit.models.seeds import DEFAULT_SEEDS, train_seeds
+    from mhaudit.models.seeds import DEFAULT_SEEDS, train_platform
     from mhaudit.tables.corpus.schema import Corpus
 
-    train_seeds(Corpus.read(corpus), platform, model, seed or DEFAULT_SEEDS, out_dir, parse_options(option),
-                log=out.print)
+    train_platform(Corpus.read(corpus), platform, model, seed or DEFAULT_SEEDS, out_dir, parse_options(option),
+                   log=out.print)
 
 
 @guarded
@@ -59,9 +65,13 @@ def predict(model_dir: Annotated[Path, typer.Option("--model", help="A trained m
     from mhaudit.tables.corpus.schema import Corpus
     from mhaudit.tables.io import write_table
 
-    table = predict_folders(model_folders(model_dir), Corpus.read(corpus), tuple(splits.split(",")), name)
+    folders, scored = model_folders(model_dir), Corpus.read(corpus)
+    start = time.perf_counter()
+    table = predict_folders(folders, scored, tuple(splits.split(",")), name)
+    seconds = time.perf_counter() - start
     write_table(table, out_path)
-    out.print(f"wrote {len(table)} predictions ({table['seed'].nunique()} seed(s)) to {out_path}")
+    out.print(f"scored {len(table):,} rows ({table['seed'].nunique()} seed(s)) in {seconds:.2f} s, "
+              f"{len(table) / max(seconds, 1e-9):,.0f} rows/s (model loading included); wrote them to {out_path}")
 
 
 @guarded

@@ -76,9 +76,9 @@ class ModelSpec(Strict):
     name: str
     label: str | None = None  # the model's name in tables (default: name)
     options: dict = Field(default_factory=dict)
-    subsample: int | None = None  # stratified subsample of the training rows (seeded)
+    subsample: int | None = Field(None, ge=1)  # N of the train rows, by label and seeded; every val row kept
     explain: Literal["none", "linear", "saliency", "integrated_gradients"] = "none"
-    explain_sample: int = 200
+    explain_sample: int = Field(200, ge=1)  # test texts per platform and data set
     adapt_epochs: int = 0  # > 0: also fine-tune on each target's calibration split (paper section 4.6: 3)
 
     @property

@@ -4,7 +4,8 @@ Every step writes under the output folder, keyed by a hash of its inputs and opt
 skips what is finished (a trained seed, its predictions, its attributions). Training jobs go through
 the executor seam (`mhaudit.core.executors`). Two designs: 'reference' (train on one platform, audit every
 other: the CPFE paper's) and 'all-pairs' (train on every platform, evaluate on every platform: a
-transfer matrix whose diagonal is in-platform).
+transfer matrix whose diagonal is in-platform). A deterministic model (`mhaudit.models.is_deterministic`) is
+trained once, for the first seed.
 
 Binary targets (reference design): a corpus with `binary = { positive = [...], negative = [...] | "rest" }`
 maps to two classes of its own (negative first, positive last, e.g. no_stress / stress) and is only
@@ -24,6 +25,7 @@ from mhaudit.core.errors import InputError
 from mhaudit.core.executors import run_jobs
 from mhaudit.experiments.binary_targets import BinaryTarget, binary_section
 from mhaudit.experiments.config import CorpusSpec, Experiment, ModelSpec
+from mhaudit.experiments.explain import explain_corpus
 from mhaudit.report import AuditResult, Section, verdict_table, write_report
 from mhaudit.tables.corpus.importing import import_source
 from mhaudit.tables.corpus.label_mapping import MultiLabelPolicy
@@ -32,13 +34,13 @@ from mhaudit.tables.corpus.sources import ReadOptions
 from mhaudit.tables.corpus.splits import assign_calibration
 from mhaudit.tables.predictions import PredictionSet, sha256_file
 
-
 def step_key(*parts) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 def _files(exp: Experiment, specs: list[CorpusSpec]) -> dict[str, str]:
-    return {p: sha256_file(exp.folder / p) if (exp.folder / p).exists() else "missing" for spec in specs for p in spec.paths}
+    return {p: sha256_file(exp.folder / p) if (exp.folder / p).exists() else "missing"
+            for spec in specs for p in spec.paths}
 
 
 def _import(exp: Experiment, spec: CorpusSpec, log) -> Corpus:
@@ -118,33 +120,15 @@ def build_binary_targets(exp: Experiment, out: Path, classes: list[str], log=pri
 def train_job(corpus_path: str, platform: str, spec: dict, seed: int, folder: str) -> str:
     """One model x seed x training platform (a top-level function so any executor can run it)."""
     from mhaudit.models import create, save_model
-    from mhaudit.models.seeds import training_rows
+    from mhaudit.models.seeds import subsample_training, training_rows
 
     corpus = Corpus.read(corpus_path)
     rows = training_rows(corpus, platform)
-    if spec.get("subsample") and spec["subsample"] < len(rows):
-        share = spec["subsample"] / len(rows)
-        rows = rows.groupby(["split", "label"], group_keys=False).sample(frac=share, random_state=seed)
+    if spec.get("subsample"):
+        rows = subsample_training(rows, spec["subsample"], seed)
     model = create(spec["name"], **{**spec["options"], "seed": seed}).fit(rows, corpus.classes)
     save_model(model, folder)
     return folder
-
-
-def _explain(model, spec: ModelSpec, corpus: Corpus, seed: int) -> pd.DataFrame:
-    test = corpus.frame[corpus.frame["split"] == "test"]
-    tables = []
-    for (platform, dataset), rows in test.groupby(["platform", "dataset"]):
-        rows = rows.sample(n=min(spec.explain_sample, len(rows)), random_state=seed)
-        if spec.explain == "linear":
-            table = model.explain(rows["text"].tolist())
-        else:
-            from mhaudit.attribution.table import attribution_table
-
-            table = attribution_table(model.hf_model, model.tokenizer, rows["text"].tolist(), corpus.classes,
-                                      method=spec.explain, labels=rows["label"].tolist(), sample=len(rows),
-                                      seed=seed, max_length=model.options.get("max_length", 64))
-        tables.append(table.assign(model=spec.key, seed=seed, platform=platform, dataset=dataset))
-    return pd.concat(tables, ignore_index=True)
 
 
 def _predict_and_explain(folder: Path, spec: ModelSpec, corpus: Corpus, seed: int,
@@ -162,7 +146,8 @@ def _predict_and_explain(folder: Path, spec: ModelSpec, corpus: Corpus, seed: in
         write_table(predict_corpus(model, corpus, model_name=spec.key, seed=seed), preds_path)
     if spec.explain != "none" and not attr_path.exists():
         model = model or load_model(folder)
-        write_table(_explain(model, spec, corpus, seed), attr_path)
+        write_table(explain_corpus(model, corpus, spec.explain, n=spec.explain_sample, seed=seed,
+                                   model_name=spec.key), attr_path)
     binary = {}
     for target in binary_targets:
         path = folder / f"binary-{target.key}.parquet"
@@ -175,15 +160,20 @@ def _predict_and_explain(folder: Path, spec: ModelSpec, corpus: Corpus, seed: in
 
 
 def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", workers: int = 1, log=print) -> AuditResult:
+    from mhaudit.models import training_seeds
+
     out = Path(out)
     corpus, corpus_path, corpus_key = build_corpus(exp, out, log)
     platforms = [exp.reference] if exp.design == "reference" else sorted(
         corpus.frame.loc[corpus.frame["split"] == "train", "platform"].unique())
     places, jobs = [], []
     for spec in exp.model:
+        seeds, note = training_seeds(spec.name, exp.seeds, spec.key)  # a deterministic model: the first seed only
+        if note:
+            log(note)
         for platform in platforms:
             key = step_key(corpus_key, spec.model_dump(), platform)
-            for seed in exp.seeds:
+            for seed in seeds:
                 folder = out / "models" / spec.key / platform / key / f"seed-{seed}"
                 places.append((spec, platform, seed, folder))
                 if (folder / "mhaudit-model.json").exists():
@@ -219,7 +209,8 @@ def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", worke
             result.sections.append(Section(
                 "Temperature scaling vs fine-tuning", "On each target's stored calibration split: a temperature "
                 "fitted there (ts) vs the model fine-tuned there (ft), both evaluated on the target's other test "
-                "rows (CPFE paper, section 4.6).", {"temperature_vs_finetuning": pd.concat(adapted, ignore_index=True)}))
+                "rows (CPFE paper, section 4.6).",
+                {"temperature_vs_finetuning": pd.concat(adapted, ignore_index=True)}))
     else:
         result = _transfer_report(exp, corpus, predictions)
     write_report(result, out)
@@ -303,6 +294,7 @@ def _transfer_report(exp: Experiment, corpus: Corpus, predictions: dict[str, lis
             "platform's test split (mean over seeds). " + (
                 f"Macro-AUC falls by {gap.min():.3f} to {gap.max():.3f} from in-platform to the mean of the "
                 "other platforms." if len(gap) else ""))
-    return AuditResult(f"{exp.name}: all-pairs transfer", [Section("Transfer matrix", text, {"transfer": table}, figures)],
-                  synthetic=corpus.synthetic, options={"experiment": exp.model_dump(mode="json")})
+    return AuditResult(f"{exp.name}: all-pairs transfer",
+                       [Section("Transfer matrix", text, {"transfer": table}, figures)],
+                       synthetic=corpus.synthetic, options={"experiment": exp.model_dump(mode="json")})
 

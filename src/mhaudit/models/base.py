@@ -9,6 +9,7 @@ Built-in models are imported on first use, so the base install never imports tor
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 from pathlib import Path
 from typing import Protocol
@@ -19,6 +20,7 @@ import pandas as pd
 from mhaudit.core.errors import InputError
 
 MODEL_FILE = "mhaudit-model.json"
+ATTRIBUTION_METHODS = ("linear", "saliency", "integrated_gradients")
 BUILTIN = {"tfidf-lr": "mhaudit.models.linear", "char-tfidf-lr": "mhaudit.models.linear",
            "transformer": "mhaudit.models.transformer", "bert-lstm": "mhaudit.models.hybrid",
            "bert-lstm-attention": "mhaudit.models.hybrid", "llm-zero-shot": "mhaudit.models.llm"}
@@ -64,6 +66,42 @@ def _entry(name: str) -> tuple[type, dict]:
 def model_names() -> list[str]:
     """Every model name `create` knows: the built-in ones and those registered since."""
     return sorted(set(REGISTRY) | set(BUILTIN))
+
+
+def is_deterministic(name: str) -> bool:
+    """Whether model `name` is the same for every seed (its class sets `deterministic = True`); imports its module."""
+    return bool(getattr(_entry(name)[0], "deterministic", False))
+
+
+def training_seeds(name: str, seeds, label: str | None = None) -> tuple[list[int], str | None]:
+    """The seeds to train `name` for, and a one-line note when that is fewer than asked: a deterministic
+    model is trained once, for the first seed (other seeds would repeat it, giving an SD over seeds of 0)."""
+    seeds = list(seeds)
+    if len(seeds) > 1 and is_deterministic(name):
+        return seeds[:1], f"{label or name} is deterministic: trained once (seed {seeds[0]}), not per seed"
+    return seeds, None
+
+
+def attribution_methods(model: Model) -> list[str]:
+    """The attribution methods a trained model supports: 'linear' where it has `explain` (the TF-IDF models),
+    'saliency' and 'integrated_gradients' where it holds a Hugging Face classifier (`hf_model`, `tokenizer`)."""
+    methods = ["linear"] if callable(getattr(model, "explain", None)) else []
+    if getattr(model, "hf_model", None) is not None and getattr(model, "tokenizer", None) is not None:
+        methods += ["saliency", "integrated_gradients"]
+    return methods
+
+
+def check_attribution_method(model: Model, method: str) -> None:
+    """InputError unless `method` is an attribution method that `model` supports and that can run here."""
+    if method not in ATTRIBUTION_METHODS:
+        raise InputError(f"unknown attribution method '{method}'; choose {', '.join(ATTRIBUTION_METHODS)}")
+    supported = attribution_methods(model)
+    if method not in supported:
+        can = f"supports only {', '.join(supported)}" if supported else "has no attribution method"
+        raise InputError(f"model '{model.name}' {can}, not '{method}' (linear: TF-IDF models; saliency and "
+                         "integrated_gradients: transformer models)")
+    if method == "integrated_gradients" and importlib.util.find_spec("captum") is None:
+        raise InputError("integrated_gradients needs captum; install mhaudit[transformers]")
 
 
 def create(name: str, **options) -> Model:

@@ -45,6 +45,8 @@ def _check_options(analyzer, ngram_range, C, class_weight, min_df, calibrate) ->
 class TfidfLogistic:
     """Word uni+bigram TF-IDF + multinomial logistic regression; logits are the decision function."""
 
+    deterministic = True  # lbfgs on fixed features: `seed` changes nothing, so one fit stands for every seed
+
     def __init__(self, *, analyzer: str = "word", ngram_range: tuple[int, int] = (1, 2), C: float = 10.0,
                  class_weight: str | None = None, seed: int = 0, min_df: int = 2, calibrate: bool = True):
         _check_options(analyzer, ngram_range, C, class_weight, min_df, calibrate)

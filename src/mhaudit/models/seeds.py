@@ -6,12 +6,13 @@ finished seed and is not retrained. Prediction over several seed folders gives o
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pandas as pd
 
 from mhaudit.core.errors import InputError
-from mhaudit.models import create, load_model, save_model
+from mhaudit.models import create, load_model, save_model, training_seeds
 from mhaudit.models.base import MODEL_FILE
 from mhaudit.tables.corpus.schema import Corpus
 from mhaudit.tables.predictions import predict_corpus
@@ -32,21 +33,58 @@ def training_rows(corpus: Corpus, platform: str) -> pd.DataFrame:
     return rows
 
 
-def train_seeds(corpus: Corpus, platform: str, model_name: str, seeds, out: Path, options: dict | None = None,
-                log=print) -> list[Path]:
-    """Train one model per seed into out/seed-<s>/; finished seeds are kept, not retrained."""
+def default_platform(corpus: Corpus) -> str:
+    """The platform to train on when none is named: the only platform with training rows, else the only data
+    set with training rows; several is an InputError naming the platforms."""
+    train = corpus.frame[corpus.frame["split"] == "train"]
+    if train.empty:
+        raise InputError("the corpus has no rows in split 'train'; there is nothing to train on")
+    for column in ("platform", "dataset"):
+        if train[column].nunique() == 1:
+            return str(train[column].iat[0])
+    names = sorted(train["platform"].unique())
+    raise InputError(f"the corpus has training rows on {len(names)} platforms ({', '.join(names)}); "
+                     "name the one to train on (--platform)")
+
+
+def train_platform(corpus: Corpus, platform: str | None, model_name: str, seeds, out: Path,
+                   options: dict | None = None, log=print) -> list[Path]:
+    """`mhaudit train`: fit `model_name` on the train rows of `platform` (None: `default_platform`), its val
+    rows given to the model too (early stopping, temperature), one folder out/seed-<s>/ per seed; a
+    deterministic model once, for the first seed. Finished seeds are kept. Logs rows and speed per seed."""
+    platform = platform or default_platform(corpus)
     rows = training_rows(corpus, platform)
-    folders = []
-    for seed in seeds:
-        folder = Path(out) / f"seed-{seed}"
+    n_train = int((rows["split"] == "train").sum())
+    seeds, note = training_seeds(model_name, seeds)
+    if note:
+        log(note)
+    folders = [Path(out) / f"seed-{seed}" for seed in seeds]
+    for seed, folder in zip(seeds, folders, strict=True):
         if (folder / MODEL_FILE).exists():
             log(f"seed {seed}: already trained in {folder}, kept")
-        else:
-            model = create(model_name, **{**(options or {}), "seed": seed}).fit(rows, corpus.classes)
-            save_model(model, folder)
-            log(f"seed {seed}: trained on {len(rows)} rows of {platform}, saved to {folder}")
-        folders.append(folder)
+            continue
+        start = time.perf_counter()
+        model = create(model_name, **{**(options or {}), "seed": seed}).fit(rows, corpus.classes)
+        seconds = time.perf_counter() - start
+        save_model(model, folder)
+        log(f"seed {seed}: trained on {n_train:,} rows of {platform} ({len(rows) - n_train:,} validation rows for "
+            f"early stopping/temperature) in {seconds:.2f} s, {n_train / max(seconds, 1e-9):,.0f} training "
+            f"rows/s; saved to {folder}")
     return folders
+
+
+def subsample_training(rows: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
+    """`rows` with only `n` of its split-train rows, drawn with `seed` and stratified by label (each class keeps
+    its share, rounded by largest remainder, so exactly `n` are kept); every val row is kept."""
+    train = rows["split"] == "train"
+    if n >= train.sum():
+        return rows
+    quota = rows.loc[train, "label"].value_counts().sort_index() * n / train.sum()
+    take = quota.astype(int)
+    take[(quota - take).sort_values(ascending=False, kind="mergesort").index[:n - take.sum()]] += 1
+    picked = [i for label, group in rows[train].groupby("label")
+              for i in group.sample(n=int(take[label]), random_state=seed).index]
+    return rows[~train | rows.index.isin(picked)]
 
 
 def model_folders(path: Path) -> list[Path]:

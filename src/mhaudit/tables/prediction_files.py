@@ -28,7 +28,6 @@ import pandas as pd
 from mhaudit.core.errors import InputError
 from mhaudit.tables.io import SOURCE_FILE, SOURCE_ROW, read_table
 from mhaudit.tables.predictions import (
-    KEY_COLUMNS,
     LOGIT,
     PROB,
     PROB_SUM_TOLERANCE,
