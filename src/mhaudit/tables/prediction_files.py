@@ -205,7 +205,8 @@ def read_predictions(sources, *, classes: list[str] | None = None, columns: Pred
     for source in loaded:
         source_kind, found = _score_columns(source)
         if sorted(found) != sorted(classes):
-            what = "the classes " + ", ".join(classes) if source is loaded[0] else f"{loaded[0].name}'s " + ", ".join(order)
+            first = source is loaded[0]
+            what = ("the classes " if first else f"{loaded[0].name}'s ") + ", ".join(classes if first else order)
             raise InputError(f"{source.name}: score columns for {', '.join(found)} differ from {what}; every file "
                              "needs one score column per class")
         if source_kind != kind:
@@ -285,9 +286,9 @@ def _labels(source: _Source, raw: pd.Series, classes: list[str], notes: list[str
         beyond = index >= len(classes)
         if beyond.any():
             i = int(np.flatnonzero(as_index.to_numpy())[np.argmax(beyond.to_numpy())])
-            raise InputError(f"{source.name}: row {source.frame[SOURCE_ROW].iat[i]}: label index {index[beyond].iat[0]} "
-                             f"is beyond the {len(classes)} score columns ({', '.join(classes)}; indices 0-"
-                             f"{len(classes) - 1})")
+            row = source.frame[SOURCE_ROW].iat[i]
+            raise InputError(f"{source.name}: row {row}: label index {index[beyond].iat[0]} is beyond the "
+                             f"{len(classes)} score columns ({', '.join(classes)}; indices 0-{len(classes) - 1})")
         labels = labels.where(~as_index, index.map(lambda k: classes[k]))
         notes.append("integer labels were read as indices of the score columns: "
                      + ", ".join(f"{k} = {c}" for k, c in enumerate(classes)))
