@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 import sys
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -13,6 +13,9 @@ from rich.table import Table
 
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, for_stream
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 out = Console()
 err = Console(stderr=True)
@@ -33,6 +36,8 @@ def guarded(fn):
 
 
 def print_table(title: str, frame: pd.DataFrame) -> None:
+    import pandas as pd  # here, not at the top: `mhaudit --help` loads no pandas
+
     table = Table(title=escape(title), title_justify="left")
     for col in frame.columns:
         table.add_column(escape(str(col)), overflow="fold",

@@ -7,12 +7,11 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import pandas as pd
 import typer
 
 from mhaudit.cli.console import guarded, out, print_table
 from mhaudit.core.errors import InputError
-from mhaudit.tables.corpus.label_mapping import MultiLabelPolicy
+from mhaudit.tables.corpus.policies import MultiLabelPolicy
 
 app = typer.Typer(help="Import, inspect, clean and split corpora.", no_args_is_help=True)
 
@@ -101,6 +100,8 @@ def describe(corpus_path: Annotated[Path, typer.Argument(help="Corpus Parquet fi
 @app.command()
 def mappings() -> None:
     """List the label mappings shipped with mhaudit."""
+    import pandas as pd
+
     from mhaudit.tables.corpus.mappings import available
 
     print_table("label mappings (use --mapping NAME, chain with '+', e.g. goemotions-cpfe-code+cpfe-b)",
@@ -111,6 +112,8 @@ def mappings() -> None:
 @app.command()
 def sources() -> None:
     """List the data-set importers."""
+    import pandas as pd
+
     from mhaudit.tables.corpus.sources import all_sources
 
     print_table("sources", pd.DataFrame([{"name": s.name, "default mapping": s.default_mapping or "-",
@@ -126,6 +129,8 @@ def clean(corpus_path: Annotated[Path, typer.Argument(help="Corpus Parquet file.
           keep_conflicting: Annotated[bool, typer.Option(
               help="Keep the first copy of texts whose copies disagree on the label.")] = False) -> None:
     """Remove exact duplicates (case and whitespace normalised) and decontaminate the training pool."""
+    import pandas as pd
+
     from mhaudit.tables.corpus.dedup import decontaminate, deduplicate
     from mhaudit.tables.corpus.schema import Corpus
 

@@ -11,7 +11,7 @@ import typer
 
 from mhaudit.cli.console import guarded, out
 from mhaudit.core.errors import InputError
-from mhaudit.models.base import model_names  # numpy and pandas only: `mhaudit --help` stays fast
+from mhaudit.models.builtin import BUILTIN  # a dict only: `mhaudit --help` loads no numpy or pandas
 
 
 def register(root: typer.Typer) -> None:
@@ -35,7 +35,7 @@ def parse_options(items: list[str] | None) -> dict:
 
 @guarded
 def train(corpus: Annotated[Path, typer.Option(help="Corpus Parquet file.")],
-          model: Annotated[str, typer.Option(help=f"Model name: {', '.join(model_names())}.")],
+          model: Annotated[str, typer.Option(help=f"Model name: {', '.join(sorted(BUILTIN))}, or one you registered.")],
           out_dir: Annotated[Path, typer.Option("--out", help="Folder for the model (one seed-<s>/ per seed).")],
           platform: Annotated[str | None, typer.Option(
               help="Platform (or data set) to train on: its train + val rows. Default: the corpus's only one.")]

@@ -18,12 +18,10 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.core.errors import InputError
+from mhaudit.models.builtin import BUILTIN
 
 MODEL_FILE = "mhaudit-model.json"
 ATTRIBUTION_METHODS = ("linear", "saliency", "integrated_gradients")
-BUILTIN = {"tfidf-lr": "mhaudit.models.linear", "char-tfidf-lr": "mhaudit.models.linear",
-           "transformer": "mhaudit.models.transformer", "bert-lstm": "mhaudit.models.hybrid",
-           "bert-lstm-attention": "mhaudit.models.hybrid", "llm-zero-shot": "mhaudit.models.llm"}
 
 
 class Model(Protocol):

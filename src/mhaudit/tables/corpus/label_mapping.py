@@ -4,22 +4,15 @@ and say where every row went (the mapping report)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 
 import pandas as pd
 
 from mhaudit.core.errors import InputError
 from mhaudit.tables.corpus.mappings import Mapping
+from mhaudit.tables.corpus.policies import MultiLabelPolicy
 from mhaudit.tables.corpus.schema import SCHEMA
 
-
-class MultiLabelPolicy(str, Enum):
-    """How a row with several raw labels becomes one labelled row."""
-
-    first = "first"  # the first listed label (the CPFE released code); dropped if the mapping drops it
-    expand = "expand"  # one row per assigned label, id '<id>:<raw label>'
-    priority = "priority"  # the highest-priority class among the mapped labels
-    drop_ambiguous = "drop-ambiguous"  # keep rows whose mapped labels agree on one class
+__all__ = ["MultiLabelPolicy", "Labelled", "apply_mapping", "identity_mapping"]
 
 
 @dataclass
