@@ -20,7 +20,8 @@ def test_every_format_carries_the_same_numbers(tmp_path):
     html = (tmp_path / "report.html").read_text()
     assert "<td class='num'>0.912</td><td class='num'>3</td>" in html and "<td class='num'>n/a</td>" in html
     assert "<td class='text'>a|b</td>" in html and "words &lt;b&gt;" in html
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "report.json", "report.md"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "report.json", "report.md", "tables"]
+    assert pd.read_csv(tmp_path / "tables" / "s--numbers.csv")["auc"].tolist()[0] == 0.91234
 
 
 def test_summary_and_verdicts_lead_every_format_failures_first(tmp_path):
@@ -35,11 +36,11 @@ def test_summary_and_verdicts_lead_every_format_failures_first(tmp_path):
     assert [v["severity"] for v in data["verdicts"]] == ["pass", "fail", "undefined"]  # as given, None undefined
     html = (tmp_path / "report.html").read_text()
     assert html.index("It failed once.") < html.index("Verdicts") < html.index("<h2>S</h2>")
-    badge = lambda s: html.index(f"<span class='sev sev-{s}'>")  # noqa: E731
+    badge = lambda s: html.index(f"<span class='sev sev-{s}'>", html.index("Verdicts"))  # noqa: E731
     assert badge("fail") < badge("undefined") < badge("pass")
     assert "1 fail, 1 undefined, 1 pass of 3 checks." in html and "ci_low" not in html
     md = (tmp_path / "report.md").read_text()
-    assert md.index("It failed once.") < md.index("## Verdicts") < md.index("## S")
+    assert md.index("It failed once.") < md.index("## Verdicts") < md.index("\n## S\n")
 
 
 def test_verdict_table_refuses_an_unknown_severity_and_a_missing_value_that_passes():
@@ -48,3 +49,46 @@ def test_verdict_table_refuses_an_unknown_severity_and_a_missing_value_that_pass
     with pytest.raises(ValueError, match="no value"):
         verdict_table([{**verdict("x", "a", "s", "t", "v", 1.0, "", "pass", ""), "value": float("nan")}])
     assert list(verdict_table([]).columns) == VERDICT_COLUMNS
+
+
+def seed_verdicts():
+    rows = []
+    for seed, auc_drop, di in ((0, 0.20, 0.85), (1, 0.24, 0.95)):
+        rows += [verdict("cpfe", "discrimination", f"bert seed {seed}", "twitter", "macro_auc_drop", auc_drop,
+                         "> 0", "fail", "drop"),
+                 verdict("cpfe", "equity", f"bert seed {seed}", "twitter", "disparate_impact", di, "< 0.8", "pass", ""),
+                 verdict("cpfe", "equity", f"bert seed {seed}", "twitter", "disparate_impact", di, "< 0.5", "pass", "")]
+    rows.append(verdict("cpfe", "calibration", "roberta seed 0", "twitter", "ece", 0.12, "> 0.1", "warn", "",
+                        ci_low=0.10, ci_high=0.15))
+    return verdict_table(rows)
+
+
+def test_the_scorecard_folds_seeds_and_leads_the_page(tmp_path):
+    from mhaudit.report.scorecard import scorecard
+
+    card = scorecard(seed_verdicts()).set_index("subject")
+    assert list(card.columns) == ["target", "discrimination", "equity", "calibration"]
+    assert card.loc["bert", "discrimination"] == "fail: macro_auc_drop 0.220 ± 0.028 (n = 2)"  # SD of 0.20, 0.24
+    assert card.loc["bert", "equity"] == "pass: disparate_impact 0.900 ± 0.071 (n = 2)"  # two checks per seed, once
+    assert card.loc["roberta", "calibration"] == "warn: ece 0.120 [0.100, 0.150]" and card.loc["roberta", "equity"] == ""
+    result = AuditResult("T", [Section("S", "", {"numbers": pd.DataFrame({"a": [1]})})], summary="Words.",
+                         verdicts=seed_verdicts(), provenance={"inputs": {"preds.csv": "ab" * 32}, "created": "now"},
+                         options={"seed": 3})
+    write_report(result, tmp_path)
+    html = (tmp_path / "report.html").read_text()
+    assert html.index("<h2>Scorecard</h2>") < html.index("Words.") < html.index("<h2>Verdicts</h2>")
+    assert "<footer>mhaudit " in html and "preds.csv sha256 abababababab" in html and "{&quot;seed&quot;: 3}" in html
+    assert json.loads((tmp_path / "report.json").read_text())["scorecard"][0]["subject"] == "bert"
+    assert "## Scorecard" in (tmp_path / "report.md").read_text()
+
+
+def test_p_values_empty_and_long_tables(tmp_path):
+    tables = {"tests": pd.DataFrame({"z": [5.0, 0.5], "p": [1e-4, 0.62], "p_adjusted": [3e-5, 1.0]}),
+              "nothing": pd.DataFrame({"a": []}), "long": pd.DataFrame({"i": range(40)})}
+    write_report(AuditResult("T", [Section("S", "", tables)]), tmp_path)
+    html = (tmp_path / "report.html").read_text()
+    assert "<td class='num'>1.0e-04</td>" in html and "<td class='num'>3.0e-05</td>" in html  # not 0.000
+    assert "<td class='num'>0.620</td>" in html and "<td class='num'>5.000</td>" in html
+    assert "nothing" not in html and (tmp_path / "tables" / "s--nothing.csv").exists()  # kept in the files
+    assert "<details><summary>long (40 rows)</summary>" in html
+    assert "| 1.0e-04 |" in (tmp_path / "report.md").read_text()
