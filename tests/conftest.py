@@ -32,6 +32,39 @@ def shared_data():
     return data_dir
 
 
+# --- a real browser: headless Chromium from the Debian packages (.ci/run installs them) ------------------------
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+
+
+@pytest.fixture
+def open_browser():
+    """A function (width, height) -> a headless Chromium WebDriver, quit after the test."""
+    if not CHROMIUM.exists() or not CHROMEDRIVER.exists():
+        pytest.skip(f"the browser test needs the Debian packages chromium and chromium-driver "
+                    f"({CHROMIUM} / {CHROMEDRIVER} absent)")
+    webdriver = pytest.importorskip("selenium.webdriver", reason="the browser test needs selenium (dev extra)")
+    from selenium.webdriver.chrome.service import Service
+
+    drivers = []
+
+    def start(width: int, height: int):
+        options = webdriver.ChromeOptions()
+        options.binary_location = str(CHROMIUM)
+        for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                     "--disable-dev-shm-usage", f"--window-size={width},{height}"):
+            options.add_argument(flag)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
+        driver.set_page_load_timeout(20)
+        drivers.append(driver)
+        return driver
+
+    yield start
+    for driver in drivers:
+        driver.quit()
+
+
 # --- CI runs everything: under CI=true a skipped test fails the run, except the cases allowed here --------
 # Each entry: a test id prefix -> why it may skip in CI. Keep this list short; .ci/run installs the rest.
 SKIP_ALLOWED_IN_CI: dict[str, str] = {}

@@ -327,28 +327,9 @@ def test_a_silent_connection_is_dropped_after_the_timeout(session):
 
 
 # --- a real browser ---------------------------------------------------------------------------------
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-
-
 @pytest.fixture
-def browser():
-    if not CHROMIUM.exists() or not CHROMEDRIVER.exists():
-        pytest.skip(f"the browser test needs the Debian packages chromium and chromium-driver "
-                    f"({CHROMIUM} / {CHROMEDRIVER} absent)")
-    webdriver = pytest.importorskip("selenium.webdriver", reason="the browser test needs selenium (dev extra)")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-dev-shm-usage", "--window-size=1200,900"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
-    driver.set_page_load_timeout(20)
-    yield driver
-    driver.quit()
+def browser(open_browser):
+    return open_browser(1200, 900)
 
 
 def test_two_annotators_and_an_adjudicator_in_a_real_browser(session, browser):

@@ -1,0 +1,39 @@
+"""The report as a reader sees it, in headless Chromium: the scorecard in the first 1400 x 900 viewport,
+nothing wider than the window, every figure loaded, every collapsed table opens. SYNTHETIC predictions."""
+
+from __future__ import annotations
+
+from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
+from mhaudit.report import write_report
+from mhaudit.tables.prediction_files import read_predictions
+from tests.tables.test_prediction_files import PATTERN, published
+
+WIDTH, HEIGHT = 1400, 900
+
+
+def test_the_cpfe_report_reads_in_a_browser(tmp_path, open_browser):
+    paths = published(tmp_path / "files", seeds=(42, 7))  # 2 models x 2 seeds x 2 platforms
+    result = audit_cpfe(read_predictions(paths, name_pattern=PATTERN),
+                        CPFEOptions(reference="reddit", n_boot_significance=200, n_boot_ece=100), synthetic=True)
+    write_report(result, tmp_path / "report")
+    driver = open_browser(WIDTH, HEIGHT)
+    driver.get((tmp_path / "report" / "report.html").as_uri())
+    page = driver.execute_script
+    card = page("const t = document.querySelector('table.scorecard').getBoundingClientRect();"
+                "return [t.top, t.bottom, t.right];")
+    assert 0 < card[0] < card[1] <= HEIGHT and card[2] <= WIDTH  # the scorecard is seen first, whole
+    assert page("return document.querySelectorAll('table.scorecard tbody tr').length") == 2  # bert, roberta
+    header = page("return [...document.querySelectorAll('table.scorecard th')].map(th => th.textContent)")
+    assert header == ["subject", "target", "discrimination", "calibration", "equity"]
+    assert page("return document.documentElement.scrollWidth") <= page("return window.innerWidth")
+    images = page("return [...document.images].map(i => [i.complete, i.naturalWidth])")
+    assert len(images) >= 5 and all(done and width > 0 for done, width in images)
+    closed = page("return document.querySelectorAll('details').length")
+    assert closed >= 3  # per-class AUC, per-class calibration, reliability, ...
+    page("document.querySelectorAll('details').forEach(d => d.open = true)")
+    heights = page("return [...document.querySelectorAll('details table')].map(t => t.offsetHeight)")
+    assert len(heights) == closed and min(heights) > 100
+    assert page("return document.documentElement.scrollWidth") <= page("return window.innerWidth")
+    links = page("return [...document.querySelectorAll('a')].map(a => a.getAttribute('href'))")
+    assert links and all((tmp_path / "report" / href).exists() for href in links)  # every CSV link resolves
+    assert "mhaudit" in page("return document.querySelector('footer').textContent")
