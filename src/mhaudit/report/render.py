@@ -134,8 +134,9 @@ def to_markdown(result: AuditResult) -> str:
     return "\n".join(out)
 
 
-SCORECARD_NOTE = ("One row per model (its seeds folded: mean ± SD over seeds, n runs) and target; each cell is the "
-                  "worst verdict of that axis and its headline number. The verdicts below give every check.")
+SCORECARD_NOTE = ("One row per subject and target, a model's seeds folded into one row (mean ± SD over its seeds, "
+                  "n runs); each cell is the worst verdict of that axis with its headline number (and CI, for one "
+                  "run). The verdicts below list every check.")
 
 
 def _footer_text(result: AuditResult) -> str:
