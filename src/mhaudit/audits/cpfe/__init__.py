@@ -215,7 +215,7 @@ def _sections(tables: dict[str, pd.DataFrame], summary: str, options: CPFEOption
         figs["discrimination"] = {"AUC by model and platform": figures.auc_degradation(tables["discrimination"]),
                                   "Per-class AUC with DeLong CIs": figures.forest(tables["per_class_auc"])}
         if not tables.get("reliability", pd.DataFrame()).empty:
-            figs["calibration"] = {"Reliability before and after temperature scaling":
+            figs["calibration"] = {"Reliability before and after temperature scaling (each model's first seed)":
                                    figures.reliability(tables["reliability"])}
         if not tables.get("equity", pd.DataFrame()).empty:
             figs["equity"] = {

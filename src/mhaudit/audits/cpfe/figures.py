@@ -57,19 +57,24 @@ def forest(per_class: pd.DataFrame) -> bytes:
 
 
 def reliability(curves: pd.DataFrame) -> bytes:
+    """One row of panels per model (its first seed: the figure says which), one panel per platform."""
     curves = with_place(curves)
-    first = curves[(curves["model"] == curves["model"].min()) & (curves["seed"] == curves["seed"].min())]
-    datasets = sorted(first["place"].unique())
-    fig, axes = plt.subplots(1, len(datasets), figsize=(3 * len(datasets), 3), squeeze=False)
-    for ax, dataset in zip(axes[0], datasets):
-        for stage, style in (("before", "o-"), ("after", "s-")):
-            c = first[(first["place"] == dataset) & (first["stage"] == stage) & (first["n"] > 0)]
-            ax.plot(c["confidence"], c["accuracy"], style, ms=3, label=f"{stage} temperature scaling")
-        ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
-        ax.set_title(dataset, fontsize=8)
-        ax.set_xlabel("confidence")
-    axes[0][0].set_ylabel("accuracy")
+    models = sorted(curves["model"].unique())
+    places = sorted(curves["place"].unique())
+    fig, axes = plt.subplots(len(models), len(places), figsize=(3 * len(places), 3 * len(models)), squeeze=False)
+    for row, model in zip(axes, models):
+        seed = curves.loc[curves["model"] == model, "seed"].min()
+        mine = curves[(curves["model"] == model) & (curves["seed"] == seed)]
+        for ax, place in zip(row, places):
+            for stage, style in (("before", "o-"), ("after", "s-")):
+                c = mine[(mine["place"] == place) & (mine["stage"] == stage) & (mine["n"] > 0)]
+                ax.plot(c["confidence"], c["accuracy"], style, ms=3, label=f"{stage} temperature scaling")
+            ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
+            ax.set_title(f"{model}, seed {seed} · {place}", fontsize=8)
+            ax.set_xlabel("confidence (top-label)")
+        row[0].set_ylabel("accuracy")
     axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
     return png_bytes(fig)
 
 
@@ -77,6 +82,7 @@ def heatmap(table: pd.DataFrame, value: str, title: str, index: str = "place", c
             vmin: float = 0, vmax: float = 1) -> bytes:
     if index == "place":
         table = with_place(table)
+    runs = table[["model", "seed"]].drop_duplicates().shape[0] if {"model", "seed"} <= set(table) else 1
     grid = table.groupby([index, columns], sort=False)[value].mean().unstack()
     fig, ax = plt.subplots(figsize=(1.2 + 0.9 * grid.shape[1], 0.9 + 0.45 * grid.shape[0]))
     im = ax.imshow(grid.to_numpy(dtype=float), vmin=vmin, vmax=vmax, cmap="viridis", aspect="auto")
@@ -84,7 +90,9 @@ def heatmap(table: pd.DataFrame, value: str, title: str, index: str = "place", c
     ax.set_yticks(range(grid.shape[0]), grid.index, fontsize=8)
     for (i, j), v in np.ndenumerate(grid.to_numpy(dtype=float)):
         ax.text(j, i, "n/a" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=7, color="white")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title + (f"\nmean over {runs} model-seed runs" if runs > 1 else ""), fontsize=9)
+    ax.set_xlabel(columns)
+    ax.set_ylabel("platform (data set)" if index == "place" else index)
     fig.colorbar(im, ax=ax)
     return png_bytes(fig)
 
