@@ -286,3 +286,20 @@ def test_binary_target_specs_are_checked(tmp_path):
         'mapping = "depression-binary"', 'mapping = "cpfe-a"'))
     with pytest.raises(InputError, match="maps to 4 classes .* needs a two-class mapping"):
         run_experiment(load_experiment(path), tmp_path / "out", log=lambda _: None)
+
+
+def test_a_mapping_file_is_read_beside_the_experiment_and_its_edits_reimport(tmp_path, monkeypatch):
+    from mhaudit.experiments.runner import build_corpus
+
+    folder = tmp_path / "exp"
+    folder.mkdir()
+    path = experiment(folder)
+    mapping = ('name = "mine"\nclasses = ["calm", "stressed"]\n[map]\ncalm = ["0"]\nstressed = ["1"]\n')
+    (folder / "mine.toml").write_text(mapping)
+    path.write_text(path.read_text().replace('mapping = "stress-binary"', 'mapping = "mine.toml"'))
+    monkeypatch.chdir(tmp_path)  # not the experiment's folder: the mapping is still found
+    corpus, first, _ = build_corpus(load_experiment(path), tmp_path / "out", log=lambda _: None)
+    assert corpus.classes == ["calm", "stressed"] and len(corpus.frame) == 600
+    (folder / "mine.toml").write_text(mapping.replace("calm", "relaxed"))  # an edit: imported again
+    corpus, second, _ = build_corpus(load_experiment(path), tmp_path / "out", log=lambda _: None)
+    assert corpus.classes == ["relaxed", "stressed"] and second != first

@@ -38,16 +38,27 @@ def step_key(*parts) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
+def _mapping(exp: Experiment, spec: CorpusSpec) -> str | None:
+    """The spec's mapping with each .toml file of a chain 'a+b.toml' resolved against the experiment's folder."""
+    if not spec.mapping:
+        return spec.mapping
+    parts = [str(exp.folder / p) if p.endswith(".toml") and (exp.folder / p).exists() else p
+             for p in spec.mapping.split("+")]
+    return "+".join(parts)
+
+
 def _files(exp: Experiment, specs: list[CorpusSpec]) -> dict[str, str]:
-    return {p: sha256_file(exp.folder / p) if (exp.folder / p).exists() else "missing"
-            for spec in specs for p in spec.paths}
+    """Content digests of the data files and mapping files the specs read: an edit invalidates the cache."""
+    paths = [exp.folder / p for spec in specs for p in spec.paths]
+    paths += [Path(p) for spec in specs for p in (_mapping(exp, spec) or "").split("+") if p.endswith(".toml")]
+    return {str(p): sha256_file(p) if p.exists() else "missing" for p in paths}
 
 
 def _import(exp: Experiment, spec: CorpusSpec, log) -> Corpus:
     options = ReadOptions(encoding=spec.encoding, platform=spec.platform, dataset=spec.dataset,
                           text_col=spec.text_col, label_col=spec.label_col, id_col=spec.id_col,
                           label_source=spec.label_source)
-    result = import_source(spec.source, [exp.folder / p for p in spec.paths], mapping=spec.mapping,
+    result = import_source(spec.source, [exp.folder / p for p in spec.paths], mapping=_mapping(exp, spec),
                            options=options, policy=MultiLabelPolicy(spec.multi_label), priority=spec.priority,
                            split=spec.split, seed=spec.seed, drop_empty=spec.drop_empty)
     log(f"corpus: {spec.source} -> {len(result.corpus.frame)} rows ({result.corpus.meta['mapping']})")
