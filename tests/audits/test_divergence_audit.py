@@ -33,6 +33,12 @@ def test_report_has_every_table_and_is_marked_synthetic(demo):
     scores = tables["channel_scores"]
     assert set(scores["channel"]) == {"A", "B", "C", "AB", "AC", "BC", "ABC", "A_word"}
     assert (scores["macro_f1"] > scores["majority_macro_f1"]).all()  # every channel learns something
+    figures = {s["title"]: s["figures"] for s in report["sections"] if s["figures"]}
+    assert figures == {
+        "Channel scores": ["figures/macro-f1-by-channel-and-data-set.png"],
+        "Degree of Divergence": ["figures/degree-of-divergence-with-95--cis--overall-and-per-platform.png"],
+        "Masking suite": ["figures/masking-effects-against-the-unmasked-run.png"]}
+    assert all((out / f).stat().st_size > 10_000 for names in figures.values() for f in names)
 
 
 def test_planted_divergence_is_found(demo):

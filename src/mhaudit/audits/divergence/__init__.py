@@ -60,6 +60,7 @@ class DivergenceOptions:
     # reason says so; a bootstrap resample with one is left out); 0 counts it as 0, scikit-learn's default,
     # with which the TSS paper computed Macro-F1 (docs/statistics.md).
     zero_division: float | None = None
+    figures: bool = True  # DoD forest, channel x data set heatmap, masking effects
 
     @property
     def undefined_f1(self) -> float:
@@ -267,9 +268,24 @@ def _options_record(o: DivergenceOptions, design: Design) -> dict:
             "include_text": o.include_text, "compare_lexical": o.compare_lexical}
 
 
+def _figures(get, o: DivergenceOptions) -> dict[str, dict[str, bytes]]:
+    """Section title -> its figures, each drawn from a table of that section."""
+    if not o.figures:
+        return {}
+    from mhaudit.audits.divergence import figures
+
+    out = {"Channel scores": {"Macro-F1 by channel and data set": figures.channel_heatmap(get("channel_scores"))}}
+    if not get("dod").empty:
+        out["Degree of Divergence"] = {"Degree of Divergence with 95% CIs, overall and per platform":
+                                       figures.dod_forest(get("dod"), get("dod_platform_stratified"))}
+    if not get("masking").empty and (get("masking")["mask"] != "none").any():
+        out["Masking suite"] = {"Masking effects against the unmasked run": figures.masking_effects(get("masking"))}
+    return out
+
+
 def _sections(tables: dict, design: Design, o: DivergenceOptions, n_tests: int) -> list[Section]:
     get = lambda name: tables.get(name, pd.DataFrame())  # noqa: E731
-    return [
+    sections = [
         Section("Channel scores", f"Macro-F1 (threshold tuned for Macro-F1 on out-of-fold training probabilities) with "
                 f"95% instance-bootstrap CIs (B = {o.n_boot:,}); PR-AUC, MCC and balanced accuracy beside it because "
                 "prevalence differs between data sets; majority_macro_f1 is the always-majority baseline.",
@@ -301,3 +317,7 @@ def _sections(tables: dict, design: Design, o: DivergenceOptions, n_tests: int) 
                 "every scored instance; the sample is exported as conflicts.csv/.xlsx).",
                 {"conflict_counts": get("conflict_counts")}),
     ]
+    drawn = _figures(get, o)
+    for section in sections:
+        section.figures.update(drawn.get(section.title, {}))
+    return sections
