@@ -99,6 +99,10 @@ def two_annotators():
 def test_two_annotators_adjudication_and_error_sources():
     labels, truth, a, b, weak = two_annotators()
     result = agreement_report(labels, AgreementOptions("si", weak_labeler="llm-weak", n_boot=400, seed=3))
+    figures = {section.title: sorted(section.figures) for section in result.sections if section.figures}
+    assert figures == {"Human-human agreement (before adjudication)": ["Cohen's kappa with bootstrap CIs"],
+                       "Weak labeler against the reference": ["Confusion matrix", "Weak labeler against the reference"]}
+    assert all(png[:4] == b"\x89PNG" for s in result.sections for png in s.figures.values())
     pair = result.table("human_agreement").iloc[0]
     assert (pair["annotator_a"], pair["annotator_b"], pair["n"]) == ("A", "B", 40)
     assert pair["kappa"] == pytest.approx(cohen_kappa_score(a, b))

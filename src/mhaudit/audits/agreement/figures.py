@@ -1,0 +1,65 @@
+"""Figures for the agreement report, each drawn from a table of its section (PNG bytes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from mhaudit.audits.cpfe.figures import plt, png_bytes
+
+__all__ = ["kappa_forest", "weak_metrics", "confusion"]
+
+
+def _forest(ax, labels, estimate, low, high, xlabel: str) -> None:
+    y = np.arange(len(labels))[::-1]
+    estimate, low, high = (np.asarray(v, dtype=float) for v in (estimate, low, high))
+    ax.errorbar(estimate, y, xerr=[np.nan_to_num(estimate - low), np.nan_to_num(high - estimate)], fmt="o", ms=5,
+                capsize=3, ecolor="grey")
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_xlim(min(0.0, np.nanmin(low) - 0.05) if np.isfinite(low).any() else 0.0, 1.0)
+    ax.set_xlabel(xlabel)
+
+
+def kappa_forest(pairs: pd.DataFrame, metrics: pd.DataFrame, weak: str) -> bytes:
+    """Cohen's kappa with its CI: each annotator pair, and the weak labeler against the reference."""
+    kappa = metrics.set_index("metric").loc["kappa"]
+    labels = [f"{a} vs {b}" for a, b in zip(pairs["annotator_a"], pairs["annotator_b"])] + [f"{weak} vs reference"]
+    fig, ax = plt.subplots(figsize=(5.5, 1.3 + 0.45 * len(labels)))
+    _forest(ax, labels, [*pairs["kappa"], kappa["estimate"]], [*pairs["ci_low"], kappa["ci_low"]],
+            [*pairs["ci_high"], kappa["ci_high"]], "Cohen's kappa, bootstrap CI")
+    ax.set_ylim(-0.9, len(labels) - 0.4)
+    for edge in (0.41, 0.61):  # Landis & Koch, the verdicts' bands
+        ax.axvline(edge, color="grey", lw=0.7, ls=":")
+    for centre, name in ((0.51, "moderate"), (0.805, "substantial")):
+        ax.text(centre, -0.85, name, fontsize=7, ha="center", va="bottom", color="grey")
+    ax.set_title("Agreement beyond chance", fontsize=9)
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def weak_metrics(metrics: pd.DataFrame, weak: str) -> bytes:
+    """Precision, recall, F1 and macro-F1 of the weak labeler against the reference, with CIs."""
+    shown = metrics.set_index("metric").loc[["precision", "recall", "f1", "macro_f1", "specificity"]]
+    fig, ax = plt.subplots(figsize=(5.5, 2.6))
+    _forest(ax, list(shown.index), shown["estimate"], shown["ci_low"], shown["ci_high"], "estimate, bootstrap CI")
+    ax.set_title(f"{weak} against the reference labels (positive class = 1)", fontsize=9)
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def confusion(table: pd.DataFrame, weak: str) -> bytes:
+    """The 2 x 2 counts, rows the reference, columns the weak labeler."""
+    body = table[table["reference"] != "total"].set_index("reference")[["weak_0", "weak_1"]]
+    counts = body.to_numpy(dtype=float)
+    fig, ax = plt.subplots(figsize=(3.6, 3.0))
+    ax.imshow(counts, cmap="Blues")
+    for (i, j), v in np.ndenumerate(counts):
+        ax.text(j, i, f"{int(v)}", ha="center", va="center", fontsize=10,
+                color="white" if v > counts.max() / 2 else "black")
+    ax.set_xticks([0, 1], ["0", "1"])
+    ax.set_yticks([0, 1], ["0", "1"])
+    ax.set_xlabel(f"{weak} label")
+    ax.set_ylabel("reference label")
+    ax.set_title("Confusion matrix (items)", fontsize=9)
+    fig.tight_layout()
+    return png_bytes(fig)
