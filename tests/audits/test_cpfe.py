@@ -154,7 +154,9 @@ def test_non_independent_rows_are_marked_and_left_out_of_the_summary():
     disc = result.table("discrimination").set_index("platform")
     assert disc.loc["away1", "non_independent"] and not disc.loc["away2", "non_independent"]
     drop = f"{disc.loc['away2', 'delta_auc_pct']:+.1f}%"
-    assert f"by {drop} to {drop}" in result.summary
+    assert f"changes by {drop} on the other platforms" in result.summary  # one run: one value, not "x to x"
+    home = disc.loc["home", "macro_auc"]
+    assert f"macro-AUC {home:.3f})" in result.summary and "on average (range" not in result.summary
     assert "_" not in result.summary.split("Found:")[-1].split(".")[0]  # findings in words, not flag ids
 
 

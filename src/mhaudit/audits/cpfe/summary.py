@@ -97,6 +97,12 @@ FINDINGS = {  # flag id -> the finding in words, for the summary
 }
 
 
+def _span(values: pd.Series, fmt: str, joiner: str = " to ") -> str:
+    """'a to b', or one value when they print the same (one model, one run)."""
+    low, high = format(values.min(), fmt), format(values.max(), fmt)
+    return low if low == high else f"{low}{joiner}{high}"
+
+
 def plain_words(discrimination: pd.DataFrame, flag_table: pd.DataFrame, temperature: pd.DataFrame,
                 reference: str) -> str:
     """Two to four sentences saying what failed and how badly; non-independent rows are left out."""
@@ -108,8 +114,8 @@ def plain_words(discrimination: pd.DataFrame, flag_table: pd.DataFrame, temperat
         return f"Only the reference platform ({reference}) was scored; nothing to compare."
     ref = independent[independent["is_reference"].astype(bool)]["macro_auc"].dropna()
     drop = targets["delta_auc_pct"].dropna()
-    home = f"macro-AUC {ref.min():.3f}-{ref.max():.3f}" if len(ref) else "macro-AUC undefined"
-    change = (f"changes by {drop.min():+.1f}% to {drop.max():+.1f}% on the other platforms" if len(drop) else
+    home = f"macro-AUC {_span(ref, '.3f', '-')}" if len(ref) else "macro-AUC undefined"
+    change = (f"changes by {_span(drop, '+.1f')}% on the other platforms" if len(drop) else
               "cannot be compared (undefined: see the reason column of the discrimination table)")
     parts = [f"Off their home platform ({reference}, {home}), the models' macro-AUC {change}."]
     if not flag_table.empty and "non_independent" in flag_table:
@@ -131,7 +137,8 @@ def plain_words(discrimination: pd.DataFrame, flag_table: pd.DataFrame, temperat
             off = off[~off["non_independent"].astype(bool)]
         red, dauc = off["ece_reduction_pct"].dropna(), off["delta_auc"].dropna()
         if len(red):
-            parts.append(f"On the other platforms temperature scaling cut ECE by {red.mean():.0f}% on average (range {red.min():.0f}% to "
-                         f"{red.max():.0f}%) while macro-AUC moved by {dauc.min():+.3f} to {dauc.max():+.3f}: "
+            spread = f" on average (range {_span(red, '.0f', '% to ')}%)" if len(red) > 1 else ""
+            parts.append(f"On the other platforms temperature scaling cut ECE by {red.mean():.0f}%{spread} while "
+                         f"macro-AUC moved by {_span(dauc, '+.3f')}: "
                          "calibration can be repaired, discrimination cannot.")
     return " ".join(parts)
