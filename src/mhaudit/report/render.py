@@ -184,7 +184,7 @@ def to_html(result: AuditResult) -> str:
     esc = html.escape
     parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{esc(result.title)}</title>",
              "<style>body{font-family:system-ui,sans-serif;max-width:70em;margin:2em auto;padding:0 1em}"
-             "table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:.2em .5em;"
+             "table{border-collapse:collapse;margin:.5em 0 1.5em}td.num{white-space:nowrap}td,th{border:1px solid #ccc;padding:.2em .5em;"
              "text-align:right;vertical-align:top}td.text,th.text{text-align:left}th{background:#f3f3f3}"
              ".sev{padding:0 .4em;border-radius:.3em;font-weight:bold}.sev-fail{background:#f8d7da;color:#842029}"
              ".sev-warn{background:#fff3cd;color:#664d03}.sev-pass{background:#d1e7dd;color:#0f5132}"

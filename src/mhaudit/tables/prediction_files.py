@@ -197,13 +197,13 @@ def read_predictions(sources, *, classes: list[str] | None = None, columns: Pred
     regex = name_regex(name_pattern) if name_pattern else None
     loaded = [_load(s, i, columns.label) for i, s in enumerate(expand_sources(sources), start=1)]
     _check_same_columns(loaded)
-    kind, order = _score_columns(loaded[0])
+    scored = [_score_columns(s) for s in loaded]  # (kind, classes in column order) per source
+    kind, order = scored[0]
     classes = list(classes) if classes else order
     if len(set(classes)) != len(classes):
         raise InputError(f"the classes {', '.join(classes)} repeat a name")
     notes, frames = [], []
-    for source in loaded:
-        source_kind, found = _score_columns(source)
+    for source, (source_kind, found) in zip(loaded, scored):
         if sorted(found) != sorted(classes):
             first = source is loaded[0]
             what = ("the classes " if first else f"{loaded[0].name}'s ") + ", ".join(classes if first else order)

@@ -68,10 +68,6 @@ def _macro_f1(y: np.ndarray, preds: np.ndarray, zero_division: float) -> np.ndar
                                 zero_division)
 
 
-def _p_values(draws: np.ndarray) -> dict[str, float]:
-    return bootstrap_p(draws)  # undefined (NaN) resamples left out
-
-
 def _interval(draws: np.ndarray) -> tuple[float, float, float]:
     """95% percentile interval and SE over the defined resamples."""
     s = summarise(draws)
@@ -113,7 +109,7 @@ def _diff_row(s: Scored, datasets: list[str], x: str, ref: str) -> tuple[float, 
 def _contrast(s: Scored, name: str, scope: str, datasets: list[str], x: str, ref: str, alternative: str) -> dict:
     est, draws = _diff_row(s, datasets, x, ref)
     lo, hi, se = _interval(draws)
-    ps = _p_values(draws)
+    ps = bootstrap_p(draws)
     return {"contrast": name, "scope": scope, "datasets": ", ".join(datasets), "estimate": est, "ci_low": lo,
             "ci_high": hi, "se": se, "alternative": alternative, "p": ps[f"p_{alternative}"] if alternative != "two-sided"
             else ps["p_two_sided"], "n_boot": s.n_boot}
@@ -143,7 +139,7 @@ def dod(s: Scored, channels: list[str]) -> pd.DataFrame:
         draws = h_draws - a_draws
         lo, hi, se = _interval(draws)
         alt = alternative_for(x)
-        ps = _p_values(draws)
+        ps = bootstrap_p(draws)
         deltas = {d: float(s.point[d][s.col(x)] - s.point[d][s.col("A")]) for d in human + auto}
         perm = _permutation(deltas, human, alt)
         est = h_est - a_est
@@ -191,7 +187,7 @@ def dod_platform_stratified(s: Scored, channels: list[str]) -> pd.DataFrame:
             lo, hi, se = _interval(h_draws - a_draws)
             rows.append({"platform": platform, "contrast": f"{x}-A", "human": ", ".join(human), "auto": ", ".join(auto),
                          "estimate": h_est - a_est, "ci_low": lo, "ci_high": hi, "se": se,
-                         "p": _p_values(h_draws - a_draws)["p_two_sided"], "alternative": "two-sided",
+                         "p": bootstrap_p(h_draws - a_draws)["p_two_sided"], "alternative": "two-sided",
                          "n_boot": s.n_boot})
     return pd.DataFrame(rows)
 
@@ -214,7 +210,7 @@ def masking(s: Scored, channels: list[str], masks: list[str], datasets: list[str
                     delta = s.draws[d][:, j] - s.draws[d][:, s.col(x)]
                     dlo, dhi, _ = _interval(delta)
                     row |= {"delta_vs_none": s.point[d][j] - s.point[d][s.col(x)], "delta_ci_low": dlo,
-                            "delta_ci_high": dhi, "p": _p_values(delta)["p_two_sided"]}
+                            "delta_ci_high": dhi, "p": bootstrap_p(delta)["p_two_sided"]}
                 rows.append(row)
     return pd.DataFrame(rows)
 
@@ -229,7 +225,7 @@ def mcnemar_table(s: Scored, pairs: list[tuple[str, str]]) -> pd.DataFrame:
             delta = s.draws[d][:, jx] - s.draws[d][:, jr]
             lo, hi, _ = _interval(delta)
             rows.append({"dataset": d, "channel": x, "versus": ref, "delta_macro_f1": s.point[d][jx] - s.point[d][jr],
-                         "ci_low": lo, "ci_high": hi, "p_bootstrap": _p_values(delta)["p_two_sided"],
+                         "ci_low": lo, "ci_high": hi, "p_bootstrap": bootstrap_p(delta)["p_two_sided"],
                          "b": test["b"], "c": test["c"], "mcnemar_statistic": test["statistic"], "p": test["p"]})
     return pd.DataFrame(rows)
 

@@ -129,4 +129,4 @@ def _recorded_options(specs: list[ModelSpec], protocols: list[Protocol], options
             "subsample": options.subsample, "executor": options.executor}
 
 
-__all__ = ["ModelSelectionRun", "run_model_selection"]
+__all__ = ["run_model_selection"]
