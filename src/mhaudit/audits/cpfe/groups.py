@@ -111,7 +111,9 @@ def reference_of(groups: list[Group], reference: str) -> dict[tuple[str, int], G
             found.setdefault((g.model, g.seed), []).append(g)
     if not found:
         names = sorted({g.platform for g in groups} | {g.dataset for g in groups})
-        raise InputError(f"reference platform '{reference}' is not in the predictions; found {', '.join(names)}")
+        raise InputError(f"reference platform '{reference}' is not in the predictions; found {', '.join(names)} "
+                         "(platforms come from a platform column, --name-pattern or --platform; without them each "
+                         "file's name is its platform)")
     for (model, seed), gs in found.items():
         if len(gs) > 1:
             raise InputError(f"reference '{reference}' holds several data sets for model {model}, seed {seed} "
