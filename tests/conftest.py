@@ -84,3 +84,16 @@ def pytest_runtest_makereport(item, call):
         report.outcome = "failed"
         report.longrepr = (f"skipped under CI=true ({reason}); .ci/run must install what this test needs, "
                            "or tests/conftest.py SKIP_ALLOWED_IN_CI must say why it may skip")
+
+
+@pytest.fixture(scope="session")
+def trust_demo(tmp_path_factory):
+    """`mhaudit demo` (seed 0, default sizes) run once per session: (folder, results by sub-folder, "" for the
+    combined report). The golden test, the demo's tests and the browser test all read it."""
+    from mhaudit.core.progress import Progress
+    from mhaudit.experiments.demo import run_trust_demo
+
+    out = tmp_path_factory.mktemp("demo")
+    told = []
+    results = run_trust_demo(out, seed=0, progress=Progress(lambda *event: told.append(event)))
+    return out, results, told

@@ -538,3 +538,27 @@ def test_real_data_bluesky_depression_lexicon_vs_experts(tmp_path):
         assert weighted[metric]["ci_low"] <= m[metric]["estimate"] <= weighted[metric]["ci_high"], metric
     assert not naive["recall"]["ci_low"] <= m["recall"]["estimate"] <= naive["recall"]["ci_high"]
     assert time.perf_counter() - start < 60
+
+
+def test_cli_scores_a_models_labels_against_the_reference(tmp_path):
+    """`validate report --model NAME`: a classifier's predicted labels (kind model, a label file) scored like the
+    weak labeler; the store keeps only what labelers write."""
+    from mhaudit.synthetic.simulate_labels import LabelsConfig, labels_rows, simulate_labels
+    from mhaudit.tables.label_store import LabelStore
+
+    labels = simulate_labels(LabelsConfig(n_items=120))
+    truth = labels[labels["labeler"] == "annotator-2"]
+    model = labels_rows(truth["item_id"].to_numpy(), {"bert": ("model", truth["value"].to_numpy(int))}, "si")
+    path = tmp_path / "labels.csv"
+    write_labels(pd.concat([labels, model], ignore_index=True), path)
+    r = runner.invoke(app, ["validate", "report", "--labels", str(path), "--task", "si", "--model", "bert",
+                            "--n-boot", "200", "--out", str(tmp_path / "r")])
+    assert r.exit_code == 0, r.output
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    scored = pd.DataFrame(next(s["tables"]["models_vs_reference"] for s in report["sections"]
+                               if "models_vs_reference" in s["tables"])).set_index("metric")
+    assert scored.loc["kappa", "labeler"] == "bert" and scored.loc["kappa", "n"] == 120
+    assert [v["axis"] for v in report["verdicts"] if v["subject"] == "bert"] == ["human validation"]
+    with LabelStore(tmp_path / "store.sqlite") as store:
+        with pytest.raises(InputError, match="kept in label files, not in the store"):
+            store.add(model.to_dict("records")[:1])

@@ -10,16 +10,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mhaudit.experiments.demo import run_divergence_demo
 
 REQUIRED = ("channel_scores", "interference", "dod", "dod_platform_stratified", "masking", "mcnemar", "lodo",
             "phenotypes", "orthogonality", "concentration")
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    out = tmp_path_factory.mktemp("divergence")
-    run_divergence_demo(out, seed=0)
+def demo(trust_demo):
+    out = trust_demo[0] / "label-source"  # the demo's label-source audit (run_divergence_demo)
     report = json.loads((out / "report.json").read_text())
     tables = {name: pd.DataFrame(rows) for s in report["sections"] for name, rows in s["tables"].items()}
     return out, report, tables
@@ -31,14 +29,31 @@ def test_report_has_every_table_and_is_marked_synthetic(demo):
     for name in REQUIRED:
         assert name in tables and not tables[name].empty, name
     scores = tables["channel_scores"]
-    assert set(scores["channel"]) == {"A", "B", "C", "AB", "AC", "BC", "ABC", "A_word"}
+    assert set(scores["channel"]) == {"A", "B", "C", "AB", "AC", "BC", "ABC", "A_word", "baseline:tfidf-lr",
+                                      "baseline:char-tfidf-lr"}
     assert (scores["macro_f1"] > scores["majority_macro_f1"]).all()  # every channel learns something
-    figures = {s["title"]: s["figures"] for s in report["sections"] if s["figures"]}
+    figures = {s["title"]: [f["file"] for f in s["figures"]] for s in report["sections"] if s["figures"]}
     assert figures == {
         "Channel scores": ["figures/macro-f1-by-channel-and-data-set.png"],
         "Degree of Divergence": ["figures/degree-of-divergence-with-95--cis--overall-and-per-platform.png"],
         "Masking suite": ["figures/masking-effects-against-the-unmasked-run.png"]}
     assert all((out / f).stat().st_size > 10_000 for names in figures.values() for f in names)
+
+
+def test_a_baseline_model_gets_its_dod_against_channel_a(demo):
+    """DoD_{model-A} from the channel scores by hand: mean over human data sets of F1(model) - F1(A), minus
+    the same over auto data sets; its verdict names the model, so a combined report puts it in its row."""
+    _, report, tables = demo
+    f1 = tables["channel_scores"].pivot(index="dataset", columns="channel", values="macro_f1")
+    human, auto = ["synthetic_forum", "synthetic_tweets_gold"], ["synthetic_tweets_auto", "synthetic_forum_auto"]
+    for model in ("tfidf-lr", "char-tfidf-lr"):
+        gain = f1[f"baseline:{model}"] - f1["A"]
+        row = tables["dod"].set_index("contrast").loc[f"baseline:{model}-A"]
+        assert row["estimate"] == pytest.approx(gain[human].mean() - gain[auto].mean(), abs=1e-12)
+        assert row["ci_low"] < row["estimate"] < row["ci_high"] and row["alternative"] == "two-sided"
+        verdict = [v for v in report["verdicts"] if v["subject"] == model]
+        assert len(verdict) == 1 and verdict[0]["statistic"] == "dod vs A"
+        assert verdict[0]["value"] == pytest.approx(row["estimate"])
 
 
 def test_planted_divergence_is_found(demo):

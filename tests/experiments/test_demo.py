@@ -5,23 +5,27 @@ import subprocess
 import sys
 
 import pandas as pd
+import pytest
 
-from mhaudit.core.progress import Progress
-from mhaudit.experiments.demo import run_demo
 from mhaudit.tables.corpus.schema import Corpus
 
 
-def test_demo_writes_a_synthetic_report_that_finds_the_shift(tmp_path):
-    told = []
-    run_demo(tmp_path, seed=0, n_per_platform=1500, progress=Progress(lambda *event: told.append(event)))
+MODEL_AXES = ("discrimination", "calibration", "significance", "equity", "attribution", "label source",
+              "human validation")
+
+
+def test_demo_writes_a_synthetic_report_that_finds_the_shift(trust_demo):
+    out, results, told = trust_demo
     done = [stage for event, stage, *_ in told if event == "done"]
     assert done[:3] == ["synthetic corpus", "training tfidf-lr", "training char-tfidf-lr"] and "figures" in done
-    report = json.loads((tmp_path / "report.json").read_text())
+    cross = out / "cross-platform"
+    report = json.loads((cross / "report.json").read_text())
     assert report["synthetic"] is True
-    html = (tmp_path / "report.html").read_text()
-    assert "SYNTHETIC DATA" in html and "SYNTHETIC DATA" in (tmp_path / "report.md").read_text()
+    html = (cross / "report.html").read_text()
+    assert "SYNTHETIC DATA" in html and "SYNTHETIC DATA" in (cross / "report.md").read_text()
     tables = {name: pd.DataFrame(rows) for s in report["sections"] for name, rows in s["tables"].items()}
     assert set(tables["discrimination"]["model"]) == {"tfidf-lr", "char-tfidf-lr"}
+    assert "mean and SD over seeds" not in tables  # one seed per model: no SD to show
     disc = tables["discrimination"].query("model == 'tfidf-lr'").set_index("dataset")
     assert disc.loc["synthetic_forum", "delta_auc_pct"] == 0
     assert disc.loc["synthetic_forum", "macro_auc"] > 0.95
@@ -30,11 +34,44 @@ def test_demo_writes_a_synthetic_report_that_finds_the_shift(tmp_path):
         assert disc.loc[other, "delta_auc_pct"] < -15
     agreement = tables["agreement"].iloc[0]
     assert abs(agreement["agreement"] - 0.80) < 1e-9  # exactly 20% of labels replaced
-    corpus = Corpus.read(tmp_path / "corpus.parquet")
-    assert corpus.synthetic and len(corpus.frame) == 4 * 1500
-    preds = pd.read_parquet(tmp_path / "predictions.parquet")
+    corpus = Corpus.read(cross / "corpus.parquet")
+    assert corpus.synthetic and len(corpus.frame) == 4 * 2000
+    preds = pd.read_parquet(cross / "predictions.parquet")
     assert list(preds.columns[:7]) == ["id", "model", "seed", "platform", "dataset", "split", "label"]
     assert [c for c in preds.columns if c.startswith("logit_")] == [f"logit_{c}" for c in corpus.classes]
+    # both models get word attributions, the character model's n-grams shared among the words holding them
+    words = pd.read_parquet(cross / "attributions.parquet")
+    assert set(words["model"]) == {"tfidf-lr", "char-tfidf-lr"}
+    assert words.loc[words["model"] == "char-tfidf-lr", "word"].str.fullmatch(r"[\w']+").mean() > 0.95
+    # the attribution verdict: mean over classes of the top-10 Jaccard between home and the target platform
+    stability = tables["attribution_stability"].query("k == 10 and platform_a != platform_b")
+    verdicts = pd.DataFrame(report["verdicts"]).query("statistic == 'jaccard_top10'")
+    for _, v in verdicts.drop_duplicates(["subject", "target"]).iterrows():
+        model, platform = v["subject"].removesuffix(" seed 0"), v["target"].split(" (")[0]
+        pair = stability[(stability["model"] == model) & stability[["platform_a", "platform_b"]].isin(
+            ["synthetic-forum", platform]).all(axis=1)]
+        assert len(pair) == 4 and v["value"] == pytest.approx(pair["jaccard"].mean(), abs=1e-12)
+
+
+def test_the_combined_report_checks_every_axis_of_both_models(trust_demo):
+    out, results, _ = trust_demo
+    combined = json.loads((out / "report.json").read_text())
+    assert combined["synthetic"] is True and "SYNTHETIC DATA" in (out / "report.html").read_text()
+    card = pd.DataFrame(combined["scorecard"])
+    for model in ("tfidf-lr", "char-tfidf-lr"):
+        rows = card[card["subject"] == model]
+        for axis in MODEL_AXES:
+            assert (rows[axis] != "").any(), (model, axis)
+    assert combined["summary"].startswith("In every audit: char-tfidf-lr, tfidf-lr.")
+    # its verdicts are the three audits' verdicts, each once
+    parts = [json.loads((out / f / "report.json").read_text())["verdicts"] for f in
+             ("cross-platform", "label-source", "validation")]
+    assert len(combined["verdicts"]) == sum(map(len, parts))
+    assert {v["audit"] for v in combined["verdicts"]} == {"cpfe", "divergence", "agreement"}
+    titles = [s["title"] for s in combined["sections"]]
+    assert titles[0] == "Cross-platform: Axis 1: discrimination" and "Label source: Degree of Divergence" in titles
+    validation = results["validation"].table("models_vs_reference")
+    assert set(validation["labeler"]) == {"tfidf-lr", "char-tfidf-lr"}
 
 
 def test_base_install_needs_no_torch(tmp_path):

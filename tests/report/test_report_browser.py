@@ -23,8 +23,8 @@ def test_the_cpfe_report_reads_in_a_browser(tmp_path, open_browser):
                 "return [t.top, t.bottom, t.right];")
     assert 0 < card[0] < card[1] <= HEIGHT and card[2] <= WIDTH  # the scorecard is seen first, whole
     assert page("return document.querySelectorAll('table.scorecard tbody tr').length") == 2  # bert, roberta
-    header = page("return [...document.querySelectorAll('table.scorecard th')].map(th => th.textContent)")
-    assert header == ["subject", "target", "discrimination", "calibration", "equity"]
+    header = page("return [...document.querySelectorAll('table.scorecard th')].map(th => th.firstChild.textContent)")
+    assert header == ["subject", "target", "discrimination", "calibration", "significance", "equity"]
     assert page("return document.documentElement.scrollWidth") <= page("return window.innerWidth")
     images = page("return [...document.images].map(i => [i.complete, i.naturalWidth])")
     assert len(images) >= 5 and all(done and width > 0 for done, width in images)
@@ -37,3 +37,36 @@ def test_the_cpfe_report_reads_in_a_browser(tmp_path, open_browser):
     links = page("return [...document.querySelectorAll('a')].map(a => a.getAttribute('href'))")
     assert links and all((tmp_path / "report" / href).exists() for href in links)  # every CSV link resolves
     assert "mhaudit" in page("return document.querySelector('footer').textContent")
+
+
+def test_the_demos_combined_report_reads_in_a_browser(trust_demo, open_browser):
+    """The demo's trust report: the models' scorecard whole in the first screen with every axis for both models,
+    no horizontal overflow, every figure loaded, every collapsed table opens."""
+    out = trust_demo[0]
+    driver = open_browser(WIDTH, HEIGHT)
+    driver.get((out / "report.html").as_uri())
+    page = driver.execute_script
+    card = page("const t = document.querySelector('table.scorecard').getBoundingClientRect();"
+                "return [t.top, t.bottom, t.right];")
+    assert 0 < card[0] < card[1] <= HEIGHT and card[2] <= WIDTH
+    header = page("return [...document.querySelectorAll('table.scorecard:not(.others) th')]"
+                  ".map(th => th.firstChild.textContent)")
+    assert header == ["subject", "target", "discrimination", "calibration", "significance", "equity", "attribution",
+                      "label source", "human validation"]
+    rows = page("return [...document.querySelectorAll('table.scorecard:not(.others) tbody tr')]"
+                ".map(tr => [...tr.cells].map(td => td.textContent.trim()))")
+    for model in ("tfidf-lr", "char-tfidf-lr"):
+        cells = [r[2:] for r in rows if r[0] == model]
+        assert all(any(c[i] for c in cells) for i in range(len(header) - 2)), model  # every axis has a verdict
+    assert page("return document.querySelectorAll('table.others tbody tr').length") == 8  # 6 contrasts, rule, pair
+    assert page("return document.documentElement.scrollWidth") <= page("return window.innerWidth")
+    images = page("return [...document.images].map(i => [i.complete, i.naturalWidth])")
+    assert len(images) >= 12 and all(done and width > 0 for done, width in images)
+    closed = page("return document.querySelectorAll('details').length")
+    assert closed >= 5
+    page("document.querySelectorAll('details').forEach(d => d.open = true)")
+    heights = page("return [...document.querySelectorAll('details table')].map(t => t.offsetHeight)")
+    assert len(heights) == closed and min(heights) > 100
+    assert page("return document.documentElement.scrollWidth") <= page("return window.innerWidth")
+    links = page("return [...document.querySelectorAll('a')].map(a => a.getAttribute('href'))")
+    assert links and all((out / href).exists() for href in links)

@@ -125,6 +125,9 @@ def report(labels: LabelsOpt, task: TaskOpt,
            reference: Annotated[str | None, typer.Option(
                help="Labeler whose labels are the reference (default: adjudicated, else agreed human labels).")]
            = None,
+           model: Annotated[list[str] | None, typer.Option(
+               help="Labeler holding a model's predicted labels, also scored against the reference (repeat).")]
+           = None,
            sample_path: Annotated[Path | None, typer.Option(
                "--sample", help="Validation set the items were drawn in: adds design-weighted estimates.")] = None,
            n_boot: Annotated[int, typer.Option(help="Bootstrap resamples for the CIs.")] = 2000,
@@ -135,7 +138,7 @@ def report(labels: LabelsOpt, task: TaskOpt,
 
     validation = read_validation_set(sample_path) if sample_path else None
     options = AgreementOptions(task, weak_labeler=weak, annotators=tuple(annotator) if annotator else None,
-                               reference=reference, n_boot=n_boot, seed=seed)
+                               reference=reference, models=tuple(model or ()), n_boot=n_boot, seed=seed)
     result = agreement_report(_read_label_files(labels), options, validation_set=validation, progress=stage_progress())
     out.print(result.summary, highlight=False)
     metrics = result.table("weak_vs_reference")
@@ -150,6 +153,9 @@ def report(labels: LabelsOpt, task: TaskOpt,
         weighted = result.table("weak_vs_reference_weighted")
         print_table("Design-weighted estimates for the sampled pool",
                     weighted[["metric", "estimate", "ci_low", "ci_high", "n"]])
+    if model:
+        scored = result.table("models_vs_reference")
+        print_table("Models against the reference", scored[["labeler", "metric", "estimate", "ci_low", "ci_high", "n"]])
     paths = write_report(result, out_dir)
     out.print(f"report: {paths[0].parent / 'report.html'} (also .md and .json)")
 

@@ -96,6 +96,43 @@ class AuditSpec(Strict):
     non_independent: list[tuple[str, str]] = Field(default_factory=list)
 
 
+class LabelSourceSpec(Strict):
+    """The label-source audit (TSS probe, docs/divergence.md) beside the cross-platform one: a binary corpus of
+    human- and auto-labelled data sets; each experiment model (its first seed) enters as a baseline scored
+    through `binary` (which model classes are the positive side), so it gets a DoD against channel A."""
+
+    corpus: list[CorpusSpec] = Field(min_length=1)
+    human: list[str] = Field(min_length=1)
+    auto: list[str] = Field(min_length=1)
+    binary: BinarySpec
+    train: str | None = None  # the human data set whose train split fits the channels (default: the first one)
+    channels: list[str] = Field(default_factory=lambda: ["A", "B", "C", "AB", "AC", "BC", "ABC"])
+    masks: list[str] = Field(default_factory=lambda: ["none", "pos_only", "random_pos"])
+    mask_channels: list[str] = Field(default_factory=lambda: ["C"])
+    lodo_channels: list[str] = Field(default_factory=lambda: ["A", "C"])
+    n_boot: int = Field(2000, ge=100)
+
+
+class ValidationSpec(Strict):
+    """The human validation (docs/validation.md) beside the cross-platform audit: a labels table (weak labeler,
+    annotators, adjudicator) and, with `items` (the labelled posts, ids = the labels' item ids) and `binary`,
+    each experiment model's predicted labels scored against the same reference."""
+
+    labels: list[str] = Field(min_length=1)
+    task: str
+    weak_labeler: str | None = None
+    items: CorpusSpec | None = None
+    binary: BinarySpec | None = None
+    n_boot: int = Field(2000, ge=0)
+
+    @model_validator(mode="after")
+    def _models_need_both(self) -> ValidationSpec:
+        if (self.items is None) != (self.binary is None):
+            raise ValueError("validation.items and validation.binary go together: the models score the items and "
+                             "binary says which model classes are label 1")
+        return self
+
+
 class Experiment(Strict):
     name: str
     design: Literal["reference", "all-pairs"] = "reference"
@@ -104,12 +141,16 @@ class Experiment(Strict):
     corpus: list[CorpusSpec]
     model: list[ModelSpec]
     audit: AuditSpec = Field(default_factory=AuditSpec)
+    label_source: LabelSourceSpec | None = None  # also run the label-source audit (reference design)
+    validation: ValidationSpec | None = None  # also run the human validation (reference design)
     folder: Path = Path(".")  # the experiment file's folder: relative paths are read from there
 
     @model_validator(mode="after")
     def _reference_for_design(self) -> Experiment:
         if self.design == "reference" and not self.reference:
             raise ValueError("design 'reference' needs reference = \"<platform>\"")
+        if (self.label_source or self.validation) and self.design != "reference":
+            raise ValueError("[label_source] and [validation] run beside design 'reference' only")
         if any(c.binary for c in self.corpus):
             if self.design != "reference":
                 raise ValueError("binary targets (corpus.binary) need design 'reference'")

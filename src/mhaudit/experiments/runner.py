@@ -75,13 +75,7 @@ def build_corpus(exp: Experiment, out: Path, log=print) -> tuple[Corpus, Path, s
     if path.exists():
         log(f"corpus: cached {path}")
         return Corpus.read(path), path, key
-    corpora = [_import(exp, spec, log) for spec in specs]
-    classes = corpora[0].classes
-    for spec, c in zip(specs[1:], corpora[1:]):
-        if c.classes != classes:
-            raise InputError(f"corpus '{spec.source}' maps to classes {c.classes}, not {classes}; every corpus of "
-                             "an experiment must map to the same classes")
-    frame = pd.concat([c.frame for c in corpora], ignore_index=True)
+    corpora, frame, classes = _merged(exp, specs, log)
     if exp.design == "reference":  # one stored calibration split per target: TS and fine-tuning share it
         for platform in sorted(set(frame["platform"]) - {exp.reference}):
             if not (frame.loc[frame["platform"] == platform, "split"] == "calibration").any():
@@ -91,6 +85,31 @@ def build_corpus(exp: Experiment, out: Path, log=print) -> tuple[Corpus, Path, s
                           meta={"mapping": " | ".join(c.meta["mapping"] for c in corpora), "synthetic": False})
     merged.write(path)
     return merged, path, key
+
+
+def _merged(exp: Experiment, specs: list[CorpusSpec], log) -> tuple[list[Corpus], pd.DataFrame, list[str]]:
+    """The specs imported, their rows in one frame, and their one set of classes."""
+    corpora = [_import(exp, spec, log) for spec in specs]
+    classes = corpora[0].classes
+    for spec, c in zip(specs[1:], corpora[1:]):
+        if c.classes != classes:
+            raise InputError(f"corpus '{spec.source}' maps to classes {c.classes}, not {classes}; every corpus of "
+                             "an experiment must map to the same classes")
+    return corpora, pd.concat([c.frame for c in corpora], ignore_index=True), classes
+
+
+def import_corpora(exp: Experiment, specs: list[CorpusSpec], out: Path, log=print) -> tuple[Corpus, str]:
+    """Specs imported as they are (no calibration split added) into one corpus, cached like `build_corpus`."""
+    key = step_key([c.key_dump() for c in specs], _files(exp, specs))
+    path = out / "corpus" / f"{key}.parquet"
+    if path.exists():
+        log(f"corpus: cached {path}")
+        return Corpus.read(path), key
+    corpora, frame, classes = _merged(exp, specs, log)
+    corpus = Corpus.build(frame, classes, meta={"mapping": " | ".join(c.meta["mapping"] for c in corpora),
+                                                "synthetic": False})
+    corpus.write(path)
+    return corpus, key
 
 
 def build_binary_targets(exp: Experiment, out: Path, classes: list[str], log=print) -> list[BinaryTarget]:
@@ -222,11 +241,38 @@ def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", worke
                 "fitted there (ts) vs the model fine-tuned there (ft), both evaluated on the target's other test "
                 "rows (CPFE paper, section 4.6).",
                 {"temperature_vs_finetuning": pd.concat(adapted, ignore_index=True)}))
+        result = _with_other_audits(exp, out, result, corpus.classes, places, log)
     else:
         result = _transfer_report(exp, corpus, predictions)
     write_report(result, out)
     log(f"report: {out / 'report.html'}")
     return result
+
+
+def _with_other_audits(exp: Experiment, out: Path, cross: AuditResult, classes: list[str], places: list,
+                       log) -> AuditResult:
+    """With [label_source] or [validation]: each audit's report in its own folder (cross-platform/,
+    label-source/, validation/) and their combination returned, for the trust report in `out`."""
+    from mhaudit.experiments import other_audits
+    from mhaudit.report.combine import combine_results
+
+    if not (exp.label_source or exp.validation):
+        return cross
+    first = {}  # each model's first seed on the reference platform: what enters the other audits
+    for spec, _, seed, folder in places:
+        first.setdefault(spec.key, (seed, folder))
+    results = {"cross-platform": cross}
+    if exp.label_source:
+        corpus, key = import_corpora(exp, exp.label_source.corpus, out, log)
+        log("label-source audit")
+        results["label-source"] = other_audits.label_source(exp, corpus, key, classes, first)
+    if exp.validation:
+        items = import_corpora(exp, [exp.validation.items], out, log) if exp.validation.items else None
+        log("validation report")
+        results["validation"] = other_audits.validation(exp, items, classes, first)
+    for name, result in results.items():
+        write_report(result, out / name)
+    return combine_results(list(results.values()), title=f"{exp.name}: trust report")
 
 
 def _adaptation(folder: Path, spec: ModelSpec, corpus: Corpus, seed: int, exp: Experiment) -> pd.DataFrame:

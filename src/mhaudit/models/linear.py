@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import string
 import warnings
 from pathlib import Path
 
@@ -99,8 +100,9 @@ class TfidfLogistic:
     def explain(self, texts: list[str]) -> pd.DataFrame:
         """Linear attributions: per class and word, the mean over `texts` of coefficient x TF-IDF value.
 
-        An n-gram's contribution is shared equally by its words. Columns: class, word, score, count (the
-        document frequency of the word's most frequent n-gram), method 'linear'.
+        An n-gram's contribution is shared equally by its words; a character n-gram's (analyzer char_wb) by
+        the words of `texts` that contain it, so character models get word attributions too. Columns: class,
+        word, score, count (the document frequency of the word's most frequent n-gram), method 'linear'.
         """
         vectorizer, logistic = self.pipeline[0], self.pipeline[-1]
         features = vectorizer.transform(list(texts))
@@ -110,7 +112,7 @@ class TfidfLogistic:
         coef = logistic.coef_
         if coef.shape[0] == 1:  # binary: one margin for the positive class; the negative gets its opposite
             coef = np.vstack([-coef[0], coef[0]])
-        tokens = [name.split() if self.params["analyzer"] == "word" else [name] for name in names]
+        tokens = self._words_of_features(vectorizer, names, texts)
         rows = []
         for row, c in zip(coef, logistic.classes_):
             contribution = row * mean_value
@@ -124,6 +126,26 @@ class TfidfLogistic:
                     entry[1] = max(entry[1], int(df))
             rows += [{"class": self.classes[c], "word": w, "score": v[0], "count": v[1]} for w, v in words.items()]
         return pd.DataFrame(rows).assign(method="linear")
+
+    def _words_of_features(self, vectorizer, names, texts) -> list[list[str]]:
+        """The words each feature belongs to: a word n-gram's own words; for char_wb, every word of `texts`
+        whose padded n-grams include it; for char (n-grams across word boundaries), the n-gram itself."""
+        analyzer = self.params["analyzer"]
+        if analyzer == "word":
+            return [name.split() for name in names]
+        if analyzer == "char":
+            return [[name] for name in names]
+        preprocess, ngrams = vectorizer.build_preprocessor(), vectorizer.build_analyzer()
+        index = {name: i for i, name in enumerate(names)}
+        words: list[set[str]] = [set() for _ in names]
+        for token in sorted({t for text in texts for t in preprocess(text).split()}):
+            word = token.strip(string.punctuation)  # "tired," gives its n-grams (comma too) to "tired"
+            if not word:
+                continue
+            for gram in ngrams(token):
+                if gram in index:
+                    words[index[gram]].add(word)
+        return [sorted(w) for w in words]
 
     def save_artifacts(self, directory: Path) -> None:
         joblib.dump({"pipeline": self.pipeline, "temperature": self.temperature}, directory / "pipeline.joblib")

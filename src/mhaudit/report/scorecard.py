@@ -3,64 +3,110 @@ one column per axis, each cell the worst severity of its checks with the headlin
 
 A seed run's subject is "<model> seed <n>" (the CPFE verdicts); its seeds are folded into one row per model,
 and the number is the mean +/- SD (ddof 1) of the seeds' values, with the seed count. A single run shows its
-value and, when the verdict has one, its CI. The headline statistic of an axis is its first verdict row's.
+value and, when the verdict has one, its CI. The headline statistic of an axis is its first verdict row's;
+the axis's other statistics follow it (their mean over runs), e.g. ECE after temperature scaling.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
-__all__ = ["scorecard", "severity_of", "SEVERITY_RANK"]
+__all__ = ["scorecard", "scorecard_cells", "shared_subjects", "Cell", "severity_of", "model_of", "SEVERITY_RANK"]
 
 SEVERITY_RANK = {"fail": 0, "warn": 1, "undefined": 2, "pass": 3}
 _SEED = re.compile(r"^(?P<model>.+) seed (?P<seed>-?\d+)$")
 
 
-def _model(subject: str) -> str:
+def model_of(subject: str) -> str:
+    """The model a subject names: "bert seed 42" -> "bert"; any other subject is itself."""
     match = _SEED.match(str(subject))
     return match["model"] if match else str(subject)
 
 
-def _headline(rows: pd.DataFrame) -> str:
+@dataclass(frozen=True)
+class Cell:
+    """One scorecard cell: the worst severity of the axis's checks, its headline statistic, the number and
+    what qualifies it (the CI of one run, or the SD and run count over seeds)."""
+
+    severity: str
+    statistic: str
+    number: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.severity}: {self.statistic} {self.number}" + (f" {self.detail}" if self.detail else "")
+
+
+def _number(statistic: str, value: float) -> str:
+    """Three decimals; a p value under 1e-3 in scientific notation (p = 4e-40 is not 0.000)."""
+    return f"{value:.1e}" if statistic.startswith("p") and 0 < abs(value) < 1e-3 else f"{value:.3f}"
+
+
+def _headline(rows: pd.DataFrame, severity: str) -> Cell:
     """The number of a cell: mean +/- SD over runs, or one value with its CI."""
     values = rows["value"].astype(float).dropna()
     statistic = rows["statistic"].iat[0]
     if values.empty:
-        return f"{statistic} n/a"
+        return Cell(severity, statistic, "n/a")
     if len(values) == 1:
         row = rows.loc[values.index[0]]
-        ci = f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]" if pd.notna(row["ci_low"]) and pd.notna(row["ci_high"]) \
+        ci = f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]" if pd.notna(row["ci_low"]) and pd.notna(row["ci_high"]) \
             else ""
-        return f"{statistic} {values.iat[0]:.3f}{ci}"
-    return f"{statistic} {values.mean():.3f} ± {values.std(ddof=1):.3f} (n = {len(values)})"
+        return Cell(severity, statistic, _number(statistic, values.iat[0]), ci)
+    return Cell(severity, statistic, _number(statistic, values.mean()),
+                f"± {values.std(ddof=1):.3f} (n = {len(values)})")
 
 
-def scorecard(verdicts: pd.DataFrame) -> pd.DataFrame:
-    """Rows: subject (a model, its seeds folded) x target; columns: subject, target, then one per axis in the
-    order the verdicts give them. A cell is "severity: headline", or '' where the axis has no check."""
+def scorecard_cells(verdicts: pd.DataFrame) -> list[dict]:
+    """Rows of the scorecard: {"subject", "target", axis: Cell or None, ...}; see `scorecard`."""
     if verdicts.empty:
-        return pd.DataFrame()
-    frame = verdicts.assign(run=verdicts["subject"], subject=verdicts["subject"].map(_model))
+        return []
+    frame = verdicts.assign(run=verdicts["subject"], subject=verdicts["subject"].map(model_of))
     axes = list(dict.fromkeys(frame["axis"]))
+    audits = frame.groupby("subject", sort=False)["audit"].nunique()
+    first = {subject: i for i, subject in enumerate(audits.index)}
+    rank = frame["subject"].map(lambda subject: (-audits[subject], first[subject]))
+    frame = frame.iloc[sorted(range(len(frame)), key=lambda i: rank.iat[i])]
     rows = []
     for (subject, target), group in frame.groupby(["subject", "target"], sort=False):
         row = {"subject": subject, "target": target}
         for axis in axes:
             checks = group[group["axis"] == axis]
             if checks.empty:
-                row[axis] = ""
+                row[axis] = None
                 continue
             worst = min(checks["severity"], key=SEVERITY_RANK.__getitem__)
             headline = checks[checks["statistic"] == checks["statistic"].iat[0]].drop_duplicates("run")
-            row[axis] = f"{worst}: {_headline(headline)}"
+            cell = _headline(headline, worst)
+            others = [f"{statistic} {_number(statistic, values.mean())}" for statistic, values in
+                      checks.drop_duplicates(["run", "statistic"]).groupby("statistic", sort=False)["value"]
+                      if statistic != cell.statistic and values.notna().any()]
+            row[axis] = replace(cell, detail="; ".join(filter(None, [cell.detail, *others])))
         rows.append(row)
-    return pd.DataFrame(rows)
+    return rows
+
+
+def shared_subjects(verdicts: pd.DataFrame) -> set[str]:
+    """The subjects (seeds folded) that more than one audit checks: a combined report's models."""
+    if verdicts.empty:
+        return set()
+    audits = verdicts.assign(subject=verdicts["subject"].map(model_of)).groupby("subject")["audit"].nunique()
+    return set(audits[audits > 1].index)
+
+
+def scorecard(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """Rows: subject (a model, its seeds folded) x target; columns: subject, target, then one per axis in the
+    order the verdicts give them. A cell is "severity: headline", or '' where the axis has no check.
+    A subject's rows stay together: first the subjects more audits share (a combined report's models), then
+    in the order subjects first appear."""
+    return pd.DataFrame([{k: "" if v is None else str(v) for k, v in row.items()}
+                         for row in scorecard_cells(verdicts)])
 
 
 def severity_of(cell: str) -> str | None:
     """The severity a scorecard cell starts with (None for an empty cell)."""
     head = str(cell).split(":", 1)[0]
     return head if head in SEVERITY_RANK else None
-

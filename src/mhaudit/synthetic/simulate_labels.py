@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mhaudit.tables.label_store import COLUMNS
+from mhaudit.tables.label_store import labels_frame
 
 CREATED_AT = "2026-01-01T00:00:00Z"
 
@@ -33,17 +33,23 @@ def simulate_labels(config: LabelsConfig = LabelsConfig()) -> pd.DataFrame:
     n = config.n_items
     truth = (rng.random(n) < config.positive_rate).astype(int)
     flip_weak = np.where(truth == 1, rng.random(n) < config.weak_false_negative, rng.random(n) < config.weak_false_positive)
-    values = {"synthetic-llm": ("llm", truth ^ flip_weak)}
-    for i, error in enumerate(config.annotator_error, start=1):
-        values[f"annotator-{i}"] = ("human", truth ^ (rng.random(n) < error))
     items = np.array([f"synthetic-{i:05d}" for i in range(n)])
-    rows = [pd.DataFrame({"item_id": items, "labeler": name, "kind": kind, "value": value.astype(int)})
-            for name, (kind, value) in values.items()]
+    weak = labels_rows(items, {"synthetic-llm": ("llm", truth ^ flip_weak)}, config.task)
+    return pd.concat([weak, simulate_annotators(items, truth, config.annotator_error, config.task, rng)],
+                     ignore_index=True)
+
+
+def simulate_annotators(items, truth, errors: tuple[float, ...], task: str, rng: np.random.Generator) -> pd.DataFrame:
+    """Labels rows of human annotators 'annotator-1', ... who each flip the true 0/1 label with their own error
+    rate, and of an 'adjudicator' who resolves the first two annotators' disagreements to the truth."""
+    truth = np.asarray(truth, dtype=int)
+    values = {f"annotator-{i}": ("human", truth ^ (rng.random(len(truth)) < error))
+              for i, error in enumerate(errors, start=1)}
     disagree = values["annotator-1"][1] != values["annotator-2"][1]
-    rows.append(pd.DataFrame({"item_id": items[disagree], "labeler": "adjudicator", "kind": "adjudicated",
-                              "value": truth[disagree]}))
-    table = pd.concat(rows, ignore_index=True).assign(task=config.task, created_at=CREATED_AT,
-                                                      note="SYNTHETIC")
-    table = table.reindex(columns=list(COLUMNS))
-    table["value"] = table["value"].astype("Int64")
-    return table
+    values["adjudicator"] = ("adjudicated", truth, disagree)
+    return labels_rows(np.asarray(items), values, task)
+
+
+def labels_rows(items: np.ndarray, values: dict[str, tuple], task: str) -> pd.DataFrame:
+    """`label_store.labels_frame` marked SYNTHETIC, with a fixed creation time (reproducible tables)."""
+    return labels_frame(items, values, task, note="SYNTHETIC", created_at=CREATED_AT)

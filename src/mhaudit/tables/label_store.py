@@ -1,6 +1,7 @@
 """The labels table: many labels per item, one writer per labeler (docs/labels.md).
 
-Columns: item_id, task, labeler, kind (llm | human | adjudicated | lexicon), value (0/1, or null when the
+Columns: item_id, task, labeler, kind (llm | human | adjudicated | lexicon | model: a classifier's predicted
+labels, in label files only, not the store), value (0/1, or null when the
 labeler's answer was invalid), raw_answer, prompt_hash, latency_ms, tags (JSON list), note, created_at.
 
 `LabelStore` keeps the table in one SQLite file (WAL) so that labelers can write one item at a time and
@@ -26,7 +27,8 @@ import pandas as pd
 from mhaudit.core.errors import InputError
 from mhaudit.tables.io import TABLE_SUFFIXES, is_missing, read_table, table_format, write_table
 
-KINDS = ("llm", "human", "adjudicated", "lexicon")
+STORE_KINDS = ("llm", "human", "adjudicated", "lexicon")  # what the labelers write to the store
+KINDS = (*STORE_KINDS, "model")  # label files may also hold a classifier's predicted labels
 KEY = ("item_id", "task", "labeler")
 COLUMNS = (*KEY, "kind", "value", "raw_answer", "prompt_hash", "latency_ms", "tags", "note", "created_at")
 APPLICATION_ID = 0x6D68_6C31  # "mhl1": marks a file as an mhaudit label store
@@ -170,6 +172,10 @@ class LabelStore:
         Returns the number of rows written.
         """
         rows = [_row(label, f"{self.path} label {i + 1}") for i, label in enumerate(labels)]
+        for i, row in enumerate(rows):
+            if row[3] not in STORE_KINDS:
+                raise InputError(f"label {i + 1}: kind '{row[3]}' is kept in label files, not in the store "
+                                 f"(kinds here: {', '.join(STORE_KINDS)})", path=self.path)
         verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         with self._lock:
             try:
@@ -211,6 +217,22 @@ class LabelStore:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def labels_frame(items, values: Mapping[str, tuple], task: str, *, note: str | None = None,
+                 created_at: str | None = None) -> pd.DataFrame:
+    """A labels table (COLUMNS) from labeler -> (kind, 0/1 value per item[, which items]): e.g. a model's
+    predicted labels entered as a labeler, or simulated annotators."""
+    items = np.asarray(items).astype(str)
+    parts = []
+    for name, (kind, value, *where) in values.items():
+        keep = where[0] if where else np.ones(len(items), dtype=bool)
+        parts.append(pd.DataFrame({"item_id": items[keep], "labeler": name, "kind": kind,
+                                   "value": np.asarray(value)[keep].astype(int)}))
+    table = pd.concat(parts, ignore_index=True).assign(task=task, created_at=created_at or now(), note=note)
+    table = table.reindex(columns=list(COLUMNS))
+    table["value"] = table["value"].astype("Int64")
+    return table
 
 
 def read_labels(path: str | Path) -> pd.DataFrame:

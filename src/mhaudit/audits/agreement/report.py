@@ -291,6 +291,34 @@ def _error_section(errors: pd.DataFrame) -> Section:
         {"error_sources": errors})
 
 
+def _models_vs_reference(rows: pd.DataFrame, task: str, options: AgreementOptions, weak: str,
+                         annotators: list[str]) -> pd.DataFrame:
+    """Each of options.models against the reference, one row per model and metric. Each model's bootstrap
+    has its own stream (seed, i), so adding a model moves no other number."""
+    parts = []
+    for i, model in enumerate(options.models, start=1):
+        if model == weak or model in annotators:
+            raise InputError(f"'{model}' cannot be both a model under validation and the weak labeler or an "
+                             "annotator")
+        if model not in set(rows["labeler"]):
+            raise InputError(f"model '{model}' has no labels for task '{task}'; labelers: {describe_labelers(rows)}")
+        scored = _scored_items(rows, task, model, annotators, options.reference)[0]
+        metrics, _ = weak_vs_reference(scored["reference"].to_numpy(), scored["weak"].to_numpy(),
+                                       n_boot=options.n_boot, alpha=options.alpha,
+                                       rng=np.random.default_rng([options.seed, i]))
+        parts.append(metrics.assign(labeler=model, reason=metrics["reason"].fillna("")))
+    table = pd.concat(parts, ignore_index=True)
+    return table[["labeler", *[c for c in table.columns if c != "labeler"]]]
+
+
+def _models_section(models: pd.DataFrame, n_boot: int, alpha: float) -> Section:
+    return Section(
+        "Models against the reference (human validation)",
+        "Each model's predicted labels on the same items, scored against the same reference labels as the weak "
+        f"labeler, with the same metrics and {1 - alpha:.0%} item-bootstrap percentile CIs ({n_boot} resamples).",
+        {"models_vs_reference": models})
+
+
 # ---------------------------------------------------------------------------------------- report
 @dataclass(frozen=True)
 class AgreementOptions:
@@ -302,6 +330,9 @@ class AgreementOptions:
 
     task: str
     weak_labeler: str | None = None  # default: the task's only llm or lexicon labeler
+    # Labelers also scored against the same reference, e.g. a classifier's predictions entered as a labeler
+    # (the human validation of a model): one verdict each, axis "human validation".
+    models: tuple[str, ...] = ()
     annotators: tuple[str, ...] | None = None
     reference: str | None = None
     n_boot: int = 2000
@@ -347,6 +378,10 @@ def agreement_report(labels: pd.DataFrame, options: AgreementOptions, *, validat
         with progress.stage("design-weighted estimates for the pool"):
             weighted, strata_table, design_note = design_weighted(validation_set, scored, ref, weak_rows, weak,
                                                                   n_boot, alpha, rng)
+    models = pd.DataFrame()
+    if options.models:
+        with progress.stage("models against the reference"):
+            models = _models_vs_reference(rows, task, options, weak, annotators)
     errors = _error_sources(_outcomes(scored), _item_tags(rows, annotators, reference))
 
     summary = _summary(task, weak, ref_desc, len(scored), metrics, rates, pairs, alpha_table, annotators,
@@ -355,6 +390,8 @@ def agreement_report(labels: pd.DataFrame, options: AgreementOptions, *, validat
                 _human_section(pairs, alpha_table, invalid_human, n_boot, alpha),
                 _weak_section(metrics, _confusion_table(table), rates, n_boot, alpha)]
     _add_figures(sections, pairs, metrics, weak)
+    if not models.empty:
+        sections.append(_models_section(models, n_boot, alpha))
     if not weighted.empty:
         sections.append(_weighted_section(weighted, strata_table, design_note))
     sections.append(_error_section(errors))
@@ -364,5 +401,5 @@ def agreement_report(labels: pd.DataFrame, options: AgreementOptions, *, validat
     if validation_set is not None:
         inputs["validation_set"] = digest_frame(validation_set)
     return AuditResult(title=f"Weak-label validation: task {task}, weak labeler {weak}", sections=sections,
-                       summary=summary, verdicts=agreement_verdicts(weak, metrics, pairs), options=used,
+                       summary=summary, verdicts=agreement_verdicts(weak, metrics, pairs, models), options=used,
                        synthetic=synthetic, provenance=provenance(inputs, progress.seconds))

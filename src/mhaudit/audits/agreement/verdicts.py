@@ -28,9 +28,16 @@ def _row(axis: str, subject: str, target: str, estimate: float, low: float, high
                    ci_low=low, ci_high=high)
 
 
-def agreement_verdicts(weak: str, metrics: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+def agreement_verdicts(weak: str, metrics: pd.DataFrame, pairs: pd.DataFrame,
+                       models: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The weak labeler's kappa against the reference, each model's (axis "human validation"), each annotator
+    pair's."""
     k = metrics.set_index("metric").loc["kappa"]
     rows = [_row("weak labels", weak, "reference labels", k["estimate"], k["ci_low"], k["ci_high"], k["reason"])]
+    if models is not None and not models.empty:
+        for _, m in models[models["metric"] == "kappa"].iterrows():
+            rows.append(_row("human validation", m["labeler"], "reference labels", m["estimate"], m["ci_low"],
+                             m["ci_high"], m["reason"]))
     for _, p in pairs.iterrows():
         rows.append(_row("human agreement", p["annotator_a"], p["annotator_b"], p["kappa"], p["ci_low"],
                          p["ci_high"], p["reason"] if isinstance(p["reason"], str) else ""))

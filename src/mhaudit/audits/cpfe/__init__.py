@@ -84,7 +84,8 @@ def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Se
         _attribution_tables(t, attributions, options)
     tables = {name: _mark(t.frame(name), options.non_independent) for name in t.rows}
     flag_table = _mark(flags(tables["discrimination"], tables["significance"], tables["calibration"],
-                             tables.get("equity", pd.DataFrame())), options.non_independent)
+                             tables.get("equity", pd.DataFrame()), tables["temperature_scaling"],
+                             tables.get("attribution_stability")), options.non_independent)
     summary = plain_words(tables["discrimination"], flag_table, tables["temperature_scaling"], options.reference)
     if predictions.score_kind != "logits":
         summary += (f" Scores were given as probabilities: temperature scaling used {predictions.score_kind}, "
@@ -230,9 +231,11 @@ def _sections(tables: dict[str, pd.DataFrame], summary: str, options: CPFEOption
         if words:
             figs["length"] = {"Text length by platform": figures.lengths(words)}
     get = tables.get
-    sections = [
+    runs = _first_seed_only(tables["discrimination"], one_run).groupby("model")["seed"].nunique()
+    sections = [  # with one run per model there is no SD over seeds to show
         Section("Mean and SD over seeds", "Sample SD (ddof = 1) over seeds; n/a with one seed." + _seed_note(one_run),
-                {"mean and SD over seeds": _seed_summary(tables, one_run)}),
+                {"mean and SD over seeds": _seed_summary(tables, one_run)})] if (runs > 1).any() else []
+    sections += [
         Section("Axis 1: discrimination", "Macro one-vs-rest AUC on softmax probabilities; delta_auc_pct is "
                 "the change against the reference platform. Per-class AUCs carry 95% DeLong CIs (fast algorithm).",
                 {"discrimination": tables["discrimination"], "per_class_auc": tables["per_class_auc"]},

@@ -48,16 +48,21 @@ def _pair(significance: pd.DataFrame, target, home):
 
 
 def flags(discrimination: pd.DataFrame, significance: pd.DataFrame, calibration: pd.DataFrame,
-          equity: pd.DataFrame) -> pd.DataFrame:
-    """Named flags per model, seed and target platform.
+          equity: pd.DataFrame, temperature: pd.DataFrame | None = None,
+          attribution: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Named flags per model, seed and target platform, each with its value and (where it has one) 95% CI.
 
     - auc_drop_beyond_ci: the reference's macro-AUC exceeds the target's and the difference is significant
-      after the family's multiplicity correction (bootstrap SEs, Z test);
+      after the family's multiplicity correction (bootstrap SEs, Z test); CI: the difference's normal CI;
+    - significant_difference: the same test's corrected p, raised for a significant drop (the significance axis);
     - ece_above_0.10: the target's ECE is above 0.10 and its bootstrap CI lies above the reference's ECE
       (calibration worse than at home beyond noise, not merely a model that is miscalibrated everywhere);
+    - ece_after_ts_above_0.10: ECE still above 0.10 after temperature scaling on the target (not repaired);
     - di_below_0.80 / di_below_0.50: for some class, the whole 95% CI of the symmetric disparate impact
       lies below four-fifths / one half. The point estimates alone (the paper's rule) are in the equity
-      table; at a few hundred rows per platform they fall under 0.80 by chance for small classes.
+      table; at a few hundred rows per platform they fall under 0.80 by chance for small classes;
+    - jaccard_below_0.30 / jaccard_below_0.10: the mean over classes of the top-10 attribution Jaccard
+      between the reference and the target platform lies below 0.30 / 0.10 (the paper saw 0 to 0.18).
     """
     rows = []
     is_ref = discrimination["is_reference"].astype(bool)
@@ -69,24 +74,59 @@ def flags(discrimination: pd.DataFrame, significance: pd.DataFrame, calibration:
         if pair is not None:
             p, sign = pair
             drop = sign * p["difference"]  # reference minus target
-            rows.append({**key, "flag": "auc_drop_beyond_ci", "value": drop,
+            low, high = sorted((sign * p["ci_low"], sign * p["ci_high"]))
+            rows.append({**key, "flag": "auc_drop_beyond_ci", "value": drop, "ci_low": low, "ci_high": high,
                          "threshold": f"reference - target > 0, {p['correction']}-significant",
+                         "raised": bool(drop > 0 and p["significant"])})
+            rows.append({**key, "flag": "significant_difference", "value": p["p_adjusted"],
+                         "threshold": f"{p['correction']}-corrected p < 0.05 (family of {p['family_size']})",
                          "raised": bool(drop > 0 and p["significant"])})
         cal, home_cal = _select(calibration, d), _select(calibration, home)
         if not cal.empty and not home_cal.empty:
             c, home_ece = cal.iloc[0], float(home_cal["ece"].iat[0])
-            rows.append({**key, "flag": "ece_above_0.10", "value": c["ece"],
+            rows.append({**key, "flag": "ece_above_0.10", "value": c["ece"], "ci_low": c["ece_ci_low"],
+                         "ci_high": c["ece_ci_high"],
                          "threshold": f"ECE > {ECE_LIMIT} and CI above the reference's {home_ece:.3f}",
                          "raised": bool(c["ece"] > ECE_LIMIT and c["ece_ci_low"] > home_ece)})
+        scaled = _select(temperature, d) if temperature is not None else pd.DataFrame()
+        if not scaled.empty:
+            after = float(scaled["ece_after"].iat[0])
+            rows.append({**key, "flag": "ece_after_ts_above_0.10", "value": after,
+                         "threshold": f"ECE after temperature scaling > {ECE_LIMIT}",
+                         "raised": bool(after > ECE_LIMIT)})
         eq = _select(equity, d)
         for name, limit in (("di_below_0.80", DI_FOUR_FIFTHS), ("di_below_0.50", DI_SEVERE)):
             high = eq["di_ci_high"].astype(float) if not eq.empty else pd.Series(dtype=float)
             worst = eq.loc[high.idxmin()] if high.notna().any() else None
             rows.append({**key, "flag": name, "value": float(worst["disparate_impact"]) if worst is not None else np.nan,
+                         "ci_low": worst["di_ci_low"] if worst is not None else np.nan,
+                         "ci_high": worst["di_ci_high"] if worst is not None else np.nan,
                          "threshold": f"95% CI of DI below {limit}" + (f" (class {worst['class']}, CI upper "
                                                                         f"{worst['di_ci_high']:.3f})" if worst is not None else ""),
                          "raised": bool(worst is not None and worst["di_ci_high"] < limit)})
+        jaccard = _mean_jaccard(attribution, d, home)
+        if jaccard is not None:
+            for name, limit in (("jaccard_below_0.30", JACCARD_LOW), ("jaccard_below_0.10", JACCARD_NONE)):
+                rows.append({**key, "flag": name, "value": jaccard,
+                             "threshold": f"mean top-{JACCARD_K} Jaccard over classes < {limit}",
+                             "raised": bool(jaccard < limit)})
     return pd.DataFrame(rows)
+
+
+JACCARD_K, JACCARD_LOW, JACCARD_NONE = 10, 0.30, 0.10
+
+
+def _mean_jaccard(attribution: pd.DataFrame | None, target, home) -> float | None:
+    """Mean over classes of the top-K Jaccard between the home and the target platform (None: not computed)."""
+    if attribution is None or attribution.empty or target["platform"] == home["platform"]:
+        return None
+    platforms = {target["platform"], home["platform"]}
+    rows = attribution[(attribution["model"] == target["model"]) & (attribution["seed"] == target["seed"])
+                       & (attribution["k"] == JACCARD_K)
+                       & np.array([{a, b} == platforms for a, b in zip(attribution["platform_a"],
+                                                                        attribution["platform_b"])])]
+    values = rows["jaccard"].astype(float).dropna()
+    return float(values.mean()) if len(values) else None
 
 
 FINDINGS = {  # flag id -> the finding in words, for the summary
@@ -94,7 +134,11 @@ FINDINGS = {  # flag id -> the finding in words, for the summary
     "ece_above_0.10": "ECE above 0.10 beyond the reference's",
     "di_below_0.80": "disparate impact under 0.80 (the four-fifths rule)",
     "di_below_0.50": "disparate impact under 0.50",
+    "ece_after_ts_above_0.10": "ECE still above 0.10 after temperature scaling",
+    "jaccard_below_0.30": "top-10 attribution overlap with the reference under 0.30 (Jaccard)",
+    "jaccard_below_0.10": "top-10 attribution overlap with the reference under 0.10 (Jaccard)",
 }
+SUMMARISED_APART = {"significant_difference"}  # the AUC-drop finding already says it
 
 
 def _span(values: pd.Series, fmt: str, joiner: str = " to ") -> str:
@@ -125,6 +169,7 @@ def plain_words(discrimination: pd.DataFrame, flag_table: pd.DataFrame, temperat
         parts.append("No finding: no significant AUC drop, no ECE above 0.10 beyond the reference's, "
                      "no disparate impact under 0.80.")
     else:
+        raised = raised[~raised["flag"].isin(SUMMARISED_APART)]
         counts = raised.groupby("flag").size()
         total = flag_table.groupby("flag").size()
         parts.append("Found: " + "; ".join(f"{FINDINGS.get(f, f)} in {counts[f]} of {total[f]} target runs"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from mhaudit.report import verdict, verdict_table
@@ -15,9 +16,21 @@ FLAG_VERDICTS = {
                       "for some class the whole 95% CI of disparate impact lies below four-fifths"),
     "di_below_0.50": ("equity", "disparate_impact", "fail",
                       "for some class the whole 95% CI of disparate impact lies below one half"),
+    "significant_difference": ("significance", "p_adjusted", "fail",
+                               "the macro-AUC drop survives the multiplicity correction"),
+    "ece_after_ts_above_0.10": ("calibration", "ece_after_ts", "warn",
+                                "temperature scaling on the target leaves ECE above 0.10: not repaired"),
+    "jaccard_below_0.30": ("attribution", "jaccard_top10", "warn",
+                           "the words the model relies on mostly differ from those at home"),
+    "jaccard_below_0.10": ("attribution", "jaccard_top10", "fail",
+                           "the words the model relies on hardly overlap with those at home"),
 }
 HELD = {"auc_drop_beyond_ci": "no significant macro-AUC drop", "ece_above_0.10": "calibration within limits",
-        "di_below_0.80": "no class whose DI CI lies below 0.80", "di_below_0.50": "no class whose DI CI lies below 0.50"}
+        "di_below_0.80": "no class whose DI CI lies below 0.80", "di_below_0.50": "no class whose DI CI lies below 0.50",
+        "significant_difference": "no drop beyond the corrected test",
+        "ece_after_ts_above_0.10": "temperature scaling brings ECE to 0.10 or under",
+        "jaccard_below_0.30": "top-10 attribution overlap 0.30 or more", "jaccard_below_0.10":
+        "top-10 attribution overlap 0.10 or more"}
 
 
 def cpfe_verdicts(flags: pd.DataFrame) -> pd.DataFrame:
@@ -32,5 +45,10 @@ def cpfe_verdicts(flags: pd.DataFrame) -> pd.DataFrame:
             reason = ("undefined: no class with a disparate impact CI on this platform" if axis == "equity"
                       else f"undefined: {statistic} could not be computed on this platform")
         rows.append(verdict("cpfe", axis, f"{f['model']} seed {f['seed']}", target, statistic, f["value"],
-                            f["threshold"], severity if f["raised"] else "pass", reason))
-    return verdict_table(rows)
+                            f["threshold"], severity if f["raised"] else "pass", reason,
+                            ci_low=f.get("ci_low", np.nan), ci_high=f.get("ci_high", np.nan)))
+    order = {axis: i for i, axis in enumerate(AXES)}  # the paper's axis order, whatever the flags' order
+    return verdict_table(sorted(rows, key=lambda r: order[r["axis"]]))
+
+
+AXES = ("discrimination", "calibration", "significance", "equity", "attribution")

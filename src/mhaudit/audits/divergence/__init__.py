@@ -134,7 +134,8 @@ def audit_divergence(frame: pd.DataFrame, classes: list[str], options: Divergenc
     tables = _statistics(scored, channels, mask_channels, ["none", *masks], design.human, views, options,
                          repeat_scores, y)
     if options.repeats > 1:
-        tables["dod"] = _with_training_variance(tables["dod"], repeat_scores, design, options)
+        fixed = {key: {d: runs.pred(key, d) for d in datasets} for key in runs.keys if key.startswith("baseline:")}
+        tables["dod"] = _with_training_variance(tables["dod"], repeat_scores, fixed, design, options)
     n_tests = T.apply_fdr(tables, {"interference": "p", "dod": "p", "dod_platform_stratified": "p",
                                    "masking": "p", "mcnemar": "p"})
     tables["weights_kept"] = _weights_kept(fitted, channels)
@@ -201,26 +202,32 @@ def _statistics(s: T.Scored, channels, mask_channels, masks, human, views, optio
         sd.columns = ["channel", "dataset", "macro_f1_repeat_mean", "macro_f1_repeat_sd"]
         tables["channel_scores"] = tables["channel_scores"].merge(sd, on=["channel", "dataset"], how="left")
     tables["interference"] = T.interference(s)
-    tables["dod"] = T.dod(s, channels)
-    tables["dod_by_dataset"] = T.dod_by_dataset(s, channels)
-    tables["dod_platform_stratified"] = T.dod_platform_stratified(s, channels)
+    baselines = [k for k in s.keys if k.startswith("baseline:")]  # each model's DoD against A, too
+    tables["dod"] = T.dod(s, channels + baselines)
+    tables["dod_by_dataset"] = T.dod_by_dataset(s, channels + baselines)
+    tables["dod_platform_stratified"] = T.dod_platform_stratified(s, channels + baselines)
     empty = {m: v.empty_after_mask for m, v in views.items()}
     tables["masking"] = T.masking(s, mask_channels, masks, human, empty)
     tables["mcnemar"] = T.mcnemar_table(s, T.mcnemar_pairs(s.keys, channels))
     return tables
 
 
-def _with_training_variance(dod: pd.DataFrame, repeat_scores, design: Design, options: DivergenceOptions) -> pd.DataFrame:
+def _with_training_variance(dod: pd.DataFrame, repeat_scores, fixed: dict, design: Design,
+                            options: DivergenceOptions) -> pd.DataFrame:
     """Pool DoD bootstrap draws over the repeats (each repeat: its own folds, fits and thresholds, n_boot/R
-    instance resamples), so the interval carries training variance too; the estimate is the repeats' mean."""
+    instance resamples), so the interval carries training variance too; the estimate is the repeats' mean.
+    `fixed`: a baseline's predictions per data set, the same in every repeat (only A is refitted)."""
     from mhaudit.stats.divergence import degree_of_divergence
     by = {}
     for ch, d, r, prob, thr in repeat_scores:
         by.setdefault((ch, r), {})[d] = (prob >= thr).astype(np.int8)
+    for key, preds in fixed.items():
+        for r in range(options.repeats):
+            by[(key, r)] = preds
     rows = []
     rng = np.random.default_rng(options.seed + 7919)
     for _, row in dod.iterrows():
-        x = row["contrast"].split("-")[0]
+        x = row["contrast"].removesuffix("-A")
         draws, estimates = [], []
         for r in range(options.repeats):
             groups = {d: (design.y(d), by[(x, r)][d], by[("A", r)][d]) for d in design.human + design.auto}

@@ -76,7 +76,10 @@ def _interval(draws: np.ndarray) -> tuple[float, float, float]:
 
 def alternative_for(channel: str) -> str:
     """The direction the paper states: channels without A gain on human labels (greater); AC, the lexical
-    augmentation of style, loses there (less). Other combinations with A have no stated direction."""
+    augmentation of style, loses there (less). Other combinations with A, and any baseline model, have no
+    stated direction."""
+    if channel.startswith("baseline:"):
+        return "two-sided"
     if "A" not in channel:
         return "greater"
     return "less" if channel == "AC" else "two-sided"
@@ -128,7 +131,8 @@ def interference(s: Scored) -> pd.DataFrame:
 
 
 def dod(s: Scored, channels: list[str]) -> pd.DataFrame:
-    """DoD_{X-A} = mean_human[MF1(X) - MF1(A)] - mean_auto[...], with the regime-permutation diagnostic."""
+    """DoD_{X-A} = mean_human[MF1(X) - MF1(A)] - mean_auto[...], with the regime-permutation diagnostic.
+    `channels` may name baselines ("baseline:<model>"): a model's DoD against the lexical channel."""
     rows = []
     human, auto = s.on("human"), s.on("auto")
     for x in channels:
