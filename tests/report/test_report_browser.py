@@ -11,6 +11,15 @@ from tests.tables.test_prediction_files import PATTERN, published
 WIDTH, HEIGHT = 1400, 900
 
 
+def assert_links_resolve(page, folder):
+    """Every CSV link names a file beside the report; every in-page link an element of the page."""
+    links = page("return [...document.querySelectorAll('a')].map(a => a.getAttribute('href'))")
+    files = [href for href in links if not href.startswith("#")]
+    assert files and all((folder / href).exists() for href in files)
+    ids = page("return [...document.querySelectorAll('[id]')].map(e => e.id)")
+    assert all(href[1:] in ids for href in links if href.startswith("#"))
+
+
 def test_the_cpfe_report_reads_in_a_browser(tmp_path, open_browser):
     paths = published(tmp_path / "files", seeds=(42, 7))  # 2 models x 2 seeds x 2 platforms
     result = audit_cpfe(read_predictions(paths, name_pattern=PATTERN),
@@ -34,8 +43,7 @@ def test_the_cpfe_report_reads_in_a_browser(tmp_path, open_browser):
     heights = page("return [...document.querySelectorAll('details table')].map(t => t.offsetHeight)")
     assert len(heights) == closed and min(heights) > 100
     assert page("return document.documentElement.scrollWidth") <= page("return window.innerWidth")
-    links = page("return [...document.querySelectorAll('a')].map(a => a.getAttribute('href'))")
-    assert links and all((tmp_path / "report" / href).exists() for href in links)  # every CSV link resolves
+    assert_links_resolve(page, tmp_path / "report")
     assert "mhaudit" in page("return document.querySelector('footer').textContent")
 
 
@@ -68,5 +76,4 @@ def test_the_demos_combined_report_reads_in_a_browser(trust_demo, open_browser):
     heights = page("return [...document.querySelectorAll('details table')].map(t => t.offsetHeight)")
     assert len(heights) == closed and min(heights) > 100
     assert page("return document.documentElement.scrollWidth") <= page("return window.innerWidth")
-    links = page("return [...document.querySelectorAll('a')].map(a => a.getAttribute('href'))")
-    assert links and all((out / href).exists() for href in links)
+    assert_links_resolve(page, out)

@@ -225,10 +225,15 @@ def to_html(result: AuditResult) -> str:
     for paragraph in result.summary.split("\n\n") if result.summary else []:
         parts.append(f"<p class='summary'>{esc(paragraph)}</p>")
     if not result.verdicts.empty:
-        parts.append("<h2>Verdicts</h2><p>Failures first. " + esc(_severity_counts(result.verdicts)) + "</p>"
-                     + _html_table(_readable_verdicts(result.verdicts)))
+        table = _html_table(_readable_verdicts(result.verdicts))
+        if len(result.verdicts) > LONG_TABLE:  # the scorecard above already says it; every check on request
+            table = f"<details><summary>every check ({len(result.verdicts)} rows)</summary>{table}</details>"
+        parts.append("<h2>Verdicts</h2><p>Failures first. " + esc(_severity_counts(result.verdicts)) + "</p>" + table)
+    if len(result.sections) > 5:  # a long page: say what is on it
+        links = " · ".join(f"<a href='#{_slug(s.title)}'>{esc(s.title)}</a>" for s in result.sections)
+        parts.append(f"<nav class='note'><b>Sections:</b> {links}</nav>")
     for s in result.sections:
-        parts.append(f"<h2>{esc(s.title)}</h2>")
+        parts.append(f"<h2 id='{_slug(s.title)}'>{esc(s.title)}</h2>")
         if s.text:
             parts.append(f"<p>{esc(s.text)}</p>")
         for name, png in s.figures.items():  # a section opens with its figures
