@@ -11,6 +11,10 @@ Binary targets (reference design): a corpus with `binary = { positive = [...], n
 maps to two classes of its own (negative first, positive last, e.g. no_stress / stress) and is only
 scored, never trained on; `mhaudit.experiments.binary_targets` collapses the models' logits and audits
 the two-class problem (report section "Binary targets").
+
+With `[label_source]` and `[validation]` (reference design) the label-source audit and the human validation
+run beside the cross-platform audit with the models in them (`mhaudit.experiments.other_audits`), each
+report in its own folder and their combination, the trust report, in the output folder (docs/report.md).
 """
 
 from __future__ import annotations

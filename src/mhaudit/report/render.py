@@ -190,9 +190,8 @@ def _scorecards_html(verdicts: pd.DataFrame) -> str:
     others = [r for r in rows if r["subject"] not in shared] if shared else []
     parts = [_scorecard_html(models, "Scorecard", SCORECARD_NOTE)]
     if others:
-        parts.append(_scorecard_html(others, "Other checks", "Subjects only one audit checks: the label-source "
-                                     "audit's channel contrasts, the weak labeler, the annotator pairs.",
-                                     "scorecard others"))
+        parts.append(_scorecard_html(others, "Other checks", "Subjects only one of these audits checks, such as "
+                                     "channel contrasts, a weak labeler or a pair of annotators.", "scorecard others"))
     return "".join(parts)
 
 
@@ -215,7 +214,9 @@ def to_html(result: AuditResult) -> str:
              ".sev{padding:0 .4em;border-radius:.3em;font-weight:bold}.sev-fail{background:#f8d7da;color:#842029}"
              ".sev-warn{background:#fff3cd;color:#664d03}.sev-pass{background:#d1e7dd;color:#0f5132}"
              ".sev-undefined{background:#e2e3e5;color:#41464b}.summary{font-size:1.05em}.synthetic{background:#fff3cd;border:2px solid #c90;"
-             "padding:.8em;font-weight:bold}.scroll{overflow-x:auto;max-width:100%}table.scorecard{font-size:.85em;line-height:1.2}table.scorecard td,table.scorecard th{padding:.15em .4em}td.card{white-space:nowrap}p.note{font-size:.9em;color:#444;margin:.2em 0}"
+             "padding:.8em;font-weight:bold}.scroll{overflow-x:auto;max-width:100%}"
+             "table.scorecard{font-size:.85em;line-height:1.2}table.scorecard td,table.scorecard th{padding:.15em .4em}"
+             "td.card{white-space:nowrap}p.note{font-size:.9em;color:#444;margin:.2em 0}"
              "details{margin:.3em 0 1em}summary{cursor:pointer;font-weight:bold}img{max-width:100%}"
              "footer{margin-top:3em;border-top:1px solid #ccc;color:#555;font-size:.85em;overflow-wrap:anywhere}"
              "</style></head><body>", f"<h1>{esc(result.title)}</h1>"]

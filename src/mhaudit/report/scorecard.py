@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
-__all__ = ["scorecard", "scorecard_cells", "shared_subjects", "Cell", "severity_of", "model_of", "SEVERITY_RANK"]
+__all__ = ["scorecard", "scorecard_cells", "shared_subjects", "Cell", "model_of", "SEVERITY_RANK"]
 
 SEVERITY_RANK = {"fail": 0, "warn": 1, "undefined": 2, "pass": 3}
 _SEED = re.compile(r"^(?P<model>.+) seed (?P<seed>-?\d+)$")
@@ -104,9 +104,3 @@ def scorecard(verdicts: pd.DataFrame) -> pd.DataFrame:
     in the order subjects first appear."""
     return pd.DataFrame([{k: "" if v is None else str(v) for k, v in row.items()}
                          for row in scorecard_cells(verdicts)])
-
-
-def severity_of(cell: str) -> str | None:
-    """The severity a scorecard cell starts with (None for an empty cell)."""
-    head = str(cell).split(":", 1)[0]
-    return head if head in SEVERITY_RANK else None

@@ -20,13 +20,17 @@ def _forest(ax, labels, estimate, low, high, xlabel: str) -> None:
     ax.set_xlabel(xlabel)
 
 
-def kappa_forest(pairs: pd.DataFrame, metrics: pd.DataFrame, weak: str) -> bytes:
-    """Cohen's kappa with its CI: each annotator pair, and the weak labeler against the reference."""
-    kappa = metrics.set_index("metric").loc["kappa"]
-    labels = [f"{a} vs {b}" for a, b in zip(pairs["annotator_a"], pairs["annotator_b"])] + [f"{weak} vs reference"]
+def kappa_forest(pairs: pd.DataFrame, metrics: pd.DataFrame, weak: str, models: pd.DataFrame | None = None) -> bytes:
+    """Cohen's kappa with its CI: each annotator pair, the weak labeler and each model against the reference."""
+    rows = [metrics.set_index("metric").loc["kappa"].rename(weak)]
+    if models is not None and not models.empty:
+        rows += [m.rename(m["labeler"]) for _, m in models[models["metric"] == "kappa"].iterrows()]
+    labels = [f"{a} vs {b}" for a, b in zip(pairs["annotator_a"], pairs["annotator_b"])]
+    labels += [f"{r.name} vs reference" for r in rows]
     fig, ax = plt.subplots(figsize=(5.5, 1.3 + 0.45 * len(labels)))
-    _forest(ax, labels, [*pairs["kappa"], kappa["estimate"]], [*pairs["ci_low"], kappa["ci_low"]],
-            [*pairs["ci_high"], kappa["ci_high"]], "Cohen's kappa, bootstrap CI")
+    column = lambda pair, row: [*pairs[pair], *(r[row] for r in rows)]  # noqa: E731
+    _forest(ax, labels, column("kappa", "estimate"), column("ci_low", "ci_low"), column("ci_high", "ci_high"),
+            "Cohen's kappa, bootstrap CI")
     ax.set_ylim(-0.9, len(labels) - 0.4)
     for edge in (0.41, 0.61):  # Landis & Koch, the verdicts' bands
         ax.axvline(edge, color="grey", lw=0.7, ls=":")

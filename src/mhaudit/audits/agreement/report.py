@@ -259,13 +259,14 @@ def _weak_section(metrics: pd.DataFrame, confusion: pd.DataFrame, rates: pd.Data
         {"weak_vs_reference": metrics, "confusion_matrix": confusion, "positive_rates": rates})
 
 
-def _add_figures(sections: list[Section], pairs: pd.DataFrame, metrics: pd.DataFrame, weak: str) -> None:
+def _add_figures(sections: list[Section], pairs: pd.DataFrame, metrics: pd.DataFrame, weak: str,
+                 models: pd.DataFrame) -> None:
     from mhaudit.audits.agreement import figures
 
     human, weak_section = sections[1], sections[2]
     columns = ["annotator_a", "annotator_b", "kappa", "ci_low", "ci_high"]
     shown = pairs[pairs["kappa"].notna()][columns] if "kappa" in pairs else pd.DataFrame(columns=columns)
-    human.figures["Cohen's kappa with bootstrap CIs"] = figures.kappa_forest(shown, metrics, weak)
+    human.figures["Cohen's kappa with bootstrap CIs"] = figures.kappa_forest(shown, metrics, weak, models)
     weak_section.figures["Weak labeler against the reference"] = figures.weak_metrics(metrics, weak)
     weak_section.figures["Confusion matrix"] = figures.confusion(weak_section.tables["confusion_matrix"], weak)
 
@@ -389,7 +390,7 @@ def agreement_report(labels: pd.DataFrame, options: AgreementOptions, *, validat
     sections = [Section("Reference labels", "", {"reference": composition}),
                 _human_section(pairs, alpha_table, invalid_human, n_boot, alpha),
                 _weak_section(metrics, _confusion_table(table), rates, n_boot, alpha)]
-    _add_figures(sections, pairs, metrics, weak)
+    _add_figures(sections, pairs, metrics, weak, models)
     if not models.empty:
         sections.append(_models_section(models, n_boot, alpha))
     if not weighted.empty:
