@@ -60,6 +60,8 @@ def test_discrimination_matches_sklearn(result):
         row = disc.loc[(model, seed, platform)]
         assert row["macro_auc"] == pytest.approx(roc_auc_score(y, probs, multi_class="ovr"), abs=1e-12)
         assert row["macro_f1"] == pytest.approx(f1_score(y, probs.argmax(1), average="macro"), abs=1e-12)
+        assert row["weighted_f1"] == pytest.approx(f1_score(y, probs.argmax(1), average="weighted"), abs=1e-12)
+        assert row["accuracy"] == pytest.approx(float((y == probs.argmax(1)).mean()), abs=1e-12)
         home = disc.loc[(model, seed, "home"), "macro_auc"]
         assert row["delta_auc_pct"] == pytest.approx(100 * (row["macro_auc"] - home) / home)
     per_class = result.table("per_class_auc")
@@ -320,3 +322,22 @@ def test_equity_summary_names_the_worst_class(result):
         assert cells.loc[row["min_disparate_impact_class"], "disparate_impact"] == row["min_disparate_impact"]
         assert row["max_equal_opportunity_gap"] == cells["equal_opportunity_gap"].max()
         assert row["max_equalized_odds_gap"] == cells["equalized_odds_gap"].max()
+
+
+def test_multiplicity_adjustment_is_statsmodels():
+    """Bonferroni and Benjamini-Hochberg written out (the audit never imports statsmodels) equal
+    statsmodels' multipletests on random families, ties and p = 1 included."""
+    from statsmodels.stats.multitest import multipletests
+
+    from mhaudit.audits.cpfe.significance import adjust
+
+    rng = np.random.default_rng(5)
+    for case in range(500):
+        p = rng.uniform(0, 1, int(rng.integers(1, 30))) ** rng.uniform(0.5, 4)
+        if case % 3 == 0:  # ties and ones
+            p = np.round(p, 1)
+        alpha = float(rng.choice([0.01, 0.05, 0.1]))
+        for ours, theirs in (("bonferroni", "bonferroni"), ("bh", "fdr_bh")):
+            reject, adjusted = adjust(p, alpha, ours)
+            want_reject, want_adjusted, *_ = multipletests(p, alpha, theirs)
+            assert (reject == want_reject).all() and np.array_equal(adjusted, want_adjusted)

@@ -35,7 +35,7 @@ def test_summary_and_verdicts_lead_every_format_failures_first(tmp_path):
     assert data["summary"] == "It failed once." and data["provenance"]["inputs"] == {"x": "0" * 64}
     assert [v["severity"] for v in data["verdicts"]] == ["pass", "fail", "undefined"]  # as given, None undefined
     html = (tmp_path / "report.html").read_text()
-    assert html.index("It failed once.") < html.index("Verdicts") < html.index("<h2>S</h2>")
+    assert html.index("It failed once.") < html.index("Verdicts") < html.index("<h2 id='s'>S</h2>")
     badge = lambda s: html.index(f"<span class='sev sev-{s}'>", html.index("Verdicts"))  # noqa: E731
     assert badge("fail") < badge("undefined") < badge("pass")
     assert "1 fail, 1 undefined, 1 pass of 3 checks." in html and "ci_low" not in html

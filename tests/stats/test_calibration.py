@@ -253,6 +253,15 @@ def test_temperature_keeps_accuracy_but_can_change_macro_ovr_auc():
     assert roc_auc_score(yb, softmax(zb)[:, 1]) == roc_auc_score(yb, softmax(zb, 3.0)[:, 1])
 
 
+def test_nll_of_temperature_is_the_plain_form():
+    rng = np.random.default_rng(12)
+    for k in (2, 4, 7, 8, 11):  # 8+ classes keep numpy's pairwise row sums
+        z, y = rng.normal(size=(500, k)) * 3, rng.integers(0, k, 500)
+        loss = cal._nll_of_temperature(z, y)
+        for t in (0.05, 0.7, 1.0, 3.3, 90.0):
+            assert loss(t) == cal._mean_nll_logits(z, y, t)
+
+
 def test_stratified_folds_are_balanced_and_seeded():
     y = np.repeat([0, 1, 2], [37, 12, 51])
     f = stratified_folds(y, 5, seed=3)

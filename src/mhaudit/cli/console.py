@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import functools
+import gc
 import sys
 from typing import TYPE_CHECKING
 
@@ -19,6 +21,10 @@ if TYPE_CHECKING:
 
 out = Console()
 err = Console(stderr=True)
+
+# At exit, leave the objects of pandas, matplotlib and scipy to the OS instead of a last cyclic collection
+# over all of them: ~0.3 s of every command's wall time (measured on 2 cores). Files are closed by then.
+atexit.register(gc.freeze)
 
 
 def guarded(fn):

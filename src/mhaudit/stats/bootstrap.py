@@ -48,9 +48,16 @@ def resample_counts(y_codes, n_boot: int, rng=None, stratified: bool = True) -> 
     rng = np.random.default_rng(rng)
     out = np.zeros((n_boot, y.size), dtype=np.int32)
     groups = [np.flatnonzero(y == c) for c in np.unique(y)] if stratified else [np.arange(y.size)]
+    # A block is tallied class after class into contiguous columns of `grouped`, then put in row order with
+    # one np.take: scattering each class into its columns of `out` took ~60% of the time.
+    grouped_order = np.concatenate(groups) if groups else np.arange(0)
+    to_rows = np.empty_like(grouped_order)
+    to_rows[grouped_order] = np.arange(grouped_order.size)
     step = _rows_per_chunk(y.size)
     for start in range(0, n_boot, step):  # blocks of resamples bound the int64 draws' memory
         rows = min(n_boot, start + step) - start
+        grouped = np.empty((rows, y.size), dtype=np.int32)
+        offset = 0
         for members in groups:
             k = members.size
             if k == 0:
@@ -59,7 +66,9 @@ def resample_counts(y_codes, n_boot: int, rng=None, stratified: bool = True) -> 
             # over the block (each row offset into its own k bins) is ~7x faster than rng.multinomial.
             draws = rng.integers(0, k, size=(rows, k))
             draws += (np.arange(rows) * k)[:, None]
-            out[start:start + rows, members] = np.bincount(draws.ravel(), minlength=rows * k).reshape(rows, k)
+            grouped[:, offset:offset + k] = np.bincount(draws.ravel(), minlength=rows * k).reshape(rows, k)
+            offset += k
+        np.take(grouped, to_rows, axis=1, out=out[start:start + rows])
     return out
 
 
@@ -73,6 +82,7 @@ class _Sorted:
         ranked = score[self.neg]
         self.below = np.searchsorted(ranked, score[self.pos], side="left")  # negatives strictly below
         self.upto = np.searchsorted(ranked, score[self.pos], side="right")  # ... or tied
+        self.tied = np.flatnonzero(self.below != self.upto)  # positives tied with some negative (few)
 
     def auc(self, counts: np.ndarray, cum_dtype=np.int64) -> np.ndarray:
         """AUC of each row of `counts` (a block of resamples); NaN where a class has zero weight.
@@ -85,9 +95,13 @@ class _Sorted:
         np.cumsum(np.take(counts, self.neg, axis=1), axis=1, dtype=cum_dtype, out=cum[:, 1:])
         w_pos = np.take(counts, self.pos, axis=1)
         # 2 x (weighted pairs won): each positive's weight times (negatives below + negatives up to and
-        # including ties); ties thereby count a half, and everything stays an exact int64.
-        around = np.add(cum[:, self.below], cum[:, self.upto], dtype=np.int64)
-        twice_won = (w_pos * around).sum(axis=1)
+        # including ties); ties thereby count a half, and everything stays an exact int64. Written as
+        # 2 x (weight x below) plus the tied positives' (upto - below): one gather of `cum`, not two, and
+        # einsum's row sums, ~2x faster than one product matrix and its sum.
+        twice_won = 2 * np.einsum("ij,ij->i", w_pos, np.take(cum, self.below, axis=1), dtype=np.int64)
+        if self.tied.size:
+            ties = np.take(cum, self.upto[self.tied], axis=1) - np.take(cum, self.below[self.tied], axis=1)
+            twice_won += np.einsum("ij,ij->i", np.take(w_pos, self.tied, axis=1), ties, dtype=np.int64)
         pairs = 2 * w_pos.sum(axis=1, dtype=np.int64) * cum[:, -1]
         out = np.full(counts.shape[0], np.nan)
         np.divide(twice_won, pairs, out=out, where=pairs > 0)

@@ -43,6 +43,7 @@ GROUP = ("model", "seed", "platform", "dataset")
 PATTERN_FIELDS = ("model", "seed", "platform", "dataset")
 # prob_ and logit_ columns in one file must agree: softmax(logits) within this of the probabilities
 BOTH_KINDS_TOLERANCE = 1e-3
+PLAIN_NUMBER = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"  # what _numbers parses without pd.to_numeric
 
 
 @dataclass(frozen=True)
@@ -159,9 +160,27 @@ def _score_columns(source: _Source) -> tuple[str, list[str]]:
     return (LOGIT, logits) if logits else (PROB, probs)
 
 
+def _plain_floats(column: pd.Series) -> np.ndarray | None:
+    """A text column of plain decimal numbers as floats, by one pyarrow cast (~6x faster than pd.to_numeric,
+    the same correctly rounded values); None when any cell is something else (empty, a word, a space)."""
+    if not isinstance(column.dtype, pd.StringDtype):
+        return None
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cells = pa.array(column.array)
+    if cells.null_count or not pc.all(pc.match_substring_regex(cells, PLAIN_NUMBER)).as_py():
+        return None
+    return pc.cast(cells, pa.float64()).to_numpy(zero_copy_only=False)
+
+
 def _numbers(source: _Source, kind: str, classes: list[str]) -> np.ndarray:
     frame = source.frame
-    values = frame[[f"{kind}{c}" for c in classes]].apply(pd.to_numeric, errors="coerce").to_numpy(float)
+    parsed = [_plain_floats(frame[f"{kind}{c}"]) for c in classes]
+    if all(p is not None for p in parsed):  # the common case: plain numbers (1e999 still reaches the check)
+        values = np.array(parsed).T  # (n, k), laid out as DataFrame.to_numpy lays it out
+    else:
+        values = frame[[f"{kind}{c}" for c in classes]].apply(pd.to_numeric, errors="coerce").to_numpy(float)
     bad = ~np.isfinite(values)
     if bad.any():
         row, col = np.argwhere(bad)[0]
@@ -278,8 +297,11 @@ def _standardise(source: _Source, kind: str, classes: list[str], columns: Predic
 
 def _labels(source: _Source, raw: pd.Series, classes: list[str], notes: list[str]) -> np.ndarray:
     """Class names; integer labels are indices of the score columns in class order."""
-    labels = raw.map(lambda v: "" if pd.isna(v) else str(int(v)) if isinstance(v, float) and float(v).is_integer()
-                     else str(v)).str.strip()
+    if isinstance(raw.dtype, pd.StringDtype):  # text as read from CSV: only missing cells need a value
+        labels = raw.fillna("").str.strip()
+    else:
+        labels = raw.map(lambda v: "" if pd.isna(v) else str(int(v)) if isinstance(v, float) and float(v).is_integer()
+                         else str(v)).str.strip()
     as_index = labels.str.fullmatch(r"\d+") & ~labels.isin(classes)
     if as_index.any():
         index = labels[as_index].astype(int)
@@ -289,7 +311,7 @@ def _labels(source: _Source, raw: pd.Series, classes: list[str], notes: list[str
             row = source.frame[SOURCE_ROW].iat[i]
             raise InputError(f"{source.name}: row {row}: label index {index[beyond].iat[0]} is beyond the "
                              f"{len(classes)} score columns ({', '.join(classes)}; indices 0-{len(classes) - 1})")
-        labels = labels.where(~as_index, index.map(lambda k: classes[k]))
+        labels = labels.where(~as_index, pd.Series(np.asarray(classes, dtype=object)[index.to_numpy()], index=index.index))
         notes.append("integer labels were read as indices of the score columns: "
                      + ", ".join(f"{k} = {c}" for k, c in enumerate(classes)))
     unknown = ~labels.isin(classes)

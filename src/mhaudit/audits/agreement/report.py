@@ -22,7 +22,7 @@ import pandas as pd
 
 from mhaudit.audits.agreement.design import design_weighted
 from mhaudit.audits.agreement.labels import choose_weak_labeler, describe_labelers, task_labels
-from mhaudit.audits.agreement.reference import reference_labels
+from mhaudit.audits.agreement.scoring import models_section, models_vs_reference, scored_items
 from mhaudit.audits.agreement.verdicts import agreement_verdicts
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
@@ -119,30 +119,6 @@ def _human_agreement(matrix: pd.DataFrame, annotators: list[str], n_boot: int, a
 
 
 # --------------------------------------------------------------------- weak labeler vs reference
-def _scored_items(rows: pd.DataFrame, task: str, weak: str, annotators: list[str], reference: str | None
-                  ) -> tuple[pd.DataFrame, pd.Series, pd.Series, pd.DataFrame, str]:
-    """The items with a reference and a valid weak label (columns reference, weak), the reference labels, the
-    weak labeler's values, the composition table (where the reference came from, what was left out) and the
-    reference's one-line description."""
-    ref, composition, ref_desc = reference_labels(rows, annotators, reference)
-    if ref.empty:
-        raise InputError(f"no reference labels for task '{task}': no adjudicated label, no agreed human label"
-                         + (f" and no valid label from '{reference}'" if reference else "")
-                         + f" (labelers: {describe_labelers(rows)})")
-    weak_rows = rows[rows["labeler"] == weak].set_index("item_id")["value"]
-    joined = pd.DataFrame({"reference": ref}).join(weak_rows.rename("weak"), how="left")
-    no_weak = int((~joined.index.isin(weak_rows.index)).sum())
-    invalid_weak = int(joined.index.isin(weak_rows.index[weak_rows.isna()]).sum())
-    scored = joined.dropna(subset=["weak"]).astype(int)
-    if scored.empty:
-        raise InputError(f"the weak labeler '{weak}' has no valid label on any of the {len(ref)} reference items")
-    composition = pd.concat([composition, pd.DataFrame([
-        {"source": f"reference items without a label from {weak}: left out", "items": no_weak},
-        {"source": f"reference items with an invalid label from {weak}: left out", "items": invalid_weak},
-        {"source": "items scored (reference and weak label)", "items": len(scored)}])], ignore_index=True)
-    return scored, ref, weak_rows, composition, ref_desc
-
-
 def _confusion_table(table: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame({"reference": ["0 (negative)", "1 (positive)", "total"],
                          "weak_0": [int(table[0, 0]), int(table[1, 0]), int(table[:, 0].sum())],
@@ -292,34 +268,6 @@ def _error_section(errors: pd.DataFrame) -> Section:
         {"error_sources": errors})
 
 
-def _models_vs_reference(rows: pd.DataFrame, task: str, options: AgreementOptions, weak: str,
-                         annotators: list[str]) -> pd.DataFrame:
-    """Each of options.models against the reference, one row per model and metric. Each model's bootstrap
-    has its own stream (seed, i), so adding a model moves no other number."""
-    parts = []
-    for i, model in enumerate(options.models, start=1):
-        if model == weak or model in annotators:
-            raise InputError(f"'{model}' cannot be both a model under validation and the weak labeler or an "
-                             "annotator")
-        if model not in set(rows["labeler"]):
-            raise InputError(f"model '{model}' has no labels for task '{task}'; labelers: {describe_labelers(rows)}")
-        scored = _scored_items(rows, task, model, annotators, options.reference)[0]
-        metrics, _ = weak_vs_reference(scored["reference"].to_numpy(), scored["weak"].to_numpy(),
-                                       n_boot=options.n_boot, alpha=options.alpha,
-                                       rng=np.random.default_rng([options.seed, i]))
-        parts.append(metrics.assign(labeler=model, reason=metrics["reason"].fillna("")))
-    table = pd.concat(parts, ignore_index=True)
-    return table[["labeler", *[c for c in table.columns if c != "labeler"]]]
-
-
-def _models_section(models: pd.DataFrame, n_boot: int, alpha: float) -> Section:
-    return Section(
-        "Models against the reference (human validation)",
-        "Each model's predicted labels on the same items, scored against the same reference labels as the weak "
-        f"labeler, with the same metrics and {1 - alpha:.0%} item-bootstrap percentile CIs ({n_boot} resamples).",
-        {"models_vs_reference": models})
-
-
 # ---------------------------------------------------------------------------------------- report
 @dataclass(frozen=True)
 class AgreementOptions:
@@ -369,7 +317,7 @@ def agreement_report(labels: pd.DataFrame, options: AgreementOptions, *, validat
         matrix, invalid_human = _human_matrix(rows, annotators)
         pairs, alpha_table = _human_agreement(matrix, annotators, n_boot, alpha, rng)
     with progress.stage("weak labeler against the reference"):
-        scored, ref, weak_rows, composition, ref_desc = _scored_items(rows, task, weak, annotators, reference)
+        scored, ref, weak_rows, composition, ref_desc = scored_items(rows, task, weak, annotators, reference)
         metrics, table = weak_vs_reference(scored["reference"].to_numpy(), scored["weak"].to_numpy(),
                                            n_boot=n_boot, alpha=alpha, rng=rng)
         metrics["reason"] = metrics["reason"].fillna("")
@@ -382,7 +330,7 @@ def agreement_report(labels: pd.DataFrame, options: AgreementOptions, *, validat
     models = pd.DataFrame()
     if options.models:
         with progress.stage("models against the reference"):
-            models = _models_vs_reference(rows, task, options, weak, annotators)
+            models = models_vs_reference(rows, task, options, weak, annotators)
     errors = _error_sources(_outcomes(scored), _item_tags(rows, annotators, reference))
 
     summary = _summary(task, weak, ref_desc, len(scored), metrics, rates, pairs, alpha_table, annotators,
@@ -392,7 +340,7 @@ def agreement_report(labels: pd.DataFrame, options: AgreementOptions, *, validat
                 _weak_section(metrics, _confusion_table(table), rates, n_boot, alpha)]
     _add_figures(sections, pairs, metrics, weak, models)
     if not models.empty:
-        sections.append(_models_section(models, n_boot, alpha))
+        sections.append(models_section(models, n_boot, alpha))
     if not weighted.empty:
         sections.append(_weighted_section(weighted, strata_table, design_note))
     sections.append(_error_section(errors))

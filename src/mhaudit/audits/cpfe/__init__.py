@@ -7,12 +7,13 @@ definition and the choices made where the paper is ambiguous.
 
 from __future__ import annotations
 
+import importlib
+import threading
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from mhaudit.audits.cpfe import figures
 from mhaudit.audits.cpfe.calibration import calibration_row, per_class_calibration_rows, temperature_row
 from mhaudit.audits.cpfe.discrimination import discrimination_rows, per_class_rows
 from mhaudit.audits.cpfe.equity import equity_rows
@@ -70,6 +71,10 @@ def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Se
     classes = predictions.classes
     groups = make_groups(predictions)
     references = reference_of(groups, options.reference)
+    # import what the later stages need (matplotlib ~0.5 s, scipy.optimize ~0.2 s, scipy.special ~0.1 s) while the
+    # bootstrap's numpy leaves the GIL free
+    later = ["scipy.special", "scipy.optimize"] + (["mhaudit.audits.cpfe.figures"] if options.figures else [])
+    threading.Thread(target=lambda: [importlib.import_module(m) for m in later], daemon=True).start()
     with progress.stage(f"bootstrap resamples ({len(groups)} groups)"):
         boot_auc, boot_ece = place_bootstraps(groups, len(classes), options.n_boot_significance, options.n_boot_ece,
                                               options.n_bins, np.random.default_rng(options.seed))
@@ -213,6 +218,8 @@ def _sections(tables: dict[str, pd.DataFrame], summary: str, options: CPFEOption
               words: dict[str, np.ndarray], one_run: dict[str, list[int]]) -> list[Section]:
     figs = {}
     if options.figures:
+        from mhaudit.audits.cpfe import figures  # waits for the import started before the bootstrap
+
         figs["discrimination"] = {"AUC by model and platform": figures.auc_degradation(tables["discrimination"]),
                                   "Per-class AUC with DeLong CIs": figures.forest(tables["per_class_auc"])}
         if not tables.get("reliability", pd.DataFrame()).empty:

@@ -12,10 +12,13 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 
-def png_bytes(fig) -> bytes:
-    """The figure as PNG bytes (110 dpi, tight), then closed; the benchmark's figures use it too."""
+def png_bytes(fig, crop: bool = True) -> bytes:
+    """The figure as PNG bytes (110 dpi, tight), then closed; the benchmark's figures use it too.
+
+    crop=False for a figure already laid out by tight_layout: cropping to the tight box costs one more
+    layout pass and draw (~40% of a grid of panels) and would only trim the layout's padding."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    fig.savefig(buffer, format="png", dpi=110, **({"bbox_inches": "tight"} if crop else {}))
     plt.close(fig)
     return buffer.getvalue()
 
@@ -75,7 +78,7 @@ def reliability(curves: pd.DataFrame) -> bytes:
         row[0].set_ylabel("accuracy")
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
-    return png_bytes(fig)
+    return png_bytes(fig, crop=False)
 
 
 def heatmap(table: pd.DataFrame, value: str, title: str, index: str = "place", columns: str = "class",
