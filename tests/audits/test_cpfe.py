@@ -200,7 +200,7 @@ def test_planted_shift_raises_every_named_flag():
 def test_no_shift_raises_at_most_5pct_false_flags_over_20_seeds():
     verdicts = pd.concat([audit_simulated(SimulationConfig.no_shift(seed=s, n_per_platform=1200, auto_platforms=()),
                                        n_boot=200) for s in range(20)])
-    assert len(verdicts) == 20 * 2 * 6  # seeds x target platforms x flags (no attributions: no Jaccard flags)
+    assert len(verdicts) == 20 * 2 * 7  # seeds x target platforms x flags (no attributions: no Jaccard flags)
     assert verdicts["raised"].mean() <= 0.05, verdicts[verdicts["raised"]]
 
 
@@ -341,3 +341,28 @@ def test_multiplicity_adjustment_is_statsmodels():
             reject, adjusted = adjust(p, alpha, ours)
             want_reject, want_adjusted, *_ = multipletests(p, alpha, theirs)
             assert (reject == want_reject).all() and np.array_equal(adjusted, want_adjusted)
+
+
+def test_a_degenerate_temperature_is_its_own_verdict_and_no_repair():
+    """Signal-free logits on a target: the NLL is least with every probability flattened (T runs to its
+    bound), ECE after scaling is low, but nothing was repaired; the summary must not count it."""
+    from mhaudit.audits.cpfe.calibration import degenerate_temperature
+
+    frame = synthetic_predictions(n=2000, models=("m1",), seeds=(0,)).frame
+    away = frame["platform"] == "away1"
+    noise = np.random.default_rng(3).normal(size=(int(away.sum()), 4)) * 3  # no signal at all
+    frame.loc[away, [f"logit_{c}" for c in CLASSES]] = noise
+    result = audit_cpfe(PredictionSet(frame, CLASSES), CPFEOptions(reference="home", **FAST))
+    scaled = result.table("temperature_scaling").set_index("platform")
+    assert scaled.loc["away1", "degenerate"] != "" and scaled.loc["away2", "degenerate"] == ""
+    assert scaled.loc["away1", "ece_after"] < scaled.loc["away1", "ece_before"]  # looks repaired, is not
+    flagged = result.verdicts.query("statistic == 'temperature'").set_index("target")["severity"]
+    assert flagged["away1"] == "warn" and flagged["away2"] == "pass"
+    assert "1 of 2 temperature fits off the reference platform were degenerate" in result.summary
+    away2 = scaled.loc["away2", "ece_reduction_pct"]
+    assert f"cut ECE by {away2:.0f}%" in result.summary  # the one real fit alone
+    # the two ways to be degenerate, directly
+    flat = np.full((50, 2), 0.5) + np.linspace(0, 0.05, 50)[:, None] * [1, -1]
+    assert "near-uniform" in degenerate_temperature(3.0, flat)
+    assert "at its search bound" in degenerate_temperature(float(np.exp(5.0)), flat)
+    assert degenerate_temperature(1.3, np.array([[0.9, 0.1], [0.4, 0.6], [0.2, 0.8]])) == ""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -105,3 +107,35 @@ def test_a_failed_write_leaves_the_old_file_untouched(tmp_path):
     assert path.read_bytes() == before and not list(tmp_path.glob(".*.part"))
     with pytest.raises(InputError, match="unknown file type '.xlsx'"):
         write_table(FRAME, tmp_path / "t.xlsx")
+
+
+@pytest.mark.parametrize("umask, want", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_outputs_honour_the_umask_and_secrets_stay_private(tmp_path, umask, want):
+    """Reports, tables and corpora get what `open()` would give (0o666 less the umask), so colleagues on a
+    shared server can read them under umask 022; the annotation tokens file (token hashes) stays 0600.
+    Run in a child process: the umask is the process's."""
+    code = f"""
+import os, stat, sys
+from pathlib import Path
+import pandas as pd
+os.umask({umask:#o})
+from mhaudit.report import AuditResult, Section, write_report
+from mhaudit.tables.io import current_umask, write_table, write_text_atomic
+from mhaudit.weak_supervision.annotate.tokens import TokenFile
+out = Path(sys.argv[1])
+assert current_umask() == {umask:#o}
+write_table(pd.DataFrame({{"id": ["a"], "x": [1]}}), out / "t.parquet")
+write_text_atomic(out / "note.txt", "hi")
+write_report(AuditResult("T", [Section("S", "", {{"n": pd.DataFrame({{"a": [1]}})}})]), out / "report")
+store = TokenFile(out / "tokens.json")
+store.save()
+for path in sorted(out.rglob("*")):
+    if path.is_file():
+        print(path.relative_to(out), oct(stat.S_IMODE(path.stat().st_mode)))
+"""
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    modes = dict(line.split() for line in done.stdout.splitlines())
+    assert modes.pop("tokens.json") == "0o600"
+    assert set(modes) >= {"t.parquet", "note.txt", "report/report.html", "report/report.json", "report/tables/s--n.csv"}
+    assert set(modes.values()) == {oct(want)}, modes

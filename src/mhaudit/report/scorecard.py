@@ -4,7 +4,8 @@ one column per axis, each cell the worst severity of its checks with the headlin
 A seed run's subject is "<model> seed <n>" (the CPFE verdicts); its seeds are folded into one row per model,
 and the number is the mean +/- SD (ddof 1) of the seeds' values, with the seed count. A single run shows its
 value and, when the verdict has one, its CI. The headline statistic of an axis is its first verdict row's;
-the axis's other statistics follow it (their mean over runs), e.g. ECE after temperature scaling.
+the axis's second statistic follows it (its mean over runs, e.g. ECE after temperature scaling), and any
+other that did not pass.
 """
 
 from __future__ import annotations
@@ -81,9 +82,10 @@ def scorecard_cells(verdicts: pd.DataFrame) -> list[dict]:
             worst = min(checks["severity"], key=SEVERITY_RANK.__getitem__)
             headline = checks[checks["statistic"] == checks["statistic"].iat[0]].drop_duplicates("run")
             cell = _headline(headline, worst)
-            others = [f"{statistic} {_number(statistic, values.mean())}" for statistic, values in
-                      checks.drop_duplicates(["run", "statistic"]).groupby("statistic", sort=False)["value"]
-                      if statistic != cell.statistic and values.notna().any()]
+            others = [f"{statistic} {_number(statistic, rows['value'].mean())}" for i, (statistic, rows) in
+                      enumerate(checks.drop_duplicates(["run", "statistic"]).groupby("statistic", sort=False))
+                      if statistic != cell.statistic and rows["value"].notna().any()
+                      and (i == 1 or (rows["severity"] != "pass").any())]
             row[axis] = replace(cell, detail="; ".join(filter(None, [cell.detail, *others])))
         rows.append(row)
     return rows

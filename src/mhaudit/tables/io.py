@@ -45,11 +45,15 @@ _SEPARATORS = {"csv": ",", "tsv": "\t"}
 
 
 @contextlib.contextmanager
-def atomic_path(final: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside `final`; rename it over `final` only if the block succeeds."""
+def atomic_path(final: str | os.PathLike, mode: int | None = None) -> Iterator[Path]:
+    """Yield a temporary path beside `final`; rename it over `final` only if the block succeeds.
+
+    The file gets `mode`, by default what `open()` would give a new file (0o666 less the umask): mkstemp's
+    0600 would keep reports and tables from colleagues whatever the umask. Secrets pass mode=0o600."""
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".part", dir=final.parent)
+    os.fchmod(fd, 0o666 & ~current_umask() if mode is None else mode)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -57,6 +61,20 @@ def atomic_path(final: str | os.PathLike) -> Iterator[Path]:
         os.replace(tmp_path, final)
     finally:
         tmp_path.unlink(missing_ok=True)
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it (os.umask sets one to read it: a race between threads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)  # no /proc: read it the only other way, and put it straight back
+    os.umask(mask)
+    return mask
 
 
 def write_text_atomic(final: str | os.PathLike, text: str) -> None:

@@ -78,6 +78,26 @@ def content_keys(group: Group, seed: int) -> np.ndarray:
     return pd.util.hash_pandas_object(content, index=False, hash_key=key).to_numpy()
 
 
+TEMPERATURE_BOUNDS = (-5.0, 5.0)  # the search interval on log T (fit_temperature's default)
+FLAT_MARGIN = 0.10  # top-label probabilities this close to chance for 95% of rows say nothing
+
+
+def degenerate_temperature(t: float, scaled: np.ndarray) -> str:
+    """Why a fitted temperature is no repair, or '': T at its search bound (the NLL kept falling beyond it),
+    or scaled probabilities so flat that 95% of rows get a top-label probability within 0.10 of chance, so a
+    low ECE only restates the base rate (seen: T = 148.4 put every probability in [0.481, 0.523])."""
+    log_t = float(np.log(t))
+    if min(abs(log_t - b) for b in TEMPERATURE_BOUNDS) < 1e-6:
+        return f"T = {t:.4g} at its search bound"
+    top = scaled.max(axis=1)
+    chance = 1.0 / scaled.shape[1]
+    high = float(np.percentile(top, 95)) if top.size else np.nan
+    if high < chance + FLAT_MARGIN:
+        return (f"near-uniform probabilities after scaling (95% of rows' top-label probability under {high:.3f}, "
+                f"chance {chance:.3f})")
+    return ""
+
+
 def temperature_row(group: Group, n_classes: int, n_bins: int, fraction: float, folds: int,
                     seed: int) -> tuple[dict, list[dict]]:
     cal_rows, source = calibration_rows(group, fraction, seed)
@@ -113,5 +133,6 @@ def temperature_row(group: Group, n_classes: int, n_bins: int, fraction: float, 
     row["ece_reduction_pct"] = 100 * (row["ece_before"] - row["ece_after"]) / row["ece_before"] \
         if row["ece_before"] > 0 else float("nan")
     row["delta_auc"] = row["auc_after"] - row["auc_before"]  # measured: one-vs-rest AUC can move with T
+    row["degenerate"] = degenerate_temperature(t, after)
     curves = reliability_rows(group, before, y, "before", n_bins) + reliability_rows(group, after, y, "after", n_bins)
     return row, curves

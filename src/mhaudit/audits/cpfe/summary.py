@@ -58,6 +58,8 @@ def flags(discrimination: pd.DataFrame, significance: pd.DataFrame, calibration:
     - ece_above_0.10: the target's ECE is above 0.10 and its bootstrap CI lies above the reference's ECE
       (calibration worse than at home beyond noise, not merely a model that is miscalibrated everywhere);
     - ece_after_ts_above_0.10: ECE still above 0.10 after temperature scaling on the target (not repaired);
+    - temperature_degenerate: the fitted T sits at its search bound, or leaves near-uniform probabilities
+      (`calibration.degenerate_temperature`): its low ECE is no repair;
     - di_below_0.80 / di_below_0.50: for some class, the whole 95% CI of the symmetric disparate impact
       lies below four-fifths / one half. The point estimates alone (the paper's rule) are in the equity
       table; at a few hundred rows per platform they fall under 0.80 by chance for small classes;
@@ -94,6 +96,10 @@ def flags(discrimination: pd.DataFrame, significance: pd.DataFrame, calibration:
             rows.append({**key, "flag": "ece_after_ts_above_0.10", "value": after,
                          "threshold": f"ECE after temperature scaling > {ECE_LIMIT}",
                          "raised": bool(after > ECE_LIMIT)})
+            why = scaled["degenerate"].fillna("").astype(str).iat[0] if "degenerate" in scaled else ""
+            rows.append({**key, "flag": "temperature_degenerate", "value": scaled["temperature"].iat[0],
+                         "threshold": "T inside its search bounds and scaled probabilities not flat",
+                         "raised": bool(why), "why": why})
         eq = _select(equity, d)
         for name, limit in (("di_below_0.80", DI_FOUR_FIFTHS), ("di_below_0.50", DI_SEVERE)):
             high = eq["di_ci_high"].astype(float) if not eq.empty else pd.Series(dtype=float)
@@ -135,6 +141,7 @@ FINDINGS = {  # flag id -> the finding in words, for the summary
     "di_below_0.80": "disparate impact under 0.80 (the four-fifths rule)",
     "di_below_0.50": "disparate impact under 0.50",
     "ece_after_ts_above_0.10": "ECE still above 0.10 after temperature scaling",
+    "temperature_degenerate": "a degenerate temperature (at its bound, or flattening every probability)",
     "jaccard_below_0.30": "top-10 attribution overlap with the reference under 0.30 (Jaccard)",
     "jaccard_below_0.10": "top-10 attribution overlap with the reference under 0.10 (Jaccard)",
 }
@@ -180,6 +187,13 @@ def plain_words(discrimination: pd.DataFrame, flag_table: pd.DataFrame, temperat
         off = temperature[[(p, d) not in home for p, d in zip(temperature["platform"], temperature["dataset"])]]
         if "non_independent" in off:
             off = off[~off["non_independent"].astype(bool)]
+        flat = off["degenerate"].fillna("").astype(str) != "" if "degenerate" in off else \
+            pd.Series(False, index=off.index)
+        if flat.any():
+            rest = "are left out of what follows" if (~flat).any() else "repaired nothing"
+            parts.append(f"{int(flat.sum())} of {len(off)} temperature fits off the reference platform were "
+                         f"degenerate (at the search bound, or flattening every probability) and {rest}.")
+        off = off[~flat]  # a degenerate temperature repairs nothing: it is a verdict of its own
         red, dauc = off["ece_reduction_pct"].dropna(), off["delta_auc"].dropna()
         if len(red):
             spread = f" on average (range {_span(red, '.0f', '% to ')}%)" if len(red) > 1 else ""

@@ -16,6 +16,8 @@ FLAG_VERDICTS = {
                       "for some class the whole 95% CI of disparate impact lies below four-fifths"),
     "di_below_0.50": ("equity", "disparate_impact", "fail",
                       "for some class the whole 95% CI of disparate impact lies below one half"),
+    "temperature_degenerate": ("calibration", "temperature", "warn",
+                               "the fitted temperature is degenerate, so its ECE is no repair"),
     "significant_difference": ("significance", "p_adjusted", "fail",
                                "the macro-AUC drop survives the multiplicity correction"),
     "ece_after_ts_above_0.10": ("calibration", "ece_after_ts", "warn",
@@ -28,6 +30,7 @@ FLAG_VERDICTS = {
 HELD = {"auc_drop_beyond_ci": "no significant macro-AUC drop", "ece_above_0.10": "calibration within limits",
         "di_below_0.80": "no class whose DI CI lies below 0.80", "di_below_0.50": "no class whose DI CI lies below 0.50",
         "significant_difference": "no drop beyond the corrected test",
+        "temperature_degenerate": "temperature inside its bounds, probabilities not flattened",
         "ece_after_ts_above_0.10": "temperature scaling brings ECE to 0.10 or under",
         "jaccard_below_0.30": "top-10 attribution overlap 0.30 or more", "jaccard_below_0.10":
         "top-10 attribution overlap 0.10 or more"}
@@ -39,6 +42,8 @@ def cpfe_verdicts(flags: pd.DataFrame) -> pd.DataFrame:
         axis, statistic, severity, meaning = FLAG_VERDICTS[f["flag"]]
         target = f["platform"] if f["dataset"] == f["platform"] else f"{f['platform']} ({f['dataset']})"
         reason = meaning if f["raised"] else HELD[f["flag"]]
+        if f["raised"] and isinstance(f.get("why"), str) and f["why"]:
+            reason += f": {f['why']}"
         if bool(f.get("non_independent", False)):
             reason += "; not independent of the training data (--non-independent)"
         if pd.isna(f["value"]):

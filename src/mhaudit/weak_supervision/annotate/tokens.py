@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 import re
 import secrets
 from dataclasses import dataclass
@@ -96,8 +95,7 @@ class TokenFile:
 
     def save(self) -> None:
         payload = json.dumps({"format": FORMAT, "version": 1, "people": self.entries}, indent=2)
-        with atomic_path(self.path) as tmp:
-            os.chmod(tmp, 0o600)
+        with atomic_path(self.path, mode=0o600) as tmp:  # token hashes: the owner only
             tmp.write_text(payload + "\n", encoding="utf-8")
 
     def resolver(self, people: list[Person]) -> TokenResolver:
