@@ -67,7 +67,7 @@ def annotate(
                       "can load the pages; each person still needs their link", highlight=False, soft_wrap=True)
         out.print(f"links are personal; only their hashes are kept ({escape(str(tokens_path(labels)))}). "
                   "Press Ctrl-C to stop.", highlight=False, soft_wrap=True)
-        with contextlib.suppress(KeyboardInterrupt):
+        with contextlib.suppress(KeyboardInterrupt), _sigterm_as_ctrl_c():
             session.server.serve_forever(poll_interval=0.25)
         state = progress(session)
         done = ", ".join(f"{escape(name)} {n}/{state['items']}" for name, n in state["labelled"].items())
@@ -76,6 +76,21 @@ def annotate(
                   f"{state['agreed']}", highlight=False, soft_wrap=True)
     finally:
         session.close()
+
+
+@contextlib.contextmanager
+def _sigterm_as_ctrl_c():
+    """SIGTERM (a service manager, `kill`) stops the server as Ctrl-C does, so the summary is printed."""
+    import signal
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @labels_app.command("export")

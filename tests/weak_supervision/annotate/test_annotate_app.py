@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import urlsplit
 import os
 import socket
 import stat
@@ -170,6 +171,18 @@ def test_annotator_sees_neither_weak_label_nor_other_annotator(session):
     headers = pages[0].headers
     assert "script-src 'self'" in headers["content-security-policy"]
     assert headers["referrer-policy"] == "no-referrer" and headers["cache-control"] == "no-store"
+
+
+def test_back_from_the_guidelines_returns_to_the_page_one_came_from(session):
+    url = links(session)["alice"]
+    item3 = httpx.get(f"{url}item/3").text
+    assert 'data-guidelines="' + urlsplit(url).path + 'guidelines?from=item/3"' in item3
+    back = lambda page: httpx.get(page).text.split('data-back="')[1].split('"')[0]  # noqa: E731
+    base = urlsplit(url).path
+    assert back(url + "guidelines?from=item/3") == base + "item/3"
+    assert back(url + "guidelines?from=done") == base + "done"
+    for elsewhere in ("https://evil.example/", "//evil.example", "../../s/other/item/1", "item/3/../x", ""):
+        assert back(url + "guidelines?from=" + elsewhere) == base  # only our own pages, else the start
 
 
 def test_adjudication_lists_disagreements_and_records_consensus(session):
@@ -405,6 +418,12 @@ def test_two_annotators_and_an_adjudicator_in_a_real_browser(session, browser):
             browser.get(f"{urls['bob']}item/{positions(session)['p3']}")
             assert browser.find_element(By.ID, "note").get_attribute("value") == "joke?"
             assert body().get_attribute("data-saved") == "0"
+            here = body().get_attribute("data-position")
+            for key in ("g", "b"):  # to the guidelines and back: to this item, not the first unlabelled one
+                old_url = browser.current_url
+                press(key)
+                wait.until(next_page_loaded(old_url))
+            assert body().get_attribute("data-page") == "item" and body().get_attribute("data-position") == here
         assert not any(secret in browser.page_source for secret in SECRETS)
 
     # the adjudicator sees the one disagreement with both labels, the tag and the note, and decides 1

@@ -313,7 +313,8 @@ def _lines(stream, sink: queue.Queue) -> None:
         sink.put(line)
 
 
-def test_annotate_serves_prints_links_and_stops_on_ctrl_c(tmp_path, sample):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_annotate_serves_prints_links_and_stops_on_ctrl_c(tmp_path, sample, stop):
     labels = tmp_path / "labels.sqlite"
     process = subprocess.Popen([sys.executable, "-m", "mhaudit", "annotate", "--sample", str(sample), "--labels",
                                 str(labels), "--annotator", "alice", "--annotator", "bob", "--adjudicator", "carol",
@@ -340,7 +341,7 @@ def test_annotate_serves_prints_links_and_stops_on_ctrl_c(tmp_path, sample):
         message = stderr.get(timeout=10)
         assert "unknown token (HTTP 403)" in message and token not in message
     finally:
-        process.send_signal(signal.SIGINT)
+        process.send_signal(stop)  # Ctrl-C, or SIGTERM from a service manager: both print the summary
         try:
             process.wait(timeout=15)
         except subprocess.TimeoutExpired:

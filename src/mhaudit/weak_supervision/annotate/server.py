@@ -8,7 +8,7 @@ Routes (TOKEN is a person's secret; every page and call of a person lives under 
     GET  /s/TOKEN/                  annotator: redirect to the first unlabelled item; adjudicator: the disagreements
     GET  /s/TOKEN/item/N            annotator: item N (1-based) of the annotation order
     GET  /s/TOKEN/done              annotator: everything labelled
-    GET  /s/TOKEN/guidelines        the guidelines
+    GET  /s/TOKEN/guidelines        the guidelines (?from=item/N: where "back" returns)
     POST /s/TOKEN/api/label         annotator: save one answer  {token, item_id, task, value, tags, note}
     POST /s/TOKEN/api/consensus     adjudicator: record a consensus  {token, item_id, task, value, tags, note}
     POST /s/TOKEN/api/agreed        adjudicator: record the agreed items as consensus  {token}
@@ -25,18 +25,20 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import re
 import socket
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from mhaudit.core.errors import InputError
 from mhaudit.weak_supervision.annotate.app import AnnotationApp, HTTPError
 from mhaudit.weak_supervision.annotate.tokens import Person
 
 MAX_BODY = 64 * 1024
+BACK_TO = re.compile(r"item/\d{1,9}|done|adjudicate")  # where the guidelines' "back" may lead: our own pages only
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 STATIC = {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"}
 SECURITY_HEADERS = {
@@ -159,8 +161,10 @@ class Handler(BaseHTTPRequestHandler):
             return self._error(500, "Internal error; see the terminal running mhaudit.", api=api)
 
     def _get(self, app: AnnotationApp, person: Person, rest: list[str], base: str) -> None:
-        if rest == ["guidelines"]:
-            return self._html(200, app.render("guidelines.html", person=person, base=base,
+        if rest == ["guidelines"]:  # "back" returns to the page the person came from (?from=item/3)
+            came_from = parse_qs(urlsplit(self.path).query).get("from", [""])[0]
+            back = base + came_from if BACK_TO.fullmatch(came_from) else base
+            return self._html(200, app.render("guidelines.html", person=person, base=base, back=back,
                                               guidelines=app.guidelines_html))
         if person.role == "adjudicator":
             if rest in ([], ["adjudicate"]):

@@ -2,6 +2,10 @@
 (function () {
   "use strict";
   var body = document.body;
+  var guidelinesLink = document.getElementById("guidelines-link");
+  if (guidelinesLink && body.dataset.guidelines) {
+    guidelinesLink.href = body.dataset.guidelines;  // it says where "back" returns
+  }
   var page = body.dataset.page;
   var shownAt = performance.now();
 
