@@ -78,8 +78,26 @@ def llm(items: Annotated[Path, typer.Option("--items", help="Post store (.sqlite
     if report is not None:
         _show(report)
         _write_report(report_json, report)
+        code = code or _failure_code(report)
     if code:
         raise typer.Exit(code)
+
+
+SOME_FAILED = 3  # the run finished, but some requests failed: they were not stored (README, exit codes)
+
+
+def _failure_code(report) -> int:
+    """0 when every request was answered; 2 (one sentence) when none was; SOME_FAILED when some failed."""
+    if not report.n_failed:
+        return 0
+    first = f" (first: {escape(report.failures[0])})" if report.failures else ""
+    if not report.n_answered:
+        err.print(f"[red]error:[/] no item got an answer: all {report.n_failed} request(s) failed{first}; "
+                  "nothing was stored", highlight=False, soft_wrap=True)
+        return 2
+    err.print(f"{report.n_failed} of {report.n_failed + report.n_answered} request(s) failed (exit code "
+              f"{SOME_FAILED}); run the same command again to ask for those items", highlight=False, soft_wrap=True)
+    return SOME_FAILED
 
 
 class _RunProgress:

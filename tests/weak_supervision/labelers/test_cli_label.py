@@ -104,3 +104,38 @@ def test_label_prompts_lists_the_builtins():
     for name in ("si", "mh", "stress"):
         assert name in result.output
     assert "Labelling prompts" in result.output
+
+
+def test_exit_codes_say_whether_the_requests_were_answered(tmp_path, items):
+    """Every request failed (a non-JSON body, no `choices`, HTTP 500): exit 2 with one sentence; some failed:
+    exit 3 (README, exit codes) with the counts; the answered ones are stored either way."""
+    answers = iter([b"not json", {"id": "x"}, (500, {"error": {"message": "boom"}})])
+
+    def broken(method, path, body):
+        if path == "/v1/models":
+            return 200, {"data": [{"id": "fake-model"}]}
+        answer = next(answers, (500, {"error": {"message": "boom"}}))
+        return answer if isinstance(answer, tuple) else (200, answer)
+
+    few = tmp_path / "few.csv"
+    items.iloc[:3].to_csv(few, index=False)
+    with FakeServer(broken) as server:
+        result = invoke("llm", "--items", few, "--task", "si", "--labels", tmp_path / "a.sqlite", "--backend",
+                        "openai", "--url", server.url, "--concurrency", "1", "--retries", "0", "--no-progress")
+    assert result.exit_code == 2, result.output
+    assert "no item got an answer: all 3 request(s) failed" in result.stderr and "Traceback" not in result.output
+    served = {"n": 0}
+
+    def flaky(method, path, body):
+        if path == "/v1/models":
+            return 200, {"data": [{"id": "fake-model"}]}
+        served["n"] += 1
+        return (200, chat_completion("1")) if served["n"] <= 2 else (500, {"error": {"message": "busy"}})
+
+    with FakeServer(flaky) as server:
+        result = invoke("llm", "--items", few, "--task", "si", "--labels", tmp_path / "b.sqlite", "--backend",
+                        "openai", "--url", server.url, "--concurrency", "1", "--retries", "0", "--no-progress")
+    assert result.exit_code == 3, result.output
+    assert "1 of 3 request(s) failed (exit code 3)" in result.stderr
+    with LabelStore(tmp_path / "b.sqlite") as store:
+        assert len(store.frame()) == 2
