@@ -133,8 +133,8 @@ def to_markdown(result: AuditResult) -> str:
 
 
 SCORECARD_NOTE = ("One row per subject and target; a model's seeds fold into one row (mean ± SD over its n seeds). "
-                  "A cell is the worst verdict of that axis with its headline statistic (named under the axis) and "
-                  "the 95% CI for one run. The verdicts below list every check.")
+                  "A cell is the worst verdict of that axis with its headline statistic and number, and the 95% CI "
+                  "for one run. The verdicts below list every check.")
 
 
 def _footer_text(result: AuditResult) -> str:
