@@ -218,3 +218,12 @@ def test_a_locked_store_or_a_post_without_did_is_an_input_error_and_stores_nothi
         other.close()
         assert store.count() == 0 and store.cursor() is None
         assert store.commit_batch([{"uri": "at://x/p/1", "did": "did:x"}], 5) == 1
+
+
+def test_a_short_secret_stops_before_anything_is_opened(tmp_path, monkeypatch):
+    """The secret is checked when the store is opened, before the collector reaches a relay (it used to be
+    when the first post arrived); no store file is created."""
+    monkeypatch.setenv("MHAUDIT_SECRET", "short")
+    with pytest.raises(InputError, match="MHAUDIT_SECRET holds 5 bytes"):
+        PostStore(tmp_path / "posts.sqlite")
+    assert not list(tmp_path.iterdir())

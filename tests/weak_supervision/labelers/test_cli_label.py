@@ -139,3 +139,19 @@ def test_exit_codes_say_whether_the_requests_were_answered(tmp_path, items):
     assert "1 of 3 request(s) failed (exit code 3)" in result.stderr
     with LabelStore(tmp_path / "b.sqlite") as store:
         assert len(store.frame()) == 2
+
+
+def test_a_model_list_that_is_not_json_is_reported_as_such(tmp_path, items):
+    """`/v1/models` answering with HTML (a proxy's error page): the message says what came back, not that the
+    server lists no models; and the dead-server report names no empty labeler."""
+    few = tmp_path / "few.csv"
+    items.iloc[:2].to_csv(few, index=False)
+    report = tmp_path / "report.json"
+    with FakeServer(lambda method, path, body: (200, b"<html>proxy error</html>")) as server:
+        result = invoke("llm", "--items", few, "--task", "si", "--labels", tmp_path / "l.sqlite", "--backend",
+                        "openai", "--url", server.url, "--retries", "0", "--no-progress", "--report-json", report)
+    assert result.exit_code == 2, result.output
+    assert "gave no model at /v1/models" in result.stderr and "not JSON" in result.stderr
+    assert "lists no models" not in result.stderr and "proxy error" not in result.stderr  # the body is not echoed
+    data = json.loads(report.read_text())
+    assert not any(key.endswith("by ''") for key in data), list(data)

@@ -75,7 +75,9 @@ class PostStore:
         self.keep_raw_ids = keep_raw_ids
         if synchronous.upper() not in {"NORMAL", "FULL"}:
             raise InputError(f"synchronous must be NORMAL or FULL, not {synchronous!r}")
-        self._secret = secret
+        # The secret now, before any connection: a bad MHAUDIT_SECRET stops the run before a relay is reached,
+        # not when the first post arrives.
+        self._secret = secret if secret is not None else local_secret()
         self.run_id: str | None = None
         self.lexicon_hash: str | None = None
         dialect = SQLiteDialect if isinstance(target, Path) else PostgresDialect
@@ -127,8 +129,6 @@ class PostStore:
                 raise InputError(f"post {i} of the batch has no 'uri' or no 'did'")
         if not posts:
             return []
-        if self._secret is None:
-            self._secret = local_secret()
         dids = [str(p["did"]) for p in posts]
         authors = pseudonymise(dids, secret=self._secret)
         stored_at = _now()

@@ -153,7 +153,8 @@ def label_items(items: pd.DataFrame, *, task: str, store, backend: Backend, prom
 def unstarted_report(backend: Backend, exc: BaseException, *, task: str, labeler: str | None, shots: int,
                      n_items: int) -> RunReport:
     """The report of a run whose server check (`Backend.prepare`) failed: nothing asked, `stop_reason` set."""
-    return RunReport(task=task, labeler=labeler or str(backend.model or ""), prompt_hash="", backend=backend.name,
+    name = labeler or str(backend.model or "") or "(no model named: the server check failed first)"
+    return RunReport(task=task, labeler=name, prompt_hash="", backend=backend.name,
                      url=backend.url, constrain=backend.constrain, shots=shots, n_items=n_items,
                      stop_reason=brief(exc))
 

@@ -161,14 +161,16 @@ class OpenAIBackend(Backend):
         return "/v1/chat/completions"
 
     def _prepare(self) -> None:
+        answer = ""
         try:
             body, _, _ = self._request("GET", "/v1/models")
-            models = [m for m in body.get("data", []) if isinstance(m, dict)]
-        except (RequestFailed, ServerRejected):  # some servers have no /v1/models
-            models = []
+            models = [m for m in body.get("data", []) if isinstance(m, dict)] if isinstance(body, dict) else []
+        except (RequestFailed, ServerRejected) as exc:  # some servers have no /v1/models
+            models, answer = [], str(exc)
         if self.model is None:
-            if not models:
-                raise InputError(f"the server at {self.url} lists no models at /v1/models; pass --model")
+            if not models:  # say what the server sent: an error, a body that is not JSON, or an empty list
+                said = f": {answer}" if answer else " (an empty list)"
+                raise InputError(f"the server at {self.url} gave no model at /v1/models{said}; pass --model")
             self.model = str(models[0].get("id"))
         if self.constrain == "auto":
             owner = {str(m.get("owned_by", "")).lower() for m in models}
