@@ -10,7 +10,6 @@ import base64
 import html
 import json
 import math
-import re
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from mhaudit import __version__
+from mhaudit.report.numbers import format_number
 from mhaudit.report.result import AuditResult
 from mhaudit.report.scorecard import SEVERITY_RANK, scorecard, scorecard_cells, shared_subjects
 from mhaudit.tables.io import atomic_path, write_text_atomic
@@ -38,7 +38,6 @@ def _cell(value) -> object:
     return value if isinstance(value, (int, str, bool)) else str(value)
 
 
-P_COLUMNS = re.compile(r"^(p|q|p_.*|.*_p|p_value.*)$")  # p values and FDR q values
 LONG_TABLE = 25  # rows beyond which a table is collapsed under <details>
 
 
@@ -47,9 +46,7 @@ def _fmt(value, column: str = "") -> str:
     if value is None:
         return "n/a"
     if isinstance(value, float):
-        if P_COLUMNS.match(column) and 0 < abs(value) < 1e-3:
-            return f"{value:.1e}"  # p = 1e-4 is not 0.000
-        return f"{value:.3f}" if abs(value) < 1e4 else f"{value:.4g}"
+        return format_number(value, column)
     return str(value)
 
 

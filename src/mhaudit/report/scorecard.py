@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
+from mhaudit.report.numbers import format_number
+
 __all__ = ["scorecard", "scorecard_cells", "shared_subjects", "Cell", "model_of", "SEVERITY_RANK"]
 
 SEVERITY_RANK = {"fail": 0, "warn": 1, "undefined": 2, "pass": 3}
@@ -41,11 +43,6 @@ class Cell:
         return f"{self.severity}: {self.statistic} {self.number}" + (f" {self.detail}" if self.detail else "")
 
 
-def _number(statistic: str, value: float) -> str:
-    """Three decimals; a p value under 1e-3 in scientific notation (p = 4e-40 is not 0.000)."""
-    return f"{value:.1e}" if statistic.startswith("p") and 0 < abs(value) < 1e-3 else f"{value:.3f}"
-
-
 def _headline(rows: pd.DataFrame, severity: str) -> Cell:
     """The number of a cell: mean +/- SD over runs, or one value with its CI."""
     values = rows["value"].astype(float).dropna()
@@ -56,8 +53,8 @@ def _headline(rows: pd.DataFrame, severity: str) -> Cell:
         row = rows.loc[values.index[0]]
         ci = f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]" if pd.notna(row["ci_low"]) and pd.notna(row["ci_high"]) \
             else ""
-        return Cell(severity, statistic, _number(statistic, values.iat[0]), ci)
-    return Cell(severity, statistic, _number(statistic, values.mean()),
+        return Cell(severity, statistic, format_number(float(values.iat[0]), statistic), ci)
+    return Cell(severity, statistic, format_number(float(values.mean()), statistic),
                 f"± {values.std(ddof=1):.3f} (n = {len(values)})")
 
 
@@ -67,7 +64,7 @@ def scorecard_cells(verdicts: pd.DataFrame) -> list[dict]:
         return []
     frame = verdicts.assign(run=verdicts["subject"], subject=verdicts["subject"].map(model_of))
     axes = list(dict.fromkeys(frame["axis"]))
-    audits = frame.groupby("subject", sort=False)["audit"].nunique()
+    audits = _audits_per_subject(verdicts)
     first = {subject: i for i, subject in enumerate(audits.index)}
     rank = frame["subject"].map(lambda subject: (-audits[subject], first[subject]))
     frame = frame.iloc[sorted(range(len(frame)), key=lambda i: rank.iat[i])]
@@ -82,7 +79,7 @@ def scorecard_cells(verdicts: pd.DataFrame) -> list[dict]:
             worst = min(checks["severity"], key=SEVERITY_RANK.__getitem__)
             headline = checks[checks["statistic"] == checks["statistic"].iat[0]].drop_duplicates("run")
             cell = _headline(headline, worst)
-            others = [f"{statistic} {_number(statistic, rows['value'].mean())}" for i, (statistic, rows) in
+            others = [f"{statistic} {format_number(float(rows['value'].mean()), statistic)}" for i, (statistic, rows) in
                       enumerate(checks.drop_duplicates(["run", "statistic"]).groupby("statistic", sort=False))
                       if statistic != cell.statistic and rows["value"].notna().any()
                       and (i == 1 or (rows["severity"] != "pass").any())]
@@ -95,8 +92,13 @@ def shared_subjects(verdicts: pd.DataFrame) -> set[str]:
     """The subjects (seeds folded) that more than one audit checks: a combined report's models."""
     if verdicts.empty:
         return set()
-    audits = verdicts.assign(subject=verdicts["subject"].map(model_of)).groupby("subject")["audit"].nunique()
+    audits = _audits_per_subject(verdicts)
     return set(audits[audits > 1].index)
+
+
+def _audits_per_subject(verdicts: pd.DataFrame) -> pd.Series:
+    """How many audits check each subject (seeds folded), subjects in the order they first appear."""
+    return verdicts.assign(subject=verdicts["subject"].map(model_of)).groupby("subject", sort=False)["audit"].nunique()
 
 
 def scorecard(verdicts: pd.DataFrame) -> pd.DataFrame:

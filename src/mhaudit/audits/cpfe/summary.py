@@ -67,6 +67,7 @@ def flags(discrimination: pd.DataFrame, significance: pd.DataFrame, calibration:
       between the reference and the target platform lies below 0.30 / 0.10 (the paper saw 0 to 0.18).
     """
     rows = []
+    jaccards = _mean_jaccards(attribution)
     is_ref = discrimination["is_reference"].astype(bool)
     home_of = {(r["model"], r["seed"]): r for _, r in discrimination[is_ref].iterrows()}
     for _, d in discrimination[~is_ref].iterrows():
@@ -110,8 +111,8 @@ def flags(discrimination: pd.DataFrame, significance: pd.DataFrame, calibration:
                          "threshold": f"95% CI of DI below {limit}" + (f" (class {worst['class']}, CI upper "
                                                                         f"{worst['di_ci_high']:.3f})" if worst is not None else ""),
                          "raised": bool(worst is not None and worst["di_ci_high"] < limit)})
-        jaccard = _mean_jaccard(attribution, d, home)
-        if jaccard is not None:
+        jaccard = jaccards.get((d["model"], d["seed"], frozenset((d["platform"], home["platform"]))))
+        if jaccard is not None and d["platform"] != home["platform"]:
             for name, limit in (("jaccard_below_0.30", JACCARD_LOW), ("jaccard_below_0.10", JACCARD_NONE)):
                 rows.append({**key, "flag": name, "value": jaccard,
                              "threshold": f"mean top-{JACCARD_K} Jaccard over classes < {limit}",
@@ -122,17 +123,14 @@ def flags(discrimination: pd.DataFrame, significance: pd.DataFrame, calibration:
 JACCARD_K, JACCARD_LOW, JACCARD_NONE = 10, 0.30, 0.10
 
 
-def _mean_jaccard(attribution: pd.DataFrame | None, target, home) -> float | None:
-    """Mean over classes of the top-K Jaccard between the home and the target platform (None: not computed)."""
-    if attribution is None or attribution.empty or target["platform"] == home["platform"]:
-        return None
-    platforms = {target["platform"], home["platform"]}
-    rows = attribution[(attribution["model"] == target["model"]) & (attribution["seed"] == target["seed"])
-                       & (attribution["k"] == JACCARD_K)
-                       & np.array([{a, b} == platforms for a, b in zip(attribution["platform_a"],
-                                                                        attribution["platform_b"])])]
-    values = rows["jaccard"].astype(float).dropna()
-    return float(values.mean()) if len(values) else None
+def _mean_jaccards(attribution: pd.DataFrame | None) -> dict[tuple, float]:
+    """(model, seed, {platform, platform}) -> mean over classes of the top-K Jaccard, grouped once."""
+    if attribution is None or attribution.empty:
+        return {}
+    top = attribution[attribution["k"] == JACCARD_K].dropna(subset=["jaccard"])
+    pair = [frozenset((a, b)) for a, b in zip(top["platform_a"], top["platform_b"])]
+    means = top["jaccard"].astype(float).groupby([top["model"], top["seed"], pair]).mean()
+    return means.to_dict()
 
 
 FINDINGS = {  # flag id -> the finding in words, for the summary
