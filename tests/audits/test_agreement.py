@@ -562,3 +562,58 @@ def test_cli_scores_a_models_labels_against_the_reference(tmp_path):
     with LabelStore(tmp_path / "store.sqlite") as store:
         with pytest.raises(InputError, match="kept in label files, not in the store"):
             store.add(model.to_dict("records")[:1])
+
+
+# ----------------------------------------------------------------- bootstraps clustered by author
+def _authored_labels(ids):
+    """Weak and adjudicated labels of 10 posts per author (synthetic): every third author is hard to read,
+    and the weak labeler gets 40% of their posts wrong, against 2% for the others."""
+    rng = np.random.default_rng(11)
+    rows = []
+    for i, item in enumerate(ids):
+        ref = int(rng.uniform() < 0.5)
+        wrong = 0.40 if (i // 10) % 3 == 0 else 0.02
+        rows += [lab(item, "llm-weak", "llm", 1 - ref if rng.uniform() < wrong else ref),
+                 lab(item, "consensus", "adjudicated", ref)]
+    return frame(rows)
+
+
+def test_post_store_ids_cluster_the_bootstrap_by_author():
+    uris = [f"at://author{i // 10}/app.bsky.feed.post/{i}" for i in range(120)]
+    options = AgreementOptions("si", weak_labeler="llm-weak", n_boot=1000)
+    clustered = agreement_report(_authored_labels(uris), options)
+    plain = agreement_report(_authored_labels([f"post{i}" for i in range(120)]), options)
+    assert clustered.options["bootstrap_unit"] == "author-clustered bootstrap (12 authors, 120 items)"
+    assert plain.options["bootstrap_unit"] == "item-bootstrap"
+    assert "author-clustered bootstrap" in clustered.sections[2].text
+    k_c = clustered.table("weak_vs_reference").set_index("metric").loc["kappa"]
+    k_p = plain.table("weak_vs_reference").set_index("metric").loc["kappa"]
+    assert k_c["estimate"] == k_p["estimate"] and k_c["se"] > 1.3 * k_p["se"]  # same labels, wider CI
+
+
+def test_cli_items_with_authors_and_the_sample_keeps_them(tmp_path):
+    ids = [f"post{i}" for i in range(120)]
+    labels = tmp_path / "labels.parquet"
+    write_labels(_authored_labels(ids), labels)
+    items = tmp_path / "items.csv"
+    pd.DataFrame({"id": ids, "text": [f"text {i}" for i in range(120)],
+                  "author": [f"a{i // 10}" for i in range(120)]}).to_csv(items, index=False)
+    out_dir = tmp_path / "report"
+    r = runner.invoke(app, ["validate", "report", "--labels", str(labels), "--task", "si", "--weak", "llm-weak",
+                            "--items", str(items), "--n-boot", "200", "--out", str(out_dir)])
+    assert r.exit_code == 0, r.output
+    assert "bootstrap: author-clustered bootstrap (12 authors, 120 items)" in r.output
+    assert json.loads((out_dir / "report.json").read_text())["options"]["bootstrap_unit"].startswith("author-clustered")
+    sample = tmp_path / "sample.csv"
+    r = runner.invoke(app, ["validate", "sample", "--labels", str(labels), "--items", str(items), "--task", "si",
+                            "--weak", "llm-weak", "--n", "30", "--out", str(sample)])
+    assert r.exit_code == 0, r.output
+    drawn = pd.read_csv(sample)
+    assert list(drawn.columns[:5]) == ["sample_id", "item_id", "task", "text", "author"]
+    assert (drawn["author"] == drawn["item_id"].str[4:].astype(int).floordiv(10).map("a{}".format)).all()
+    no_author = tmp_path / "no_author.csv"
+    pd.DataFrame({"id": ids, "text": ids}).to_csv(no_author, index=False)
+    r = runner.invoke(app, ["validate", "report", "--labels", str(labels), "--task", "si", "--weak", "llm-weak",
+                            "--items", str(no_author), "--out", str(tmp_path / "r2")])
+    assert r.exit_code == 2 and "an 'author' column" in r.output and "Traceback" not in r.output
+    assert not (tmp_path / "r2").exists()

@@ -82,10 +82,12 @@ def test_report_has_every_named_table(result, tmp_path):
     assert list(dict.fromkeys(verdicts["axis"])) == ["discrimination", "calibration", "significance", "equity"]
     drop = verdicts[verdicts["statistic"] == "macro_auc_drop"]
     assert (drop["ci_low"] <= drop["value"]).all() and (drop["value"] <= drop["ci_high"]).all()
-    ece = verdicts[verdicts["statistic"] == "ece"].merge(result.table("calibration").assign(
+    ece = verdicts[verdicts["statistic"] == "ece_debiased"].merge(result.table("calibration").assign(
         subject=lambda t: t["model"] + " seed " + t["seed"].astype(str)), on="subject")
     ece = ece[ece["target"] == ece["platform"]]
-    assert np.allclose(ece["value"], ece["ece"]) and np.allclose(ece["ci_low"], ece["ece_ci_low"])
+    assert len(ece) and np.allclose(ece["value"], ece["ece_debiased"]) and np.allclose(ece["ci_low"], ece["ece_ci_low"])
+    cal = result.table("calibration")  # the debiased ECE lies in its interval
+    assert (cal["ece_ci_low"] <= cal["ece_debiased"]).all() and (cal["ece_debiased"] <= cal["ece_ci_high"]).all()
     sig = result.table("significance")
     p_home = sig[(sig["platform_a"] == "home") | (sig["platform_b"] == "home")]["p_adjusted"]
     assert sorted(verdicts.loc[verdicts["axis"] == "significance", "value"]) == pytest.approx(sorted(p_home))

@@ -245,16 +245,54 @@ def test_agrees_with_fairscope_where_both_are_defined():
     assert edge_di > 0 and edge_tpr > 0  # the random draws did reach the edge cases
 
 
-def test_di_interval_is_katz_on_the_haldane_corrected_rates():
+def _ratio_score_ci(x_tgt, n_tgt, x_ref, n_ref):
+    """The reference: statsmodels' score interval of rate_tgt / rate_ref (Koopman), mapped to DI = min(R, 1/R)."""
+    from statsmodels.stats.proportion import confint_proportions_2indep
+    low, high = confint_proportions_2indep(x_tgt, n_tgt, x_ref, n_ref, method="score", compare="ratio",
+                                           correction=False)
+    if high < 1:
+        return low, high
+    if low > 1:
+        return 1 / high, 1 / low
+    return min(low, 1 / high), 1.0
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(20, 600), st.integers(20, 600), st.data())
+def test_di_interval_is_the_score_interval_of_the_rate_ratio(n_ref, n_tgt, data):
     from mhaudit.stats.fairness import di_interval
-    # 30/100 predicted as the class on the reference, 15/100 on the target (hand computation below)
-    p1, p2 = 30.5 / 101, 15.5 / 101
-    se = math.sqrt((1 - p1) / (101 * p1) + (1 - p2) / (101 * p2))
-    log_ratio = math.log(p1 / p2)
-    low, high = di_interval(30, 100, 15, 100)
-    assert low == pytest.approx(math.exp(-(log_ratio + 1.959963984540054 * se)), rel=1e-12)
-    assert high == pytest.approx(math.exp(-(log_ratio - 1.959963984540054 * se)), rel=1e-12)
-    assert di_interval(15, 100, 30, 100) == (low, high)  # symmetric in the platforms
+    x_ref = data.draw(st.integers(1, n_ref - 1))
+    x_tgt = data.draw(st.integers(1, n_tgt - 1))
+    low, high = di_interval(x_ref, n_ref, x_tgt, n_tgt)
+    want = _ratio_score_ci(x_tgt, n_tgt, x_ref, n_ref)
+    assert low == pytest.approx(want[0], rel=1e-7) and high == pytest.approx(want[1], rel=1e-7)  # statsmodels: a root finder
+    point = min((x_ref / n_ref) / (x_tgt / n_tgt), (x_tgt / n_tgt) / (x_ref / n_ref))
+    assert low <= point <= high  # one estimator: the point lies inside its interval
+    assert di_interval(x_tgt, n_tgt, x_ref, n_ref) == pytest.approx((low, high), rel=1e-9)  # symmetric
+
+
+def test_di_interval_holds_a_zero_di_and_matches_statsmodels_there():
+    from mhaudit.stats.fairness import di_interval
+    # The target never predicts the class: DI = 0 (the old Haldane interval gave [0.00077, 0.198] around it).
+    low, high = di_interval(40, 300, 0, 300)
+    assert low == 0.0 and high == pytest.approx(_ratio_score_ci(40, 300, 0, 300)[1], rel=1e-9)
+    assert di_interval(0, 300, 40, 300) == pytest.approx((low, high), rel=1e-9)
+    # Brute force: the upper bound is the largest ratio whose score test (z^2) stays under 1.96^2.
+    from mhaudit.stats.fairness import _score_z
+    grid = np.linspace(1e-4, 0.3, 300_001)
+    kept = grid[_score_z(grid, 0.0, 300.0, 40.0, 300.0) ** 2 <= 1.959963984540054 ** 2]
+    assert high == pytest.approx(kept.max(), abs=2e-6)
     assert di_interval(50, 100, 50, 100)[1] == 1.0  # the CI of equal rates reaches parity
     assert all(math.isnan(v) for v in di_interval(0, 100, 0, 80))
-    assert di_interval(0, 100, 20, 100)[0] > 0  # one zero count still gives an interval
+    low, high = di_interval(np.array([30, 0]), 300, np.array([40, 10]), 300)  # arrays broadcast
+    assert low.shape == (2,) and low[1] == 0.0
+
+
+def test_equity_di_lies_inside_its_interval_on_every_class():
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        y_ref, y_tgt = rng.integers(0, 4, 300), rng.integers(0, 4, 300)
+        p_ref, p_tgt = rng.choice(4, 300, p=[0.5, 0.3, 0.15, 0.05]), rng.choice(4, 300, p=[0.6, 0.3, 0.1, 0.0])
+        for row in equity_by_class(y_ref, p_ref, y_tgt, p_tgt, 4):
+            if not math.isnan(row["disparate_impact"]):
+                assert row["di_ci_low"] <= row["disparate_impact"] <= row["di_ci_high"]

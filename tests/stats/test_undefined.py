@@ -98,7 +98,7 @@ DEFINED = {
 # Not statistics of labels and predictions: transforms, resamplers, fitters, reason helpers, types.
 NOT_METRICS = {
     "agreement.confusion_matrix", "agreement.kappa_reason", "agreement.draw_tables",
-    "bootstrap.resample_counts", "bootstrap.summarise",
+    "bootstrap.resample_counts", "bootstrap.resample_clusters", "bootstrap.summarise", "bootstrap.bias_corrected",
     "calibration.softmax", "calibration.log_softmax", "calibration.fit_temperature", "calibration.stratified_folds",
     "calibration.cross_fitted_temperature",
     "divergence.degree_of_divergence",  # refuses a one-class data set (ValueError): DoD compares two classes

@@ -58,6 +58,28 @@ def _read_items(path: Path):
     return frame
 
 
+def _read_authors(path: Path):
+    """Item ids and their pseudonymous authors: from a post store (.sqlite: id = post URI) or a table."""
+    import pandas as pd
+
+    from mhaudit.tables.io import read_table
+
+    if not path.is_file():
+        raise InputError("no such file; expected a post store (.sqlite) or a corpus / items table with an author "
+                         "column", path=path)
+    if path.suffix.lower() in (".sqlite", ".sqlite3", ".db"):
+        from mhaudit.weak_supervision.collect.store import PostStore
+
+        with PostStore(path) as store:
+            posts = store.posts()
+        return pd.DataFrame({"item_id": posts["uri"].astype(str), "author": posts["author"]})
+    frame = read_table(path, what="the items")
+    if not ({"id", "item_id"} & set(frame.columns)) or "author" not in frame.columns:
+        raise InputError("the items need an 'id' (or 'item_id') and an 'author' column to cluster the bootstrap by "
+                         "author", path=path)
+    return frame
+
+
 def _save_labels(frame, path: Path) -> int:
     """Add labels to a store (replacing this labeler's earlier labels) or merge them into a label file."""
     import pandas as pd
@@ -130,17 +152,25 @@ def report(labels: LabelsOpt, task: TaskOpt,
            = None,
            sample_path: Annotated[Path | None, typer.Option(
                "--sample", help="Validation set the items were drawn in: adds design-weighted estimates.")] = None,
+           items: Annotated[Path | None, typer.Option(
+               help="Post store or corpus / items table with an 'author' column: the bootstraps then resample "
+                    "authors, not posts.")] = None,
            n_boot: Annotated[int, typer.Option(help="Bootstrap resamples for the CIs.")] = 2000,
            seed: Annotated[int, typer.Option(help="Seed of the bootstraps.")] = 0) -> None:
-    """Agreement report: human-human kappa (and alpha), the weak labeler against the reference, error sources."""
+    """Agreement report: human-human kappa (and alpha), the weak labeler against the reference, error sources.
+
+    The bootstraps resample authors when the items have them (--items, an 'author' column in --sample, or
+    post-store ids at://AUTHOR/...)."""
     from mhaudit.audits.agreement import AgreementOptions, agreement_report, read_validation_set
     from mhaudit.report import write_report
 
     validation = read_validation_set(sample_path) if sample_path else None
     options = AgreementOptions(task, weak_labeler=weak, annotators=tuple(annotator) if annotator else None,
                                reference=reference, models=tuple(model or ()), n_boot=n_boot, seed=seed)
-    result = agreement_report(_read_label_files(labels), options, validation_set=validation, progress=stage_progress())
+    result = agreement_report(_read_label_files(labels), options, validation_set=validation,
+                              items=_read_authors(items) if items else None, progress=stage_progress())
     out.print(result.summary, highlight=False)
+    out.print(f"bootstrap: {result.options['bootstrap_unit']}", highlight=False)
     metrics = result.table("weak_vs_reference")
     print_table("Weak labeler against the reference", metrics[["metric", "estimate", "ci_low", "ci_high", "n"]])
     print_table("Confusion matrix (rows: reference)", result.table("confusion_matrix"))

@@ -18,7 +18,8 @@ on a resample only through its confusion table, and the confusion table of n ite
 replacement is Multinomial(n, observed cell shares): the bootstrap draws the tables directly (one
 `multinomial` call, no Python loop over resamples and no n-wide matrices), which is the item bootstrap
 exactly, not an approximation. Krippendorff's alpha resamples items as count matrices times per-item
-coincidence contributions.
+coincidence contributions. With `clusters` (e.g. each item's author) every bootstrap draws whole clusters
+instead (`stats.bootstrap.resample_clusters`): posts by one author are not independent.
 
 This module imports nothing from the rest of mhaudit but `mhaudit.stats`.
 """
@@ -30,7 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from mhaudit.stats.bootstrap import resample_counts, summarise
+from mhaudit.stats.bootstrap import resample_clusters, resample_counts, summarise
 from mhaudit.stats.undefined import quiet_undefined, warn_undefined
 
 __all__ = [
@@ -177,9 +178,20 @@ def draw_tables(table: np.ndarray, n_boot: int, rng) -> np.ndarray:
     return draws.reshape(n_boot, *table.shape).astype(np.int64)
 
 
+def _boot_tables(table, a, b, labels, clusters, n_boot: int, rng) -> np.ndarray:
+    """Resampled confusion tables: multinomial (the item bootstrap), or whole clusters of items."""
+    if clusters is None:
+        return draw_tables(table, n_boot, rng)
+    k = len(labels)
+    index = {label: i for i, label in enumerate(labels)}
+    cells = np.array([index[x] * k + index[y] for x, y in zip(_vector(a, "a"), _vector(b, "b"))], dtype=int)
+    return resample_clusters(np.eye(k * k)[cells], clusters, n_boot, rng).reshape(n_boot, k, k)
+
+
 def bootstrap_kappa(a, b, *, labels: Sequence | None = None, n_boot: int = 2000, alpha: float = 0.05,
-                    rng=None) -> dict:
-    """Cohen's kappa with an item-bootstrap percentile CI.
+                    rng=None, clusters=None) -> dict:
+    """Cohen's kappa with an item-bootstrap percentile CI (a cluster bootstrap with `clusters`, one label per
+    item, e.g. its author).
 
     Returns `estimate, ci_low, ci_high, se, n, n_boot, n_failed, observed_agreement,
     expected_agreement, reason` (reason None when kappa is defined). Resamples whose kappa is
@@ -199,7 +211,8 @@ def bootstrap_kappa(a, b, *, labels: Sequence | None = None, n_boot: int = 2000,
     rng = np.random.default_rng(rng)
     with quiet_undefined():  # a record: `reason` and `n_failed` say it
         estimate = float(kappa_from_confusion(table))
-        boot = kappa_from_confusion(draw_tables(table, n_boot, rng)) if n_boot else np.empty(0)
+        boot = kappa_from_confusion(_boot_tables(table, a, b, labels, clusters, n_boot, rng)) if n_boot \
+            else np.empty(0)
     summary = summarise(boot, alpha) if n_boot >= 1 else {"se": np.nan, "ci_low": np.nan, "ci_high": np.nan,
                                                           "n_boot": 0, "n_failed": 0}
     expected = (float((table.sum(axis=1) * table.sum(axis=0)).sum()) / n**2) if n else float("nan")
@@ -234,14 +247,15 @@ def _alpha_from_coincidence(o: np.ndarray) -> np.ndarray:
     return (1 - out)[()]
 
 
-def krippendorff_alpha(data, *, n_boot: int = 0, alpha: float = 0.05, rng=None) -> dict:
+def krippendorff_alpha(data, *, n_boot: int = 0, alpha: float = 0.05, rng=None, clusters=None) -> dict:
     """Krippendorff's alpha for nominal data: any number of coders, missing values (None/NaN) allowed.
 
     `data` is a coders x items matrix (the `krippendorff` package's `reliability_data`). Items with
     fewer than two values are not pairable and are ignored. Returns `estimate, ci_low, ci_high, se,
     n_boot, n_failed, n_coders, n_items` (pairable items), `n_values` (pairable values) and `reason`
     (None when defined; alpha is undefined when the pairable values all share one class or there are
-    none). With `n_boot > 0`, an item-bootstrap percentile CI.
+    none). With `n_boot > 0`, an item-bootstrap percentile CI; with `clusters` (one label per item, i.e.
+    per column of `data`) a cluster bootstrap.
 
     >>> data = [[1, 1, 0, 0, None], [1, 0, 0, 0, 1], [1, 1, 0, None, 1]]
     >>> r = krippendorff_alpha(data)
@@ -268,7 +282,12 @@ def krippendorff_alpha(data, *, n_boot: int = 0, alpha: float = 0.05, rng=None) 
     result = {"estimate": estimate, "ci_low": np.nan, "ci_high": np.nan, "se": np.nan, "n_boot": 0, "n_failed": 0,
               "n_coders": int(np.asarray(data, dtype=object).shape[0]), "n_items": int(pairable.sum()),
               "n_values": n_values, "reason": reason}
-    if n_boot > 0 and counts.size:
+    if n_boot > 0 and counts.size and clusters is not None:
+        flat = contrib.reshape(len(counts), k * k)
+        tables = resample_clusters(flat, np.asarray(clusters, dtype=object)[pairable], n_boot, rng)
+        boot = _alpha_from_coincidence(tables.reshape(n_boot, k, k))
+        result.update({key: summarise(boot, alpha)[key] for key in ("ci_low", "ci_high", "se", "n_boot", "n_failed")})
+    elif n_boot > 0 and counts.size:
         rng = np.random.default_rng(rng)
         flat = contrib.reshape(len(counts), k * k)
         boot = np.empty(n_boot)

@@ -90,21 +90,60 @@ def prior_adjusted_rates(y_tgt, pred_tgt, prior_ref, n_classes: int) -> np.ndarr
     return _target_weighted_rates(m, prior / prior.sum())
 
 
-def di_interval(x_ref: int, n_ref: int, x_tgt: int, n_tgt: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """Approximate CI of the symmetric DI from the counts predicted as the class on each platform.
+def _score_z(phi, x1, n1, x2, n2):
+    """The score statistic of H0: p1 / p2 = phi (Koopman 1984; Miettinen & Nurminen 1985 without their
+    N / (N - 1) factor), with p1, p2 restricted to their maximum-likelihood values under H0."""
+    a = phi * (n1 + n2)
+    b = -(phi * n1 + x1 + n2 + phi * x2)
+    c = x1 + x2
+    # the smaller root of a p2^2 + b p2 + c, written 2c / (-b + sqrt(.)) so a huge phi loses no digits
+    p2 = 2 * c / (-b + np.sqrt(np.maximum(b * b - 4 * a * c, 0.0)))
+    p1 = phi * p2
+    var = p1 * (1 - p1) / n1 + phi * phi * p2 * (1 - p2) / n2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (x1 / n1 - phi * x2 / n2) / np.sqrt(var)
 
-    Delta method on the log rate ratio L (Katz et al. 1978), with Haldane's +0.5 so one zero count still
-    gives an interval: se² = (1 - p_ref)/((n_ref + 1) p_ref) + (1 - p_tgt)/((n_tgt + 1) p_tgt), and since
-    DI = exp(-|L|) the interval [L - z se, L + z se] maps to [exp(-(|L| + z se)), exp(-max(0, |L| - z se))].
-    NaN (with an UndefinedStatisticWarning) when neither platform predicts the class.
+
+def _ratio_bound(x1, n1, x2, n2, z: float, side: float) -> np.ndarray:
+    """Where the score statistic crosses side * z (it falls as phi grows): bisection on log phi in
+    [-40, 40]; 0 or inf where it never crosses (x1 = 0 or x2 = 0)."""
+    lo, hi = np.full(x1.shape, -40.0), np.full(x1.shape, 40.0)
+    for _ in range(80):  # 80 halvings of [-40, 40]: below 1e-22 in log phi
+        mid = (lo + hi) / 2
+        above = _score_z(np.exp(mid), x1, n1, x2, n2) > side * z
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    bound = np.exp((lo + hi) / 2)
+    never_below = _score_z(np.exp(40.0), x1, n1, x2, n2) > side * z
+    never_above = _score_z(np.exp(-40.0), x1, n1, x2, n2) <= side * z
+    return np.where(never_below, np.inf, np.where(never_above, 0.0, bound))
+
+
+def di_interval(x_ref, n_ref, x_tgt, n_tgt, z: float = 1.959963984540054) -> tuple:
+    """95% CI of the symmetric DI from the counts predicted as the class on each platform (arrays broadcast).
+
+    The score interval of the rate ratio R = rate_tgt / rate_ref (Koopman 1984: the R whose score test is
+    not rejected; statsmodels' `confint_proportions_2indep(method="score", compare="ratio",
+    correction=False)` computes the same), mapped through DI = min(R, 1 / R): [min(R_lo, 1 / R_hi), 1] when
+    the interval holds 1, else the interval's image. The score test is 0 at the observed ratio, so the
+    interval always holds the point DI, also a DI of 0 from a platform that never predicts the class
+    (then R_lo = 0, or R_hi = inf). NaN (with an UndefinedStatisticWarning) when neither platform predicts it.
+
+    >>> [round(float(v), 4) for v in di_interval(30, 300, 40, 300)]
+    [0.4816, 1.0]
     """
-    if x_ref == 0 and x_tgt == 0:
+    x_ref, n_ref, x_tgt, n_tgt = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (x_ref, n_ref, x_tgt, n_tgt)))
+    undefined = (x_ref == 0) & (x_tgt == 0)
+    if undefined.any():
         warn_undefined("disparate impact interval undefined: neither platform predicts the class; NaN returned")
-        return NAN, NAN
-    p_ref, p_tgt = (x_ref + 0.5) / (n_ref + 1), (x_tgt + 0.5) / (n_tgt + 1)
-    log_ratio = abs(np.log(p_ref / p_tgt))
-    se = np.sqrt((1 - p_ref) / ((n_ref + 1) * p_ref) + (1 - p_tgt) / ((n_tgt + 1) * p_tgt))
-    return float(np.exp(-(log_ratio + z * se))), float(np.exp(-max(0.0, log_ratio - z * se)))
+    r_lo = _ratio_bound(x_tgt, n_tgt, x_ref, n_ref, z, +1.0)
+    r_hi = _ratio_bound(x_tgt, n_tgt, x_ref, n_ref, z, -1.0)
+    with np.errstate(divide="ignore"):
+        low = np.where(r_hi < 1, r_lo, np.where(r_lo > 1, 1 / r_hi, np.minimum(r_lo, 1 / r_hi)))
+        high = np.where(r_hi < 1, r_hi, np.where(r_lo > 1, 1 / r_lo, 1.0))
+    low, high = np.where(undefined, NAN, low), np.where(undefined, NAN, high)
+    if low.ndim == 0:
+        return float(low), float(high)
+    return low, high
 
 
 def equity_by_class(y_ref, pred_ref, y_tgt, pred_tgt, n_classes: int, *,
@@ -133,6 +172,8 @@ def equity_by_class(y_ref, pred_ref, y_tgt, pred_tgt, n_classes: int, *,
         prior_ref = m_ref.sum(axis=1) / m_ref.sum()
         adjusted = _target_weighted_rates(m_tgt, prior_ref)
         missing = np.flatnonzero((prior_ref > 0) & (m_tgt.sum(axis=1) == 0)).tolist()
+    with quiet_undefined():  # the row's reason says it
+        di_low, di_high = di_interval(m_ref.sum(axis=0), m_ref.sum(), m_tgt.sum(axis=0), m_tgt.sum())
     rows = []
     for k in range(n_classes):
         row, reasons = {"class": k}, []
@@ -148,9 +189,7 @@ def equity_by_class(y_ref, pred_ref, y_tgt, pred_tgt, n_classes: int, *,
             if support == n:
                 reasons.append(f"only this class on {where}: FPR undefined")
         row["disparate_impact"] = _symmetric_di(row["rate_ref"], row["rate_tgt"])
-        with quiet_undefined():  # the row's reason says it
-            row["di_ci_low"], row["di_ci_high"] = di_interval(int(m_ref[:, k].sum()), int(m_ref.sum()),
-                                                              int(m_tgt[:, k].sum()), int(m_tgt.sum()))
+        row["di_ci_low"], row["di_ci_high"] = float(di_low[k]), float(di_high[k])
         if np.isnan(row["disparate_impact"]):
             reasons.append("no rows predicted as class on either platform: DI undefined")
         d_tpr = abs(row["tpr_ref"] - row["tpr_tgt"])

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.stats.agreement import draw_tables
-from mhaudit.stats.bootstrap import resample_counts, summarise
+from mhaudit.stats.bootstrap import resample_clusters, resample_counts, summarise
 from mhaudit.stats.undefined import quiet_undefined, warn_undefined
 
 __all__ = ["BINARY_METRICS", "binary_metrics", "binary_reasons", "weak_vs_reference"]
@@ -94,7 +94,7 @@ def binary_reasons(tp, fp, fn, tn) -> dict[str, str | None]:
 
 
 def weak_vs_reference(reference, weak, *, n_boot: int = 2000, alpha: float = 0.05, rng=None,
-                      weights=None, strata=None) -> tuple[pd.DataFrame, np.ndarray]:
+                      weights=None, strata=None, clusters=None) -> tuple[pd.DataFrame, np.ndarray]:
     """A binary weak labeler against reference labels (both 0/1, positive = 1): metrics with CIs.
 
     Returns (metrics, confusion): `metrics` has one row per metric in `BINARY_METRICS` with
@@ -104,7 +104,8 @@ def weak_vs_reference(reference, weak, *, n_boot: int = 2000, alpha: float = 0.0
     Without weights the CI is the item bootstrap (multinomial confusion tables). With `weights`
     (design weights, e.g. stratum pool size / stratum sample size) the estimates come from the
     weighted table, and the bootstrap resamples items within `strata` (default: one stratum), the
-    design's own sampling, so the stratum sizes stay fixed.
+    design's own sampling, so the stratum sizes stay fixed. With `clusters` (one label per item, e.g. its
+    author) the bootstrap draws whole clusters (within strata when weighted): `resample_clusters`.
 
     >>> metrics, table = weak_vs_reference([1, 1, 0, 0, 0, 1], [1, 0, 0, 1, 0, 1], n_boot=200, rng=0)
     >>> table.tolist()
@@ -123,17 +124,20 @@ def weak_vs_reference(reference, weak, *, n_boot: int = 2000, alpha: float = 0.0
     cell = ref * 2 + wk  # 0 tn, 1 fp, 2 fn, 3 tp
     table = np.bincount(cell, minlength=4).reshape(2, 2)
     rng = np.random.default_rng(rng)
-    if weights is None:
+    if weights is None and clusters is None:
         tallies = table.ravel().astype(float)
         boot = draw_tables(table, n_boot, rng).reshape(n_boot, 4).astype(float) if n_boot else np.empty((0, 4))
     else:
-        w = np.asarray(weights, dtype=float)
+        w = np.ones(ref.size) if weights is None else np.asarray(weights, dtype=float)
         if w.shape != ref.shape or (w.size and (not np.isfinite(w).all() or w.min() <= 0)):
             raise ValueError("weights must be positive and finite, one per item")
         onehot = np.zeros((ref.size, 4))
         onehot[np.arange(ref.size), cell] = w
         tallies = onehot.sum(axis=0)
         groups = np.zeros(ref.size, dtype=int) if strata is None else pd.factorize(np.asarray(strata))[0]
+    if clusters is not None:
+        boot = resample_clusters(onehot, clusters, n_boot, rng, strata=groups)
+    elif weights is not None:
         boot = np.empty((n_boot, 4))
         step = max(1, _BLOCK_CELLS // max(ref.size, 1))
         for start in range(0, n_boot, step):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from mhaudit.audits.agreement.authors import cluster_labels
 from mhaudit.core.errors import InputError
 from mhaudit.stats.weak_metrics import weak_vs_reference
 
@@ -17,8 +18,10 @@ __all__ = ["design_weighted"]
 
 
 def design_weighted(validation_set: pd.DataFrame, scored: pd.DataFrame, ref: pd.Series, weak_rows: pd.Series,
-                    weak: str, n_boot: int, alpha: float, rng) -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    """Design-weighted estimates for the sampled pool, the per-stratum design table, and a note.
+                    weak: str, n_boot: int, alpha: float, rng,
+                    authors: pd.Series | None = None) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """Design-weighted estimates for the sampled pool, the per-stratum design table, and a note (the bootstrap
+    draws authors within strata when `authors` is given).
 
     A stratum's pool is its `pool_size` column, or else the sum of its sampled items' design weights
     (pool_size / sample_size each); it is spread over the stratum's *scored* items: weight = pool_size /
@@ -47,7 +50,8 @@ def design_weighted(validation_set: pd.DataFrame, scored: pd.DataFrame, ref: pd.
     item_strata = vs.loc[sub.index, "stratum"]
     weights = item_strata.map(strata.set_index("stratum")["weight"]).to_numpy(dtype=float)
     metrics_w, _ = weak_vs_reference(sub["reference"].to_numpy(), sub["weak"].to_numpy(), n_boot=n_boot, alpha=alpha,
-                                     rng=rng, weights=weights, strata=item_strata.to_numpy())
+                                     rng=rng, weights=weights, strata=item_strata.to_numpy(),
+                                     clusters=cluster_labels(sub.index, authors))
     weighted = metrics_w.assign(pool=float(weights.sum()), reason=metrics_w["reason"].fillna(""))
     notes = []
     if (~inside).any():

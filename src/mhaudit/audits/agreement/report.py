@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from mhaudit.audits.agreement.authors import bootstrap_unit, cluster_labels, item_authors
 from mhaudit.audits.agreement.design import design_weighted
 from mhaudit.audits.agreement.labels import choose_weak_labeler, describe_labelers, task_labels
 from mhaudit.audits.agreement.scoring import models_section, models_vs_reference, scored_items
@@ -70,7 +71,8 @@ def _human_matrix(rows: pd.DataFrame, annotators: list[str]) -> tuple[pd.DataFra
     return matrix, invalid
 
 
-def _pairwise_kappa(matrix: pd.DataFrame, annotators: list[str], n_boot: int, alpha: float, rng) -> pd.DataFrame:
+def _pairwise_kappa(matrix: pd.DataFrame, annotators: list[str], n_boot: int, alpha: float, rng,
+                    authors: pd.Series | None) -> pd.DataFrame:
     rows = []
     for a, b in itertools.combinations(annotators, 2):
         both = matrix[[a, b]].dropna()
@@ -80,7 +82,7 @@ def _pairwise_kappa(matrix: pd.DataFrame, annotators: list[str], n_boot: int, al
                          "status": "undefined", "reason": "no item labelled by both"})
             continue
         r = bootstrap_kappa(both[a].astype(int).to_numpy(), both[b].astype(int).to_numpy(), labels=[0, 1],
-                            n_boot=n_boot, alpha=alpha, rng=rng)
+                            n_boot=n_boot, alpha=alpha, rng=rng, clusters=cluster_labels(both.index, authors))
         rows.append({"annotator_a": a, "annotator_b": b, "n": r["n"], "observed_agreement": r["observed_agreement"],
                      "kappa": r["estimate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "se": r["se"],
                      "n_boot": r["n_boot"], "n_failed": r["n_failed"],
@@ -88,8 +90,10 @@ def _pairwise_kappa(matrix: pd.DataFrame, annotators: list[str], n_boot: int, al
     return pd.DataFrame(rows).fillna({"reason": ""})
 
 
-def _alpha_table(matrix: pd.DataFrame, annotators: list[str], n_boot: int, alpha: float, rng) -> pd.DataFrame:
-    k = krippendorff_alpha(matrix.to_numpy().T, n_boot=n_boot, alpha=alpha, rng=rng)
+def _alpha_table(matrix: pd.DataFrame, annotators: list[str], n_boot: int, alpha: float, rng,
+                 authors: pd.Series | None) -> pd.DataFrame:
+    k = krippendorff_alpha(matrix.to_numpy().T, n_boot=n_boot, alpha=alpha, rng=rng,
+                           clusters=cluster_labels(matrix.index, authors))
     return pd.DataFrame([{"annotators": ", ".join(annotators), "level": "nominal",
                           "alpha": k["estimate"], "ci_low": k["ci_low"], "ci_high": k["ci_high"],
                           "se": k["se"], "n_items": k["n_items"], "n_values": k["n_values"],
@@ -99,7 +103,7 @@ def _alpha_table(matrix: pd.DataFrame, annotators: list[str], n_boot: int, alpha
 
 
 def _human_agreement(matrix: pd.DataFrame, annotators: list[str], n_boot: int, alpha: float,
-                     rng) -> tuple[pd.DataFrame, pd.DataFrame]:
+                     rng, authors: pd.Series | None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Kappa per pair of annotators, and Krippendorff's alpha for more than two (else an empty table)."""
     if len(annotators) < 2:
         source = f"'{annotators[0]}'" if annotators else "none"
@@ -109,12 +113,13 @@ def _human_agreement(matrix: pd.DataFrame, annotators: list[str], n_boot: int, a
                                "reason": f"one human label source only ({source}); human-human agreement needs "
                                          "two annotators' independent labels before adjudication"}])
         return pairs, pd.DataFrame()
-    pairs = _pairwise_kappa(matrix, annotators, n_boot, alpha, rng)
+    pairs = _pairwise_kappa(matrix, annotators, n_boot, alpha, rng, authors)
     if (pairs["n"] == 0).all():
         who = " and ".join(annotators) if len(annotators) == 2 else "any two of " + ", ".join(annotators)
         raise InputError(f"annotators {who} have no labelled item in common; agreement needs items labelled by "
                          "both (give them overlapping items)")
-    alpha_table = _alpha_table(matrix, annotators, n_boot, alpha, rng) if len(annotators) > 2 else pd.DataFrame()
+    alpha_table = _alpha_table(matrix, annotators, n_boot, alpha, rng, authors) if len(annotators) > 2 \
+        else pd.DataFrame()
     return pairs, alpha_table
 
 
@@ -212,11 +217,11 @@ def _summary(task: str, weak: str, ref_desc: str, n_scored: int, metrics: pd.Dat
 
 
 def _human_section(pairs: pd.DataFrame, alpha_table: pd.DataFrame, invalid_human: pd.Series, n_boot: int,
-                   alpha: float) -> Section:
+                   alpha: float, unit: str) -> Section:
     return Section(
         "Human-human agreement (before adjudication)",
         "Cohen's kappa per pair of annotators on the items both labelled with a valid 0/1 label, with an "
-        f"item-bootstrap percentile {1 - alpha:.0%} CI ({n_boot} resamples); observed agreement is the share "
+        f"{unit} percentile {1 - alpha:.0%} CI ({n_boot} resamples); observed agreement is the share "
         "of those items with the same label. Krippendorff's alpha (nominal, missing labels allowed) when "
         "there are more than two annotators. Invalid human answers: "
         + (", ".join(f"{k}: {v}" for k, v in invalid_human.items()) or "none") + ".",
@@ -224,12 +229,12 @@ def _human_section(pairs: pd.DataFrame, alpha_table: pd.DataFrame, invalid_human
 
 
 def _weak_section(metrics: pd.DataFrame, confusion: pd.DataFrame, rates: pd.DataFrame, n_boot: int,
-                  alpha: float) -> Section:
+                  alpha: float, unit: str) -> Section:
     return Section(
         "Weak labeler against the reference",
         f"Positive class = 1. Precision = weak positives that the reference confirms; recall = reference "
         "positives the weak labeler finds; macro-F1 = mean of the F1 of class 1 and class 0; kappa from the "
-        f"2 x 2 table. {1 - alpha:.0%} item-bootstrap percentile CIs ({n_boot} resamples). A metric whose "
+        f"2 x 2 table. {1 - alpha:.0%} {unit} percentile CIs ({n_boot} resamples). A metric whose "
         "denominator is zero is undefined (reason given). Estimates describe the scored items as they were "
         "drawn; for a sample that over-represents a stratum see the design-weighted table.",
         {"weak_vs_reference": metrics, "confusion_matrix": confusion, "positive_rates": rates})
@@ -274,8 +279,8 @@ class AgreementOptions:
     """What the agreement report compares. `annotators`: the human labelers whose independent labels are
     compared (default: every labeler of kind 'human' for the task). `reference`: a labeler whose labels are
     the reference (default: the adjudicated labels, else the annotators' agreed labels; see
-    mhaudit.audits.agreement.reference). Bootstraps: `n_boot` item resamples, percentile (1 - alpha) CIs,
-    seeded with `seed`."""
+    mhaudit.audits.agreement.reference). Bootstraps: `n_boot` resamples of items (of authors, when the items
+    have authors: see `agreement_report`), percentile (1 - alpha) CIs, seeded with `seed`."""
 
     task: str
     weak_labeler: str | None = None  # default: the task's only llm or lexicon labeler
@@ -298,11 +303,17 @@ def _check(options: AgreementOptions) -> None:
 
 @quiet_undefined()  # the tables carry each undefined value's reason
 def agreement_report(labels: pd.DataFrame, options: AgreementOptions, *, validation_set: pd.DataFrame | None = None,
-                     synthetic: bool = False, progress: Progress | None = None) -> AuditResult:
+                     items: pd.DataFrame | None = None, synthetic: bool = False,
+                     progress: Progress | None = None) -> AuditResult:
     """The agreement report of one task: human-human agreement and the weak labeler against the reference.
 
     `labels`: the labels table (mhaudit.tables.label_store). `validation_set`: the sample the items came
-    from (`sample_for_validation`); adds design-weighted estimates for the sampled pool.
+    from (`sample_for_validation`); adds design-weighted estimates for the sampled pool. `items`: a corpus or
+    items table whose `author` column names each item's (pseudonymous) author.
+
+    When the items have authors (that column in `items` or the validation set, or post-store ids
+    at://<author>/...), every bootstrap resamples authors, not items (`stats.bootstrap.resample_clusters`):
+    one author's posts are not independent, and an item bootstrap would make the CIs too narrow.
     """
     _check(options)
     progress = ensure(progress)
@@ -310,42 +321,45 @@ def agreement_report(labels: pd.DataFrame, options: AgreementOptions, *, validat
     rows = task_labels(labels, task)
     weak = choose_weak_labeler(labels, task, options.weak_labeler)
     annotators = _annotators(rows, task, weak, options.annotators, reference)
+    authors = item_authors(rows["item_id"], items=items, validation_set=validation_set)
     # one stream: the steps below draw from it in order (pairs, alpha, weak, pool)
     rng = np.random.default_rng(options.seed)
 
     with progress.stage("human-human agreement"):
         matrix, invalid_human = _human_matrix(rows, annotators)
-        pairs, alpha_table = _human_agreement(matrix, annotators, n_boot, alpha, rng)
+        pairs, alpha_table = _human_agreement(matrix, annotators, n_boot, alpha, rng, authors)
     with progress.stage("weak labeler against the reference"):
         scored, ref, weak_rows, composition, ref_desc = scored_items(rows, task, weak, annotators, reference)
         metrics, table = weak_vs_reference(scored["reference"].to_numpy(), scored["weak"].to_numpy(),
-                                           n_boot=n_boot, alpha=alpha, rng=rng)
+                                           n_boot=n_boot, alpha=alpha, rng=rng,
+                                           clusters=cluster_labels(scored.index, authors))
         metrics["reason"] = metrics["reason"].fillna("")
         rates = _positive_rates(scored, matrix, weak, annotators)
     weighted, strata_table, design_note = pd.DataFrame(), pd.DataFrame(), ""
     if validation_set is not None:  # design-weighted estimates for the pool the sample was drawn from
         with progress.stage("design-weighted estimates for the pool"):
             weighted, strata_table, design_note = design_weighted(validation_set, scored, ref, weak_rows, weak,
-                                                                  n_boot, alpha, rng)
+                                                                  n_boot, alpha, rng, authors)
     models = pd.DataFrame()
     if options.models:
         with progress.stage("models against the reference"):
-            models = models_vs_reference(rows, task, options, weak, annotators)
+            models = models_vs_reference(rows, task, options, weak, annotators, authors)
     errors = _error_sources(_outcomes(scored), _item_tags(rows, annotators, reference))
 
     summary = _summary(task, weak, ref_desc, len(scored), metrics, rates, pairs, alpha_table, annotators,
                        composition)
+    unit = bootstrap_unit(scored.index, authors)
     sections = [Section("Reference labels", "", {"reference": composition}),
-                _human_section(pairs, alpha_table, invalid_human, n_boot, alpha),
-                _weak_section(metrics, _confusion_table(table), rates, n_boot, alpha)]
+                _human_section(pairs, alpha_table, invalid_human, n_boot, alpha, unit),
+                _weak_section(metrics, _confusion_table(table), rates, n_boot, alpha, unit)]
     _add_figures(sections, pairs, metrics, weak, models)
     if not models.empty:
-        sections.append(models_section(models, n_boot, alpha))
+        sections.append(models_section(models, n_boot, alpha, unit))
     if not weighted.empty:
         sections.append(_weighted_section(weighted, strata_table, design_note))
     sections.append(_error_section(errors))
     used = {**asdict(options), "weak_labeler": weak, "annotators": list(annotators), "reference_rule": ref_desc,
-            "validation_set": validation_set is not None}
+            "validation_set": validation_set is not None, "bootstrap_unit": unit}
     inputs = {"labels": digest_frame(labels)}
     if validation_set is not None:
         inputs["validation_set"] = digest_frame(validation_set)

@@ -82,7 +82,8 @@ def sample_for_validation(labels: pd.DataFrame, items: pd.DataFrame, task: str, 
     `weight` = pool_size / sample_size of the item's stratum: the design weight that turns sample
     counts into estimates for the pool. `agreement_report(validation_set=...)` spreads each stratum's
     pool over the stratum's items it could score (pool_size / n_scored), so items that drop out of
-    scoring (unresolved, no valid weak label) do not bias the pool estimates.
+    scoring (unresolved, no valid weak label) do not bias the pool estimates. An `author` column in `items`
+    is kept (after `text`): the report's bootstraps then resample authors.
     """
     weak = choose_weak_labeler(labels, task, weak_labeler)
     rows = task_labels(labels, task)
@@ -116,10 +117,15 @@ def sample_for_validation(labels: pd.DataFrame, items: pd.DataFrame, task: str, 
     frame["sample_id"] = [f"{task}-{seed}-{i + 1:0{width}d}" for i in range(len(frame))]
     frame["task"] = task
     frame["text"] = texts.reindex(frame["item_id"]).to_numpy()
+    columns = list(SAMPLE_COLUMNS)
+    if "author" in items.columns:  # pseudonymous; kept so the agreement report can resample authors
+        authors = items.assign(_id=items[id_col].astype(str)).drop_duplicates("_id").set_index("_id")["author"]
+        frame["author"] = authors.reindex(frame["item_id"]).to_numpy()
+        columns.insert(columns.index("text") + 1, "author")
     frame["weak_labeler"] = weak
     frame["weight"] = frame["pool_size"] / frame["sample_size"]
     frame["seed"] = seed
-    return frame.loc[:, list(SAMPLE_COLUMNS)]
+    return frame.loc[:, columns]
 
 
 def write_validation_set(frame: pd.DataFrame, path: str | Path) -> Path:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from mhaudit.audits.agreement.authors import cluster_labels
 from mhaudit.audits.agreement.labels import describe_labelers
 from mhaudit.audits.agreement.reference import reference_labels
 from mhaudit.core.errors import InputError
@@ -45,7 +46,7 @@ def scored_items(rows: pd.DataFrame, task: str, weak: str, annotators: list[str]
 
 
 def models_vs_reference(rows: pd.DataFrame, task: str, options: AgreementOptions, weak: str,
-                         annotators: list[str]) -> pd.DataFrame:
+                         annotators: list[str], authors: pd.Series | None = None) -> pd.DataFrame:
     """Each of options.models against the reference, one row per model and metric. Each model's bootstrap
     has its own stream (seed, i), so adding a model moves no other number."""
     parts = []
@@ -58,15 +59,16 @@ def models_vs_reference(rows: pd.DataFrame, task: str, options: AgreementOptions
         scored = scored_items(rows, task, model, annotators, options.reference)[0]
         metrics, _ = weak_vs_reference(scored["reference"].to_numpy(), scored["weak"].to_numpy(),
                                        n_boot=options.n_boot, alpha=options.alpha,
-                                       rng=np.random.default_rng([options.seed, i]))
+                                       rng=np.random.default_rng([options.seed, i]),
+                                       clusters=cluster_labels(scored.index, authors))
         parts.append(metrics.assign(labeler=model, reason=metrics["reason"].fillna("")))
     table = pd.concat(parts, ignore_index=True)
     return table[["labeler", *[c for c in table.columns if c != "labeler"]]]
 
 
-def models_section(models: pd.DataFrame, n_boot: int, alpha: float) -> Section:
+def models_section(models: pd.DataFrame, n_boot: int, alpha: float, unit: str = "item-bootstrap") -> Section:
     return Section(
         "Models against the reference (human validation)",
         "Each model's predicted labels on the same items, scored against the same reference labels as the weak "
-        f"labeler, with the same metrics and {1 - alpha:.0%} item-bootstrap percentile CIs ({n_boot} resamples).",
+        f"labeler, with the same metrics and {1 - alpha:.0%} {unit} percentile CIs ({n_boot} resamples).",
         {"models_vs_reference": models})

@@ -185,7 +185,7 @@ def _seed_summary(tables: dict[str, pd.DataFrame], one_run: dict[str, list[int]]
     tables = {name: _first_seed_only(t, one_run) for name, t in tables.items()}
     parts = [
         mean_sd(tables["discrimination"], SEED_KEYS, ["accuracy", "macro_f1", "weighted_f1", "macro_auc", "delta_auc_pct"]),
-        mean_sd(tables["calibration"], SEED_KEYS, ["ece", "mce", "brier", "nll"]),
+        mean_sd(tables["calibration"], SEED_KEYS, ["ece", "ece_debiased", "mce", "brier", "nll"]),
         mean_sd(tables["temperature_scaling"], SEED_KEYS, ["temperature", "ece_after", "ece_reduction_pct", "delta_auc"]),
     ]
     if "equity" in tables and not tables["equity"].empty:

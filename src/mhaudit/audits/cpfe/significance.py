@@ -17,8 +17,8 @@ import numpy as np
 
 from mhaudit.audits.cpfe.groups import Group, pairing
 from mhaudit.stats.auc import macro_auc, paired_delong
-from mhaudit.stats.bootstrap import bootstrap_macro_auc, resample_counts, summarise
-from mhaudit.stats.calibration import bootstrap_ece
+from mhaudit.stats.bootstrap import bias_corrected, bootstrap_macro_auc, resample_counts, summarise
+from mhaudit.stats.calibration import bootstrap_ece, ece
 
 CORRECTIONS = ("bonferroni", "bh")
 
@@ -29,7 +29,7 @@ def _place(g: Group) -> tuple:
 
 def place_bootstraps(groups: list[Group], n_classes: int, n_boot_auc: int, n_boot_ece: int, n_bins: int,
                      rng: np.random.Generator) -> tuple[dict[int, np.ndarray], dict[int, dict]]:
-    """Label-stratified bootstraps of every group: macro-AUCs (for significance) and ECE summaries.
+    """Label-stratified bootstraps of every group: macro-AUCs (for significance) and bias-corrected ECEs.
 
     One count matrix per place serves every model there and both statistics (ECE uses its first
     `n_boot_ece` resamples). Places are drawn one after the other on this thread, so the resamples are
@@ -62,8 +62,11 @@ def place_bootstraps(groups: list[Group], n_classes: int, n_boot_auc: int, n_boo
 
 def _group_bootstrap(g: Group, counts: np.ndarray, n_classes: int, n_boot_auc: int, n_boot_ece: int,
                      n_bins: int) -> tuple[int, np.ndarray, dict]:
+    # ECE: the bias-corrected estimate and interval (stats.bootstrap.bias_corrected), not the plug-in's
+    # percentile interval, which the plug-in point can fall below.
+    boot_ece = bootstrap_ece(g.probs, g.y, counts[:n_boot_ece], n_bins)
     return (id(g), bootstrap_macro_auc(g.y, g.probs, n_classes, counts[:n_boot_auc]),
-            summarise(bootstrap_ece(g.probs, g.y, counts[:n_boot_ece], n_bins)))
+            bias_corrected(ece(g.probs, g.y, n_bins), boot_ece, floor=0.0))
 
 
 def _z_test(diff: float, se: float) -> tuple[float, float]:

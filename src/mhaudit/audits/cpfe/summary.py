@@ -55,8 +55,9 @@ def flags(discrimination: pd.DataFrame, significance: pd.DataFrame, calibration:
     - auc_drop_beyond_ci: the reference's macro-AUC exceeds the target's and the difference is significant
       after the family's multiplicity correction (bootstrap SEs, Z test); CI: the difference's normal CI;
     - significant_difference: the same test's corrected p, raised for a significant drop (the significance axis);
-    - ece_above_0.10: the target's ECE is above 0.10 and its bootstrap CI lies above the reference's ECE
-      (calibration worse than at home beyond noise, not merely a model that is miscalibrated everywhere);
+    - ece_above_0.10: the target's debiased ECE is above 0.10 and its bias-corrected CI lies above the
+      reference's debiased ECE (`ece_raised`: calibration worse than at home beyond noise, not merely a model
+      that is miscalibrated everywhere);
     - ece_after_ts_above_0.10: ECE still above 0.10 after temperature scaling on the target (not repaired);
     - temperature_degenerate: the fitted T sits at its search bound, or leaves near-uniform probabilities
       (`calibration.degenerate_temperature`): its low ECE is no repair;
@@ -86,11 +87,11 @@ def flags(discrimination: pd.DataFrame, significance: pd.DataFrame, calibration:
                          "raised": bool(drop > 0 and p["significant"])})
         cal, home_cal = _select(calibration, d), _select(calibration, home)
         if not cal.empty and not home_cal.empty:
-            c, home_ece = cal.iloc[0], float(home_cal["ece"].iat[0])
-            rows.append({**key, "flag": "ece_above_0.10", "value": c["ece"], "ci_low": c["ece_ci_low"],
+            c, home_ece = cal.iloc[0], float(home_cal["ece_debiased"].iat[0])
+            rows.append({**key, "flag": "ece_above_0.10", "value": c["ece_debiased"], "ci_low": c["ece_ci_low"],
                          "ci_high": c["ece_ci_high"],
-                         "threshold": f"ECE > {ECE_LIMIT} and CI above the reference's {home_ece:.3f}",
-                         "raised": bool(c["ece"] > ECE_LIMIT and c["ece_ci_low"] > home_ece)})
+                         "threshold": f"debiased ECE > {ECE_LIMIT} and CI above the reference's {home_ece:.3f}",
+                         "raised": ece_raised(c["ece_debiased"], c["ece_ci_low"], home_ece)})
         scaled = _select(temperature, d) if temperature is not None else pd.DataFrame()
         if not scaled.empty:
             after = float(scaled["ece_after"].iat[0])
@@ -121,6 +122,12 @@ def flags(discrimination: pd.DataFrame, significance: pd.DataFrame, calibration:
 
 
 JACCARD_K, JACCARD_LOW, JACCARD_NONE = 10, 0.30, 0.10
+
+
+def ece_raised(ece_debiased: float, ci_low: float, home_ece_debiased: float) -> bool:
+    """The ece_above_0.10 rule on one target: debiased ECE above the limit and the low end of its
+    bias-corrected CI above home's debiased ECE (benchmarks/ece_false_alarm.py measures its false alarms)."""
+    return bool(ece_debiased > ECE_LIMIT and ci_low > home_ece_debiased)
 
 
 def _mean_jaccards(attribution: pd.DataFrame | None) -> dict[tuple, float]:

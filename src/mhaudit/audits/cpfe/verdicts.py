@@ -11,7 +11,8 @@ from mhaudit.report import verdict, verdict_table
 FLAG_VERDICTS = {
     "auc_drop_beyond_ci": ("discrimination", "macro_auc_drop", "fail",
                            "macro-AUC is lower than at home beyond the multiplicity-corrected bootstrap test"),
-    "ece_above_0.10": ("calibration", "ece", "fail", "ECE above 0.10 with its CI above the home platform's ECE"),
+    "ece_above_0.10": ("calibration", "ece_debiased", "fail",
+                       "debiased ECE above 0.10 with its CI above the home platform's"),
     "di_below_0.80": ("equity", "disparate_impact", "warn",
                       "for some class the whole 95% CI of disparate impact lies below four-fifths"),
     "di_below_0.50": ("equity", "disparate_impact", "fail",
