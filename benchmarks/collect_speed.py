@@ -17,7 +17,11 @@ and the ratio to the 5,000 events/s floor (the public stream averages a few hund
 during the run, and the RSS growth between 20% and 100% of the events (flat memory: no growth with the
 number of events).
 
+With `--wire xrpc` the same events are sent on Jetstream's xrpc wire instead (`{"$type": "message",
+"payload": {...}}` frames with consecutive seqs, as the tests' relay writes them; malformed frames as they are).
+
     python benchmarks/collect_speed.py [--n 200000] [--seed 0] [--batch-size 500] [--skip-websocket]
+                                       [--wire subscribe|xrpc]
 """
 
 from __future__ import annotations
@@ -128,19 +132,36 @@ class RssSampler:
         return self.samples[-1][1] - at_20
 
 
-def make_collector(db: Path, lexicons, batch_size: int, relay: str | None = None, max_posts: int | None = None):
+def as_xrpc(frames: list[str]) -> list[str]:
+    """The same events on the xrpc wire (seq = position + 1); malformed frames stay as they are."""
+    from tests.weak_supervision.collect.stream_server import xrpc_message, xrpc_payload
+
+    out = []
+    for seq, frame in enumerate(frames, 1):
+        try:
+            event = json.loads(frame)
+            event.setdefault(event["kind"], event.get("identity"))  # the generator's account events reuse it
+            out.append(xrpc_message(xrpc_payload(event, seq)))
+        except (ValueError, KeyError, TypeError):
+            out.append(frame)
+    return out
+
+
+def make_collector(db: Path, lexicons, batch_size: int, wire: str, relay: str | None = None,
+                   max_posts: int | None = None):
     store = PostStore(db)
     options = CollectOptions(batch_size=batch_size, max_posts=max_posts, duration_s=600)
-    return store, Collector(store, PostFilter(lexicons), relay=relay, options=options)
+    return store, Collector(store, PostFilter(lexicons), wire=wire, relay=relay, options=options)
 
 
-def serve(n: int, seed: int, queue) -> None:
+def serve(n: int, seed: int, wire: str, queue) -> None:
     """Child process: generate the same frames and serve them until terminated."""
     from tests.weak_supervision.collect.stream_server import StreamServer
 
     lexicons = [Lexicon.load("si"), Lexicon.load("mh")]
-    frames = [(i, f) for i, f in enumerate(synthetic_frames(n, seed, lexicons))]  # cursor = position
-    server = StreamServer(frames).start()
+    frames = synthetic_frames(n, seed, lexicons)
+    frames = as_xrpc(frames) if wire == "xrpc" else frames
+    server = StreamServer(list(enumerate(frames, 1)), wire=wire).start()  # cursor = position
     queue.put(server.url)
     threading.Event().wait()
 
@@ -151,16 +172,18 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batch-size", type=int, default=500)
     ap.add_argument("--skip-websocket", action="store_true")
+    ap.add_argument("--wire", choices=("subscribe", "xrpc"), default="subscribe")
     args = ap.parse_args()
 
     lexicons = [Lexicon.load("si"), Lexicon.load("mh")]
     t0 = time.perf_counter()
     frames = synthetic_frames(args.n, args.seed, lexicons)
-    print(f"{args.n:,} synthetic events generated in {time.perf_counter() - t0:.1f} s "
+    frames = as_xrpc(frames) if args.wire == "xrpc" else frames
+    print(f"{args.n:,} synthetic events ({args.wire} wire) generated in {time.perf_counter() - t0:.1f} s "
           f"({sum(map(len, frames)) / 2**20:.0f} MiB of JSON); lexicons si + mh ({sum(map(len, lexicons))} terms)")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        store, collector = make_collector(Path(tmp) / "inproc.sqlite", lexicons, args.batch_size)
+        store, collector = make_collector(Path(tmp) / "inproc.sqlite", lexicons, args.batch_size, args.wire)
         with RssSampler(collector, args.n) as rss:
             start = time.perf_counter()
             collector.consume(iter(frames))
@@ -169,7 +192,7 @@ def main() -> None:
         stats = collector.stats
         expected = stats.stored
         print(f"in-process: {stats.posts:,} posts, {stats.matched:,} matched, {stats.stored:,} stored, "
-              f"{stats.malformed:,} malformed frames skipped; cursor saved {store.cursor() is not None}")
+              f"{stats.malformed:,} malformed frames skipped; cursor saved {bool(store.cursors())}")
         rows.append(("in-process (parse+filter+store)", stats.events, seconds, rss.start_mb, rss.peak(),
                      rss.growth()))
         store.close()
@@ -179,12 +202,12 @@ def main() -> None:
         if not args.skip_websocket:
             ctx = mp.get_context("spawn")
             queue = ctx.Queue()
-            child = ctx.Process(target=serve, args=(args.n, args.seed, queue), daemon=True)
+            child = ctx.Process(target=serve, args=(args.n, args.seed, args.wire, queue), daemon=True)
             child.start()
             try:
                 url = queue.get(timeout=300)
-                store, collector = make_collector(Path(tmp) / "ws.sqlite", lexicons, args.batch_size, relay=url,
-                                                  max_posts=expected)
+                store, collector = make_collector(Path(tmp) / "ws.sqlite", lexicons, args.batch_size, args.wire,
+                                                  relay=url, max_posts=expected)
                 with RssSampler(collector, args.n) as rss:
                     start = time.perf_counter()
                     stats = collector.run()

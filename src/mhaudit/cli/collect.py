@@ -13,7 +13,9 @@ import typer
 from mhaudit.cli.console import err, guarded, out, print_table
 from mhaudit.core.errors import InputError
 
-app = typer.Typer(help="Collect posts from the Bluesky stream (Jetstream or the firehose).", no_args_is_help=True)
+app = typer.Typer(help="Collect posts from the Bluesky stream (Jetstream, either wire, or the firehose).",
+                  no_args_is_help=True)
+JETSTREAM_WIRES = ("auto", "subscribe", "xrpc")
 
 
 def register(root: typer.Typer) -> None:
@@ -59,6 +61,29 @@ class _Progress:
             self._live.stop()
 
 
+def _wire(wire: str, firehose: bool) -> str:
+    """The wire name the collector takes; one sentence for an unknown --wire or one combined with --firehose."""
+    name = wire.strip().lower()
+    if name not in JETSTREAM_WIRES:
+        raise InputError(f"unknown --wire {wire!r}: use auto, subscribe or xrpc (the firehose is --firehose)")
+    if firehose and name != "auto":
+        raise InputError(f"--wire {name} and --firehose exclude each other: the firehose is a wire of its own "
+                         "(com.atproto.sync.subscribeRepos)")
+    return "firehose" if firehose else name
+
+
+def _where(collector, rewind: float) -> str:
+    resumed, start = collector.stats.cursor, collector.resume_cursor()
+    if start is None:
+        return "starting at the live tip"
+    if resumed is None:  # an xrpc run seeded from the subscribe wire's time (see the note)
+        return f"subscribing from the time {start} ({rewind:g} s before the saved time_us; no duplicate is added)"
+    where = f"resuming from cursor {resumed}"
+    if start != resumed:
+        where += f" (subscribing from {start}, {rewind:g} s earlier; the overlap adds no duplicate)"
+    return where
+
+
 def _print_summary(store) -> None:
     tables = store.summary()
     print_table("Posts per category (all runs in the store)", tables["per_category"])
@@ -73,8 +98,13 @@ def bluesky(
                                     "if not.")],
     lexicon: Annotated[list[str], typer.Option("--lexicon", help="'si', 'mh' or a lexicon TOML file; repeat "
                                                "for several.")] = None,  # type: ignore[assignment]
-    relay: Annotated[str | None, typer.Option(help="Websocket URL (default: public Jetstream, or bsky.network "
-                                              "with --firehose).")] = None,
+    relay: Annotated[str | None, typer.Option(help="Websocket URL (default: public Jetstream's /subscribe host, "
+                                              "its xrpc host with --wire xrpc, or bsky.network with "
+                                              "--firehose).")] = None,
+    wire: Annotated[str, typer.Option("--wire", metavar="auto|subscribe|xrpc", help="Jetstream wire: 'subscribe' "
+                                      "(the /subscribe JSON wire), 'xrpc' (network.bsky.jetstream.subscribeEvents,"
+                                      " as atproto's JetstreamClient), or 'auto': by the URL's path; a bare host "
+                                      "tries xrpc, then subscribe if refused.")] = "auto",
     firehose: Annotated[bool, typer.Option("--firehose", help="Read the relay's raw firehose (CBOR/CAR) "
                                            "instead of Jetstream.")] = False,
     duration: Annotated[str | None, typer.Option(help="Stop after this long: 30s, 10m, 2h, 14d.")] = None,
@@ -88,14 +118,13 @@ def bluesky(
     batch_size: Annotated[int, typer.Option(help="Commit after this many posts (and at least every second).")]
     = 500,
     max_retries: Annotated[int, typer.Option(help="Give up after this many failed connects in a row.")] = 10,
-    rewind: Annotated[float, typer.Option(help="Jetstream: resume this many seconds before the saved cursor "
-                                          "(the overlap adds no duplicate).")] = 5.0,
+    rewind: Annotated[float, typer.Option(help="Subscribe wire: resume this many seconds before the saved "
+                                          "cursor (the overlap adds no duplicate).")] = 5.0,
 ) -> None:
     """Stream posts matching the lexicons into --db; resumable from the saved cursor (rerun the same command)."""
     from mhaudit.weak_supervision.collect.collector import (CollectOptions, Collector, PostFilter, RetryPolicy,
                                                             parse_duration)
     from mhaudit.weak_supervision.collect.dialects import check_store_path
-    from mhaudit.weak_supervision.collect.jetstream import FIREHOSE, JETSTREAM
     from mhaudit.weak_supervision.collect.store import PostStore
     from mhaudit.weak_supervision.lexicons import Lexicon
 
@@ -106,31 +135,28 @@ def bluesky(
         raise InputError(f"--max-retries must be at least 1, not {max_retries}")
     if not rewind >= 0 or rewind == float("inf"):
         raise InputError(f"--rewind must be 0 or more seconds, not {rewind}")
+    chosen = _wire(wire, firehose)
     lexicons = [Lexicon.load(name) for name in lexicon]
-    wire = FIREHOSE if firehose else JETSTREAM
     options = CollectOptions(langs=_langs(langs), replies=replies, batch_size=batch_size,
                              duration_s=parse_duration(duration) if duration else None, max_posts=max_posts,
                              retry=RetryPolicy(max_failures=max_retries), rewind_s=rewind)
     post_filter = PostFilter(lexicons, langs=options.langs, replies=replies)
     with PostStore(db_path, keep_raw_ids=keep_raw_ids) as store:
         progress = _Progress()
-        collector = Collector(store, post_filter, wire=wire, relay=relay, options=options, progress=progress.update)
+        collector = Collector(store, post_filter, wire=chosen, relay=relay, options=options,
+                              progress=progress.update)
+        wire_note = collector.settle_wire()  # auto on a bare host: learn the wire before the run line names it
         run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(3)
         store.start_run(run_id, relay_url=collector.relay,
                         lexicons={lex.name: lex.sha256 for lex in lexicons},
-                        options={"wire": wire.name, "langs": list(options.langs), "replies": replies,
+                        options={"wire": collector.wire.name, "langs": list(options.langs), "replies": replies,
                                  "duration_s": options.duration_s, "max_posts": max_posts,
                                  "keep_raw_ids": keep_raw_ids, "batch_size": batch_size, "rewind_s": rewind})
         if collector.resume_note:
             err.print(f"note: {collector.resume_note}", highlight=False)
-        resumed, start = collector.stats.cursor, collector.resume_cursor()
-        where = "starting at the live tip"
-        if resumed is not None:
-            where = f"resuming from cursor {resumed}"
-            if start != resumed:
-                where += f" (subscribing from {start}, {rewind:g} s earlier; the overlap adds no duplicate)"
-        err.print(f"run {run_id}: {wire.name} at {collector.relay}, {where}; lexicons "
-                  + ", ".join(f"{lex.name} v{lex.version}" for lex in lexicons), highlight=False)
+        how = f" ({wire_note})" if wire_note else ""
+        err.print(f"run {run_id}: {collector.wire.name} wire at {collector.relay}{how}, {_where(collector, rewind)}"
+                  "; lexicons " + ", ".join(f"{lex.name} v{lex.version}" for lex in lexicons), highlight=False)
         # Ctrl-C and SIGTERM commit the pending batch and end the run cleanly.
         previous = {sig: signal.signal(sig, lambda *_: collector.stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:

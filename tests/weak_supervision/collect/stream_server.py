@@ -1,12 +1,16 @@
-"""A Jetstream- (and firehose-) compatible websocket server on 127.0.0.1 for the collector's tests.
+"""A websocket relay on 127.0.0.1 for the collector's tests, speaking any of the collector's three wires.
 
-It replays frames written in the tests, in the recorded wire formats: Jetstream JSON (`{"did", "time_us",
-"kind", "commit": {...}}`) and subscribeRepos DAG-CBOR frames (header + body, records in a CAR). Like the
-real services it honours `?cursor=` (Jetstream: time_us, inclusive; firehose: seq, exclusive) and
-Jetstream's `wantedCollections`, then idles as a live tail would. It can refuse connections (HTTP 503),
-drop a connection abruptly mid-stream (TCP shutdown, no close frame), pace frames, withhold chosen events
-from one connection (late arrivals that a later replay delivers), and send any bytes the test gives it
-(malformed frames, relay error frames). Nothing here reaches the internet.
+It replays frames written in the tests, in the recorded wire formats: Jetstream's `/subscribe` JSON (`{"did",
+"time_us", "kind", "commit": {...}}`), Jetstream's xrpc wire (`xrpc.v1.json`: `{"$type": "message", "payload":
+{"$type": "network.bsky.jetstream.subscribeEvents#commit", "seq", ...}}`, as atproto's `JetstreamClient` reads
+it) and subscribeRepos DAG-CBOR frames (header + body, records in a CAR). Like the real services it serves one
+path per wire and refuses others (`/subscribe`: HTTP 404; the xrpc method: HTTP 400 with an XRPC error body,
+also for a client that does not offer the `xrpc.v1.json` subprotocol), honours `?cursor=` (subscribe: time_us,
+inclusive; xrpc: seq, inclusive, or a unix-microseconds time when >= 10^15; firehose: seq, exclusive) and the
+collection filters (`wantedCollections`, `collections`), then idles as a live tail would. It can refuse
+connections (HTTP 503), drop a connection abruptly mid-stream (TCP shutdown, no close frame), pace frames,
+withhold chosen events from one connection (late arrivals that a later replay delivers), and send any bytes the
+test gives it (malformed frames, relay error frames). Nothing here reaches the internet.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from http import HTTPStatus
 from urllib.parse import parse_qs, urlsplit
 
@@ -25,6 +30,10 @@ from websockets.sync.server import serve
 
 POST = "app.bsky.feed.post"
 T0 = 1_730_000_000_000_000  # 2024-10-27, microseconds: a plausible Jetstream time_us
+XRPC = "network.bsky.jetstream.subscribeEvents"
+PATHS = {"subscribe": "/subscribe", "xrpc": f"/xrpc/{XRPC}", "firehose": "/xrpc/com.atproto.sync.subscribeRepos"}
+SUBPROTOCOL = "xrpc.v1.json"
+TIME_CURSOR_MIN = 10**15  # an xrpc cursor this large is a unix-microseconds time
 
 
 # ------------------------------------------------------------------------------- Jetstream messages
@@ -65,6 +74,47 @@ def account_event(time_us: int, did: str) -> dict:
 def jetstream_frames(events: list[dict]) -> list[tuple[int, str]]:
     """(cursor, JSON text) pairs as the server sends them."""
     return [(e["time_us"], json.dumps(e)) for e in events]
+
+
+# ------------------------------------------------------------------------------------- xrpc frames
+def iso_time(time_us: int) -> str:
+    """A time_us as the xrpc wire writes times: ISO 8601, microsecond precision, UTC."""
+    return datetime.fromtimestamp(time_us / 1e6, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def xrpc_payload(event: dict, seq: int) -> dict:
+    """A subscribe-wire event on the xrpc wire: the same event with Jetstream's `seq`, a commit's fields in the
+    payload itself, identity/account events wrapping the upstream event (atproto 0.0.73's models)."""
+    when = iso_time(event["time_us"])
+    payload = {"$type": f"{XRPC}#{event['kind']}", "did": event["did"], "seq": seq, "time": when,
+               "witnessedAt": when}
+    if event["kind"] == "commit":
+        payload.update(event["commit"])
+    else:
+        payload[event["kind"]] = event[event["kind"]]
+    return payload
+
+
+def xrpc_message(payload: dict) -> str:
+    return json.dumps({"$type": "message", "payload": payload})
+
+
+def xrpc_frames(events: list[dict], first_seq: int = 1) -> list[tuple[int, str]]:
+    """(seq, xrpc.v1.json text) pairs: Jetstream numbers every event it witnesses, so seqs are consecutive."""
+    return [(seq, xrpc_message(xrpc_payload(e, seq))) for seq, e in enumerate(events, first_seq)]
+
+
+def xrpc_info(name: str, message: str) -> str:
+    return xrpc_message({"$type": f"{XRPC}#info", "name": name, "message": message})
+
+
+def xrpc_error(error: str, message: str) -> str:
+    return json.dumps({"$type": "error", "error": error, "message": message})
+
+
+def wire_frames(wire: str, events: list[dict]) -> list[tuple[int, str]]:
+    """The events as one Jetstream wire's relay sends them, (cursor, frame) in order."""
+    return xrpc_frames(events) if wire == "xrpc" else jetstream_frames(events)
 
 
 # -------------------------------------------------------------------------------- firehose frames
@@ -130,14 +180,38 @@ def post_record(text: str, *, langs=("en",), reply: bool = False) -> dict:
 
 
 # ----------------------------------------------------------------------------------------- server
+def _witnessed_us(payload: str | bytes) -> int | None:
+    """The time an xrpc frame's event was witnessed, in microseconds (what a time cursor is compared with)."""
+    try:
+        when = json.loads(payload)["payload"]["witnessedAt"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    moment = datetime.fromisoformat(when.replace("Z", "+00:00"))
+    return round(moment.timestamp() * 1e6)
+
+
+def _collection(payload: str | bytes) -> str | None:
+    """The collection of a commit frame on either JSON wire; None for other events and malformed frames."""
+    try:
+        message = json.loads(payload)
+        if "payload" in message:  # xrpc
+            body = message["payload"]
+            return body["collection"] if str(body.get("$type", "")).endswith("#commit") else None
+        return message["commit"]["collection"] if message.get("kind") == "commit" else None
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
 @dataclass
 class StreamServer:
     """Serves `frames` [(cursor, payload)] to every connection from its `cursor` on, in a background thread.
 
+    wire: 'subscribe', 'xrpc' or 'firehose': the path served (others refused: `wrong_path` status, by default
+    400 for xrpc as its XRPC router answers, 404 otherwise), the subprotocol required (xrpc), the cursor and
+    collection parameters, and whether replay is inclusive (Jetstream) or exclusive (the firehose).
     drops[i]: connection i is cut (TCP shutdown, no close frame) after sending that many frames.
     refuse: the first `refuse` connection attempts get HTTP 503.
     delay_s: pause between frames (pacing, so a test can kill the collector mid-stream).
-    inclusive: Jetstream replays from the cursor inclusive; the firehose sends seq > cursor.
     missing[i]: connection i does not send the frames at these cursors (events that reached the service's
     replay log only after its live tail had passed their time: the boundary case that Jetstream's advice to
     rewind a few seconds on reconnect is for); later connections replay them.
@@ -147,12 +221,17 @@ class StreamServer:
     drops: list[int] = field(default_factory=list)
     refuse: int = 0
     delay_s: float = 0.0
-    inclusive: bool = True
+    wire: str = "subscribe"
+    wrong_path: int | None = None
     missing: dict[int, set[int]] = field(default_factory=dict)
     requests: list[dict] = field(default_factory=list)  # query of every accepted connection
     sent: list[int] = field(default_factory=list)       # frames sent per accepted connection
+    refused: list[tuple[str, int]] = field(default_factory=list)  # (path, status) of every refused handshake
 
     def __post_init__(self):
+        self.inclusive = self.wire != "firehose"
+        self.path = PATHS[self.wire]
+        self.wrong_path = self.wrong_path or (400 if self.wire == "xrpc" else 404)
         self._stopped = threading.Event()
         self._lock = threading.Lock()
         self._attempts = 0
@@ -162,7 +241,8 @@ class StreamServer:
     # -- lifecycle -------------------------------------------------------------------------------------------
     def start(self) -> StreamServer:
         self._server = serve(self._handle, "127.0.0.1", 0, process_request=self._process_request,
-                             compression=None, max_size=None)
+                             compression=None, max_size=None,
+                             subprotocols=[SUBPROTOCOL] if self.wire == "xrpc" else None)
         self._thread = threading.Thread(target=self._server.serve_forever, name="stream-server", daemon=True)
         self._thread.start()
         return self
@@ -172,12 +252,13 @@ class StreamServer:
         return self._server.socket.getsockname()[1]
 
     @property
-    def url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}/subscribe"
-
-    @property
     def base(self) -> str:
         return f"ws://127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The URL that names this server's wire by its path."""
+        return self.base + self.path
 
     def stop(self) -> None:
         self._stopped.set()
@@ -192,32 +273,52 @@ class StreamServer:
         self.stop()
 
     # -- serving ---------------------------------------------------------------------------------------------
+    def _refusal(self, request) -> tuple[int, str] | None:
+        path = urlsplit(request.path).path
+        offered = {p.strip() for value in request.headers.get_all("Sec-WebSocket-Protocol") for p in value.split(",")}
+        if path != self.path:
+            return self.wrong_path, f"no such method or path: {path}"
+        if self.wire == "xrpc" and SUBPROTOCOL not in offered:
+            return 400, f"subscriptions here need the {SUBPROTOCOL} subprotocol"
+        return None
+
     def _process_request(self, connection, request):
         with self._lock:
             self._attempts += 1
-            refused = self._attempts <= self.refuse
-        if refused:
+            busy = self._attempts <= self.refuse
+        if busy:
             return connection.respond(HTTPStatus.SERVICE_UNAVAILABLE, "try again later\n")
-        return None
+        refusal = self._refusal(request)
+        if refusal is None:
+            return None
+        status, message = refusal
+        self.refused.append((urlsplit(request.path).path, status))
+        if self.wire != "xrpc":
+            return connection.respond(HTTPStatus(status), f"{message}\n")
+        response = connection.respond(HTTPStatus(status), json.dumps({"error": "InvalidRequest", "message": message}))
+        del response.headers["Content-Type"]
+        response.headers["Content-Type"] = "application/json"
+        return response
+
+    def _start(self, query: dict) -> tuple[int | None, bool]:
+        """(the cursor to replay from, whether it is a time rather than a position)."""
+        cursor = int(query["cursor"][0]) if "cursor" in query else None
+        return cursor, self.wire == "xrpc" and cursor is not None and cursor >= TIME_CURSOR_MIN
 
     def _selected(self, query: dict, number: int) -> list[str | bytes]:
-        cursor = int(query["cursor"][0]) if "cursor" in query else None
-        wanted = set(query.get("wantedCollections", []))
+        cursor, by_time = self._start(query)
+        wanted = set(query.get("collections" if self.wire == "xrpc" else "wantedCollections", []))
         missing = self.missing.get(number, set())
         out = []
         for position, payload in self.frames:
-            if cursor is not None and (position < cursor if self.inclusive else position <= cursor):
+            at = _witnessed_us(payload) if by_time else position
+            if cursor is not None and at is not None and (at < cursor if self.inclusive else at <= cursor):
                 continue
             if position in missing:
                 continue
-            if wanted and isinstance(payload, str):
-                try:
-                    message = json.loads(payload)
-                    collection = message["commit"]["collection"] if message.get("kind") == "commit" else None
-                except (ValueError, KeyError, TypeError, AttributeError):
-                    collection = None  # malformed frames are sent as they are
-                if collection is not None and collection not in wanted:
-                    continue
+            collection = _collection(payload) if wanted and isinstance(payload, str) else None
+            if collection is not None and collection not in wanted:
+                continue  # malformed frames are sent as they are
             out.append(payload)
         return out
 

@@ -1,5 +1,7 @@
-"""The collection loop against a real websocket server on 127.0.0.1: filters, batching, reconnects, stops,
-resume, the CLI end to end, bad input, and a kill -9 of the collector process. No internet."""
+"""The collection loop against a real websocket server on 127.0.0.1: filters, batching, reconnects (on both
+Jetstream wires), stops, resume, the shortened rewind after overlap-only connections (on a simulated clock and
+against the server), the CLI end to end, bad input, and a kill -9 of the collector process on both wires.
+No internet."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ import sqlite3
 import subprocess
 import sys
 import time
+from bisect import bisect_left
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from typer.testing import CliRunner
@@ -24,10 +28,11 @@ from mhaudit.weak_supervision.collect.collector import (
     RetryPolicy,
     parse_duration,
 )
-from mhaudit.weak_supervision.collect.jetstream import FIREHOSE
+from mhaudit.weak_supervision.collect.jetstream import FIREHOSE, SUBSCRIBE
 from mhaudit.weak_supervision.collect.store import PostStore
 from mhaudit.weak_supervision.lexicons import Lexicon
 from tests.weak_supervision.collect.stream_server import (
+    POST,
     T0,
     StreamServer,
     account_event,
@@ -41,6 +46,8 @@ from tests.weak_supervision.collect.stream_server import (
     like_event,
     post_event,
     post_record,
+    wire_frames,
+    xrpc_error,
 )
 
 runner = CliRunner()
@@ -71,6 +78,21 @@ def stream(cycles: int) -> tuple[list[dict], dict[str, int]]:
         ]
         expected.update({f"a{c}": t, f"d{c}": t + 4000, f"e{c}": t + 6000})
     return events, expected
+
+
+def on_wire(wire: str, events: list[dict], expected: dict[str, int]) -> tuple[list, dict[str, int]]:
+    """The events as `wire`'s relay sends them, and the expected posts' cursors on that wire (the subscribe
+    wire's time_us, or the xrpc seq)."""
+    frames = wire_frames(wire, events)
+    cursors = {e["commit"]["rkey"]: cursor for e, (cursor, _) in zip(events, frames)
+               if e["kind"] == "commit" and e["commit"]["operation"] == "create" and e["commit"]["collection"] == POST}
+    return frames, {k: cursors[k] for k in expected}
+
+
+def saved_cursor(store: PostStore) -> int | None:
+    """The one cursor the store holds, whichever wire's key it is under."""
+    (cursor,) = store.cursors().values() or [None]
+    return cursor
 
 
 def stored_rkeys(store: PostStore) -> list[str]:
@@ -152,20 +174,24 @@ def test_no_replies_option_and_both_lexicons(tmp_path):
         assert store.summary()["per_category"].set_index("category").loc["self_harm_death_wish", "posts"] == 1
 
 
-def test_reconnects_after_drops_with_no_gap_and_no_duplicate(tmp_path):
+@pytest.mark.parametrize("wire", ["subscribe", "xrpc"])
+def test_reconnects_after_drops_with_no_gap_and_no_duplicate(tmp_path, wire):
     events, expected = stream(30)
-    with StreamServer(jetstream_frames(events), drops=[37, 55]) as server, \
-            PostStore(tmp_path / "p.sqlite") as store:
-        # rewind_s=0: resume at the exact boundary, to check it; the default rewind is tested below.
+    frames, _ = on_wire(wire, events, expected)
+    with StreamServer(frames, drops=[37, 55], wire=wire) as server, PostStore(tmp_path / "p.sqlite") as store:
+        # rewind_s=0: resume at the exact boundary, to check it; the default rewind is tested below (the xrpc
+        # wire's seq is exact and never rewound).
         stats = collect(store, server.url, max_posts=len(expected), batch_size=7, rewind_s=0).stats
         assert sorted(stored_rkeys(store)) == sorted(expected) and store.count() == 90
         assert stats.connections == 3 and stats.failures == 2 and server.sent[:2] == [37, 55]
-        # Each reconnect resumes at the last event received (Jetstream replays it, inclusive: one repeat).
-        selected = [e for e in events if e.get("commit", {}).get("collection", "app.bsky.feed.post")
-                    == "app.bsky.feed.post"]
-        assert int(server.requests[1]["cursor"][0]) == selected[36]["time_us"]
-        assert int(server.requests[2]["cursor"][0]) == selected[36 + 55 - 1]["time_us"]
-        assert stats.events == selected.index(next(e for e in selected if e.get("commit", {}).get("rkey") == "e29")) + 3
+        # Each reconnect resumes at the last event received (both wires replay it, inclusive: one repeat).
+        selected = [c for e, (c, _) in zip(events, frames)  # the cursors of what the server sends
+                    if e.get("commit", {}).get("collection", POST) == POST]
+        assert int(server.requests[1]["cursor"][0]) == selected[36]
+        assert int(server.requests[2]["cursor"][0]) == selected[36 + 55 - 1]
+        assert stats.events == selected.index(frames[[e.get("commit", {}).get("rkey") for e in events]
+                                                     .index("e29")][0]) + 3
+        assert set(store.cursors()) == {"jetstream" if wire == "subscribe" else f"jetstream-xrpc:127.0.0.1:{server.port}"}
 
 
 def test_malformed_frames_are_counted_and_skipped(tmp_path):
@@ -245,7 +271,7 @@ def test_firehose_wire_end_to_end_with_a_drop(tmp_path):
                  (f"q{seq}", post_record("so anxious", langs=["ja"]))]
         frames.append((seq, firehose_commit(seq, did, posts, likes=1)))
         expected |= {f"p{seq}"} if seq % 2 else set()
-    with StreamServer(frames, drops=[11], inclusive=False) as server, PostStore(tmp_path / "p.sqlite") as store:
+    with StreamServer(frames, drops=[11], wire="firehose") as server, PostStore(tmp_path / "p.sqlite") as store:
         stats = collect(store, server.base, wire=FIREHOSE, max_posts=len(expected)).stats
         assert sorted(stored_rkeys(store)) == sorted(expected) and stats.duplicates == 0
         assert server.requests[1]["cursor"] == ["11"] and store.cursor() is None
@@ -253,18 +279,21 @@ def test_firehose_wire_end_to_end_with_a_drop(tmp_path):
 
 
 # ------------------------------------------------------------------------ failures that are not progress
-@pytest.mark.parametrize("case", ["error_frame", "malformed_frames"])
+@pytest.mark.parametrize("case", ["error_frame", "xrpc_error_frame", "malformed_frames"])
 def test_a_relay_that_answers_every_connect_without_a_valid_event_is_given_up_on(tmp_path, case):
     # A relay that rejects the cursor with an error frame, or sends only malformed frames and drops, on every
     # connect: each connect is a failure, so the run stops after max_failures instead of retrying forever.
     if case == "error_frame":
-        server = StreamServer([(1, firehose_error("FutureCursor", "cursor in the future"))], inclusive=False)
+        server = StreamServer([(1, firehose_error("FutureCursor", "cursor in the future"))], wire="firehose")
         wire, last = FIREHOSE, "the relay sent an error frame: FutureCursor"
+    elif case == "xrpc_error_frame":
+        server = StreamServer([(1, xrpc_error("ConsumerTooSlow", "the consumer fell behind"))], wire="xrpc")
+        wire, last = "xrpc", "the relay sent an error frame: ConsumerTooSlow: the consumer fell behind"
     else:  # two malformed frames, then an abrupt drop
         server = StreamServer([(T0, "{not json"), (T0, b"\xff\x00"), (T0, "[]")], drops=[2] * 20)
         wire, last = None, "no close frame"
     with server, PostStore(tmp_path / "p.sqlite") as store:
-        relay = server.base if wire is FIREHOSE else server.url
+        relay = server.base if wire else server.url
         start = time.monotonic()
         with pytest.raises(RelayUnreachable, match=rf"\(4 failed attempts in a row, last: .*{last}"):
             collect(store, relay, wire=wire, duration_s=5)
@@ -273,8 +302,9 @@ def test_a_relay_that_answers_every_connect_without_a_valid_event_is_given_up_on
 
 
 def test_a_relay_that_only_replays_the_overlap_and_drops_is_given_up_on(tmp_path):
-    # Events at or before the saved cursor (the rewound overlap) are valid but are not progress: a relay
-    # that sends only them and then drops, on every connect, is a run of failures.
+    # Events at or before the saved cursor (the rewound overlap) are valid but are not progress: a relay that
+    # sends only them and then drops, on every connect, is a run of failures. Each such connection halves the
+    # next rewind (5, 2.5, 1.25, 0.625 s), but this relay has nothing past the cursor at all.
     events, expected = stream(3)
     frames = jetstream_frames(events)
     db = tmp_path / "p.sqlite"
@@ -285,8 +315,104 @@ def test_a_relay_that_only_replays_the_overlap_and_drops_is_given_up_on(tmp_path
     with StreamServer(frames, drops=[overlap] * 20) as server, PostStore(db) as store:
         with pytest.raises(RelayUnreachable, match=r"4 failed attempts in a row"):
             collect(store, server.url, duration_s=5)
-        assert len(server.requests) == 4 and all(r["cursor"] == [str(saved - REWIND_US)] for r in server.requests)
+        assert [int(r["cursor"][0]) for r in server.requests] == [saved - REWIND_US // 2**i for i in range(4)]
         assert server.sent == [overlap] * 4 and store.count() == len(expected) and store.cursor() == saved
+
+
+class SimRelay:
+    """A subscribe-wire relay on a simulated clock, for the rewind rule: it serves `times` (one matching post
+    each, rkey p<i>) from the cursor a connection asks for, one frame per `spacing_s` of the clock, and drops a
+    connection after `per_connection` frames; at the end of the stream it idles like a live tail. Waiting
+    (backoff) only moves the clock: nothing really sleeps. `rewinds`: how far before the newest event sent so
+    far each resumed subscription started, in seconds."""
+
+    def __init__(self, times: list[int], per_connection: int, spacing_s: float, newest: int | None = None):
+        self.times, self.per_connection, self.spacing_s = times, per_connection, spacing_s
+        self.now, self.newest, self.connections, self.rewinds = 0.0, newest, 0, []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+    def connect(self, url: str):
+        self.connections += 1
+        cursor = parse_qs(urlsplit(url).query).get("cursor")
+        start = bisect_left(self.times, int(cursor[0])) if cursor else 0  # inclusive replay from the cursor
+        if cursor and self.newest is not None:
+            self.rewinds.append((self.newest - int(cursor[0])) / 1e6)
+        return _SimConnection(self, range(start, min(start + self.per_connection, len(self.times))))
+
+
+class _SimConnection:
+    def __init__(self, relay: SimRelay, indices: range):
+        self.relay, self.indices = relay, iter(indices)
+        self.drops = len(indices) == relay.per_connection  # a full share is followed by a drop, else the tip
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def recv(self, timeout: float) -> str:
+        from websockets.exceptions import ConnectionClosedError
+
+        i = next(self.indices, None)
+        if i is None:
+            if self.drops:
+                raise ConnectionClosedError(None, None)
+            self.relay.now += timeout
+            raise TimeoutError
+        self.relay.now += self.relay.spacing_s
+        self.relay.newest = max(self.relay.newest or 0, self.relay.times[i])
+        return jetstream_frames([post_event(self.relay.times[i], "did:plc:sim", f"p{i}", MATCHING[0])])[0][1]
+
+
+class SimCollector(Collector):
+    """The real collector, connected to a SimRelay and run on its clock."""
+
+    def __init__(self, store, relay: SimRelay, **options):
+        super().__init__(store, PostFilter([MH]), wire=SUBSCRIBE, relay="ws://sim.invalid/subscribe", seed=0,
+                         clock=relay.clock, sleep=relay.sleep, options=CollectOptions(**options))
+        self._relay = relay
+
+    def _connect(self, url: str):
+        return self._relay.connect(url)
+
+
+def test_overlap_only_connections_shorten_the_rewind_so_a_resumed_collector_always_progresses(tmp_path):
+    # 100 events/s and a drop every 500: each connection holds exactly the 5 s rewind window, so a resumed
+    # collector with a fixed rewind receives only overlap before every drop and gives up (max_failures).
+    done, n = 1_000, 6_000
+    times = [T0 + i * 10_000 for i in range(n)]
+    with PostStore(tmp_path / "p.sqlite") as store:
+        SimCollector(store, SimRelay(times[:done], done, 0.01), max_posts=done).run()  # a first run: 0-999
+        assert store.count() == done and store.cursor() == times[done - 1]
+        relay = SimRelay(times, per_connection=500, spacing_s=0.01, newest=times[done - 1])
+        stats = SimCollector(store, relay, max_posts=n - done).run()  # 5,000 more events; no RelayUnreachable
+        assert sorted(stored_rkeys(store)) == sorted(f"p{i}" for i in range(n))  # 0 lost
+        assert store.count() == n and stats.stored == n - done and stats.duplicates > 0  # 0 stored twice
+        assert store.cursor() == times[-1] and stats.stop_reason == "max_posts"
+        # 5 s brings only overlap, so the next connect rewinds 2.5 s and progresses; then the full 5 s again.
+        assert relay.rewinds[:4] == [5.0, 2.5, 5.0, 2.5] and set(relay.rewinds) == {5.0, 2.5}
+        assert stats.failures == relay.connections - 1 and relay.now < 600  # simulated seconds
+
+
+@pytest.mark.parametrize("wire", ["subscribe", "xrpc"])
+def test_a_relay_that_drops_every_rewind_window_is_collected_in_full_on_both_wires(tmp_path, wire):
+    # The same rule against the real server: 10 events/s, a drop every 50 events (5 s of them).
+    events = [post_event(T0 + i * 100_000, "did:plc:x", f"p{i}", MATCHING[i % 5]) for i in range(400)]
+    frames, _ = on_wire(wire, events, {})
+    with StreamServer(frames, drops=[50] * 100, wire=wire) as server, PostStore(tmp_path / "p.sqlite") as store:
+        stats = collect(store, server.url, max_posts=400).stats
+        assert sorted(stored_rkeys(store)) == sorted(f"p{i}" for i in range(400)) and stats.stored == 400
+        starts = [int(r["cursor"][0]) for r in server.requests[1:]]
+        if wire == "subscribe":  # full rewind after progress, halved after an overlap-only connection
+            assert [(frames[49][0] - starts[0]) / 1e6, (frames[49][0] - starts[1]) / 1e6] == [5.0, 2.5]
+        else:  # an exact seq: each reconnect resumes at the last event, 49 new events per connection
+            assert starts == [50 + 49 * i for i in range(len(starts))]
 
 
 def test_a_dropped_connection_resumes_5_s_early_so_a_late_event_is_not_lost_and_nothing_is_stored_twice(tmp_path):
@@ -325,7 +451,7 @@ def test_a_firehose_cursor_is_kept_per_relay_and_another_relay_starts_fresh_with
 
     frames_a, keys_a = relay_frames("a", 12)
     frames_b, keys_b = relay_frames("b", 5)  # relay B's seq 1..5 are not relay A's seq 1..5
-    with StreamServer(frames_a, inclusive=False) as a, StreamServer(frames_b, inclusive=False) as b:
+    with StreamServer(frames_a, wire="firehose") as a, StreamServer(frames_b, wire="firehose") as b:
         base = ["bluesky", "--db", db, "--lexicon", "mh", "--firehose", "--duration", "20s"]
         result = _cli(*base, "--relay", a.base, "--max-posts", 8)
         assert result.exit_code == 0, result.output
@@ -462,32 +588,36 @@ def _run_until(command, env, db: Path, at_least: int, sig: int) -> int:
 
 def _stored_up_to_cursor(db: Path, expected: dict[str, int]) -> tuple[int, set[str]]:
     with PostStore(db) as store:
-        cursor, stored = store.cursor(), set(stored_rkeys(store))
+        cursor, stored = saved_cursor(store), set(stored_rkeys(store))
     # Exactly the matching posts up to the saved cursor: nothing after it, nothing before it missing.
     assert stored == {k for k, t in expected.items() if t <= cursor}
     return cursor, stored
 
 
-def test_sigterm_then_kill_9_mid_stream_then_restart_stores_exactly_the_expected_posts(tmp_path):
+@pytest.mark.parametrize("wire", ["subscribe", "xrpc"])
+def test_sigterm_then_kill_9_mid_stream_then_restart_stores_exactly_the_expected_posts(tmp_path, wire):
     db = tmp_path / "posts.sqlite"
     events, expected = stream(150)  # 1,200 events, 450 matching posts
+    frames, expected = on_wire(wire, events, expected)  # rkey -> time_us, or -> seq on the xrpc wire
+    rewind = REWIND_US if wire == "subscribe" else 0  # an xrpc seq is exact: resumed as it is
     env = {**os.environ, "COLUMNS": "200"}
-    with StreamServer(jetstream_frames(events), delay_s=0.002) as server:
+    with StreamServer(frames, delay_s=0.002, wire=wire) as server:
         command = [sys.executable, "-m", "mhaudit", "collect", "bluesky", "--db", str(db), "--lexicon", "mh",
-                   "--relay", server.url, "--batch-size", "10", "--duration", "60s"]
+                   "--relay", server.url, "--batch-size", "10", "--duration", "60s"]  # auto: the wire by the path
         # SIGTERM: the pending batch is committed and the run ends normally.
         assert _run_until(command, env, db, 30, signal.SIGTERM) == 0
         cursor, stored = _stored_up_to_cursor(db, expected)
         assert 30 <= len(stored) < 450
         # kill -9 mid-stream: only the batch in flight is lost, with its cursor.
         assert _run_until(command, env, db, len(stored) + 60, signal.SIGKILL) == -signal.SIGKILL
-        assert server.requests[1]["cursor"] == [str(cursor - REWIND_US)]
+        assert server.requests[1]["cursor"] == [str(cursor - rewind)]
         cursor, stored = _stored_up_to_cursor(db, expected)
         assert 90 <= len(stored) < 450
         done = subprocess.run(command + ["--max-posts", str(450 - len(stored))], env=env, capture_output=True,
                               text=True, timeout=60)
         assert done.returncode == 0, done.stderr
-        assert server.requests[2]["cursor"] == [str(cursor - REWIND_US)]
+        assert f"{wire} wire at {server.url}" in " ".join(done.stderr.split())
+        assert server.requests[2]["cursor"] == [str(cursor - rewind)] and not server.refused
     with PostStore(db) as store:
         assert sorted(stored_rkeys(store)) == sorted(expected) and store.count() == 450
-        assert store.cursor() == max(expected.values())
+        assert saved_cursor(store) == max(expected.values())

@@ -6,20 +6,21 @@ runs ahead of a post that has not been committed; a crash loses at most the unco
 subscribes from the saved cursor, receives those events again and stores them (replayed posts that were
 already stored are ignored by the store's primary key): no gap, no duplicate.
 
-Resume point: Jetstream's cursor is a time (`time_us`) and replay exactly at the boundary is not guaranteed
-gapless, so every Jetstream (re)connect subscribes `rewind_s` (default 5 s) before the last processed cursor,
-as Jetstream's documentation advises; the overlap comes again and adds no duplicate (primary key), and the
-in-memory and saved cursors never move back. The firehose's `seq` is exact but only valid on the relay that
-issued it, so its cursor is saved per relay host (`cursor_stream`): a run against another relay starts at
-its live tip and says so (`resume_note`).
+Wire (`jetstream.choose_wires`): given, or `auto`, by the relay URL's path; on a URL that names none, xrpc
+first, and a 400/404 handshake refusal switches to subscribe, once, before any event (`settle_wire`).
 
-Retry policy (`RetryPolicy`): after a failed connect, a dropped connection or a relay error frame the pending
-batch is committed, then the collector waits `min(max_s, base_s * 2**(n-1))`, jittered to between half and all
-of it, and reconnects from the last processed cursor; `n` counts consecutive failures and is reset only by a
-connection that moved the cursor forward (at least one valid event past the point it resumed from; malformed
-frames, error or info frames and a replayed overlap do not count). After `max_failures` consecutive failures
-it stops with `RelayUnreachable` (an InputError: one sentence, exit 2), everything processed before that
-already committed.
+Resume point (`jetstream.resume_point`): each wire has its own cursor key. The subscribe wire's cursor is a time
+(`time_us`) whose exact-boundary replay is not guaranteed gapless, so each of its (re)connects subscribes
+`rewind_s` (default 5 s) before the last processed cursor, as Jetstream advises; the overlap adds no duplicate
+(primary key) and the cursors never move back. A connection that delivered only overlap halves the next rewind
+(down to 0), so a relay that drops more often than the rewind window holds events cannot stall the run; the
+first connection that makes progress restores the full rewind. xrpc and firehose `seq`s are exact (no rewind).
+
+Retry policy (`RetryPolicy`): after a failed connect, a drop or a relay error frame the pending batch is
+committed, then the collector waits `min(max_s, base_s * 2**(n-1))`, jittered to [half, all] of it, and
+reconnects; `n` counts consecutive failures, reset only by a connection that moved the cursor forward (malformed,
+error or info frames and a replayed overlap do not). After `max_failures` in a row it stops with
+`RelayUnreachable` (an InputError: one sentence, exit 2), everything processed before committed.
 """
 
 from __future__ import annotations
@@ -33,14 +34,15 @@ from dataclasses import asdict, dataclass, field
 
 from mhaudit.core.errors import InputError
 from mhaudit.weak_supervision.collect.jetstream import (
-    JETSTREAM,
     Event,
     MalformedFrame,
     RelayError,
     Wire,
-    check_relay_url,
+    choose_wires,
     cursor_stream,
-    relay_host,
+    describe_failure,
+    handshake_status,
+    resume_point,
 )
 from mhaudit.weak_supervision.collect.store import PostStore
 from mhaudit.weak_supervision.lexicons import Lexicon
@@ -50,6 +52,8 @@ __all__ = ["CollectOptions", "CollectStats", "Collector", "PostFilter", "RelayUn
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 MAX_FRAME_BYTES = 4 * 2**20  # a post record is tiny; firehose commits with many blocks stay far below this
+MIN_REWIND_S = 0.1  # a halved rewind below this becomes 0 (resume at the exact cursor)
+FALLBACK_STATUSES = (400, 404)  # how a relay refuses a path or subprotocol it does not serve
 
 
 def parse_duration(text: str) -> float:
@@ -92,7 +96,7 @@ class CollectOptions:
     max_posts: int | None = None         # stop once this many NEW posts are stored in this run
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     connect_timeout_s: float = 10.0
-    rewind_s: float = 5.0                # Jetstream: (re)subscribe this long before the last processed time_us
+    rewind_s: float = 5.0                # subscribe wire: (re)subscribe this long before the last processed time_us
 
 
 @dataclass
@@ -156,35 +160,42 @@ def _connection_errors() -> tuple[tuple[type[BaseException], ...], type[BaseExce
 
 
 class Collector:
-    """Streams one wire into a PostStore. `run()` blocks until the duration, max_posts, `stop()` or give-up."""
+    """Streams one wire into a PostStore. `run()` blocks until the duration, max_posts, `stop()` or give-up.
 
-    def __init__(self, store: PostStore, post_filter: PostFilter, *, wire: Wire = JETSTREAM,
+    `wire`: a Wire, a name or 'auto' (`jetstream.choose_wires`); `self.wire` is the one in use, `wire_note` says
+    how auto chose it. `clock`/`sleep`: the real ones by default; a simulation passes its own (no real waits).
+    """
+
+    def __init__(self, store: PostStore, post_filter: PostFilter, *, wire: Wire | str = "auto",
                  relay: str | None = None, options: CollectOptions | None = None,
                  progress: Callable[[CollectStats], None] | None = None, progress_every_s: float = 0.5,
-                 seed: int | None = None):
-        self.store, self.filter, self.wire = store, post_filter, wire
-        self.relay = relay or wire.default_relay
-        check_relay_url(self.relay)
+                 seed: int | None = None, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], object] | None = None):
+        wires = choose_wires(relay, wire)
+        self.store, self.filter = store, post_filter
+        self.relay = relay or wires[0].default_relay
         self.options = options or CollectOptions()
-        if self.options.batch_size < 1:
-            raise InputError(f"the batch size must be at least 1, not {self.options.batch_size}")
-        if self.options.max_posts is not None and self.options.max_posts < 1:
-            raise InputError(f"--max-posts must be at least 1, not {self.options.max_posts}")
-        rewind = self.options.rewind_s
-        if not (isinstance(rewind, (int, float)) and math.isfinite(rewind) and rewind >= 0):
-            raise InputError(f"the rewind must be a number of seconds, 0 or more, not {rewind!r}")
+        _check_options(self.options)
         self.progress, self.progress_every_s = progress, progress_every_s
-        self.stream = cursor_stream(wire, self.relay)  # the store's cursor key: 'jetstream', 'firehose:<host>'
-        saved, self.resume_note = store.cursor(self.stream), ""
-        if saved is None and wire.relay_specific:
-            saved, self.resume_note = _other_relays_cursor(store, wire, self.relay)
-        self.stats = CollectStats(cursor=saved)
+        self.stats = CollectStats()
+        # auto on a URL that names no wire: the second wire to try, and the first one's refusal once it was tried
+        self._fallback, self._refused = (wires[1] if len(wires) > 1 else None), ""
+        self.wire_note = f"auto: {wires[0].name}, {wires[1].name} if refused" if self._fallback else ""
+        self._use_wire(wires[0])
+        self._rewind_s = self.options.rewind_s  # shortened after a connection that brought only overlap
         self._advanced = 0  # events that moved the cursor forward (what resets the failure count)
+        self._replayed = 0  # valid events at or before the cursor (the rewound overlap, inclusive repeats)
         self._pending: list[dict] = []
-        self._committed_cursor = self.stats.cursor
         self._stop = threading.Event()
+        self._clock, self._sleep = clock, sleep or self._stop.wait
         self._rng = random.Random(seed)
-        self._started = self._last_flush = self._last_progress = time.monotonic()
+        self._started = self._last_flush = self._last_progress = clock()
+
+    def _use_wire(self, wire: Wire) -> None:
+        """Adopt `wire` and its saved cursor (at construction, and on an auto fallback before any event)."""
+        self.wire, self.stream = wire, cursor_stream(wire, self.relay)
+        saved, self._start_time, self.resume_note = resume_point(self.store, wire, self.relay)
+        self.stats.cursor = self._committed_cursor = saved
 
     # -- control ---------------------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -211,9 +222,12 @@ class Collector:
         except MalformedFrame:
             stats.malformed += 1
             return
-        if event.cursor is not None and (stats.cursor is None or event.cursor > stats.cursor):
-            stats.cursor = event.cursor  # a replayed (older) event never moves the cursor back
-            self._advanced += 1
+        if event.cursor is not None:
+            if stats.cursor is None or event.cursor > stats.cursor:
+                stats.cursor = event.cursor  # a replayed (older) event never moves the cursor back
+                self._advanced += 1
+            else:
+                self._replayed += 1
         for post in event.posts:
             stats.posts += 1
             kept = self.filter(post)
@@ -227,7 +241,7 @@ class Collector:
 
     def flush(self) -> None:
         """Commit the pending posts with the cursor of the last processed event (one transaction)."""
-        self._last_flush = time.monotonic()
+        self._last_flush = self._clock()
         cursor = self.stats.cursor
         if cursor is None or (not self._pending and cursor == self._committed_cursor):
             return
@@ -244,7 +258,7 @@ class Collector:
         for frame in frames:
             if frame is not None:
                 self.handle(frame)
-            now = time.monotonic()
+            now = self._clock()
             if now - self._last_flush >= flush_every:
                 self.flush()
             if self.progress is not None and now - self._last_progress >= progress_every:
@@ -258,11 +272,19 @@ class Collector:
 
     # -- the connection loop ---------------------------------------------------------------------------------
     def resume_cursor(self) -> int | None:
-        """The cursor to subscribe from: the last processed one, minus `rewind_s` on a time-based wire."""
-        cursor = self.stats.cursor
-        if cursor is None or not self.wire.time_cursor:
-            return cursor
-        return max(0, cursor - round(self.options.rewind_s * 1_000_000))
+        """The cursor to subscribe from: the last processed one (or a seeding time), minus the rewind if a time."""
+        cursor, rewind_us = self.stats.cursor, round(self._rewind_s * 1_000_000)
+        if cursor is None:
+            return None if self._start_time is None else max(0, self._start_time - rewind_us)
+        return max(0, cursor - rewind_us) if self.wire.time_cursor else cursor
+
+    def _next_rewind(self, progressed: bool, replayed: bool) -> None:
+        # Only overlap came before the drop: the relay drops faster than the rewind window refills, so the next
+        # connect asks for less of it (halved, down to 0). Progress restores the full rewind for late events.
+        if progressed:
+            self._rewind_s = self.options.rewind_s
+        elif replayed and self.wire.time_cursor:
+            self._rewind_s = self._rewind_s / 2 if self._rewind_s / 2 >= MIN_REWIND_S else 0.0
 
     def _frames(self, ws) -> Iterator[str | bytes | None]:
         tick = min(0.25, self.options.flush_every_s)
@@ -275,14 +297,45 @@ class Collector:
     def _connect(self, url: str):
         from websockets.sync.client import connect
 
-        # No compression negotiation: Jetstream's own zstd mode is not requested, frames arrive as plain JSON.
-        return connect(url, open_timeout=self.options.connect_timeout_s, close_timeout=1,
-                       max_size=MAX_FRAME_BYTES, compression=None)
+        # No compression negotiation: neither Jetstream wire's zstd mode is requested, frames arrive as plain JSON.
+        return connect(url, open_timeout=self.options.connect_timeout_s, close_timeout=1, max_size=MAX_FRAME_BYTES,
+                       compression=None, subprotocols=list(self.wire.subprotocols) or None)
+
+    def _fall_back(self, exc: BaseException) -> bool:
+        """Auto wire refused (400/404) before any event: switch to the other, once (True); both refused: give up."""
+        status = handshake_status(exc)
+        if status not in FALLBACK_STATUSES or not (self._fallback or self._refused):
+            return False
+        if self._fallback is None:
+            raise RelayUnreachable(f"the relay {self.relay} refused both Jetstream wires ({self._refused}, "
+                                   f"{self.wire.name}: HTTP {status}); check the URL, or name the wire with --wire")
+        self._refused = f"{self.wire.name}: HTTP {status}"
+        self.wire_note = f"auto: the relay refused {self._refused}"
+        self._use_wire(self._fallback)
+        self._fallback = None
+        return True
+
+    def settle_wire(self) -> str:
+        """Auto wire, URL naming none: handshakes (closed at once) to learn the relay's wire before `run()`, so a
+        caller can name it; returns `wire_note`. If the relay is unreachable, `run()` falls back instead."""
+        transient, user_error = _connection_errors()
+        while self._fallback is not None or self._refused:  # until one wire is accepted (or both refused)
+            try:
+                with self._connect(self.wire.url(self.relay, self.resume_cursor())):
+                    if not self._refused:
+                        self.wire_note = f"auto: the relay accepted {self.wire.name}"
+                    self._fallback, self._refused = None, ""
+            except user_error:
+                break  # run() reports it
+            except transient as exc:
+                if not self._fall_back(exc):
+                    break
+        return self.wire_note
 
     def _wait(self, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while not self._stop_reason(time.monotonic()) and time.monotonic() < deadline:
-            self._stop.wait(min(0.1, max(0.0, deadline - time.monotonic())))
+        deadline = self._clock() + seconds
+        while not self._stop_reason(self._clock()) and self._clock() < deadline:
+            self._sleep(min(0.1, max(0.0, deadline - self._clock())))
 
     def run(self) -> CollectStats:
         """Collect until a stop condition. Raises RelayUnreachable after too many consecutive failures and
@@ -290,13 +343,14 @@ class Collector:
         transient, user_error = _connection_errors()
         policy = self.options.retry
         consecutive, reason, last_error = 0, "", ""
-        self._started = self._last_flush = self._last_progress = time.monotonic()
+        self._started = self._last_flush = self._last_progress = self._clock()
         try:
-            while not (reason := self._stop_reason(time.monotonic())):
+            while not (reason := self._stop_reason(self._clock())):
                 url = self.wire.url(self.relay, self.resume_cursor())
-                advanced = self._advanced
+                advanced, replayed = self._advanced, self._replayed
                 try:
                     with self._connect(url) as ws:
+                        self._fallback, self._refused = None, ""  # settled: no switching once connected
                         self.stats.connections += 1
                         reason = self.consume(self._frames(ws))
                     if reason:
@@ -304,12 +358,16 @@ class Collector:
                 except user_error:
                     raise InputError(f"the relay URL {self.relay!r} is not a valid websocket URL") from None
                 except transient as exc:
-                    last_error = _describe(exc)
+                    if self._fall_back(exc):
+                        continue
+                    last_error = describe_failure(exc)
                 self.flush()  # what arrived before the drop is committed before we wait
                 self.stats.failures += 1
                 # Only progress restarts the count: a relay that answers every connect with an error frame,
                 # malformed frames or the same replayed overlap is given up on after max_failures.
-                consecutive = 1 if self._advanced > advanced else consecutive + 1
+                progressed = self._advanced > advanced
+                consecutive = 1 if progressed else consecutive + 1
+                self._next_rewind(progressed, self._replayed > replayed)
                 if consecutive >= policy.max_failures:
                     raise RelayUnreachable(
                         f"cannot reach the relay {self.relay} ({consecutive} failed attempts in a row, last: "
@@ -317,31 +375,17 @@ class Collector:
                         "run are committed, and a rerun resumes from the saved cursor")
                 self._wait(policy.delay(consecutive, self._rng))
         finally:
-            self.stats.elapsed_s = time.monotonic() - self._started
+            self.stats.elapsed_s = self._clock() - self._started
             self.stats.stop_reason = reason or "error"
         self.flush()
         return self.stats
 
 
-def _other_relays_cursor(store: PostStore, wire: Wire, relay: str) -> tuple[int | None, str]:
-    """No cursor is saved for this relay: (the cursor to resume from, a note for the user).
-
-    A cursor saved by an older mhaudit under the bare wire name (no host) is adopted when every run of this
-    wire recorded in the store used this relay's host; otherwise the run starts at the live tip, with a note
-    naming the relays the store's cursors belong to."""
-    others = {k: v for k, v in store.cursors().items() if k == wire.name or k.startswith(wire.name + ":")}
-    if not others:
-        return None, ""
-    host = relay_host(relay)
-    legacy = others.get(wire.name)
-    if legacy is not None and len(others) == 1 and store.run_relays(wire.name) == {host}:
-        return legacy, ""
-    owners = sorted(k.split(":", 1)[1] if ":" in k else "an unrecorded relay" for k in others)
-    return None, (f"starting at the live tip of {host}: the store's saved {wire.name} cursor belongs to "
-                  f"{', '.join(owners)}, and a {wire.name} seq is only valid on the relay that issued it "
-                  "(posts sent while no collector ran are not fetched)")
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return text if len(text) <= 120 else text[:117] + "..."
+def _check_options(opts: CollectOptions) -> None:
+    if opts.batch_size < 1:
+        raise InputError(f"the batch size must be at least 1, not {opts.batch_size}")
+    if opts.max_posts is not None and opts.max_posts < 1:
+        raise InputError(f"--max-posts must be at least 1, not {opts.max_posts}")
+    rewind = opts.rewind_s
+    if not (isinstance(rewind, (int, float)) and math.isfinite(rewind) and rewind >= 0):
+        raise InputError(f"the rewind must be a number of seconds, 0 or more, not {rewind!r}")

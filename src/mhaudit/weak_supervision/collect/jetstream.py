@@ -1,27 +1,38 @@
-"""Stream wires of the Bluesky collector: subscription URLs and frame parsing into post dicts.
+"""Stream wires of the Bluesky collector: subscription URLs, frame parsing into post dicts, the wire choice.
 
-Two wires, each a `Wire` (URL builder + frame parser) that the collector's one connection loop drives:
+Three wires, each a `Wire` (URL builder + frame parser) that the collector's one connection loop drives:
 
-* **Jetstream** (default): JSON text frames of the public `/subscribe` endpoint,
-  `{"did", "time_us", "kind": "commit", "commit": {"operation": "create", "collection":
-  "app.bsky.feed.post", "rkey", "cid", "record": {"text", "createdAt", "langs", "reply"?}}}`;
-  the cursor is `time_us` (microseconds of wall-clock time, so comparable across Jetstream instances), and
-  `?cursor=<time_us>` replays from it (inclusive). The collector resumes a few seconds before it (`rewind_s`).
-* **Firehose** (`--firehose`): the relay's `com.atproto.sync.subscribeRepos`, DAG-CBOR frames whose
-  `#commit` bodies carry the records as CAR blocks; the cursor is the relay's `seq`, which means nothing on
-  another relay, so its saved cursor is keyed by the relay's host (`cursor_stream`).
+* **subscribe** (`SUBSCRIBE`, alias `JETSTREAM`): Jetstream's `/subscribe` JSON wire (the public
+  jetstream1/2.* hosts), `{"did", "time_us", "kind": "commit", "commit": {"operation": "create", "collection":
+  "app.bsky.feed.post", "rkey", "cid", "record": {"text", "createdAt", "langs", "reply"?}}}`. The cursor is
+  `time_us`, a wall-clock time in microseconds, comparable across Jetstream instances, so it is saved under one
+  key, `jetstream`; `?wantedCollections=...&cursor=<time_us>` replays from it (inclusive) and the collector
+  resumes a few seconds before it (`rewind_s`).
+* **xrpc** (`XRPC`): the wire of atproto's `JetstreamClient` (checked against atproto 0.0.73): path
+  `/xrpc/network.bsky.jetstream.subscribeEvents`, websocket subprotocol `xrpc.v1.json`, text frames
+  `{"$type": "message", "payload": {"$type": "network.bsky.jetstream.subscribeEvents#commit", "seq", "did",
+  "collection", "operation", "rkey", "cid", "record", "time"}}` (also `#identity`, `#account`, `#sync`, and
+  `#info` notices without a seq) or `{"$type": "error", "error", "message"}`; `?collections=...&cursor=<seq>`.
+  `seq` is the instance's exact per-event counter (replayed inclusively, so no rewind), not a time and not valid
+  on another instance, so it is saved per host, `jetstream-xrpc:<host[:port]>`. The relay also reads a cursor of
+  10^15 or more as a unix-microseconds time, which lets a first xrpc run start from a saved `jetstream` time.
+* **firehose** (`FIREHOSE`): the relay's `com.atproto.sync.subscribeRepos`, DAG-CBOR frames whose `#commit`
+  bodies carry the records as CAR blocks; the cursor is the relay's `seq`, saved per host (`firehose:<host>`).
 
-Why not the atproto SDK's clients (checked against atproto 0.0.73): its `JetstreamClient` speaks the newer
-xrpc wire (`network.bsky.jetstream.subscribeEvents`, `seq` cursors) and states that the `/subscribe` hosts
-(jetstream1/2.*) do not work with it; and both it and `FirehoseSubscribeReposClient` run their own
-callback loop that reconnects forever and prints-and-swallows exceptions raised in the callback, so a
-failed database commit would not stop the stream and there is no hook for a time-based batch commit or
-for giving up after N failed connects. The collector therefore owns the connection (`websockets`, which
-atproto itself uses) and decodes firehose frames with `libipld`, atproto's own DAG-CBOR/CAR codec.
+`choose_wires` picks the wire for a relay URL: by its path (`/subscribe`, the xrpc method or the SDK's
+`.../xrpc` base), or, for a URL that names none (a bare host), xrpc first and subscribe if the relay refuses it.
 
-A frame that is not a valid event (bad JSON or CBOR, a missing field, a wrong type) raises
-`MalformedFrame`; the collector counts and skips it. Events that are not post creates (identity,
-account, likes, deletes, ...) parse to an `Event` without a post that still advances the cursor.
+Why not the atproto SDK's clients: `JetstreamClient` speaks only the xrpc wire (it states that the `/subscribe`
+hosts do not work with it), and both it and `FirehoseSubscribeReposClient` run their own callback loop that
+reconnects forever and prints-and-swallows exceptions raised in the callback, so a failed database commit would
+not stop the stream and there is no hook for a time-based batch commit or for giving up after N failed
+connects. The collector therefore owns the connection (`websockets`, which atproto itself uses), speaks the
+xrpc wire itself (the tests check that the SDK's own client and models read the frames of the tests' relay),
+and decodes firehose frames with `libipld`, atproto's own DAG-CBOR/CAR codec.
+
+A frame that is not a valid event (bad JSON or CBOR, a missing field, a wrong type) raises `MalformedFrame`;
+the collector counts and skips it. Events that are not post creates (identity, account, likes, deletes, ...)
+parse to an `Event` without a post that still advances the cursor. An error frame raises `RelayError`.
 """
 
 from __future__ import annotations
@@ -33,14 +44,22 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from mhaudit.core.errors import InputError
 
-__all__ = ["DEFAULT_FIREHOSE_RELAY", "DEFAULT_RELAY", "FIREHOSE", "JETSTREAM", "POST_COLLECTION", "Event",
-           "MalformedFrame", "RelayError", "Wire", "check_relay_url", "cursor_stream", "firehose_url",
-           "parse_firehose_frame", "parse_jetstream_frame", "relay_host", "subscribe_url"]
+__all__ = ["DEFAULT_FIREHOSE_RELAY", "DEFAULT_RELAY", "DEFAULT_XRPC_RELAY", "FIREHOSE", "JETSTREAM", "POST_COLLECTION",
+           "SUBSCRIBE", "WIRES", "XRPC", "XRPC_METHOD", "XRPC_SUBPROTOCOL", "Event", "MalformedFrame", "RelayError",
+           "Wire", "check_relay_url", "choose_wires", "cursor_stream", "describe_failure", "firehose_url",
+           "handshake_status", "parse_firehose_frame", "parse_jetstream_frame", "parse_xrpc_frame", "relay_host",
+           "resume_point", "subscribe_url", "url_wire", "xrpc_url"]
 
 DEFAULT_RELAY = "wss://jetstream2.us-east.bsky.network/subscribe"
+DEFAULT_XRPC_RELAY = "wss://jetstream.us-east.bsky.network/xrpc"  # the SDK's default base URI
 DEFAULT_FIREHOSE_RELAY = "wss://bsky.network"
 POST_COLLECTION = "app.bsky.feed.post"
+SUBSCRIBE_PATH = "/subscribe"
 SUBSCRIBE_REPOS = "/xrpc/com.atproto.sync.subscribeRepos"
+XRPC_METHOD = "network.bsky.jetstream.subscribeEvents"
+XRPC_PATH = "/xrpc/" + XRPC_METHOD
+XRPC_SUBPROTOCOL = "xrpc.v1.json"
+TIME_CURSOR_MIN = 10**15  # an xrpc cursor at or above this is a unix-microseconds time, not a seq (SDK: Params.cursor)
 
 
 class MalformedFrame(ValueError):
@@ -64,18 +83,22 @@ class Event:
 class Wire:
     """How to subscribe to one kind of stream and read its frames.
 
-    `name` names the wire (and is the store's cursor stream when the cursor is not relay-specific);
-    `time_cursor`: the cursor is a time in microseconds (Jetstream's `time_us`), so a resume can rewind by
-    seconds; `relay_specific`: the cursor only means something on the relay that issued it (the firehose's
-    `seq`), so the store keeps one cursor per relay host (`cursor_stream`).
+    `name`: 'subscribe', 'xrpc' or 'firehose'; `stream`: the store's cursor key (its prefix when
+    `relay_specific`: the cursor only means something on the relay that issued it, a `seq`, so the store keeps one
+    per relay host, see `cursor_stream`); `time_cursor`: the cursor is a time in microseconds (`time_us`), so a
+    resume can rewind by seconds; `takes_time`: the relay also reads a unix-microseconds time as a cursor, so a
+    saved `jetstream` time can seed a first run; `subprotocols`: offered at the websocket handshake.
     """
 
     name: str
+    stream: str
     default_relay: str
     url: Callable[[str, int | None], str]
     parse: Callable[[str | bytes], Event]
     time_cursor: bool = False
     relay_specific: bool = False
+    takes_time: bool = False
+    subprotocols: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------- URLs
@@ -91,35 +114,147 @@ def relay_host(relay: str) -> str:
 
 
 def cursor_stream(wire: Wire, relay: str) -> str:
-    """The store's cursor key for this wire and relay: `jetstream` (a time, valid on any Jetstream instance);
-    `firehose:<host[:port]>` (a relay's `seq` is only valid on that relay)."""
-    return f"{wire.name}:{relay_host(relay)}" if wire.relay_specific else wire.name
+    """The store's cursor key for this wire and relay: `jetstream` (a subscribe-wire time, valid on any Jetstream
+    instance); `jetstream-xrpc:<host[:port]>`, `firehose:<host[:port]>` (a `seq` is only valid where it was issued).
+    The keys never overlap, so a resume never reads another wire's cursor as its own."""
+    return f"{wire.stream}:{relay_host(relay)}" if wire.relay_specific else wire.stream
+
+
+def resume_point(store, wire: Wire, relay: str) -> tuple[int | None, int | None, str]:
+    """Where a run of `wire` on `relay` starts: (its saved cursor, a time to start from instead, a note).
+
+    A wire's own saved cursor wins. Without one, an xrpc run starts from the store's subscribe-wire time (the
+    relay reads a cursor >= 10^15 as unix microseconds), a seq wire adopts a legacy host-less cursor or starts
+    at the live tip with a note, and a subscribe run says when the store holds only other wires' seqs."""
+    saved = store.cursor(cursor_stream(wire, relay))
+    if saved is not None:
+        return saved, None, ""
+    host, time_us = relay_host(relay), store.cursor(SUBSCRIBE.stream)
+    if wire.takes_time and time_us is not None and time_us >= TIME_CURSOR_MIN:
+        return None, time_us, (f"no {wire.name} cursor is saved for {host}: starting from the subscribe wire's "
+                               f"saved time_us {time_us}, which the relay reads as a time")
+    if wire.relay_specific:
+        saved, note = _other_relays_cursor(store, wire, relay)
+        return saved, None, note
+    seqs = sorted(k for k in store.cursors() if ":" in k)
+    return None, None, (f"starting at the live tip: the store's saved cursors ({', '.join(seqs)}) are seqs of "
+                        "another wire, which the subscribe wire cannot resume from" if seqs else "")
+
+
+def _other_relays_cursor(store, wire: Wire, relay: str) -> tuple[int | None, str]:
+    """No cursor is saved for this relay: (the cursor to resume from, a note for the user).
+
+    A cursor saved by an older mhaudit under the bare wire name (no host) is adopted when every run of this
+    wire recorded in the store used this relay's host; otherwise the run starts at the live tip, with a note
+    naming the relays the store's cursors belong to."""
+    key = wire.stream
+    others = {k: v for k, v in store.cursors().items() if k == key or k.startswith(key + ":")}
+    if not others:
+        return None, ""
+    host = relay_host(relay)
+    legacy = others.get(key)
+    if legacy is not None and len(others) == 1 and store.run_relays(wire.name) == {host}:
+        return legacy, ""
+    owners = sorted(k.split(":", 1)[1] if ":" in k else "an unrecorded relay" for k in others)
+    return None, (f"starting at the live tip of {host}: the store's saved {wire.name} cursor belongs to "
+                  f"{', '.join(owners)}, and a {wire.name} seq is only valid on the relay that issued it "
+                  "(posts sent while no collector ran are not fetched)")
 
 
 def _with_query(relay: str, params: Iterable[tuple[str, str]], path: str | None = None) -> str:
     check_relay_url(relay)
     parts = urlsplit(relay)
-    drop = {"cursor", "wantedCollections"}
+    drop = {"cursor", "wantedCollections", "collections"}
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in drop]
     return urlunsplit((parts.scheme, parts.netloc, path if path is not None else parts.path,
                        urlencode(query + list(params)), ""))
 
 
+def _cursor(cursor: int | None) -> list[tuple[str, str]]:
+    return [("cursor", str(int(cursor)))] if cursor is not None else []
+
+
 def subscribe_url(relay: str = DEFAULT_RELAY, cursor: int | None = None,
                   collections: Iterable[str] = (POST_COLLECTION,)) -> str:
-    """The Jetstream subscription URL: `wantedCollections=app.bsky.feed.post`, and `cursor=<time_us>` to resume."""
-    params = [("wantedCollections", c) for c in collections]
-    if cursor is not None:
-        params.append(("cursor", str(int(cursor))))
-    return _with_query(relay, params)
+    """The Jetstream subscription URL: `wantedCollections=app.bsky.feed.post`, and `cursor=<time_us>` to resume.
+    A bare host gets the `/subscribe` path; any other path is kept as given (a proxy may serve it elsewhere)."""
+    path = urlsplit(relay).path
+    return _with_query(relay, [("wantedCollections", c) for c in collections] + _cursor(cursor),
+                       SUBSCRIBE_PATH if path in ("", "/") else path)
+
+
+def xrpc_url(relay: str = DEFAULT_XRPC_RELAY, cursor: int | None = None,
+             collections: Iterable[str] = (POST_COLLECTION,)) -> str:
+    """`<relay>/xrpc/network.bsky.jetstream.subscribeEvents?collections=app.bsky.feed.post[&cursor=<seq>]`; a URL
+    ending in `/xrpc` (the SDK's base URI) gets the method, one that already names it is kept."""
+    path = urlsplit(relay).path.rstrip("/")
+    if not path.endswith(XRPC_PATH):
+        path += "/" + XRPC_METHOD if path.endswith("/xrpc") else XRPC_PATH
+    return _with_query(relay, [("collections", c) for c in collections] + _cursor(cursor), path)
 
 
 def firehose_url(relay: str = DEFAULT_FIREHOSE_RELAY, cursor: int | None = None) -> str:
-    """`<relay>/xrpc/com.atproto.sync.subscribeRepos[?cursor=<seq>]` (a relay URL that already names the path is kept)."""
-    path = urlsplit(relay).path
+    """`<relay>/xrpc/com.atproto.sync.subscribeRepos[?cursor=<seq>]`; a URL ending in `/xrpc` (the SDK's base URI)
+    gets the method, one that already names it is kept."""
+    path = urlsplit(relay).path.rstrip("/")
     if not path.endswith(SUBSCRIBE_REPOS):
-        path = path.rstrip("/") + SUBSCRIBE_REPOS
-    return _with_query(relay, [("cursor", str(int(cursor)))] if cursor is not None else [], path)
+        path += SUBSCRIBE_REPOS.removeprefix("/xrpc") if path.endswith("/xrpc") else SUBSCRIBE_REPOS
+    return _with_query(relay, _cursor(cursor), path)
+
+
+# ----------------------------------------------------------------------------------------- wire choice
+def url_wire(relay: str) -> Wire | None:
+    """The wire a relay URL's path names: `/subscribe`; `.../xrpc` or the xrpc method; the firehose's
+    subscribeRepos. None when it names none (a bare host, a proxy's own path)."""
+    path = urlsplit(relay).path.rstrip("/")
+    if path.endswith(SUBSCRIBE_PATH):
+        return SUBSCRIBE
+    if path.endswith(SUBSCRIBE_REPOS):
+        return FIREHOSE
+    if path.endswith((XRPC_PATH, "/xrpc")):
+        return XRPC
+    return None
+
+
+def choose_wires(relay: str | None, wire: Wire | str = "auto") -> tuple[Wire, ...]:
+    """The wires to try on `relay`, in order: one, or for `auto` on a URL whose path names no wire, (XRPC,
+    SUBSCRIBE): the collector falls back to the second, once, if the relay refuses the first at the handshake
+    (HTTP 400 or 404). `wire`: a Wire or a name in `WIRES`, or 'auto'. InputError for an unknown name, or a
+    URL whose path names another wire than the one asked for."""
+    if isinstance(wire, str):
+        if wire != "auto" and wire not in WIRES:
+            raise InputError(f"unknown wire {wire!r}: use auto, subscribe, xrpc or firehose")
+        wire = WIRES.get(wire, wire)
+    if relay is None:
+        return (SUBSCRIBE if wire == "auto" else wire,)
+    check_relay_url(relay)
+    named = url_wire(relay)
+    if wire == "auto":
+        if named is FIREHOSE:
+            raise InputError(f"the relay URL {relay!r} names the firehose (com.atproto.sync.subscribeRepos): "
+                             "add --firehose (wire='firehose'), or give a Jetstream URL")
+        return (named,) if named else (XRPC, SUBSCRIBE)
+    xrpc_base = urlsplit(relay).path.rstrip("/").endswith("/xrpc")  # the SDK's base URI, for either xrpc method
+    if named is not None and named is not wire and not (wire is FIREHOSE and xrpc_base):
+        raise InputError(f"the relay URL {relay!r} names the {named.name} wire's path, not the {wire.name} "
+                         "wire's: give the URL without that path, or choose the wire it names")
+    return (wire,)
+
+
+def handshake_status(exc: BaseException) -> int | None:
+    """The HTTP status of a refused websocket handshake (websockets' InvalidStatus), else None."""
+    return getattr(getattr(exc, "response", None), "status_code", None)
+
+
+def describe_failure(exc: BaseException) -> str:
+    """A failed connection in a short line; an xrpc relay's JSON refusal body adds its error name."""
+    text = str(exc) or type(exc).__name__
+    try:  # e.g. HTTP 400 with {"error": "CursorTooOld", "message": ...}
+        body = json.loads(getattr(getattr(exc, "response", None), "body", None) or b"")
+        text += f" ({body['error']}: {body.get('message')})"
+    except (ValueError, TypeError, KeyError):
+        pass
+    return text if len(text) <= 160 else text[:157] + "..."
 
 
 # ------------------------------------------------------------------------------------- shared checks
@@ -151,14 +286,19 @@ def _post(did: object, rkey: object, cid: object, record: object) -> dict:
 
 
 # ------------------------------------------------------------------------------------------ Jetstream
-def parse_jetstream_frame(frame: str | bytes) -> Event:
-    """One Jetstream JSON frame as an Event; raises MalformedFrame."""
+def _json_object(frame: str | bytes) -> dict:
     try:
         message = json.loads(frame)
     except (ValueError, TypeError):
         raise MalformedFrame("not JSON") from None
     if not isinstance(message, dict):
         raise MalformedFrame("not a JSON object")
+    return message
+
+
+def parse_jetstream_frame(frame: str | bytes) -> Event:
+    """One subscribe-wire JSON frame as an Event; raises MalformedFrame."""
+    message = _json_object(frame)
     time_us = message.get("time_us")
     if not _is_int(time_us) or time_us < 0:
         raise MalformedFrame("no integer time_us")
@@ -170,6 +310,31 @@ def parse_jetstream_frame(frame: str | bytes) -> Event:
     if commit.get("operation") != "create" or commit.get("collection") != POST_COLLECTION:
         return Event(time_us)
     return Event(time_us, (_post(message.get("did"), commit.get("rkey"), commit.get("cid"), commit.get("record")),))
+
+
+# ------------------------------------------------------------------------------------------------ xrpc
+def parse_xrpc_frame(frame: str | bytes) -> Event:
+    """One `xrpc.v1.json` frame as an Event: `#commit` creates of posts carry the post (the commit's fields sit
+    in the payload itself), other kinds only their `seq`, `#info` nothing; raises MalformedFrame, and RelayError
+    for an error frame (e.g. ConsumerTooSlow)."""
+    message = _json_object(frame)
+    if message.get("$type") == "error":
+        raise RelayError(f"the relay sent an error frame: {message.get('error')}: {message.get('message')}")
+    payload = message.get("payload")
+    if message.get("$type") != "message" or not isinstance(payload, dict):
+        raise MalformedFrame("neither a message nor an error frame")
+    kind = payload.get("$type")
+    if not isinstance(kind, str) or not kind.startswith(XRPC_METHOD + "#"):
+        raise MalformedFrame("a message without a subscribeEvents $type")
+    if kind.endswith("#info"):
+        return Event(None)  # OutdatedCursor / FutureCursor notices carry no seq
+    seq = payload.get("seq")
+    if not _is_int(seq) or seq < 0:
+        raise MalformedFrame("no integer seq")
+    if (kind.endswith("#commit") and payload.get("operation") == "create"
+            and payload.get("collection") == POST_COLLECTION):
+        return Event(seq, (_post(payload.get("did"), payload.get("rkey"), payload.get("cid"), payload.get("record")),))
+    return Event(seq)  # identity, account, sync, other collections, updates, deletes
 
 
 # ------------------------------------------------------------------------------------------- firehose
@@ -216,5 +381,10 @@ def parse_firehose_frame(frame: str | bytes) -> Event:
     return Event(seq, tuple(posts))
 
 
-JETSTREAM = Wire("jetstream", DEFAULT_RELAY, subscribe_url, parse_jetstream_frame, time_cursor=True)
-FIREHOSE = Wire("firehose", DEFAULT_FIREHOSE_RELAY, firehose_url, parse_firehose_frame, relay_specific=True)
+SUBSCRIBE = Wire("subscribe", "jetstream", DEFAULT_RELAY, subscribe_url, parse_jetstream_frame, time_cursor=True)
+JETSTREAM = SUBSCRIBE  # the name before there were two Jetstream wires
+XRPC = Wire("xrpc", "jetstream-xrpc", DEFAULT_XRPC_RELAY, xrpc_url, parse_xrpc_frame, relay_specific=True,
+            takes_time=True, subprotocols=(XRPC_SUBPROTOCOL,))
+FIREHOSE = Wire("firehose", "firehose", DEFAULT_FIREHOSE_RELAY, firehose_url, parse_firehose_frame,
+                relay_specific=True)
+WIRES = {wire.name: wire for wire in (SUBSCRIBE, XRPC, FIREHOSE)}
