@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from mhaudit.core.errors import InputError
+from mhaudit.core.errors import InputError, os_fault
 from mhaudit.core.progress import Progress, for_stream
 
 if TYPE_CHECKING:
@@ -28,15 +28,19 @@ atexit.register(gc.freeze)
 
 
 def guarded(fn):
-    """Turn an InputError into one red sentence and exit code 2."""
+    """Turn an InputError into one red sentence and exit code 2; so too an OSError the user can fix (a full
+    disk, a file-size limit, a read-only folder) that no writer turned into one (docs/faults.md)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except InputError as exc:
-            err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-            raise typer.Exit(exc.exit_code) from None
+        except (InputError, OSError) as exc:
+            fault = exc if isinstance(exc, InputError) else os_fault(exc, writing=False)
+            if fault is None:
+                raise  # any other OSError is a bug: exit code 1 with its traceback
+            err.print(f"[bold red]error:[/] {escape(str(fault))}", highlight=False, soft_wrap=True)
+            raise typer.Exit(fault.exit_code) from None
 
     return wrapper
 

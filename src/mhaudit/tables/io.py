@@ -1,7 +1,9 @@
 """Reading and writing tables: the one `read_table` / `write_table` pair, and atomic writes.
 
 * `atomic_path` / `write_text_atomic`: write to a temporary name in the same folder, then rename, so a
-  crash or a validation error never leaves a half-written file under the final name.
+  crash or a validation error never leaves a half-written file under the final name; a full disk or a
+  read-only folder is one sentence (`OutputError`) and leaves the earlier file as it was.
+  `write_files_atomic`: several files, none renamed until all are written (a report).
 * `read_table` / `write_table`: one table (a corpus source, predictions, labels, a validation sample, an
   items table, a sheet) as Parquet, CSV, TSV or JSONL, chosen by the file's suffix (or `sep` for another
   delimited file); a `.json` file may also hold one array of objects. One rule for every reader:
@@ -26,12 +28,13 @@ import csv
 import json
 import math
 import os
+import re
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mhaudit.core.errors import InputError
+from mhaudit.core.errors import InputError, os_fault
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,18 +52,48 @@ def atomic_path(final: str | os.PathLike, mode: int | None = None) -> Iterator[P
     """Yield a temporary path beside `final`; rename it over `final` only if the block succeeds.
 
     The file gets `mode`, by default what `open()` would give a new file (0o666 less the umask): mkstemp's
-    0600 would keep reports and tables from colleagues whatever the umask. Secrets pass mode=0o600."""
+    0600 would keep reports and tables from colleagues whatever the umask. Secrets pass mode=0o600. A full
+    disk, a file-size limit or a read-only folder (here or in the block's writes to the temporary file) is an
+    `OutputError` naming `final`, and the earlier `final` is left as it was (docs/faults.md)."""
     final = Path(final)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".part", dir=final.parent)
-    os.fchmod(fd, 0o666 & ~current_umask() if mode is None else mode)
-    os.close(fd)
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".part", dir=final.parent)
+    except OSError as exc:
+        if (fault := os_fault(exc, final, kept=True)) is None:
+            raise
+        raise fault from None
     tmp_path = Path(tmp)
     try:
+        try:
+            os.fchmod(fd, 0o666 & ~current_umask() if mode is None else mode)
+        finally:
+            os.close(fd)
         yield tmp_path
         os.replace(tmp_path, final)
+    except OSError as exc:
+        # Another file the block touched (an input it read) is not this write's fault; nor is any other OSError.
+        elsewhere = exc.filename is not None and Path(exc.filename).parent != final.parent
+        if elsewhere or (fault := os_fault(exc, final, kept=True)) is None:
+            raise
+        raise fault from None
     finally:
         tmp_path.unlink(missing_ok=True)
+
+
+def write_files_atomic(files: Mapping[str | os.PathLike, str | bytes]) -> list[Path]:
+    """Write several files (text as UTF-8) so that a failure publishes none of them: each is written to its
+    temporary name first, and only when every one is complete are they renamed over their final names, in
+    the given order. A kill between two of those renames can still leave some old and some new."""
+    finals = [Path(f) for f in files]
+    with contextlib.ExitStack() as stack:  # entered last to first, so that they are renamed first to last
+        for final, data in reversed(list(zip(finals, files.values(), strict=True))):
+            tmp = stack.enter_context(atomic_path(final))
+            if isinstance(data, str):
+                tmp.write_text(data, encoding="utf-8")
+            else:
+                tmp.write_bytes(data)
+    return finals
 
 
 def current_umask() -> int:
@@ -232,14 +265,22 @@ def _json_array(path: Path, encoding: str) -> list[dict] | None:
     return array
 
 
+def parquet_problem(exc: BaseException) -> str:
+    """pyarrow's reason a Parquet file cannot be read, as one clause (without the path it repeats)."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    text = re.sub(r"^Could not open Parquet input source '.*?': ", "", text)
+    if "magic bytes not found" in text:  # also what a file cut short (a copy stopped half-way) gives
+        return "no Parquet footer: the file was cut short, or is not Parquet"
+    return text.rstrip(".")
+
+
 def _read_parquet(path: Path, what: str) -> pd.DataFrame:
     import pandas as pd
 
     try:
         return pd.read_parquet(path)
     except (ValueError, OSError, ImportError) as exc:  # pyarrow's ArrowInvalid is a ValueError
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"cannot read {what} ({message})", path=path) from None
+        raise InputError(f"cannot read {what} ({parquet_problem(exc)})", path=path) from None
 
 
 def _id_text(value: object) -> object:

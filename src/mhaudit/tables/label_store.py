@@ -141,6 +141,20 @@ def _row(label: Mapping[str, object], where: str) -> tuple:
             latency, _tags_json(label.get("tags")), _text(label.get("note")), created)
 
 
+def sqlite_advice(exc: sqlite3.Error) -> str:
+    """What to do about an SQLite error, from its error code (a full disk, a read-only folder, a lock)."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name.startswith(("SQLITE_FULL", "SQLITE_IOERR")):
+        return "the disk may be full (or the file-size limit reached): free some space and run again"
+    if name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH")):
+        return "the file or its folder is not writable (SQLite also writes -wal and -shm files beside the store)"
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return "another process holds it: run again when it is done"
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+        return "the file is damaged: restore it from a copy"
+    return "it may be locked by another process, or damaged"
+
+
 class LabelStore:
     """The labels table in one SQLite file; safe to share between threads of one process."""
 
@@ -154,6 +168,9 @@ class LabelStore:
         self._lock = threading.Lock()
         try:
             self._conn = sqlite3.connect(self.path, timeout=10, check_same_thread=False, isolation_level=None)
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"cannot open the label store ({exc}); {sqlite_advice(exc)}", path=self.path) from None
+        try:
             app_id = self._conn.execute("PRAGMA application_id").fetchone()[0]
             tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             if not tables:
@@ -162,9 +179,12 @@ class LabelStore:
             elif app_id != APPLICATION_ID or "labels" not in tables:
                 raise InputError("is an SQLite file but not an mhaudit label store", path=self.path)
             self._conn.execute("PRAGMA synchronous=NORMAL")
-        except sqlite3.DatabaseError as exc:
-            raise InputError(f"cannot open the label store ({exc}); is it locked by another process "
-                             "or corrupt?", path=self.path) from None
+        except BaseException as exc:
+            self._conn.close()
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise InputError(f"cannot open the label store ({exc}); {sqlite_advice(exc)}",
+                                 path=self.path) from None
+            raise
 
     def add(self, labels: Iterable[Mapping[str, object]], *, replace: bool = False) -> int:
         """Write labels in one transaction; an existing (item, task, labeler) label is kept unless `replace`.
@@ -184,11 +204,13 @@ class LabelStore:
                 self._conn.executemany(f"{verb} INTO labels VALUES ({', '.join('?' * len(COLUMNS))})", rows)
                 written = self._conn.total_changes - before
                 self._conn.execute("COMMIT")
-            except sqlite3.OperationalError as exc:
+            except sqlite3.DatabaseError as exc:  # locked, full disk, read-only folder, a damaged file
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
-                raise InputError(f"cannot write labels ({exc}); is the file locked by another process?",
-                                 path=self.path) from None
+                if isinstance(exc, (sqlite3.IntegrityError, sqlite3.ProgrammingError)):
+                    raise  # the rows were checked above: a bug
+                raise InputError(f"cannot write labels ({exc}); {sqlite_advice(exc)}; none of these labels "
+                                 "was stored", path=self.path) from None
         return written
 
     def labelled(self, task: str, labeler: str) -> set[str]:

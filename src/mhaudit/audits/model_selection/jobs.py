@@ -48,9 +48,7 @@ def fit_and_predict(*, name: str, options: dict, classes: list[str], train_text:
     written to that JSON file, and read from it instead of training when `read_cache` and it exists.
     A ValueError from fitting (e.g. scikit-learn rejecting an option, or an option these rows cannot
     satisfy) is an InputError naming the model (`label`) and the fold (`where`)."""
-    if cache and read_cache and Path(cache).is_file():
-        result = json.loads(Path(cache).read_text())
-        result["cached"] = True
+    if cache and read_cache and (result := _read_cache(Path(cache))) is not None:
         return result
     from mhaudit.models import create
 
@@ -74,6 +72,20 @@ def fit_and_predict(*, name: str, options: dict, classes: list[str], train_text:
               "best_epoch": getattr(model, "best_epoch", None), "cached": False}
     if cache:
         write_text_atomic(cache, json.dumps(result))
+    return result
+
+
+def _read_cache(path: Path) -> dict | None:
+    """A finished job's result from its cache file; None when there is none, or when it is damaged (cut short,
+    edited): that job is trained again and the file written over (docs/faults.md)."""
+    try:
+        result = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # none (FileNotFoundError), unreadable, not JSON, not UTF-8
+        return None
+    if not isinstance(result, dict) or not isinstance(result.get("logits"), list) or not all(
+            isinstance(result.get(k), (int, float)) for k in ("train_seconds", "infer_seconds")):
+        return None
+    result["cached"] = True
     return result
 
 

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mhaudit.core.errors import InputError
-from mhaudit.tables.io import SOURCE_FILE, SOURCE_ROW, atomic_path
+from mhaudit.tables.io import SOURCE_FILE, SOURCE_ROW, atomic_path, parquet_problem
 
 SPLITS = ("train", "val", "test", "calibration")
 METADATA_KEY = b"mhaudit"
@@ -116,7 +116,7 @@ class Corpus:
         try:
             table = pq.read_table(path)
         except (pa.ArrowInvalid, OSError) as exc:
-            raise InputError(f"not a readable Parquet file ({str(exc).splitlines()[0]}); "
+            raise InputError(f"not a readable Parquet file ({parquet_problem(exc)}); "
                              "expected a corpus written by mhaudit data import", path=path) from None
         info = json.loads((table.schema.metadata or {}).get(METADATA_KEY, b"{}"))
         classes = info.pop("classes", None)
