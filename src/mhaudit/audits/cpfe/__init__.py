@@ -247,8 +247,11 @@ def _sections(tables: dict[str, pd.DataFrame], summary: str, options: CPFEOption
                 "the change against the reference platform. Per-class AUCs carry 95% DeLong CIs (fast algorithm).",
                 {"discrimination": tables["discrimination"], "per_class_auc": tables["per_class_auc"]},
                 figs.get("discrimination", {})),
-        Section("Axis 2: calibration", f"Top-label ECE with {options.n_bins} equal-width bins and a "
-                f"label-stratified bootstrap CI (B = {options.n_boot_ece}); temperature fitted by NLL on the "
+        Section("Axis 2: calibration", f"Top-label ECE with {options.n_bins} equal-width bins: `ece` is the "
+                "plug-in value papers report, which is biased upward (a calibrated model's is above 0); "
+                "`ece_debiased` subtracts the bias a label-stratified bootstrap estimates "
+                f"(B = {options.n_boot_ece}), and its CI is that bootstrap's interval shifted by the same "
+                "bias. Temperature fitted by NLL on the "
                 "calibration split, evaluated on the rest; cross-fitted variant evaluates every row with a "
                 "temperature fitted without it. One-vs-rest AUC can change with temperature: delta_auc is measured.",
                 {"calibration": tables["calibration"], "per_class_calibration": tables["per_class_calibration"],

@@ -40,7 +40,7 @@ CREATE TABLE posts (
     stored_at TEXT NOT NULL        -- UTC ISO time of the commit
 ){posts_suffix};
 CREATE TABLE cursor (
-    stream {key} PRIMARY KEY,      -- one row per stream/source: 'jetstream', 'firehose:<relay host>'
+    stream {key} PRIMARY KEY,      -- one per stream: 'jetstream', 'jetstream-xrpc:<host>', 'firehose:<host>'
     cursor {integer} NOT NULL,     -- last committed cursor (Jetstream: time_us, firehose: the relay seq)
     updated_at TEXT NOT NULL
 );
