@@ -47,6 +47,29 @@ def test_design_errors(human, auto, classes, message):
         build_design(frame(), classes, human, auto)
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--human", "forum", "--auto", "tweets_auto", "--train", "forun"],
+     ("--train data set 'forun' (did you mean 'forum'?) is not in the corpus; its data sets are forum, forum_auto, "
+      "tweets, tweets_auto")),
+    (["--human", "forum", "--human", "tweet", "--auto", "twets_auto", "--auto", "reddit"],
+     "--human data set 'tweet' (did you mean 'tweets'?) is not in the corpus; its data sets are forum, forum_auto"),
+    (["--human", "forum", "--auto", "twets_auto", "--auto", "reddit"],
+     "--auto data sets 'twets_auto' (did you mean 'tweets_auto'?), 'reddit' are not in the corpus; its data sets"),
+])
+def test_cli_names_a_misspelt_data_set_and_the_ones_there_are(tmp_path, flags, message):
+    from typer.testing import CliRunner
+
+    from mhaudit.cli import app
+    from mhaudit.tables.corpus.schema import Corpus
+    from tests.cli_checks import assert_one_sentence_failure
+
+    Corpus.build(frame(), ["calm", "stress"]).write(tmp_path / "c.parquet")
+    result = CliRunner().invoke(app, ["audit", "divergence", "--corpus", str(tmp_path / "c.parquet"), *flags,
+                                      "--out", str(tmp_path / "never")])
+    assert_one_sentence_failure(result, message)
+    assert not (tmp_path / "never").exists()
+
+
 def test_design_rejects_a_one_class_data_set():
     f = frame()
     f.loc[f["dataset"] == "tweets_auto", "label"] = "calm"

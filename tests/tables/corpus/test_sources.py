@@ -76,7 +76,7 @@ def test_goemotions_native_first_and_expand():
     frame = first.corpus.frame
     assert frame["raw_label"].str.contains(",").groupby(frame["split"]).sum().to_dict() == \
         {"test": 837, "train": 7102, "val": 878}
-    elmo = frame.loc[frame["id"] == "edtjpv6", "text"].item()  # CSV-quoted in the TSV; unescaped, else unchanged
+    elmo = frame.loc[frame["id"] == "goemotions-edtjpv6", "text"].item()  # CSV-quoted in the TSV; unescaped, else unchanged
     assert elmo.startswith('Had to watch "Elmo in Grouchland" one time too many')
     expand = import_source("goemotions", files, policy=Policy.expand)
     assert per_split(expand) == {"train": 51103, "val": 6380, "test": 6329}

@@ -7,6 +7,7 @@ scored whole (all its splits), as the paper does.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,10 +54,8 @@ def build_design(frame: pd.DataFrame, classes: list[str], human: list[str], auto
     if not human or not auto:
         missing = "--human" if not human else "--auto"
         raise InputError(f"the Degree of Divergence compares label sources: name at least one data set with {missing}")
-    known = set(frame["dataset"].astype(str))
-    unknown = [d for d in human + auto if d not in known]
-    if unknown:
-        raise InputError(f"data set(s) {', '.join(unknown)} not in the corpus; it has {', '.join(sorted(known))}")
+    known = sorted(set(frame["dataset"].astype(str)))
+    _check_names(known, {"--human": human, "--auto": auto, "--train": [train_dataset] if train_dataset else []})
     if len(classes) != 2:
         raise InputError(f"the divergence audit needs a binary corpus (two classes); this one has {len(classes)}: "
                          f"{', '.join(classes)}; import with a binary mapping such as stress-binary")
@@ -65,8 +64,10 @@ def build_design(frame: pd.DataFrame, classes: list[str], human: list[str], auto
         raise InputError(f"positive class '{positive}' is not one of the corpus classes {', '.join(classes)}")
     train_dataset = train_dataset or next((d for d in human if _has_split(frame, d, "train")), None)
     if train_dataset is None or not _has_split(frame, train_dataset, "train"):
+        with_train = [d for d in known if _has_split(frame, d, "train")]
         raise InputError("no data set to fit the channels on: name one with --train whose rows include a 'train' "
-                         "split (the paper fits on Dreaddit train)")
+                         "split (the paper fits on Dreaddit train); data sets with one: "
+                         f"{', '.join(with_train) or 'none'}")
     in_train = frame["dataset"].astype(str) == train_dataset
     train = frame[in_train & (frame["split"] == "train")].reset_index(drop=True)
     evaluation = {}
@@ -84,6 +85,21 @@ def build_design(frame: pd.DataFrame, classes: list[str], human: list[str], auto
                              "Macro-F1 and the divergence need both classes")
     side = {d: "human" for d in human} | {d: "auto" for d in auto}
     return Design(train_dataset, positive, train, evaluation, side)
+
+
+def _check_names(known: list[str], named: dict[str, list[str]]) -> None:
+    """Every data-set name given to a flag is in the corpus, else one sentence naming the flag, the bad value(s),
+    the closest known name where one is close (a typo), and the corpus's data sets."""
+    for flag, names in named.items():
+        bad = [d for d in names if d not in known]
+        if not bad:
+            continue
+        shown = []
+        for name in bad:
+            close = difflib.get_close_matches(name, known, n=1)
+            shown.append(f"'{name}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+        what = f"data set {shown[0]} is" if len(shown) == 1 else f"data sets {', '.join(shown)} are"
+        raise InputError(f"{flag} {what} not in the corpus; its data sets are {', '.join(known)}")
 
 
 def _has_split(frame: pd.DataFrame, dataset: str, split: str) -> bool:

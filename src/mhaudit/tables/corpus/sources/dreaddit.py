@@ -1,7 +1,8 @@
 """Dreaddit (Turcan & McKeown 2019): Reddit posts, binary stress, official train/test CSVs.
 
 `domain` is Dreaddit's stressor domain; the subreddit is kept in `raw` form inside `domain` as
-'<domain>/<subreddit>' so audits can group by either.
+'<domain>/<subreddit>' so audits can group by either. Ids are '<dataset>-<the file's id>' (e.g.
+'dreaddit-33181'); until issue 17 they were the bare file id (docs/sources.md, "Ids").
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from mhaudit.tables.corpus.sources import ReadOptions, Source, register
-from mhaudit.tables.corpus.sources.records import records
+from mhaudit.tables.corpus.sources.records import prefixed_ids, records
 from mhaudit.tables.io import read_table
 
 DOMAINS = {
@@ -33,8 +34,9 @@ def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
         frame = read_table(path, sep=",", encoding=options.encoding, required=["id", "subreddit", "text", "label"],
                            place=True)
         domain = frame["subreddit"].map(lambda s: f"{DOMAINS.get(s, 'other')}/{s}")
-        parts.append(records(frame, ids=frame["id"], texts=frame["text"], labels=frame["label"],
-                             dataset=options.dataset or "dreaddit", platform=options.platform or "reddit",
+        dataset = options.dataset or "dreaddit"
+        parts.append(records(frame, ids=prefixed_ids(dataset, frame["id"]), texts=frame["text"],
+                             labels=frame["label"], dataset=dataset, platform=options.platform or "reddit",
                              label_source=options.label_source or "human", split=_split_of(path),
                              domain=domain))
     return pd.concat(parts, ignore_index=True)

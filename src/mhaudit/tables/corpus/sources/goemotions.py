@@ -4,7 +4,9 @@ Two layouts: the official headerless TSVs (`text`, comma-separated label ids, co
 `emotions.txt` beside them, else the 28 official names) and a Hugging Face `go_emotions` export
 (.parquet / .csv / .jsonl with columns `text`, `labels`, `id`; labels a list of ids or a "[3, 27]" string).
 The split comes from the file name (train / dev or validation -> val / test). raw_labels are emotion names,
-in the order the file lists them (the 'first' policy takes the first).
+in the order the file lists them (the 'first' policy takes the first). Ids are '<dataset>-<comment id>'
+(e.g. 'goemotions-eecwqtt'; until issue 17 the bare comment id), '<dataset>-<split or file stem>-<row>'
+where the id cell is empty.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
             frame = read_table(path, encoding=options.encoding, required=["text", "labels", "id"], place=True)
         split = split_from_name(path)
         dataset = options.dataset or "goemotions"
-        ids = [i if i.strip() else f"{dataset}-{split or path.stem}-{r}"
+        ids = [f"{dataset}-{i}" if i.strip() else f"{dataset}-{split or path.stem}-{r}"
                for i, r in zip(as_text(frame["id"].fillna("")), frame[SOURCE_ROW], strict=True)]
         parts.append(records(frame, ids=ids, texts=as_text(frame["text"]),
                              labels=_label_names(frame, "labels", _names(path.parent)), dataset=dataset,

@@ -1,6 +1,7 @@
 """Rastogi, Liu & Cambria 2022 stress corpora (CSV conversions of the xlsx): Reddit and Twitter, stress 0/1,
 labels from an automatic DNN labeller. The file name says which of the four files it is.
-No official split. Ids are '<dataset>-<row>', where the data set is named from the file.
+No official split. Ids are '<dataset>-<row>': the data set is --dataset, else named from the file
+(`rastogi_reddit_combi`, ...); when several files share one data-set name, '<dataset>-<file stem>-<row>'.
 """
 
 from __future__ import annotations
@@ -24,19 +25,25 @@ LAYOUTS = {  # normalised file stem -> (text column, label column)
 
 
 def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
+    keys = [_key(path) for path in paths]
+    names = [options.dataset or f"rastogi_{key}" for key in keys]
     parts = []
-    for path in paths:
-        key = re.sub(r"[^a-z]+", "_", path.stem.lower()).strip("_")
-        if key not in LAYOUTS:
-            raise InputError("is not one of the Rastogi 2022 files; expected Reddit_Combi.csv, Reddit_Title.csv, "
-                             "Twitter_Full.csv or Twitter_Non-Advert.csv (or use the generic source)", path=path)
+    for path, key, dataset in zip(paths, keys, names, strict=True):
         text_col, label_col = LAYOUTS[key]
         frame = read_table(path, sep=",", encoding=options.encoding, required=[text_col, label_col], place=True)
-        dataset = f"rastogi_{key}"
-        parts.append(records(frame, ids=row_ids(frame, dataset), texts=frame[text_col], labels=frame[label_col],
-                             dataset=options.dataset or dataset, platform=options.platform or key.split("_")[0],
+        prefix = dataset if names.count(dataset) == 1 else f"{dataset}-{path.stem}"  # rows repeat across files
+        parts.append(records(frame, ids=row_ids(frame, prefix), texts=frame[text_col], labels=frame[label_col],
+                             dataset=dataset, platform=options.platform or key.split("_")[0],
                              label_source=options.label_source or "auto", split=None))
     return pd.concat(parts, ignore_index=True)
+
+
+def _key(path: Path) -> str:
+    key = re.sub(r"[^a-z]+", "_", path.stem.lower()).strip("_")
+    if key not in LAYOUTS:
+        raise InputError("is not one of the Rastogi 2022 files; expected Reddit_Combi.csv, Reddit_Title.csv, "
+                         "Twitter_Full.csv or Twitter_Non-Advert.csv (or use the generic source)", path=path)
+    return key
 
 
 SOURCE = register(Source("rastogi", "Rastogi 2022 Reddit_Combi / Reddit_Title / Twitter_Full / Twitter_Non-Advert "

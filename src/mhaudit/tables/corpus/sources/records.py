@@ -47,6 +47,12 @@ def row_ids(frame: pd.DataFrame, prefix: str) -> list[str]:
     return [f"{prefix}-{row}" for row in frame[SOURCE_ROW]]
 
 
+def prefixed_ids(prefix: str, values) -> list:
+    """'<prefix>-<value>' for a data set's own ids (so two data-set names never share an id); absent or blank
+    cells stay None, which the schema reports as an empty id."""
+    return [None if v is None or not v.strip() else f"{prefix}-{v}" for v in as_text(values)]
+
+
 def is_absent(value: object) -> bool:
     """True for None / NaN / NA (an absent cell), False for anything else, lists included."""
     return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
