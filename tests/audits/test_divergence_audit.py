@@ -52,8 +52,37 @@ def test_a_baseline_model_gets_its_dod_against_channel_a(demo):
         assert row["estimate"] == pytest.approx(gain[human].mean() - gain[auto].mean(), abs=1e-12)
         assert row["ci_low"] < row["estimate"] < row["ci_high"] and row["alternative"] == "two-sided"
         verdict = [v for v in report["verdicts"] if v["subject"] == model]
-        assert len(verdict) == 1 and verdict[0]["statistic"] == "dod vs A"
+        assert [v["statistic"] for v in verdict] == ["dod vs A", "dod on AUC"]
         assert verdict[0]["value"] == pytest.approx(row["estimate"])
+        auc = tables["dod_threshold_free"].set_index(["contrast", "metric"]).loc[(f"baseline:{model}-A", "auc")]
+        assert verdict[1]["value"] == pytest.approx(auc["estimate"])
+
+
+def test_threshold_free_dod_is_the_dod_of_each_metric_by_hand(demo):
+    """Each metric's DoD from the per-data-set scores: AUC and balanced accuracy from scikit-learn's, PR-AUC
+    gain from average_precision_score, on the same rows the channels were scored on."""
+    _, report, tables = demo
+    scores = tables["channel_scores"].set_index(["channel", "dataset"])
+    free = tables["dod_threshold_free"].set_index(["contrast", "metric"])
+    human, auto = ["synthetic_forum", "synthetic_tweets_gold"], ["synthetic_tweets_auto", "synthetic_forum_auto"]
+    for x in ("C", "BC", "baseline:tfidf-lr"):
+        for metric, column in (("macro_f1", "macro_f1"), ("balanced_accuracy", "balanced_accuracy")):
+            gain = {d: scores.loc[(x, d), column] - scores.loc[("A", d), column] for d in human + auto}
+            want = np.mean([gain[d] for d in human]) - np.mean([gain[d] for d in auto])
+            assert free.loc[(f"{x}-A", metric), "estimate"] == pytest.approx(want, abs=1e-12)
+        prev = {d: scores.loc[(x, d), "prevalence"] for d in human + auto}
+        gain = {d: (scores.loc[(x, d), "pr_auc"] - prev[d]) / (1 - prev[d])
+                - (scores.loc[("A", d), "pr_auc"] - prev[d]) / (1 - prev[d]) for d in human + auto}
+        want = np.mean([gain[d] for d in human]) - np.mean([gain[d] for d in auto])
+        assert free.loc[(f"{x}-A", "pr_auc_gain"), "estimate"] == pytest.approx(want, abs=1e-12)
+        row = free.loc[(f"{x}-A", "auc")]
+        assert row["ci_low"] <= row["estimate"] <= row["ci_high"] and row["n_boot"] == 2000
+    diag = tables["threshold_diagnostic"]
+    assert (diag["macro_f1_best"] >= diag["macro_f1_train"] - 1e-12).all()  # the best threshold is chosen on them
+    control = tables["random_pos_control"]
+    assert set(control["status"]) <= {"works", "inconclusive", "fails"} and len(control) > 0
+    checks = [v for v in report["verdicts"] if v["subject"].endswith("random-POS control")]
+    assert len(checks) == len(control)
 
 
 def test_planted_divergence_is_found(demo):

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 import mhaudit.stats
-from mhaudit.stats import agreement, auc, binary, bootstrap, calibration, fairness, label_shift, weak_metrics
+from mhaudit.stats import agreement, auc, binary, bootstrap, calibration, fairness, label_shift, threshold_free, weak_metrics
 from mhaudit.stats.undefined import UndefinedStatisticWarning, check_zero_division, divide
 
 N = 6
@@ -76,6 +76,11 @@ UNDEFINED = {
     "fairness.summarise_classes": (lambda: fairness.summarise_classes(fairness.equity_by_class(Y, PRED, Y, PRED, 2)),
                                    ["max_equalized_odds_gap"]),
     "label_shift.bbse_priors": (lambda: label_shift.bbse_priors(Y, PRED, PRED, 2), []),  # not identified: noted
+    "threshold_free.weighted_average_precision": (lambda: threshold_free.weighted_average_precision(Y, SCORE, COUNTS),
+                                                  ["value"]),
+    "threshold_free.pr_auc_gain": (lambda: threshold_free.pr_auc_gain(0.5, Y.mean()), ["value"]),
+    "threshold_free.bootstrap_panel": (lambda: threshold_free.bootstrap_panel(Y, PRED[None], SCORE[None], 20, rng=0)
+                                       ["auc"], ["value"]),
 }
 
 # Defined on the all-negative case: a number, and no warning.
@@ -97,6 +102,7 @@ DEFINED = {
 
 # Not statistics of labels and predictions: transforms, resamplers, fitters, reason helpers, types.
 NOT_METRICS = {
+    "threshold_free.PANEL",
     "agreement.confusion_matrix", "agreement.kappa_reason", "agreement.draw_tables",
     "bootstrap.resample_counts", "bootstrap.resample_clusters", "bootstrap.summarise", "bootstrap.bias_corrected",
     "calibration.softmax", "calibration.log_softmax", "calibration.fit_temperature", "calibration.stratified_folds",

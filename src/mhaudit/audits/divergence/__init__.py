@@ -133,6 +133,7 @@ def audit_divergence(frame: pd.DataFrame, classes: list[str], options: Divergenc
                       options.undefined_f1)
     tables = _statistics(scored, channels, mask_channels, ["none", *masks], design.human, views, options,
                          repeat_scores, y)
+    tables |= _thresholds(scored, channels, mask_channels, design.human, fitted)
     if options.repeats > 1:
         fixed = {key: {d: runs.pred(key, d) for d in datasets} for key in runs.keys if key.startswith("baseline:")}
         tables["dod"] = _with_training_variance(tables["dod"], repeat_scores, fixed, design, options)
@@ -151,7 +152,8 @@ def audit_divergence(frame: pd.DataFrame, classes: list[str], options: Divergenc
     progress.close()
     inputs = {"corpus": digest_frame(frame), **{f"baseline {k}": digest_frame(v) for k, v in (baselines or {}).items()}}
     return AuditResult("Label-source divergence audit (TSS probe)", _sections(tables, design, options, n_tests),
-                       summary=summary, verdicts=divergence_verdicts(tables["dod"]), synthetic=synthetic,
+                       summary=summary, verdicts=divergence_verdicts(tables["dod"], tables["dod_threshold_free"],
+                                                                     tables["random_pos_control"]), synthetic=synthetic,
                        options=_options_record(options, design), provenance=provenance(inputs, progress.seconds),
                        outputs={"conflict_counts": counts, "conflict_sample": sample})
 
@@ -210,6 +212,17 @@ def _statistics(s: T.Scored, channels, mask_channels, masks, human, views, optio
     tables["masking"] = T.masking(s, mask_channels, masks, human, empty)
     tables["mcnemar"] = T.mcnemar_table(s, T.mcnemar_pairs(s.keys, channels))
     return tables
+
+
+def _thresholds(s: T.Scored, channels, mask_channels, human, fitted: dict[str, FittedChannel]) -> dict:
+    """Threshold-free DoD, the per-data-set threshold diagnostic and the random-POS control (thresholds.py)."""
+    from mhaudit.audits.divergence.thresholds import dod_threshold_free, random_pos_control, threshold_diagnostic
+
+    baselines = [k for k in s.keys if k.startswith("baseline:")]
+    return {"dod_threshold_free": dod_threshold_free(s, channels + baselines),
+            "threshold_diagnostic": threshold_diagnostic(s, channels + baselines,
+                                                         {ch: fitted[ch].threshold for ch in fitted}),
+            "random_pos_control": random_pos_control(s, mask_channels, human)}
 
 
 def _with_training_variance(dod: pd.DataFrame, repeat_scores, fixed: dict, design: Design,
@@ -308,9 +321,19 @@ def _sections(tables: dict, design: Design, o: DivergenceOptions, n_tests: int) 
                 "domain: read dod_by_dataset.",
                 {"dod": get("dod"), "dod_by_dataset": get("dod_by_dataset"),
                  "dod_platform_stratified": get("dod_platform_stratified")}),
+        Section("Label source or threshold?", "The same DoD on balanced accuracy (prevalence-free), ROC AUC and "
+                "PR-AUC gain over prevalence, (AP - prevalence) / (1 - prevalence) (both threshold-free), beside "
+                f"Macro-F1, all on the first {min(o.n_boot, T.N_BOOT_SCORES):,} resamples of the same bootstrap. A "
+                "Macro-F1 divergence `survives` when both threshold-free DoDs exclude 0 with its sign; one that does "
+                "not may come from the training threshold meeting another prevalence or score scale. "
+                "threshold_diagnostic: recall and precision at the training threshold against those at each data "
+                "set's own best threshold (chosen on the labels it is scored on: a diagnostic, never the headline).",
+                {"dod_threshold_free": get("dod_threshold_free"), "threshold_diagnostic": get("threshold_diagnostic")}),
         Section("Masking suite", "Text interventions before featurising (every feature from the masked text), on "
-                "human-labelled data; paired bootstrap difference against the unmasked run.",
-                {"masking": get("masking")}),
+                "human-labelled data; paired bootstrap difference against the unmasked run. random_pos_control: "
+                "random POS tags should cost a channel more than its own tags (pos_only) if it reads syntax; "
+                "'inconclusive' or 'fails' means the masks' drop is no evidence about syntax.",
+                {"masking": get("masking"), "random_pos_control": get("random_pos_control")}),
         Section("Paired comparisons", f"McNemar (continuity-corrected) on discordant predictions and the paired-bootstrap "
                 f"Macro-F1 difference. q: Benjamini-Hochberg across the whole family of {n_tests} tests (interference, "
                 "DoD, platform-stratified DoD, masking, McNemar).", {"mcnemar": get("mcnemar")}),

@@ -17,7 +17,6 @@ import pandas as pd
 
 from mhaudit.stats.binary import (
     binary_scores,
-    bootstrap_macro_f1,
     bootstrap_p,
     macro_f1_from_counts,
     majority_macro_f1,
@@ -25,6 +24,11 @@ from mhaudit.stats.binary import (
 from mhaudit.stats.bootstrap import summarise
 from mhaudit.stats.divergence import regime_permutation
 from mhaudit.stats.significance import benjamini_hochberg, mcnemar
+from mhaudit.stats.threshold_free import bootstrap_panel
+
+# Resamples for the threshold-free companions (AUC and AP cost a sort-ordered pass per resample, Macro-F1
+# one matrix product): the first 2,000 of the same draws, ample for a 95% interval.
+N_BOOT_SCORES = 2000
 
 __all__ = ["Scored", "channel_scores", "interference", "dod", "dod_by_dataset",
            "dod_platform_stratified", "masking", "mcnemar_table", "mcnemar_pairs", "apply_fdr", "alternative_for"]
@@ -34,17 +38,23 @@ class Scored:
     """Predictions of every run on every data set, with their shared bootstrap draws.
 
     `keys` name the prediction vectors ("C", "BC/pos_only", "baseline:minilm"); preds[d] is (k, n_d)
-    0/1, probs[d] the matching scores; draws[d] is (n_boot, k) Macro-F1 per resample.
+    0/1, probs[d] the matching scores; draws[d] is (n_boot, k) Macro-F1 per resample. The unmasked
+    vectors (`scored`: keys without "/") also get balanced accuracy, AUC and PR-AUC gain on the first
+    `n_boot_scores` of the same resamples (panel[d], `stats.threshold_free.bootstrap_panel`).
     """
 
     def __init__(self, keys: list[str], y: dict[str, np.ndarray], preds: dict[str, np.ndarray],
                  probs: dict[str, np.ndarray], side: dict[str, str], platform: dict[str, str], n_boot: int, seed: int,
-                 zero_division: float = math.nan):
+                 zero_division: float = math.nan, n_boot_scores: int = N_BOOT_SCORES):
         self.keys, self.y, self.preds, self.probs, self.side, self.platform = keys, y, preds, probs, side, platform
         self.n_boot, self.zero_division = n_boot, zero_division
-        rng = np.random.default_rng(seed)
-        self.draws = {d: bootstrap_macro_f1(y[d], preds[d], n_boot=n_boot, rng=rng, zero_division=zero_division)
-                      for d in y}
+        self.scored = [k for k in keys if "/" not in k]
+        self.n_boot_scores = min(n_boot, n_boot_scores)
+        rng = np.random.default_rng(seed)  # one stream over the data sets, in order: bootstrap_macro_f1's draws
+        rows = [keys.index(k) for k in self.scored]
+        self.panel = {d: bootstrap_panel(y[d], preds[d], probs[d], n_boot, rng, n_boot_scores=self.n_boot_scores,
+                                         scored=rows, zero_division=zero_division) for d in y}
+        self.draws = {d: self.panel[d]["macro_f1"] for d in y}
         self.point = {d: _macro_f1(y[d], preds[d], zero_division) for d in y}
 
     def col(self, key: str) -> int:
