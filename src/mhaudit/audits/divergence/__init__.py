@@ -216,10 +216,16 @@ def _statistics(s: T.Scored, channels, mask_channels, masks, human, views, optio
 
 def _thresholds(s: T.Scored, channels, mask_channels, human, fitted: dict[str, FittedChannel]) -> dict:
     """Threshold-free DoD, the per-data-set threshold diagnostic and the random-POS control (thresholds.py)."""
-    from mhaudit.audits.divergence.thresholds import dod_threshold_free, random_pos_control, threshold_diagnostic
+    from mhaudit.audits.divergence.thresholds import (
+        dod_by_metric,
+        dod_threshold_free,
+        random_pos_control,
+        threshold_diagnostic,
+    )
 
     baselines = [k for k in s.keys if k.startswith("baseline:")]
-    return {"dod_threshold_free": dod_threshold_free(s, channels + baselines),
+    free = dod_threshold_free(s, channels + baselines)
+    return {"dod_by_metric": dod_by_metric(free), "dod_threshold_free": free,
             "threshold_diagnostic": threshold_diagnostic(s, channels + baselines,
                                                          {ch: fitted[ch].threshold for ch in fitted}),
             "random_pos_control": random_pos_control(s, mask_channels, human)}
@@ -328,7 +334,8 @@ def _sections(tables: dict, design: Design, o: DivergenceOptions, n_tests: int) 
                 "not may come from the training threshold meeting another prevalence or score scale. "
                 "threshold_diagnostic: recall and precision at the training threshold against those at each data "
                 "set's own best threshold (chosen on the labels it is scored on: a diagnostic, never the headline).",
-                {"dod_threshold_free": get("dod_threshold_free"), "threshold_diagnostic": get("threshold_diagnostic")}),
+                {"dod_by_metric": get("dod_by_metric"), "dod_threshold_free": get("dod_threshold_free"),
+                 "threshold_diagnostic": get("threshold_diagnostic")}),
         Section("Masking suite", "Text interventions before featurising (every feature from the masked text), on "
                 "human-labelled data; paired bootstrap difference against the unmasked run. random_pos_control: "
                 "random POS tags should cost a channel more than its own tags (pos_only) if it reads syntax; "

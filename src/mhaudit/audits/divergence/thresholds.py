@@ -22,7 +22,7 @@ from mhaudit.stats.binary import binary_scores, bootstrap_p
 from mhaudit.stats.bootstrap import summarise
 from mhaudit.stats.threshold_free import PANEL
 
-__all__ = ["dod_threshold_free", "threshold_diagnostic", "random_pos_control", "THRESHOLD_FREE"]
+__all__ = ["dod_threshold_free", "dod_by_metric", "threshold_diagnostic", "random_pos_control", "THRESHOLD_FREE"]
 
 THRESHOLD_FREE = ("auc", "pr_auc_gain")  # the metrics a threshold or prevalence effect cannot move alone
 
@@ -45,9 +45,15 @@ def _dod(s: Scored, x: str, metric: str) -> tuple[float, np.ndarray]:
     return float(sides[0][0] - sides[1][0]), sides[0][1] - sides[1][1]
 
 
+def holds(rows, sign: float) -> bool:
+    """Both threshold-free DoDs (rows with `metric`, `apart`, `estimate`) exclude 0 with the given sign."""
+    kept = [r for r in rows if r["metric"] in THRESHOLD_FREE and r["apart"] and (r["estimate"] > 0) == (sign > 0)]
+    return len(kept) == len(THRESHOLD_FREE)
+
+
 def dod_threshold_free(s: Scored, channels: list[str]) -> pd.DataFrame:
-    """One row per contrast X-A and metric; `apart`: its 95% CI excludes 0; `survives` (on the Macro-F1 row):
-    both threshold-free DoDs are apart with the Macro-F1 DoD's sign."""
+    """One row per contrast X-A and metric; `apart`: its 95% CI excludes 0; `survives` (on the Macro-F1 row, when
+    that DoD is apart): both threshold-free DoDs are apart with its sign (`holds`)."""
     rows = []
     for x in channels:
         if x == "A" or x not in s.scored or "A" not in s.scored:
@@ -62,11 +68,24 @@ def dod_threshold_free(s: Scored, channels: list[str]) -> pd.DataFrame:
                           "p": ps["p_two_sided" if alt == "two-sided" else f"p_{alt}"],
                           "apart": bool(summary["ci_low"] > 0 or summary["ci_high"] < 0), "n_boot": s.n_boot_scores})
         mf1 = block[0]
-        same = [r for r in block if r["metric"] in THRESHOLD_FREE and r["apart"]
-                and np.sign(r["estimate"]) == np.sign(mf1["estimate"])]
         for r in block:
-            r["survives"] = bool(len(same) == len(THRESHOLD_FREE)) if r is mf1 else None
+            r["survives"] = holds(block, mf1["estimate"]) if r is mf1 and mf1["apart"] else None
         rows += block
+    return pd.DataFrame(rows)
+
+
+def dod_by_metric(table: pd.DataFrame) -> pd.DataFrame:
+    """`dod_threshold_free` as one row per contrast: each metric's DoD with its CI, and `survives`."""
+    if table.empty:
+        return pd.DataFrame()
+    rows = []
+    for contrast, part in table.groupby("contrast", sort=False):
+        row = {"contrast": contrast}
+        for r in part.itertuples():
+            row[r.metric] = f"{r.estimate:+.3f} [{r.ci_low:+.3f}, {r.ci_high:+.3f}]"
+        survives = part["survives"].dropna()
+        row["survives"] = bool(survives.iat[0]) if len(survives) else "no Macro-F1 divergence"
+        rows.append(row)
     return pd.DataFrame(rows)
 
 

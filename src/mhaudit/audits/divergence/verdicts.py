@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from mhaudit.audits.divergence.thresholds import holds
 from mhaudit.report import verdict, verdict_table
 
 NAMES = {"auc": "AUC", "pr_auc_gain": "PR-AUC gain"}  # the threshold-free DoDs a Macro-F1 divergence must survive
@@ -36,7 +37,8 @@ def _threshold_free_verdict(table: pd.DataFrame | None, contrast: str, model: st
     if table is None or table.empty or contrast not in set(table["contrast"]):
         return []
     rows = table[table["contrast"] == contrast].set_index("metric")
-    auc, survives, sign = rows.loc["auc"], bool(rows.loc["macro_f1", "survives"]), rows.loc["macro_f1", "estimate"]
+    sign = rows.loc["macro_f1", "estimate"]
+    auc, survives = rows.loc["auc"], holds(table[table["contrast"] == contrast].to_dict("records"), sign)
     if not apart:
         reason = "no Macro-F1 divergence to explain"
     elif survives:
