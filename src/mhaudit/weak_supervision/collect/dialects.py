@@ -107,8 +107,7 @@ class SQLiteDialect:
             self._open(synchronous)
         except sqlite3.DatabaseError as exc:
             self.conn.close()
-            raise InputError(f"cannot open the post store: {exc} (not a valid SQLite database, or locked "
-                             "by another process)", path=path) from None
+            raise InputError(f"cannot open the post store: {exc} ({_sqlite_advice(exc)})", path=path) from None
         except InputError:
             self.conn.close()
             raise
@@ -236,6 +235,18 @@ class PostgresDialect:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+
+
+def _sqlite_advice(exc: sqlite3.DatabaseError) -> str:
+    """What to do about an SQLite error at open, from its message (sqlite3 gives no error code before 3.11)."""
+    text = str(exc).lower()
+    if "readonly" in text or "read-only" in text or "unable to open" in text:
+        return "the file or its folder is not writable; make it writable or collect into another file"
+    if "locked" in text or "busy" in text:
+        return "another process holds it locked; stop it or wait"
+    if "disk i/o" in text or "full" in text:
+        return "the disk may be full; free some space and run again"
+    return "not a valid SQLite database; give a new file name and keep this one for inspection"
 
 
 def _pg_reason(exc: BaseException, url: str) -> str:
