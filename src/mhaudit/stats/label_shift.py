@@ -17,7 +17,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["prior_corrected_probs", "em_priors", "bbse_priors", "EMResult", "BBSEResult"]
+__all__ = ["prior_corrected_probs", "em_priors", "bbse_priors", "em_priors_resampled", "bbse_priors_resampled",
+           "EMResult", "BBSEResult"]
 
 
 class EMResult(NamedTuple):
@@ -134,3 +135,45 @@ def bbse_priors(y_src, pred_src, pred_tgt, n_classes: int) -> BBSEResult:
         notes.append("every weight is zero after clipping: no prior estimate")
         return BBSEResult(np.full(n_classes, np.nan), w, "; ".join(notes))
     return BBSEResult(q / q.sum(), w, "; ".join(notes))
+
+
+def em_priors_resampled(probs_tgt, priors_src, counts, start=None, tol: float = 1e-6, max_iter: int = 500,
+                        chunk: int = 50) -> np.ndarray:
+    """EM priors of B bootstrap resamples at once: row b of `counts` (B, n) is how often each target row
+    was drawn. Each resample starts from `start` (e.g. the full-data estimate, so few iterations are needed)
+    and stops with the rest when no prior of any resample moves by `tol`. Returns (B, k)."""
+    p = _probs(probs_tgt)
+    pi = _priors(priors_src, p.shape[1], "priors_src", positive=True)
+    counts = np.asarray(counts, dtype=float)
+    q0 = pi if start is None else _priors(start, p.shape[1], "start")
+    out = np.empty((len(counts), p.shape[1]))
+    for lo in range(0, len(counts), chunk):
+        w = counts[lo:lo + chunk]
+        q = np.tile(q0, (len(w), 1))
+        for _ in range(max_iter):
+            corrected = p[None] * (q / pi)[:, None, :]
+            corrected /= corrected.sum(axis=2, keepdims=True)
+            q_new = np.einsum("bn,bnk->bk", w, corrected) / w.sum(axis=1, keepdims=True)
+            moved = np.max(np.abs(q_new - q))
+            q = q_new
+            if moved < tol:
+                break
+        out[lo:lo + chunk] = q
+    return out
+
+
+def bbse_priors_resampled(y_src, pred_src, pred_tgt, n_classes: int, counts_src, counts_tgt) -> np.ndarray:
+    """BBSE priors of B joint bootstrap resamples (draw counts of source and target rows), (B, k).
+
+    The pseudo-inverse stands in for the solve, so a resample whose confusion matrix is singular gets the
+    minimum-norm solution (as `bbse_priors`); negative weights are clipped and q renormalised (NaN if all 0)."""
+    k = n_classes
+    y, ps, pt = (np.asarray(a, dtype=np.int64) for a in (y_src, pred_src, pred_tgt))
+    ws, wt = np.asarray(counts_src, dtype=float), np.asarray(counts_tgt, dtype=float)
+    joint = np.stack([ws @ ((ps == i) & (y == j)) for i in range(k) for j in range(k)], axis=1)
+    joint = joint.reshape(len(ws), k, k) / ws.sum(axis=1)[:, None, None]
+    mu = np.stack([wt @ (pt == i) for i in range(k)], axis=1) / wt.sum(axis=1, keepdims=True)
+    w = np.clip(np.einsum("bij,bj->bi", np.linalg.pinv(joint), mu), 0, None)
+    q = w * joint.sum(axis=1)
+    total = q.sum(axis=1, keepdims=True)
+    return np.divide(q, total, out=np.full_like(q, np.nan), where=total > 0)

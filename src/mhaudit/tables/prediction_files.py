@@ -88,9 +88,9 @@ def expand_sources(sources) -> list:
     return out
 
 
-def _load(source, number: int, label: str) -> _Source:
+def _load(source, number: int, label: str | None) -> _Source:
     if isinstance(source, Path):
-        frame = read_table(source, required=[label], place=True)
+        frame = read_table(source, required=[label] if label else [], place=True)
         return _Source(str(source), _stem(source), frame, sha256_file(source), source)
     if hasattr(source, "to_pandas"):  # a Hugging Face datasets.Dataset
         source = source.to_pandas()
@@ -99,7 +99,7 @@ def _load(source, number: int, label: str) -> _Source:
                          "a pandas DataFrame or a datasets.Dataset")
     name = f"DataFrame {number}"
     frame = source.reset_index(drop=True).copy()
-    if label not in frame.columns:
+    if label and label not in frame.columns:
         raise InputError(f"{name} has no '{label}' column; expected one true label per row")
     frame[SOURCE_FILE], frame[SOURCE_ROW] = name, np.arange(1, len(frame) + 1)
     digest = hashlib.sha256(pd.util.hash_pandas_object(source, index=False).to_numpy().tobytes()).hexdigest()
@@ -191,11 +191,11 @@ def _numbers(source: _Source, kind: str, classes: list[str]) -> np.ndarray:
     return values
 
 
-def _check_same_columns(sources: list[_Source]) -> None:
+def _check_same_columns(sources: list[_Source], ignored: frozenset = frozenset()) -> None:
     first = sources[0]
-    columns = set(map(str, first.frame.columns))
+    columns = set(map(str, first.frame.columns)) - ignored
     for other in sources[1:]:
-        theirs = set(map(str, other.frame.columns))
+        theirs = set(map(str, other.frame.columns)) - ignored
         if theirs != columns:
             extra, lacking = sorted(theirs - columns), sorted(columns - theirs)
             detail = "; ".join(filter(None, [f"it has {', '.join(extra)}" if extra else "",
@@ -206,16 +206,19 @@ def _check_same_columns(sources: list[_Source]) -> None:
 
 def read_predictions(sources, *, classes: list[str] | None = None, columns: PredictionColumns = PredictionColumns(),
                      model: str | None = None, seed: int | None = None, platform: str | None = None,
-                     name_pattern: str | None = None) -> PredictionSet:
+                     name_pattern: str | None = None, labelled: bool = True) -> PredictionSet:
     """Read prediction files (paths, globs, DataFrames or Datasets) into one validated PredictionSet.
+
+    With `labelled=False` (a model's scores on unlabelled rows) the files need no label column; one they
+    have is ignored, and a note says so. `label` is then missing (None) on every row.
 
     `classes` fixes the class order (default: the score columns of the first source); integer labels
     index it. Model, seed, platform and data set: a column, else `name_pattern` over the file name,
     else `model` / `seed` / `platform`, else the file name (seed 0). See the module docstring.
     """
     regex = name_regex(name_pattern) if name_pattern else None
-    loaded = [_load(s, i, columns.label) for i, s in enumerate(expand_sources(sources), start=1)]
-    _check_same_columns(loaded)
+    loaded = [_load(s, i, columns.label if labelled else None) for i, s in enumerate(expand_sources(sources), start=1)]
+    _check_same_columns(loaded, frozenset() if labelled else frozenset({columns.label}))
     scored = [_score_columns(s) for s in loaded]  # (kind, classes in column order) per source
     kind, order = scored[0]
     classes = list(classes) if classes else order
@@ -232,7 +235,7 @@ def read_predictions(sources, *, classes: list[str] | None = None, columns: Pred
             raise InputError(f"{source.name} has {source_kind} columns and {loaded[0].name} {kind} columns; give one "
                              "kind of score")
         defaults = {"model": model, "seed": seed, "platform": platform} | _fields_from_name(source, regex, name_pattern)
-        frames.append(_standardise(source, kind, classes, columns, defaults, notes))
+        frames.append(_standardise(source, kind, classes, columns, defaults, notes, labelled))
     frame = pd.concat(frames, ignore_index=True)
     _check_groups(frame)
     positional = frozenset(tuple(k) for k in frame.loc[frame["_positional"], list(GROUP)].drop_duplicates()
@@ -245,7 +248,7 @@ def read_predictions(sources, *, classes: list[str] | None = None, columns: Pred
 
 
 def _standardise(source: _Source, kind: str, classes: list[str], columns: PredictionColumns, defaults: dict,
-                 notes: list[str]) -> pd.DataFrame:
+                 notes: list[str], labelled: bool = True) -> pd.DataFrame:
     frame = source.frame
     if len(frame) == 0:
         raise InputError(f"{source.name} has no rows; expected one row per example")
@@ -259,7 +262,12 @@ def _standardise(source: _Source, kind: str, classes: list[str], columns: Predic
                              f"{values[i].sum():.6g}; each row of prob_ columns must lie in [0, 1] and sum to 1 "
                              f"(tolerance {PROB_SUM_TOLERANCE})")
         values = np.log(np.clip(values, 1e-12, None))  # log-probabilities serve as logits up to a constant
-    labels = _labels(source, frame[columns.label], classes, notes)
+    if labelled:
+        labels = _labels(source, frame[columns.label], classes, notes)
+    else:
+        labels = np.full(len(frame), None, dtype=object)
+        if columns.label in frame.columns:
+            notes.append(f"{source.name}: its '{columns.label}' column is ignored (read as unlabelled)")
     if columns.id in frame.columns:
         ids, positional = _text(frame, columns.id, None), False
     else:

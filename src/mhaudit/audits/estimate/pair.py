@@ -1,0 +1,91 @@
+"""One reference x target pair: calibrate on the reference, estimate the target's priors and metrics by each
+method with bootstrap CIs, and run the shift diagnostic (docs/estimate.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import softmax
+
+from mhaudit.audits.estimate.shift import domain_auc
+from mhaudit.stats.atc import thresholded_estimates
+from mhaudit.stats.bcts import fit_bcts
+from mhaudit.stats.cbpe import expected_metrics, macro_f1_from_confusion, realised_draws
+from mhaudit.stats.label_shift import (bbse_priors, bbse_priors_resampled, em_priors, em_priors_resampled,
+                                       prior_corrected_probs)
+
+__all__ = ["PairEstimate", "estimate_pair", "reference_metrics"]
+
+
+@dataclass
+class PairEstimate:
+    estimates: list[dict]  # method x metric: estimate, ci_low, ci_high
+    priors: list[dict]  # per class: reference, predicted share, EM and BBSE with CIs
+    shift: dict  # domain AUC, prior gap, n
+
+
+def reference_metrics(y: np.ndarray, logits: np.ndarray) -> dict[str, float]:
+    """The metrics on the labelled reference, by the same formulas as the estimates."""
+    k = logits.shape[1]
+    pred = logits.argmax(axis=1)
+    cm = np.bincount(y * k + pred, minlength=k * k).reshape(k, k).astype(float)
+    onehot = np.eye(k)[y]
+    return {"accuracy": float((pred == y).mean()), "macro_f1": float(macro_f1_from_confusion(cm)),
+            "macro_auc": expected_metrics(onehot, softmax(logits, axis=1))["macro_auc"]}
+
+
+def _interval(draws: np.ndarray) -> tuple[float, float]:
+    finite = draws[np.isfinite(draws)]
+    return (float(np.quantile(finite, 0.025)), float(np.quantile(finite, 0.975))) if len(finite) else (np.nan, np.nan)
+
+
+def estimate_pair(y_ref: np.ndarray, z_ref: np.ndarray, z_tgt: np.ndarray, *, n_boot: int,
+                  rng: np.random.Generator, seed: int) -> PairEstimate:
+    k = z_ref.shape[1]
+    n_ref, n_tgt = len(z_ref), len(z_tgt)
+    calibration = fit_bcts(z_ref, y_ref)
+    p_ref, p_tgt = calibration.probs(z_ref), calibration.probs(z_tgt)
+    pi = np.bincount(y_ref, minlength=k) / n_ref
+    pred_ref, pred_tgt = z_ref.argmax(axis=1), z_tgt.argmax(axis=1)
+    em = em_priors(p_tgt, pi).priors
+    bbse = bbse_priors(y_ref, pred_ref, pred_tgt, k)
+    w_ref = np.ones((1, n_ref))
+    w_tgt = np.ones((1, n_tgt))
+    boot_ref = rng.multinomial(n_ref, np.full(n_ref, 1 / n_ref), size=n_boot)
+    boot_tgt = rng.multinomial(n_tgt, np.full(n_tgt, 1 / n_tgt), size=n_boot)
+    em_draws = em_priors_resampled(p_tgt, pi, boot_tgt, start=em)
+    bbse_draws = bbse_priors_resampled(y_ref, pred_ref, pred_tgt, k, boot_ref, boot_tgt)
+
+    scores = softmax(z_tgt, axis=1)
+    point = expected_metrics(prior_corrected_probs(p_tgt, pi, em), scores)
+    draws = realised_draws(p_tgt, scores, n_boot, rng, priors=(pi, em_draws))
+    estimates = [{"method": "cbpe", "metric": m, "estimate": point[m], **dict(zip(("ci_low", "ci_high"),
+                                                                                  _interval(draws[m])))}
+                 for m in point]
+    conf_ref, conf_tgt = p_ref.max(axis=1), p_tgt.max(axis=1)
+    for method in ("atc", "doc"):
+        at_point = thresholded_estimates(method, conf_ref, y_ref, pred_ref, w_ref, conf_tgt, pred_tgt, w_tgt, k)
+        boot = thresholded_estimates(method, conf_ref, y_ref, pred_ref, boot_ref, conf_tgt, pred_tgt, boot_tgt, k)
+        for m in ("accuracy", "macro_f1"):
+            low, high = _interval(boot[m])
+            estimates.append({"method": method, "metric": m, "estimate": float(at_point[m][0]), "ci_low": low,
+                              "ci_high": high})
+        estimates.append({"method": method, "metric": "macro_auc", "estimate": np.nan, "ci_low": np.nan,
+                          "ci_high": np.nan, "note": f"{method.upper()} thresholds confidence and cannot rank: no AUC"})
+
+    predicted = np.bincount(pred_tgt, minlength=k) / n_tgt
+    priors = []
+    for c in range(k):
+        em_low, em_high = _interval(em_draws[:, c])
+        bb_low, bb_high = _interval(bbse_draws[:, c])
+        priors.append({"class_index": c, "prevalence_reference": float(pi[c]), "predicted_share": float(predicted[c]),
+                       "prevalence_em": float(em[c]), "em_ci_low": em_low, "em_ci_high": em_high,
+                       "prevalence_bbse": float(bbse.priors[c]), "bbse_ci_low": bb_low, "bbse_ci_high": bb_high})
+    weights = (em / pi)[y_ref]
+    shift = {"n_reference": n_ref, "n_target": n_tgt,
+             "domain_auc": domain_auc(np.log(np.clip(p_ref, 1e-12, None)), weights, np.log(np.clip(p_tgt, 1e-12, None)),
+                                      seed=seed),
+             "prior_gap": float(np.nanmax(np.abs(em - bbse.priors))) if np.isfinite(bbse.priors).any() else np.nan,
+             "bbse_note": bbse.note, "temperature": 1 / calibration.slope}
+    return PairEstimate(estimates, priors, shift)

@@ -1,0 +1,52 @@
+"""`mhaudit estimate`: a model's expected performance on unlabelled targets (mhaudit.audits.estimate)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mhaudit.cli.console import guarded, out, print_table, stage_progress
+
+
+def register(root: typer.Typer) -> None:
+    root.command(name="estimate")(estimate)
+
+
+@guarded
+def estimate(reference: Annotated[list[str], typer.Option(
+                 help="The model's predictions on its labelled home test set (files or globs).")],
+             target: Annotated[list[str], typer.Option(
+                 help="Its predictions on unlabelled targets (files or globs); a label column is ignored.")],
+             out_dir: Annotated[Path, typer.Option("--out", help="Folder for report.{json,html,md} and figures.")],
+             classes: Annotated[str | None, typer.Option(help="Class order, comma-separated (default: score columns).")]
+             = None,
+             n_boot: Annotated[int, typer.Option(help="Bootstrap resamples for the CIs.")] = 1000,
+             seed: Annotated[int, typer.Option(help="Seed for the bootstrap and the domain classifier.")] = 0,
+             label_col: str = "label", platform_col: str = "platform",
+             name_pattern: Annotated[str | None, typer.Option(
+                 help="Model, seed and platform from file names, e.g. '{model}_{platform}_seed{seed}'.")] = None,
+             model: Annotated[str | None, typer.Option(help="Model name for files without a model column.")] = None,
+             ) -> None:
+    """Estimate accuracy, macro-F1 and macro-AUC on targets nobody has labelled (CBPE, ATC, DoC), with a
+    trust verdict per target (docs/estimate.md)."""
+    from mhaudit.audits.estimate import EstimateOptions, estimate_performance
+    from mhaudit.report import write_report
+    from mhaudit.tables.prediction_files import PredictionColumns, read_predictions
+
+    columns = PredictionColumns(label=label_col, platform=platform_col)
+    order = classes.split(",") if classes else None
+    common = dict(columns=columns, model=model, name_pattern=name_pattern)
+    ref = read_predictions(reference, classes=order, **common)
+    targets = read_predictions(target, classes=ref.classes, labelled=False, **common)  # aligned to the reference
+    for note in targets.notes:
+        if "is ignored" in note:
+            out.print(f"note: {note}", highlight=False)
+    result = estimate_performance(ref, targets, EstimateOptions(n_boot=n_boot, seed=seed), progress=stage_progress())
+    write_report(result, out_dir)
+    out.print(result.summary, highlight=False)
+    raised = result.verdicts[result.verdicts["severity"] != "pass"]
+    if not raised.empty:
+        print_table("verdicts other than pass", raised[["severity", "subject", "target", "statistic", "value", "reason"]])
+    out.print(f"report: {out_dir / 'report.html'} (also report.md, report.json, figures/)")

@@ -1,0 +1,122 @@
+"""Confidence-based performance estimation (CBPE): a model's metrics on unlabelled rows, from posteriors.
+
+If p(y | x) is calibrated on the target, each row's true class is a draw from it, so every metric of the
+model's fixed predictions has a known distribution. The point estimates are ratios of expected tallies
+(the expected confusion matrix, NannyML's CBPE); `realised_draws` samples the labels themselves, giving
+the distribution of the metric the hidden labels would realise on these very rows.
+
+Conventions: confusion matrices are [true, predicted]; macro-F1 is the mean over classes of
+2 TP / (2 TP + FP + FN), a class with no true and no predicted row left out (NaN, as stats.binary);
+macro-AUC is one-vs-rest, class k ranked by `scores[:, k]`, ties counted one half.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.stats import rankdata
+
+__all__ = ["expected_confusion", "macro_f1_from_confusion", "expected_macro_auc", "expected_metrics",
+           "realised_draws", "METRICS"]
+
+METRICS = ("accuracy", "macro_f1", "macro_auc")
+
+
+def expected_confusion(probs: np.ndarray, pred: np.ndarray) -> np.ndarray:
+    """E[confusion][j, i] = sum over rows predicted i of p(y = j | x): the expected count of (true j, pred i)."""
+    k = probs.shape[1]
+    return np.stack([probs[pred == i].sum(axis=0) for i in range(k)], axis=1)
+
+
+def macro_f1_from_confusion(cm: np.ndarray) -> np.ndarray:
+    """Macro-F1 of confusion matrices [..., true, pred]; NaN where no class is defined."""
+    tp = np.diagonal(cm, axis1=-2, axis2=-1)
+    denominator = cm.sum(axis=-1) + cm.sum(axis=-2)  # 2 TP + FN + FP
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f1 = np.where(denominator > 0, 2 * tp / np.where(denominator > 0, denominator, 1), np.nan)
+    defined = np.isfinite(f1)
+    return np.where(defined.any(axis=-1), np.nansum(f1, axis=-1) / np.maximum(defined.sum(axis=-1), 1), np.nan)
+
+
+def _expected_auc(p: np.ndarray, s: np.ndarray) -> float:
+    """E[#(pos ranked above neg)] / E[#pos x #neg] when row i is positive with probability p_i.
+
+    Pairs i != j only; ties count one half. Both expectations are sums over pairs, so sorting by score
+    and cumulating (1 - p) gives the numerator in O(n log n).
+    """
+    order = np.argsort(s, kind="stable")
+    p, s = p[order], s[order]
+    q = 1 - p
+    starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
+    group = np.cumsum(np.r_[True, s[1:] != s[:-1]]) - 1
+    q_group = np.add.reduceat(q, starts)
+    below = np.r_[0.0, np.cumsum(q_group)[:-1]][group]  # sum of (1 - p) over strictly lower scores
+    tied = q_group[group] - q  # over the other rows of the same score
+    numerator = np.sum(p * (below + 0.5 * tied))
+    denominator = p.sum() * q.sum() - np.sum(p * q)
+    return float(numerator / denominator) if denominator > 0 else np.nan
+
+
+def expected_macro_auc(probs: np.ndarray, scores: np.ndarray) -> float:
+    """Mean over classes of the expected one-vs-rest AUC of `scores[:, k]` under labels drawn from `probs`."""
+    aucs = [_expected_auc(probs[:, k], scores[:, k]) for k in range(probs.shape[1])]
+    return float(np.nanmean(aucs)) if np.isfinite(aucs).any() else np.nan
+
+
+def expected_metrics(probs: np.ndarray, scores: np.ndarray) -> dict[str, float]:
+    """CBPE point estimates of accuracy, macro-F1 and macro-AUC of predictions argmax(scores)."""
+    pred = scores.argmax(axis=1)
+    cm = expected_confusion(probs, pred)
+    return {"accuracy": float(np.trace(cm) / len(probs)), "macro_f1": float(macro_f1_from_confusion(cm)),
+            "macro_auc": expected_macro_auc(probs, scores)}
+
+
+def _draw_labels(probs: np.ndarray, n_draws: int, rng: np.random.Generator) -> np.ndarray:
+    """(n_draws, n) class codes, row i of draw b from Categorical(probs[i]) (or probs[b, i] when 3-D)."""
+    cumulative = np.cumsum(probs, axis=-1)[..., :-1]  # the last class takes whatever rounding leaves above
+    u = rng.random((n_draws, probs.shape[-2], 1))
+    return (u > (cumulative if probs.ndim == 3 else cumulative[None])).sum(axis=2)
+
+
+def _auc_of_draws(labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """One-vs-rest macro-AUC of each row of drawn labels, by the rank-sum formula (midranks for ties)."""
+    k = scores.shape[1]
+    per_class = np.full((len(labels), k), np.nan)
+    for c in range(k):
+        ranks = rankdata(scores[:, c])
+        positive = labels == c
+        n_pos = positive.sum(axis=1).astype(float)
+        n_neg = labels.shape[1] - n_pos
+        with np.errstate(invalid="ignore", divide="ignore"):
+            per_class[:, c] = (positive @ ranks - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+    per_class[~np.isfinite(per_class)] = np.nan
+    defined = np.isfinite(per_class)
+    return np.where(defined.any(axis=1), np.nansum(per_class, axis=1) / np.maximum(defined.sum(axis=1), 1), np.nan)
+
+
+def realised_draws(probs: np.ndarray, scores: np.ndarray, n_draws: int, rng: np.random.Generator, *,
+                   priors=None, chunk: int = 100) -> dict[str, np.ndarray]:
+    """Each metric as the hidden labels would realise it, over `n_draws` label draws from `probs` (n, k).
+
+    With `priors` = (pi, q) where q is (n_draws, k), draw b's posteriors are `probs` corrected from the
+    priors pi to q[b] (e.g. each bootstrap resample's EM estimate), so the draws carry that uncertainty too.
+    Draws are made `chunk` at a time to bound memory.
+    """
+    k = scores.shape[1]
+    pred = scores.argmax(axis=1)
+    out = {m: np.empty(n_draws) for m in METRICS}
+    for start in range(0, n_draws, chunk):
+        size = min(chunk, n_draws - start)
+        posterior = probs
+        if priors is not None:
+            pi, q = priors
+            posterior = probs[None] * (q[start:start + size] / pi)[:, None, :]
+            posterior /= posterior.sum(axis=2, keepdims=True)
+        labels = _draw_labels(posterior, size, rng)
+        cell = labels * k + pred[None, :]
+        offsets = np.arange(size)[:, None] * k * k
+        cm = np.bincount((cell + offsets).ravel(), minlength=size * k * k).reshape(size, k, k).astype(float)
+        window = slice(start, start + size)
+        out["accuracy"][window] = np.trace(cm, axis1=1, axis2=2) / len(pred)
+        out["macro_f1"][window] = macro_f1_from_confusion(cm)
+        out["macro_auc"][window] = _auc_of_draws(labels, scores)
+    return out
