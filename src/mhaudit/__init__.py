@@ -30,6 +30,8 @@ _PUBLIC = {
     "CPFEOptions": ("mhaudit.audits.cpfe", "CPFEOptions"),
     "audit_divergence": ("mhaudit.audits.divergence", "audit_divergence"),
     "DivergenceOptions": ("mhaudit.audits.divergence", "DivergenceOptions"),
+    "estimate_performance": ("mhaudit.audits.estimate", "estimate_performance"),
+    "EstimateOptions": ("mhaudit.audits.estimate", "EstimateOptions"),
     "agreement_report": ("mhaudit.audits.agreement", "agreement_report"),
     "AgreementOptions": ("mhaudit.audits.agreement", "AgreementOptions"),
     "run_model_selection": ("mhaudit.audits.model_selection", "run_model_selection"),
@@ -52,6 +54,7 @@ _PUBLIC = {
     "simulate": ("mhaudit.synthetic.simulate", "simulate"),
     "SimulationConfig": ("mhaudit.synthetic.simulate", "SimulationConfig"),
     "simulate_divergence": ("mhaudit.synthetic.simulate_divergence", "simulate_divergence"),
+    "simulate_scores": ("mhaudit.synthetic.simulate_scores", "simulate_scores"),
     "DivergenceConfig": ("mhaudit.synthetic.simulate_divergence", "DivergenceConfig"),
 }
 __all__ = ["__version__", *_PUBLIC]

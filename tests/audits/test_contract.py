@@ -76,7 +76,18 @@ def _model_selection_inputs():
     return good, dict(good, classes=["a", "b", "c"]), "two classes"
 
 
-INPUTS = {"cpfe": _cpfe_inputs, "divergence": _divergence_inputs, "agreement": _agreement_inputs,
+def _estimate_inputs():
+    from mhaudit.audits.estimate import EstimateOptions
+    from mhaudit.synthetic.simulate_scores import simulate_scores
+
+    ref = simulate_scores(400, [0.6, 0.4], platform="synthetic-home", seed=0)
+    target = simulate_scores(400, [0.3, 0.7], platform="synthetic-away", seed=1, labelled=False)
+    good = dict(reference=ref, targets=target, options=EstimateOptions(n_boot=100, figures=False), synthetic=True)
+    three = simulate_scores(400, [0.4, 0.3, 0.3], platform="synthetic-away", seed=1, labelled=False)
+    return good, dict(good, targets=three), "classes"
+
+
+INPUTS = {"cpfe": _cpfe_inputs, "estimate": _estimate_inputs, "divergence": _divergence_inputs, "agreement": _agreement_inputs,
           "model_selection": _model_selection_inputs}
 
 

@@ -8,6 +8,7 @@ AUDITS = {
     "cpfe": "mhaudit.audits.cpfe:audit_cpfe",
     "divergence": "mhaudit.audits.divergence:audit_divergence",
     "agreement": "mhaudit.audits.agreement:agreement_report",
+    "estimate": "mhaudit.audits.estimate:estimate_performance",
     "model_selection": "mhaudit.audits.model_selection:run_model_selection",
 }
 

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import log_softmax
 
-__all__ = ["BCTS", "fit_bcts"]
+__all__ = ["BCTS", "fit_bcts", "fit_bcts_resampled"]
 
 
 class BCTS(NamedTuple):
@@ -60,3 +60,54 @@ def fit_bcts(logits, y) -> BCTS:
     start = np.concatenate([[1.0], np.log(counts[1:] / counts[0])])
     res = minimize(loss, start, jac=True, method="L-BFGS-B", options={"maxiter": 500, "gtol": 1e-10})
     return BCTS(float(res.x[0]), np.concatenate([[0.0], res.x[1:]]))
+
+
+def fit_bcts_resampled(logits, y, counts, start: BCTS, n_iter: int = 25) -> tuple[np.ndarray, np.ndarray]:
+    """BCTS refitted on B bootstrap resamples at once (row b of `counts` (B, n): how often each row was drawn),
+    by Newton's method from `start` (the full-data fit). Returns slopes (B,) and biases (B, k), bias[:, 0] = 0.
+
+    The NLL is convex in (slope, b_1..b_{k-1}) and smooth, so a handful of full Newton steps from a nearby
+    start converge; a step that would raise the loss is halved (backtracking), resample by resample.
+    """
+    z = np.asarray(logits, dtype=float)
+    z = z - z.mean(axis=1, keepdims=True)
+    y = np.asarray(y)
+    w = np.asarray(counts, dtype=float)
+    n, k = z.shape
+    onehot = np.eye(k)[y]
+    params = np.tile(np.r_[start.slope, start.bias[1:]], (len(w), 1))  # (B, k)
+    total = w.sum(axis=1)
+
+    def loss(p):
+        logp = log_softmax(p[:, :1, None] * z[None] + np.concatenate([np.zeros((len(p), 1)), p[:, 1:]], 1)[:, None],
+                           axis=2)
+        return -np.einsum("bn,bn->b", w, logp[:, np.arange(n), y]) / total, np.exp(logp)
+
+    current, prob = loss(params)
+    for _ in range(n_iter):
+        resid = prob - onehot[None]  # (B, n, k)
+        # d/dslope = sum_i w (p - y) . z_i ; d/db_j = sum_i w (p_j - y_j), j >= 1
+        g = np.concatenate([np.einsum("bn,bnk,nk->b", w, resid, z)[:, None], np.einsum("bn,bnk->bk", w, resid)[:, 1:]],
+                           axis=1) / total[:, None]
+        # Hessian of the softmax NLL: J^T (diag p - p p^T) J with J = [z | e_1..e_{k-1}]
+        zp = np.einsum("bnk,nk->bn", prob, z)
+        h_ss = np.einsum("bn,bnk,nk->b", w, prob, z ** 2) - np.einsum("bn,bn->b", w, zp ** 2)
+        h_sb = np.einsum("bn,bnk,nk->bk", w, prob, z) - np.einsum("bn,bn,bnk->bk", w, zp, prob)
+        h_bb = np.einsum("bn,bnk->bk", w, prob)[:, :, None] * np.eye(k) - np.einsum("bn,bnj,bnk->bjk", w, prob, prob)
+        hess = np.empty((len(w), k, k))
+        hess[:, 0, 0] = h_ss
+        hess[:, 0, 1:] = hess[:, 1:, 0] = h_sb[:, 1:]
+        hess[:, 1:, 1:] = h_bb[:, 1:, 1:]
+        step = np.linalg.solve(hess / total[:, None, None] + 1e-10 * np.eye(k), g[..., None])[..., 0]
+        scale = np.ones(len(w))
+        for _ in range(10):  # backtracking: halve the step where the loss would rise
+            trial = params - scale[:, None] * step
+            new, new_prob = loss(trial)
+            worse = new > current + 1e-12
+            if not worse.any():
+                break
+            scale = np.where(worse, scale / 2, scale)
+        params, current, prob = trial, new, new_prob
+        if np.max(np.abs(g)) < 1e-9:
+            break
+    return params[:, 0], np.concatenate([np.zeros((len(w), 1)), params[:, 1:]], axis=1)

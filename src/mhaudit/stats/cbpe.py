@@ -16,7 +16,7 @@ import numpy as np
 from scipy.stats import rankdata
 
 __all__ = ["expected_confusion", "macro_f1_from_confusion", "expected_macro_auc", "expected_metrics",
-           "realised_draws", "METRICS"]
+           "realised_draws", "draw_metrics", "METRICS"]
 
 METRICS = ("accuracy", "macro_f1", "macro_auc")
 
@@ -93,30 +93,32 @@ def _auc_of_draws(labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
     return np.where(defined.any(axis=1), np.nansum(per_class, axis=1) / np.maximum(defined.sum(axis=1), 1), np.nan)
 
 
+def draw_metrics(posterior: np.ndarray, scores: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """One label draw per posterior in `posterior` (B, n, k), and the metrics each draw realises, (B,) each."""
+    size, k = len(posterior), scores.shape[1]
+    pred = scores.argmax(axis=1)
+    labels = _draw_labels(posterior, size, rng)
+    cell = labels * k + pred[None, :] + np.arange(size)[:, None] * k * k
+    cm = np.bincount(cell.ravel(), minlength=size * k * k).reshape(size, k, k).astype(float)
+    return {"accuracy": np.trace(cm, axis1=1, axis2=2) / len(pred), "macro_f1": macro_f1_from_confusion(cm),
+            "macro_auc": _auc_of_draws(labels, scores)}
+
+
 def realised_draws(probs: np.ndarray, scores: np.ndarray, n_draws: int, rng: np.random.Generator, *,
                    priors=None, chunk: int = 100) -> dict[str, np.ndarray]:
     """Each metric as the hidden labels would realise it, over `n_draws` label draws from `probs` (n, k).
 
     With `priors` = (pi, q) where q is (n_draws, k), draw b's posteriors are `probs` corrected from the
-    priors pi to q[b] (e.g. each bootstrap resample's EM estimate), so the draws carry that uncertainty too.
-    Draws are made `chunk` at a time to bound memory.
+    priors pi to q[b]. Draws are made `chunk` at a time to bound memory.
     """
-    k = scores.shape[1]
-    pred = scores.argmax(axis=1)
     out = {m: np.empty(n_draws) for m in METRICS}
     for start in range(0, n_draws, chunk):
         size = min(chunk, n_draws - start)
-        posterior = probs
+        posterior = np.broadcast_to(probs, (size, *probs.shape))
         if priors is not None:
             pi, q = priors
-            posterior = probs[None] * (q[start:start + size] / pi)[:, None, :]
-            posterior /= posterior.sum(axis=2, keepdims=True)
-        labels = _draw_labels(posterior, size, rng)
-        cell = labels * k + pred[None, :]
-        offsets = np.arange(size)[:, None] * k * k
-        cm = np.bincount((cell + offsets).ravel(), minlength=size * k * k).reshape(size, k, k).astype(float)
-        window = slice(start, start + size)
-        out["accuracy"][window] = np.trace(cm, axis1=1, axis2=2) / len(pred)
-        out["macro_f1"][window] = macro_f1_from_confusion(cm)
-        out["macro_auc"][window] = _auc_of_draws(labels, scores)
+            posterior = posterior * (q[start:start + size] / pi)[:, None, :]
+            posterior = posterior / posterior.sum(axis=2, keepdims=True)
+        for name, values in draw_metrics(posterior, scores, rng).items():
+            out[name][start:start + size] = values
     return out

@@ -146,20 +146,23 @@ def em_priors_resampled(probs_tgt, priors_src, counts, start=None, tol: float = 
     pi = _priors(priors_src, p.shape[1], "priors_src", positive=True)
     counts = np.asarray(counts, dtype=float)
     q0 = pi if start is None else _priors(start, p.shape[1], "start")
-    out = np.empty((len(counts), p.shape[1]))
-    for lo in range(0, len(counts), chunk):
-        w = counts[lo:lo + chunk]
-        q = np.tile(q0, (len(w), 1))
-        for _ in range(max_iter):
-            corrected = p[None] * (q / pi)[:, None, :]
-            corrected /= corrected.sum(axis=2, keepdims=True)
-            q_new = np.einsum("bn,bnk->bk", w, corrected) / w.sum(axis=1, keepdims=True)
-            moved = np.max(np.abs(q_new - q))
-            q = q_new
-            if moved < tol:
-                break
-        out[lo:lo + chunk] = q
-    return out
+    return np.concatenate([em_batch(p[None], pi[None], counts[lo:lo + chunk], np.tile(q0, (len(counts[lo:lo + chunk]), 1)),
+                                    tol, max_iter) for lo in range(0, len(counts), chunk)])
+
+
+def em_batch(p: np.ndarray, pi: np.ndarray, w: np.ndarray, q: np.ndarray, tol: float = 1e-6,
+             max_iter: int = 500) -> np.ndarray:
+    """The EM iteration for B problems at once: posteriors p (B or 1, n, k) from source priors pi (B or 1, k),
+    row weights w (B, n), starting priors q (B, k). Inputs are trusted (checked by the callers)."""
+    for _ in range(max_iter):
+        corrected = p * (q / pi)[:, None, :]
+        corrected /= corrected.sum(axis=2, keepdims=True)
+        q_new = np.einsum("bn,bnk->bk", w, corrected) / w.sum(axis=1, keepdims=True)
+        moved = np.max(np.abs(q_new - q))
+        q = q_new
+        if moved < tol:
+            break
+    return q
 
 
 def bbse_priors_resampled(y_src, pred_src, pred_tgt, n_classes: int, counts_src, counts_tgt) -> np.ndarray:

@@ -11,9 +11,9 @@ from scipy.special import softmax
 from mhaudit.audits.estimate.shift import domain_auc
 from mhaudit.stats.atc import thresholded_estimates
 from mhaudit.stats.bcts import fit_bcts
-from mhaudit.stats.cbpe import expected_metrics, macro_f1_from_confusion, realised_draws
-from mhaudit.stats.label_shift import (bbse_priors, bbse_priors_resampled, em_priors, em_priors_resampled,
-                                       prior_corrected_probs)
+from mhaudit.stats.cbpe import expected_metrics, macro_f1_from_confusion
+from mhaudit.stats.cbpe_interval import cbpe_draws
+from mhaudit.stats.label_shift import bbse_priors, bbse_priors_resampled, em_priors, prior_corrected_probs
 
 __all__ = ["PairEstimate", "estimate_pair", "reference_metrics"]
 
@@ -35,6 +35,21 @@ def reference_metrics(y: np.ndarray, logits: np.ndarray) -> dict[str, float]:
             "macro_auc": expected_metrics(onehot, softmax(logits, axis=1))["macro_auc"]}
 
 
+VANISHED, PRESENT = 0.02, 0.05
+
+
+def _vanishing(pi: np.ndarray, *estimates: np.ndarray) -> int:
+    """The first class the reference has (prior >= PRESENT) that an estimate puts below VANISHED, else -1.
+
+    The maximum-likelihood prior sits on that boundary when no mixture of the reference's class-conditional
+    scores explains the target's: the label-shift model does not fit."""
+    for q in estimates:
+        hit = np.flatnonzero((pi >= PRESENT) & (np.nan_to_num(q, nan=1.0) < VANISHED))
+        if len(hit):
+            return int(hit[0])
+    return -1
+
+
 def _interval(draws: np.ndarray) -> tuple[float, float]:
     finite = draws[np.isfinite(draws)]
     return (float(np.quantile(finite, 0.025)), float(np.quantile(finite, 0.975))) if len(finite) else (np.nan, np.nan)
@@ -54,15 +69,18 @@ def estimate_pair(y_ref: np.ndarray, z_ref: np.ndarray, z_tgt: np.ndarray, *, n_
     w_tgt = np.ones((1, n_tgt))
     boot_ref = rng.multinomial(n_ref, np.full(n_ref, 1 / n_ref), size=n_boot)
     boot_tgt = rng.multinomial(n_tgt, np.full(n_tgt, 1 / n_tgt), size=n_boot)
-    em_draws = em_priors_resampled(p_tgt, pi, boot_tgt, start=em)
+    em_draws = None
     bbse_draws = bbse_priors_resampled(y_ref, pred_ref, pred_tgt, k, boot_ref, boot_tgt)
 
     scores = softmax(z_tgt, axis=1)
-    point = expected_metrics(prior_corrected_probs(p_tgt, pi, em), scores)
-    draws = realised_draws(p_tgt, scores, n_boot, rng, priors=(pi, em_draws))
-    estimates = [{"method": "cbpe", "metric": m, "estimate": point[m], **dict(zip(("ci_low", "ci_high"),
-                                                                                  _interval(draws[m])))}
-                 for m in point]
+    estimates = []
+    for method, posterior, adjust in (("cbpe", prior_corrected_probs(p_tgt, pi, em), True),
+                                      ("cbpe_unadjusted", p_tgt, False)):
+        point = expected_metrics(posterior, scores)
+        draws = cbpe_draws(z_ref, y_ref, z_tgt, calibration, em, scores, n_boot, rng, adjust_priors=adjust)
+        em_draws = draws["priors"] if adjust else em_draws
+        estimates += [{"method": method, "metric": m, "estimate": point[m],
+                       **dict(zip(("ci_low", "ci_high"), _interval(draws[m])))} for m in point]
     conf_ref, conf_tgt = p_ref.max(axis=1), p_tgt.max(axis=1)
     for method in ("atc", "doc"):
         at_point = thresholded_estimates(method, conf_ref, y_ref, pred_ref, w_ref, conf_tgt, pred_tgt, w_tgt, k)
@@ -83,9 +101,12 @@ def estimate_pair(y_ref: np.ndarray, z_ref: np.ndarray, z_tgt: np.ndarray, *, n_
                        "prevalence_em": float(em[c]), "em_ci_low": em_low, "em_ci_high": em_high,
                        "prevalence_bbse": float(bbse.priors[c]), "bbse_ci_low": bb_low, "bbse_ci_high": bb_high})
     weights = (em / pi)[y_ref]
+    f1 = {r["method"]: r["estimate"] for r in estimates if r["metric"] == "macro_f1"}
     shift = {"n_reference": n_ref, "n_target": n_tgt,
              "domain_auc": domain_auc(np.log(np.clip(p_ref, 1e-12, None)), weights, np.log(np.clip(p_tgt, 1e-12, None)),
                                       seed=seed),
              "prior_gap": float(np.nanmax(np.abs(em - bbse.priors))) if np.isfinite(bbse.priors).any() else np.nan,
+             "vanishing_class": _vanishing(pi, em, bbse.priors),
+             "assumption_gap": abs(f1["cbpe"] - f1["cbpe_unadjusted"]),
              "bbse_note": bbse.note, "temperature": 1 / calibration.slope}
     return PairEstimate(estimates, priors, shift)

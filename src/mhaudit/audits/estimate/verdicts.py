@@ -28,6 +28,12 @@ def trust(shift: dict, options) -> dict:
     if not shift["prior_gap"] <= options.prior_gap_cutoff:
         gap = "undefined" if np.isnan(shift["prior_gap"]) else f"{shift['prior_gap']:.3f}"
         reasons.append(f"EM and BBSE priors differ by {gap} > {options.prior_gap_cutoff:.2f}")
+    if shift["vanishing_class"]:
+        reasons.append(f"an estimated prior of class {shift['vanishing_class']} is near 0: no prior shift explains "
+                       "the target's scores")
+    if not shift["assumption_gap"] <= options.assumption_gap_cutoff:
+        reasons.append(f"label-shift-adjusted and unadjusted CBPE differ by {shift['assumption_gap']:.3f} > "
+                       f"{options.assumption_gap_cutoff:.2f}: the estimate hinges on the kind of shift")
     return {"trusted": not reasons, "untrusted_because": "; ".join(reasons)}
 
 

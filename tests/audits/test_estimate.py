@@ -1,0 +1,103 @@
+"""The label-free estimate on SYNTHETIC scores with a known truth: prior shift alone (estimates within their
+CIs, trusted) and concept shift (marked untrusted); and its bad inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import accuracy_score, f1_score
+
+from mhaudit.audits.estimate import EstimateOptions, estimate_performance
+from mhaudit.core.errors import InputError
+from mhaudit.synthetic.simulate_scores import simulate_scores
+from mhaudit.tables.predictions import PredictionSet, scores
+
+REFERENCE_PRIORS = [0.5, 0.3, 0.2]
+
+
+def _truth(preds: PredictionSet) -> dict:
+    y = pd.Categorical(preds.frame["label"], categories=preds.classes).codes
+    pred = scores(preds.frame, preds.classes).argmax(1)
+    return {"accuracy": accuracy_score(y, pred), "macro_f1": f1_score(y, pred, average="macro")}
+
+
+def _run(target_priors, seed, concept_shift=0.0, n_boot=300):
+    ref = simulate_scores(2000, REFERENCE_PRIORS, platform="home", seed=seed)
+    labelled = simulate_scores(2500, target_priors, platform="away", seed=seed + 100, concept_shift=concept_shift)
+    hidden = PredictionSet(labelled.frame.assign(label=None), labelled.classes)
+    result = estimate_performance(ref, hidden, EstimateOptions(n_boot=n_boot, seed=seed), synthetic=True)
+    return result, _truth(labelled), labelled
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_prior_shift_only_estimates_cover_the_truth_and_are_trusted(seed):
+    result, truth, labelled = _run([0.2, 0.3, 0.5], seed)
+    est = result.table("estimates").set_index(["method", "metric"])
+    shift = result.table("shift").iloc[0]
+    assert bool(shift["trusted"]) and shift["domain_auc"] < 0.6 and shift["prior_gap"] < 0.1
+    for metric in ("accuracy", "macro_f1"):
+        row = est.loc[("cbpe", metric)]
+        assert row["ci_low"] <= truth[metric] <= row["ci_high"]
+        assert abs(row["estimate"] - truth[metric]) < 0.025
+    priors = result.table("priors").set_index("class")
+    true_priors = labelled.frame["label"].value_counts(normalize=True)
+    for c in labelled.classes:
+        assert priors.loc[c, "em_ci_low"] <= true_priors[c] <= priors.loc[c, "em_ci_high"]
+        assert abs(priors.loc[c, "prevalence_em"] - true_priors[c]) < 0.03
+
+
+def test_cbpe_coverage_over_many_prior_shifted_targets():
+    """20 seeded targets: the 95% CI of CBPE's macro-F1 covers the realised macro-F1 in at least 17."""
+    covered = 0
+    for seed in range(20):
+        result, truth, _ = _run(np.random.default_rng(seed).dirichlet([3, 3, 3]), seed, n_boot=200)
+        row = result.table("estimates").set_index(["method", "metric"]).loc[("cbpe", "macro_f1")]
+        covered += row["ci_low"] <= truth["macro_f1"] <= row["ci_high"]
+    assert covered >= 17
+
+
+def test_concept_shift_is_marked_untrusted_where_the_estimate_is_wrong():
+    result, truth, _ = _run(REFERENCE_PRIORS, 3, concept_shift=0.5)
+    est = result.table("estimates").set_index(["method", "metric"]).loc[("cbpe", "macro_f1")]
+    assert est["estimate"] - truth["macro_f1"] > 0.10  # the estimate is badly off ...
+    shift = result.table("shift").iloc[0]
+    assert not shift["trusted"] and shift["domain_auc"] > 0.6  # ... and says so
+    headline = result.verdicts[result.verdicts["statistic"] == "estimated_macro_f1"].iloc[0]
+    assert headline["severity"] == "warn" and headline["reason"].startswith("estimate untrusted")
+
+
+def test_verdict_rules():
+    from mhaudit.audits.estimate.verdicts import estimate_verdicts
+
+    keys = {"model": "m", "seed": 0, "platform": "p", "dataset": "p"}
+    shift = pd.DataFrame([{**keys, "trusted": True, "untrusted_because": "", "domain_auc": 0.5, "prior_gap": 0.01}])
+
+    def severity(estimate, low, high, trusted=True):
+        est = pd.DataFrame([{**keys, "method": "cbpe", "metric": "macro_f1", "estimate": estimate, "ci_low": low,
+                             "ci_high": high, "reference_value": 0.80}])
+        tables = {"estimates": est, "shift": shift.assign(trusted=trusted, untrusted_because="" if trusted else "x")}
+        v = estimate_verdicts(tables, EstimateOptions()).set_index("statistic")
+        return v.loc["estimated_macro_f1", "severity"]
+
+    assert severity(0.60, 0.55, 0.65) == "fail"  # the whole CI more than 0.10 below the reference
+    assert severity(0.65, 0.60, 0.72) == "warn"  # a drop over 0.05, not certain beyond 0.10
+    assert severity(0.78, 0.74, 0.82) == "pass"
+    assert severity(0.60, 0.55, 0.65, trusted=False) == "warn"  # untrusted: never a finding either way
+
+
+def test_bad_inputs_say_what_is_wrong():
+    ref = simulate_scores(300, [0.5, 0.5], platform="home", seed=0)
+    target = simulate_scores(300, [0.5, 0.5], platform="away", seed=1, labelled=False)
+    three = simulate_scores(300, [0.4, 0.3, 0.3], platform="away", seed=1, labelled=False)
+    with pytest.raises(InputError, match="classes .* differ from the reference"):
+        estimate_performance(ref, three)
+    with pytest.raises(InputError, match="the reference has no labels"):
+        estimate_performance(PredictionSet(ref.frame.assign(label=None), ref.classes), target)
+    one_class = PredictionSet(ref.frame.assign(label="c0"), ref.classes)
+    with pytest.raises(InputError, match="no row of class"):
+        estimate_performance(one_class, target)
+    other_model = PredictionSet(ref.frame.assign(model="a"), ref.classes)
+    two = PredictionSet(pd.concat([other_model.frame, ref.frame.assign(model="b")]), ref.classes)
+    with pytest.raises(InputError, match="no reference predictions of that model"):
+        estimate_performance(two, PredictionSet(target.frame.assign(model="c"), target.classes))

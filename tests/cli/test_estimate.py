@@ -1,0 +1,62 @@
+"""`mhaudit estimate` on files shaped as researchers publish them (prob_ columns, integer labels, no ids, one
+file per platform), and its bad inputs: one sentence, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+from typer.testing import CliRunner
+
+from mhaudit.cli import app
+from tests.cli_checks import assert_one_sentence_failure
+
+runner = CliRunner()
+
+
+def _write(path, n, priors, seed, labelled=True, classes=("normal", "stress")):
+    rng = np.random.default_rng(seed)
+    y = rng.choice(len(classes), n, p=priors)
+    z = rng.normal(size=(n, len(classes))) + 1.5 * np.eye(len(classes))[y]
+    p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    frame = pd.DataFrame({f"prob_{c}": p[:, i].round(6) for i, c in enumerate(classes)})
+    frame.iloc[:, -1] = 1 - frame.iloc[:, :-1].sum(axis=1)  # rounded probabilities still sum to 1
+    if labelled:
+        frame.insert(0, "label", y)  # integer labels index the score columns
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_estimate_on_published_style_files(tmp_path):
+    ref = _write(tmp_path / "bert_reddit.csv", 1200, [0.6, 0.4], 0)
+    twitter = _write(tmp_path / "bert_twitter.csv", 900, [0.3, 0.7], 1)  # has labels: they are ignored
+    bluesky = _write(tmp_path / "bert_bluesky.csv", 700, [0.5, 0.5], 2, labelled=False)
+    out = tmp_path / "report"
+    result = runner.invoke(app, ["estimate", "--reference", str(ref), "--target", str(twitter), "--target", str(bluesky),
+                                 "--name-pattern", "{model}_{platform}", "--n-boot", "200", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "'label' column is ignored" in result.output
+    report = json.loads((out / "report.json").read_text())
+    estimates = pd.DataFrame(next(t for s in report["sections"] for n, t in s["tables"].items() if n == "estimates"))
+    assert set(estimates["dataset"]) == {"twitter", "bluesky"}
+    assert set(estimates["method"]) == {"cbpe", "cbpe_unadjusted", "atc", "doc"}
+    cbpe = estimates[(estimates["method"] == "cbpe") & (estimates["metric"] == "macro_f1")].set_index("dataset")
+    assert ((cbpe["ci_low"] <= cbpe["estimate"]) & (cbpe["estimate"] <= cbpe["ci_high"])).all()
+    assert 0.7 < cbpe.loc["twitter", "estimate"] < 0.9
+    assert (out / "report.html").exists() and list((out / "figures").glob("*.png"))
+
+
+def test_bad_inputs(tmp_path):
+    ref = _write(tmp_path / "ref.csv", 300, [0.5, 0.5], 0)
+    target = _write(tmp_path / "t.csv", 300, [0.5, 0.5], 1, labelled=False)
+    three = _write(tmp_path / "t3.csv", 300, [0.4, 0.3, 0.3], 1, labelled=False, classes=("normal", "stress", "other"))
+    unlabelled_ref = _write(tmp_path / "ref_nolabel.csv", 300, [0.5, 0.5], 0, labelled=False)
+    cases = [(["--reference", str(ref), "--target", str(three)], ["t3.csv", "score columns", "differ"]),
+             (["--reference", str(unlabelled_ref), "--target", str(target)], ["ref_nolabel.csv", "label"]),
+             (["--reference", str(ref), "--target", str(tmp_path / "missing.csv")], ["missing.csv"])]
+    for args, fragments in cases:
+        out = tmp_path / "out"
+        result = runner.invoke(app, ["estimate", *args, "--out", str(out)])
+        assert_one_sentence_failure(result, *fragments)
+        assert not out.exists()

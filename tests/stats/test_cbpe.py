@@ -1,0 +1,89 @@
+"""CBPE's expected metrics and label draws against brute force and scikit-learn."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, roc_auc_score
+
+from mhaudit.stats.cbpe import (expected_confusion, expected_macro_auc, expected_metrics, macro_f1_from_confusion,
+                                realised_draws)
+
+
+def _probs(rng, n, k):
+    p = rng.dirichlet(np.ones(k), size=n)
+    return p, np.log(p) + 0.3 * rng.normal(size=(n, k))  # scores related to, but not equal to, the posteriors
+
+
+def test_one_hot_posteriors_give_the_realised_metrics():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 200)
+    scores = rng.normal(size=(200, 3)) + np.eye(3)[y]
+    m = expected_metrics(np.eye(3)[y], scores)
+    pred = scores.argmax(1)
+    assert m["accuracy"] == pytest.approx(accuracy_score(y, pred), abs=1e-12)
+    assert m["macro_f1"] == pytest.approx(f1_score(y, pred, average="macro"), abs=1e-12)
+    auc = np.mean([roc_auc_score(y == c, scores[:, c]) for c in range(3)])
+    assert m["macro_auc"] == pytest.approx(auc, abs=1e-12)
+
+
+def test_macro_f1_from_confusion_matches_sklearn():
+    rng = np.random.default_rng(1)
+    y, pred = rng.integers(0, 4, 300), rng.integers(0, 4, 300)
+    cm = confusion_matrix(y, pred, labels=range(4)).astype(float)
+    assert macro_f1_from_confusion(cm) == pytest.approx(f1_score(y, pred, average="macro"), abs=1e-12)
+
+
+def test_expected_confusion_and_auc_by_brute_force():
+    rng = np.random.default_rng(2)
+    p, s = _probs(rng, 9, 2)
+    s[3, 1] = s[5, 1]  # a tie
+    pred = s.argmax(1)
+    cm = expected_confusion(p, pred)
+    for j, i in itertools.product(range(2), range(2)):
+        assert cm[j, i] == pytest.approx(p[pred == i, j].sum())
+    # E[pairs ranked right] / E[n_pos n_neg] over every pair i != j, class 1 positive
+    num = den = 0.0
+    for i, j in itertools.permutations(range(9), 2):
+        w = p[i, 1] * (1 - p[j, 1])
+        den += w
+        num += w * (1.0 if s[i, 1] > s[j, 1] else 0.5 if s[i, 1] == s[j, 1] else 0.0)
+    num0 = den0 = 0.0
+    for i, j in itertools.permutations(range(9), 2):
+        w = p[i, 0] * (1 - p[j, 0])
+        den0 += w
+        num0 += w * (1.0 if s[i, 0] > s[j, 0] else 0.5 if s[i, 0] == s[j, 0] else 0.0)
+    assert expected_macro_auc(p, s) == pytest.approx((num / den + num0 / den0) / 2, abs=1e-12)
+
+
+def test_label_draws_centre_on_the_expectation_and_match_direct_computation():
+    rng = np.random.default_rng(3)
+    p, s = _probs(rng, 400, 3)
+    draws = realised_draws(p, s, 2000, np.random.default_rng(4))
+    expected = expected_metrics(p, s)
+    assert draws["accuracy"].mean() == pytest.approx(expected["accuracy"], abs=0.003)  # exact in expectation
+    sd = np.sqrt(np.sum(p[np.arange(400), s.argmax(1)] * (1 - p[np.arange(400), s.argmax(1)]))) / 400
+    assert draws["accuracy"].std() == pytest.approx(sd, rel=0.08)
+    assert abs(draws["macro_f1"].mean() - expected["macro_f1"]) < 0.01  # a ratio: close, not exact
+    assert abs(draws["macro_auc"].mean() - expected["macro_auc"]) < 0.01
+    # one draw recomputed with scikit-learn
+    labels = np.random.default_rng(5)
+    one = realised_draws(p, s, 1, labels)
+    cumulative = np.cumsum(p, axis=1)[:, :-1]
+    y = (np.random.default_rng(5).random((1, 400, 1)) > cumulative[None]).sum(2)[0]
+    assert one["accuracy"][0] == pytest.approx(accuracy_score(y, s.argmax(1)))
+    assert one["macro_f1"][0] == pytest.approx(f1_score(y, s.argmax(1), average="macro"))
+    assert one["macro_auc"][0] == pytest.approx(np.mean([roc_auc_score(y == c, s[:, c]) for c in range(3)]))
+
+
+def test_draws_under_corrected_priors_follow_the_prior():
+    rng = np.random.default_rng(6)
+    p, s = _probs(rng, 300, 2)
+    pi = p.mean(0)
+    q = np.tile([0.9, 0.1], (500, 1))
+    draws = realised_draws(p, s, 500, rng, priors=(pi, q))
+    corrected = p * (q[0] / pi)
+    corrected /= corrected.sum(1, keepdims=True)
+    assert draws["accuracy"].mean() == pytest.approx(expected_metrics(corrected, s)["accuracy"], abs=0.005)
