@@ -117,7 +117,9 @@ def ours(preds: pd.DataFrame, n_boot: int) -> pd.DataFrame:
                              "method": e["method"], "metric": e["metric"], "estimate": e["estimate"],
                              "ci_low": e["ci_low"], "ci_high": e["ci_high"], "truth": true[e["metric"]],
                              "reference": e["reference_value"], "trusted": bool(shift["trusted"]),
-                             "domain_auc": shift["domain_auc"], "prior_gap": shift["prior_gap"], "seconds": seconds})
+                             "domain_auc": shift["domain_auc"], "prior_gap": shift["prior_gap"],
+                             "assumption_gap": shift["assumption_gap"], "prior_adjusted": bool(shift["prior_adjusted"]),
+                             "vanishing_class": shift["vanishing_class"], "seconds": seconds})
             print(f"{model} {source} -> {target}: {seconds:.1f} s, trusted={bool(shift['trusted'])}", flush=True)
     return pd.DataFrame(rows)
 
@@ -161,8 +163,9 @@ def main() -> int:
     pd.set_option("display.width", 200)
     wide = rows[rows["metric"] == "macro_f1"].pivot_table(index=["model", "source", "target", "trusted"],
                                                           columns="method", values="estimate").reset_index()
-    truth_f1 = rows[(rows["metric"] == "macro_f1") & (rows["method"] == "cbpe")][["model", "source", "target", "truth",
-                                                                                   "domain_auc", "prior_gap"]]
+    truth_f1 = rows[(rows["metric"] == "macro_f1") & (rows["method"] == "cbpe")][[
+        "model", "source", "target", "truth", "domain_auc", "prior_gap", "assumption_gap", "vanishing_class",
+        "prior_adjusted"]]
     print(wide.merge(truth_f1, on=["model", "source", "target"]).round(3).to_string(index=False))
     table = summary(rows)
     print(table.round(3).to_string(index=False))

@@ -40,7 +40,7 @@ def test_estimate_on_published_style_files(tmp_path):
     report = json.loads((out / "report.json").read_text())
     estimates = pd.DataFrame(next(t for s in report["sections"] for n, t in s["tables"].items() if n == "estimates"))
     assert set(estimates["dataset"]) == {"twitter", "bluesky"}
-    assert set(estimates["method"]) == {"cbpe", "cbpe_unadjusted", "atc", "doc"}
+    assert set(estimates["method"]) == {"cbpe", "atc", "doc"}
     cbpe = estimates[(estimates["method"] == "cbpe") & (estimates["metric"] == "macro_f1")].set_index("dataset")
     assert ((cbpe["ci_low"] <= cbpe["estimate"]) & (cbpe["estimate"] <= cbpe["ci_high"])).all()
     assert 0.7 < cbpe.loc["twitter", "estimate"] < 0.9

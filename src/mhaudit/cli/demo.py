@@ -1,4 +1,4 @@
-"""`mhaudit demo`: three audits of two models on the built-in SYNTHETIC corpora, offline, and the trust report
+"""`mhaudit demo`: four audits of two models on the built-in SYNTHETIC corpora, offline, and the trust report
 that combines them (mhaudit.experiments.demo.run_trust_demo)."""
 
 from __future__ import annotations
@@ -40,5 +40,6 @@ def demo(out_dir: Annotated[Path, typer.Option("--out", help="Folder for the cor
                           for k, v in row.items()} for row in scorecard_cells(results[""].verdicts)])
     print_table("Scorecard: every audit of both models (worst verdict per axis; numbers in the report)", card)
     out.print(f"trust report: {out_dir / 'report.html'} (also .md and .json); each audit's own report under "
-              f"{out_dir / 'cross-platform'}, {out_dir / 'label-source'} and {out_dir / 'validation'}; "
+              f"{out_dir / 'cross-platform'}, {out_dir / 'expected'}, {out_dir / 'label-source'} and "
+              f"{out_dir / 'validation'}; "
               f"{time.perf_counter() - start:.1f} s")

@@ -6,6 +6,8 @@
 - label-source/: the label-source audit on a second, binary synthetic corpus whose automatic labels follow a
   keyword rule, with the same two models (fitted to its human training split) as baselines, so each model has
   a DoD against the lexical channel (`run_divergence_demo`);
+- expected/: the label-free estimate of each model on the other platforms, their labels hidden, before the
+  cross-platform audit's measured numbers (`run_estimate_demo`);
 - validation/: two synthetic annotators and an adjudicator label a sample of that corpus's human-labelled
   tweets; the keyword rule (the weak labeler) and both models are scored against them (`run_validation_demo`);
 - report.html/.md/.json: the combined trust report, one scorecard over all three.
@@ -26,7 +28,7 @@ from mhaudit.report import AuditResult, Section, write_report
 from mhaudit.synthetic.simulate import SimulationConfig, simulate
 from mhaudit.tables.corpus.describe import describe
 from mhaudit.tables.corpus.schema import Corpus
-from mhaudit.tables.io import write_table
+from mhaudit.tables.io import read_table, write_table
 from mhaudit.tables.predictions import PredictionSet, logit_column, predict_corpus
 
 DEMO_MODELS = ("tfidf-lr", "char-tfidf-lr")
@@ -167,14 +169,34 @@ def run_validation_demo(out: Path, corpus: pd.DataFrame, predictions: Prediction
     return audit
 
 
+def run_estimate_demo(out: Path, predictions: PredictionSet, reference: str, *, seed: int = 0,
+                      progress: Progress | None = None) -> AuditResult:
+    """The label-free estimate on the cross-platform predictions: the reference platform's labelled test rows
+    calibrate; every other platform's rows are targets with their labels hidden."""
+    from mhaudit.audits.estimate import EstimateOptions, estimate_performance
+
+    frame = predictions.frame
+    home = frame["platform"] == reference
+    hidden = frame[~home].assign(label=None)
+    audit = estimate_performance(PredictionSet(frame[home].reset_index(drop=True), predictions.classes),
+                                 PredictionSet(hidden.reset_index(drop=True), predictions.classes),
+                                 EstimateOptions(n_boot=500, seed=seed), synthetic=True, progress=progress)
+    write_report(audit, out)
+    return audit
+
+
 def run_trust_demo(out: Path, *, seed: int = 0, n_per_platform: int = 2000,
                    progress: Progress | None = None) -> dict[str, AuditResult]:
-    """The three audits of the demo's models into out/cross-platform, out/label-source and out/validation, and
-    their combined report into out. Returns the four results by folder name ("" for the combined one)."""
+    """The four audits of the demo's models into out/cross-platform, out/expected, out/label-source and
+    out/validation, and their combined report into out. Returns the four results by folder name ("" for the combined one)."""
     from mhaudit.report.combine import combine_results
 
     results = {"cross-platform": run_demo(out / "cross-platform", seed=seed, n_per_platform=n_per_platform,
                                           progress=progress)}
+    cross = read_table(out / "cross-platform" / "predictions.parquet")
+    classes = Corpus.read(out / "cross-platform" / "corpus.parquet").classes
+    results["expected"] = run_estimate_demo(out / "expected", PredictionSet(cross, classes),
+                                            results["cross-platform"].options["reference"], seed=seed, progress=progress)
     results["label-source"], predictions = run_divergence_demo(out / "label-source", seed=seed, progress=progress)
     corpus = Corpus.read(out / "label-source" / "corpus.parquet").frame
     results["validation"] = run_validation_demo(out / "validation", corpus, predictions, seed=seed, progress=progress)

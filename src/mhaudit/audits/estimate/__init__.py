@@ -93,7 +93,8 @@ def estimate_performance(reference: PredictionSet, targets: PredictionSet, optio
         with progress.stage(f"estimate {key[2]}"):
             y_ref = pd.Categorical(ref_frame["label"], categories=classes).codes.astype(np.int64)
             pair = estimate_pair(y_ref, scores(ref_frame, classes), scores(frame, classes), n_boot=options.n_boot,
-                                 rng=rng, seed=options.seed)
+                                 rng=rng, seed=options.seed, domain_auc_cutoff=options.domain_auc_cutoff,
+                                 prior_gap_cutoff=options.prior_gap_cutoff)
         truth = reference_metrics(y_ref, scores(ref_frame, classes))
         for row in pair.estimates:
             estimates.append({**keys, **row, "reference_value": truth[row["metric"]]})

@@ -8,8 +8,8 @@ from mhaudit.audits.cpfe.figures import plt, png_bytes
 
 __all__ = ["estimate_forest"]
 
-COLOURS = {"cbpe": "#1f77b4", "cbpe_unadjusted": "#9467bd", "atc": "#ff7f0e", "doc": "#2ca02c"}
-LABELS = {"cbpe": "CBPE", "cbpe_unadjusted": "CBPE, priors unadjusted", "atc": "ATC", "doc": "DoC"}
+COLOURS = {"cbpe": "#1f77b4", "atc": "#ff7f0e", "doc": "#2ca02c"}
+LABELS = {"cbpe": "CBPE", "atc": "ATC", "doc": "DoC"}
 
 
 def estimate_forest(estimates: pd.DataFrame) -> bytes:
@@ -18,7 +18,7 @@ def estimate_forest(estimates: pd.DataFrame) -> bytes:
     f1["row"] = f1["model"] + " seed " + f1["seed"].astype(str) + " → " + f1["dataset"].astype(str)
     rows = list(dict.fromkeys(f1["row"]))
     fig, ax = plt.subplots(figsize=(7.5, 1.4 + 0.45 * len(rows)))
-    for offset, (method, group) in zip((-0.24, -0.08, 0.08, 0.24), f1.groupby("method", sort=False)):
+    for offset, (method, group) in zip((-0.2, 0.0, 0.2), f1.groupby("method", sort=False)):
         y = [rows.index(r) + offset for r in group["row"]]
         trusted = group["trusted"].astype(bool).to_numpy()
         ax.errorbar(group["estimate"], y, xerr=[group["estimate"] - group["ci_low"], group["ci_high"] - group["estimate"]],

@@ -13,7 +13,8 @@ from mhaudit.stats.atc import thresholded_estimates
 from mhaudit.stats.bcts import fit_bcts
 from mhaudit.stats.cbpe import expected_metrics, macro_f1_from_confusion
 from mhaudit.stats.cbpe_interval import cbpe_draws
-from mhaudit.stats.label_shift import bbse_priors, bbse_priors_resampled, em_priors, prior_corrected_probs
+from mhaudit.stats.label_shift import (bbse_priors, bbse_priors_resampled, em_priors, em_priors_resampled,
+                                       prior_corrected_probs)
 
 __all__ = ["PairEstimate", "estimate_pair", "reference_metrics"]
 
@@ -55,43 +56,40 @@ def _interval(draws: np.ndarray) -> tuple[float, float]:
     return (float(np.quantile(finite, 0.025)), float(np.quantile(finite, 0.975))) if len(finite) else (np.nan, np.nan)
 
 
-def estimate_pair(y_ref: np.ndarray, z_ref: np.ndarray, z_tgt: np.ndarray, *, n_boot: int,
-                  rng: np.random.Generator, seed: int) -> PairEstimate:
-    k = z_ref.shape[1]
-    n_ref, n_tgt = len(z_ref), len(z_tgt)
+def estimate_pair(y_ref: np.ndarray, z_ref: np.ndarray, z_tgt: np.ndarray, *, n_boot: int, rng: np.random.Generator,
+                  seed: int, domain_auc_cutoff: float, prior_gap_cutoff: float) -> PairEstimate:
+    k, n_ref, n_tgt = z_ref.shape[1], len(z_ref), len(z_tgt)
     calibration = fit_bcts(z_ref, y_ref)
     p_ref, p_tgt = calibration.probs(z_ref), calibration.probs(z_tgt)
     pi = np.bincount(y_ref, minlength=k) / n_ref
     pred_ref, pred_tgt = z_ref.argmax(axis=1), z_tgt.argmax(axis=1)
     em = em_priors(p_tgt, pi).priors
     bbse = bbse_priors(y_ref, pred_ref, pred_tgt, k)
-    w_ref = np.ones((1, n_ref))
-    w_tgt = np.ones((1, n_tgt))
     boot_ref = rng.multinomial(n_ref, np.full(n_ref, 1 / n_ref), size=n_boot)
     boot_tgt = rng.multinomial(n_tgt, np.full(n_tgt, 1 / n_tgt), size=n_boot)
-    em_draws = None
-    bbse_draws = bbse_priors_resampled(y_ref, pred_ref, pred_tgt, k, boot_ref, boot_tgt)
 
+    log_ref, log_tgt = (np.log(np.clip(p, 1e-12, None)) for p in (p_ref, p_tgt))
+    shift = {"n_reference": n_ref, "n_target": n_tgt,
+             "domain_auc": domain_auc(log_ref, (em / pi)[y_ref], log_tgt, seed=seed),
+             "prior_gap": float(np.nanmax(np.abs(em - bbse.priors))) if np.isfinite(bbse.priors).any() else np.nan,
+             "vanishing_class": _vanishing(pi, em, bbse.priors), "bbse_note": bbse.note,
+             "temperature": 1 / calibration.slope}
+    # Adjust for the prior shift only where the label-shift model fits the target; elsewhere EM's priors are
+    # an artefact (seen on real transfers: a class driven to 0) and p(y | x) is carried over as it is.
+    shift["prior_adjusted"] = bool(shift["domain_auc"] <= domain_auc_cutoff and shift["prior_gap"] <= prior_gap_cutoff
+                                   and shift["vanishing_class"] < 0)
     scores = softmax(z_tgt, axis=1)
-    estimates = []
-    for method, posterior, adjust in (("cbpe", prior_corrected_probs(p_tgt, pi, em), True),
-                                      ("cbpe_unadjusted", p_tgt, False)):
-        point = expected_metrics(posterior, scores)
-        draws = cbpe_draws(z_ref, y_ref, z_tgt, calibration, em, scores, n_boot, rng, adjust_priors=adjust)
-        em_draws = draws["priors"] if adjust else em_draws
-        estimates += [{"method": method, "metric": m, "estimate": point[m],
-                       **dict(zip(("ci_low", "ci_high"), _interval(draws[m])))} for m in point]
-    conf_ref, conf_tgt = p_ref.max(axis=1), p_tgt.max(axis=1)
-    for method in ("atc", "doc"):
-        at_point = thresholded_estimates(method, conf_ref, y_ref, pred_ref, w_ref, conf_tgt, pred_tgt, w_tgt, k)
-        boot = thresholded_estimates(method, conf_ref, y_ref, pred_ref, boot_ref, conf_tgt, pred_tgt, boot_tgt, k)
-        for m in ("accuracy", "macro_f1"):
-            low, high = _interval(boot[m])
-            estimates.append({"method": method, "metric": m, "estimate": float(at_point[m][0]), "ci_low": low,
-                              "ci_high": high})
-        estimates.append({"method": method, "metric": "macro_auc", "estimate": np.nan, "ci_low": np.nan,
-                          "ci_high": np.nan, "note": f"{method.upper()} thresholds confidence and cannot rank: no AUC"})
-
+    adjusted = expected_metrics(prior_corrected_probs(p_tgt, pi, em), scores)
+    unadjusted = expected_metrics(p_tgt, scores)
+    shift |= {"cbpe_f1_prior_adjusted": adjusted["macro_f1"], "cbpe_f1_unadjusted": unadjusted["macro_f1"],
+              "assumption_gap": abs(adjusted["macro_f1"] - unadjusted["macro_f1"])}
+    point = adjusted if shift["prior_adjusted"] else unadjusted
+    draws = cbpe_draws(z_ref, y_ref, z_tgt, calibration, em, scores, n_boot, rng, adjust_priors=shift["prior_adjusted"])
+    estimates = [{"method": "cbpe", "metric": m, "estimate": point[m],
+                  **dict(zip(("ci_low", "ci_high"), _interval(draws[m])))} for m in point]
+    estimates += _thresholded(p_ref, y_ref, pred_ref, p_tgt, pred_tgt, boot_ref, boot_tgt)
+    em_draws = em_priors_resampled(p_tgt, pi, boot_tgt, start=em)
+    bbse_draws = bbse_priors_resampled(y_ref, pred_ref, pred_tgt, k, boot_ref, boot_tgt)
     predicted = np.bincount(pred_tgt, minlength=k) / n_tgt
     priors = []
     for c in range(k):
@@ -100,13 +98,22 @@ def estimate_pair(y_ref: np.ndarray, z_ref: np.ndarray, z_tgt: np.ndarray, *, n_
         priors.append({"class_index": c, "prevalence_reference": float(pi[c]), "predicted_share": float(predicted[c]),
                        "prevalence_em": float(em[c]), "em_ci_low": em_low, "em_ci_high": em_high,
                        "prevalence_bbse": float(bbse.priors[c]), "bbse_ci_low": bb_low, "bbse_ci_high": bb_high})
-    weights = (em / pi)[y_ref]
-    f1 = {r["method"]: r["estimate"] for r in estimates if r["metric"] == "macro_f1"}
-    shift = {"n_reference": n_ref, "n_target": n_tgt,
-             "domain_auc": domain_auc(np.log(np.clip(p_ref, 1e-12, None)), weights, np.log(np.clip(p_tgt, 1e-12, None)),
-                                      seed=seed),
-             "prior_gap": float(np.nanmax(np.abs(em - bbse.priors))) if np.isfinite(bbse.priors).any() else np.nan,
-             "vanishing_class": _vanishing(pi, em, bbse.priors),
-             "assumption_gap": abs(f1["cbpe"] - f1["cbpe_unadjusted"]),
-             "bbse_note": bbse.note, "temperature": 1 / calibration.slope}
     return PairEstimate(estimates, priors, shift)
+
+
+def _thresholded(p_ref, y_ref, pred_ref, p_tgt, pred_tgt, boot_ref, boot_tgt) -> list[dict]:
+    """ATC and DoC rows: accuracy and macro-F1 with bootstrap CIs; no AUC (they do not rank)."""
+    k = p_ref.shape[1]
+    conf_ref, conf_tgt = p_ref.max(axis=1), p_tgt.max(axis=1)
+    ones_ref, ones_tgt = np.ones((1, len(p_ref))), np.ones((1, len(p_tgt)))
+    rows = []
+    for method in ("atc", "doc"):
+        at_point = thresholded_estimates(method, conf_ref, y_ref, pred_ref, ones_ref, conf_tgt, pred_tgt, ones_tgt, k)
+        boot = thresholded_estimates(method, conf_ref, y_ref, pred_ref, boot_ref, conf_tgt, pred_tgt, boot_tgt, k)
+        for m in ("accuracy", "macro_f1"):
+            low, high = _interval(boot[m])
+            rows.append({"method": method, "metric": m, "estimate": float(at_point[m][0]), "ci_low": low,
+                         "ci_high": high})
+        rows.append({"method": method, "metric": "macro_auc", "estimate": np.nan, "ci_low": np.nan,
+                     "ci_high": np.nan, "note": f"{method.upper()} thresholds confidence and cannot rank: no AUC"})
+    return rows
