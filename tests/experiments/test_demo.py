@@ -10,8 +10,8 @@ import pytest
 from mhaudit.tables.corpus.schema import Corpus
 
 
-MODEL_AXES = ("discrimination", "calibration", "significance", "equity", "attribution", "label source",
-              "human validation")
+MODEL_AXES = ("discrimination", "calibration", "significance", "equity", "attribution",
+              "expected on the target, before labels", "label source", "human validation")
 
 
 def test_demo_writes_a_synthetic_report_that_finds_the_shift(trust_demo):
@@ -63,13 +63,14 @@ def test_the_combined_report_checks_every_axis_of_both_models(trust_demo):
         for axis in MODEL_AXES:
             assert (rows[axis] != "").any(), (model, axis)
     assert combined["summary"].startswith("In every audit: char-tfidf-lr, tfidf-lr.")
-    # its verdicts are the three audits' verdicts, each once
+    # its verdicts are the four audits' verdicts, each once
     parts = [json.loads((out / f / "report.json").read_text())["verdicts"] for f in
-             ("cross-platform", "label-source", "validation")]
+             ("cross-platform", "expected", "label-source", "validation")]
     assert len(combined["verdicts"]) == sum(map(len, parts))
-    assert {v["audit"] for v in combined["verdicts"]} == {"cpfe", "divergence", "agreement"}
+    assert {v["audit"] for v in combined["verdicts"]} == {"cpfe", "estimate", "divergence", "agreement"}
     titles = [s["title"] for s in combined["sections"]]
     assert titles[0] == "Cross-platform: Axis 1: discrimination" and "Label source: Degree of Divergence" in titles
+    assert "Before labels: Expected on the target, before labels" in titles
     validation = results["validation"].table("models_vs_reference")
     assert set(validation["labeler"]) == {"tfidf-lr", "char-tfidf-lr"}
 
@@ -86,3 +87,14 @@ def test_base_install_needs_no_torch(tmp_path):
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "report.html").exists()
+
+
+def test_the_label_free_estimate_says_the_shifted_platforms_are_untrusted(trust_demo):
+    out, results, _ = trust_demo
+    expected = results["expected"]
+    shift = expected.table("shift")
+    assert len(shift) == 2 * 3  # two models x the three non-reference data sets
+    assert not shift["trusted"].any() and (shift["domain_auc"] > 0.9).all()  # vocabulary shift, not prior shift
+    headline = expected.verdicts[expected.verdicts["statistic"] == "estimated_macro_f1"]
+    assert headline["severity"].eq("warn").all() and headline["reason"].str.startswith("estimate untrusted").all()
+    assert (out / "expected" / "report.html").exists()

@@ -60,7 +60,7 @@ def test_the_demos_combined_report_reads_in_a_browser(trust_demo, open_browser):
     header = page("return [...document.querySelectorAll('table.scorecard:not(.others) th')]"
                   ".map(th => th.firstChild.textContent)")
     assert header == ["subject", "target", "discrimination", "calibration", "significance", "equity", "attribution",
-                      "label source", "human validation"]
+                      "expected on the target, before labels", "label source", "human validation"]
     rows = page("return [...document.querySelectorAll('table.scorecard:not(.others) tbody tr')]"
                 ".map(tr => [...tr.cells].map(td => td.textContent.trim()))")
     for model in ("tfidf-lr", "char-tfidf-lr"):

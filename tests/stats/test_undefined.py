@@ -19,7 +19,8 @@ import pandas as pd
 import pytest
 
 import mhaudit.stats
-from mhaudit.stats import agreement, auc, binary, bootstrap, calibration, fairness, label_shift, threshold_free, weak_metrics
+from mhaudit.stats import (agreement, atc, auc, binary, bootstrap, calibration, cbpe, fairness, label_shift, threshold_free,
+                           weak_metrics)
 from mhaudit.stats.undefined import UndefinedStatisticWarning, check_zero_division, divide
 
 N = 6
@@ -79,6 +80,18 @@ UNDEFINED = {
     "threshold_free.weighted_average_precision": (lambda: threshold_free.weighted_average_precision(Y, SCORE, COUNTS),
                                                   ["value"]),
     "threshold_free.pr_auc_gain": (lambda: threshold_free.pr_auc_gain(0.5, Y.mean()), ["value"]),
+    "cbpe.macro_f1_from_confusion": (lambda: cbpe.macro_f1_from_confusion(np.array([[N, 0], [0, 0]], float)),
+                                     ["value"]),
+    "cbpe.expected_macro_auc": (lambda: cbpe.expected_macro_auc(np.eye(2)[Y], PROBS), ["value"]),
+    "cbpe.expected_metrics": (lambda: cbpe.expected_metrics(np.eye(2)[Y], PROBS), ["macro_f1", "macro_auc"]),
+    "cbpe.draw_metrics": (lambda: {k: v[0] for k, v in cbpe.draw_metrics(np.eye(2)[Y][None], PROBS,
+                                                                          np.random.default_rng(0)).items()},
+                          ["macro_f1", "macro_auc"]),
+    "cbpe.realised_draws": (lambda: {k: v[0] for k, v in cbpe.realised_draws(np.eye(2)[Y], PROBS, 3,
+                                                                              np.random.default_rng(0)).items()},
+                            ["macro_f1", "macro_auc"]),
+    "atc.thresholded_estimates": (lambda: {k: v[0] for k, v in atc.thresholded_estimates(
+        "atc", CONF, Y, PRED, COUNTS[:1], CONF, PRED, COUNTS[:1], 2).items() if k != "priors"}, ["macro_f1"]),
     "threshold_free.bootstrap_panel": (lambda: threshold_free.bootstrap_panel(Y, PRED[None], SCORE[None], 20, rng=0)
                                        ["auc"], ["value"]),
 }
@@ -97,6 +110,11 @@ DEFINED = {
     "fairness.prior_adjusted_rates": lambda: fairness.prior_adjusted_rates(Y, PRED, [1.0, 0.0], 2),
     "label_shift.prior_corrected_probs": lambda: label_shift.prior_corrected_probs(PROBS, [0.5, 0.5], [0.9, 0.1]),
     "label_shift.em_priors": lambda: label_shift.em_priors(PROBS, [0.5, 0.5]).priors,
+    "cbpe.expected_confusion": lambda: cbpe.expected_confusion(np.eye(2)[Y], PRED),
+    "atc.atc_share": lambda: atc.atc_share(CONF, np.ones(N), COUNTS, CONF, COUNTS),
+    "atc.doc_share": lambda: atc.doc_share(CONF, np.ones(N), COUNTS, CONF, COUNTS),
+    "label_shift.em_priors_resampled": lambda: label_shift.em_priors_resampled(PROBS, [0.5, 0.5], COUNTS),
+    "label_shift.bbse_priors_resampled": lambda: label_shift.bbse_priors_resampled(Y, PRED, PRED, 2, COUNTS, COUNTS),
     "significance.mcnemar": lambda: mhaudit.stats.significance.mcnemar(Y, PRED, PRED)["p"],  # no discordant pair: p 1
 }
 
@@ -109,7 +127,10 @@ NOT_METRICS = {
     "calibration.cross_fitted_temperature",
     "divergence.degree_of_divergence",  # refuses a one-class data set (ValueError): DoD compares two classes
     "divergence.regime_permutation",  # takes per-data-set differences, not labels
-    "label_shift.EMResult", "label_shift.BBSEResult",
+    "label_shift.EMResult", "label_shift.BBSEResult", "label_shift.em_batch",
+    "cbpe.METRICS", "atc.METHODS", "bcts.BCTS",
+    "bcts.fit_bcts", "bcts.fit_bcts_resampled",  # fitters: refuse a class without a labelled row (ValueError)
+    "cbpe_interval.cbpe_draws",  # built on fit_bcts_resampled; its undefined draws are dropped from the interval
     "significance.benjamini_hochberg",  # NaN p-values in, NaN out
     "weak_metrics.BINARY_METRICS", "weak_metrics.binary_reasons",
     "undefined.UndefinedStatisticWarning", "undefined.warn_undefined", "undefined.check_zero_division",
@@ -117,7 +138,9 @@ NOT_METRICS = {
 }
 
 
-WARNS = {"weak_metrics.binary_metrics"}  # a vectorised kernel: a dict of arrays, named by binary_reasons
+# vectorised kernels returning a dict of numbers or arrays: they warn, as bare numbers do
+WARNS = {"weak_metrics.binary_metrics", "cbpe.expected_metrics", "cbpe.draw_metrics", "cbpe.realised_draws",
+         "atc.thresholded_estimates"}
 
 
 def public_names() -> set[str]:

@@ -6,14 +6,17 @@ model's fixed predictions has a known distribution. The point estimates are rati
 the distribution of the metric the hidden labels would realise on these very rows.
 
 Conventions: confusion matrices are [true, predicted]; macro-F1 is the mean over classes of
-2 TP / (2 TP + FP + FN), a class with no true and no predicted row left out (NaN, as stats.binary);
-macro-AUC is one-vs-rest, class k ranked by `scores[:, k]`, ties counted one half.
+2 TP / (2 TP + FP + FN), NaN when a class has no true and no predicted row (as stats.binary);
+macro-AUC is one-vs-rest, class k ranked by `scores[:, k]`, ties counted one half, NaN when a class has
+no expected positive or no expected negative. A NaN comes with an UndefinedStatisticWarning.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from scipy.stats import rankdata
+
+from mhaudit.stats.undefined import warn_undefined
 
 __all__ = ["expected_confusion", "macro_f1_from_confusion", "expected_macro_auc", "expected_metrics",
            "realised_draws", "draw_metrics", "METRICS"]
@@ -28,13 +31,15 @@ def expected_confusion(probs: np.ndarray, pred: np.ndarray) -> np.ndarray:
 
 
 def macro_f1_from_confusion(cm: np.ndarray) -> np.ndarray:
-    """Macro-F1 of confusion matrices [..., true, pred]; NaN where no class is defined."""
+    """Macro-F1 of confusion matrices [..., true, pred]; NaN where a class has no true and no predicted row."""
     tp = np.diagonal(cm, axis1=-2, axis2=-1)
     denominator = cm.sum(axis=-1) + cm.sum(axis=-2)  # 2 TP + FN + FP
     with np.errstate(invalid="ignore", divide="ignore"):
         f1 = np.where(denominator > 0, 2 * tp / np.where(denominator > 0, denominator, 1), np.nan)
-    defined = np.isfinite(f1)
-    return np.where(defined.any(axis=-1), np.nansum(f1, axis=-1) / np.maximum(defined.sum(axis=-1), 1), np.nan)
+    out = f1.mean(axis=-1)
+    if np.isnan(out).any():
+        warn_undefined("macro-F1 undefined: a class has no true and no predicted row")
+    return out
 
 
 def _expected_auc(p: np.ndarray, s: np.ndarray) -> float:
@@ -59,7 +64,10 @@ def _expected_auc(p: np.ndarray, s: np.ndarray) -> float:
 def expected_macro_auc(probs: np.ndarray, scores: np.ndarray) -> float:
     """Mean over classes of the expected one-vs-rest AUC of `scores[:, k]` under labels drawn from `probs`."""
     aucs = [_expected_auc(probs[:, k], scores[:, k]) for k in range(probs.shape[1])]
-    return float(np.nanmean(aucs)) if np.isfinite(aucs).any() else np.nan
+    if not np.isfinite(aucs).all():
+        warn_undefined("macro-AUC undefined: a class has no expected positive or no expected negative")
+        return np.nan
+    return float(np.mean(aucs))
 
 
 def expected_metrics(probs: np.ndarray, scores: np.ndarray) -> dict[str, float]:
@@ -88,9 +96,10 @@ def _auc_of_draws(labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
         n_neg = labels.shape[1] - n_pos
         with np.errstate(invalid="ignore", divide="ignore"):
             per_class[:, c] = (positive @ ranks - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
-    per_class[~np.isfinite(per_class)] = np.nan
-    defined = np.isfinite(per_class)
-    return np.where(defined.any(axis=1), np.nansum(per_class, axis=1) / np.maximum(defined.sum(axis=1), 1), np.nan)
+    out = per_class.mean(axis=1)  # NaN where a class has no drawn positive or no drawn negative
+    if np.isnan(out).any():
+        warn_undefined("macro-AUC undefined in some label draws: a class has no positive or no negative")
+    return out
 
 
 def draw_metrics(posterior: np.ndarray, scores: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:

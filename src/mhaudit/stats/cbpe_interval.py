@@ -5,7 +5,8 @@ priors on it, (b) resamples the target rows and re-estimates their priors by EM 
 posteriors, (c) draws each target row's label from its posterior corrected to those priors, and computes
 the metric those labels realise on the target's own rows. The 2.5% and 97.5% points of the draws are the
 95% interval for the metric the hidden labels realise. Draws are computed `chunk` at a time, vectorised
-within a chunk.
+within a chunk. A draw whose metric is undefined (a class with no drawn label) is NaN, silently: the
+interval is taken over the others.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 from mhaudit.stats.bcts import BCTS, fit_bcts_resampled
 from mhaudit.stats.cbpe import METRICS, draw_metrics
 from mhaudit.stats.label_shift import em_batch
+from mhaudit.stats.undefined import quiet_undefined
 
 __all__ = ["cbpe_draws"]
 
@@ -45,7 +47,9 @@ def cbpe_draws(z_ref: np.ndarray, y_ref: np.ndarray, z_tgt: np.ndarray, calibrat
         else:
             q = np.einsum("bn,bnk->bk", w_tgt, p_tgt) / n_tgt
             posterior = p_tgt
-        for name, values in draw_metrics(posterior, scores, rng).items():
+        with quiet_undefined():
+            metrics = draw_metrics(posterior, scores, rng)
+        for name, values in metrics.items():
             out[name][lo:lo + size] = values
         out["priors"][lo:lo + size] = q
     return out

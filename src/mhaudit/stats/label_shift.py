@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["prior_corrected_probs", "em_priors", "bbse_priors", "em_priors_resampled", "bbse_priors_resampled",
+__all__ = ["prior_corrected_probs", "em_priors", "bbse_priors", "em_priors_resampled", "bbse_priors_resampled", "em_batch",
            "EMResult", "BBSEResult"]
 
 
