@@ -87,7 +87,7 @@ def estimate_performance(reference: PredictionSet, targets: PredictionSet, optio
     _check(reference, targets, options)
     classes = reference.classes
     rng = np.random.default_rng(options.seed)
-    estimates, priors, shift, reference_rows = [], [], [], []
+    estimates, priors, shift = [], [], []
     for ref_key, ref_frame, key, frame in _pairs(reference, targets):
         keys = {"model": ref_key[0], "seed": ref_key[1], "reference": ref_key[3], "platform": key[2], "dataset": key[3]}
         with progress.stage(f"estimate {key[0]} on {key[3]}"):
@@ -102,7 +102,6 @@ def estimate_performance(reference: PredictionSet, targets: PredictionSet, optio
         vanished = pair.shift["vanishing_class"]
         pair.shift["vanishing_class"] = classes[vanished] if vanished >= 0 else ""
         shift.append({**keys, **pair.shift, **trust(pair.shift, options)})
-        reference_rows.append({**keys, **truth})
     tables = {"estimates": pd.DataFrame(estimates), "priors": pd.DataFrame(priors), "shift": pd.DataFrame(shift)}
     tables["estimates"] = tables["estimates"].merge(tables["shift"][["model", "seed", "platform", "dataset",
                                                                      "trusted"]], how="left")
