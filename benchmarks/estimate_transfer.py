@@ -86,14 +86,9 @@ def predictions(work: Path) -> pd.DataFrame:
     return out
 
 
-def truth(y: np.ndarray, z: np.ndarray) -> dict:
-    from mhaudit.audits.estimate.pair import reference_metrics
-
-    return reference_metrics(y, z)
-
-
 def ours(preds: pd.DataFrame, n_boot: int) -> pd.DataFrame:
     from mhaudit.audits.estimate import EstimateOptions, estimate_performance
+    from mhaudit.audits.estimate.pair import reference_metrics
     from mhaudit.tables.predictions import PredictionSet, scores
 
     rows = []
@@ -110,7 +105,7 @@ def ours(preds: pd.DataFrame, n_boot: int) -> pd.DataFrame:
                                           EstimateOptions(n_boot=n_boot, figures=False))
             seconds = time.perf_counter() - started
             y = pd.Categorical(tgt["label"], categories=classes).codes.astype(np.int64)
-            true = truth(y, scores(tgt, classes))
+            true = reference_metrics(y, scores(tgt, classes))  # the hidden labels, for scoring only
             shift = result.table("shift").iloc[0]
             for _, e in result.table("estimates").iterrows():
                 rows.append({"source": source, "target": target, "model": model, "n_target": len(tgt),
@@ -170,7 +165,7 @@ def main() -> int:
     table = summary(rows)
     print(table.round(3).to_string(index=False))
     table.to_csv(args.work / "summary.csv", index=False)
-    json.dump({"n_boot": args.n_boot}, open(args.work / "run.json", "w"))
+    (args.work / "run.json").write_text(json.dumps({"n_boot": args.n_boot}))
     return 0
 
 

@@ -8,8 +8,15 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, roc_auc_score
 
-from mhaudit.stats.cbpe import (expected_confusion, expected_macro_auc, expected_metrics, macro_f1_from_confusion,
-                                realised_draws)
+from mhaudit.stats.bcts import fit_bcts
+from mhaudit.stats.cbpe import draw_metrics, expected_confusion, expected_macro_auc, expected_metrics, macro_f1_from_confusion
+from mhaudit.stats.cbpe_interval import cbpe_draws
+from mhaudit.stats.label_shift import em_priors, prior_corrected_probs
+
+
+def realised_draws(p, s, n_draws, rng):
+    """n_draws label draws from one posterior, through the kernel the interval uses."""
+    return draw_metrics(np.broadcast_to(p, (n_draws, *p.shape)), s, rng)
 
 
 def _probs(rng, n, k):
@@ -78,12 +85,17 @@ def test_label_draws_centre_on_the_expectation_and_match_direct_computation():
     assert one["macro_auc"][0] == pytest.approx(np.mean([roc_auc_score(y == c, s[:, c]) for c in range(3)]))
 
 
-def test_draws_under_corrected_priors_follow_the_prior():
+def test_the_interval_draws_centre_on_the_prior_corrected_expectation():
     rng = np.random.default_rng(6)
-    p, s = _probs(rng, 300, 2)
-    pi = p.mean(0)
-    q = np.tile([0.9, 0.1], (500, 1))
-    draws = realised_draws(p, s, 500, rng, priors=(pi, q))
-    corrected = p * (q[0] / pi)
-    corrected /= corrected.sum(1, keepdims=True)
-    assert draws["accuracy"].mean() == pytest.approx(expected_metrics(corrected, s)["accuracy"], abs=0.005)
+    y_ref = rng.integers(0, 2, 1500)
+    z_ref = rng.normal(size=(1500, 2)) + 1.5 * np.eye(2)[y_ref]
+    y_tgt = (rng.random(1200) < 0.2).astype(int)  # the target's prior moved from 0.5 to 0.2
+    z_tgt = rng.normal(size=(1200, 2)) + 1.5 * np.eye(2)[y_tgt]
+    calibration = fit_bcts(z_ref, y_ref)
+    pi = np.bincount(y_ref) / 1500
+    em = em_priors(calibration.probs(z_tgt), pi).priors
+    scores = np.exp(z_tgt) / np.exp(z_tgt).sum(1, keepdims=True)
+    draws = cbpe_draws(z_ref, y_ref, z_tgt, calibration, em, scores, 400, rng)
+    expected = expected_metrics(prior_corrected_probs(calibration.probs(z_tgt), pi, em), scores)
+    assert draws["accuracy"].mean() == pytest.approx(expected["accuracy"], abs=0.005)
+    assert draws["priors"].mean(0) == pytest.approx(em, abs=0.01)

@@ -87,9 +87,6 @@ UNDEFINED = {
     "cbpe.draw_metrics": (lambda: {k: v[0] for k, v in cbpe.draw_metrics(np.eye(2)[Y][None], PROBS,
                                                                           np.random.default_rng(0)).items()},
                           ["macro_f1", "macro_auc"]),
-    "cbpe.realised_draws": (lambda: {k: v[0] for k, v in cbpe.realised_draws(np.eye(2)[Y], PROBS, 3,
-                                                                              np.random.default_rng(0)).items()},
-                            ["macro_f1", "macro_auc"]),
     "atc.thresholded_estimates": (lambda: {k: v[0] for k, v in atc.thresholded_estimates(
         "atc", CONF, Y, PRED, COUNTS[:1], CONF, PRED, COUNTS[:1], 2).items() if k != "priors"}, ["macro_f1"]),
     "threshold_free.bootstrap_panel": (lambda: threshold_free.bootstrap_panel(Y, PRED[None], SCORE[None], 20, rng=0)
@@ -139,7 +136,7 @@ NOT_METRICS = {
 
 
 # vectorised kernels returning a dict of numbers or arrays: they warn, as bare numbers do
-WARNS = {"weak_metrics.binary_metrics", "cbpe.expected_metrics", "cbpe.draw_metrics", "cbpe.realised_draws",
+WARNS = {"weak_metrics.binary_metrics", "cbpe.expected_metrics", "cbpe.draw_metrics",
          "atc.thresholded_estimates"}
 
 

@@ -193,10 +193,9 @@ def run_trust_demo(out: Path, *, seed: int = 0, n_per_platform: int = 2000,
 
     results = {"cross-platform": run_demo(out / "cross-platform", seed=seed, n_per_platform=n_per_platform,
                                           progress=progress)}
-    cross = read_table(out / "cross-platform" / "predictions.parquet")
-    classes = Corpus.read(out / "cross-platform" / "corpus.parquet").classes
-    results["expected"] = run_estimate_demo(out / "expected", PredictionSet(cross, classes),
-                                            results["cross-platform"].options["reference"], seed=seed, progress=progress)
+    cross, options = read_table(out / "cross-platform" / "predictions.parquet"), results["cross-platform"].options
+    results["expected"] = run_estimate_demo(out / "expected", PredictionSet(cross, options["classes"]),
+                                            options["reference"], seed=seed, progress=progress)
     results["label-source"], predictions = run_divergence_demo(out / "label-source", seed=seed, progress=progress)
     corpus = Corpus.read(out / "label-source" / "corpus.parquet").frame
     results["validation"] = run_validation_demo(out / "validation", corpus, predictions, seed=seed, progress=progress)

@@ -2,8 +2,8 @@
 
 If p(y | x) is calibrated on the target, each row's true class is a draw from it, so every metric of the
 model's fixed predictions has a known distribution. The point estimates are ratios of expected tallies
-(the expected confusion matrix, NannyML's CBPE); `realised_draws` samples the labels themselves, giving
-the distribution of the metric the hidden labels would realise on these very rows.
+(the expected confusion matrix, NannyML's CBPE); `draw_metrics` samples the labels themselves, giving
+the distribution of the metric the hidden labels would realise on these very rows (stats.cbpe_interval).
 
 Conventions: confusion matrices are [true, predicted]; macro-F1 is the mean over classes of
 2 TP / (2 TP + FP + FN), NaN when a class has no true and no predicted row (as stats.binary);
@@ -19,7 +19,7 @@ from scipy.stats import rankdata
 from mhaudit.stats.undefined import warn_undefined
 
 __all__ = ["expected_confusion", "macro_f1_from_confusion", "expected_macro_auc", "expected_metrics",
-           "realised_draws", "draw_metrics", "METRICS"]
+           "draw_metrics", "METRICS"]
 
 METRICS = ("accuracy", "macro_f1", "macro_auc")
 
@@ -111,23 +111,3 @@ def draw_metrics(posterior: np.ndarray, scores: np.ndarray, rng: np.random.Gener
     cm = np.bincount(cell.ravel(), minlength=size * k * k).reshape(size, k, k).astype(float)
     return {"accuracy": np.trace(cm, axis1=1, axis2=2) / len(pred), "macro_f1": macro_f1_from_confusion(cm),
             "macro_auc": _auc_of_draws(labels, scores)}
-
-
-def realised_draws(probs: np.ndarray, scores: np.ndarray, n_draws: int, rng: np.random.Generator, *,
-                   priors=None, chunk: int = 100) -> dict[str, np.ndarray]:
-    """Each metric as the hidden labels would realise it, over `n_draws` label draws from `probs` (n, k).
-
-    With `priors` = (pi, q) where q is (n_draws, k), draw b's posteriors are `probs` corrected from the
-    priors pi to q[b]. Draws are made `chunk` at a time to bound memory.
-    """
-    out = {m: np.empty(n_draws) for m in METRICS}
-    for start in range(0, n_draws, chunk):
-        size = min(chunk, n_draws - start)
-        posterior = np.broadcast_to(probs, (size, *probs.shape))
-        if priors is not None:
-            pi, q = priors
-            posterior = posterior * (q[start:start + size] / pi)[:, None, :]
-            posterior = posterior / posterior.sum(axis=2, keepdims=True)
-        for name, values in draw_metrics(posterior, scores, rng).items():
-            out[name][start:start + size] = values
-    return out

@@ -70,11 +70,9 @@ def summarise(tables: dict, synthetic: bool) -> str:
     head = est[(est["method"] == "cbpe") & (est["metric"] == "macro_f1")]
     parts = []
     for _, e in head.iterrows():
-        trusted = bool(shift.loc[(shift["platform"] == e["platform"]) & (shift["dataset"] == e["dataset"])
-                                 & (shift["model"] == e["model"]) & (shift["seed"] == e["seed"]), "trusted"].iat[0])
         parts.append(f"{e['model']} on {_target(e)}: macro-F1 expected {e['estimate']:.3f} "
                      f"[{e['ci_low']:.3f}, {e['ci_high']:.3f}] (reference {e['reference_value']:.3f})"
-                     + ("" if trusted else ", untrusted"))
+                     + ("" if e["trusted"] else ", untrusted"))
     n_trusted = int(shift["trusted"].sum())
     lead = ("SYNTHETIC data. " if synthetic else "") + (f"Label-free estimate on {len(shift)} target(s), "
                                                          f"{n_trusted} trusted. ")
