@@ -1,7 +1,9 @@
 """`mhaudit validate ...`: the human validation of weak labels (docs/validation.md).
 
-    validate sample         stratified random sample by weak label -> validation set for annotators
-    validate report         human-human agreement and the weak labeler against the reference
+    validate sample         stratified random sample by weak label -> validation set for annotators;
+                            --strategy estimate: the items that certify a model on a target with fewest labels
+    validate report         human-human agreement and the weak labeler against the reference;
+                            --estimate: the model's prevalence, accuracy and macro-F1 on the target (PPI)
     validate weak-lexicon   a lexicon as weak labeler (1 if any term matches)
     validate corpus-labels  a binary corpus's own labels (e.g. expert labels) into a labels table
 
@@ -113,17 +115,38 @@ def _parse_sizes(text: str) -> dict[int, int]:
 
 @app.command("sample")
 @guarded
-def sample(labels: LabelsOpt,
-           items: Annotated[Path, typer.Option(help="Corpus or items table with id and text.")],
+def sample(items: Annotated[Path, typer.Option(help="Corpus or items table with id and text.")],
            task: TaskOpt,
            out_path: Annotated[Path, typer.Option("--out", help="Validation set to write (.parquet, .csv, .jsonl).")],
-           n: Annotated[int | None, typer.Option(help="Sample size.")] = None,
+           labels: Annotated[list[Path] | None, typer.Option(
+               "--labels", help="Labels table(s); the weak labels to stratify by (strategy weak), or people's "
+                                "earlier labels, whose items leave the pool (strategy estimate).")] = None,
+           strategy: Annotated[str, typer.Option(
+               help="weak: stratified by weak label; estimate: by the model's predicted class and confidence, "
+                    "Neyman-allocated to certify its macro-F1 (--predictions, --budget).")] = "weak",
+           n: Annotated[int | None, typer.Option(help="Sample size (strategy weak).")] = None,
            positive_share: Annotated[float | None, typer.Option(
                help="Share of the sample drawn from weak positives (default: the pool's share).")] = None,
            sizes: Annotated[str | None, typer.Option(help="Items per weak label, e.g. '0=150,1=126'.")] = None,
            weak: Annotated[str | None, typer.Option(help="Weak labeler (default: the only llm/lexicon one).")] = None,
+           predictions: Annotated[list[str] | None, typer.Option(
+               help="Strategy estimate: the model's scores on the target's items (files or globs, with ids).")]
+           = None,
+           reference: Annotated[list[str] | None, typer.Option(
+               help="Strategy estimate: its scores on a labelled home test set, to calibrate on (optional).")]
+           = None,
+           budget: Annotated[int | None, typer.Option(help="Strategy estimate: how many items people will label.")]
+           = None,
+           bins: Annotated[int, typer.Option(help="Strategy estimate: confidence bins per predicted class, at most (fewer for a small budget).")] = 4,
            seed: Annotated[int, typer.Option(help="Seed of the random draw.")] = 0) -> None:
-    """Draw a stratified random sample by weak label (both classes present) for human annotation."""
+    """Draw the items people should label: stratified by weak label, or (--strategy estimate) to certify a
+    model's performance on the target with the fewest labels (docs/validation.md)."""
+    if strategy == "estimate":
+        return _sample_to_certify(items, task, out_path, labels, predictions, reference, budget, bins, seed)
+    if strategy != "weak":
+        raise InputError(f"--strategy '{strategy}' must be weak or estimate")
+    if not labels:
+        raise InputError("--labels is needed: the weak labels to stratify by")
     from mhaudit.audits.agreement import sample_for_validation, write_validation_set
 
     frame = sample_for_validation(_read_label_files(labels), _read_items(items), task, n, weak_labeler=weak,
@@ -135,6 +158,32 @@ def sample(labels: LabelsOpt,
     print_table(f"Validation set for task {task}: weak labeler {frame['weak_labeler'].iat[0]}, seed {seed}", strata)
     out.print(f"wrote {len(frame)} items to {out_path}. The 'stratum' column is the weak label: keep it from the "
               "annotators (they label blind).")
+
+
+def _human_labelled(labels: list[Path] | None, task: str) -> set[str]:
+    if not labels:
+        return set()
+    frame = _read_label_files(labels)
+    mine = frame[(frame["task"] == task) & frame["kind"].isin(["human", "adjudicated"])]
+    return set(mine["item_id"].astype(str))
+
+
+def _sample_to_certify(items, task, out_path, labels, predictions, reference, budget, bins, seed) -> None:
+    from mhaudit.audits.certify import certification_sample, pool_of, write_certification_sample
+    from mhaudit.tables.prediction_files import read_predictions
+
+    if not predictions or budget is None:
+        raise InputError("--strategy estimate needs --predictions (the model's scores on the target) and --budget")
+    target = read_predictions(predictions, labelled=False)
+    ref = read_predictions(reference, classes=target.classes) if reference else None
+    frame, design = certification_sample(pool_of(target, ref), _read_items(items), task, budget, seed=seed,
+                                         max_bins=bins, labelled=_human_labelled(labels, task))
+    sample_file, design_file = write_certification_sample(frame, design, out_path)
+    strata = frame.groupby("stratum", sort=False).agg(pool=("pool_size", "first"), sampled=("sample_size", "first"),
+                                                      weight=("weight", "first")).reset_index()
+    print_table(f"Certification sample for task {task}: model {frame['model'].iat[0]}, seed {seed}", strata)
+    out.print(f"wrote {len(frame)} items to {sample_file} and the design of all {len(design):,} pooled items to "
+              f"{design_file}. Keep the 'stratum' column from the annotators (it shows the model's prediction).")
 
 
 @app.command("report")
@@ -156,11 +205,29 @@ def report(labels: LabelsOpt, task: TaskOpt,
                help="Post store or corpus / items table with an 'author' column: the bootstraps then resample "
                     "authors, not posts.")] = None,
            n_boot: Annotated[int, typer.Option(help="Bootstrap resamples for the CIs.")] = 2000,
-           seed: Annotated[int, typer.Option(help="Seed of the bootstraps.")] = 0) -> None:
+           seed: Annotated[int, typer.Option(help="Seed of the bootstraps.")] = 0,
+           estimate: Annotated[bool, typer.Option(
+               "--estimate", help="Certify the model the --sample was drawn for (--strategy estimate): its "
+                                  "prevalence, accuracy and macro-F1 on the target from these labels and "
+                                  "--predictions.")] = False,
+           predictions: Annotated[list[str] | None, typer.Option(
+               help="With --estimate: the model's scores on every pooled item (the files the sample was drawn from).")]
+           = None,
+           positive: Annotated[str | None, typer.Option(
+               help="With --estimate: the class a label value 1 stands for (default: the second class).")] = None,
+           tolerance: Annotated[float, typer.Option(
+               help="With --estimate: certified when the macro-F1 CI is at most ± this.")] = 0.05,
+           population: Annotated[str, typer.Option(
+               help="With --estimate: pool (the scored items themselves) or platform (items like them).")] = "pool"
+           ) -> None:
     """Agreement report: human-human kappa (and alpha), the weak labeler against the reference, error sources.
+    With --estimate: the model certified on the target from the same labels (docs/validation.md).
 
     The bootstraps resample authors when the items have them (--items, an 'author' column in --sample, or
     post-store ids at://AUTHOR/...)."""
+    if estimate:
+        return _certify(labels, task, out_dir, sample_path, predictions, annotator, reference, positive, tolerance,
+                        population)
     from mhaudit.audits.agreement import AgreementOptions, agreement_report, read_validation_set
     from mhaudit.report import write_report
 
@@ -186,6 +253,31 @@ def report(labels: LabelsOpt, task: TaskOpt,
     if model:
         scored = result.table("models_vs_reference")
         print_table("Models against the reference", scored[["labeler", "metric", "estimate", "ci_low", "ci_high", "n"]])
+    paths = write_report(result, out_dir)
+    out.print(f"report: {paths[0].parent / 'report.html'} (also .md and .json)")
+
+
+def _certify(labels, task, out_dir, sample_path, predictions, annotator, reference, positive, tolerance,
+             population) -> None:
+    from mhaudit.audits.agreement import read_validation_set
+    from mhaudit.audits.certify import CertifyOptions, certify_on_target, read_design
+    from mhaudit.report import write_report
+    from mhaudit.stats.ppi import POPULATIONS
+    from mhaudit.tables.prediction_files import read_predictions
+
+    if sample_path is None or not predictions:
+        raise InputError("--estimate needs --sample (from validate sample --strategy estimate) and --predictions")
+    if population not in POPULATIONS:
+        raise InputError(f"--population '{population}' must be pool or platform")
+    if not 0 < tolerance < 0.5:
+        raise InputError(f"--tolerance {tolerance} must lie between 0 and 0.5")
+    options = CertifyOptions(task, annotators=tuple(annotator) if annotator else None, reference=reference,
+                             positive=positive, tolerance=tolerance, population=population)
+    result = certify_on_target(_read_label_files(labels), read_validation_set(sample_path), read_design(sample_path),
+                               read_predictions(predictions, labelled=False), options)
+    out.print(result.summary, highlight=False)
+    table = result.table("certified")
+    print_table("Estimates on the target (95% CIs)", table[["estimator", "metric", "estimate", "ci_low", "ci_high"]])
     paths = write_report(result, out_dir)
     out.print(f"report: {paths[0].parent / 'report.html'} (also .md and .json)")
 

@@ -1,0 +1,188 @@
+"""`validate report --estimate`: human labels on the certification sample + the model's scores on the pool.
+
+The reference label of a sampled item follows the agreement report's rule (adjudicated, else agreed human
+labels); sampled items without one drop out and their stratum's pool is spread over its labelled items,
+which assumes they are missing at random within the stratum (the note says how many). Estimates: PPI++
+(λ tuned), PPI (λ = 1) and labels only (λ = 0, design-weighted), each with a normal 95% CI (stats.ppi).
+The verdict certifies when the PPI++ macro-F1 CI is at most ± `tolerance` wide.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from mhaudit.audits.agreement.labels import task_labels
+from mhaudit.audits.agreement.reference import reference_labels
+from mhaudit.audits.certify.design import predictions_digest
+from mhaudit.core.errors import InputError
+from mhaudit.report.result import AuditResult, Section, digest_frame, provenance, verdict, verdict_table
+from mhaudit.stats.ppi import pool_estimates
+from mhaudit.tables.predictions import PredictionSet
+
+__all__ = ["AXIS", "ESTIMATORS", "CertifyOptions", "certify_on_target"]
+
+AXIS = "certified on the target with human labels"
+ESTIMATORS = {"power": "prediction-powered (PPI++, tuned λ)", "ppi": "prediction-powered (PPI, λ = 1)",
+              "labels": "labels only (design-weighted)"}
+
+
+@dataclass(frozen=True)
+class CertifyOptions:
+    task: str
+    annotators: tuple[str, ...] | None = None  # default: every labeler of kind human
+    reference: str | None = None  # a labeler whose labels are the truth (default: the agreement rule)
+    positive: str | None = None  # the class a label value 1 stands for (default: the second class)
+    tolerance: float = 0.05  # certified when the macro-F1 CI is at most ± this
+    population: str = "pool"  # "pool": the scored posts themselves; "platform": posts like them
+
+
+def _check_sample(sample: pd.DataFrame, design: pd.DataFrame, predictions: PredictionSet) -> pd.DataFrame:
+    if "predictions_digest" not in sample.columns or (sample.get("strategy") != "estimate").any():
+        raise InputError("the validation set was not drawn with --strategy estimate; `validate report --estimate` "
+                         "needs the sample and design that `validate sample --strategy estimate` writes")
+    frame = predictions.frame
+    if frame.groupby(["model", "seed"]).ngroups != 1:
+        raise InputError("the predictions hold several models; give the predictions of the sampled model")
+    digest, drawn = predictions_digest(frame, predictions.classes), str(sample["predictions_digest"].iat[0])
+    if digest != drawn:
+        raise InputError(f"the sample was drawn for other predictions (model '{sample['model'].iat[0]}', digest "
+                         f"{drawn}); these are model '{frame['model'].iat[0]}' with digest {digest}")
+    if not sample["item_id"].astype(str).isin(design["item_id"].astype(str)).all():
+        raise InputError("the sample and its design file do not match (sampled items missing from the design)")
+    return frame
+
+
+def _human_reference(labels: pd.DataFrame, options: CertifyOptions, sample_ids: set[str], pool_ids: set[str]):
+    rows = task_labels(labels, options.task)
+    human = rows[rows["kind"].isin(["human", "adjudicated"])] if options.reference is None \
+        else rows[rows["labeler"] == options.reference]
+    if human.empty:
+        raise InputError(f"no human label for task '{options.task}' in the labels")
+    outside = sorted(set(human["item_id"].astype(str)) & (pool_ids - sample_ids))
+    if outside:
+        raise InputError(f"{len(outside)} items have human labels for task '{options.task}' but are not in the "
+                         f"sample (e.g. '{outside[0]}'); only items the design drew can be used")
+    elsewhere = len(set(human["item_id"].astype(str)) - pool_ids)
+    annotators = list(options.annotators or sorted(human.loc[human["kind"] == "human", "labeler"].unique()))
+    ref, _, description = reference_labels(human[human["item_id"].astype(str).isin(sample_ids)], annotators,
+                                           options.reference)
+    return ref.rename(index=str), description, elsewhere
+
+
+def _classes_of_values(classes: list[str], positive: str | None) -> list[int]:
+    """Class index of label value 0 and 1 (the label store holds 0/1 only)."""
+    if len(classes) != 2:
+        raise InputError(f"human labels are 0/1, so certification needs a two-class model; these predictions have "
+                         f"{len(classes)} classes ({', '.join(classes)})")
+    if positive is None:
+        return [0, 1]
+    if positive not in classes:
+        raise InputError(f"--positive '{positive}' is not a class of the predictions ({', '.join(classes)})")
+    return [1 - classes.index(positive), classes.index(positive)]
+
+
+def certify_on_target(labels: pd.DataFrame, sample: pd.DataFrame, design: pd.DataFrame, predictions: PredictionSet,
+                      options: CertifyOptions, *, synthetic: bool = False) -> AuditResult:
+    """The target's prevalence, accuracy and macro-F1 from the sample's human labels and the model's scores."""
+    frame = _check_sample(sample, design, predictions)
+    classes = predictions.classes
+    design = design.assign(item_id=design["item_id"].astype(str)).reset_index(drop=True)
+    sample_ids, pool_ids = set(sample["item_id"].astype(str)), set(design["item_id"])
+    ref, description, elsewhere = _human_reference(labels, options, sample_ids, pool_ids)
+    value_class = _classes_of_values(classes, options.positive)
+    pred = pd.Categorical(design["predicted"], categories=classes).codes.astype(np.int64)
+    probs = design[[f"posterior_{c}" for c in classes]].to_numpy(dtype=float)
+    names = list(dict.fromkeys(design["stratum"]))
+    strata = design["stratum"].map({n: i for i, n in enumerate(names)}).to_numpy()
+    labelled = design["item_id"].isin(ref.index).to_numpy()
+    y = np.full(len(design), -1)
+    y[labelled] = [value_class[int(v)] for v in ref.reindex(design["item_id"][labelled])]
+    per_stratum = np.bincount(strata[labelled], minlength=len(names))
+    if (per_stratum == 0).any():
+        empty = names[int(np.flatnonzero(per_stratum == 0)[0])]
+        raise InputError(f"stratum '{empty}' has no sampled item with a human label; label at least one (two for "
+                         "its variance) before estimating")
+    if not design["item_id"].isin(frame["id"].astype(str)).all():
+        raise InputError("the sampling design holds items the predictions do not score")
+    membership = labelled[None, :].astype(float)
+    n_labels = int(labelled.sum())
+    rows = []
+    for tuning, name in ESTIMATORS.items():
+        est = pool_estimates(membership, y, pred, probs, strata, tuning=tuning, population=options.population)
+        for metric in ("prevalence", "accuracy", "macro_f1"):
+            low, high = est.interval(metric)
+            values = [(f"prevalence of {c}", est.estimate[metric][0, i], est.se[metric][0, i], low[0, i], high[0, i])
+                      for i, c in enumerate(classes)] if metric == "prevalence" else \
+                [(metric, est.estimate[metric][0], est.se[metric][0], low[0], high[0])]
+            rows += [{"estimator": name, "metric": m, "estimate": float(e), "se": float(s), "ci_low": float(lo),
+                      "ci_high": float(hi), "half_width": float((hi - lo) / 2), "n_labels": n_labels}
+                     for m, e, s, lo, hi in values]
+    table = pd.DataFrame(rows)
+    strata_table = pd.DataFrame({"stratum": names, "pool_size": np.bincount(strata, minlength=len(names)),
+                                 "sampled": [int(((sample["stratum"] == n)).sum()) for n in names],
+                                 "labelled": per_stratum})
+    strata_table["weight"] = strata_table["pool_size"] / strata_table["labelled"]
+    target = _target(frame)
+    subject = f"{frame['model'].iat[0]} seed {frame['seed'].iat[0]}"
+    verdicts = _verdicts(table, subject, target, n_labels, options)
+    dropped = len(sample_ids) - n_labels
+    note = (f"Human reference: {description}. {n_labels} of the {len(sample_ids)} sampled items have a reference "
+            f"label" + (f"; {dropped} dropped out, assumed missing at random within their stratum" if dropped else "")
+            + (f". {elsewhere} human-labelled items outside the pool were ignored" if elsewhere else "") + ".")
+    summary = _summary(table, target, n_labels, options, synthetic)
+    return AuditResult(
+        title=f"Certified on {target} with {n_labels} human labels" + (" (SYNTHETIC data)" if synthetic else ""),
+        sections=[Section("Estimates from the human labels and the model's scores", note + " Posteriors: "
+                          f"{design['calibration'].iat[0]}. Population: {options.population} (the pool of "
+                          f"{len(design):,} scored items" + (" itself)." if options.population == "pool"
+                                                             else " as a sample of its platform)."),
+                          {"certified": table, "strata": strata_table})],
+        summary=summary, verdicts=verdicts, synthetic=synthetic,
+        options={"task": options.task, "tolerance": options.tolerance, "population": options.population,
+                 "classes": classes, "n_labels": n_labels},
+        provenance=provenance({"predictions": digest_frame(frame), "sample": digest_frame(sample),
+                               "labels": digest_frame(labels)}, {}))
+
+
+def _target(frame: pd.DataFrame) -> str:
+    platform, dataset = str(frame["platform"].iat[0]), str(frame["dataset"].iat[0])
+    return platform if platform == dataset else f"{platform} ({dataset})"
+
+
+def labels_needed(n_labels: int, half_width: float, tolerance: float) -> int:
+    """Labels for a CI of ± tolerance, if the width shrinks as 1 / sqrt(n) (the design kept)."""
+    return int(math.ceil(n_labels * (half_width / tolerance) ** 2))
+
+
+def _verdicts(table: pd.DataFrame, subject: str, target: str, n_labels: int, options: CertifyOptions) -> pd.DataFrame:
+    head = table[(table["estimator"] == ESTIMATORS["power"]) & (table["metric"] == "macro_f1")].iloc[0]
+    hw, tol = head["half_width"], options.tolerance
+    if hw <= tol:
+        severity, reason = "pass", f"certified on the target with {n_labels} human labels: macro-F1 ± {hw:.3f}"
+    else:
+        severity = "warn"
+        reason = (f"not certified yet: macro-F1 ± {hw:.3f} with {n_labels} human labels; about "
+                  f"{labels_needed(n_labels, hw, tol)} for ± {tol:.2f}")
+    rows = [verdict("certify", AXIS, subject, target, "certified_macro_f1", head["estimate"],
+                    f"95% CI at most ± {tol:.2f}", severity, reason, ci_low=head["ci_low"], ci_high=head["ci_high"]),
+            verdict("certify", AXIS, subject, target, "n_human_labels", n_labels, "", "pass",
+                    f"{n_labels} human labels")]
+    return verdict_table(rows)
+
+
+def _summary(table: pd.DataFrame, target: str, n_labels: int, options: CertifyOptions, synthetic: bool) -> str:
+    def line(estimator: str) -> str:
+        r = table[(table["estimator"] == ESTIMATORS[estimator]) & (table["metric"] == "macro_f1")].iloc[0]
+        return f"{r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+
+    acc = table[(table["estimator"] == ESTIMATORS["power"]) & (table["metric"] == "accuracy")].iloc[0]
+    head = table[(table["estimator"] == ESTIMATORS["power"]) & (table["metric"] == "macro_f1")].iloc[0]
+    status = "Certified" if head["half_width"] <= options.tolerance else "Not certified yet"
+    return (("SYNTHETIC data. " if synthetic else "")
+            + f"{status} on {target} with {n_labels} human labels: macro-F1 {line('power')} with the model's scores "
+            f"(PPI++), {line('labels')} from the labels alone; accuracy {acc['estimate']:.3f} "
+            f"[{acc['ci_low']:.3f}, {acc['ci_high']:.3f}].")

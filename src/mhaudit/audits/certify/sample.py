@@ -1,0 +1,97 @@
+"""`validate sample --strategy estimate`: the posts people should label to certify a model on a target.
+
+The validation set has the columns of the weak-label sample (`agreement.sample.SAMPLE_COLUMNS`; `stratum`
+is the stratum's name, `weight` = N_h / n_h) plus `strategy`, `model` and `predictions_digest`, so the
+annotation app serves it unchanged (it reads item_id, task and text only) and the report can tell a sample
+drawn for another model. Beside it, `<name>.design.parquet` keeps the design for every pooled item (id,
+stratum, the posteriors the allocation used): the report needs the whole pool, not just the sample.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mhaudit.audits.agreement.sample import SAMPLE_COLUMNS
+from mhaudit.audits.certify.design import Pool, allocate, bins_for, confidence_strata
+from mhaudit.core.errors import InputError
+from mhaudit.tables.io import read_table, write_table
+
+__all__ = ["STRATEGY", "certification_sample", "design_path", "write_certification_sample", "read_design"]
+
+STRATEGY = "estimate"
+EXTRA_COLUMNS = ("strategy", "model", "predictions_digest")
+
+
+def design_path(sample_path: str | Path) -> Path:
+    path = Path(sample_path)
+    return path.with_name(f"{path.name.split('.')[0]}.design.parquet")
+
+
+def _texts(items: pd.DataFrame) -> pd.Series:
+    id_col = "id" if "id" in items.columns else "item_id"
+    texts = items.assign(_id=items[id_col].astype(str)).drop_duplicates("_id").set_index("_id")["text"]
+    return texts[texts.map(lambda t: isinstance(t, str) and bool(t.strip()))]
+
+
+def certification_sample(pool: Pool, items: pd.DataFrame, task: str, budget: int, *, seed: int = 0, max_bins: int = 4,
+                         labelled: set[str] | frozenset = frozenset()) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(validation set, design) for `budget` human labels. `labelled`: ids people already labelled for the
+    task; they leave the pool (the estimate then covers the posts not yet labelled)."""
+    texts = _texts(items)
+    missing = [i for i in pool.ids if i not in texts.index]
+    if missing:
+        raise InputError(f"{len(missing)} of the {len(pool.ids):,} scored items have no text in the items table "
+                         f"(e.g. '{missing[0]}'); the annotators need every pooled item's text")
+    keep = ~np.isin(pool.ids, list(labelled))
+    if budget < 1:
+        raise InputError(f"the budget must be at least 1 label, got {budget}")
+    if budget > len(pool.ids):
+        raise InputError(f"a budget of {budget} is larger than the pool: the model scored {len(pool.ids):,} items")
+    if budget > keep.sum():
+        raise InputError(f"a budget of {budget} is larger than the unlabelled set: {int(keep.sum()):,} of the "
+                         f"{len(pool.ids):,} pooled items have no human label for task '{task}' yet")
+    if not keep.all():
+        pool = Pool(pool.ids[keep], pool.pred[keep], pool.probs[keep], pool.classes, pool.model, pool.digest,
+                    pool.calibration)
+    strata, names = confidence_strata(pool.probs, pool.pred, pool.classes,
+                                      bins_for(budget, len(pool.classes), max_bins))
+    alloc = allocate(pool.probs, pool.pred, strata, budget)
+    sizes = np.bincount(strata, minlength=len(names))
+    rng = np.random.default_rng(seed)
+    chosen = []
+    for h, n_h in enumerate(alloc):
+        ids = np.sort(pool.ids[strata == h])  # sorted first: the input order does not matter
+        chosen.append(pd.DataFrame({"item_id": rng.choice(ids, size=int(n_h), replace=False),
+                                    "stratum": names[h], "pool_size": int(sizes[h]), "sample_size": int(n_h)}))
+    frame = pd.concat(chosen, ignore_index=True)
+    frame = frame.iloc[rng.permutation(len(frame))].reset_index(drop=True)  # position reveals no stratum
+    width = max(4, len(str(len(frame))))
+    frame["sample_id"] = [f"{task}-{seed}-{i + 1:0{width}d}" for i in range(len(frame))]
+    frame["task"], frame["text"] = task, texts.reindex(frame["item_id"]).to_numpy()
+    frame["weak_labeler"] = ""  # stratified by the model's scores, not by a weak labeler
+    frame["weight"] = frame["pool_size"] / frame["sample_size"]
+    frame["seed"], frame["strategy"], frame["model"] = seed, STRATEGY, pool.model
+    frame["predictions_digest"] = pool.digest
+    design = pd.DataFrame({"item_id": pool.ids, "stratum": [names[h] for h in strata],
+                           "predicted": [pool.classes[c] for c in pool.pred]})
+    for c, name in enumerate(pool.classes):
+        design[f"posterior_{name}"] = pool.probs[:, c]
+    design["model"], design["predictions_digest"], design["calibration"] = pool.model, pool.digest, pool.calibration
+    return frame.loc[:, [*SAMPLE_COLUMNS, *EXTRA_COLUMNS]], design
+
+
+def write_certification_sample(sample: pd.DataFrame, design: pd.DataFrame, path: str | Path) -> tuple[Path, Path]:
+    """The design first, then the sample (each written atomically): a sample never exists without its design."""
+    design_file = write_table(design, design_path(path), what="the sampling design")
+    return write_table(sample, path, what="the validation set"), design_file
+
+
+def read_design(sample_path: str | Path) -> pd.DataFrame:
+    path = design_path(sample_path)
+    if not path.exists():
+        raise InputError(f"no sampling design beside the sample (expected {path}); `mhaudit validate sample "
+                         "--strategy estimate` writes it", path=sample_path)
+    return read_table(path, what="the sampling design")
