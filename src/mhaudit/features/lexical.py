@@ -17,14 +17,13 @@ for the common channel interface and unused (the selection is fitted once on all
 from __future__ import annotations
 
 import numpy as np
-from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.feature_selection import SelectKBest, chi2
 
 from mhaudit.core.errors import InputError
+from mhaudit.features.lexical_index import WORD_TOKEN_PATTERN, NgramIndex
 
-__all__ = ["LexicalChannel", "WORD_TOKEN_PATTERN"]
-
-WORD_TOKEN_PATTERN = r"(?u)\b\w+\b"
+__all__ = ["LexicalChannel", "NgramIndex", "WORD_TOKEN_PATTERN"]
 
 
 class LexicalChannel:
@@ -33,9 +32,13 @@ class LexicalChannel:
     kind: "char" (character 3-5-grams, name "A") or "word" (word 1-2-grams, name "A_word").
     analyzer: for kind "char", scikit-learn's "char" (default) or "char_wb" (n-grams inside word
     boundaries only; what the paper's released code passes).
+    index: an `NgramIndex` with the same analyzer, shared by channels fitted on overlapping texts so each
+    text is analysed once (the values are those of a fresh index: `lexical_index`); default: a private one.
+    The matrices equal scikit-learn's TfidfVectorizer + SelectKBest(chi2) on the same texts exactly.
     """
 
-    def __init__(self, kind: str = "char", k: int = 500, *, min_df: int = 2, analyzer: str | None = None):
+    def __init__(self, kind: str = "char", k: int = 500, *, min_df: int = 2, analyzer: str | None = None,
+                 index: NgramIndex | None = None):
         if kind not in ("char", "word"):
             raise ValueError(f"kind must be 'char' or 'word', not {kind!r}")
         if k < 1:
@@ -44,20 +47,15 @@ class LexicalChannel:
             analyzer = "char" if kind == "char" else "word"
         if (kind == "char") != (analyzer in ("char", "char_wb")) or analyzer not in ("char", "char_wb", "word"):
             raise ValueError(f"analyzer {analyzer!r} does not fit kind {kind!r}")
+        if index is not None and index.analyzer != analyzer:
+            raise ValueError(f"the n-gram index counts {index.analyzer!r} n-grams, the channel {analyzer!r}")
         self.kind, self.k, self.min_df, self.analyzer = kind, k, min_df, analyzer
         self.name = "A" if kind == "char" else "A_word"
-        self.vectorizer_: TfidfVectorizer | None = None
+        self.index = index if index is not None else NgramIndex(analyzer)
+        self.vocabulary_: np.ndarray | None = None  # the fitted n-grams, as columns of the index
+        self.tfidf_: TfidfTransformer | None = None
         self.selector_: SelectKBest | None = None
         self.feature_names: list[str] = []
-
-    def _vectorizer(self, n_docs: int) -> TfidfVectorizer:
-        # min_df above the number of documents would leave nothing: tiny training sets fall back to 1.
-        min_df = self.min_df if n_docs >= self.min_df else 1
-        if self.kind == "char":
-            return TfidfVectorizer(analyzer=self.analyzer, ngram_range=(3, 5), lowercase=True, min_df=min_df,
-                                   dtype=np.float64)
-        return TfidfVectorizer(analyzer="word", ngram_range=(1, 2), lowercase=True, min_df=min_df,
-                               token_pattern=WORD_TOKEN_PATTERN, dtype=np.float64)
 
     def fit_transform(self, texts, parses=None, y=None, folds=None) -> np.ndarray:
         texts = [str(t) for t in texts]
@@ -66,20 +64,25 @@ class LexicalChannel:
         y = np.asarray(y).astype(np.int64)
         if y.shape != (len(texts),):
             raise InputError(f"channel {self.name}: {len(texts)} texts but {y.size} labels")
-        self.vectorizer_ = self._vectorizer(len(texts))
+        # min_df above the number of documents would leave nothing: tiny training sets fall back to 1.
+        min_df = self.min_df if len(texts) >= self.min_df else 1
         try:
-            matrix = self.vectorizer_.fit_transform(texts)
+            counts, self.vocabulary_ = self.index.fit_counts(texts, min_df)
         except ValueError as err:  # "empty vocabulary": every text shorter than the n-gram length
             raise InputError(f"channel {self.name}: no n-gram occurs in the training texts ({err})") from None
-        vocab_size = matrix.shape[1]
-        self.selector_ = SelectKBest(chi2, k=min(self.k, vocab_size)).fit(matrix, y)
-        self.feature_names = self.vectorizer_.get_feature_names_out()[self.selector_.get_support()].tolist()
+        # TfidfVectorizer's own steps: idf fitted on the counts, then l2 rows (smooth idf, raw tf).
+        self.tfidf_ = TfidfTransformer().fit(counts)
+        matrix = self.tfidf_.transform(counts, copy=False)
+        self.selector_ = SelectKBest(chi2, k=min(self.k, self.vocabulary_.size)).fit(matrix, y)
+        terms = self.index.terms
+        self.feature_names = [terms[i] for i in self.vocabulary_[self.selector_.get_support()]]
         return self._dense(self.selector_.transform(matrix))
 
     def transform(self, texts, parses=None) -> np.ndarray:
-        if self.vectorizer_ is None:
+        if self.vocabulary_ is None:
             raise RuntimeError(f"channel {self.name} is not fitted")
-        return self._dense(self.selector_.transform(self.vectorizer_.transform([str(t) for t in texts])))
+        counts = self.index.transform_counts([str(t) for t in texts], self.vocabulary_)
+        return self._dense(self.selector_.transform(self.tfidf_.transform(counts, copy=False)))
 
     @staticmethod
     def _dense(matrix) -> np.ndarray:

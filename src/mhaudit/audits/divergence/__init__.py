@@ -22,7 +22,7 @@ from mhaudit.audits.divergence.extras import concentration, lodo, orthogonality,
 from mhaudit.audits.divergence.fitting import FittedChannel, combine, parse_channel, stratified_folds
 from mhaudit.audits.divergence.runs import Runs, add_baselines, fit_channels, fit_masked, fit_other_lexical
 from mhaudit.audits.divergence.summary import summarise
-from mhaudit.audits.divergence.views import View, original_parses
+from mhaudit.audits.divergence.views import FeatureMemo, View, original_parses
 from mhaudit.core.errors import InputError
 from mhaudit.audits.divergence.verdicts import divergence_verdicts
 from mhaudit.core.progress import Progress, ensure
@@ -119,11 +119,12 @@ def audit_divergence(frame: pd.DataFrame, classes: list[str], options: Divergenc
 
     say(f"parsing {len(design.train) + sum(len(design.evaluation[d]) for d in datasets):,} texts")
     parses = original_parses(design, datasets)
-    runs, fitted, views, repeat_scores = fit_channels(design, channels, parses, options, say)
+    memo = FeatureMemo()  # each text's n-gram counts and style features, for every view below
+    runs, fitted, views, repeat_scores = fit_channels(design, channels, parses, options, say, memo)
     folds = stratified_folds(design.y_train, options.n_folds, options.seed)
-    views |= fit_masked(runs, design, mask_channels, masks, folds, parses, options, say)
+    views |= fit_masked(runs, design, mask_channels, masks, folds, parses, options, say, memo)
     if "A" in channels and options.compare_lexical:  # the other lexical representation, beside A
-        fit_other_lexical(runs, design, folds, parses, options, say)
+        fit_other_lexical(runs, design, folds, parses, options, say, memo)
     add_baselines(runs, baselines or {}, design)
 
     say(f"bootstrap: {options.n_boot:,} resamples per data set over {len(runs.keys)} prediction vectors")
@@ -141,7 +142,7 @@ def audit_divergence(frame: pd.DataFrame, classes: list[str], options: Divergenc
                                    "masking": "p", "mcnemar": "p"})
     tables["weights_kept"] = _weights_kept(fitted, channels)
     say("robustness: leave-one-domain-out, phenotypes, orthogonality, concentration")
-    tables |= _robustness(design, options, runs, fitted, views["none"], parses, channels, y)
+    tables |= _robustness(design, options, runs, fitted, views["none"], parses, channels, y, memo)
     counts, sample = conflicts({d: design.evaluation[d] for d in datasets},
                                {d: {k: runs.pred(k, d) for k in channels} for d in datasets}, y, channels,
                                per_dataset=options.conflicts_per_dataset, include_text=options.include_text,
@@ -167,7 +168,8 @@ def _weights_kept(fitted: dict[str, FittedChannel], channels: list[str]) -> pd.D
 
 
 def _robustness(design: Design, options: DivergenceOptions, runs: Runs, fitted: dict[str, FittedChannel], base: View,
-                parses: Parses, channels: list[str], y: dict[str, np.ndarray]) -> dict[str, pd.DataFrame]:
+                parses: Parses, channels: list[str], y: dict[str, np.ndarray],
+                memo: FeatureMemo | None = None) -> dict[str, pd.DataFrame]:
     """Leave-one-domain-out, phenotypes (with channel C), orthogonality and concentration tables."""
     datasets = design.human + design.auto
     tables = {}
@@ -178,7 +180,8 @@ def _robustness(design: Design, options: DivergenceOptions, runs: Runs, fitted: 
             start += len(y[d])
         tables["lodo"] = lodo(design, lodo_channels, lexical=options.lexical, n_folds=options.n_folds,
                               seed=options.seed, zero_division=options.undefined_f1, train_parses=parses.take(np.arange(n_train)),
-                              test_parses=parses.take(np.arange(start, start + len(y[design.train_dataset]))))
+                              test_parses=parses.take(np.arange(start, start + len(y[design.train_dataset]))),
+                              memo=memo)
     if any("C" in ch for ch in channels):
         feats = np.vstack([base.evaluation[d]["C"] for d in datasets])
         labels = np.concatenate([[d] * len(y[d]) for d in datasets])

@@ -12,8 +12,9 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import adjusted_mutual_info_score, adjusted_rand_score
 
 from mhaudit.audits.divergence.design import Design
-from mhaudit.audits.divergence.fitting import FittedChannel, combine, fit_channel, stratified_folds
-from mhaudit.audits.divergence.views import build_view
+from mhaudit.audits.divergence.fitting import ChannelFit, FittedChannel, combine, fit_many, stratified_folds
+from mhaudit.audits.divergence.kmeans import bootstrap_kmeans
+from mhaudit.audits.divergence.views import FeatureMemo, build_view
 from mhaudit.stats.binary import binary_scores
 from mhaudit.text.parse import Parses
 
@@ -26,15 +27,18 @@ def _domain(values: pd.Series) -> pd.Series:
 
 
 def lodo(design: Design, channels: list[str], *, lexical: str, n_folds: int, seed: int, zero_division: float,
-         train_parses: Parses, test_parses: Parses) -> pd.DataFrame:
+         train_parses: Parses, test_parses: Parses, memo: FeatureMemo | None = None) -> pd.DataFrame:
     """Leave-one-domain-out on the training data set: fit on the training rows of the other domains,
-    score the held-out domain's test rows (parses reused, never re-parsed). Empty without a `domain`."""
+    score the held-out domain's test rows. Parses are reused, never re-parsed, and with the audit's `memo`
+    the texts' n-gram counts and style features too; every domain's fits share one pool of workers. Empty
+    without a `domain`."""
     train, test = design.train, design.evaluation.get(design.train_dataset)
     if test is None or "domain" not in train.columns or train["domain"].isna().all():
         return pd.DataFrame()
     train_domain, test_domain = _domain(train["domain"]), _domain(test["domain"])
     letters = tuple(sorted({c for ch in channels for c in ch}))
-    rows = []
+    memo = memo if memo is not None else FeatureMemo()
+    splits, fits = [], []
     for held in sorted(train_domain.dropna().unique()):
         fit_rows, score_rows = (train_domain != held).to_numpy(), (test_domain == held).to_numpy()
         y_fit = (train["label"].to_numpy()[fit_rows] == design.positive)
@@ -42,18 +46,23 @@ def lodo(design: Design, channels: list[str], *, lexical: str, n_folds: int, see
             continue  # nothing to score, or too few rows of a class left to fit (rows without a domain always fit)
         sub = Design(design.train_dataset, design.positive, train[fit_rows].reset_index(drop=True),
                      {"held_out": test[score_rows].reset_index(drop=True)}, {"held_out": "human"})
-        y = sub.y_train
-        folds = stratified_folds(y, n_folds, seed)
+        folds = stratified_folds(sub.y_train, n_folds, seed)
         original = Parses.concat([train_parses.take(np.flatnonzero(fit_rows)),
                                   test_parses.take(np.flatnonzero(score_rows))])
-        view = build_view(sub, letters, "none", ["held_out"], folds, lexical=lexical, seed=seed, original=original)
+        view = build_view(sub, letters, "none", ["held_out"], folds, lexical=lexical, seed=seed, original=original,
+                          memo=memo)
+        splits.append((held, sub, view, int(fit_rows.sum()), int(score_rows.sum())))
+        fits += [ChannelFit(ch, view.train, sub.y_train, folds, seed) for ch in channels]
+    models = iter(fit_many(fits))
+    rows = []
+    for held, sub, view, n_train, n_scored in splits:
         y_held = sub.y("held_out")
         for ch in channels:
-            model = fit_channel(ch, view.train, y, folds, seed=seed)
+            model = next(models)
             prob = model.prob(combine(view.evaluation["held_out"], model.letters))
             scores = binary_scores(y_held, (prob >= model.threshold).astype(np.int8), prob, zero_division)
-            rows.append({"channel": ch, "held_out_domain": held, "n_train": int(fit_rows.sum()),
-                         "n_scored": int(score_rows.sum()), "macro_f1": scores["macro_f1"]})
+            rows.append({"channel": ch, "held_out_domain": held, "n_train": n_train, "n_scored": n_scored,
+                         "macro_f1": scores["macro_f1"]})
     table = pd.DataFrame(rows)
     if table.empty:
         return table
@@ -66,18 +75,23 @@ def phenotypes(features: np.ndarray, datasets: np.ndarray, *, k: int = 3, n_boot
                seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     """K-means (K = 3) on channel C: cluster sizes per data set, bootstrap ARI stability, AMI with data set.
 
-    Stability: refit on a bootstrap resample, assign every instance, ARI against the full-data clusters.
+    Stability: refit on a bootstrap resample, assign every instance, ARI against the full-data clusters (all
+    resamples' K-means fitted together: `kmeans.bootstrap_kmeans`, the labels of KMeans on each).
     AMI's p-value permutes the data-set labels (n_perm times, +1 rule)."""
     rng = np.random.default_rng(seed)
     reference = KMeans(n_clusters=k, n_init=10, random_state=seed).fit(features)
     labels = reference.labels_
-    ari = np.empty(n_boot)
-    for b in range(n_boot):  # each resample is a K-means fit: no closed form to vectorise
-        rows = rng.integers(0, features.shape[0], size=features.shape[0])
-        refit = KMeans(n_clusters=k, n_init=3, random_state=int(rng.integers(1 << 31))).fit(features[rows])
-        ari[b] = adjusted_rand_score(labels, refit.predict(features))
+    resamples, seeds = [], []
+    for _ in range(n_boot):  # drawn in the order one-fit-at-a-time drew them: rows, then the fit's seed
+        resamples.append(rng.integers(0, features.shape[0], size=features.shape[0]))
+        seeds.append(int(rng.integers(1 << 31)))
+    refits = bootstrap_kmeans(features, resamples, seeds, k=k, n_init=3)
+    ari = np.array([adjusted_rand_score(labels, refit) for refit in refits])
     ami = adjusted_mutual_info_score(datasets, labels)
-    perm = np.array([adjusted_mutual_info_score(rng.permutation(datasets), labels) for _ in range(n_perm)])
+    # Permuting the data-set codes is permuting the names (the same draws, the same AMI), without comparing
+    # strings 200 times.
+    codes = np.unique(np.asarray(datasets), return_inverse=True)[1].ravel()
+    perm = np.array([adjusted_mutual_info_score(codes[rng.permutation(codes.size)], labels) for _ in range(n_perm)])
     summary = pd.DataFrame([{"k": k, "n": int(features.shape[0]), "features": int(features.shape[1]),
                              "bootstrap_ari_mean": float(ari.mean()), "ari_ci_low": float(np.percentile(ari, 2.5)),
                              "ari_ci_high": float(np.percentile(ari, 97.5)), "n_boot": n_boot,

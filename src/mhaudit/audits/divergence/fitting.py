@@ -24,8 +24,8 @@ from sklearn.preprocessing import StandardScaler
 
 from mhaudit.stats.binary import macro_f1_from_counts
 
-__all__ = ["BLOCKS", "parse_channel", "stratified_folds", "combine", "FittedChannel", "fit_channel",
-           "THRESHOLDS", "ELASTIC_NET_GRID"]
+__all__ = ["BLOCKS", "parse_channel", "stratified_folds", "combine", "FittedChannel", "fit_channel", "ChannelFit",
+           "fit_many", "THRESHOLDS", "ELASTIC_NET_GRID"]
 
 BLOCKS = ("A", "B", "C")
 THRESHOLDS = np.round(np.arange(0.20, 0.8001, 0.01), 2)
@@ -138,32 +138,89 @@ def _held_out_prob(x, y, held, config, seed) -> np.ndarray:
     return model.predict_proba(z)[:, 1]
 
 
-def _oof_by_config(x, y, folds, configs, seed, n_jobs) -> list[np.ndarray]:
-    """Out-of-fold probabilities for every config; the (config, fold) fits run in parallel processes."""
-    ks = np.unique(folds)
-    jobs = [(c, k) for c in range(len(configs)) for k in ks]
-    parts = Parallel(n_jobs=n_jobs)(delayed(_held_out_prob)(x, y, folds == k, configs[c], seed) for c, k in jobs)
-    out = [np.empty(y.size) for _ in configs]
-    for (c, k), prob in zip(jobs, parts):
-        out[c][folds == k] = prob
+def _configs(letters: tuple[str, ...]) -> list[dict]:
+    if "B" in letters:
+        return [dict(C=c, l1_ratio=r, scale=False) for c, r in ELASTIC_NET_GRID]
+    return [dict(C=1.0, l1_ratio=0.0, scale=True)]
+
+
+def _cost(x: np.ndarray, config: dict) -> float:
+    """A rough relative cost of one fit (measured on Dreaddit: saga slows with C and the l1 ratio), so the
+    longest fits start first and no worker waits alone for a straggler at the end."""
+    size = float(x.shape[0] * x.shape[1])
+    return size * 3.0 * np.sqrt(config["C"]) * (1.0 + config["l1_ratio"]) if config["l1_ratio"] > 0 else size
+
+
+def _keyed(key, function, *args):
+    return key, function(*args)
+
+
+@dataclass
+class ChannelFit:
+    """One channel to fit: its name (e.g. "BC"), training blocks by letter, 0/1 labels, fold ids, seed."""
+
+    name: str
+    blocks: dict[str, np.ndarray]
+    y: np.ndarray
+    folds: np.ndarray
+    seed: int = 0
+
+
+def _choose(f: ChannelFit, configs: list[dict], oof: dict) -> tuple[dict, float, float]:
+    """The config with the best tuned out-of-fold Macro-F1 (internal CV), its threshold and that Macro-F1."""
+    best = None
+    for c, config in enumerate(configs):
+        prob = np.empty(f.y.size)
+        for k in np.unique(f.folds):
+            prob[f.folds == k] = oof[(c, k)]
+        threshold, score = _best_threshold(f.y, prob)
+        if best is None or score > best[2] + 1e-12:
+            best = (config, threshold, score)
+    return best
+
+
+def fit_many(fits: list[ChannelFit], *, n_jobs: int = 2) -> list[FittedChannel]:
+    """`fit_channel` for several channels (or training sets) at once, each result the same as its own call.
+
+    Every out-of-fold fit of every channel shares one pool of workers, longest first, so both workers stay
+    busy where one channel at a time left one idle at each channel's end. The final fits run here, as
+    `fit_channel` always ran them (a Newton-Cholesky fit in a one-thread worker differs from this process's in
+    the last bits), while the workers go on: each as soon as its channel's config is chosen."""
+    xs = [combine(f.blocks, parse_channel(f.name)) for f in fits]
+    configs = [_configs(parse_channel(f.name)) for f in fits]
+    # The costliest channel's fits first, so its final fit runs here while the workers go on with the
+    # others; within a channel, the costliest fits first. The cheap channels finish last: a short tail.
+    total = [sum(_cost(x, config) for config in configs[i]) for i, x in enumerate(xs)]
+    jobs = sorted([((-total[i], -_cost(x, config)), (i, c, k), (_held_out_prob, x, f.y, f.folds == k, config, f.seed))
+                   for i, (f, x) in enumerate(zip(fits, xs)) for c, config in enumerate(configs[i])
+                   for k in np.unique(f.folds)], key=lambda job: job[0])
+    pending = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
+        delayed(_keyed)(key, *call) for _, key, call in jobs)
+    chosen, finals, oof = {}, {}, [{} for _ in fits]
+    left = [len(configs[i]) * np.unique(f.folds).size for i, f in enumerate(fits)]
+
+    def finish(i):  # choose the config and fit on all training rows, here
+        chosen[i] = _choose(fits[i], configs[i], oof[i])
+        finals[i] = _fit(xs[i], fits[i].y, chosen[i][0], fits[i].seed)
+
+    for (i, c, k), prob in pending:
+        oof[i][(c, k)] = prob
+        left[i] -= 1
+        if left[i] == 0:
+            finish(i)
+    for i in range(len(fits)):  # channels without any fold (none in practice)
+        if i not in finals:
+            finish(i)
+    out = []
+    for i, f in enumerate(fits):
+        letters, (config, threshold, score) = parse_channel(f.name), chosen[i]
+        scaler, model = finals[i]
+        out.append(FittedChannel(f.name, letters, scaler, model, threshold, score, config,
+                                 {c: f.blocks[c].shape[1] for c in letters}, xs[i].mean(axis=0)))
     return out
 
 
 def fit_channel(name: str, blocks: dict[str, np.ndarray], y: np.ndarray, folds: np.ndarray, *,
                 seed: int = 0, n_jobs: int = 2) -> FittedChannel:
     """Fit channel `name` on the training blocks; the threshold comes from out-of-fold probabilities."""
-    letters = parse_channel(name)
-    x = combine(blocks, letters)
-    if "B" in letters:
-        configs = [dict(C=c, l1_ratio=r, scale=False) for c, r in ELASTIC_NET_GRID]
-    else:
-        configs = [dict(C=1.0, l1_ratio=0.0, scale=True)]
-    best = None
-    for config, prob in zip(configs, _oof_by_config(x, y, folds, configs, seed, n_jobs)):
-        threshold, score = _best_threshold(y, prob)  # internal CV: the config with the best tuned OOF Macro-F1
-        if best is None or score > best[2] + 1e-12:
-            best = (config, threshold, score)
-    config, threshold, score = best
-    scaler, model = _fit(x, y, config, seed)
-    return FittedChannel(name, letters, scaler, model, threshold, score, config,
-                         {c: blocks[c].shape[1] for c in letters}, x.mean(axis=0))
+    return fit_many([ChannelFit(name, blocks, y, folds, seed)], n_jobs=n_jobs)[0]

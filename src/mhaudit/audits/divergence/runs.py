@@ -10,9 +10,16 @@ import pandas as pd
 
 from mhaudit.audits.divergence.baselines import join_baseline
 from mhaudit.audits.divergence.design import Design
-from mhaudit.audits.divergence.fitting import FittedChannel, combine, fit_channel, stratified_folds
-from mhaudit.audits.divergence.views import View, build_view
-from mhaudit.text.parse import Parses
+from mhaudit.audits.divergence.fitting import (
+    ChannelFit,
+    FittedChannel,
+    combine,
+    fit_channel,
+    fit_many,
+    stratified_folds,
+)
+from mhaudit.audits.divergence.views import FeatureMemo, View, build_view, masked_texts
+from mhaudit.text.parse import Parses, cache_parses
 
 if TYPE_CHECKING:
     from mhaudit.audits.divergence import DivergenceOptions
@@ -46,8 +53,8 @@ def _scores(model, view, datasets) -> dict[str, np.ndarray]:
     return {d: model.prob(combine(view.evaluation[d], model.letters)) for d in datasets}
 
 
-def fit_channels(design: Design, channels: list[str], parses: Parses, options: DivergenceOptions, say
-                 ) -> tuple[Runs, dict[str, FittedChannel], dict[str, View], list[tuple]]:
+def fit_channels(design: Design, channels: list[str], parses: Parses, options: DivergenceOptions, say,
+                 memo: FeatureMemo) -> tuple[Runs, dict[str, FittedChannel], dict[str, View], list[tuple]]:
     """Fit every channel in each repeat (its own folds and seed). Repeat 0 gives the runs, the fitted models
     and the unmasked view ("none"); every repeat's (channel, data set, repeat, probabilities, threshold)
     feeds the training variance."""
@@ -58,9 +65,9 @@ def fit_channels(design: Design, channels: list[str], parses: Parses, options: D
         folds = stratified_folds(design.y_train, options.n_folds, options.seed + r)
         say(f"fitting channels {', '.join(channels)} (repeat {r + 1} of {options.repeats})")
         view = build_view(design, letters, "none", datasets, folds, lexical=options.lexical,
-                          seed=options.seed + r, original=parses)
-        for ch in channels:
-            model = fit_channel(ch, view.train, design.y_train, folds, seed=options.seed + r)
+                          seed=options.seed + r, original=parses, memo=memo)
+        models = fit_many([ChannelFit(ch, view.train, design.y_train, folds, options.seed + r) for ch in channels])
+        for ch, model in zip(channels, models):
             scores = _scores(model, view, datasets)
             repeat_scores += [(ch, d, r, scores[d], model.threshold) for d in datasets]
             if r == 0:
@@ -72,34 +79,39 @@ def fit_channels(design: Design, channels: list[str], parses: Parses, options: D
 
 
 def fit_masked(runs: Runs, design: Design, mask_channels: list[str], masks: list[str], folds: np.ndarray,
-               parses: Parses, options: DivergenceOptions, say) -> dict[str, View]:
+               parses: Parses, options: DivergenceOptions, say, memo: FeatureMemo) -> dict[str, View]:
     """Refit `mask_channels` on each masked view of the human-labelled data; adds runs "<channel>/<mask>"
     and returns the views by mask."""
     human = design.human
     mask_letters = tuple(sorted({c for ch in mask_channels for c in ch}))
     human_parses = parses.take(np.arange(len(design.train) + sum(len(design.evaluation[d]) for d in human)))
-    views = {}
-    for mask in masks:
-        say(f"mask {mask}: masking, re-parsing and refitting {', '.join(mask_channels)}")
-        view = build_view(design, mask_letters, mask, human, folds, lexical=options.lexical, seed=options.seed,
-                          original=human_parses)
-        views[mask] = view
-        for ch in mask_channels:
-            model = fit_channel(ch, view.train, design.y_train, folds, seed=options.seed)
-            # Masking is run on human-labelled data only; auto data sets carry the unmasked run's scores as
-            # placeholders, which no table reads (the masking table covers human data sets only).
-            scores = _scores(model, view, human) | {d: runs.prob(ch, d) for d in design.auto}
-            runs.add(f"{ch}/{mask}", scores, model.threshold)
+    if not masks:
+        return {}
+    say(f"masks {', '.join(masks)}: masking, re-parsing and featurising")
+    # Every mask's texts in one parse call (one start of the parser's workers, full batches); the views
+    # below then read them from the cache.
+    cache_parses([t for m in masks for t in masked_texts(design, m, human, options.seed, human_parses)])
+    views = {m: build_view(design, mask_letters, m, human, folds, lexical=options.lexical, seed=options.seed,
+                           original=human_parses, memo=memo) for m in masks}
+    say(f"masks: refitting {', '.join(mask_channels)} on each")
+    pairs = [(m, ch) for m in masks for ch in mask_channels]
+    models = fit_many([ChannelFit(ch, views[m].train, design.y_train, folds, options.seed) for m, ch in pairs])
+    for (mask, ch), model in zip(pairs, models):
+        # Masking is run on human-labelled data only; auto data sets carry the unmasked run's scores as
+        # placeholders, which no table reads (the masking table covers human data sets only).
+        scores = _scores(model, views[mask], human) | {d: runs.prob(ch, d) for d in design.auto}
+        runs.add(f"{ch}/{mask}", scores, model.threshold)
     return views
 
 
 def fit_other_lexical(runs: Runs, design: Design, folds: np.ndarray, parses: Parses, options: DivergenceOptions,
-                      say) -> None:
+                      say, memo: FeatureMemo) -> None:
     """Channel A with the other lexical representation (word vs char n-grams), as run "A_<kind>"."""
     datasets = design.human + design.auto
     other = "word" if options.lexical == "char" else "char"
     say(f"channel A with {other} n-grams, for comparison")
-    view = build_view(design, ("A",), "none", datasets, folds, lexical=other, seed=options.seed, original=parses)
+    view = build_view(design, ("A",), "none", datasets, folds, lexical=other, seed=options.seed, original=parses,
+                      memo=memo)
     model = fit_channel("A", view.train, design.y_train, folds, seed=options.seed)
     runs.add(f"A_{other}", _scores(model, view, datasets), model.threshold)
 
