@@ -87,7 +87,23 @@ def _estimate_inputs():
     return good, dict(good, targets=three), "classes"
 
 
-INPUTS = {"cpfe": _cpfe_inputs, "estimate": _estimate_inputs, "divergence": _divergence_inputs, "agreement": _agreement_inputs,
+def _certify_inputs():
+    from mhaudit.audits.certify import CertifyOptions, certification_sample, pool_of
+    from mhaudit.synthetic.simulate_scores import simulate_scores
+
+    target = simulate_scores(1500, [0.7, 0.3], platform="synthetic-away", seed=2)
+    truth = target.frame.set_index("id")["label"]
+    target.frame["label"] = None
+    items = pd.DataFrame({"id": target.frame["id"], "text": "synthetic post"})
+    sample, design = certification_sample(pool_of(target), items, "t", 120, seed=0)
+    labels = pd.DataFrame({"item_id": sample["item_id"], "task": "t", "labeler": "ann", "kind": "human",
+                           "value": (truth.reindex(sample["item_id"]) == "c1").astype(int).to_numpy()})
+    good = dict(labels=labels, sample=sample, design=design, predictions=target, options=CertifyOptions("t"),
+                synthetic=True)
+    return good, dict(good, options=CertifyOptions("t", positive="c7")), "c7"
+
+
+INPUTS = {"cpfe": _cpfe_inputs, "certify": _certify_inputs, "estimate": _estimate_inputs, "divergence": _divergence_inputs, "agreement": _agreement_inputs,
           "model_selection": _model_selection_inputs}
 
 

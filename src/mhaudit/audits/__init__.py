@@ -9,6 +9,7 @@ AUDITS = {
     "divergence": "mhaudit.audits.divergence:audit_divergence",
     "agreement": "mhaudit.audits.agreement:agreement_report",
     "estimate": "mhaudit.audits.estimate:estimate_performance",
+    "certify": "mhaudit.audits.certify:certify_on_target",
     "model_selection": "mhaudit.audits.model_selection:run_model_selection",
 }
 

@@ -179,8 +179,9 @@ def _sample_to_certify(items, task, out_path, labels, predictions, reference, bu
     frame, design = certification_sample(pool_of(target, ref), _read_items(items), task, budget, seed=seed,
                                          max_bins=bins, labelled=_human_labelled(labels, task))
     sample_file, design_file = write_certification_sample(frame, design, out_path)
-    strata = frame.groupby("stratum", sort=False).agg(pool=("pool_size", "first"), sampled=("sample_size", "first"),
-                                                      weight=("weight", "first")).reset_index()
+    order = list(dict.fromkeys(design["stratum"]))  # predicted class, then confidence
+    strata = frame.groupby("stratum").agg(pool=("pool_size", "first"), sampled=("sample_size", "first"),
+                                          weight=("weight", "first")).reindex(order).reset_index()
     print_table(f"Certification sample for task {task}: model {frame['model'].iat[0]}, seed {seed}", strata)
     out.print(f"wrote {len(frame)} items to {sample_file} and the design of all {len(design):,} pooled items to "
               f"{design_file}. Keep the 'stratum' column from the annotators (it shows the model's prediction).")
@@ -277,7 +278,10 @@ def _certify(labels, task, out_dir, sample_path, predictions, annotator, referen
                                read_predictions(predictions, labelled=False), options)
     out.print(result.summary, highlight=False)
     table = result.table("certified")
-    print_table("Estimates on the target (95% CIs)", table[["estimator", "metric", "estimate", "ci_low", "ci_high"]])
+    cells = table.assign(value=[f"{r.estimate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]" for r in table.itertuples()])
+    wide = cells.pivot(index="metric", columns="estimator", values="value")
+    wide = wide.reindex(index=list(dict.fromkeys(table["metric"])), columns=list(dict.fromkeys(table["estimator"])))
+    print_table(f"Estimates on the target with {result.options['n_labels']} human labels (95% CIs)", wide.reset_index())
     paths = write_report(result, out_dir)
     out.print(f"report: {paths[0].parent / 'report.html'} (also .md and .json)")
 
@@ -310,15 +314,24 @@ def corpus_labels(corpus: Annotated[Path, typer.Option(help="Binary corpus (Parq
                   labels: Annotated[Path, typer.Option("--labels", help="Labels table to write or add to.")],
                   kind: Annotated[str, typer.Option(help="human or adjudicated.")] = "human",
                   positive: Annotated[str | None, typer.Option(help="Positive class (default: the last class).")]
+                  = None,
+                  sample_path: Annotated[Path | None, typer.Option(
+                      "--sample", help="Only the items of this validation set (to stand in for its annotators).")]
                   = None) -> None:
     """Enter a corpus's own labels (e.g. a data set's expert labels) into a labels table as a reference."""
-    from mhaudit.audits.agreement import labels_from_corpus
+    from mhaudit.audits.agreement import labels_from_corpus, read_validation_set
     from mhaudit.tables.corpus.schema import Corpus
 
     if kind not in ("human", "adjudicated"):
         raise InputError(f"--kind '{kind}' must be human or adjudicated")
     c = Corpus.read(corpus)
     frame = labels_from_corpus(c.frame, task, labeler, kind=kind, positive=positive, classes=c.classes)
+    if sample_path is not None:
+        drawn = set(read_validation_set(sample_path)["item_id"].astype(str))
+        frame = frame[frame["item_id"].astype(str).isin(drawn)]
+        if frame.empty:
+            raise InputError("none of the sample's items is in the corpus; is it the sample of this corpus?",
+                             path=sample_path)
     _save_labels(frame, labels)
     if c.synthetic:
         err.print("[yellow]note:[/] the corpus is SYNTHETIC", highlight=False)

@@ -19,7 +19,8 @@ from mhaudit.report.scorecard import model_of
 __all__ = ["read_report", "combine_results", "AUDIT_LABELS"]
 
 # What a section heading calls each audit in a combined report.
-AUDIT_LABELS = {"cpfe": "Cross-platform", "estimate": "Before labels", "divergence": "Label source",
+AUDIT_LABELS = {"cpfe": "Cross-platform", "estimate": "Before labels", "certify": "Certified with labels",
+                "divergence": "Label source",
                 "agreement": "Human validation", "model_selection": "Model selection"}
 
 

@@ -92,8 +92,10 @@ def _md_table(table: pd.DataFrame) -> str:
 
 def _readable_verdicts(verdicts: pd.DataFrame) -> pd.DataFrame:
     """Fail, warn, undefined, pass (stable within each). The audit's name (the page's title says it) and CI
-    columns an audit does not give are left out of the page, not out of report.json."""
+    columns an audit does not give are left out of the page, not out of report.json. Each value prints as its
+    statistic does (a count as a whole number, a small p value in scientific notation)."""
     ordered = verdicts.iloc[verdicts["severity"].map(SEVERITY_RANK).argsort(kind="stable")]
+    ordered = ordered.assign(value=[_fmt(v, str(s)) for v, s in zip(ordered["value"], ordered["statistic"])])
     drop = [c for c in ("ci_low", "ci_high") if ordered[c].isna().all()]
     if ordered["audit"].nunique() <= 1:
         drop.append("audit")

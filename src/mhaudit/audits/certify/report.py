@@ -19,6 +19,7 @@ from mhaudit.audits.agreement.labels import task_labels
 from mhaudit.audits.agreement.reference import reference_labels
 from mhaudit.audits.certify.design import predictions_digest
 from mhaudit.core.errors import InputError
+from mhaudit.core.progress import Progress, ensure
 from mhaudit.report.result import AuditResult, Section, digest_frame, provenance, verdict, verdict_table
 from mhaudit.stats.ppi import pool_estimates
 from mhaudit.tables.predictions import PredictionSet
@@ -86,8 +87,13 @@ def _classes_of_values(classes: list[str], positive: str | None) -> list[int]:
 
 
 def certify_on_target(labels: pd.DataFrame, sample: pd.DataFrame, design: pd.DataFrame, predictions: PredictionSet,
-                      options: CertifyOptions, *, synthetic: bool = False) -> AuditResult:
-    """The target's prevalence, accuracy and macro-F1 from the sample's human labels and the model's scores."""
+                      options: CertifyOptions, *, synthetic: bool = False,
+                      progress: Progress | None = None) -> AuditResult:
+    """The target's prevalence, accuracy and macro-F1 from the sample's human labels and the model's scores.
+
+    `sample` and `design`: what `validate sample --strategy estimate` wrote (`read_validation_set`,
+    `read_design`); `predictions`: the model's scores on the pool, as the sample was drawn from them."""
+    progress = ensure(progress)
     frame = _check_sample(sample, design, predictions)
     classes = predictions.classes
     design = design.assign(item_id=design["item_id"].astype(str)).reset_index(drop=True)
@@ -110,9 +116,12 @@ def certify_on_target(labels: pd.DataFrame, sample: pd.DataFrame, design: pd.Dat
         raise InputError("the sampling design holds items the predictions do not score")
     membership = labelled[None, :].astype(float)
     n_labels = int(labelled.sum())
+    with progress.stage(f"certify {frame['model'].iat[0]} on {n_labels} labels"):
+        estimates = {t: pool_estimates(membership, y, pred, probs, strata, tuning=t, population=options.population)
+                     for t in ESTIMATORS}
     rows = []
     for tuning, name in ESTIMATORS.items():
-        est = pool_estimates(membership, y, pred, probs, strata, tuning=tuning, population=options.population)
+        est = estimates[tuning]
         for metric in ("prevalence", "accuracy", "macro_f1"):
             low, high = est.interval(metric)
             values = [(f"prevalence of {c}", est.estimate[metric][0, i], est.se[metric][0, i], low[0, i], high[0, i])
@@ -145,7 +154,7 @@ def certify_on_target(labels: pd.DataFrame, sample: pd.DataFrame, design: pd.Dat
         options={"task": options.task, "tolerance": options.tolerance, "population": options.population,
                  "classes": classes, "n_labels": n_labels},
         provenance=provenance({"predictions": digest_frame(frame), "sample": digest_frame(sample),
-                               "labels": digest_frame(labels)}, {}))
+                               "labels": digest_frame(labels)}, progress.seconds))
 
 
 def _target(frame: pd.DataFrame) -> str:
@@ -166,7 +175,7 @@ def _verdicts(table: pd.DataFrame, subject: str, target: str, n_labels: int, opt
     else:
         severity = "warn"
         reason = (f"not certified yet: macro-F1 ± {hw:.3f} with {n_labels} human labels; about "
-                  f"{labels_needed(n_labels, hw, tol)} for ± {tol:.2f}")
+                  f"{labels_needed(n_labels, hw, tol)} labels in all for ± {tol:.2f}")
     rows = [verdict("certify", AXIS, subject, target, "certified_macro_f1", head["estimate"],
                     f"95% CI at most ± {tol:.2f}", severity, reason, ci_low=head["ci_low"], ci_high=head["ci_high"]),
             verdict("certify", AXIS, subject, target, "n_human_labels", n_labels, "", "pass",

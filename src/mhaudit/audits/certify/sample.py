@@ -75,10 +75,11 @@ def certification_sample(pool: Pool, items: pd.DataFrame, task: str, budget: int
     frame["weight"] = frame["pool_size"] / frame["sample_size"]
     frame["seed"], frame["strategy"], frame["model"] = seed, STRATEGY, pool.model
     frame["predictions_digest"] = pool.digest
-    design = pd.DataFrame({"item_id": pool.ids, "stratum": [names[h] for h in strata],
-                           "predicted": [pool.classes[c] for c in pool.pred]})
+    rows = np.lexsort((pool.ids, strata))  # by stratum (predicted class, then confidence), then id
+    design = pd.DataFrame({"item_id": pool.ids[rows], "stratum": [names[h] for h in strata[rows]],
+                           "predicted": [pool.classes[c] for c in pool.pred[rows]]})
     for c, name in enumerate(pool.classes):
-        design[f"posterior_{name}"] = pool.probs[:, c]
+        design[f"posterior_{name}"] = pool.probs[rows, c]
     design["model"], design["predictions_digest"], design["calibration"] = pool.model, pool.digest, pool.calibration
     return frame.loc[:, [*SAMPLE_COLUMNS, *EXTRA_COLUMNS]], design
 
