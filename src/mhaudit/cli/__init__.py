@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import typer
 
-from mhaudit.cli import (annotate, audit, benchmark, cache, collect, data, demo, estimate, explain, label, models, report,
-                         validate)
+from mhaudit.cli import (annotate, audit, benchmark, cache, collect, data, demo, estimate, explain, label, models, monitor,
+                         report, validate)
 
 app = typer.Typer(help="Audit mental-health text classifiers across platforms and label sources.",
                   no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
-for group in (demo, data, models, explain, audit, estimate, report, collect, label, validate, annotate, benchmark, cache):
+for group in (demo, data, models, explain, audit, estimate, monitor, report, collect, label, validate, annotate, benchmark,
+              cache):
     group.register(app)
 
 

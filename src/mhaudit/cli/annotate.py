@@ -36,6 +36,9 @@ def annotate(
                                                          "binary rules.")] = None,
     log_requests: Annotated[bool, typer.Option("--log-requests", help="Print each request's method, route "
                                                                       "(token hidden) and status.")] = False,
+    store: Annotated[str | None, typer.Option("--store", help="Post store (.sqlite or postgresql://) holding the "
+                                                              "texts of a sample of post ids (mhaudit monitor's).")]
+    = None,
 ) -> None:
     """Serve the annotation app for a validation sample (docs/annotation.md).
 
@@ -49,7 +52,7 @@ def annotate(
 
     session = open_session(sample, labels, annotator, adjudicator, host=host, port=port, public=public,
                            new_tokens=new_tokens, keep_order=keep_order, guidelines=guidelines, notify=notify,
-                           log_requests=log_requests)
+                           log_requests=log_requests, posts=store)
     try:
         app = session.app
         tasks = ", ".join(app.tasks)

@@ -42,7 +42,8 @@ class CertifyOptions:
 
 
 def _check_sample(sample: pd.DataFrame, design: pd.DataFrame, predictions: PredictionSet) -> pd.DataFrame:
-    if "predictions_digest" not in sample.columns or (sample.get("strategy") != "estimate").any():
+    if "predictions_digest" not in sample.columns or "strategy" not in sample.columns \
+            or (sample["strategy"] != "estimate").any():
         raise InputError("the validation set was not drawn with --strategy estimate; `validate report --estimate` "
                          "needs the sample and design that `validate sample --strategy estimate` writes")
     frame = predictions.frame

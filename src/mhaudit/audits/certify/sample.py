@@ -36,12 +36,14 @@ def _texts(items: pd.DataFrame) -> pd.Series:
     return texts[texts.map(lambda t: isinstance(t, str) and bool(t.strip()))]
 
 
-def certification_sample(pool: Pool, items: pd.DataFrame, task: str, budget: int, *, seed: int = 0, max_bins: int = 4,
-                         labelled: set[str] | frozenset = frozenset()) -> tuple[pd.DataFrame, pd.DataFrame]:
+def certification_sample(pool: Pool, items: pd.DataFrame | None, task: str, budget: int, *, seed: int = 0,
+                         max_bins: int = 4, labelled: set[str] | frozenset = frozenset()
+                         ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(validation set, design) for `budget` human labels. `labelled`: ids people already labelled for the
-    task; they leave the pool (the estimate then covers the posts not yet labelled)."""
-    texts = _texts(items)
-    missing = [i for i in pool.ids if i not in texts.index]
+    task; they leave the pool (the estimate then covers the posts not yet labelled). `items` None: a sample
+    of post ids without text (the monitor's), whose text the annotation app reads from the post store."""
+    texts = _texts(items) if items is not None else None
+    missing = [] if texts is None else [i for i in pool.ids if i not in texts.index]
     if missing:
         raise InputError(f"{len(missing)} of the {len(pool.ids):,} scored items have no text in the items table "
                          f"(e.g. '{missing[0]}'); the annotators need every pooled item's text")
@@ -70,7 +72,8 @@ def certification_sample(pool: Pool, items: pd.DataFrame, task: str, budget: int
     frame = frame.iloc[rng.permutation(len(frame))].reset_index(drop=True)  # position reveals no stratum
     width = max(4, len(str(len(frame))))
     frame["sample_id"] = [f"{task}-{seed}-{i + 1:0{width}d}" for i in range(len(frame))]
-    frame["task"], frame["text"] = task, texts.reindex(frame["item_id"]).to_numpy()
+    frame["task"] = task
+    frame["text"] = texts.reindex(frame["item_id"]).to_numpy() if texts is not None else None
     frame["weak_labeler"] = ""  # stratified by the model's scores, not by a weak labeler
     frame["weight"] = frame["pool_size"] / frame["sample_size"]
     frame["seed"], frame["strategy"], frame["model"] = seed, STRATEGY, pool.model
@@ -81,7 +84,8 @@ def certification_sample(pool: Pool, items: pd.DataFrame, task: str, budget: int
     for c, name in enumerate(pool.classes):
         design[f"posterior_{name}"] = pool.probs[rows, c]
     design["model"], design["predictions_digest"], design["calibration"] = pool.model, pool.digest, pool.calibration
-    return frame.loc[:, [*SAMPLE_COLUMNS, *EXTRA_COLUMNS]], design
+    columns = [c for c in (*SAMPLE_COLUMNS, *EXTRA_COLUMNS) if texts is not None or c != "text"]
+    return frame.loc[:, columns], design
 
 
 def write_certification_sample(sample: pd.DataFrame, design: pd.DataFrame, path: str | Path) -> tuple[Path, Path]:

@@ -98,10 +98,12 @@ def _check_labelers(store: LabelStore, people: list[Person]) -> None:
 def open_session(sample: str | Path, labels: str | Path, annotators: list[str], adjudicator: str | None = None,
                  *, host: str = "127.0.0.1", port: int = 8765, public: bool = False, new_tokens: bool = False,
                  keep_order: bool = False, guidelines: str | Path | None = None,
-                 notify: Callable[[str], None] | None = None, log_requests: bool = False) -> Session:
-    """Check everything, bind the port, issue tokens; the caller serves (`server.serve_forever()`) and closes."""
+                 notify: Callable[[str], None] | None = None, log_requests: bool = False,
+                 posts: str | Path | None = None) -> Session:
+    """Check everything, bind the port, issue tokens; the caller serves (`server.serve_forever()`) and closes.
+    `posts`: the post store that holds the texts of a sample of post ids (see `load_sample`)."""
     people = _people(annotators, adjudicator)
-    items = load_sample(sample, keep_order=keep_order)
+    items = load_sample(sample, keep_order=keep_order, posts=posts)
     AnnotationServer.check_host(host, public)
     store = LabelStore(labels)
     try:

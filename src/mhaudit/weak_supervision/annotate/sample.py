@@ -33,14 +33,17 @@ def order_key(task: str, item_id: str) -> str:
     return hashlib.sha256(f"{task}\x1f{item_id}".encode()).hexdigest()
 
 
-def load_sample(path: str | Path, *, keep_order: bool = False) -> list[Item]:
+def load_sample(path: str | Path, *, keep_order: bool = False, posts: str | Path | None = None) -> list[Item]:
     """Read a validation sample; keep only item_id, task and text; check them row by row.
 
     Items are put in a fixed pseudo-random order (a hash of task and item id) unless `keep_order`:
     a sample file sorted by stratum would otherwise tell annotators the weak label by position.
+    `posts`: a post store whose texts fill a sample of post ids without a text column (the monitor's).
     """
     path = Path(path)
     frame = read_table(path, what="the sample")
+    if "text" not in frame.columns and posts is not None and "item_id" in frame.columns:
+        frame["text"] = frame["item_id"].astype(str).map(_store_texts(posts, set(frame["item_id"].astype(str))))
     missing = [c for c in REQUIRED if c not in frame.columns]
     if missing:
         raise InputError(f"missing column '{missing[0]}'; a validation sample needs the columns "
@@ -57,7 +60,8 @@ def load_sample(path: str | Path, *, keep_order: bool = False) -> list[Item]:
             if is_missing(value) or str(value).strip() == "":
                 raise InputError(f"{where}: column '{column}' is empty", path=path)
         if not isinstance(text, str) or not text.strip():
-            raise InputError(f"{where}: column 'text' is empty or not text", path=path)
+            found = "; the post store has no such post" if posts is not None and text is None else ""
+            raise InputError(f"{where}: column 'text' is empty or not text{found}", path=path)
         key = (str(task), str(item_id))
         if key in seen:
             raise InputError(f"{where}: item '{item_id}' appears twice for task '{task}'", path=path)
@@ -66,3 +70,14 @@ def load_sample(path: str | Path, *, keep_order: bool = False) -> list[Item]:
     if not keep_order:
         rows.sort(key=lambda r: order_key(r[1], r[0]))
     return [Item(position=i + 1, item_id=item_id, task=task, text=text) for i, (item_id, task, text) in enumerate(rows)]
+
+
+def _store_texts(posts: str | Path, ids: set[str]) -> dict[str, str]:
+    from mhaudit.weak_supervision.collect.store import PostStore
+
+    wanted, rows = sorted(ids), []
+    with PostStore(posts) as store:
+        for i in range(0, len(wanted), 500):  # bounded IN lists
+            chunk = wanted[i:i + 500]
+            rows += store.read(f"SELECT uri, text FROM posts WHERE uri IN ({', '.join('?' * len(chunk))})", chunk)
+    return dict(rows)

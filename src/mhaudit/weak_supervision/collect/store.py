@@ -188,6 +188,20 @@ class PostStore:
             raise
         return result
 
+    # -- other tables in the same database (the monitor's scores) -------------------------------------------
+    @property
+    def dialect(self):
+        """What differs between SQLite and PostgreSQL (key type, upsert, errors): see dialects.py."""
+        return self._db
+
+    def read(self, sql: str, params=()) -> list[tuple]:
+        """Rows of a query (? placeholders on both databases)."""
+        return [tuple(row) for row in self._conn.execute(sql, params).fetchall()]
+
+    def transaction(self, action):
+        """Run action(conn) in one transaction (conn.execute / executemany, ? placeholders); rolled back on error."""
+        return self._write(action)
+
     # -- reading ---------------------------------------------------------------------------------------------
     def count(self) -> int:
         return int(self._conn.execute("SELECT count(*) FROM posts").fetchone()[0])

@@ -1,0 +1,162 @@
+"""Per window of the stream (by the posts' createdAt): volume, mix, predictions, drift, the label-free estimate.
+
+Against the reference predictions (the model's scores on the labelled sample it was validated on): the
+score drift (PSI, KS, Jensen–Shannon of the calibrated posterior of the positive class, or of the top
+posterior for more classes), the EM estimate of the class priors and the label-free performance estimate
+with its trust verdict (audits.estimate). Against the stream's first window (the reference has no text):
+text-length drift (PSI, KS) and the language mix (Jensen–Shannon). Over the windows: a self-starting CUSUM of
+the predicted positive share (stats.change).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from mhaudit.audits.estimate.pair import estimate_pair
+from mhaudit.audits.estimate.verdicts import trust
+from mhaudit.core.errors import InputError
+from mhaudit.stats.bcts import fit_bcts
+from mhaudit.stats.change import self_starting_cusum
+from mhaudit.stats.drift import binned_shares, category_shares, decile_edges, js_distance, ks, psi
+from mhaudit.stats.label_shift import em_priors
+
+__all__ = ["parse_window", "time_resolution", "check_resolution", "Reference", "window_table"]
+
+_UNITS = {"s": "s", "sec": "s", "m": "min", "min": "min", "h": "h", "d": "D", "w": "W"}
+_RESOLUTIONS = {pd.Timedelta("1D"): "1 day", pd.Timedelta("1h"): "1 hour", pd.Timedelta("1min"): "1 minute",
+                pd.Timedelta("1s"): "1 second"}
+
+
+def parse_window(text: str) -> pd.Timedelta:
+    """'1d', '6h', '30min', '90s', '2w' -> a Timedelta; one sentence for anything else."""
+    match = re.fullmatch(r"\s*(\d+)\s*([a-z]+)\s*", str(text).lower())
+    if not match or match.group(2) not in _UNITS or int(match.group(1)) < 1:
+        raise InputError(f"--window '{text}' must be a number and a unit: s, min, h, d or w (e.g. 1d, 6h, 30min)")
+    return pd.Timedelta(int(match.group(1)), unit=_UNITS[match.group(2)])
+
+
+def time_resolution(times: pd.Series) -> pd.Timedelta:
+    """The coarsest of 1 day, 1 hour, 1 minute, 1 second that every timestamp is a whole multiple of."""
+    ns = times.dropna().dt.as_unit("ns").astype("int64")
+    for unit in _RESOLUTIONS:
+        if len(ns) and (ns % unit.value == 0).all():
+            return unit
+    return pd.Timedelta("1s") / 1000
+
+
+def parse_times(created_at) -> pd.Series:
+    return pd.to_datetime(pd.Series(created_at), utc=True, errors="coerce", format="ISO8601").dt.as_unit("ns")
+
+
+def check_resolution(created_at, window: pd.Timedelta, window_text: str) -> None:
+    """One sentence when no createdAt is readable, or when the window is finer than the times' resolution."""
+    times = parse_times(created_at)
+    if times.isna().all():
+        raise InputError("no post has a readable createdAt time; the monitor windows posts by it")
+    resolution = time_resolution(times)
+    if window < resolution:
+        raise InputError(f"a window of {window_text} is shorter than the posts' time resolution (every createdAt is "
+                         f"a whole {_RESOLUTIONS.get(resolution, 'fraction of a second')}); choose a window of at "
+                         "least that")
+
+
+@dataclass
+class Reference:
+    """The validated sample's labels and scores, the calibration fitted on them, and the drift bins."""
+
+    y: np.ndarray
+    logits: np.ndarray
+    classes: list[str]
+    positive: int
+
+    def __post_init__(self):
+        self.calibration = fit_bcts(self.logits, self.y)
+        self.probs = self.calibration.probs(self.logits)
+        self.priors = np.bincount(self.y, minlength=len(self.classes)) / self.y.size
+        self.score = self.drift_score(self.probs)
+        self.edges = decile_edges(self.score)
+        self.shares = binned_shares(self.score, self.edges)
+
+    def drift_score(self, probs: np.ndarray) -> np.ndarray:
+        return probs[:, self.positive] if probs.shape[1] == 2 else probs.max(axis=1)
+
+
+def _frame(rows: list[tuple]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=["uri", "created_at", "length", "langs", "categories", "scores"])
+    frame["time"] = parse_times(frame["created_at"]).to_numpy()
+    bad = frame["time"].isna()
+    if bad.all():
+        raise InputError("no scored post has a readable createdAt time; the monitor windows posts by it")
+    return frame[~bad].reset_index(drop=True)
+
+
+def _lead_language(langs: str) -> str:
+    values = json.loads(langs) if langs else []
+    return values[0] if values else "none"
+
+
+def window_table(rows: list[tuple], reference: Reference, window: pd.Timedelta, *, n_boot: int, seed: int,
+                 options) -> pd.DataFrame:
+    """One row per window with posts (`options`: the estimate's trust cut-offs)."""
+    frame = _frame(rows)
+    logits = np.array([json.loads(s) for s in frame["scores"]], dtype=float)
+    if logits.shape[1] != len(reference.classes):
+        raise InputError(f"the stored scores have {logits.shape[1]} classes, the reference {len(reference.classes)}")
+    frame["window"] = frame["time"].dt.floor(window) if window <= pd.Timedelta("1D") else \
+        pd.to_datetime((frame["time"].astype("int64") // window.value) * window.value, utc=True)
+    frame["language"] = frame["langs"].map(_lead_language)
+    languages = [*frame["language"].value_counts().index[:5], "other"]
+    categories = sorted({c for cell in frame["categories"] for c in json.loads(cell or "[]")})
+    probs = reference.calibration.probs(logits)
+    first = frame["window"] == frame["window"].min()
+    length_edges = decile_edges(frame.loc[first, "length"])
+    length_ref = binned_shares(frame.loc[first, "length"], length_edges)
+    lang_ref = category_shares(frame.loc[first, "language"], languages)
+    rng = np.random.default_rng(seed)
+    out = []
+    for start, rows_w in frame.groupby("window", sort=True):
+        at = rows_w.index.to_numpy()
+        z, p = logits[at], probs[at]
+        pred = z.argmax(axis=1)
+        score = reference.drift_score(p)
+        row = {"window": start.isoformat(), "n_posts": len(at)}
+        for cat in categories:
+            row[f"share_{cat}"] = float(np.mean([cat in json.loads(c or "[]") for c in rows_w["categories"]]))
+        for c, name in enumerate(reference.classes):
+            row[f"predicted_{name}"] = float((pred == c).mean())
+        em = em_priors(p, reference.priors).priors
+        row[f"em_prior_{reference.classes[reference.positive]}"] = float(em[reference.positive])
+        shares = binned_shares(score, reference.edges)
+        row["psi_score"], row["js_score"] = psi(reference.shares, shares), js_distance(reference.shares, shares)
+        row["ks_score"], row["ks_score_p"] = ks(reference.score, score)
+        lengths = rows_w["length"].to_numpy(float)
+        row["psi_length"] = psi(length_ref, binned_shares(lengths, length_edges))
+        row["ks_length"] = ks(frame.loc[first, "length"].to_numpy(float), lengths)[0]
+        row["js_language"] = js_distance(lang_ref, category_shares(rows_w["language"], languages))
+        row |= _estimate(reference, z, n_boot, rng, seed, options)
+        out.append(row)
+    table = pd.DataFrame(out)
+    positive = reference.classes[reference.positive]
+    counts = (table[f"predicted_{positive}"] * table["n_posts"]).round().to_numpy()
+    cusum = self_starting_cusum(counts, table["n_posts"].to_numpy())
+    return table.assign(cusum_z=cusum.z, cusum_upper=cusum.upper, cusum_lower=cusum.lower, change_alarm=cusum.alarm)
+
+
+def _estimate(reference: Reference, z: np.ndarray, n_boot: int, rng, seed: int, options) -> dict:
+    """CBPE macro-F1 with its CI and the trust verdict, or NaN for a window too small to estimate."""
+    if len(z) < 20:
+        return {"expected_macro_f1": np.nan, "expected_ci_low": np.nan, "expected_ci_high": np.nan,
+                "estimate_trusted": False, "untrusted_because": "fewer than 20 posts"}
+    pair = estimate_pair(reference.y, reference.logits, z, n_boot=n_boot, rng=rng, seed=seed,
+                         domain_auc_cutoff=options.domain_auc_cutoff, prior_gap_cutoff=options.prior_gap_cutoff)
+    head = next(e for e in pair.estimates if e["method"] == "cbpe" and e["metric"] == "macro_f1")
+    vanished = pair.shift["vanishing_class"]
+    verdict = trust(pair.shift | {"vanishing_class": reference.classes[vanished] if vanished >= 0 else ""}, options)
+    return {"expected_macro_f1": head["estimate"], "expected_ci_low": head["ci_low"],
+            "expected_ci_high": head["ci_high"], "estimate_trusted": verdict["trusted"],
+            "untrusted_because": verdict["untrusted_because"]}

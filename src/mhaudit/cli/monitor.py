@@ -1,0 +1,72 @@
+"""`mhaudit monitor`: a deployed model on the collected stream, window by window (mhaudit.audits.monitor)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mhaudit.cli.console import guarded, out, print_table, stage_progress
+
+
+def register(root: typer.Typer) -> None:
+    root.command(name="monitor")(monitor)
+
+
+@guarded
+def monitor(store: Annotated[str, typer.Option(help="Post store: posts.sqlite or postgresql://... (mhaudit collect).")],
+            model: Annotated[Path, typer.Option(help="Model folder from mhaudit train.")],
+            reference: Annotated[list[str], typer.Option(
+                help="The model's predictions on the labelled sample it was validated on (files or globs).")],
+            out_dir: Annotated[Path, typer.Option("--out", help="Folder for report.{json,html,md}, figures, alert/.")],
+            window: Annotated[str, typer.Option(help="Window length: 1d, 6h, 30min, ...")] = "1d",
+            positive: Annotated[str | None, typer.Option(help="Class to follow (default: the last).")] = None,
+            executor: Annotated[str, typer.Option(help="local, or ray: score the new posts on Ray workers.")] = "local",
+            workers: Annotated[int, typer.Option(help="Ray workers (with --executor ray).")] = 2,
+            n_boot: Annotated[int, typer.Option(help="Bootstrap resamples of each window's estimate.")] = 200,
+            follow: Annotated[float | None, typer.Option(
+                help="Repeat every this many minutes (Ctrl-C stops); each round scores only the new posts.")] = None,
+            rounds: Annotated[int | None, typer.Option(help="With --follow: stop after this many rounds.")] = None,
+            seed: Annotated[int, typer.Option(help="Seed of the bootstrap and the suggested sample.")] = 0) -> None:
+    """Score the posts not yet scored, then report per window: volume, mix, predicted prevalence, prior shift,
+    score, length and language drift, the label-free estimate with its trust verdict, and change alarms; on an
+    alert, a suggested validation sample of post ids (docs/monitor.md)."""
+    from mhaudit.audits.monitor import MonitorOptions, monitor_stream
+    from mhaudit.core.errors import InputError
+    from mhaudit.models import load_model
+    from mhaudit.report import write_report
+    from mhaudit.tables.prediction_files import read_predictions
+    from mhaudit.weak_supervision.collect.store import PostStore
+
+    if executor not in ("local", "ray"):
+        raise InputError(f"--executor '{executor}' must be local or ray")
+    if follow is not None and follow <= 0:
+        raise InputError(f"--follow {follow} must be a positive number of minutes")
+    loaded = load_model(model)
+    ref = read_predictions(reference, classes=list(loaded.classes))
+    options = MonitorOptions(window=window, positive=positive, n_boot=n_boot, seed=seed)
+    run = None
+    if executor == "ray":
+        from mhaudit.audits.monitor.ray_executor import RayScorer
+        run = RayScorer(model, workers)
+    done = 0
+    try:
+        while True:
+            with PostStore(store) as posts:
+                result = monitor_stream(posts, loaded, model, ref, options, executor=run, out=out_dir,
+                                        progress=stage_progress())
+            write_report(result, out_dir)
+            out.print(result.summary, highlight=False)
+            raised = result.verdicts[result.verdicts["severity"] != "pass"]
+            if not raised.empty:
+                print_table("alerts", raised[["severity", "statistic", "value", "reason"]])
+            out.print(f"report: {out_dir / 'report.html'} (also report.md, report.json, figures/)")
+            done += 1
+            if follow is None or (rounds is not None and done >= rounds):
+                break
+            time.sleep(follow * 60)
+    finally:
+        if run is not None:
+            run.close()

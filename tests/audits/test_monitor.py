@@ -1,0 +1,222 @@
+"""`mhaudit monitor` on SYNTHETIC streams with a planted change (prevalence x2, a vocabulary shift), written into a
+real SQLite post store: alerts, incremental and resumable scoring (kill -9), a writer committing posts at the same
+time, privacy of every output, the Ray executor's identical numbers, and the bad inputs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from mhaudit.cli import app
+from mhaudit.synthetic.simulate_stream import StreamConfig, simulate_stream
+from mhaudit.weak_supervision.collect.store import PostStore
+from tests.cli_checks import assert_one_sentence_failure
+
+runner = CliRunner()
+CLASSES = ["other", "depression"]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    """A binary tfidf-lr model trained on SYNTHETIC tweets (train split), its reference predictions on the labelled
+    test split (the validated sample), and the val split's texts, which the streams are drawn from."""
+    import mhaudit as mh
+    from mhaudit.tables.predictions import predict_corpus
+
+    work = tmp_path_factory.mktemp("monitor")
+    corpus = mh.simulate(mh.SimulationConfig(n_per_platform=2400, seed=0))
+    frame = corpus.frame.assign(label=np.where(corpus.frame["label"] == "depression", "depression", "other"))
+    binary = mh.Corpus.build(frame, CLASSES, meta={"synthetic": True})
+    tweets = binary.frame[binary.frame["platform"] == "synthetic-tweets"]
+    model = mh.create_model("tfidf-lr").fit(tweets[tweets["split"] == "train"], CLASSES)
+    mh.save_model(model, work / "model")
+    ref_rows = tweets[tweets["split"] == "test"]
+    reference = predict_corpus(model, mh.Corpus.build(ref_rows, CLASSES, meta={"synthetic": True}),
+                               model_name="tfidf-lr", seed=0, splits=("test",))
+    reference.to_parquet(work / "reference.parquet")
+    pool = tweets[tweets["split"] == "val"]
+    texts = {c: pool.loc[pool["label"] == c, "text"].tolist() for c in CLASSES}
+    return work, texts
+
+
+def _store(path: Path, posts: list[dict]) -> Path:
+    with PostStore(path) as store:
+        for i in range(0, len(posts), 500):
+            store.commit_batch(posts[i:i + 500], cursor=i + 500)
+    return path
+
+
+def _monitor(work, store, out, *extra):
+    return runner.invoke(app, ["monitor", "--store", str(store), "--model", str(work / "model"), "--reference",
+                               str(work / "reference.parquet"), "--window", "1d", "--positive", "depression",
+                               "--n-boot", "100", "--out", str(out), *extra])
+
+
+def _windows(out: Path) -> pd.DataFrame:
+    report = json.loads((out / "report.json").read_text())
+    return pd.DataFrame(report["sections"][0]["tables"]["windows"])
+
+
+def test_doubled_prevalence_alarms_in_its_window_and_suggests_a_sample(setup, tmp_path):
+    work, texts = setup
+    posts = simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=12, change_at=8, seed=1))
+    store = _store(tmp_path / "posts.sqlite", posts)
+    out = tmp_path / "report"
+    r = _monitor(work, store, out)
+    assert r.exit_code == 0, r.output
+    windows = _windows(out)
+    assert len(windows) == 12 and (windows["n_posts"] == 1000).all()
+    alarms = np.flatnonzero(windows["change_alarm"])
+    assert alarms.tolist() == [8]  # within one window of the change, and no false alarm before it
+    share = windows["predicted_depression"]
+    assert share[8:].mean() > share[:8].mean() * 1.5
+    assert (windows["psi_score"][:8] < 0.10).all()
+    report = json.loads((out / "report.json").read_text())
+    assert any(v["statistic"] == "change_z" and v["severity"] == "fail" for v in report["verdicts"])
+    sample = pd.read_parquet(out / "alert" / "sample.parquet")
+    assert len(sample) == 200 and "text" not in sample.columns
+    assert set(sample["item_id"]) <= set(pd.read_parquet(out / "alert" / "predictions.parquet")["id"])
+    # the annotation app resolves the ids to text from the store
+    from mhaudit.weak_supervision.annotate import load_sample
+    items = load_sample(out / "alert" / "sample.parquet", posts=store)
+    assert len(items) == 200 and all(item.text for item in items)
+    _assert_private(out, posts)
+
+
+def test_vocabulary_shift_moves_the_score_distribution(setup, tmp_path):
+    work, texts = setup
+    posts = simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=10, shift_at=6, seed=2))
+    out = tmp_path / "report"
+    r = _monitor(work, _store(tmp_path / "posts.sqlite", posts), out)
+    assert r.exit_code == 0, r.output
+    windows = _windows(out)
+    assert (windows["psi_score"][:6] < 0.10).all() and (windows["psi_score"][6:] >= 0.10).all()
+    report = json.loads((out / "report.json").read_text())
+    flagged = [v["reason"] for v in report["verdicts"] if v["statistic"] == "psi_score"]
+    assert len(flagged) == 4 and all(r.startswith(f"window {w}:") for r, w in zip(flagged, windows["window"][6:]))
+
+
+def test_rerun_scores_only_new_posts_and_kill_9_loses_nothing(setup, tmp_path):
+    work, texts = setup
+    posts = simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=6, per_window=800, seed=3))
+    store = _store(tmp_path / "posts.sqlite", posts[:3000])
+    env = dict(os.environ, MHAUDIT_MONITOR_BATCH_DELAY="0.05")  # slow batches, so the kill lands mid-run
+    cmd = [sys.executable, "-m", "mhaudit", "monitor", "--store", str(store), "--model", str(work / "model"),
+           "--reference", str(work / "reference.parquet"), "--n-boot", "100", "--out", str(tmp_path / "killed")]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline and _scored(store) < 600:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    partial = _scored(store)
+    assert 0 < partial < 3000 and partial % 256 == 0  # whole batches only
+    out = tmp_path / "report"
+    r = _monitor(work, store, out)
+    assert r.exit_code == 0, r.output
+    assert json.loads((out / "report.json").read_text())["options"]["scored_now"] == 3000 - partial
+    _store(store, posts[3000:])  # the collector adds posts: the next run scores only those
+    r = _monitor(work, store, out)
+    assert json.loads((out / "report.json").read_text())["options"]["scored_now"] == len(posts) - 3000
+    assert _scored(store) == len(posts)
+    # the resumed scores equal a clean run's
+    clean = _store(tmp_path / "clean.sqlite", posts)
+    assert _monitor(work, clean, tmp_path / "clean").exit_code == 0
+    assert _scores(store) == _scores(clean)
+
+
+def _scored(store: Path) -> int:
+    import sqlite3
+    with sqlite3.connect(store) as conn:
+        try:
+            return conn.execute("SELECT count(*) FROM scores").fetchone()[0]
+        except sqlite3.OperationalError:
+            return 0
+
+
+def _scores(store: Path) -> dict:
+    with PostStore(store) as s:
+        return dict(s.read("SELECT uri, scores FROM scores"))
+
+
+def test_scores_while_a_writer_commits_to_the_same_store(setup, tmp_path):
+    """A second process commits batches as the collector does while the monitor scores (SQLite WAL)."""
+    work, texts = setup
+    posts = simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=6, per_window=600, seed=4))
+    store = _store(tmp_path / "posts.sqlite", posts[:1800])
+    (tmp_path / "rest.json").write_text(json.dumps(posts[1800:]))
+    writer = subprocess.Popen([sys.executable, "-c", (
+        "import json, sys, time\n"
+        "from mhaudit.weak_supervision.collect.store import PostStore\n"
+        f"posts = json.load(open({str(tmp_path / 'rest.json')!r}))\n"
+        f"with PostStore({str(store)!r}) as s:\n"
+        "    for i in range(0, len(posts), 100):\n"
+        "        s.commit_batch(posts[i:i + 100], cursor=10_000 + i); time.sleep(0.02)\n")])
+    out = tmp_path / "report"
+    r = _monitor(work, store, out)
+    assert writer.wait(timeout=120) == 0
+    assert r.exit_code == 0, r.output
+    first = json.loads((out / "report.json").read_text())["options"]["scored_now"]
+    r = _monitor(work, store, out)
+    second = json.loads((out / "report.json").read_text())["options"]["scored_now"]
+    assert first + second == len(posts) and _scored(store) == len(posts)
+
+
+def test_ray_executor_gives_the_same_numbers(setup, tmp_path, monkeypatch):
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    work, texts = setup
+    posts = simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=4, per_window=700, seed=5))
+    local, distributed = (_store(tmp_path / f"{n}.sqlite", posts) for n in ("local", "ray"))
+    assert _monitor(work, local, tmp_path / "local").exit_code == 0
+    r = _monitor(work, distributed, tmp_path / "ray", "--executor", "ray", "--workers", "2")
+    assert r.exit_code == 0, r.output
+    assert _scores(local) == _scores(distributed)
+    pd.testing.assert_frame_equal(_windows(tmp_path / "local"), _windows(tmp_path / "ray"))
+
+
+def _assert_private(out: Path, posts: list[dict]) -> None:
+    """No output file holds a post's text or a DID: counts, rates and pseudonymous ids only."""
+    texts = {p["text"] for p in posts}
+    for path in out.rglob("*"):
+        if not path.is_file():
+            continue
+        if path.suffix == ".parquet":
+            body = pd.read_parquet(path).to_csv(index=False)
+        elif path.suffix == ".png":
+            continue
+        else:
+            body = path.read_text()
+        assert "did:" not in body, path
+        assert not any(t in body for t in list(texts)[:300]), path
+
+
+def test_bad_inputs(setup, tmp_path):
+    work, texts = setup
+    empty = tmp_path / "empty.sqlite"
+    PostStore(empty).close()
+    assert_one_sentence_failure(_monitor(work, empty, tmp_path / "o1"), "no posts")
+    daily = [dict(p, created_at=p["created_at"][:10]) for p in
+             simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=3, per_window=100, seed=6))]
+    assert_one_sentence_failure(runner.invoke(app, [
+        "monitor", "--store", str(_store(tmp_path / "daily.sqlite", daily)), "--model", str(work / "model"),
+        "--reference", str(work / "reference.parquet"), "--window", "6h", "--out", str(tmp_path / "o2")]),
+        "shorter than the posts' time resolution")
+    three = pd.read_parquet(work / "reference.parquet").assign(logit_anxiety=0.0)
+    three.to_parquet(tmp_path / "three.parquet")
+    store = _store(tmp_path / "posts.sqlite", daily)
+    assert_one_sentence_failure(runner.invoke(app, [
+        "monitor", "--store", str(store), "--model", str(work / "model"), "--reference",
+        str(tmp_path / "three.parquet"), "--window", "1d", "--out", str(tmp_path / "o3")]), "differ")
+    assert_one_sentence_failure(_monitor(work, store, tmp_path / "o4", "--window", "fortnight"), "--window")
+    for folder in ("o1", "o2", "o3", "o4"):
+        assert not (tmp_path / folder).exists()
