@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 
 import mhaudit.stats
-from mhaudit.stats import (agreement, atc, auc, binary, bootstrap, calibration, cbpe, fairness, label_shift, threshold_free,
-                           weak_metrics)
+from mhaudit.stats import (agreement, atc, auc, binary, bootstrap, calibration, cbpe, drift, fairness, label_shift, ppi,
+                           threshold_free, weak_metrics)
 from mhaudit.stats.undefined import UndefinedStatisticWarning, check_zero_division, divide
 
 N = 6
@@ -46,6 +46,9 @@ def reason_of(result) -> str:
 # name -> (call, the outputs that must be NaN: keys of a record, or "value" for a bare number or array).
 # Numbers and arrays (and dicts of arrays: WARNS) warn; records say why in `reason`.
 UNDEFINED = {
+    # macro-F1 of a pool whose labelled sample and predictions are all class 0: class 1's F1 is 0 / 0
+    "ppi.pool_estimates": (lambda: ppi.pool_estimates(np.ones((1, N)), Y, PRED, PROBS, np.zeros(N, dtype=int))
+                           .estimate["macro_f1"], ["value"]),
     "binary.binary_scores": (lambda: binary.binary_scores(Y, PRED, SCORE),
                              ["macro_f1", "f1_pos", "precision", "recall", "balanced_accuracy", "mcc", "pr_auc",
                               "roc_auc"]),
@@ -113,6 +116,9 @@ DEFINED = {
     "label_shift.em_priors_resampled": lambda: label_shift.em_priors_resampled(PROBS, [0.5, 0.5], COUNTS),
     "label_shift.bbse_priors_resampled": lambda: label_shift.bbse_priors_resampled(Y, PRED, PRED, 2, COUNTS, COUNTS),
     "significance.mcnemar": lambda: mhaudit.stats.significance.mcnemar(Y, PRED, PRED)["p"],  # no discordant pair: p 1
+    "drift.psi": lambda: drift.psi([0.5, 0.5], [0.5, 0.5]),
+    "drift.js_distance": lambda: drift.js_distance([0.5, 0.5], [0.5, 0.5]),
+    "drift.ks": lambda: drift.ks(SCORE, SCORE)[0],
 }
 
 # Not statistics of labels and predictions: transforms, resamplers, fitters, reason helpers, types.
@@ -132,6 +138,12 @@ NOT_METRICS = {
     "weak_metrics.BINARY_METRICS", "weak_metrics.binary_reasons",
     "undefined.UndefinedStatisticWarning", "undefined.warn_undefined", "undefined.check_zero_division",
     "undefined.divide", "undefined.quiet_undefined",
+    # the certification's design and its prediction-powered parts: coordinates, gradients, allocation, types
+    "ppi.TUNINGS", "ppi.POPULATIONS", "ppi.PoolEstimate", "ppi.label_coordinates", "ppi.predicted_coordinates",
+    "ppi.macro_f1_gradient", "ppi.anticipated_sd", "neyman.neyman_allocation", "neyman.stratified_variance",
+    # the monitor's binning and its change detector (over window counts, not labels)
+    "drift.EPS", "drift.decile_edges", "drift.binned_shares", "drift.category_shares",
+    "change.CusumResult", "change.self_starting_cusum",
 }
 
 

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import t as student_t
 
+from mhaudit.stats.undefined import warn_undefined
+
 __all__ = ["TUNINGS", "POPULATIONS", "PoolEstimate", "label_coordinates", "predicted_coordinates",
            "pool_estimates", "anticipated_sd", "macro_f1_gradient"]
 
@@ -169,6 +171,8 @@ def _metrics(mu, sampled, known, count, q, lam, k: int) -> PoolEstimate:
     grad = macro_f1_gradient(tp, t, q)
     with np.errstate(invalid="ignore", divide="ignore"):
         f1 = (2 * tp / (q + t)).mean(axis=1)
+    if np.isnan(f1).any() and not np.isnan(mu).all(axis=1)[np.isnan(f1)].all():
+        warn_undefined("macro-F1 undefined: a class has no true and no predicted item in the pool's estimate")
     prevalence = np.diagonal(sampled, axis1=-2, axis2=-1)[..., k:]  # (samples, strata, K)
     parts = {"accuracy": (np.einsum("i,bhij,j->bh", ones, sampled, ones), ones @ known @ ones),
              "macro_f1": (np.einsum("bi,bhij,bj->bh", grad, sampled, grad), np.einsum("bi,bij,bj->b", grad, known, grad)),
