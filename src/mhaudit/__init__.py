@@ -36,6 +36,8 @@ _PUBLIC = {
     "pool_of": ("mhaudit.audits.certify", "pool_of"),
     "certify_on_target": ("mhaudit.audits.certify", "certify_on_target"),
     "CertifyOptions": ("mhaudit.audits.certify", "CertifyOptions"),
+    "monitor_stream": ("mhaudit.audits.monitor", "monitor_stream"),
+    "MonitorOptions": ("mhaudit.audits.monitor", "MonitorOptions"),
     "agreement_report": ("mhaudit.audits.agreement", "agreement_report"),
     "AgreementOptions": ("mhaudit.audits.agreement", "AgreementOptions"),
     "run_model_selection": ("mhaudit.audits.model_selection", "run_model_selection"),
@@ -60,6 +62,8 @@ _PUBLIC = {
     "simulate_divergence": ("mhaudit.synthetic.simulate_divergence", "simulate_divergence"),
     "simulate_scores": ("mhaudit.synthetic.simulate_scores", "simulate_scores"),
     "DivergenceConfig": ("mhaudit.synthetic.simulate_divergence", "DivergenceConfig"),
+    "simulate_stream": ("mhaudit.synthetic.simulate_stream", "simulate_stream"),
+    "StreamConfig": ("mhaudit.synthetic.simulate_stream", "StreamConfig"),
 }
 __all__ = ["__version__", *_PUBLIC]
 

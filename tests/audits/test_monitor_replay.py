@@ -14,11 +14,11 @@ from scipy.special import softmax
 from typer.testing import CliRunner
 
 from mhaudit.cli import app
-from mhaudit.weak_supervision.collect.collector import CollectOptions, Collector, PostFilter, RetryPolicy
+from mhaudit.weak_supervision.collect.collector import PostFilter
+from mhaudit.weak_supervision.collect.replay import ReplayRelay
 from mhaudit.weak_supervision.collect.store import PostStore
 from mhaudit.weak_supervision.lexicons import Lexicon
 from tests.conftest import data_dir
-from tests.weak_supervision.collect.stream_server import T0, StreamServer, jetstream_frames, post_event
 
 runner = CliRunner()
 CUT = pd.Timestamp("2024-09-01", tz="UTC")
@@ -55,17 +55,16 @@ def test_replayed_bluesky_stream_is_collected_scored_and_tracked(tmp_path):
     stream = raw[raw["time"] >= CUT].reset_index(drop=True)
     lexicon_file = tmp_path / "common.toml"
     lexicon_file.write_text(COMMON)
-    lexicon = Lexicon.load(str(lexicon_file))
-    events = [post_event(T0 + 1000 * i, f"did:plc:replay{i % 997:04d}", f"r{i:06d}", row.text,
-                         created_at=row.createdAt) for i, row in enumerate(stream.itertuples())]
-    post_filter = PostFilter([lexicon])
-    kept = [i for i, e in enumerate(events) if post_filter({"uri": "at://x/p/1", "did": "x", "langs": ["en"],
-                                                            "text": e["commit"]["record"]["text"], "reply": False}) is not None]
+    post_filter = PostFilter([Lexicon.load(str(lexicon_file))])
+    kept = [i for i, text in enumerate(stream["text"]) if post_filter(
+        {"uri": "at://x/p/1", "did": "x", "langs": ["en"], "text": text, "reply": False}) is not None]
     store = tmp_path / "posts.sqlite"
-    with StreamServer(jetstream_frames(events)) as server, PostStore(store) as posts:
-        Collector(posts, post_filter, relay=server.url, seed=0,
-                  options=CollectOptions(max_posts=len(kept), duration_s=60,
-                                         retry=RetryPolicy(max_failures=4, base_s=0.02, max_s=0.1))).run()
+    csv = data_dir("bluesky_depression") / "bluesky-depression-dataset.csv"
+    with ReplayRelay.from_file(csv, since=str(CUT.date())) as relay:
+        r = runner.invoke(app, ["collect", "bluesky", "--db", str(store), "--relay", relay.url, "--lexicon",
+                                str(lexicon_file), "--max-posts", str(len(kept)), "--duration", "60s"])
+        assert r.exit_code == 0, r.output
+    with PostStore(store) as posts:
         assert posts.count() == len(kept) > 3000
 
     out = tmp_path / "monitor"
@@ -89,3 +88,32 @@ def test_replayed_bluesky_stream_is_collected_scored_and_tracked(tmp_path):
     assert error_raw > 0.3 and error_em < 0.08
     body = "".join(p.read_text() for p in out.rglob("*") if p.suffix in (".json", ".md", ".html", ".csv"))
     assert "did:" not in body and not any(t in body for t in stream["text"].head(200))
+
+
+def test_collect_replay_command_serves_the_table_on_loopback(tmp_path):
+    """`mhaudit collect replay` as a user starts it: a subprocess on a free port, one client reading frames."""
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+
+    from websockets.sync.client import connect
+
+    table = tmp_path / "posts.csv"
+    pd.DataFrame({"text": ["second post", "first post", ""], "createdAt": ["2025-01-02T00:00:00Z",
+                                                                          "2025-01-01T00:00:00Z", "2025-01-03"]}
+                 ).to_csv(table, index=False)
+    proc = subprocess.Popen([sys.executable, "-m", "mhaudit", "collect", "replay", str(table), "--port", "0"],
+                            stdout=subprocess.PIPE, text=True, env=dict(os.environ, COLUMNS="200"))
+    try:
+        line = proc.stdout.readline()
+        assert "replaying 2 posts at ws://127.0.0.1:" in line  # the empty post is not replayed
+        url = re.search(r"ws://\S+", line).group(0)
+        with connect(url) as ws:
+            frames = [json.loads(ws.recv(timeout=5)) for _ in range(2)]
+        assert [f["commit"]["record"]["text"] for f in frames] == ["first post", "second post"]
+        assert frames[0]["time_us"] < frames[1]["time_us"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0

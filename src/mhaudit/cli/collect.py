@@ -187,3 +187,24 @@ def summary(db: Annotated[str, typer.Option("--db", metavar="PATH|URL", help="Po
     with PostStore(target) as store:
         out.print(f"{store.count():,} posts in {store.location}")
         _print_summary(store)
+
+
+@app.command("replay")
+@guarded
+def replay(posts: Annotated[Path, typer.Argument(help="A table of posts (.csv, .parquet, .jsonl) with a text and a "
+                                                     "createdAt column, e.g. a published data set.")],
+           port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0: any free port).")] = 8800,
+           since: Annotated[str | None, typer.Option(help="Only posts created on or after this date (UTC).")] = None,
+           text_column: Annotated[str, typer.Option(help="Column with the post text.")] = "text",
+           time_column: Annotated[str, typer.Option(help="Column with the post's createdAt.")] = "createdAt") -> None:
+    """Serve a table of posts as a Jetstream /subscribe relay on 127.0.0.1, in createdAt order with compressed
+    time, for `collect bluesky --relay` (docs/monitor.md). Stops with Ctrl-C."""
+    import contextlib
+
+    from mhaudit.weak_supervision.collect.replay import ReplayRelay
+
+    relay = ReplayRelay.from_file(posts, since=since, port=port, text=text_column, created_at=time_column).start()
+    out.print(f"replaying {len(relay.events):,} posts at {relay.url} (Ctrl-C stops)", highlight=False)
+    with contextlib.suppress(KeyboardInterrupt):
+        relay.wait()
+    relay.stop()

@@ -1,9 +1,12 @@
-"""Change detection over a sequence of windows: a self-starting two-sided CUSUM of a window proportion.
+"""Change detection over a sequence of windows: a self-starting two-sided CUSUM of a window mean.
 
-Each window t has a proportion p̂_t of n_t items (e.g. the share the model predicts positive). Its standard
-score is taken against the pooled proportion of the windows since the last alarm, p̄,
+Each window t has the mean x̄_t of n_t items' values (e.g. each post's calibrated probability of the positive
+class, or 0/1: the share predicted positive). Its standard score is taken against the pooled mean of the
+windows since the last alarm, x̄,
 
-    z_t = (p̂_t − p̄) / sqrt(p̄ (1 − p̄) (1 / n_t + 1 / N̄)),      N̄ = items pooled into p̄,
+    z_t = (x̄_t − x̄) / sqrt(s² (1 / n_t + 1 / N̄)),      N̄ = items pooled into x̄,
+
+with s² the pooled items' variance (given their sums of squares; for 0/1 values x̄ (1 − x̄)),
 
 so the baseline is the stream's own recent past, never a reference sample whose own error would add a
 fixed offset to every window and sooner or later trip the detector. The two CUSUMs
@@ -31,27 +34,31 @@ class CusumResult:
     alarm: np.ndarray  # bool per window
 
 
-def self_starting_cusum(successes, trials, *, k: float = 0.5, h: float = 5.0, burn_in: int = 3) -> CusumResult:
-    successes, trials = np.asarray(successes, dtype=float), np.asarray(trials, dtype=float)
-    n = successes.size
+def self_starting_cusum(sums, counts, squares=None, *, k: float = 0.5, h: float = 5.0,
+                        burn_in: int = 3) -> CusumResult:
+    """Per window: the sum of its items' values, their count, and the sum of their squares (None: 0/1 values)."""
+    sums, counts = np.asarray(sums, dtype=float), np.asarray(counts, dtype=float)
+    squares = sums if squares is None else np.asarray(squares, dtype=float)  # x² = x for 0/1 values
+    n = sums.size
     z, upper, lower = np.full(n, np.nan), np.zeros(n), np.zeros(n)
     alarm = np.zeros(n, dtype=bool)
-    pooled_s = pooled_n = 0.0
+    pooled = np.zeros(3)  # sum, sum of squares, count since the last alarm
     seen = 0
     s_up = s_low = 0.0
     for t in range(n):  # sequential by nature: each window's baseline is the windows before it
-        if trials[t] <= 0:
+        if counts[t] <= 0:
             upper[t], lower[t] = s_up, s_low
             continue
         if seen >= burn_in:
-            p = pooled_s / pooled_n
-            var = p * (1 - p) * (1 / trials[t] + 1 / pooled_n)
-            z[t] = (successes[t] / trials[t] - p) / np.sqrt(var) if var > 0 else 0.0
+            mean = pooled[0] / pooled[2]
+            var = max(pooled[1] / pooled[2] - mean ** 2, 0.0) * (1 / counts[t] + 1 / pooled[2])
+            z[t] = (sums[t] / counts[t] - mean) / np.sqrt(var) if var > 0 else 0.0
             s_up, s_low = max(0.0, s_up + z[t] - k), max(0.0, s_low - z[t] - k)
         upper[t], lower[t] = s_up, s_low
         if s_up > h or s_low > h:
             alarm[t] = True
             s_up = s_low = 0.0
-            pooled_s, pooled_n, seen = 0.0, 0.0, 0  # the new regime builds its own baseline
-        pooled_s, pooled_n, seen = pooled_s + successes[t], pooled_n + trials[t], seen + 1
+            pooled, seen = np.zeros(3), 0  # the new regime builds its own baseline
+        pooled += (sums[t], squares[t], counts[t])
+        seen += 1
     return CusumResult(z, upper, lower, alarm)

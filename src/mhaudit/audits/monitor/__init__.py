@@ -80,7 +80,8 @@ def monitor_stream(store, model, model_dir: str | Path, reference: PredictionSet
     with progress.stage(f"analyse {len(rows):,} posts by window of {options.window}"):
         table = window_table(rows, ref, window, n_boot=options.n_boot, seed=options.seed, options=estimate_options)
     verdicts = monitor_verdicts(table, options, model_name=model.name, target=f"stream, windows of {options.window}")
-    sections = [Section("Windows", f"One row per window of {options.window} by the posts' createdAt (UTC). Score "
+    sections = [Section("Windows", f"One row per window of {options.window} by the posts' createdAt (the window's "
+                        "start, UTC). Score "
                         "drift is against the reference predictions; length and language drift against the first "
                         "window. Counts, rates and statistics only: no post text, no author.", {"windows": table})]
     if options.figures:

@@ -23,7 +23,7 @@ __all__ = ["suggest_sample"]
 
 def suggest_sample(store, digest: str, rows: list[tuple], window_start: str, window: pd.Timedelta, model, ref,
                    reference: PredictionSet, options, out: str | Path) -> str:
-    start = pd.Timestamp(window_start)
+    start = pd.Timestamp(window_start, tz="UTC")
     times = pd.to_datetime([r[1] for r in rows], utc=True, errors="coerce", format="ISO8601")
     chosen = [r for r, t in zip(rows, times) if pd.notna(t) and start <= t < start + window]
     if any("did:" in r[0] for r in chosen):

@@ -29,7 +29,8 @@ def monitor_verdicts(table: pd.DataFrame, options, *, model_name: str, target: s
         if w["change_alarm"]:
             rows.append(verdict("monitor", AXIS, model_name, target, "change_z", w["cusum_z"],
                                 "self-starting CUSUM, k = 0.5, h = 5", "fail",
-                                f"window {w['window']}: the predicted share changed (CUSUM alarm, z = {w['cusum_z']:.1f})"))
+                                f"window {w['window']}: the mean probability of the positive class changed (CUSUM alarm, "
+                                f"z = {w['cusum_z']:.1f})"))
     if not rows:
         rows.append(verdict("monitor", AXIS, model_name, target, "max_psi_score", table["psi_score"].max(),
                             f"PSI < {options.psi_warn:.2f} and no change alarm", "pass",

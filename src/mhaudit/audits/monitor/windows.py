@@ -5,7 +5,8 @@ score drift (PSI, KS, Jensen–Shannon of the calibrated posterior of the positi
 posterior for more classes), the EM estimate of the class priors and the label-free performance estimate
 with its trust verdict (audits.estimate). Against the stream's first window (the reference has no text):
 text-length drift (PSI, KS) and the language mix (Jensen–Shannon). Over the windows: a self-starting CUSUM of
-the predicted positive share (stats.change).
+the mean calibrated probability of the positive class (stats.change), which follows the prevalence more
+closely than the share predicted positive when the model is weak (benchmarks/monitor_detection.py).
 """
 
 from __future__ import annotations
@@ -124,11 +125,14 @@ def window_table(rows: list[tuple], reference: Reference, window: pd.Timedelta, 
         z, p = logits[at], probs[at]
         pred = z.argmax(axis=1)
         score = reference.drift_score(p)
-        row = {"window": start.isoformat(), "n_posts": len(at)}
+        row = {"window": start.strftime("%Y-%m-%d %H:%M"), "n_posts": len(at)}  # UTC
         for cat in categories:
             row[f"share_{cat}"] = float(np.mean([cat in json.loads(c or "[]") for c in rows_w["categories"]]))
         for c, name in enumerate(reference.classes):
             row[f"predicted_{name}"] = float((pred == c).mean())
+        positive = p[:, reference.positive]
+        row[f"mean_posterior_{reference.classes[reference.positive]}"] = float(positive.mean())
+        row["_sum"], row["_squares"] = float(positive.sum()), float((positive ** 2).sum())
         em = em_priors(p, reference.priors).priors
         row[f"em_prior_{reference.classes[reference.positive]}"] = float(em[reference.positive])
         shares = binned_shares(score, reference.edges)
@@ -141,9 +145,7 @@ def window_table(rows: list[tuple], reference: Reference, window: pd.Timedelta, 
         row |= _estimate(reference, z, n_boot, rng, seed, options)
         out.append(row)
     table = pd.DataFrame(out)
-    positive = reference.classes[reference.positive]
-    counts = (table[f"predicted_{positive}"] * table["n_posts"]).round().to_numpy()
-    cusum = self_starting_cusum(counts, table["n_posts"].to_numpy())
+    cusum = self_starting_cusum(table.pop("_sum").to_numpy(), table["n_posts"].to_numpy(), table.pop("_squares").to_numpy())
     return table.assign(cusum_z=cusum.z, cusum_upper=cusum.upper, cusum_lower=cusum.lower, change_alarm=cusum.alarm)
 
 
