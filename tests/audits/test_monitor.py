@@ -220,3 +220,35 @@ def test_bad_inputs(setup, tmp_path):
     assert_one_sentence_failure(_monitor(work, store, tmp_path / "o4", "--window", "fortnight"), "--window")
     for folder in ("o1", "o2", "o3", "o4"):
         assert not (tmp_path / folder).exists()
+
+
+from tests.weak_supervision.collect.pg_server import pg_server, pg_url  # noqa: E402,F401  (fixtures)
+
+
+def test_postgres_store_scores_while_a_writer_commits_and_matches_sqlite(setup, tmp_path, pg_url):
+    """The same stream in PostgreSQL, a second process committing posts meanwhile: every post scored once, the
+    same scores and windows as the SQLite store's."""
+    work, texts = setup
+    posts = simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=4, per_window=600, seed=7))
+    with PostStore(pg_url) as store:
+        store.commit_batch(posts[:1200], cursor=1200)
+    (tmp_path / "rest.json").write_text(json.dumps(posts[1200:]))
+    writer = subprocess.Popen([sys.executable, "-c", (
+        "import json, time\n"
+        "from mhaudit.weak_supervision.collect.store import PostStore\n"
+        f"posts = json.load(open({str(tmp_path / 'rest.json')!r}))\n"
+        f"with PostStore({pg_url!r}) as s:\n"
+        "    for i in range(0, len(posts), 100):\n"
+        "        s.commit_batch(posts[i:i + 100], cursor=10_000 + i); time.sleep(0.02)\n")])
+    out = tmp_path / "pg"
+    r = _monitor(work, pg_url, out)
+    assert writer.wait(timeout=120) == 0
+    assert r.exit_code == 0, r.output
+    r = _monitor(work, pg_url, out)
+    assert r.exit_code == 0, r.output
+    with PostStore(pg_url) as store:
+        pg_scores = dict(store.read("SELECT uri, scores FROM scores"))
+    sqlite = _store(tmp_path / "posts.sqlite", posts)
+    assert _monitor(work, sqlite, tmp_path / "sqlite").exit_code == 0
+    assert pg_scores == _scores(sqlite) and len(pg_scores) == len(posts)
+    pd.testing.assert_frame_equal(_windows(out), _windows(tmp_path / "sqlite"))

@@ -17,7 +17,7 @@ def register(root: typer.Typer) -> None:
 
 @guarded
 def monitor(store: Annotated[str, typer.Option(help="Post store: posts.sqlite or postgresql://... (mhaudit collect).")],
-            model: Annotated[Path, typer.Option(help="Model folder from mhaudit train.")],
+            model: Annotated[Path, typer.Option(help="Model folder from mhaudit train (or its parent, with one seed-*).")],
             reference: Annotated[list[str], typer.Option(
                 help="The model's predictions on the labelled sample it was validated on (files or globs).")],
             out_dir: Annotated[Path, typer.Option("--out", help="Folder for report.{json,html,md}, figures, alert/.")],
@@ -36,6 +36,7 @@ def monitor(store: Annotated[str, typer.Option(help="Post store: posts.sqlite or
     from mhaudit.audits.monitor import MonitorOptions, monitor_stream
     from mhaudit.core.errors import InputError
     from mhaudit.models import load_model
+    from mhaudit.models.seeds import model_folders
     from mhaudit.report import write_report
     from mhaudit.tables.prediction_files import read_predictions
     from mhaudit.weak_supervision.collect.store import PostStore
@@ -44,6 +45,11 @@ def monitor(store: Annotated[str, typer.Option(help="Post store: posts.sqlite or
         raise InputError(f"--executor '{executor}' must be local or ray")
     if follow is not None and follow <= 0:
         raise InputError(f"--follow {follow} must be a positive number of minutes")
+    folders = model_folders(model)
+    if len(folders) > 1:
+        raise InputError(f"{model} holds {len(folders)} seeds ({', '.join(f.name for f in folders)}); give the one "
+                         f"deployed, e.g. --model {model}/{folders[0].name}")
+    model = folders[0]
     loaded = load_model(model)
     ref = read_predictions(reference, classes=list(loaded.classes))
     options = MonitorOptions(window=window, positive=positive, n_boot=n_boot, seed=seed)

@@ -42,6 +42,7 @@ class MonitorOptions:
     psi_warn: float = 0.10
     psi_fail: float = 0.25
     suggest_budget: int = 200  # labels in the suggested validation sample on an alert
+    min_posts: int = 100  # fewer posts in a window: its drift statistics are shown, never judged (noise)
     figures: bool = True
 
 
@@ -78,16 +79,20 @@ def monitor_stream(store, model, model_dir: str | Path, reference: PredictionSet
     rows = read_scored(store, digest)
     estimate_options = EstimateOptions()
     with progress.stage(f"analyse {len(rows):,} posts by window of {options.window}"):
-        table = window_table(rows, ref, window, n_boot=options.n_boot, seed=options.seed, options=estimate_options)
+        table = window_table(rows, ref, window, n_boot=options.n_boot, seed=options.seed, options=estimate_options,
+                             baseline_posts=options.min_posts)
     verdicts = monitor_verdicts(table, options, model_name=model.name, target=f"stream, windows of {options.window}")
     sections = [Section("Windows", f"One row per window of {options.window} by the posts' createdAt (the window's "
                         "start, UTC). Score "
-                        "drift is against the reference predictions; length and language drift against the first "
-                        "window. Counts, rates and statistics only: no post text, no author.", {"windows": table})]
+                        "drift is against the reference predictions; length and language drift against the stream's "
+                        f"first {options.min_posts} posts. Windows with fewer than {options.min_posts} posts are "
+                        "shown but not judged (their PSI is mostly noise). Counts, rates and statistics only: no "
+                        "post text, no author.", {"windows": table})]
     if options.figures:
         from mhaudit.audits.monitor.figures import window_figures
         sections[0].figures = window_figures(table, ref.classes[ref.positive], options)
-    alerts = table[table["change_alarm"] | (table["psi_score"] >= options.psi_warn)]
+    alerts = table[table["change_alarm"] | ((table["psi_score"] >= options.psi_warn)
+                                            & (table["n_posts"] >= options.min_posts))]
     if len(alerts) and out is not None:
         from mhaudit.audits.monitor.alert import suggest_sample
         note = suggest_sample(store, digest, rows, alerts["window"].iat[-1], window, model, ref, reference, options, out)
@@ -96,7 +101,8 @@ def monitor_stream(store, model, model_dir: str | Path, reference: PredictionSet
         title=f"Monitoring {model.name} on the stream",
         sections=sections, summary=summarise(table, options, scored_now), verdicts=verdicts, synthetic=False,
         options={"window": options.window, "model_digest": digest, "n_boot": options.n_boot,
-                 "psi_warn": options.psi_warn, "psi_fail": options.psi_fail, "classes": ref.classes,
+                 "psi_warn": options.psi_warn, "psi_fail": options.psi_fail, "min_posts": options.min_posts,
+                 "classes": ref.classes,
                  "positive": ref.classes[ref.positive], "scored_now": scored_now, "n_posts": len(rows)},
         provenance=provenance({"reference": digest_frame(reference.frame), "model": (digest * 4)[:64]},
                               progress.seconds))

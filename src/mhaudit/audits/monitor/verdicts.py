@@ -19,8 +19,9 @@ AXIS = "drift on the stream"
 
 def monitor_verdicts(table: pd.DataFrame, options, *, model_name: str, target: str) -> pd.DataFrame:
     rows = []
+    judged = table[table["n_posts"] >= options.min_posts]
     for _, w in table.iterrows():
-        if w["psi_score"] >= options.psi_warn:
+        if w["psi_score"] >= options.psi_warn and w["n_posts"] >= options.min_posts:
             severity = "fail" if w["psi_score"] >= options.psi_fail else "warn"
             rows.append(verdict("monitor", AXIS, model_name, target, "psi_score", w["psi_score"],
                                 f"PSI >= {options.psi_warn:.2f} warn, >= {options.psi_fail:.2f} fail", severity,
@@ -32,26 +33,34 @@ def monitor_verdicts(table: pd.DataFrame, options, *, model_name: str, target: s
                                 f"window {w['window']}: the mean probability of the positive class changed (CUSUM alarm, "
                                 f"z = {w['cusum_z']:.1f})"))
     if not rows:
-        rows.append(verdict("monitor", AXIS, model_name, target, "max_psi_score", table["psi_score"].max(),
+        rows.append(verdict("monitor", AXIS, model_name, target, "max_psi_score", judged["psi_score"].max(),
                             f"PSI < {options.psi_warn:.2f} and no change alarm", "pass",
-                            f"{len(table)} windows, none crossed a threshold"))
-    last = table.iloc[-1]
+                            f"{len(judged)} windows of at least {options.min_posts} posts, none crossed a threshold"))
+    if judged.empty:
+        return verdict_table(rows)
+    last = judged.iloc[-1]
     trusted = bool(last["estimate_trusted"])
     rows.append(verdict("monitor", AXIS, model_name, target, "expected_macro_f1_latest", last["expected_macro_f1"],
                         "untrusted: warn", "pass" if trusted else "warn",
-                        f"latest window {last['window']}: " + ("estimate trusted" if trusted else
-                                                               f"estimate untrusted ({last['untrusted_because']})"),
+                        f"latest window of at least {options.min_posts} posts, {last['window']}: "
+                        + ("estimate trusted" if trusted else f"estimate untrusted ({last['untrusted_because']})"),
                         ci_low=last["expected_ci_low"], ci_high=last["expected_ci_high"]))
     return verdict_table(rows)
 
 
 def summarise(table: pd.DataFrame, options, scored_now: int) -> str:
+    judged = table[table["n_posts"] >= options.min_posts]
     alarms = table.loc[table["change_alarm"], "window"].tolist()
-    drifted = table.loc[table["psi_score"] >= options.psi_warn, "window"].tolist()
-    last = table.iloc[-1]
+    drifted = judged.loc[judged["psi_score"] >= options.psi_warn, "window"].tolist()
+    small = len(table) - len(judged)
+    text = (f"{int(table['n_posts'].sum()):,} posts in {len(table)} windows of {options.window} ({scored_now:,} "
+            f"scored in this run" + (f"; {small} windows under {options.min_posts} posts are not judged" if small else "")
+            + f"). Change alarms: {', '.join(alarms) or 'none'}. Score drift (PSI >= {options.psi_warn:.2f}): "
+            f"{', '.join(drifted) or 'none'}.")
+    if judged.empty:
+        return text
+    last = judged.iloc[-1]
     expected = "n/a" if np.isnan(last["expected_macro_f1"]) else \
         f"{last['expected_macro_f1']:.3f} [{last['expected_ci_low']:.3f}, {last['expected_ci_high']:.3f}]"
-    return (f"{int(table['n_posts'].sum()):,} posts in {len(table)} windows of {options.window} ({scored_now:,} scored "
-            f"in this run). Change alarms: {', '.join(alarms) or 'none'}. Score drift (PSI >= {options.psi_warn:.2f}): "
-            f"{', '.join(drifted) or 'none'}. Latest window: macro-F1 expected {expected}, "
-            + ("trusted." if last["estimate_trusted"] else "untrusted."))
+    return text + (f" Latest judged window ({last['window']}): macro-F1 expected {expected}, "
+                   + ("trusted." if last["estimate_trusted"] else "untrusted."))

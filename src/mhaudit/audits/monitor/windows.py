@@ -3,7 +3,7 @@
 Against the reference predictions (the model's scores on the labelled sample it was validated on): the
 score drift (PSI, KS, Jensen–Shannon of the calibrated posterior of the positive class, or of the top
 posterior for more classes), the EM estimate of the class priors and the label-free performance estimate
-with its trust verdict (audits.estimate). Against the stream's first window (the reference has no text):
+with its trust verdict (audits.estimate). Against the stream's first posts (the reference has no text):
 text-length drift (PSI, KS) and the language mix (Jensen–Shannon). Over the windows: a self-starting CUSUM of
 the mean calibrated probability of the positive class (stats.change), which follows the prevalence more
 closely than the share predicted positive when the model is weak (benchmarks/monitor_detection.py).
@@ -102,8 +102,9 @@ def _lead_language(langs: str) -> str:
 
 
 def window_table(rows: list[tuple], reference: Reference, window: pd.Timedelta, *, n_boot: int, seed: int,
-                 options) -> pd.DataFrame:
-    """One row per window with posts (`options`: the estimate's trust cut-offs)."""
+                 options, baseline_posts: int = 100) -> pd.DataFrame:
+    """One row per window with posts (`options`: the estimate's trust cut-offs; the stream's first
+    `baseline_posts` posts are the baseline of the length and language drift)."""
     frame = _frame(rows)
     logits = np.array([json.loads(s) for s in frame["scores"]], dtype=float)
     if logits.shape[1] != len(reference.classes):
@@ -114,7 +115,7 @@ def window_table(rows: list[tuple], reference: Reference, window: pd.Timedelta, 
     languages = [*frame["language"].value_counts().index[:5], "other"]
     categories = sorted({c for cell in frame["categories"] for c in json.loads(cell or "[]")})
     probs = reference.calibration.probs(logits)
-    first = frame["window"] == frame["window"].min()
+    first = frame.index < baseline_posts  # the rows are in time order
     length_edges = decile_edges(frame.loc[first, "length"])
     length_ref = binned_shares(frame.loc[first, "length"], length_edges)
     lang_ref = category_shares(frame.loc[first, "language"], languages)
