@@ -40,7 +40,8 @@ def suggest_sample(store, digest: str, rows: list[tuple], window_start: str, win
     folder = Path(out) / "alert"
     write_table(target.frame, folder / "predictions.parquet", what="the window's predictions")
     write_certification_sample(sample, design, folder / "sample.parquet")
-    return (f"The latest alerting window, {window_start}, has {len(chosen):,} posts. {budget} of them were drawn "
+    drawn = f"all {budget}" if budget == len(chosen) else f"{budget} of them"
+    return (f"The latest alerting window, {window_start}, has {len(chosen):,} posts; {drawn} were drawn "
             "for people to label (alert/sample.parquet, stratified by predicted class and confidence, design in "
             "alert/sample.design.parquet; post ids only). Serve it with `mhaudit annotate --sample "
             "alert/sample.parquet --store POSTS` and certify with `mhaudit validate report --estimate --sample "
