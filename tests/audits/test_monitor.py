@@ -135,6 +135,18 @@ def test_rerun_scores_only_new_posts_and_kill_9_loses_nothing(setup, tmp_path):
     assert _scores(store) == _scores(clean)
 
 
+def _writer(store: str, posts: list[dict], tmp_path: Path) -> subprocess.Popen:
+    """Another process committing `posts` to the store in batches of 100, as the collector does."""
+    (tmp_path / "rest.json").write_text(json.dumps(posts))
+    return subprocess.Popen([sys.executable, "-c", (
+        "import json, time\n"
+        "from mhaudit.weak_supervision.collect.store import PostStore\n"
+        f"posts = json.load(open({str(tmp_path / 'rest.json')!r}))\n"
+        f"with PostStore({store!r}) as s:\n"
+        "    for i in range(0, len(posts), 100):\n"
+        "        s.commit_batch(posts[i:i + 100], cursor=10_000 + i); time.sleep(0.02)\n")])
+
+
 def _scored(store: Path) -> int:
     import sqlite3
     with sqlite3.connect(store) as conn:
@@ -154,14 +166,7 @@ def test_scores_while_a_writer_commits_to_the_same_store(setup, tmp_path):
     work, texts = setup
     posts = simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=6, per_window=600, seed=4))
     store = _store(tmp_path / "posts.sqlite", posts[:1800])
-    (tmp_path / "rest.json").write_text(json.dumps(posts[1800:]))
-    writer = subprocess.Popen([sys.executable, "-c", (
-        "import json, sys, time\n"
-        "from mhaudit.weak_supervision.collect.store import PostStore\n"
-        f"posts = json.load(open({str(tmp_path / 'rest.json')!r}))\n"
-        f"with PostStore({str(store)!r}) as s:\n"
-        "    for i in range(0, len(posts), 100):\n"
-        "        s.commit_batch(posts[i:i + 100], cursor=10_000 + i); time.sleep(0.02)\n")])
+    writer = _writer(str(store), posts[1800:], tmp_path)
     out = tmp_path / "report"
     r = _monitor(work, store, out)
     assert writer.wait(timeout=120) == 0
@@ -232,14 +237,7 @@ def test_postgres_store_scores_while_a_writer_commits_and_matches_sqlite(setup, 
     posts = simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=4, per_window=600, seed=7))
     with PostStore(pg_url) as store:
         store.commit_batch(posts[:1200], cursor=1200)
-    (tmp_path / "rest.json").write_text(json.dumps(posts[1200:]))
-    writer = subprocess.Popen([sys.executable, "-c", (
-        "import json, time\n"
-        "from mhaudit.weak_supervision.collect.store import PostStore\n"
-        f"posts = json.load(open({str(tmp_path / 'rest.json')!r}))\n"
-        f"with PostStore({pg_url!r}) as s:\n"
-        "    for i in range(0, len(posts), 100):\n"
-        "        s.commit_batch(posts[i:i + 100], cursor=10_000 + i); time.sleep(0.02)\n")])
+    writer = _writer(pg_url, posts[1200:], tmp_path)
     out = tmp_path / "pg"
     r = _monitor(work, pg_url, out)
     assert writer.wait(timeout=120) == 0
