@@ -250,3 +250,12 @@ def test_postgres_store_scores_while_a_writer_commits_and_matches_sqlite(setup, 
     assert _monitor(work, sqlite, tmp_path / "sqlite").exit_code == 0
     assert pg_scores == _scores(sqlite) and len(pg_scores) == len(posts)
     pd.testing.assert_frame_equal(_windows(out), _windows(tmp_path / "sqlite"))
+
+
+def test_follow_repeats_and_each_round_scores_only_new_posts(setup, tmp_path):
+    work, texts = setup
+    posts = simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=3, per_window=300, seed=8))
+    store = _store(tmp_path / "posts.sqlite", posts)
+    r = _monitor(work, store, tmp_path / "report", "--follow", "0.001", "--rounds", "2")
+    assert r.exit_code == 0, r.output
+    assert "900 scored in this run" in r.output and "0 scored in this run" in r.output
