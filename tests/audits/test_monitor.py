@@ -83,12 +83,14 @@ def test_doubled_prevalence_alarms_in_its_window_and_suggests_a_sample(setup, tm
     assert (windows["psi_score"][:8] < 0.10).all()
     report = json.loads((out / "report.json").read_text())
     assert any(v["statistic"] == "change_z" and v["severity"] == "fail" for v in report["verdicts"])
-    sample = pd.read_parquet(out / "alert" / "sample.parquet")
+    (folder,) = (out / "alert").iterdir()  # one folder per alerting window
+    assert folder.name == windows["window"].iat[-1].replace(" ", "T").replace(":", "-")  # the latest alert
+    sample = pd.read_parquet(folder / "sample.parquet")
     assert len(sample) == 200 and "text" not in sample.columns
-    assert set(sample["item_id"]) <= set(pd.read_parquet(out / "alert" / "predictions.parquet")["id"])
+    assert set(sample["item_id"]) <= set(pd.read_parquet(folder / "predictions.parquet")["id"])
     # the annotation app resolves the ids to text from the store
     from mhaudit.weak_supervision.annotate import load_sample
-    items = load_sample(out / "alert" / "sample.parquet", posts=store)
+    items = load_sample(folder / "sample.parquet", posts=store)
     assert len(items) == 200 and all(item.text for item in items)
     _assert_private(out, posts)
 

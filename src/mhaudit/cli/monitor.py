@@ -43,6 +43,8 @@ def monitor(store: Annotated[str, typer.Option(help="Post store: posts.sqlite or
 
     if executor not in ("local", "ray"):
         raise InputError(f"--executor '{executor}' must be local or ray")
+    if workers < 1:
+        raise InputError(f"--workers {workers} must be at least 1")
     if follow is not None and follow <= 0:
         raise InputError(f"--follow {follow} must be a positive number of minutes")
     folders = model_folders(model)

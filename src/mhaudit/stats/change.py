@@ -6,7 +6,10 @@ windows since the last alarm, x̄,
 
     z_t = (x̄_t − x̄) / sqrt(s² (1 / n_t + 1 / N̄)),      N̄ = items pooled into x̄,
 
-with s² the pooled items' variance (given their sums of squares; for 0/1 values x̄ (1 − x̄)),
+with s² the pooled items' variance (given their sums of squares; for 0/1 values x̄ (1 − x̄)). Real streams
+swing from window to window more than independent items would (weekdays, news): once the baseline holds
+`burn_in` windows, the variance is at least the spread of its window means, s²_w (1 + 1/m) over m windows,
+so ordinary day-to-day variation does not accumulate into alarms.
 
 so the baseline is the stream's own recent past, never a reference sample whose own error would add a
 fixed offset to every window and sooner or later trip the detector. The two CUSUMs
@@ -43,22 +46,23 @@ def self_starting_cusum(sums, counts, squares=None, *, k: float = 0.5, h: float 
     z, upper, lower = np.full(n, np.nan), np.zeros(n), np.zeros(n)
     alarm = np.zeros(n, dtype=bool)
     pooled = np.zeros(3)  # sum, sum of squares, count since the last alarm
-    seen = 0
+    means: list[float] = []  # the window means since the last alarm
     s_up = s_low = 0.0
     for t in range(n):  # sequential by nature: each window's baseline is the windows before it
         if counts[t] <= 0:
             upper[t], lower[t] = s_up, s_low
             continue
-        if seen >= burn_in:
+        if len(means) >= burn_in:
             mean = pooled[0] / pooled[2]
-            var = max(pooled[1] / pooled[2] - mean ** 2, 0.0) * (1 / counts[t] + 1 / pooled[2])
+            var = max(max(pooled[1] / pooled[2] - mean ** 2, 0.0) * (1 / counts[t] + 1 / pooled[2]),
+                      float(np.var(means, ddof=1)) * (1 + 1 / len(means)))
             z[t] = (sums[t] / counts[t] - mean) / np.sqrt(var) if var > 0 else 0.0
             s_up, s_low = max(0.0, s_up + z[t] - k), max(0.0, s_low - z[t] - k)
         upper[t], lower[t] = s_up, s_low
         if s_up > h or s_low > h:
             alarm[t] = True
             s_up = s_low = 0.0
-            pooled, seen = np.zeros(3), 0  # the new regime builds its own baseline
+            pooled, means = np.zeros(3), []  # the new regime builds its own baseline
         pooled += (sums[t], squares[t], counts[t])
-        seen += 1
+        means.append(sums[t] / counts[t])
     return CusumResult(z, upper, lower, alarm)

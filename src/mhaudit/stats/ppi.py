@@ -17,8 +17,13 @@ coordinate to the variance (PPI++, Angelopoulos, Duchi & Zrnic 2023), clipped to
 
 Variance: population="pool" infers the metric on the pooled items themselves (the finite-population
 correction): Σ_h a_h S²_h(z − λ f) with a_h = W_h² (1 − n_h / N_h) / n_h. population="platform" treats the
-pool as a sample of the platform: a_h = W_h² / n_h, plus λ² Σ_h W_h² S²_{U,h}(f) / N_h; with one stratum
-that is ppi-python's `ppi_mean_ci` (which divides by n rather than n − 1).
+pool as a sample of the platform, and adds the pool's own sampling variance, Σ_h W_h² S²_h(z) / N_h (the
+labelled items are part of the pool, so this is not ppi-python's `ppi_mean_ci`, which takes them to be
+independent of it; the two agree when n_h ≪ N_h). λ is tuned on the pool part either way.
+
+A stratum whose labelled items all agree has a sample variance of 0, which would claim certainty from a few
+labels: each label coordinate's within-stratum variance is floored at p̃ (1 − p̃), p̃ = 0.5 / (n_h + 1), as if
+half an item had disagreed.
 
 Metrics: prevalence_k = t_k, accuracy = Σ_k tp_k, F1_k = 2 tp_k / (q_k + t_k) with q_k the known share of
 the pool predicted k, macro-F1 their mean (its standard error by the delta method). Intervals are Student-t with Satterthwaite's
@@ -52,11 +57,14 @@ class PoolEstimate:
     df: dict[str, np.ndarray]  # Satterthwaite degrees of freedom of each standard error
     lam: np.ndarray  # (samples, 2K): the λ used per coordinate
 
+    def half_width(self, metric: str, level: float = 0.95) -> np.ndarray:
+        """t quantile (the Satterthwaite df) x standard error: the interval's half-width before clipping."""
+        return student_t.ppf(0.5 + level / 2, self.df[metric]) * self.se[metric]
+
     def interval(self, metric: str, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
         """Student-t interval (the Satterthwaite df), clipped to [0, 1]."""
-        q = student_t.ppf(0.5 + level / 2, self.df[metric])
-        est, se = self.estimate[metric], self.se[metric]
-        return np.clip(est - q * se, 0.0, 1.0), np.clip(est + q * se, 0.0, 1.0)
+        est, hw = self.estimate[metric], self.half_width(metric, level)
+        return np.clip(est - hw, 0.0, 1.0), np.clip(est + hw, 0.0, 1.0)
 
 
 def label_coordinates(y: np.ndarray, pred: np.ndarray, k: int) -> np.ndarray:
@@ -128,45 +136,47 @@ def pool_estimates(membership: np.ndarray, y: np.ndarray, pred: np.ndarray, prob
     w = sizes / sizes.sum()
     count, s1, s2 = _moments(membership, np.hstack([z, f]), strata, n_strata)
     mean, cov = _covariances(count, s1, s2)
-    czz, czf, cff = cov[..., :d, :d], cov[..., :d, d:], cov[..., d:, d:]
+    czz, czf, cff = cov[..., :d, :d].copy(), cov[..., :d, d:], cov[..., d:, d:]
+    floor = 0.5 / (count + 1)
+    idx = np.arange(d)
+    czz[..., idx, idx] = np.maximum(czz[..., idx, idx], (floor * (1 - floor))[..., None])
     f_mean = np.stack([f[strata == h].mean(axis=0) for h in range(n_strata)])
     f_cov = np.stack([np.cov(f[strata == h].T, ddof=1) if sizes[h] > 1 else np.zeros((d, d))
                       for h in range(n_strata)])
     with np.errstate(invalid="ignore", divide="ignore"):
-        if population == "pool":
-            a, b = w ** 2 * (1 - count / sizes) / count, np.zeros(n_strata)
-        else:
-            a, b = w ** 2 / count, w ** 2 / sizes
-        a = np.where(count > 0, a, np.nan)
-        lam = _lambda(tuning, a, b, czf, f_cov, membership.shape[0], d)
+        a = np.where(count > 0, w ** 2 * (1 - count / sizes) / count, np.nan)
+        lam = _lambda(tuning, a, czf, f_cov, membership.shape[0], d)
         mu = (w[:, None] * (lam[:, None] * f_mean + mean[..., :d] - lam[:, None] * mean[..., d:])).sum(axis=1)
         diag = lam[:, None, :, None] * np.eye(d)  # Λ per sample, broadcast over strata
         resid = czz - czf @ diag - diag @ np.swapaxes(czf, -1, -2) + diag @ cff @ diag  # Cov(z − Λf)
         sampled = a[..., None, None] * resid  # per stratum: the part estimated from the labels
-        known = (b[:, None, None] * (diag @ f_cov @ diag)).sum(axis=1)  # the pool's own f: no labels needed
-    return _metrics(mu, sampled, known, count, np.bincount(pred, minlength=k) / pred.size, lam, k)
+        if population == "platform":  # the pool itself is a sample of the platform
+            sampled = sampled + (w ** 2 / sizes)[None, :, None, None] * czz
+    return _metrics(mu, sampled, count, np.bincount(pred, minlength=k) / pred.size, lam, k)
 
 
-def _lambda(tuning: str, a, b, czf, f_cov, n_samples: int, d: int) -> np.ndarray:
+def _lambda(tuning: str, a, czf, f_cov, n_samples: int, d: int) -> np.ndarray:
     if tuning != "power":
         return np.full((n_samples, d), 1.0 if tuning == "ppi" else 0.0)
     num = (a[..., None] * np.diagonal(czf, axis1=-2, axis2=-1)).sum(axis=1)
-    den = ((a + b)[..., None] * np.diagonal(f_cov, axis1=-2, axis2=-1)).sum(axis=1)
+    den = (a[..., None] * np.diagonal(f_cov, axis1=-2, axis2=-1)).sum(axis=1)
     return np.clip(np.where(den > 0, num / np.where(den > 0, den, 1), 0.0), 0.0, 1.0)
 
 
-def _variance(parts: np.ndarray, known: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Variance (per stratum parts (..., H) from the labels, plus the known part) and its Satterthwaite degrees
-    of freedom, Σ_h v_h)² / Σ_h v_h² / (n_h − 1): few labels in the strata that carry the variance give a
-    wide t quantile."""
+def _variance(parts: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Variance (the sum of per-stratum parts, axis -1) and its Satterthwaite degrees of freedom,
+    (Σ_h v_h)² / Σ_h v_h² / (n_h − 1): few labels in the strata that carry the variance give a wide t quantile."""
     with np.errstate(invalid="ignore", divide="ignore"):
         total = parts.sum(axis=-1)
         df = total ** 2 / (parts ** 2 / np.maximum(count - 1, 1)).sum(axis=-1)
-    return total + known, np.where(np.isfinite(df), df, np.inf)
+    return total, np.where(np.isfinite(df), df, np.inf)
 
 
-def _metrics(mu, sampled, known, count, q, lam, k: int) -> PoolEstimate:
-    tp, t = mu[:, :k], mu[:, k:]
+def _metrics(mu, sampled, count, q, lam, k: int) -> PoolEstimate:
+    # An estimate can leave the feasible set (a negative prevalence, more true positives than positives);
+    # macro-F1 and its gradient are taken at the nearest feasible tallies: 0 <= tp <= min(t, q), t >= 0.
+    t = np.maximum(mu[:, k:], 0.0)
+    tp = np.clip(mu[:, :k], 0.0, np.minimum(t, q))
     ones = np.concatenate([np.ones(k), np.zeros(k)])
     grad = macro_f1_gradient(tp, t, q)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -174,14 +184,14 @@ def _metrics(mu, sampled, known, count, q, lam, k: int) -> PoolEstimate:
     if np.isnan(f1).any() and not np.isnan(mu).all(axis=1)[np.isnan(f1)].all():
         warn_undefined("macro-F1 undefined: a class has no true and no predicted item in the pool's estimate")
     prevalence = np.diagonal(sampled, axis1=-2, axis2=-1)[..., k:]  # (samples, strata, K)
-    parts = {"accuracy": (np.einsum("i,bhij,j->bh", ones, sampled, ones), ones @ known @ ones),
-             "macro_f1": (np.einsum("bi,bhij,bj->bh", grad, sampled, grad), np.einsum("bi,bij,bj->b", grad, known, grad)),
-             "prevalence": (np.moveaxis(prevalence, 1, 2), np.diagonal(known, axis1=-2, axis2=-1)[:, k:])}
-    estimate = {"prevalence": t, "accuracy": tp.sum(axis=1), "macro_f1": f1}
+    parts = {"accuracy": np.einsum("i,bhij,j->bh", ones, sampled, ones),
+             "macro_f1": np.einsum("bi,bhij,bj->bh", grad, sampled, grad),
+             "prevalence": np.moveaxis(prevalence, 1, 2)}
+    estimate = {"prevalence": mu[:, k:], "accuracy": mu[:, :k].sum(axis=1), "macro_f1": f1}
     se, df = {}, {}
-    for metric, (per_stratum, fixed) in parts.items():
+    for metric, per_stratum in parts.items():
         c = count if metric != "prevalence" else count[:, None, :]
-        var, df[metric] = _variance(per_stratum, fixed, c)
+        var, df[metric] = _variance(per_stratum, c)
         se[metric] = np.sqrt(np.maximum(var, 0))
     return PoolEstimate(estimate, se, df, lam)
 

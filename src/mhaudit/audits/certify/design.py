@@ -77,9 +77,9 @@ def _posteriors(target: pd.DataFrame, reference: PredictionSet | None, classes: 
 
 def confidence_strata(probs: np.ndarray, pred: np.ndarray, classes: list[str], n_bins: int
                       ) -> tuple[np.ndarray, list[str]]:
-    """Stratum code per item and the names: predicted class x quantile bin of the top posterior (fewer bins
-    for a class with few items: at least 4 items per bin)."""
-    conf = probs.max(axis=1)
+    """Stratum code per item and the names: predicted class x quantile bin of the predicted class's posterior
+    (fewer bins for a class with few items: at least 4 items per bin)."""
+    conf = probs[np.arange(pred.size), pred]  # the posterior of the predicted class
     codes, names = np.empty(pred.size, dtype=np.int64), []
     for c, name in enumerate(classes):
         rows = np.flatnonzero(pred == c)
@@ -91,7 +91,8 @@ def confidence_strata(probs: np.ndarray, pred: np.ndarray, classes: list[str], n
         for b in range(bins):
             part = rows[within == b]
             codes[part] = len(names)
-            names.append(f"predicted {name}, confidence {conf[part].min():.2f}-{conf[part].max():.2f}")
+            names.append(f"predicted {name}, confidence bin {b + 1} of {bins} "
+                         f"({conf[part].min():.3f}-{conf[part].max():.3f})")  # the bin makes the name unique
     return codes, names
 
 

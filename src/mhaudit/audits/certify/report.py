@@ -3,7 +3,8 @@
 The reference label of a sampled item follows the agreement report's rule (adjudicated, else agreed human
 labels); sampled items without one drop out and their stratum's pool is spread over its labelled items,
 which assumes they are missing at random within the stratum (the note says how many). Estimates: PPI++
-(λ tuned), PPI (λ = 1) and labels only (λ = 0, design-weighted), each with a normal 95% CI (stats.ppi).
+(λ tuned), PPI (λ = 1) and labels only (λ = 0, design-weighted), each with a Student-t 95% CI
+(Satterthwaite df; stats.ppi).
 The verdict certifies when the PPI++ macro-F1 CI is at most ± `tolerance` wide.
 """
 
@@ -53,8 +54,13 @@ def _check_sample(sample: pd.DataFrame, design: pd.DataFrame, predictions: Predi
     if digest != drawn:
         raise InputError(f"the sample was drawn for other predictions (model '{sample['model'].iat[0]}', digest "
                          f"{drawn}); these are model '{frame['model'].iat[0]}' with digest {digest}")
-    if not sample["item_id"].astype(str).isin(design["item_id"].astype(str)).all():
-        raise InputError("the sample and its design file do not match (sampled items missing from the design)")
+    by_id = design.assign(item_id=design["item_id"].astype(str)).set_index("item_id")
+    ids = sample["item_id"].astype(str)
+    sizes = design["stratum"].value_counts()
+    if not ids.isin(by_id.index).all() or (by_id.loc[ids, "stratum"].to_numpy() != sample["stratum"].astype(str)).any() \
+            or (sample["pool_size"].to_numpy() != sizes.reindex(sample["stratum"].astype(str)).to_numpy()).any():
+        raise InputError("the sample and the design file beside it were not drawn together (their strata differ); "
+                         "draw them again with validate sample --strategy estimate")
     return frame
 
 
@@ -125,12 +131,13 @@ def certify_on_target(labels: pd.DataFrame, sample: pd.DataFrame, design: pd.Dat
         est = estimates[tuning]
         for metric in ("prevalence", "accuracy", "macro_f1"):
             low, high = est.interval(metric)
-            values = [(f"prevalence of {c}", est.estimate[metric][0, i], est.se[metric][0, i], low[0, i], high[0, i])
-                      for i, c in enumerate(classes)] if metric == "prevalence" else \
-                [(metric, est.estimate[metric][0], est.se[metric][0], low[0], high[0])]
+            half = est.half_width(metric)
+            values = [(f"prevalence of {c}", est.estimate[metric][0, i], est.se[metric][0, i], low[0, i], high[0, i],
+                       half[0, i]) for i, c in enumerate(classes)] if metric == "prevalence" else \
+                [(metric, est.estimate[metric][0], est.se[metric][0], low[0], high[0], half[0])]
             rows += [{"estimator": name, "metric": m, "estimate": float(e), "se": float(s), "ci_low": float(lo),
-                      "ci_high": float(hi), "half_width": float((hi - lo) / 2), "n_labels": n_labels}
-                     for m, e, s, lo, hi in values]
+                      "ci_high": float(hi), "half_width": float(h), "n_labels": n_labels}
+                     for m, e, s, lo, hi, h in values]
     table = pd.DataFrame(rows)
     strata_table = pd.DataFrame({"stratum": names, "pool_size": np.bincount(strata, minlength=len(names)),
                                  "sampled": [int(((sample["stratum"] == n)).sum()) for n in names],
@@ -171,7 +178,10 @@ def labels_needed(n_labels: int, half_width: float, tolerance: float) -> int:
 def _verdicts(table: pd.DataFrame, subject: str, target: str, n_labels: int, options: CertifyOptions) -> pd.DataFrame:
     head = table[(table["estimator"] == ESTIMATORS["power"]) & (table["metric"] == "macro_f1")].iloc[0]
     hw, tol = head["half_width"], options.tolerance
-    if hw <= tol:
+    if not np.isfinite(hw):
+        severity, reason = "undefined", (f"macro-F1 undefined with {n_labels} human labels: a class has no true and "
+                                         "no predicted post in the estimate")
+    elif hw <= tol:
         severity, reason = "pass", f"certified on the target with {n_labels} human labels: macro-F1 ± {hw:.3f}"
     else:
         severity = "warn"

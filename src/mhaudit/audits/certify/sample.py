@@ -27,7 +27,7 @@ EXTRA_COLUMNS = ("strategy", "model", "predictions_digest")
 
 def design_path(sample_path: str | Path) -> Path:
     path = Path(sample_path)
-    return path.with_name(f"{path.name.split('.')[0]}.design.parquet")
+    return path.with_name(f"{path.with_suffix('').name}.design.parquet")
 
 
 def _texts(items: pd.DataFrame) -> pd.Series:

@@ -4,7 +4,7 @@
 reads every scored post's time, length, languages, categories and scores (never its text) and analyses them
 window by window (audits.monitor.windows). Verdict rows name the windows that cross a threshold: the score
 distribution's PSI against the reference (warn at 0.10, fail at 0.25) and the change detector's alarms. On an
-alert, the latest alerting window's posts get a suggested validation sample (`alert/`): post ids, strata
+alert, the latest alerting window's posts get a suggested validation sample (`alert/<window>/`): post ids, strata
 and design weights as `validate sample --strategy estimate` draws them, with the window's predictions, so
 `mhaudit annotate --store` shows their text from the store and `validate report --estimate` certifies the
 model there.
@@ -91,8 +91,8 @@ def monitor_stream(store, model, model_dir: str | Path, reference: PredictionSet
     if options.figures:
         from mhaudit.audits.monitor.figures import window_figures
         sections[0].figures = window_figures(table, ref.classes[ref.positive], options)
-    alerts = table[table["change_alarm"] | ((table["psi_score"] >= options.psi_warn)
-                                            & (table["n_posts"] >= options.min_posts))]
+    alerts = table[(table["change_alarm"] | (table["psi_score"] >= options.psi_warn))
+                   & (table["n_posts"] >= options.min_posts)]
     if len(alerts) and out is not None:
         from mhaudit.audits.monitor.alert import suggest_sample
         note = suggest_sample(store, digest, rows, alerts["window"].iat[-1], window, model, ref, reference, options, out)
@@ -104,5 +104,5 @@ def monitor_stream(store, model, model_dir: str | Path, reference: PredictionSet
                  "psi_warn": options.psi_warn, "psi_fail": options.psi_fail, "min_posts": options.min_posts,
                  "classes": ref.classes,
                  "positive": ref.classes[ref.positive], "scored_now": scored_now, "n_posts": len(rows)},
-        provenance=provenance({"reference": digest_frame(reference.frame), "model": (digest * 4)[:64]},
+        provenance=provenance({"reference": digest_frame(reference.frame), "model": digest},
                               progress.seconds))

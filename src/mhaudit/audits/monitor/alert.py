@@ -1,6 +1,7 @@
 """On an alert: the posts people should label to certify the model on the alerting window.
 
-Written under `<report folder>/alert/`: the window's predictions (pseudonymous post ids and scores, as
+Written under `<report folder>/alert/<window>/` (one folder per alerting window, so a later round of
+`--follow` never replaces a sample people may be labelling): the window's predictions (pseudonymous post ids and scores, as
 `predictions.parquet`), and `sample.parquet` with its design, drawn as `validate sample --strategy estimate`
 draws (calibrated on the reference). The sample holds post ids, no text: `mhaudit annotate --store` reads the
 text from the post store. A store that keeps raw DIDs in its post ids gets no sample (its ids would carry them).
@@ -35,14 +36,17 @@ def suggest_sample(store, digest: str, rows: list[tuple], window_start: str, win
     for c, name in enumerate(ref.classes):
         frame[logit_column(name)] = logits[:, c]
     target = PredictionSet(frame[[*KEY_COLUMNS, *[logit_column(c) for c in ref.classes]]], list(ref.classes))
+    if not chosen:
+        return f"The alerting window {window_start} has no post with a readable time; no sample was drawn."
     budget = min(options.suggest_budget, len(chosen))
     sample, design = certification_sample(pool_of(target, reference), None, "monitor", budget, seed=options.seed)
-    folder = Path(out) / "alert"
+    folder = Path(out) / "alert" / window_start.replace(" ", "T").replace(":", "-")  # one folder per window
     write_table(target.frame, folder / "predictions.parquet", what="the window's predictions")
     write_certification_sample(sample, design, folder / "sample.parquet")
     drawn = f"all {budget}" if budget == len(chosen) else f"{budget} of them"
+    where = folder.relative_to(Path(out)).as_posix()
     return (f"The latest alerting window, {window_start}, has {len(chosen):,} posts; {drawn} were drawn "
-            "for people to label (alert/sample.parquet, stratified by predicted class and confidence, design in "
-            "alert/sample.design.parquet; post ids only). Serve it with `mhaudit annotate --sample "
-            "alert/sample.parquet --store POSTS` and certify with `mhaudit validate report --estimate --sample "
-            "alert/sample.parquet --predictions alert/predictions.parquet`.")
+            f"for people to label ({where}/sample.parquet, stratified by predicted class and confidence, design "
+            f"beside it; post ids only). Serve it with `mhaudit annotate --sample {where}/sample.parquet --store "
+            f"POSTS` and certify with `mhaudit validate report --estimate --sample {where}/sample.parquet "
+            f"--predictions {where}/predictions.parquet`.")

@@ -39,12 +39,12 @@ _TABLE = """CREATE TABLE IF NOT EXISTS scores (
 
 
 def model_digest(model_dir: str | Path) -> str:
-    """SHA-256 (first 16 hex digits) over the model folder's files, names and bytes, in name order."""
+    """SHA-256 over the model folder's files, names and bytes, in name order."""
     folder = Path(model_dir)
     digest = hashlib.sha256()
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
         digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:16]
+    return digest.hexdigest()
 
 
 def ensure_scores_table(store) -> None:

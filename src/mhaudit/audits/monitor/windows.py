@@ -93,7 +93,8 @@ def _frame(rows: list[tuple]) -> pd.DataFrame:
     bad = frame["time"].isna()
     if bad.all():
         raise InputError("no scored post has a readable createdAt time; the monitor windows posts by it")
-    return frame[~bad].reset_index(drop=True)
+    # createdAt is whatever the client sent ("...-05:00" sorts before "...Z" as text): order by the parsed time
+    return frame[~bad].sort_values(["time", "uri"], kind="stable").reset_index(drop=True)
 
 
 def _lead_language(langs: str) -> str:
@@ -104,7 +105,9 @@ def _lead_language(langs: str) -> str:
 def window_table(rows: list[tuple], reference: Reference, window: pd.Timedelta, *, n_boot: int, seed: int,
                  options, baseline_posts: int = 100) -> pd.DataFrame:
     """One row per window with posts (`options`: the estimate's trust cut-offs; the stream's first
-    `baseline_posts` posts are the baseline of the length and language drift)."""
+    `baseline_posts` posts are the baseline of the length and language drift, and only windows of at least
+    that many posts feed the change detector). Each window's bootstrap has its own seed (from `seed` and the
+    window's start), so a late post in one window changes no other window's interval."""
     frame = _frame(rows)
     logits = np.array([json.loads(s) for s in frame["scores"]], dtype=float)
     if logits.shape[1] != len(reference.classes):
@@ -119,14 +122,14 @@ def window_table(rows: list[tuple], reference: Reference, window: pd.Timedelta, 
     length_edges = decile_edges(frame.loc[first, "length"])
     length_ref = binned_shares(frame.loc[first, "length"], length_edges)
     lang_ref = category_shares(frame.loc[first, "language"], languages)
-    rng = np.random.default_rng(seed)
+    label = "%Y-%m-%d %H:%M:%S" if window < pd.Timedelta("1min") else "%Y-%m-%d %H:%M"
     out = []
     for start, rows_w in frame.groupby("window", sort=True):
         at = rows_w.index.to_numpy()
         z, p = logits[at], probs[at]
         pred = z.argmax(axis=1)
         score = reference.drift_score(p)
-        row = {"window": start.strftime("%Y-%m-%d %H:%M"), "n_posts": len(at)}  # UTC
+        row = {"window": start.strftime(label), "n_posts": len(at)}  # UTC
         for cat in categories:
             row[f"share_{cat}"] = float(np.mean([cat in json.loads(c or "[]") for c in rows_w["categories"]]))
         for c, name in enumerate(reference.classes):
@@ -143,11 +146,19 @@ def window_table(rows: list[tuple], reference: Reference, window: pd.Timedelta, 
         row["psi_length"] = psi(length_ref, binned_shares(lengths, length_edges))
         row["ks_length"] = ks(frame.loc[first, "length"].to_numpy(float), lengths)[0]
         row["js_language"] = js_distance(lang_ref, category_shares(rows_w["language"], languages))
+        rng = np.random.default_rng([seed, int(start.value)])
         row |= _estimate(reference, z, n_boot, rng, seed, options)
         out.append(row)
     table = pd.DataFrame(out)
-    cusum = self_starting_cusum(table.pop("_sum").to_numpy(), table["n_posts"].to_numpy(), table.pop("_squares").to_numpy())
-    return table.assign(cusum_z=cusum.z, cusum_upper=cusum.upper, cusum_lower=cusum.lower, change_alarm=cusum.alarm)
+    judged = (table["n_posts"] >= baseline_posts).to_numpy()  # a window of a few posts is noise, not a change
+    sums, squares = table.pop("_sum").to_numpy(), table.pop("_squares").to_numpy()
+    cusum = self_starting_cusum(sums[judged], table["n_posts"].to_numpy()[judged], squares[judged])
+    columns = {"cusum_z": cusum.z, "cusum_upper": cusum.upper, "cusum_lower": cusum.lower, "change_alarm": cusum.alarm}
+    for name, values in columns.items():
+        full = np.full(len(table), False if name == "change_alarm" else np.nan, dtype=values.dtype)
+        full[judged] = values
+        table[name] = full
+    return table
 
 
 def _estimate(reference: Reference, z: np.ndarray, n_boot: int, rng, seed: int, options) -> dict:

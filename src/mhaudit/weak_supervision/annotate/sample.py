@@ -60,7 +60,7 @@ def load_sample(path: str | Path, *, keep_order: bool = False, posts: str | Path
             if is_missing(value) or str(value).strip() == "":
                 raise InputError(f"{where}: column '{column}' is empty", path=path)
         if not isinstance(text, str) or not text.strip():
-            found = "; the post store has no such post" if posts is not None and text is None else ""
+            found = "; the post store has no such post" if posts is not None and is_missing(text) else ""
             raise InputError(f"{where}: column 'text' is empty or not text{found}", path=path)
         key = (str(task), str(item_id))
         if key in seen:
@@ -73,8 +73,12 @@ def load_sample(path: str | Path, *, keep_order: bool = False, posts: str | Path
 
 
 def _store_texts(posts: str | Path, ids: set[str]) -> dict[str, str]:
+    from mhaudit.weak_supervision.collect.dialects import check_store_path
     from mhaudit.weak_supervision.collect.store import PostStore
 
+    target = check_store_path(posts)
+    if isinstance(target, Path) and not target.is_file():
+        raise InputError("no such post store; --store needs the one the sample's posts were collected into", path=posts)
     wanted, rows = sorted(ids), []
     with PostStore(posts) as store:
         for i in range(0, len(wanted), 500):  # bounded IN lists

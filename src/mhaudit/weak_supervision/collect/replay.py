@@ -67,8 +67,14 @@ class ReplayRelay:
 
         frame = read_table(Path(path), what="the posts to replay")
         if since is not None:
-            frame = frame[pd.to_datetime(frame[columns.get("created_at", "createdAt")], utc=True, errors="coerce",
-                                         format="ISO8601") >= pd.Timestamp(since, tz="UTC")]
+            column = columns.get("created_at", "createdAt")
+            if column not in frame.columns:
+                raise InputError(f"the posts have no '{column}' column to select --since by", path=path)
+            try:
+                start = pd.Timestamp(since, tz="UTC")
+            except ValueError:
+                raise InputError(f"--since '{since}' is not a date (e.g. 2024-09-01)") from None
+            frame = frame[pd.to_datetime(frame[column], utc=True, errors="coerce", format="ISO8601") >= start]
         events = replay_events(frame, **columns)
         if not events:
             raise InputError("no post with a text and a readable createdAt to replay", path=path)
