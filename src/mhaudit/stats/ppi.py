@@ -23,7 +23,8 @@ independent of it; the two agree when n_h ≪ N_h). λ is tuned on the pool part
 
 A stratum whose labelled items all agree has a sample variance of 0, which would claim certainty from a few
 labels: each label coordinate's within-stratum variance is floored at p̃ (1 − p̃), p̃ = 0.5 / (n_h + 1), as if
-half an item had disagreed.
+half an item had disagreed (not where the coordinate is 0 by definition: another class's true positives in a
+stratum of one predicted class).
 
 Metrics: prevalence_k = t_k, accuracy = Σ_k tp_k, F1_k = 2 tp_k / (q_k + t_k) with q_k the known share of
 the pool predicted k, macro-F1 their mean (its standard error by the delta method). Intervals are Student-t with Satterthwaite's
@@ -137,10 +138,14 @@ def pool_estimates(membership: np.ndarray, y: np.ndarray, pred: np.ndarray, prob
     count, s1, s2 = _moments(membership, np.hstack([z, f]), strata, n_strata)
     mean, cov = _covariances(count, s1, s2)
     czz, czf, cff = cov[..., :d, :d].copy(), cov[..., :d, d:], cov[..., d:, d:]
+    f_mean = np.stack([f[strata == h].mean(axis=0) for h in range(n_strata)])
+    # The floor, where a coordinate can vary at all: a stratum of one predicted class has no true positive of
+    # another class (z and f are 0 there by definition).
     floor = 0.5 / (count + 1)
     idx = np.arange(d)
-    czz[..., idx, idx] = np.maximum(czz[..., idx, idx], (floor * (1 - floor))[..., None])
-    f_mean = np.stack([f[strata == h].mean(axis=0) for h in range(n_strata)])
+    can_vary = np.stack([(f[strata == h] != 0).any(axis=0) for h in range(n_strata)])  # strata x coordinates
+    czz[..., idx, idx] = np.where(can_vary, np.maximum(czz[..., idx, idx], (floor * (1 - floor))[..., None]),
+                                  czz[..., idx, idx])
     f_cov = np.stack([np.cov(f[strata == h].T, ddof=1) if sizes[h] > 1 else np.zeros((d, d))
                       for h in range(n_strata)])
     with np.errstate(invalid="ignore", divide="ignore"):
