@@ -75,6 +75,8 @@ def monitor(store: Annotated[str, typer.Option(help="Post store: posts.sqlite or
             if follow is None or (rounds is not None and done >= rounds):
                 break
             time.sleep(follow * 60)
+    except KeyboardInterrupt:  # Ctrl-C ends --follow; every committed batch of scores stays
+        out.print(f"stopped after {done} round(s); the report is of the last finished one")
     finally:
         if run is not None:
             run.close()
