@@ -21,6 +21,7 @@ from mhaudit.cli import app
 from mhaudit.synthetic.simulate_stream import StreamConfig, simulate_stream
 from mhaudit.weak_supervision.collect.store import PostStore
 from tests.cli_checks import assert_one_sentence_failure
+from tests.weak_supervision.collect.pg_server import pg_server, pg_url  # noqa: F401  (fixtures)
 
 runner = CliRunner()
 CLASSES = ["other", "depression"]
@@ -227,9 +228,6 @@ def test_bad_inputs(setup, tmp_path):
     assert_one_sentence_failure(_monitor(work, store, tmp_path / "o4", "--window", "fortnight"), "--window")
     for folder in ("o1", "o2", "o3", "o4"):
         assert not (tmp_path / folder).exists()
-
-
-from tests.weak_supervision.collect.pg_server import pg_server, pg_url  # noqa: E402,F401  (fixtures)
 
 
 def test_postgres_store_scores_while_a_writer_commits_and_matches_sqlite(setup, tmp_path, pg_url):

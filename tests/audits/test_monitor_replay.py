@@ -9,7 +9,6 @@ import json
 
 import numpy as np
 import pandas as pd
-import pytest
 from scipy.special import softmax
 from typer.testing import CliRunner
 

@@ -20,7 +20,7 @@ from mhaudit.audits.agreement.labels import choose_weak_labeler, task_labels
 from mhaudit.core.errors import InputError
 from mhaudit.tables.io import read_table, write_table
 
-__all__ = ["SAMPLE_COLUMNS", "sample_for_validation", "write_validation_set", "read_validation_set"]
+__all__ = ["SAMPLE_COLUMNS", "item_texts", "sample_for_validation", "write_validation_set", "read_validation_set"]
 
 SAMPLE_COLUMNS = ("sample_id", "item_id", "task", "text", "stratum", "weak_labeler", "pool_size", "sample_size",
                   "weight", "seed")
@@ -67,6 +67,12 @@ def _allocate(n: int | None, pool: Mapping[int, int], positive_share: float | No
     return sizes
 
 
+def item_texts(items: pd.DataFrame, id_col: str) -> pd.Series:
+    """Each item's text by id (as text; first row of a repeated id), items without a non-blank text left out."""
+    texts = items.assign(_id=items[id_col].astype(str)).drop_duplicates("_id").set_index("_id")["text"]
+    return texts[texts.map(lambda t: isinstance(t, str) and bool(t.strip()))]
+
+
 def sample_for_validation(labels: pd.DataFrame, items: pd.DataFrame, task: str, n: int | None = None, *,
                           weak_labeler: str | None = None, positive_share: float | None = None,
                           sizes: Mapping[int, int] | None = None, seed: int = 0) -> pd.DataFrame:
@@ -91,8 +97,7 @@ def sample_for_validation(labels: pd.DataFrame, items: pd.DataFrame, task: str, 
     id_col = "id" if "id" in items.columns else "item_id" if "item_id" in items.columns else None
     if id_col is None or "text" not in items.columns:
         raise InputError(f"the items need an 'id' (or 'item_id') and a 'text' column; got {', '.join(map(str, items.columns))}")
-    texts = items.assign(_id=items[id_col].astype(str)).drop_duplicates("_id").set_index("_id")["text"]
-    texts = texts[texts.map(lambda t: isinstance(t, str) and bool(t.strip()))]
+    texts = item_texts(items, id_col)
     rows = rows[rows["item_id"].isin(texts.index)]
     if rows.empty:
         raise InputError(f"none of the items labelled by '{weak}' for task '{task}' has a text in the items table; "

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mhaudit.audits.agreement.sample import SAMPLE_COLUMNS
+from mhaudit.audits.agreement.sample import SAMPLE_COLUMNS, item_texts
 from mhaudit.audits.certify.design import Pool, allocate, bins_for, confidence_strata
 from mhaudit.core.errors import InputError
 from mhaudit.tables.io import read_table, write_table
@@ -30,19 +30,13 @@ def design_path(sample_path: str | Path) -> Path:
     return path.with_name(f"{path.with_suffix('').name}.design.parquet")
 
 
-def _texts(items: pd.DataFrame) -> pd.Series:
-    id_col = "id" if "id" in items.columns else "item_id"
-    texts = items.assign(_id=items[id_col].astype(str)).drop_duplicates("_id").set_index("_id")["text"]
-    return texts[texts.map(lambda t: isinstance(t, str) and bool(t.strip()))]
-
-
 def certification_sample(pool: Pool, items: pd.DataFrame | None, task: str, budget: int, *, seed: int = 0,
                          max_bins: int = 4, labelled: set[str] | frozenset = frozenset()
                          ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(validation set, design) for `budget` human labels. `labelled`: ids people already labelled for the
     task; they leave the pool (the estimate then covers the posts not yet labelled). `items` None: a sample
     of post ids without text (the monitor's), whose text the annotation app reads from the post store."""
-    texts = _texts(items) if items is not None else None
+    texts = None if items is None else item_texts(items, "id" if "id" in items.columns else "item_id")
     missing = [] if texts is None else [i for i in pool.ids if i not in texts.index]
     if missing:
         raise InputError(f"{len(missing)} of the {len(pool.ids):,} scored items have no text in the items table "

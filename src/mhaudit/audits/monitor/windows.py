@@ -116,7 +116,8 @@ def window_table(rows: list[tuple], reference: Reference, window: pd.Timedelta, 
         pd.to_datetime((frame["time"].astype("int64") // window.value) * window.value, utc=True)
     frame["language"] = frame["langs"].map(_lead_language)
     languages = [*frame["language"].value_counts().index[:5], "other"]
-    categories = sorted({c for cell in frame["categories"] for c in json.loads(cell or "[]")})
+    frame["categories"] = frame["categories"].map(lambda cell: set(json.loads(cell or "[]")))  # parsed once
+    categories = sorted(set().union(*frame["categories"]))
     probs = reference.calibration.probs(logits)
     first = frame.index < baseline_posts  # the rows are in time order
     length_edges = decile_edges(frame.loc[first, "length"])
@@ -131,7 +132,7 @@ def window_table(rows: list[tuple], reference: Reference, window: pd.Timedelta, 
         score = reference.drift_score(p)
         row = {"window": start.strftime(label), "n_posts": len(at)}  # UTC
         for cat in categories:
-            row[f"share_{cat}"] = float(np.mean([cat in json.loads(c or "[]") for c in rows_w["categories"]]))
+            row[f"share_{cat}"] = float(np.mean([cat in cell for cell in rows_w["categories"]]))
         for c, name in enumerate(reference.classes):
             row[f"predicted_{name}"] = float((pred == c).mean())
         positive = p[:, reference.positive]
