@@ -16,7 +16,7 @@ from sklearn.metrics import adjusted_mutual_info_score, adjusted_rand_score
 
 from mhaudit.audits.divergence.extras import phenotypes
 from mhaudit.audits.divergence.fitting import ChannelFit, _best_threshold, _configs, _fit, _held_out_prob, combine, fit_many
-from mhaudit.audits.divergence.kmeans import _kmeans_plusplus, _same_clustering, bootstrap_kmeans
+from mhaudit.audits.divergence.kmeans import _kmeans_plusplus, _same_clustering, _uniform_choice, bootstrap_kmeans
 
 
 def blobs(n: int, seed: int, spread: float = 1.0) -> np.ndarray:
@@ -39,11 +39,19 @@ def test_seeding_is_scikit_learns_kmeans_plusplus():
     x = blobs(400, seed=1)
     rows = np.random.default_rng(2).integers(0, 400, 400)
     sample = x[rows] - x[rows].mean(axis=0)  # KMeans seeds on the centred resample
-    ours, theirs = np.random.RandomState(7), np.random.RandomState(7)
-    for _ in range(3):  # one state, drawn restart after restart
+    theirs = np.random.RandomState(7)
+    draws = np.random.RandomState(7).random_sample(3 * 7).reshape(3, 7)  # one state, restart after restart
+    got = _kmeans_plusplus(x, np.einsum("ij,ij->i", x, x), np.stack([rows] * 3), 3, draws)
+    for restart in range(3):
         want = kmeans_plusplus(sample, 3, random_state=theirs)[0] + x[rows].mean(axis=0)
-        got = _kmeans_plusplus(x, np.einsum("ij,ij->i", x, x), rows, 3, ours)
-        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(got[restart], want, rtol=0, atol=1e-12)
+
+
+def test_uniform_choice_is_random_states():
+    for seed in range(50):
+        n = 1 + 97 * seed
+        want = np.random.RandomState(seed).choice(n, p=np.ones(n) / n)
+        assert _uniform_choice(np.random.RandomState(seed).random_sample(1), n)[0] == want
 
 
 @pytest.mark.parametrize("n, spread, k", [(600, 1.0, 3), (900, 0.3, 3), (300, 2.0, 4)])

@@ -35,25 +35,52 @@ def _sq_distances(x: np.ndarray, norms: np.ndarray, centres: np.ndarray) -> np.n
     return np.maximum(dist, 0.0, out=dist)
 
 
-def _kmeans_plusplus(x: np.ndarray, norms: np.ndarray, rows: np.ndarray, k: int, state) -> np.ndarray:
-    """scikit-learn's k-means++ seeding (greedy, 2 + log k trials per centre) on the resample x[rows], with
-    the same draws from `state`; the distances are those of x's rows, gathered in the resample's order."""
-    n = rows.size
+def _uniform_choice(draws: np.ndarray, n: int) -> np.ndarray:
+    """`RandomState.choice(n, p=np.ones(n) / n)` for each uniform draw it makes (its cdf, its searchsorted)."""
+    cdf = (np.ones(n) / n).cumsum()
+    cdf /= cdf[-1]
+    return cdf.searchsorted(draws, side="right")
+
+
+def _kmeans_plusplus(x: np.ndarray, norms: np.ndarray, rows: np.ndarray, k: int, draws: np.ndarray) -> np.ndarray:
+    """scikit-learn's k-means++ seeding (greedy, 2 + log k trials per centre) of many restarts at once.
+
+    rows: restarts x resample rows (x's rows in the resample's drawn order); draws: restarts x (1 + (k - 1) x
+    trials), the uniform draws each restart's KMeans makes from its RandomState: one for `choice` of the first
+    centre, then `uniform(size=trials)` for each further centre. Returns restarts x k x features."""
+    runs, n = rows.shape
     trials = 2 + int(np.log(k))
-    centres = np.empty((k, x.shape[1]))
-    first = rows[state.choice(n, p=np.ones(n) / n)]
-    centres[0] = x[first]
-    closest = _sq_distances(x, norms, x[first][None, :])[0][rows]
-    potential = closest.sum()
+    at = np.arange(runs)
+    centres = np.empty((runs, k, x.shape[1]))
+    first = rows[at, _uniform_choice(draws[:, 0], n)]
+    centres[:, 0] = x[first]
+    closest = np.take_along_axis(_sq_distances(x, norms, x[first]), rows, axis=1)
+    potential = closest.sum(axis=1)
     for c in range(1, k):
-        candidates = np.searchsorted(np.cumsum(closest), state.uniform(size=trials) * potential)
+        cumulative = np.cumsum(closest, axis=1)
+        targets = draws[:, 1 + (c - 1) * trials:1 + c * trials] * potential[:, None]
+        candidates = np.stack([np.searchsorted(cumulative[r], targets[r]) for r in range(runs)])
         np.clip(candidates, None, n - 1, out=candidates)
-        dist = np.minimum(closest, _sq_distances(x, norms, x[rows[candidates]])[:, rows])
-        potentials = dist.sum(axis=1)
-        best = int(np.argmin(potentials))
-        potential, closest = potentials[best], dist[best]
-        centres[c] = x[rows[candidates[best]]]
+        ids = np.take_along_axis(rows, candidates, axis=1)  # restarts x trials
+        far = _sq_distances(x, norms, x[ids.ravel()]).reshape(runs, trials, -1)
+        dist = np.minimum(closest[:, None, :], np.take_along_axis(far, rows[:, None, :], axis=2))
+        potentials = dist.sum(axis=2)
+        best = np.argmin(potentials, axis=1)
+        potential, closest = potentials[at, best], dist[at, best]
+        centres[:, c] = x[ids[at, best]]
     return centres
+
+
+def _starts(x: np.ndarray, norms: np.ndarray, resamples: list[np.ndarray], seeds: list[int], k: int,
+            n_init: int, chunk: int = 60) -> np.ndarray:
+    """The k-means++ starts of every restart (resample-major), `chunk` restarts at a time to bound memory.
+    Each resample's RandomState is drawn from restart after restart, as in KMeans.fit."""
+    per_restart = 1 + (k - 1) * (2 + int(np.log(k)))
+    draws = np.concatenate([np.random.RandomState(seed).random_sample(n_init * per_restart).reshape(n_init, -1)
+                            for seed in seeds])
+    rows = np.repeat(np.stack(resamples), n_init, axis=0)
+    return np.concatenate([_kmeans_plusplus(x, norms, rows[i:i + chunk], k, draws[i:i + chunk])
+                           for i in range(0, rows.shape[0], chunk)])
 
 
 def _nearest(x: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -62,11 +89,11 @@ def _nearest(x: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray
     runs, k, p = centres.shape
     flat = centres.reshape(-1, p)
     dist = (np.einsum("ij,ij->i", flat, flat)[:, None] - 2.0 * (flat @ x.T)).reshape(runs, k, x.shape[0])
-    label, best = np.zeros((runs, x.shape[0]), dtype=np.int64), dist[:, 0]
-    for j in range(1, k):
+    label, best = np.zeros((runs, x.shape[0]), dtype=np.int64), dist[:, 0].copy()
+    for j in range(1, k):  # a strictly closer centre only: the first of equals stays
         closer = dist[:, j] < best
-        label = np.where(closer, j, label)
-        best = np.where(closer, dist[:, j], best)
+        label[closer] = j
+        np.minimum(best, dist[:, j], out=best)
     return label, best
 
 
@@ -81,8 +108,10 @@ def _lloyd(x: np.ndarray, weights: np.ndarray, centres: np.ndarray, tol: np.ndar
     for _ in range(max_iter):
         new = _nearest(x, centres[active])[0]
         w = weights[active]
-        member = (new[:, None, :] == np.arange(k)[None, :, None]) * w[:, None, :]  # run, centre, row
-        size = member.sum(axis=2)
+        member = np.zeros((active.size, k, x.shape[0]))  # run, centre, row: the row's weight in its centre
+        np.put_along_axis(member, new[:, None, :], w[:, None, :], axis=1)
+        size = np.bincount((np.arange(active.size)[:, None] * k + new).ravel(), weights=w.ravel(),
+                           minlength=active.size * k).reshape(active.size, k)
         sums = (member.reshape(-1, x.shape[0]) @ x).reshape(active.size, k, p)
         empty[active] |= (size == 0).any(axis=1)
         moved = sums / np.where(size > 0, size, 1.0)[:, :, None]
@@ -115,12 +144,8 @@ def bootstrap_kmeans(x: np.ndarray, resamples: list[np.ndarray], seeds: list[int
     mean = counts @ x / n  # each resample's feature means and variances, from its row counts
     variance = counts @ (x * x) / n - mean ** 2
     norms = np.einsum("ij,ij->i", x, x)
-    starts = []
-    for rows, seed in zip(resamples, seeds):
-        state = np.random.RandomState(seed)  # one state, drawn from restart after restart, as in KMeans.fit
-        starts += [_kmeans_plusplus(x, norms, rows, k, state) for _ in range(n_init)]
     weights = np.repeat(counts, n_init, axis=0)
-    centres, labels, inertia, empty = _lloyd(x, weights, np.stack(starts),
+    centres, labels, inertia, empty = _lloyd(x, weights, _starts(x, norms, resamples, seeds, k, n_init),
                                              np.repeat(variance.mean(axis=1) * tol, n_init), max_iter)
     out = np.empty((len(resamples), n), dtype=np.int64)
     for b, (rows, seed) in enumerate(zip(resamples, seeds)):
