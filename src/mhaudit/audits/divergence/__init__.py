@@ -9,11 +9,13 @@ rewards channel X over the lexicon. See docs/divergence.md for every definition 
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from mhaudit.audits.divergence import tables as T
 from mhaudit.audits.divergence.conflicts import conflicts
@@ -173,20 +175,27 @@ def _robustness(design: Design, options: DivergenceOptions, runs: Runs, fitted: 
     """Leave-one-domain-out, phenotypes (with channel C), orthogonality and concentration tables."""
     datasets = design.human + design.auto
     tables = {}
-    lodo_channels = _canonical(options.lodo_channels)
-    if lodo_channels and design.train_dataset in datasets:
-        n_train, start = len(design.train), len(design.train)
-        for d in datasets[:datasets.index(design.train_dataset)]:
-            start += len(y[d])
-        tables["lodo"] = lodo(design, lodo_channels, lexical=options.lexical, n_folds=options.n_folds,
-                              seed=options.seed, zero_division=options.undefined_f1, train_parses=parses.take(np.arange(n_train)),
-                              test_parses=parses.take(np.arange(start, start + len(y[design.train_dataset]))),
-                              memo=memo)
-    if any("C" in ch for ch in channels):
-        feats = np.vstack([base.evaluation[d]["C"] for d in datasets])
-        labels = np.concatenate([[d] * len(y[d]) for d in datasets])
-        tables["phenotypes"], tables["phenotype_sizes"] = phenotypes(
-            feats, labels, n_boot=options.n_boot_clusters, seed=options.seed)
+    # The phenotype K-means (BLAS, which lets go of the GIL) runs in a thread beside leave-one-domain-out,
+    # whose featurising holds one core and whose fits queue for both workers: no core waits idle. With that
+    # many busy threads, one BLAS thread each: more would only spin against each other.
+    with ThreadPoolExecutor(max_workers=1) as beside, threadpool_limits(limits=1):
+        clusters = None
+        if any("C" in ch for ch in channels):
+            feats = np.vstack([base.evaluation[d]["C"] for d in datasets])
+            labels = np.concatenate([[d] * len(y[d]) for d in datasets])
+            clusters = beside.submit(phenotypes, feats, labels, n_boot=options.n_boot_clusters, seed=options.seed)
+        lodo_channels = _canonical(options.lodo_channels)
+        if lodo_channels and design.train_dataset in datasets:
+            n_train, start = len(design.train), len(design.train)
+            for d in datasets[:datasets.index(design.train_dataset)]:
+                start += len(y[d])
+            tables["lodo"] = lodo(design, lodo_channels, lexical=options.lexical, n_folds=options.n_folds,
+                                  seed=options.seed, zero_division=options.undefined_f1,
+                                  train_parses=parses.take(np.arange(n_train)),
+                                  test_parses=parses.take(np.arange(start, start + len(y[design.train_dataset]))),
+                                  memo=memo)
+        if clusters is not None:
+            tables["phenotypes"], tables["phenotype_sizes"] = clusters.result()
     tables["orthogonality"] = orthogonality({ch: np.concatenate([runs.prob(ch, d) for d in datasets])
                                              for ch in channels})
     parts = [concentration(fitted[ch], [f"{b}:{n}" for b in fitted[ch].letters for n in base.feature_names[b]],
