@@ -56,3 +56,13 @@ def test_one_class_is_refused():
     x, _ = problem(50, 5, seed=3)
     with pytest.raises(ValueError, match="both classes"):
         ElasticNetLogistic(1.0, 0.5).fit(x, np.ones(50, dtype=int))
+
+
+def test_a_fit_repeats_exactly():
+    """One OpenMP thread: glum's parallel sums otherwise vary in the last bits from fit to fit."""
+    x, y = problem(3000, 300, seed=4)
+    first = ElasticNetLogistic(10.0, 0.5).fit(x, y)
+    for _ in range(2):
+        again = ElasticNetLogistic(10.0, 0.5).fit(x, y)
+        np.testing.assert_array_equal(again.coef_, first.coef_)
+        np.testing.assert_array_equal(again.intercept_, first.intercept_)

@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 
 import mhaudit.stats
-from mhaudit.stats import (agreement, atc, auc, binary, bootstrap, calibration, cbpe, drift, fairness, label_shift, ppi,
-                           threshold_free, weak_metrics)
+from mhaudit.stats import (agreement, atc, auc, binary, bootstrap, calibration, cbpe, cluster_agreement, drift,
+                           fairness, label_shift, ppi, threshold_free, weak_metrics)
 from mhaudit.stats.undefined import UndefinedStatisticWarning, check_zero_division, divide
 
 N = 6
@@ -119,6 +119,9 @@ DEFINED = {
     "drift.psi": lambda: drift.psi([0.5, 0.5], [0.5, 0.5]),
     "drift.js_distance": lambda: drift.js_distance([0.5, 0.5], [0.5, 0.5]),
     "drift.ks": lambda: drift.ks(SCORE, SCORE)[0],
+    # one cluster against one cluster: the same clustering (ARI 1), no information shared (MI 0)
+    "cluster_agreement.adjusted_rand_indices": lambda: cluster_agreement.adjusted_rand_indices(Y, Y[None, :]),
+    "cluster_agreement.mutual_informations": lambda: cluster_agreement.mutual_informations(Y[None, :], PRED),
 }
 
 # Not statistics of labels and predictions: transforms, resamplers, fitters, reason helpers, types.
@@ -144,6 +147,7 @@ NOT_METRICS = {
     # the monitor's binning and its change detector (over window counts, not labels)
     "drift.EPS", "drift.decile_edges", "drift.binned_shares", "drift.category_shares",
     "change.CusumResult", "change.self_starting_cusum",
+    "cluster_agreement.contingency_tables",  # counts
 }
 
 
