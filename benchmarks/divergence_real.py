@@ -7,7 +7,7 @@ fresh process as a user would run it (`mhaudit audit divergence` with its defaul
 and BC, LODO on A, C, BC, B = 10,000):
 
 1. cold: a new, empty parse cache (`MHAUDIT_CACHE` in a fresh folder);
-2. warm: the same command again, on that cache;
+2. warm: the same command again, on that cache (--repeats times, alternating with the old code's runs);
 3. old: the package as it was at --old-ref (extracted with `git archive`, read-only), warm on the same cache
    (the cache format did not change), for the robustness stage old against new. Its tables are compared
    with the new ones: since the elastic net is solved to convergence (e31923e), the tables of channels with
@@ -17,7 +17,7 @@ Each run prints its stages (the audit's own progress timings), wall time, peak m
 (os.getloadavg) at its start and end; a summary closes, also written as JSON to --work.
 
     python benchmarks/divergence_real.py [--data ../shared/data] [--work /tmp/mhaudit-divergence-real]
-                                         [--old-ref 3a30d9e] [--no-old]
+                                         [--old-ref 3a30d9e] [--no-old] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -145,6 +145,9 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "mhaudit-divergence-real")
     parser.add_argument("--old-ref", default=OLD_REF, help="git commit of the code to compare with")
     parser.add_argument("--no-old", action="store_true", help="skip the run of the old code")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="warm and old runs, alternating, this many times each (the robustness ratio is taken "
+                             "between their medians: on a shared 2-core machine one pair can be off by 40%%)")
     parser.add_argument("--_run", nargs=2, type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args._run:
@@ -158,38 +161,45 @@ def main() -> None:
     corpus = build_corpus(args.data, args.work)
     cache = Path(tempfile.mkdtemp(prefix="cache-", dir=args.work))  # empty: the cold run parses everything
     try:
-        runs = {"cold": audit("cold", corpus, cache, args.work), "warm": audit("warm", corpus, cache, args.work)}
-        if not args.no_old:
-            runs["old"] = audit(f"old ({args.old_ref}), warm", corpus, cache, args.work,
-                                old_package(args.old_ref, args.work))
+        runs = {"cold": audit("cold", corpus, cache, args.work), "warm": [], "old": []}
+        for r in range(args.repeats):
+            runs["warm"].append(audit(f"warm {r + 1}", corpus, cache, args.work))
+            if not args.no_old:
+                runs["old"].append(audit(f"old ({args.old_ref}), warm {r + 1}", corpus, cache, args.work,
+                                         old_package(args.old_ref, args.work)))
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     summary(runs, load_start, args.work)
 
 
 def summary(runs: dict, load_start, work: Path) -> None:
+    import statistics
+
     reference = REFERENCE_MINUTES * 60
-    cold, warm = runs["cold"], runs["warm"]
-    result = {"cold_s": cold["wall_s"], "warm_s": warm["wall_s"], "reference_s": reference,
-              "cold_vs_reference": reference / cold["wall_s"], "robustness_new_s": warm["stages"][ROBUSTNESS],
+    cold, warm, old = runs["cold"], runs["warm"][0], runs["old"]
+    warm_s = statistics.median(run["wall_s"] for run in runs["warm"])
+    new_robustness = [run["stages"][ROBUSTNESS] for run in runs["warm"]]
+    result = {"cold_s": cold["wall_s"], "warm_s": warm_s, "reference_s": reference,
+              "cold_vs_reference": reference / cold["wall_s"], "robustness_new_s": new_robustness,
               "load_start": load_start, "load_end": os.getloadavg()}
     print(f"\nsummary (load average {fmt_load(load_start)} at the start, {fmt_load(result['load_end'])} at the end)")
     print(f"  cold {cold['wall_s']:.0f} s = {result['cold_vs_reference']:.1f}x faster than the reference's "
-          f"~{REFERENCE_MINUTES} min (goal: 10x, at most {reference / 10:.0f} s); warm {warm['wall_s']:.0f} s "
-          "(goal: under 120 s)")
+          f"~{REFERENCE_MINUTES} min (goal: 10x, at most {reference / 10:.0f} s); warm {warm_s:.0f} s, median of "
+          f"{len(runs['warm'])} (goal: under 120 s)")
     print(f"  cold and warm tables equal: {not equal_tables(cold['tables'], warm['tables'])}")
-    if "old" in runs:
-        old = runs["old"]
-        result |= {"old_warm_s": old["wall_s"], "robustness_old_s": old["stages"][ROBUSTNESS],
-                   "robustness_ratio": old["stages"][ROBUSTNESS] / warm["stages"][ROBUSTNESS],
-                   "tables_differing_from_old": equal_tables(old["tables"], warm["tables"])}
-        print(f"  robustness stage: old {result['robustness_old_s']:.1f} s, new {result['robustness_new_s']:.1f} s "
-              f"= {result['robustness_ratio']:.2f}x (goal: 4x); whole warm run old {old['wall_s']:.0f} s")
+    if old:
+        old_robustness = [run["stages"][ROBUSTNESS] for run in old]
+        ratio = statistics.median(old_robustness) / statistics.median(new_robustness)
+        result |= {"old_warm_s": statistics.median(run["wall_s"] for run in old), "robustness_old_s": old_robustness,
+                   "robustness_ratio": ratio, "tables_differing_from_old": equal_tables(old[0]["tables"], warm["tables"])}
+        print(f"  robustness stage: old {', '.join(f'{t:.1f}' for t in old_robustness)} s, new "
+              f"{', '.join(f'{t:.1f}' for t in new_robustness)} s: medians {ratio:.2f}x (goal: 4x); whole warm run "
+              f"old {result['old_warm_s']:.0f} s")
         differ = result["tables_differing_from_old"]
         print(f"  tables equal to the old code's, exactly: {not differ}")
         for name in differ:
-            if name in old["tables"] and name in warm["tables"]:
-                print(f"    {name}: {largest_change(old['tables'][name], warm['tables'][name])}")
+            if name in old[0]["tables"] and name in warm["tables"]:
+                print(f"    {name}: {largest_change(old[0]['tables'][name], warm['tables'][name])}")
     (work / "summary.json").write_text(json.dumps(result, indent=2, default=list))
 
 
