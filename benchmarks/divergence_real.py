@@ -135,6 +135,8 @@ def largest_change(a, b) -> str:
     if a.shape != b.shape or list(a.columns) != list(b.columns):
         return f"shape {b.shape} vs {a.shape}"
     numeric = a.select_dtypes("number").columns
+    if numeric.empty:
+        return "text cells differ"
     gap = np.nanmax(np.abs(a[numeric].to_numpy(float) - b[numeric].to_numpy(float)), initial=0.0)
     return f"largest change {gap:.4g}"
 
