@@ -5,9 +5,9 @@ scaled by 1/sqrt(#channels), so every row still has norm 1 and no channel domina
 Models (TSS paper section 4.4): class_weight balanced; L2 logistic regression after a StandardScaler
 for combinations without B; elastic-net logistic regression with an internal grid search over
 (C, l1 ratio) by 5-fold cross-validation, and no StandardScaler, for any combination with B (scaling
-re-introduces the length signal B's normalisation removed), solved to convergence (elastic_net.py). The decision threshold maximises
-Macro-F1 (the reported metric) over [0.20, 0.80] on out-of-fold training probabilities: the same
-rule for every model, masked or not, and never tuned on evaluation data.
+re-introduces the length signal B's normalisation removed), solved to convergence (elastic_net.py). The
+decision threshold maximises Macro-F1 (the reported metric) over [0.20, 0.80] on out-of-fold training
+probabilities: the same rule for every model, masked or not, and never tuned on evaluation data.
 """
 
 from __future__ import annotations

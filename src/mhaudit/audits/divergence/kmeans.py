@@ -59,7 +59,7 @@ def _kmeans_plusplus(x: np.ndarray, norms: np.ndarray, rows: np.ndarray, k: int,
     for c in range(1, k):
         cumulative = np.cumsum(closest, axis=1)
         targets = draws[:, 1 + (c - 1) * trials:1 + c * trials] * potential[:, None]
-        candidates = np.stack([np.searchsorted(cumulative[r], targets[r]) for r in range(runs)])
+        candidates = (cumulative[:, None, :] < targets[:, :, None]).sum(axis=2)  # searchsorted, row by row
         np.clip(candidates, None, n - 1, out=candidates)
         ids = np.take_along_axis(rows, candidates, axis=1)  # restarts x trials
         far = _sq_distances(x, norms, x[ids.ravel()]).reshape(runs, trials, -1)
