@@ -137,7 +137,8 @@ def largest_change(a, b) -> str:
     numeric = a.select_dtypes("number").columns
     if numeric.empty:
         return "text cells differ"
-    gap = np.nanmax(np.abs(a[numeric].to_numpy(float) - b[numeric].to_numpy(float)), initial=0.0)
+    gap = np.nanmax(np.abs(a[numeric].to_numpy(float, na_value=np.nan) - b[numeric].to_numpy(float, na_value=np.nan)),
+                    initial=0.0)
     return f"largest change {gap:.4g}"
 
 
@@ -152,6 +153,8 @@ def main() -> None:
                              "between their medians: on a shared 2-core machine one pair can be off by 40%%)")
     parser.add_argument("--_run", nargs=2, type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
     if args._run:
         return run_audit(*args._run)
     if not (args.data / "dreaddit").is_dir() or not (args.data / "tss_probe").is_dir():
@@ -202,6 +205,8 @@ def summary(runs: dict, load_start, work: Path) -> None:
         for name in differ:
             if name in old[0]["tables"] and name in warm["tables"]:
                 print(f"    {name}: {largest_change(old[0]['tables'][name], warm['tables'][name])}")
+            else:
+                print(f"    {name}: only in the {'old' if name in old[0]['tables'] else 'new'} code's tables")
     (work / "summary.json").write_text(json.dumps(result, indent=2, default=list))
 
 

@@ -3,6 +3,10 @@ solver of the same objective), and the audit's loose saga for scale."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -58,11 +62,35 @@ def test_one_class_is_refused():
         ElasticNetLogistic(1.0, 0.5).fit(x, np.ones(50, dtype=int))
 
 
-def test_a_fit_repeats_exactly():
-    """One OpenMP thread: glum's parallel sums otherwise vary in the last bits from fit to fit."""
-    x, y = problem(3000, 300, seed=4)
-    first = ElasticNetLogistic(10.0, 0.5).fit(x, y)
-    for _ in range(2):
-        again = ElasticNetLogistic(10.0, 0.5).fit(x, y)
-        np.testing.assert_array_equal(again.coef_, first.coef_)
-        np.testing.assert_array_equal(again.intercept_, first.intercept_)
+REPEAT = """
+import json
+import glum
+import numpy as np
+from threadpoolctl import threadpool_info
+from mhaudit.audits.divergence.elastic_net import ElasticNetLogistic
+
+def openmp_threads():
+    return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "openmp"]
+
+seen, fit = [], glum.GeneralizedLinearRegressor.fit
+def recording(self, *args, **kwargs):
+    seen.append(openmp_threads())
+    return fit(self, *args, **kwargs)
+glum.GeneralizedLinearRegressor.fit = recording
+rng = np.random.default_rng(4)
+x = rng.normal(size=(2300, 660)); x /= np.linalg.norm(x, axis=1, keepdims=True)
+y = (x @ np.where(rng.random(660) < 0.2, rng.normal(scale=8.0, size=660), 0.0) + rng.logistic(size=2300) > 0)
+fits = [ElasticNetLogistic(10.0, 0.5).fit(x, y.astype(int)) for _ in range(3)]
+same = all(np.array_equal(f.coef_, fits[0].coef_) and f.intercept_[0] == fits[0].intercept_[0] for f in fits)
+print(json.dumps({"inside": seen, "same": same}))
+"""
+
+
+def test_fits_run_on_one_openmp_thread_and_repeat_exactly():
+    """glum's parallel sums vary in the last bits from fit to fit (seen on the real BC/ABC fits); each fit
+    holds OpenMP to one thread. Run where OMP_NUM_THREADS is unset: the test session sets it to 1, which
+    would hide a missing limit."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    done = subprocess.run([sys.executable, "-c", REPEAT], env=env, capture_output=True, text=True, check=True)
+    report = json.loads(done.stdout)
+    assert report["inside"] == [[1]] * 3 and report["same"]

@@ -9,6 +9,7 @@ rewards channel X over the lexicon. See docs/divergence.md for every definition 
 from __future__ import annotations
 
 import math
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -175,9 +176,12 @@ def _robustness(design: Design, options: DivergenceOptions, runs: Runs, fitted: 
     datasets = design.human + design.auto
     tables = {}
     # The phenotype K-means (BLAS, which lets go of the GIL) runs in a thread beside leave-one-domain-out,
-    # whose featurising holds one core and whose fits queue for both workers: no core waits idle. With that
-    # many busy threads, one BLAS thread each: more would only spin against each other.
-    with ThreadPoolExecutor(max_workers=1) as beside, threadpool_limits(limits=1):
+    # whose featurising holds one core and whose fits queue for its two workers: no core waits idle. BLAS
+    # threads (one setting for the whole process) are held to half the cores, one on two: more would spin
+    # against the workers. (OpenMP's setting is per thread: the reference KMeans keeps its default there.)
+    # The limit is entered first, so it holds until the thread has joined.
+    with threadpool_limits(limits=max(1, (os.cpu_count() or 2) // 2), user_api="blas"), \
+            ThreadPoolExecutor(max_workers=1) as beside:
         clusters = None
         if any("C" in ch for ch in channels):
             feats = np.vstack([base.evaluation[d]["C"] for d in datasets])

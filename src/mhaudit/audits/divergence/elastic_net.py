@@ -14,8 +14,6 @@ on these small problems it is faster too.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 from scipy.special import expit
 from threadpoolctl import ThreadpoolController
@@ -51,8 +49,7 @@ class ElasticNetLogistic:
         weights = np.where(y == 1, n / (2 * positives), n / (2 * (n - positives)))
         model = GeneralizedLinearRegressor(family="binomial", alpha=1.0 / (self.C * weights.sum()),
                                            l1_ratio=self.l1_ratio, gradient_tol=self.tol, max_iter=self.max_iter)
-        with warnings.catch_warnings(), _openmp_threads().limit(limits=1, user_api="openmp"):
-            warnings.simplefilter("ignore", FutureWarning)  # glum's notices about its future defaults
+        with _openmp_threads().limit(limits=1, user_api="openmp"):
             model.fit(np.ascontiguousarray(x, dtype=np.float64), y, sample_weight=weights)
         self.coef_ = np.asarray(model.coef_, dtype=np.float64)[None, :]
         self.intercept_ = np.array([float(model.intercept_)])
