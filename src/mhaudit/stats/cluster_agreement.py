@@ -41,13 +41,13 @@ def adjusted_rand_indices(reference: np.ndarray, labelings: np.ndarray) -> np.nd
     row_sums, col_sums = tables.sum(axis=2), tables.sum(axis=1)
     same_row = (tables * col_sums[:, None, :]).sum(axis=(1, 2)) - sum_squares  # pairs apart in the labeling only
     same_col = (tables * row_sums[:, :, None]).sum(axis=(1, 2)) - sum_squares
-    out = np.empty(tables.shape[0])
-    for b in range(out.size):  # Python integers, as scikit-learn converts them, so nothing overflows
-        tp, fp, fn = int(sum_squares[b]) - n, int(same_row[b]), int(same_col[b])
-        tn = n * n - fp - fn - int(sum_squares[b])
-        out[b] = 1.0 if fn == 0 and fp == 0 else (
-            2.0 * (tp * tn - fn * fp) / ((tp + fn) * (fn + tn) + (tp + fp) * (fp + tn)))
-    return out
+    # Python integers (object arrays), as scikit-learn converts the counts, so no product overflows; the same
+    # float operations in the same order, so the same last bits.
+    squares, fp, fn = (a.astype(object) for a in (sum_squares, same_row, same_col))
+    tp, tn = squares - n, n * n - fp - fn - squares
+    agree = (fn == 0) & (fp == 0)
+    denominator = np.where(agree, 1, (tp + fn) * (fn + tn) + (tp + fp) * (fp + tn))
+    return np.where(agree, 1.0, 2.0 * (tp * tn - fn * fp) / denominator).astype(np.float64)
 
 
 def mutual_informations(labelings: np.ndarray, other: np.ndarray) -> np.ndarray:

@@ -53,7 +53,7 @@ def lodo(design: Design, channels: list[str], *, lexical: str, n_folds: int, see
         view = build_view(sub, letters, "none", ["held_out"], folds, lexical=lexical, seed=seed, original=original,
                           memo=memo)
         splits.append((held, sub, view, int(fit_rows.sum()), int(score_rows.sum())))
-        fits += [ChannelFit(ch, view.train, sub.y_train, folds, seed) for ch in channels]
+        fits += [ChannelFit(ch, view.train, sub.y_train, folds) for ch in channels]
     models = iter(fit_many(fits))
     rows = []
     for held, sub, view, n_train, n_scored in splits:

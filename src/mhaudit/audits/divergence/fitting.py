@@ -114,7 +114,7 @@ class FittedChannel:
         return (x - self.train_mean) * self.coef
 
 
-def _model(config: dict, seed: int) -> LogisticRegression | ElasticNetLogistic:
+def _model(config: dict) -> LogisticRegression | ElasticNetLogistic:
     # Elastic net: solved to convergence (elastic_net.py; scikit-learn's saga stopped short of the optimum at
     # the tolerance it could afford). Newton-Cholesky solves the L2 fits in a few exact steps.
     if config["l1_ratio"] > 0:
@@ -122,17 +122,17 @@ def _model(config: dict, seed: int) -> LogisticRegression | ElasticNetLogistic:
     return LogisticRegression(C=config["C"], solver="newton-cholesky", class_weight="balanced", max_iter=200)
 
 
-def _fit(x, y, config, seed):
+def _fit(x, y, config):
     scaler = StandardScaler().fit(x) if config["scale"] else None
     z = scaler.transform(x) if scaler is not None else x
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        model = _model(config, seed).fit(z, y)
+        model = _model(config).fit(z, y)
     return scaler, model
 
 
-def _held_out_prob(x, y, held, config, seed) -> np.ndarray:
-    scaler, model = _fit(x[~held], y[~held], config, seed)
+def _held_out_prob(x, y, held, config) -> np.ndarray:
+    scaler, model = _fit(x[~held], y[~held], config)
     z = scaler.transform(x[held]) if scaler is not None else x[held]
     return model.predict_proba(z)[:, 1]
 
@@ -156,13 +156,13 @@ def _keyed(key, function, *args):
 
 @dataclass
 class ChannelFit:
-    """One channel to fit: its name (e.g. "BC"), training blocks by letter, 0/1 labels, fold ids, seed."""
+    """One channel to fit: its name (e.g. "BC"), training blocks by letter, 0/1 labels, fold ids. (Both solvers
+    are deterministic: the folds carry all the randomness.)"""
 
     name: str
     blocks: dict[str, np.ndarray]
     y: np.ndarray
     folds: np.ndarray
-    seed: int = 0
 
 
 def _choose(f: ChannelFit, configs: list[dict], oof: dict) -> tuple[dict, float, float]:
@@ -190,7 +190,7 @@ def fit_many(fits: list[ChannelFit], *, n_jobs: int = 2) -> list[FittedChannel]:
     # The costliest channel's fits first, so its final fit runs here while the workers go on with the
     # others; within a channel, the costliest fits first. The cheap channels finish last: a short tail.
     total = [sum(_cost(x, config) for config in configs[i]) for i, x in enumerate(xs)]
-    jobs = sorted([((-total[i], -_cost(x, config)), (i, c, k), (_held_out_prob, x, f.y, f.folds == k, config, f.seed))
+    jobs = sorted([((-total[i], -_cost(x, config)), (i, c, k), (_held_out_prob, x, f.y, f.folds == k, config))
                    for i, (f, x) in enumerate(zip(fits, xs)) for c, config in enumerate(configs[i])
                    for k in np.unique(f.folds)], key=lambda job: job[0])
     pending = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
@@ -200,7 +200,7 @@ def fit_many(fits: list[ChannelFit], *, n_jobs: int = 2) -> list[FittedChannel]:
 
     def finish(i):  # choose the config and fit on all training rows, here
         chosen[i] = _choose(fits[i], configs[i], oof[i])
-        finals[i] = _fit(xs[i], fits[i].y, chosen[i][0], fits[i].seed)
+        finals[i] = _fit(xs[i], fits[i].y, chosen[i][0])
 
     for (i, c, k), prob in pending:
         oof[i][(c, k)] = prob
@@ -220,6 +220,6 @@ def fit_many(fits: list[ChannelFit], *, n_jobs: int = 2) -> list[FittedChannel]:
 
 
 def fit_channel(name: str, blocks: dict[str, np.ndarray], y: np.ndarray, folds: np.ndarray, *,
-                seed: int = 0, n_jobs: int = 2) -> FittedChannel:
+                n_jobs: int = 2) -> FittedChannel:
     """Fit channel `name` on the training blocks; the threshold comes from out-of-fold probabilities."""
-    return fit_many([ChannelFit(name, blocks, y, folds, seed)], n_jobs=n_jobs)[0]
+    return fit_many([ChannelFit(name, blocks, y, folds)], n_jobs=n_jobs)[0]

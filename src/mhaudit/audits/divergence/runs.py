@@ -66,7 +66,7 @@ def fit_channels(design: Design, channels: list[str], parses: Parses, options: D
         say(f"fitting channels {', '.join(channels)} (repeat {r + 1} of {options.repeats})")
         view = build_view(design, letters, "none", datasets, folds, lexical=options.lexical,
                           seed=options.seed + r, original=parses, memo=memo)
-        models = fit_many([ChannelFit(ch, view.train, design.y_train, folds, options.seed + r) for ch in channels])
+        models = fit_many([ChannelFit(ch, view.train, design.y_train, folds) for ch in channels])
         for ch, model in zip(channels, models):
             scores = _scores(model, view, datasets)
             repeat_scores += [(ch, d, r, scores[d], model.threshold) for d in datasets]
@@ -95,7 +95,7 @@ def fit_masked(runs: Runs, design: Design, mask_channels: list[str], masks: list
                            original=human_parses, memo=memo) for m in masks}
     say(f"masks: refitting {', '.join(mask_channels)} on each")
     pairs = [(m, ch) for m in masks for ch in mask_channels]
-    models = fit_many([ChannelFit(ch, views[m].train, design.y_train, folds, options.seed) for m, ch in pairs])
+    models = fit_many([ChannelFit(ch, views[m].train, design.y_train, folds) for m, ch in pairs])
     for (mask, ch), model in zip(pairs, models):
         # Masking is run on human-labelled data only; auto data sets carry the unmasked run's scores as
         # placeholders, which no table reads (the masking table covers human data sets only).
@@ -112,7 +112,7 @@ def fit_other_lexical(runs: Runs, design: Design, folds: np.ndarray, parses: Par
     say(f"channel A with {other} n-grams, for comparison")
     view = build_view(design, ("A",), "none", datasets, folds, lexical=other, seed=options.seed, original=parses,
                       memo=memo)
-    model = fit_channel("A", view.train, design.y_train, folds, seed=options.seed)
+    model = fit_channel("A", view.train, design.y_train, folds)
     runs.add(f"A_{other}", _scores(model, view, datasets), model.threshold)
 
 
