@@ -1,11 +1,17 @@
 """The common audit test, in the way scikit-learn's check_estimator runs every estimator: every audit in
 mhaudit.audits.AUDITS runs on SYNTHETIC data through one contract. It returns an AuditResult with a summary,
 verdict rows in the one schema, tables and provenance; the same seed gives the same numbers twice; a bad input
-raises one InputError that names what was wrong, and nothing is written."""
+raises one InputError that names what was wrong, and nothing is written; a bad option fails when the options
+are made, naming the field.
+
+Each INPUTS entry gives the good call (inputs, options, keyword extras), the bad call (its inputs made inside the
+check, since inputs that validate on construction fail there) and a word the bad call's message must hold."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -31,8 +37,9 @@ def _cpfe_inputs():
     preds = PredictionSet(predict_corpus(model, corpus, model_name="tfidf-lr", seed=0, splits=("test",)),
                           corpus.classes)
     options = CPFEOptions(reference="synthetic-forum", n_boot_significance=100, n_boot_ece=100, figures=False)
-    good = dict(predictions=preds, options=options, synthetic=True)
-    bad = dict(good, options=CPFEOptions(reference="kaggle", n_boot_significance=100, n_boot_ece=100))
+    good = dict(inputs=preds, options=options, synthetic=True)
+    bad = dict(good, inputs=lambda: preds, options=CPFEOptions(reference="kaggle", n_boot_significance=100,
+                                                                n_boot_ece=100))
     return good, bad, "kaggle"
 
 
@@ -50,8 +57,8 @@ def _divergence_inputs():
                                 auto=("synthetic_tweets_auto", "synthetic_forum_auto"), channels=("A", "C"),
                                 masks=("none",), mask_channels=(), lodo_channels=(), n_boot=100, n_boot_clusters=3,
                                 conflicts_per_dataset=5)
-    good = dict(frame=corpus.frame, classes=corpus.classes, options=options, synthetic=True)
-    bad = dict(good, frame=corpus.frame.drop(columns="text"))
+    good = dict(inputs=corpus, options=options)
+    bad = dict(good, inputs=lambda: replace(corpus, frame=corpus.frame.drop(columns="text")))
     return good, bad, "text"
 
 
@@ -61,34 +68,33 @@ def _agreement_inputs():
     from mhaudit.audits.agreement import AgreementOptions
 
     labels = simulate_labels(LabelsConfig(n_items=200))
-    good = dict(labels=labels, options=AgreementOptions("si", n_boot=200), synthetic=True)
-    return good, dict(good, options=AgreementOptions("depression", n_boot=200)), "depression"
+    good = dict(inputs=labels, options=AgreementOptions("si", n_boot=200), synthetic=True)
+    return good, dict(good, inputs=lambda: labels, options=AgreementOptions("depression", n_boot=200)), "depression"
 
 
 def _model_selection_inputs():
     from mhaudit.audits.model_selection import ModelSelectionOptions
 
     corpus = _divergence_frame()
-    frame = corpus.frame[corpus.frame["dataset"] == "synthetic_forum"]
-    options = ModelSelectionOptions(models=["tfidf-lr"], protocols=["holdout", "kfold:3"],
-                                    figures=False)
-    good = dict(frame=frame, classes=corpus.classes, options=options, synthetic=True)
-    return good, dict(good, classes=["a", "b", "c"]), "two classes"
+    forum = replace(corpus, frame=corpus.frame[corpus.frame["dataset"] == "synthetic_forum"])
+    options = ModelSelectionOptions(models=["tfidf-lr"], protocols=["holdout", "kfold:3"], figures=False)
+    good = dict(inputs=forum, options=options)
+    return good, dict(good, inputs=lambda: replace(forum, classes=["a", "b", "c"])), "two classes"
 
 
 def _estimate_inputs():
-    from mhaudit.audits.estimate import EstimateOptions
+    from mhaudit.audits.estimate import EstimateInputs, EstimateOptions
     from mhaudit.synthetic.simulate_scores import simulate_scores
 
     ref = simulate_scores(400, [0.6, 0.4], platform="synthetic-home", seed=0)
     target = simulate_scores(400, [0.3, 0.7], platform="synthetic-away", seed=1, labelled=False)
-    good = dict(reference=ref, targets=target, options=EstimateOptions(n_boot=100, figures=False), synthetic=True)
+    good = dict(inputs=EstimateInputs(ref, target), options=EstimateOptions(n_boot=100, figures=False), synthetic=True)
     three = simulate_scores(400, [0.4, 0.3, 0.3], platform="synthetic-away", seed=1, labelled=False)
-    return good, dict(good, targets=three), "classes"
+    return good, dict(good, inputs=lambda: EstimateInputs(ref, three)), "classes"
 
 
 def _certify_inputs():
-    from mhaudit.audits.certify import CertifyOptions, certification_sample, pool_of
+    from mhaudit.audits.certify import CertifyInputs, CertifyOptions, certification_sample, pool_of
     from mhaudit.synthetic.simulate_scores import simulate_scores
 
     target = simulate_scores(1500, [0.7, 0.3], platform="synthetic-away", seed=2)
@@ -98,17 +104,59 @@ def _certify_inputs():
     sample, design = certification_sample(pool_of(target), items, "t", 120, seed=0)
     labels = pd.DataFrame({"item_id": sample["item_id"], "task": "t", "labeler": "ann", "kind": "human",
                            "value": (truth.reindex(sample["item_id"]) == "c1").astype(int).to_numpy()})
-    good = dict(labels=labels, sample=sample, design=design, predictions=target, options=CertifyOptions("t"),
-                synthetic=True)
-    return good, dict(good, options=CertifyOptions("t", positive="c7")), "c7"
+    inputs = CertifyInputs(labels, sample, design, target)
+    good = dict(inputs=inputs, options=CertifyOptions("t"), synthetic=True)
+    return good, dict(good, inputs=lambda: inputs, options=CertifyOptions("t", positive="c7")), "c7"
 
 
-INPUTS = {"cpfe": _cpfe_inputs, "certify": _certify_inputs, "estimate": _estimate_inputs, "divergence": _divergence_inputs, "agreement": _agreement_inputs,
-          "model_selection": _model_selection_inputs}
+INPUTS = {"cpfe": _cpfe_inputs, "certify": _certify_inputs, "estimate": _estimate_inputs,
+          "divergence": _divergence_inputs, "agreement": _agreement_inputs, "model_selection": _model_selection_inputs,
+          # "monitor": the monitor's inputs go here
+          }
+
+
+def _options_classes():
+    from mhaudit.audits.agreement import AgreementOptions
+    from mhaudit.audits.certify import CertifyOptions
+    from mhaudit.audits.cpfe import CPFEOptions
+    from mhaudit.audits.divergence import DivergenceOptions
+    from mhaudit.audits.estimate import EstimateOptions
+    from mhaudit.audits.model_selection import ModelSelectionOptions
+
+    return {"cpfe": (CPFEOptions, dict(reference="home")),
+            "divergence": (DivergenceOptions, dict(human=("h",), auto=("a",))),
+            "agreement": (AgreementOptions, dict(task="si")), "estimate": (EstimateOptions, {}),
+            "certify": (CertifyOptions, dict(task="si")),
+            "model_selection": (ModelSelectionOptions, dict(models=["tfidf-lr"])),
+            # "monitor": (MonitorOptions, its required fields),
+            }
+
+
+# audit -> (field, a bad value of it): each must fail when the options are made
+BAD_OPTIONS = {"cpfe": ("n_boot_ece", 1), "divergence": ("n_folds", 1), "agreement": ("alpha", 1.5),
+               "estimate": ("n_boot", 10), "certify": ("population", "everyone"), "model_selection": ("workers", 0),
+               # "monitor": (a field, a bad value),
+               }
 
 
 def test_every_registered_audit_is_covered():
-    assert set(INPUTS) == set(AUDITS)
+    assert set(INPUTS) == set(AUDITS) == set(BAD_OPTIONS)
+
+
+@pytest.mark.parametrize("name", sorted(AUDITS))
+def test_options_are_defaulted_recorded_and_checked_when_made(name):
+    """Every audit's options: frozen, made from their required fields alone, and a bad value fails on
+    construction with one InputError sentence that names the field."""
+    options, required = _options_classes()[name]
+    made = options(**required)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.seed = 1
+    assert set(dataclasses.asdict(made)) == {f.name for f in dataclasses.fields(options)}
+    field, value = BAD_OPTIONS[name]
+    with pytest.raises(InputError) as error:
+        options(**required, **{field: value})
+    message = str(error.value).strip()
+    assert field in message and "\n" not in message and message.count(". ") == 0
 
 
 def _numbers(result: AuditResult) -> dict:
@@ -131,10 +179,16 @@ def audit(request):
     return request.param, run, good, bad, named
 
 
+def _run(run, call: dict, **more):
+    call = dict(call, **more)
+    inputs, options = call.pop("inputs"), call.pop("options")
+    return run(inputs() if callable(inputs) else inputs, options, **call)
+
+
 def test_contract(audit, tmp_path, monkeypatch):
     name, run, good, bad, named = audit
     announced = []
-    first = run(**dict(good, progress=Progress(lambda *event: announced.append(event))))
+    first = _run(run, good, progress=Progress(lambda *event: announced.append(event)))
     assert isinstance(first, AuditResult)
     assert first.summary.strip() and first.synthetic
     assert list(first.verdicts.columns) == VERDICT_COLUMNS and len(first.verdicts)
@@ -148,11 +202,11 @@ def test_contract(audit, tmp_path, monkeypatch):
     assert set(first.provenance["stage_seconds"]) == {e[1] for e in announced if e[0] == "done"}
     if name == "model_selection":  # one line per finished fold job
         assert sum(e[0] == "note" and "trained in" in e[1] for e in announced) == 1 + 3
-    assert _numbers(run(**good)) == _numbers(first)  # the same seed, the same numbers
+    assert _numbers(_run(run, good)) == _numbers(first)  # the same seed, the same numbers
 
     monkeypatch.chdir(tmp_path)  # a bad input writes nothing, here or anywhere it was pointed
     with pytest.raises(InputError) as error:
-        run(**bad)
+        _run(run, bad)
     message = str(error.value)
     assert named in message and "\n" not in message.strip()
     assert list(tmp_path.iterdir()) == []

@@ -1,5 +1,7 @@
-"""Audits: functions from tables and one typed options object to an `AuditResult` (report/result.py).
+"""Audits: functions from one input and one typed options object to an `AuditResult` (report/result.py).
 
+Every audit has one door, `audit_<name>(inputs, <Name>Options(...), *, progress=None)`, and its options (and,
+where it reads several tables, its `<Name>Inputs`) in `audits/<name>/options.py`, checked on construction.
 `AUDITS` names every audit's entry point ("module:function"); the common audit test
 (tests/audits/test_contract.py) runs each of them through one contract.
 """
@@ -7,10 +9,10 @@
 AUDITS = {
     "cpfe": "mhaudit.audits.cpfe:audit_cpfe",
     "divergence": "mhaudit.audits.divergence:audit_divergence",
-    "agreement": "mhaudit.audits.agreement:agreement_report",
-    "estimate": "mhaudit.audits.estimate:estimate_performance",
-    "certify": "mhaudit.audits.certify:certify_on_target",
-    "model_selection": "mhaudit.audits.model_selection:run_model_selection",
+    "agreement": "mhaudit.audits.agreement:audit_agreement",
+    "estimate": "mhaudit.audits.estimate:audit_estimate",
+    "certify": "mhaudit.audits.certify:audit_certify",
+    "model_selection": "mhaudit.audits.model_selection:audit_model_selection",
 }
 
 

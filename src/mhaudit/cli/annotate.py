@@ -1,4 +1,4 @@
-"""`mhaudit annotate` (the annotation app) and `mhaudit labels export / import` (annotation sheets)."""
+"""`mhaudit labels annotate` (the annotation app) and `mhaudit labels export / import` (annotation sheets)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,9 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from mhaudit.cli import labels
 from mhaudit.cli.console import err, guarded, out
 from mhaudit.core.errors import InputError
-
-labels_app = typer.Typer(help="Export and import annotation sheets (labels table <-> CSV, JSONL, Parquet; "
-                              "Label Studio and Argilla exports).", no_args_is_help=True)
 
 
 @guarded
@@ -96,7 +94,7 @@ def _sigterm_as_ctrl_c():
         signal.signal(signal.SIGTERM, previous)
 
 
-@labels_app.command("export")
+@labels.app.command("export")
 @guarded
 def export(
     labels: Annotated[Path, typer.Option("--labels", help="Label store (.sqlite).")],
@@ -139,7 +137,7 @@ def export(
               highlight=False, soft_wrap=True)
 
 
-@labels_app.command("import")
+@labels.app.command("import")
 @guarded
 def import_(
     sheet: Annotated[Path, typer.Argument(help="Sheet: .csv/.jsonl/.parquet (mhaudit) or a Label Studio / "
@@ -193,5 +191,4 @@ def import_(
 
 
 def register(root: typer.Typer) -> None:
-    root.command("annotate")(annotate)
-    root.add_typer(labels_app, name="labels")
+    labels.app.command("annotate")(annotate)

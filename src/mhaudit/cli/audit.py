@@ -1,4 +1,5 @@
-"""`mhaudit audit cpfe / divergence`: the cross-platform and the label-source audits."""
+"""`mhaudit audit`: every audit is one command of this group (docs/cli.md). Here the cross-platform (`cpfe`) and
+the label-source (`divergence`) audits; estimate, model_selection, agreement (with certify) and monitor add theirs."""
 
 from __future__ import annotations
 
@@ -11,17 +12,17 @@ from rich.markup import escape
 from mhaudit.cli.console import guarded, out, print_table, stage_progress
 from mhaudit.core.errors import InputError
 
-app = typer.Typer(help="Audit predictions.", no_args_is_help=True)
+app = typer.Typer(help="Run an audit: cpfe, divergence, agreement, model-selection, estimate, certify, monitor.",
+                  no_args_is_help=True)
 
 
 def register(root: typer.Typer) -> None:
     root.add_typer(app, name="audit")
 
 
-@app.command(context_settings={"allow_extra_args": True})
+@app.command()
 @guarded
-def cpfe(ctx: typer.Context,
-         predictions: Annotated[list[str], typer.Option(
+def cpfe(predictions: Annotated[list[str], typer.Option(
              "--predictions", help="Prediction files or globs (CSV/Parquet); several may follow one --predictions.")],
          reference: Annotated[str, typer.Option(help="The models' home platform (or data set).")],
          out_dir: Annotated[Path, typer.Option("--out", help="Folder for report.{json,html,md} and figures.")],
@@ -60,10 +61,7 @@ def cpfe(ctx: typer.Context,
     from mhaudit.tables.prediction_files import PredictionColumns, read_predictions
     from mhaudit.tables.predictions import sha256_file
 
-    unknown = [a for a in ctx.args if a.startswith("-")]
-    if unknown:
-        raise InputError(f"no such option: {unknown[0]}")
-    preds = read_predictions([*predictions, *ctx.args], classes=classes.split(",") if classes else None,
+    preds = read_predictions(predictions, classes=classes.split(",") if classes else None,
                              columns=PredictionColumns(label=label_col, platform=platform_col), model=model,
                              seed=model_seed, platform=platform, name_pattern=name_pattern)
     pairs = []
@@ -140,8 +138,7 @@ def divergence(corpora: Annotated[list[Path], typer.Option("--corpus", help="Bin
     if baseline:
         preds = read_predictions(baseline)
         baselines = baselines_from_predictions(preds, positive or corpus.classes[-1])
-    audit = audit_divergence(corpus.frame, corpus.classes, options, baselines=baselines,
-                             synthetic=corpus.synthetic, progress=stage_progress())
+    audit = audit_divergence(corpus, options, baselines=baselines, progress=stage_progress())
     if not audit.outputs["conflict_sample"].empty:
         write_conflicts(audit.outputs["conflict_counts"], audit.outputs["conflict_sample"], out_dir)
     write_report(audit, out_dir)

@@ -1,4 +1,5 @@
-"""What every command shares: the two consoles, the bad-input guard and the table printer."""
+"""What every command shares: the two consoles, the bad-input guard, the table printer, many values after one
+flag, and the one-line note of a renamed command."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import gc
 import sys
 from typing import TYPE_CHECKING
 
+import click
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from typer.core import TyperCommand
 
 from mhaudit.core.errors import InputError, os_fault
 from mhaudit.core.progress import Progress, for_stream
@@ -60,3 +63,55 @@ def print_table(title: str, frame: pd.DataFrame) -> None:
 def stage_progress() -> Progress:
     """The audits' stage lines on stderr: a live line on a terminal, timestamped lines in a log or pipe."""
     return Progress(for_stream(sys.stderr))
+
+
+class ManyValues(TyperCommand):
+    """A command whose repeatable flags also take several values after one flag: `--target a.parquet b.parquet`
+    reads as `--target a.parquet --target b.parquet` (a shell glob expands to just that). The values run to the
+    next token that starts with '-', so positional arguments go before such a flag."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        many = {name for p in self.params if isinstance(p, click.Option) and p.multiple and not p.is_flag
+                for name in p.opts}
+        return super().parse_args(ctx, spread(args, many))
+
+
+def spread(args: list[str], many: set[str]) -> list[str]:
+    """`args` with every value after the first that follows a flag in `many` given its own copy of the flag."""
+    out, flag, first = [], None, False
+    for i, token in enumerate(args):
+        if token == "--":
+            return out + args[i:]
+        if token.startswith("-") and token != "-":
+            flag, first = (token, True) if token in many else (None, False)
+            out.append(token)
+        elif flag is not None and not first:
+            out += [flag, token]
+        else:
+            out.append(token)
+            first = False
+    return out
+
+
+def many_values(app: typer.Typer) -> None:
+    """Make every command of `app` and its groups a ManyValues command (the one rule for repeatable flags)."""
+    for info in app.registered_commands:
+        info.cls = info.cls or ManyValues
+    for group in app.registered_groups:
+        many_values(group.typer_instance)
+
+
+def renamed(command, old: str, new: str):
+    """`command` under its old name: one line on stderr names the new form, then it runs."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        say_renamed(old, new)
+        return command(*args, **kwargs)
+
+    return wrapper
+
+
+def say_renamed(old: str, new: str) -> None:
+    err.print(f"note: `mhaudit {old}` is now `mhaudit {new}`; the old name will be removed.", highlight=False,
+              soft_wrap=True)

@@ -1,4 +1,4 @@
-"""`mhaudit estimate`: a model's expected performance on unlabelled targets (mhaudit.audits.estimate)."""
+"""`mhaudit audit estimate`: a model's expected performance on unlabelled targets (mhaudit.audits.estimate)."""
 
 from __future__ import annotations
 
@@ -7,18 +7,21 @@ from typing import Annotated
 
 import typer
 
+from mhaudit.cli import audit
 from mhaudit.cli.console import guarded, out, print_table, stage_progress
 
 
 def register(root: typer.Typer) -> None:
-    root.command(name="estimate")(estimate)
+    audit.app.command(name="estimate")(estimate)
 
 
 @guarded
 def estimate(reference: Annotated[list[str], typer.Option(
-                 help="The model's predictions on its labelled home test set (files or globs).")],
+                 help="The model's predictions on its labelled home test set (files or globs; several may follow "
+                      "one --reference).")],
              target: Annotated[list[str], typer.Option(
-                 help="Its predictions on unlabelled targets (files or globs); a label column is ignored.")],
+                 help="Its predictions on unlabelled targets (files or globs; several may follow one --target); a "
+                      "label column is ignored.")],
              out_dir: Annotated[Path, typer.Option("--out", help="Folder for report.{json,html,md} and figures.")],
              classes: Annotated[str | None, typer.Option(help="Class order, comma-separated (default: score columns).")]
              = None,
@@ -31,7 +34,7 @@ def estimate(reference: Annotated[list[str], typer.Option(
              ) -> None:
     """Estimate accuracy, macro-F1 and macro-AUC on targets nobody has labelled (CBPE, ATC, DoC), with a
     trust verdict per target (docs/estimate.md)."""
-    from mhaudit.audits.estimate import EstimateOptions, estimate_performance
+    from mhaudit.audits.estimate import EstimateInputs, EstimateOptions, audit_estimate
     from mhaudit.report import write_report
     from mhaudit.tables.prediction_files import PredictionColumns, read_predictions
 
@@ -43,7 +46,8 @@ def estimate(reference: Annotated[list[str], typer.Option(
     for note in targets.notes:
         if "is ignored" in note:
             out.print(f"note: {note}", highlight=False)
-    result = estimate_performance(ref, targets, EstimateOptions(n_boot=n_boot, seed=seed), progress=stage_progress())
+    options = EstimateOptions(n_boot=n_boot, seed=seed)
+    result = audit_estimate(EstimateInputs(ref, targets), options, progress=stage_progress())
     write_report(result, out_dir)
     out.print(result.summary, highlight=False)
     raised = result.verdicts[result.verdicts["severity"] != "pass"]

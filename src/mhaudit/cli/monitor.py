@@ -12,7 +12,9 @@ from mhaudit.cli.console import guarded, out, print_table, stage_progress
 
 
 def register(root: typer.Typer) -> None:
-    root.command(name="monitor")(monitor)
+    from mhaudit.cli import audit
+
+    audit.app.command(name="monitor")(monitor)
 
 
 @guarded

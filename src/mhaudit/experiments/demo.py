@@ -119,9 +119,8 @@ def run_divergence_demo(out: Path, *, seed: int = 0, models: tuple[str, ...] = D
         parts.append(predict_corpus(model, corpus, model_name=name, seed=seed, splits=("test",)))
     predictions = PredictionSet(pd.concat(parts, ignore_index=True), corpus.classes)
     write_table(predictions.frame, out / "predictions.parquet")
-    audit = audit_divergence(corpus.frame, corpus.classes, DivergenceOptions(**DIVERGENCE_DEMO, seed=seed),
-                             baselines=baselines_from_predictions(predictions, corpus.classes[-1]), synthetic=True,
-                             progress=progress)
+    audit = audit_divergence(corpus, DivergenceOptions(**DIVERGENCE_DEMO, seed=seed),
+                             baselines=baselines_from_predictions(predictions, corpus.classes[-1]), progress=progress)
     write_conflicts(audit.outputs["conflict_counts"], audit.outputs["conflict_sample"], out)
     write_report(audit, out)
     return audit, predictions
@@ -158,13 +157,13 @@ def run_validation_demo(out: Path, corpus: pd.DataFrame, predictions: Prediction
                         progress: Progress | None = None) -> AuditResult:
     """The weak-label validation on `validation_labels`: the keyword rule and each model against the
     annotators' reference; writes out/labels.parquet and the report."""
-    from mhaudit.audits.agreement import AgreementOptions, agreement_report
+    from mhaudit.audits.agreement import AgreementOptions, audit_agreement
 
     labels = validation_labels(corpus, predictions, seed=seed)
     write_table(labels, out / "labels.parquet")
     models = tuple(dict.fromkeys(predictions.frame["model"].astype(str)))
-    audit = agreement_report(labels, AgreementOptions(task="stress", weak_labeler=WEAK_LABELER, models=models,
-                                                      seed=seed), synthetic=True, progress=progress)
+    audit = audit_agreement(labels, AgreementOptions(task="stress", weak_labeler=WEAK_LABELER, models=models,
+                                                     seed=seed), synthetic=True, progress=progress)
     write_report(audit, out)
     return audit
 
@@ -173,14 +172,14 @@ def run_estimate_demo(out: Path, predictions: PredictionSet, reference: str, *, 
                       progress: Progress | None = None) -> AuditResult:
     """The label-free estimate on the cross-platform predictions: the reference platform's labelled test rows
     calibrate; every other platform's rows are targets with their labels hidden."""
-    from mhaudit.audits.estimate import EstimateOptions, estimate_performance
+    from mhaudit.audits.estimate import EstimateInputs, EstimateOptions, audit_estimate
 
     frame = predictions.frame
     home = frame["platform"] == reference
     hidden = frame[~home].assign(label=None)
-    audit = estimate_performance(PredictionSet(frame[home].reset_index(drop=True), predictions.classes),
-                                 PredictionSet(hidden.reset_index(drop=True), predictions.classes),
-                                 EstimateOptions(n_boot=500, seed=seed), synthetic=True, progress=progress)
+    inputs = EstimateInputs(PredictionSet(frame[home].reset_index(drop=True), predictions.classes),
+                            PredictionSet(hidden.reset_index(drop=True), predictions.classes))
+    audit = audit_estimate(inputs, EstimateOptions(n_boot=500, seed=seed), synthetic=True, progress=progress)
     write_report(audit, out)
     return audit
 

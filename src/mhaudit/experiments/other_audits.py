@@ -56,15 +56,13 @@ def label_source(exp: Experiment, corpus: Corpus, key: str, classes: list[str],
                                 channels=tuple(spec.channels), masks=tuple(spec.masks),
                                 mask_channels=tuple(spec.mask_channels), lodo_channels=tuple(spec.lodo_channels),
                                 n_boot=spec.n_boot, seed=exp.audit.seed)
-    return audit_divergence(corpus.frame, corpus.classes, options,
-                            baselines=baselines_from_predictions(predictions, corpus.classes[-1]),
-                            synthetic=corpus.synthetic)
+    return audit_divergence(corpus, options, baselines=baselines_from_predictions(predictions, corpus.classes[-1]))
 
 
 def validation(exp: Experiment, items: tuple[Corpus, str] | None, classes: list[str],
                models: dict[str, tuple[int, Path]]) -> AuditResult:
     """The agreement report of [validation]; with items, each model's predicted labels join as a labeler."""
-    from mhaudit.audits.agreement import AgreementOptions, agreement_report
+    from mhaudit.audits.agreement import AgreementOptions, audit_agreement
     from mhaudit.tables.label_store import labels_frame, read_labels
 
     spec = exp.validation
@@ -85,4 +83,4 @@ def validation(exp: Experiment, items: tuple[Corpus, str] | None, classes: list[
         names = tuple(models)
     options = AgreementOptions(task=spec.task, weak_labeler=spec.weak_labeler, models=names, n_boot=spec.n_boot,
                                seed=exp.audit.seed)
-    return agreement_report(labels, options)
+    return audit_agreement(labels, options)

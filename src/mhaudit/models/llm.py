@@ -1,6 +1,6 @@
 """An LLM as a zero-/few-shot binary classifier in the models layer (registered as "llm-zero-shot").
 
-It asks the same prompt as `mhaudit label llm` (mhaudit.weak_supervision.labelers.prompts) through the same backends, but
+It asks the same prompt as `mhaudit labels llm` (mhaudit.weak_supervision.labelers.prompts) through the same backends, but
 returns scores so its predictions enter the predictions table and the audits as a baseline (the CPFE
 paper's "zero-shot LLM baseline", its limitation 8).
 

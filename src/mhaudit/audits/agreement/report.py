@@ -1,6 +1,6 @@
-"""The agreement report of weak-label validation (Bluesky paper, section on human validation; issue 7).
+"""The agreement audit of weak-label validation (Bluesky paper, section on human validation; issue 7).
 
-`agreement_report` compares the labelers of one task (the labels table, mhaudit.tables.label_store) and
+`audit_agreement` compares the labelers of one task (the labels table, mhaudit.tables.label_store) and
 returns a AuditResult for the shared renderer: human-human agreement before adjudication (Cohen's kappa with
 a bootstrap CI, observed agreement, Krippendorff's alpha for more than two annotators), the weak labeler
 against the reference labels (agreement, kappa, precision, recall, F1, macro-F1, confusion matrix,
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
@@ -23,6 +23,7 @@ import pandas as pd
 from mhaudit.audits.agreement.authors import bootstrap_unit, cluster_labels, item_authors
 from mhaudit.audits.agreement.design import design_weighted
 from mhaudit.audits.agreement.labels import choose_weak_labeler, describe_labelers, task_labels
+from mhaudit.audits.agreement.options import AgreementOptions
 from mhaudit.audits.agreement.scoring import models_section, models_vs_reference, scored_items
 from mhaudit.audits.agreement.verdicts import agreement_verdicts
 from mhaudit.core.errors import InputError
@@ -34,7 +35,7 @@ from mhaudit.stats.undefined import quiet_undefined
 from mhaudit.stats.weak_metrics import weak_vs_reference
 from mhaudit.tables.label_store import parse_tags
 
-__all__ = ["AgreementOptions", "agreement_report"]
+__all__ = ["AgreementOptions", "audit_agreement"]
 
 NO_TAG = "(no tag)"
 
@@ -274,36 +275,9 @@ def _error_section(errors: pd.DataFrame) -> Section:
 
 
 # ---------------------------------------------------------------------------------------- report
-@dataclass(frozen=True)
-class AgreementOptions:
-    """What the agreement report compares. `annotators`: the human labelers whose independent labels are
-    compared (default: every labeler of kind 'human' for the task). `reference`: a labeler whose labels are
-    the reference (default: the adjudicated labels, else the annotators' agreed labels; see
-    mhaudit.audits.agreement.reference). Bootstraps: `n_boot` resamples of items (of authors, when the items
-    have authors: see `agreement_report`), percentile (1 - alpha) CIs, seeded with `seed`."""
-
-    task: str
-    weak_labeler: str | None = None  # default: the task's only llm or lexicon labeler
-    # Labelers also scored against the same reference, e.g. a classifier's predictions entered as a labeler
-    # (the human validation of a model): one verdict each, axis "human validation".
-    models: tuple[str, ...] = ()
-    annotators: tuple[str, ...] | None = None
-    reference: str | None = None
-    n_boot: int = 2000
-    alpha: float = 0.05
-    seed: int = 0
-
-
-def _check(options: AgreementOptions) -> None:
-    if options.n_boot < 0:
-        raise InputError(f"the number of bootstrap resamples must be non-negative, got {options.n_boot}")
-    if not 0 < options.alpha < 1:
-        raise InputError(f"alpha {options.alpha} must lie strictly between 0 and 1")
-
-
 @quiet_undefined()  # the tables carry each undefined value's reason
-def agreement_report(labels: pd.DataFrame, options: AgreementOptions, *, validation_set: pd.DataFrame | None = None,
-                     items: pd.DataFrame | None = None, synthetic: bool = False,
+def audit_agreement(labels: pd.DataFrame, options: AgreementOptions, *, validation_set: pd.DataFrame | None = None,
+                    items: pd.DataFrame | None = None, synthetic: bool = False,
                      progress: Progress | None = None) -> AuditResult:
     """The agreement report of one task: human-human agreement and the weak labeler against the reference.
 
@@ -315,7 +289,6 @@ def agreement_report(labels: pd.DataFrame, options: AgreementOptions, *, validat
     at://<author>/...), every bootstrap resamples authors, not items (`stats.bootstrap.resample_clusters`):
     one author's posts are not independent, and an item bootstrap would make the CIs too narrow.
     """
-    _check(options)
     progress = ensure(progress)
     task, reference, n_boot, alpha = options.task, options.reference, options.n_boot, options.alpha
     rows = task_labels(labels, task)

@@ -86,7 +86,7 @@ def sample_for_validation(labels: pd.DataFrame, items: pd.DataFrame, task: str, 
     first, so the input order does not matter); the rows are then shuffled.
 
     `weight` = pool_size / sample_size of the item's stratum: the design weight that turns sample
-    counts into estimates for the pool. `agreement_report(validation_set=...)` spreads each stratum's
+    counts into estimates for the pool. `audit_agreement(validation_set=...)` spreads each stratum's
     pool over the stratum's items it could score (pool_size / n_scored), so items that drop out of
     scoring (unresolved, no valid weak label) do not bias the pool estimates. An `author` column in `items`
     is kept (after `text`): the report's bootstraps then resample authors.
@@ -142,7 +142,7 @@ def read_validation_set(path: str | Path) -> pd.DataFrame:
     """A validation set written by `write_validation_set` (needs item_id, stratum and weight)."""
     path = Path(path)
     if not path.exists():
-        raise InputError("no such file; expected a validation set from `mhaudit validate sample`", path=path)
+        raise InputError("no such file; expected a validation set from `mhaudit labels sample`", path=path)
     frame = read_table(path, what="the validation set")
     missing = [c for c in ("item_id", "stratum", "weight") if c not in frame.columns]
     if missing:

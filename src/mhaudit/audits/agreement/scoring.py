@@ -16,7 +16,7 @@ from mhaudit.report import Section
 from mhaudit.stats.weak_metrics import weak_vs_reference
 
 if TYPE_CHECKING:
-    from mhaudit.audits.agreement.report import AgreementOptions
+    from mhaudit.audits.agreement.options import AgreementOptions
 
 __all__ = ["scored_items", "models_vs_reference", "models_section"]
 

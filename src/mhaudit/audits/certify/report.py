@@ -1,4 +1,4 @@
-"""`validate report --estimate`: human labels on the certification sample + the model's scores on the pool.
+"""`mhaudit audit certify`: human labels on the certification sample + the model's scores on the pool.
 
 The reference label of a sampled item follows the agreement report's rule (adjudicated, else agreed human
 labels); sampled items without one drop out and their stratum's pool is spread over its labelled items,
@@ -11,57 +11,24 @@ The verdict certifies when the PPI++ macro-F1 CI is at most ± `tolerance` wide.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
 
 from mhaudit.audits.agreement.labels import task_labels
 from mhaudit.audits.agreement.reference import reference_labels
-from mhaudit.audits.certify.design import predictions_digest
+from mhaudit.audits.certify.options import CertifyInputs, CertifyOptions
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.report.result import AuditResult, Section, digest_frame, provenance, verdict, verdict_table
 from mhaudit.stats.ppi import pool_estimates
-from mhaudit.tables.predictions import PredictionSet
 
-__all__ = ["AXIS", "ESTIMATORS", "CertifyOptions", "certify_on_target"]
+__all__ = ["AXIS", "ESTIMATORS", "CertifyInputs", "CertifyOptions", "audit_certify"]
 
 AXIS = "certified on the target with human labels"
 ESTIMATORS = {"power": "prediction-powered (PPI++, tuned λ)", "ppi": "prediction-powered (PPI, λ = 1)",
               "labels": "labels only (design-weighted)"}
-
-
-@dataclass(frozen=True)
-class CertifyOptions:
-    task: str
-    annotators: tuple[str, ...] | None = None  # default: every labeler of kind human
-    reference: str | None = None  # a labeler whose labels are the truth (default: the agreement rule)
-    positive: str | None = None  # the class a label value 1 stands for (default: the second class)
-    tolerance: float = 0.05  # certified when the macro-F1 CI is at most ± this
-    population: str = "pool"  # "pool": the scored posts themselves; "platform": posts like them
-
-
-def _check_sample(sample: pd.DataFrame, design: pd.DataFrame, predictions: PredictionSet) -> pd.DataFrame:
-    if "predictions_digest" not in sample.columns or "strategy" not in sample.columns \
-            or (sample["strategy"] != "estimate").any():
-        raise InputError("the validation set was not drawn with --strategy estimate; `validate report --estimate` "
-                         "needs the sample and design that `validate sample --strategy estimate` writes")
-    frame = predictions.frame
-    if frame.groupby(["model", "seed"]).ngroups != 1:
-        raise InputError("the predictions hold several models; give the predictions of the sampled model")
-    digest, drawn = predictions_digest(frame, predictions.classes), str(sample["predictions_digest"].iat[0])
-    if digest != drawn:
-        raise InputError(f"the sample was drawn for other predictions (model '{sample['model'].iat[0]}', digest "
-                         f"{drawn}); these are model '{frame['model'].iat[0]}' with digest {digest}")
-    by_id = design.assign(item_id=design["item_id"].astype(str)).set_index("item_id")
-    ids = sample["item_id"].astype(str)
-    sizes = design["stratum"].value_counts()
-    if not ids.isin(by_id.index).all() or (by_id.loc[ids, "stratum"].to_numpy() != sample["stratum"].astype(str)).any() \
-            or (sample["pool_size"].to_numpy() != sizes.reindex(sample["stratum"].astype(str)).to_numpy()).any():
-        raise InputError("the sample and the design file beside it were not drawn together (their strata differ); "
-                         "draw them again with validate sample --strategy estimate")
-    return frame
 
 
 def _human_reference(labels: pd.DataFrame, options: CertifyOptions, sample_ids: set[str], pool_ids: set[str]):
@@ -93,15 +60,13 @@ def _classes_of_values(classes: list[str], positive: str | None) -> list[int]:
     return [1 - classes.index(positive), classes.index(positive)]
 
 
-def certify_on_target(labels: pd.DataFrame, sample: pd.DataFrame, design: pd.DataFrame, predictions: PredictionSet,
-                      options: CertifyOptions, *, synthetic: bool = False,
-                      progress: Progress | None = None) -> AuditResult:
-    """The target's prevalence, accuracy and macro-F1 from the sample's human labels and the model's scores.
-
-    `sample` and `design`: what `validate sample --strategy estimate` wrote (`read_validation_set`,
-    `read_design`); `predictions`: the model's scores on the pool, as the sample was drawn from them."""
+def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, synthetic: bool = False,
+                  progress: Progress | None = None) -> AuditResult:
+    """The target's prevalence, accuracy and macro-F1 from the sample's human labels and the model's scores
+    on the pool (`CertifyInputs`: the labels, the sample and its design, the predictions)."""
     progress = ensure(progress)
-    frame = _check_sample(sample, design, predictions)
+    labels, sample, design, predictions = inputs.labels, inputs.sample, inputs.design, inputs.predictions
+    frame = predictions.frame
     classes = predictions.classes
     design = design.assign(item_id=design["item_id"].astype(str)).reset_index(drop=True)
     sample_ids, pool_ids = set(sample["item_id"].astype(str)), set(design["item_id"])
@@ -159,8 +124,7 @@ def certify_on_target(labels: pd.DataFrame, sample: pd.DataFrame, design: pd.Dat
                                                              else " as a sample of its platform)."),
                           {"certified": table, "strata": strata_table})],
         summary=summary, verdicts=verdicts, synthetic=synthetic,
-        options={"task": options.task, "tolerance": options.tolerance, "population": options.population,
-                 "classes": classes, "n_labels": n_labels},
+        options={**asdict(options), "classes": classes, "n_labels": n_labels},
         provenance=provenance({"predictions": digest_frame(frame), "sample": digest_frame(sample),
                                "labels": digest_frame(labels)}, progress.seconds))
 

@@ -1,4 +1,4 @@
-"""`validate sample --strategy estimate`: the posts people should label to certify a model on a target.
+"""`mhaudit labels sample --strategy estimate`: the posts people should label to certify a model on a target.
 
 The validation set has the columns of the weak-label sample (`agreement.sample.SAMPLE_COLUMNS`; `stratum`
 is the stratum's name, `weight` = N_h / n_h) plus `strategy`, `model` and `predictions_digest`, so the
@@ -91,6 +91,6 @@ def write_certification_sample(sample: pd.DataFrame, design: pd.DataFrame, path:
 def read_design(sample_path: str | Path) -> pd.DataFrame:
     path = design_path(sample_path)
     if not path.exists():
-        raise InputError(f"no sampling design beside the sample (expected {path}); `mhaudit validate sample "
+        raise InputError(f"no sampling design beside the sample (expected {path}); `mhaudit labels sample "
                          "--strategy estimate` writes it", path=sample_path)
     return read_table(path, what="the sampling design")

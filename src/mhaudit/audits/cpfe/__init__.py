@@ -19,6 +19,7 @@ from mhaudit.audits.cpfe.discrimination import discrimination_rows, per_class_ro
 from mhaudit.audits.cpfe.equity import equity_rows
 from mhaudit.audits.cpfe.extras import label_shift_rows, length_rows, sensitivity_rows
 from mhaudit.audits.cpfe.groups import identical_seeds, make_groups, reference_of
+from mhaudit.audits.cpfe.options import CPFEOptions
 from mhaudit.audits.cpfe.significance import model_pair_rows, place_bootstraps, platform_pair_rows
 from mhaudit.audits.cpfe.summary import flags, mean_sd, plain_words
 from mhaudit.audits.cpfe.verdicts import cpfe_verdicts
@@ -29,24 +30,9 @@ from mhaudit.report.result import digest_frame, provenance
 from mhaudit.stats.undefined import quiet_undefined
 from mhaudit.tables.predictions import PredictionSet
 
+__all__ = ["CPFEOptions", "audit_cpfe"]
+
 SEED_KEYS = ["model", "platform", "dataset"]
-
-
-@dataclass(frozen=True)
-class CPFEOptions:
-    reference: str
-    n_bins: int = 10
-    n_boot_ece: int = 1000
-    n_boot_significance: int = 2000
-    seed: int = 0
-    calibration_fraction: float = 0.10
-    crossfit_folds: int = 5
-    correction: str = "bonferroni"  # or "bh"
-    alpha: float = 0.05
-    max_tokens: int = 64
-    top_ks: tuple[int, ...] = (5, 10, 15, 20)
-    non_independent: tuple[tuple[str, str], ...] = ()  # (model, platform or data set) the model saw in training
-    figures: bool = True
 
 
 @dataclass
@@ -66,7 +52,6 @@ def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Se
                progress: Progress | None = None) -> AuditResult:
     """Run the five axes (and the extras) over `predictions`. `texts` (indexed by id) enables the length
     table; `attributions` (the attributions table) enables axis 5. Stages are timed and told to `progress`."""
-    _check_options(options)
     progress = ensure(progress)
     classes = predictions.classes
     groups = make_groups(predictions)
@@ -155,18 +140,6 @@ def _attribution_tables(t: "Tables", attributions: pd.DataFrame | None, options:
         t.add("clinical_retention", clinical_retention(attributions, load_proxy_clinical(), k=10).to_dict("records"))
     except ValueError as exc:  # a malformed attributions table is the user's input
         raise InputError(f"attributions table: {exc}") from None
-
-
-def _check_options(o: CPFEOptions) -> None:
-    problems = [(o.correction in ("bonferroni", "bh"), f"correction '{o.correction}' must be 'bonferroni' or 'bh'"),
-                (o.n_bins >= 1, f"n_bins {o.n_bins} must be at least 1"),
-                (o.n_boot_ece >= 2 and o.n_boot_significance >= 2, "bootstrap resamples must be at least 2"),
-                (0 < o.calibration_fraction < 1, f"calibration fraction {o.calibration_fraction} must be in (0, 1)"),
-                (o.crossfit_folds >= 2, f"cross-fit folds {o.crossfit_folds} must be at least 2"),
-                (0 < o.alpha < 1, f"alpha {o.alpha} must be in (0, 1)")]
-    for ok, message in problems:
-        if not ok:
-            raise InputError(message)
 
 
 def _mark(table: pd.DataFrame, non_independent: tuple[tuple[str, str], ...]) -> pd.DataFrame:

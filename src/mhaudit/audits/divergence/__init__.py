@@ -8,10 +8,9 @@ rewards channel X over the lexicon. See docs/divergence.md for every definition 
 
 from __future__ import annotations
 
-import math
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
@@ -21,100 +20,37 @@ from mhaudit.audits.divergence import tables as T
 from mhaudit.audits.divergence.conflicts import conflicts
 from mhaudit.audits.divergence.design import Design, build_design
 from mhaudit.audits.divergence.extras import concentration, lodo, orthogonality, phenotypes
-from mhaudit.audits.divergence.fitting import FittedChannel, combine, parse_channel, stratified_folds
+from mhaudit.audits.divergence.fitting import FittedChannel, combine, stratified_folds
+from mhaudit.audits.divergence.options import DivergenceOptions, canonical
 from mhaudit.audits.divergence.runs import Runs, add_baselines, fit_channels, fit_masked, fit_other_lexical
 from mhaudit.audits.divergence.summary import summarise
 from mhaudit.audits.divergence.views import FeatureMemo, View, original_parses
-from mhaudit.core.errors import InputError
 from mhaudit.audits.divergence.verdicts import divergence_verdicts
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.report import AuditResult, Section
 from mhaudit.report.result import digest_frame, provenance
 from mhaudit.stats.undefined import quiet_undefined
-from mhaudit.text.masks import MASKS
+from mhaudit.tables.corpus.schema import Corpus
 from mhaudit.text.parse import Parses
 
 __all__ = ["DivergenceOptions", "audit_divergence"]
 
-CHANNELS = ("A", "B", "C", "AB", "AC", "BC", "ABC")
-
-
-@dataclass(frozen=True)
-class DivergenceOptions:
-    human: tuple[str, ...]
-    auto: tuple[str, ...]
-    train_dataset: str | None = None  # fits every channel (its train split); default: first human data set with one
-    positive: str | None = None  # default: the corpus's second class
-    channels: tuple[str, ...] = CHANNELS
-    lexical: str = "char"  # channel A: "char" (3-5-grams, the paper) or "word" (uni+bigrams)
-    masks: tuple[str, ...] = MASKS
-    mask_channels: tuple[str, ...] = ("C", "BC")
-    lodo_channels: tuple[str, ...] = ("A", "C", "BC")
-    n_boot: int = 10_000
-    n_folds: int = 5
-    repeats: int = 1  # repeated cross-fitting: training variance joins the bootstrap
-    compare_lexical: bool = True  # also score channel A with the other n-gram kind (word vs char)
-    n_boot_clusters: int = 100
-    conflicts_per_dataset: int = 200
-    include_text: bool = False
-    seed: int = 0
-    # An F1 with no true and no predicted instance of its class: None leaves it undefined (NaN, the row's
-    # reason says so; a bootstrap resample with one is left out); 0 counts it as 0, scikit-learn's default,
-    # with which the TSS paper computed Macro-F1 (docs/statistics.md).
-    zero_division: float | None = None
-    figures: bool = True  # DoD forest, channel x data set heatmap, masking effects
-
-    @property
-    def undefined_f1(self) -> float:
-        """zero_division as the stats functions take it (NaN for None)."""
-        return math.nan if self.zero_division is None else float(self.zero_division)
-
-
-def _check(o: DivergenceOptions) -> None:
-    if not o.channels:
-        raise InputError("no channels to fit: pass --channels, e.g. A,C,BC")
-    for ch in (*o.channels, *o.mask_channels, *o.lodo_channels):
-        try:
-            parse_channel(ch)
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
-    bad = [m for m in o.masks if m not in MASKS]
-    if bad:
-        raise InputError(f"unknown mask(s) {', '.join(bad)}; choose from {', '.join(MASKS)}")
-    if o.lexical not in ("char", "word"):
-        raise InputError(f"lexical must be 'char' or 'word', got '{o.lexical}'")
-    fitted = set(_canonical(o.channels))
-    unfitted = [c for c in _canonical(o.mask_channels) if c not in fitted]
-    if unfitted and any(m != "none" for m in o.masks):
-        raise InputError(f"mask channel(s) {', '.join(unfitted)} are not among --channels "
-                         f"{', '.join(sorted(fitted))}; a masked run is compared with the unmasked one")
-    if o.train_dataset and o.train_dataset in o.auto:
-        raise InputError(f"--train {o.train_dataset} is auto-labelled; the channels are fitted on human labels")
-    if o.zero_division not in (None, 0, 1):
-        raise InputError(f"zero_division must be None, 0 or 1, got {o.zero_division!r}")
-    if o.n_boot < 100 or o.n_folds < 2 or o.repeats < 1:
-        raise InputError("n_boot must be >= 100, n_folds >= 2 and repeats >= 1")
-
-
-def _canonical(names) -> list[str]:
-    return list(dict.fromkeys("".join(parse_channel(n)) for n in names))
-
 
 @quiet_undefined()  # the tables carry each undefined value's reason
-def audit_divergence(frame: pd.DataFrame, classes: list[str], options: DivergenceOptions, *,
-                     baselines: dict[str, pd.DataFrame] | None = None, synthetic: bool = False,
+def audit_divergence(corpus: Corpus, options: DivergenceOptions, *, baselines: dict[str, pd.DataFrame] | None = None,
                      progress: Progress | None = None) -> AuditResult:
-    """Run the whole audit on a corpus frame. `baselines`: name -> frame with columns id, score (probability
-    of the positive class) and pred (0/1), joined to the scored rows by id. The result's outputs hold
+    """Run the whole audit on a binary corpus (its `synthetic` mark carries into the result). `baselines`:
+    name -> frame with columns id, score (probability of the positive class) and pred (0/1), joined to the
+    scored rows by id. The result's outputs hold
     conflict_counts and conflict_sample (rows where the channels disagree; texts only with
     options.include_text), for `write_conflicts`."""
-    _check(options)
     progress = ensure(progress)
     say = progress.step
-    design = build_design(frame, classes, list(options.human), list(options.auto),
+    frame = corpus.frame
+    design = build_design(frame, corpus.classes, list(options.human), list(options.auto),
                           train_dataset=options.train_dataset, positive=options.positive)
-    channels = _canonical(options.channels)
-    mask_channels = _canonical(options.mask_channels)
+    channels = canonical(options.channels)
+    mask_channels = canonical(options.mask_channels)
     masks = [m for m in options.masks if m != "none"] if mask_channels else []
     datasets = design.human + design.auto
     y = {d: design.y(d) for d in datasets}
@@ -156,7 +92,8 @@ def audit_divergence(frame: pd.DataFrame, classes: list[str], options: Divergenc
     inputs = {"corpus": digest_frame(frame), **{f"baseline {k}": digest_frame(v) for k, v in (baselines or {}).items()}}
     return AuditResult("Label-source divergence audit (TSS probe)", _sections(tables, design, options, n_tests),
                        summary=summary, verdicts=divergence_verdicts(tables["dod"], tables["dod_threshold_free"],
-                                                                     tables["random_pos_control"]), synthetic=synthetic,
+                                                                     tables["random_pos_control"]),
+                       synthetic=corpus.synthetic,
                        options=_options_record(options, design), provenance=provenance(inputs, progress.seconds),
                        outputs={"conflict_counts": counts, "conflict_sample": sample})
 
@@ -187,7 +124,7 @@ def _robustness(design: Design, options: DivergenceOptions, runs: Runs, fitted: 
             feats = np.vstack([base.evaluation[d]["C"] for d in datasets])
             labels = np.concatenate([[d] * len(y[d]) for d in datasets])
             clusters = beside.submit(phenotypes, feats, labels, n_boot=options.n_boot_clusters, seed=options.seed)
-        lodo_channels = _canonical(options.lodo_channels)
+        lodo_channels = canonical(options.lodo_channels)
         if lodo_channels and design.train_dataset in datasets:
             n_train, start = len(design.train), len(design.train)
             for d in datasets[:datasets.index(design.train_dataset)]:
@@ -302,11 +239,9 @@ def _data_notes(design: Design, truncated: int) -> list[str]:
 
 
 def _options_record(o: DivergenceOptions, design: Design) -> dict:
-    return {"human": list(o.human), "auto": list(o.auto), "train_dataset": design.train_dataset,
-            "positive": design.positive, "channels": list(o.channels), "lexical": o.lexical, "masks": list(o.masks),
-            "mask_channels": list(o.mask_channels), "lodo_channels": list(o.lodo_channels), "n_boot": o.n_boot,
-            "n_folds": o.n_folds, "repeats": o.repeats, "seed": o.seed, "n_train": int(len(design.train)),
-            "include_text": o.include_text, "compare_lexical": o.compare_lexical}
+    """Every option, with the training data set and positive class settled and the training rows counted."""
+    return {**asdict(o), "train_dataset": design.train_dataset, "positive": design.positive,
+            "n_train": int(len(design.train))}
 
 
 def _figures(get, o: DivergenceOptions) -> dict[str, dict[str, bytes]]:

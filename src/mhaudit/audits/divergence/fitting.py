@@ -23,22 +23,14 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.preprocessing import StandardScaler
 
 from mhaudit.audits.divergence.elastic_net import ElasticNetLogistic
+from mhaudit.audits.divergence.options import BLOCKS, parse_channel
 from mhaudit.stats.binary import macro_f1_from_counts
 
 __all__ = ["BLOCKS", "parse_channel", "stratified_folds", "combine", "FittedChannel", "fit_channel", "ChannelFit",
            "fit_many", "THRESHOLDS", "ELASTIC_NET_GRID"]
 
-BLOCKS = ("A", "B", "C")
 THRESHOLDS = np.round(np.arange(0.20, 0.8001, 0.01), 2)
 ELASTIC_NET_GRID = tuple((c, r) for c in (0.1, 1.0, 10.0) for r in (0.5, 0.95))
-
-
-def parse_channel(name: str) -> tuple[str, ...]:
-    """'BC' -> ('B', 'C'); letters from A, B, C, each once, in canonical order."""
-    letters = tuple(name.upper())
-    if not letters or any(c not in BLOCKS for c in letters) or len(set(letters)) != len(letters):
-        raise ValueError(f"channel '{name}' must combine the letters A, B, C (each at most once), e.g. BC")
-    return tuple(c for c in BLOCKS if c in letters)
 
 
 def stratified_folds(y: np.ndarray, n_folds: int, seed: int) -> np.ndarray:

@@ -22,7 +22,7 @@ from mhaudit.audits.divergence.views import FeatureMemo, View, build_view, maske
 from mhaudit.text.parse import Parses, cache_parses
 
 if TYPE_CHECKING:
-    from mhaudit.audits.divergence import DivergenceOptions
+    from mhaudit.audits.divergence.options import DivergenceOptions
 
 __all__ = ["Runs", "fit_channels", "fit_masked", "fit_other_lexical", "add_baselines"]
 

@@ -8,11 +8,12 @@ CIs, and mark each target trusted or untrusted by a shift diagnostic fixed in ad
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
 
+from mhaudit.audits.estimate.options import EstimateInputs, EstimateOptions
 from mhaudit.audits.estimate.pair import estimate_pair, reference_metrics
 from mhaudit.audits.estimate.verdicts import estimate_verdicts, summarise, trust
 from mhaudit.core.errors import InputError
@@ -21,23 +22,7 @@ from mhaudit.report import AuditResult, Section
 from mhaudit.report.result import digest_frame, provenance
 from mhaudit.tables.predictions import PredictionSet, scores
 
-__all__ = ["EstimateOptions", "estimate_performance"]
-
-
-@dataclass(frozen=True)
-class EstimateOptions:
-    n_boot: int = 1000
-    seed: int = 0
-    # The trust rule, fixed before any real-data run (docs/estimate.md): an estimate is trusted when the
-    # prior-shift-weighted domain classifier cannot tell reference from target scores (AUC <= cut-off)
-    # and the two prior estimators agree (largest |EM - BBSE| <= cut-off).
-    domain_auc_cutoff: float = 0.60
-    prior_gap_cutoff: float = 0.10
-    # Added after the first real-data run (docs/estimate.md says which rule came when): no class the
-    # reference has may vanish from an estimated prior, and the estimate may not hinge on the shift
-    # assumption (label-shift-adjusted vs unadjusted CBPE macro-F1 within this).
-    assumption_gap_cutoff: float = 0.05
-    figures: bool = True
+__all__ = ["EstimateInputs", "EstimateOptions", "audit_estimate"]
 
 
 def _groups(preds: PredictionSet) -> dict[tuple, pd.DataFrame]:
@@ -61,30 +46,15 @@ def _pairs(reference: PredictionSet, targets: PredictionSet) -> list[tuple[tuple
     return pairs
 
 
-def _check(reference: PredictionSet, targets: PredictionSet, options: EstimateOptions) -> None:
-    if reference.classes != targets.classes:
-        raise InputError(f"the target's classes ({', '.join(targets.classes)}) differ from the reference's "
-                         f"({', '.join(reference.classes)}); both need the same score columns in the same order")
-    labels = reference.frame["label"]
-    if labels.isna().all():
-        raise InputError("the reference has no labels; the estimate calibrates on a labelled reference "
-                         "(its 'label' column)")
-    absent = [c for c in reference.classes if not (labels == c).any()]
-    if absent:
-        raise InputError(f"the reference has no row of class(es) {', '.join(absent)}; calibration needs every class")
-    if options.n_boot < 100:
-        raise InputError(f"n_boot must be at least 100 for a 95% interval, got {options.n_boot}")
-
-
-def estimate_performance(reference: PredictionSet, targets: PredictionSet, options: EstimateOptions = EstimateOptions(),
-                         *, synthetic: bool = False, progress: Progress | None = None) -> AuditResult:
+def audit_estimate(inputs: EstimateInputs, options: EstimateOptions, *, synthetic: bool = False,
+                   progress: Progress | None = None) -> AuditResult:
     """Estimate each target's priors and metrics without its labels, and say whether to trust the estimate.
 
-    `reference`: the model's scores on a labelled held-out set from its home platform. `targets`: its scores
-    on unlabelled rows (read with `read_predictions(..., labelled=False)`; labels there are ignored).
+    `inputs.reference`: the model's scores on a labelled held-out set from its home platform;
+    `inputs.targets`: its scores on unlabelled rows.
     """
     progress = ensure(progress)
-    _check(reference, targets, options)
+    reference, targets = inputs.reference, inputs.targets
     classes = reference.classes
     rng = np.random.default_rng(options.seed)
     estimates, priors, shift = [], [], []
@@ -111,9 +81,7 @@ def estimate_performance(reference: PredictionSet, targets: PredictionSet, optio
         sections=_sections(tables, options),
         summary=summarise(tables, synthetic),
         verdicts=verdicts, synthetic=synthetic,
-        options={"n_boot": options.n_boot, "seed": options.seed, "domain_auc_cutoff": options.domain_auc_cutoff,
-                 "prior_gap_cutoff": options.prior_gap_cutoff, "assumption_gap_cutoff": options.assumption_gap_cutoff,
-                 "classes": classes},
+        options={**asdict(options), "classes": classes},
         provenance=provenance({"reference": digest_frame(reference.frame), "targets": digest_frame(targets.frame),
                                **{f"reference {k}": v for k, v in reference.fingerprints.items()},
                                **{f"target {k}": v for k, v in targets.fingerprints.items()}}, progress.seconds),

@@ -181,6 +181,17 @@ class ModelSelectionOptions:
     resume: bool = True  # read finished fold jobs back from cache_dir (off: retrain them, still writing)
     figures: bool = True
 
+    def __post_init__(self) -> None:
+        self.resolved()  # a bad model spec, preset, protocol, share or seed fails here
+        if self.subsample is not None and self.subsample < 2:
+            raise InputError(f"subsample must be at least 2, got {self.subsample}")
+        if not 0 < self.test_size < 1:
+            raise InputError(f"test_size must lie strictly between 0 and 1, got {self.test_size}")
+        if self.executor not in ("local", "ray"):
+            raise InputError(f"executor '{self.executor}' must be local or ray")
+        if self.workers < 1:
+            raise InputError(f"workers must be at least 1, got {self.workers}")
+
     def resolved(self) -> tuple[Preset | None, list[ModelSpec], list[Protocol]]:
         """The preset, the model specs settled by it and the protocols; a bad option fails here."""
         if self.preset is not None and self.preset not in PRESETS:
@@ -188,7 +199,7 @@ class ModelSelectionOptions:
         preset = PRESETS.get(self.preset) if self.preset else None
         specs = [m if isinstance(m, ModelSpec) else ModelSpec.parse(m) for m in self.models]
         if not specs:
-            raise InputError("no model to benchmark; give at least one --model")
+            raise InputError("models is empty; give at least one model to compare")
         labels = [s.label for s in specs]
         dup = sorted({x for x in labels if labels.count(x) > 1})
         if dup:

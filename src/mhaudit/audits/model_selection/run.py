@@ -5,6 +5,7 @@ label source and build the report."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
@@ -23,15 +24,15 @@ from mhaudit.core.progress import Progress, ensure
 from mhaudit.report import AuditResult
 from mhaudit.report.result import digest_frame, provenance
 from mhaudit.stats.undefined import quiet_undefined
+from mhaudit.tables.corpus.schema import Corpus
 
 
 @quiet_undefined()  # the tables carry each undefined value's reason
-def run_model_selection(frame: pd.DataFrame, classes: list[str], options: ModelSelectionOptions, *,
-                        train_labels: pd.Series | None = None, train_source: str = CORPUS_SOURCE,
-                        references: Mapping[str, pd.Series] | None = None, synthetic: bool = False,
-                        title: str | None = None, progress: Progress | None = None) -> AuditResult:
-    """Compare `options.models` on the rows of `frame` (columns id, text; label when the corpus's own labels
-    are used) under every protocol.
+def audit_model_selection(corpus: Corpus, options: ModelSelectionOptions, *, train_labels: pd.Series | None = None,
+                          train_source: str = CORPUS_SOURCE, references: Mapping[str, pd.Series] | None = None,
+                          title: str | None = None, progress: Progress | None = None) -> AuditResult:
+    """Compare `options.models` on the rows of a binary `corpus` (its own labels are used unless
+    `train_labels` are given; its `synthetic` mark carries into the result) under every protocol.
 
     `train_labels` (class names indexed by row id; default: the frame's label column) are what the models
     learn and the folds are stratified by; rows without one are left out. `references` maps a source name to
@@ -40,7 +41,7 @@ def run_model_selection(frame: pd.DataFrame, classes: list[str], options: ModelS
     """
     progress = ensure(progress)
     preset, specs, protocols = options.resolved()
-    classes = [str(c) for c in classes]
+    frame, classes = corpus.frame, [str(c) for c in corpus.classes]
     positive, negative = _positive_and_negative(classes, options.positive)
     model_options = fit_options(specs, options.seed)
     fingerprints = {spec.label: check_model(spec, model_options[spec.label]) for spec in specs}
@@ -73,7 +74,7 @@ def run_model_selection(frame: pd.DataFrame, classes: list[str], options: ModelS
                                                 if train_labels is not None else {})}
     return AuditResult(title or f"Model selection: {len(specs)} model(s), {len(protocols)} protocol(s)", parts,
                        summary=intro, verdicts=model_selection_verdicts(tables["protocol_effect"], train_source),
-                       synthetic=synthetic,
+                       synthetic=corpus.synthetic,
                        options=_recorded_options(specs, protocols, options, positive, train_source, sources),
                        provenance=provenance(inputs, progress.seconds), outputs={"predictions": predictions})
 
@@ -109,8 +110,6 @@ def _subsample(rows: pd.DataFrame, train_labels: pd.Series, positive: str,
     """A stratified, seeded subsample of `options.subsample` rows, drawn before the folds (all rows without one)."""
     if options.subsample is None:
         return rows
-    if options.subsample < 2:
-        raise InputError(f"subsample must be at least 2, got {options.subsample}")
     if options.subsample < len(rows):
         y_all = (rows["id"].map(train_labels) == positive).to_numpy().astype(int)
         rows = rows.iloc[stratified_take(y_all, n=options.subsample, seed=options.seed, keep_one=False)]
@@ -120,13 +119,12 @@ def _subsample(rows: pd.DataFrame, train_labels: pd.Series, positive: str,
 
 def _recorded_options(specs: list[ModelSpec], protocols: list[Protocol], options: ModelSelectionOptions,
                       positive: str, train_source: str, sources: Mapping[str, pd.Series]) -> dict:
-    """The settings the report records, models with their settled options."""
-    return {"models": [dict(label=s.label, name=s.name, options=s.options, val=s.val, subsample=s.subsample)
+    """Every option, models with their settled options, protocols by name, the positive class and label sources."""
+    return {**asdict(options), "cache_dir": None if options.cache_dir is None else str(options.cache_dir),
+            "models": [dict(label=s.label, name=s.name, options=s.options, val=s.val, subsample=s.subsample)
                        for s in specs],
-            "protocols": [p.label for p in protocols], "seed": options.seed,
-            "val_fraction": options.val_fraction, "preset": options.preset, "positive": positive,
-            "train_source": train_source, "references": [s for s in sources if s != train_source],
-            "subsample": options.subsample, "executor": options.executor}
+            "protocols": [p.label for p in protocols], "positive": positive, "train_source": train_source,
+            "references": [s for s in sources if s != train_source]}
 
 
-__all__ = ["run_model_selection"]
+__all__ = ["audit_model_selection"]

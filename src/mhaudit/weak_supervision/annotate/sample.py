@@ -1,6 +1,6 @@
 """The validation sample as the annotation app sees it: item_id, task and text, nothing else.
 
-`mhaudit validate sample` writes more columns (the weak label as `stratum`, the platform, ...). They
+`mhaudit labels sample` writes more columns (the weak label as `stratum`, the platform, ...). They
 are dropped here, on reading, so no page or API answer can ever show them to an annotator.
 """
 
@@ -47,7 +47,7 @@ def load_sample(path: str | Path, *, keep_order: bool = False, posts: str | Path
     missing = [c for c in REQUIRED if c not in frame.columns]
     if missing:
         raise InputError(f"missing column '{missing[0]}'; a validation sample needs the columns "
-                         f"{', '.join(REQUIRED)} (as `mhaudit validate sample` writes them)", path=path)
+                         f"{', '.join(REQUIRED)} (as `mhaudit labels sample` writes them)", path=path)
     if frame.empty:
         raise InputError("the sample has no rows", path=path)
     frame = frame.loc[:, list(REQUIRED)]

@@ -1,12 +1,11 @@
-"""`mhaudit validate ...`: the human validation of weak labels (docs/validation.md).
+"""`mhaudit labels ...`: the labels tables (docs/cli.md). Here the samples for people and two labelers:
 
-    validate sample         stratified random sample by weak label -> validation set for annotators;
-                            --strategy estimate: the items that certify a model on a target with fewest labels
-    validate report         human-human agreement and the weak labeler against the reference;
-                            --estimate: the model's prevalence, accuracy and macro-F1 on the target (PPI)
-    validate weak-lexicon   a lexicon as weak labeler (1 if any term matches)
-    validate corpus-labels  a binary corpus's own labels (e.g. expert labels) into a labels table
+    labels sample        stratified random sample by weak label -> validation set for annotators;
+                         --strategy estimate: the items that certify a model on a target with fewest labels
+    labels lexicon       a lexicon as weak labeler (1 if any term matches)
+    labels from-corpus   a binary corpus's own labels (e.g. expert labels) into a labels table
 
+llm_labels.py adds `labels llm` and `labels prompts`, annotate.py `labels annotate`, `export` and `import`.
 Heavy modules are imported inside the commands, so `mhaudit --help` stays fast.
 """
 
@@ -17,22 +16,22 @@ from typing import Annotated
 
 import typer
 
-from mhaudit.cli.console import err, guarded, out, print_table, stage_progress
+from mhaudit.cli.console import err, guarded, out, print_table
 from mhaudit.core.errors import InputError
 
-app = typer.Typer(help="Validate weak labels against people: draw the sample, report agreement.",
+app = typer.Typer(help="Label tables: LLM and lexicon labelers, samples for people, annotation, imports and exports.",
                   no_args_is_help=True)
 
 LabelsOpt = Annotated[list[Path], typer.Option("--labels", help="Labels table(s): .sqlite store, .parquet, .csv "
-                                                                 "or .jsonl; several are joined.")]
+                                                                 "or .jsonl; several (after one --labels) are joined.")]
 TaskOpt = Annotated[str, typer.Option(help="Task name in the labels table (e.g. si, mh).")]
 
 
 def register(root: typer.Typer) -> None:
-    root.add_typer(app, name="validate")
+    root.add_typer(app, name="labels")
 
 
-def _read_label_files(paths: list[Path]):
+def read_label_files(paths: list[Path]):
     import pandas as pd
 
     from mhaudit.tables.label_store import KEY, read_labels
@@ -49,7 +48,7 @@ def _read_label_files(paths: list[Path]):
     return frame.drop(columns="_file")
 
 
-def _read_items(path: Path):
+def read_items(path: Path):
     from mhaudit.tables.io import read_table
 
     if not path.exists():
@@ -60,7 +59,7 @@ def _read_items(path: Path):
     return frame
 
 
-def _read_authors(path: Path):
+def read_authors(path: Path):
     """Item ids and their pseudonymous authors: from a post store (.sqlite: id = post URI) or a table."""
     import pandas as pd
 
@@ -149,7 +148,7 @@ def sample(items: Annotated[Path, typer.Option(help="Corpus or items table with 
         raise InputError("--labels is needed: the weak labels to stratify by")
     from mhaudit.audits.agreement import sample_for_validation, write_validation_set
 
-    frame = sample_for_validation(_read_label_files(labels), _read_items(items), task, n, weak_labeler=weak,
+    frame = sample_for_validation(read_label_files(labels), read_items(items), task, n, weak_labeler=weak,
                                   positive_share=positive_share, sizes=_parse_sizes(sizes) if sizes else None,
                                   seed=seed)
     write_validation_set(frame, out_path)
@@ -163,7 +162,7 @@ def sample(items: Annotated[Path, typer.Option(help="Corpus or items table with 
 def _human_labelled(labels: list[Path] | None, task: str) -> set[str]:
     if not labels:
         return set()
-    frame = _read_label_files(labels)
+    frame = read_label_files(labels)
     mine = frame[(frame["task"] == task) & frame["kind"].isin(["human", "adjudicated"])]
     return set(mine["item_id"].astype(str))
 
@@ -176,7 +175,7 @@ def _sample_to_certify(items, task, out_path, labels, predictions, reference, bu
         raise InputError("--strategy estimate needs --predictions (the model's scores on the target) and --budget")
     target = read_predictions(predictions, labelled=False)
     ref = read_predictions(reference, classes=target.classes) if reference else None
-    frame, design = certification_sample(pool_of(target, ref), _read_items(items), task, budget, seed=seed,
+    frame, design = certification_sample(pool_of(target, ref), read_items(items), task, budget, seed=seed,
                                          max_bins=bins, labelled=_human_labelled(labels, task))
     sample_file, design_file = write_certification_sample(frame, design, out_path)
     order = list(dict.fromkeys(design["stratum"]))  # predicted class, then confidence
@@ -187,108 +186,9 @@ def _sample_to_certify(items, task, out_path, labels, predictions, reference, bu
               f"{design_file}. Keep the 'stratum' column from the annotators (it shows the model's prediction).")
 
 
-@app.command("report")
+@app.command("lexicon")
 @guarded
-def report(labels: LabelsOpt, task: TaskOpt,
-           out_dir: Annotated[Path, typer.Option("--out", help="Folder for report.{json,html,md}.")],
-           weak: Annotated[str | None, typer.Option(help="Weak labeler (default: the only llm/lexicon one).")] = None,
-           annotator: Annotated[list[str] | None, typer.Option(
-               help="Human annotator (repeat; default: every labeler of kind human).")] = None,
-           reference: Annotated[str | None, typer.Option(
-               help="Labeler whose labels are the reference (default: adjudicated, else agreed human labels).")]
-           = None,
-           model: Annotated[list[str] | None, typer.Option(
-               help="Labeler holding a model's predicted labels, also scored against the reference (repeat).")]
-           = None,
-           sample_path: Annotated[Path | None, typer.Option(
-               "--sample", help="Validation set the items were drawn in: adds design-weighted estimates.")] = None,
-           items: Annotated[Path | None, typer.Option(
-               help="Post store or corpus / items table with an 'author' column: the bootstraps then resample "
-                    "authors, not posts.")] = None,
-           n_boot: Annotated[int, typer.Option(help="Bootstrap resamples for the CIs.")] = 2000,
-           seed: Annotated[int, typer.Option(help="Seed of the bootstraps.")] = 0,
-           estimate: Annotated[bool, typer.Option(
-               "--estimate", help="Certify the model the --sample was drawn for (--strategy estimate): its "
-                                  "prevalence, accuracy and macro-F1 on the target from these labels and "
-                                  "--predictions.")] = False,
-           predictions: Annotated[list[str] | None, typer.Option(
-               help="With --estimate: the model's scores on every pooled item (the files the sample was drawn from).")]
-           = None,
-           positive: Annotated[str | None, typer.Option(
-               help="With --estimate: the class a label value 1 stands for (default: the second class).")] = None,
-           tolerance: Annotated[float, typer.Option(
-               help="With --estimate: certified when the macro-F1 CI is at most ± this.")] = 0.05,
-           population: Annotated[str, typer.Option(
-               help="With --estimate: pool (the scored items themselves) or platform (items like them).")] = "pool"
-           ) -> None:
-    """Agreement report: human-human kappa (and alpha), the weak labeler against the reference, error sources.
-    With --estimate: the model certified on the target from the same labels (docs/validation.md).
-
-    The bootstraps resample authors when the items have them (--items, an 'author' column in --sample, or
-    post-store ids at://AUTHOR/...)."""
-    if estimate:
-        return _certify(labels, task, out_dir, sample_path, predictions, annotator, reference, positive, tolerance,
-                        population)
-    from mhaudit.audits.agreement import AgreementOptions, agreement_report, read_validation_set
-    from mhaudit.report import write_report
-
-    validation = read_validation_set(sample_path) if sample_path else None
-    options = AgreementOptions(task, weak_labeler=weak, annotators=tuple(annotator) if annotator else None,
-                               reference=reference, models=tuple(model or ()), n_boot=n_boot, seed=seed)
-    result = agreement_report(_read_label_files(labels), options, validation_set=validation,
-                              items=_read_authors(items) if items else None, progress=stage_progress())
-    out.print(result.summary, highlight=False)
-    out.print(f"bootstrap: {result.options['bootstrap_unit']}", highlight=False)
-    metrics = result.table("weak_vs_reference")
-    print_table("Weak labeler against the reference", metrics[["metric", "estimate", "ci_low", "ci_high", "n"]])
-    print_table("Confusion matrix (rows: reference)", result.table("confusion_matrix"))
-    human = result.table("human_agreement")
-    if (human["status"] != "unavailable").any():
-        print_table("Human-human agreement (before adjudication)",
-                    human[["annotator_a", "annotator_b", "n", "observed_agreement", "kappa", "ci_low", "ci_high",
-                           "status"]])
-    if "weak_vs_reference_weighted" in {name for s in result.sections for name in s.tables}:
-        weighted = result.table("weak_vs_reference_weighted")
-        print_table("Design-weighted estimates for the sampled pool",
-                    weighted[["metric", "estimate", "ci_low", "ci_high", "n"]])
-    if model:
-        scored = result.table("models_vs_reference")
-        print_table("Models against the reference", scored[["labeler", "metric", "estimate", "ci_low", "ci_high", "n"]])
-    paths = write_report(result, out_dir)
-    out.print(f"report: {paths[0].parent / 'report.html'} (also .md and .json)")
-
-
-def _certify(labels, task, out_dir, sample_path, predictions, annotator, reference, positive, tolerance,
-             population) -> None:
-    from mhaudit.audits.agreement import read_validation_set
-    from mhaudit.audits.certify import CertifyOptions, certify_on_target, read_design
-    from mhaudit.report import write_report
-    from mhaudit.stats.ppi import POPULATIONS
-    from mhaudit.tables.prediction_files import read_predictions
-
-    if sample_path is None or not predictions:
-        raise InputError("--estimate needs --sample (from validate sample --strategy estimate) and --predictions")
-    if population not in POPULATIONS:
-        raise InputError(f"--population '{population}' must be pool or platform")
-    if not 0 < tolerance < 0.5:
-        raise InputError(f"--tolerance {tolerance} must lie between 0 and 0.5")
-    options = CertifyOptions(task, annotators=tuple(annotator) if annotator else None, reference=reference,
-                             positive=positive, tolerance=tolerance, population=population)
-    result = certify_on_target(_read_label_files(labels), read_validation_set(sample_path), read_design(sample_path),
-                               read_predictions(predictions, labelled=False), options)
-    out.print(result.summary, highlight=False)
-    table = result.table("certified")
-    cells = table.assign(value=[f"{r.estimate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]" for r in table.itertuples()])
-    wide = cells.pivot(index="metric", columns="estimator", values="value")
-    wide = wide.reindex(index=list(dict.fromkeys(table["metric"])), columns=list(dict.fromkeys(table["estimator"])))
-    print_table(f"Estimates on the target with {result.options['n_labels']} human labels (95% CIs)", wide.reset_index())
-    paths = write_report(result, out_dir)
-    out.print(f"report: {paths[0].parent / 'report.html'} (also .md and .json)")
-
-
-@app.command("weak-lexicon")
-@guarded
-def weak_lexicon(items: Annotated[Path, typer.Option(help="Corpus or items table with id and text.")],
+def lexicon_labeler(items: Annotated[Path, typer.Option(help="Corpus or items table with id and text.")],
                  task: TaskOpt,
                  labels: Annotated[Path, typer.Option("--labels", help="Labels table to write or add to.")],
                  lexicon: Annotated[str, typer.Option(help="Built-in lexicon (si, mh) or a TOML file.")] = "mh") -> None:
@@ -297,7 +197,7 @@ def weak_lexicon(items: Annotated[Path, typer.Option(help="Corpus or items table
     from mhaudit.weak_supervision.lexicons import Lexicon
 
     lex = Lexicon.load(lexicon)
-    frame = lexicon_labels(_read_items(items), lex, task)
+    frame = lexicon_labels(read_items(items), lex, task)
     _save_labels(frame, labels)
     positives = int(frame["value"].sum())
     invalid = int(frame["value"].isna().sum())
@@ -306,9 +206,9 @@ def weak_lexicon(items: Annotated[Path, typer.Option(help="Corpus or items table
               highlight=False)
 
 
-@app.command("corpus-labels")
+@app.command("from-corpus")
 @guarded
-def corpus_labels(corpus: Annotated[Path, typer.Option(help="Binary corpus (Parquet from mhaudit data import).")],
+def from_corpus(corpus: Annotated[Path, typer.Option(help="Binary corpus (Parquet from mhaudit data import).")],
                   task: TaskOpt,
                   labeler: Annotated[str, typer.Option(help="Name of the label source, e.g. experts.")],
                   labels: Annotated[Path, typer.Option("--labels", help="Labels table to write or add to.")],

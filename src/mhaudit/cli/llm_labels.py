@@ -1,4 +1,4 @@
-"""`mhaudit label ...`: LLM weak labels (docs/labels.md)."""
+"""`mhaudit labels llm` and `mhaudit labels prompts`: LLM weak labels (docs/labels.md)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,19 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
+from mhaudit.cli import labels as labels_group
 from mhaudit.cli.console import err, guarded, out, print_table
 from mhaudit.core.errors import InputError
 
 if TYPE_CHECKING:
     from mhaudit.weak_supervision.labelers.llm import RunReport
 
-app = typer.Typer(help="Weak labels: ask an LLM for 1 or 0 per item, stored in a labels table.", no_args_is_help=True)
+def register(root: typer.Typer) -> None:
+    labels_group.app.command("llm")(llm)
+    labels_group.app.command("prompts")(prompts)
 
 
-@app.command("llm")
+
 @guarded
 def llm(items: Annotated[Path, typer.Option("--items", help="Post store (.sqlite from mhaudit collect) or a "
                                                            "corpus/table (.parquet, .csv, .jsonl) with id and text.")],
@@ -190,7 +193,6 @@ def _show(report) -> None:
                   f"first: {escape(report.failures[0])}", highlight=False, soft_wrap=True)
 
 
-@app.command("prompts")
 @guarded
 def prompts() -> None:
     """List the built-in labelling prompts (task, version, default shots, zero-shot template hash)."""
@@ -207,6 +209,3 @@ def prompts() -> None:
                 pd.DataFrame(rows))
     out.print("pass --prompt FILE.toml to use your own (see docs/labels.md)")
 
-
-def register(root: typer.Typer) -> None:
-    root.add_typer(app, name="label")

@@ -1,5 +1,6 @@
-"""`mhaudit benchmark`: several models on one labelled binary corpus under holdout and cross-validation
-(docs/model_selection.md). Heavy modules are imported inside the command, so `mhaudit --help` stays fast."""
+"""`mhaudit audit model-selection`: several models on one labelled binary corpus under holdout and
+cross-validation (docs/model_selection.md). Heavy modules are imported inside the command, so `mhaudit --help`
+stays fast."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ from typing import Annotated
 
 import typer
 
+from mhaudit.cli import audit
 from mhaudit.cli.console import err, guarded, out, print_table, stage_progress
 from mhaudit.core.errors import InputError
 
 
 def register(root: typer.Typer) -> None:
-    root.command("benchmark")(benchmark)
+    audit.app.command("model-selection")(model_selection)
 
 
 def _read_labels(paths: list[Path]):
@@ -31,12 +33,12 @@ def _read_labels(paths: list[Path]):
 
 
 @guarded
-def benchmark(
+def model_selection(
         corpus: Annotated[Path, typer.Option(help="Binary corpus (Parquet from mhaudit data import).")],
         model: Annotated[list[str], typer.Option(
-            help="Model to benchmark, repeatable: a registered name (tfidf-lr, char-tfidf-lr, transformer, "
+            help="Model to compare, repeatable: a registered name (tfidf-lr, char-tfidf-lr, transformer, "
                  "bert-lstm, bert-lstm-attention) or minilm, optionally with options "
-                 "'NAME:key=value,key=value' (label=..., val=true|false, subsample=N are the benchmark's).")],
+                 "'NAME:key=value,key=value' (label=..., val=true|false, subsample=N are the audit's).")],
         out_dir: Annotated[Path, typer.Option("--out", help="Folder for report.{json,html,md}, figures, "
                                                              "predictions.parquet and the job cache.")],
         labels: Annotated[list[Path] | None, typer.Option(
@@ -67,9 +69,10 @@ def benchmark(
         resume: Annotated[bool, typer.Option(
             help="Reuse finished fold jobs from OUT/jobs; --no-resume retrains them (and writes them over).")] = True,
 ) -> None:
-    """Benchmark models on one labelled corpus under a stratified holdout and cross-validation, side by side."""
-    from mhaudit.audits.model_selection.options import ModelSelectionOptions
-    from mhaudit.audits.model_selection.run import run_model_selection
+    """Compare models on one labelled corpus under a stratified holdout and cross-validation, side by side."""
+    from dataclasses import replace
+
+    from mhaudit.audits.model_selection import ModelSelectionOptions, audit_model_selection
     from mhaudit.audits.model_selection.sources import label_sources
     from mhaudit.audits.model_selection.tables import summary_lines
     from mhaudit.report import write_report
@@ -77,21 +80,19 @@ def benchmark(
     from mhaudit.tables.io import write_table
 
     c = Corpus.read(corpus)
-    frame = c.frame
     if dataset is not None:
-        frame = frame[(frame["dataset"] == dataset) | (frame["platform"] == dataset)]
-        if frame.empty:
+        c = replace(c, frame=c.frame[(c.frame["dataset"] == dataset) | (c.frame["platform"] == dataset)])
+        if c.frame.empty:
             raise InputError(f"the corpus has no data set or platform '{dataset}'", path=corpus)
     table = _read_labels(labels) if labels else None
-    train, refs = label_sources(frame, c.classes, table, train_labeler=train_labeler,
+    train, refs = label_sources(c.frame, c.classes, table, train_labeler=train_labeler,
                                 reference_labelers=reference_labeler or [], task=task, positive=positive)
     options = ModelSelectionOptions(models=model, protocols=protocol, folds=folds, test_size=test_size,
                                     val_fraction=val_fraction, seed=seed, preset=preset, positive=positive,
                                     subsample=subsample, executor=executor, workers=workers,
                                     cache_dir=out_dir / "jobs", resume=resume)
-    run = run_model_selection(frame, c.classes, options, train_labels=train, train_source=train_labeler,
-                              references=refs, synthetic=c.synthetic, title=f"Benchmark on {corpus.name}",
-                              progress=stage_progress())
+    run = audit_model_selection(c, options, train_labels=train, train_source=train_labeler, references=refs,
+                                title=f"Model selection on {corpus.name}", progress=stage_progress())
     if c.synthetic:
         err.print("[yellow]note:[/] the corpus is SYNTHETIC", highlight=False)
     print_table("Scores (mean ± SD over folds)", summary_lines(run.table("summary")))

@@ -1,0 +1,109 @@
+"""`mhaudit audit agreement` and `mhaudit audit certify`: people's labels against the weak labeler (human-human
+agreement, the weak labeler against the reference), and a model certified on a target from the same kind of
+labels (docs/validation.md). Heavy modules are imported inside the commands, so `mhaudit --help` stays fast."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mhaudit.cli import audit
+from mhaudit.cli.console import guarded, out, print_table, stage_progress
+from mhaudit.cli.labels import LabelsOpt, TaskOpt, read_authors, read_label_files
+
+
+def register(root: typer.Typer) -> None:
+    audit.app.command("agreement")(agreement)
+    audit.app.command("certify")(certify)
+
+
+AnnotatorOpt = Annotated[list[str] | None, typer.Option(
+    "--annotator", help="Human annotator (several, or repeat; default: every labeler of kind human).")]
+ReferenceOpt = Annotated[str | None, typer.Option(
+    help="Labeler whose labels are the reference (default: adjudicated, else agreed human labels).")]
+OutOpt = Annotated[Path, typer.Option("--out", help="Folder for report.{json,html,md}.")]
+
+
+@guarded
+def agreement(labels: LabelsOpt, task: TaskOpt, out_dir: OutOpt,
+              weak: Annotated[str | None, typer.Option(help="Weak labeler (default: the only llm/lexicon one).")]
+              = None,
+              annotator: AnnotatorOpt = None, reference: ReferenceOpt = None,
+              model: Annotated[list[str] | None, typer.Option(
+                  help="Labeler holding a model's predicted labels, also scored against the reference (several).")]
+              = None,
+              sample_path: Annotated[Path | None, typer.Option(
+                  "--sample", help="Validation set the items were drawn in: adds design-weighted estimates.")] = None,
+              items: Annotated[Path | None, typer.Option(
+                  help="Post store or corpus / items table with an 'author' column: the bootstraps then resample "
+                       "authors, not posts.")] = None,
+              n_boot: Annotated[int, typer.Option(help="Bootstrap resamples for the CIs.")] = 2000,
+              seed: Annotated[int, typer.Option(help="Seed of the bootstraps.")] = 0) -> None:
+    """Agreement: human-human kappa (and alpha), the weak labeler against the reference, error sources.
+
+    The bootstraps resample authors when the items have them (--items, an 'author' column in --sample, or
+    post-store ids at://AUTHOR/...)."""
+    from mhaudit.audits.agreement import AgreementOptions, audit_agreement, read_validation_set
+    from mhaudit.report import write_report
+
+    options = AgreementOptions(task, weak_labeler=weak, annotators=tuple(annotator) if annotator else None,
+                               reference=reference, models=tuple(model or ()), n_boot=n_boot, seed=seed)
+    validation = read_validation_set(sample_path) if sample_path else None
+    result = audit_agreement(read_label_files(labels), options, validation_set=validation,
+                             items=read_authors(items) if items else None, progress=stage_progress())
+    out.print(result.summary, highlight=False)
+    out.print(f"bootstrap: {result.options['bootstrap_unit']}", highlight=False)
+    metrics = result.table("weak_vs_reference")
+    print_table("Weak labeler against the reference", metrics[["metric", "estimate", "ci_low", "ci_high", "n"]])
+    print_table("Confusion matrix (rows: reference)", result.table("confusion_matrix"))
+    human = result.table("human_agreement")
+    if (human["status"] != "unavailable").any():
+        print_table("Human-human agreement (before adjudication)",
+                    human[["annotator_a", "annotator_b", "n", "observed_agreement", "kappa", "ci_low", "ci_high",
+                           "status"]])
+    if "weak_vs_reference_weighted" in {name for s in result.sections for name in s.tables}:
+        weighted = result.table("weak_vs_reference_weighted")
+        print_table("Design-weighted estimates for the sampled pool",
+                    weighted[["metric", "estimate", "ci_low", "ci_high", "n"]])
+    if model:
+        scored = result.table("models_vs_reference")
+        print_table("Models against the reference", scored[["labeler", "metric", "estimate", "ci_low", "ci_high", "n"]])
+    paths = write_report(result, out_dir)
+    out.print(f"report: {paths[0].parent / 'report.html'} (also .md and .json)")
+
+
+@guarded
+def certify(labels: LabelsOpt, task: TaskOpt, out_dir: OutOpt,
+            sample_path: Annotated[Path, typer.Option(
+                "--sample", help="The sample from `labels sample --strategy estimate` (its design beside it).")],
+            predictions: Annotated[list[str], typer.Option(
+                help="The model's scores on every pooled item (the files the sample was drawn from; several may "
+                     "follow one --predictions).")],
+            annotator: AnnotatorOpt = None, reference: ReferenceOpt = None,
+            positive: Annotated[str | None, typer.Option(
+                help="The class a label value 1 stands for (default: the second class).")] = None,
+            tolerance: Annotated[float, typer.Option(help="Certified when the macro-F1 CI is at most ± this.")] = 0.05,
+            population: Annotated[str, typer.Option(
+                help="pool (the scored items themselves) or platform (items like them).")] = "pool") -> None:
+    """Certify a model on a target: its prevalence, accuracy and macro-F1 from people's labels on the sample
+    and the model's scores on the pool (prediction-powered inference; docs/validation.md)."""
+    from mhaudit.audits.agreement import read_validation_set
+    from mhaudit.audits.certify import CertifyInputs, CertifyOptions, audit_certify, read_design
+    from mhaudit.report import write_report
+    from mhaudit.tables.prediction_files import read_predictions
+
+    options = CertifyOptions(task, annotators=tuple(annotator) if annotator else None, reference=reference,
+                             positive=positive, tolerance=tolerance, population=population)
+    inputs = CertifyInputs(read_label_files(labels), read_validation_set(sample_path), read_design(sample_path),
+                           read_predictions(predictions, labelled=False))
+    result = audit_certify(inputs, options, progress=stage_progress())
+    out.print(result.summary, highlight=False)
+    table = result.table("certified")
+    cells = table.assign(value=[f"{r.estimate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]" for r in table.itertuples()])
+    wide = cells.pivot(index="metric", columns="estimator", values="value")
+    wide = wide.reindex(index=list(dict.fromkeys(table["metric"])), columns=list(dict.fromkeys(table["estimator"])))
+    print_table(f"Estimates on the target with {result.options['n_labels']} human labels (95% CIs)", wide.reset_index())
+    paths = write_report(result, out_dir)
+    out.print(f"report: {paths[0].parent / 'report.html'} (also .md and .json)")
