@@ -24,7 +24,7 @@ Two tiers, because MiniLM and the hybrids do not fit the full set in 45 minutes 
 3 epochs, batch 16, AdamW lr 2e-5, all epochs run) on the same 800 posts and folds as sub800 (about
 13 min here); the same run as
 
-    mhaudit benchmark --corpus OUT/corpus.parquet --model minilm:epochs=3,label=minilm-3ep --preset si \
+    mhaudit audit model-selection --corpus OUT/corpus.parquet --model minilm:epochs=3,label=minilm-3ep --preset si \
         --subsample 800 --labels OUT/labels.parquet --reference-labeler lexicon-mh --out OUT/B_train_expert/sub800-minilm-si
 
 `--neural-corpus 0` puts every model on the full set in one tier (about 2 h of CPU here). `--only
@@ -50,7 +50,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import pandas as pd  # noqa: E402
 
 from mhaudit.audits.model_selection.options import ModelSelectionOptions, ModelSpec  # noqa: E402
-from mhaudit.audits.model_selection.run import run_model_selection  # noqa: E402
+from mhaudit.audits.model_selection import audit_model_selection  # noqa: E402
 from mhaudit.audits.model_selection.tables import summary_lines  # noqa: E402
 from mhaudit.report import write_report  # noqa: E402
 from mhaudit.tables.corpus.importing import import_source  # noqa: E402
@@ -101,7 +101,7 @@ def main() -> None:
     corpus = import_source("bluesky_depression", [DATA / "bluesky-depression-dataset.csv"], split="train").corpus
     frame = corpus.frame
     args.out.mkdir(parents=True, exist_ok=True)
-    corpus.write(args.out / "corpus.parquet")  # for `mhaudit benchmark --corpus` on the same rows
+    corpus.write(args.out / "corpus.parquet")  # for `mhaudit audit model-selection --corpus` on the same rows
     lexicon = Lexicon.load("mh")
     weak = [int(lexicon.matches_any(t)) for t in frame["text"].astype(str)]
     labels = pd.DataFrame({"item_id": frame["id"].astype(str), "task": "mh", "labeler": WEAK, "kind": "lexicon",
@@ -138,9 +138,9 @@ def main() -> None:
                                             folds=5, seed=args.seed, subsample=subsample, preset=preset,
                                             cache_dir=where / "jobs")
             print(f"\n== {run_name} / {tier}: train on {train_name}, also scored against {ref_name}", flush=True)
-            run = run_model_selection(frame, corpus.classes, options, train_labels=train, train_source=train_name,
-                                      references={ref_name: ref},
-                                      title=f"Bluesky depression ({tier}): trained on {train_name}")
+            run = audit_model_selection(corpus, options, train_labels=train, train_source=train_name,
+                                        references={ref_name: ref},
+                                        title=f"Bluesky depression ({tier}): trained on {train_name}")
             write_report(run, where)
             write_table(run.outputs["predictions"], where / "predictions.parquet")
             wall = time.perf_counter() - t0

@@ -8,8 +8,8 @@ known. For each pair the target is the pool; the posteriors are the scores calib
 test set (BCTS). For each budget, --draws samples are drawn with each design and the labels of the drawn
 items revealed:
 
-- ours: strata by predicted class x confidence (up to 4 bins), shrunk Neyman allocation (`validate sample --strategy
-  estimate`), PPI++ estimates (`validate report --estimate`);
+- ours: strata by predicted class x confidence (up to 4 bins), shrunk Neyman allocation (`labels sample --strategy
+  estimate`), PPI++ estimates (`audit certify`);
 - srs: a simple random sample of the same size, labels only (the sample's own shares);
 - and, to tell the parts apart, srs+ppi (PPI++ on the simple random sample) and strata (our design, labels only).
 
@@ -70,7 +70,7 @@ def simulate_pair(ref: pd.DataFrame, tgt: pd.DataFrame, classes: list[str], budg
     for budget in budgets:
         if budget >= y.size:
             continue
-        strata, _ = confidence_strata(probs, pred, classes, bins_for(budget, k, 4))  # as validate sample does
+        strata, _ = confidence_strata(probs, pred, classes, bins_for(budget, k, 4))  # as labels sample does
         alloc = {"strata": allocate(probs, pred, strata, budget), "one": np.array([budget])}
         for design, (layout, tuning) in DESIGNS.items():
             s = strata if layout == "strata" else one

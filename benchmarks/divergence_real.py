@@ -76,8 +76,7 @@ def run_audit(corpus: Path, out: Path) -> None:
 
     merged = merge_corpora([corpus])
     progress = Progress()
-    result = audit_divergence(merged.frame, merged.classes, DivergenceOptions(human=HUMAN, auto=AUTO),
-                              progress=progress)
+    result = audit_divergence(merged, DivergenceOptions(human=HUMAN, auto=AUTO), progress=progress)
     wall = time.perf_counter() - start
     tables = {name: table for section in result.sections for name, table in section.tables.items()}
     peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)

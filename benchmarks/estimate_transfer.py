@@ -87,7 +87,7 @@ def predictions(work: Path) -> pd.DataFrame:
 
 
 def ours(preds: pd.DataFrame, n_boot: int) -> pd.DataFrame:
-    from mhaudit.audits.estimate import EstimateOptions, estimate_performance
+    from mhaudit.audits.estimate import EstimateInputs, EstimateOptions, audit_estimate
     from mhaudit.audits.estimate.pair import reference_metrics
     from mhaudit.tables.predictions import PredictionSet, scores
 
@@ -100,9 +100,9 @@ def ours(preds: pd.DataFrame, n_boot: int) -> pd.DataFrame:
         for target, tgt in block[block["role"] == "target"].groupby("target"):
             hidden = tgt[keep].assign(label=None, platform=target, dataset=target)
             started = time.perf_counter()
-            result = estimate_performance(PredictionSet(ref[keep].reset_index(drop=True), classes),
-                                          PredictionSet(hidden.reset_index(drop=True), classes),
-                                          EstimateOptions(n_boot=n_boot, figures=False))
+            inputs = EstimateInputs(PredictionSet(ref[keep].reset_index(drop=True), classes),
+                                    PredictionSet(hidden.reset_index(drop=True), classes))
+            result = audit_estimate(inputs, EstimateOptions(n_boot=n_boot, figures=False))
             seconds = time.perf_counter() - started
             y = pd.Categorical(tgt["label"], categories=classes).codes.astype(np.int64)
             true = reference_metrics(y, scores(tgt, classes))  # the hidden labels, for scoring only

@@ -1,5 +1,5 @@
 """Weak-label validation: the stratified sample, the agreement report (incl. the Bluesky paper's Table 1),
-the lexicon labeler, bad input, the `mhaudit validate` commands end to end, and the real-data check."""
+the lexicon labeler, bad input, the `mhaudit labels` and `mhaudit audit agreement` commands end to end, and the real-data check."""
 
 import doctest
 import json
@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from mhaudit.audits.agreement import (
     AgreementOptions,
-    agreement_report,
+    audit_agreement,
     labels_from_corpus,
     read_validation_set,
     sample_for_validation,
@@ -57,7 +57,7 @@ def from_counts(tn, tp, fn, fp, task):
     ("mh", (97, 42, 1, 110), {"kappa": 0.222, "precision": 0.276, "recall": 0.977}),
 ])
 def test_reproduces_bluesky_table_1(task, counts, expected):
-    result = agreement_report(from_counts(*counts, task), AgreementOptions(task, weak_labeler="llm-weak", n_boot=500))
+    result = audit_agreement(from_counts(*counts, task), AgreementOptions(task, weak_labeler="llm-weak", n_boot=500))
     m = result.table("weak_vs_reference").set_index("metric")
     for metric, value in expected.items():
         assert round(m.loc[metric, "estimate"], 3) == value, metric
@@ -98,7 +98,7 @@ def two_annotators():
 
 def test_two_annotators_adjudication_and_error_sources():
     labels, truth, a, b, weak = two_annotators()
-    result = agreement_report(labels, AgreementOptions("si", weak_labeler="llm-weak", n_boot=400, seed=3))
+    result = audit_agreement(labels, AgreementOptions("si", weak_labeler="llm-weak", n_boot=400, seed=3))
     figures = {section.title: sorted(section.figures) for section in result.sections if section.figures}
     assert figures == {"Human-human agreement (before adjudication)": ["Cohen's kappa with bootstrap CIs"],
                        "Weak labeler against the reference": ["Confusion matrix", "Weak labeler against the reference"]}
@@ -128,18 +128,18 @@ def test_two_annotators_adjudication_and_error_sources():
     assert rates.loc["A", "positive_rate"] == pytest.approx(a[keep].mean())
     # Without any adjudication, disagreements are left out and counted.
     no_adj = labels[labels["kind"] != "adjudicated"]
-    comp = agreement_report(no_adj, AgreementOptions("si", n_boot=0)).table("reference")
+    comp = audit_agreement(no_adj, AgreementOptions("si", n_boot=0)).table("reference")
     comp = comp.set_index("source")["items"]
     assert comp["annotators disagree, not adjudicated: left out"] == 6 and comp["adjudicated"] == 0
     # Consensus rows that record agreement (raw_answer 'agreed', as the annotation app writes them) are counted apart.
     agreed = frame([{**lab(i, "adjudicator", "adjudicated", int(truth[i])), "raw_answer": "agreed"} for i in range(6, 10)])
-    comp = agreement_report(pd.concat([labels, agreed], ignore_index=True),
+    comp = audit_agreement(pd.concat([labels, agreed], ignore_index=True),
                             AgreementOptions("si", n_boot=0)).table("reference")
     comp = comp.set_index("source")["items"]
     assert comp["adjudicated (adjudicator)"] == 4 and comp["consensus recording agreement (adjudicator)"] == 4
     assert comp["annotators agree (2 or more labels)"] == 30
     # A named reference labeler replaces the rule.
-    ref_a = agreement_report(labels, AgreementOptions("si", weak_labeler="llm-weak", annotators=("B",), reference="A",
+    ref_a = audit_agreement(labels, AgreementOptions("si", weak_labeler="llm-weak", annotators=("B",), reference="A",
                                                       n_boot=0))
     m = ref_a.table("weak_vs_reference").set_index("metric")
     assert m.loc["kappa", "estimate"] == pytest.approx(cohen_kappa_score(a, weak))
@@ -154,7 +154,7 @@ def test_outdated_agreed_consensus_is_not_the_reference():
     labels = frame(rows)
     labels.loc[(labels["item_id"] == "1") & (labels["labeler"] == "bob"), "value"] = 0  # now a disagreement
     labels.loc[labels["item_id"].isin(["2", "3"]) & (labels["kind"] == "human"), "value"] = 1  # 2: both changed
-    result = agreement_report(labels, AgreementOptions("si", n_boot=0))
+    result = audit_agreement(labels, AgreementOptions("si", n_boot=0))
     comp = result.table("reference").set_index("source")["items"]
     assert comp["annotators disagree, not adjudicated: left out"] == 1  # item 1, as the app lists it again
     assert comp["consensus recording agreement (consensus)"] == 8
@@ -167,7 +167,7 @@ def test_outdated_agreed_consensus_is_not_the_reference():
     # An adjudicated consensus (raw_answer 'adjudicated') settles the disagreement whatever the annotators say.
     settled = labels.copy()
     settled.loc[(settled["item_id"] == "1") & (settled["labeler"] == "consensus"), "raw_answer"] = "adjudicated"
-    comp = agreement_report(settled, AgreementOptions("si", n_boot=0)).table("reference")
+    comp = audit_agreement(settled, AgreementOptions("si", n_boot=0)).table("reference")
     comp = comp.set_index("source")["items"]
     assert comp["adjudicated (consensus)"] == 1 and comp["annotators disagree, not adjudicated: left out"] == 0
 
@@ -177,14 +177,14 @@ def test_tags_from_parquet_lists_count_as_error_sources(tmp_path):
     path = tmp_path / "labels.parquet"
     frame(rows).assign(tags=[["news", "hypothetical"], [], ["news"], None, None, None, None, None]).to_parquet(path)
     labels = read_labels(path)
-    errors = agreement_report(labels, AgreementOptions("si", n_boot=0)).table("error_sources")
+    errors = audit_agreement(labels, AgreementOptions("si", n_boot=0)).table("error_sources")
     errors = errors.set_index(["outcome", "tag"])["items"]
     assert errors[("false_negative", "news")] == 1 and errors[("false_negative", "(no tag)")] == 1
     assert errors[("correct", "news")] == errors[("correct", "hypothetical")] == 1
     assert errors[("correct", "(no tag)")] == 1
     # One tag rule everywhere: ';' separates, a comma belongs to the tag.
     plain = frame(rows).assign(tags=["news; hypothetical", "sarcasm, humour", None, None, None, None, None, None])
-    errors = agreement_report(plain, AgreementOptions("si", n_boot=0)).table("error_sources")
+    errors = audit_agreement(plain, AgreementOptions("si", n_boot=0)).table("error_sources")
     errors = errors.set_index(["outcome", "tag"])["items"]
     assert errors[("correct", "hypothetical")] == 1 and errors[("correct", "sarcasm, humour")] == 1
 
@@ -196,7 +196,7 @@ def test_three_annotators_report_krippendorff_alpha():
     extra.loc[extra.index[:5], "value"] = 1 - extra.loc[extra.index[:5], "value"]
     extra = extra.iloc[3:]  # C skipped three items: missing values
     labels = pd.concat([labels, extra], ignore_index=True)
-    result = agreement_report(labels, AgreementOptions("si", weak_labeler="llm-weak", n_boot=300))
+    result = audit_agreement(labels, AgreementOptions("si", weak_labeler="llm-weak", n_boot=300))
     assert len(result.table("human_agreement")) == 3
     alpha = result.table("krippendorff_alpha").iloc[0]
     matrix = labels[labels["kind"] == "human"].pivot(index="item_id", columns="labeler", values="value")
@@ -210,13 +210,13 @@ def test_no_overlap_is_an_error():
     rows = [lab(i, "A", "human", i % 2) for i in range(10)] + [lab(i, "B", "human", i % 2) for i in range(10, 20)]
     rows += [lab(i, "llm-weak", "llm", 1) for i in range(20)]
     with pytest.raises(InputError, match="annotators A and B have no labelled item in common"):
-        agreement_report(frame(rows), AgreementOptions("si"))
+        audit_agreement(frame(rows), AgreementOptions("si"))
 
 
 def test_one_class_kappa_is_undefined_not_a_crash():
     rows = [lab(i, a, "human", 0) for i in range(12) for a in ("A", "B")]
     rows += [lab(i, "llm-weak", "llm", int(i < 3)) for i in range(12)]
-    result = agreement_report(frame(rows), AgreementOptions("si", n_boot=200))
+    result = audit_agreement(frame(rows), AgreementOptions("si", n_boot=200))
     pair = result.table("human_agreement").iloc[0]
     assert np.isnan(pair["kappa"]) and pair["status"] == "undefined" and "chance agreement is 1" in pair["reason"]
     assert pair["observed_agreement"] == 1.0
@@ -230,14 +230,14 @@ def test_one_class_kappa_is_undefined_not_a_crash():
 def test_bad_report_inputs():
     labels, *_ = two_annotators()
     with pytest.raises(InputError, match="no labels for task 'mh'"):
-        agreement_report(labels, AgreementOptions("mh"))
+        audit_agreement(labels, AgreementOptions("mh"))
     with pytest.raises(InputError, match="annotator 'Z' has no labels"):
-        agreement_report(labels, AgreementOptions("si", annotators=("A", "Z")))
+        audit_agreement(labels, AgreementOptions("si", annotators=("A", "Z")))
     with pytest.raises(InputError, match="cannot be both"):
-        agreement_report(labels, AgreementOptions("si", annotators=("A", "llm-weak")))
+        audit_agreement(labels, AgreementOptions("si", annotators=("A", "llm-weak")))
     two_weak = pd.concat([labels, labels[labels["labeler"] == "llm-weak"].assign(labeler="other", kind="lexicon")])
     with pytest.raises(InputError, match="several weak labelers"):
-        agreement_report(two_weak, AgreementOptions("si"))
+        audit_agreement(two_weak, AgreementOptions("si"))
 
 
 # ----------------------------------------------------------------------------------- sampling
@@ -312,11 +312,11 @@ def test_validation_set_round_trip_and_weighted_report(tmp_path):
     back = read_validation_set(path)
     assert back["item_id"].tolist() == s["item_id"].tolist()
     sampled = labels[labels["item_id"].isin(s["item_id"])]
-    result = agreement_report(sampled, AgreementOptions("si", n_boot=500), validation_set=back)
+    result = audit_agreement(sampled, AgreementOptions("si", n_boot=500), validation_set=back)
     naive = result.table("weak_vs_reference").set_index("metric")["estimate"]
     weighted = result.table("weak_vs_reference_weighted").set_index("metric")
     assert naive["weak_positive_rate"] == 0.5 and weighted.loc["weak_positive_rate", "estimate"] == pytest.approx(0.1)
-    full = agreement_report(labels, AgreementOptions("si", n_boot=0)).table("weak_vs_reference")
+    full = audit_agreement(labels, AgreementOptions("si", n_boot=0)).table("weak_vs_reference")
     full = full.set_index("metric")["estimate"]
     for metric in ("recall", "observed_agreement", "kappa", "reference_positive_rate"):
         row = weighted.loc[metric]
@@ -341,7 +341,7 @@ def test_weights_follow_the_scored_items_of_each_stratum():
             rows += [lab(item, "alice", "human", stratum), lab(item, "bob", "human", bob)]
     rows.append(lab("0-0", "llm", "llm", None))  # and one invalid weak label among the negatives
     labels = frame([r for r in rows if not (r["item_id"] == "0-0" and r["labeler"] == "llm" and r["value"] == 0)])
-    result = agreement_report(labels, AgreementOptions("si", n_boot=200), validation_set=pd.DataFrame(design))
+    result = audit_agreement(labels, AgreementOptions("si", n_boot=200), validation_set=pd.DataFrame(design))
     weighted = result.table("weak_vs_reference_weighted").set_index("metric")
     assert weighted.loc["weak_positive_rate", "estimate"] == pytest.approx(0.5)
     assert weighted.loc["reference_positive_rate", "estimate"] == pytest.approx(0.5)
@@ -366,7 +366,7 @@ def test_lexicon_labels_doctests():
 def test_invalid_and_missing_weak_labels_are_counted_and_left_out():
     rows = [lab(i, "expert", "human", i % 2) for i in range(10)]
     rows += [lab(i, "llm-weak", "llm", i % 2) for i in range(6)] + [lab(6, "llm-weak", "llm", None)]
-    result = agreement_report(frame(rows), AgreementOptions("si", n_boot=0))
+    result = audit_agreement(frame(rows), AgreementOptions("si", n_boot=0))
     comp = result.table("reference").set_index("source")["items"]
     assert comp["reference items without a label from llm-weak: left out"] == 3
     assert comp["reference items with an invalid label from llm-weak: left out"] == 1
@@ -412,14 +412,14 @@ def write_corpus(tmp_path):
 def test_cli_end_to_end(tmp_path):
     corpus = write_corpus(tmp_path)
     labels = tmp_path / "labels.parquet"
-    r = runner.invoke(app, ["validate", "weak-lexicon", "--items", str(corpus), "--task", "mh", "--labels", str(labels)])
+    r = runner.invoke(app, ["labels", "lexicon", "--items", str(corpus), "--task", "mh", "--labels", str(labels)])
     assert r.exit_code == 0, r.output
     assert "lexicon:mh@" in r.output
-    r = runner.invoke(app, ["validate", "corpus-labels", "--corpus", str(corpus), "--task", "mh", "--labeler",
+    r = runner.invoke(app, ["labels", "from-corpus", "--corpus", str(corpus), "--task", "mh", "--labeler",
                             "experts", "--labels", str(labels)])
     assert r.exit_code == 0, r.output
     sample = tmp_path / "sample.parquet"
-    r = runner.invoke(app, ["validate", "sample", "--labels", str(labels), "--items", str(corpus), "--task", "mh",
+    r = runner.invoke(app, ["labels", "sample", "--labels", str(labels), "--items", str(corpus), "--task", "mh",
                             "--n", "12", "--sizes", "0=6,1=6", "--seed", "3", "--out", str(sample)])
     assert r.exit_code == 0, r.output
     assert "keep it from the annotators" in r.output
@@ -436,7 +436,7 @@ def test_cli_end_to_end(tmp_path):
     write_labels(frame(sheet), sheet_path)
     weak = [n for n in pd.read_parquet(labels)["labeler"].unique() if n.startswith("lexicon:")][0]
     out_dir = tmp_path / "report"
-    r = runner.invoke(app, ["validate", "report", "--labels", str(labels), "--labels", str(sheet_path), "--task", "mh",
+    r = runner.invoke(app, ["audit", "agreement", "--labels", str(labels), "--labels", str(sheet_path), "--task", "mh",
                             "--weak", weak, "--annotator", "ann1", "--annotator", "ann2", "--sample", str(sample),
                             "--n-boot", "200", "--out", str(out_dir)])
     assert r.exit_code == 0, r.output
@@ -458,7 +458,7 @@ def test_cli_bad_sheet_label_outside_0_1(tmp_path):
     value_col = text[0].split(",").index("value")
     bad[value_col] = "2"
     path.write_text("\n".join([text[0], ",".join(bad), *text[2:]]) + "\n")
-    r = runner.invoke(app, ["validate", "report", "--labels", str(path), "--task", "si", "--out", str(tmp_path / "r")])
+    r = runner.invoke(app, ["audit", "agreement", "--labels", str(path), "--task", "si", "--out", str(tmp_path / "r")])
     assert r.exit_code == 2
     assert "row 2: label value" in r.stderr and "is not 0, 1 or empty" in r.stderr and "Traceback" not in r.output
     assert not (tmp_path / "r").exists()
@@ -470,16 +470,16 @@ def test_cli_other_bad_input(tmp_path):
     write_labels(labels, lpath)
     items.to_csv(ipath, index=False)
     out = tmp_path / "s.parquet"
-    r = runner.invoke(app, ["validate", "sample", "--labels", str(lpath), "--items", str(ipath), "--task", "si",
+    r = runner.invoke(app, ["labels", "sample", "--labels", str(lpath), "--items", str(ipath), "--task", "si",
                             "--n", "500", "--out", str(out)])
     assert r.exit_code == 2 and "larger than the pool" in r.stderr and not out.exists()
-    r = runner.invoke(app, ["validate", "sample", "--labels", str(lpath), "--items", str(ipath), "--task", "si",
+    r = runner.invoke(app, ["labels", "sample", "--labels", str(lpath), "--items", str(ipath), "--task", "si",
                             "--sizes", "zero=3", "--out", str(out)])
     assert r.exit_code == 2 and "--sizes" in r.stderr
     no_overlap = frame([lab(i, "A", "human", i % 2) for i in range(4)] + [lab(i, "B", "human", 1) for i in range(4, 8)]
                        + [lab(i, "w", "llm", 1) for i in range(8)])
     write_labels(no_overlap, lpath)
-    r = runner.invoke(app, ["validate", "report", "--labels", str(lpath), "--task", "si", "--out", str(tmp_path / "r")])
+    r = runner.invoke(app, ["audit", "agreement", "--labels", str(lpath), "--task", "si", "--out", str(tmp_path / "r")])
     assert r.exit_code == 2 and "no labelled item in common" in r.stderr
 
 
@@ -492,11 +492,11 @@ def test_real_data_bluesky_depression_lexicon_vs_experts(tmp_path):
     labels = tmp_path / "labels.parquet"
     for args in (["data", "import", "bluesky_depression", str(folder / "bluesky-depression-dataset.csv"),
                   "--out", str(corpus)],
-                 ["validate", "weak-lexicon", "--items", str(corpus), "--lexicon", "mh", "--task", "mh",
+                 ["labels", "lexicon", "--items", str(corpus), "--lexicon", "mh", "--task", "mh",
                   "--labels", str(labels)],
-                 ["validate", "corpus-labels", "--corpus", str(corpus), "--task", "mh", "--labeler", "experts",
+                 ["labels", "from-corpus", "--corpus", str(corpus), "--task", "mh", "--labeler", "experts",
                   "--labels", str(labels)],
-                 ["validate", "report", "--labels", str(labels), "--task", "mh", "--out", str(tmp_path / "report")]):
+                 ["audit", "agreement", "--labels", str(labels), "--task", "mh", "--out", str(tmp_path / "report")]):
         r = runner.invoke(app, args)
         assert r.exit_code == 0, r.output
     report = json.loads((tmp_path / "report" / "report.json").read_text())
@@ -518,14 +518,14 @@ def test_real_data_bluesky_depression_lexicon_vs_experts(tmp_path):
     assert "one human label source only ('experts')" in tables["human_agreement"][0]["reason"]
     # The sampling step on real data: 250 items, half from the lexicon's positives, labelled by the experts.
     sample = tmp_path / "sample.parquet"
-    r = runner.invoke(app, ["validate", "sample", "--labels", str(labels), "--items", str(corpus), "--task", "mh",
+    r = runner.invoke(app, ["labels", "sample", "--labels", str(labels), "--items", str(corpus), "--task", "mh",
                             "--n", "250", "--positive-share", "0.5", "--seed", "0", "--out", str(sample)])
     assert r.exit_code == 0, r.output
     drawn = pd.read_parquet(sample)
     assert drawn.groupby("stratum")["pool_size"].first().to_dict() == {0: 3806, 1: 762}
     all_labels = pd.read_parquet(labels)
     write_labels(all_labels[all_labels["item_id"].isin(drawn["item_id"])], tmp_path / "sampled.parquet")
-    r = runner.invoke(app, ["validate", "report", "--labels", str(tmp_path / "sampled.parquet"), "--task", "mh",
+    r = runner.invoke(app, ["audit", "agreement", "--labels", str(tmp_path / "sampled.parquet"), "--task", "mh",
                             "--sample", str(sample), "--out", str(tmp_path / "sample_report")])
     assert r.exit_code == 0, r.output
     report = json.loads((tmp_path / "sample_report" / "report.json").read_text())
@@ -541,7 +541,7 @@ def test_real_data_bluesky_depression_lexicon_vs_experts(tmp_path):
 
 
 def test_cli_scores_a_models_labels_against_the_reference(tmp_path):
-    """`validate report --model NAME`: a classifier's predicted labels (kind model, a label file) scored like the
+    """`audit agreement --model NAME`: a classifier's predicted labels (kind model, a label file) scored like the
     weak labeler; the store keeps only what labelers write."""
     from mhaudit.synthetic.simulate_labels import LabelsConfig, labels_rows, simulate_labels
     from mhaudit.tables.label_store import LabelStore
@@ -551,7 +551,7 @@ def test_cli_scores_a_models_labels_against_the_reference(tmp_path):
     model = labels_rows(truth["item_id"].to_numpy(), {"bert": ("model", truth["value"].to_numpy(int))}, "si")
     path = tmp_path / "labels.csv"
     write_labels(pd.concat([labels, model], ignore_index=True), path)
-    r = runner.invoke(app, ["validate", "report", "--labels", str(path), "--task", "si", "--model", "bert",
+    r = runner.invoke(app, ["audit", "agreement", "--labels", str(path), "--task", "si", "--model", "bert",
                             "--n-boot", "200", "--out", str(tmp_path / "r")])
     assert r.exit_code == 0, r.output
     report = json.loads((tmp_path / "r" / "report.json").read_text())
@@ -581,8 +581,8 @@ def _authored_labels(ids):
 def test_post_store_ids_cluster_the_bootstrap_by_author():
     uris = [f"at://author{i // 10}/app.bsky.feed.post/{i}" for i in range(120)]
     options = AgreementOptions("si", weak_labeler="llm-weak", n_boot=1000)
-    clustered = agreement_report(_authored_labels(uris), options)
-    plain = agreement_report(_authored_labels([f"post{i}" for i in range(120)]), options)
+    clustered = audit_agreement(_authored_labels(uris), options)
+    plain = audit_agreement(_authored_labels([f"post{i}" for i in range(120)]), options)
     assert clustered.options["bootstrap_unit"] == "author-clustered bootstrap (12 authors, 120 items)"
     assert plain.options["bootstrap_unit"] == "item-bootstrap"
     assert "author-clustered bootstrap" in clustered.sections[2].text
@@ -599,13 +599,13 @@ def test_cli_items_with_authors_and_the_sample_keeps_them(tmp_path):
     pd.DataFrame({"id": ids, "text": [f"text {i}" for i in range(120)],
                   "author": [f"a{i // 10}" for i in range(120)]}).to_csv(items, index=False)
     out_dir = tmp_path / "report"
-    r = runner.invoke(app, ["validate", "report", "--labels", str(labels), "--task", "si", "--weak", "llm-weak",
+    r = runner.invoke(app, ["audit", "agreement", "--labels", str(labels), "--task", "si", "--weak", "llm-weak",
                             "--items", str(items), "--n-boot", "200", "--out", str(out_dir)])
     assert r.exit_code == 0, r.output
     assert "bootstrap: author-clustered bootstrap (12 authors, 120 items)" in r.output
     assert json.loads((out_dir / "report.json").read_text())["options"]["bootstrap_unit"].startswith("author-clustered")
     sample = tmp_path / "sample.csv"
-    r = runner.invoke(app, ["validate", "sample", "--labels", str(labels), "--items", str(items), "--task", "si",
+    r = runner.invoke(app, ["labels", "sample", "--labels", str(labels), "--items", str(items), "--task", "si",
                             "--weak", "llm-weak", "--n", "30", "--out", str(sample)])
     assert r.exit_code == 0, r.output
     drawn = pd.read_csv(sample)
@@ -613,7 +613,7 @@ def test_cli_items_with_authors_and_the_sample_keeps_them(tmp_path):
     assert (drawn["author"] == drawn["item_id"].str[4:].astype(int).floordiv(10).map("a{}".format)).all()
     no_author = tmp_path / "no_author.csv"
     pd.DataFrame({"id": ids, "text": ids}).to_csv(no_author, index=False)
-    r = runner.invoke(app, ["validate", "report", "--labels", str(labels), "--task", "si", "--weak", "llm-weak",
+    r = runner.invoke(app, ["audit", "agreement", "--labels", str(labels), "--task", "si", "--weak", "llm-weak",
                             "--items", str(no_author), "--out", str(tmp_path / "r2")])
     assert r.exit_code == 2 and "an 'author' column" in r.output and "Traceback" not in r.output
     assert not (tmp_path / "r2").exists()

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from mhaudit.audits.agreement import read_validation_set
-from mhaudit.audits.certify import (CertifyOptions, certification_sample, certify_on_target, pool_of, read_design,
-                                    write_certification_sample)
+from mhaudit.audits.certify import (CertifyInputs, CertifyOptions, audit_certify, certification_sample, pool_of,
+                                    read_design, write_certification_sample)
 from mhaudit.core.errors import InputError
 from mhaudit.tables.prediction_files import read_predictions
 from mhaudit.weak_supervision.annotate import load_sample
@@ -79,8 +79,8 @@ def test_report_covers_the_truth_and_beats_labels_alone_over_repeated_samples(tm
     hits, widths = [], {"ppi": [], "labels": []}
     for seed in range(25):
         sample, design = certification_sample(pool, items, "mh", 150, seed=seed)
-        result = certify_on_target(human_labels(sample["item_id"], truth), sample, design, preds,
-                                   CertifyOptions("mh", population=population), synthetic=True)
+        result = audit_certify(CertifyInputs(human_labels(sample["item_id"], truth), sample, design, preds),
+                               CertifyOptions("mh", population=population), synthetic=True)
         table = result.table("certified").set_index(["estimator", "metric"])
         head = table.loc[("prediction-powered (PPI++, tuned λ)", "macro_f1")]
         hits.append(head["ci_low"] <= true_f1 <= head["ci_high"])
@@ -99,7 +99,7 @@ def test_verdict_certifies_once_the_interval_is_narrow_enough(tmp_path):
     pool = pool_of(preds)
     wide = certification_sample(pool, items, "mh", 60, seed=0)
     narrow = certification_sample(pool, items, "mh", 1500, seed=0)
-    results = [certify_on_target(human_labels(s["item_id"], truth), s, d, preds, CertifyOptions("mh"))
+    results = [audit_certify(CertifyInputs(human_labels(s["item_id"], truth), s, d, preds), CertifyOptions("mh"))
                for s, d in (wide, narrow)]
     assert results[0].verdicts["severity"].iat[0] == "warn" and "about" in results[0].verdicts["reason"].iat[0]
     assert results[1].verdicts["severity"].iat[0] == "pass"
@@ -122,15 +122,19 @@ def test_bad_inputs_say_one_thing(tmp_path):
     sample, design = certification_sample(pool, items, "mh", 100)
     outside = human_labels([pool.ids[i] for i in range(3000) if pool.ids[i] not in set(sample["item_id"])][:3], truth)
     with pytest.raises(InputError, match="3 items have human labels .* not in the sample"):
-        certify_on_target(pd.concat([human_labels(sample["item_id"], truth), outside]), sample, design, preds,
-                          CertifyOptions("mh"))
+        audit_certify(CertifyInputs(pd.concat([human_labels(sample["item_id"], truth), outside]), sample, design,
+                                    preds), CertifyOptions("mh"))
     other_path, _, _ = synthetic_target(tmp_path, seed=9, name="roberta_bluesky.csv")
     with pytest.raises(InputError, match="drawn for other predictions"):
-        certify_on_target(human_labels(sample["item_id"], truth), sample, design,
-                          read_predictions([str(other_path)], labelled=False), CertifyOptions("mh"))
+        CertifyInputs(human_labels(sample["item_id"], truth), sample, design,
+                      read_predictions([str(other_path)], labelled=False))
     with pytest.raises(InputError, match="not a class"):
-        certify_on_target(human_labels(sample["item_id"], truth), sample, design, preds,
-                          CertifyOptions("mh", positive="stress"))
+        audit_certify(CertifyInputs(human_labels(sample["item_id"], truth), sample, design, preds),
+                      CertifyOptions("mh", positive="stress"))
+    with pytest.raises(InputError, match="tolerance 0.7 must lie between 0 and 0.5"):
+        CertifyOptions("mh", tolerance=0.7)
+    with pytest.raises(InputError, match="population 'world' must be one of pool, platform"):
+        CertifyOptions("mh", population="world")
 
 
 def test_previously_labelled_items_leave_the_pool_and_are_ignored_by_the_report(tmp_path):
@@ -141,7 +145,7 @@ def test_previously_labelled_items_leave_the_pool_and_are_ignored_by_the_report(
     sample, design = certification_sample(pool, items, "mh", 120, labelled=earlier)
     assert len(design) == 3000 - 276 and not set(sample["item_id"]) & earlier
     labels = pd.concat([human_labels(sorted(earlier), truth), human_labels(sample["item_id"], truth)])
-    result = certify_on_target(labels, sample, design, preds, CertifyOptions("mh"))
+    result = audit_certify(CertifyInputs(labels, sample, design, preds), CertifyOptions("mh"))
     assert "276 human-labelled items outside the pool were ignored" in result.sections[0].text
 
 

@@ -305,13 +305,13 @@ def test_length_and_attribution_axes_with_texts_and_attributions():
 
 
 @pytest.mark.parametrize("change, message", [
-    (dict(n_bins=0), "n_bins 0"), (dict(n_boot_ece=1), "at least 2"), (dict(calibration_fraction=-0.2), "(0, 1)"),
-    (dict(correction="holm"), "bonferroni"),
+    (dict(n_bins=0), "n_bins 0"), (dict(n_boot_ece=1), "n_boot_ece 1 must be at least 2"),
+    (dict(calibration_fraction=-0.2), "strictly between 0 and 1"), (dict(correction="holm"), "bonferroni"),
+    (dict(reference=" "), "reference must name"),
 ])
-def test_options_are_checked(change, message):
-    options = CPFEOptions(reference="home", **{**FAST, **change})
+def test_options_are_checked_when_made(change, message):
     with pytest.raises(InputError, match=message):
-        audit_cpfe(synthetic_predictions(models=("m1",), seeds=(0,), n=40), options)
+        CPFEOptions(**{"reference": "home", **FAST, **change})
 
 
 def test_equity_summary_names_the_worst_class(result):

@@ -120,11 +120,11 @@ def test_masks_lodo_phenotypes_and_conflicts(demo):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--human", "synthetic_forum", "--auto", "synthetic_forum"], "named both --human and --auto"),
+    (["--human", "synthetic_forum", "--auto", "synthetic_forum"], "named both human and auto"),
     (["--human", "synthetic_forum", "--auto", "synthetic_tweets_auto", "--train", "synthetic_tweets_auto"],
      "is auto-labelled"),
     (["--human", "synthetic_forum", "--auto", "synthetic_tweets_auto", "--channels", "A,C", "--mask-channels", "BC"],
-     "not among --channels"),
+     "not among channels"),
     (["--human", "synthetic_forum", "--auto", "synthetic_tweets_auto", "--channels", "A,D"], "letters A, B, C"),
 ])
 def test_cli_bad_options(demo, tmp_path, args, message):
@@ -143,7 +143,7 @@ def test_cli_refuses_a_data_set_on_both_sides(demo, tmp_path):
                            "--human", "synthetic_forum", "--auto", "synthetic_forum", "--out", str(target)],
                           capture_output=True, text=True)
     assert done.returncode == 2
-    assert "named both --human and --auto" in done.stderr and "Traceback" not in done.stderr
+    assert "named both human and auto" in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) <= 2 and not target.exists()
 
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import accuracy_score, f1_score
 
-from mhaudit.audits.estimate import EstimateOptions, estimate_performance
+from mhaudit.audits.estimate import EstimateInputs, EstimateOptions, audit_estimate
 from mhaudit.core.errors import InputError
 from mhaudit.synthetic.simulate_scores import simulate_scores
 from mhaudit.tables.predictions import PredictionSet, scores
@@ -26,7 +26,7 @@ def _run(target_priors, seed, concept_shift=0.0, n_boot=300):
     ref = simulate_scores(2000, REFERENCE_PRIORS, platform="home", seed=seed)
     labelled = simulate_scores(2500, target_priors, platform="away", seed=seed + 100, concept_shift=concept_shift)
     hidden = PredictionSet(labelled.frame.assign(label=None), labelled.classes)
-    result = estimate_performance(ref, hidden, EstimateOptions(n_boot=n_boot, seed=seed), synthetic=True)
+    result = audit_estimate(EstimateInputs(ref, hidden), EstimateOptions(n_boot=n_boot, seed=seed), synthetic=True)
     return result, _truth(labelled), labelled
 
 
@@ -91,13 +91,16 @@ def test_bad_inputs_say_what_is_wrong():
     target = simulate_scores(300, [0.5, 0.5], platform="away", seed=1, labelled=False)
     three = simulate_scores(300, [0.4, 0.3, 0.3], platform="away", seed=1, labelled=False)
     with pytest.raises(InputError, match="classes .* differ from the reference"):
-        estimate_performance(ref, three)
+        EstimateInputs(ref, three)
     with pytest.raises(InputError, match="the reference has no labels"):
-        estimate_performance(PredictionSet(ref.frame.assign(label=None), ref.classes), target)
+        EstimateInputs(PredictionSet(ref.frame.assign(label=None), ref.classes), target)
     one_class = PredictionSet(ref.frame.assign(label="c0"), ref.classes)
     with pytest.raises(InputError, match="no row of class"):
-        estimate_performance(one_class, target)
+        EstimateInputs(one_class, target)
     other_model = PredictionSet(ref.frame.assign(model="a"), ref.classes)
     two = PredictionSet(pd.concat([other_model.frame, ref.frame.assign(model="b")]), ref.classes)
     with pytest.raises(InputError, match="no reference predictions of that model"):
-        estimate_performance(two, PredictionSet(target.frame.assign(model="c"), target.classes))
+        audit_estimate(EstimateInputs(two, PredictionSet(target.frame.assign(model="c"), target.classes)),
+                       EstimateOptions())
+    with pytest.raises(InputError, match="n_boot must be at least 100"):
+        EstimateOptions(n_boot=50)

@@ -16,10 +16,10 @@ from typer.testing import CliRunner
 
 import mhaudit
 import mhaudit.models.base as model_base
+from mhaudit.audits.model_selection import audit_model_selection
 from mhaudit.audits.model_selection.folds import assign_folds
 from mhaudit.audits.model_selection.jobs import fit_and_predict
 from mhaudit.audits.model_selection.options import PRESETS, ModelSelectionOptions, ModelSpec, Protocol
-from mhaudit.audits.model_selection.run import run_model_selection
 from mhaudit.audits.model_selection.scores import binary_metrics
 from mhaudit.audits.model_selection.tables import efficiency_table
 from mhaudit.cli import app
@@ -30,6 +30,11 @@ CLASSES = ["no", "dep"]  # positive last
 POS, NEG, FILL = "hopeless empty lonely numb".split(), "sunny garden picnic walk".split(), "today the my week".split()
 FAST_MODELS = ["tfidf-lr:min_df=1", "char-tfidf-lr:label=char"]
 runner = CliRunner()
+
+
+def corpus_of(frame: pd.DataFrame, classes=CLASSES) -> Corpus:
+    """The audit's input: a frame of id, text and label (the corpus schema's other columns are not needed)."""
+    return Corpus(frame, list(classes), {})
 
 
 def synthetic(n=160, seed=0, noise=0.1, rate=0.3):
@@ -48,7 +53,7 @@ def run():
     frame, truth = synthetic()
     reference = truth.iloc[::2]  # the reference labels half the rows
     options = ModelSelectionOptions(models=FAST_MODELS, protocols=["holdout", "cv", "kfold:4"], seed=3)
-    return run_model_selection(frame, CLASSES, options, references={"truth": reference}), frame, reference
+    return audit_model_selection(corpus_of(frame), options, references={"truth": reference}), frame, reference
 
 
 def test_folds_are_identical_across_models_and_stratified(run):
@@ -216,17 +221,15 @@ def test_bad_options(options, message):
     frame, _ = synthetic(n=40, rate=0.2)
     frame["label"] = np.where(np.arange(40) < 8, "dep", "no")
     with pytest.raises(InputError, match=message):
-        run_model_selection(frame, CLASSES,
-                            ModelSelectionOptions(**{"models": ["tfidf-lr"], **options}))
+        audit_model_selection(corpus_of(frame), ModelSelectionOptions(**{"models": ["tfidf-lr"], **options}))
 
 
 def test_one_class_and_non_binary():
     frame, _ = synthetic(n=30)
     with pytest.raises(InputError, match="hold only one class"):
-        run_model_selection(frame.assign(label="no"), CLASSES,
-                            ModelSelectionOptions(models=["tfidf-lr"]))
+        audit_model_selection(corpus_of(frame.assign(label="no")), ModelSelectionOptions(models=["tfidf-lr"]))
     with pytest.raises(InputError, match="needs a binary corpus"):
-        run_model_selection(frame, ["a", "b", "c"], ModelSelectionOptions(models=["tfidf-lr"]))
+        audit_model_selection(corpus_of(frame, ["a", "b", "c"]), ModelSelectionOptions(models=["tfidf-lr"]))
 
 
 # --------------------------------------------------------------------------- the command
@@ -250,7 +253,7 @@ def test_cli_end_to_end_with_a_hybrid_and_resume(tmp_path):
 
     encoder = tiny_checkpoint(tmp_path / "tiny", None)
     corpus, labels = write_inputs(tmp_path)
-    args = ["benchmark", "--corpus", str(corpus), "--model", "tfidf-lr:min_df=1",
+    args = ["audit", "model-selection", "--corpus", str(corpus), "--model", "tfidf-lr:min_df=1",
             "--model", f"bert-lstm-attention:checkpoint={encoder},epochs=2,lstm_hidden=8,max_length=16,label=hybrid",
             "--labels", str(labels), "--train-labeler", "weak", "--reference-labeler", "corpus",
             "--protocol", "holdout", "--protocol", "cv:3", "--out", str(tmp_path / "out")]
@@ -292,7 +295,8 @@ def test_cli_end_to_end_with_a_hybrid_and_resume(tmp_path):
 def test_cli_bad_input_exits_2_with_one_sentence(tmp_path, extra, message):
     corpus, labels = write_inputs(tmp_path, n=60)
     extra = [str(labels) if x == "LABELS" else x for x in extra]
-    result = runner.invoke(app, ["benchmark", "--corpus", str(corpus), *extra, "--out", str(tmp_path / "o")])
+    result = runner.invoke(app, ["audit", "model-selection", "--corpus", str(corpus), *extra,
+                                 "--out", str(tmp_path / "o")])
     assert result.exit_code == 2, result.output
     assert message in " ".join(result.output.split()) and "Traceback" not in result.output
 
@@ -301,8 +305,8 @@ def test_cli_one_class_corpus(tmp_path):
     frame, _ = synthetic(n=30)
     one_class = frame.assign(label="no", platform="p", dataset="d", split="train")
     Corpus.build(one_class, CLASSES).write(tmp_path / "c.parquet")
-    result = runner.invoke(app, ["benchmark", "--corpus", str(tmp_path / "c.parquet"), "--model", "tfidf-lr",
-                                 "--out", str(tmp_path / "o")])
+    result = runner.invoke(app, ["audit", "model-selection", "--corpus", str(tmp_path / "c.parquet"),
+                                 "--model", "tfidf-lr", "--out", str(tmp_path / "o")])
     assert result.exit_code == 2 and "hold only one class" in " ".join(result.output.split())
 
 
@@ -351,7 +355,7 @@ def test_the_cache_key_covers_options_class_order_checkpoint_and_version(recorde
     def go(model=f"recorder:checkpoint={checkpoint}", classes=CLASSES):
         options = ModelSelectionOptions(models=[model], protocols=["holdout"], figures=False,
                                         positive="dep", cache_dir=tmp_path / "jobs")
-        return run_model_selection(frame, classes, options)
+        return audit_model_selection(corpus_of(frame, classes), options)
 
     first = go()
     assert cached(first) == [False] and cached(go()) == [True]
@@ -376,7 +380,7 @@ def test_class_order_flipped_with_tfidf_reads_no_stale_logits(tmp_path):
     def go(classes, cache_dir):
         options = ModelSelectionOptions(models=["tfidf-lr:min_df=1"], protocols=["holdout"], positive="dep",
                                         figures=False, cache_dir=cache_dir)
-        return run_model_selection(frame, classes, options).table("summary")["f1"].iloc[0]
+        return audit_model_selection(corpus_of(frame, classes), options).table("summary")["f1"].iloc[0]
 
     assert go(["no", "dep"], tmp_path) == go(["dep", "no"], None) == go(["dep", "no"], tmp_path) == 1.0
 
@@ -387,7 +391,7 @@ def test_no_resume_retrains_and_still_writes_the_cache(recorder, tmp_path):
     def go(resume):
         options = ModelSelectionOptions(models=["recorder"], protocols=["holdout"], figures=False,
                                         cache_dir=tmp_path, resume=resume)
-        return run_model_selection(frame, CLASSES, options)
+        return audit_model_selection(corpus_of(frame), options)
 
     go(True)
     (job,) = tmp_path.glob("*.json")
@@ -403,7 +407,8 @@ def test_no_resume_retrains_and_still_writes_the_cache(recorder, tmp_path):
 
 def test_cli_no_resume_writes_the_jobs_it_trains(tmp_path):
     corpus, _ = write_inputs(tmp_path, n=60)
-    args = ["benchmark", "--corpus", str(corpus), "--model", "tfidf-lr:min_df=1", "--protocol", "holdout",
+    args = ["audit", "model-selection", "--corpus", str(corpus), "--model", "tfidf-lr:min_df=1",
+            "--protocol", "holdout",
             "--out", str(tmp_path / "o")]
     assert runner.invoke(app, [*args, "--no-resume"]).exit_code == 0
     assert len(list((tmp_path / "o" / "jobs").glob("*.json"))) == 1
@@ -418,7 +423,7 @@ def test_validation_rows_lie_inside_the_training_rows_and_never_in_the_test_rows
     frame["text"] = frame["id"] + " " + frame["text"]  # each text names its row
     options = ModelSelectionOptions(models=["recorder:val=true", "tfidf-lr:min_df=1"], protocols=["holdout", "cv"],
                                     figures=False)
-    result = run_model_selection(frame, CLASSES, options)
+    result = audit_model_selection(corpus_of(frame), options)
     design = result.table("design")
     assert len(recorder.fits) == len(design) == 6
     for fit, test_texts, (_, row) in zip(recorder.fits, recorder.predicted, design.iterrows()):
@@ -501,5 +506,5 @@ def test_a_max_length_beyond_the_checkpoints_positions_fails_before_any_training
     options = ModelSelectionOptions(models=["tfidf-lr", f"bert-lstm:checkpoint={encoder},max_length=256"],
                                     cache_dir=tmp_path / "jobs")
     with pytest.raises(InputError, match=r"model 'bert-lstm\[tiny\]': max_length 256 exceeds the 128 tokens"):
-        run_model_selection(frame, CLASSES, options)
+        audit_model_selection(corpus_of(frame), options)
     assert not (tmp_path / "jobs").exists() or not list((tmp_path / "jobs").glob("*.json"))

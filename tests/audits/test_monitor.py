@@ -58,7 +58,7 @@ def _store(path: Path, posts: list[dict]) -> Path:
 
 
 def _monitor(work, store, out, *extra):
-    return runner.invoke(app, ["monitor", "--store", str(store), "--model", str(work / "model"), "--reference",
+    return runner.invoke(app, ["audit", "monitor", "--store", str(store), "--model", str(work / "model"), "--reference",
                                str(work / "reference.parquet"), "--window", "1d", "--positive", "depression",
                                "--n-boot", "100", "--out", str(out), *extra])
 
@@ -114,7 +114,7 @@ def test_rerun_scores_only_new_posts_and_kill_9_loses_nothing(setup, tmp_path):
     posts = simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=6, per_window=800, seed=3))
     store = _store(tmp_path / "posts.sqlite", posts[:3000])
     env = dict(os.environ, MHAUDIT_MONITOR_BATCH_DELAY="0.05")  # slow batches, so the kill lands mid-run
-    cmd = [sys.executable, "-m", "mhaudit", "monitor", "--store", str(store), "--model", str(work / "model"),
+    cmd = [sys.executable, "-m", "mhaudit", "audit", "monitor", "--store", str(store), "--model", str(work / "model"),
            "--reference", str(work / "reference.parquet"), "--n-boot", "100", "--out", str(tmp_path / "killed")]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
@@ -216,14 +216,14 @@ def test_bad_inputs(setup, tmp_path):
     daily = [dict(p, created_at=p["created_at"][:10]) for p in
              simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=3, per_window=100, seed=6))]
     assert_one_sentence_failure(runner.invoke(app, [
-        "monitor", "--store", str(_store(tmp_path / "daily.sqlite", daily)), "--model", str(work / "model"),
+        "audit", "monitor", "--store", str(_store(tmp_path / "daily.sqlite", daily)), "--model", str(work / "model"),
         "--reference", str(work / "reference.parquet"), "--window", "6h", "--out", str(tmp_path / "o2")]),
         "shorter than the posts' time resolution")
     three = pd.read_parquet(work / "reference.parquet").assign(logit_anxiety=0.0)
     three.to_parquet(tmp_path / "three.parquet")
     store = _store(tmp_path / "posts.sqlite", daily)
     assert_one_sentence_failure(runner.invoke(app, [
-        "monitor", "--store", str(store), "--model", str(work / "model"), "--reference",
+        "audit", "monitor", "--store", str(store), "--model", str(work / "model"), "--reference",
         str(tmp_path / "three.parquet"), "--window", "1d", "--out", str(tmp_path / "o3")]), "differ")
     assert_one_sentence_failure(_monitor(work, store, tmp_path / "o4", "--window", "fortnight"), "--window")
     for folder in ("o1", "o2", "o3", "o4"):

@@ -1,7 +1,7 @@
 """Certify on real data, as docs/validation.md runs it: a TF-IDF model trained on Depression Reddit, published-style
-prediction files for Bluesky (ids, prob_ columns, no labels), `validate sample --strategy estimate`, two
+prediction files for Bluesky (ids, prob_ columns, no labels), `labels sample --strategy estimate`, two
 annotators and an adjudicator in the real annotation app over HTTP (labels = the data set's expert labels, one
-annotator wrong on every 10th post), then `validate report --estimate`; and the commands' bad inputs."""
+annotator wrong on every 10th post), then `audit certify`; and the commands' bad inputs."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def _label_in_the_app(work, sample_file, truth):
 def test_sample_annotate_report_on_real_data(published):
     work, classes, truth = published
     sample = work / "sample.csv"
-    r = runner.invoke(app, ["validate", "sample", "--strategy", "estimate", "--predictions", str(work / "tfidf_bluesky.csv"),
+    r = runner.invoke(app, ["labels", "sample", "--strategy", "estimate", "--predictions", str(work / "tfidf_bluesky.csv"),
                             "--reference", str(work / "tfidf_reddit.csv"), "--items", str(work / "posts.csv"),
                             "--task", "dep", "--budget", "200", "--seed", "0", "--out", str(sample)])
     assert r.exit_code == 0, r.output
@@ -88,7 +88,7 @@ def test_sample_annotate_report_on_real_data(published):
     with LabelStore(work / "labels.sqlite") as store:
         assert len(store.frame(labeler="ann1")) == 200
     out = work / "report"
-    r = runner.invoke(app, ["validate", "report", "--estimate", "--labels", str(work / "labels.sqlite"), "--task", "dep",
+    r = runner.invoke(app, ["audit", "certify", "--labels", str(work / "labels.sqlite"), "--task", "dep",
                             "--sample", str(sample), "--predictions", str(work / "tfidf_bluesky.csv"), "--out", str(out)])
     assert r.exit_code == 0, r.output
     report = json.loads((out / "report.json").read_text())
@@ -111,12 +111,12 @@ def test_sample_annotate_report_on_real_data(published):
 def test_bad_inputs(published, tmp_path):
     work, _, _ = published
     pred, items = str(work / "tfidf_bluesky.csv"), str(work / "posts.csv")
-    base = ["validate", "sample", "--strategy", "estimate", "--predictions", pred, "--items", items, "--task", "dep",
+    base = ["labels", "sample", "--strategy", "estimate", "--predictions", pred, "--items", items, "--task", "dep",
             "--out", str(tmp_path / "s.csv")]
     assert_one_sentence_failure(runner.invoke(app, [*base, "--budget", "5000"]), "larger than the pool")
     assert_one_sentence_failure(runner.invoke(app, [*base]), "--budget")
     assert not (tmp_path / "s.csv").exists() and not (tmp_path / "s.design.parquet").exists()
-    assert_one_sentence_failure(runner.invoke(app, ["validate", "sample", "--strategy", "neyman", "--items", items,
+    assert_one_sentence_failure(runner.invoke(app, ["labels", "sample", "--strategy", "neyman", "--items", items,
                                                     "--task", "dep", "--out", str(tmp_path / "s.csv")]), "weak or estimate")
     # a report with a sample drawn for another model's predictions
     r = runner.invoke(app, [*base, "--budget", "60"])
@@ -127,7 +127,7 @@ def test_bad_inputs(published, tmp_path):
     labels = pd.DataFrame({"item_id": pd.read_csv(tmp_path / "s.csv")["item_id"], "task": "dep", "labeler": "ann1",
                            "kind": "human", "value": 1})
     labels.to_csv(tmp_path / "labels.csv", index=False)
-    r = runner.invoke(app, ["validate", "report", "--estimate", "--labels", str(tmp_path / "labels.csv"), "--task",
+    r = runner.invoke(app, ["audit", "certify", "--labels", str(tmp_path / "labels.csv"), "--task",
                             "dep", "--sample", str(tmp_path / "s.csv"), "--predictions",
                             str(tmp_path / "roberta_bluesky.csv"), "--out", str(tmp_path / "r")])
     assert_one_sentence_failure(r, "drawn for other predictions")

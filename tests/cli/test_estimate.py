@@ -33,7 +33,7 @@ def test_estimate_on_published_style_files(tmp_path):
     twitter = _write(tmp_path / "bert_twitter.csv", 900, [0.3, 0.7], 1)  # has labels: they are ignored
     bluesky = _write(tmp_path / "bert_bluesky.csv", 700, [0.5, 0.5], 2, labelled=False)
     out = tmp_path / "report"
-    result = runner.invoke(app, ["estimate", "--reference", str(ref), "--target", str(twitter), "--target", str(bluesky),
+    result = runner.invoke(app, ["audit", "estimate", "--reference", str(ref), "--target", str(twitter), "--target", str(bluesky),
                                  "--name-pattern", "{model}_{platform}", "--n-boot", "200", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "'label' column is ignored" in result.output
@@ -57,6 +57,6 @@ def test_bad_inputs(tmp_path):
              (["--reference", str(ref), "--target", str(tmp_path / "missing.csv")], ["missing.csv"])]
     for args, fragments in cases:
         out = tmp_path / "out"
-        result = runner.invoke(app, ["estimate", *args, "--out", str(out)])
+        result = runner.invoke(app, ["audit", "estimate", *args, "--out", str(out)])
         assert_one_sentence_failure(result, *fragments)
         assert not out.exists()

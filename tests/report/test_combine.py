@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from mhaudit.audits.agreement import AgreementOptions, agreement_report
+from mhaudit.audits.agreement import AgreementOptions, audit_agreement
 from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
 from mhaudit.core.errors import InputError
 from mhaudit.report import write_report
@@ -33,7 +33,7 @@ def two_audits(tmp_path_factory):
     truth = labels[labels["labeler"] == "annotator-1"]
     bert = labels_rows(truth["item_id"].to_numpy(), {"bert": ("model", truth["value"].to_numpy(int) ^
                                                               (np.arange(len(truth)) % 7 == 0))}, "si")
-    agreement = agreement_report(pd.concat([labels, bert], ignore_index=True),
+    agreement = audit_agreement(pd.concat([labels, bert], ignore_index=True),
                                  AgreementOptions(task="si", models=("bert",), n_boot=200), synthetic=True)
     write_report(cpfe, root / "cpfe")
     write_report(agreement, root / "validation")

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from mhaudit.cli import agreement, annotate, estimate, labels, llm_labels, model_selection, monitor
+from mhaudit.cli import agreement, estimate, labels, llm_labels, model_selection, monitor
 from mhaudit.cli.console import err, renamed, say_renamed
 
 # old name -> (new name, the command); a space separates a group from its command
@@ -16,7 +16,6 @@ RENAMED = {
     "estimate": ("audit estimate", estimate.estimate),
     "monitor": ("audit monitor", monitor.monitor),
     "benchmark": ("audit model-selection", model_selection.model_selection),
-    "annotate": ("labels annotate", annotate.annotate),
     "label llm": ("labels llm", llm_labels.llm),
     "label prompts": ("labels prompts", llm_labels.prompts),
     "validate sample": ("labels sample", labels.sample),
@@ -32,13 +31,13 @@ def register(root: typer.Typer) -> None:
     for old, (new, command) in RENAMED.items():
         group, _, name = old.rpartition(" ")
         target = root
-        if group:
+        if group:  # the old group is hidden; its commands show in its own --help
             if group not in groups:
-                groups[group] = typer.Typer(no_args_is_help=True, help=f"Old name of some `mhaudit {group}` commands.")
+                groups[group] = typer.Typer(no_args_is_help=True, help="Old names (docs/cli.md): use the new ones.")
                 root.add_typer(groups[group], name=group, hidden=True)
             target = groups[group]
-        target.command(name, hidden=True)(renamed(command, old, new))
-    groups["validate"].command("report", hidden=True)(validate_report)
+        target.command(name, hidden=not group, help=f"Old name of `mhaudit {new}`.")(renamed(command, old, new))
+    groups["validate"].command("report")(validate_report)
 
 
 def validate_report(

@@ -1,4 +1,4 @@
-"""`mhaudit labels annotate` (the annotation app) and `mhaudit labels export / import` (annotation sheets)."""
+"""`mhaudit annotate` (the annotation app) and `mhaudit labels export / import` (annotation sheets)."""
 
 from __future__ import annotations
 
@@ -191,4 +191,4 @@ def import_(
 
 
 def register(root: typer.Typer) -> None:
-    labels.app.command("annotate")(annotate)
+    root.command("annotate")(annotate)

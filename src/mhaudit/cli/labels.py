@@ -5,7 +5,7 @@
     labels lexicon       a lexicon as weak labeler (1 if any term matches)
     labels from-corpus   a binary corpus's own labels (e.g. expert labels) into a labels table
 
-llm_labels.py adds `labels llm` and `labels prompts`, annotate.py `labels annotate`, `export` and `import`.
+llm_labels.py adds `labels llm` and `labels prompts`, annotate.py `labels export` and `labels import`.
 Heavy modules are imported inside the commands, so `mhaudit --help` stays fast.
 """
 
@@ -19,7 +19,7 @@ import typer
 from mhaudit.cli.console import err, guarded, out, print_table
 from mhaudit.core.errors import InputError
 
-app = typer.Typer(help="Label tables: LLM and lexicon labelers, samples for people, annotation, imports and exports.",
+app = typer.Typer(help="Label tables: LLM and lexicon labelers, samples for people, imports and exports.",
                   no_args_is_help=True)
 
 LabelsOpt = Annotated[list[Path], typer.Option("--labels", help="Labels table(s): .sqlite store, .parquet, .csv "

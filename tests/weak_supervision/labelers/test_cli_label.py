@@ -12,7 +12,7 @@ runner = CliRunner()
 
 
 def invoke(*args):
-    return runner.invoke(app, ["label", *map(str, args)])
+    return runner.invoke(app, ["labels", *map(str, args)])
 
 
 def test_label_llm_limit_then_resume_with_report(llama_url, items, tmp_path):

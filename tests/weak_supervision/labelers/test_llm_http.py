@@ -142,7 +142,7 @@ def test_unreachable_server_one_sentence_with_url_and_policy(tmp_path, items):
     message = str(caught.value)
     assert message.startswith(f"cannot reach the openai server at {url}: cannot connect")
     assert "tried 3 times (2 retries on connection errors, timeouts, HTTP 429 and 5xx, waiting 0.01 s, 0.02 s" in message
-    result = CliRunner().invoke(app, ["label", "llm", "--items", str(_csv(tmp_path, items)), "--task", "si",
+    result = CliRunner().invoke(app, ["labels", "llm", "--items", str(_csv(tmp_path, items)), "--task", "si",
                                       "--labels", str(tmp_path / "cli.sqlite"), "--backend", "ollama", "--url", url,
                                       "--retries", "1", "--backoff", "0", "--no-progress"])
     assert result.exit_code == 2

@@ -79,7 +79,7 @@ def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(llama_url, item
     items.iloc[:12].to_csv(items_csv, index=False)
     db = tmp_path / "labels.sqlite"
     LabelStore(db).close()  # exists before the labeler starts, so this test can read it while it writes
-    cmd = [sys.executable, "-m", "mhaudit", "label", "llm", "--items", str(items_csv), "--task", "si",
+    cmd = [sys.executable, "-m", "mhaudit", "labels", "llm", "--items", str(items_csv), "--task", "si",
            "--labels", str(db), "--backend", "openai", "--concurrency", "1", "--no-progress"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with FakeServer(forward(llama_url, delay=0.15)) as slow:
