@@ -9,7 +9,6 @@ import gc
 import sys
 from typing import TYPE_CHECKING
 
-import click
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -70,8 +69,8 @@ class ManyValues(TyperCommand):
     reads as `--target a.parquet --target b.parquet` (a shell glob expands to just that). The values run to the
     next token that starts with '-', so positional arguments go before such a flag."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        many = {name for p in self.params if isinstance(p, click.Option) and p.multiple and not p.is_flag
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        many = {name for p in self.params if p.param_type_name == "option" and p.multiple and not p.is_flag
                 for name in p.opts}
         return super().parse_args(ctx, spread(args, many))
 
@@ -96,7 +95,8 @@ def spread(args: list[str], many: set[str]) -> list[str]:
 def many_values(app: typer.Typer) -> None:
     """Make every command of `app` and its groups a ManyValues command (the one rule for repeatable flags)."""
     for info in app.registered_commands:
-        info.cls = info.cls or ManyValues
+        if info.cls in (None, TyperCommand):
+            info.cls = ManyValues
     for group in app.registered_groups:
         many_values(group.typer_instance)
 
