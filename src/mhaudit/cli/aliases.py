@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 
 from mhaudit.cli import agreement, estimate, labels, llm_labels, model_selection, monitor
-from mhaudit.cli.console import err, renamed, say_renamed
+from mhaudit.cli.console import guarded, renamed, say_renamed
+from mhaudit.core.errors import InputError
 
 # old name -> (new name, the command); a space separates a group from its command
 RENAMED = {
@@ -40,6 +41,7 @@ def register(root: typer.Typer) -> None:
     groups["validate"].command("report")(validate_report)
 
 
+@guarded
 def validate_report(
         labels_: labels.LabelsOpt, task: labels.TaskOpt, out_dir: agreement.OutOpt,
         weak: Annotated[str | None, typer.Option()] = None,
@@ -59,9 +61,7 @@ def validate_report(
         return agreement.agreement(labels_, task, out_dir, weak=weak, annotator=annotator, reference=reference,
                                    model=model, sample_path=sample_path, items=items, n_boot=n_boot, seed=seed)
     if sample_path is None or not predictions:
-        err.print("[bold red]error:[/] --estimate needs --sample (from labels sample --strategy estimate) and "
-                  "--predictions", highlight=False, soft_wrap=True)
-        raise typer.Exit(2)
+        raise InputError("--estimate needs --sample (from labels sample --strategy estimate) and --predictions")
     return agreement.certify(labels_, task, out_dir, sample_path=sample_path, predictions=predictions,
                              annotator=annotator, reference=reference, positive=positive, tolerance=tolerance,
                              population=population)
