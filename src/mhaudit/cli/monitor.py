@@ -1,4 +1,4 @@
-"""`mhaudit monitor`: a deployed model on the collected stream, window by window (mhaudit.audits.monitor)."""
+"""`mhaudit audit monitor`: a deployed model on the collected stream, window by window (mhaudit.audits.monitor)."""
 
 from __future__ import annotations
 

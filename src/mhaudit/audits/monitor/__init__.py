@@ -5,8 +5,8 @@ reads every scored post's time, length, languages, categories and scores (never 
 window by window (audits.monitor.windows). Verdict rows name the windows that cross a threshold: the score
 distribution's PSI against the reference (warn at 0.10, fail at 0.25) and the change detector's alarms. On an
 alert, the latest alerting window's posts get a suggested validation sample (`alert/<window>/`): post ids, strata
-and design weights as `validate sample --strategy estimate` draws them, with the window's predictions, so
-`mhaudit annotate --store` shows their text from the store and `validate report --estimate` certifies the
+and design weights as `labels sample --strategy estimate` draws them, with the window's predictions, so
+`mhaudit annotate --store` shows their text from the store and `audit certify` certifies the
 model there.
 
 Outputs carry counts, rates and pseudonymous post ids only: no post text, no DID.

@@ -2,7 +2,7 @@
 
 Written under `<report folder>/alert/<window>/` (one folder per alerting window, so a later round of
 `--follow` never replaces a sample people may be labelling): the window's predictions (pseudonymous post ids and scores, as
-`predictions.parquet`), and `sample.parquet` with its design, drawn as `validate sample --strategy estimate`
+`predictions.parquet`), and `sample.parquet` with its design, drawn as `labels sample --strategy estimate`
 draws (calibrated on the reference). The sample holds post ids, no text: `mhaudit annotate --store` reads the
 text from the post store. A store that keeps raw DIDs in its post ids gets no sample (its ids would carry them).
 """
@@ -48,5 +48,5 @@ def suggest_sample(store, digest: str, rows: list[tuple], window_start: str, win
     return (f"The latest alerting window, {window_start}, has {len(chosen):,} posts; {drawn} were drawn "
             f"for people to label ({where}/sample.parquet, stratified by predicted class and confidence, design "
             f"beside it; post ids only). Serve it with `mhaudit annotate --sample {where}/sample.parquet --store "
-            f"POSTS` and certify with `mhaudit validate report --estimate --sample {where}/sample.parquet "
+            f"POSTS` and certify with `mhaudit audit certify --sample {where}/sample.parquet "
             f"--predictions {where}/predictions.parquet`.")

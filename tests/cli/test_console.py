@@ -1,0 +1,18 @@
+"""The one rule for repeatable flags: several values after one flag (mhaudit.cli.console.spread)."""
+
+from mhaudit.cli.console import spread
+
+MANY = {"--target", "--reference"}
+
+
+def test_values_after_a_repeatable_flag_each_get_the_flag():
+    args = ["--reference", "r1", "r2", "--target", "a", "b", "c", "--out", "dir"]
+    assert spread(args, MANY) == ["--reference", "r1", "--reference", "r2", "--target", "a", "--target", "b",
+                                  "--target", "c", "--out", "dir"]
+
+
+def test_other_flags_positional_arguments_and_double_dash_are_left_alone():
+    assert spread(["corpus.parquet", "--out", "x", "--seed", "-1"], MANY) == ["corpus.parquet", "--out", "x",
+                                                                             "--seed", "-1"]
+    assert spread(["--target", "a", "--", "b"], MANY) == ["--target", "a", "--", "b"]
+    assert spread(["--target", "a", "--target", "b"], MANY) == ["--target", "a", "--target", "b"]
