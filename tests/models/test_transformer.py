@@ -23,7 +23,7 @@ from tests.models.tiny_bert import one_thread, tiny_bert  # noqa: E402, F401
 WORDS = {"calm": "sunny garden picnic", "sad": "hopeless empty lonely", "worry": "nervous panic restless"}
 FILLER = "today really just maybe the my this week after work again felt".split()
 CLASSES = ["sad", "calm", "worry"]  # deliberately not alphabetical: logits follow this order
-FAST = dict(lr=2e-3, epochs=3, batch_size=8, eval_batch_size=16, progress=False)
+FAST = dict(lr=2e-3, epochs=3, batch_size=8, eval_batch_size=16)
 PROBE = ["hopeless lonely today", "sunny picnic after work", "nervous restless again", "the week"]
 
 

@@ -2,8 +2,8 @@
 
 A model is made by name with options (`create("tfidf-lr", C=10)`), fitted on a corpus frame (rows of
 split train, plus val used for calibration or early stopping), gives raw logits with columns in the
-mapping's class order, and saves to a directory that `load_model` reads back to identical logits.
-Built-in models are imported on first use, so the base install never imports torch.
+mapping's class order, and saves to a directory that `load_model` reads back to identical logits. `fit`
+takes `progress` (a `mhaudit.core.progress.Progress`; the torch models make each epoch a stage). Built-in models are imported on first use, so the base install never imports torch.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.core.errors import InputError
+from mhaudit.core.progress import Progress
 from mhaudit.models.builtin import BUILTIN
 
 MODEL_FILE = "mhaudit-model.json"
@@ -29,7 +30,7 @@ class Model(Protocol):
     options: dict
     classes: list[str]
 
-    def fit(self, train: pd.DataFrame, classes: list[str]) -> Model: ...
+    def fit(self, train: pd.DataFrame, classes: list[str], *, progress: Progress | None = None) -> Model: ...
 
     def predict_logits(self, texts: list[str]) -> np.ndarray: ...
 
@@ -128,7 +129,8 @@ def load_model(directory: str | Path) -> Model:
     if not manifest_path.exists():
         raise InputError(f"no {MODEL_FILE} here; expected a folder written by mhaudit train", path=directory)
     manifest = json.loads(manifest_path.read_text())
-    model = create(manifest["name"], **manifest["options"])
+    # models saved before Progress reached `fit` recorded a `progress` flag among their options
+    model = create(manifest["name"], **{k: v for k, v in manifest["options"].items() if k != "progress"})
     model.classes = list(manifest["classes"])
     model.load_artifacts(directory)
     return model
