@@ -57,7 +57,7 @@ def print_table(title: str, frame: pd.DataFrame) -> None:
     out.print(table)
 
 
-def stage_progress(every_s: float = 60.0) -> Progress:
+def stage_progress(every_s: float = 60.0, steps: bool = True) -> Progress:
     """Progress shown on stderr: a live bar on a terminal, timestamped lines in a log or pipe (steps at each
-    tenth of a stage or every `every_s` seconds)."""
-    return Progress(for_console(err, every_s))
+    tenth of a stage or every `every_s` seconds); `steps=False`: stages and notes only, as lines."""
+    return Progress(for_console(err, every_s, steps))

@@ -18,10 +18,11 @@ if TYPE_CHECKING:
 
 
 class PlainLines:
-    """Timestamped lines for logs and pipes; `clock` (seconds) decides when an uncounted step is due."""
+    """Timestamped lines for logs and pipes (`steps=False`: no lines for steps); `clock` (seconds) decides when
+    a step line is due."""
 
-    def __init__(self, stream: TextIO, every_s: float = 60.0, clock=time.monotonic):
-        self.stream, self.every_s, self.clock = stream, every_s, clock
+    def __init__(self, stream: TextIO, every_s: float = 60.0, *, steps: bool = True, clock=time.monotonic):
+        self.stream, self.every_s, self.steps, self.clock = stream, every_s, steps, clock
         self._shown: dict[str, tuple[int, float]] = {}  # stage -> (tenths of its total shown, time of its last line)
         self._status: dict[str, str] = {}
 
@@ -33,7 +34,7 @@ class PlainLines:
         elif event.kind == "advance":
             if event.status is not None:
                 self._status[event.name] = event.status
-            if self._due(event):
+            if self.steps and self._due(event):
                 status = self._status.get(event.name)
                 self._line("     ", f"{event.name}: {counted(event)}" + (f" · {status}" if status else ""))
         elif event.kind == "done":
@@ -99,6 +100,6 @@ class LiveBar:
         return next((task for stage, task in reversed(self.tasks) if stage == name), None)
 
 
-def for_console(console: Console, every_s: float = 60.0) -> Announce:
-    """A live bar when `console` is a terminal, timestamped lines (to its file) otherwise."""
-    return LiveBar(console) if console.is_terminal else PlainLines(console.file, every_s)
+def for_console(console: Console, every_s: float = 60.0, steps: bool = True) -> Announce:
+    """A live bar when `console` is a terminal and steps are shown, timestamped lines (to its file) otherwise."""
+    return LiveBar(console) if console.is_terminal and steps else PlainLines(console.file, every_s, steps=steps)
