@@ -134,7 +134,7 @@ def audit(request):
 def test_contract(audit, tmp_path, monkeypatch):
     name, run, good, bad, named = audit
     announced = []
-    first = run(**dict(good, progress=Progress(lambda *event: announced.append(event))))
+    first = run(**dict(good, progress=Progress(announced.append)))
     assert isinstance(first, AuditResult)
     assert first.summary.strip() and first.synthetic
     assert list(first.verdicts.columns) == VERDICT_COLUMNS and len(first.verdicts)
