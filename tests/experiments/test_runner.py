@@ -122,7 +122,7 @@ explain = "linear"
 explain_sample = 50''', f'''[[model]]
 name = "transformer"
 label = "tiny"
-options = {{ checkpoint = "{checkpoint}", epochs = 2, lr = 1e-3, batch_size = 16, progress = false }}
+options = {{ checkpoint = "{checkpoint}", epochs = 2, lr = 1e-3, batch_size = 16 }}
 subsample = 120
 explain = "saliency"
 explain_sample = 10
