@@ -75,3 +75,8 @@ def test_unknown_model_and_folder():
         create("gpt-9")
     with pytest.raises(InputError, match="no mhaudit-model.json"):
         load_model("/nonexistent/model")
+
+
+def test_an_unknown_option_is_one_sentence():
+    with pytest.raises(InputError, match=r"model 'tfidf-lr' has no option progress; its options: .*min_df"):
+        create("tfidf-lr", progress=False)

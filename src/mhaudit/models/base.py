@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import json
 from pathlib import Path
 from typing import Protocol
@@ -106,6 +107,10 @@ def check_attribution_method(model: Model, method: str) -> None:
 def create(name: str, **options) -> Model:
     cls, defaults = _entry(name)
     merged = {**defaults, **options}
+    known = inspect.signature(cls).parameters
+    unknown = sorted(set(merged) - set(known))
+    if unknown and not any(p.kind is p.VAR_KEYWORD for p in known.values()):
+        raise InputError(f"model '{name}' has no option {', '.join(unknown)}; its options: {', '.join(known)}")
     model = cls(**merged)
     model.name, model.options = name, merged
     return model
