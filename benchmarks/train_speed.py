@@ -12,7 +12,7 @@ stand-in when that folder is absent.
   built before the clock starts), timed per epoch the same way, with torch's default AdamW (ours uses
   the fused kernel; --bare-fused gives it to the bare loop too, so the ratio then shows only our
   loop's own overhead). Both start from the same seeded weights. A round runs our fit, the bare loop,
-  and our fit again with the rich progress bar on (what the bar costs); the first epoch of every run
+  and our fit again with the CLI's progress display on (what it costs); the first epoch of every run
   is a warm-up and not counted.
 - Inference: ours is `predict_logits` on --infer texts (tokenising, length sorting and restoring
   order included), batch 64; the bare loop runs `inference_mode` forwards over the same length-sorted
@@ -44,6 +44,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from mhaudit.cli.console import stage_progress
 from mhaudit.models import create
 from mhaudit.models.checkpoints import resolve_checkpoint
 from mhaudit.models.torch_runtime import seed_everything
@@ -159,7 +160,7 @@ def main() -> None:
     print(f"load before: {uptime()}")
 
     options = dict(checkpoint="minilm", epochs=args.epochs, batch_size=BATCH, eval_batch_size=EVAL_BATCH,
-                   max_length=MAX_LENGTH, seed=SEED, device="cpu", progress=False)
+                   max_length=MAX_LENGTH, seed=SEED, device="cpu")
     times: dict[str, list[float]] = {"ours": [], "bare": [], "ours+bar": [], "ours_inf": [], "bare_inf": []}
     fit_wall, rss_ours, bare = [], None, None
     for r in range(args.rounds):
@@ -169,7 +170,7 @@ def main() -> None:
         times["ours"] += [h["train_seconds"] for h in model.history[1:]]
         times["bare"] += bare_train(path, model.tokenizer, texts, codes, len(classes), args.epochs,
                                     args.bare_fused)[1:]
-        shown = create("transformer", **{**options, "progress": True}).fit(train, classes)
+        shown = create("transformer", **options).fit(train, classes, progress=stage_progress())
         times["ours+bar"] += [h["train_seconds"] for h in shown.history[1:]]
         if bare is None:
             model.predict_logits(infer_texts[:EVAL_BATCH])  # warm-up, both sides

@@ -110,5 +110,5 @@ def trust_demo(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("demo")
     told = []
-    results = run_trust_demo(out, seed=0, progress=Progress(lambda *event: told.append(event)))
+    results = run_trust_demo(out, seed=0, progress=Progress(told.append))
     return out, results, told

@@ -57,3 +57,32 @@ def test_imports_flow_down_the_layers():
             if target in layer and layer[target] >= layer[package]:
                 upward.append(f"{path.relative_to(SRC)} imports mhaudit.{target}")
     assert not upward, "\n".join(upward)
+
+
+def _prints_or_draws(source: str) -> list[str]:
+    """Where code calls print(), names sys.stdout/sys.stderr or imports rich or tqdm (lazy imports included)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+            found.append(f"{node.lineno} print(")
+        elif isinstance(node, ast.Attribute) and node.attr in ("stdout", "stderr") and \
+                isinstance(node.value, ast.Name) and node.value.id == "sys":
+            found.append(f"{node.lineno} sys.{node.attr}")
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+        found += [f"{node.lineno} import {name}" for name in names if name.split(".")[0] in ("rich", "tqdm")]
+    return sorted(found)
+
+
+def test_library_code_never_prints_or_draws():
+    """Only the CLI renders (docs/architecture.md): outside cli/ no print(), no sys.stdout/stderr, no rich or tqdm;
+    long work reports to a mhaudit.core.progress.Progress."""
+    found = [f"{path.relative_to(SRC)}:{hit}" for path in _modules() if path.relative_to(SRC).parts[0] != "cli"
+             for hit in _prints_or_draws(path.read_text())]
+    assert not found, f"library code that prints or draws: {found}"
+
+
+def test_the_print_check_sees_calls_streams_and_lazy_imports():
+    source = "import sys\n\ndef f():\n    from rich.console import Console\n    print('x', file=sys.stderr)\n"
+    assert _prints_or_draws(source) == ["4 import rich.console", "5 print(", "5 sys.stderr"]
+    assert _prints_or_draws('"""print(x) in a docstring"""\nlog = print\n') == []

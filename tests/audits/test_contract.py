@@ -188,7 +188,7 @@ def _run(run, call: dict, **more):
 def test_contract(audit, tmp_path, monkeypatch):
     name, run, good, bad, named = audit
     announced = []
-    first = _run(run, good, progress=Progress(lambda *event: announced.append(event)))
+    first = _run(run, good, progress=Progress(announced.append))
     assert isinstance(first, AuditResult)
     assert first.summary.strip() and first.synthetic
     assert list(first.verdicts.columns) == VERDICT_COLUMNS and len(first.verdicts)

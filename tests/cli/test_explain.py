@@ -94,7 +94,7 @@ def test_saliency_on_a_tiny_transformer(tmp_path):
     checkpoint = tiny_checkpoint(tmp_path / "tiny", len(full.classes))
     trained = runner.invoke(app, ["train", "--corpus", str(corpus), "--platform", "synthetic-forum", "--model",
                                   "transformer", "--seed", "0", "--out", str(tmp_path / "tf"), "--option",
-                                  f"checkpoint={checkpoint}", "--option", "epochs=1", "--option", "progress=false"])
+                                  f"checkpoint={checkpoint}", "--option", "epochs=1"])
     assert trained.exit_code == 0, trained.output
     out = tmp_path / "saliency.parquet"
     done = explain(corpus, tmp_path / "tf", out, "--method", "saliency", "--n", "4")

@@ -5,6 +5,7 @@ import pytest
 
 from mhaudit.core.errors import InputError
 from mhaudit.core.executors import run_jobs
+from mhaudit.core.progress import Progress
 
 
 def square_plus(x, y=0):
@@ -17,8 +18,10 @@ JOBS = [{"x": i, "y": 1} for i in range(5)]
 @pytest.mark.parametrize("workers", [1, 2])
 def test_local(workers):
     told = []
-    assert run_jobs(square_plus, JOBS, workers=workers, on_done=lambda i, r: told.append((i, r))) == [1, 2, 5, 10, 17]
-    assert told == [(0, 1), (1, 2), (2, 5), (3, 10), (4, 17)]  # in this process, in job order
+    progress = Progress(told.append)
+    with progress.stage("square", total=len(JOBS)):
+        assert run_jobs(square_plus, JOBS, workers=workers, progress=progress) == [1, 2, 5, 10, 17]
+    assert [(e.done, e.total) for e in told if e.kind == "advance"] == [(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]
 
 
 def test_ray_local_instance(monkeypatch):
@@ -28,8 +31,10 @@ def test_ray_local_instance(monkeypatch):
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         told = []
-        assert run_jobs(square_plus, JOBS, executor="ray", on_done=lambda i, r: told.append(i)) == [1, 2, 5, 10, 17]
-        assert told == [0, 1, 2, 3, 4]
+        progress = Progress(told.append)
+        with progress.stage("square", total=len(JOBS)):
+            assert run_jobs(square_plus, JOBS, executor="ray", progress=progress) == [1, 2, 5, 10, 17]
+        assert [e.done for e in told if e.kind == "advance"] == [1, 2, 3, 4, 5]
     finally:
         ray.shutdown()
 

@@ -17,7 +17,8 @@ MODEL_AXES = ("discrimination", "calibration", "significance", "equity", "attrib
 def test_demo_writes_a_synthetic_report_that_finds_the_shift(trust_demo):
     out, results, told = trust_demo
     done = [stage for event, stage, *_ in told if event == "done"]
-    assert done[:3] == ["synthetic corpus", "training tfidf-lr", "training char-tfidf-lr"] and "figures" in done
+    assert done[:3] == ["synthetic corpus, seed 0", "train tfidf-lr seed 0 on synthetic-forum",
+                        "train char-tfidf-lr seed 0 on synthetic-forum"] and "figures" in done
     cross = out / "cross-platform"
     report = json.loads((cross / "report.json").read_text())
     assert report["synthetic"] is True

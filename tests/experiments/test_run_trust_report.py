@@ -12,7 +12,7 @@ from mhaudit.experiments.config import load_experiment
 from mhaudit.experiments.runner import run_experiment
 from mhaudit.synthetic.simulate_divergence import DivergenceConfig, mentions_stress_topic, simulate_divergence
 from mhaudit.synthetic.simulate_labels import labels_rows, simulate_annotators
-from tests.experiments.test_runner import experiment
+from tests.experiments.test_runner import experiment, noting
 
 HUMAN, AUTO = ("synthetic_forum", "synthetic_tweets_gold"), ("synthetic_tweets_auto", "synthetic_forum_auto")
 
@@ -70,7 +70,7 @@ dataset = "synthetic_tweets_gold"
 platform = "synthetic-tweets"
 '''.replace("'", '"'))
     logs = []
-    result = run_experiment(load_experiment(path), folder / "out", log=logs.append)
+    result = run_experiment(load_experiment(path), folder / "out", progress=noting(logs))
     return folder, result, logs
 
 
@@ -114,7 +114,7 @@ def test_the_model_enters_the_label_source_audit_and_the_validation(trust_run):
 def test_a_rerun_reuses_the_models_scores(trust_run):
     folder, first, _ = trust_run
     logs = []
-    again = run_experiment(load_experiment(folder / "exp.toml"), folder / "out", log=logs.append)
+    again = run_experiment(load_experiment(folder / "exp.toml"), folder / "out", progress=noting(logs))
     assert not any(line.startswith("trained") for line in logs) and any("cached" in line for line in logs)
     pd.testing.assert_frame_equal(again.table("dod"), first.table("dod"))
 

@@ -9,8 +9,15 @@ from typer.testing import CliRunner
 
 from mhaudit.cli import app
 from mhaudit.core.errors import InputError
+from mhaudit.core.progress import Progress
 from mhaudit.experiments.config import load_experiment
 from mhaudit.experiments.runner import run_experiment
+
+
+def noting(lines: list) -> Progress:
+    """A Progress that keeps the text of each note in `lines`."""
+    return Progress(lambda event: lines.append(event.name) if event.kind == "note" else None)
+
 
 WORDS = {"stress": ["deadline", "bills", "boss", "overtime"], "no_stress": ["garden", "movie", "lunch", "walk"]}
 
@@ -55,7 +62,7 @@ n_boot_ece = 100
 def test_reference_design_end_to_end_and_resumes(tmp_path):
     exp = load_experiment(experiment(tmp_path))
     logs = []
-    result = run_experiment(exp, tmp_path / "out", log=logs.append)
+    result = run_experiment(exp, tmp_path / "out", progress=noting(logs))
     # tfidf-lr is deterministic: seeds [0, 1] give one model, seed 0, and the log says so once
     assert logs.count("tfidf-lr is deterministic: trained once (seed 0), not per seed") == 1
     assert [p.name for p in (tmp_path / "out" / "models").rglob("seed-*")] == ["seed-0"]
@@ -65,14 +72,14 @@ def test_reference_design_end_to_end_and_resumes(tmp_path):
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["options"]["experiment"]["name"] == "tiny"
     again = []
-    rerun = run_experiment(exp, tmp_path / "out", log=again.append)
+    rerun = run_experiment(exp, tmp_path / "out", progress=noting(again))
     assert any("cached" in line for line in again) and sum("done before" in line for line in again) == 1
     assert not any(line.startswith("trained") for line in again)
     pd.testing.assert_frame_equal(rerun.table("discrimination"), result.table("discrimination"))
 
 
 def test_all_pairs_transfer_matrix(tmp_path):
-    result = run_experiment(load_experiment(experiment(tmp_path, "all-pairs")), tmp_path / "out", log=lambda _: None)
+    result = run_experiment(load_experiment(experiment(tmp_path, "all-pairs")), tmp_path / "out")
     table = result.table("transfer")
     assert len(table) == 3 * 3 and set(table["n_seeds"]) == {1}  # deterministic: one seed stands for both
     home = table[table["in_platform"]].set_index("platform")["macro_auc"]
@@ -115,13 +122,13 @@ explain = "linear"
 explain_sample = 50''', f'''[[model]]
 name = "transformer"
 label = "tiny"
-options = {{ checkpoint = "{checkpoint}", epochs = 2, lr = 1e-3, batch_size = 16, progress = false }}
+options = {{ checkpoint = "{checkpoint}", epochs = 2, lr = 1e-3, batch_size = 16 }}
 subsample = 120
 explain = "saliency"
 explain_sample = 10
 adapt_epochs = 1''').replace("seeds = [0, 1]", "seeds = [0]")
     path.write_text(text)
-    result = run_experiment(load_experiment(path), tmp_path / "out", log=lambda _: None)
+    result = run_experiment(load_experiment(path), tmp_path / "out")
     disc = result.table("discrimination").set_index("platform")
     assert disc.loc["forum", "macro_auc"] > 0.8 and set(disc["model"]) == {"tiny"}
     adapted = result.table("temperature_vs_finetuning").set_index("platform")
@@ -209,7 +216,7 @@ def test_binary_targets_collapse_the_four_class_scores(tmp_path):
 
     exp = load_experiment(binary_experiment(tmp_path))
     logs = []
-    result = run_experiment(exp, tmp_path / "out", log=logs.append)
+    result = run_experiment(exp, tmp_path / "out", progress=noting(logs))
     classes = ["normal", "depression", "anxiety", "stress"]
     raw = {}
     for path in (tmp_path / "out" / "models").rglob("binary-*.parquet"):
@@ -264,7 +271,7 @@ def test_binary_targets_collapse_the_four_class_scores(tmp_path):
                for r in section["tables"]["binary_discrimination"])
 
     again = []
-    rerun = run_experiment(exp, tmp_path / "out", log=again.append)
+    rerun = run_experiment(exp, tmp_path / "out", progress=noting(again))
     assert not any(line.startswith("trained") for line in again) and sum("cached" in line for line in again) == 3
     pd.testing.assert_frame_equal(rerun.table("binary_discrimination"), result.table("binary_discrimination"))
 
@@ -281,11 +288,11 @@ def test_binary_target_specs_are_checked(tmp_path):
         load_experiment(path)
     path.write_text(text.replace('positive = ["stress"]', 'positive = ["burnout"]'))
     with pytest.raises(InputError, match="burnout in binary are not model classes"):
-        run_experiment(load_experiment(path), tmp_path / "out", log=lambda _: None)
+        run_experiment(load_experiment(path), tmp_path / "out")
     path.write_text(text.replace('paths = ["sky.csv"]', 'paths = ["tweets.csv"]').replace(
         'mapping = "depression-binary"', 'mapping = "cpfe-a"'))
     with pytest.raises(InputError, match="maps to 4 classes .* needs a two-class mapping"):
-        run_experiment(load_experiment(path), tmp_path / "out", log=lambda _: None)
+        run_experiment(load_experiment(path), tmp_path / "out")
 
 
 def test_a_mapping_file_is_read_beside_the_experiment_and_its_edits_reimport(tmp_path, monkeypatch):
@@ -298,8 +305,8 @@ def test_a_mapping_file_is_read_beside_the_experiment_and_its_edits_reimport(tmp
     (folder / "mine.toml").write_text(mapping)
     path.write_text(path.read_text().replace('mapping = "stress-binary"', 'mapping = "mine.toml"'))
     monkeypatch.chdir(tmp_path)  # not the experiment's folder: the mapping is still found
-    corpus, first, _ = build_corpus(load_experiment(path), tmp_path / "out", log=lambda _: None)
+    corpus, first, _ = build_corpus(load_experiment(path), tmp_path / "out")
     assert corpus.classes == ["calm", "stressed"] and len(corpus.frame) == 600
     (folder / "mine.toml").write_text(mapping.replace("calm", "relaxed"))  # an edit: imported again
-    corpus, second, _ = build_corpus(load_experiment(path), tmp_path / "out", log=lambda _: None)
+    corpus, second, _ = build_corpus(load_experiment(path), tmp_path / "out")
     assert corpus.classes == ["relaxed", "stressed"] and second != first

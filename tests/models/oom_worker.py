@@ -38,7 +38,7 @@ import pandas as pd
 FILLER = "today really just maybe the my this week after work again felt".split()
 CLASSES = ["sad", "calm", "worry"]
 MAX_LENGTH = 128
-OPTIONS = dict(lr=1e-3, epochs=1, max_length=MAX_LENGTH, progress=False, seed=0, device="cpu")
+OPTIONS = dict(lr=1e-3, epochs=1, max_length=MAX_LENGTH, seed=0, device="cpu")
 
 
 def rows(n: int = 64) -> pd.DataFrame:

@@ -26,12 +26,12 @@ def options(name, tmp_path_factory):
         pytest.importorskip("torch")
         tiny = pytest.importorskip("tests.models.tiny_bert")
         return {"checkpoint": str(tiny.tiny_checkpoint(tmp_path_factory.mktemp("tiny"), len(CLASSES))),
-                "epochs": 8, "patience": 8, "lr": 2e-3, "batch_size": 8, "progress": False}
+                "epochs": 8, "patience": 8, "lr": 2e-3, "batch_size": 8}
     if name.startswith("bert-lstm"):
         pytest.importorskip("torch")
         tiny = pytest.importorskip("tests.models.tiny_bert")
         return {"checkpoint": str(tiny.tiny_checkpoint(tmp_path_factory.mktemp("tiny"), None)),
-                "epochs": 8, "patience": 8, "progress": False}
+                "epochs": 8, "patience": 8}
     return {"min_df": 1}
 
 
@@ -75,3 +75,8 @@ def test_unknown_model_and_folder():
         create("gpt-9")
     with pytest.raises(InputError, match="no mhaudit-model.json"):
         load_model("/nonexistent/model")
+
+
+def test_an_unknown_option_is_one_sentence():
+    with pytest.raises(InputError, match=r"model 'tfidf-lr' has no option progress; its options: .*min_df"):
+        create("tfidf-lr", progress=False)

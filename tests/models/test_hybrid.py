@@ -22,7 +22,7 @@ from mhaudit.models.lstm_head import LSTMHead  # noqa: E402
 from tests.models.test_transformer import CLASSES, PROBE, frame  # noqa: E402
 from tests.models.tiny_bert import one_thread, tiny_checkpoint  # noqa: E402, F401
 
-FAST = dict(lr=1e-2, epochs=4, batch_size=8, eval_batch_size=16, lstm_hidden=16, progress=False)
+FAST = dict(lr=1e-2, epochs=4, batch_size=8, eval_batch_size=16, lstm_hidden=16)
 NAMES = ("bert-lstm", "bert-lstm-attention")
 
 

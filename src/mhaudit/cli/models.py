@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from mhaudit.cli.console import guarded, out
+from mhaudit.cli.console import guarded, out, stage_progress
 from mhaudit.core.errors import InputError
 from mhaudit.models.builtin import BUILTIN  # a dict only: `mhaudit --help` loads no numpy or pandas
 
@@ -50,7 +50,7 @@ def train(corpus: Annotated[Path, typer.Option(help="Corpus Parquet file.")],
     from mhaudit.tables.corpus.schema import Corpus
 
     train_platform(Corpus.read(corpus), platform, model, seed or DEFAULT_SEEDS, out_dir, parse_options(option),
-                   log=out.print)
+                   progress=stage_progress())
 
 
 @guarded
@@ -84,4 +84,5 @@ def run(experiment: Annotated[Path, typer.Argument(help="Experiment TOML (see ex
     from mhaudit.experiments.runner import run_experiment
 
     exp = load_experiment(experiment)
-    run_experiment(exp, out_dir or Path("runs") / exp.name, executor=executor, workers=workers, log=out.print)
+    run_experiment(exp, out_dir or Path("runs") / exp.name, executor=executor, workers=workers,
+                   progress=stage_progress())

@@ -12,34 +12,35 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 
 from mhaudit.core.errors import InputError
+from mhaudit.core.progress import Progress
 
 EXECUTORS = ("local", "ray")
 
 
 def run_jobs(fn: Callable, jobs: Sequence[dict], *, executor: str = "local", workers: int = 1,
-             on_done: Callable[[int, object], None] | None = None) -> list:
-    """Call fn(**job) for every job and return the results in job order; `on_done(index, result)` is called
-    in this process as each result arrives, in job order (for progress lines)."""
+             progress: Progress | None = None) -> list:
+    """Call fn(**job) for every job and return the results in job order; `progress` advances by one in this
+    process as each result arrives, in job order (within the caller's stage, whose total is the jobs)."""
     if executor not in EXECUTORS:
         raise InputError(f"executor '{executor}' must be one of {', '.join(EXECUTORS)}")
     if not jobs:
         return []
-    tell = on_done or (lambda index, result: None)
     if executor == "ray":
-        return _ray(fn, jobs, tell)
+        return _ray(fn, jobs, progress)
     if workers <= 1 or len(jobs) == 1:  # in-process: simplest, and what 2-core machines want
-        return [_told(tell, i, fn(**job)) for i, job in enumerate(jobs)]
+        return [_counted(progress, fn(**job)) for job in jobs]
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(fn, **job) for job in jobs]
-        return [_told(tell, i, f.result()) for i, f in enumerate(futures)]
+        return [_counted(progress, f.result()) for f in futures]
 
 
-def _told(tell: Callable[[int, object], None], index: int, result):
-    tell(index, result)
+def _counted(progress: Progress | None, result):
+    if progress is not None:
+        progress.advance()
     return result
 
 
-def _ray(fn: Callable, jobs: Sequence[dict], tell: Callable[[int, object], None]) -> list:
+def _ray(fn: Callable, jobs: Sequence[dict], progress: Progress | None) -> list:
     try:
         import ray
     except ImportError:
@@ -49,4 +50,4 @@ def _ray(fn: Callable, jobs: Sequence[dict], tell: Callable[[int, object], None]
         ray.init(address=address) if address else ray.init(num_cpus=os.cpu_count(), include_dashboard=False)
     remote = ray.remote(fn)
     refs = [remote.remote(**job) for job in jobs]
-    return [_told(tell, i, ray.get(ref)) for i, ref in enumerate(refs)]
+    return [_counted(progress, ray.get(ref)) for ref in refs]

@@ -1,101 +1,103 @@
-"""One progress interface for every audit: stages are timed and announced to a callback; library code never prints.
+"""One progress interface for everything long: stages are timed, counted and announced; library code never prints.
 
-An audit takes `progress: Progress | None`. `Progress()` is silent and only records stage timings (they go into
-the result's provenance). The CLI passes `Progress(for_stream(sys.stderr))`: a live rich line on a terminal,
-plain timestamped lines otherwise, so a redirected log of a long run still says where it is.
+Audits, training, labelling, collecting and job runs take `progress: Progress | None`. `Progress()` is silent
+and only records stage timings (they go into an audit result's provenance). A stage may have a `total` number of
+steps that `advance` counts. Each event goes to the `announce` callback as an `Event`; only the CLI renders
+them (`mhaudit.cli.progress`: a live bar on a terminal, timestamped lines in a log).
+
+Nesting: `stage` nests; `advance` counts in the innermost open stage; leaving a stage ends every stage opened
+inside it first; `step` ends the stage the last `step` opened (if it is the innermost) and opens the next.
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
-from typing import TextIO
+from dataclasses import dataclass
+from typing import NamedTuple
 
-Announce = Callable[[str, str, float | None], None]  # (event: "start" | "done", stage, seconds or None)
+
+class Event(NamedTuple):
+    """What `announce` is told: a stage starts, advances or is done, or a note within it."""
+
+    kind: str                      # "start" | "advance" | "note" | "done"
+    name: str                      # the stage's name (a note's text)
+    done: int = 0                  # steps done so far in the stage
+    total: int | None = None       # the stage's steps, when known
+    seconds: float | None = None   # how long the stage took ("done")
+    status: str | None = None      # a short state of the stage ("advance"; None: unchanged), e.g. "loss 0.41"
+
+
+Announce = Callable[[Event], None]
+
+
+@dataclass(eq=False)  # compared by identity: two stages may share a name
+class _Open:
+    name: str
+    start: float
+    total: int | None
+    by_step: bool
+    done: int = 0
 
 
 class Progress:
-    """Times named stages and tells `announce` when each starts and ends (nothing when it is None)."""
+    """Times named stages, counts their steps and tells `announce` (nothing when it is None)."""
 
     def __init__(self, announce: Announce | None = None):
         self.announce = announce
-        self.seconds: dict[str, float] = {}
-        self._open: tuple[str, float] | None = None  # the stage started by step(), if any
-
-    def step(self, name: str) -> None:
-        """End the stage step() opened last (if any) and start `name`: for code that runs stage after stage."""
-        self.close()
-        if self.announce:
-            self.announce("start", name, None)
-        self._open = (name, time.perf_counter())
-
-    def close(self) -> None:
-        if self._open is None:
-            return
-        name, start = self._open
-        self._open = None
-        self._record(name, time.perf_counter() - start)
-
-    def _record(self, name: str, took: float) -> None:
-        self.seconds[name] = self.seconds.get(name, 0.0) + took
-        if self.announce:
-            self.announce("done", name, took)
+        self.seconds: dict[str, float] = {}  # each stage's seconds (summed when a name repeats)
+        self._open: list[_Open] = []
 
     @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        if self.announce:
-            self.announce("start", name, None)
-        start = time.perf_counter()
+    def stage(self, name: str, total: int | None = None) -> Iterator[None]:
+        """Time the `with` block as stage `name` of `total` steps (None: not known)."""
+        opened = self._start(name, total, by_step=False)
         try:
             yield
         finally:
-            self._record(name, time.perf_counter() - start)
+            while opened in self._open:  # and every stage opened inside it
+                self._finish(self._open.pop())
+
+    def step(self, name: str, total: int | None = None) -> None:
+        """End the stage the last step() opened (if any) and start `name`: for code that runs stage after stage."""
+        self.close()
+        self._start(name, total, by_step=True)
+
+    def close(self) -> None:
+        """End the stage step() opened, if it is the innermost."""
+        if self._open and self._open[-1].by_step:
+            self._finish(self._open.pop())
+
+    def advance(self, n: int = 1, status: str | None = None) -> None:
+        """Count `n` more steps done in the innermost open stage (`status`: its state in a few words)."""
+        if not self._open:
+            raise RuntimeError("Progress.advance() outside a stage")
+        current = self._open[-1]
+        current.done += n
+        self._tell(Event("advance", current.name, current.done, current.total, status=status))
 
     def note(self, message: str) -> None:
-        """A line inside a stage (e.g. "fold 3 of 10"): announced, not timed."""
-        if self.announce:
-            self.announce("note", message, None)
+        """A line inside a stage (e.g. "fold 3 of 10: trained in 2.1 s"): announced, not timed."""
+        self._tell(Event("note", message))
+
+    def _start(self, name: str, total: int | None, *, by_step: bool) -> _Open:
+        if total is not None and total < 0:
+            raise ValueError(f"a stage's total must be 0 or more, not {total}")
+        opened = _Open(name, time.perf_counter(), total, by_step)
+        self._open.append(opened)
+        self._tell(Event("start", name, total=total))
+        return opened
+
+    def _finish(self, stage: _Open) -> None:
+        took = time.perf_counter() - stage.start
+        self.seconds[stage.name] = self.seconds.get(stage.name, 0.0) + took
+        self._tell(Event("done", stage.name, stage.done, stage.total, seconds=took))
+
+    def _tell(self, event: Event) -> None:
+        if self.announce is not None:
+            self.announce(event)
 
 
 def ensure(progress: Progress | None) -> Progress:
     return progress if progress is not None else Progress()
-
-
-def plain_lines(stream: TextIO) -> Announce:
-    """Timestamped lines, one per event: for logs and pipes."""
-
-    def announce(event: str, stage: str, seconds: float | None) -> None:
-        stamp = datetime.now().strftime("%H:%M:%S")
-        tail = f" ({seconds:.1f} s)" if seconds is not None else ""
-        word = {"start": "start", "done": "done ", "note": "     "}[event]
-        print(f"[{stamp}] {word} {stage}{tail}", file=stream, flush=True)
-
-    return announce
-
-
-def rich_status(stream: TextIO) -> Announce:
-    """A live status line on a terminal (rich), with each finished stage kept above it."""
-    from rich.console import Console
-
-    console = Console(file=stream)
-    status = console.status("")
-
-    def announce(event: str, stage: str, seconds: float | None) -> None:
-        if event == "start":
-            status.update(f"{stage} ...")
-            status.start()
-        elif event == "done":
-            status.stop()
-            console.print(f"[green]done[/green] {stage} ({seconds:.1f} s)")
-        else:
-            status.update(stage)
-
-    return announce
-
-
-def for_stream(stream: TextIO = sys.stderr) -> Announce:
-    """rich on a terminal, plain timestamped lines otherwise."""
-    return rich_status(stream) if stream.isatty() else plain_lines(stream)

@@ -56,7 +56,7 @@ def run_demo(out: Path, *, seed: int = 0, n_per_platform: int = 2000, n_boot: in
     """The cross-platform half of the demo; stages (and the audit's own) are told to `progress`."""
     progress = ensure(progress)
     config = SimulationConfig(seed=seed, n_per_platform=n_per_platform)
-    with progress.stage("synthetic corpus"):
+    with progress.stage(f"synthetic corpus, seed {seed}"):
         corpus = simulate(config)
         corpus.write(out / "corpus.parquet")
     reference = next(p.name for p in config.platforms if p.register == config.reference)
@@ -66,8 +66,8 @@ def run_demo(out: Path, *, seed: int = 0, n_per_platform: int = 2000, n_boot: in
     test = frame[frame["split"] == "test"]
     predictions, attributions = [], []
     for name in DEMO_MODELS:
-        with progress.stage(f"training {name}"):
-            model = create(name, seed=seed).fit(train, corpus.classes)
+        with progress.stage(f"train {name} seed {seed} on {reference}"):
+            model = create(name, seed=seed).fit(train, corpus.classes, progress=progress)
         predictions.append(predict_corpus(model, corpus, model_name=name, seed=seed, splits=("test",)))
         for (platform, dataset), rows in test[test["label_source"] == "synthetic-true"].groupby(["platform", "dataset"]):
             attributions.append(model.explain(rows["text"].tolist()).assign(
@@ -114,8 +114,8 @@ def run_divergence_demo(out: Path, *, seed: int = 0, models: tuple[str, ...] = D
     train = corpus.frame[(corpus.frame["dataset"] == DIVERGENCE_DEMO["human"][0]) & (corpus.frame["split"] == "train")]
     parts = []
     for name in models:
-        with progress.stage(f"training {name} on the human labels"):
-            model = create(name, seed=seed).fit(train, corpus.classes)
+        with progress.stage(f"train {name} seed {seed} on the human labels"):
+            model = create(name, seed=seed).fit(train, corpus.classes, progress=progress)
         parts.append(predict_corpus(model, corpus, model_name=name, seed=seed, splits=("test",)))
     predictions = PredictionSet(pd.concat(parts, ignore_index=True), corpus.classes)
     write_table(predictions.frame, out / "predictions.parquet")

@@ -27,6 +27,7 @@ import pandas as pd
 
 from mhaudit.core.errors import InputError
 from mhaudit.core.executors import run_jobs
+from mhaudit.core.progress import Progress, ensure
 from mhaudit.experiments.binary_targets import BinaryTarget, binary_section
 from mhaudit.experiments.config import CorpusSpec, Experiment, ModelSpec
 from mhaudit.experiments.explain import explain_corpus
@@ -58,28 +59,29 @@ def _files(exp: Experiment, specs: list[CorpusSpec]) -> dict[str, str]:
     return {str(p): sha256_file(p) if p.exists() else "missing" for p in paths}
 
 
-def _import(exp: Experiment, spec: CorpusSpec, log) -> Corpus:
+def _import(exp: Experiment, spec: CorpusSpec, progress: Progress) -> Corpus:
     options = ReadOptions(encoding=spec.encoding, platform=spec.platform, dataset=spec.dataset,
                           text_col=spec.text_col, label_col=spec.label_col, id_col=spec.id_col,
                           label_source=spec.label_source)
     result = import_source(spec.source, [exp.folder / p for p in spec.paths], mapping=_mapping(exp, spec),
                            options=options, policy=MultiLabelPolicy(spec.multi_label), priority=spec.priority,
                            split=spec.split, seed=spec.seed, drop_empty=spec.drop_empty)
-    log(f"corpus: {spec.source} -> {len(result.corpus.frame)} rows ({result.corpus.meta['mapping']})")
+    progress.note(f"corpus: {spec.source} -> {len(result.corpus.frame)} rows ({result.corpus.meta['mapping']})")
     return result.corpus
 
 
-def build_corpus(exp: Experiment, out: Path, log=print) -> tuple[Corpus, Path, str]:
+def build_corpus(exp: Experiment, out: Path, progress: Progress | None = None) -> tuple[Corpus, Path, str]:
     """Import and merge the experiment's corpora once (binary targets apart: `build_binary_targets`);
     cached by the specs and the files' contents."""
+    progress = ensure(progress)
     specs = [spec for spec in exp.corpus if spec.binary is None]
     calibration = (exp.design, exp.reference, exp.audit.calibration_fraction, exp.audit.seed)
     key = step_key([c.key_dump() for c in specs], _files(exp, specs), calibration)
     path = out / "corpus" / f"{key}.parquet"
     if path.exists():
-        log(f"corpus: cached {path}")
+        progress.note(f"corpus: cached {path}")
         return Corpus.read(path), path, key
-    corpora, frame, classes = _merged(exp, specs, log)
+    corpora, frame, classes = _merged(exp, specs, progress)
     if exp.design == "reference":  # one stored calibration split per target: TS and fine-tuning share it
         for platform in sorted(set(frame["platform"]) - {exp.reference}):
             if not (frame.loc[frame["platform"] == platform, "split"] == "calibration").any():
@@ -91,9 +93,10 @@ def build_corpus(exp: Experiment, out: Path, log=print) -> tuple[Corpus, Path, s
     return merged, path, key
 
 
-def _merged(exp: Experiment, specs: list[CorpusSpec], log) -> tuple[list[Corpus], pd.DataFrame, list[str]]:
+def _merged(exp: Experiment, specs: list[CorpusSpec],
+            progress: Progress) -> tuple[list[Corpus], pd.DataFrame, list[str]]:
     """The specs imported, their rows in one frame, and their one set of classes."""
-    corpora = [_import(exp, spec, log) for spec in specs]
+    corpora = [_import(exp, spec, progress) for spec in specs]
     classes = corpora[0].classes
     for spec, c in zip(specs[1:], corpora[1:]):
         if c.classes != classes:
@@ -102,23 +105,27 @@ def _merged(exp: Experiment, specs: list[CorpusSpec], log) -> tuple[list[Corpus]
     return corpora, pd.concat([c.frame for c in corpora], ignore_index=True), classes
 
 
-def import_corpora(exp: Experiment, specs: list[CorpusSpec], out: Path, log=print) -> tuple[Corpus, str]:
+def import_corpora(exp: Experiment, specs: list[CorpusSpec], out: Path,
+                   progress: Progress | None = None) -> tuple[Corpus, str]:
     """Specs imported as they are (no calibration split added) into one corpus, cached like `build_corpus`."""
+    progress = ensure(progress)
     key = step_key([c.key_dump() for c in specs], _files(exp, specs))
     path = out / "corpus" / f"{key}.parquet"
     if path.exists():
-        log(f"corpus: cached {path}")
+        progress.note(f"corpus: cached {path}")
         return Corpus.read(path), key
-    corpora, frame, classes = _merged(exp, specs, log)
+    corpora, frame, classes = _merged(exp, specs, progress)
     corpus = Corpus.build(frame, classes, meta={"mapping": " | ".join(c.meta["mapping"] for c in corpora),
                                                 "synthetic": False})
     corpus.write(path)
     return corpus, key
 
 
-def build_binary_targets(exp: Experiment, out: Path, classes: list[str], log=print) -> list[BinaryTarget]:
+def build_binary_targets(exp: Experiment, out: Path, classes: list[str],
+                         progress: Progress | None = None) -> list[BinaryTarget]:
     """Import each binary target corpus (cached like `build_corpus`) with a stored calibration split, and
     check its spec against the models' `classes`."""
+    progress = ensure(progress)
     targets = []
     for spec in (s for s in exp.corpus if s.binary is not None):
         name = f"binary target '{spec.dataset or spec.source}'"
@@ -132,10 +139,10 @@ def build_binary_targets(exp: Experiment, out: Path, classes: list[str], log=pri
         key = step_key(spec.key_dump(), _files(exp, [spec]), exp.audit.calibration_fraction, exp.audit.seed)
         path = out / "corpus" / f"binary-{key}.parquet"
         if path.exists():
-            log(f"corpus: cached {path}")
+            progress.note(f"corpus: cached {path}")
             corpus = Corpus.read(path)
         else:
-            corpus = _import(exp, spec, log)
+            corpus = _import(exp, spec, progress)
             if len(corpus.classes) != 2:
                 raise InputError(f"{name} maps to {len(corpus.classes)} classes ({', '.join(corpus.classes)}); a "
                                  "binary target needs a two-class mapping, negative first and positive last "
@@ -193,43 +200,51 @@ def _predict_and_explain(folder: Path, spec: ModelSpec, corpus: Corpus, seed: in
     return (pd.read_parquet(preds_path), pd.read_parquet(attr_path) if spec.explain != "none" else None, binary)
 
 
-def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", workers: int = 1, log=print) -> AuditResult:
+def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", workers: int = 1,
+                   progress: Progress | None = None) -> AuditResult:
+    """Run `exp` into `out`; each long step is a stage of `progress`, what was cached or written a note."""
     from mhaudit.models import training_seeds
 
+    progress = ensure(progress)
     out = Path(out)
-    corpus, corpus_path, corpus_key = build_corpus(exp, out, log)
+    corpus, corpus_path, corpus_key = build_corpus(exp, out, progress)
     platforms = [exp.reference] if exp.design == "reference" else sorted(
         corpus.frame.loc[corpus.frame["split"] == "train", "platform"].unique())
     places, jobs = [], []
     for spec in exp.model:
         seeds, note = training_seeds(spec.name, exp.seeds, spec.key)  # a deterministic model: the first seed only
         if note:
-            log(note)
+            progress.note(note)
         for platform in platforms:
             key = step_key(corpus_key, spec.model_dump(), platform)
             for seed in seeds:
                 folder = out / "models" / spec.key / platform / key / f"seed-{seed}"
                 places.append((spec, platform, seed, folder))
                 if (folder / "mhaudit-model.json").exists():
-                    log(f"train {spec.key} on {platform}, seed {seed}: done before, kept")
+                    progress.note(f"train {spec.key} seed {seed} on {platform}: done before, kept")
                 else:
                     jobs.append({"corpus_path": str(corpus_path), "platform": platform, "spec": spec.model_dump(),
                                  "seed": seed, "folder": str(folder)})
-    for folder in run_jobs(train_job, jobs, executor=executor, workers=workers):
-        log(f"trained {folder}")
-    binary_targets = build_binary_targets(exp, out, corpus.classes, log)
+    with progress.stage(f"train {len(jobs)} model x seed job(s) of {exp.name}", total=len(jobs)):
+        run_jobs(train_job, jobs, executor=executor, workers=workers, progress=progress)
+    for job in jobs:
+        progress.note(f"trained {job['spec']['label'] or job['spec']['name']} seed {job['seed']} on "
+                      f"{job['platform']}: {job['folder']}")
+    binary_targets = build_binary_targets(exp, out, corpus.classes, progress)
     predictions, attributions, binary = {}, [], {}
-    for spec, platform, seed, folder in places:
-        preds, attr, on_binary = _predict_and_explain(folder, spec, corpus, seed, binary_targets)
-        predictions.setdefault(platform, []).append(preds)
-        for key, table in on_binary.items():
-            binary.setdefault(key, []).append(table)
-        if attr is not None:
-            attributions.append(attr)
+    with progress.stage(f"predict and explain {len(places)} model(s) of {exp.name}", total=len(places)):
+        for spec, platform, seed, folder in places:
+            preds, attr, on_binary = _predict_and_explain(folder, spec, corpus, seed, binary_targets)
+            predictions.setdefault(platform, []).append(preds)
+            for key, table in on_binary.items():
+                binary.setdefault(key, []).append(table)
+            if attr is not None:
+                attributions.append(attr)
+            progress.advance()
     if exp.design == "reference":
         reference = pd.concat(predictions[exp.reference], ignore_index=True)
         result = _reference_audit(exp, corpus, reference,
-                                  pd.concat(attributions, ignore_index=True) if attributions else None)
+                                  pd.concat(attributions, ignore_index=True) if attributions else None, progress)
         if binary_targets:
             section = binary_section(exp, corpus.classes, reference, binary_targets, binary)
             found = section.tables.pop("binary_verdicts", None)  # one verdicts table: the binary problems' join it
@@ -245,16 +260,16 @@ def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", worke
                 "fitted there (ts) vs the model fine-tuned there (ft), both evaluated on the target's other test "
                 "rows (CPFE paper, section 4.6).",
                 {"temperature_vs_finetuning": pd.concat(adapted, ignore_index=True)}))
-        result = _with_other_audits(exp, out, result, corpus.classes, places, log)
+        result = _with_other_audits(exp, out, result, corpus.classes, places, progress)
     else:
         result = _transfer_report(exp, corpus, predictions)
     write_report(result, out)
-    log(f"report: {out / 'report.html'}")
+    progress.note(f"report: {out / 'report.html'}")
     return result
 
 
 def _with_other_audits(exp: Experiment, out: Path, cross: AuditResult, classes: list[str], places: list,
-                       log) -> AuditResult:
+                       progress: Progress) -> AuditResult:
     """With [label_source] or [validation]: each audit's report in its own folder (cross-platform/,
     label-source/, validation/) and their combination returned, for the trust report in `out`."""
     from mhaudit.experiments import other_audits
@@ -267,13 +282,13 @@ def _with_other_audits(exp: Experiment, out: Path, cross: AuditResult, classes: 
         first.setdefault(spec.key, (seed, folder))
     results = {"cross-platform": cross}
     if exp.label_source:
-        corpus, key = import_corpora(exp, exp.label_source.corpus, out, log)
-        log("label-source audit")
-        results["label-source"] = other_audits.label_source(exp, corpus, key, classes, first)
+        corpus, key = import_corpora(exp, exp.label_source.corpus, out, progress)
+        with progress.stage(f"label-source audit of {exp.name}"):
+            results["label-source"] = other_audits.label_source(exp, corpus, key, classes, first)
     if exp.validation:
-        items = import_corpora(exp, [exp.validation.items], out, log) if exp.validation.items else None
-        log("validation report")
-        results["validation"] = other_audits.validation(exp, items, classes, first)
+        items = import_corpora(exp, [exp.validation.items], out, progress) if exp.validation.items else None
+        with progress.stage(f"validation report of {exp.name}"):
+            results["validation"] = other_audits.validation(exp, items, classes, first)
     for name, result in results.items():
         write_report(result, out / name)
     return combine_results(list(results.values()), title=f"{exp.name}: trust report")
@@ -298,7 +313,7 @@ def _adaptation(folder: Path, spec: ModelSpec, corpus: Corpus, seed: int, exp: E
 
 
 def _reference_audit(exp: Experiment, corpus: Corpus, predictions: pd.DataFrame,
-                     attributions: pd.DataFrame | None) -> AuditResult:
+                     attributions: pd.DataFrame | None, progress: Progress) -> AuditResult:
     from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
 
     a = exp.audit
@@ -307,7 +322,7 @@ def _reference_audit(exp: Experiment, corpus: Corpus, predictions: pd.DataFrame,
                           correction=a.correction, non_independent=tuple(tuple(p) for p in a.non_independent))
     result = audit_cpfe(PredictionSet(predictions, corpus.classes), options,
                         texts=corpus.frame.set_index("id")["text"], attributions=attributions,
-                        synthetic=corpus.synthetic)
+                        synthetic=corpus.synthetic, progress=progress)
     result.title = f"{exp.name}: {result.title}"
     result.options["experiment"] = exp.model_dump(mode="json")
     return result

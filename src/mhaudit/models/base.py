@@ -2,14 +2,15 @@
 
 A model is made by name with options (`create("tfidf-lr", C=10)`), fitted on a corpus frame (rows of
 split train, plus val used for calibration or early stopping), gives raw logits with columns in the
-mapping's class order, and saves to a directory that `load_model` reads back to identical logits.
-Built-in models are imported on first use, so the base install never imports torch.
+mapping's class order, and saves to a directory that `load_model` reads back to identical logits. `fit`
+takes `progress` (a `mhaudit.core.progress.Progress`; the torch models make each epoch a stage). Built-in models are imported on first use, so the base install never imports torch.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import json
 from pathlib import Path
 from typing import Protocol
@@ -18,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.core.errors import InputError
+from mhaudit.core.progress import Progress
 from mhaudit.models.builtin import BUILTIN
 
 MODEL_FILE = "mhaudit-model.json"
@@ -29,7 +31,7 @@ class Model(Protocol):
     options: dict
     classes: list[str]
 
-    def fit(self, train: pd.DataFrame, classes: list[str]) -> Model: ...
+    def fit(self, train: pd.DataFrame, classes: list[str], *, progress: Progress | None = None) -> Model: ...
 
     def predict_logits(self, texts: list[str]) -> np.ndarray: ...
 
@@ -105,6 +107,10 @@ def check_attribution_method(model: Model, method: str) -> None:
 def create(name: str, **options) -> Model:
     cls, defaults = _entry(name)
     merged = {**defaults, **options}
+    known = inspect.signature(cls).parameters
+    unknown = sorted(set(merged) - set(known))
+    if unknown and not any(p.kind is p.VAR_KEYWORD for p in known.values()):
+        raise InputError(f"model '{name}' has no option {', '.join(unknown)}; its options: {', '.join(known)}")
     model = cls(**merged)
     model.name, model.options = name, merged
     return model
@@ -128,7 +134,8 @@ def load_model(directory: str | Path) -> Model:
     if not manifest_path.exists():
         raise InputError(f"no {MODEL_FILE} here; expected a folder written by mhaudit train", path=directory)
     manifest = json.loads(manifest_path.read_text())
-    model = create(manifest["name"], **manifest["options"])
+    # models saved before Progress reached `fit` recorded a `progress` flag among their options
+    model = create(manifest["name"], **{k: v for k, v in manifest["options"].items() if k != "progress"})
     model.classes = list(manifest["classes"])
     model.load_artifacts(directory)
     return model

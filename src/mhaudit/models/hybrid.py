@@ -37,6 +37,7 @@ from torch import nn
 from transformers import AutoModel, AutoTokenizer
 
 from mhaudit.core.errors import InputError
+from mhaudit.core.progress import Progress
 from mhaudit.models.base import register
 from mhaudit.models.checkpoints import (
     HF_DIR,
@@ -54,7 +55,7 @@ from mhaudit.models.training_loop import NO_VALIDATION, TrainingRun, train_epoch
 
 DEFAULTS = dict(checkpoint="minilm", max_length=64, attention=False, lstm_hidden=128, lstm_layers=1, dropout=0.1,
                 freeze_encoder=True, encoder_lr=2e-5, lr=1e-3, weight_decay=1e-4, max_grad_norm=0.0, epochs=5,
-                patience=3, batch_size=16, eval_batch_size=64, seed=42, device="auto", progress=True)
+                patience=3, batch_size=16, eval_batch_size=64, seed=42, device="auto")
 HEAD_FILE = "hybrid-head.pt"
 STATE_FILE = "hybrid-history.json"
 
@@ -73,7 +74,7 @@ class HybridClassifier:
                  lstm_hidden: int = 128, lstm_layers: int = 1, dropout: float = 0.1, freeze_encoder: bool = True,
                  encoder_lr: float = 2e-5, lr: float = 1e-3, weight_decay: float = 1e-4, max_grad_norm: float = 0.0,
                  epochs: int = 5, patience: int = 3, batch_size: int = 16, eval_batch_size: int = 64,
-                 seed: int = 42, device: str = "auto", progress: bool = True):
+                 seed: int = 42, device: str = "auto"):
         for key, value in dict(max_length=max_length, lstm_hidden=lstm_hidden, lstm_layers=lstm_layers,
                                epochs=epochs, batch_size=batch_size, eval_batch_size=eval_batch_size).items():
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -92,7 +93,7 @@ class HybridClassifier:
         self.freeze_encoder, self.encoder_lr = bool(freeze_encoder), encoder_lr
         self.lr, self.weight_decay = lr, weight_decay
         self.max_grad_norm, self.epochs, self.patience = max_grad_norm, epochs, patience
-        self.batch_size, self.eval_batch_size, self.seed, self.progress = batch_size, eval_batch_size, seed, progress
+        self.batch_size, self.eval_batch_size, self.seed = batch_size, eval_batch_size, seed
         self.device = resolve_device(device)
         self.autocast = self.device.type == "cuda" and torch.cuda.is_bf16_supported()
         self.name = "bert-lstm-attention" if attention else "bert-lstm"
@@ -173,8 +174,9 @@ class HybridClassifier:
             in_batches(order, self.eval_batch_size, run, device=self.device, notes=self.notes)
 
     # ------------------------------------------------------------------ training
-    def fit(self, train: pd.DataFrame, classes: list[str]) -> HybridClassifier:
-        """Train on rows with split 'train'; rows with split 'val' choose the epoch (early stopping)."""
+    def fit(self, train: pd.DataFrame, classes: list[str], *, progress: Progress | None = None) -> HybridClassifier:
+        """Train on rows with split 'train'; rows with split 'val' choose the epoch (early stopping). Each epoch
+        is a stage of `progress` whose steps are the batches."""
         classes = list(classes)
         (texts, codes), val, ignored = training_split(train, classes)
         self.classes, self.notes, self.history, self.best_epoch, self.encode_seconds = classes, [], [], None, 0.0
@@ -185,7 +187,7 @@ class HybridClassifier:
         self.head = self._new_head(len(classes))
         self.notes.append("encoder frozen: token states computed once, only the BiLSTM head trains"
                           if self.freeze_encoder else f"encoder fine-tuned at lr {self.encoder_lr}")
-        self._train(texts, codes, val)
+        self._train(texts, codes, val, progress)
         return self
 
     def _optimizer(self) -> torch.optim.Optimizer:
@@ -194,7 +196,7 @@ class HybridClassifier:
             groups.append({"params": [p for p in self.encoder.parameters() if p.requires_grad], "lr": self.encoder_lr})
         return torch.optim.Adam(groups, lr=self.lr, weight_decay=self.weight_decay)
 
-    def _train(self, texts: list[str], codes: np.ndarray, val) -> None:
+    def _train(self, texts: list[str], codes: np.ndarray, val, progress: Progress | None) -> None:
         ids = self._tokenize(texts)
         labels = torch.as_tensor(codes, dtype=torch.long)
         cached = val_cached = None
@@ -213,7 +215,7 @@ class HybridClassifier:
             rows=len(ids), batch_size=self.batch_size, epochs=self.epochs, seed=self.seed, patience=self.patience,
             max_grad_norm=self.max_grad_norm, optimizer=self._optimizer(), modules=modules, batch_loss=batch_loss,
             val_macro_f1=None if val is None else lambda: self._val_macro_f1(val, val_cached),
-            label=self.name, progress=self.progress), self.history, self.notes)
+            label=f"train {self.name} seed {self.seed}", progress=progress), self.history, self.notes)
         if val is None:
             self.notes.append(NO_VALIDATION)
 

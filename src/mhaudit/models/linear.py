@@ -14,6 +14,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 
 from mhaudit.core.errors import InputError
+from mhaudit.core.progress import Progress
 from mhaudit.models.base import register
 from mhaudit.stats.calibration import fit_temperature
 
@@ -65,9 +66,10 @@ class TfidfLogistic:
         )
         self.classes: list[str] = []
 
-    def fit(self, train: pd.DataFrame, classes: list[str]) -> TfidfLogistic:
+    def fit(self, train: pd.DataFrame, classes: list[str], *, progress: Progress | None = None) -> TfidfLogistic:
         """Fit on the train rows; with `calibrate` and a val split present, fit a temperature on val so
-        the model is calibrated on its home platform (regularised TF-IDF models are underconfident)."""
+        the model is calibrated on its home platform (regularised TF-IDF models are underconfident).
+        `progress` is not told anything: a fit takes seconds."""
         self.classes = list(classes)
         val = train["split"] == "val" if "split" in train else pd.Series(False, index=train.index)
         fit_rows = train[~val] if self.params["calibrate"] and val.any() else train

@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.core.errors import InputError
+from mhaudit.core.progress import Progress
 from mhaudit.models.base import register
 
 EPS = 1e-12
@@ -83,7 +84,8 @@ class LLMClassifier:
         self.notes: list[str] = []
         self.prompt_hash: str | None = None
 
-    def fit(self, train: pd.DataFrame, classes: list[str]) -> LLMClassifier:
+    def fit(self, train: pd.DataFrame, classes: list[str], *, progress: Progress | None = None) -> LLMClassifier:
+        """Keep the classes and draw the k-shot examples (`progress` is not told anything: nothing is asked)."""
         if len(classes) != 2:
             raise InputError(f"llm-zero-shot is a binary classifier (answers 1 or 0); got {len(classes)} classes "
                              f"({', '.join(classes)}); map the corpus to two classes, the positive one last")

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from mhaudit.core.errors import InputError
+from mhaudit.core.progress import Progress, ensure
 from mhaudit.models import create, load_model, save_model, training_seeds
 from mhaudit.models.base import MODEL_FILE
 from mhaudit.tables.corpus.schema import Corpus
@@ -48,28 +49,32 @@ def default_platform(corpus: Corpus) -> str:
 
 
 def train_platform(corpus: Corpus, platform: str | None, model_name: str, seeds, out: Path,
-                   options: dict | None = None, log=print) -> list[Path]:
+                   options: dict | None = None, progress: Progress | None = None) -> list[Path]:
     """`mhaudit train`: fit `model_name` on the train rows of `platform` (None: `default_platform`), its val
     rows given to the model too (early stopping, temperature), one folder out/seed-<s>/ per seed; a
-    deterministic model once, for the first seed. Finished seeds are kept. Logs rows and speed per seed."""
+    deterministic model once, for the first seed. Finished seeds are kept. Each seed is a stage of `progress`;
+    its rows and speed are a note."""
+    progress = ensure(progress)
     platform = platform or default_platform(corpus)
     rows = training_rows(corpus, platform)
     n_train = int((rows["split"] == "train").sum())
     seeds, note = training_seeds(model_name, seeds)
     if note:
-        log(note)
+        progress.note(note)
     folders = [Path(out) / f"seed-{seed}" for seed in seeds]
     for seed, folder in zip(seeds, folders, strict=True):
         if (folder / MODEL_FILE).exists():
-            log(f"seed {seed}: already trained in {folder}, kept")
+            progress.note(f"{model_name} seed {seed}: already trained in {folder}, kept")
             continue
         start = time.perf_counter()
-        model = create(model_name, **{**(options or {}), "seed": seed}).fit(rows, corpus.classes)
+        with progress.stage(f"train {model_name} seed {seed} on {platform}"):
+            model = create(model_name, **{**(options or {}), "seed": seed})
+            model.fit(rows, corpus.classes, progress=progress)
         seconds = time.perf_counter() - start
         save_model(model, folder)
-        log(f"seed {seed}: trained on {n_train:,} rows of {platform} ({len(rows) - n_train:,} validation rows for "
-            f"early stopping/temperature) in {seconds:.2f} s, {n_train / max(seconds, 1e-9):,.0f} training "
-            f"rows/s; saved to {folder}")
+        progress.note(f"{model_name} seed {seed}: trained on {n_train:,} rows of {platform} ({len(rows) - n_train:,} "
+                      f"validation rows for early stopping/temperature) in {seconds:.2f} s, "
+                      f"{n_train / max(seconds, 1e-9):,.0f} training rows/s; saved to {folder}")
     return folders
 
 

@@ -6,7 +6,7 @@ batch of `batch_size` rows, lets the model run its forward and backward passes (
 the gradient norm, steps the optimiser and the learning-rate schedule. With validation rows each epoch
 is scored by macro-F1; the best epoch's weights are kept (a CPU copy, loaded back at the end) and
 training stops after `patience` epochs without a better score (0: never). Without validation rows
-every epoch runs and the last is kept.
+every epoch runs and the last is kept. Each epoch is a stage of the run's `progress`, one step per batch.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+
+from mhaudit.core.progress import Progress, ensure
 
 NO_VALIDATION = "no validation rows (split 'val'): no early stopping, the last epoch is kept"
 
@@ -46,8 +48,8 @@ class TrainingRun:
     scheduler: torch.optim.lr_scheduler.LRScheduler | None = None  # stepped after each optimiser step
     entry: Callable[[int, float, float], dict] = epoch_entry  # (epoch, train_loss, train_seconds) -> entry
     unvalidated_note: str | None = None    # the last entry's `note` when there are no validation rows
-    label: str = "fit"                     # the progress bar's name for the run
-    progress: bool = True
+    label: str = "train"                   # what the run is, e.g. "train transformer seed 42": names its stages
+    progress: Progress | None = None       # each epoch a stage of one step per batch
 
 
 @dataclass
@@ -61,30 +63,22 @@ class _Best:
     stale: int = 0
 
 
-def progress_bar(enabled: bool):
-    """The rich progress bar of a training run (stderr), with a `loss` field; a no-op when not enabled."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(),
-                    console=Console(stderr=True), disable=not enabled)
-
-
 def train_epochs(run: TrainingRun, history: list[dict], notes: list[str]) -> int | None:
     """Train as the module says: one entry per epoch appended to `history` (`kept` marks the epoch whose
     weights the modules hold at the end), what a reader should know appended to `notes`. Returns the
     kept epoch, None without validation rows; the modules are left in eval mode."""
     first, best = len(history), _Best()
     shuffle = torch.Generator().manual_seed(run.seed)
-    with progress_bar(run.progress) as bar:
-        for epoch in range(1, run.epochs + 1):
-            entry = _train_epoch(run, epoch, shuffle, bar)
-            history.append(entry)
-            if run.val_macro_f1 is not None and _should_stop(run, best, epoch, entry["val_macro_f1"]):
-                notes.append(f"early stopping after epoch {epoch}: no better validation macro-F1 "
-                             f"for {best.stale} epoch(s) (patience {run.patience})")
-                break
+    progress = ensure(run.progress)
+    for epoch in range(1, run.epochs + 1):
+        with progress.stage(f"{run.label} epoch {epoch}/{run.epochs}", total=math.ceil(run.rows / run.batch_size)):
+            entry = _train_epoch(run, epoch, shuffle, progress)
+        history.append(entry)
+        if run.val_macro_f1 is not None and _should_stop(run, best, epoch, entry["val_macro_f1"]):
+            notes.append(f"early stopping after epoch {epoch}: no better validation macro-F1 "
+                         f"for {best.stale} epoch(s) (patience {run.patience})")
+            progress.note(f"{run.label}: {notes[-1]}")
+            break
     if run.val_macro_f1 is None:
         if run.unvalidated_note is not None:
             history[-1]["note"] = run.unvalidated_note
@@ -100,7 +94,7 @@ def train_epochs(run: TrainingRun, history: list[dict], notes: list[str]) -> int
     return best.epoch
 
 
-def _train_epoch(run: TrainingRun, epoch: int, shuffle: torch.Generator, bar) -> dict:
+def _train_epoch(run: TrainingRun, epoch: int, shuffle: torch.Generator, progress: Progress) -> dict:
     """One pass over the training rows in a new order, then the validation score; the epoch's entry."""
     start = time.perf_counter()
     for module in run.modules.values():
@@ -110,7 +104,6 @@ def _train_epoch(run: TrainingRun, epoch: int, shuffle: torch.Generator, bar) ->
     order = torch.randperm(n, generator=shuffle)
     params = [p for group in run.optimizer.param_groups for p in group["params"]]
     loss_sum = 0.0
-    task = bar.add_task(f"{run.label} epoch {epoch}/{run.epochs}", total=steps, loss="…")
     for step in range(steps):
         index = order[step * size:(step + 1) * size]
         loss = run.batch_loss(index)
@@ -121,15 +114,14 @@ def _train_epoch(run: TrainingRun, epoch: int, shuffle: torch.Generator, bar) ->
             run.scheduler.step()
         run.optimizer.zero_grad(set_to_none=True)
         loss_sum += loss * len(index)
-        if run.progress:
-            shown = {"loss": f"{float(loss_sum) / min(n, (step + 1) * size):.4f}"} if step % 10 == 9 else {}
-            bar.update(task, advance=1, **shown)
+        shown = run.progress is not None and step % 10 == 9  # the running loss: float() waits for the device
+        progress.advance(status=f"loss {float(loss_sum) / min(n, (step + 1) * size):.4f}" if shown else None)
     entry = run.entry(epoch, float(loss_sum) / n, time.perf_counter() - start)
     if run.val_macro_f1 is not None:
         entry["val_macro_f1"] = float(run.val_macro_f1())
     entry["seconds"] = time.perf_counter() - start
-    bar.update(task, loss=f"{entry['train_loss']:.4f}" + (
-        f"  val macro-F1 {entry['val_macro_f1']:.3f}" if run.val_macro_f1 is not None else ""))
+    progress.note(f"{run.label} epoch {epoch}/{run.epochs}: train loss {entry['train_loss']:.4f}" + (
+        f", validation macro-F1 {entry['val_macro_f1']:.3f}" if run.val_macro_f1 is not None else ""))
     return entry
 
 

@@ -29,6 +29,7 @@ from sklearn.metrics import f1_score
 from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
 from mhaudit.core.errors import InputError
+from mhaudit.core.progress import Progress
 from mhaudit.models.base import register
 from mhaudit.models.checkpoints import (
     HF_DIR,
@@ -45,7 +46,7 @@ from mhaudit.models.training_loop import NO_VALIDATION, TrainingRun, train_epoch
 
 DEFAULTS = dict(checkpoint="minilm", max_length=64, lr=2e-5, weight_decay=0.01, warmup_ratio=0.1,
                 max_grad_norm=1.0, epochs=5, patience=2, batch_size=32, eval_batch_size=64, seed=42,
-                device="auto", progress=True)
+                device="auto")
 STATE_FILE = "transformer-history.json"
 
 
@@ -67,7 +68,7 @@ class TransformerClassifier:
     def __init__(self, *, checkpoint: str = "minilm", max_length: int = 64, lr: float = 2e-5,
                  weight_decay: float = 0.01, warmup_ratio: float = 0.1, max_grad_norm: float = 1.0,
                  epochs: int = 5, patience: int = 2, batch_size: int = 32, eval_batch_size: int = 64,
-                 seed: int = 42, device: str = "auto", progress: bool = True):
+                 seed: int = 42, device: str = "auto"):
         for key, value in dict(max_length=max_length, epochs=epochs, batch_size=batch_size,
                                eval_batch_size=eval_batch_size).items():
             if not isinstance(value, int) or value < 1:
@@ -78,14 +79,14 @@ class TransformerClassifier:
             raise InputError("transformer options lr must be > 0, weight_decay and max_grad_norm >= 0")
         self.checkpoint, self.max_length, self.lr, self.weight_decay = str(checkpoint), max_length, lr, weight_decay
         self.warmup_ratio, self.max_grad_norm, self.epochs, self.patience = warmup_ratio, max_grad_norm, epochs, patience
-        self.batch_size, self.eval_batch_size, self.seed, self.progress = batch_size, eval_batch_size, seed, progress
+        self.batch_size, self.eval_batch_size, self.seed = batch_size, eval_batch_size, seed
         self.device = resolve_device(device)
         self.autocast = self.device.type == "cuda" and torch.cuda.is_bf16_supported()
         self.name = "transformer"
         self.options = dict(checkpoint=self.checkpoint, max_length=max_length, lr=lr, weight_decay=weight_decay,
                             warmup_ratio=warmup_ratio, max_grad_norm=max_grad_norm, epochs=epochs,
                             patience=patience, batch_size=batch_size, eval_batch_size=eval_batch_size,
-                            seed=seed, device=device, progress=progress)
+                            seed=seed, device=device)
         self.classes: list[str] = []
         self.hf_model = None
         self.tokenizer = None
@@ -94,10 +95,12 @@ class TransformerClassifier:
         self.best_epoch: int | None = None
 
     # ------------------------------------------------------------------ training
-    def fit(self, train: pd.DataFrame, classes: list[str]) -> TransformerClassifier:
+    def fit(self, train: pd.DataFrame, classes: list[str], *,
+            progress: Progress | None = None) -> TransformerClassifier:
         """Fine-tune on rows with split 'train'; rows with split 'val' choose the epoch (early stopping).
 
-        Without a split column every row trains. Other splits (test, calibration) are ignored.
+        Without a split column every row trains. Other splits (test, calibration) are ignored. Each epoch is
+        a stage of `progress` whose steps are the batches.
         """
         classes = list(classes)
         (texts, codes), val, ignored = training_split(train, classes)
@@ -106,10 +109,10 @@ class TransformerClassifier:
             self.notes.append(f"{ignored} row(s) with a split other than train/val were not used")
         seed_everything(self.seed)
         self._load_checkpoint(len(classes))
-        self._train(texts, codes, epochs=self.epochs, val=val, stage="fit")
+        self._train(texts, codes, epochs=self.epochs, val=val, stage="fit", progress=progress)
         return self
 
-    def adapt(self, rows: pd.DataFrame, epochs: int = 3) -> TransformerClassifier:
+    def adapt(self, rows: pd.DataFrame, epochs: int = 3, *, progress: Progress | None = None) -> TransformerClassifier:
         """A copy fine-tuned `epochs` more epochs on every row given (paper section 4.6: a target
         platform's calibration split), with the same optimiser settings and a fresh warm-up schedule,
         no early stopping. `self` is left unchanged."""
@@ -124,7 +127,7 @@ class TransformerClassifier:
         twin.notes.append(f"adapted on {len(texts)} row(s) for {epochs} epoch(s); the last epoch is kept"
                           + (f"; no adaptation rows of class(es) {', '.join(absent)}" if absent else ""))
         seed_everything(self.seed)
-        twin._train(texts, codes, epochs=epochs, val=None, stage="adapt")
+        twin._train(texts, codes, epochs=epochs, val=None, stage="adapt", progress=progress)
         return twin
 
     def _load_checkpoint(self, num_labels: int) -> None:
@@ -168,7 +171,8 @@ class TransformerClassifier:
         except (RuntimeError, TypeError, ValueError):
             return torch.optim.AdamW(groups, lr=self.lr)
 
-    def _train(self, texts: list[str], codes: np.ndarray, *, epochs: int, val, stage: str) -> None:
+    def _train(self, texts: list[str], codes: np.ndarray, *, epochs: int, val, stage: str,
+               progress: Progress | None) -> None:
         ids = self._tokenize(texts)
         labels = torch.as_tensor(codes, dtype=torch.long)
         steps = math.ceil(len(ids) / self.batch_size)
@@ -195,7 +199,8 @@ class TransformerClassifier:
             val_macro_f1=None if val is None else lambda: self._val_macro_f1(*val),
             unvalidated_note=("no validation rows: the last epoch's weights are kept" if stage == "fit"
                               else "adaptation: the last epoch's weights are kept"),
-            label=stage, progress=self.progress), self.history, self.notes)
+            label=f"{'train' if stage == 'fit' else stage} {self.name} seed {self.seed}", progress=progress),
+            self.history, self.notes)
         if val is not None:
             self.best_epoch = kept
         elif stage == "fit":

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from mhaudit.cli import app
 from mhaudit.core.errors import InputError
+from mhaudit.core.progress import Progress
 from mhaudit.tables.label_store import LabelStore
 from mhaudit.weak_supervision.labelers.llm import label_items
 from mhaudit.weak_supervision.labelers.llm_answers import parse_answer
@@ -162,16 +163,14 @@ def test_server_dying_mid_run_stops_the_run_and_keeps_answers(tmp_path, items):
     store = LabelStore(tmp_path / "l.sqlite")
     backend = OpenAIBackend(server.url, policy=RetryPolicy(1, 0.0))
     backend._sleep = lambda s: None
-    seen = []
 
-    def on_result(item_id, answer, report):
-        seen.append(item_id)
-        if len(seen) == 5:
+    def on_event(event):
+        if event.kind == "advance" and event.done == 5:
             server.close()  # the server goes away after 5 answers
 
     with pytest.raises(ServerUnreachable) as caught:
         label_items(items, task="si", store=store, backend=backend, prompt=load_prompt("si"), concurrency=1,
-                    on_result=on_result)
+                    progress=Progress(on_event))
     answered = caught.value.report.n_answered
     assert answered in (5, 6) and len(store.frame()) == answered == state["n"]  # nothing answered was lost
     assert f"cannot reach the openai server at {server.url}" in str(caught.value)

@@ -60,7 +60,7 @@ def audit_estimate(inputs: EstimateInputs, options: EstimateOptions, *, syntheti
     estimates, priors, shift = [], [], []
     for ref_key, ref_frame, key, frame in _pairs(reference, targets):
         keys = {"model": ref_key[0], "seed": ref_key[1], "reference": ref_key[3], "platform": key[2], "dataset": key[3]}
-        with progress.stage(f"estimate {key[0]} on {key[3]}"):
+        with progress.stage(f"estimate {key[0]} seed {key[1]} on {key[3]}"):
             y_ref = pd.Categorical(ref_frame["label"], categories=classes).codes.astype(np.int64)
             pair = estimate_pair(y_ref, scores(ref_frame, classes), scores(frame, classes), n_boot=options.n_boot,
                                  rng=rng, seed=options.seed, domain_auc_cutoff=options.domain_auc_cutoff,

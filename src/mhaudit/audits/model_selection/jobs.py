@@ -101,10 +101,8 @@ def _hash_rows(ids: Sequence[str], labels: Sequence[str], texts: Sequence[str]) 
 
 
 def fit_options(specs: Sequence[ModelSpec], seed: int) -> dict[str, dict]:
-    """The options each model (by label) is made with: the run's seed, no progress bars for the neural
-    families, then the spec's own options."""
-    return {spec.label: {"seed": seed, **({"progress": False} if spec.family() != "other" else {}), **spec.options}
-            for spec in specs}
+    """The options each model (by label) is made with: the run's seed, then the spec's own options."""
+    return {spec.label: {"seed": seed, **spec.options} for spec in specs}
 
 
 def plan_jobs(folds: Sequence[Fold], specs: Sequence[ModelSpec], *, rows: pd.DataFrame, labels: np.ndarray,

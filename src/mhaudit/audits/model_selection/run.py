@@ -54,13 +54,13 @@ def audit_model_selection(corpus: Corpus, options: ModelSelectionOptions, *, tra
                              model_options=model_options, fingerprints=fingerprints, options=options)
     if options.cache_dir:
         Path(options.cache_dir).mkdir(parents=True, exist_ok=True)
-    def done(index: int, result: dict) -> None:
-        job, took = placed[index], "read from the cache" if result["cached"] else (
+    with progress.stage(f"{len(jobs)} fold jobs, seed {options.seed}", total=len(jobs)):
+        results = run_jobs(fit_and_predict, jobs, executor=options.executor, workers=options.workers,
+                           progress=progress)
+    for index, (job, result) in enumerate(zip(placed, results, strict=True)):
+        took = "read from the cache" if result["cached"] else (
             f"trained in {result['train_seconds']:.1f} s, predicted in {result['infer_seconds']:.1f} s")
-        progress.note(f"[{index + 1}/{len(jobs)}] {job.spec.label} · {job.fold.where}: {took}")
-
-    with progress.stage(f"fold jobs ({len(jobs)})"):
-        results = run_jobs(fit_and_predict, jobs, executor=options.executor, workers=options.workers, on_done=done)
+        progress.note(f"[{index + 1}/{len(jobs)}] {job.spec.label} seed {options.seed} · {job.fold.where}: {took}")
     fold_scores, predictions, notes = score_jobs(placed, results, rows=rows, sources=sources,
                                                  train_source=train_source, classes=classes, positive=positive,
                                                  negative=negative)

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 
 from mhaudit.core.errors import InputError
+from mhaudit.core.progress import Progress
 from mhaudit.weak_supervision.collect.jetstream import (
     Event,
     MalformedFrame,
@@ -120,6 +121,11 @@ class CollectStats:
     def as_dict(self) -> dict:
         return {**asdict(self), "events_per_s": self.events_per_s}
 
+    def status(self) -> str:  # for a progress display
+        return (f"{self.events:,} events ({self.events_per_s:,.0f}/s) · posts {self.posts:,} · matched "
+                f"{self.matched:,} · stored {self.stored:,} · malformed {self.malformed:,} · reconnects "
+                f"{max(0, self.connections - 1)} · {self.elapsed_s:,.0f} s")
+
 
 class PostFilter:
     """Keeps posts in the wanted languages (by the record's `langs`), replies by option, that match a lexicon;
@@ -164,11 +170,12 @@ class Collector:
 
     `wire`: a Wire, a name or 'auto' (`jetstream.choose_wires`); `self.wire` is the one in use, `wire_note` says
     how auto chose it. `clock`/`sleep`: the real ones by default; a simulation passes its own (no real waits).
+    `run()` advances `progress` (in the caller's stage) by the posts stored, every `progress_every_s`, with `status()`.
     """
 
     def __init__(self, store: PostStore, post_filter: PostFilter, *, wire: Wire | str = "auto",
                  relay: str | None = None, options: CollectOptions | None = None,
-                 progress: Callable[[CollectStats], None] | None = None, progress_every_s: float = 0.5,
+                 progress: Progress | None = None, progress_every_s: float = 0.5,
                  seed: int | None = None, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], object] | None = None):
         wires = choose_wires(relay, wire)
@@ -190,6 +197,7 @@ class Collector:
         self._clock, self._sleep = clock, sleep or self._stop.wait
         self._rng = random.Random(seed)
         self._started = self._last_flush = self._last_progress = clock()
+        self._told = 0  # posts stored when `progress` was last told
 
     def _use_wire(self, wire: Wire) -> None:
         """Adopt `wire` and its saved cursor (at construction, and on an auto fallback before any event)."""
@@ -262,9 +270,9 @@ class Collector:
             if now - self._last_flush >= flush_every:
                 self.flush()
             if self.progress is not None and now - self._last_progress >= progress_every:
-                self._last_progress = now
-                self.stats.elapsed_s = now - self._started
-                self.progress(self.stats)
+                self._last_progress, self.stats.elapsed_s = now, now - self._started
+                self.progress.advance(self.stats.stored - self._told, status=self.stats.status())
+                self._told = self.stats.stored
             reason = self._stop_reason(now)
             if reason:
                 return reason

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.core.errors import InputError
+from mhaudit.core.progress import Progress, ensure
 from mhaudit.weak_supervision.labelers.llm_answers import Answer
 from mhaudit.weak_supervision.labelers.llm_backends import Backend
 from mhaudit.weak_supervision.labelers.llm_retry import RequestFailed, ServerRejected, ServerUnreachable, brief
@@ -119,14 +120,16 @@ def check_run_options(concurrency: int, limit: int | None) -> None:
 
 def label_items(items: pd.DataFrame, *, task: str, store, backend: Backend, prompt: Prompt,
                 examples: Sequence[Example] = (), labeler: str | None = None, concurrency: int = 4,
-                limit: int | None = None, on_result: Callable[[str, Answer | None, RunReport], None] | None = None,
-                on_start: Callable[[RunReport], None] | None = None) -> RunReport:
+                limit: int | None = None, progress: Progress | None = None) -> RunReport:
     """Label every item not yet labelled for (task, labeler); each answer is stored as soon as it comes.
 
     `items` has columns id and text. `store` is a `mhaudit.tables.label_store.LabelStore`. Raises ServerUnreachable /
     ServerRejected (after storing everything answered so far) when the run cannot go on; a KeyboardInterrupt
     stops submitting, lets the requests in flight finish and store, and is re-raised with `report.interrupted`.
+    Either exception carries the run's report as `.report`. The run is a stage of `progress`, one step per
+    item asked (its status: the invalid, failed and positive counts); what it will do is a note first.
     """
+    progress = ensure(progress)
     check_run_options(concurrency, limit)
     backend.prepare()
     labeler = labeler or _labeler_name(backend.model)
@@ -134,12 +137,17 @@ def label_items(items: pd.DataFrame, *, task: str, store, backend: Backend, prom
     report = RunReport(task=task, labeler=labeler, prompt_hash=digest, backend=backend.name, url=backend.url,
                        constrain=backend.constrain, shots=len(examples), n_items=len(items), notes=list(backend.notes))
     todo = _todo(items, store, report, limit)
-    if on_start:
-        on_start(report)
-    labelling = _Labelling(store, backend, prompt, examples, report, on_result)
+    progress.note(f"labelling {report.n_todo} of {report.n_items} items for task '{task}' with {labeler} "
+                  f"({report.backend} at {report.url}, constrain {report.constrain}, {report.shots}-shot, prompt "
+                  f"{digest[:12]}); {report.n_skipped} already labelled")
+    labelling = _Labelling(store, backend, prompt, examples, report, progress)
     start = time.perf_counter()
     try:
-        fatal = labelling.run(todo, concurrency)
+        with progress.stage(f"label {task} with {labeler}", total=report.n_todo):
+            fatal = labelling.run(todo, concurrency)
+    except KeyboardInterrupt as stop:
+        stop.report = report  # type: ignore[attr-defined]
+        raise
     finally:
         report.wall_s = time.perf_counter() - start
         _stored(report, store)
@@ -183,9 +191,9 @@ class _Labelling:
     """One run's requests: a thread pool asks and stores each item; the answers are counted into the report."""
 
     def __init__(self, store, backend: Backend, prompt: Prompt, examples: Sequence[Example], report: RunReport,
-                 on_result: Callable[[str, Answer | None, RunReport], None] | None):
+                 progress: Progress):
         self.store, self.backend, self.prompt, self.examples = store, backend, prompt, examples
-        self.report, self.on_result = report, on_result
+        self.report, self.progress = report, progress
         self.lock = threading.Lock()
 
     def run(self, todo: pd.DataFrame, concurrency: int) -> BaseException | None:
@@ -234,8 +242,7 @@ class _Labelling:
             with self.lock:
                 report.n_failed += 1
                 report.failures.append(f"{item_id}: {exc}")
-            if self.on_result:
-                self.on_result(item_id, None, report)
+            self._advance()
             return
         with self.lock:
             report.n_answered += 1
@@ -243,8 +250,13 @@ class _Labelling:
             report.n_positive += answer.value == 1
             report.n_retried += answer.attempts > 1
             report.latencies_ms.append(answer.latency_ms)
-        if self.on_result:
-            self.on_result(item_id, answer, report)
+        self._advance()
+
+    def _advance(self) -> None:
+        report = self.report
+        rate = report.n_answered / max(1, report.n_answered + report.n_failed)
+        self.progress.advance(status=f"invalid {report.n_invalid} failed {report.n_failed} positive "
+                                     f"{report.n_positive} ({rate:.0%} answered)")
 
     def _drain(self, pending: dict[Future, str]) -> None:
         """After Ctrl-C: cancel what has not started; let the requests in flight finish and store."""
