@@ -319,13 +319,14 @@ def transfer_matrix(predictions: dict[str, list[pd.DataFrame]], classes: list[st
     from mhaudit.stats.auc import macro_auc
     from mhaudit.stats.calibration import ece, softmax
     from mhaudit.stats.f1 import macro_f1, tallies
+    from mhaudit.tables.corpus.schema import label_codes
     from mhaudit.tables.predictions import scores
 
     rows = []
     for train_platform, tables in predictions.items():
         frame = pd.concat(tables, ignore_index=True)
         for (model, seed, platform, dataset), g in frame.groupby(["model", "seed", "platform", "dataset"]):
-            y = pd.Categorical(g["label"], categories=classes).codes
+            y = label_codes(g["label"], classes)
             probs = softmax(scores(g, classes))
             rows.append({"model": model, "seed": seed, "train_platform": train_platform, "platform": platform,
                          "dataset": dataset, "n": len(g), "macro_auc": macro_auc(y, probs, len(classes)),

@@ -129,5 +129,12 @@ def macro_auc(y_codes, probs, n_classes: int) -> float:
     missing = [k for k in range(n_classes) if not 0 < (y == k).sum() < y.size]
     if missing:
         warn_undefined(f"macro-AUC undefined: class(es) {missing} lack positives or negatives; NaN returned")
+    return _macro_auc(y, probs, n_classes)
+
+
+def _macro_auc(y: np.ndarray, probs: np.ndarray, n_classes: int) -> float:
+    """`macro_auc` for inputs validated at the door (codes in range, finite scores): no checks and no
+    warning, for hot paths whose caller records the reason (NaN when a class lacks positives or negatives)."""
+    if any(not 0 < (y == k).sum() < y.size for k in range(n_classes)):
         return NAN
     return float(np.mean([auc_only(y == k, probs[:, k]) for k in range(n_classes)]))

@@ -23,6 +23,7 @@ from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.report.result import AuditResult, Section, digest_frame, provenance, verdict, verdict_table
 from mhaudit.stats.ppi import pool_estimates
+from mhaudit.tables.corpus.schema import label_codes
 from mhaudit.tables.predictions import PredictionSet
 
 __all__ = ["AXIS", "ESTIMATORS", "CertifyOptions", "certify_on_target"]
@@ -107,7 +108,7 @@ def certify_on_target(labels: pd.DataFrame, sample: pd.DataFrame, design: pd.Dat
     sample_ids, pool_ids = set(sample["item_id"].astype(str)), set(design["item_id"])
     ref, description, elsewhere = _human_reference(labels, options, sample_ids, pool_ids)
     value_class = _classes_of_values(classes, options.positive)
-    pred = pd.Categorical(design["predicted"], categories=classes).codes.astype(np.int64)
+    pred = label_codes(design["predicted"], classes)
     probs = design[[f"posterior_{c}" for c in classes]].to_numpy(dtype=float)
     names = list(dict.fromkeys(design["stratum"]))
     strata = design["stratum"].map({n: i for i, n in enumerate(names)}).to_numpy()

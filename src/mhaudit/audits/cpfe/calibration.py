@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.audits.cpfe.groups import Group
-from mhaudit.stats.auc import macro_auc
+from mhaudit.stats.auc import _macro_auc
 from mhaudit.stats.calibration import (
     brier,
     classwise_ece,
@@ -124,12 +124,12 @@ def temperature_row(group: Group, n_classes: int, n_bins: int, fraction: float, 
         **group.key(), "n": group.n, "calibration_source": source, "n_calibration": int(cal.sum()),
         "n_evaluated": int(rest.sum()),
         "temperature": t, "ece_before": ece(before, y, n_bins), "ece_after": ece(after, y, n_bins),
-        "auc_before": macro_auc(y, before, n_classes), "auc_after": macro_auc(y, after, n_classes),
+        "auc_before": _macro_auc(y, before, n_classes), "auc_after": _macro_auc(y, after, n_classes),
         "accuracy_before": float((before.argmax(1) == y).mean()), "accuracy_after": float((after.argmax(1) == y).mean()),
         "crossfit_folds": folds, "crossfit_temperature_mean": float(np.mean(temps)),
         "crossfit_ece_after": ece(crossfit_probs, group.y, n_bins) if crossfit_probs is not None else np.nan,
-        "crossfit_delta_auc": macro_auc(group.y, crossfit_probs, n_classes) - macro_auc(group.y, group.probs, n_classes)
-        if crossfit_probs is not None else np.nan,
+        "crossfit_delta_auc": (_macro_auc(group.y, crossfit_probs, n_classes)
+                               - _macro_auc(group.y, group.probs, n_classes)) if crossfit_probs is not None else np.nan,
         "reason": "",
         "note": "; ".join(dict.fromkeys(str(w.message) for w in caught)),
     }

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from mhaudit.audits.cpfe.groups import Group
-from mhaudit.stats.auc import macro_auc, per_class_auc
+from mhaudit.stats.auc import _macro_auc, per_class_auc
 from mhaudit.stats.f1 import _macro_f1, _scores, _tallies, weighted_f1
 
 
@@ -20,8 +20,8 @@ def discrimination_rows(group: Group, reference: Group, classes: list[str]) -> d
     """The group's discrimination row. F1 by mhaudit.stats.f1's kernels: the PredictionSet validated the codes."""
     k = len(classes)
     majority = np.full_like(group.y, np.bincount(group.y, minlength=k).argmax())
-    auc = macro_auc(group.y, group.probs, k)
-    ref_auc = macro_auc(reference.y, reference.probs, k)
+    auc = _macro_auc(group.y, group.probs, k)
+    ref_auc = _macro_auc(reference.y, reference.probs, k)
     tallies = _tallies(group.y, group.pred, k)
     f1 = _scores(tallies)["f1"]
     present = np.unique(group.y)

@@ -16,7 +16,7 @@ from itertools import combinations
 import numpy as np
 
 from mhaudit.audits.cpfe.groups import Group, pairing
-from mhaudit.stats.auc import macro_auc, paired_delong
+from mhaudit.stats.auc import _macro_auc, paired_delong
 from mhaudit.stats.bootstrap import bias_corrected, bootstrap_macro_auc, resample_counts, summarise
 from mhaudit.stats.calibration import bootstrap_ece, ece
 
@@ -113,7 +113,7 @@ def platform_pair_rows(groups: list[Group], boot: dict[int, np.ndarray], n_class
     for (model, seed), members in families.items():
         family = []
         for a, b in combinations(members, 2):
-            auc_a, auc_b = macro_auc(a.y, a.probs, n_classes), macro_auc(b.y, b.probs, n_classes)
+            auc_a, auc_b = _macro_auc(a.y, a.probs, n_classes), _macro_auc(b.y, b.probs, n_classes)
             pooled = float(np.hypot(se[id(a)]["se"], se[id(b)]["se"]))  # independent test sets
             diff = auc_a - auc_b
             z, p = _z_test(diff, pooled)
@@ -152,7 +152,7 @@ def model_pair_rows(groups: list[Group], boot: dict[int, np.ndarray], classes: l
                 rows.append({**base, "test": "paired", "class": "", "reason": why_not})
                 continue
             stats = summarise(boot[id(a)] - boot[id(b)])
-            diff = macro_auc(a.y, a.probs, k) - macro_auc(b.y, b.probs, k)
+            diff = _macro_auc(a.y, a.probs, k) - _macro_auc(b.y, b.probs, k)
             z, p = _z_test(diff, stats["se"])
             rows.append({**base, "test": "paired bootstrap, macro-AUC", "class": "", "difference": diff,
                          "se": stats["se"], "z": z, "p": p, "n_boot": stats["n_boot"], "reason": ""})
