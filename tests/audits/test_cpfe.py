@@ -371,13 +371,15 @@ def test_a_degenerate_temperature_is_its_own_verdict_and_no_repair():
 
 
 def test_the_predictions_are_validated_once_at_the_door(monkeypatch):
-    """The PredictionSet checks its frame when built; the audit splits it and computes without checking again:
-    one `check_predictions` per input, and the macro-AUCs (each re-checked its inputs before) enter no input
-    check. The one left per group is `per_class_auc`'s, a public function whose CIs the audit reports."""
+    """The PredictionSet checks its frame when built; the audit splits it and computes on it without checking
+    again: one `check_predictions` per input, and the macro-AUCs, per-class AUCs, ECEs and their bootstraps
+    (each of which re-checked its inputs before) call the unchecked kernels behind the public functions."""
     import mhaudit.stats.auc as auc
+    import mhaudit.stats.bootstrap as bootstrap
+    import mhaudit.stats.calibration as calibration
     import mhaudit.tables.predictions as predictions
 
-    calls = {"predictions": 0, "codes": 0}
+    calls = {"predictions": 0, "codes": 0, "probabilities": 0}
 
     def counted(name, function):
         def wrapper(*args, **kwargs):
@@ -386,12 +388,13 @@ def test_the_predictions_are_validated_once_at_the_door(monkeypatch):
         return wrapper
 
     monkeypatch.setattr(predictions, "check_predictions", counted("predictions", predictions.check_predictions))
-    monkeypatch.setattr(auc, "check_codes", counted("codes", auc.check_codes))
+    for module in (auc, bootstrap):
+        monkeypatch.setattr(module, "check_codes", counted("codes", module.check_codes))
+    monkeypatch.setattr(calibration, "_inputs", counted("probabilities", calibration._inputs))
     preds = synthetic_predictions(n=200, seeds=(0,))
     assert calls["predictions"] == 1
-    result = audit_cpfe(preds, CPFEOptions(reference="home", **FAST))
-    groups = len(result.table("discrimination"))
-    assert calls == {"predictions": 1, "codes": groups}  # per_class_auc only, once per group
+    audit_cpfe(preds, CPFEOptions(reference="home", **FAST))
+    assert calls == {"predictions": 1, "codes": 0, "probabilities": 0}
 
 
 def test_unlabelled_rows_are_refused_before_any_statistic():

@@ -101,6 +101,12 @@ def delong(y, score) -> tuple[float, float]:
     if m == 0 or n == 0:
         warn_undefined(f"AUC undefined: y has {'no positives' if m == 0 else 'no negatives'}; NaN returned")
         return float("nan"), float("nan")
+    return auc_and_variance(y, score)
+
+
+def auc_and_variance(y: np.ndarray, score: np.ndarray) -> tuple[float, float]:
+    """`delong` for validated inputs with both classes present: no checks."""
+    m, n = int(y.sum()), int((~y).sum())
     v10, v01 = placements(y, score)
     auc = float(v10.sum() / (m * n))
     return auc, _var(v10) / (n * n * m) + _var(v01) / (m * m * n)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from mhaudit.audits.cpfe.groups import Group
-from mhaudit.stats.auc import _macro_auc, per_class_auc
+from mhaudit.stats.auc import _macro_auc, _per_class_auc
 from mhaudit.stats.f1 import _macro_f1, _scores, _tallies, weighted_f1
 
 
@@ -50,7 +50,7 @@ def discrimination_rows(group: Group, reference: Group, classes: list[str]) -> d
 def per_class_rows(group: Group, classes: list[str]) -> list[dict]:
     f1 = _scores(_tallies(group.y, group.pred, len(classes)))["f1"]  # NaN: the class neither occurs nor is predicted
     rows = []
-    for stats in per_class_auc(group.y, group.probs, len(classes)):
+    for stats in _per_class_auc(group.y, group.probs, len(classes)):
         c = stats.pop("class_index")
         rows.append({**group.key(), "n": group.n, "class": classes[c], **stats,
                      "f1": float(f1[c])})

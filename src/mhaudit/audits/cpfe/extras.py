@@ -9,7 +9,7 @@ import pandas as pd
 
 from mhaudit.audits.cpfe.groups import Group
 from mhaudit.stats.auc import _macro_auc
-from mhaudit.stats.calibration import ece
+from mhaudit.stats.calibration import _top_label_ece
 from mhaudit.stats.label_shift import bbse_priors, em_priors
 
 CPFE_CLASSES = ["normal", "depression", "anxiety", "stress"]
@@ -78,10 +78,10 @@ def length_rows(groups: list[Group], words_of: dict[int, np.ndarray], classes: l
 def _after_correction(g: Group, corrected: np.ndarray | None, k: int, n_bins: int) -> dict:
     nan = float("nan")
     return {"macro_auc": _macro_auc(g.y, g.probs, k), "accuracy": float((g.pred == g.y).mean()),
-            "ece": ece(g.probs, g.y, n_bins),
+            "ece": _top_label_ece(g.probs, g.y, n_bins),
             "macro_auc_em_corrected": _macro_auc(g.y, corrected, k) if corrected is not None else nan,
             "accuracy_em_corrected": float((corrected.argmax(1) == g.y).mean()) if corrected is not None else nan,
-            "ece_em_corrected": ece(corrected, g.y, n_bins) if corrected is not None else nan}
+            "ece_em_corrected": _top_label_ece(corrected, g.y, n_bins) if corrected is not None else nan}
 
 
 def label_shift_rows(groups: list[Group], references: dict, classes: list[str], n_bins: int) -> list[dict]:

@@ -17,8 +17,8 @@ import numpy as np
 
 from mhaudit.audits.cpfe.groups import Group, pairing
 from mhaudit.stats.auc import _macro_auc, paired_delong
-from mhaudit.stats.bootstrap import bias_corrected, bootstrap_macro_auc, resample_counts, summarise
-from mhaudit.stats.calibration import bootstrap_ece, ece
+from mhaudit.stats.bootstrap import _bootstrap_macro_auc, bias_corrected, resample_counts, summarise
+from mhaudit.stats.calibration import _bootstrap_ece, _top_label_ece
 
 CORRECTIONS = ("bonferroni", "bh")
 
@@ -64,9 +64,9 @@ def _group_bootstrap(g: Group, counts: np.ndarray, n_classes: int, n_boot_auc: i
                      n_bins: int) -> tuple[int, np.ndarray, dict]:
     # ECE: the bias-corrected estimate and interval (stats.bootstrap.bias_corrected), not the plug-in's
     # percentile interval, which the plug-in point can fall below.
-    boot_ece = bootstrap_ece(g.probs, g.y, counts[:n_boot_ece], n_bins)
-    return (id(g), bootstrap_macro_auc(g.y, g.probs, n_classes, counts[:n_boot_auc]),
-            bias_corrected(ece(g.probs, g.y, n_bins), boot_ece, floor=0.0))
+    boot_ece = _bootstrap_ece(g.probs, g.y, counts[:n_boot_ece], n_bins)
+    return (id(g), _bootstrap_macro_auc(g.y, g.probs, n_classes, counts[:n_boot_auc]),
+            bias_corrected(_top_label_ece(g.probs, g.y, n_bins), boot_ece, floor=0.0))
 
 
 def _z_test(diff: float, se: float) -> tuple[float, float]:
