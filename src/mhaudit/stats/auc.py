@@ -83,8 +83,11 @@ def paired_delong(y, score_a, score_b) -> dict:
     (0.8889, 1.0, -0.1111, -0.707, 0.48)
     """
     y = check_binary(y)
-    score_a = check_scores(score_a, y.size, "score_a")
-    score_b = check_scores(score_b, y.size, "score_b")
+    return _paired_delong(y, check_scores(score_a, y.size, "score_a"), check_scores(score_b, y.size, "score_b"))
+
+
+def _paired_delong(y: np.ndarray, score_a: np.ndarray, score_b: np.ndarray) -> dict:
+    """`paired_delong` for a validated bool vector and finite scores: no checks."""
     out = {"auc_a": NAN, "auc_b": NAN, "diff": NAN, "se": NAN, "z": NAN, "p": NAN, "reason": _absent(y)}
     if out["reason"]:
         return out

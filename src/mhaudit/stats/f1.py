@@ -12,9 +12,9 @@ classes on the last axis and anything before it (resamples, thresholds, samples)
 Macro-F1 is the mean over *all* the classes (scikit-learn's `labels=range(k)`), never over those present
 only, and is undefined when any class's F1 is. An undefined value is NaN with an UndefinedStatisticWarning
 (docs/statistics.md); `zero_division=0` or `1` substitutes that value instead, without a warning, for a
-caller that asks for it (scikit-learn's default, which the TSS paper used). `_scores` and `_macro_f1` are
-the kernels: they trust their inputs and never warn, for hot paths whose caller validated the inputs and
-records the reason itself.
+caller that asks for it (scikit-learn's default, which the TSS paper used). `_scores`, `_macro_f1` and
+`_weighted_f1` are the kernels: they trust their inputs and never warn, for hot paths whose caller validated
+the inputs and records the reason itself.
 """
 
 from __future__ import annotations
@@ -91,6 +91,12 @@ def _checked(t: Tallies) -> Tallies:
     return t
 
 
+def _weighted_f1(t: Tallies) -> np.ndarray:
+    """Support-weighted F1 (kernel: no checks, no warning)."""
+    f1 = np.nan_to_num(_scores(t)["f1"])  # undefined only where the weight is 0
+    return divide((f1 * np.asarray(t.true, dtype=float)).sum(axis=-1), np.sum(t.true, axis=-1, dtype=float))
+
+
 def class_scores(t: Tallies, zero_division: float = math.nan) -> dict[str, np.ndarray]:
     """Precision, recall, F1 and support of each class (last axis) from `Tallies`; scikit-learn's
     `precision_recall_fscore_support(..., labels=range(k), zero_division=np.nan)` on labels.
@@ -137,10 +143,7 @@ def weighted_f1(t: Tallies) -> np.ndarray:
     >>> round(float(weighted_f1(tallies([0, 0, 1, 1, 1], [0, 1, 1, 1, 1], 3))), 4)  # class 2 weighs 0
     0.781
     """
-    t = _checked(t)
-    f1 = np.nan_to_num(_scores(t)["f1"])  # undefined only where the weight is 0
-    total = t.true.sum(axis=-1)
-    out = divide((f1 * t.true).sum(axis=-1), total)
+    out = _weighted_f1(_checked(t))
     if np.isnan(out).any():
         warn_undefined("weighted F1 undefined: no item has a true class; NaN returned")
     return out[()]

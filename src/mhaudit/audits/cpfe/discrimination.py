@@ -13,7 +13,7 @@ import numpy as np
 
 from mhaudit.audits.cpfe.groups import Group
 from mhaudit.stats.auc import _macro_auc, _per_class_auc
-from mhaudit.stats.f1 import _macro_f1, _scores, _tallies, weighted_f1
+from mhaudit.stats.f1 import _macro_f1, _scores, _tallies, _weighted_f1
 
 
 def discrimination_rows(group: Group, reference: Group, classes: list[str]) -> dict:
@@ -38,7 +38,7 @@ def discrimination_rows(group: Group, reference: Group, classes: list[str]) -> d
         **group.key(), "n": group.n, "is_reference": group is reference,
         "accuracy": float(np.average(group.y == group.pred)),  # sklearn's accuracy_score
         "macro_f1": float(_macro_f1(tallies)),
-        "weighted_f1": float(weighted_f1(tallies)),  # a class without support weighs 0
+        "weighted_f1": float(_weighted_f1(tallies)),  # a class without support weighs 0
         "macro_auc": auc,
         "delta_auc_pct": 100 * (auc - ref_auc) / ref_auc,
         "majority_macro_f1": float(_macro_f1(_tallies(group.y, majority, k))),

@@ -16,7 +16,7 @@ from itertools import combinations
 import numpy as np
 
 from mhaudit.audits.cpfe.groups import Group, pairing
-from mhaudit.stats.auc import _macro_auc, paired_delong
+from mhaudit.stats.auc import _macro_auc, _paired_delong
 from mhaudit.stats.bootstrap import _bootstrap_macro_auc, bias_corrected, resample_counts, summarise
 from mhaudit.stats.calibration import _bootstrap_ece, _top_label_ece
 
@@ -157,7 +157,7 @@ def model_pair_rows(groups: list[Group], boot: dict[int, np.ndarray], classes: l
             rows.append({**base, "test": "paired bootstrap, macro-AUC", "class": "", "difference": diff,
                          "se": stats["se"], "z": z, "p": p, "n_boot": stats["n_boot"], "reason": ""})
             for c, name in enumerate(classes):
-                d = paired_delong(a.y == c, a.probs[:, c], b.probs[:, c])
+                d = _paired_delong(a.y == c, a.probs[:, c], b.probs[:, c])
                 rows.append({**base, "test": "paired DeLong", "class": name, "difference": d["diff"],
                              "se": d["se"], "z": d["z"], "p": d["p"], "reason": d.get("reason", "")})
     return rows
