@@ -99,7 +99,7 @@ def _certify_inputs():
 
     target = simulate_scores(1500, [0.7, 0.3], platform="synthetic-away", seed=2)
     truth = target.frame.set_index("id")["label"]
-    target.frame["label"] = None
+    target = replace(target, frame=target.frame.assign(label=None))  # a new set: its codes follow
     items = pd.DataFrame({"id": target.frame["id"], "text": "synthetic post"})
     sample, design = certification_sample(pool_of(target), items, "t", 120, seed=0)
     labels = pd.DataFrame({"item_id": sample["item_id"], "task": "t", "labeler": "ann", "kind": "human",

@@ -368,3 +368,37 @@ def test_a_degenerate_temperature_is_its_own_verdict_and_no_repair():
     assert "near-uniform" in degenerate_temperature(3.0, flat)
     assert "at its search bound" in degenerate_temperature(float(np.exp(5.0)), flat)
     assert degenerate_temperature(1.3, np.array([[0.9, 0.1], [0.4, 0.6], [0.2, 0.8]])) == ""
+
+
+def test_the_predictions_are_validated_once_at_the_door(monkeypatch):
+    """The PredictionSet checks its frame when built; the audit splits it and computes on it without checking
+    again: one `check_predictions` per input, and the macro-AUCs, per-class AUCs, ECEs and their bootstraps
+    (each of which re-checked its inputs before) call the unchecked kernels behind the public functions."""
+    import mhaudit.stats.auc as auc
+    import mhaudit.stats.bootstrap as bootstrap
+    import mhaudit.stats.calibration as calibration
+    import mhaudit.tables.predictions as predictions
+
+    calls = {"predictions": 0, "codes": 0, "probabilities": 0}
+
+    def counted(name, function):
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return function(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(predictions, "check_predictions", counted("predictions", predictions.check_predictions))
+    for module in (auc, bootstrap):
+        monkeypatch.setattr(module, "check_codes", counted("codes", module.check_codes))
+    monkeypatch.setattr(calibration, "_inputs", counted("probabilities", calibration._inputs))
+    preds = synthetic_predictions(n=200, seeds=(0,))
+    assert calls["predictions"] == 1
+    audit_cpfe(preds, CPFEOptions(reference="home", **FAST))
+    assert calls == {"predictions": 1, "codes": 0, "probabilities": 0}
+
+
+def test_unlabelled_rows_are_refused_before_any_statistic():
+    frame = synthetic_predictions(n=50, models=("m1",), seeds=(0,)).frame
+    frame.loc[3, "label"] = None
+    with pytest.raises(InputError, match="row 4 of the predictions has no label"):
+        audit_cpfe(PredictionSet(frame, CLASSES), CPFEOptions(reference="home", **FAST))

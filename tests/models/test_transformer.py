@@ -22,6 +22,7 @@ from mhaudit.core.errors import InputError  # noqa: E402
 from mhaudit.core.progress import Progress  # noqa: E402
 from mhaudit.models import REGISTRY, create, load_model, save_model  # noqa: E402
 from mhaudit.models.base import MODEL_FILE  # noqa: E402
+from mhaudit.stats.undefined import UndefinedStatisticWarning  # noqa: E402
 from tests.models.tiny_bert import one_thread, tiny_bert  # noqa: E402, F401
 
 WORDS = {"calm": "sunny garden picnic", "sad": "hopeless empty lonely", "worry": "nervous panic restless"}
@@ -121,6 +122,18 @@ def test_early_stopping_keeps_the_best_epochs_weights(tiny_bert, monkeypatch):
     assert np.array_equal(m.predict_logits(PROBE), snapshots[1])
     assert not np.allclose(snapshots[3], snapshots[1])
     assert any("early stopping after epoch 4" in note for note in m.notes)
+
+
+def test_an_undefined_validation_macro_f1_beats_no_number(tiny_bert, monkeypatch):
+    """The one F1 (stats.f1) is NaN when a class is neither in the validation rows nor predicted: the first
+    epoch is kept only until a number comes."""
+    m = model(tiny_bert, epochs=3)
+    scripted = iter([float("nan"), 0.4, float("nan")])
+    monkeypatch.setattr(m, "_val_macro_f1", lambda texts, codes: next(scripted))
+    m.fit(frame(), CLASSES)
+    assert m.best_epoch == 2
+    with pytest.warns(UndefinedStatisticWarning, match="macro-F1 undefined"):  # one row: a class is in neither
+        assert np.isnan(type(m)._val_macro_f1(m, PROBE[:1], np.array([0])))
 
 
 def test_without_val_rows_the_last_epoch_is_kept_and_said(tiny_bert):

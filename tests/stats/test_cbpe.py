@@ -9,7 +9,8 @@ import pytest
 from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, roc_auc_score
 
 from mhaudit.stats.bcts import fit_bcts
-from mhaudit.stats.cbpe import draw_metrics, expected_confusion, expected_macro_auc, expected_metrics, macro_f1_from_confusion
+from mhaudit.stats.cbpe import draw_metrics, expected_confusion, expected_macro_auc, expected_metrics
+from mhaudit.stats.f1 import confusion_tallies, macro_f1
 from mhaudit.stats.cbpe_interval import cbpe_draws
 from mhaudit.stats.label_shift import em_priors, prior_corrected_probs
 
@@ -36,11 +37,11 @@ def test_one_hot_posteriors_give_the_realised_metrics():
     assert m["macro_auc"] == pytest.approx(auc, abs=1e-12)
 
 
-def test_macro_f1_from_confusion_matches_sklearn():
+def test_macro_f1_of_a_confusion_matrix_matches_sklearn():
     rng = np.random.default_rng(1)
     y, pred = rng.integers(0, 4, 300), rng.integers(0, 4, 300)
     cm = confusion_matrix(y, pred, labels=range(4)).astype(float)
-    assert macro_f1_from_confusion(cm) == pytest.approx(f1_score(y, pred, average="macro"), abs=1e-12)
+    assert macro_f1(confusion_tallies(cm)) == pytest.approx(f1_score(y, pred, average="macro"), abs=1e-12)
 
 
 def test_expected_confusion_and_auc_by_brute_force():

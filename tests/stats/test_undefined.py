@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 import mhaudit.stats
-from mhaudit.stats import (agreement, atc, auc, binary, bootstrap, calibration, cbpe, cluster_agreement, drift,
+from mhaudit.stats import (agreement, atc, auc, binary, bootstrap, calibration, cbpe, cluster_agreement, drift, f1,
                            fairness, label_shift, ppi, threshold_free, weak_metrics)
 from mhaudit.stats.undefined import UndefinedStatisticWarning, check_zero_division, divide
 
@@ -83,8 +83,12 @@ UNDEFINED = {
     "threshold_free.weighted_average_precision": (lambda: threshold_free.weighted_average_precision(Y, SCORE, COUNTS),
                                                   ["value"]),
     "threshold_free.pr_auc_gain": (lambda: threshold_free.pr_auc_gain(0.5, Y.mean()), ["value"]),
-    "cbpe.macro_f1_from_confusion": (lambda: cbpe.macro_f1_from_confusion(np.array([[N, 0], [0, 0]], float)),
-                                     ["value"]),
+    # class 1 neither occurs nor is predicted: its precision, recall and F1 are 0 / 0, and so macro-F1
+    "f1.class_scores": (lambda: {k: v[1] for k, v in f1.class_scores(f1.tallies(Y, PRED, 2)).items()},
+                        ["precision", "recall", "f1"]),
+    "f1.macro_f1": (lambda: f1.macro_f1(f1.tallies(Y, PRED, 2)), ["value"]),
+    "f1.macro_f1 (a confusion matrix)": (lambda: f1.macro_f1(f1.confusion_tallies([[N, 0], [0, 0]])), ["value"]),
+    "f1.macro_f1 (binary tallies)": (lambda: f1.macro_f1(f1.binary_tallies(0, 0, 0, N)), ["value"]),
     "cbpe.expected_macro_auc": (lambda: cbpe.expected_macro_auc(np.eye(2)[Y], PROBS), ["value"]),
     "cbpe.expected_metrics": (lambda: cbpe.expected_metrics(np.eye(2)[Y], PROBS), ["macro_f1", "macro_auc"]),
     "cbpe.draw_metrics": (lambda: {k: v[0] for k, v in cbpe.draw_metrics(np.eye(2)[Y][None], PROBS,
@@ -111,6 +115,8 @@ DEFINED = {
     "label_shift.prior_corrected_probs": lambda: label_shift.prior_corrected_probs(PROBS, [0.5, 0.5], [0.9, 0.1]),
     "label_shift.em_priors": lambda: label_shift.em_priors(PROBS, [0.5, 0.5]).priors,
     "cbpe.expected_confusion": lambda: cbpe.expected_confusion(np.eye(2)[Y], PRED),
+    # class 1 has no support, so its undefined F1 weighs 0: class 0's F1, 1
+    "f1.weighted_f1": lambda: f1.weighted_f1(f1.tallies(Y, PRED, 2)),
     "atc.atc_share": lambda: atc.atc_share(CONF, np.ones(N), COUNTS, CONF, COUNTS),
     "atc.doc_share": lambda: atc.doc_share(CONF, np.ones(N), COUNTS, CONF, COUNTS),
     "label_shift.em_priors_resampled": lambda: label_shift.em_priors_resampled(PROBS, [0.5, 0.5], COUNTS),
@@ -148,11 +154,12 @@ NOT_METRICS = {
     "drift.EPS", "drift.decile_edges", "drift.binned_shares", "drift.category_shares",
     "change.CusumResult", "change.self_starting_cusum",
     "cluster_agreement.contingency_tables",  # counts
+    "f1.Tallies", "f1.tallies", "f1.confusion_tallies", "f1.binary_tallies",  # counts
 }
 
 
 # vectorised kernels returning a dict of numbers or arrays: they warn, as bare numbers do
-WARNS = {"weak_metrics.binary_metrics", "cbpe.expected_metrics", "cbpe.draw_metrics",
+WARNS = {"weak_metrics.binary_metrics", "cbpe.expected_metrics", "cbpe.draw_metrics", "f1.class_scores",
          "atc.thresholded_estimates"}
 
 
@@ -168,7 +175,7 @@ def public_names() -> set[str]:
 
 
 def test_every_public_function_has_a_case():
-    covered = set(UNDEFINED) | set(DEFINED) | NOT_METRICS
+    covered = {name.split(" (")[0] for name in UNDEFINED} | set(DEFINED) | NOT_METRICS  # "f (a variant)": f
     assert public_names() - covered == set(), "give each new public function an all-negative case"
     assert covered - public_names() == set()
 
@@ -218,3 +225,5 @@ def test_the_substitutes_are_explicit_and_only_zero_or_one():
         warnings.simplefilter("error", UndefinedStatisticWarning)
         assert binary.binary_scores(Y, PRED, zero_division=0)["macro_f1"] == 0.5
         assert binary.majority_macro_f1(Y, zero_division=0) == 0.5
+        assert f1.macro_f1(f1.tallies(Y, PRED, 2), zero_division=0) == 0.5
+        assert f1.class_scores(f1.tallies(Y, PRED, 2), zero_division=1)["f1"].tolist() == [1.0, 1.0]

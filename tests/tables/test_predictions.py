@@ -1,12 +1,14 @@
 """Importing a user's own predictions: formats, class order, probabilities, and every bad input."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from mhaudit.core.errors import InputError
 from mhaudit.tables.prediction_files import PredictionColumns, read_predictions
-from mhaudit.tables.predictions import PROB_SUM_TOLERANCE
+from mhaudit.tables.predictions import PROB_SUM_TOLERANCE, PredictionSet
 
 
 def write(tmp_path, frame, name="preds.csv"):
@@ -84,3 +86,34 @@ def test_duplicate_ids_for_one_model_and_platform(tmp_path):
     frame = pd.DataFrame({"id": ["1", "1"], "label": ["a", "b"], "platform": "x", "logit_a": [0, 1], "logit_b": [1, 0]})
     with pytest.raises(InputError, match="row 2: id '1' appears twice"):
         read_predictions([write(tmp_path, frame)])
+
+
+def _set_frame():
+    return pd.DataFrame({"id": ["1", "2", "3", "4"], "model": ["m", "m", "m", "n"], "seed": [0, 0, 1, 0],
+                         "platform": ["x", "y", "x", "x"], "dataset": ["x", "y", "x", "x"], "split": "test",
+                         "label": ["a", None, "b", "a"], "logit_a": [0.1, 0.2, 0.3, 0.4], "logit_b": [1.0, 0.0, 2.0, 1.0]})
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda f: f.drop(columns="platform"), "no 'platform' column"),
+    (lambda f: f.drop(columns="logit_b"), "no 'logit_b' column"),
+    (lambda f: f.assign(logit_c=0.0), "a column 'logit_c' of no class"),
+    (lambda f: f[[*f.columns[:7], "logit_b", "logit_a"]], "in the order logit_b, logit_a"),
+    (lambda f: f.assign(logit_a=[0.1, np.inf, 0.0, 0.0]), "row 2: column 'logit_a' is inf"),
+    (lambda f: f.assign(logit_b=["1", "x", "0", "0"]), "column 'logit_b' is not numeric"),
+    (lambda f: f.assign(label=["a", "b", "c", None]), "row 3: column 'label' holds 'c'"),
+])
+def test_a_prediction_set_checks_itself_when_built(change, message):
+    with pytest.raises(InputError, match=re.escape(message)):
+        PredictionSet(change(_set_frame()), ["a", "b"])
+
+
+def test_codes_groups_and_subsets_carry_the_checked_labels():
+    preds = PredictionSet(_set_frame(), ["a", "b"])
+    assert preds.codes.tolist() == [0, -1, 1, 0] and preds.codes.dtype == np.int64
+    groups = preds.groups()
+    assert list(groups) == [("m", 0, "x", "x"), ("m", 0, "y", "y"), ("m", 1, "x", "x"), ("n", 0, "x", "x")]
+    assert groups[("m", 1, "x", "x")].codes.tolist() == [1]
+    assert groups[("m", 1, "x", "x")].scores().tolist() == [[0.3, 2.0]]
+    assert preds.group_rows(("calibration",)) == {}
+    assert preds.subset(np.array([3, 0])).frame["id"].tolist() == ["4", "1"]

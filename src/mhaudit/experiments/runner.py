@@ -331,21 +331,21 @@ def _reference_audit(exp: Experiment, corpus: Corpus, predictions: pd.DataFrame,
 def transfer_matrix(predictions: dict[str, list[pd.DataFrame]], classes: list[str], n_bins: int = 10) -> pd.DataFrame:
     """Macro-AUC, macro-F1 and ECE of every (model, training platform) on every evaluation platform,
     mean and SD over seeds; the diagonal (train = evaluation platform) is in-platform."""
-    from sklearn.metrics import f1_score
-
     from mhaudit.stats.auc import macro_auc
     from mhaudit.stats.calibration import ece, softmax
+    from mhaudit.stats.f1 import macro_f1, tallies
+    from mhaudit.tables.corpus.schema import label_codes
     from mhaudit.tables.predictions import scores
 
     rows = []
     for train_platform, tables in predictions.items():
         frame = pd.concat(tables, ignore_index=True)
         for (model, seed, platform, dataset), g in frame.groupby(["model", "seed", "platform", "dataset"]):
-            y = pd.Categorical(g["label"], categories=classes).codes
+            y = label_codes(g["label"], classes)
             probs = softmax(scores(g, classes))
             rows.append({"model": model, "seed": seed, "train_platform": train_platform, "platform": platform,
                          "dataset": dataset, "n": len(g), "macro_auc": macro_auc(y, probs, len(classes)),
-                         "macro_f1": f1_score(y, probs.argmax(1), average="macro", zero_division=0),
+                         "macro_f1": float(macro_f1(tallies(y, probs.argmax(1), len(classes)))),
                          "ece": ece(probs, y, n_bins)})
     per_seed = pd.DataFrame(rows)
     keys = ["model", "train_platform", "platform", "dataset"]

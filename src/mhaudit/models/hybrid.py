@@ -32,7 +32,6 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from sklearn.metrics import f1_score
 from torch import nn
 from transformers import AutoModel, AutoTokenizer
 
@@ -52,6 +51,7 @@ from mhaudit.models.lstm_head import LSTMHead
 from mhaudit.models.torch_data import longest_first, pad_batch, training_split
 from mhaudit.models.torch_runtime import in_batches, is_out_of_memory, resolve_device, seed_everything
 from mhaudit.models.training_loop import NO_VALIDATION, TrainingRun, train_epochs
+from mhaudit.stats.f1 import macro_f1, tallies
 
 DEFAULTS = dict(checkpoint="minilm", max_length=64, attention=False, lstm_hidden=128, lstm_layers=1, dropout=0.1,
                 freeze_encoder=True, encoder_lr=2e-5, lr=1e-3, weight_decay=1e-4, max_grad_norm=0.0, epochs=5,
@@ -252,7 +252,7 @@ class HybridClassifier:
                     states, mask = self._pad_states(cached[start:start + self.eval_batch_size])
                     logits, _ = self.head(states.to(self.device), mask.to(self.device))
                     predicted[start:start + len(states)] = logits.argmax(dim=1).cpu().numpy()
-        return f1_score(codes, predicted, average="macro", zero_division=0)
+        return float(macro_f1(tallies(codes, predicted, len(self.classes))))  # NaN: a class absent and unpredicted
 
     # ------------------------------------------------------------------ inference
     def predict_logits(self, texts: list[str]) -> np.ndarray:

@@ -17,6 +17,7 @@ from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress
 from mhaudit.models.base import register
 from mhaudit.stats.calibration import fit_temperature
+from mhaudit.tables.corpus.schema import label_codes
 
 
 def _check_options(analyzer, ngram_range, C, class_weight, min_df, calibrate) -> None:
@@ -73,7 +74,7 @@ class TfidfLogistic:
         self.classes = list(classes)
         val = train["split"] == "val" if "split" in train else pd.Series(False, index=train.index)
         fit_rows = train[~val] if self.params["calibrate"] and val.any() else train
-        y = pd.Categorical(fit_rows["label"], categories=self.classes).codes
+        y = label_codes(fit_rows["label"], self.classes)
         missing = [c for i, c in enumerate(self.classes) if not (y == i).any()]
         if missing:
             raise InputError(f"the training rows have no example of class(es) {', '.join(missing)}; "
@@ -85,7 +86,7 @@ class TfidfLogistic:
             logits = self.predict_logits(held["text"].astype(str).tolist())
             with warnings.catch_warnings(record=True) as caught:  # e.g. a separable val set: T at its bound
                 warnings.simplefilter("always")
-                self.temperature = fit_temperature(logits, pd.Categorical(held["label"], categories=self.classes).codes)
+                self.temperature = fit_temperature(logits, label_codes(held["label"], self.classes))
             self.notes = [str(w.message) for w in caught]
         return self
 

@@ -7,6 +7,7 @@ import pandas as pd
 import torch
 
 from mhaudit.core.errors import InputError
+from mhaudit.tables.corpus.schema import label_codes
 
 
 def texts_and_codes(rows: pd.DataFrame, classes: list[str]) -> tuple[list[str], np.ndarray]:
@@ -18,8 +19,7 @@ def texts_and_codes(rows: pd.DataFrame, classes: list[str]) -> tuple[list[str], 
     unknown = sorted(set(labels[~labels.isin(classes)]))
     if unknown:
         raise InputError(f"label(s) {', '.join(unknown[:5])} are not among the classes {', '.join(classes)}")
-    codes = pd.Categorical(labels, categories=classes).codes.astype(np.int64)
-    return rows["text"].astype(str).tolist(), codes
+    return rows["text"].astype(str).tolist(), label_codes(labels, classes)
 
 
 def training_split(train: pd.DataFrame, classes: list[str]):

@@ -126,8 +126,9 @@ def _train_epoch(run: TrainingRun, epoch: int, shuffle: torch.Generator, progres
 
 
 def _should_stop(run: TrainingRun, best: _Best, epoch: int, f1: float) -> bool:
-    """Record an epoch's validation score in `best`; True when `patience` epochs in a row did not beat it."""
-    if f1 > best.f1:
+    """Record an epoch's validation score in `best`; True when `patience` epochs in a row did not beat it.
+    An undefined macro-F1 (NaN: a class neither in the validation rows nor predicted) beats no number."""
+    if best.epoch is None or f1 > best.f1 or (math.isnan(best.f1) and not math.isnan(f1)):
         best.f1, best.stale, best.epoch = f1, 0, epoch
         # a CPU copy of the weights, except after the last epoch, whose weights the modules hold already
         best.state = {name: {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()}

@@ -25,7 +25,6 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 import transformers
-from sklearn.metrics import f1_score
 from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
 from mhaudit.core.errors import InputError
@@ -43,6 +42,7 @@ from mhaudit.models.checkpoints import (
 from mhaudit.models.torch_data import longest_first, pad_batch, texts_and_codes, training_split
 from mhaudit.models.torch_runtime import in_batches, is_out_of_memory, resolve_device, seed_everything
 from mhaudit.models.training_loop import NO_VALIDATION, TrainingRun, train_epochs
+from mhaudit.stats.f1 import macro_f1, tallies
 
 DEFAULTS = dict(checkpoint="minilm", max_length=64, lr=2e-5, weight_decay=0.01, warmup_ratio=0.1,
                 max_grad_norm=1.0, epochs=5, patience=2, batch_size=32, eval_batch_size=64, seed=42,
@@ -255,7 +255,7 @@ class TransformerClassifier:
 
     def _val_macro_f1(self, texts: list[str], codes: np.ndarray) -> float:
         predicted = self.predict_logits(texts).argmax(axis=1)
-        return f1_score(codes, predicted, average="macro", zero_division=0)
+        return float(macro_f1(tallies(codes, predicted, len(self.classes))))  # NaN: a class absent and unpredicted
 
     def _autocast(self):
         if self.autocast:

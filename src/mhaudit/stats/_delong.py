@@ -48,14 +48,20 @@ def check_scores(score, n: int, name: str = "score") -> np.ndarray:
     return score
 
 
+def check_codes_only(codes, n_classes: int, name: str = "y_codes") -> np.ndarray:
+    """`codes` as 1-D ints in [0, n_classes); ValueError otherwise."""
+    y = np.asarray(codes)
+    if y.ndim != 1 or not (np.issubdtype(y.dtype, np.integer) or y.size == 0):
+        raise ValueError(f"{name} must be a 1-D integer array, got dtype {y.dtype} and shape {y.shape}")
+    if y.size and (y.min() < 0 or y.max() >= n_classes):
+        raise ValueError(f"{name} must lie in [0, {n_classes}); found {int(y.min())}..{int(y.max())}")
+    return y
+
+
 def check_codes(y_codes, scores, n_classes: int, name: str = "scores") -> tuple[np.ndarray, np.ndarray]:
     """`y_codes` as 1-D ints in [0, n_classes) and `scores` as a finite (n, n_classes) float matrix."""
-    y = np.asarray(y_codes)
+    y = check_codes_only(y_codes, n_classes)
     scores = np.asarray(scores, dtype=float)
-    if y.ndim != 1 or not (np.issubdtype(y.dtype, np.integer) or y.size == 0):
-        raise ValueError(f"y_codes must be a 1-D integer array, got dtype {y.dtype} and shape {y.shape}")
-    if y.size and (y.min() < 0 or y.max() >= n_classes):
-        raise ValueError(f"y_codes must lie in [0, {n_classes}); found {int(y.min())}..{int(y.max())}")
     if scores.shape != (y.size, n_classes):
         raise ValueError(f"{name} must have shape (n, n_classes) = ({y.size}, {n_classes}), got {scores.shape}")
     if not np.isfinite(scores).all():
@@ -95,6 +101,12 @@ def delong(y, score) -> tuple[float, float]:
     if m == 0 or n == 0:
         warn_undefined(f"AUC undefined: y has {'no positives' if m == 0 else 'no negatives'}; NaN returned")
         return float("nan"), float("nan")
+    return auc_and_variance(y, score)
+
+
+def auc_and_variance(y: np.ndarray, score: np.ndarray) -> tuple[float, float]:
+    """`delong` for validated inputs with both classes present: no checks."""
+    m, n = int(y.sum()), int((~y).sum())
     v10, v01 = placements(y, score)
     auc = float(v10.sum() / (m * n))
     return auc, _var(v10) / (n * n * m) + _var(v01) / (m * m * n)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mhaudit.stats.cbpe import macro_f1_from_confusion
+from mhaudit.stats.f1 import confusion_tallies, macro_f1
 
 __all__ = ["atc_share", "doc_share", "thresholded_estimates", "METHODS"]
 
@@ -87,4 +87,4 @@ def thresholded_estimates(method: str, conf_ref, y_ref, pred_ref, w_ref, conf_tg
     eye = np.eye(k)[None]
     cm = n_pred[:, None, :] * (eye * precision[:, None, :] + (1 - eye) * (1 - precision[:, None, :]) * spread)
     priors = cm.sum(axis=2) / np.maximum(cm.sum(axis=(1, 2)), 1e-300)[:, None]
-    return {"accuracy": accuracy, "macro_f1": macro_f1_from_confusion(cm), "priors": priors}
+    return {"accuracy": accuracy, "macro_f1": macro_f1(confusion_tallies(cm)), "priors": priors}

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from mhaudit.stats._delong import auc_only, check_binary, check_codes, check_scores, delong, paired
+from mhaudit.stats._delong import auc_and_variance, auc_only, check_binary, check_codes, check_scores, delong, paired
 from mhaudit.stats.undefined import warn_undefined
 
 __all__ = ["delong", "auc_ci", "paired_delong", "per_class_auc", "macro_auc"]
@@ -52,15 +52,17 @@ def auc_ci(y, score, alpha: float = 0.05) -> dict:
     >>> auc_ci([1, 1, 1], [0.2, 0.5, 0.9])["reason"]
     'no negatives'
     """
-    z = _z(alpha)
-    y = check_binary(y)
-    score = check_scores(score, y.size)
+    return _auc_ci(check_binary(y), check_scores(score, np.size(y)), _z(alpha))
+
+
+def _auc_ci(y: np.ndarray, score: np.ndarray, z: float) -> dict:
+    """`auc_ci` for a validated bool vector and finite scores, with the normal quantile z: no checks."""
     n_pos, n_neg = int(y.sum()), int((~y).sum())
     out = {"auc": NAN, "se": NAN, "ci_low": NAN, "ci_high": NAN, "n_pos": n_pos, "n_neg": n_neg,
            "reason": _absent(y)}
     if out["reason"]:
         return out
-    out["auc"], var = delong(y, score)
+    out["auc"], var = auc_and_variance(y, score)  # both classes present: no check again
     if math.isnan(var):  # a single positive (or negative): its placement values have no sample variance
         out["reason"] = f"one {'positive' if n_pos == 1 else 'negative'}: no variance estimate"
         return out
@@ -81,8 +83,11 @@ def paired_delong(y, score_a, score_b) -> dict:
     (0.8889, 1.0, -0.1111, -0.707, 0.48)
     """
     y = check_binary(y)
-    score_a = check_scores(score_a, y.size, "score_a")
-    score_b = check_scores(score_b, y.size, "score_b")
+    return _paired_delong(y, check_scores(score_a, y.size, "score_a"), check_scores(score_b, y.size, "score_b"))
+
+
+def _paired_delong(y: np.ndarray, score_a: np.ndarray, score_b: np.ndarray) -> dict:
+    """`paired_delong` for a validated bool vector and finite scores: no checks."""
     out = {"auc_a": NAN, "auc_b": NAN, "diff": NAN, "se": NAN, "z": NAN, "p": NAN, "reason": _absent(y)}
     if out["reason"]:
         return out
@@ -111,7 +116,13 @@ def per_class_auc(y_codes, scores, n_classes: int, alpha: float = 0.05) -> list[
     [(0, 1.0, 1), (1, 1.0, 1), (2, 1.0, 2)]
     """
     y, scores = check_codes(y_codes, scores, n_classes)
-    return [{"class_index": k, **auc_ci(y == k, scores[:, k], alpha)} for k in range(n_classes)]
+    return _per_class_auc(y, scores, n_classes, alpha)
+
+
+def _per_class_auc(y: np.ndarray, scores: np.ndarray, n_classes: int, alpha: float = 0.05) -> list[dict]:
+    """`per_class_auc` for inputs validated at the door (codes in range, finite scores): no checks."""
+    z = _z(alpha)
+    return [{"class_index": k, **_auc_ci(y == k, scores[:, k], z)} for k in range(n_classes)]
 
 
 def macro_auc(y_codes, probs, n_classes: int) -> float:
@@ -129,5 +140,12 @@ def macro_auc(y_codes, probs, n_classes: int) -> float:
     missing = [k for k in range(n_classes) if not 0 < (y == k).sum() < y.size]
     if missing:
         warn_undefined(f"macro-AUC undefined: class(es) {missing} lack positives or negatives; NaN returned")
+    return _macro_auc(y, probs, n_classes)
+
+
+def _macro_auc(y: np.ndarray, probs: np.ndarray, n_classes: int) -> float:
+    """`macro_auc` for inputs validated at the door (codes in range, finite scores): no checks and no
+    warning, for hot paths whose caller records the reason (NaN when a class lacks positives or negatives)."""
+    if any(not 0 < (y == k).sum() < y.size for k in range(n_classes)):
         return NAN
     return float(np.mean([auc_only(y == k, probs[:, k]) for k in range(n_classes)]))

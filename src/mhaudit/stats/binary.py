@@ -9,12 +9,12 @@ tallies are integers; they are multiplied in float32 when a row's total is below
 sum is then an exact integer) and in float64 otherwise, so the tallies are exact and each Macro-F1 is
 an exact fraction rounded once: it equals sklearn's on the explicitly resampled arrays to rounding.
 
-Macro-F1 here is always the mean of the F1 of class 1 and of class 0. The F1 of a class with no true,
-predicted or drawn instance is undefined, and so is the mean (NaN, `mhaudit.stats.undefined`); with
-`zero_division=0` it counts as 0, i.e. `f1_score(..., average="macro", labels=[0, 1], zero_division=0)`,
-the convention of the TSS paper. sklearn without `labels` averages only over the labels present in y
-and the predictions, which differs in a resample that lost a class; the fixed two-label mean keeps
-every resample on the scale of the full-data estimate.
+Macro-F1 here is always the mean of the F1 of class 1 and of class 0, by `mhaudit.stats.f1` (the one F1).
+The F1 of a class with no true, predicted or drawn instance is undefined, and so is the mean (NaN,
+`mhaudit.stats.undefined`); with `zero_division=0` it counts as 0, i.e. `f1_score(..., average="macro",
+labels=[0, 1], zero_division=0)`, the convention of the TSS paper. sklearn without `labels` averages only
+over the labels present in y and the predictions, which differs in a resample that lost a class; the fixed
+two-label mean keeps every resample on the scale of the full-data estimate.
 
 Resamples are processed in blocks of about `_BLOCK_CELLS` counts (4 MB of int32 and as much in float),
 which bounds the working memory whatever the number of resamples.
@@ -28,6 +28,8 @@ import numpy as np
 
 from mhaudit.stats._delong import auc_only, check_binary, check_scores
 from mhaudit.stats.bootstrap import resample_counts, summarise
+from mhaudit.stats.f1 import _macro_f1 as _mean_f1
+from mhaudit.stats.f1 import _scores, binary_tallies
 from mhaudit.stats.undefined import check_zero_division, divide, quiet_undefined, warn_undefined
 
 __all__ = [
@@ -74,8 +76,7 @@ def _check_nonempty(y: np.ndarray, what: str = "y") -> None:
 
 def _macro_f1(tp, fp, fn, tn, zero_division: float) -> np.ndarray:
     """Macro-F1 from float tallies, `zero_division` for an F1 whose denominator is 0 (no warning)."""
-    wrong = fp + fn
-    return (divide(2 * tp, 2 * tp + wrong, zero_division) + divide(2 * tn, 2 * tn + wrong, zero_division)) / 2
+    return _mean_f1(binary_tallies(tp, fp, fn, tn), zero_division)
 
 
 def _warn_if_undefined(values, what: str) -> None:
@@ -170,19 +171,19 @@ def binary_scores(y, pred, prob=None, zero_division: float = math.nan) -> dict:
     both = tp + fn > 0 and tn + fp > 0
     den = math.sqrt(float(tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
 
-    def ratio(num, d):
-        return float(divide(num, d, zero_division))
-
+    tallies = binary_tallies(tp, fp, fn, tn)
+    positive = {name: float(values[1]) for name, values in _scores(tallies, zero_division).items()}
     out = {
         "n": int(y.size),
         "prevalence": (tp + fn) / y.size,
-        "macro_f1": float(_macro_f1(*(np.float64(v) for v in (tp, fp, fn, tn)), zero_division)),
-        "f1_pos": ratio(2 * tp, 2 * tp + fp + fn),
-        "precision": ratio(tp, tp + fp),
-        "recall": ratio(tp, tp + fn),
+        "macro_f1": float(_mean_f1(tallies, zero_division)),
+        "f1_pos": positive["f1"],
+        "precision": positive["precision"],
+        "recall": positive["recall"],
         "accuracy": (tp + tn) / y.size,
         "balanced_accuracy": (tp / (tp + fn) + tn / (tn + fp)) / 2 if both else math.nan,
-        "mcc": ratio(tp * tn - fp * fn, den),  # integer numerator: exact before the one division
+        # integer numerator: exact before the one division
+        "mcc": float(divide(tp * tn - fp * fn, den, zero_division)),
     }
     if prob is not None:
         score = check_scores(prob, y.size, "prob")

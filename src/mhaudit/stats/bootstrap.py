@@ -156,8 +156,12 @@ def _check_counts(counts, n: int) -> tuple[np.ndarray, type]:
         raise ValueError(f"counts must be integers (times each example is drawn), got dtype {counts.dtype}")
     if counts.size and counts.min() < 0:
         raise ValueError("counts must be non-negative")
+    return counts, _cum_dtype(counts, n)
+
+
+def _cum_dtype(counts: np.ndarray, n: int) -> type:
     small = not counts.size or int(counts.max()) * n < np.iinfo(np.int32).max
-    return counts, np.int32 if small else np.int64
+    return np.int32 if small else np.int64
 
 
 def weighted_auc(y_bin, score, counts) -> np.ndarray:
@@ -200,7 +204,16 @@ def bootstrap_macro_auc(y_codes, probs, n_classes: int, counts) -> np.ndarray:
     array([0.8611,    nan, 0.7778])
     """
     y, probs = check_codes(y_codes, probs, n_classes, "probs")
-    counts, cum_dtype = _check_counts(counts, y.size)
+    counts, _ = _check_counts(counts, y.size)
+    out = _bootstrap_macro_auc(y, probs, n_classes, counts)
+    _warn_lost(out, "bootstrap macro-AUC")
+    return out
+
+
+def _bootstrap_macro_auc(y: np.ndarray, probs: np.ndarray, n_classes: int, counts: np.ndarray) -> np.ndarray:
+    """`bootstrap_macro_auc` for inputs validated at the door (counts from `resample_counts`): no checks, no
+    warning (NaN where a resample lost a class)."""
+    cum_dtype = _cum_dtype(counts, y.size)
     problems = [_Sorted(y == k, probs[:, k]) for k in range(n_classes)]
     out = np.empty(counts.shape[0])
     step = _rows_per_chunk(y.size)
@@ -208,7 +221,6 @@ def bootstrap_macro_auc(y_codes, probs, n_classes: int, counts) -> np.ndarray:
         block = counts[start:start + step]
         aucs = np.stack([p.auc(block, cum_dtype) for p in problems])  # (n_classes, rows); NaN: a side not drawn
         out[start:start + step] = aucs.mean(axis=0)
-    _warn_lost(out, "bootstrap macro-AUC")
     return out
 
 

@@ -148,13 +148,21 @@ def ece(probs, y, n_bins: int = 10) -> float:
     >>> round(ece(p, np.array([0, 0, 1])), 4)
     0.3667
     """
-    p, y, n_bins = _inputs(probs, y, n_bins)
+    return _top_label_ece(*_inputs(probs, y, n_bins))
+
+
+def _top_label_ece(p: np.ndarray, y: np.ndarray, n_bins: int) -> float:
+    """`ece` for inputs validated at the door (probabilities, class codes, a bin count): no checks."""
     return _ece(*_top_label(p, y), n_bins)
 
 
 def mce(probs, y, n_bins: int = 10) -> float:
     """Top-label maximum calibration error: max over non-empty bins of |acc(B_m) - conf(B_m)|."""
-    p, y, n_bins = _inputs(probs, y, n_bins)
+    return _mce(*_inputs(probs, y, n_bins))
+
+
+def _mce(p: np.ndarray, y: np.ndarray, n_bins: int) -> float:
+    """`mce` for inputs validated at the door: no checks."""
     count, s_score, s_hit = _bin_sums(*_top_label(p, y), n_bins)
     full = count > 0
     return float(np.max(np.abs(s_hit[full] - s_score[full]) / count[full]))
@@ -165,7 +173,11 @@ def classwise_ece(probs, y, n_bins: int = 10) -> np.ndarray:
 
     Defined for every class, also one absent from y (then it measures how far probs[:, k] is from 0).
     """
-    p, y, n_bins = _inputs(probs, y, n_bins)
+    return _classwise_ece(*_inputs(probs, y, n_bins))
+
+
+def _classwise_ece(p: np.ndarray, y: np.ndarray, n_bins: int) -> np.ndarray:
+    """`classwise_ece` for inputs validated at the door: no checks."""
     return np.array([_ece(*_one_vs_rest(p, y, k), n_bins) for k in range(p.shape[1])])
 
 
@@ -179,6 +191,11 @@ def reliability(probs, y, n_bins: int = 10, cls: int | None = None) -> dict[str,
     p, y, n_bins = _inputs(probs, y, n_bins)
     if cls is not None and not 0 <= cls < p.shape[1]:
         raise ValueError(f"cls must be None or a class index in [0, {p.shape[1]}); got {cls}")
+    return _reliability(p, y, n_bins, cls)
+
+
+def _reliability(p: np.ndarray, y: np.ndarray, n_bins: int, cls: int | None = None) -> dict[str, np.ndarray]:
+    """`reliability` for inputs validated at the door: no checks."""
     score, hit = _top_label(p, y) if cls is None else _one_vs_rest(p, y, cls)
     count, s_score, s_hit = _bin_sums(score, hit, n_bins)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -264,8 +281,12 @@ def bootstrap_ece(probs, y, counts, n_bins: int = 10) -> np.ndarray:
     computed without materialising the resamples.
     """
     p, y, n_bins = _inputs(probs, y, n_bins)
-    w = _check_counts(counts, len(y))
-    return _weighted_abs_bins(w, [_bins(*_top_label(p, y), n_bins)])[:, 0]
+    return _bootstrap_ece(p, y, _check_counts(counts, len(y)), n_bins)
+
+
+def _bootstrap_ece(p: np.ndarray, y: np.ndarray, counts: np.ndarray, n_bins: int) -> np.ndarray:
+    """`bootstrap_ece` for inputs validated at the door (counts from `resample_counts`): no checks."""
+    return _weighted_abs_bins(counts, [_bins(*_top_label(p, y), n_bins)])[:, 0]
 
 
 def bootstrap_classwise_ece(probs, y, counts, n_bins: int = 10) -> np.ndarray:

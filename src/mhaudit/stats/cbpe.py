@@ -5,8 +5,8 @@ model's fixed predictions has a known distribution. The point estimates are rati
 (the expected confusion matrix, NannyML's CBPE); `draw_metrics` samples the labels themselves, giving
 the distribution of the metric the hidden labels would realise on these very rows (stats.cbpe_interval).
 
-Conventions: confusion matrices are [true, predicted]; macro-F1 is the mean over classes of
-2 TP / (2 TP + FP + FN), NaN when a class has no true and no predicted row (as stats.binary);
+Conventions: confusion matrices are [true, predicted]; macro-F1 is `mhaudit.stats.f1`'s (the mean over
+classes of 2 TP / (2 TP + FP + FN), NaN when a class has no true and no predicted row);
 macro-AUC is one-vs-rest, class k ranked by `scores[:, k]`, ties counted one half, NaN when a class has
 no expected positive or no expected negative. A NaN comes with an UndefinedStatisticWarning.
 """
@@ -16,9 +16,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import rankdata
 
+from mhaudit.stats.f1 import confusion_tallies, macro_f1
 from mhaudit.stats.undefined import warn_undefined
 
-__all__ = ["expected_confusion", "macro_f1_from_confusion", "expected_macro_auc", "expected_metrics",
+__all__ = ["expected_confusion", "expected_macro_auc", "expected_metrics",
            "draw_metrics", "METRICS"]
 
 METRICS = ("accuracy", "macro_f1", "macro_auc")
@@ -28,18 +29,6 @@ def expected_confusion(probs: np.ndarray, pred: np.ndarray) -> np.ndarray:
     """E[confusion][j, i] = sum over rows predicted i of p(y = j | x): the expected count of (true j, pred i)."""
     k = probs.shape[1]
     return np.stack([probs[pred == i].sum(axis=0) for i in range(k)], axis=1)
-
-
-def macro_f1_from_confusion(cm: np.ndarray) -> np.ndarray:
-    """Macro-F1 of confusion matrices [..., true, pred]; NaN where a class has no true and no predicted row."""
-    tp = np.diagonal(cm, axis1=-2, axis2=-1)
-    denominator = cm.sum(axis=-1) + cm.sum(axis=-2)  # 2 TP + FN + FP
-    with np.errstate(invalid="ignore", divide="ignore"):
-        f1 = np.where(denominator > 0, 2 * tp / np.where(denominator > 0, denominator, 1), np.nan)
-    out = f1.mean(axis=-1)
-    if np.isnan(out).any():
-        warn_undefined("macro-F1 undefined: a class has no true and no predicted row")
-    return out
 
 
 def _expected_auc(p: np.ndarray, s: np.ndarray) -> float:
@@ -74,7 +63,7 @@ def expected_metrics(probs: np.ndarray, scores: np.ndarray) -> dict[str, float]:
     """CBPE point estimates of accuracy, macro-F1 and macro-AUC of predictions argmax(scores)."""
     pred = scores.argmax(axis=1)
     cm = expected_confusion(probs, pred)
-    return {"accuracy": float(np.trace(cm) / len(probs)), "macro_f1": float(macro_f1_from_confusion(cm)),
+    return {"accuracy": float(np.trace(cm) / len(probs)), "macro_f1": float(macro_f1(confusion_tallies(cm))),
             "macro_auc": expected_macro_auc(probs, scores)}
 
 
@@ -109,5 +98,5 @@ def draw_metrics(posterior: np.ndarray, scores: np.ndarray, rng: np.random.Gener
     labels = _draw_labels(posterior, size, rng)
     cell = labels * k + pred[None, :] + np.arange(size)[:, None] * k * k
     cm = np.bincount(cell.ravel(), minlength=size * k * k).reshape(size, k, k).astype(float)
-    return {"accuracy": np.trace(cm, axis1=1, axis2=2) / len(pred), "macro_f1": macro_f1_from_confusion(cm),
+    return {"accuracy": np.trace(cm, axis1=1, axis2=2) / len(pred), "macro_f1": macro_f1(confusion_tallies(cm)),
             "macro_auc": _auc_of_draws(labels, scores)}

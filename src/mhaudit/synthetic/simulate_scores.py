@@ -8,6 +8,8 @@ platform brings (shorter, vaguer posts): the estimate is outside its assumptions
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from mhaudit.tables.prediction_files import predictions_from_arrays
@@ -32,6 +34,4 @@ def simulate_scores(n: int, priors, *, platform: str, seed: int, separation: flo
     labels = np.asarray(classes, dtype=object)[y]
     preds = predictions_from_arrays(labels, z, platform, model=model, seed=0, classes=classes, kind="logits",
                                     ids=[f"{platform}-{i}" for i in range(n)])
-    if not labelled:
-        preds.frame["label"] = None
-    return preds
+    return preds if labelled else replace(preds, frame=preds.frame.assign(label=None))

@@ -7,6 +7,7 @@ arrays), which validates every column and turns probabilities into log-probabili
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,9 +15,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mhaudit.tables.corpus.schema import Corpus
+from mhaudit.core.errors import InputError
+from mhaudit.tables.corpus.schema import Corpus, label_codes
 
 KEY_COLUMNS = ("id", "model", "seed", "platform", "dataset", "split", "label")
+GROUP_KEYS = ("model", "seed", "platform", "dataset")  # one evaluation group: a model's run on one data set
 TEXT_HASH = "text_hash"  # optional: a hash of each row's text (never the text), to check rows line up
 PROB_SUM_TOLERANCE = 1e-3  # probabilities written as text lose digits; a row must sum to 1 within this
 LOGIT, PROB = "logit_", "prob_"
@@ -44,7 +47,10 @@ def scores(predictions: pd.DataFrame, classes: list[str]) -> np.ndarray:
 
 @dataclass
 class PredictionSet:
-    """Validated predictions: KEY_COLUMNS + one `logit_<class>` column per class, in class order."""
+    """Predictions, validated when built (`check_predictions`): KEY_COLUMNS + one `logit_<class>` column per
+    class, in class order, finite scores, labels among the classes or missing. `codes` holds the labels as
+    int64 codes in class order (-1 where missing), so no audit derives them again; `groups` and `subset`
+    split the set without checking it again. To change the frame, build a new set (`dataclasses.replace`)."""
 
     frame: pd.DataFrame
     classes: list[str]
@@ -53,6 +59,66 @@ class PredictionSet:
     notes: list[str] = field(default_factory=list)  # how the inputs were read, for the report
     # (model, seed, platform, dataset) groups whose files had no ids: rows are matched by position
     positional: frozenset = frozenset()
+    codes: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.classes = list(self.classes)
+        self.codes = check_predictions(self.frame, self.classes)
+
+    def scores(self) -> np.ndarray:
+        """The (n, k) logits in class order."""
+        return scores(self.frame, self.classes)
+
+    def subset(self, rows: np.ndarray) -> PredictionSet:
+        """The rows at positions `rows`, with their codes (checked already: not again)."""
+        out = copy.copy(self)
+        out.frame, out.codes = self.frame.iloc[rows].reset_index(drop=True), self.codes[rows]
+        return out
+
+    def group_rows(self, splits: tuple[str, ...] | None = None) -> dict[tuple, np.ndarray]:
+        """Row positions of each (model, seed, platform, dataset) group, keys sorted; with `splits`, only the
+        rows of those splits."""
+        rows = np.arange(len(self.frame)) if splits is None else np.flatnonzero(self.frame["split"].isin(splits))
+        found = self.frame.iloc[rows].groupby(list(GROUP_KEYS), sort=True).indices
+        return {key: rows[index] for key, index in found.items()}
+
+    def groups(self, splits: tuple[str, ...] | None = None) -> dict[tuple, PredictionSet]:
+        """Each (model, seed, platform, dataset) group as its own PredictionSet, keys sorted."""
+        return {key: self.subset(rows) for key, rows in self.group_rows(splits).items()}
+
+
+def check_predictions(frame: pd.DataFrame, classes: list[str]) -> np.ndarray:
+    """The door's checks of a predictions frame (InputError with one sentence naming the column); returns the
+    label codes. Statistics downstream trust what passed here."""
+    if not classes or len(set(classes)) != len(classes):
+        raise InputError(f"the classes must be distinct names, at least one; got {list(classes)}")
+    missing = [c for c in KEY_COLUMNS if c not in frame.columns]
+    if missing:
+        raise InputError(f"the predictions have no '{missing[0]}' column; they need {', '.join(KEY_COLUMNS)}")
+    expected = [logit_column(c) for c in classes]
+    found = [str(c) for c in frame.columns if str(c).startswith(LOGIT)]
+    if found != expected:
+        absent, extra = [c for c in expected if c not in found], [c for c in found if c not in expected]
+        problem = (f"have no '{absent[0]}' column" if absent else f"have a column '{extra[0]}' of no class" if extra
+                   else f"have their logit columns in the order {', '.join(found)}")
+        raise InputError(f"the predictions {problem}; expected one logit column per class, in class order: "
+                         f"{', '.join(expected)}")
+    for column in expected:
+        try:
+            values = frame[column].to_numpy(dtype=float, na_value=np.nan)
+        except (TypeError, ValueError):
+            raise InputError(f"column '{column}' is not numeric; scores must be finite numbers") from None
+        bad = ~np.isfinite(values)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise InputError(f"row {i + 1}: column '{column}' is {values[i]}; scores must be finite numbers")
+    codes = label_codes(frame["label"], classes)
+    unknown = (codes < 0) & frame["label"].notna().to_numpy()
+    if unknown.any():
+        i = int(np.argmax(unknown))
+        raise InputError(f"row {i + 1}: column 'label' holds '{frame['label'].iat[i]}', not one of the classes "
+                         f"{', '.join(classes)} (or missing)")
+    return codes
 
 
 def sha256_file(path: Path) -> str:

@@ -70,8 +70,7 @@ def _posteriors(target: pd.DataFrame, reference: PredictionSet | None, classes: 
     labels = ref["label"]
     if labels.isna().any() or not all((labels == c).any() for c in classes):
         raise InputError("the reference needs a label on every row and every class present, to calibrate on")
-    y = pd.Categorical(labels, categories=classes).codes.astype(np.int64)
-    fit = fit_bcts(scores(ref, classes), y)
+    fit = fit_bcts(scores(ref, classes), reference.codes)  # one model: its frame is the whole set
     return fit.probs(z), f"calibrated on {len(ref):,} labelled reference rows (bias-corrected temperature scaling)"
 
 

@@ -23,6 +23,7 @@ from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.report.result import AuditResult, Section, digest_frame, provenance, verdict, verdict_table
 from mhaudit.stats.ppi import pool_estimates
+from mhaudit.tables.corpus.schema import label_codes
 
 __all__ = ["AXIS", "ESTIMATORS", "CertifyInputs", "CertifyOptions", "audit_certify"]
 
@@ -72,7 +73,7 @@ def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, synthetic: 
     sample_ids, pool_ids = set(sample["item_id"].astype(str)), set(design["item_id"])
     ref, description, elsewhere = _human_reference(labels, options, sample_ids, pool_ids)
     value_class = _classes_of_values(classes, options.positive)
-    pred = pd.Categorical(design["predicted"], categories=classes).codes.astype(np.int64)
+    pred = label_codes(design["predicted"], classes)
     probs = design[[f"posterior_{c}" for c in classes]].to_numpy(dtype=float)
     names = list(dict.fromkeys(design["stratum"]))
     strata = design["stratum"].map({n: i for i, n in enumerate(names)}).to_numpy()

@@ -13,6 +13,7 @@ import pandas as pd
 
 from mhaudit.stats.auc import macro_auc
 from mhaudit.stats.calibration import ece, fit_temperature, softmax
+from mhaudit.tables.corpus.schema import label_codes
 
 
 def adaptation_rows(model, model_label: str, seed: int, corpus_frame: pd.DataFrame, classes: list[str],
@@ -24,8 +25,7 @@ def adaptation_rows(model, model_label: str, seed: int, corpus_frame: pd.DataFra
     if cal.empty or rest.empty or cal["label"].nunique() < 2:
         return {**base, "reason": "no stored calibration split with two classes on this platform"}
     k = len(classes)
-    y_cal = pd.Categorical(cal["label"], categories=classes).codes
-    y = pd.Categorical(rest["label"], categories=classes).codes
+    y_cal, y = label_codes(cal["label"], classes), label_codes(rest["label"], classes)
     logits = model.predict_logits(rest["text"].tolist())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -12,43 +12,18 @@ from __future__ import annotations
 import numpy as np
 
 from mhaudit.audits.cpfe.groups import Group
-from mhaudit.stats.auc import macro_auc, per_class_auc
-
-
-def _f1_parts(y: np.ndarray, pred: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """F1 of each class (NaN where the class neither occurs nor is predicted), its support, and whether
-    it is defined. The same floats as sklearn's `f1_score(..., labels=range(k))` (2 tp / (true + pred)),
-    from three bincounts instead of importing scikit-learn (~0.3 s) and its input checks."""
-    tp = np.bincount(y[y == pred], minlength=k)
-    true, predicted = np.bincount(y, minlength=k), np.bincount(pred, minlength=k)
-    denom = true.astype(float) + predicted.astype(float)
-    empty = denom == 0
-    f1 = 2.0 * tp.astype(float) / np.where(empty, 1.0, denom)
-    f1[empty] = np.nan
-    return f1, true, ~empty
-
-
-def class_f1(y: np.ndarray, pred: np.ndarray, k: int) -> np.ndarray:
-    """F1 of each of the k classes; NaN for a class neither in y nor predicted (no F1 to speak of)."""
-    return _f1_parts(y, pred, k)[0]
-
-
-def weighted_f1(y: np.ndarray, pred: np.ndarray, k: int) -> float:
-    """Support-weighted F1; a class without support has weight 0, so its F1 (counted 0) never enters."""
-    f1, true, defined = _f1_parts(y, pred, k)
-    return float(np.average(np.where(defined, f1, 0.0), weights=true))  # sklearn's zero_division=0
-
-
-def _mean_or_nan(values: np.ndarray) -> float:
-    return float("nan") if np.isnan(values).any() else float(values.mean())
+from mhaudit.stats.auc import _macro_auc, _per_class_auc
+from mhaudit.stats.f1 import _macro_f1, _scores, _tallies, _weighted_f1
 
 
 def discrimination_rows(group: Group, reference: Group, classes: list[str]) -> dict:
+    """The group's discrimination row. F1 by mhaudit.stats.f1's kernels: the PredictionSet validated the codes."""
     k = len(classes)
     majority = np.full_like(group.y, np.bincount(group.y, minlength=k).argmax())
-    auc = macro_auc(group.y, group.probs, k)
-    ref_auc = macro_auc(reference.y, reference.probs, k)
-    f1 = class_f1(group.y, group.pred, k)
+    auc = _macro_auc(group.y, group.probs, k)
+    ref_auc = _macro_auc(reference.y, reference.probs, k)
+    tallies = _tallies(group.y, group.pred, k)
+    f1 = _scores(tallies)["f1"]
     present = np.unique(group.y)
     reasons = []
     if len(present) < k:
@@ -62,20 +37,20 @@ def discrimination_rows(group: Group, reference: Group, classes: list[str]) -> d
     return {
         **group.key(), "n": group.n, "is_reference": group is reference,
         "accuracy": float(np.average(group.y == group.pred)),  # sklearn's accuracy_score
-        "macro_f1": _mean_or_nan(f1),
-        "weighted_f1": weighted_f1(group.y, group.pred, k),
+        "macro_f1": float(_macro_f1(tallies)),
+        "weighted_f1": float(_weighted_f1(tallies)),  # a class without support weighs 0
         "macro_auc": auc,
         "delta_auc_pct": 100 * (auc - ref_auc) / ref_auc,
-        "majority_macro_f1": _mean_or_nan(class_f1(group.y, majority, k)),
+        "majority_macro_f1": float(_macro_f1(_tallies(group.y, majority, k))),
         "classes_present": len(present),
         "reason": "; ".join(reasons),
     }
 
 
 def per_class_rows(group: Group, classes: list[str]) -> list[dict]:
-    f1 = class_f1(group.y, group.pred, len(classes))
+    f1 = _scores(_tallies(group.y, group.pred, len(classes)))["f1"]  # NaN: the class neither occurs nor is predicted
     rows = []
-    for stats in per_class_auc(group.y, group.probs, len(classes)):
+    for stats in _per_class_auc(group.y, group.probs, len(classes)):
         c = stats.pop("class_index")
         rows.append({**group.key(), "n": group.n, "class": classes[c], **stats,
                      "f1": float(f1[c])})

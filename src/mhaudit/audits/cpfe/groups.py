@@ -6,13 +6,10 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-import pandas as pd
 
 from mhaudit.core.errors import InputError
 from mhaudit.stats.calibration import softmax
-from mhaudit.tables.predictions import TEXT_HASH, PredictionSet, scores
-
-KEYS = ("model", "seed", "platform", "dataset")
+from mhaudit.tables.predictions import TEXT_HASH, PredictionSet
 EVALUATION_SPLITS = ("test", "calibration")
 
 
@@ -51,22 +48,26 @@ class Group:
 
 
 def make_groups(predictions: PredictionSet) -> list[Group]:
-    frame = predictions.frame[predictions.frame["split"].isin(EVALUATION_SPLITS)]
-    if frame.empty:
+    found = predictions.group_rows(EVALUATION_SPLITS)
+    if not found:
         raise InputError(f"no prediction rows in split(s) {', '.join(EVALUATION_SPLITS)}; the audit evaluates "
                          "test (and calibration) rows")
-    codes = pd.Categorical(frame["label"], categories=predictions.classes).codes
-    logits = scores(frame, predictions.classes)
+    evaluated = np.concatenate(list(found.values()))
+    unlabelled = evaluated[predictions.codes[evaluated] < 0]
+    if unlabelled.size:  # the statistics below trust the codes: this is their check
+        raise InputError(f"row {unlabelled.min() + 1} of the predictions has no label; the audit compares each "
+                         "evaluated row's prediction with its label")
+    frame, logits = predictions.frame, predictions.scores()
     groups = []
     ids = frame["id"].astype(str).to_numpy()
     hashes = frame[TEXT_HASH].to_numpy() if TEXT_HASH in frame else None
-    for key, index in frame.groupby(list(KEYS), sort=True).indices.items():
+    for key, index in found.items():
         model, seed, platform, dataset = key
         positional = (model, seed, platform, dataset) in predictions.positional
         if not positional:
             index = index[np.argsort(ids[index], kind="stable")]  # rows in id order: models align row by row
         groups.append(Group(str(model), int(seed), str(platform), str(dataset), ids[index],
-                            codes[index].astype(np.int64), logits[index], frame["split"].to_numpy()[index],
+                            predictions.codes[index], logits[index], frame["split"].to_numpy()[index],
                             positional, None if hashes is None else hashes[index]))
     return groups
 

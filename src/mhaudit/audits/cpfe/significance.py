@@ -16,9 +16,9 @@ from itertools import combinations
 import numpy as np
 
 from mhaudit.audits.cpfe.groups import Group, pairing
-from mhaudit.stats.auc import macro_auc, paired_delong
-from mhaudit.stats.bootstrap import bias_corrected, bootstrap_macro_auc, resample_counts, summarise
-from mhaudit.stats.calibration import bootstrap_ece, ece
+from mhaudit.stats.auc import _macro_auc, _paired_delong
+from mhaudit.stats.bootstrap import _bootstrap_macro_auc, bias_corrected, resample_counts, summarise
+from mhaudit.stats.calibration import _bootstrap_ece, _top_label_ece
 
 CORRECTIONS = ("bonferroni", "bh")
 
@@ -64,9 +64,9 @@ def _group_bootstrap(g: Group, counts: np.ndarray, n_classes: int, n_boot_auc: i
                      n_bins: int) -> tuple[int, np.ndarray, dict]:
     # ECE: the bias-corrected estimate and interval (stats.bootstrap.bias_corrected), not the plug-in's
     # percentile interval, which the plug-in point can fall below.
-    boot_ece = bootstrap_ece(g.probs, g.y, counts[:n_boot_ece], n_bins)
-    return (id(g), bootstrap_macro_auc(g.y, g.probs, n_classes, counts[:n_boot_auc]),
-            bias_corrected(ece(g.probs, g.y, n_bins), boot_ece, floor=0.0))
+    boot_ece = _bootstrap_ece(g.probs, g.y, counts[:n_boot_ece], n_bins)
+    return (id(g), _bootstrap_macro_auc(g.y, g.probs, n_classes, counts[:n_boot_auc]),
+            bias_corrected(_top_label_ece(g.probs, g.y, n_bins), boot_ece, floor=0.0))
 
 
 def _z_test(diff: float, se: float) -> tuple[float, float]:
@@ -113,7 +113,7 @@ def platform_pair_rows(groups: list[Group], boot: dict[int, np.ndarray], n_class
     for (model, seed), members in families.items():
         family = []
         for a, b in combinations(members, 2):
-            auc_a, auc_b = macro_auc(a.y, a.probs, n_classes), macro_auc(b.y, b.probs, n_classes)
+            auc_a, auc_b = _macro_auc(a.y, a.probs, n_classes), _macro_auc(b.y, b.probs, n_classes)
             pooled = float(np.hypot(se[id(a)]["se"], se[id(b)]["se"]))  # independent test sets
             diff = auc_a - auc_b
             z, p = _z_test(diff, pooled)
@@ -152,12 +152,12 @@ def model_pair_rows(groups: list[Group], boot: dict[int, np.ndarray], classes: l
                 rows.append({**base, "test": "paired", "class": "", "reason": why_not})
                 continue
             stats = summarise(boot[id(a)] - boot[id(b)])
-            diff = macro_auc(a.y, a.probs, k) - macro_auc(b.y, b.probs, k)
+            diff = _macro_auc(a.y, a.probs, k) - _macro_auc(b.y, b.probs, k)
             z, p = _z_test(diff, stats["se"])
             rows.append({**base, "test": "paired bootstrap, macro-AUC", "class": "", "difference": diff,
                          "se": stats["se"], "z": z, "p": p, "n_boot": stats["n_boot"], "reason": ""})
             for c, name in enumerate(classes):
-                d = paired_delong(a.y == c, a.probs[:, c], b.probs[:, c])
+                d = _paired_delong(a.y == c, a.probs[:, c], b.probs[:, c])
                 rows.append({**base, "test": "paired DeLong", "class": name, "difference": d["diff"],
                              "se": d["se"], "z": d["z"], "p": d["p"], "reason": d.get("reason", "")})
     return rows

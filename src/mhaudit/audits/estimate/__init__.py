@@ -20,29 +20,25 @@ from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.report import AuditResult, Section
 from mhaudit.report.result import digest_frame, provenance
-from mhaudit.tables.predictions import PredictionSet, scores
+from mhaudit.tables.predictions import PredictionSet
 
 __all__ = ["EstimateInputs", "EstimateOptions", "audit_estimate"]
 
 
-def _groups(preds: PredictionSet) -> dict[tuple, pd.DataFrame]:
-    return {key: frame for key, frame in preds.frame.groupby(["model", "seed", "platform", "dataset"], sort=True)}
-
-
-def _pairs(reference: PredictionSet, targets: PredictionSet) -> list[tuple[tuple, pd.DataFrame, tuple, pd.DataFrame]]:
+def _pairs(reference: PredictionSet, targets: PredictionSet) -> list[tuple[tuple, PredictionSet, tuple, PredictionSet]]:
     """Each target group with the reference group of its model and seed; a lone reference model serves all."""
-    refs = _groups(reference)
-    by_model = {(m, s): (key, frame) for key, frame in refs.items() for m, s in [key[:2]]}
+    refs = reference.groups()
+    by_model = {(m, s): (key, group) for key, group in refs.items() for m, s in [key[:2]]}
     if len(by_model) < len(refs):
         raise InputError("the reference holds one model and seed on several platforms; give one reference "
                          "platform per model and seed")
     pairs = []
-    for key, frame in _groups(targets).items():
+    for key, group in targets.groups().items():
         match = by_model.get(key[:2]) or (next(iter(by_model.values())) if len(by_model) == 1 else None)
         if match is None:
             raise InputError(f"target predictions of model {key[0]}, seed {key[1]} have no reference predictions of "
                              f"that model and seed (the reference has {', '.join(f'{m} seed {s}' for m, s in by_model)})")
-        pairs.append((match[0], match[1], key, frame))
+        pairs.append((match[0], match[1], key, group))
     return pairs
 
 
@@ -58,14 +54,14 @@ def audit_estimate(inputs: EstimateInputs, options: EstimateOptions, *, syntheti
     classes = reference.classes
     rng = np.random.default_rng(options.seed)
     estimates, priors, shift = [], [], []
-    for ref_key, ref_frame, key, frame in _pairs(reference, targets):
+    for ref_key, ref_group, key, group in _pairs(reference, targets):
         keys = {"model": ref_key[0], "seed": ref_key[1], "reference": ref_key[3], "platform": key[2], "dataset": key[3]}
         with progress.stage(f"estimate {key[0]} seed {key[1]} on {key[3]}"):
-            y_ref = pd.Categorical(ref_frame["label"], categories=classes).codes.astype(np.int64)
-            pair = estimate_pair(y_ref, scores(ref_frame, classes), scores(frame, classes), n_boot=options.n_boot,
+            y_ref = ref_group.codes
+            pair = estimate_pair(y_ref, ref_group.scores(), group.scores(), n_boot=options.n_boot,
                                  rng=rng, seed=options.seed, domain_auc_cutoff=options.domain_auc_cutoff,
                                  prior_gap_cutoff=options.prior_gap_cutoff)
-        truth = reference_metrics(y_ref, scores(ref_frame, classes))
+        truth = reference_metrics(y_ref, ref_group.scores())
         for row in pair.estimates:
             estimates.append({**keys, **row, "reference_value": truth[row["metric"]]})
         priors += [{**keys, "class": classes[r.pop("class_index")], **r} for r in pair.priors]

@@ -11,7 +11,8 @@ from scipy.special import softmax
 from mhaudit.audits.estimate.shift import domain_auc
 from mhaudit.stats.atc import thresholded_estimates
 from mhaudit.stats.bcts import fit_bcts
-from mhaudit.stats.cbpe import expected_metrics, macro_f1_from_confusion
+from mhaudit.stats.cbpe import expected_metrics
+from mhaudit.stats.f1 import macro_f1, tallies
 from mhaudit.stats.cbpe_interval import cbpe_draws
 from mhaudit.stats.label_shift import (bbse_priors, bbse_priors_resampled, em_priors, em_priors_resampled,
                                        prior_corrected_probs)
@@ -30,9 +31,8 @@ def reference_metrics(y: np.ndarray, logits: np.ndarray) -> dict[str, float]:
     """The metrics on the labelled reference, by the same formulas as the estimates."""
     k = logits.shape[1]
     pred = logits.argmax(axis=1)
-    cm = np.bincount(y * k + pred, minlength=k * k).reshape(k, k).astype(float)
     onehot = np.eye(k)[y]
-    return {"accuracy": float((pred == y).mean()), "macro_f1": float(macro_f1_from_confusion(cm)),
+    return {"accuracy": float((pred == y).mean()), "macro_f1": float(macro_f1(tallies(y, pred, k))),
             "macro_auc": expected_metrics(onehot, softmax(logits, axis=1))["macro_auc"]}
 
 

@@ -12,6 +12,7 @@ import pandas as pd
 from sklearn.metrics import roc_auc_score
 
 from mhaudit.audits.model_selection.jobs import FoldJob
+from mhaudit.stats.f1 import _macro_f1, _scores, binary_tallies
 
 METRICS = ("precision", "recall", "f1", "accuracy", "auc", "macro_f1")
 TIMES = ("train_seconds", "infer_seconds")
@@ -21,26 +22,23 @@ def binary_metrics(y: np.ndarray, score: np.ndarray, pred: np.ndarray) -> dict:
     """Positive-class precision, recall, F1; accuracy; AUC of `score`; macro-F1; the confusion counts.
 
     Undefined values are NaN and named in `undefined`: precision with no positive prediction, recall with no
-    positive, AUC with one class present, the F1 of a class neither present nor predicted, and then macro-F1. F1 = 2TP / (2TP + FP + FN) (0 when there are positives but none is
-    found; undefined only with no positive and no positive prediction), as sklearn computes it.
+    positive, AUC with one class present, the F1 of a class neither present nor predicted, and then macro-F1.
+    Precision, recall and F1 are mhaudit.stats.f1's (F1 = 2TP / (2TP + FP + FN), 0 when there are positives
+    but none is found), as sklearn computes them.
     """
     y, pred = np.asarray(y).astype(bool), np.asarray(pred).astype(bool)
     tp, fp = int((y & pred).sum()), int((~y & pred).sum())
     fn, tn = int((y & ~pred).sum()), int((~y & ~pred).sum())
     n = len(y)
-    undefined = []
-
-    def ratio(num, den, what):
-        if den == 0:
-            undefined.append(what)
-            return float("nan")
-        return num / den
-
-    precision = ratio(tp, tp + fp, "precision (no positive prediction)")
-    recall = ratio(tp, tp + fn, "recall (no positive)")
-    f1 = ratio(2 * tp, 2 * tp + fp + fn, "F1 (no positive, none predicted)")
-    f1_negative = ratio(2 * tn, 2 * tn + fp + fn, "F1 of the negative class (no negative, none predicted)")
-    macro_f1 = (f1 + f1_negative) / 2  # NaN when either class has no F1 (docs/statistics.md)
+    tallies = binary_tallies(tp, fp, fn, tn)
+    scores = _scores(tallies)  # mhaudit.stats.f1; the reasons are recorded here, so the kernel, without warning
+    precision, recall, f1 = (float(scores[m][1]) for m in ("precision", "recall", "f1"))
+    undefined = [what for what, value in (("precision (no positive prediction)", precision),
+                                          ("recall (no positive)", recall),
+                                          ("F1 (no positive, none predicted)", f1),
+                                          ("F1 of the negative class (no negative, none predicted)", scores["f1"][0]))
+                 if np.isnan(value)]
+    macro_f1 = float(_macro_f1(tallies))  # NaN when either class has no F1 (docs/statistics.md)
     if y.all() or not y.any():
         undefined.append("AUC (one class)")
         auc = float("nan")

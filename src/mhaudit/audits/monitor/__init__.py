@@ -17,9 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
 from mhaudit.audits.estimate import EstimateOptions
 from mhaudit.audits.monitor.scores import ensure_scores_table, model_digest, read_scored, score_posts
 from mhaudit.audits.monitor.verdicts import AXIS, monitor_verdicts, summarise
@@ -55,8 +52,7 @@ def reference_of(reference: PredictionSet, classes: list[str], positive: str | N
         raise InputError("the reference predictions need a label on every row and every class present")
     if positive is not None and positive not in classes:
         raise InputError(f"--positive '{positive}' is not a class of the model ({', '.join(classes)})")
-    y = pd.Categorical(labels, categories=classes).codes.astype(np.int64)
-    return Reference(y, scores(reference.frame, classes), classes,
+    return Reference(reference.codes, scores(reference.frame, classes), classes,
                      classes.index(positive) if positive else len(classes) - 1)
 
 

@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -78,6 +79,11 @@ class CorpusSchema:
 
 
 SCHEMA = CorpusSchema()
+
+
+def label_codes(labels, classes: list[str]) -> np.ndarray:
+    """Labels as int64 codes in `classes` order (distinct names), -1 where missing or not a class."""
+    return pd.Index(classes).get_indexer(pd.Index(labels)).astype(np.int64, copy=False)
 
 
 @dataclass
