@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from mhaudit.cli.console import err, guarded, out, print_table, stage_progress
+from mhaudit.cli.console import err, guarded, out, print_table, stage_progress, write_report
 from mhaudit.core.errors import InputError
 
 
@@ -72,7 +72,6 @@ def benchmark(
     from mhaudit.audits.model_selection.run import run_model_selection
     from mhaudit.audits.model_selection.sources import label_sources
     from mhaudit.audits.model_selection.tables import summary_lines
-    from mhaudit.report import write_report
     from mhaudit.tables.corpus.schema import Corpus
     from mhaudit.tables.io import write_table
 

@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from mhaudit.cli.console import err, guarded, out, print_table, stage_progress
+from mhaudit.cli.console import err, guarded, out, print_table, stage_progress, write_report
 from mhaudit.core.errors import InputError
 
 app = typer.Typer(help="Validate weak labels against people: draw the sample, report agreement.",
@@ -230,7 +230,6 @@ def report(labels: LabelsOpt, task: TaskOpt,
         return _certify(labels, task, out_dir, sample_path, predictions, annotator, reference, positive, tolerance,
                         population)
     from mhaudit.audits.agreement import AgreementOptions, agreement_report, read_validation_set
-    from mhaudit.report import write_report
 
     validation = read_validation_set(sample_path) if sample_path else None
     options = AgreementOptions(task, weak_labeler=weak, annotators=tuple(annotator) if annotator else None,
@@ -262,7 +261,6 @@ def _certify(labels, task, out_dir, sample_path, predictions, annotator, referen
              population) -> None:
     from mhaudit.audits.agreement import read_validation_set
     from mhaudit.audits.certify import CertifyOptions, certify_on_target, read_design
-    from mhaudit.report import write_report
     from mhaudit.stats.ppi import POPULATIONS
     from mhaudit.tables.prediction_files import read_predictions
 

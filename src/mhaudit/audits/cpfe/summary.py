@@ -173,7 +173,8 @@ def plain_words(discrimination: pd.DataFrame, flag_table: pd.DataFrame, temperat
     home = f"macro-AUC {_span(ref, '.3f', '-')}" if len(ref) else "macro-AUC undefined"
     change = (f"changes by {_span(drop, '+.1f')}% on the other platforms" if len(drop) else
               "cannot be compared (undefined: see the reason column of the discrimination table)")
-    parts = [f"Off their home platform ({reference}, {home}), the models' macro-AUC {change}."]
+    owner, models = ("their", "the models'") if independent["model"].nunique() > 1 else ("its", "the model's")
+    parts = [f"Off {owner} home platform ({reference}, {home}), {models} macro-AUC {change}."]
     if not flag_table.empty and "non_independent" in flag_table:
         flag_table = flag_table[~flag_table["non_independent"].astype(bool)]
     raised = flag_table[flag_table["raised"]] if not flag_table.empty else flag_table
