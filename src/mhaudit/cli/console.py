@@ -107,10 +107,13 @@ def warnings_so_far() -> list[str]:
     return warning_lines(_raised) if _raised else []
 
 
+_PROSE = 24  # a text column with a longer cell (a reason, a path) wraps between words; shorter ones (names) do not
+
+
 def print_table(title: str, frame: pd.DataFrame) -> None:
-    """A table as wide as the terminal (80 columns in a log or pipe): numbers on one line, text wrapped between
-    words, no column narrower than its header. A table that cannot fit so prints as one line of
-    "column: value" pairs per row."""
+    """A table as wide as the terminal (80 columns in a log or pipe): numbers and names on one line, prose
+    wrapped between words, no column narrower than its header. A table that cannot fit so prints as one line
+    of "column: value" pairs per row."""
     import pandas as pd  # here, not at the top: `mhaudit --help` loads no pandas
 
     from mhaudit.report.numbers import format_number
@@ -120,15 +123,18 @@ def print_table(title: str, frame: pd.DataFrame) -> None:
                for col in frame.columns]
     rows = [[("n/a" if pd.isna(v) else format_number(float(v), name)) if isinstance(v, float) else str(v)
              for v, name in zip(row, headers)] for row in frame.itertuples(index=False)]
+    longest = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    wraps = [not number and width > _PROSE for number, width in zip(numeric, longest)]
+    least = [max(len(h), _PROSE // 2) if wrap else width for h, wrap, width in zip(headers, wraps, longest)]
     out.print(f"[bold]{escape(title)}[/]", highlight=False)
-    if sum(map(len, headers)) + 2 * (len(headers) - 1) > out.width:
+    if sum(least) + 2 * (len(headers) - 1) > out.width:
         for row in rows:
             out.print(escape(" · ".join(f"{h}: {v}" for h, v in zip(headers, row))), highlight=False)
         return
     table = _plain_table(gap=2)
-    for header, number in zip(headers, numeric):
-        table.add_column(escape(header), justify="right" if number else "left", no_wrap=number,
-                         min_width=len(header), overflow="fold")
+    for header, number, wrap, width in zip(headers, numeric, wraps, least):
+        table.add_column(escape(header), justify="right" if number else "left", no_wrap=not wrap, min_width=width,
+                         overflow="fold")
     for row in rows:
         table.add_row(*map(escape, row))
     out.print(table)

@@ -83,6 +83,11 @@ def _shown(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     return {name: t for name, t in tables.items() if not t.empty}
 
 
+def _on_page(result: AuditResult) -> list:
+    """The sections a page shows: not one without text, figures or a table with rows (report.json keeps it)."""
+    return [s for s in result.sections if s.text or s.figures or _shown(s.tables)]
+
+
 def _md_table(table: pd.DataFrame) -> str:
     head = "| " + " | ".join(map(str, table.columns)) + " |"
     rule = "|" + "|".join("---" for _ in table.columns) + "|"
@@ -122,7 +127,7 @@ def to_markdown(result: AuditResult) -> str:
     if not result.verdicts.empty:
         out += ["## Verdicts", "", f"Failures first. {_severity_counts(distinct_checks(result.verdicts))}", "",
                 _md_table(_readable_verdicts(result.verdicts)), ""]
-    for s in result.sections:
+    for s in _on_page(result):
         out += [f"## {s.title}", ""]
         if s.text:
             out += [s.text, ""]
@@ -163,7 +168,8 @@ def _md_footer(result: AuditResult) -> list[str]:
         out += ["Notes:", "", *(f"- {note}" for note in result.notes), ""]
     inputs = _inputs(result)
     out += [_run_line(result), "", f"<details><summary>Inputs ({len(inputs)}) and options</summary>", "",
-            *(f"- `{name}` sha256 {digest}" for name, digest in inputs), "", "```json", _options_json(result), "```", "", "</details>"]
+            *(f"- `{name}` sha256 {digest}" for name, digest in inputs), "",
+            "```json", _options_json(result), "```", "", "</details>"]
     return out
 
 
@@ -266,10 +272,11 @@ def to_html(result: AuditResult) -> str:
         if len(checks) > LONG_TABLE:  # the scorecard above already says it; every check on request
             table = f"<details><summary>every check ({len(checks)} rows)</summary>{table}</details>"
         parts.append("<h2>Verdicts</h2><p>Failures first. " + esc(_severity_counts(checks)) + "</p>" + table)
-    if len(result.sections) > 5:  # a long page: say what is on it
-        links = " · ".join(f"<a href='#{_slug(s.title)}'>{esc(s.title)}</a>" for s in result.sections)
+    sections = _on_page(result)
+    if len(sections) > 5:  # a long page: say what is on it
+        links = " · ".join(f"<a href='#{_slug(s.title)}'>{esc(s.title)}</a>" for s in sections)
         parts.append(f"<nav class='note'><b>Sections:</b> {links}</nav>")
-    for s in result.sections:
+    for s in sections:
         parts.append(f"<h2 id='{_slug(s.title)}'>{esc(s.title)}</h2>")
         if s.text:
             parts.append(f"<p>{esc(s.text)}</p>")

@@ -257,6 +257,7 @@ def _sections(tables: dict[str, pd.DataFrame], summary: str, options: CPFEOption
     get = tables.get
     runs = _first_seed_only(tables["discrimination"], one_run).groupby("model")["seed"].nunique()
     figs = _figures(tables, words, runs) if options.figures else {}
+    schemes, lengths = get("sensitivity", pd.DataFrame()), get("length", pd.DataFrame())
     sections = [  # with one run per model there is no SD over seeds to show
         Section("Mean and SD over seeds", "Sample SD (ddof = 1) over seeds; n/a with one seed." + _seed_note(one_run),
                 {"mean and SD over seeds": _seed_summary(tables, one_run)})] if (runs > 1).any() else []
@@ -289,16 +290,15 @@ def _sections(tables: dict[str, pd.DataFrame], summary: str, options: CPFEOption
                 if "attribution_stability" in tables else "No attribution table was given: axis 5 not computed.",
                 {"attribution_stability": get("attribution_stability", pd.DataFrame()),
                  "clinical_retention": get("clinical_retention", pd.DataFrame())}, figs.get("attribution", {})),
+        # an extra without rows (no corpus for the lengths, other classes than the CPFE four for the schemes)
+        # has no text either, so the page leaves it out; report.json keeps its empty table
         Section("Label-mapping sensitivity", "Schemes A-E recomputed from the same predictions by summing class "
-                "probabilities (CPFE released code); D equals B by construction.",
-                {"sensitivity": get("sensitivity", pd.DataFrame())}),
+                "probabilities (CPFE released code); D equals B by construction." if len(schemes) else "",
+                {"sensitivity": schemes}),
         Section("Text length", f"Words per example; share beyond {options.max_tokens} whitespace words; "
-                "macro-AUC by length quartile.", {"length": get("length", pd.DataFrame())}, figs.get("length", {})),
+                "macro-AUC by length quartile." if len(lengths) else "", {"length": lengths}, figs.get("length", {})),
         Section("Label shift", "Class prevalence on each target: true, EM-estimated (Saerens et al. 2002) and "
                 "BBSE-estimated (Lipton et al. 2018); metrics after EM prior correction.",
                 {"label_shift": get("label_shift", pd.DataFrame())}),
     ]
-    # An extra without a table (no corpus for the lengths, no four CPFE classes for the schemes) is left out;
-    # an axis that was not computed keeps its heading, which says why.
-    extras = {"Label-mapping sensitivity", "Text length"}
-    return [s for s in sections if s.title not in extras or s.figures or any(not t.empty for t in s.tables.values())]
+    return sections
