@@ -260,6 +260,7 @@ def to_html(result: AuditResult) -> str:
              "td.card{white-space:nowrap}p.note{font-size:.9em;color:#444;margin:.2em 0}"
              "details{margin:.3em 0 1em}summary{cursor:pointer;font-weight:bold}img{max-width:100%}"
              "footer{margin-top:3em;border-top:1px solid #ccc;color:#555;font-size:.85em;overflow-wrap:anywhere}"
+             "footer pre{white-space:pre-wrap}"
              "</style></head><body>", f"<h1>{esc(result.title)}</h1>"]
     if result.synthetic:
         parts.append(f"<p class='synthetic' role='alert'>{esc(SYNTHETIC_BANNER)}</p>")

@@ -116,7 +116,7 @@ def _others(checks: pd.DataFrame, headline: str) -> list[str]:
 def distinct_checks(verdicts: pd.DataFrame) -> pd.DataFrame:
     """The verdicts with one row per measured value: where one value is checked against two thresholds (a
     disparate impact under 0.80 and under 0.50) the worst severity stays, the first row of equals. For the
-    pages and the terminal; report.json keeps every row."""
+    pages; report.json keeps every row."""
     same = ["audit", "axis", "subject", "target", "statistic", "value", "ci_low", "ci_high"]
     ranked = verdicts.iloc[verdicts["severity"].map(SEVERITY_RANK).argsort(kind="stable")]
     return ranked.drop_duplicates(same).sort_index()
