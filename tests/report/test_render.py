@@ -78,7 +78,7 @@ def test_the_scorecard_folds_seeds_and_leads_the_page(tmp_path):
     html = (tmp_path / "report.html").read_text()
     assert html.index("<h2>Scorecard</h2>") < html.index("Words.") < html.index("<h2>Verdicts</h2>")
     assert "<footer><p>mhaudit " in html and "<li>preds.csv sha256 abababababab</li>" in html
-    assert "<details><summary>Options</summary><pre>{\n &quot;seed&quot;: 3\n}</pre></details>" in html
+    assert "<details><summary>Options</summary><pre>seed: 3</pre></details>" in html
     assert json.loads((tmp_path / "report.json").read_text())["scorecard"][0]["subject"] == "bert"
     assert "## Scorecard" in (tmp_path / "report.md").read_text()
 

@@ -36,7 +36,7 @@ def demo(out_dir: Annotated[Path, typer.Option("--out", help="Folder for the cor
     disc = cross.table("discrimination")
     print_table("Discrimination by platform (test splits)",
                 disc[["model", "dataset", "n", "macro_f1", "macro_auc", "delta_auc_pct"]])
-    print_scorecard("Scorecard: every audit of both models (worst verdict per axis; numbers in the report)",
+    print_scorecard("Scorecard of both models (worst verdict per axis; numbers in the report)",
                     results[""].verdicts)
     out.print(f"trust report: {out_dir / 'report.html'} (also .md and .json); each audit's own report under "
               f"{out_dir / 'cross-platform'}, {out_dir / 'expected'}, {out_dir / 'label-source'} and "

@@ -157,8 +157,10 @@ def _inputs(result: AuditResult) -> list[tuple[str, str]]:
     return [(_FOLDERS.sub("", name), digest[:12]) for name, digest in result.provenance.get("inputs", {}).items()]
 
 
-def _options_json(result: AuditResult) -> str:
-    return json.dumps(result.options, default=str, sort_keys=True, indent=1)
+def _options_text(options: dict, indent: str = "") -> str:
+    """One line per option, "name: value" (a list on its line, in JSON); a combined report's audits nested."""
+    return "\n".join(f"{indent}{name}:\n{_options_text(value, indent + '  ')}" if isinstance(value, dict) and value
+                     else f"{indent}{name}: {json.dumps(value, default=str)}" for name, value in sorted(options.items()))
 
 
 def _md_footer(result: AuditResult) -> list[str]:
@@ -169,7 +171,7 @@ def _md_footer(result: AuditResult) -> list[str]:
     inputs = _inputs(result)
     out += [_run_line(result), "", f"<details><summary>Inputs ({len(inputs)}) and options</summary>", "",
             *(f"- `{name}` sha256 {digest}" for name, digest in inputs), "",
-            "```json", _options_json(result), "```", "", "</details>"]
+            "```text", _options_text(result.options), "```", "", "</details>"]
     return out
 
 
@@ -181,7 +183,7 @@ def _html_footer(result: AuditResult) -> str:
             + f"<p>{esc(_run_line(result))}</p>"
             + f"<details><summary>Inputs ({len(inputs)}), with the start of each SHA-256</summary><ul>"
             + "".join(f"<li>{esc(name)} sha256 {digest}</li>" for name, digest in inputs) + "</ul></details>"
-            + f"<details><summary>Options</summary><pre>{esc(_options_json(result))}</pre></details>"
+            + f"<details><summary>Options</summary><pre>{esc(_options_text(result.options))}</pre></details>"
             + "</footer>")
 
 
