@@ -173,6 +173,7 @@ def test_non_independent_rows_are_marked_and_left_out_of_the_summary():
     assert f"changes by {drop} on the other platforms" in result.summary  # one run: one value, not "x to x"
     home = disc.loc["home", "macro_auc"]
     assert f"macro-AUC {home:.3f})" in result.summary and "on average (range" not in result.summary
+    assert result.summary.startswith("Off its home platform (home") and "the model's macro-AUC" in result.summary
     assert "_" not in result.summary.split("Found:")[-1].split(".")[0]  # findings in words, not flag ids
 
 

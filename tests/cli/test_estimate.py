@@ -40,7 +40,7 @@ def test_estimate_on_published_style_files(tmp_path):
                                  "--n-boot", "200", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "is now" not in result.stderr
-    assert "'label' column is ignored" in result.output
+    assert "note: the 'label' column of bert_twitter.csv is ignored (read as unlabelled)" in result.output
     report = json.loads((out / "report.json").read_text())
     estimates = pd.DataFrame(next(t for s in report["sections"] for n, t in s["tables"].items() if n == "estimates"))
     assert set(estimates["dataset"]) == {"twitter", "bluesky"}

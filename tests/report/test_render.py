@@ -77,7 +77,8 @@ def test_the_scorecard_folds_seeds_and_leads_the_page(tmp_path):
     write_report(result, tmp_path)
     html = (tmp_path / "report.html").read_text()
     assert html.index("<h2>Scorecard</h2>") < html.index("Words.") < html.index("<h2>Verdicts</h2>")
-    assert "<footer>mhaudit " in html and "preds.csv sha256 abababababab" in html and "{&quot;seed&quot;: 3}" in html
+    assert "<footer><p>mhaudit " in html and "<li>preds.csv sha256 abababababab</li>" in html
+    assert "<details><summary>Options</summary><pre>seed: 3</pre></details>" in html
     assert json.loads((tmp_path / "report.json").read_text())["scorecard"][0]["subject"] == "bert"
     assert "## Scorecard" in (tmp_path / "report.md").read_text()
 
@@ -92,3 +93,50 @@ def test_p_values_empty_and_long_tables(tmp_path):
     assert "nothing" not in html and (tmp_path / "tables" / "s--nothing.csv").exists()  # kept in the files
     assert "<details><summary>long (40 rows)</summary>" in html
     assert "| 1.0e-04 |" in (tmp_path / "report.md").read_text()
+
+
+def test_one_value_checked_against_two_thresholds_shows_once_at_its_worst(tmp_path):
+    rows = [verdict("cpfe", "equity", "bert seed 0", "twitter", "disparate_impact", 0.41, "< 0.8", "warn", "4/5"),
+            verdict("cpfe", "equity", "bert seed 0", "twitter", "disparate_impact", 0.41, "< 0.5", "fail", "half"),
+            verdict("cpfe", "equity", "bert seed 1", "twitter", "disparate_impact", 0.90, "< 0.8", "pass", "fine"),
+            verdict("cpfe", "equity", "bert seed 1", "twitter", "disparate_impact", 0.90, "< 0.5", "pass", "fine")]
+    write_report(AuditResult("T", [], verdicts=verdict_table(rows)), tmp_path)
+    html = (tmp_path / "report.html").read_text()
+    assert "1 fail, 1 pass of 2 checks." in html and "4/5" not in html and "< 0.5" not in html
+    md = (tmp_path / "report.md").read_text().split("## Verdicts")[1]
+    assert md.count("| equity |") == 2 and "| < 0.5 | fail | half |" in md
+    assert len(json.loads((tmp_path / "report.json").read_text())["verdicts"]) == 4  # every check kept
+
+
+def test_scorecard_cells_fold_p_values_and_give_each_statistic_its_severity():
+    from mhaudit.report.scorecard import scorecard
+
+    rows = []
+    for seed, p, ece, after in ((0, 3e-5, 0.20, 0.04), (1, 2e-3, 0.22, 0.12), (2, 0.3, 0.18, 0.05)):
+        subject = f"bert seed {seed}"
+        rows += [verdict("cpfe", "significance", subject, "twitter", "p_adjusted", p, "< 0.05",
+                         "fail" if p < 0.05 else "pass", ""),
+                 verdict("cpfe", "calibration", subject, "twitter", "ece_debiased", ece, "> 0.1", "fail", ""),
+                 verdict("cpfe", "calibration", subject, "twitter", "ece_after_ts", after, "> 0.1",
+                         "warn" if after > 0.1 else "pass", "")]
+    card = scorecard(verdict_table(rows)).set_index("subject")
+    assert card.loc["bert", "significance"] == "fail: p_adjusted in 2 of 3 runs (largest p 0.300)"
+    assert card.loc["bert", "calibration"] == "fail: ece_debiased 0.200 ± 0.020 (n = 3); ece_after_ts 0.070 (warn)"
+
+
+def test_footer_lists_notes_and_collapses_inputs_and_options(tmp_path):
+    inputs = {"predictions": "c" * 64, **{f"/data/released/bert_reddit_seed{s}_predictions.csv": "d" * 64
+                                          for s in range(40)}}
+    result = AuditResult("T", [Section("S", "", {"t": pd.DataFrame({"a": [1]})}), Section("Empty", "", {})],
+                         provenance={"inputs": inputs}, options={"reference": "reddit"},
+                         notes=["warning: macro-F1 undefined (3 times)"])
+    write_report(result, tmp_path)
+    html = (tmp_path / "report.html").read_text()
+    footer = html[html.index("<footer>"):]
+    assert "<ul class='notes'><li>warning: macro-F1 undefined (3 times)</li></ul>" in footer
+    assert "<summary>Inputs (41), with the start of each SHA-256</summary>" in footer and "/data/" not in footer
+    assert "<li>bert_reddit_seed39_predictions.csv sha256 dddddddddddd</li>" in footer
+    assert "Empty" not in html  # a section with nothing to show is left off the page
+    md = (tmp_path / "report.md").read_text()
+    assert "- warning: macro-F1 undefined (3 times)" in md and "<details><summary>Inputs (41) and options" in md
+    assert "Empty" not in md and json.loads((tmp_path / "report.json").read_text())["sections"][1]["title"] == "Empty"

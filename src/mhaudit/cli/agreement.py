@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from mhaudit.cli import audit
-from mhaudit.cli.console import guarded, out, print_table, stage_progress
+from mhaudit.cli.console import guarded, out, print_table, stage_progress, write_report
 from mhaudit.cli.labels import LabelsOpt, TaskOpt, read_authors, read_label_files
 
 
@@ -46,7 +46,6 @@ def agreement(labels: LabelsOpt, task: TaskOpt, out_dir: OutOpt,
     The bootstraps resample authors when the items have them (--items, an 'author' column in --sample, or
     post-store ids at://AUTHOR/...)."""
     from mhaudit.audits.agreement import AgreementOptions, audit_agreement, read_validation_set
-    from mhaudit.report import write_report
 
     options = AgreementOptions(task, weak_labeler=weak, annotators=tuple(annotator) if annotator else None,
                                reference=reference, models=tuple(model or ()), n_boot=n_boot, seed=seed)
@@ -91,7 +90,6 @@ def certify(labels: LabelsOpt, task: TaskOpt, out_dir: OutOpt,
     and the model's scores on the pool (prediction-powered inference; docs/validation.md)."""
     from mhaudit.audits.agreement import read_validation_set
     from mhaudit.audits.certify import CertifyInputs, CertifyOptions, audit_certify, read_design
-    from mhaudit.report import write_report
     from mhaudit.tables.prediction_files import read_predictions
 
     options = CertifyOptions(task, annotators=tuple(annotator) if annotator else None, reference=reference,

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from mhaudit.cli.console import guarded, out, print_table, stage_progress
+from mhaudit.cli.console import guarded, out, print_scorecard, stage_progress, write_report
 from mhaudit.core.errors import InputError
 
 app = typer.Typer(help="Run an audit: cpfe, divergence, agreement, model-selection, estimate, certify, monitor.",
@@ -55,7 +55,6 @@ def cpfe(predictions: Annotated[list[str], typer.Option(
     else the file name is the model and the platform. Integer labels index the score columns in order.
     """
     from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
-    from mhaudit.report import write_report
     from mhaudit.tables.attributions import read_attributions
     from mhaudit.tables.corpus.schema import Corpus
     from mhaudit.tables.prediction_files import PredictionColumns, read_predictions
@@ -83,9 +82,7 @@ def cpfe(predictions: Annotated[list[str], typer.Option(
                         progress=stage_progress())
     write_report(result, out_dir)
     out.print(result.summary)
-    raised = result.verdicts[result.verdicts["severity"] != "pass"]
-    if not raised.empty:
-        print_table("verdicts other than pass", raised[["severity", "axis", "subject", "target", "statistic", "value"]])
+    print_scorecard("Scorecard: worst verdict per axis (numbers and every check in the report)", result.verdicts)
     out.print(f"report: {out_dir / 'report.html'} (also report.md, report.json, figures/)")
 
 
@@ -122,7 +119,6 @@ def divergence(corpora: Annotated[list[Path], typer.Option("--corpus", help="Bin
     from mhaudit.audits.divergence import DivergenceOptions, audit_divergence
     from mhaudit.audits.divergence.baselines import baselines_from_predictions
     from mhaudit.audits.divergence.conflicts import write_conflicts
-    from mhaudit.report import write_report
     from mhaudit.tables.corpus.schema import merge_corpora
     from mhaudit.tables.prediction_files import read_predictions
 

@@ -1,11 +1,16 @@
-"""What every command shares: the two consoles, the bad-input guard, the table printer, many values after one
-flag, and the one-line note of a renamed command."""
+"""What every command shares: the two consoles, the bad-input guard (which also gathers the warnings a command
+raises), the table and scorecard printers, the report writer that lists those warnings in the report, many
+values after one flag, and the one-line note of a renamed command."""
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import gc
+import warnings
+from collections import Counter
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
@@ -21,6 +26,8 @@ from mhaudit.core.progress import Progress
 if TYPE_CHECKING:
     import pandas as pd
 
+    from mhaudit.report import AuditResult
+
 out = Console()
 err = Console(stderr=True)
 
@@ -29,14 +36,52 @@ err = Console(stderr=True)
 atexit.register(gc.freeze)
 
 
+_raised: Counter | None = None  # (category, first line of the message) -> times, while a command runs
+_QUIET = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)  # Python's default ignores
+
+
+@contextlib.contextmanager
+def _gathered_warnings():
+    """Count the warnings raised inside by kind instead of printing each with its source line, then print each
+    kind once as one line on stderr. Python callers of the library keep Python's own warnings."""
+    global _raised
+    if _raised is not None:  # a command called from a command: the outer one gathers
+        yield
+        return
+    _raised = counts = Counter()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")  # every occurrence, so each kind can say how often it came
+            for category in _QUIET:
+                warnings.simplefilter("ignore", category)
+            warnings.showwarning = lambda message, category, *_, **__: counts.update([_kind(category, message)])
+            yield
+    finally:
+        _raised = None
+        for line in warning_lines(counts):
+            err.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
+
+
+def _kind(category: type[Warning], message: Warning | str) -> tuple[str, str]:
+    text = str(message).strip()
+    return category.__name__, text.splitlines()[0] if text else category.__name__
+
+
+def warning_lines(counts: Counter) -> list[str]:
+    """One line per kind of warning: its message, and how many times it came when more than once."""
+    return [message + (f" ({n} times)" if n > 1 else "") for (_, message), n in counts.items()]
+
+
 def guarded(fn):
     """Turn an InputError into one red sentence and exit code 2; so too an OSError the user can fix (a full
-    disk, a file-size limit, a read-only folder) that no writer turned into one (docs/faults.md)."""
+    disk, a file-size limit, a read-only folder) that no writer turned into one (docs/faults.md). Warnings are
+    gathered and printed once per kind at the end (`_gathered_warnings`)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
-            return fn(*args, **kwargs)
+            with _gathered_warnings():
+                return fn(*args, **kwargs)
         except (InputError, OSError) as exc:
             fault = exc if isinstance(exc, InputError) else os_fault(exc, writing=False)
             if fault is None:
@@ -47,15 +92,53 @@ def guarded(fn):
     return wrapper
 
 
+def write_report(result: AuditResult, out_dir: Path) -> list[Path]:
+    """`mhaudit.report.write_report`, with the warnings the command has raised so far listed in the report's notes."""
+    from dataclasses import replace
+
+    from mhaudit.report import write_report as write
+
+    raised = warnings_so_far()
+    if raised:
+        result = replace(result, notes=[*result.notes, *(f"warning: {line}" for line in raised)])
+    return write(result, out_dir)
+
+
+def warnings_so_far() -> list[str]:
+    """The warnings the running command has raised so far, one line per kind (`warning_lines`)."""
+    return warning_lines(_raised) if _raised else []
+
+
+_PROSE = 24  # a text column with a longer cell (a reason, a path) wraps between words; shorter ones (names) do not
+
+
 def print_table(title: str, frame: pd.DataFrame) -> None:
+    """A table as wide as the terminal (80 columns in a log or pipe): numbers and names on one line, prose
+    wrapped between words, no column narrower than its header. A table that cannot fit so prints as one line
+    of "column: value" pairs per row."""
     import pandas as pd  # here, not at the top: `mhaudit --help` loads no pandas
 
-    table = Table(title=escape(title), title_justify="left")
-    for col in frame.columns:
-        table.add_column(escape(str(col)), overflow="fold",
-                         justify="right" if pd.api.types.is_numeric_dtype(frame[col]) else "left")
-    for row in frame.itertuples(index=False):
-        table.add_row(*[f"{v:.3f}" if isinstance(v, float) else escape(str(v)) for v in row])
+    from mhaudit.report.numbers import format_number
+
+    headers = [str(col) for col in frame.columns]
+    numeric = [pd.api.types.is_numeric_dtype(frame[col]) and not pd.api.types.is_bool_dtype(frame[col])
+               for col in frame.columns]
+    rows = [[("n/a" if pd.isna(v) else format_number(float(v), name)) if isinstance(v, float) else str(v)
+             for v, name in zip(row, headers)] for row in frame.itertuples(index=False)]
+    longest = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    wraps = [not number and width > _PROSE for number, width in zip(numeric, longest)]
+    least = [max(len(h), _PROSE // 2) if wrap else width for h, wrap, width in zip(headers, wraps, longest)]
+    out.print(f"[bold]{escape(title)}[/]", highlight=False)
+    if sum(least) + 2 * (len(headers) - 1) > out.width:
+        for row in rows:
+            out.print(escape(" · ".join(f"{h}: {v}" for h, v in zip(headers, row))), highlight=False)
+        return
+    table = _plain_table(gap=2)
+    for header, number, wrap, width in zip(headers, numeric, wraps, least):
+        table.add_column(escape(header), justify="right" if number else "left", no_wrap=not wrap, min_width=width,
+                         overflow="fold")
+    for row in rows:
+        table.add_row(*map(escape, row))
     out.print(table)
 
 
@@ -116,3 +199,77 @@ def renamed(command, old: str, new: str):
 def say_renamed(old: str, new: str) -> None:
     err.print(f"note: `mhaudit {old}` is now `mhaudit {new}`; the old name will be removed.", highlight=False,
               soft_wrap=True)
+
+
+def _plain_table(gap: int) -> Table:
+    """No borders: `gap` spaces between columns and a rule under the bold header."""
+    from rich import box
+
+    return Table(box=box.SIMPLE_HEAD, padding=(0, gap - 1, 0, 0), pad_edge=False, show_edge=False,
+                 header_style="bold")
+
+
+_SEVERITY_CELL = {"fail": "[red]fail[/]", "warn": "[yellow]warn[/]", "pass": "[green]pass[/]",
+                  "undefined": "[dim]n/a[/]"}
+
+
+def print_scorecard(title: str, verdicts: pd.DataFrame) -> None:
+    """The scorecard as wide as the terminal: under each subject, a line per target with the worst verdict of
+    each axis (numbers, CIs and every check stay in the report). As in the report, the subjects several audits
+    share come first and the rest follow as other checks."""
+    from mhaudit.report.scorecard import scorecard_cells, shared_subjects
+
+    rows = scorecard_cells(verdicts)
+    shared = shared_subjects(verdicts)
+    parts = [(title, [r for r in rows if r["subject"] in shared] or rows)]
+    if shared and any(r["subject"] not in shared for r in rows):
+        parts.append(("Other checks (subjects only one audit checks)", [r for r in rows if r["subject"] not in shared]))
+    for heading, part in parts:
+        if part:
+            _print_card(heading, part)
+
+
+def _print_card(title: str, rows: list[dict]) -> None:
+    """One scorecard table: a line per subject and target where that fits the width, else each subject on a
+    line of its own above its targets; the axes' names as headings where they fit, else SHORT_AXES and a key."""
+    import textwrap
+
+    from mhaudit.report.scorecard import short_axis
+
+    axes = [axis for axis in rows[0] if axis not in ("subject", "target") and any(r[axis] for r in rows)]
+    subject_width, target_width = (max(len(str(r[key])) for r in rows) for key in ("subject", "target"))
+    layouts = [(names, True) for names in ({a: a for a in axes}, {a: short_axis(a) for a in axes})]
+    widths = lambda names: [max(4, len(names[axis])) for axis in axes]  # noqa: E731
+    names, side_by_side = next(((names, flat) for names, flat in layouts
+                                if subject_width + 1 + target_width + sum(w + 1 for w in widths(names)) <= out.width),
+                               (layouts[1][0], False))
+    table = _plain_table(gap=1)
+    for header in ("subject", "target") if side_by_side else ("",):
+        table.add_column(header, no_wrap=True)
+    for axis, width in zip(axes, widths(names)):
+        table.add_column(escape(names[axis]), no_wrap=True, min_width=width)
+    label_width = out.width - sum(w + 1 for w in widths(names))
+    subject = None
+    for row in rows:
+        cells = [_SEVERITY_CELL[row[axis].severity] if row[axis] else "[dim]-[/]" for axis in axes]
+        if side_by_side:
+            table.add_row(escape(str(row["subject"])) if row["subject"] != subject else "", escape(str(row["target"])),
+                          *cells)
+        else:
+            if row["subject"] != subject:
+                table.add_row(f"[bold]{escape(str(row['subject']))}[/]", *[""] * len(axes))
+            lines = textwrap.wrap(str(row["target"]), label_width - 1, subsequent_indent="  ", break_on_hyphens=False)
+            table.add_row(" " + escape(lines[0]), *cells)
+            for line in lines[1:]:
+                table.add_row(" " + escape(line), *[""] * len(axes))
+        subject = row["subject"]
+    out.print(f"[bold]{escape(title)}[/]", highlight=False)
+    out.print(table)
+    key, line = [f"{names[axis]} = {axis}" for axis in axes if names[axis] != axis], ""
+    for entry in key:  # whole entries to a line: "attr = attribution" is not split
+        if line and len(line) + 2 + len(entry) > out.width:
+            out.print(escape(line + ";"), highlight=False, style="dim")
+            line = ""
+        line = f"{line}; {entry}" if line else entry
+    if line:
+        out.print(escape(line), highlight=False, style="dim")

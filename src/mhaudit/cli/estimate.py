@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from mhaudit.cli import audit
-from mhaudit.cli.console import guarded, out, print_table, stage_progress
+from mhaudit.cli.console import guarded, out, print_table, stage_progress, write_report
 
 
 def register(root: typer.Typer) -> None:
@@ -35,7 +35,6 @@ def estimate(reference: Annotated[list[str], typer.Option(
     """Estimate accuracy, macro-F1 and macro-AUC on targets nobody has labelled (CBPE, ATC, DoC), with a
     trust verdict per target (docs/estimate.md)."""
     from mhaudit.audits.estimate import EstimateInputs, EstimateOptions, audit_estimate
-    from mhaudit.report import write_report
     from mhaudit.tables.prediction_files import PredictionColumns, read_predictions
 
     columns = PredictionColumns(label=label_col, platform=platform_col)

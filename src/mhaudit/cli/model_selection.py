@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from mhaudit.cli import audit
-from mhaudit.cli.console import err, guarded, out, print_table, stage_progress
+from mhaudit.cli.console import err, guarded, out, print_table, stage_progress, write_report
 from mhaudit.core.errors import InputError
 
 
@@ -75,7 +75,6 @@ def model_selection(
     from mhaudit.audits.model_selection import ModelSelectionOptions, audit_model_selection
     from mhaudit.audits.model_selection.sources import label_sources
     from mhaudit.audits.model_selection.tables import summary_lines
-    from mhaudit.report import write_report
     from mhaudit.tables.corpus.schema import Corpus
     from mhaudit.tables.io import write_table
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from mhaudit.cli.console import guarded, out, print_table, stage_progress
+from mhaudit.cli.console import guarded, out, print_table, stage_progress, write_report
 
 
 def register(root: typer.Typer) -> None:
@@ -39,7 +39,6 @@ def monitor(store: Annotated[str, typer.Option(help="Post store: posts.sqlite or
     from mhaudit.core.errors import InputError
     from mhaudit.models import load_model
     from mhaudit.models.seeds import model_folders
-    from mhaudit.report import write_report
     from mhaudit.tables.prediction_files import read_predictions
     from mhaudit.weak_supervision.collect.store import PostStore
 

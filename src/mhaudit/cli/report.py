@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from mhaudit.cli.console import guarded, out
+from mhaudit.cli.console import guarded, out, write_report
 from mhaudit.core.errors import InputError
 
 app = typer.Typer(help="Work with written reports: combine several audits into one trust report.",
@@ -25,7 +25,6 @@ def combine(folders: Annotated[list[Path], typer.Argument(help="Report folders w
             out_dir: Annotated[Path, typer.Option("--out", help="Folder for the combined report.")],
             title: Annotated[str | None, typer.Option(help="The combined report's title.")] = None) -> None:
     """Merge the reports of several audits (cross-platform, label source, validation, ...) into one."""
-    from mhaudit.report import write_report
     from mhaudit.report.combine import combine_results, read_report
 
     target = out_dir.resolve()

@@ -41,7 +41,7 @@ def read_report(folder: str | Path) -> AuditResult:
                                  .to_dict("records"))
         return AuditResult(doc["title"], sections, summary=doc.get("summary", ""), verdicts=verdicts,
                            synthetic=bool(doc.get("synthetic")), options=doc.get("options", {}),
-                           provenance=doc.get("provenance", {}))
+                           provenance=doc.get("provenance", {}), notes=list(doc.get("notes", [])))
     except (ValueError, KeyError, TypeError) as exc:
         raise InputError(f"is not a report mhaudit {__version__} can read ({type(exc).__name__}: {exc})",
                          path=path) from None
@@ -92,6 +92,7 @@ def combine_results(results: Sequence[AuditResult], title: str | None = None) ->
     return AuditResult(
         title or "mhaudit trust report: " + ", ".join(labels), sections, summary=summary, verdicts=verdicts,
         synthetic=any(r.synthetic for r in results), options={label: r.options for label, r in zip(labels, results)},
+        notes=list(dict.fromkeys(note for r in results for note in r.notes)),
         provenance={"mhaudit_version": __version__,
                     "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "inputs": inputs,
                     "combined": [{"audit": label, "title": r.title, "created": r.provenance.get("created")}

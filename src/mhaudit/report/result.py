@@ -42,6 +42,7 @@ class AuditResult:
     # Row-level outputs that are not report tables (out-of-fold predictions, conflict examples with their text):
     # the caller decides whether to write them; the renderer never does.
     outputs: dict[str, pd.DataFrame] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # said once at the foot of the report (e.g. the run's warnings)
 
     def table(self, name: str) -> pd.DataFrame:
         """The table of that name from whichever section holds it ("verdicts" for the verdict rows)."""

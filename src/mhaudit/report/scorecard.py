@@ -2,10 +2,11 @@
 one column per axis, each cell the worst severity of its checks with the headline number.
 
 A seed run's subject is "<model> seed <n>" (the CPFE verdicts); its seeds are folded into one row per model,
-and the number is the mean +/- SD (ddof 1) of the seeds' values, with the seed count. A single run shows its
-value and, when the verdict has one, its CI. The headline statistic of an axis is its first verdict row's;
-the axis's second statistic follows it (its mean over runs, e.g. ECE after temperature scaling), and any
-other that did not pass.
+and the number is the mean +/- SD (ddof 1) of the seeds' values, with the seed count; p values are not
+averaged: the cell says in how many runs the check gave its severity, and the largest p. A single run shows
+its value and, when the verdict has one, its CI. The headline statistic of an axis is its first verdict
+row's; the axis's second statistic follows it with its own worst severity (its mean over runs, e.g. ECE
+after temperature scaling), and so does any other that did not pass.
 """
 
 from __future__ import annotations
@@ -15,12 +16,25 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
-from mhaudit.report.numbers import format_number
+from mhaudit.report.numbers import P_COLUMNS, format_number
 
-__all__ = ["scorecard", "scorecard_cells", "shared_subjects", "Cell", "model_of", "SEVERITY_RANK"]
+__all__ = ["scorecard", "scorecard_cells", "shared_subjects", "distinct_checks", "short_axis", "Cell", "model_of",
+           "SEVERITY_RANK"]
 
 SEVERITY_RANK = {"fail": 0, "warn": 1, "undefined": 2, "pass": 3}
 _SEED = re.compile(r"^(?P<model>.+) seed (?P<seed>-?\d+)$")
+
+
+# Four-letter column headings for a terminal too narrow for the axes' names (the axes of docs/report.md).
+SHORT_AXES = {"discrimination": "disc", "calibration": "cal", "significance": "sig", "equity": "eq",
+              "attribution": "attr", "expected on the target, before labels": "exp", "drift on the stream": "drft",
+              "certified on the target with human labels": "cert", "label source": "lsrc", "human validation": "hval",
+              "weak labels": "weak", "human agreement": "hagr"}
+
+
+def short_axis(axis: str) -> str:
+    """A heading of at most four letters for an axis: its SHORT_AXES entry, else the start of its name."""
+    return SHORT_AXES.get(axis) or axis[:4]
 
 
 def model_of(subject: str) -> str:
@@ -49,6 +63,10 @@ def _headline(rows: pd.DataFrame, severity: str) -> Cell:
     statistic = rows["statistic"].iat[0]
     if values.empty:
         return Cell(severity, statistic, "n/a")
+    if len(values) > 1 and P_COLUMNS.match(statistic):  # a mean of p values is no p value
+        runs = int((rows.loc[values.index, "severity"] == severity).sum())
+        return Cell(severity, statistic, f"in {runs} of {len(values)} runs",
+                    f"(largest p {format_number(float(values.max()), statistic)})")
     if len(values) == 1:
         row = rows.loc[values.index[0]]
         ci = f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]" if pd.notna(row["ci_low"]) and pd.notna(row["ci_high"]) \
@@ -79,13 +97,29 @@ def scorecard_cells(verdicts: pd.DataFrame) -> list[dict]:
             worst = min(checks["severity"], key=SEVERITY_RANK.__getitem__)
             headline = checks[checks["statistic"] == checks["statistic"].iat[0]].drop_duplicates("run")
             cell = _headline(headline, worst)
-            others = [f"{statistic} {format_number(float(rows['value'].mean()), statistic)}" for i, (statistic, rows) in
-                      enumerate(checks.drop_duplicates(["run", "statistic"]).groupby("statistic", sort=False))
-                      if statistic != cell.statistic and rows["value"].notna().any()
-                      and (i == 1 or (rows["severity"] != "pass").any())]
-            row[axis] = replace(cell, detail="; ".join(filter(None, [cell.detail, *others])))
+            row[axis] = replace(cell, detail="; ".join(filter(None, [cell.detail, *_others(checks, cell.statistic)])))
         rows.append(row)
     return rows
+
+
+def _others(checks: pd.DataFrame, headline: str) -> list[str]:
+    """The axis's second statistic and any other that did not pass: its mean over runs and its worst severity."""
+    out = []
+    per_run = checks.drop_duplicates(["run", "statistic"])
+    for i, (statistic, rows) in enumerate(per_run.groupby("statistic", sort=False)):
+        if statistic != headline and rows["value"].notna().any() and (i == 1 or (rows["severity"] != "pass").any()):
+            worst = min(rows["severity"], key=SEVERITY_RANK.__getitem__)
+            out.append(f"{statistic} {format_number(float(rows['value'].mean()), statistic)} ({worst})")
+    return out
+
+
+def distinct_checks(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """The verdicts with one row per measured value: where one value is checked against two thresholds (a
+    disparate impact under 0.80 and under 0.50) the worst severity stays, the first row of equals. For the
+    pages; report.json keeps every row."""
+    same = ["audit", "axis", "subject", "target", "statistic", "value", "ci_low", "ci_high"]
+    ranked = verdicts.iloc[verdicts["severity"].map(SEVERITY_RANK).argsort(kind="stable")]
+    return ranked.drop_duplicates(same).sort_index()
 
 
 def shared_subjects(verdicts: pd.DataFrame) -> set[str]:

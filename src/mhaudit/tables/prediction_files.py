@@ -236,6 +236,9 @@ def read_predictions(sources, *, classes: list[str] | None = None, columns: Pred
                              "kind of score")
         defaults = {"model": model, "seed": seed, "platform": platform} | _fields_from_name(source, regex, name_pattern)
         frames.append(_standardise(source, kind, classes, columns, defaults, notes, labelled))
+    unlabelled = [s.name for s in loaded if not labelled and columns.label in s.frame.columns]
+    if unlabelled:  # one note for all the files, not one per file
+        notes.append(f"the '{columns.label}' column of {_some(unlabelled)} is ignored (read as unlabelled)")
     frame = pd.concat(frames, ignore_index=True)
     _check_groups(frame)
     positional = frozenset(tuple(k) for k in frame.loc[frame["_positional"], list(GROUP)].drop_duplicates()
@@ -245,6 +248,15 @@ def read_predictions(sources, *, classes: list[str] | None = None, columns: Pred
     return PredictionSet(frame.drop(columns=[SOURCE_FILE, SOURCE_ROW]), classes,
                          "logits" if kind == LOGIT else "log-probabilities (from prob_ columns)", fingerprints,
                          notes=list(dict.fromkeys(notes)), positional=positional)
+
+
+def _some(names: list[str], shown: int = 3) -> str:
+    """'a.csv', or '20 files (a.csv, b.csv, c.csv and 17 more)': file names without their folders."""
+    names = [Path(name).name for name in names]
+    if len(names) == 1:
+        return names[0]
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f"{len(names)} files ({', '.join(names[:shown])}{more})"
 
 
 def _standardise(source: _Source, kind: str, classes: list[str], columns: PredictionColumns, defaults: dict,
@@ -266,8 +278,6 @@ def _standardise(source: _Source, kind: str, classes: list[str], columns: Predic
         labels = _labels(source, frame[columns.label], classes, notes)
     else:
         labels = np.full(len(frame), None, dtype=object)
-        if columns.label in frame.columns:
-            notes.append(f"{source.name}: its '{columns.label}' column is ignored (read as unlabelled)")
     if columns.id in frame.columns:
         ids, positional = _text(frame, columns.id, None), False
     else:

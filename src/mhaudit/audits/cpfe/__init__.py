@@ -187,31 +187,50 @@ def _seed_note(one_run: dict[str, list[int]]) -> str:
             f"baseline): {runs}.")
 
 
+def _figures(tables: dict[str, pd.DataFrame], words: dict[str, np.ndarray], runs: pd.Series) -> dict[str, dict]:
+    """The figures of each section, by section key; a figure of one seed says which, in the scorecard's terms."""
+    from mhaudit.audits.cpfe import figures  # waits for the import started before the bootstrap
+
+    per_class, curves = tables["per_class_auc"], tables.get("reliability", pd.DataFrame())
+    figs = {"discrimination": {
+        "AUC by model and platform": figures.auc_degradation(tables["discrimination"]),
+        "Per-class AUC with DeLong CIs" + _one_seed(f"seed {per_class['seed'].min()}", runs):
+            figures.forest(per_class)}}
+    if not curves.empty:
+        first = curves.groupby("model")["seed"].min()
+        seed = (f"seed {first.iat[0]} of each model" if first.nunique() == 1 else
+                "each model's first seed: " + ", ".join(f"{m} {s}" for m, s in first.items()))
+        figs["calibration"] = {"Reliability before and after temperature scaling" + _one_seed(seed, runs):
+                               figures.reliability(curves)}
+    if not tables.get("equity", pd.DataFrame()).empty:
+        figs["equity"] = {
+            "Disparate impact (target vs reference)": figures.heatmap(tables["equity"], "disparate_impact",
+                                                                      "disparate impact (1 = parity)"),
+            "Equal-opportunity gap": figures.heatmap(tables["equity"], "equal_opportunity_gap", "|TPR gap|")}
+    if not tables.get("attribution_stability", pd.DataFrame()).empty:
+        stab = tables["attribution_stability"]
+        stab = stab[stab["k"] == 10].assign(pair=lambda d: d["platform_a"] + " vs " + d["platform_b"])
+        figs["attribution"] = {"Top-10 attribution Jaccard": figures.heatmap(stab, "jaccard", "Jaccard, K = 10",
+                                                                             index="pair")}
+    if words:
+        figs["length"] = {"Text length by platform": figures.lengths(words)}
+    return figs
+
+
+def _one_seed(seed: str, runs: pd.Series) -> str:
+    """' (seed 42 only; the scorecard averages 5 seeds)' where a model has several runs, else ''."""
+    if not (runs > 1).any():
+        return ""
+    return f" ({seed} only; the scorecard averages " + (f"{runs.max()} seeds)" if runs.nunique() == 1 else
+                                                          "each model's seeds)")
+
+
 def _sections(tables: dict[str, pd.DataFrame], summary: str, options: CPFEOptions,
               words: dict[str, np.ndarray], one_run: dict[str, list[int]]) -> list[Section]:
-    figs = {}
-    if options.figures:
-        from mhaudit.audits.cpfe import figures  # waits for the import started before the bootstrap
-
-        figs["discrimination"] = {"AUC by model and platform": figures.auc_degradation(tables["discrimination"]),
-                                  "Per-class AUC with DeLong CIs": figures.forest(tables["per_class_auc"])}
-        if not tables.get("reliability", pd.DataFrame()).empty:
-            figs["calibration"] = {"Reliability before and after temperature scaling (each model's first seed)":
-                                   figures.reliability(tables["reliability"])}
-        if not tables.get("equity", pd.DataFrame()).empty:
-            figs["equity"] = {
-                "Disparate impact (target vs reference)": figures.heatmap(tables["equity"], "disparate_impact",
-                                                                          "disparate impact (1 = parity)"),
-                "Equal-opportunity gap": figures.heatmap(tables["equity"], "equal_opportunity_gap", "|TPR gap|")}
-        if not tables.get("attribution_stability", pd.DataFrame()).empty:
-            stab = tables["attribution_stability"]
-            stab = stab[stab["k"] == 10].assign(pair=lambda d: d["platform_a"] + " vs " + d["platform_b"])
-            figs["attribution"] = {"Top-10 attribution Jaccard": figures.heatmap(stab, "jaccard", "Jaccard, K = 10",
-                                                                                 index="pair")}
-        if words:
-            figs["length"] = {"Text length by platform": figures.lengths(words)}
     get = tables.get
     runs = _first_seed_only(tables["discrimination"], one_run).groupby("model")["seed"].nunique()
+    figs = _figures(tables, words, runs) if options.figures else {}
+    schemes, lengths = get("sensitivity", pd.DataFrame()), get("length", pd.DataFrame())
     sections = [  # with one run per model there is no SD over seeds to show
         Section("Mean and SD over seeds", "Sample SD (ddof = 1) over seeds; n/a with one seed." + _seed_note(one_run),
                 {"mean and SD over seeds": _seed_summary(tables, one_run)})] if (runs > 1).any() else []
@@ -244,11 +263,13 @@ def _sections(tables: dict[str, pd.DataFrame], summary: str, options: CPFEOption
                 if "attribution_stability" in tables else "No attribution table was given: axis 5 not computed.",
                 {"attribution_stability": get("attribution_stability", pd.DataFrame()),
                  "clinical_retention": get("clinical_retention", pd.DataFrame())}, figs.get("attribution", {})),
+        # an extra without rows (no corpus for the lengths, other classes than the CPFE four for the schemes)
+        # has no text either, so the page leaves it out; report.json keeps its empty table
         Section("Label-mapping sensitivity", "Schemes A-E recomputed from the same predictions by summing class "
-                "probabilities (CPFE released code); D equals B by construction.",
-                {"sensitivity": get("sensitivity", pd.DataFrame())}),
+                "probabilities (CPFE released code); D equals B by construction." if len(schemes) else "",
+                {"sensitivity": schemes}),
         Section("Text length", f"Words per example; share beyond {options.max_tokens} whitespace words; "
-                "macro-AUC by length quartile.", {"length": get("length", pd.DataFrame())}, figs.get("length", {})),
+                "macro-AUC by length quartile." if len(lengths) else "", {"length": lengths}, figs.get("length", {})),
         Section("Label shift", "Class prevalence on each target: true, EM-estimated (Saerens et al. 2002) and "
                 "BBSE-estimated (Lipton et al. 2018); metrics after EM prior correction.",
                 {"label_shift": get("label_shift", pd.DataFrame())}),

@@ -173,7 +173,8 @@ def plain_words(discrimination: pd.DataFrame, flag_table: pd.DataFrame, temperat
     home = f"macro-AUC {_span(ref, '.3f', '-')}" if len(ref) else "macro-AUC undefined"
     change = (f"changes by {_span(drop, '+.1f')}% on the other platforms" if len(drop) else
               "cannot be compared (undefined: see the reason column of the discrimination table)")
-    parts = [f"Off their home platform ({reference}, {home}), the models' macro-AUC {change}."]
+    owner, models = ("their", "the models'") if independent["model"].nunique() > 1 else ("its", "the model's")
+    parts = [f"Off {owner} home platform ({reference}, {home}), {models} macro-AUC {change}."]
     if not flag_table.empty and "non_independent" in flag_table:
         flag_table = flag_table[~flag_table["non_independent"].astype(bool)]
     raised = flag_table[flag_table["raised"]] if not flag_table.empty else flag_table
@@ -200,9 +201,12 @@ def plain_words(discrimination: pd.DataFrame, flag_table: pd.DataFrame, temperat
                          f"degenerate (at the search bound, or flattening every probability) and {rest}.")
         off = off[~flat]  # a degenerate temperature repairs nothing: it is a verdict of its own
         red, dauc = off["ece_reduction_pct"].dropna(), off["delta_auc"].dropna()
-        if len(red):
-            spread = f" on average (range {_span(red, '.0f', '% to ')}%)" if len(red) > 1 else ""
-            parts.append(f"On the other platforms temperature scaling cut ECE by {red.mean():.0f}%{spread} while "
-                         f"macro-AUC moved by {_span(dauc, '+.3f')}: "
-                         "calibration can be repaired, discrimination cannot.")
+        ranged = f"range {_span(red, '.0f', '% to ')}%" if len(red) > 1 else ""
+        if len(red) and red.mean() > 0:
+            parts.append(f"On the other platforms temperature scaling cut ECE by {red.mean():.0f}%"
+                         + (f" on average ({ranged})" if ranged else "") + f" while macro-AUC moved by "
+                         f"{_span(dauc, '+.3f')}: calibration can be repaired, discrimination cannot.")
+        elif len(red):  # calibrated already, or too few calibration rows to fit a temperature on
+            parts.append(f"On the other platforms temperature scaling did not lower ECE on average (reduction "
+                         f"{red.mean():.0f}%" + (f", {ranged}" if ranged else "") + ").")
     return " ".join(parts)
