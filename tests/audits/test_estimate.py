@@ -104,3 +104,15 @@ def test_bad_inputs_say_what_is_wrong():
                        EstimateOptions())
     with pytest.raises(InputError, match="n_boot must be at least 100"):
         EstimateOptions(n_boot=50)
+
+
+def test_one_reference_serves_every_seed_of_a_target():
+    """A lone reference run estimates each target run apart: two seeds on one platform are two rows, named by
+    the target's own seed (they once collided on the reference's seed)."""
+    ref = simulate_scores(400, [0.5, 0.5], platform="home", seed=0)
+    away = [simulate_scores(400, [0.3, 0.7], platform="away", seed=s, labelled=False).frame.assign(seed=s)
+            for s in (0, 42)]
+    targets = PredictionSet(pd.concat(away, ignore_index=True), ref.classes)
+    result = audit_estimate(EstimateInputs(ref, targets), EstimateOptions(n_boot=100), synthetic=True)
+    assert sorted(result.verdicts["subject"]) == ["synthetic-model seed 0", "synthetic-model seed 42"]
+    assert sorted(result.table("shift")["seed"]) == [0, 42]

@@ -55,7 +55,7 @@ def audit_estimate(inputs: EstimateInputs, options: EstimateOptions, *, syntheti
     rng = np.random.default_rng(options.seed)
     estimates, priors, shift = [], [], []
     for ref_key, ref_group, key, group in _pairs(reference, targets):
-        keys = {"model": ref_key[0], "seed": ref_key[1], "reference": ref_key[3], "platform": key[2], "dataset": key[3]}
+        keys = {"model": key[0], "seed": key[1], "reference": ref_key[3], "platform": key[2], "dataset": key[3]}
         with progress.stage(f"estimate {key[0]} seed {key[1]} on {key[3]}"):
             y_ref = ref_group.codes
             pair = estimate_pair(y_ref, ref_group.scores(), group.scores(), n_boot=options.n_boot,
