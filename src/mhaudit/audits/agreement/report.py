@@ -7,7 +7,7 @@ against the reference labels (agreement, kappa, precision, recall, F1, macro-F1,
 positive rates), optional design-weighted estimates for the sampled pool, and the error sources of the
 weak labeler's false positives and negatives by the annotators' tags.
 
-The reference labels follow docs/validation.md, "The reference" (mhaudit.audits.agreement.reference);
+The reference labels follow docs/validation.md, "The reference" (mhaudit.tables.reference_labels);
 `AgreementOptions(reference=LABELER)` makes one labeler the reference instead.
 """
 
@@ -22,7 +22,7 @@ import pandas as pd
 
 from mhaudit.audits.agreement.authors import bootstrap_unit, cluster_labels, item_authors
 from mhaudit.audits.agreement.design import design_weighted
-from mhaudit.audits.agreement.labels import choose_weak_labeler, describe_labelers, task_labels
+from mhaudit.audits.agreement.labels import choose_weak_labeler, describe_labelers
 from mhaudit.audits.agreement.scoring import models_section, models_vs_reference, scored_items
 from mhaudit.audits.agreement.verdicts import agreement_verdicts
 from mhaudit.core.errors import InputError
@@ -33,6 +33,7 @@ from mhaudit.stats.agreement import bootstrap_kappa, krippendorff_alpha
 from mhaudit.stats.undefined import quiet_undefined
 from mhaudit.stats.weak_metrics import weak_vs_reference
 from mhaudit.tables.label_store import parse_tags
+from mhaudit.tables.reference_labels import task_labels
 
 __all__ = ["AgreementOptions", "agreement_report"]
 
@@ -279,7 +280,7 @@ class AgreementOptions:
     """What the agreement report compares. `annotators`: the human labelers whose independent labels are
     compared (default: every labeler of kind 'human' for the task). `reference`: a labeler whose labels are
     the reference (default: the adjudicated labels, else the annotators' agreed labels; see
-    mhaudit.audits.agreement.reference). Bootstraps: `n_boot` resamples of items (of authors, when the items
+    mhaudit.tables.reference_labels). Bootstraps: `n_boot` resamples of items (of authors, when the items
     have authors: see `agreement_report`), percentile (1 - alpha) CIs, seeded with `seed`."""
 
     task: str

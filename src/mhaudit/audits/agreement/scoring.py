@@ -3,20 +3,15 @@ metrics (a classifier's predicted labels entered as a labeler, the human validat
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import pandas as pd
 
 from mhaudit.audits.agreement.authors import cluster_labels
 from mhaudit.audits.agreement.labels import describe_labelers
-from mhaudit.audits.agreement.reference import reference_labels
 from mhaudit.core.errors import InputError
 from mhaudit.report import Section
 from mhaudit.stats.weak_metrics import weak_vs_reference
-
-if TYPE_CHECKING:
-    from mhaudit.audits.agreement.report import AgreementOptions
+from mhaudit.tables.reference_labels import reference_labels
 
 __all__ = ["scored_items", "models_vs_reference", "models_section"]
 
@@ -45,10 +40,11 @@ def scored_items(rows: pd.DataFrame, task: str, weak: str, annotators: list[str]
     return scored, ref, weak_rows, composition, ref_desc
 
 
-def models_vs_reference(rows: pd.DataFrame, task: str, options: AgreementOptions, weak: str,
+def models_vs_reference(rows: pd.DataFrame, task: str, options, weak: str,
                          annotators: list[str], authors: pd.Series | None = None) -> pd.DataFrame:
     """Each of options.models against the reference, one row per model and metric. Each model's bootstrap
-    has its own stream (seed, i), so adding a model moves no other number."""
+    has its own stream (seed, i), so adding a model moves no other number. `options`: the audit's
+    AgreementOptions (models, reference, n_boot, alpha, seed), not imported here: report.py imports this module."""
     parts = []
     for i, model in enumerate(options.models, start=1):
         if model == weak or model in annotators:

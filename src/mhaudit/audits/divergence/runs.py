@@ -3,8 +3,6 @@ repeat), its masked refits, channel A with the other n-gram kind, and external b
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import pandas as pd
 
@@ -20,9 +18,6 @@ from mhaudit.audits.divergence.fitting import (
 )
 from mhaudit.audits.divergence.views import FeatureMemo, View, build_view, masked_texts
 from mhaudit.text.parse import Parses, cache_parses
-
-if TYPE_CHECKING:
-    from mhaudit.audits.divergence import DivergenceOptions
 
 __all__ = ["Runs", "fit_channels", "fit_masked", "fit_other_lexical", "add_baselines"]
 
@@ -53,11 +48,12 @@ def _scores(model, view, datasets) -> dict[str, np.ndarray]:
     return {d: model.prob(combine(view.evaluation[d], model.letters)) for d in datasets}
 
 
-def fit_channels(design: Design, channels: list[str], parses: Parses, options: DivergenceOptions, say,
+def fit_channels(design: Design, channels: list[str], parses: Parses, options, say,
                  memo: FeatureMemo) -> tuple[Runs, dict[str, FittedChannel], dict[str, View], list[tuple]]:
     """Fit every channel in each repeat (its own folds and seed). Repeat 0 gives the runs, the fitted models
     and the unmasked view ("none"); every repeat's (channel, data set, repeat, probabilities, threshold)
-    feeds the training variance."""
+    feeds the training variance. `options`: the audit's DivergenceOptions (not imported: the package imports
+    this module)."""
     datasets = design.human + design.auto
     letters = tuple(sorted({c for ch in channels for c in ch}))
     runs, fitted, views, repeat_scores = Runs(datasets), {}, {}, []
@@ -79,7 +75,7 @@ def fit_channels(design: Design, channels: list[str], parses: Parses, options: D
 
 
 def fit_masked(runs: Runs, design: Design, mask_channels: list[str], masks: list[str], folds: np.ndarray,
-               parses: Parses, options: DivergenceOptions, say, memo: FeatureMemo) -> dict[str, View]:
+               parses: Parses, options, say, memo: FeatureMemo) -> dict[str, View]:
     """Refit `mask_channels` on each masked view of the human-labelled data; adds runs "<channel>/<mask>"
     and returns the views by mask."""
     human = design.human
@@ -104,7 +100,7 @@ def fit_masked(runs: Runs, design: Design, mask_channels: list[str], masks: list
     return views
 
 
-def fit_other_lexical(runs: Runs, design: Design, folds: np.ndarray, parses: Parses, options: DivergenceOptions,
+def fit_other_lexical(runs: Runs, design: Design, folds: np.ndarray, parses: Parses, options,
                       say, memo: FeatureMemo) -> None:
     """Channel A with the other lexical representation (word vs char n-grams), as run "A_<kind>"."""
     datasets = design.human + design.auto

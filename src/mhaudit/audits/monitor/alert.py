@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mhaudit.audits.certify import certification_sample, pool_of, write_certification_sample
+from mhaudit.tables.certification_sample import certification_sample, write_certification_sample
+from mhaudit.tables.sample_design import pool_of
 from mhaudit.tables.io import write_table
 from mhaudit.tables.predictions import KEY_COLUMNS, PredictionSet, logit_column
 

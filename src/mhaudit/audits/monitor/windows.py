@@ -18,8 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mhaudit.audits.estimate.pair import estimate_pair
-from mhaudit.audits.estimate.verdicts import trust
+from mhaudit.stats.pair_estimate import estimate_pair, trust
 from mhaudit.core.errors import InputError
 from mhaudit.stats.bcts import fit_bcts
 from mhaudit.stats.change import self_starting_cusum
