@@ -103,8 +103,39 @@ def _certify_inputs():
     return good, dict(good, options=CertifyOptions("t", positive="c7")), "c7"
 
 
+def _monitor_inputs():
+    import hashlib
+
+    from mhaudit.audits.monitor import MonitorInputs, MonitorOptions
+    from mhaudit.models import create
+    from mhaudit.synthetic.simulate import SimulationConfig, simulate
+    from mhaudit.synthetic.simulate_stream import StreamConfig, simulate_stream
+    from mhaudit.tables.predictions import PredictionSet, predict_corpus
+
+    corpus = simulate(SimulationConfig(n_per_platform=300, seed=0))
+    f = corpus.frame
+    model = create("tfidf-lr").fit(f[(f["platform"] == "synthetic-forum") & (f["split"] == "train")], corpus.classes)
+    reference = PredictionSet(predict_corpus(model, corpus, model_name="tfidf-lr", seed=0, splits=("test",)),
+                              corpus.classes)
+    pool = f[f["split"] == "val"]
+    posts = pd.DataFrame(simulate_stream(pool.loc[pool["label"] == corpus.classes[-1], "text"].tolist(),
+                                         pool.loc[pool["label"] != corpus.classes[-1], "text"].tolist(),
+                                         StreamConfig(n_windows=4, per_window=150, change_at=3, seed=0)))
+    logits = model.predict_logits(posts["text"].tolist())  # as weak_supervision.collect.scores.scored_posts reads
+    uris = posts["uri"].str.replace("did:plc:", "a-", regex=False)  # pseudonymised, as the store keeps them
+    scored = pd.DataFrame({"uri": uris, "created_at": posts["created_at"], "length": posts["text"].str.len(),
+                           "langs": posts["langs"], "categories": posts["categories"],
+                           **{f"logit_{c}": logits[:, i] for i, c in enumerate(corpus.classes)}})
+    digest = hashlib.sha256(b"synthetic tfidf-lr").hexdigest()
+    good = dict(inputs=MonitorInputs(scored, reference, "tfidf-lr", digest, corpus.classes, synthetic=True),
+                options=MonitorOptions(n_boot=100, min_posts=50, figures=False))
+    other = PredictionSet(reference.frame.assign(logit_extra=0.0), [*corpus.classes, "extra"])
+    return good, dict(good, inputs=MonitorInputs(scored, other, "tfidf-lr", digest, corpus.classes, synthetic=True)), \
+        "differ"
+
+
 INPUTS = {"cpfe": _cpfe_inputs, "certify": _certify_inputs, "estimate": _estimate_inputs, "divergence": _divergence_inputs, "agreement": _agreement_inputs,
-          "model_selection": _model_selection_inputs}
+          "model_selection": _model_selection_inputs, "monitor": _monitor_inputs}
 
 
 def test_every_registered_audit_is_covered():

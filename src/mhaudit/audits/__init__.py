@@ -11,6 +11,7 @@ AUDITS = {
     "estimate": "mhaudit.audits.estimate:estimate_performance",
     "certify": "mhaudit.audits.certify:certify_on_target",
     "model_selection": "mhaudit.audits.model_selection:run_model_selection",
+    "monitor": "mhaudit.audits.monitor:audit_monitor",
 }
 
 
