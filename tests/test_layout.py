@@ -1,5 +1,5 @@
 """The layout rules of docs/architecture.md, checked: folders only at the top of the package, short modules,
-short functions, and imports that flow one way."""
+short functions, imports that flow one way, no audit importing another, and no import cycle."""
 
 import ast
 from pathlib import Path
