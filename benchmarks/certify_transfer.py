@@ -50,7 +50,7 @@ def draws(strata: np.ndarray, alloc: np.ndarray, n_draws: int, rng: np.random.Ge
 
 
 def simulate_pair(ref: pd.DataFrame, tgt: pd.DataFrame, classes: list[str], budgets, n_draws: int, seed: int):
-    from mhaudit.audits.certify.design import allocate, bins_for, confidence_strata
+    from mhaudit.tables.sample_design import allocate, bins_for, confidence_strata
     from mhaudit.stats.bcts import fit_bcts
     from mhaudit.stats.ppi import pool_estimates
     from mhaudit.tables.predictions import scores

@@ -88,7 +88,7 @@ def predictions(work: Path) -> pd.DataFrame:
 
 def ours(preds: pd.DataFrame, n_boot: int) -> pd.DataFrame:
     from mhaudit.audits.estimate import EstimateInputs, EstimateOptions, audit_estimate
-    from mhaudit.audits.estimate.pair import reference_metrics
+    from mhaudit.stats.pair_estimate import reference_metrics
     from mhaudit.tables.predictions import PredictionSet, scores
 
     rows = []

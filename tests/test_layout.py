@@ -1,5 +1,5 @@
 """The layout rules of docs/architecture.md, checked: folders only at the top of the package, short modules,
-short functions, and imports that flow one way."""
+short functions, imports that flow one way, no audit importing another, and no import cycle."""
 
 import ast
 from pathlib import Path
@@ -86,3 +86,101 @@ def test_the_print_check_sees_calls_streams_and_lazy_imports():
     source = "import sys\n\ndef f():\n    from rich.console import Console\n    print('x', file=sys.stderr)\n"
     assert _prints_or_draws(source) == ["4 import rich.console", "5 print(", "5 sys.stderr"]
     assert _prints_or_draws('"""print(x) in a docstring"""\nlog = print\n') == []
+
+
+def _module_name(path: Path) -> str:
+    parts = ("mhaudit", *path.relative_to(SRC).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """mhaudit module -> the mhaudit modules it imports.
+
+    Every import statement counts: at the top of a module, inside a function (lazy) and under
+    `if TYPE_CHECKING:`; laziness only delays a dependency, and a cycle that only laziness keeps from failing
+    closes the day an import moves up. Relative imports are resolved. `from P import n` points at the module
+    `P.n` when there is one, else at `P` itself: a name that P's `__init__` re-exports therefore leads through
+    that `__init__`, whose own imports are edges, to the module defining it. Not counted: the implicit import of
+    the parent packages that Python runs before a submodule (counting it would make every `__init__` that
+    re-exports from its submodules a cycle, which Python resolves by design), and names looked up from strings
+    at run time (the lazy tables of `mhaudit/__init__.py` and `audits.AUDITS`), which are not imports."""
+    modules = {_module_name(p): p for p in _modules()}
+
+    def known(name: str) -> str | None:
+        while name not in modules and "." in name:
+            name = name.rsplit(".", 1)[0]
+        return name if name in modules else None
+
+    graph = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found |= {known(a.name) for a in node.names if a.name.split(".")[0] == "mhaudit"}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, base] if base else up)
+                if base.split(".")[0] == "mhaudit":
+                    found |= {f"{base}.{a.name}" if f"{base}.{a.name}" in modules else known(base) for a in node.names}
+        graph[name] = found - {None, name}
+    return graph
+
+
+def test_audits_never_import_each_other():
+    """What two audits share lives a floor down (report/, tables/, stats/), never in one of them; lazy imports
+    and imports through a package's `__init__` count (see _import_graph)."""
+    crossing = []
+    for module, targets in _import_graph().items():
+        parts = module.split(".")
+        if len(parts) < 3 or parts[1] != "audits":
+            continue
+        for target in targets:
+            other = target.split(".")
+            if len(other) >= 3 and other[1] == "audits" and other[2] != parts[2]:
+                crossing.append(f"{module} imports {target}")
+    assert not crossing, "\n".join(sorted(crossing))
+
+
+def test_no_import_cycles():
+    """No chain of mhaudit imports leads from a module back to itself (how imports count: _import_graph)."""
+    graph = _import_graph()
+    cycles, index, low, stack, on_stack = [], {}, {}, [], set()
+
+    def visit(start: str) -> None:  # Tarjan's strongly connected components, iteratively
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, targets = work[-1]
+            target = next(targets, None)
+            if target is not None:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph[target]))))
+                elif target in on_stack:
+                    low[node] = min(low[node], index[target])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(" <-> ".join(sorted(component)))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)

@@ -109,9 +109,40 @@ def _certify_inputs():
     return good, dict(good, inputs=lambda: inputs, options=CertifyOptions("t", positive="c7")), "c7"
 
 
+def _monitor_inputs():
+    import hashlib
+
+    from mhaudit.audits.monitor import MonitorInputs, MonitorOptions
+    from mhaudit.models import create
+    from mhaudit.synthetic.simulate import SimulationConfig, simulate
+    from mhaudit.synthetic.simulate_stream import StreamConfig, simulate_stream
+    from mhaudit.tables.predictions import PredictionSet, predict_corpus
+
+    corpus = simulate(SimulationConfig(n_per_platform=300, seed=0))
+    f = corpus.frame
+    model = create("tfidf-lr").fit(f[(f["platform"] == "synthetic-forum") & (f["split"] == "train")], corpus.classes)
+    reference = PredictionSet(predict_corpus(model, corpus, model_name="tfidf-lr", seed=0, splits=("test",)),
+                              corpus.classes)
+    pool = f[f["split"] == "val"]
+    posts = pd.DataFrame(simulate_stream(pool.loc[pool["label"] == corpus.classes[-1], "text"].tolist(),
+                                         pool.loc[pool["label"] != corpus.classes[-1], "text"].tolist(),
+                                         StreamConfig(n_windows=4, per_window=150, change_at=3, seed=0)))
+    logits = model.predict_logits(posts["text"].tolist())  # as weak_supervision.collect.scores.scored_posts reads
+    uris = posts["uri"].str.replace("did:plc:", "a-", regex=False)  # pseudonymised, as the store keeps them
+    scored = pd.DataFrame({"uri": uris, "created_at": posts["created_at"], "length": posts["text"].str.len(),
+                           "langs": posts["langs"], "categories": posts["categories"],
+                           **{f"logit_{c}": logits[:, i] for i, c in enumerate(corpus.classes)}})
+    digest = hashlib.sha256(b"synthetic tfidf-lr").hexdigest()
+    good = dict(inputs=MonitorInputs(scored, reference, "tfidf-lr", digest, corpus.classes, synthetic=True),
+                options=MonitorOptions(n_boot=100, min_posts=50, figures=False))
+    other = PredictionSet(reference.frame.assign(logit_extra=0.0), [*corpus.classes, "extra"])
+    bad = dict(good, inputs=lambda: MonitorInputs(scored, other, "tfidf-lr", digest, corpus.classes, synthetic=True))
+    return good, bad, "differ"
+
+
 INPUTS = {"cpfe": _cpfe_inputs, "certify": _certify_inputs, "estimate": _estimate_inputs,
           "divergence": _divergence_inputs, "agreement": _agreement_inputs, "model_selection": _model_selection_inputs,
-          # "monitor": the monitor's inputs go here
+          "monitor": _monitor_inputs,
           }
 
 
@@ -122,20 +153,21 @@ def _options_classes():
     from mhaudit.audits.divergence import DivergenceOptions
     from mhaudit.audits.estimate import EstimateOptions
     from mhaudit.audits.model_selection import ModelSelectionOptions
+    from mhaudit.audits.monitor import MonitorOptions
 
     return {"cpfe": (CPFEOptions, dict(reference="home")),
             "divergence": (DivergenceOptions, dict(human=("h",), auto=("a",))),
             "agreement": (AgreementOptions, dict(task="si")), "estimate": (EstimateOptions, {}),
             "certify": (CertifyOptions, dict(task="si")),
             "model_selection": (ModelSelectionOptions, dict(models=["tfidf-lr"])),
-            # "monitor": (MonitorOptions, its required fields),
+            "monitor": (MonitorOptions, {}),
             }
 
 
 # audit -> (field, a bad value of it): each must fail when the options are made
 BAD_OPTIONS = {"cpfe": ("n_boot_ece", 1), "divergence": ("n_folds", 1), "agreement": ("alpha", 1.5),
                "estimate": ("n_boot", 10), "certify": ("population", "everyone"), "model_selection": ("workers", 0),
-               # "monitor": (a field, a bad value),
+               "monitor": ("n_boot", 0),
                }
 
 

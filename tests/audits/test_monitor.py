@@ -1,6 +1,7 @@
 """`mhaudit monitor` on SYNTHETIC streams with a planted change (prevalence x2, a vocabulary shift), written into a
 real SQLite post store: alerts, incremental and resumable scoring (kill -9), a writer committing posts at the same
-time, privacy of every output, the Ray executor's identical numbers, and the bad inputs."""
+time, privacy of every output, scoring on Ray (core.executors) with identical numbers, and the bad inputs; then
+`audit_monitor` from Python on the same store, as the CLI calls it."""
 
 from __future__ import annotations
 
@@ -135,7 +136,7 @@ def test_rerun_scores_only_new_posts_and_kill_9_loses_nothing(setup, tmp_path):
     # the resumed scores equal a clean run's
     clean = _store(tmp_path / "clean.sqlite", posts)
     assert _monitor(work, clean, tmp_path / "clean").exit_code == 0
-    assert _scores(store) == _scores(clean)
+    pd.testing.assert_frame_equal(_scores(store, work), _scores(clean, work))
 
 
 def _writer(store: str, posts: list[dict], tmp_path: Path) -> subprocess.Popen:
@@ -159,9 +160,14 @@ def _scored(store: Path) -> int:
             return 0
 
 
-def _scores(store: Path) -> dict:
+def _scores(store, work: Path) -> pd.DataFrame:
+    """Every scored post's logits, by uri (the typed reader of the scores table)."""
+    from mhaudit.weak_supervision.collect.scores import scored_posts
+    from mhaudit.weak_supervision.collect.scoring import model_digest
+
     with PostStore(store) as s:
-        return dict(s.read("SELECT uri, scores FROM scores"))
+        frame = scored_posts(s, model_digest(work / "model"), CLASSES)
+    return frame.set_index("uri").sort_index()[[f"logit_{c}" for c in CLASSES]]
 
 
 def test_scores_while_a_writer_commits_to_the_same_store(setup, tmp_path):
@@ -181,15 +187,27 @@ def test_scores_while_a_writer_commits_to_the_same_store(setup, tmp_path):
 
 
 def test_ray_executor_gives_the_same_numbers(setup, tmp_path, monkeypatch):
+    """Scoring on a local Ray (core.executors.run_jobs, one job per batch) and in local processes equals scoring
+    here."""
+    ray = pytest.importorskip("ray", reason="Ray is the optional mhaudit[ray] extra")
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
     work, texts = setup
     posts = simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=4, per_window=700, seed=5))
-    local, distributed = (_store(tmp_path / f"{n}.sqlite", posts) for n in ("local", "ray"))
+    local, processes, distributed = (_store(tmp_path / f"{n}.sqlite", posts) for n in ("local", "processes", "ray"))
     assert _monitor(work, local, tmp_path / "local").exit_code == 0
-    r = _monitor(work, distributed, tmp_path / "ray", "--executor", "ray", "--workers", "2")
+    r = _monitor(work, processes, tmp_path / "processes", "--workers", "2")
     assert r.exit_code == 0, r.output
-    assert _scores(local) == _scores(distributed)
-    pd.testing.assert_frame_equal(_windows(tmp_path / "local"), _windows(tmp_path / "ray"))
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        r = _monitor(work, distributed, tmp_path / "ray", "--executor", "ray")
+    finally:
+        ray.shutdown()
+    assert r.exit_code == 0, r.output
+    for other in (processes, distributed):
+        pd.testing.assert_frame_equal(_scores(local, work), _scores(other, work))
+    for folder in ("processes", "ray"):
+        pd.testing.assert_frame_equal(_windows(tmp_path / "local"), _windows(tmp_path / folder))
 
 
 def _assert_private(out: Path, posts: list[dict]) -> None:
@@ -225,8 +243,9 @@ def test_bad_inputs(setup, tmp_path):
     assert_one_sentence_failure(runner.invoke(app, [
         "audit", "monitor", "--store", str(store), "--model", str(work / "model"), "--reference",
         str(tmp_path / "three.parquet"), "--window", "1d", "--out", str(tmp_path / "o3")]), "differ")
-    assert_one_sentence_failure(_monitor(work, store, tmp_path / "o4", "--window", "fortnight"), "--window")
-    for folder in ("o1", "o2", "o3", "o4"):
+    assert_one_sentence_failure(_monitor(work, store, tmp_path / "o4", "--window", "fortnight"), "window 'fortnight'")
+    assert_one_sentence_failure(_monitor(work, store, tmp_path / "o5", "--n-boot", "0"), "n_boot")
+    for folder in ("o1", "o2", "o3", "o4", "o5"):
         assert not (tmp_path / folder).exists()
 
 
@@ -244,11 +263,11 @@ def test_postgres_store_scores_while_a_writer_commits_and_matches_sqlite(setup, 
     assert r.exit_code == 0, r.output
     r = _monitor(work, pg_url, out)
     assert r.exit_code == 0, r.output
-    with PostStore(pg_url) as store:
-        pg_scores = dict(store.read("SELECT uri, scores FROM scores"))
     sqlite = _store(tmp_path / "posts.sqlite", posts)
     assert _monitor(work, sqlite, tmp_path / "sqlite").exit_code == 0
-    assert pg_scores == _scores(sqlite) and len(pg_scores) == len(posts)
+    pg_scores = _scores(pg_url, work)
+    pd.testing.assert_frame_equal(pg_scores, _scores(sqlite, work))
+    assert len(pg_scores) == len(posts)
     pd.testing.assert_frame_equal(_windows(out), _windows(tmp_path / "sqlite"))
 
 
@@ -259,3 +278,34 @@ def test_follow_repeats_and_each_round_scores_only_new_posts(setup, tmp_path):
     r = _monitor(work, store, tmp_path / "report", "--follow", "0.001", "--rounds", "2")
     assert r.exit_code == 0, r.output
     assert "900 scored in this run" in r.output and "0 scored in this run" in r.output
+
+
+def test_audit_monitor_from_python_equals_the_command(setup, tmp_path):
+    """Score, read, audit: the steps of `mhaudit monitor` called from Python give its report; the audit writes
+    nothing, and its outputs hold the sample the command writes."""
+    import mhaudit as mh
+    from mhaudit.audits.monitor import alert_folder
+    from mhaudit.models import load_model
+    from mhaudit.weak_supervision.collect.scores import scored_posts
+    from mhaudit.weak_supervision.collect.scoring import model_digest, score_posts
+
+    work, texts = setup
+    posts = simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=5, per_window=400, change_at=3,
+                                                                              seed=9))
+    store = _store(tmp_path / "posts.sqlite", posts)
+    digest = model_digest(work / "model")
+    assert score_posts(store, load_model, work / "model", digest, batch_size=300) == len(posts)
+    with PostStore(store) as s:
+        scored = scored_posts(s, digest, CLASSES)
+    assert list(scored.columns) == ["uri", "created_at", "length", "langs", "categories", "logit_other",
+                                    "logit_depression"]
+    reference = mh.read_predictions([work / "reference.parquet"], classes=CLASSES)
+    inputs = mh.MonitorInputs(scored, reference, "tfidf-lr", digest, CLASSES)
+    result = mh.audit_monitor(inputs, mh.MonitorOptions(positive="depression", n_boot=100, figures=False))
+    assert _monitor(work, store, tmp_path / "cli").exit_code == 0
+    pd.testing.assert_frame_equal(result.table("windows").reset_index(drop=True), _windows(tmp_path / "cli"),
+                                  check_dtype=False)
+    folder = tmp_path / "cli" / alert_folder(result.options["alert_window"])
+    pd.testing.assert_frame_equal(result.outputs["suggested_sample"], pd.read_parquet(folder / "sample.parquet"))
+    assert result.options["seed"] == 0 and result.options["positive"] == "depression"
+    assert all(p.name == "cli" or p.name.startswith("posts.sqlite") for p in tmp_path.iterdir())

@@ -13,6 +13,7 @@ AUDITS = {
     "estimate": "mhaudit.audits.estimate:audit_estimate",
     "certify": "mhaudit.audits.certify:audit_certify",
     "model_selection": "mhaudit.audits.model_selection:audit_model_selection",
+    "monitor": "mhaudit.audits.monitor:audit_monitor",
 }
 
 

@@ -26,7 +26,8 @@ def monitor(store: Annotated[str, typer.Option(help="Post store: posts.sqlite or
             window: Annotated[str, typer.Option(help="Window length: 1d, 6h, 30min, ...")] = "1d",
             positive: Annotated[str | None, typer.Option(help="Class to follow (default: the last).")] = None,
             executor: Annotated[str, typer.Option(help="local, or ray: score the new posts on Ray workers.")] = "local",
-            workers: Annotated[int, typer.Option(help="Ray workers (with --executor ray).")] = 2,
+            workers: Annotated[int, typer.Option(
+                help="Processes scoring at once with --executor local (Ray uses its cluster's CPUs).")] = 1,
             n_boot: Annotated[int, typer.Option(help="Bootstrap resamples of each window's estimate.")] = 200,
             follow: Annotated[float | None, typer.Option(
                 help="Repeat every this many minutes (Ctrl-C stops); each round scores only the new posts.")] = None,
@@ -35,38 +36,33 @@ def monitor(store: Annotated[str, typer.Option(help="Post store: posts.sqlite or
     """Score the posts not yet scored, then report per window: volume, mix, predicted prevalence, prior shift,
     score, length and language drift, the label-free estimate with its trust verdict, and change alarms; on an
     alert, a suggested validation sample of post ids (docs/monitor.md)."""
-    from mhaudit.audits.monitor import MonitorOptions, monitor_stream
+    from mhaudit.audits.monitor import MonitorOptions, reference_of
     from mhaudit.core.errors import InputError
+    from mhaudit.core.executors import EXECUTORS
     from mhaudit.models import load_model
     from mhaudit.models.seeds import model_folders
     from mhaudit.tables.prediction_files import read_predictions
-    from mhaudit.weak_supervision.collect.store import PostStore
+    from mhaudit.weak_supervision.collect.scoring import loaded_model, model_digest
 
-    if executor not in ("local", "ray"):
+    if executor not in EXECUTORS:
         raise InputError(f"--executor '{executor}' must be local or ray")
     if workers < 1:
         raise InputError(f"--workers {workers} must be at least 1")
     if follow is not None and follow <= 0:
         raise InputError(f"--follow {follow} must be a positive number of minutes")
+    options = MonitorOptions(window=window, positive=positive, n_boot=n_boot, seed=seed)
     folders = model_folders(model)
     if len(folders) > 1:
         raise InputError(f"{model} holds {len(folders)} seeds ({', '.join(f.name for f in folders)}); give the one "
                          f"deployed, e.g. --model {model}/{folders[0].name}")
-    model = folders[0]
-    loaded = load_model(model)
-    ref = read_predictions(reference, classes=list(loaded.classes))
-    options = MonitorOptions(window=window, positive=positive, n_boot=n_boot, seed=seed)
-    run = None
-    if executor == "ray":
-        from mhaudit.audits.monitor.ray_executor import RayScorer
-        run = RayScorer(model, workers)
+    deployed = loaded_model(load_model, folders[0])  # the scoring jobs in this process use the same copy
+    ref = read_predictions(reference, classes=list(deployed.classes))
+    reference_of(ref, list(deployed.classes), positive)  # a bad reference or class is said before any scoring
+    model_dir, digest = folders[0], model_digest(folders[0])
     done = 0
     try:
         while True:
-            with PostStore(store) as posts:
-                result = monitor_stream(posts, loaded, model, ref, options, executor=run, out=out_dir,
-                                        progress=stage_progress())
-            write_report(result, out_dir)
+            result = _round(store, deployed, model_dir, digest, ref, options, executor, workers, out_dir)
             out.print(result.summary, highlight=False)
             raised = result.verdicts[result.verdicts["severity"] != "pass"]
             if not raised.empty:
@@ -77,7 +73,40 @@ def monitor(store: Annotated[str, typer.Option(help="Post store: posts.sqlite or
                 break
             time.sleep(follow * 60)
     except KeyboardInterrupt:  # Ctrl-C ends --follow; every committed batch of scores stays
-        out.print(f"stopped after {done} round(s); the report is of the last finished one")
-    finally:
-        if run is not None:
-            run.close()
+        out.print(f"stopped after {done} round(s); the report is of the last finished one" if done else
+                  "stopped before the first round finished; no report was written")
+
+
+def _round(store: str, deployed, model_dir: Path, digest: str, ref, options, executor: str, workers: int,
+           out_dir: Path):
+    """Score the new posts, audit every scored post, write the report and any suggested sample."""
+    from mhaudit.audits.monitor import MonitorInputs, alert_folder, audit_monitor
+    from mhaudit.audits.monitor.windows import check_resolution
+    from mhaudit.core.errors import InputError
+    from mhaudit.models import load_model
+    from mhaudit.tables.certification_sample import write_certification_sample
+    from mhaudit.tables.io import write_table
+    from mhaudit.weak_supervision.collect.scores import post_times, scored_posts
+    from mhaudit.weak_supervision.collect.scoring import score_posts
+    from mhaudit.weak_supervision.collect.store import PostStore
+
+    with PostStore(store) as posts:
+        if posts.count() == 0:
+            raise InputError("the post store has no posts; collect some first (mhaudit collect bluesky)",
+                             path=posts.location)
+        check_resolution(post_times(posts), options.window_length, options.window)  # before anything is scored
+    progress = stage_progress()
+    with progress.stage("score new posts"):
+        scored_now = score_posts(store, load_model, model_dir, digest, executor=executor, workers=workers)
+    with PostStore(store) as posts:
+        scored = scored_posts(posts, digest, list(deployed.classes))
+    result = audit_monitor(MonitorInputs(scored, ref, deployed.name, digest, deployed.classes, scored_now), options,
+                           progress=progress)
+    if result.outputs:
+        folder = out_dir / alert_folder(result.options["alert_window"])
+        write_table(result.outputs["suggested_predictions"], folder / "predictions.parquet",
+                    what="the window's predictions")
+        write_certification_sample(result.outputs["suggested_sample"], result.outputs["suggested_design"],
+                                   folder / "sample.parquet")
+    write_report(result, out_dir)
+    return result

@@ -8,7 +8,6 @@ could not be computed (`reason` says why).
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -16,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from mhaudit import __version__
+from mhaudit.tables.digest import digest_frame  # noqa: F401  (audits take it from here, beside provenance)
 
 VERDICT_COLUMNS = ["audit", "axis", "subject", "target", "statistic", "value", "ci_low", "ci_high", "threshold",
                    "severity", "reason"]
@@ -83,17 +83,6 @@ def verdict(audit: str, axis: str, subject: str, target: str, statistic: str, va
     return {"audit": audit, "axis": axis, "subject": subject, "target": target, "statistic": statistic,
             "value": value, "ci_low": ci_low, "ci_high": ci_high, "threshold": threshold,
             "severity": "undefined" if np.isnan(value) else severity, "reason": reason}
-
-
-def digest_frame(frame: pd.DataFrame) -> str:
-    """SHA-256 of a table's contents (columns and values, index ignored): what an audit was run on."""
-    frame = frame.reset_index(drop=True)
-    try:
-        hashed = pd.util.hash_pandas_object(frame, index=False).to_numpy()
-    except TypeError:  # object columns of mixed types: hash their text
-        hashed = pd.util.hash_pandas_object(frame.astype(str), index=False).to_numpy()
-    head = "\x1f".join(map(str, frame.columns)).encode()
-    return hashlib.sha256(head + hashed.tobytes()).hexdigest()
 
 
 def provenance(inputs: dict[str, str], stage_seconds: dict[str, float]) -> dict:

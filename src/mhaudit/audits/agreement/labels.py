@@ -1,8 +1,8 @@
-"""The labels table as weak-label validation reads it: one task's labels, the weak labeler, a corpus's labels.
+"""The labels table as weak-label validation reads it: the labelers, the weak labeler, a corpus's labels.
 
-`task_labels` checks the table and keeps one task (one label per labeler and item); `choose_weak_labeler`
-names the weak labeler; `labels_from_corpus` turns a data set's own (expert) labels into labels rows so
-they can serve as the human reference.
+One task's rows come from `tables.reference_labels.task_labels`; `choose_weak_labeler` names the weak labeler;
+`labels_from_corpus` turns a data set's own (expert) labels into labels rows so they can serve as the human
+reference.
 """
 
 from __future__ import annotations
@@ -12,29 +12,12 @@ from collections.abc import Sequence
 import pandas as pd
 
 from mhaudit.core.errors import InputError
-from mhaudit.tables.label_store import COLUMNS, KEY, now
+from mhaudit.tables.label_store import COLUMNS, now
+from mhaudit.tables.reference_labels import task_labels
 
-__all__ = ["WEAK_KINDS", "task_labels", "describe_labelers", "choose_weak_labeler", "labels_from_corpus"]
+__all__ = ["WEAK_KINDS", "describe_labelers", "choose_weak_labeler", "labels_from_corpus"]
 
 WEAK_KINDS = ("llm", "lexicon")
-
-
-def task_labels(labels: pd.DataFrame, task: str) -> pd.DataFrame:
-    """The rows of `task`, ids and labeler names as text; an error when a labeler labels an item twice."""
-    missing = [c for c in (*KEY, "kind", "value") if c not in labels.columns]
-    if missing:
-        raise InputError(f"the labels table has no '{missing[0]}' column")
-    rows = labels[labels["task"].astype(str) == str(task)]
-    if rows.empty:
-        tasks = sorted(labels["task"].astype(str).unique())
-        raise InputError(f"no labels for task '{task}'; the labels have tasks: {', '.join(tasks) or 'none'}")
-    rows = rows.assign(item_id=rows["item_id"].astype(str), labeler=rows["labeler"].astype(str))
-    duplicated = rows.duplicated(["item_id", "labeler"])
-    if duplicated.any():
-        first = rows[duplicated].iloc[0]
-        raise InputError(f"item '{first['item_id']}' has two labels from '{first['labeler']}' for task '{task}'; "
-                         "one labeler writes one label per item")
-    return rows
 
 
 def describe_labelers(rows: pd.DataFrame) -> str:

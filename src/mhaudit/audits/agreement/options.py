@@ -12,7 +12,7 @@ class AgreementOptions:
     """What the agreement audit compares. `annotators`: the human labelers whose independent labels are
     compared (default: every labeler of kind 'human' for the task). `reference`: a labeler whose labels are
     the reference (default: the adjudicated labels, else the annotators' agreed labels; see
-    mhaudit.audits.agreement.reference). Bootstraps: `n_boot` resamples of items (of authors, when the items
+    mhaudit.tables.reference_labels). Bootstraps: `n_boot` resamples of items (of authors, when the items
     have authors: see `audit_agreement`), percentile (1 - alpha) CIs, seeded with `seed`."""
 
     task: str

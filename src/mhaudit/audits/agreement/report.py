@@ -7,7 +7,7 @@ against the reference labels (agreement, kappa, precision, recall, F1, macro-F1,
 positive rates), optional design-weighted estimates for the sampled pool, and the error sources of the
 weak labeler's false positives and negatives by the annotators' tags.
 
-The reference labels follow docs/validation.md, "The reference" (mhaudit.audits.agreement.reference);
+The reference labels follow docs/validation.md, "The reference" (mhaudit.tables.reference_labels);
 `AgreementOptions(reference=LABELER)` makes one labeler the reference instead.
 """
 
@@ -22,7 +22,7 @@ import pandas as pd
 
 from mhaudit.audits.agreement.authors import bootstrap_unit, cluster_labels, item_authors
 from mhaudit.audits.agreement.design import design_weighted
-from mhaudit.audits.agreement.labels import choose_weak_labeler, describe_labelers, task_labels
+from mhaudit.audits.agreement.labels import choose_weak_labeler, describe_labelers
 from mhaudit.audits.agreement.options import AgreementOptions
 from mhaudit.audits.agreement.scoring import models_section, models_vs_reference, scored_items
 from mhaudit.audits.agreement.verdicts import agreement_verdicts
@@ -34,6 +34,7 @@ from mhaudit.stats.agreement import bootstrap_kappa, krippendorff_alpha
 from mhaudit.stats.undefined import quiet_undefined
 from mhaudit.stats.weak_metrics import weak_vs_reference
 from mhaudit.tables.label_store import parse_tags
+from mhaudit.tables.reference_labels import task_labels
 
 __all__ = ["AgreementOptions", "audit_agreement"]
 

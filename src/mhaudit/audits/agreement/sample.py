@@ -16,14 +16,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mhaudit.audits.agreement.labels import choose_weak_labeler, task_labels
+from mhaudit.audits.agreement.labels import choose_weak_labeler
 from mhaudit.core.errors import InputError
 from mhaudit.tables.io import read_table, write_table
+from mhaudit.tables.reference_labels import task_labels
+from mhaudit.tables.validation_set import SAMPLE_COLUMNS, item_texts
 
-__all__ = ["SAMPLE_COLUMNS", "item_texts", "sample_for_validation", "write_validation_set", "read_validation_set"]
-
-SAMPLE_COLUMNS = ("sample_id", "item_id", "task", "text", "stratum", "weak_labeler", "pool_size", "sample_size",
-                  "weight", "seed")
+__all__ = ["sample_for_validation", "write_validation_set", "read_validation_set"]
 
 
 def _allocate(n: int | None, pool: Mapping[int, int], positive_share: float | None,
@@ -65,12 +64,6 @@ def _allocate(n: int | None, pool: Mapping[int, int], positive_share: float | No
             raise InputError(f"the sample asks for {sizes[value]} weak {word} items but the pool has only "
                              f"{pool[value]}")
     return sizes
-
-
-def item_texts(items: pd.DataFrame, id_col: str) -> pd.Series:
-    """Each item's text by id (as text; first row of a repeated id), items without a non-blank text left out."""
-    texts = items.assign(_id=items[id_col].astype(str)).drop_duplicates("_id").set_index("_id")["text"]
-    return texts[texts.map(lambda t: isinstance(t, str) and bool(t.strip()))]
 
 
 def sample_for_validation(labels: pd.DataFrame, items: pd.DataFrame, task: str, n: int | None = None, *,

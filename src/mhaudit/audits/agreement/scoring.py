@@ -10,10 +10,10 @@ import pandas as pd
 
 from mhaudit.audits.agreement.authors import cluster_labels
 from mhaudit.audits.agreement.labels import describe_labelers
-from mhaudit.audits.agreement.reference import reference_labels
 from mhaudit.core.errors import InputError
 from mhaudit.report import Section
 from mhaudit.stats.weak_metrics import weak_vs_reference
+from mhaudit.tables.reference_labels import reference_labels
 
 if TYPE_CHECKING:
     from mhaudit.audits.agreement.options import AgreementOptions

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from mhaudit.audits.certify.design import predictions_digest
+from mhaudit.tables.sample_design import predictions_digest
 from mhaudit.core.errors import InputError
 from mhaudit.stats.ppi import POPULATIONS
 from mhaudit.tables.predictions import PredictionSet

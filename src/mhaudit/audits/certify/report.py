@@ -16,14 +16,13 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 
-from mhaudit.audits.agreement.labels import task_labels
-from mhaudit.audits.agreement.reference import reference_labels
 from mhaudit.audits.certify.options import CertifyInputs, CertifyOptions
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.report.result import AuditResult, Section, digest_frame, provenance, verdict, verdict_table
 from mhaudit.stats.ppi import pool_estimates
 from mhaudit.tables.corpus.schema import label_codes
+from mhaudit.tables.reference_labels import reference_labels, task_labels
 
 __all__ = ["AXIS", "ESTIMATORS", "CertifyInputs", "CertifyOptions", "audit_certify"]
 

@@ -2,25 +2,10 @@
 
 from __future__ import annotations
 
-import io
+import numpy as np
+import pandas as pd
 
-import matplotlib
-
-matplotlib.use("Agg")  # no display; figures are written to bytes
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-
-def png_bytes(fig, crop: bool = True) -> bytes:
-    """The figure as PNG bytes (110 dpi, tight), then closed; the benchmark's figures use it too.
-
-    crop=False for a figure already laid out by tight_layout: cropping to the tight box costs one more
-    layout pass and draw (~40% of a grid of panels) and would only trim the layout's padding."""
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, **({"bbox_inches": "tight"} if crop else {}))
-    plt.close(fig)
-    return buffer.getvalue()
+from mhaudit.report.figures import plt, png_bytes
 
 
 def with_place(table: pd.DataFrame) -> pd.DataFrame:

@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.audits.estimate.options import EstimateInputs, EstimateOptions
-from mhaudit.audits.estimate.pair import estimate_pair, reference_metrics
-from mhaudit.audits.estimate.verdicts import estimate_verdicts, summarise, trust
+from mhaudit.audits.estimate.verdicts import estimate_verdicts, summarise
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.report import AuditResult, Section
 from mhaudit.report.result import digest_frame, provenance
+from mhaudit.stats.pair_estimate import estimate_pair, reference_metrics, trust
 from mhaudit.tables.predictions import PredictionSet
 
 __all__ = ["EstimateInputs", "EstimateOptions", "audit_estimate"]

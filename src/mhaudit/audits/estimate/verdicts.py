@@ -1,4 +1,4 @@
-"""The trust rule, the verdict rows and the plain-words summary of the label-free estimate.
+"""The verdict rows and the plain-words summary of the label-free estimate (the trust rule: stats.pair_estimate).
 
 Verdict rows: subject = "<model> seed <n>", target = the platform (and data set), axis "expected on the
 target, before labels". The headline is CBPE's macro-F1; it fails when trusted and its whole CI lies more
@@ -9,33 +9,14 @@ diagnostic's numbers are in the shift table and, where they fail, in the reason.
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from mhaudit.report.result import verdict, verdict_table
 
-__all__ = ["AXIS", "trust", "estimate_verdicts", "summarise"]
+__all__ = ["AXIS", "estimate_verdicts", "summarise"]
 
 AXIS = "expected on the target, before labels"
 FAIL_DROP, WARN_DROP = 0.10, 0.05
-
-
-def trust(shift: dict, options) -> dict:
-    """trusted (bool) and why not, from the shift diagnostic's two numbers and their cut-offs."""
-    reasons = []
-    if not shift["domain_auc"] <= options.domain_auc_cutoff:
-        reasons.append(f"domain AUC {shift['domain_auc']:.3f} > {options.domain_auc_cutoff:.2f}: the scores shifted "
-                       "beyond what the prior shift explains")
-    if not shift["prior_gap"] <= options.prior_gap_cutoff:
-        gap = "undefined" if np.isnan(shift["prior_gap"]) else f"{shift['prior_gap']:.3f}"
-        reasons.append(f"EM and BBSE priors differ by {gap} > {options.prior_gap_cutoff:.2f}")
-    if shift["vanishing_class"]:
-        reasons.append(f"an estimated prior of class {shift['vanishing_class']} is near 0: no prior shift explains "
-                       "the target's scores")
-    if not shift["assumption_gap"] <= options.assumption_gap_cutoff:
-        reasons.append(f"label-shift-adjusted and unadjusted CBPE differ by {shift['assumption_gap']:.3f} > "
-                       f"{options.assumption_gap_cutoff:.2f}: the estimate hinges on the kind of shift")
-    return {"trusted": not reasons, "untrusted_because": "; ".join(reasons)}
 
 
 def _target(row) -> str:

@@ -9,7 +9,7 @@ import pandas as pd
 
 def _matplotlib():
     """pyplot (Agg backend) and the PNG writer of the CPFE figures, imported on first use (slow imports)."""
-    from mhaudit.audits.cpfe.figures import plt, png_bytes
+    from mhaudit.report.figures import plt, png_bytes
 
     return plt, png_bytes
 

@@ -1,46 +1,33 @@
 """Monitor a deployed classifier on the collected stream (docs/monitor.md).
 
-`monitor_stream` scores the posts of a post store the model has not scored (audits.monitor.scores), then
-reads every scored post's time, length, languages, categories and scores (never its text) and analyses them
-window by window (audits.monitor.windows). Verdict rows name the windows that cross a threshold: the score
-distribution's PSI against the reference (warn at 0.10, fail at 0.25) and the change detector's alarms. On an
-alert, the latest alerting window's posts get a suggested validation sample (`alert/<window>/`): post ids, strata
-and design weights as `labels sample --strategy estimate` draws them, with the window's predictions, so
-`mhaudit annotate --store` shows their text from the store and `audit certify` certifies the
-model there.
+`audit_monitor` is a function of the scored posts (weak_supervision.collect.scores.scored_posts: each post's
+time, length, languages, categories and scores, never its text), the model's predictions on the labelled
+sample it was validated on, and the model's name, digest and classes. It analyses the posts window by window
+(audits.monitor.windows). Verdict rows name the windows that cross a threshold: the score distribution's PSI
+against the reference (warn at 0.10, fail at 0.25) and the change detector's alarms. On an alert, the latest
+alerting window's posts get a suggested validation sample in the result's outputs (audits.monitor.alert): post
+ids, strata and design weights as `mhaudit labels sample --strategy estimate` draws them, with the window's
+predictions, so `mhaudit annotate --store` shows their text from the store and `mhaudit audit certify`
+certifies the model there. Scoring the posts comes first (weak_supervision.collect.scoring; `mhaudit audit monitor`
+does both).
 
 Outputs carry counts, rates and pseudonymous post ids only: no post text, no DID.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import asdict
 
-from mhaudit.audits.estimate import EstimateOptions
-from mhaudit.audits.monitor.scores import ensure_scores_table, model_digest, read_scored, score_posts
+from mhaudit.audits.monitor.alert import alert_folder, suggest_sample
+from mhaudit.audits.monitor.options import MonitorInputs, MonitorOptions
 from mhaudit.audits.monitor.verdicts import AXIS, monitor_verdicts, summarise
-from mhaudit.audits.monitor.windows import Reference, check_resolution, parse_window, window_table
+from mhaudit.audits.monitor.windows import Reference, check_resolution, window_table
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.report.result import AuditResult, Section, digest_frame, provenance
 from mhaudit.tables.predictions import PredictionSet, scores
 
-__all__ = ["AXIS", "MonitorOptions", "monitor_stream", "reference_of"]
-
-
-@dataclass(frozen=True)
-class MonitorOptions:
-    window: str = "1d"
-    positive: str | None = None  # the class the prevalence and change detector follow (default: the last)
-    n_boot: int = 200  # bootstrap resamples of each window's label-free estimate
-    seed: int = 0
-    batch_size: int = 256
-    psi_warn: float = 0.10
-    psi_fail: float = 0.25
-    suggest_budget: int = 200  # labels in the suggested validation sample on an alert
-    min_posts: int = 100  # fewer posts in a window: its drift statistics are shown, never judged (noise)
-    figures: bool = True
+__all__ = ["AXIS", "MonitorInputs", "MonitorOptions", "alert_folder", "audit_monitor", "reference_of"]
 
 
 def reference_of(reference: PredictionSet, classes: list[str], positive: str | None) -> Reference:
@@ -51,33 +38,27 @@ def reference_of(reference: PredictionSet, classes: list[str], positive: str | N
     if labels.isna().any() or not all((labels == c).any() for c in classes):
         raise InputError("the reference predictions need a label on every row and every class present")
     if positive is not None and positive not in classes:
-        raise InputError(f"--positive '{positive}' is not a class of the model ({', '.join(classes)})")
+        raise InputError(f"the positive class '{positive}' is not a class of the model ({', '.join(classes)})")
     return Reference(reference.codes, scores(reference.frame, classes), classes,
                      classes.index(positive) if positive else len(classes) - 1)
 
 
-def monitor_stream(store, model, model_dir: str | Path, reference: PredictionSet, options: MonitorOptions = MonitorOptions(),
-                   *, executor=None, out: str | Path | None = None, progress: Progress | None = None) -> AuditResult:
-    """Score the new posts of `store` (a PostStore) with `model` (loaded from `model_dir`), then analyse every
-    scored post by window. `executor`: see scores.score_posts. `out`: where to write the suggested validation
-    sample on an alert (the report folder)."""
+def audit_monitor(inputs: MonitorInputs, options: MonitorOptions, *,
+                  progress: Progress | None = None) -> AuditResult:
+    """Analyse the scored posts by window against the reference; on an alert, suggest a validation sample
+    (`result.outputs`: suggested_predictions, suggested_sample, suggested_design; `result.options["alert_window"]`
+    names the window, `alert_folder` where `mhaudit audit monitor` writes them)."""
     progress = ensure(progress)
-    window = parse_window(options.window)
-    ref = reference_of(reference, list(model.classes), options.positive)
-    if store.count() == 0:
-        raise InputError("the post store has no posts; collect some first (mhaudit collect bluesky)",
-                         path=store.location)
-    check_resolution([t for (t,) in store.read("SELECT created_at FROM posts")], window, options.window)
-    digest = model_digest(model_dir)
-    ensure_scores_table(store)
-    with progress.stage("score new posts"):
-        scored_now = score_posts(store, model, digest, batch_size=options.batch_size, executor=executor)
-    rows = read_scored(store, digest)
-    estimate_options = EstimateOptions()
-    with progress.stage(f"analyse {len(rows):,} posts by window of {options.window}"):
-        table = window_table(rows, ref, window, n_boot=options.n_boot, seed=options.seed, options=estimate_options,
+    window, classes = options.window_length, list(inputs.classes)
+    ref = reference_of(inputs.reference, classes, options.positive)
+    posts = inputs.posts
+    if posts.empty:
+        raise InputError("there are no scored posts; collect posts (mhaudit collect bluesky) and score them first")
+    check_resolution(posts["created_at"], window, options.window)
+    with progress.stage(f"analyse {len(posts):,} posts by window of {options.window}"):
+        table = window_table(posts, ref, window, n_boot=options.n_boot, seed=options.seed, options=options,
                              baseline_posts=options.min_posts)
-    verdicts = monitor_verdicts(table, options, model_name=model.name, target=f"stream, windows of {options.window}")
+    verdicts = monitor_verdicts(table, options, model_name=inputs.model, target=f"stream, windows of {options.window}")
     sections = [Section("Windows", f"One row per window of {options.window} by the posts' createdAt (the window's "
                         "start, UTC). Score "
                         "drift is against the reference predictions; length and language drift against the stream's "
@@ -89,16 +70,18 @@ def monitor_stream(store, model, model_dir: str | Path, reference: PredictionSet
         sections[0].figures = window_figures(table, ref.classes[ref.positive], options)
     alerts = table[(table["change_alarm"] | (table["psi_score"] >= options.psi_warn))
                    & (table["n_posts"] >= options.min_posts)]
-    if len(alerts) and out is not None:
-        from mhaudit.audits.monitor.alert import suggest_sample
-        note = suggest_sample(store, digest, rows, alerts["window"].iat[-1], window, model, ref, reference, options, out)
+    alert_window, outputs = (alerts["window"].iat[-1] if len(alerts) else None), {}
+    if alert_window is not None:
+        note, outputs = suggest_sample(posts, alert_window, window, inputs.model, classes, inputs.reference, options)
         sections.append(Section("Suggested validation sample", note, {}))
+    synthetic = " (SYNTHETIC data)" if inputs.synthetic else ""
     return AuditResult(
-        title=f"Monitoring {model.name} on the stream",
-        sections=sections, summary=summarise(table, options, scored_now), verdicts=verdicts, synthetic=False,
-        options={"window": options.window, "model_digest": digest, "n_boot": options.n_boot,
-                 "psi_warn": options.psi_warn, "psi_fail": options.psi_fail, "min_posts": options.min_posts,
-                 "classes": ref.classes,
-                 "positive": ref.classes[ref.positive], "scored_now": scored_now, "n_posts": len(rows)},
-        provenance=provenance({"reference": digest_frame(reference.frame), "model": digest},
-                              progress.seconds))
+        title=f"Monitoring {inputs.model} on the stream{synthetic}",
+        sections=sections, summary=("SYNTHETIC data. " if inputs.synthetic else "")
+        + summarise(table, options, inputs.scored_now), verdicts=verdicts, synthetic=inputs.synthetic,
+        options={**asdict(options), "positive": ref.classes[ref.positive], "model_digest": inputs.model_digest,
+                 "classes": classes, "scored_now": inputs.scored_now, "n_posts": len(posts),
+                 "alert_window": alert_window},
+        outputs=outputs,
+        provenance=provenance({"posts": digest_frame(posts), "reference": digest_frame(inputs.reference.frame),
+                               "model": inputs.model_digest}, progress.seconds))

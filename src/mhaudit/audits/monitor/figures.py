@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from mhaudit.audits.cpfe.figures import plt, png_bytes
+from mhaudit.report.figures import plt, png_bytes
 
 __all__ = ["window_figures"]
 

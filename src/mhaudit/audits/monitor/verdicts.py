@@ -32,7 +32,11 @@ def monitor_verdicts(table: pd.DataFrame, options, *, model_name: str, target: s
                                 "self-starting CUSUM, k = 0.5, h = 5", "fail",
                                 f"window {w['window']}: the mean probability of the positive class changed (CUSUM alarm, "
                                 f"z = {w['cusum_z']:.1f})"))
-    if not rows:
+    if not rows and judged.empty:
+        rows.append(verdict("monitor", AXIS, model_name, target, "max_psi_score", np.nan,
+                            f"PSI < {options.psi_warn:.2f} and no change alarm", "undefined",
+                            f"no window of at least {options.min_posts} posts to judge"))
+    elif not rows:
         rows.append(verdict("monitor", AXIS, model_name, target, "max_psi_score", judged["psi_score"].max(),
                             f"PSI < {options.psi_warn:.2f} and no change alarm", "pass",
                             f"{len(judged)} windows of at least {options.min_posts} posts, none crossed a threshold"))
@@ -40,8 +44,9 @@ def monitor_verdicts(table: pd.DataFrame, options, *, model_name: str, target: s
         return verdict_table(rows)
     last = judged.iloc[-1]
     trusted = bool(last["estimate_trusted"])
+    severity = "undefined" if np.isnan(last["expected_macro_f1"]) else "pass" if trusted else "warn"
     rows.append(verdict("monitor", AXIS, model_name, target, "expected_macro_f1_latest", last["expected_macro_f1"],
-                        "untrusted: warn", "pass" if trusted else "warn",
+                        "untrusted: warn", severity,
                         f"latest window of at least {options.min_posts} posts, {last['window']}: "
                         + ("estimate trusted" if trusted else f"estimate untrusted ({last['untrusted_because']})"),
                         ci_low=last["expected_ci_low"], ci_high=last["expected_ci_high"]))

@@ -11,22 +11,21 @@ closely than the share predicted positive when the model is weak (benchmarks/mon
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from mhaudit.audits.estimate.pair import estimate_pair
-from mhaudit.audits.estimate.verdicts import trust
 from mhaudit.core.errors import InputError
 from mhaudit.stats.bcts import fit_bcts
 from mhaudit.stats.change import self_starting_cusum
 from mhaudit.stats.drift import binned_shares, category_shares, decile_edges, js_distance, ks, psi
 from mhaudit.stats.label_shift import em_priors
+from mhaudit.stats.pair_estimate import estimate_pair, trust
+from mhaudit.tables.predictions import logit_column
 
-__all__ = ["parse_window", "time_resolution", "check_resolution", "Reference", "window_table"]
+__all__ = ["parse_window", "time_resolution", "check_resolution", "Reference", "in_time_order", "window_table"]
 
 _UNITS = {"s": "s", "sec": "s", "m": "min", "min": "min", "h": "h", "d": "D", "w": "W"}
 _RESOLUTIONS = {pd.Timedelta("1D"): "1 day", pd.Timedelta("1h"): "1 hour", pd.Timedelta("1min"): "1 minute",
@@ -37,7 +36,7 @@ def parse_window(text: str) -> pd.Timedelta:
     """'1d', '6h', '30min', '90s', '2w' -> a Timedelta; one sentence for anything else."""
     match = re.fullmatch(r"\s*(\d+)\s*([a-z]+)\s*", str(text).lower())
     if not match or match.group(2) not in _UNITS or int(match.group(1)) < 1:
-        raise InputError(f"--window '{text}' must be a number and a unit: s, min, h, d or w (e.g. 1d, 6h, 30min)")
+        raise InputError(f"the window '{text}' must be a number and a unit: s, min, h, d or w (e.g. 1d, 6h, 30min)")
     return pd.Timedelta(int(match.group(1)), unit=_UNITS[match.group(2)])
 
 
@@ -87,9 +86,9 @@ class Reference:
         return probs[:, self.positive] if probs.shape[1] == 2 else probs.max(axis=1)
 
 
-def _frame(rows: list[tuple]) -> pd.DataFrame:
-    frame = pd.DataFrame(rows, columns=["uri", "created_at", "length", "langs", "categories", "scores"])
-    frame["time"] = parse_times(frame["created_at"]).to_numpy()
+def in_time_order(posts: pd.DataFrame) -> pd.DataFrame:
+    """The scored posts with a readable createdAt, by parsed time (then uri), with that time as `time`."""
+    frame = posts.assign(time=parse_times(posts["created_at"]).to_numpy())
     bad = frame["time"].isna()
     if bad.all():
         raise InputError("no scored post has a readable createdAt time; the monitor windows posts by it")
@@ -97,26 +96,20 @@ def _frame(rows: list[tuple]) -> pd.DataFrame:
     return frame[~bad].sort_values(["time", "uri"], kind="stable").reset_index(drop=True)
 
 
-def _lead_language(langs: str) -> str:
-    values = json.loads(langs) if langs else []
-    return values[0] if values else "none"
-
-
-def window_table(rows: list[tuple], reference: Reference, window: pd.Timedelta, *, n_boot: int, seed: int,
+def window_table(posts: pd.DataFrame, reference: Reference, window: pd.Timedelta, *, n_boot: int, seed: int,
                  options, baseline_posts: int = 100) -> pd.DataFrame:
-    """One row per window with posts (`options`: the estimate's trust cut-offs; the stream's first
-    `baseline_posts` posts are the baseline of the length and language drift, and only windows of at least
-    that many posts feed the change detector). Each window's bootstrap has its own seed (from `seed` and the
-    window's start), so a late post in one window changes no other window's interval."""
-    frame = _frame(rows)
-    logits = np.array([json.loads(s) for s in frame["scores"]], dtype=float)
-    if logits.shape[1] != len(reference.classes):
-        raise InputError(f"the stored scores have {logits.shape[1]} classes, the reference {len(reference.classes)}")
+    """One row per window with posts (`posts`: the scored posts, weak_supervision.collect.scores.scored_posts;
+    `options`: the estimate's trust cut-offs; the stream's first `baseline_posts` posts are the baseline of the
+    length and language drift, and only windows of at least that many posts feed the change detector). Each
+    window's bootstrap has its own seed (from `seed` and the window's start), so a late post in one window
+    changes no other window's interval."""
+    frame = in_time_order(posts)
+    logits = frame[[logit_column(c) for c in reference.classes]].to_numpy(dtype=float)
     frame["window"] = frame["time"].dt.floor(window) if window <= pd.Timedelta("1D") else \
         pd.to_datetime((frame["time"].astype("int64") // window.value) * window.value, utc=True)
-    frame["language"] = frame["langs"].map(_lead_language)
+    frame["language"] = frame["langs"].map(lambda langs: langs[0] if len(langs) else "none")
     languages = [*frame["language"].value_counts().index[:5], "other"]
-    frame["categories"] = frame["categories"].map(lambda cell: set(json.loads(cell or "[]")))  # parsed once
+    frame["categories"] = frame["categories"].map(set)
     categories = sorted(set().union(*frame["categories"]))
     probs = reference.calibration.probs(logits)
     first = frame.index < baseline_posts  # the rows are in time order

@@ -79,9 +79,5 @@ def _store_texts(posts: str | Path, ids: set[str]) -> dict[str, str]:
     target = check_store_path(posts)
     if isinstance(target, Path) and not target.is_file():
         raise InputError("no such post store; --store needs the one the sample's posts were collected into", path=posts)
-    wanted, rows = sorted(ids), []
     with PostStore(posts) as store:
-        for i in range(0, len(wanted), 500):  # bounded IN lists
-            chunk = wanted[i:i + 500]
-            rows += store.read(f"SELECT uri, text FROM posts WHERE uri IN ({', '.join('?' * len(chunk))})", chunk)
-    return dict(rows)
+        return store.texts(ids)

@@ -188,7 +188,7 @@ class PostStore:
             raise
         return result
 
-    # -- other tables in the same database (the monitor's scores) -------------------------------------------
+    # -- other tables in the same database (the monitor's scores, weak_supervision.collect.scores) ---------
     @property
     def dialect(self):
         """What differs between SQLite and PostgreSQL (key type, upsert, errors): see dialects.py."""
@@ -205,6 +205,15 @@ class PostStore:
     # -- reading ---------------------------------------------------------------------------------------------
     def count(self) -> int:
         return int(self._conn.execute("SELECT count(*) FROM posts").fetchone()[0])
+
+    def texts(self, uris: Iterable[str]) -> dict[str, str]:
+        """The text of each stored post among `uris`, by uri (the annotation app serves a sample of post ids)."""
+        wanted, found = sorted(set(uris)), {}
+        for i in range(0, len(wanted), 500):  # bounded IN lists
+            chunk = wanted[i:i + 500]
+            sql = f"SELECT uri, text FROM posts WHERE uri IN ({', '.join('?' * len(chunk))})"
+            found |= dict(self._conn.execute(sql, chunk).fetchall())
+        return found
 
     def posts(self, run_id: str | None = None) -> pd.DataFrame:
         """Stored posts as a DataFrame; langs, terms and categories decoded to lists."""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mhaudit.tables.corpus.sources import ReadOptions, Source, register
+from mhaudit.tables.corpus.sources.registry import ReadOptions, Source, register
 from mhaudit.tables.corpus.sources.records import parse_times, records
 from mhaudit.tables.io import SOURCE_ROW, read_table
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mhaudit.tables.corpus.sources import ReadOptions, Source, register
+from mhaudit.tables.corpus.sources.registry import ReadOptions, Source, register
 from mhaudit.tables.corpus.sources.records import as_labels, as_text, records, row_ids, split_from_name
 from mhaudit.tables.io import read_delimited, read_table, with_place
 

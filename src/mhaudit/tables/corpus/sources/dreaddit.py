@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mhaudit.tables.corpus.sources import ReadOptions, Source, register
+from mhaudit.tables.corpus.sources.registry import ReadOptions, Source, register
 from mhaudit.tables.corpus.sources.records import prefixed_ids, records
 from mhaudit.tables.io import read_table
 

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.core.errors import InputError
-from mhaudit.tables.corpus.sources import ReadOptions, Source, register
+from mhaudit.tables.corpus.sources.registry import ReadOptions, Source, register
 from mhaudit.tables.corpus.sources.records import as_text, is_absent, records, split_from_name
 from mhaudit.tables.io import SOURCE_FILE, SOURCE_ROW, read_delimited, read_table, with_place
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from mhaudit.core.errors import InputError
-from mhaudit.tables.corpus.sources import ReadOptions, Source, register
+from mhaudit.tables.corpus.sources.registry import ReadOptions, Source, register
 from mhaudit.tables.corpus.sources.records import records, row_ids
 from mhaudit.tables.io import read_table
 

@@ -1,4 +1,4 @@
-"""The monitor's scores: one row per post and model, in the post store's own database.
+"""The scores table: one row per post and model, in the post store's own database, and its typed readers.
 
 `scores(uri, model_digest, scores, predicted, scored_at)`, keyed by post and model digest (a hash of the
 model folder's files), so a re-run scores only posts without a row for this model, and another model gets
@@ -8,26 +8,25 @@ the next run scores it again. The schema version sits in the database's `mhaudit
 
 The collector may write posts at the same time: SQLite in WAL mode lets the monitor read while a batch is
 written, and each side's write waits for the other's (the store's busy timeout); PostgreSQL serialises
-them on the server.
+them on the server. This module and store.py hold every SQL statement on the post store.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import time
 from datetime import datetime, timezone
-from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from mhaudit.core.errors import InputError
+from mhaudit.tables.predictions import logit_column
 
-__all__ = ["SCORES_SCHEMA_VERSION", "model_digest", "ensure_scores_table", "pending_posts", "store_scores",
-           "score_posts", "read_scored"]
+__all__ = ["SCORES_SCHEMA_VERSION", "SCORED_COLUMNS", "ensure_scores_table", "pending_posts", "store_scores",
+           "scored_posts", "post_times"]
 
 SCORES_SCHEMA_VERSION = 1
+SCORED_COLUMNS = ("uri", "created_at", "length", "langs", "categories")  # then logit_<class>, one per class
 _TABLE = """CREATE TABLE IF NOT EXISTS scores (
     uri {key} NOT NULL,
     model_digest TEXT NOT NULL,
@@ -36,15 +35,6 @@ _TABLE = """CREATE TABLE IF NOT EXISTS scores (
     scored_at TEXT NOT NULL,
     PRIMARY KEY (uri, model_digest)
 )"""
-
-
-def model_digest(model_dir: str | Path) -> str:
-    """SHA-256 over the model folder's files, names and bytes, in name order."""
-    folder = Path(model_dir)
-    digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
-        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
 
 
 def ensure_scores_table(store) -> None:
@@ -62,10 +52,11 @@ def ensure_scores_table(store) -> None:
     store.transaction(create)
 
 
-def pending_posts(store, digest: str) -> list[tuple[str, str]]:
-    """(uri, text) of the posts this model has not scored, in uri order."""
-    return store.read("SELECT p.uri, p.text FROM posts p WHERE NOT EXISTS (SELECT 1 FROM scores s WHERE "
+def pending_posts(store, digest: str) -> pd.DataFrame:
+    """uri and text of the posts this model has not scored, in uri order."""
+    rows = store.read("SELECT p.uri, p.text FROM posts p WHERE NOT EXISTS (SELECT 1 FROM scores s WHERE "
                       "s.uri = p.uri AND s.model_digest = ?) ORDER BY p.uri", (digest,))
+    return pd.DataFrame(rows, columns=["uri", "text"], dtype=object)
 
 
 def store_scores(store, digest: str, uris: list[str], logits: np.ndarray) -> int:
@@ -77,27 +68,31 @@ def store_scores(store, digest: str, uris: list[str], logits: np.ndarray) -> int
     return store.transaction(lambda conn: conn.executemany(sql, rows).rowcount)
 
 
-def score_posts(store, model, digest: str, *, batch_size: int = 256, executor=None) -> int:
-    """Score every post this model has not scored yet, batch by batch; returns how many were scored.
-
-    `executor`: None scores here; otherwise a callable (list of text batches) -> list of logit arrays, e.g.
-    `ray_executor.score_batches` (the same batches, so the same numbers, wherever they run)."""
-    pending = pending_posts(store, digest)
-    batches = [pending[i:i + batch_size] for i in range(0, len(pending), batch_size)]
-    delay = float(os.environ.get("MHAUDIT_MONITOR_BATCH_DELAY", "0"))  # fault tests: slow batches to kill mid-run
-    done = 0
-    if executor is None:
-        for batch in batches:
-            done += store_scores(store, digest, [u for u, _ in batch], model.predict_logits([t for _, t in batch]))
-            time.sleep(delay)
-        return done
-    for batch, logits in zip(batches, executor([[t for _, t in b] for b in batches])):
-        done += store_scores(store, digest, [u for u, _ in batch], logits)
-    return done
+def _json_list(cell) -> list:
+    return json.loads(cell) if cell else []
 
 
-def read_scored(store, digest: str) -> list[tuple]:
-    """(uri, created_at, text length, langs JSON, categories JSON, scores JSON) of every scored post; the text
-    itself stays in the database."""
-    return store.read("SELECT p.uri, p.created_at, length(p.text), p.langs, p.categories, s.scores FROM posts p "
+def scored_posts(store, digest: str, classes: list[str]) -> pd.DataFrame:
+    """Every post this model scored: uri, created_at (as the client sent it), length (of the text, in
+    characters), langs and categories (lists), then logit_<class> per class, in (created_at, uri) order. The
+    text itself stays in the database."""
+    rows = store.read("SELECT p.uri, p.created_at, length(p.text), p.langs, p.categories, s.scores FROM posts p "
                       "JOIN scores s ON s.uri = p.uri AND s.model_digest = ? ORDER BY p.created_at, p.uri", (digest,))
+    frame = pd.DataFrame(rows, columns=[*SCORED_COLUMNS, "scores"])
+    frame["length"] = frame["length"].astype(np.int64)
+    frame["langs"] = frame["langs"].map(_json_list)
+    frame["categories"] = frame["categories"].map(_json_list)
+    parsed = [json.loads(s) for s in frame.pop("scores")]
+    wrong = next((p for p in parsed if len(p) != len(classes)), None)
+    if wrong is not None:
+        raise InputError(f"the stored scores have {len(wrong)} classes, the model {len(classes)} "
+                         f"({', '.join(classes)})", path=store.location)
+    logits = np.array(parsed, dtype=float).reshape(len(parsed), len(classes))
+    for c, name in enumerate(classes):
+        frame[logit_column(name)] = logits[:, c]
+    return frame
+
+
+def post_times(store) -> pd.Series:
+    """The createdAt of every post, as the clients sent it (scored or not)."""
+    return pd.Series([t for (t,) in store.read("SELECT created_at FROM posts")], name="created_at", dtype=object)

@@ -19,10 +19,10 @@ import pandas as pd
 from scipy.special import softmax
 
 from mhaudit.core.errors import InputError
-from mhaudit.report.result import digest_frame
 from mhaudit.stats.bcts import fit_bcts
 from mhaudit.stats.neyman import neyman_allocation
 from mhaudit.stats.ppi import anticipated_sd
+from mhaudit.tables.digest import digest_frame
 from mhaudit.tables.predictions import PredictionSet, logit_column, scores
 
 __all__ = ["Pool", "pool_of", "confidence_strata", "bins_for", "allocate", "predictions_digest", "SHRINK",

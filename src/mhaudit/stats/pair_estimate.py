@@ -1,5 +1,8 @@
-"""One reference x target pair: calibrate on the reference, estimate the target's priors and metrics by each
-method with bootstrap CIs, and run the shift diagnostic (docs/estimate.md)."""
+"""One reference x target pair of scores: calibrate on the reference, estimate the target's priors and metrics by
+each method with bootstrap CIs, run the shift diagnostic, and say whether to trust the estimate (docs/estimate.md).
+
+Arrays in, estimates out: the label-free estimate audit runs it per model and target, the monitor per window.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +11,16 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import softmax
 
-from mhaudit.audits.estimate.shift import domain_auc
 from mhaudit.stats.atc import thresholded_estimates
 from mhaudit.stats.bcts import fit_bcts
 from mhaudit.stats.cbpe import expected_metrics
 from mhaudit.stats.f1 import macro_f1, tallies
 from mhaudit.stats.cbpe_interval import cbpe_draws
+from mhaudit.stats.domain_shift import domain_auc
 from mhaudit.stats.label_shift import (bbse_priors, bbse_priors_resampled, em_priors, em_priors_resampled,
                                        prior_corrected_probs)
 
-__all__ = ["PairEstimate", "estimate_pair", "reference_metrics"]
+__all__ = ["PairEstimate", "estimate_pair", "reference_metrics", "trust"]
 
 
 @dataclass
@@ -117,3 +120,22 @@ def _thresholded(p_ref, y_ref, pred_ref, p_tgt, pred_tgt, boot_ref, boot_tgt) ->
         rows.append({"method": method, "metric": "macro_auc", "estimate": np.nan, "ci_low": np.nan,
                      "ci_high": np.nan, "note": f"{method.upper()} thresholds confidence and cannot rank: no AUC"})
     return rows
+
+
+def trust(shift: dict, options) -> dict:
+    """trusted (bool) and why not, from the shift diagnostic (`estimate_pair`'s shift, the vanishing class named)
+    and the cut-offs: `options` is anything with domain_auc_cutoff, prior_gap_cutoff and assumption_gap_cutoff."""
+    reasons = []
+    if not shift["domain_auc"] <= options.domain_auc_cutoff:
+        reasons.append(f"domain AUC {shift['domain_auc']:.3f} > {options.domain_auc_cutoff:.2f}: the scores shifted "
+                       "beyond what the prior shift explains")
+    if not shift["prior_gap"] <= options.prior_gap_cutoff:
+        gap = "undefined" if np.isnan(shift["prior_gap"]) else f"{shift['prior_gap']:.3f}"
+        reasons.append(f"EM and BBSE priors differ by {gap} > {options.prior_gap_cutoff:.2f}")
+    if shift["vanishing_class"]:
+        reasons.append(f"an estimated prior of class {shift['vanishing_class']} is near 0: no prior shift explains "
+                       "the target's scores")
+    if not shift["assumption_gap"] <= options.assumption_gap_cutoff:
+        reasons.append(f"label-shift-adjusted and unadjusted CBPE differ by {shift['assumption_gap']:.3f} > "
+                       f"{options.assumption_gap_cutoff:.2f}: the estimate hinges on the kind of shift")
+    return {"trusted": not reasons, "untrusted_because": "; ".join(reasons)}

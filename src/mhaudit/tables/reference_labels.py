@@ -1,4 +1,7 @@
-"""The reference labels of weak-label validation (docs/validation.md, "The reference").
+"""One task's rows of the labels table, and the reference label of each item (docs/validation.md, "The reference").
+
+`task_labels` checks the table and keeps one task (one label per labeler and item). The agreement and the
+certify audits both judge against the reference labels, so the rule lives here, once.
 
 An item's reference label is its adjudicated label (kind 'adjudicated') where there is one (a consensus
 with raw_answer 'agreed' only while the annotators' current labels still agree with it); otherwise the
@@ -13,10 +16,29 @@ from __future__ import annotations
 import pandas as pd
 
 from mhaudit.core.errors import InputError
+from mhaudit.tables.label_store import KEY
 
-__all__ = ["AGREED", "reference_labels"]
+__all__ = ["AGREED", "task_labels", "reference_labels"]
 
 AGREED = "agreed"  # raw_answer of a consensus row that records agreement (mhaudit.weak_supervision.annotate.adjudication)
+
+
+def task_labels(labels: pd.DataFrame, task: str) -> pd.DataFrame:
+    """The rows of `task`, ids and labeler names as text; an error when a labeler labels an item twice."""
+    missing = [c for c in (*KEY, "kind", "value") if c not in labels.columns]
+    if missing:
+        raise InputError(f"the labels table has no '{missing[0]}' column")
+    rows = labels[labels["task"].astype(str) == str(task)]
+    if rows.empty:
+        tasks = sorted(labels["task"].astype(str).unique())
+        raise InputError(f"no labels for task '{task}'; the labels have tasks: {', '.join(tasks) or 'none'}")
+    rows = rows.assign(item_id=rows["item_id"].astype(str), labeler=rows["labeler"].astype(str))
+    duplicated = rows.duplicated(["item_id", "labeler"])
+    if duplicated.any():
+        first = rows[duplicated].iloc[0]
+        raise InputError(f"item '{first['item_id']}' has two labels from '{first['labeler']}' for task '{task}'; "
+                         "one labeler writes one label per item")
+    return rows
 
 
 def reference_labels(rows: pd.DataFrame, annotators: list[str],

@@ -1,7 +1,8 @@
-"""`mhaudit labels sample --strategy estimate`: the posts people should label to certify a model on a target.
+"""The certification sample (`mhaudit labels sample --strategy estimate`, and the monitor's suggested sample): the
+posts people should label to certify a model on a target.
 
-The validation set has the columns of the weak-label sample (`agreement.sample.SAMPLE_COLUMNS`; `stratum`
-is the stratum's name, `weight` = N_h / n_h) plus `strategy`, `model` and `predictions_digest`, so the
+The validation set has the columns of the weak-label sample (`tables.validation_set.SAMPLE_COLUMNS`;
+`stratum` is the stratum's name, `weight` = N_h / n_h) plus `strategy`, `model` and `predictions_digest`, so the
 annotation app serves it unchanged (it reads item_id, task and text only) and the report can tell a sample
 drawn for another model. Beside it, `<name>.design.parquet` keeps the design for every pooled item (id,
 stratum, the posteriors the allocation used): the report needs the whole pool, not just the sample.
@@ -14,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mhaudit.audits.agreement.sample import SAMPLE_COLUMNS, item_texts
-from mhaudit.audits.certify.design import Pool, allocate, bins_for, confidence_strata
 from mhaudit.core.errors import InputError
 from mhaudit.tables.io import read_table, write_table
+from mhaudit.tables.sample_design import Pool, allocate, bins_for, confidence_strata
+from mhaudit.tables.validation_set import SAMPLE_COLUMNS, item_texts
 
 __all__ = ["STRATEGY", "certification_sample", "design_path", "write_certification_sample", "read_design"]
 

@@ -1,0 +1,73 @@
+"""What the monitor runs on (`MonitorInputs`) and how (`MonitorOptions`), each checked when built."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from mhaudit.audits.monitor.windows import parse_window
+from mhaudit.core.errors import InputError
+from mhaudit.tables.predictions import PredictionSet, logit_column
+from mhaudit.weak_supervision.collect.scores import SCORED_COLUMNS
+
+__all__ = ["MonitorOptions", "MonitorInputs"]
+
+
+@dataclass(frozen=True)
+class MonitorOptions:
+    window: str = "1d"  # window length: a number and a unit (s, min, h, d, w)
+    positive: str | None = None  # the class the prevalence and change detector follow (default: the last)
+    n_boot: int = 200  # bootstrap resamples of each window's label-free estimate
+    seed: int = 0  # seed of those bootstraps and of the suggested sample
+    psi_warn: float = 0.10
+    psi_fail: float = 0.25
+    suggest_budget: int = 200  # labels in the suggested validation sample on an alert
+    min_posts: int = 100  # fewer posts in a window: its drift statistics are shown, never judged (noise)
+    # Each window's label-free estimate is trusted by the estimate audit's rule and cut-offs (docs/estimate.md).
+    domain_auc_cutoff: float = 0.60
+    prior_gap_cutoff: float = 0.10
+    assumption_gap_cutoff: float = 0.05
+    figures: bool = True
+
+    def __post_init__(self):
+        parse_window(self.window)
+        checks = [(self.n_boot >= 1, f"n_boot must be at least 1, got {self.n_boot}"),
+                  (self.seed >= 0, f"the seed must be 0 or more, got {self.seed}"),
+                  (0 < self.psi_warn < self.psi_fail, f"the PSI thresholds need 0 < psi_warn < psi_fail, got "
+                                                      f"{self.psi_warn} and {self.psi_fail}"),
+                  (self.suggest_budget >= 1, f"suggest_budget must be at least 1 label, got {self.suggest_budget}"),
+                  (self.min_posts >= 1, f"min_posts must be at least 1, got {self.min_posts}"),
+                  (0.5 <= self.domain_auc_cutoff <= 1, f"domain_auc_cutoff must lie in [0.5, 1], got "
+                                                       f"{self.domain_auc_cutoff}"),
+                  (self.prior_gap_cutoff >= 0, f"prior_gap_cutoff must be 0 or more, got {self.prior_gap_cutoff}"),
+                  (self.assumption_gap_cutoff >= 0, f"assumption_gap_cutoff must be 0 or more, got "
+                                                    f"{self.assumption_gap_cutoff}")]
+        for holds, message in checks:
+            if not holds:
+                raise InputError(message)
+
+    @property
+    def window_length(self) -> pd.Timedelta:
+        return parse_window(self.window)
+
+
+@dataclass(frozen=True)
+class MonitorInputs:
+    """The scored posts (weak_supervision.collect.scores.scored_posts: no text), the model's predictions on the
+    labelled sample it was validated on, and the model: its name, digest (scoring.model_digest) and classes.
+    `scored_now`: how many of the posts this run scored (for the record)."""
+
+    posts: pd.DataFrame
+    reference: PredictionSet
+    model: str
+    model_digest: str
+    classes: tuple[str, ...]
+    scored_now: int = 0
+    synthetic: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "classes", tuple(self.classes))
+        missing = [c for c in (*SCORED_COLUMNS, *map(logit_column, self.classes)) if c not in self.posts.columns]
+        if missing:
+            raise InputError(f"the scored posts have no '{missing[0]}' column; read them with scored_posts")
