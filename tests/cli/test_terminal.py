@@ -78,6 +78,8 @@ def test_warnings_print_once_per_kind_and_reach_the_report_notes(tmp_path):
         for _ in range(3):
             warnings.warn("macro-F1 undefined: a class has no row", UndefinedStatisticWarning)
         warnings.warn("one of a kind\nwith a second line")
+        for n in (8, 17):  # the same kind with other counts: one line, the first message shown
+            warnings.warn(f"macro-F1 undefined in {n} of 500 table(s)", UndefinedStatisticWarning)
         warnings.warn("old", DeprecationWarning)  # ignored, as Python ignores it by default
         write_report(AuditResult("T", [Section("S", "", {"t": pd.DataFrame({"a": [1]})})]), tmp_path)
         out.print("done")
@@ -86,9 +88,12 @@ def test_warnings_print_once_per_kind_and_reach_the_report_notes(tmp_path):
     assert result.exit_code == 0, result.output
     assert "warning: macro-F1 undefined: a class has no row (3 times)" in result.output
     assert "warning: one of a kind\n" in result.output and "second line" not in result.output
+    assert "warning: macro-F1 undefined in 8 of 500 table(s) (2 times, the first shown)" in result.output
+    assert "17 of 500" not in result.output
     assert not PYTHON_WARNING.search(result.output) and "old" not in result.output
     notes = json.loads((tmp_path / "report.json").read_text())["notes"]
-    assert notes == ["warning: macro-F1 undefined: a class has no row (3 times)", "warning: one of a kind"]
+    assert notes == ["warning: macro-F1 undefined: a class has no row (3 times)", "warning: one of a kind",
+                     "warning: macro-F1 undefined in 8 of 500 table(s) (2 times, the first shown)"]
     assert "warning: one of a kind" in (tmp_path / "report.md").read_text()
     with pytest.warns(UndefinedStatisticWarning):  # outside a command, Python's own warnings
         warnings.warn("seen by Python", UndefinedStatisticWarning)

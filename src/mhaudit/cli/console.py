@@ -8,8 +8,8 @@ import atexit
 import contextlib
 import functools
 import gc
+import re
 import warnings
-from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,7 +36,7 @@ err = Console(stderr=True)
 atexit.register(gc.freeze)
 
 
-_raised: Counter | None = None  # (category, first line of the message) -> times, while a command runs
+_raised: dict | None = None  # kind of warning -> [times, first message, messages differed], while a command runs
 _QUIET = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)  # Python's default ignores
 
 
@@ -48,28 +48,34 @@ def _gathered_warnings():
     if _raised is not None:  # a command called from a command: the outer one gathers
         yield
         return
-    _raised = counts = Counter()
+    _raised = kinds = {}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("always")  # every occurrence, so each kind can say how often it came
             for category in _QUIET:
                 warnings.simplefilter("ignore", category)
-            warnings.showwarning = lambda message, category, *_, **__: counts.update([_kind(category, message)])
+            warnings.showwarning = lambda message, category, *_, **__: _count(kinds, category, message)
             yield
     finally:
         _raised = None
-        for line in warning_lines(counts):
+        for line in warning_lines(kinds):
             err.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
 
 
-def _kind(category: type[Warning], message: Warning | str) -> tuple[str, str]:
+def _count(kinds: dict, category: type[Warning], message: Warning | str) -> None:
+    """One kind per category and first line with its numbers masked: "undefined in 8 of 500 tables" and "in 17
+    of 500 tables" are one kind, shown by its first message."""
     text = str(message).strip()
-    return category.__name__, text.splitlines()[0] if text else category.__name__
+    first = text.splitlines()[0] if text else category.__name__
+    seen = kinds.setdefault((category.__name__, re.sub(r"\d[\d,.]*", "#", first)), [0, first, False])
+    seen[0] += 1
+    seen[2] |= first != seen[1]
 
 
-def warning_lines(counts: Counter) -> list[str]:
-    """One line per kind of warning: its message, and how many times it came when more than once."""
-    return [message + (f" ({n} times)" if n > 1 else "") for (_, message), n in counts.items()]
+def warning_lines(kinds: dict) -> list[str]:
+    """One line per kind of warning: its (first) message, and how many times it came when more than once."""
+    return [first + (f" ({n} times{', the first shown' if differed else ''})" if n > 1 else "")
+            for n, first, differed in kinds.values()]
 
 
 def guarded(fn):

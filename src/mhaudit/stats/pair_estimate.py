@@ -122,6 +122,12 @@ def _thresholded(p_ref, y_ref, pred_ref, p_tgt, pred_tgt, boot_ref, boot_tgt) ->
     return rows
 
 
+# The trust rule's default cut-offs (docs/estimate.md says which came when), shared by the estimate audit and the
+# monitor, whose options may set their own.
+DOMAIN_AUC_CUTOFF = 0.60  # the prior-shift-weighted domain classifier tells reference from target no better
+PRIOR_GAP_CUTOFF = 0.10  # largest |EM - BBSE| between the two prior estimators
+ASSUMPTION_GAP_CUTOFF = 0.05  # label-shift-adjusted vs unadjusted CBPE macro-F1
+
 def trust(shift: dict, options) -> dict:
     """trusted (bool) and why not, from the shift diagnostic (`estimate_pair`'s shift, the vanishing class named)
     and the cut-offs: `options` is anything with domain_auc_cutoff, prior_gap_cutoff and assumption_gap_cutoff."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mhaudit.core.errors import InputError
+from mhaudit.stats.pair_estimate import ASSUMPTION_GAP_CUTOFF, DOMAIN_AUC_CUTOFF, PRIOR_GAP_CUTOFF
 from mhaudit.tables.predictions import PredictionSet
 
 
@@ -16,12 +17,12 @@ class EstimateOptions:
     # The trust rule, fixed before any real-data run (docs/estimate.md): an estimate is trusted when the
     # prior-shift-weighted domain classifier cannot tell reference from target scores (AUC <= cut-off)
     # and the two prior estimators agree (largest |EM - BBSE| <= cut-off).
-    domain_auc_cutoff: float = 0.60
-    prior_gap_cutoff: float = 0.10
+    domain_auc_cutoff: float = DOMAIN_AUC_CUTOFF
+    prior_gap_cutoff: float = PRIOR_GAP_CUTOFF
     # Added after the first real-data run (docs/estimate.md says which rule came when): no class the
     # reference has may vanish from an estimated prior, and the estimate may not hinge on the shift
     # assumption (label-shift-adjusted vs unadjusted CBPE macro-F1 within this).
-    assumption_gap_cutoff: float = 0.05
+    assumption_gap_cutoff: float = ASSUMPTION_GAP_CUTOFF
     figures: bool = True
 
     def __post_init__(self) -> None:

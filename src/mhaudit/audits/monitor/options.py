@@ -8,6 +8,7 @@ import pandas as pd
 
 from mhaudit.audits.monitor.windows import parse_window
 from mhaudit.core.errors import InputError
+from mhaudit.stats.pair_estimate import ASSUMPTION_GAP_CUTOFF, DOMAIN_AUC_CUTOFF, PRIOR_GAP_CUTOFF
 from mhaudit.tables.predictions import PredictionSet, logit_column
 from mhaudit.weak_supervision.collect.scores import SCORED_COLUMNS
 
@@ -25,9 +26,9 @@ class MonitorOptions:
     suggest_budget: int = 200  # labels in the suggested validation sample on an alert
     min_posts: int = 100  # fewer posts in a window: its drift statistics are shown, never judged (noise)
     # Each window's label-free estimate is trusted by the estimate audit's rule and cut-offs (docs/estimate.md).
-    domain_auc_cutoff: float = 0.60
-    prior_gap_cutoff: float = 0.10
-    assumption_gap_cutoff: float = 0.05
+    domain_auc_cutoff: float = DOMAIN_AUC_CUTOFF
+    prior_gap_cutoff: float = PRIOR_GAP_CUTOFF
+    assumption_gap_cutoff: float = ASSUMPTION_GAP_CUTOFF
     figures: bool = True
 
     def __post_init__(self):
