@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 
 import mhaudit.stats
-from mhaudit.stats import (agreement, atc, auc, binary, bootstrap, calibration, cbpe, cluster_agreement, drift, f1,
-                           fairness, label_shift, ppi, threshold_free, weak_metrics)
+from mhaudit.stats import (agreement, atc, auc, binary, bootstrap, calibration, cbpe, cluster_agreement, domain_shift,
+                           drift, f1, fairness, label_shift, pair_estimate, ppi, threshold_free, weak_metrics)
 from mhaudit.stats.undefined import UndefinedStatisticWarning, check_zero_division, divide
 
 N = 6
@@ -89,6 +89,8 @@ UNDEFINED = {
     "f1.macro_f1": (lambda: f1.macro_f1(f1.tallies(Y, PRED, 2)), ["value"]),
     "f1.macro_f1 (a confusion matrix)": (lambda: f1.macro_f1(f1.confusion_tallies([[N, 0], [0, 0]])), ["value"]),
     "f1.macro_f1 (binary tallies)": (lambda: f1.macro_f1(f1.binary_tallies(0, 0, 0, N)), ["value"]),
+    "pair_estimate.reference_metrics": (lambda: pair_estimate.reference_metrics(Y, np.log(PROBS)),
+                                        ["macro_f1", "macro_auc"]),
     "cbpe.expected_macro_auc": (lambda: cbpe.expected_macro_auc(np.eye(2)[Y], PROBS), ["value"]),
     "cbpe.expected_metrics": (lambda: cbpe.expected_metrics(np.eye(2)[Y], PROBS), ["macro_f1", "macro_auc"]),
     "cbpe.draw_metrics": (lambda: {k: v[0] for k, v in cbpe.draw_metrics(np.eye(2)[Y][None], PROBS,
@@ -117,6 +119,8 @@ DEFINED = {
     "cbpe.expected_confusion": lambda: cbpe.expected_confusion(np.eye(2)[Y], PRED),
     # class 1 has no support, so its undefined F1 weighs 0: class 0's F1, 1
     "f1.weighted_f1": lambda: f1.weighted_f1(f1.tallies(Y, PRED, 2)),
+    # the reference and target rows are alike: the domain classifier cannot tell them apart, AUC 0.5
+    "domain_shift.domain_auc": lambda: domain_shift.domain_auc(PROBS, np.ones(N), PROBS, n_folds=2),
     "atc.atc_share": lambda: atc.atc_share(CONF, np.ones(N), COUNTS, CONF, COUNTS),
     "atc.doc_share": lambda: atc.doc_share(CONF, np.ones(N), COUNTS, CONF, COUNTS),
     "label_shift.em_priors_resampled": lambda: label_shift.em_priors_resampled(PROBS, [0.5, 0.5], COUNTS),
@@ -155,11 +159,14 @@ NOT_METRICS = {
     "change.CusumResult", "change.self_starting_cusum",
     "cluster_agreement.contingency_tables",  # counts
     "f1.Tallies", "f1.tallies", "f1.confusion_tallies", "f1.binary_tallies",  # counts
+    # one reference x target pair: composed of the estimators above, each with its case here; it needs every class
+    # in the reference, which EstimateInputs and MonitorInputs check first. trust: a rule over its diagnostic
+    "pair_estimate.PairEstimate", "pair_estimate.estimate_pair", "pair_estimate.trust",
 }
 
 
 # vectorised kernels returning a dict of numbers or arrays: they warn, as bare numbers do
-WARNS = {"weak_metrics.binary_metrics", "cbpe.expected_metrics", "cbpe.draw_metrics", "f1.class_scores",
+WARNS = {"weak_metrics.binary_metrics", "cbpe.expected_metrics", "pair_estimate.reference_metrics", "cbpe.draw_metrics", "f1.class_scores",
          "atc.thresholded_estimates"}
 
 
