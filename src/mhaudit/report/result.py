@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from mhaudit import __version__
-from mhaudit.tables.digest import digest_frame  # noqa: F401  (audits take it from here, beside provenance)
 
 VERDICT_COLUMNS = ["audit", "axis", "subject", "target", "statistic", "value", "ci_low", "ci_high", "threshold",
                    "severity", "reason"]

@@ -29,10 +29,11 @@ from mhaudit.audits.agreement.verdicts import agreement_verdicts
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.report import AuditResult, Section
-from mhaudit.report.result import digest_frame, provenance
+from mhaudit.report.result import provenance
 from mhaudit.stats.agreement import bootstrap_kappa, krippendorff_alpha
 from mhaudit.stats.undefined import quiet_undefined
 from mhaudit.stats.weak_metrics import weak_vs_reference
+from mhaudit.tables.digest import digest_frame
 from mhaudit.tables.label_store import parse_tags
 from mhaudit.tables.reference_labels import task_labels
 

@@ -19,9 +19,10 @@ import pandas as pd
 from mhaudit.audits.certify.options import CertifyInputs, CertifyOptions
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
-from mhaudit.report.result import AuditResult, Section, digest_frame, provenance, verdict, verdict_table
+from mhaudit.report.result import AuditResult, Section, provenance, verdict, verdict_table
 from mhaudit.stats.ppi import pool_estimates
 from mhaudit.tables.corpus.schema import label_codes
+from mhaudit.tables.digest import digest_frame
 from mhaudit.tables.reference_labels import reference_labels, task_labels
 
 __all__ = ["AXIS", "ESTIMATORS", "CertifyInputs", "CertifyOptions", "audit_certify"]

@@ -26,8 +26,9 @@ from mhaudit.audits.cpfe.verdicts import cpfe_verdicts
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.report import AuditResult, Section
-from mhaudit.report.result import digest_frame, provenance
+from mhaudit.report.result import provenance
 from mhaudit.stats.undefined import quiet_undefined
+from mhaudit.tables.digest import digest_frame
 from mhaudit.tables.predictions import PredictionSet
 
 __all__ = ["CPFEOptions", "audit_cpfe"]

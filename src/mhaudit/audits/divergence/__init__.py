@@ -28,9 +28,10 @@ from mhaudit.audits.divergence.views import FeatureMemo, View, original_parses
 from mhaudit.audits.divergence.verdicts import divergence_verdicts
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.report import AuditResult, Section
-from mhaudit.report.result import digest_frame, provenance
+from mhaudit.report.result import provenance
 from mhaudit.stats.undefined import quiet_undefined
 from mhaudit.tables.corpus.schema import Corpus
+from mhaudit.tables.digest import digest_frame
 from mhaudit.text.parse import Parses
 
 __all__ = ["DivergenceOptions", "audit_divergence"]

@@ -18,8 +18,9 @@ from mhaudit.audits.estimate.verdicts import estimate_verdicts, summarise
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.report import AuditResult, Section
-from mhaudit.report.result import digest_frame, provenance
+from mhaudit.report.result import provenance
 from mhaudit.stats.pair_estimate import estimate_pair, reference_metrics, trust
+from mhaudit.tables.digest import digest_frame
 from mhaudit.tables.predictions import PredictionSet
 
 __all__ = ["EstimateInputs", "EstimateOptions", "audit_estimate"]

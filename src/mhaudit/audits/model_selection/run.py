@@ -22,9 +22,10 @@ from mhaudit.core.errors import InputError
 from mhaudit.core.executors import run_jobs
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.report import AuditResult
-from mhaudit.report.result import digest_frame, provenance
+from mhaudit.report.result import provenance
 from mhaudit.stats.undefined import quiet_undefined
 from mhaudit.tables.corpus.schema import Corpus
+from mhaudit.tables.digest import digest_frame
 
 
 @quiet_undefined()  # the tables carry each undefined value's reason

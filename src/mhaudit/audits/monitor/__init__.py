@@ -24,7 +24,8 @@ from mhaudit.audits.monitor.verdicts import AXIS, monitor_verdicts, summarise
 from mhaudit.audits.monitor.windows import Reference, check_resolution, window_table
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
-from mhaudit.report.result import AuditResult, Section, digest_frame, provenance
+from mhaudit.report.result import AuditResult, Section, provenance
+from mhaudit.tables.digest import digest_frame
 from mhaudit.tables.predictions import PredictionSet, scores
 
 __all__ = ["AXIS", "MonitorInputs", "MonitorOptions", "alert_folder", "audit_monitor", "reference_of"]
