@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 import mhaudit.stats
-from mhaudit.stats import (agreement, atc, auc, binary, bootstrap, calibration, cbpe, cluster_agreement, domain_shift,
+from mhaudit.stats import (agreement, agreement_line, atc, auc, binary, bootstrap, calibration, cbpe, cluster_agreement, domain_shift,
                            drift, f1, fairness, label_shift, pair_estimate, ppi, threshold_free, weak_metrics)
 from mhaudit.stats.undefined import UndefinedStatisticWarning, check_zero_division, divide
 
@@ -98,6 +98,10 @@ UNDEFINED = {
                           ["macro_f1", "macro_auc"]),
     "atc.thresholded_estimates": (lambda: {k: v[0] for k, v in atc.thresholded_estimates(
         "atc", CONF, Y, PRED, COUNTS[:1], CONF, PRED, COUNTS[:1], 2).items() if k != "priors"}, ["macro_f1"]),
+    # three runs that all predict class 0 agree on every row alike: no line, so no accuracy (a note says why)
+    "agreement_line.agreement_line": (lambda: (lambda line: {"slope": line.slope, "note": line.note,
+                                                             "aline_d": line.estimates["aline-d"][0]})(
+        agreement_line.agreement_line(np.tile(PRED, (3, 1)), Y, np.tile(PRED, (3, 1)), n_boot=20)), ["slope", "aline_d"]),
     "threshold_free.bootstrap_panel": (lambda: threshold_free.bootstrap_panel(Y, PRED[None], SCORE[None], 20, rng=0)
                                        ["auc"], ["value"]),
 }
@@ -162,6 +166,10 @@ NOT_METRICS = {
     # one reference x target pair: composed of the estimators above, each with its case here; it needs every class
     # in the reference, which EstimateInputs and MonitorInputs check first. trust: a rule over its diagnostic
     "pair_estimate.PairEstimate", "pair_estimate.estimate_pair", "pair_estimate.trust",
+    # the agreement line's record type, its trust rule and the rule's cut-offs
+    "agreement_line.AgreementLine", "agreement_line.line_trust", "agreement_line.MIN_RUNS", "agreement_line.MIN_R2",
+    "agreement_line.MAX_RESIDUAL_SD", "agreement_line.MIN_SPREAD", "agreement_line.MAX_AGREEMENT",
+    "agreement_line.MAX_METHOD_GAP",
 }
 
 
