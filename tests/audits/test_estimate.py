@@ -116,3 +116,62 @@ def test_one_reference_serves_every_seed_of_a_target():
     result = audit_estimate(EstimateInputs(ref, targets), EstimateOptions(n_boot=100), synthetic=True)
     assert sorted(result.verdicts["subject"]) == ["synthetic-model seed 0", "synthetic-model seed 42"]
     assert sorted(result.table("shift")["seed"]) == [0, 42]
+
+
+# The ensemble estimate: several runs on the same rows (SYNTHETIC runs, mhaudit.synthetic.simulate_runs).
+
+def _ensemble(**kwargs):
+    from mhaudit.synthetic.simulate_runs import simulate_runs
+
+    return simulate_runs(**kwargs)
+
+
+def test_the_ensemble_estimate_is_close_and_trusted_on_the_line():
+    reference, targets, truth = _ensemble(n_runs=8, shrink=0.8, seed=1)
+    result = audit_estimate(EstimateInputs(reference, targets), EstimateOptions(per_run=False, n_boot=200))
+    tables = result.tables
+    line, ensemble = tables["agreement_line"], tables["ensemble"]
+    assert len(line) == 1 and bool(line["trusted"].iat[0]) and line["n_distinct_runs"].iat[0] == 8
+    assert len(tables["agreement_pairs"]) == 28 and "estimates" not in tables
+    aline_d = ensemble[ensemble["method"] == "aline-d"].sort_values("seed")
+    assert np.abs(aline_d["estimate"].to_numpy() - truth).max() < 0.04
+    rows = result.verdicts
+    assert len(rows) == 8 and set(rows["statistic"]) == {"estimated_accuracy"}
+    assert "Agreement line over 8 runs on 1 target(s), 1 trusted" in result.summary
+
+
+def test_runs_pair_rows_by_id_whatever_their_order():
+    reference, targets, _ = _ensemble(n_runs=5, n_ref=800, n_tgt=600, seed=2)
+    options = EstimateOptions(per_run=False, n_boot=100)
+    before = audit_estimate(EstimateInputs(reference, targets), options).tables["ensemble"]
+    shuffled = targets.frame.sample(frac=1.0, random_state=0).reset_index(drop=True)
+    after = audit_estimate(EstimateInputs(reference, PredictionSet(shuffled, targets.classes)), options)
+    pd.testing.assert_frame_equal(before, after.tables["ensemble"])
+
+
+def test_runs_on_other_rows_get_no_line_and_a_reason():
+    reference, targets, _ = _ensemble(n_runs=4, n_ref=500, n_tgt=300, seed=3)
+    frame = targets.frame
+    fewer = frame[~((frame["seed"] == 2) & (frame["id"] == "synthetic-away-7"))]
+    result = audit_estimate(EstimateInputs(reference, PredictionSet(fewer, targets.classes)),
+                            EstimateOptions(per_run=False, n_boot=100))
+    line = result.tables["agreement_line"]
+    assert not line["trusted"].iat[0] and "cover other rows" in line["untrusted_because"].iat[0]
+
+
+def test_the_ensemble_alone_needs_three_runs():
+    reference, targets, _ = _ensemble(n_runs=2, n_ref=300, n_tgt=200)
+    with pytest.raises(InputError, match="three or more runs"):
+        audit_estimate(EstimateInputs(reference, targets), EstimateOptions(per_run=False, n_boot=100))
+    with pytest.raises(InputError, match="no estimate left"):
+        EstimateOptions(per_run=False, ensemble=False)
+
+
+def test_per_run_and_ensemble_estimates_side_by_side():
+    reference, targets, _ = _ensemble(n_runs=3, n_ref=600, n_tgt=400, seed=4)
+    result = audit_estimate(EstimateInputs(reference, targets), EstimateOptions(n_boot=100, figures=False))
+    tables = result.tables
+    assert set(tables["estimates"]["method"]) == {"cbpe", "atc", "doc"} and len(tables["ensemble"]) == 6
+    assert sorted(result.verdicts["statistic"].unique()) == ["estimated_accuracy", "estimated_macro_f1"]
+    line = tables["agreement_line"]
+    assert not line["trusted"].iat[0] and "3 runs < 4" in line["untrusted_because"].iat[0]

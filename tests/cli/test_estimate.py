@@ -81,3 +81,33 @@ def test_the_old_name_says_its_new_form_on_one_line_and_runs(tmp_path):
     listed = [line.split()[1] for line in runner.invoke(app, ["--help"]).stdout.splitlines()
               if line.startswith("│ ") and line[2] != " "]
     assert "audit" in listed and "estimate" not in listed  # the old name is hidden from the list
+
+
+def test_an_ensemble_of_runs_in_files_without_ids(tmp_path):
+    """Five seeds of one model, one file per seed and platform, no ids (rows pair by position), integer labels:
+    `--no-per-run` gives each run's accuracy from the agreement line."""
+    from mhaudit.synthetic.simulate_runs import gaussian_runs
+
+    runs = gaussian_runs(n_runs=5, n_ref=1500, n_tgt=1000, shrink=0.8, seed=5)  # SYNTHETIC
+    for seed in range(5):
+        for platform, margin, y in (("reddit", runs["margin_ref"][seed], runs["y_ref"]),
+                                    ("twitter", runs["margin_tgt"][seed], None)):
+            p = 1 / (1 + np.exp(-margin))
+            frame = pd.DataFrame({"prob_normal": (1 - p).round(6), "prob_stress": p.round(6)})
+            frame["prob_stress"] = 1 - frame["prob_normal"]
+            if y is not None:
+                frame.insert(0, "label", y)
+            frame.to_csv(tmp_path / f"minilm_seed{seed}_{platform}.csv", index=False)
+    out = tmp_path / "report"
+    result = runner.invoke(app, ["audit", "estimate", "--reference", str(tmp_path / "*_reddit.csv"),
+                                 "--target", str(tmp_path / "*_twitter.csv"), "--name-pattern",
+                                 "{model}_seed{seed}_{platform}", "--no-per-run", "--n-boot", "200", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "Agreement line over 5 runs on 1 target(s), 1 trusted" in result.output
+    report = json.loads((out / "report.json").read_text())
+    tables = {n: pd.DataFrame(t) for s in report["sections"] for n, t in s["tables"].items()}
+    aline = tables["ensemble"][tables["ensemble"]["method"] == "aline-d"].sort_values("seed")
+    truth = runs["truth"]
+    assert np.abs(aline["estimate"].to_numpy() - truth).mean() < 0.03
+    assert ((aline["ci_low"] <= truth) & (truth <= aline["ci_high"])).sum() >= 4
+    assert (out / "figures").is_dir() and list((out / "figures").glob("*agreement*.png"))

@@ -10,23 +10,13 @@ import pytest
 from scipy.stats import norm
 
 from mhaudit.stats.agreement_line import Z95, agreement_line, line_trust
+from mhaudit.synthetic import simulate_runs as simulate
 
 
-def gaussian_runs(*, n_runs=10, n_ref=4000, n_tgt=3000, d=20, shrink=0.8, noise=1.0, seed=0):
-    """SYNTHETIC: two Gaussian classes at ±mu, linear runs w = mu + noise of varied size. On the target the class
-    means shrink and the noise grows; every run's accuracy there is known from the hidden labels."""
-    rng = np.random.default_rng(seed)
-    mu = rng.normal(size=d)
-    mu *= 1.5 / np.linalg.norm(mu)
-    w = mu + rng.normal(scale=rng.uniform(0.2, 1.5, size=(n_runs, 1)), size=(n_runs, d))
-
-    def rows(n, scale, sd):
-        y = rng.integers(0, 2, n)
-        return scale * (2 * y - 1)[:, None] * mu + rng.normal(scale=sd, size=(n, d)), y
-
-    (x_ref, y_ref), (x_tgt, y_tgt) = rows(n_ref, 1.0, 1.0), rows(n_tgt, shrink, noise)
-    pred_ref, pred_tgt = (x_ref @ w.T > 0).T.astype(int), (x_tgt @ w.T > 0).T.astype(int)
-    return pred_ref, y_ref, pred_tgt, (pred_tgt == y_tgt).mean(axis=1)
+def gaussian_runs(**kwargs):
+    """SYNTHETIC (mhaudit.synthetic.simulate_runs): predicted classes on both sides, the labels, the truth."""
+    runs = simulate.gaussian_runs(**kwargs)
+    return (runs["margin_ref"] > 0).astype(int), runs["y_ref"], (runs["margin_tgt"] > 0).astype(int), runs["truth"]
 
 
 def brute_force(pred_ref, y_ref, pred_tgt):

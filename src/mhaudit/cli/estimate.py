@@ -31,9 +31,14 @@ def estimate(reference: Annotated[list[str], typer.Option(
              name_pattern: Annotated[str | None, typer.Option(
                  help="Model, seed and platform from file names, e.g. '{model}_{platform}_seed{seed}'.")] = None,
              model: Annotated[str | None, typer.Option(help="Model name for files without a model column.")] = None,
+             per_run: Annotated[bool, typer.Option(
+                 help="CBPE, ATC, DoC and the shift diagnostic for each run.")] = True,
+             ensemble: Annotated[bool, typer.Option(
+                 help="The agreement line over all runs (three or more on the same rows): each run's accuracy "
+                      "by ALine-S and ALine-D.")] = True,
              ) -> None:
-    """Estimate accuracy, macro-F1 and macro-AUC on targets nobody has labelled (CBPE, ATC, DoC), with a
-    trust verdict per target (docs/estimate.md)."""
+    """Estimate accuracy, macro-F1 and macro-AUC on targets nobody has labelled (CBPE, ATC, DoC per run; with
+    several runs, accuracy from their agreement, ALine), with a trust verdict per target (docs/estimate.md)."""
     from mhaudit.audits.estimate import EstimateInputs, EstimateOptions, audit_estimate
     from mhaudit.tables.prediction_files import PredictionColumns, read_predictions
 
@@ -45,7 +50,7 @@ def estimate(reference: Annotated[list[str], typer.Option(
     for note in targets.notes:
         if "is ignored" in note:
             out.print(f"note: {note}", highlight=False)
-    options = EstimateOptions(n_boot=n_boot, seed=seed)
+    options = EstimateOptions(n_boot=n_boot, seed=seed, per_run=per_run, ensemble=ensemble)
     result = audit_estimate(EstimateInputs(ref, targets), options, progress=stage_progress())
     write_report(result, out_dir)
     out.print(result.summary, highlight=False)

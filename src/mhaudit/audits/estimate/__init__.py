@@ -13,12 +13,15 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 
+from mhaudit.audits.estimate.ensemble import ensemble_estimates
 from mhaudit.audits.estimate.options import EstimateInputs, EstimateOptions
 from mhaudit.audits.estimate.verdicts import estimate_verdicts, summarise
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.report import AuditResult, Section
 from mhaudit.report.result import provenance
+from mhaudit.stats.agreement_line import (MAX_AGREEMENT, MAX_METHOD_GAP, MAX_RESIDUAL_SD, MIN_R2, MIN_RUNS,
+                                          MIN_SPREAD)
 from mhaudit.stats.pair_estimate import estimate_pair, reference_metrics, trust
 from mhaudit.tables.digest import digest_frame
 from mhaudit.tables.predictions import PredictionSet
@@ -52,8 +55,31 @@ def audit_estimate(inputs: EstimateInputs, options: EstimateOptions, *, syntheti
     """
     progress = ensure(progress)
     reference, targets = inputs.reference, inputs.targets
-    classes = reference.classes
     rng = np.random.default_rng(options.seed)
+    tables = _per_run(reference, targets, options, rng, progress) if options.per_run else {}
+    if options.ensemble:
+        with progress.stage(f"agreement line over {reference.frame.groupby(['model', 'seed']).ngroups} runs"):
+            tables |= ensemble_estimates(reference, targets, n_boot=options.n_boot, rng=rng)
+        if not options.per_run and tables["agreement_line"].empty:
+            raise InputError("the ensemble estimate needs three or more runs (model and seed) scored on the same "
+                             "reference rows and the same target rows; these predictions hold fewer")
+    verdicts = estimate_verdicts(tables, options)
+    return AuditResult(
+        title="Label-free performance estimate" + (" (SYNTHETIC data)" if synthetic else ""),
+        sections=_sections(tables, options),
+        summary=summarise(tables, synthetic),
+        verdicts=verdicts, synthetic=synthetic,
+        options={**asdict(options), "classes": reference.classes},
+        provenance=provenance({"reference": digest_frame(reference.frame), "targets": digest_frame(targets.frame),
+                               **{f"reference {k}": v for k, v in reference.fingerprints.items()},
+                               **{f"target {k}": v for k, v in targets.fingerprints.items()}}, progress.seconds),
+    )
+
+
+def _per_run(reference: PredictionSet, targets: PredictionSet, options: EstimateOptions, rng: np.random.Generator,
+             progress: Progress) -> dict[str, pd.DataFrame]:
+    """CBPE, ATC and DoC for each run on each target, the priors, and the shift diagnostic with its trust."""
+    classes = reference.classes
     estimates, priors, shift = [], [], []
     for ref_key, ref_group, key, group in _pairs(reference, targets):
         keys = {"model": key[0], "seed": key[1], "reference": ref_key[3], "platform": key[2], "dataset": key[3]}
@@ -72,34 +98,44 @@ def audit_estimate(inputs: EstimateInputs, options: EstimateOptions, *, syntheti
     tables = {"estimates": pd.DataFrame(estimates), "priors": pd.DataFrame(priors), "shift": pd.DataFrame(shift)}
     tables["estimates"] = tables["estimates"].merge(tables["shift"][["model", "seed", "platform", "dataset",
                                                                      "trusted"]], how="left")
-    verdicts = estimate_verdicts(tables, options)
-    return AuditResult(
-        title="Label-free performance estimate" + (" (SYNTHETIC data)" if synthetic else ""),
-        sections=_sections(tables, options),
-        summary=summarise(tables, synthetic),
-        verdicts=verdicts, synthetic=synthetic,
-        options={**asdict(options), "classes": classes},
-        provenance=provenance({"reference": digest_frame(reference.frame), "targets": digest_frame(targets.frame),
-                               **{f"reference {k}": v for k, v in reference.fingerprints.items()},
-                               **{f"target {k}": v for k, v in targets.fingerprints.items()}}, progress.seconds),
-    )
+    return tables
 
 
 def _sections(tables: dict, options: EstimateOptions) -> list[Section]:
-    from mhaudit.audits.estimate.figures import estimate_forest
+    from mhaudit.audits.estimate.figures import agreement_lines, estimate_forest
 
-    figures = {"estimated_macro_f1": estimate_forest(tables["estimates"])} if options.figures else {}
-    return [
-        Section("Expected on the target, before labels",
-                "Each method's estimate with its 95% CI, beside the metric on the labelled reference. An "
-                "untrusted target's estimates are printed but not relied on (the shift table says why).",
-                {"estimates": tables["estimates"]}, figures),
-        Section("Shift diagnostic and trust",
-                f"Trusted when the prior-shift-weighted domain classifier's AUC is at most {options.domain_auc_cutoff:.2f}, "
-                f"EM and BBSE priors differ by at most {options.prior_gap_cutoff:.2f}, no class of the reference "
-                "vanishes from an estimated prior (below 0.02), and the label-shift-adjusted and unadjusted CBPE "
-                f"macro-F1 differ by at most {options.assumption_gap_cutoff:.2f}.",
-                {"shift": tables["shift"]}),
-        Section("Estimated class priors", "EM (Saerens et al. 2002) and BBSE (Lipton et al. 2018), 95% bootstrap CIs.",
-                {"priors": tables["priors"]}),
-    ]
+    sections = []
+    if "estimates" in tables:
+        figures = {"estimated_macro_f1": estimate_forest(tables["estimates"])} if options.figures else {}
+        sections += [
+            Section("Expected on the target, before labels",
+                    "Each method's estimate with its 95% CI, beside the metric on the labelled reference. An "
+                    "untrusted target's estimates are printed but not relied on (the shift table says why).",
+                    {"estimates": tables["estimates"]}, figures),
+            Section("Shift diagnostic and trust",
+                    f"Trusted when the prior-shift-weighted domain classifier's AUC is at most "
+                    f"{options.domain_auc_cutoff:.2f}, EM and BBSE priors differ by at most "
+                    f"{options.prior_gap_cutoff:.2f}, no class of the reference vanishes from an estimated prior "
+                    "(below 0.02), and the label-shift-adjusted and unadjusted CBPE macro-F1 differ by at most "
+                    f"{options.assumption_gap_cutoff:.2f}.",
+                    {"shift": tables["shift"]}),
+            Section("Estimated class priors",
+                    "EM (Saerens et al. 2002) and BBSE (Lipton et al. 2018), 95% bootstrap CIs.",
+                    {"priors": tables["priors"]}),
+        ]
+    if not tables.get("agreement_line", pd.DataFrame()).empty:
+        figures = ({"agreement_line": agreement_lines(tables["agreement_pairs"], tables["ensemble"],
+                                                      tables["agreement_line"])}
+                   if options.figures and not tables["agreement_pairs"].empty else {})
+        sections.append(Section(
+            "Agreement on the line: the ensemble's accuracy",
+            f"Each run's target accuracy from how often the runs agree on the unlabelled target (ALine-S and "
+            f"ALine-D, Baek et al. 2022), with 95% CIs (rows resampled jointly across runs, widened by the line's "
+            f"scatter). Accuracy only. The line is trusted when there are at least {MIN_RUNS} distinct runs that "
+            f"agree on at most {MAX_AGREEMENT:.0%} of the reference, their agreements spread at least {MIN_SPREAD} "
+            f"probit SD, the line explains R² ≥ {MIN_R2} of the "
+            f"target agreements with residual SD ≤ {MAX_RESIDUAL_SD} probit, and ALine-S and ALine-D agree within "
+            f"{MAX_METHOD_GAP} for every run (docs/estimate.md).",
+            {"ensemble": tables["ensemble"], "agreement_line": tables["agreement_line"],
+             "agreement_pairs": tables["agreement_pairs"]}, figures))
+    return sections

@@ -36,3 +36,40 @@ def estimate_forest(estimates: pd.DataFrame) -> bytes:
     ax.legend(loc="lower left", fontsize=8, frameon=False, bbox_to_anchor=(1.0, 0.0))
     fig.tight_layout()
     return png_bytes(fig)
+
+
+def agreement_lines(pairs: pd.DataFrame, ensemble: pd.DataFrame, lines: pd.DataFrame) -> bytes:
+    """One panel per target, probit axes labelled as shares: each pair of runs' agreement on the reference (x)
+    and the target (y), the fitted line, and each run's reference accuracy against its ALine-D estimate."""
+    import numpy as np
+    from scipy.special import ndtri
+
+    targets = list(pairs.groupby(["platform", "dataset"], sort=False).groups)
+    n = len(targets)
+    fig, axes = plt.subplots(1, n, figsize=(3.6 * n + 0.6, 3.8), squeeze=False)
+    fitted = lines.set_index(["platform", "dataset"])
+    for ax, key in zip(axes[0], targets):
+        here = pairs[(pairs["platform"] == key[0]) & (pairs["dataset"] == key[1])]
+        runs = ensemble[(ensemble["platform"] == key[0]) & (ensemble["dataset"] == key[1])
+                        & (ensemble["method"] == "aline-d")]
+        line = fitted.loc[key]
+        clip = lambda p: ndtri(np.clip(np.asarray(p, dtype=float), 1e-4, 1 - 1e-4))  # noqa: E731
+        ax.scatter(clip(here["agreement_reference"]), clip(here["agreement_target"]), s=12, color="#999999",
+                   label="agreement of a pair of runs")
+        ax.scatter(clip(runs["reference_value"]), clip(runs["estimate"]), s=18, color="#1f77b4",
+                   label="a run's accuracy (ALine-D estimate)", zorder=3)
+        xs = np.linspace(*ax.get_xlim(), 50)
+        ax.plot(xs, line["slope"] * xs + line["intercept"], color="black", linewidth=1,
+                label="agreement line (probit)")
+        ticks = [p for p in (0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99) if ax.get_xlim()[0] <= ndtri(p) <= ax.get_xlim()[1]]
+        ax.set_xticks(ndtri(ticks), [f"{p:g}" for p in ticks])
+        yticks = [p for p in (0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99) if ax.get_ylim()[0] <= ndtri(p) <= ax.get_ylim()[1]]
+        ax.set_yticks(ndtri(yticks), [f"{p:g}" for p in yticks])
+        trust = "trusted" if line["trusted"] else "untrusted"
+        ax.set_title(f"{key[1]}: R² {line['r2']:.2f}, {trust}", fontsize=9)
+        ax.set_xlabel("on the reference (labelled)")
+    axes[0][0].set_ylabel("on the target (unlabelled)")
+    axes[0][-1].legend(loc="lower right", fontsize=7, frameon=False)
+    fig.suptitle("Agreement on the line: each grey point one pair of runs, each blue point one run", fontsize=10)
+    fig.tight_layout()
+    return png_bytes(fig)

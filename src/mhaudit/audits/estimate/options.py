@@ -23,9 +23,15 @@ class EstimateOptions:
     # reference has may vanish from an estimated prior, and the estimate may not hinge on the shift
     # assumption (label-shift-adjusted vs unadjusted CBPE macro-F1 within this).
     assumption_gap_cutoff: float = ASSUMPTION_GAP_CUTOFF
+    # Which estimates: CBPE, ATC, DoC and the shift diagnostic for each run, and the agreement line over all
+    # runs (ALine-S, ALine-D: accuracy only) where three or more runs are scored on the same rows.
+    per_run: bool = True
+    ensemble: bool = True
     figures: bool = True
 
     def __post_init__(self) -> None:
+        if not (self.per_run or self.ensemble):
+            raise InputError("per_run and ensemble are both off: there is no estimate left to make")
         if self.n_boot < 100:
             raise InputError(f"n_boot must be at least 100 for a 95% interval, got {self.n_boot}")
         if not 0.5 <= self.domain_auc_cutoff <= 1:

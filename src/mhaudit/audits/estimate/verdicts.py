@@ -4,7 +4,8 @@ Verdict rows: subject = "<model> seed <n>", target = the platform (and data set)
 target, before labels". The headline is CBPE's macro-F1; it fails when trusted and its whole CI lies more
 than 0.10 below the reference's macro-F1, warns when trusted with a point drop over 0.05, and warns when
 untrusted (an estimate outside its assumptions is not a finding either way). One row per target: the
-diagnostic's numbers are in the shift table and, where they fail, in the reason.
+diagnostic's numbers are in the shift table and, where they fail, in the reason. With an ensemble, each run also
+gets a row on ALine-D's accuracy, graded the same way when the agreement line is trusted (stats.agreement_line).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ __all__ = ["AXIS", "estimate_verdicts", "summarise"]
 
 AXIS = "expected on the target, before labels"
 FAIL_DROP, WARN_DROP = 0.10, 0.05
+HEADLINE_ENSEMBLE = "aline-d"  # fixed before the real transfers were scored: Baek et al.'s better of the two
 
 
 def _target(row) -> str:
@@ -24,6 +26,40 @@ def _target(row) -> str:
 
 
 def estimate_verdicts(tables: dict, options) -> pd.DataFrame:
+    rows = _per_run_rows(tables) if "estimates" in tables else []
+    return verdict_table(rows + _ensemble_rows(tables.get("ensemble", pd.DataFrame()),
+                                               tables.get("agreement_line", pd.DataFrame())))
+
+
+def _grade(drop: float, ci_high: float, reference: float, metric: str) -> tuple[str, str]:
+    """pass, warn or fail of a trusted estimate by its drop from the reference."""
+    if reference - ci_high > FAIL_DROP:
+        return "fail", f"{metric} expected {drop:.3f} below the reference, its CI wholly > {FAIL_DROP} below"
+    if drop > WARN_DROP:
+        return "warn", f"{metric} expected {drop:.3f} below the reference ({reference:.3f})"
+    return "pass", f"{metric} expected within {WARN_DROP} of the reference ({reference:.3f})"
+
+
+def _ensemble_rows(ensemble: pd.DataFrame, lines: pd.DataFrame) -> list:
+    """One row per run and target: ALine-D's accuracy, graded when the agreement line is trusted."""
+    if ensemble.empty:
+        return []
+    why = lines.set_index(["platform", "dataset"])["untrusted_because"]
+    rows = []
+    for _, e in ensemble[ensemble["method"] == HEADLINE_ENSEMBLE].iterrows():
+        if e["trusted"]:
+            severity, reason = _grade(e["reference_value"] - e["estimate"], e["ci_high"], e["reference_value"],
+                                      "accuracy")
+        else:
+            severity, reason = "warn", f"agreement line untrusted: {why.loc[(e['platform'], e['dataset'])]}"
+        rows.append(verdict("estimate", AXIS, f"{e['model']} seed {e['seed']}", _target(e), "estimated_accuracy",
+                            e["estimate"], f"ALine-D; trusted and CI > {FAIL_DROP} below the reference: fail; drop > "
+                            f"{WARN_DROP} or untrusted line: warn", severity, reason, ci_low=e["ci_low"],
+                            ci_high=e["ci_high"]))
+    return rows
+
+
+def _per_run_rows(tables: dict) -> list:
     shift = tables["shift"].set_index(["model", "seed", "platform", "dataset"])
     est = tables["estimates"]
     headline = est[(est["method"] == "cbpe") & (est["metric"] == "macro_f1")]
@@ -31,30 +67,44 @@ def estimate_verdicts(tables: dict, options) -> pd.DataFrame:
     for _, e in headline.iterrows():
         s = shift.loc[(e["model"], e["seed"], e["platform"], e["dataset"])]
         subject, target = f"{e['model']} seed {e['seed']}", _target(e)
-        drop = e["reference_value"] - e["estimate"]
         if not s["trusted"]:
             severity, reason = "warn", f"estimate untrusted: {s['untrusted_because']}"
-        elif e["reference_value"] - e["ci_high"] > FAIL_DROP:
-            severity, reason = "fail", f"macro-F1 expected {drop:.3f} below the reference, its CI wholly > {FAIL_DROP} below"
-        elif drop > WARN_DROP:
-            severity, reason = "warn", f"macro-F1 expected {drop:.3f} below the reference ({e['reference_value']:.3f})"
         else:
-            severity, reason = "pass", f"macro-F1 expected within {WARN_DROP} of the reference ({e['reference_value']:.3f})"
+            severity, reason = _grade(e["reference_value"] - e["estimate"], e["ci_high"], e["reference_value"],
+                                      "macro-F1")
         rows.append(verdict("estimate", AXIS, subject, target, "estimated_macro_f1", e["estimate"],
                             f"trusted and CI > {FAIL_DROP} below the reference: fail; drop > {WARN_DROP} or "
                             "untrusted: warn", severity, reason, ci_low=e["ci_low"], ci_high=e["ci_high"]))
-    return verdict_table(rows)
+    return rows
 
 
 def summarise(tables: dict, synthetic: bool) -> str:
-    shift, est = tables["shift"], tables["estimates"]
-    head = est[(est["method"] == "cbpe") & (est["metric"] == "macro_f1")]
     parts = []
-    for _, e in head.iterrows():
-        parts.append(f"{e['model']} on {_target(e)}: macro-F1 expected {e['estimate']:.3f} "
-                     f"[{e['ci_low']:.3f}, {e['ci_high']:.3f}] (reference {e['reference_value']:.3f})"
-                     + ("" if e["trusted"] else ", untrusted"))
-    n_trusted = int(shift["trusted"].sum())
-    lead = ("SYNTHETIC data. " if synthetic else "") + (f"Label-free estimate on {len(shift)} target(s), "
-                                                         f"{n_trusted} trusted. ")
-    return lead + "; ".join(parts) + "."
+    if "estimates" in tables:
+        shift, est = tables["shift"], tables["estimates"]
+        head = est[(est["method"] == "cbpe") & (est["metric"] == "macro_f1")]
+        parts.append(f"Label-free estimate on {len(shift)} target(s), {int(shift['trusted'].sum())} trusted. " + "; ".join(
+            f"{e['model']} on {_target(e)}: macro-F1 expected {e['estimate']:.3f} [{e['ci_low']:.3f}, "
+            f"{e['ci_high']:.3f}] (reference {e['reference_value']:.3f})" + ("" if e["trusted"] else ", untrusted")
+            for _, e in head.iterrows()) + ".")
+    lines = tables.get("agreement_line", pd.DataFrame())
+    if not lines.empty:
+        ens = tables["ensemble"]
+        parts.append(f"Agreement line over {int(lines['n_runs'].max())} runs on {len(lines)} target(s), "
+                     f"{int(lines['trusted'].sum())} trusted" + "".join(
+                         _line_summary(line, ens) for _, line in lines.iterrows()) + ".")
+    return ("SYNTHETIC data. " if synthetic else "") + " ".join(parts)
+
+
+def _line_summary(line, ens: pd.DataFrame) -> str:
+    if not line["dataset"]:
+        return f": {line['untrusted_because']}"
+    if ens.empty:
+        return f"; {_target(line)}: untrusted ({line['untrusted_because']})"
+    here = ens[(ens["dataset"] == line["dataset"]) & (ens["platform"] == line["platform"])
+               & (ens["method"] == HEADLINE_ENSEMBLE)]
+    if here.empty:
+        return f"; {_target(line)}: untrusted ({line['untrusted_because']})"
+    return (f"; {_target(line)}: accuracy expected {here['estimate'].min():.3f}–{here['estimate'].max():.3f} over the "
+            f"runs (reference {here['reference_value'].min():.3f}–{here['reference_value'].max():.3f})"
+            + ("" if line["trusted"] else f", untrusted ({line['untrusted_because']})"))
