@@ -94,3 +94,41 @@ def test_train_help_lists_every_registered_model_and_help_stays_cheap():
             "'mhaudit.models.base', 'mhaudit.models.linear') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_train_runs_then_predict_one_table(tmp_path):
+    corpus = tmp_path / "c.parquet"
+    simulate(SimulationConfig(n_per_platform=160, auto_platforms=())).write(corpus)  # synthetic
+    models = tmp_path / "ens"
+    args = ["train", "--corpus", str(corpus), "--platform", "synthetic-forum", "--model", "char-tfidf-lr",
+            "--runs", "3", "--seed", "5", "--out", str(models)]
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert sorted(p.name for p in models.iterdir()) == ["run-0", "run-1", "run-2"]
+    assert len(re.findall(r"char-tfidf-lr run \d \(seed \d\): bootstrap resample \d+, C [\d.]+; trained on",
+                          flat(first.output))) == 3
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0 and flat(again.output).count("already trained") == 3
+
+    preds = tmp_path / "p.parquet"
+    done = runner.invoke(app, ["predict", "--model", str(models), "--corpus", str(corpus), "--out", str(preds),
+                               "--splits", "test"])
+    assert done.exit_code == 0, done.output
+    table = pd.read_parquet(preds)
+    n_test = int((pd.read_parquet(corpus)["split"] == "test").sum())
+    assert sorted(table["seed"].unique().tolist()) == [5, 6, 7] and len(table) == 3 * n_test
+    assert "3 runs of char-tfidf-lr (seeds 5-7): bootstrap resamples, C " in flat(done.output)
+    assert "(3 seed(s))" in flat(done.output)
+
+
+def test_bad_runs_are_one_sentence(tmp_path):
+    corpus = tmp_path / "c.parquet"
+    simulate(SimulationConfig(n_per_platform=120, auto_platforms=())).write(corpus)  # synthetic
+    base = ["train", "--corpus", str(corpus), "--platform", "synthetic-forum", "--model", "tfidf-lr",
+            "--out", str(tmp_path / "m")]
+    for n in ("0", "-3"):
+        assert_one_sentence_failure(runner.invoke(app, [*base, "--runs", n]),
+                                    f"the number of runs must be a positive integer, got {n}")
+    assert_one_sentence_failure(runner.invoke(app, [*base, "--runs", "2", "--seed", "1", "--seed", "2"]),
+                                "--runs takes one --seed, the base seed (run k gets base + k), not 2 seeds")
+    assert not (tmp_path / "m").exists()

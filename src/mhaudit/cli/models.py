@@ -1,4 +1,4 @@
-"""`mhaudit train / predict / run`: models on a corpus, one folder per seed, and whole experiments."""
+"""`mhaudit train / predict / run`: models on a corpus, one folder per seed or per run, and whole experiments."""
 
 from __future__ import annotations
 
@@ -36,31 +36,47 @@ def parse_options(items: list[str] | None) -> dict:
 @guarded
 def train(corpus: Annotated[Path, typer.Option(help="Corpus Parquet file.")],
           model: Annotated[str, typer.Option(help=f"Model name: {', '.join(sorted(BUILTIN))}, or one you registered.")],
-          out_dir: Annotated[Path, typer.Option("--out", help="Folder for the model (one seed-<s>/ per seed).")],
+          out_dir: Annotated[Path, typer.Option(
+              "--out", help="Folder for the model (one seed-<s>/ per seed, or run-<k>/ per run with --runs).")],
           platform: Annotated[str | None, typer.Option(
               help="Platform (or data set) to train on: its train + val rows. Default: the corpus's only one.")]
           = None,
           seed: Annotated[list[int] | None, typer.Option(
-              help="Seed(s); default 42 0 1 7 123. A deterministic model (TF-IDF) is trained once, first seed.")]
+              help="Seed(s); default 42 0 1 7 123. A deterministic model (TF-IDF) is trained once, first seed. "
+                   "With --runs: one seed, the base (default 0); run k gets base + k.")]
+          = None,
+          runs: Annotated[int | None, typer.Option(
+              help="Train an ensemble of N diverse runs, run-0/ .. run-<N-1>/: TF-IDF models on bootstrap "
+                   "resamples with a drawn C, torch models with seeds base..base+N-1 (docs/models.md).")]
           = None,
           option: Annotated[list[str] | None, typer.Option(help="Model option KEY=VALUE, repeatable.")] = None,
           ) -> None:
-    """Train a model on one platform, one folder per seed (finished seeds are not retrained)."""
+    """Train a model on one platform, one folder per seed or per run (finished ones are not retrained)."""
     from mhaudit.models.seeds import DEFAULT_SEEDS, train_platform
     from mhaudit.tables.corpus.schema import Corpus
 
-    train_platform(Corpus.read(corpus), platform, model, seed or DEFAULT_SEEDS, out_dir, parse_options(option),
-                   progress=stage_progress())
+    if runs is None:
+        train_platform(Corpus.read(corpus), platform, model, seed or DEFAULT_SEEDS, out_dir, parse_options(option),
+                       progress=stage_progress())
+        return
+    from mhaudit.models.runs import train_runs
+
+    if seed and len(seed) > 1:
+        raise InputError(f"--runs takes one --seed, the base seed (run k gets base + k), not {len(seed)} seeds")
+    train_runs(Corpus.read(corpus), platform, model, runs, out_dir, base_seed=seed[0] if seed else 0,
+               options=parse_options(option), progress=stage_progress())
 
 
 @guarded
-def predict(model_dir: Annotated[Path, typer.Option("--model", help="A trained model folder (or seed-* parent).")],
+def predict(model_dir: Annotated[Path, typer.Option(
+                "--model", help="A trained model folder (or a parent of seed-* and run-* folders).")],
             corpus: Annotated[Path, typer.Option(help="Corpus Parquet file to score.")],
             out_path: Annotated[Path, typer.Option("--out", help="Predictions Parquet file to write.")],
             splits: Annotated[str, typer.Option(help="Splits to score, comma-separated.")] = "test,calibration",
             name: Annotated[str | None, typer.Option(help="Model name in the table (default: registry name).")]
             = None) -> None:
     """Score a corpus with trained model(s): one predictions table with a seed column."""
+    from mhaudit.models.runs import summarize_runs
     from mhaudit.models.seeds import model_folders, predict_folders
     from mhaudit.tables.corpus.schema import Corpus
     from mhaudit.tables.io import write_table
@@ -70,6 +86,8 @@ def predict(model_dir: Annotated[Path, typer.Option("--model", help="A trained m
     table = predict_folders(folders, scored, tuple(splits.split(",")), name)
     seconds = time.perf_counter() - start
     write_table(table, out_path)
+    if ensemble := summarize_runs(folders):
+        out.print(ensemble)
     out.print(f"scored {len(table):,} rows ({table['seed'].nunique()} seed(s)) in {seconds:.2f} s, "
               f"{len(table) / max(seconds, 1e-9):,.0f} rows/s (model loading included); wrote them to {out_path}")
 

@@ -104,6 +104,11 @@ def check_attribution_method(model: Model, method: str) -> None:
         raise InputError("integrated_gradients needs captum; install mhaudit[transformers]")
 
 
+def option_names(name: str) -> list[str]:
+    """The options model `name` takes (its class's keyword arguments); imports its module."""
+    return list(inspect.signature(_entry(name)[0]).parameters)
+
+
 def create(name: str, **options) -> Model:
     cls, defaults = _entry(name)
     merged = {**defaults, **options}
@@ -116,13 +121,16 @@ def create(name: str, **options) -> Model:
     return model
 
 
-def save_model(model: Model, directory: str | Path) -> None:
-    """Write the model's artifacts, then its manifest last: a folder with a manifest is complete."""
+def save_model(model: Model, directory: str | Path, recipe: dict | None = None) -> None:
+    """Write the model's artifacts, then its manifest last: a folder with a manifest is complete. `recipe`
+    (how a run of an ensemble was made: `models.runs`) is kept in the manifest and read back as `model.recipe`."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / MODEL_FILE).unlink(missing_ok=True)
     model.save_artifacts(directory)
     manifest = {"name": model.name, "options": model.options, "classes": model.classes}
+    if recipe is not None:
+        manifest["recipe"] = recipe
     tmp = directory / f".{MODEL_FILE}.part"
     tmp.write_text(json.dumps(manifest, indent=2, default=list))
     tmp.replace(directory / MODEL_FILE)
@@ -137,5 +145,6 @@ def load_model(directory: str | Path) -> Model:
     # models saved before Progress reached `fit` recorded a `progress` flag among their options
     model = create(manifest["name"], **{k: v for k, v in manifest["options"].items() if k != "progress"})
     model.classes = list(manifest["classes"])
+    model.recipe = manifest.get("recipe")
     model.load_artifacts(directory)
     return model

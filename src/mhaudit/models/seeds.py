@@ -93,24 +93,32 @@ def subsample_training(rows: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
 
 
 def model_folders(path: Path) -> list[Path]:
-    """A model folder, or a folder of seed-* model folders."""
+    """A model folder, or a folder of seed-* and run-* model folders (runs in run order: run-2 before run-10)."""
     path = Path(path)
     if (path / MODEL_FILE).exists():
         return [path]
-    found = sorted(p for p in path.glob("seed-*") if (p / MODEL_FILE).exists())
-    if not found:
-        raise InputError("holds no trained model (no mhaudit-model.json here or in seed-*/)", path=path)
-    return found
+    seeds = sorted(p for p in path.glob("seed-*") if (p / MODEL_FILE).exists())
+    runs = sorted((p for p in path.glob("run-*") if (p / MODEL_FILE).exists()),
+                  key=lambda p: (not p.name[4:].isdigit(), int(p.name[4:]) if p.name[4:].isdigit() else 0, p.name))
+    if not seeds + runs:
+        raise InputError("holds no trained model (no mhaudit-model.json here or in seed-*/ or run-*/)", path=path)
+    return seeds + runs
 
 
 def predict_folders(folders: list[Path], corpus: Corpus, splits=("test", "calibration"),
                     name: str | None = None) -> pd.DataFrame:
-    tables = []
+    """One predictions table of every model folder's scores on `splits`, its seed (a run's: base + k) in the
+    `seed` column; two folders of one model with one seed are an InputError (their groups would merge)."""
+    tables, seen = [], {}
     for folder in folders:
         model = load_model(folder)
         if model.classes != corpus.classes:
             raise InputError(f"the model's classes {model.classes} differ from the corpus's {corpus.classes}",
                              path=folder)
-        tables.append(predict_corpus(model, corpus, model_name=name or model.name,
-                                     seed=int(model.options.get("seed", 0)), splits=splits))
+        key = (name or model.name, int(model.options.get("seed", 0)))
+        if key in seen:
+            raise InputError(f"{seen[key]} and {folder} both hold {key[0]} seed {key[1]}; their predictions would "
+                             "be one group, so score them separately")
+        seen[key] = folder
+        tables.append(predict_corpus(model, corpus, model_name=key[0], seed=key[1], splits=splits))
     return pd.concat(tables, ignore_index=True)
