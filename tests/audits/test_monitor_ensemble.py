@@ -5,6 +5,7 @@ deployed run's accuracy from the agreement line over the runs (ALine-D), with it
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -217,3 +218,83 @@ def test_the_first_run_is_deployed_unless_named(runs, tmp_path):
     r = _monitor(tmp_path / "few.sqlite", work / "models" / "run-0", work / "reference.parquet", tmp_path / "one")
     assert r.exit_code == 0, r.output
     assert "ensemble_accuracy" not in _windows(_report(tmp_path / "one")).columns
+
+
+def _gaussian_stream(deployed: int = 1, n_windows: int = 2, per_window: int = 1000):
+    """SYNTHETIC: 6 linear runs of two Gaussian classes (synthetic.simulate_runs.gaussian_runs; on the target the
+    class means shrink, and the truth lies on the agreement line) as the monitor's inputs: the scored posts (the
+    deployed run's logits 0 and its margin), every run's reference predictions (seeds 0-5) and the ensemble.
+    Also each window's true accuracy of the deployed run."""
+    import mhaudit as mh
+    from mhaudit.synthetic.simulate_runs import gaussian_runs
+    from mhaudit.tables.prediction_files import predictions_from_arrays
+
+    arrays = gaussian_runs(n_runs=6, n_ref=2000, n_tgt=n_windows * per_window, shrink=0.8, seed=1)
+    classes, y_ref = ["c0", "c1"], arrays["y_ref"]
+    reference = pd.concat([predictions_from_arrays(
+        np.asarray(classes, dtype=object)[y_ref], np.c_[np.zeros_like(m), m], "synthetic-home", model="linear", seed=r,
+        classes=classes, kind="logits", ids=[f"ref-{i}" for i in range(len(y_ref))]).frame
+        for r, m in enumerate(arrays["margin_ref"])], ignore_index=True)
+    n = n_windows * per_window
+    times = pd.Timestamp("2026-01-01", tz="UTC") + pd.to_timedelta(np.arange(n) * 86400 // per_window, unit="s")
+    uris = [f"at://a-synthetic/app.bsky.feed.post/g{i:06d}" for i in range(n)]
+    margin = arrays["margin_tgt"][deployed]
+    posts = pd.DataFrame({"uri": uris, "created_at": times.strftime("%Y-%m-%dT%H:%M:%SZ"), "length": 80,
+                          "langs": [["en"]] * n, "categories": [["synthetic"]] * n, "logit_c0": 0.0, "logit_c1": margin})
+    runs = tuple(f"run-{k}" for k in range(6))
+    predicted = pd.DataFrame({"uri": uris, **{r: (m > 0).astype(np.int64) for r, m in zip(runs, arrays["margin_tgt"])}})
+    ensemble = mh.MonitorEnsemble(runs, range(6), runs[deployed], predicted)
+    right = (margin > 0) == arrays["y_tgt"]
+    truth = right.reshape(n_windows, per_window).mean(axis=1)
+    return posts, mh.PredictionSet(reference, classes), ensemble, truth
+
+
+def test_on_the_line_the_deployed_runs_accuracy_is_close_and_trusted():
+    import mhaudit as mh
+
+    posts, reference, ensemble, truth = _gaussian_stream()
+    inputs = mh.MonitorInputs(posts, reference, "linear", "d" * 64, ["c0", "c1"], synthetic=True, ensemble=ensemble)
+    result = mh.audit_monitor(inputs, mh.MonitorOptions(n_boot=200, figures=False))
+    windows = result.table("windows")
+    assert windows["ensemble_trusted"].all()
+    est = windows["ensemble_accuracy"].to_numpy()
+    # here 0.767 and 0.772 against a truth of 0.750 and 0.764; the deployed run scores 0.809 on the reference
+    assert np.abs(est - truth).max() < 0.03
+    assert ((windows["ensemble_ci_low"] < truth) & (truth < windows["ensemble_ci_high"])).all()
+    runs = result.table("runs")
+    assert runs["deployed"].tolist() == [False, True, False, False, False, False]
+    row = result.verdicts[result.verdicts["statistic"] == "ensemble_accuracy_latest"].iloc[0]
+    assert row["severity"] == "pass" and row["value"] == est[-1] and row["subject"] == "linear run-1"
+    assert (f"accuracy {est[-1]:.3f} [{windows['ensemble_ci_low'].iat[-1]:.3f}, "
+            f"{windows['ensemble_ci_high'].iat[-1]:.3f}] in 2026-01-02 00:00, the latest judged window") in result.summary
+
+
+def test_the_ensemble_is_checked_when_the_inputs_are_built():
+    import dataclasses
+
+    import mhaudit as mh
+    from mhaudit.core.errors import InputError
+
+    posts, reference, ensemble, _ = _gaussian_stream(n_windows=1, per_window=200)
+    build = lambda **kw: mh.MonitorInputs(posts, kw.get("reference", reference), "linear", "d" * 64,  # noqa: E731
+                                          ["c0", "c1"], ensemble=kw.get("ensemble", ensemble))
+    missing = reference.frame[reference.frame["seed"] != 4].reset_index(drop=True)
+    cases = [
+        (dict(reference=mh.PredictionSet(missing, ["c0", "c1"])), "the reference predictions hold no rows of run-4 "
+                                                                 "(seed 4)"),
+        (dict(ensemble=dataclasses.replace(ensemble, predicted=ensemble.predicted.iloc[5:])),
+         "miss 5 of the 200 scored posts"),
+        (dict(ensemble=dataclasses.replace(ensemble, deployed="run-2")),
+         "predictions of the deployed run run-2 differ from the scored posts'"),
+        (dict(reference=mh.PredictionSet(reference.frame.drop(index=[0]).reset_index(drop=True), ["c0", "c1"])),
+         "cover other rows than those of run-0 (seed 0)"),
+    ]
+    for kwargs, fragment in cases:
+        with pytest.raises(InputError, match=re.escape(fragment)):
+            build(**kwargs)
+    with pytest.raises(InputError, match="runs run-0 and run-3 have the same seed"):
+        dataclasses.replace(ensemble, seeds=(0, 1, 2, 0, 4, 5))
+    with pytest.raises(InputError, match="the deployed run 'run-9' is not one of the runs"):
+        dataclasses.replace(ensemble, deployed="run-9")
+    with pytest.raises(InputError, match="no column of run run-5"):
+        dataclasses.replace(ensemble, predicted=ensemble.predicted.drop(columns="run-5"))
