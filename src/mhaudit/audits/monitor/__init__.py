@@ -105,16 +105,15 @@ def _sections(table: pd.DataFrame, ref: Reference, runs: pd.DataFrame | None, op
             "is against the reference predictions; length and language drift against the stream's first "
             f"{options.min_posts} posts. Windows with fewer than {options.min_posts} posts are shown but not judged "
             "(their PSI is mostly noise). Counts, rates and statistics only: no post text, no author.")
+    deployed = None if runs is None else runs.loc[runs["deployed"], "run"].iat[0]
     if runs is not None:
-        deployed = runs.loc[runs["deployed"], "run"].iat[0]
         text += (f" The ensemble columns are the deployed run's ({deployed}) accuracy estimated from how often the "
                  f"{len(runs)} runs agree on the window's posts (ALine-D, agreement on the line), with its 95% CI and "
-                 "the line's trust; windows under "
-                 f"{options.min_posts} posts get none.")
+                 f"the line's trust; windows under {options.min_posts} posts get none.")
     sections = [Section("Windows", text, {"windows": table})]
     if options.figures:
         from mhaudit.audits.monitor.figures import window_figures
-        sections[0].figures = window_figures(table, ref.classes[ref.positive], options)
+        sections[0].figures = window_figures(table, ref.classes[ref.positive], options, deployed)
     if runs is not None:
         sections.append(Section(
             "The ensemble's runs",

@@ -11,7 +11,8 @@ from mhaudit.report.figures import plt, png_bytes
 __all__ = ["window_figures"]
 
 
-def window_figures(table: pd.DataFrame, positive: str, options) -> dict[str, bytes]:
+def window_figures(table: pd.DataFrame, positive: str, options, deployed: str | None = None) -> dict[str, bytes]:
+    """The figure, by name; `deployed`: the deployed run's name, with an ensemble."""
     t = pd.to_datetime(table["window"]).dt.tz_localize("UTC")
     small = (table["n_posts"] < options.min_posts).to_numpy()
     ensemble = "ensemble_accuracy" in table.columns
@@ -46,7 +47,7 @@ def window_figures(table: pd.DataFrame, positive: str, options) -> dict[str, byt
     axes[2].set_ylabel("macro-F1, no labels")
     axes[2].legend(fontsize=8, frameon=False)
     if ensemble:
-        _ensemble_panel(axes[3], t, table, judged)
+        _ensemble_panel(axes[3], t, table, judged, deployed or "the deployed run")
     axes[-1].set_xlabel(f"window start (UTC), windows of {options.window}")
     fig.suptitle(f"Per window of the stream (each point: one window's posts; lines: windows of at least "
                  f"{options.min_posts} posts): prevalence signals, score drift, expected macro-F1"
@@ -56,13 +57,13 @@ def window_figures(table: pd.DataFrame, positive: str, options) -> dict[str, byt
     return {"the stream by window": png_bytes(fig)}
 
 
-def _ensemble_panel(ax, t: pd.Series, table: pd.DataFrame, judged) -> None:
+def _ensemble_panel(ax, t: pd.Series, table: pd.DataFrame, judged, deployed: str) -> None:
     """The deployed run's accuracy from the agreement line (ALine-D) per judged window, its 95% CI as a band;
     windows whose line is untrusted hollow."""
     est, low, high = table["ensemble_accuracy"], table["ensemble_ci_low"], table["ensemble_ci_high"]
     if judged.any():
         ax.fill_between(t[judged], low[judged], high[judged], color="#2ca02c", alpha=0.2, label="95% CI")
-    ax.plot(t[judged], est[judged], color="#2ca02c", marker=".", label="accuracy from the runs' agreement (ALine-D)")
+    ax.plot(t[judged], est[judged], color="#2ca02c", label=f"{deployed}'s accuracy from the runs' agreement (ALine-D)")
     hollow = judged & ~table["ensemble_trusted"].astype(bool).to_numpy()
     ax.scatter(t[hollow], est[hollow], facecolors="white", edgecolors="#2ca02c", zorder=3,
                label="agreement line untrusted")
