@@ -41,6 +41,7 @@ _PUBLIC = {
     "audit_monitor": ("mhaudit.audits.monitor", "audit_monitor"),
     "MonitorOptions": ("mhaudit.audits.monitor", "MonitorOptions"),
     "MonitorInputs": ("mhaudit.audits.monitor", "MonitorInputs"),
+    "MonitorEnsemble": ("mhaudit.audits.monitor", "MonitorEnsemble"),
     "audit_agreement": ("mhaudit.audits.agreement", "audit_agreement"),
     "AgreementOptions": ("mhaudit.audits.agreement", "AgreementOptions"),
     "audit_model_selection": ("mhaudit.audits.model_selection", "audit_model_selection"),

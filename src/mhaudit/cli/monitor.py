@@ -19,30 +19,34 @@ def register(root: typer.Typer) -> None:
 
 @guarded
 def monitor(store: Annotated[str, typer.Option(help="Post store: posts.sqlite or postgresql://... (mhaudit collect).")],
-            model: Annotated[Path, typer.Option(help="Model folder from mhaudit train (or its parent, with one seed-*).")],
+            model: Annotated[Path, typer.Option(
+                help="Model folder from mhaudit train, or a folder of several runs (run-*/ or seed-*/): then every "
+                     "run scores the posts and each window gets the deployed run's accuracy from their agreement.")],
             reference: Annotated[list[str], typer.Option(
-                help="The model's predictions on the labelled sample it was validated on (files or globs).")],
+                help="The model's predictions on the labelled sample it was validated on (files or globs); with "
+                     "several runs, every run's, told apart by the seed column (mhaudit predict --model DIR).")],
             out_dir: Annotated[Path, typer.Option("--out", help="Folder for report.{json,html,md}, figures, alert/.")],
+            deployed: Annotated[str | None, typer.Option(
+                help="With a folder of several runs: the one deployed, by folder name (default: the first).")] = None,
             window: Annotated[str, typer.Option(help="Window length: 1d, 6h, 30min, ...")] = "1d",
             positive: Annotated[str | None, typer.Option(help="Class to follow (default: the last).")] = None,
             executor: Annotated[str, typer.Option(help="local, or ray: score the new posts on Ray workers.")] = "local",
             workers: Annotated[int, typer.Option(
                 help="Processes scoring at once with --executor local (Ray uses its cluster's CPUs).")] = 1,
-            n_boot: Annotated[int, typer.Option(help="Bootstrap resamples of each window's estimate.")] = 200,
+            n_boot: Annotated[int, typer.Option(help="Bootstrap resamples of each window's estimates.")] = 200,
             follow: Annotated[float | None, typer.Option(
                 help="Repeat every this many minutes (Ctrl-C stops); each round scores only the new posts.")] = None,
             rounds: Annotated[int | None, typer.Option(help="With --follow: stop after this many rounds.")] = None,
             seed: Annotated[int, typer.Option(help="Seed of the bootstrap and the suggested sample.")] = 0) -> None:
     """Score the posts not yet scored, then report per window: volume, mix, predicted prevalence, prior shift,
-    score, length and language drift, the label-free estimate with its trust verdict, and change alarms; on an
-    alert, a suggested validation sample of post ids (docs/monitor.md)."""
+    score, length and language drift, the label-free estimate with its trust verdict, and change alarms; with a
+    folder of several runs, the deployed run's accuracy from the runs' agreement; on an alert, a suggested
+    validation sample of post ids (docs/monitor.md)."""
     from mhaudit.audits.monitor import MonitorOptions, reference_of
+    from mhaudit.audits.monitor.ensemble import deployed_reference
     from mhaudit.core.errors import InputError
     from mhaudit.core.executors import EXECUTORS
-    from mhaudit.models import load_model
-    from mhaudit.models.seeds import model_folders
     from mhaudit.tables.prediction_files import read_predictions
-    from mhaudit.weak_supervision.collect.scoring import loaded_model, model_digest
 
     if executor not in EXECUTORS:
         raise InputError(f"--executor '{executor}' must be local or ray")
@@ -51,18 +55,21 @@ def monitor(store: Annotated[str, typer.Option(help="Post store: posts.sqlite or
     if follow is not None and follow <= 0:
         raise InputError(f"--follow {follow} must be a positive number of minutes")
     options = MonitorOptions(window=window, positive=positive, n_boot=n_boot, seed=seed)
-    folders = model_folders(model)
-    if len(folders) > 1:
-        raise InputError(f"{model} holds {len(folders)} seeds ({', '.join(f.name for f in folders)}); give the one "
-                         f"deployed, e.g. --model {model}/{folders[0].name}")
-    deployed = loaded_model(load_model, folders[0])  # the scoring jobs in this process use the same copy
-    ref = read_predictions(reference, classes=list(deployed.classes))
-    reference_of(ref, list(deployed.classes), positive)  # a bad reference or class is said before any scoring
-    model_dir, digest = folders[0], model_digest(folders[0])
+    runs, ensemble = _runs(model, deployed)
+    deployed_model = runs[0][1]  # the scoring jobs in this process use the same copies
+    ref = read_predictions(reference, classes=list(deployed_model.classes))
+    # a bad reference, a missing run or a bad class is said before any scoring
+    reference_of(deployed_reference(ref, ensemble), list(deployed_model.classes), positive)
+    if ensemble is not None:
+        from mhaudit.audits.monitor.ensemble import ensemble_reference
+        ensemble_reference(ref, ensemble)
+        which = f"the first of {len(runs)} runs (--deployed names another)" if deployed is None else \
+            f"one of {len(runs)} runs"
+        out.print(f"deployed: {ensemble.deployed}, {which}; every run scores the posts", highlight=False)
     done = 0
     try:
         while True:
-            result = _round(store, deployed, model_dir, digest, ref, options, executor, workers, out_dir)
+            result = _round(store, runs, ref, ensemble, options, executor, workers, out_dir)
             out.print(result.summary, highlight=False)
             raised = result.verdicts[result.verdicts["severity"] != "pass"]
             if not raised.empty:
@@ -77,16 +84,50 @@ def monitor(store: Annotated[str, typer.Option(help="Post store: posts.sqlite or
                   "stopped before the first round finished; no report was written")
 
 
-def _round(store: str, deployed, model_dir: Path, digest: str, ref, options, executor: str, workers: int,
-           out_dir: Path):
-    """Score the new posts, audit every scored post, write the report and any suggested sample."""
+def _runs(model: Path, deployed: str | None):
+    """[(name, loaded model, folder, digest)], the deployed run first, and the ensemble (its scores not yet read;
+    None for one model folder)."""
+    import pandas as pd
+
+    from mhaudit.audits.monitor.ensemble import MonitorEnsemble
+    from mhaudit.core.errors import InputError
+    from mhaudit.models import load_model
+    from mhaudit.models.seeds import model_folders
+    from mhaudit.weak_supervision.collect.scoring import loaded_model, model_digest
+
+    folders = model_folders(model)
+    names = [f.name for f in folders]
+    if deployed is not None and len(folders) > 1 and deployed not in names:
+        raise InputError(f"--deployed {deployed} is not one of the {len(folders)} runs in {model} ({', '.join(names)})")
+    if deployed is not None and len(folders) == 1 and deployed != names[0]:
+        raise InputError(f"--deployed {deployed}: {model} holds one model, not a folder of runs")
+    chosen = names.index(deployed) if deployed is not None else 0
+    order = [chosen, *(i for i in range(len(folders)) if i != chosen)]
+    runs = [(names[i], loaded_model(load_model, folders[i]), folders[i], model_digest(folders[i])) for i in order]
+    if len(runs) == 1:
+        return runs, None
+    for name, run, _, _ in runs[1:]:
+        if list(run.classes) != list(runs[0][1].classes):
+            raise InputError(f"run {name}'s classes ({', '.join(run.classes)}) differ from the deployed "
+                             f"{runs[0][0]}'s ({', '.join(runs[0][1].classes)})")
+    by_folder = sorted(runs, key=lambda r: names.index(r[0]))
+    seeds = tuple(int(r[1].options.get("seed", 0)) for r in by_folder)  # a run's seed is its seed in predictions
+    return runs, MonitorEnsemble(tuple(names), seeds, runs[0][0], pd.DataFrame(columns=["uri", *names]),
+                                 tuple(r[3] for r in by_folder))
+
+
+def _round(store: str, runs: list, ref, ensemble, options, executor: str, workers: int, out_dir: Path):
+    """Score the new posts (the deployed run first, then the others), audit every scored post, write the report
+    and any suggested sample."""
+    from dataclasses import replace
+
     from mhaudit.audits.monitor import MonitorInputs, alert_folder, audit_monitor
     from mhaudit.audits.monitor.windows import check_resolution
     from mhaudit.core.errors import InputError
     from mhaudit.models import load_model
     from mhaudit.tables.certification_sample import write_certification_sample
     from mhaudit.tables.io import write_table
-    from mhaudit.weak_supervision.collect.scores import post_times, scored_posts
+    from mhaudit.weak_supervision.collect.scores import post_times, run_predictions, scored_posts
     from mhaudit.weak_supervision.collect.scoring import score_posts
     from mhaudit.weak_supervision.collect.store import PostStore
 
@@ -96,12 +137,20 @@ def _round(store: str, deployed, model_dir: Path, digest: str, ref, options, exe
                              path=posts.location)
         check_resolution(post_times(posts), options.window_length, options.window)  # before anything is scored
     progress = stage_progress()
-    with progress.stage("score new posts"):
-        scored_now = score_posts(store, load_model, model_dir, digest, executor=executor, workers=workers)
+    scored_now = []
+    for name, _, folder, digest in runs:  # the deployed run first: every post it scored, the others score after
+        with progress.stage("score new posts" if ensemble is None else
+                            f"score new posts with {name}" + (" (deployed)" if not scored_now else "")):
+            scored_now.append(score_posts(store, load_model, folder, digest, executor=executor, workers=workers))
+    name, deployed, _, digest = runs[0]
     with PostStore(store) as posts:
         scored = scored_posts(posts, digest, list(deployed.classes))
-    result = audit_monitor(MonitorInputs(scored, ref, deployed.name, digest, deployed.classes, scored_now), options,
-                           progress=progress)
+        if ensemble is not None:
+            ensemble = replace(ensemble, predicted=run_predictions(posts, {r[0]: r[3] for r in runs}))
+    if ensemble is not None:
+        progress.note(f"the other {len(runs) - 1} runs scored {sum(scored_now[1:]):,} new posts")
+    result = audit_monitor(MonitorInputs(scored, ref, deployed.name, digest, deployed.classes, scored_now[0],
+                                         ensemble=ensemble), options, progress=progress)
     if result.outputs:
         folder = out_dir / alert_folder(result.options["alert_window"])
         write_table(result.outputs["suggested_predictions"], folder / "predictions.parquet",

@@ -26,7 +26,7 @@ from itertools import combinations
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-__all__ = ["AgreementLine", "agreement_line", "line_trust", "MIN_RUNS", "MIN_R2",
+__all__ = ["AgreementLine", "agreement_line", "distinct_runs", "line_trust", "MIN_RUNS", "MIN_R2",
            "MAX_RESIDUAL_SD", "MIN_SPREAD", "MAX_AGREEMENT", "MAX_METHOD_GAP"]
 
 Z95 = 1.959963984540054
@@ -160,6 +160,15 @@ def agreement_line(pred_ref: np.ndarray, y_ref: np.ndarray, pred_tgt: np.ndarray
         line.ci_low[m] = ndtr(x - np.hypot(np.maximum(x - low, 0), misfit))
         line.ci_high[m] = ndtr(x + np.hypot(np.maximum(high - x, 0), misfit))
     return line
+
+
+def distinct_runs(pred_ref: np.ndarray, pred_tgt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Runs with identical predictions on both sides are one point of the line: a copy adds a pair at agreement
+    1 that only pulls the fit. Returns the indices of the distinct runs (fit the line on those) and, per run, the
+    position of its twin among them (whose estimates it takes)."""
+    both = np.hstack([np.asarray(pred_ref), np.asarray(pred_tgt)])
+    _, distinct, twin = np.unique(both, axis=0, return_index=True, return_inverse=True)
+    return distinct, twin.ravel()
 
 
 # The trust rule of the agreement line (docs/estimate.md), fixed in the code from simulations (Gaussian classes,

@@ -1,9 +1,9 @@
 """The ensemble estimate: several runs scored on the same reference rows and the same target rows, each run's
 target accuracy from the agreement line (stats.agreement_line), and the line's own trust verdict.
 
-Runs pair rows by id (files without ids got `row-<n>` ids in file order, so they pair by position). Runs with
-identical predictions on both sides are one point of the line: a copy adds a pair at agreement 1 that only
-pulls the fit, so the line is fitted on distinct runs and a copy takes its twin's estimate.
+Runs pair rows by id (tables.aligned_runs, shared with the monitor). Runs with identical predictions on both
+sides are one point of the line (stats.agreement_line.distinct_runs): the line is fitted on distinct runs and a
+copy takes its twin's estimate.
 """
 
 from __future__ import annotations
@@ -12,40 +12,13 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.core.errors import InputError
-from mhaudit.stats.agreement_line import agreement_line, line_trust
+from mhaudit.stats.agreement_line import agreement_line, distinct_runs, line_trust
+from mhaudit.tables.aligned_runs import aligned_codes, labels_in_id_order
 from mhaudit.tables.predictions import PredictionSet
 
 __all__ = ["ensemble_estimates"]
 
 METHODS = ("aline-s", "aline-d")
-
-
-def _aligned(groups: dict[tuple, PredictionSet], runs: list[tuple], where: str) -> np.ndarray | None:
-    """(runs, rows) predicted codes with the rows in id order, so file order changes nothing; None when a run
-    is absent."""
-    if any(run not in groups for run in runs):
-        return None
-    order = pd.Index(np.sort(groups[runs[0]].frame["id"].astype(str).to_numpy()))
-    if not order.is_unique:
-        raise InputError(f"the {where} predictions of {runs[0][0]} seed {runs[0][1]} repeat an id; the ensemble "
-                         "estimate pairs runs' rows by id")
-    codes = []
-    for run in runs:
-        group = groups[run]
-        ids = group.frame["id"].astype(str)
-        at = order.get_indexer(ids)
-        if len(ids) != len(order) or (at < 0).any():
-            raise InputError(f"the {where} predictions of {run[0]} seed {run[1]} cover other rows than those of "
-                             f"{runs[0][0]} seed {runs[0][1]} ({len(ids):,} vs {len(order):,} rows); the ensemble "
-                             "estimate needs every run scored on the same rows")
-        pred = np.empty(len(order), dtype=np.int64)
-        pred[at] = group.scores().argmax(axis=1)
-        codes.append(pred)
-    return np.vstack(codes)
-
-
-def _labels_in_id_order(group: PredictionSet) -> np.ndarray:
-    return group.codes[np.argsort(group.frame["id"].astype(str).to_numpy(), kind="stable")]
 
 
 def ensemble_estimates(reference: PredictionSet, targets: PredictionSet, *, n_boot: int,
@@ -59,26 +32,24 @@ def ensemble_estimates(reference: PredictionSet, targets: PredictionSet, *, n_bo
     if len(runs) < 3:
         return _tables(estimates, lines, pairs)
     try:
-        pred_ref = _aligned(ref_groups, runs, "reference")
+        pred_ref = aligned_codes(ref_groups, runs, "reference")
     except InputError as error:  # the runs stand apart: each keeps its per-run estimates
         return _tables(estimates, [{"platform": "", "dataset": "", "n_runs": len(runs), "trusted": False,
                                     "untrusted_because": str(error)}], pairs)
-    y_ref = _labels_in_id_order(ref_groups[runs[0]])
+    y_ref = labels_in_id_order(ref_groups[runs[0]])
     by_target: dict[tuple, dict] = {}
     for key, group in targets.groups().items():
         by_target.setdefault(key[2:], {})[key[:2]] = group
     for (platform, dataset), tgt_groups in by_target.items():
         keys = {"platform": platform, "dataset": dataset}
         try:
-            pred_tgt = _aligned(tgt_groups, runs, f"target {dataset}")
+            pred_tgt = aligned_codes(tgt_groups, runs, f"target {dataset}")
         except InputError as error:
             lines.append({**keys, "n_runs": len(runs), "trusted": False, "untrusted_because": str(error)})
             continue
         if pred_tgt is None:
             continue
-        both = np.hstack([pred_ref, pred_tgt])
-        _, distinct, twin = np.unique(both, axis=0, return_index=True, return_inverse=True)
-        twin = twin.ravel()
+        distinct, twin = distinct_runs(pred_ref, pred_tgt)
         row = {**keys, "n_runs": len(runs), "n_distinct_runs": len(distinct), "n_reference": pred_ref.shape[1],
                "n_target": pred_tgt.shape[1]}
         if len(distinct) < 3:

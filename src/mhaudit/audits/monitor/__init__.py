@@ -9,7 +9,8 @@ alerting window's posts get a suggested validation sample in the result's output
 ids, strata and design weights as `mhaudit labels sample --strategy estimate` draws them, with the window's
 predictions, so `mhaudit annotate --store` shows their text from the store and `mhaudit audit certify`
 certifies the model there. Scoring the posts comes first (weak_supervision.collect.scoring; `mhaudit audit monitor`
-does both).
+does both). When the deployed model is one run of an ensemble (`MonitorInputs.ensemble`), every window big enough
+also gets the deployed run's accuracy from how often the runs agree on its posts (audits.monitor.ensemble).
 
 Outputs carry counts, rates and pseudonymous post ids only: no post text, no DID.
 """
@@ -18,17 +19,23 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+import pandas as pd
+
 from mhaudit.audits.monitor.alert import alert_folder, suggest_sample
+from mhaudit.audits.monitor.ensemble import (MonitorEnsemble, WindowEnsemble, deployed_reference, ensemble_reference,
+                                             runs_table)
 from mhaudit.audits.monitor.options import MonitorInputs, MonitorOptions
 from mhaudit.audits.monitor.verdicts import AXIS, monitor_verdicts, summarise
 from mhaudit.audits.monitor.windows import Reference, check_resolution, window_table
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.report.result import AuditResult, Section, provenance
+from mhaudit.stats.agreement_line import MAX_AGREEMENT, MAX_METHOD_GAP, MAX_RESIDUAL_SD, MIN_R2, MIN_RUNS, MIN_SPREAD
 from mhaudit.tables.digest import digest_frame
 from mhaudit.tables.predictions import PredictionSet, scores
 
-__all__ = ["AXIS", "MonitorInputs", "MonitorOptions", "alert_folder", "audit_monitor", "reference_of"]
+__all__ = ["AXIS", "MonitorEnsemble", "MonitorInputs", "MonitorOptions", "alert_folder", "audit_monitor",
+           "reference_of"]
 
 
 def reference_of(reference: PredictionSet, classes: list[str], positive: str | None) -> Reference:
@@ -48,41 +55,72 @@ def audit_monitor(inputs: MonitorInputs, options: MonitorOptions, *,
                   progress: Progress | None = None) -> AuditResult:
     """Analyse the scored posts by window against the reference; on an alert, suggest a validation sample
     (`result.outputs`: suggested_predictions, suggested_sample, suggested_design; `result.options["alert_window"]`
-    names the window, `alert_folder` where `mhaudit audit monitor` writes them)."""
+    names the window, `alert_folder` where `mhaudit audit monitor` writes them). With `inputs.ensemble`, each
+    window big enough also gets the deployed run's accuracy from the agreement line over the runs."""
     progress = ensure(progress)
-    window, classes = options.window_length, list(inputs.classes)
-    ref = reference_of(inputs.reference, classes, options.positive)
+    window, classes, ensemble = options.window_length, list(inputs.classes), inputs.ensemble
+    reference = deployed_reference(inputs.reference, ensemble)
+    ref = reference_of(reference, classes, options.positive)
     posts = inputs.posts
     if posts.empty:
         raise InputError("there are no scored posts; collect posts (mhaudit collect bluesky) and score them first")
     check_resolution(posts["created_at"], window, options.window)
-    with progress.stage(f"analyse {len(posts):,} posts by window of {options.window}"):
+    runs = per_window = None
+    if ensemble is not None:
+        ens_ref = ensemble_reference(inputs.reference, ensemble)
+        runs = runs_table(ens_ref, ensemble)
+        per_window = WindowEnsemble(ens_ref, ensemble, n_boot=options.n_boot, seed=options.seed,
+                                    min_posts=options.min_posts)
+    model = inputs.model if ensemble is None else f"{inputs.model} {ensemble.deployed}"
+    with progress.stage(f"analyse {len(posts):,} posts by window of {options.window}"
+                        + ("" if ensemble is None else f", agreement line over {len(ensemble.runs)} runs")):
         table = window_table(posts, ref, window, n_boot=options.n_boot, seed=options.seed, options=options,
-                             baseline_posts=options.min_posts)
-    verdicts = monitor_verdicts(table, options, model_name=inputs.model, target=f"stream, windows of {options.window}")
-    sections = [Section("Windows", f"One row per window of {options.window} by the posts' createdAt (the window's "
-                        "start, UTC). Score "
-                        "drift is against the reference predictions; length and language drift against the stream's "
-                        f"first {options.min_posts} posts. Windows with fewer than {options.min_posts} posts are "
-                        "shown but not judged (their PSI is mostly noise). Counts, rates and statistics only: no "
-                        "post text, no author.", {"windows": table})]
-    if options.figures:
-        from mhaudit.audits.monitor.figures import window_figures
-        sections[0].figures = window_figures(table, ref.classes[ref.positive], options)
+                             baseline_posts=options.min_posts, ensemble=per_window)
+    verdicts = monitor_verdicts(table, options, model_name=model, target=f"stream, windows of {options.window}")
+    sections = _sections(table, ref, runs, options)
     alerts = table[(table["change_alarm"] | (table["psi_score"] >= options.psi_warn))
                    & (table["n_posts"] >= options.min_posts)]
     alert_window, outputs = (alerts["window"].iat[-1] if len(alerts) else None), {}
     if alert_window is not None:
-        note, outputs = suggest_sample(posts, alert_window, window, inputs.model, classes, inputs.reference, options)
+        note, outputs = suggest_sample(posts, alert_window, window, inputs.model, classes, reference, options)
         sections.append(Section("Suggested validation sample", note, {}))
     synthetic = " (SYNTHETIC data)" if inputs.synthetic else ""
+    record = {} if ensemble is None else {"deployed": ensemble.deployed, "runs": list(ensemble.runs),
+                                          "run_seeds": list(ensemble.seeds)}
+    digests = {} if ensemble is None else {f"model {r}": d for r, d in zip(ensemble.runs, ensemble.digests)}
     return AuditResult(
-        title=f"Monitoring {inputs.model} on the stream{synthetic}",
+        title=f"Monitoring {model} on the stream{synthetic}",
         sections=sections, summary=("SYNTHETIC data. " if inputs.synthetic else "")
-        + summarise(table, options, inputs.scored_now), verdicts=verdicts, synthetic=inputs.synthetic,
+        + summarise(table, options, inputs.scored_now, runs), verdicts=verdicts, synthetic=inputs.synthetic,
         options={**asdict(options), "positive": ref.classes[ref.positive], "model_digest": inputs.model_digest,
                  "classes": classes, "scored_now": inputs.scored_now, "n_posts": len(posts),
-                 "alert_window": alert_window},
+                 "alert_window": alert_window, **record},
         outputs=outputs,
         provenance=provenance({"posts": digest_frame(posts), "reference": digest_frame(inputs.reference.frame),
-                               "model": inputs.model_digest}, progress.seconds))
+                               "model": inputs.model_digest, **digests}, progress.seconds))
+
+
+def _sections(table: pd.DataFrame, ref: Reference, runs: pd.DataFrame | None, options: MonitorOptions) -> list:
+    text = (f"One row per window of {options.window} by the posts' createdAt (the window's start, UTC). Score drift "
+            "is against the reference predictions; length and language drift against the stream's first "
+            f"{options.min_posts} posts. Windows with fewer than {options.min_posts} posts are shown but not judged "
+            "(their PSI is mostly noise). Counts, rates and statistics only: no post text, no author.")
+    deployed = None if runs is None else runs.loc[runs["deployed"], "run"].iat[0]
+    if runs is not None:
+        text += (f" The ensemble columns are the deployed run's ({deployed}) accuracy estimated from how often the "
+                 f"{len(runs)} runs agree on the window's posts (ALine-D, agreement on the line), with its 95% CI and "
+                 f"the line's trust; windows under {options.min_posts} posts get none.")
+    sections = [Section("Windows", text, {"windows": table})]
+    if options.figures:
+        from mhaudit.audits.monitor.figures import window_figures
+        sections[0].figures = window_figures(table, ref.classes[ref.positive], options, deployed)
+    if runs is not None:
+        sections.append(Section(
+            "The ensemble's runs",
+            "Every run scored every post; each run's accuracy on the labelled sample is the agreement line's "
+            f"reference. The line is trusted when there are at least {MIN_RUNS} distinct runs that agree on at most "
+            f"{MAX_AGREEMENT:.0%} of the reference, their agreements spread at least {MIN_SPREAD} probit SD, the "
+            f"line explains R² ≥ {MIN_R2} of the window's agreements with residual SD ≤ {MAX_RESIDUAL_SD} probit, "
+            f"and ALine-S and ALine-D agree within {MAX_METHOD_GAP} for every run (docs/estimate.md). Accuracy only.",
+            {"runs": runs}))
+    return sections

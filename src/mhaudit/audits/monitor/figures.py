@@ -1,5 +1,6 @@
 """The monitor's figure: three panels over the windows, each point one window's value; windows with fewer than
-`min_posts` posts are drawn grey and hollow (not judged), and the PSI axis is scaled to the judged windows."""
+`min_posts` posts are drawn grey and hollow (not judged), and the PSI axis is scaled to the judged windows. With
+an ensemble of runs, a fourth panel shows the deployed run's accuracy from the agreement line, with its CI."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from mhaudit.report.figures import plt, png_bytes
 __all__ = ["window_figures"]
 
 
-def window_figures(table: pd.DataFrame, positive: str, options) -> dict[str, bytes]:
+def window_figures(table: pd.DataFrame, positive: str, options, deployed: str | None = None) -> dict[str, bytes]:
+    """The figure, by name; `deployed`: the deployed run's name, with an ensemble."""
     t = pd.to_datetime(table["window"]).dt.tz_localize("UTC")
     small = (table["n_posts"] < options.min_posts).to_numpy()
-    fig, axes = plt.subplots(3, 1, figsize=(9, 7.5), sharex=True)
+    ensemble = "ensemble_accuracy" in table.columns
+    fig, axes = plt.subplots(4 if ensemble else 3, 1, figsize=(9, 10 if ensemble else 7.5), sharex=True)
     share, mean = table[f"predicted_{positive}"], table[f"mean_posterior_{positive}"]
     axes[0].plot(t[~small], share[~small], marker=".", color="#aaaaaa", label=f"share predicted {positive}")
     axes[0].plot(t[~small], mean[~small], marker=".", color="#1f77b4",
@@ -34,17 +37,35 @@ def window_figures(table: pd.DataFrame, positive: str, options) -> dict[str, byt
     axes[1].legend(fontsize=8, frameon=False)
     trusted = table["estimate_trusted"].astype(bool)
     judged = ~small
-    axes[2].fill_between(t[judged], table["expected_ci_low"][judged], table["expected_ci_high"][judged],
-                         color="#1f77b4", alpha=0.2, label="95% CI")
+    if judged.any():  # matplotlib cannot fill between no points
+        axes[2].fill_between(t[judged], table["expected_ci_low"][judged], table["expected_ci_high"][judged],
+                             color="#1f77b4", alpha=0.2, label="95% CI")
     axes[2].plot(t[judged], table["expected_macro_f1"][judged], color="#1f77b4", label="expected macro-F1 (CBPE)")
     hollow = judged & ~trusted.to_numpy()
     axes[2].scatter(t[hollow], table.loc[hollow, "expected_macro_f1"], facecolors="white", edgecolors="#1f77b4",
                     zorder=3, label="untrusted estimate")
     axes[2].set_ylabel("macro-F1, no labels")
     axes[2].legend(fontsize=8, frameon=False)
-    axes[2].set_xlabel(f"window start (UTC), windows of {options.window}")
+    if ensemble:
+        _ensemble_panel(axes[3], t, table, judged, deployed or "the deployed run")
+    axes[-1].set_xlabel(f"window start (UTC), windows of {options.window}")
     fig.suptitle(f"Per window of the stream (each point: one window's posts; lines: windows of at least "
-                 f"{options.min_posts} posts): prevalence signals, score drift, expected macro-F1", fontsize=9)
+                 f"{options.min_posts} posts): prevalence signals, score drift, expected macro-F1"
+                 + (", accuracy from the runs' agreement" if ensemble else ""), fontsize=9)
     fig.autofmt_xdate()
     fig.tight_layout()
     return {"the stream by window": png_bytes(fig)}
+
+
+def _ensemble_panel(ax, t: pd.Series, table: pd.DataFrame, judged, deployed: str) -> None:
+    """The deployed run's accuracy from the agreement line (ALine-D) per judged window, its 95% CI as a band;
+    windows whose line is untrusted hollow."""
+    est, low, high = table["ensemble_accuracy"], table["ensemble_ci_low"], table["ensemble_ci_high"]
+    if judged.any():
+        ax.fill_between(t[judged], low[judged], high[judged], color="#2ca02c", alpha=0.2, label="95% CI")
+    ax.plot(t[judged], est[judged], color="#2ca02c", label=f"{deployed}'s accuracy from the runs' agreement (ALine-D)")
+    hollow = judged & ~table["ensemble_trusted"].astype(bool).to_numpy()
+    ax.scatter(t[hollow], est[hollow], facecolors="white", edgecolors="#2ca02c", zorder=3,
+               label="agreement line untrusted")
+    ax.set_ylabel("accuracy, no labels")
+    ax.legend(fontsize=8, frameon=False)

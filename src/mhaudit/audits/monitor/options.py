@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from mhaudit.audits.monitor.ensemble import MonitorEnsemble, check_ensemble
 from mhaudit.audits.monitor.windows import parse_window
 from mhaudit.core.errors import InputError
 from mhaudit.stats.pair_estimate import ASSUMPTION_GAP_CUTOFF, DOMAIN_AUC_CUTOFF, PRIOR_GAP_CUTOFF
@@ -57,7 +58,9 @@ class MonitorOptions:
 class MonitorInputs:
     """The scored posts (weak_supervision.collect.scores.scored_posts: no text), the model's predictions on the
     labelled sample it was validated on, and the model: its name, digest (scoring.model_digest) and classes.
-    `scored_now`: how many of the posts this run scored (for the record)."""
+    `scored_now`: how many of the posts this run scored (for the record). `ensemble`: when the deployed model is
+    one run of several (audits.monitor.ensemble.MonitorEnsemble), the other runs' classes on the same posts; the
+    reference then holds every run's predictions, told apart by seed, and the posts are the deployed run's."""
 
     posts: pd.DataFrame
     reference: PredictionSet
@@ -66,9 +69,12 @@ class MonitorInputs:
     classes: tuple[str, ...]
     scored_now: int = 0
     synthetic: bool = False
+    ensemble: MonitorEnsemble | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "classes", tuple(self.classes))
         missing = [c for c in (*SCORED_COLUMNS, *map(logit_column, self.classes)) if c not in self.posts.columns]
         if missing:
             raise InputError(f"the scored posts have no '{missing[0]}' column; read them with scored_posts")
+        if self.ensemble is not None:
+            check_ensemble(self.posts, self.reference, self.classes, self.ensemble)

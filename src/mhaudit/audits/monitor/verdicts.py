@@ -2,7 +2,8 @@
 
 Axis "drift on the stream"; subject the model; target "stream, windows of W". A window's score PSI against
 the reference warns from `psi_warn` and fails from `psi_fail`; a change-detector alarm fails. The latest
-window's label-free estimate is reported beside them (warn when untrusted).
+window's label-free estimate is reported beside them (warn when untrusted), and so is, with an ensemble of runs,
+the latest window's accuracy from the agreement line (warn when the line is untrusted).
 """
 
 from __future__ import annotations
@@ -50,10 +51,23 @@ def monitor_verdicts(table: pd.DataFrame, options, *, model_name: str, target: s
                         f"latest window of at least {options.min_posts} posts, {last['window']}: "
                         + ("estimate trusted" if trusted else f"estimate untrusted ({last['untrusted_because']})"),
                         ci_low=last["expected_ci_low"], ci_high=last["expected_ci_high"]))
+    if "ensemble_accuracy" in table.columns:
+        rows.append(_ensemble_row(last, options, model_name, target))
     return verdict_table(rows)
 
 
-def summarise(table: pd.DataFrame, options, scored_now: int) -> str:
+def _ensemble_row(last: pd.Series, options, model_name: str, target: str) -> dict:
+    """The latest judged window's accuracy from the agreement line: pass when the line is trusted, else warn."""
+    trusted = bool(last["ensemble_trusted"])
+    severity = "undefined" if np.isnan(last["ensemble_accuracy"]) else "pass" if trusted else "warn"
+    return verdict("monitor", AXIS, model_name, target, "ensemble_accuracy_latest", last["ensemble_accuracy"],
+                   "ALine-D; untrusted line: warn", severity,
+                   f"latest window of at least {options.min_posts} posts, {last['window']}: accuracy from the runs' "
+                   "agreement, " + ("line trusted" if trusted else f"line untrusted ({last['ensemble_untrusted_because']})"),
+                   ci_low=last["ensemble_ci_low"], ci_high=last["ensemble_ci_high"])
+
+
+def summarise(table: pd.DataFrame, options, scored_now: int, runs: pd.DataFrame | None = None) -> str:
     judged = table[table["n_posts"] >= options.min_posts]
     alarms = table.loc[table["change_alarm"], "window"].tolist()
     drifted = judged.loc[judged["psi_score"] >= options.psi_warn, "window"].tolist()
@@ -67,5 +81,22 @@ def summarise(table: pd.DataFrame, options, scored_now: int) -> str:
     last = judged.iloc[-1]
     expected = "n/a" if np.isnan(last["expected_macro_f1"]) else \
         f"{last['expected_macro_f1']:.3f} [{last['expected_ci_low']:.3f}, {last['expected_ci_high']:.3f}]"
-    return text + (f" Latest judged window ({last['window']}): macro-F1 expected {expected}, "
-                   + ("trusted." if last["estimate_trusted"] else "untrusted."))
+    text += (f" Latest judged window ({last['window']}): macro-F1 expected {expected}, "
+             + ("trusted." if last["estimate_trusted"] else "untrusted."))
+    return text if runs is None else text + " " + _ensemble_summary(judged, runs)
+
+
+def _ensemble_summary(judged: pd.DataFrame, runs: pd.DataFrame) -> str:
+    """The ensemble's latest trusted estimate of the deployed run's accuracy, or why there is none."""
+    deployed = runs.loc[runs["deployed"]].iloc[0]
+    head = (f"Ensemble of {len(runs)} runs (deployed: {deployed['run']}, accuracy {deployed['accuracy_reference']:.3f} "
+            "on the labelled sample): ")
+    trusted = judged[judged["ensemble_trusted"].astype(bool)]
+    if trusted.empty:
+        last = judged.iloc[-1]
+        return head + (f"no window's agreement line is trusted (latest, {last['window']}: "
+                       f"{last['ensemble_untrusted_because']}).")
+    t = trusted.iloc[-1]
+    latest = "the latest judged window" if t["window"] == judged["window"].iat[-1] else "the latest trusted window"
+    return head + (f"accuracy {t['ensemble_accuracy']:.3f} [{t['ensemble_ci_low']:.3f}, {t['ensemble_ci_high']:.3f}] "
+                   f"in {t['window']}, {latest}, from the agreement line.")

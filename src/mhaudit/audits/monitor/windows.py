@@ -97,12 +97,13 @@ def in_time_order(posts: pd.DataFrame) -> pd.DataFrame:
 
 
 def window_table(posts: pd.DataFrame, reference: Reference, window: pd.Timedelta, *, n_boot: int, seed: int,
-                 options, baseline_posts: int = 100) -> pd.DataFrame:
+                 options, baseline_posts: int = 100, ensemble=None) -> pd.DataFrame:
     """One row per window with posts (`posts`: the scored posts, weak_supervision.collect.scores.scored_posts;
     `options`: the estimate's trust cut-offs; the stream's first `baseline_posts` posts are the baseline of the
     length and language drift, and only windows of at least that many posts feed the change detector). Each
     window's bootstrap has its own seed (from `seed` and the window's start), so a late post in one window
-    changes no other window's interval."""
+    changes no other window's interval. `ensemble` (audits.monitor.ensemble.WindowEnsemble, or None) adds its
+    columns from each window's post uris."""
     frame = in_time_order(posts)
     logits = frame[[logit_column(c) for c in reference.classes]].to_numpy(dtype=float)
     frame["window"] = frame["time"].dt.floor(window) if window <= pd.Timedelta("1D") else \
@@ -142,6 +143,8 @@ def window_table(posts: pd.DataFrame, reference: Reference, window: pd.Timedelta
         row["js_language"] = js_distance(lang_ref, category_shares(rows_w["language"], languages))
         rng = np.random.default_rng([seed, int(start.value)])
         row |= _estimate(reference, z, n_boot, rng, seed, options)
+        if ensemble is not None:
+            row |= ensemble.columns(rows_w["uri"].to_numpy(), int(start.value))
         out.append(row)
     table = pd.DataFrame(out)
     judged = (table["n_posts"] >= baseline_posts).to_numpy()  # a window of a few posts is noise, not a change

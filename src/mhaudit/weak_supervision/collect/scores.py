@@ -23,7 +23,7 @@ from mhaudit.core.errors import InputError
 from mhaudit.tables.predictions import logit_column
 
 __all__ = ["SCORES_SCHEMA_VERSION", "SCORED_COLUMNS", "ensure_scores_table", "pending_posts", "store_scores",
-           "scored_posts", "post_times"]
+           "scored_posts", "run_predictions", "post_times"]
 
 SCORES_SCHEMA_VERSION = 1
 SCORED_COLUMNS = ("uri", "created_at", "length", "langs", "categories")  # then logit_<class>, one per class
@@ -91,6 +91,17 @@ def scored_posts(store, digest: str, classes: list[str]) -> pd.DataFrame:
     for c, name in enumerate(classes):
         frame[logit_column(name)] = logits[:, c]
     return frame
+
+
+def run_predictions(store, digests: dict[str, str]) -> pd.DataFrame:
+    """Several models' predicted class codes (the argmax of their scores), one column per name of `digests` (name
+    -> model digest), for the posts every one of them scored, by uri (`uri` column, in uri order)."""
+    frame = None
+    for name, digest in digests.items():
+        rows = store.read("SELECT uri, predicted FROM scores WHERE model_digest = ? ORDER BY uri", (digest,))
+        one = pd.DataFrame(rows, columns=["uri", name]).astype({"uri": object, name: np.int64})
+        frame = one if frame is None else frame.merge(one, on="uri", how="inner")
+    return pd.DataFrame(columns=["uri"]) if frame is None else frame.sort_values("uri").reset_index(drop=True)
 
 
 def post_times(store) -> pd.Series:
