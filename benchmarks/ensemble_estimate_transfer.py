@@ -21,11 +21,15 @@ Markdown tables for docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ensemble_transfers import TRANSFERS  # noqa: E402  (the seven transfers; not the MiniLM extra)
 
 
 def truth_by_run(target: pd.DataFrame) -> pd.DataFrame:
@@ -101,7 +105,7 @@ def main() -> int:
     from threadpoolctl import threadpool_limits
 
     rows, lines = [], []
-    folders = sorted(p for p in args.work.iterdir() if (p / "target.parquet").exists())
+    folders = [args.work / f"{source}__{target}" for source, target in TRANSFERS]
     for folder in folders:
         name = folder.name.replace("__", " → ")
         reference, targets, truth = sets(folder)
