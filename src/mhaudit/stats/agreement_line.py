@@ -171,9 +171,10 @@ def distinct_runs(pred_ref: np.ndarray, pred_tgt: np.ndarray) -> tuple[np.ndarra
     return distinct, twin.ravel()
 
 
-# The trust rule of the agreement line (docs/estimate.md), fixed in the code from simulations (Gaussian classes,
-# linear runs, 24 shifts: tests/stats/test_agreement_line.py) before any real transfer was scored. There, lines
-# with R² below 0.93 or residual SD above 0.05 gave mean accuracy errors of 0.03-0.05; the others 0.004-0.019.
+# The trust rule of the agreement line (docs/estimate.md), fixed in the code from SYNTHETIC simulations (Gaussian
+# classes, linear runs, 6 shifts x 4 seeds; two of the shifts are tests in tests/stats/test_agreement_line.py) before
+# any real transfer was scored. There, lines with R² below 0.93 or residual SD above 0.05 gave mean accuracy errors
+# of 0.03-0.05; the others 0.004-0.019.
 MIN_RUNS = 4  # fewer runs give too few pairs to see whether the agreements lie on a line
 MIN_SPREAD = 0.05  # SD of probit reference agreement over pairs: below it the runs are too alike to fit a slope
 MAX_AGREEMENT = 0.99  # mean reference agreement: above it the runs are near copies, and the line, fitted in one
