@@ -169,7 +169,7 @@ NOT_METRICS = {
     # the agreement line's record type, its trust rule and the rule's cut-offs
     "agreement_line.AgreementLine", "agreement_line.line_trust", "agreement_line.MIN_RUNS", "agreement_line.MIN_R2",
     "agreement_line.MAX_RESIDUAL_SD", "agreement_line.MIN_SPREAD", "agreement_line.MAX_AGREEMENT",
-    "agreement_line.MAX_METHOD_GAP",
+    "agreement_line.MAX_METHOD_GAP", "agreement_line.distinct_runs",  # which runs are copies: indices, not a statistic
 }
 
 
