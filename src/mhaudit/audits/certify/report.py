@@ -16,7 +16,7 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 
-from mhaudit.audits.certify.options import CertifyInputs, CertifyOptions
+from mhaudit.audits.certify.options import CertifyInputs, CertifyOptions, design_runs
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.report.result import AuditResult, Section, provenance, verdict, verdict_table
@@ -91,7 +91,7 @@ def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, synthetic: 
         raise InputError("the sampling design holds items the predictions do not score")
     membership = labelled[None, :].astype(float)
     n_labels = int(labelled.sum())
-    with progress.stage(f"certify {frame['model'].iat[0]} on {n_labels} labels"):
+    with progress.stage(f"certify {_certified(design, frame)} on {n_labels} labels"):
         estimates = {t: pool_estimates(membership, y, pred, probs, strata, tuning=t, population=options.population)
                      for t in ESTIMATORS}
     rows = []
@@ -113,7 +113,7 @@ def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, synthetic: 
     strata_table["weight"] = strata_table["pool_size"] / strata_table["labelled"]
     needed = _labels_needed(table, y, pred, strata, labelled, len(classes), options)
     target = _target(frame)
-    subject = f"{frame['model'].iat[0]} seed {frame['seed'].iat[0]}"
+    subject = _certified(design, frame)
     verdicts = _verdicts(table, needed, subject, target, n_labels, options)
     dropped = len(sample_ids) - n_labels
     note = (f"Human reference: {description}. {n_labels} of the {len(sample_ids)} sampled items have a reference "
@@ -126,12 +126,31 @@ def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, synthetic: 
                           f"{design['calibration'].iat[0]}. Population: {options.population} (the pool of "
                           f"{len(design):,} scored items" + (" itself)." if options.population == "pool"
                                                              else " as a sample of its platform).") + " "
-                          + _needed_text(needed, options), {"certified": table, "strata": strata_table,
-                                                            "labels_needed": needed})],
+                          + _design_text(design, subject) + " " + _needed_text(needed, options),
+                          {"certified": table, "strata": strata_table, "labels_needed": needed})],
         summary=summary, verdicts=verdicts, synthetic=synthetic,
-        options={**asdict(options), "classes": classes, "n_labels": n_labels},
+        options={**asdict(options), "classes": classes, "n_labels": n_labels, "certified": subject,
+                 "runs": design_runs(design), "predictor": _predictor(design)},
         provenance=provenance({"predictions": digest_frame(frame), "sample": digest_frame(sample),
                                "labels": digest_frame(labels)}, progress.seconds))
+
+
+def _certified(design: pd.DataFrame, frame: pd.DataFrame) -> str:
+    """The certified run, "model seed s" (from the design; one written before ensembles: the only run)."""
+    if "certified_seed" in design.columns:
+        return f"{design['model'].iat[0]} seed {design['certified_seed'].iat[0]}"
+    return f"{frame['model'].iat[0]} seed {frame['seed'].iat[0]}"
+
+
+def _predictor(design: pd.DataFrame) -> str:
+    return str(design["predictor"].iat[0]) if "predictor" in design.columns else "the certified model's posteriors"
+
+
+def _design_text(design: pd.DataFrame, subject: str) -> str:
+    runs = design_runs(design)
+    scope = f"Certified run: {subject}" + (f", one of {runs} runs scored on the pool" if runs > 1 else "")
+    return (f"{scope}. The strata (predicted class x confidence bin) and PPI++'s predictor use "
+            f"{_predictor(design)}.")
 
 
 def _target(frame: pd.DataFrame) -> str:
