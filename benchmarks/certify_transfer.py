@@ -23,7 +23,7 @@ drawn with each design:
   `labels sample --strategy estimate --certify MODEL:SEED` does with several runs); ens-ppi: our strata and
   allocation, the ensemble-mean predictor; ens-disagree: strata by predicted class x the share of the other
   runs that disagree with the certified prediction (none, up to half, more), the ensemble's allocation and
-  predictor.
+  predictor; srs+ens: PPI++ with the ensemble-mean predictor on a simple random sample.
 
 Reported per pair and budget: the 95% CI coverage of the true accuracy, macro-F1 and class prevalences, and
 the mean macro-F1 CI half-width; per pair, the labels each design needs for a ± 0.05 macro-F1 CI (half-width
@@ -51,7 +51,7 @@ from estimate_transfer import DATA, predictions  # noqa: E402  (the same pairs a
 SINGLE = {"ours": ("strata", "model", "power"), "srs": ("one", "model", "labels"),
           "srs+ppi": ("one", "model", "power"), "strata": ("strata", "model", "labels")}
 ENSEMBLE = {**SINGLE, "ens": ("ens-strata", "ensemble", "power"), "ens-ppi": ("strata", "ensemble", "power"),
-            "ens-disagree": ("disagree", "ensemble", "power")}
+            "ens-disagree": ("disagree", "ensemble", "power"), "srs+ens": ("one", "ensemble", "power")}
 TOLERANCE = 0.05
 CERTIFIED_MODELS = ("tfidf-lr", "char-tfidf-lr")
 
@@ -211,7 +211,7 @@ def report(table: pd.DataFrame, exact: pd.Series, work: Path, default: str) -> p
     print(cov.join(worst).round(3).to_string())
     need = table.groupby(["model", "source", "target", "design"]).apply(labels_needed, include_groups=False).unstack()
     need["srs-exact"] = exact
-    for design in [d for d in ("ours", "ens", "ens-ppi", "ens-disagree") if d in need.columns]:
+    for design in [d for d in ("ours", "ens", "ens-ppi", "ens-disagree", "srs+ens") if d in need.columns]:
         need[f"srs/{design}"] = need["srs"] / need[design]
     print("\nLabels needed for a ± 0.05 macro-F1 CI:")
     print(need.round(2).to_string())
