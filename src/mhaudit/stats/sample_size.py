@@ -7,7 +7,8 @@ labels is c·sqrt(1/n − 1/N), so the labels that reach ± tol solve c·sqrt(1/
     n* = 1 / (tol² / c² + 1 / N),    c² = h² / (1/n − 1/N),
 
 which is at most N. Leaving the correction out (n* = n (h / tol)²) overstates the labels needed, by more the
-larger a share of the pool the sample already is: 330 instead of 244 for 100 labels on a pool of 655.
+larger a share of the pool the sample already is: 330 instead of 245 for h = 0.0908 at 100 labels of a
+pool of 655.
 
 What a simple random sample of the same pool would need, estimated from a stratified sample: its variance is
 S² (1/n − 1/N), S² the pool variance of the estimate's linearised value u, and S² has a design-unbiased
