@@ -3,6 +3,8 @@ and the report (PPI estimates cover the truth), on SYNTHETIC scores, and their b
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -152,3 +154,28 @@ def test_previously_labelled_items_leave_the_pool_and_are_ignored_by_the_report(
 def test_read_design_names_the_missing_file(tmp_path):
     with pytest.raises(InputError, match="no sampling design"):
         read_design(tmp_path / "sample.parquet")
+
+
+def test_labels_needed_counts_the_finite_population_correction(tmp_path):
+    """A pool of 655 posts, 100 labels: the verdict's 'about N labels' solves c·sqrt(1/n − 1/N) = 0.05, well under
+    the uncorrected n (h / 0.05)²; the labels_needed table adds what a simple random sample would need."""
+    from mhaudit.stats.sample_size import labels_for_tolerance
+
+    path, items, truth = synthetic_target(tmp_path, n=655, seed=5)
+    preds = read_predictions([str(path)], labelled=False)
+    sample, design = certification_sample(pool_of(preds), items, "mh", 100, seed=0)
+    result = audit_certify(CertifyInputs(human_labels(sample["item_id"], truth), sample, design, preds),
+                           CertifyOptions("mh"))
+    needed = result.table("labels_needed").set_index("design")
+    ours = needed.loc["this sample's design"].iloc[0]
+    hw = ours["half_width"]
+    assert ours["labels_needed"] == labels_for_tolerance(hw, 100, 655, 0.05)
+    uncorrected = math.ceil(100 * (hw / 0.05) ** 2)
+    assert hw > 0.05 and ours["labels_needed"] <= uncorrected - 20  # here 164 against 185
+    assert f"about {ours['labels_needed']:.0f} labels in all for ± 0.05" in result.verdicts["reason"].iat[0]
+    srs = needed.loc["simple random sample, labels only"]
+    assert 100 < srs["labels_needed"] <= 655 and srs["reason"] == ""
+    assert "a simple random sample of the pool, its labels alone, about" in result.sections[0].text
+    platform = audit_certify(CertifyInputs(human_labels(sample["item_id"], truth), sample, design, preds),
+                             CertifyOptions("mh", population="platform")).table("labels_needed")
+    assert not platform["fpc"].any()

@@ -132,3 +132,35 @@ def test_bad_inputs(published, tmp_path):
                             str(tmp_path / "roberta_bluesky.csv"), "--out", str(tmp_path / "r")])
     assert_one_sentence_failure(r, "drawn for other predictions")
     assert not (tmp_path / "r").exists()
+
+
+def test_an_ensemble_through_the_commands(tmp_path):
+    """SYNTHETIC: one predictions file with 4 runs; `labels sample --certify MODEL:SEED` certifies one run with
+    the others as its ensemble, `audit certify` reads every run and says which was certified."""
+    from tests.audits.test_certify_ensemble import runs_on
+
+    target, truth = runs_on(800, 4, seed=6, labelled=False)
+    reference, _ = runs_on(300, 4, seed=7, labelled=True)
+    target.frame.to_parquet(tmp_path / "runs.parquet")
+    reference.frame.to_parquet(tmp_path / "ref_runs.parquet")
+    pd.DataFrame({"id": truth.index, "text": [f"synthetic post {i}" for i in range(800)]}).to_csv(
+        tmp_path / "posts.csv", index=False)
+    base = ["labels", "sample", "--strategy", "estimate", "--predictions", str(tmp_path / "runs.parquet"),
+            "--reference", str(tmp_path / "ref_runs.parquet"), "--items", str(tmp_path / "posts.csv"), "--task", "mh",
+            "--budget", "120", "--out", str(tmp_path / "sample.csv")]
+    assert_one_sentence_failure(runner.invoke(app, base), "several runs", "--certify MODEL:SEED")
+    assert_one_sentence_failure(runner.invoke(app, [*base, "--certify", "tfidf-lr:x"]), "MODEL:SEED")
+    r = runner.invoke(app, [*base, "--certify", "tfidf-lr:1"])
+    assert r.exit_code == 0, r.output
+    assert "model tfidf-lr seed 1" in r.output and "ensemble of 4 runs" in r.output
+    drawn = pd.read_csv(tmp_path / "sample.csv")
+    labels = pd.DataFrame({"item_id": drawn["item_id"], "task": "mh", "labeler": "ann1", "kind": "human",
+                           "value": truth.reindex(drawn["item_id"]).to_numpy()})
+    labels.to_csv(tmp_path / "labels.csv", index=False)
+    r = runner.invoke(app, ["audit", "certify", "--labels", str(tmp_path / "labels.csv"), "--task", "mh", "--sample",
+                            str(tmp_path / "sample.csv"), "--predictions", str(tmp_path / "runs.parquet"), "--out",
+                            str(tmp_path / "report")])
+    assert r.exit_code == 0, r.output
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert report["verdicts"][0]["subject"] == "tfidf-lr seed 1"
+    assert "Certified run: tfidf-lr seed 1, one of 4 runs" in report["sections"][0]["text"]

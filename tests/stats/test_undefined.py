@@ -19,8 +19,9 @@ import pandas as pd
 import pytest
 
 import mhaudit.stats
-from mhaudit.stats import (agreement, agreement_line, atc, auc, binary, bootstrap, calibration, cbpe, cluster_agreement, domain_shift,
-                           drift, f1, fairness, label_shift, pair_estimate, ppi, threshold_free, weak_metrics)
+from mhaudit.stats import (agreement, agreement_line, atc, auc, binary, bootstrap, calibration, cbpe, cluster_agreement,
+                           domain_shift, drift, f1, fairness, label_shift, pair_estimate, ppi, sample_size,
+                           threshold_free, weak_metrics)
 from mhaudit.stats.undefined import UndefinedStatisticWarning, check_zero_division, divide
 
 N = 6
@@ -49,6 +50,9 @@ UNDEFINED = {
     # macro-F1 of a pool whose labelled sample and predictions are all class 0: class 1's F1 is 0 / 0
     "ppi.pool_estimates": (lambda: ppi.pool_estimates(np.ones((1, N)), Y, PRED, PROBS, np.zeros(N, dtype=int))
                            .estimate["macro_f1"], ["value"]),
+    # the same pool: class 1's F1 is 0 / 0, so macro-F1 has no linearised value to take the SD of
+    "sample_size.macro_f1_pool_sd": (lambda: sample_size.macro_f1_pool_sd(Y, PRED, np.arange(N) % 2,
+                                                                           np.ones(N, bool), 2), ["value"]),
     "binary.binary_scores": (lambda: binary.binary_scores(Y, PRED, SCORE),
                              ["macro_f1", "f1_pos", "precision", "recall", "balanced_accuracy", "mcc", "pr_auc",
                               "roc_auc"]),
@@ -158,6 +162,9 @@ NOT_METRICS = {
     # the certification's design and its prediction-powered parts: coordinates, gradients, allocation, types
     "ppi.TUNINGS", "ppi.POPULATIONS", "ppi.PoolEstimate", "ppi.label_coordinates", "ppi.predicted_coordinates",
     "ppi.macro_f1_gradient", "ppi.anticipated_sd", "neyman.neyman_allocation", "neyman.stratified_variance",
+    # labels needed from a half-width or a pool variance, and that variance: sizes, not statistics of labels
+    "sample_size.labels_for_tolerance", "sample_size.srs_labels_for_tolerance", "sample_size.pool_variance",
+    "sample_size.srs_half_width",
     # the monitor's binning and its change detector (over window counts, not labels)
     "drift.EPS", "drift.decile_edges", "drift.binned_shares", "drift.category_shares",
     "change.CusumResult", "change.self_starting_cusum",

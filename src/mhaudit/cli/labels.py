@@ -137,11 +137,14 @@ def sample(items: Annotated[Path, typer.Option(help="Corpus or items table with 
            budget: Annotated[int | None, typer.Option(help="Strategy estimate: how many items people will label.")]
            = None,
            bins: Annotated[int, typer.Option(help="Strategy estimate: confidence bins per predicted class, at most (fewer for a small budget).")] = 4,
+           certify: Annotated[str | None, typer.Option(
+               help="Strategy estimate, predictions of several runs (an ensemble): the run to certify, MODEL:SEED "
+                    "(MODEL alone if it has one run); the others join the ensemble.")] = None,
            seed: Annotated[int, typer.Option(help="Seed of the random draw.")] = 0) -> None:
     """Draw the items people should label: stratified by weak label, or (--strategy estimate) to certify a
     model's performance on the target with the fewest labels (docs/validation.md)."""
     if strategy == "estimate":
-        return _sample_to_certify(items, task, out_path, labels, predictions, reference, budget, bins, seed)
+        return _sample_to_certify(items, task, out_path, labels, predictions, reference, budget, bins, certify, seed)
     if strategy != "weak":
         raise InputError(f"--strategy '{strategy}' must be weak or estimate")
     if not labels:
@@ -167,7 +170,19 @@ def _human_labelled(labels: list[Path] | None, task: str) -> set[str]:
     return set(mine["item_id"].astype(str))
 
 
-def _sample_to_certify(items, task, out_path, labels, predictions, reference, budget, bins, seed) -> None:
+def _certified_run(text: str | None) -> tuple[str | None, int | None]:
+    """--certify MODEL:SEED (or MODEL) as (model, seed)."""
+    if text is None:
+        return None, None
+    model, sep, seed = text.rpartition(":")
+    if not sep:
+        return text, None
+    if not model or not seed.strip().lstrip("-").isdigit():
+        raise InputError(f"--certify '{text}' must name a run as MODEL:SEED, e.g. tfidf-lr:0 (or MODEL alone)")
+    return model, int(seed)
+
+
+def _sample_to_certify(items, task, out_path, labels, predictions, reference, budget, bins, certify, seed) -> None:
     from mhaudit.audits.certify import certification_sample, pool_of, write_certification_sample
     from mhaudit.tables.prediction_files import read_predictions
 
@@ -175,13 +190,18 @@ def _sample_to_certify(items, task, out_path, labels, predictions, reference, bu
         raise InputError("--strategy estimate needs --predictions (the model's scores on the target) and --budget")
     target = read_predictions(predictions, labelled=False)
     ref = read_predictions(reference, classes=target.classes) if reference else None
-    frame, design = certification_sample(pool_of(target, ref), read_items(items), task, budget, seed=seed,
-                                         max_bins=bins, labelled=_human_labelled(labels, task))
+    model, model_seed = _certified_run(certify)
+    pool = pool_of(target, ref, model=model, seed=model_seed)
+    frame, design = certification_sample(pool, read_items(items), task, budget, seed=seed, max_bins=bins,
+                                         labelled=_human_labelled(labels, task))
     sample_file, design_file = write_certification_sample(frame, design, out_path)
     order = list(dict.fromkeys(design["stratum"]))  # predicted class, then confidence
     strata = frame.groupby("stratum").agg(pool=("pool_size", "first"), sampled=("sample_size", "first"),
                                           weight=("weight", "first")).reindex(order).reset_index()
-    print_table(f"Certification sample for task {task}: model {frame['model'].iat[0]}, seed {seed}", strata)
+    print_table(f"Certification sample for task {task}: model {frame['model'].iat[0]} seed {pool.seed}, draw seed "
+                f"{seed}", strata)
+    if len(pool.runs) > 1:
+        out.print(f"strata and allocation by {pool.predictor}")
     out.print(f"wrote {len(frame)} items to {sample_file} and the design of all {len(design):,} pooled items to "
               f"{design_file}. Keep the 'stratum' column from the annotators (it shows the model's prediction).")
 

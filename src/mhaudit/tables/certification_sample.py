@@ -5,11 +5,13 @@ The validation set has the columns of the weak-label sample (`tables.validation_
 `stratum` is the stratum's name, `weight` = N_h / n_h) plus `strategy`, `model` and `predictions_digest`, so the
 annotation app serves it unchanged (it reads item_id, task and text only) and the report can tell a sample
 drawn for another model. Beside it, `<name>.design.parquet` keeps the design for every pooled item (id,
-stratum, the posteriors the allocation used): the report needs the whole pool, not just the sample.
+stratum, the posteriors the allocation used; the certified run's seed, how many runs the predictions hold and
+what predicted the labels): the report needs the whole pool, not just the sample.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -51,8 +53,7 @@ def certification_sample(pool: Pool, items: pd.DataFrame | None, task: str, budg
         raise InputError(f"a budget of {budget} is larger than the unlabelled set: {int(keep.sum()):,} of the "
                          f"{len(pool.ids):,} pooled items have no human label for task '{task}' yet")
     if not keep.all():
-        pool = Pool(pool.ids[keep], pool.pred[keep], pool.probs[keep], pool.classes, pool.model, pool.digest,
-                    pool.calibration)
+        pool = replace(pool, ids=pool.ids[keep], pred=pool.pred[keep], probs=pool.probs[keep])
     strata, names = confidence_strata(pool.probs, pool.pred, pool.classes,
                                       bins_for(budget, len(pool.classes), max_bins))
     alloc = allocate(pool.probs, pool.pred, strata, budget)
@@ -79,6 +80,7 @@ def certification_sample(pool: Pool, items: pd.DataFrame | None, task: str, budg
     for c, name in enumerate(pool.classes):
         design[f"posterior_{name}"] = pool.probs[rows, c]
     design["model"], design["predictions_digest"], design["calibration"] = pool.model, pool.digest, pool.calibration
+    design["certified_seed"], design["runs"], design["predictor"] = pool.seed, max(1, len(pool.runs)), pool.predictor
     columns = [c for c in (*SAMPLE_COLUMNS, *EXTRA_COLUMNS) if texts is not None or c != "text"]
     return frame.loc[:, columns], design
 

@@ -8,11 +8,18 @@ shared by Neyman allocation, n_h ∝ N_h S_h, with S_h the SD of the macro-F1 re
 anticipate (stats.ppi.anticipated_sd) shrunk halfway to its pool-wide mean, at least two items per stratum.
 The shrinkage is the guard against posteriors that are wrong on the target: measured on the real transfers
 (docs/benchmarks.md), plain Neyman starved strata the model was confidently wrong about.
+
+An ensemble: predictions holding several runs (model, seed) of models scored on the same items. One run is
+the certified model (its predicted class is what is certified); the posteriors become the mean of every
+run's posteriors (each calibrated on its own reference rows), so the strata bin the ensemble's probability
+that the certified prediction is right, the allocation follows the ensemble, and so does PPI++'s predictor.
+Everything is still a function of the pooled items' scores alone, so the design stays a stratified simple
+random sample and the estimator is unchanged.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -22,11 +29,12 @@ from mhaudit.core.errors import InputError
 from mhaudit.stats.bcts import fit_bcts
 from mhaudit.stats.neyman import neyman_allocation
 from mhaudit.stats.ppi import anticipated_sd
+from mhaudit.tables.corpus.schema import label_codes
 from mhaudit.tables.digest import digest_frame
 from mhaudit.tables.predictions import PredictionSet, logit_column, scores
 
-__all__ = ["Pool", "pool_of", "confidence_strata", "bins_for", "allocate", "predictions_digest", "SHRINK",
-           "LABELS_PER_STRATUM"]
+__all__ = ["Pool", "pool_of", "certified_run", "confidence_strata", "bins_for", "allocate", "predictions_digest",
+           "SHRINK", "LABELS_PER_STRATUM"]
 
 SHRINK = 0.5  # weight of the pool-wide mean SD in each stratum's anticipated SD
 LABELS_PER_STRATUM = 10  # the fewest labels a stratum should expect, when the budget decides the bins
@@ -34,7 +42,8 @@ LABELS_PER_STRATUM = 10  # the fewest labels a stratum should expect, when the b
 
 @dataclass
 class Pool:
-    """One model's target items: ids, predicted class, posteriors."""
+    """The certified model's target items: ids, predicted class, the posteriors that predict the labels (the
+    model's own, or an ensemble's mean), and which run is certified among how many."""
 
     ids: np.ndarray
     pred: np.ndarray
@@ -43,35 +52,89 @@ class Pool:
     model: str
     digest: str
     calibration: str  # how the posteriors were made, in words
+    seed: int | None = None  # the certified run's seed
+    runs: list[tuple[str, int]] = field(default_factory=list)  # every run scored on the pool, the certified first
+
+    @property
+    def predictor(self) -> str:
+        """What predicts the labels and sets the strata, in words."""
+        if len(self.runs) <= 1:
+            return "the certified model's posteriors"
+        by_model = {}
+        for model, seed in sorted(self.runs):
+            by_model.setdefault(model, []).append(str(seed))
+        listing = "; ".join(f"{m} seed{'s' if len(s) > 1 else ''} {', '.join(s)}" for m, s in by_model.items())
+        return f"the mean posterior of an ensemble of {len(self.runs)} runs ({listing})"
+
+
+def _runs(frame: pd.DataFrame) -> list[tuple[str, int]]:
+    return sorted(frame.groupby(["model", "seed"], sort=True).groups)
 
 
 def predictions_digest(frame: pd.DataFrame, classes: list[str]) -> str:
-    """What identifies a model's scores on a pool: ids and score columns, in id order."""
-    columns = ["id", *[logit_column(c) for c in classes]]
-    return digest_frame(frame[columns].sort_values("id", kind="stable"))[:16]
+    """What identifies the scores on a pool: ids and score columns in id order (and, for several runs, the model
+    and seed of each row, ordered by run)."""
+    columns, order = ["id", *[logit_column(c) for c in classes]], ["id"]
+    if len(_runs(frame)) > 1:
+        columns, order = ["model", "seed", *columns], ["model", "seed", "id"]
+    return digest_frame(frame[columns].sort_values(order, kind="stable"))[:16]
 
 
-def _one_model(preds: PredictionSet, what: str) -> pd.DataFrame:
-    groups = preds.frame.groupby(["model", "seed"], sort=True)
-    if groups.ngroups != 1:
-        names = ", ".join(f"{m} seed {s}" for m, s in groups.groups)
-        raise InputError(f"the {what} hold several models ({names}); give the predictions of one model")
-    return preds.frame
+def certified_run(frame: pd.DataFrame, model: str | None = None, seed: int | None = None) -> tuple[str, int]:
+    """The (model, seed) to certify: the only run, or the one named (a model with one run needs no seed)."""
+    runs = _runs(frame)
+    named = [r for r in runs if (model is None or r[0] == model) and (seed is None or int(r[1]) == int(seed))]
+    listing = ", ".join(f"{m} seed {s}" for m, s in runs)
+    if not named:
+        raise InputError(f"no run of {model or 'any model'}" + (f" seed {seed}" if seed is not None else "")
+                         + f" in the predictions; they hold {listing}")
+    if len(named) > 1:
+        raise InputError(f"the predictions hold several runs ({listing}); name the certified one with "
+                         "--certify MODEL:SEED")
+    return named[0][0], int(named[0][1])
 
 
-def _posteriors(target: pd.DataFrame, reference: PredictionSet | None, classes: list[str]) -> tuple[np.ndarray, str]:
-    z = scores(target, classes)
+def _reference_rows(reference: PredictionSet, key: tuple[str, int], ensemble: bool) -> pd.DataFrame:
+    """The reference rows of a run: those of its model and seed in an ensemble; one model's own reference is
+    the whole set (its file may carry another name)."""
+    frame = reference.frame
+    if not ensemble:
+        if len(_runs(frame)) != 1:
+            names = ", ".join(f"{m} seed {s}" for m, s in _runs(frame))
+            raise InputError(f"the reference predictions hold several models ({names}); give the predictions of one "
+                             "model")
+        return frame
+    rows = frame[(frame["model"] == key[0]) & (frame["seed"] == key[1])]
+    if rows.empty:
+        raise InputError(f"the reference predictions hold no run {key[0]} seed {key[1]}; give every run's scores "
+                         "on the labelled home test set, or none")
+    return rows
+
+
+def _calibrated(run: pd.DataFrame, reference: PredictionSet | None, classes: list[str], key, ensemble: bool
+                ) -> np.ndarray:
+    z = scores(run, classes)
     if reference is None:
-        return softmax(z, axis=1), "the scores' softmax (no reference to calibrate on)"
-    if reference.classes != classes:
-        raise InputError(f"the reference's classes ({', '.join(reference.classes)}) differ from the target's "
-                         f"({', '.join(classes)})")
-    ref = _one_model(reference, "reference predictions")
+        return softmax(z, axis=1)
+    ref = _reference_rows(reference, key, ensemble)
     labels = ref["label"]
     if labels.isna().any() or not all((labels == c).any() for c in classes):
         raise InputError("the reference needs a label on every row and every class present, to calibrate on")
-    fit = fit_bcts(scores(ref, classes), reference.codes)  # one model: its frame is the whole set
-    return fit.probs(z), f"calibrated on {len(ref):,} labelled reference rows (bias-corrected temperature scaling)"
+    return fit_bcts(scores(ref, classes), label_codes(labels, classes)).probs(z)
+
+
+def _posteriors(runs: dict, reference: PredictionSet | None, classes: list[str]) -> tuple[np.ndarray, str]:
+    """The mean of the runs' posteriors (one run: its own), each calibrated on its reference rows."""
+    if reference is not None and reference.classes != classes:
+        raise InputError(f"the reference's classes ({', '.join(reference.classes)}) differ from the target's "
+                         f"({', '.join(classes)})")
+    ensemble = len(runs) > 1
+    probs = np.mean([_calibrated(run, reference, classes, key, ensemble) for key, run in runs.items()], axis=0)
+    if reference is None:
+        return probs, "the scores' softmax (no reference to calibrate on)"
+    rows = min(len(_reference_rows(reference, key, ensemble)) for key in runs)
+    return probs, (f"calibrated on {rows:,} labelled reference rows" + (" per run" if ensemble else "")
+                   + " (bias-corrected temperature scaling)")
 
 
 def confidence_strata(probs: np.ndarray, pred: np.ndarray, classes: list[str], n_bins: int
@@ -100,18 +163,30 @@ def bins_for(budget: int, n_classes: int, max_bins: int) -> int:
     return int(np.clip(budget // (LABELS_PER_STRATUM * n_classes), 1, max_bins))
 
 
-def pool_of(target: PredictionSet, reference: PredictionSet | None = None) -> Pool:
-    """The pool of one model's target predictions, with its posteriors."""
-    frame = _one_model(target, "target predictions")
+def pool_of(target: PredictionSet, reference: PredictionSet | None = None, *, model: str | None = None,
+            seed: int | None = None) -> Pool:
+    """The pool of the certified model's target predictions, with its posteriors. Predictions of several runs
+    on the same items (an ensemble): `model` and `seed` name the certified run (needed unless it is the only
+    one), and the posteriors are the mean over every run, each calibrated on its own reference rows."""
     if target.positional:
         raise InputError("the target predictions have no ids; certification hands items out to people by id")
-    ids = frame["id"].astype(str).to_numpy()
+    frame, classes = target.frame, target.classes
+    key = certified_run(frame, model, seed)
+    runs = {k: frame[(frame["model"] == k[0]) & (frame["seed"] == k[1])].assign(id=lambda f: f["id"].astype(str))
+            for k in [key, *[r for r in _runs(frame) if (r[0], int(r[1])) != key]]}
+    first = runs[key]
+    ids = first["id"].to_numpy()
     if len(set(ids)) != len(ids):
         raise InputError("the target predictions repeat an id; each pooled item needs its own")
-    classes = target.classes
-    probs, calibration = _posteriors(frame, reference, classes)
-    pred = scores(frame, classes).argmax(axis=1)
-    return Pool(ids, pred, probs, classes, str(frame["model"].iat[0]), predictions_digest(frame, classes), calibration)
+    for (name, run_seed), run in runs.items():
+        if len(run) != len(ids) or set(run["id"]) != set(ids):
+            raise InputError(f"run {name} seed {run_seed} scores {len(run):,} items, the certified run {len(ids):,} "
+                             "others; every run of an ensemble must score the same items")
+    runs = {k: run.set_index("id").loc[ids].reset_index() for k, run in runs.items()}  # one row order
+    probs, calibration = _posteriors(runs, reference, classes)
+    pred = scores(first, classes).argmax(axis=1)
+    return Pool(ids, pred, probs, classes, key[0], predictions_digest(frame, classes), calibration, key[1],
+                [(m, int(s)) for m, s in runs])
 
 
 def allocate(probs: np.ndarray, pred: np.ndarray, strata: np.ndarray, budget: int) -> np.ndarray:

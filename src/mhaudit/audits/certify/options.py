@@ -30,11 +30,17 @@ class CertifyOptions:
             raise InputError(f"population '{self.population}' must be one of {', '.join(POPULATIONS)}")
 
 
+def design_runs(design: pd.DataFrame) -> int:
+    """How many runs the sample was drawn from (a design written before ensembles: one)."""
+    return int(design["runs"].iat[0]) if "runs" in design.columns and len(design) else 1
+
+
 @dataclass(frozen=True)
 class CertifyInputs:
     """What `labels sample --strategy estimate` drew and what people then labelled: the labels table, the
     sample and its design (`read_validation_set`, `read_design`), and the model's scores on every pooled item
-    (the predictions the sample was drawn from). Checked to belong together."""
+    (the predictions the sample was drawn from: one model, or every run of the ensemble it was drawn with).
+    Checked to belong together."""
 
     labels: pd.DataFrame
     sample: pd.DataFrame
@@ -48,8 +54,11 @@ class CertifyInputs:
             raise InputError("the validation set was not drawn with --strategy estimate; certification needs the "
                              "sample and design that `mhaudit labels sample --strategy estimate` writes")
         frame = predictions.frame
-        if frame.groupby(["model", "seed"]).ngroups != 1:
-            raise InputError("the predictions hold several models; give the predictions of the sampled model")
+        runs, drawn_runs = frame.groupby(["model", "seed"]).ngroups, int(design_runs(design))
+        if runs != drawn_runs:
+            raise InputError("the predictions hold several models; give the predictions of the sampled model"
+                             if drawn_runs == 1 else f"the sample was drawn for an ensemble of {drawn_runs} runs; "
+                             f"these predictions hold {runs}: give every run the sample was drawn from")
         digest, drawn = predictions_digest(frame, predictions.classes), str(sample["predictions_digest"].iat[0])
         if digest != drawn:
             raise InputError(f"the sample was drawn for other predictions (model '{sample['model'].iat[0]}', digest "

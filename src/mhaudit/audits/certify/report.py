@@ -16,11 +16,13 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 
-from mhaudit.audits.certify.options import CertifyInputs, CertifyOptions
+from mhaudit.audits.certify.options import CertifyInputs, CertifyOptions, design_runs
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.report.result import AuditResult, Section, provenance, verdict, verdict_table
 from mhaudit.stats.ppi import pool_estimates
+from mhaudit.stats.sample_size import labels_for_tolerance, macro_f1_pool_sd, srs_half_width, srs_labels_for_tolerance
+from mhaudit.stats.undefined import quiet_undefined
 from mhaudit.tables.corpus.schema import label_codes
 from mhaudit.tables.digest import digest_frame
 from mhaudit.tables.reference_labels import reference_labels, task_labels
@@ -89,7 +91,7 @@ def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, synthetic: 
         raise InputError("the sampling design holds items the predictions do not score")
     membership = labelled[None, :].astype(float)
     n_labels = int(labelled.sum())
-    with progress.stage(f"certify {frame['model'].iat[0]} on {n_labels} labels"):
+    with progress.stage(f"certify {_certified(design, frame)} on {n_labels} labels"):
         estimates = {t: pool_estimates(membership, y, pred, probs, strata, tuning=t, population=options.population)
                      for t in ESTIMATORS}
     rows = []
@@ -109,9 +111,10 @@ def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, synthetic: 
                                  "sampled": [int(((sample["stratum"] == n)).sum()) for n in names],
                                  "labelled": per_stratum})
     strata_table["weight"] = strata_table["pool_size"] / strata_table["labelled"]
+    needed = _labels_needed(table, y, pred, strata, labelled, len(classes), options)
     target = _target(frame)
-    subject = f"{frame['model'].iat[0]} seed {frame['seed'].iat[0]}"
-    verdicts = _verdicts(table, subject, target, n_labels, options)
+    subject = _certified(design, frame)
+    verdicts = _verdicts(table, needed, subject, target, n_labels, options)
     dropped = len(sample_ids) - n_labels
     note = (f"Human reference: {description}. {n_labels} of the {len(sample_ids)} sampled items have a reference "
             f"label" + (f"; {dropped} dropped out, assumed missing at random within their stratum" if dropped else "")
@@ -122,12 +125,32 @@ def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, synthetic: 
         sections=[Section("Estimates from the human labels and the model's scores", note + " Posteriors: "
                           f"{design['calibration'].iat[0]}. Population: {options.population} (the pool of "
                           f"{len(design):,} scored items" + (" itself)." if options.population == "pool"
-                                                             else " as a sample of its platform)."),
-                          {"certified": table, "strata": strata_table})],
+                                                             else " as a sample of its platform).") + " "
+                          + _design_text(design, subject) + " " + _needed_text(needed, options),
+                          {"certified": table, "strata": strata_table, "labels_needed": needed})],
         summary=summary, verdicts=verdicts, synthetic=synthetic,
-        options={**asdict(options), "classes": classes, "n_labels": n_labels},
+        options={**asdict(options), "classes": classes, "n_labels": n_labels, "certified": subject,
+                 "runs": design_runs(design), "predictor": _predictor(design)},
         provenance=provenance({"predictions": digest_frame(frame), "sample": digest_frame(sample),
                                "labels": digest_frame(labels)}, progress.seconds))
+
+
+def _certified(design: pd.DataFrame, frame: pd.DataFrame) -> str:
+    """The certified run, "model seed s" (from the design; one written before ensembles: the only run)."""
+    if "certified_seed" in design.columns:
+        return f"{design['model'].iat[0]} seed {design['certified_seed'].iat[0]}"
+    return f"{frame['model'].iat[0]} seed {frame['seed'].iat[0]}"
+
+
+def _predictor(design: pd.DataFrame) -> str:
+    return str(design["predictor"].iat[0]) if "predictor" in design.columns else "the certified model's posteriors"
+
+
+def _design_text(design: pd.DataFrame, subject: str) -> str:
+    runs = design_runs(design)
+    scope = f"Certified run: {subject}" + (f", one of {runs} runs scored on the pool" if runs > 1 else "")
+    return (f"{scope}. The strata (predicted class x confidence bin) and PPI++'s predictor use "
+            f"{_predictor(design)}.")
 
 
 def _target(frame: pd.DataFrame) -> str:
@@ -135,12 +158,47 @@ def _target(frame: pd.DataFrame) -> str:
     return platform if platform == dataset else f"{platform} ({dataset})"
 
 
-def labels_needed(n_labels: int, half_width: float, tolerance: float) -> int:
-    """Labels for a CI of ± tolerance, if the width shrinks as 1 / sqrt(n) (the design kept)."""
-    return int(math.ceil(n_labels * (half_width / tolerance) ** 2))
+SRS = "simple random sample, labels only"
 
 
-def _verdicts(table: pd.DataFrame, subject: str, target: str, n_labels: int, options: CertifyOptions) -> pd.DataFrame:
+def _labels_needed(table: pd.DataFrame, y, pred, strata, labelled, k: int, options: CertifyOptions) -> pd.DataFrame:
+    """Per estimator, and for a simple random sample of the pool with its labels alone (its pool SD estimated
+    from these labels): the macro-F1 half-width at hand and the labels that reach ± tolerance, with the
+    finite-population correction when the population is the pool (stats.sample_size)."""
+    fpc, n, pool_size, tol = options.population == "pool", int(labelled.sum()), int(strata.size), options.tolerance
+    rows = []
+    for tuning in ("power", "labels"):
+        hw = float(table.loc[(table["estimator"] == ESTIMATORS[tuning]) & (table["metric"] == "macro_f1"),
+                             "half_width"].iat[0])
+        with quiet_undefined():  # an undefined macro-F1 is the verdict's reason already
+            rows.append({"design": "this sample's design", "estimator": ESTIMATORS[tuning], "n_labels": n,
+                         "half_width": hw, "labels_needed": labels_for_tolerance(hw, n, pool_size, tol, fpc=fpc),
+                         "reason": "" if np.isfinite(hw) else "macro-F1 undefined"})
+    with quiet_undefined():  # the row says why instead
+        sd = macro_f1_pool_sd(y, pred, strata, labelled, k)
+        rows.append({"design": SRS, "estimator": "labels only (the sample's shares)", "n_labels": n,
+                     "half_width": srs_half_width(sd, n, pool_size, fpc=fpc) if n >= 2 else math.nan,
+                     "labels_needed": srs_labels_for_tolerance(sd, pool_size, tol, fpc=fpc),
+                     "reason": "" if np.isfinite(sd) else "its pool variance needs 2 labels in every stratum "
+                                                          "and a defined macro-F1"})
+    return pd.DataFrame(rows).assign(tolerance=tol, pool_size=pool_size, fpc=fpc)
+
+
+def _needed_text(needed: pd.DataFrame, options: CertifyOptions) -> str:
+    ours, srs = needed["labels_needed"].iat[0], needed["labels_needed"].iat[-1]
+    if not np.isfinite(ours):
+        return ""
+    text = f"For ± {options.tolerance:.2f} on macro-F1 this design needs about {ours:,.0f} labels (PPI++)"
+    if np.isfinite(srs):
+        text += (f"; a simple random sample of the pool, its labels alone, about {srs:,.0f} (its variance estimated "
+                 f"from these labels)")
+    correction = "with the finite-population correction" if options.population == "pool" else \
+        "without a finite-population correction (the pool stands for its platform)"
+    return text + f", both {correction}."
+
+
+def _verdicts(table: pd.DataFrame, needed: pd.DataFrame, subject: str, target: str, n_labels: int,
+              options: CertifyOptions) -> pd.DataFrame:
     head = table[(table["estimator"] == ESTIMATORS["power"]) & (table["metric"] == "macro_f1")].iloc[0]
     hw, tol = head["half_width"], options.tolerance
     if not np.isfinite(hw):
@@ -151,7 +209,8 @@ def _verdicts(table: pd.DataFrame, subject: str, target: str, n_labels: int, opt
     else:
         severity = "warn"
         reason = (f"not certified yet: macro-F1 ± {hw:.3f} with {n_labels} human labels; about "
-                  f"{labels_needed(n_labels, hw, tol)} labels in all for ± {tol:.2f}")
+                  f"{needed['labels_needed'].iat[0]:,.0f} labels in all for ± {tol:.2f} (this design, "
+                  f"{needed['pool_size'].iat[0]:,} pooled items)")
     rows = [verdict("certify", AXIS, subject, target, "certified_macro_f1", head["estimate"],
                     f"95% CI at most ± {tol:.2f}", severity, reason, ci_low=head["ci_low"], ci_high=head["ci_high"]),
             verdict("certify", AXIS, subject, target, "n_human_labels", n_labels, "", "pass",
