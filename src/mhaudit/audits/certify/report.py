@@ -181,11 +181,12 @@ def _labels_needed(table: pd.DataFrame, y, pred, strata, labelled, k: int, optio
                      "labels_needed": srs_labels_for_tolerance(sd, pool_size, tol, fpc=fpc),
                      "reason": "" if np.isfinite(sd) else "its pool variance needs 2 labels in every stratum "
                                                           "and a defined macro-F1"})
-    return pd.DataFrame(rows).assign(tolerance=tol, pool_size=pool_size, fpc=fpc)
+    table = pd.DataFrame(rows).assign(tolerance=tol, pool_size=pool_size, fpc=fpc)
+    return table.astype({"labels_needed": "Int64"})  # a count: 325, not 325.000 (missing where undefined)
 
 
 def _needed_text(needed: pd.DataFrame, options: CertifyOptions) -> str:
-    ours, srs = needed["labels_needed"].iat[0], needed["labels_needed"].iat[-1]
+    ours, srs = (float(v) if pd.notna(v) else math.nan for v in needed["labels_needed"].iloc[[0, -1]])
     if not np.isfinite(ours):
         return ""
     text = f"For ± {options.tolerance:.2f} on macro-F1 this design needs about {ours:,.0f} labels (PPI++)"
