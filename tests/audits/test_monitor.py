@@ -84,6 +84,7 @@ def test_doubled_prevalence_alarms_in_its_window_and_suggests_a_sample(setup, tm
     assert share[8:].mean() > share[:8].mean() * 1.5
     assert (windows["psi_score"][:8] < 0.10).all()
     report = json.loads((out / "report.json").read_text())
+    _assert_em_prevalence(windows, posts, report["summary"])
     assert any(v["statistic"] == "change_z" and v["severity"] == "fail" for v in report["verdicts"])
     (folder,) = (out / "alert").iterdir()  # one folder per alerting window
     assert folder.name == windows["window"].iat[-1].replace(" ", "T").replace(":", "-")  # the latest alert
@@ -95,6 +96,80 @@ def test_doubled_prevalence_alarms_in_its_window_and_suggests_a_sample(setup, tm
     items = load_sample(folder / "sample.parquet", posts=store)
     assert len(items) == 200 and all(item.text for item in items)
     _assert_private(out, posts)
+
+
+def _assert_em_prevalence(windows: pd.DataFrame, posts: list[dict], summary: str) -> None:
+    """SYNTHETIC stream, prevalence 0.2 doubled from window 8: the EM prevalence follows the change's size, which
+    the mean calibrated probability halves; the summary opens with it. Here the true shares are 0.19-0.23 then
+    0.39-0.42; EM reads 0.23-0.26 then 0.43-0.47 (a fixed +0.045 from the calibration fitted on the small reference,
+    which the window's bootstrap interval does not hold: it covers the truth in 3 of 12 windows), the mean
+    probability 0.26-0.27 then 0.36-0.38."""
+    truth = np.array([p["label"] for p in posts], dtype=float).reshape(12, 1000).mean(axis=1)
+    em, low, high = (windows[f"{c}_depression"].to_numpy() for c in ("em_prior", "em_ci_low", "em_ci_high"))
+    mean = windows["mean_posterior_depression"].to_numpy()
+    assert (low <= em).all() and (em <= high).all() and (high - low < 0.1).all()
+    assert np.abs(em - truth).max() < 0.07
+    jump = {name: v[8:].mean() - v[:8].mean() for name, v in (("truth", truth), ("em", em), ("mean", mean))}
+    assert abs(jump["em"] - jump["truth"]) < 0.03 and jump["mean"] < 0.6 * jump["truth"], jump
+    first = (f"Prevalence of depression (EM estimate, 95% CI): {em[-1]:.3f} [{low[-1]:.3f}, {high[-1]:.3f}] in the "
+             f"latest judged window ({windows['window'].iat[-1]}), from {em[:3].mean():.3f} in the first 3 judged "
+             "windows (mean).")
+    assert summary.startswith(first), summary
+
+
+def _label_shift_stream(n_windows: int = 10, per_window: int = 1000, change_at: int = 5, seed: int = 3):
+    """SYNTHETIC, label shift exactly: x | y ~ N(+-1, 1) on the reference (4,000 rows, prevalence 0.15) and on the
+    stream, whose prevalence is 0.15 and 0.30 from window `change_at`; the model's logit is x's log-odds ratio (2x).
+    Returns the monitor's inputs and each window's true share of positive posts."""
+    import mhaudit as mh
+    from mhaudit.tables.prediction_files import predictions_from_arrays
+
+    rng = np.random.default_rng(seed)
+    classes = ["other", "depression"]
+    y_ref = (rng.random(4000) < 0.15).astype(int)
+    x_ref = rng.normal(2.0 * y_ref - 1.0, 1.0)
+    reference = predictions_from_arrays(np.asarray(classes, dtype=object)[y_ref], np.c_[np.zeros(4000), 2 * x_ref],
+                                        "synthetic-home", model="gaussian", seed=0, classes=classes, kind="logits",
+                                        ids=[f"ref-{i}" for i in range(4000)])
+    prevalence = np.repeat(np.where(np.arange(n_windows) >= change_at, 0.30, 0.15), per_window)
+    y = (rng.random(prevalence.size) < prevalence).astype(int)
+    x = rng.normal(2.0 * y - 1.0, 1.0)
+    n = y.size
+    times = pd.Timestamp("2026-01-01", tz="UTC") + pd.to_timedelta(np.arange(n) * 86400 // per_window, unit="s")
+    posts = pd.DataFrame({"uri": [f"at://a-synthetic/app.bsky.feed.post/l{i:06d}" for i in range(n)],
+                          "created_at": times.strftime("%Y-%m-%dT%H:%M:%SZ"), "length": 80, "langs": [["en"]] * n,
+                          "categories": [["synthetic"]] * n, "logit_other": 0.0, "logit_depression": 2 * x})
+    inputs = mh.MonitorInputs(posts, mh.PredictionSet(reference.frame, classes), "gaussian", "d" * 64, classes,
+                              synthetic=True)
+    return inputs, y.reshape(n_windows, per_window).mean(axis=1)
+
+
+def test_em_prevalence_and_its_interval_follow_a_label_shift():
+    """Under label shift with a well-calibrated reference, the EM prevalence's 95% CI holds each window's true
+    share of positive posts in most windows, EM is within 0.03 of it after the change while the mean calibrated
+    probability stays ~0.07 below (it is pulled towards the reference's 0.15), and the summary opens with it."""
+    import mhaudit as mh
+
+    inputs, truth = _label_shift_stream()
+    result = mh.audit_monitor(inputs, mh.MonitorOptions(n_boot=200, figures=False))
+    windows = result.table("windows")
+    em, low, high = (windows[f"{c}_depression"].to_numpy() for c in ("em_prior", "em_ci_low", "em_ci_high"))
+    mean = windows["mean_posterior_depression"].to_numpy()
+    covered = (low <= truth) & (truth <= high)
+    assert covered.sum() >= 8, (truth, low, high)
+    after = slice(5, None)
+    em_error, mean_error = np.abs(em - truth)[after].max(), np.abs(mean - truth)[after].min()
+    assert em_error < 0.03 and mean_error > 0.05, (em_error, mean_error)
+    assert result.summary.startswith(
+        f"SYNTHETIC data. Prevalence of depression (EM estimate, 95% CI): {em[-1]:.3f} [{low[-1]:.3f}, "
+        f"{high[-1]:.3f}] in the latest judged window (2026-01-10 00:00), from {em[:3].mean():.3f} in the first 3 "
+        "judged windows (mean)."), result.summary
+    # windows too small to estimate get no interval
+    small = mh.audit_monitor(mh.MonitorInputs(inputs.posts.iloc[:10], inputs.reference, "gaussian", "d" * 64,
+                                              inputs.classes, synthetic=True), mh.MonitorOptions(n_boot=50, figures=False))
+    row = small.table("windows").iloc[0]
+    assert np.isnan(row["em_ci_low_depression"]) and np.isnan(row["em_ci_high_depression"])
+    assert np.isfinite(row["em_prior_depression"])
 
 
 def test_vocabulary_shift_moves_the_score_distribution(setup, tmp_path):

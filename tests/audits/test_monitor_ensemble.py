@@ -94,15 +94,24 @@ def single_run(runs, tmp_path_factory):
 
 def test_a_single_run_folder_gives_the_numbers_it_gave_before(single_run):
     """GOLDEN holds the report of run-2's folder alone made by the monitor before it knew ensembles (commit
-    dceeada): the same columns, numbers, verdicts and summary (relative 1e-6 allows another BLAS's last digits;
+    dceeada): the same columns, numbers, verdicts and summary, but for the EM interval's two columns and the summary's
+    first sentence, added since (relative 1e-6 allows another BLAS's last digits;
     here they are equal bit for bit)."""
     golden = json.loads(GOLDEN.read_text())
     windows = _windows(single_run)
-    assert list(windows.columns) == list(golden["windows"][0])  # no ensemble column
-    pd.testing.assert_frame_equal(windows, pd.DataFrame(golden["windows"]), rtol=1e-6)
+    added = ["em_ci_low_depression", "em_ci_high_depression"]  # since: the EM prevalence's 95% CI (issue 33)
+    columns = list(golden["windows"][0])
+    at = columns.index("em_prior_depression") + 1
+    assert list(windows.columns) == columns[:at] + added + columns[at:]  # no ensemble column
+    pd.testing.assert_frame_equal(windows.drop(columns=added), pd.DataFrame(golden["windows"]), rtol=1e-6)
+    em, low, high = (windows[c].to_numpy() for c in ("em_prior_depression", *added))
+    big = windows["n_posts"].to_numpy() >= 20  # a window under 20 posts gets no interval
+    assert ((low <= em) & (em <= high))[big].all() and np.isnan(low[~big]).all() and np.isnan(high[~big]).all()
     verdicts, expected = pd.DataFrame(single_run["verdicts"]), pd.DataFrame(golden["verdicts"])
     pd.testing.assert_frame_equal(verdicts, expected, rtol=1e-6)
-    assert single_run["summary"] == golden["summary"]
+    # since: the summary opens with the EM prevalence sentence; the rest is as it was, character for character
+    first, rest = single_run["summary"].split(". ", 1)
+    assert first.startswith("Prevalence of depression (EM estimate, 95% CI): ") and rest == golden["summary"]
     assert [s["title"] for s in single_run["sections"]] == ["Windows", "Suggested validation sample"]
 
 

@@ -3,7 +3,8 @@
 Axis "drift on the stream"; subject the model; target "stream, windows of W". A window's score PSI against
 the reference warns from `psi_warn` and fails from `psi_fail`; a change-detector alarm fails. The latest
 window's label-free estimate is reported beside them (warn when untrusted), and so is, with an ensemble of runs,
-the latest window's accuracy from the agreement line (warn when the line is untrusted).
+the latest window's accuracy from the agreement line (warn when the line is untrusted). The summary opens with
+the latest judged window's EM prevalence of the positive class, its 95% CI and where it started.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pandas as pd
 
 from mhaudit.report.result import verdict, verdict_table
 
-__all__ = ["AXIS", "monitor_verdicts", "summarise"]
+__all__ = ["AXIS", "monitor_verdicts", "prevalence_sentence", "summarise"]
 
 AXIS = "drift on the stream"
 
@@ -78,12 +79,29 @@ def summarise(table: pd.DataFrame, options, scored_now: int, runs: pd.DataFrame 
             f"{', '.join(drifted) or 'none'}.")
     if judged.empty:
         return text
+    text = prevalence_sentence(judged) + " " + text
     last = judged.iloc[-1]
     expected = "n/a" if np.isnan(last["expected_macro_f1"]) else \
         f"{last['expected_macro_f1']:.3f} [{last['expected_ci_low']:.3f}, {last['expected_ci_high']:.3f}]"
     text += (f" Latest judged window ({last['window']}): macro-F1 expected {expected}, "
              + ("trusted." if last["estimate_trusted"] else "untrusted."))
     return text if runs is None else text + " " + _ensemble_summary(judged, runs)
+
+
+def prevalence_sentence(judged: pd.DataFrame, first: int = 3) -> str:
+    """The summary's first sentence: the latest judged window's EM prevalence of the followed class with its 95%
+    CI, and the mean EM prevalence of the first `first` judged windows (fewer when there are few) it moved from."""
+    name = next(c for c in judged.columns if c.startswith("em_prior_")).removeprefix("em_prior_")
+    last = judged.iloc[-1]
+    low, high = last[f"em_ci_low_{name}"], last[f"em_ci_high_{name}"]
+    ci = f" [{low:.3f}, {high:.3f}]" if np.isfinite(low) and np.isfinite(high) else ""
+    text = (f"Prevalence of {name} (EM estimate, 95% CI): {last[f'em_prior_{name}']:.3f}{ci} in the latest judged "
+            f"window ({last['window']})")
+    n = min(first, len(judged) - 1)
+    if n:
+        base = float(judged[f"em_prior_{name}"].iloc[:n].mean())
+        text += f", from {base:.3f} in the first " + ("judged window" if n == 1 else f"{n} judged windows (mean)")
+    return text + "."
 
 
 def _ensemble_summary(judged: pd.DataFrame, runs: pd.DataFrame) -> str:

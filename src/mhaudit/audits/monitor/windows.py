@@ -2,7 +2,7 @@
 
 Against the reference predictions (the model's scores on the labelled sample it was validated on): the
 score drift (PSI, KS, Jensen–Shannon of the calibrated posterior of the positive class, or of the top
-posterior for more classes), the EM estimate of the class priors and the label-free performance estimate
+posterior for more classes), the EM estimate of the class priors (the positive class's with a 95% bootstrap interval) and the label-free performance estimate
 with its trust verdict (audits.estimate). Against the stream's first posts (the reference has no text):
 text-length drift (PSI, KS) and the language mix (Jensen–Shannon). Over the windows: a self-starting CUSUM of
 the mean calibrated probability of the positive class (stats.change), which follows the prevalence more
@@ -21,7 +21,8 @@ from mhaudit.core.errors import InputError
 from mhaudit.stats.bcts import fit_bcts
 from mhaudit.stats.change import self_starting_cusum
 from mhaudit.stats.drift import binned_shares, category_shares, decile_edges, js_distance, ks, psi
-from mhaudit.stats.label_shift import em_priors
+from mhaudit.stats.bootstrap import resample_counts, summarise
+from mhaudit.stats.label_shift import em_priors, em_priors_resampled
 from mhaudit.stats.pair_estimate import estimate_pair, trust
 from mhaudit.tables.predictions import logit_column
 
@@ -133,7 +134,11 @@ def window_table(posts: pd.DataFrame, reference: Reference, window: pd.Timedelta
         row[f"mean_posterior_{reference.classes[reference.positive]}"] = float(positive.mean())
         row["_sum"], row["_squares"] = float(positive.sum()), float((positive ** 2).sum())
         em = em_priors(p, reference.priors).priors
-        row[f"em_prior_{reference.classes[reference.positive]}"] = float(em[reference.positive])
+        name = reference.classes[reference.positive]
+        row[f"em_prior_{name}"] = float(em[reference.positive])
+        # its own generator (the estimate's draws below stay as they were): seeded by the window as theirs
+        row[f"em_ci_low_{name}"], row[f"em_ci_high_{name}"] = _em_interval(
+            p, reference, em, n_boot, np.random.default_rng([seed, int(start.value), 2]))
         shares = binned_shares(score, reference.edges)
         row["psi_score"], row["js_score"] = psi(reference.shares, shares), js_distance(reference.shares, shares)
         row["ks_score"], row["ks_score_p"] = ks(reference.score, score)
@@ -156,6 +161,17 @@ def window_table(posts: pd.DataFrame, reference: Reference, window: pd.Timedelta
         full[judged] = values
         table[name] = full
     return table
+
+
+def _em_interval(p: np.ndarray, reference: Reference, em: np.ndarray, n_boot: int, rng) -> tuple[float, float]:
+    """The 95% percentile interval of the positive class's EM prevalence over `n_boot` resamples of the window's
+    posts (one batched EM from the window's estimate), or NaN for a window too small to estimate."""
+    if len(p) < 20:
+        return np.nan, np.nan
+    counts = resample_counts(np.zeros(len(p)), n_boot, rng, stratified=False)
+    draws = em_priors_resampled(p, reference.priors, counts, start=em)[:, reference.positive]
+    ci = summarise(draws)
+    return ci["ci_low"], ci["ci_high"]
 
 
 def _estimate(reference: Reference, z: np.ndarray, n_boot: int, rng, seed: int, options) -> dict:
