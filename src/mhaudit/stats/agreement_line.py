@@ -25,6 +25,7 @@ from itertools import combinations
 
 import numpy as np
 from scipy.special import ndtr, ndtri
+from threadpoolctl import threadpool_limits
 
 __all__ = ["AgreementLine", "agreement_line", "distinct_runs", "line_trust", "MIN_RUNS", "MIN_R2",
            "MAX_RESIDUAL_SD", "MIN_SPREAD", "MAX_AGREEMENT", "MAX_METHOD_GAP"]
@@ -78,7 +79,7 @@ def _pair_solver(n_runs: int, pairs: list[tuple[int, int]]) -> np.ndarray:
 
 
 def aline_estimates(acc_ref: np.ndarray, agr_ref: np.ndarray, agr_tgt: np.ndarray, pairs, n_ref: int, n_tgt: int,
-                    solver: np.ndarray | None = None) -> dict[str, np.ndarray]:
+                    solver: np.ndarray) -> dict[str, np.ndarray]:
     """ALine-S and ALine-D target accuracies from reference accuracies (..., runs) and the pairs' reference and
     target agreements (..., pairs); leading axes (bootstrap draws) broadcast. Also the line: slope, intercept."""
     u_acc, u_ref, u_tgt = _probit(acc_ref, n_ref), _probit(agr_ref, n_ref), _probit(agr_tgt, n_tgt)
@@ -86,7 +87,6 @@ def aline_estimates(acc_ref: np.ndarray, agr_ref: np.ndarray, agr_tgt: np.ndarra
     aline_s = ndtr(slope[..., None] * u_acc + intercept[..., None])
     i, j = np.array(pairs).T
     rhs = u_tgt + slope[..., None] * ((u_acc[..., i] + u_acc[..., j]) / 2 - u_ref)
-    solver = _pair_solver(acc_ref.shape[-1], pairs) if solver is None else solver
     aline_d = ndtr(rhs @ solver.T)
     return {"aline-s": aline_s, "aline-d": aline_d, "slope": slope, "intercept": intercept}
 
@@ -144,14 +144,17 @@ def agreement_line(pred_ref: np.ndarray, y_ref: np.ndarray, pred_tgt: np.ndarray
         return line
     draws = {m: np.empty((n_boot, n_runs)) for m in ("aline-s", "aline-d")}
     step = max(1, _CHUNK_CELLS // max(n_ref, n_tgt))
-    for start in range(0, n_boot, step):  # blocks of draws bound the count matrices' memory
-        stop = min(n_boot, start + step)
-        acc_b, agr_ref_b = np.split(_resampled_means(ref_ind, stop - start, rng), [n_runs], axis=1)
-        agr_tgt_b = _resampled_means(tgt_ind, stop - start, rng)
-        est = aline_estimates(acc_b.astype(float), agr_ref_b.astype(float), agr_tgt_b.astype(float), pairs,
-                              n_ref, n_tgt, solver)
-        for m in draws:
-            draws[m][start:stop] = est[m]
+    # One BLAS thread: as fast idle, and 1.0 s against 1.2 s for 20 runs x 9,000 rows x 1,000 draws with two
+    # busy processes on 2 cores (benchmarks/ensemble_estimate_speed.py's case).
+    with threadpool_limits(limits=1, user_api="blas"):
+        for start in range(0, n_boot, step):  # blocks of draws bound the count matrices' memory
+            stop = min(n_boot, start + step)
+            acc_b, agr_ref_b = np.split(_resampled_means(ref_ind, stop - start, rng), [n_runs], axis=1)
+            agr_tgt_b = _resampled_means(tgt_ind, stop - start, rng)
+            est = aline_estimates(acc_b.astype(float), agr_ref_b.astype(float), agr_tgt_b.astype(float), pairs,
+                                  n_ref, n_tgt, solver)
+            for m in draws:
+                draws[m][start:stop] = est[m]
     misfit = Z95 * (residual_sd if np.isfinite(residual_sd) else 0.0)
     for m, d in draws.items():
         x = _probit(point[m], n_tgt)
