@@ -10,6 +10,7 @@ __all__ = ["estimate_forest"]
 
 COLOURS = {"cbpe": "#1f77b4", "atc": "#ff7f0e", "doc": "#2ca02c"}
 LABELS = {"cbpe": "CBPE", "atc": "ATC", "doc": "DoC"}
+SHARE_TICKS = (0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99)
 
 
 def estimate_forest(estimates: pd.DataFrame) -> bytes:
@@ -61,10 +62,9 @@ def agreement_lines(pairs: pd.DataFrame, ensemble: pd.DataFrame, lines: pd.DataF
         xs = np.linspace(*ax.get_xlim(), 50)
         ax.plot(xs, line["slope"] * xs + line["intercept"], color="black", linewidth=1,
                 label="agreement line (probit)")
-        ticks = [p for p in (0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99) if ax.get_xlim()[0] <= ndtri(p) <= ax.get_xlim()[1]]
-        ax.set_xticks(ndtri(ticks), [f"{p:g}" for p in ticks])
-        yticks = [p for p in (0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99) if ax.get_ylim()[0] <= ndtri(p) <= ax.get_ylim()[1]]
-        ax.set_yticks(ndtri(yticks), [f"{p:g}" for p in yticks])
+        for limits, set_ticks in ((ax.get_xlim(), ax.set_xticks), (ax.get_ylim(), ax.set_yticks)):
+            shares = [p for p in SHARE_TICKS if limits[0] <= ndtri(p) <= limits[1]]
+            set_ticks(ndtri(shares), [f"{p:g}" for p in shares])  # probit axes, labelled as shares
         trust = "trusted" if line["trusted"] else "untrusted"
         ax.set_title(f"{key[1]}: R² {line['r2']:.2f}, {trust}", fontsize=9)
         ax.set_xlabel("on the reference (labelled)")
