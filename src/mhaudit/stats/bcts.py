@@ -67,47 +67,59 @@ def fit_bcts_resampled(logits, y, counts, start: BCTS, n_iter: int = 25) -> tupl
     by Newton's method from `start` (the full-data fit). Returns slopes (B,) and biases (B, k), bias[:, 0] = 0.
 
     The NLL is convex in (slope, b_1..b_{k-1}) and smooth, so a handful of full Newton steps from a nearby
-    start converge; a step that would raise the loss is halved (backtracking), resample by resample.
+    start converge; a step that would raise the loss is halved (backtracking), resample by resample. A
+    resample stops one step after its gradient falls below 1e-9, so converged ones cost nothing further.
     """
     z = np.asarray(logits, dtype=float)
-    z = z - z.mean(axis=1, keepdims=True)
-    y = np.asarray(y)
+    z = np.ascontiguousarray((z - z.mean(axis=1, keepdims=True)).T)  # (k, n): sums over classes add rows
     w = np.asarray(counts, dtype=float)
-    n, k = z.shape
-    onehot = np.eye(k)[y]
-    params = np.tile(np.r_[start.slope, start.bias[1:]], (len(w), 1))  # (B, k)
+    k, n = z.shape
+    onehot = np.eye(k)[np.asarray(y)].T
+    # The labelled rows' part of the gradient and the NLL is linear in the draw counts: one matmul, once.
+    observed = w @ np.c_[np.sum(z * onehot, axis=0), onehot[1:].T]  # (B, k): sum w z_y, counts of classes 1..
     total = w.sum(axis=1)
+    params = np.tile(np.r_[start.slope, start.bias[1:]], (len(w), 1))  # (B, k)
 
-    def loss(p):
-        logp = log_softmax(p[:, :1, None] * z[None] + np.concatenate([np.zeros((len(p), 1)), p[:, 1:]], 1)[:, None],
-                           axis=2)
-        return -np.einsum("bn,bn->b", w, logp[:, np.arange(n), y]) / total, np.exp(logp)
+    def fit(p, w, observed):
+        """Mean NLL (B,) and the posteriors (B, k, n) at params p; the NLL is sum w (logsumexp - t_y)."""
+        t = p[:, :1, None] * z + np.c_[np.zeros(len(p)), p[:, 1:]][..., None]
+        top = t.max(axis=1)
+        t -= top[:, None]  # a shift per row changes neither the posterior nor the NLL, and exp cannot overflow
+        np.exp(t, out=t)
+        norm = t.sum(axis=1)
+        t /= norm[:, None]
+        nll = np.matmul(w[:, None], (np.log(norm) + top)[..., None])[:, 0, 0] - np.sum(p * observed, axis=1)
+        return nll / w.sum(axis=1), t
 
-    current, prob = loss(params)
+    current, prob = fit(params, w, observed)
+    active = np.arange(len(w))
     for _ in range(n_iter):
-        resid = prob - onehot[None]  # (B, n, k)
-        # d/dslope = sum_i w (p - y) . z_i ; d/db_j = sum_i w (p_j - y_j), j >= 1
-        g = np.concatenate([np.einsum("bn,bnk,nk->b", w, resid, z)[:, None], np.einsum("bn,bnk->bk", w, resid)[:, 1:]],
-                           axis=1) / total[:, None]
-        # Hessian of the softmax NLL: J^T (diag p - p p^T) J with J = [z | e_1..e_{k-1}]
-        zp = np.einsum("bnk,nk->bn", prob, z)
-        h_ss = np.einsum("bn,bnk,nk->b", w, prob, z ** 2) - np.einsum("bn,bn->b", w, zp ** 2)
-        h_sb = np.einsum("bn,bnk,nk->bk", w, prob, z) - np.einsum("bn,bn,bnk->bk", w, zp, prob)
-        h_bb = np.einsum("bn,bnk->bk", w, prob)[:, :, None] * np.eye(k) - np.einsum("bn,bnj,bnk->bjk", w, prob, prob)
-        hess = np.empty((len(w), k, k))
-        hess[:, 0, 0] = h_ss
-        hess[:, 0, 1:] = hess[:, 1:, 0] = h_sb[:, 1:]
-        hess[:, 1:, 1:] = h_bb[:, 1:, 1:]
-        step = np.linalg.solve(hess / total[:, None, None] + 1e-10 * np.eye(k), g[..., None])[..., 0]
-        scale = np.ones(len(w))
+        wa, pa = w[active], params[active]
+        # u = J^T p per row, J = [z | e_1..e_{k-1}]: the gradient is sum w (u - J^T onehot) and the Hessian
+        # sum w (J^T diag(p) J - u u^T): weighted sums over rows, so batched matmuls.
+        pz = prob * z
+        u = np.concatenate([pz.sum(axis=1, keepdims=True), prob[:, 1:]], axis=1)  # (B, k, n)
+        rows = np.concatenate([u, (pz * z).sum(axis=1, keepdims=True), pz[:, 1:]], axis=1)
+        first = np.matmul(rows, wa[..., None])[..., 0]  # sum w u, sum w p.z^2, sum w p_j z_j
+        hess = -np.matmul(u * wa[:, None], np.swapaxes(u, 1, 2))
+        hess[:, 0, 0] += first[:, k]
+        hess[:, 0, 1:] += first[:, k + 1:]
+        hess[:, 1:, 0] += first[:, k + 1:]
+        hess[:, np.arange(1, k), np.arange(1, k)] += first[:, 1:k]
+        size = total[active, None]
+        g = (first[:, :k] - observed[active]) / size
+        step = np.linalg.solve(hess / size[..., None] + 1e-10 * np.eye(k), g[..., None])[..., 0]
+        scale = np.ones(len(active))
         for _ in range(10):  # backtracking: halve the step where the loss would rise
-            trial = params - scale[:, None] * step
-            new, new_prob = loss(trial)
-            worse = new > current + 1e-12
+            trial = pa - scale[:, None] * step
+            new, new_prob = fit(trial, wa, observed[active])
+            worse = new > current[active] + 1e-12
             if not worse.any():
                 break
             scale = np.where(worse, scale / 2, scale)
-        params, current, prob = trial, new, new_prob
-        if np.max(np.abs(g)) < 1e-9:
+        params[active], current[active] = trial, new
+        going = np.max(np.abs(g), axis=1) >= 1e-9
+        active, prob = active[going], new_prob[going]
+        if not len(active):
             break
     return params[:, 0], np.concatenate([np.zeros((len(w), 1)), params[:, 1:]], axis=1)

@@ -141,23 +141,32 @@ def em_priors_resampled(probs_tgt, priors_src, counts, start=None, tol: float = 
                         chunk: int = 50) -> np.ndarray:
     """EM priors of B bootstrap resamples at once: row b of `counts` (B, n) is how often each target row
     was drawn. Each resample starts from `start` (e.g. the full-data estimate, so few iterations are needed)
-    and stops with the rest when no prior of any resample moves by `tol`. Returns (B, k)."""
+    and stops with the rest of its chunk when no prior of any of them moves by `tol`. Returns (B, k)."""
     p = _probs(probs_tgt)
     pi = _priors(priors_src, p.shape[1], "priors_src", positive=True)
     counts = np.asarray(counts, dtype=float)
     q0 = pi if start is None else _priors(start, p.shape[1], "start")
-    return np.concatenate([em_batch(p[None], pi[None], counts[lo:lo + chunk], np.tile(q0, (len(counts[lo:lo + chunk]), 1)),
+    p = np.ascontiguousarray(p.T)[None]
+    return np.concatenate([em_batch(p, pi[None], counts[lo:lo + chunk], np.tile(q0, (len(counts[lo:lo + chunk]), 1)),
                                     tol, max_iter) for lo in range(0, len(counts), chunk)])
 
 
 def em_batch(p: np.ndarray, pi: np.ndarray, w: np.ndarray, q: np.ndarray, tol: float = 1e-6,
              max_iter: int = 500) -> np.ndarray:
-    """The EM iteration for B problems at once: posteriors p (B or 1, n, k) from source priors pi (B or 1, k),
-    row weights w (B, n), starting priors q (B, k). Inputs are trusted (checked by the callers)."""
+    """The EM iteration for B problems at once: posteriors p class-major (B or 1, k, n) from source priors pi
+    (B or 1, k), row weights w (B, n), starting priors q (B, k). Inputs are trusted (checked by the callers).
+
+    With r = q / pi, a step is q <- r * sum_n w_n p_n / (p_n . r) / sum w: two matrix products per step
+    (BLAS), never the corrected (B, k, n) posteriors."""
+    total = w.sum(axis=1, keepdims=True)
+    shared = len(p) == 1
     for _ in range(max_iter):
-        corrected = p * (q / pi)[:, None, :]
-        corrected /= corrected.sum(axis=2, keepdims=True)
-        q_new = np.einsum("bn,bnk->bk", w, corrected) / w.sum(axis=1, keepdims=True)
+        r = q / pi
+        if shared:  # one set of posteriors for every resample: plain matrix products
+            q_new = r * ((w / (r @ p[0])) @ p[0].T) / total
+        else:
+            v = w / np.matmul(r[:, None], p)[:, 0]
+            q_new = r * np.matmul(p, v[..., None])[..., 0] / total
         moved = np.max(np.abs(q_new - q))
         q = q_new
         if moved < tol:
