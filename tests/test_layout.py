@@ -44,7 +44,8 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_imports_flow_down_the_layers():
-    """A package imports only packages on a lower layer (docs/architecture.md), or itself."""
+    """A package imports only packages on a lower layer (docs/architecture.md), or itself; stats may use core's
+    plumbing (core.threads), never the other way round."""
     layer = {"core": 0, "stats": 0, "tables": 1, "report": 2, "synthetic": 2, "text": 2, "weak_supervision": 2,
              "features": 3, "attribution": 3, "models": 3, "audits": 4, "experiments": 5, "cli": 6}
     assert set(layer) == {p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
@@ -54,7 +55,7 @@ def test_imports_flow_down_the_layers():
         if package not in layer:
             continue
         for target in _imports(path) - {package}:
-            if target in layer and layer[target] >= layer[package]:
+            if target in layer and layer[target] >= layer[package] and (package, target) != ("stats", "core"):
                 upward.append(f"{path.relative_to(SRC)} imports mhaudit.{target}")
     assert not upward, "\n".join(upward)
 

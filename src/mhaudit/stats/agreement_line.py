@@ -25,7 +25,8 @@ from itertools import combinations
 
 import numpy as np
 from scipy.special import ndtr, ndtri
-from threadpoolctl import threadpool_limits
+
+from mhaudit.core.threads import thread_budget
 
 __all__ = ["AgreementLine", "agreement_line", "distinct_runs", "line_trust", "MIN_RUNS", "MIN_R2",
            "MAX_RESIDUAL_SD", "MIN_SPREAD", "MAX_AGREEMENT", "MAX_METHOD_GAP"]
@@ -146,7 +147,7 @@ def agreement_line(pred_ref: np.ndarray, y_ref: np.ndarray, pred_tgt: np.ndarray
     step = max(1, _CHUNK_CELLS // max(n_ref, n_tgt))
     # One BLAS thread: as fast idle, and 1.0 s against 1.2 s for 20 runs x 9,000 rows x 1,000 draws with two
     # busy processes on 2 cores (benchmarks/ensemble_estimate_speed.py's case).
-    with threadpool_limits(limits=1, user_api="blas"):
+    with thread_budget(1):
         for start in range(0, n_boot, step):  # blocks of draws bound the count matrices' memory
             stop = min(n_boot, start + step)
             acc_b, agr_ref_b = np.split(_resampled_means(ref_ind, stop - start, rng), [n_runs], axis=1)
