@@ -15,7 +15,7 @@ from mhaudit.stats.atc import thresholded_estimates
 from mhaudit.stats.bcts import fit_bcts
 from mhaudit.stats.cbpe import expected_metrics
 from mhaudit.stats.f1 import macro_f1, tallies
-from mhaudit.stats.cbpe_interval import cbpe_draws
+from mhaudit.stats.cbpe_interval import cbpe_draws, draws_per_chunk
 from mhaudit.stats.domain_shift import domain_auc
 from mhaudit.stats.label_shift import (bbse_priors, bbse_priors_resampled, em_priors, em_priors_resampled,
                                        prior_corrected_probs)
@@ -68,8 +68,7 @@ def estimate_pair(y_ref: np.ndarray, z_ref: np.ndarray, z_tgt: np.ndarray, *, n_
     pred_ref, pred_tgt = z_ref.argmax(axis=1), z_tgt.argmax(axis=1)
     em = em_priors(p_tgt, pi).priors
     bbse = bbse_priors(y_ref, pred_ref, pred_tgt, k)
-    boot_ref = rng.multinomial(n_ref, np.full(n_ref, 1 / n_ref), size=n_boot)
-    boot_tgt = rng.multinomial(n_tgt, np.full(n_tgt, 1 / n_tgt), size=n_boot)
+    resampled = _resampled(y_ref, p_ref, pred_ref, p_tgt, pred_tgt, pi, em, n_boot, rng)
 
     log_ref, log_tgt = (np.log(np.clip(p, 1e-12, None)) for p in (p_ref, p_tgt))
     shift = {"n_reference": n_ref, "n_target": n_tgt,
@@ -90,9 +89,8 @@ def estimate_pair(y_ref: np.ndarray, z_ref: np.ndarray, z_tgt: np.ndarray, *, n_
     draws = cbpe_draws(z_ref, y_ref, z_tgt, calibration, em, scores, n_boot, rng, adjust_priors=shift["prior_adjusted"])
     estimates = [{"method": "cbpe", "metric": m, "estimate": point[m],
                   **dict(zip(("ci_low", "ci_high"), _interval(draws[m])))} for m in point]
-    estimates += _thresholded(p_ref, y_ref, pred_ref, p_tgt, pred_tgt, boot_ref, boot_tgt)
-    em_draws = em_priors_resampled(p_tgt, pi, boot_tgt, start=em)
-    bbse_draws = bbse_priors_resampled(y_ref, pred_ref, pred_tgt, k, boot_ref, boot_tgt)
+    estimates += _thresholded(p_ref, y_ref, pred_ref, p_tgt, pred_tgt, resampled)
+    em_draws, bbse_draws = resampled["em"], resampled["bbse"]
     predicted = np.bincount(pred_tgt, minlength=k) / n_tgt
     priors = []
     for c in range(k):
@@ -104,7 +102,28 @@ def estimate_pair(y_ref: np.ndarray, z_ref: np.ndarray, z_tgt: np.ndarray, *, n_
     return PairEstimate(estimates, priors, shift)
 
 
-def _thresholded(p_ref, y_ref, pred_ref, p_tgt, pred_tgt, boot_ref, boot_tgt) -> list[dict]:
+def _resampled(y_ref, p_ref, pred_ref, p_tgt, pred_tgt, pi, em, n_boot, rng) -> dict[str, np.ndarray]:
+    """The draws of the ATC and DoC metrics and of the EM and BBSE priors, from joint resamples of the reference
+    and target rows. All draws' counts at once where they fit MAX_CHUNK_BYTES (all the reference's, then all
+    the target's: the random stream of the single block), else a block of draws at a time."""
+    k, n_ref, n_tgt = p_ref.shape[1], len(p_ref), len(p_tgt)
+    conf_ref, conf_tgt = p_ref.max(axis=1), p_tgt.max(axis=1)
+    blocks = []
+    step = draws_per_chunk(max(n_ref, n_tgt), n_boot)
+    for lo in range(0, n_boot, step):
+        size = min(step, n_boot - lo)
+        boot_ref = rng.multinomial(n_ref, np.full(n_ref, 1 / n_ref), size=size)
+        boot_tgt = rng.multinomial(n_tgt, np.full(n_tgt, 1 / n_tgt), size=size)
+        block = {"em": em_priors_resampled(p_tgt, pi, boot_tgt, start=em),
+                 "bbse": bbse_priors_resampled(y_ref, pred_ref, pred_tgt, k, boot_ref, boot_tgt)}
+        for method in ("atc", "doc"):
+            draws = thresholded_estimates(method, conf_ref, y_ref, pred_ref, boot_ref, conf_tgt, pred_tgt, boot_tgt, k)
+            block |= {(method, m): draws[m] for m in ("accuracy", "macro_f1")}
+        blocks.append(block)
+    return {key: np.concatenate([b[key] for b in blocks]) for key in blocks[0]}
+
+
+def _thresholded(p_ref, y_ref, pred_ref, p_tgt, pred_tgt, resampled) -> list[dict]:
     """ATC and DoC rows: accuracy and macro-F1 with bootstrap CIs; no AUC (they do not rank)."""
     k = p_ref.shape[1]
     conf_ref, conf_tgt = p_ref.max(axis=1), p_tgt.max(axis=1)
@@ -112,9 +131,8 @@ def _thresholded(p_ref, y_ref, pred_ref, p_tgt, pred_tgt, boot_ref, boot_tgt) ->
     rows = []
     for method in ("atc", "doc"):
         at_point = thresholded_estimates(method, conf_ref, y_ref, pred_ref, ones_ref, conf_tgt, pred_tgt, ones_tgt, k)
-        boot = thresholded_estimates(method, conf_ref, y_ref, pred_ref, boot_ref, conf_tgt, pred_tgt, boot_tgt, k)
         for m in ("accuracy", "macro_f1"):
-            low, high = _interval(boot[m])
+            low, high = _interval(resampled[method, m])
             rows.append({"method": method, "metric": m, "estimate": float(at_point[m][0]), "ci_low": low,
                          "ci_high": high})
         rows.append({"method": method, "metric": "macro_auc", "estimate": np.nan, "ci_low": np.nan,
