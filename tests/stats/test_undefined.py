@@ -155,6 +155,7 @@ NOT_METRICS = {
     "cbpe.METRICS", "atc.METHODS", "bcts.BCTS",
     "bcts.fit_bcts", "bcts.fit_bcts_resampled",  # fitters: refuse a class without a labelled row (ValueError)
     "cbpe_interval.cbpe_draws",  # built on fit_bcts_resampled; its undefined draws are dropped from the interval
+    "cbpe_interval.draws_per_chunk", "cbpe_interval.MAX_CHUNK_BYTES", "domain_shift.bin_thresholds",  # sizes, edges
     "significance.benjamini_hochberg",  # NaN p-values in, NaN out
     "weak_metrics.BINARY_METRICS", "weak_metrics.binary_reasons",
     "undefined.UndefinedStatisticWarning", "undefined.warn_undefined", "undefined.check_zero_division",
