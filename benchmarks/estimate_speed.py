@@ -1,0 +1,87 @@
+"""Speed of the label-free estimate: one reference x target pair (6,257 + 2,883 rows, 4 classes, 1,000
+bootstrap draws) through `estimate_pair`, and 20 such pairs through `mh.audit_estimate`, side by side with an
+older checkout of mhaudit (alternating, each run in its own process with that checkout's sources first).
+
+    git worktree add /tmp/est-old e9c6764
+    python benchmarks/estimate_speed.py --old /tmp/est-old/src [--repeats 5] [--pairs 20] [--n-boot 1000]
+
+SYNTHETIC scores (mhaudit.synthetic.simulate_scores). BLAS and OpenMP get one thread each in both
+(OMP_NUM_THREADS=1), so a busy machine compares like with like. Prints the median seconds of each, the ratio and
+the 1-minute load average before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def worker(kind: str, n_ref: int, n_tgt: int, pairs: int, n_boot: int) -> float:
+    """Seconds for one pair (estimate_pair) or `pairs` targets (audit_estimate), inputs built beforehand."""
+    import numpy as np
+    import pandas as pd
+
+    import mhaudit as mh
+    from mhaudit.stats.pair_estimate import estimate_pair
+
+    ref = mh.simulate_scores(n_ref, [0.4, 0.2, 0.2, 0.2], platform="home", seed=0)
+    targets = [mh.simulate_scores(n_tgt, [0.25, 0.25, 0.25, 0.25], platform=f"away{i}", seed=i + 1, labelled=False)
+               for i in range(pairs if kind == "audit" else 1)]
+    if kind == "pair":
+        start = time.perf_counter()
+        estimate_pair(ref.codes, ref.scores(), targets[0].scores(), n_boot=n_boot, rng=np.random.default_rng(0), seed=0, domain_auc_cutoff=0.6,
+                      prior_gap_cutoff=0.1)
+        return time.perf_counter() - start
+    hidden = mh.PredictionSet(pd.concat([t.frame for t in targets], ignore_index=True), ref.classes)
+    start = time.perf_counter()
+    mh.audit_estimate(mh.EstimateInputs(ref, hidden), mh.EstimateOptions(n_boot=n_boot, figures=False), synthetic=True)
+    return time.perf_counter() - start
+
+
+def timed(src: str, kind: str, args) -> float:
+    env = {**os.environ, "PYTHONPATH": src, "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, __file__, "--worker", kind, "--n-ref", str(args.n_ref), "--n-tgt", str(args.n_tgt),
+               "--pairs", str(args.pairs), "--n-boot", str(args.n_boot)]
+    return float(subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout.split()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--old", help="the src/ folder of the checkout to compare with")
+    parser.add_argument("--n-ref", type=int, default=6257)
+    parser.add_argument("--n-tgt", type=int, default=2883)
+    parser.add_argument("--n-boot", type=int, default=1000)
+    parser.add_argument("--pairs", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--audit-repeats", type=int, default=1)
+    parser.add_argument("--worker", choices=["pair", "audit"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        print(worker(args.worker, args.n_ref, args.n_tgt, args.pairs, args.n_boot))
+        return 0
+    sources = {"new": str(SRC)} | ({"old": args.old} if args.old else {})
+    print(f"load average before: {os.getloadavg()[0]:.2f}")
+    for kind, repeats in (("pair", args.repeats), ("audit", args.audit_repeats)):
+        seconds = {name: [] for name in sources}
+        for _ in range(repeats):
+            for name, src in sources.items():  # alternating, so both see the same load
+                seconds[name].append(timed(src, kind, args))
+        median = {name: statistics.median(s) for name, s in seconds.items()}
+        what = "one pair" if kind == "pair" else f"{args.pairs} pairs through audit_estimate"
+        line = ", ".join(f"{name} {median[name]:.2f} s (runs: {' '.join(f'{s:.2f}' for s in seconds[name])})"
+                         for name in sources)
+        ratio = f"; old / new {median['old'] / median['new']:.2f}" if "old" in median else ""
+        print(f"{what}, {args.n_ref:,} + {args.n_tgt:,} rows, {args.n_boot:,} draws: {line}{ratio}; "
+              f"load {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
