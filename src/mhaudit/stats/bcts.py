@@ -68,8 +68,8 @@ def fit_bcts_resampled(logits, y, counts, start: BCTS, n_iter: int = 25) -> tupl
 
     The NLL is convex in (slope, b_1..b_{k-1}) and smooth, so a handful of full Newton steps from a nearby
     start converge; a step that would raise the loss is halved (backtracking), resample by resample. Newton
-    converges quadratically, so a resample whose gradient is below 1e-6 takes one last full step (landing within
-    ~1e-12 of the optimum) and stops. Every resample starts at `start`, where the posteriors are the same for
+    converges quadratically, so a resample whose gradient is below 1e-4 takes one last full step (landing within
+    ~1e-7 of the optimum) and stops. Every resample starts at `start`, where the posteriors are the same for
     all: the first step's gradients and Hessians are weighted sums of shared rows.
     """
     z = np.asarray(logits, dtype=float)
@@ -114,7 +114,7 @@ def fit_bcts_resampled(logits, y, counts, start: BCTS, n_iter: int = 25) -> tupl
         size = total[active, None]
         g = (first[:, :k] - observed[active]) / size
         step = np.linalg.solve(hess / size[..., None] + 1e-10 * np.eye(k), g[..., None])[..., 0]
-        last = np.max(np.abs(g), axis=1) < 1e-6
+        last = np.max(np.abs(g), axis=1) < 1e-4
         params[active[last]] = pa[last] - step[last]
         active, wa, pa, step = active[~last], wa[~last], pa[~last], step[~last]
         if not len(active):
