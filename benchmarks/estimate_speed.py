@@ -4,10 +4,11 @@ older checkout of mhaudit (alternating, each run in its own process with that ch
 
     git worktree add /tmp/est-old e9c6764
     python benchmarks/estimate_speed.py --old /tmp/est-old/src [--repeats 5] [--pairs 20] [--n-boot 1000]
+                                        [--kinds pair,audit]
 
 SYNTHETIC scores (mhaudit.synthetic.simulate_scores). BLAS and OpenMP get one thread each in both
-(OMP_NUM_THREADS=1), so a busy machine compares like with like. Prints the median seconds of each, the ratio and
-the 1-minute load average before and after.
+(OMP_NUM_THREADS=1), so a busy machine compares like with like. Prints the median wall-clock and CPU seconds
+of each (CPU seconds move less with the machine's load), the ratios and the 1-minute load average.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 
-def worker(kind: str, n_ref: int, n_tgt: int, pairs: int, n_boot: int) -> float:
-    """Seconds for one pair (estimate_pair) or `pairs` targets (audit_estimate), inputs built beforehand."""
+def worker(kind: str, n_ref: int, n_tgt: int, pairs: int, n_boot: int) -> tuple[float, float]:
+    """Wall-clock and CPU seconds for one pair (estimate_pair) or `pairs` targets (audit_estimate), inputs built beforehand."""
     import numpy as np
     import pandas as pd
 
@@ -35,21 +36,22 @@ def worker(kind: str, n_ref: int, n_tgt: int, pairs: int, n_boot: int) -> float:
     targets = [mh.simulate_scores(n_tgt, [0.25, 0.25, 0.25, 0.25], platform=f"away{i}", seed=i + 1, labelled=False)
                for i in range(pairs if kind == "audit" else 1)]
     if kind == "pair":
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         estimate_pair(ref.codes, ref.scores(), targets[0].scores(), n_boot=n_boot, rng=np.random.default_rng(0), seed=0, domain_auc_cutoff=0.6,
                       prior_gap_cutoff=0.1)
-        return time.perf_counter() - start
+        return time.perf_counter() - start, time.process_time() - cpu
     hidden = mh.PredictionSet(pd.concat([t.frame for t in targets], ignore_index=True), ref.classes)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     mh.audit_estimate(mh.EstimateInputs(ref, hidden), mh.EstimateOptions(n_boot=n_boot, figures=False), synthetic=True)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
-def timed(src: str, kind: str, args) -> float:
+def timed(src: str, kind: str, args) -> tuple[float, float]:
     env = {**os.environ, "PYTHONPATH": src, "OMP_NUM_THREADS": "1"}
     command = [sys.executable, __file__, "--worker", kind, "--n-ref", str(args.n_ref), "--n-tgt", str(args.n_tgt),
                "--pairs", str(args.pairs), "--n-boot", str(args.n_boot)]
-    return float(subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout.split()[-1])
+    wall, cpu = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout.split()[-2:]
+    return float(wall), float(cpu)
 
 
 def main() -> int:
@@ -61,25 +63,29 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--audit-repeats", type=int, default=1)
+    parser.add_argument("--kinds", default="pair,audit", help="which to time: pair, audit or both")
     parser.add_argument("--worker", choices=["pair", "audit"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(worker(args.worker, args.n_ref, args.n_tgt, args.pairs, args.n_boot))
+        print(*worker(args.worker, args.n_ref, args.n_tgt, args.pairs, args.n_boot))
         return 0
     sources = {"new": str(SRC)} | ({"old": args.old} if args.old else {})
     print(f"load average before: {os.getloadavg()[0]:.2f}")
     for kind, repeats in (("pair", args.repeats), ("audit", args.audit_repeats)):
+        if kind not in args.kinds.split(","):
+            continue
         seconds = {name: [] for name in sources}
         for _ in range(repeats):
             for name, src in sources.items():  # alternating, so both see the same load
                 seconds[name].append(timed(src, kind, args))
-        median = {name: statistics.median(s) for name, s in seconds.items()}
         what = "one pair" if kind == "pair" else f"{args.pairs} pairs through audit_estimate"
-        line = ", ".join(f"{name} {median[name]:.2f} s (runs: {' '.join(f'{s:.2f}' for s in seconds[name])})"
-                         for name in sources)
-        ratio = f"; old / new {median['old'] / median['new']:.2f}" if "old" in median else ""
-        print(f"{what}, {args.n_ref:,} + {args.n_tgt:,} rows, {args.n_boot:,} draws: {line}{ratio}; "
-              f"load {os.getloadavg()[0]:.2f}")
+        print(f"{what}, {args.n_ref:,} + {args.n_tgt:,} rows, {args.n_boot:,} draws; load {os.getloadavg()[0]:.2f}")
+        for unit, column in (("wall-clock", 0), ("CPU", 1)):
+            median = {name: statistics.median(s[column] for s in runs) for name, runs in seconds.items()}
+            line = ", ".join(f"{name} {median[name]:.2f} s (runs: {' '.join(f'{s[column]:.2f}' for s in runs)})"
+                             for name, runs in seconds.items())
+            ratio = f"; old / new {median['old'] / median['new']:.2f}" if "old" in median else ""
+            print(f"  {unit} seconds, median: {line}{ratio}")
     return 0
 
 
