@@ -286,7 +286,14 @@ def bootstrap_ece(probs, y, counts, n_bins: int = 10) -> np.ndarray:
 
 def _bootstrap_ece(p: np.ndarray, y: np.ndarray, counts: np.ndarray, n_bins: int) -> np.ndarray:
     """`bootstrap_ece` for inputs validated at the door (counts from `resample_counts`): no checks."""
-    return _weighted_abs_bins(counts, [_bins(*_top_label(p, y), n_bins)])[:, 0]
+    return _ece_of_counts(p, y, n_bins)(counts)
+
+
+def _ece_of_counts(p: np.ndarray, y: np.ndarray, n_bins: int):
+    """counts -> `_bootstrap_ece(p, y, counts, n_bins)`, with the binning done once: for counts that come a
+    block at a time (`stats.bootstrap.count_blocks`); each resample's ECE depends on its own row alone."""
+    bins = [_bins(*_top_label(p, y), n_bins)]
+    return lambda counts: _weighted_abs_bins(counts, bins)[:, 0]
 
 
 def bootstrap_classwise_ece(probs, y, counts, n_bins: int = 10) -> np.ndarray:
