@@ -11,9 +11,9 @@ them, 4 classes, 2 platforms (reddit, the reference, and twitter), the same rows
   prob_0..prob_3), the runs scoring the same ids; an items table (id, text) for the target's posts.
 
 Each command runs as its own process (the real CLI, `python -m mhaudit ...`), one after another, with a
-per-command timeout so a blow-up is reported, not hung. Its wall time and its peak RSS come from
-os.wait4 on that child (ru_maxrss, its own children included). The growth exponent is the log-log slope of
-wall time (and of peak RSS) between consecutive sizes; start-up (imports, about 1-2 s) flattens the first
+per-command timeout so a blow-up is reported, not hung. Its wall time, and its CPU time and peak RSS from
+os.wait4 on that child (ru_utime + ru_stime, ru_maxrss; its own children included). The growth exponent is
+the log-log slope of wall time (and of CPU time and peak RSS) between consecutive sizes; start-up (imports, about 1-2 s) flattens the first
 slope. Medians of --repeats (one run at the largest size unless --repeats-largest). A command that failed or
 timed out at one size is not run at the larger ones.
 
@@ -92,7 +92,8 @@ def commands(paths: dict[str, Path], out: Path) -> dict[str, list[str]]:
 
 
 def measure(command: list[str], timeout: float) -> dict:
-    """Wall seconds and peak RSS (bytes) of one child process, or why it did not finish."""
+    """Wall seconds, CPU seconds (user + system) and peak RSS (bytes) of one child process, or why it did not
+    finish. On a shared machine the CPU seconds say more than the wall time: the child gets a share of the cores."""
     start = time.perf_counter()
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     timer = threading.Timer(timeout, lambda: os.killpg(child.pid, signal.SIGKILL))
@@ -107,7 +108,7 @@ def measure(command: list[str], timeout: float) -> dict:
         failed = f"timed out after {timeout:.0f} s"
     elif child.returncode:
         failed = f"exit {child.returncode}: {stderr.decode(errors='replace').strip()[-300:]}"
-    return {"s": seconds, "rss": usage.ru_maxrss * 1024, "failed": failed}
+    return {"s": seconds, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss * 1024, "failed": failed}
 
 
 def slope(a: float, b: float, n_a: int, n_b: int) -> float:
@@ -144,25 +145,28 @@ def main() -> None:
                     if seen[-1]["failed"]:
                         break
                 failed = next((r["failed"] for r in seen if r["failed"]), None)
-                row = {"s": statistics.median(r["s"] for r in seen), "rss": max(r["rss"] for r in seen),
+                row = {"s": statistics.median(r["s"] for r in seen), "cpu": statistics.median(r["cpu"] for r in seen),
+                       "rss": max(r["rss"] for r in seen),
                        "runs_s": [round(r["s"], 1) for r in seen], "load": (min(loads), max(loads)), "failed": failed}
                 results.setdefault(name, {})[n] = row
-                print(f"  {name}: {row['s']:.1f} s (runs {row['runs_s']}), peak RSS {row['rss'] / 2**30:.2f} GiB, "
+                print(f"  {name}: {row['s']:.1f} s (runs {row['runs_s']}), CPU {row['cpu']:.1f} s, "
+                      f"peak RSS {row['rss'] / 2**30:.2f} GiB, "
                       f"load {row['load'][0]:.2f}-{row['load'][1]:.2f}" + (f"  FAILED: {failed}" if failed else ""),
                       flush=True)
             for path in folder.glob("*"):
                 if path.is_file():
                     path.unlink()
-    print("\n| command | " + " | ".join(f"{n:,} rows: time, peak RSS" for n in sizes)
-          + " | time exponent | memory exponent |")
+    print("\n| command | " + " | ".join(f"{n:,} rows: wall, CPU, peak RSS" for n in sizes)
+          + " | exponent: wall | CPU | memory |")
     for name, by_size in results.items():
-        cells = [f"{r['s']:.1f} s, {r['rss'] / 2**30:.2f} GiB" + (" (failed)" if r["failed"] else "")
+        cells = [f"{r['s']:.1f} s, {r['cpu']:.1f} s, {r['rss'] / 2**30:.2f} GiB" + (" (failed)" if r["failed"] else "")
                  if (r := by_size.get(n)) else "-" for n in sizes]
         done = [n for n in sizes if n in by_size and not by_size[n]["failed"]]
         pairs = list(zip(done, done[1:]))
         t_exp = ", ".join(f"{slope(by_size[a]['s'], by_size[b]['s'], a, b):.2f}" for a, b in pairs)
+        c_exp = ", ".join(f"{slope(by_size[a]['cpu'], by_size[b]['cpu'], a, b):.2f}" for a, b in pairs)
         m_exp = ", ".join(f"{slope(by_size[a]['rss'], by_size[b]['rss'], a, b):.2f}" for a, b in pairs)
-        print(f"| {name} | " + " | ".join(cells) + f" | {t_exp} | {m_exp} |")
+        print(f"| {name} | " + " | ".join(cells) + f" | {t_exp} | {c_exp} | {m_exp} |")
     cpfe = results.get("audit cpfe", {}).get(sizes[-1])
     if cpfe and sizes[-1] >= 1_000_000:
         met = not cpfe["failed"] and cpfe["s"] <= GOAL_CPFE_S and cpfe["rss"] <= GOAL_CPFE_GIB * 2**30

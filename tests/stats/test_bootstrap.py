@@ -115,6 +115,7 @@ def test_count_blocks_are_the_one_matrix_in_pieces(monkeypatch, stratified, max_
     assert [start for start, _ in blocks] == np.cumsum([0] + [b.shape[0] for _, b in blocks[:-1]]).tolist()
     assert max(b.shape[0] for _, b in blocks) == min(97, max(3, max_bytes // (4 * 50 * 3) * 3))
     assert np.array_equal(whole, np.vstack([b for _, b in blocks]))
+    assert all(b.dtype == np.int8 for _, b in blocks)  # the counts fit: the narrow type
 
 
 def test_stratified_counts_keep_class_sizes():
