@@ -403,3 +403,31 @@ def test_unlabelled_rows_are_refused_before_any_statistic():
     frame.loc[3, "label"] = None
     with pytest.raises(InputError, match="row 4 of the predictions has no label"):
         audit_cpfe(PredictionSet(frame, CLASSES), CPFEOptions(reference="home", **FAST))
+
+
+def test_place_bootstraps_in_blocks_equal_the_whole_count_matrix(monkeypatch):
+    """The bootstrap draws its counts a block at a time (bounded memory at 1M rows): the same macro-AUCs and
+    ECEs, to the last bit, as one (resamples x n) matrix used whole."""
+    from mhaudit.audits.cpfe.groups import make_groups
+    from mhaudit.audits.cpfe.significance import place_bootstraps
+    from mhaudit.stats import bootstrap
+    from mhaudit.stats.bootstrap import bias_corrected, bootstrap_macro_auc, resample_counts
+    from mhaudit.stats.calibration import bootstrap_ece, ece
+
+    rng = np.random.default_rng(4)
+    n, k = 120, 3
+    y = rng.integers(0, k, n)
+    frame = pd.DataFrame({"id": [f"r{i}" for i in range(n)] * 2, "model": ["a"] * n + ["b"] * n, "seed": 0,
+                          "platform": "home", "dataset": "home", "split": "test",
+                          "label": np.array(["x", "y", "z"])[np.r_[y, y]]})
+    logits = rng.normal(size=(2 * n, k))
+    for c, name in enumerate(["x", "y", "z"]):
+        frame[f"logit_{name}"] = logits[:, c]
+    groups = make_groups(PredictionSet(frame, ["x", "y", "z"]))
+    monkeypatch.setattr(bootstrap, "_BLOCK_BYTES", 4 * n * 7)  # blocks of 7 resamples, the last one short
+    aucs, eces = place_bootstraps(groups, k, 50, 30, 10, np.random.default_rng(9))
+    counts = resample_counts(groups[0].y, 50, np.random.default_rng(9))
+    for g in groups:
+        assert np.array_equal(aucs[id(g)], bootstrap_macro_auc(g.y, g.probs, k, counts))
+        assert eces[id(g)] == bias_corrected(ece(g.probs, g.y, 10), bootstrap_ece(g.probs, g.y, counts[:30], 10),
+                                             floor=0.0)

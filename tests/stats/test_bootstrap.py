@@ -13,7 +13,7 @@ from sklearn.metrics import roc_auc_score
 
 from mhaudit.stats import bootstrap
 from mhaudit.stats.auc import delong, macro_auc
-from mhaudit.stats.bootstrap import bootstrap_macro_auc, resample_counts, summarise, weighted_auc
+from mhaudit.stats.bootstrap import bootstrap_macro_auc, count_blocks, resample_counts, summarise, weighted_auc
 from mhaudit.stats.undefined import UndefinedStatisticWarning
 
 TOL = 1e-12
@@ -103,6 +103,19 @@ def test_results_do_not_depend_on_the_block_size(monkeypatch):
     blocked = bootstrap_macro_auc(y, probs, 3, counts), weighted_auc(y == 1, probs[:, 1], counts)
     assert np.array_equal(whole[0], blocked[0], equal_nan=True)
     assert np.array_equal(whole[1], blocked[1], equal_nan=True)
+
+
+@pytest.mark.parametrize("stratified", [True, False])
+@pytest.mark.parametrize("max_bytes", [0, 4 * 50 * 7, 4 * 50 * 1000])  # a chunk a block, several, all in one
+def test_count_blocks_are_the_one_matrix_in_pieces(monkeypatch, stratified, max_bytes):
+    monkeypatch.setattr(bootstrap, "_CHUNK_CELLS", 50 * 3)  # resample_counts' own blocks: 3 resamples
+    y = np.random.default_rng(1).integers(0, 3, 50)
+    whole = resample_counts(y, 97, np.random.default_rng(5), stratified)
+    blocks = list(count_blocks(y, 97, np.random.default_rng(5), stratified, max_bytes=max_bytes))
+    assert [start for start, _ in blocks] == np.cumsum([0] + [b.shape[0] for _, b in blocks[:-1]]).tolist()
+    assert max(b.shape[0] for _, b in blocks) == min(97, max(3, max_bytes // (4 * 50 * 3) * 3))
+    assert np.array_equal(whole, np.vstack([b for _, b in blocks]))
+    assert all(b.dtype == np.int8 for _, b in blocks)  # the counts fit: the narrow type
 
 
 def test_stratified_counts_keep_class_sizes():

@@ -146,7 +146,8 @@ DEFINED = {
 NOT_METRICS = {
     "threshold_free.PANEL",
     "agreement.confusion_matrix", "agreement.kappa_reason", "agreement.draw_tables",
-    "bootstrap.resample_counts", "bootstrap.resample_clusters", "bootstrap.summarise", "bootstrap.bias_corrected",
+    "bootstrap.resample_counts", "bootstrap.count_blocks", "bootstrap.resample_clusters", "bootstrap.summarise",
+    "bootstrap.bias_corrected",
     "calibration.softmax", "calibration.log_softmax", "calibration.fit_temperature", "calibration.stratified_folds",
     "calibration.cross_fitted_temperature",
     "divergence.degree_of_divergence",  # refuses a one-class data set (ValueError): DoD compares two classes

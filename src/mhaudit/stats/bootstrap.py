@@ -8,7 +8,8 @@ and the pair counts are kept in int64, so each AUC is an exact fraction rounded 
 `roc_auc_score` on the explicitly resampled arrays to rounding.
 
 Resamples are processed in blocks of about `_CHUNK_CELLS` counts, which bounds the working memory
-(a few MB) whatever the number of resamples.
+(a few MB) whatever the number of resamples. `count_blocks` draws the counts themselves a block at a time,
+so no (resamples x examples) matrix need ever be held (16 GB for 2,000 resamples of 1M examples).
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ import numpy as np
 from mhaudit.stats._delong import check_binary, check_codes, check_scores
 from mhaudit.stats.undefined import warn_undefined
 
-__all__ = ["resample_counts", "resample_clusters", "weighted_auc", "bootstrap_macro_auc", "summarise",
+__all__ = ["resample_counts", "count_blocks", "resample_clusters", "weighted_auc", "bootstrap_macro_auc", "summarise",
            "bias_corrected"]
 
 # Resamples x examples per block: 2 MB per int64 work array. Cache-sized blocks ran twice as fast as
 # 16 MB ones (benchmarks/bootstrap_speed.py) and keep the working memory to a few MB.
 _CHUNK_CELLS = 1 << 18
+# Counts per block that count_blocks yields: 16 MB of int32, a few dozen resamples of 100k examples
+_BLOCK_BYTES = 1 << 24
 
 
 def _rows_per_chunk(n: int) -> int:
@@ -71,6 +74,29 @@ def resample_counts(y_codes, n_boot: int, rng=None, stratified: bool = True) -> 
             offset += k
         np.take(grouped, to_rows, axis=1, out=out[start:start + rows])
     return out
+
+
+def count_blocks(y_codes, n_boot: int, rng, stratified: bool = True, max_bytes: int | None = None):
+    """Yield (first resample, counts block): `resample_counts(y_codes, n_boot, rng, stratified)` about
+    `max_bytes` (default `_BLOCK_BYTES`) of counts at a time. The blocks are whole multiples of
+    resample_counts' own, so the rows are the very draws one call would return, and the memory stays bounded
+    whatever n_boot x n. A block is int8 when its counts fit (a draw rarely takes a row more than a dozen
+    times): the same integers, and the gathers of the statistics over 1M-row resamples stay in cache (AUC and
+    ECE 2-3x faster than from int32).
+
+    >>> a = resample_counts([0, 1, 1, 0, 1], 7, rng=3)
+    >>> b = np.vstack([block for _, block in count_blocks([0, 1, 1, 0, 1], 7, rng=3, max_bytes=0)])
+    >>> bool((a == b).all())
+    True
+    """
+    y = np.asarray(y_codes)
+    rng = np.random.default_rng(rng)
+    step = _rows_per_chunk(y.size)
+    budget = _BLOCK_BYTES if max_bytes is None else max_bytes
+    rows = max(1, budget // (4 * step * max(y.size, 1))) * step
+    for start in range(0, n_boot, rows):
+        counts = resample_counts(y, min(n_boot, start + rows) - start, rng, stratified)
+        yield start, counts.astype(np.int8) if counts.max(initial=0) <= np.iinfo(np.int8).max else counts
 
 
 def resample_clusters(contributions, clusters, n_boot: int, rng=None, strata=None) -> np.ndarray:
@@ -205,23 +231,29 @@ def bootstrap_macro_auc(y_codes, probs, n_classes: int, counts) -> np.ndarray:
     """
     y, probs = check_codes(y_codes, probs, n_classes, "probs")
     counts, _ = _check_counts(counts, y.size)
-    out = _bootstrap_macro_auc(y, probs, n_classes, counts)
+    out = _macro_auc_of_counts(y, probs, n_classes)(counts)
     _warn_lost(out, "bootstrap macro-AUC")
     return out
 
 
-def _bootstrap_macro_auc(y: np.ndarray, probs: np.ndarray, n_classes: int, counts: np.ndarray) -> np.ndarray:
-    """`bootstrap_macro_auc` for inputs validated at the door (counts from `resample_counts`): no checks, no
-    warning (NaN where a resample lost a class)."""
-    cum_dtype = _cum_dtype(counts, y.size)
+def _macro_auc_of_counts(y: np.ndarray, probs: np.ndarray, n_classes: int):
+    """counts -> `bootstrap_macro_auc(y, probs, n_classes, counts)` for inputs validated at the door (no checks,
+    no warning: NaN where a resample lost a class), sorted once: for counts that come a block at a time
+    (`count_blocks`). Each resample's AUC depends on its own row alone (exact integers), so blocks give the
+    same floats as one matrix."""
     problems = [_Sorted(y == k, probs[:, k]) for k in range(n_classes)]
-    out = np.empty(counts.shape[0])
     step = _rows_per_chunk(y.size)
-    for start in range(0, counts.shape[0], step):
-        block = counts[start:start + step]
-        aucs = np.stack([p.auc(block, cum_dtype) for p in problems])  # (n_classes, rows); NaN: a side not drawn
-        out[start:start + step] = aucs.mean(axis=0)
-    return out
+
+    def macro_auc(counts: np.ndarray) -> np.ndarray:
+        cum_dtype = _cum_dtype(counts, y.size)
+        out = np.empty(counts.shape[0])
+        for start in range(0, counts.shape[0], step):
+            block = counts[start:start + step]
+            aucs = np.stack([p.auc(block, cum_dtype) for p in problems])  # (n_classes, rows); NaN: a side not drawn
+            out[start:start + step] = aucs.mean(axis=0)
+        return out
+
+    return macro_auc
 
 
 def summarise(estimates, alpha: float = 0.05) -> dict:

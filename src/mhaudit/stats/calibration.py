@@ -281,12 +281,13 @@ def bootstrap_ece(probs, y, counts, n_bins: int = 10) -> np.ndarray:
     computed without materialising the resamples.
     """
     p, y, n_bins = _inputs(probs, y, n_bins)
-    return _bootstrap_ece(p, y, _check_counts(counts, len(y)), n_bins)
+    return _ece_of_counts(p, y, n_bins)(_check_counts(counts, len(y)))
 
 
-def _bootstrap_ece(p: np.ndarray, y: np.ndarray, counts: np.ndarray, n_bins: int) -> np.ndarray:
-    """`bootstrap_ece` for inputs validated at the door (counts from `resample_counts`): no checks."""
-    return _weighted_abs_bins(counts, [_bins(*_top_label(p, y), n_bins)])[:, 0]
+def _ece_of_counts(p: np.ndarray, y: np.ndarray, n_bins: int):
+    """counts -> `bootstrap_ece(p, y, counts, n_bins)` on checked inputs, binned once, for blocks of counts."""
+    bins = [_bins(*_top_label(p, y), n_bins)]
+    return lambda counts: _weighted_abs_bins(counts, bins)[:, 0]
 
 
 def bootstrap_classwise_ece(probs, y, counts, n_bins: int = 10) -> np.ndarray:

@@ -1,8 +1,8 @@
 """Axis 3, significance: platform pairs within a model (bootstrap SE of each macro-AUC, Z test,
 Bonferroni or Benjamini-Hochberg within the family) and paired tests between models on one platform.
 
-Resamples are drawn once per place (platform, data set, seed and example set) and shared by every
-model scored there, so each model's bootstrap macro-AUCs are computed once and serve both its SE and
+Resamples are drawn once per place (platform, data set, seed and example set), a block at a time, and
+shared by every model scored there, so each model's bootstrap macro-AUCs are computed once and serve both its SE and
 the paired differences with other models.
 """
 
@@ -17,8 +17,8 @@ import numpy as np
 
 from mhaudit.audits.cpfe.groups import Group, pairing
 from mhaudit.stats.auc import _macro_auc, _paired_delong
-from mhaudit.stats.bootstrap import _bootstrap_macro_auc, bias_corrected, resample_counts, summarise
-from mhaudit.stats.calibration import _bootstrap_ece, _top_label_ece
+from mhaudit.stats.bootstrap import _macro_auc_of_counts, bias_corrected, count_blocks, summarise
+from mhaudit.stats.calibration import _ece_of_counts, _top_label_ece
 
 CORRECTIONS = ("bonferroni", "bh")
 
@@ -31,42 +31,48 @@ def place_bootstraps(groups: list[Group], n_classes: int, n_boot_auc: int, n_boo
                      rng: np.random.Generator) -> tuple[dict[int, np.ndarray], dict[int, dict]]:
     """Label-stratified bootstraps of every group: macro-AUCs (for significance) and bias-corrected ECEs.
 
-    One count matrix per place serves every model there and both statistics (ECE uses its first
-    `n_boot_ece` resamples). Places are drawn one after the other on this thread, so the resamples are
-    the same whatever the threads; each group's statistics run on a worker thread (numpy releases the
-    GIL in take, cumsum and einsum: ~1.8x on 2 idle cores), while the next place is drawn. At most two
-    places' counts are held at a time.
+    One stream of resamples per place serves every model there and both statistics (ECE uses its first
+    `n_boot_ece` resamples). The counts are drawn a block at a time (`count_blocks`), on this thread and in
+    order, so the resamples are the same whatever the threads and the block size, and memory stays bounded
+    at any n (one (resamples x n) matrix was 16 GB at 1M rows); each block's statistics run on a worker
+    thread (numpy releases the GIL in take, cumsum and einsum: ~1.8x on 2 idle cores) while the next block
+    is drawn. At most two blocks are in flight.
     """
     places: dict[tuple, list[Group]] = {}
     for g in groups:
         places.setdefault((*_place(g), hash(g.y.tobytes())), []).append(g)
-    aucs, eces = {}, {}
-
-    def collect(futures) -> None:
-        for future in futures:
-            key, auc, ece = future.result()
-            aucs[key], eces[key] = auc, ece
-
+    aucs = {id(g): np.empty(n_boot_auc) for g in groups}
+    boot_eces = {id(g): np.empty(n_boot_ece) for g in groups}
     with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
         pending: deque = deque()
         for members in places.values():
-            counts = resample_counts(members[0].y, max(n_boot_auc, n_boot_ece), rng, stratified=True)
-            pending.append([pool.submit(_group_bootstrap, g, counts, n_classes, n_boot_auc, n_boot_ece, n_bins)
-                            for g in members])
-            if len(pending) > 1:
-                collect(pending.popleft())
+            # the sorting and binning of each group once, not once per block
+            stats = [(g, _macro_auc_of_counts(g.y, g.probs, n_classes), _ece_of_counts(g.probs, g.y, n_bins))
+                     for g in members]
+            for start, counts in count_blocks(members[0].y, max(n_boot_auc, n_boot_ece), rng, stratified=True):
+                pending.append([pool.submit(_block, start, counts, aucs[id(g)], boot_eces[id(g)], auc, ece)
+                                for g, auc, ece in stats])
+                if len(pending) > 1:
+                    _wait(pending.popleft())
         while pending:
-            collect(pending.popleft())
+            _wait(pending.popleft())
+    # ECE: the bias-corrected estimate and interval (stats.bootstrap.bias_corrected), not the plug-in's
+    # percentile interval, which the plug-in point can fall below.
+    eces = {id(g): bias_corrected(_top_label_ece(g.probs, g.y, n_bins), boot_eces[id(g)], floor=0.0) for g in groups}
     return aucs, eces
 
 
-def _group_bootstrap(g: Group, counts: np.ndarray, n_classes: int, n_boot_auc: int, n_boot_ece: int,
-                     n_bins: int) -> tuple[int, np.ndarray, dict]:
-    # ECE: the bias-corrected estimate and interval (stats.bootstrap.bias_corrected), not the plug-in's
-    # percentile interval, which the plug-in point can fall below.
-    boot_ece = _bootstrap_ece(g.probs, g.y, counts[:n_boot_ece], n_bins)
-    return (id(g), _bootstrap_macro_auc(g.y, g.probs, n_classes, counts[:n_boot_auc]),
-            bias_corrected(_top_label_ece(g.probs, g.y, n_bins), boot_ece, floor=0.0))
+def _wait(futures) -> None:
+    for future in futures:
+        future.result()  # raises what the worker raised
+
+
+def _block(start: int, counts: np.ndarray, auc_out: np.ndarray, ece_out: np.ndarray, auc, ece) -> None:
+    """One block of resamples (rows start, start + 1, ...) into the group's macro-AUCs and ECEs, as far as each goes."""
+    for out, statistic in ((auc_out, auc), (ece_out, ece)):
+        rows = min(counts.shape[0], out.size - start)
+        if rows > 0:
+            out[start:start + rows] = statistic(counts[:rows])
 
 
 def _z_test(diff: float, se: float) -> tuple[float, float]:
