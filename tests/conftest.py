@@ -107,8 +107,17 @@ def pytest_runtest_makereport(item, call):
 
 
 # --- the parallel run: `-n auto --dist loadgroup` (pyproject.toml); `-n0` runs in one process, for debugging ---
-# Tests that need one of these expensive session fixtures run on one xdist worker, so it is built once per run.
-ONE_WORKER_FIXTURES = ("trust_demo", "llama_url", "pg_server")
+# Tests that need one of these expensive fixtures run on one xdist worker, so it is built once per run: module
+# fixtures that train models or run audits (a group per file), then session fixtures that several files share.
+MODULE_FIXTURES = ("trust_run", "setup", "runs", "run", "fitted", "trained", "published", "released_audit",
+                   "two_audits")
+SESSION_FIXTURES = ("trust_demo", "dreaddit_train_parsed", "llama_url", "pg_server")
+
+
+def _worker_group(item) -> str | None:
+    if any(name in item.fixturenames for name in MODULE_FIXTURES):
+        return item.module.__name__
+    return next((name for name in SESSION_FIXTURES if name in item.fixturenames), None)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -123,14 +132,14 @@ def pytest_xdist_auto_num_workers(config):
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the marks
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        shared = next((name for name in ONE_WORKER_FIXTURES if name in item.fixturenames), None)
-        if shared and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(shared))
+        group = _worker_group(item)
+        if group and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
             # xdist 3.8 tells the scheduler the group by renaming the test (`test@group`), but pytest 9.2 keeps
             # the name in `_id`, so the rename is lost and the group ignored (pytest-dev/pytest-xdist#1386):
-            # rename it here where `_id` exists. A fixed xdist adds a second `@shared`; the last one counts.
+            # rename it here where `_id` exists. A fixed xdist adds a second `@group`; the last one counts.
             if getattr(config.option, "loadgroup", False) and hasattr(item, "_id"):
-                item._id = type(item._id).parse(f"{item.nodeid}@{shared}")
+                item._id = type(item._id).parse(f"{item.nodeid}@{group}")
 
 
 def pytest_unconfigure(config):
