@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -11,9 +12,13 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("MHAUDIT_SHARED_DATA", REPO.parent / "shared" / "data"))
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-os.environ.setdefault("MHAUDIT_SECRET", "mhaudit-test-secret")
-# spaCy parses are cached by content: one cache per test session, outside the home folder (subprocesses inherit it).
-os.environ.setdefault("MHAUDIT_CACHE", tempfile.mkdtemp(prefix="mhaudit-test-cache-"))  # tests never write ~/.config/mhaudit/secret
+os.environ.setdefault("MHAUDIT_SECRET", "mhaudit-test-secret")  # tests never write ~/.config/mhaudit/secret
+# spaCy parses are cached by content: one cache per run, outside the home folder, removed at its end. The
+# xdist workers and the CLI subprocesses inherit the variable, so they share it (the cache is SQLite in WAL
+# mode and takes concurrent writers). A cache you set yourself is kept (parses then last between runs).
+_OWN_CACHE = None
+if "MHAUDIT_CACHE" not in os.environ:
+    _OWN_CACHE = os.environ["MHAUDIT_CACHE"] = tempfile.mkdtemp(prefix="mhaudit-test-cache-")
 # Tiny models on a shared 2-core machine: one torch thread avoids oversubscription (measured: 50x slower
 # fits with two threads while other processes ran).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -99,6 +104,47 @@ def pytest_runtest_makereport(item, call):
         report.outcome = "failed"
         report.longrepr = (f"skipped under CI=true ({reason}); .ci/run must install what this test needs, "
                            "or tests/conftest.py SKIP_ALLOWED_IN_CI must say why it may skip")
+
+
+# --- the parallel run: `-n auto --dist loadgroup` (pyproject.toml); `-n0` runs in one process, for debugging ---
+# Tests that need one of these expensive fixtures run on one xdist worker, so it is built once per run: module
+# fixtures that train models or run audits (a group per file), then session fixtures that several files share.
+MODULE_FIXTURES = ("trust_run", "setup", "runs", "run", "fitted", "trained", "published", "released_audit",
+                   "two_audits")
+SESSION_FIXTURES = ("trust_demo", "dreaddit_train_parsed", "llama_url", "pg_server")
+
+
+def _worker_group(item) -> str | None:
+    if any(name in item.fixturenames for name in MODULE_FIXTURES):
+        return item.module.__name__
+    return next((name for name in SESSION_FIXTURES if name in item.fixturenames), None)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: a worker per core for the suite or a folder; none (no start-up) when only files are named."""
+    named = [config.invocation_params.dir / arg.split("::")[0] for arg in config.args]
+    if named and all(path.is_file() for path in named):
+        return 0
+    return None  # xdist's own count
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the marks
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        group = _worker_group(item)
+        if group and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
+            # xdist 3.8 tells the scheduler the group by renaming the test (`test@group`), but pytest 9.2 keeps
+            # the name in `_id`, so the rename is lost and the group ignored (pytest-dev/pytest-xdist#1386):
+            # rename it here where `_id` exists. A fixed xdist adds a second `@group`; the last one counts.
+            if getattr(config.option, "loadgroup", False) and hasattr(item, "_id"):
+                item._id = type(item._id).parse(f"{item.nodeid}@{group}")
+
+
+def pytest_unconfigure(config):
+    if _OWN_CACHE:
+        shutil.rmtree(_OWN_CACHE, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -21,18 +21,26 @@ def test_expected_to_fail():
 '''
 
 
-def _run(tmp_path: Path, ci: str, allowed: str = "{}") -> subprocess.CompletedProcess:
+def _run(tmp_path: Path, ci: str, allowed: str = "{}", *options: str) -> subprocess.CompletedProcess:
     conftest = CONFTEST.read_text().replace("SKIP_ALLOWED_IN_CI: dict[str, str] = {}",
                                             f"SKIP_ALLOWED_IN_CI: dict[str, str] = {allowed}")
     (tmp_path / "conftest.py").write_text(conftest)
     (tmp_path / "test_x.py").write_text(TESTS)
     env = {**os.environ, "CI": ci}
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options, str(tmp_path)],
                           cwd=tmp_path, env=env, capture_output=True, text=True)
 
 
 def test_a_skip_fails_under_ci(tmp_path):
     done = _run(tmp_path, "true")
+    assert done.returncode == 1
+    assert "1 failed, 1 passed, 1 xfailed" in done.stdout
+    assert "skipped under CI=true" in done.stdout and "no chromium" in done.stdout
+
+
+def test_a_skip_fails_under_ci_on_xdist_workers_too(tmp_path):
+    # The suite runs on xdist workers (pyproject.toml): the failed report must reach the controller as failed.
+    done = _run(tmp_path, "true", "{}", "-n", "2", "--dist", "loadgroup")
     assert done.returncode == 1
     assert "1 failed, 1 passed, 1 xfailed" in done.stdout
     assert "skipped under CI=true" in done.stdout and "no chromium" in done.stdout

@@ -16,7 +16,6 @@ from mhaudit.features.style import FAMILIES, FEATURE_NAMES, StyleChannel, style_
 from mhaudit.features.style_word_lists import LEXICONS
 from mhaudit.text.masks import apply_mask
 from mhaudit.text.parse import parse_texts
-from tests.conftest import data_dir
 
 SIZES = {"pos": 24, "frag": 18, "punct": 22, "read": 14, "emo": 20, "cog": 24, "liwc": 32}
 
@@ -173,14 +172,10 @@ def test_text_level_fit_transform_and_transform(monkeypatch, tmp_path):
 
 # -- Dreaddit train -----------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def dreaddit_train():
-    from mhaudit.tables.corpus.importing import import_source
-    folder = data_dir("dreaddit")
-    frame = import_source("dreaddit", sorted(Path(folder).glob("*.csv"))).corpus.frame
-    texts = frame.loc[frame["split"] == "train", "text"].tolist()
-    assert len(texts) == 2838
-    # the shared parse cache ($MHAUDIT_CACHE or ~/.cache/mhaudit): ~25 s on 2 cores the first time
-    return style_features(texts, parse_texts(texts))
+def dreaddit_train(dreaddit_train_parsed):  # tests/features/conftest.py
+    train, parses = dreaddit_train_parsed
+    assert len(train) == 2838
+    return style_features(train["text"].tolist(), parses)
 
 
 def _max_correlation(values):

@@ -97,6 +97,7 @@ def llama_server() -> str:
             except subprocess.TimeoutExpired:
                 proc.kill()
         log.close()
+        Path(log.name).unlink(missing_ok=True)  # read only when the server fails to start
 
     atexit.register(stop)
     _SERVER.update(url=url, proc=proc, stop=stop)
