@@ -27,9 +27,10 @@ METHODS = ("atc", "doc")
 
 
 def _weighted_mean(values: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Per draw (row of w): the w-weighted mean of the 1-D `values`, NaN where a draw has no weight."""
     total = w.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(total > 0, (w * values).sum(axis=1) / np.where(total > 0, total, 1), np.nan)
+        return np.where(total > 0, (w @ values) / np.where(total > 0, total, 1), np.nan)
 
 
 def atc_share(conf_ref, hit_ref, w_ref, conf_tgt, w_tgt) -> np.ndarray:
@@ -37,7 +38,7 @@ def atc_share(conf_ref, hit_ref, w_ref, conf_tgt, w_tgt) -> np.ndarray:
     equals its hit rate (accuracy, or a class's precision when the weights keep that class's rows)."""
     order = np.argsort(-conf_ref, kind="stable")
     sorted_ref, w_sorted = conf_ref[order], w_ref[:, order]
-    rate = _weighted_mean(hit_ref[None, :], w_ref)
+    rate = _weighted_mean(hit_ref, w_ref)
     total = w_sorted.sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.cumsum(w_sorted, axis=1) / total  # weighted share of the reference at or above each row
@@ -56,16 +57,15 @@ def atc_share(conf_ref, hit_ref, w_ref, conf_tgt, w_tgt) -> np.ndarray:
 
 def doc_share(conf_ref, hit_ref, w_ref, conf_tgt, w_tgt) -> np.ndarray:
     """DoC per draw: the reference hit rate minus the drop in mean confidence, clipped to [0, 1]."""
-    rate = _weighted_mean(hit_ref[None, :], w_ref)
-    shift = _weighted_mean(conf_ref[None, :], w_ref) - _weighted_mean(conf_tgt[None, :], w_tgt)
+    rate = _weighted_mean(hit_ref, w_ref)
+    shift = _weighted_mean(conf_ref, w_ref) - _weighted_mean(conf_tgt, w_tgt)
     return np.clip(rate - shift, 0, 1)
 
 
 def _error_spread(y_ref, pred_ref, w_ref, k: int) -> np.ndarray:
     """(B, k_true, k_pred): the share of each true class among the reference's errors of each predicted class;
     uniform over the other classes where a predicted class has no reference error."""
-    cells = np.stack([(w_ref * ((y_ref == j) & (pred_ref == i))[None]).sum(axis=1)
-                      for j in range(k) for i in range(k)], axis=1).reshape(len(w_ref), k, k)
+    cells = (w_ref @ np.eye(k * k)[np.asarray(y_ref) * k + np.asarray(pred_ref)]).reshape(len(w_ref), k, k)
     errors = cells * (1 - np.eye(k))[None]
     total = errors.sum(axis=1, keepdims=True)
     uniform = np.broadcast_to((1 - np.eye(k)) / max(k - 1, 1), errors.shape)
@@ -73,15 +73,25 @@ def _error_spread(y_ref, pred_ref, w_ref, k: int) -> np.ndarray:
         return np.where(total > 0, errors / np.where(total > 0, total, 1), uniform)
 
 
+def _class_share(share, conf_ref, hit, w_ref, rows_ref, conf_tgt, w_tgt, rows_tgt) -> np.ndarray:
+    """`share` on one predicted class's rows only (its precision per draw): the same numbers as zero weights on
+    every other row, in one pass over the class's columns instead of all of them; NaN where a side has none."""
+    if not rows_ref.any() or not rows_tgt.any():
+        return np.full(len(w_ref), np.nan)
+    return share(conf_ref[rows_ref], hit[rows_ref], w_ref[:, rows_ref], conf_tgt[rows_tgt], w_tgt[:, rows_tgt])
+
+
 def thresholded_estimates(method: str, conf_ref, y_ref, pred_ref, w_ref, conf_tgt, pred_tgt, w_tgt,
                           k: int) -> dict[str, np.ndarray]:
     """Accuracy, macro-F1 and the implied target priors per draw, by ATC or DoC (module docstring)."""
     share = {"atc": atc_share, "doc": doc_share}[method]
+    # Float counts once (exact for integers): matrix products instead of a temporary per weighted mean.
+    w_ref, w_tgt = np.asarray(w_ref, dtype=float), np.asarray(w_tgt, dtype=float)
     hit = (y_ref == pred_ref).astype(float)
     accuracy = share(conf_ref, hit, w_ref, conf_tgt, w_tgt)
-    precision = np.stack([share(conf_ref, hit, w_ref * (pred_ref == i)[None], conf_tgt, w_tgt * (pred_tgt == i)[None])
+    precision = np.stack([_class_share(share, conf_ref, hit, w_ref, pred_ref == i, conf_tgt, w_tgt, pred_tgt == i)
                           for i in range(k)], axis=1)  # (B, k): estimated precision of each predicted class
-    n_pred = np.stack([(w_tgt * (pred_tgt == i)[None]).sum(axis=1) for i in range(k)], axis=1)
+    n_pred = np.stack([w_tgt[:, pred_tgt == i].sum(axis=1) for i in range(k)], axis=1)
     precision = np.where(n_pred > 0, np.nan_to_num(precision), 0.0)
     spread = _error_spread(y_ref, pred_ref, w_ref, k)
     eye = np.eye(k)[None]
