@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import softmax
 
+from mhaudit.core.threads import thread_budget
 from mhaudit.stats.atc import thresholded_estimates
 from mhaudit.stats.bcts import fit_bcts
 from mhaudit.stats.cbpe import expected_metrics
@@ -68,7 +69,10 @@ def estimate_pair(y_ref: np.ndarray, z_ref: np.ndarray, z_tgt: np.ndarray, *, n_
     pred_ref, pred_tgt = z_ref.argmax(axis=1), z_tgt.argmax(axis=1)
     em = em_priors(p_tgt, pi).priors
     bbse = bbse_priors(y_ref, pred_ref, pred_tgt, k)
-    resampled = _resampled(y_ref, p_ref, pred_ref, p_tgt, pred_tgt, pi, em, n_boot, rng)
+    # The draws' batched products are small (draws x rows x classes): BLAS threads cost more than they save,
+    # and on a busy machine they oversubscribe it. One budget for the resampling here and in cbpe_draws.
+    with thread_budget(1):
+        resampled = _resampled(y_ref, p_ref, pred_ref, p_tgt, pred_tgt, pi, em, n_boot, rng)
 
     log_ref, log_tgt = (np.log(np.clip(p, 1e-12, None)) for p in (p_ref, p_tgt))
     shift = {"n_reference": n_ref, "n_target": n_tgt,
@@ -86,7 +90,9 @@ def estimate_pair(y_ref: np.ndarray, z_ref: np.ndarray, z_tgt: np.ndarray, *, n_
     shift |= {"cbpe_f1_prior_adjusted": adjusted["macro_f1"], "cbpe_f1_unadjusted": unadjusted["macro_f1"],
               "assumption_gap": abs(adjusted["macro_f1"] - unadjusted["macro_f1"])}
     point = adjusted if shift["prior_adjusted"] else unadjusted
-    draws = cbpe_draws(z_ref, y_ref, z_tgt, calibration, em, scores, n_boot, rng, adjust_priors=shift["prior_adjusted"])
+    with thread_budget(1):
+        draws = cbpe_draws(z_ref, y_ref, z_tgt, calibration, em, scores, n_boot, rng,
+                           adjust_priors=shift["prior_adjusted"])
     estimates = [{"method": "cbpe", "metric": m, "estimate": point[m],
                   **dict(zip(("ci_low", "ci_high"), _interval(draws[m])))} for m in point]
     estimates += _thresholded(p_ref, y_ref, pred_ref, p_tgt, pred_tgt, resampled)
