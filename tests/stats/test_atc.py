@@ -96,3 +96,27 @@ def test_bcts_is_the_maximum_likelihood_and_matches_the_priors():
                                                                            "maxiter": 5000})
     assert nll(np.r_[m.slope, m.bias[1:]]) <= brute.fun + 1e-9
     assert m.slope == pytest.approx(brute.x[0], abs=1e-3)
+
+
+@pytest.mark.parametrize("share", [atc_share, doc_share])
+def test_a_class_on_its_own_columns_equals_zero_weights_on_the_others(share):
+    """A predicted class's precision from its columns alone is the share with every other row weighted 0; a class
+    that one side never predicts is NaN, as the zero-weighted share is."""
+    from mhaudit.stats.atc import _class_share
+
+    y, z, p = _data(8, 300)
+    _, zt, pt = _data(9, 200)
+    pred, predt = z.argmax(1), np.where(zt.argmax(1) == 2, 0, zt.argmax(1))  # the target never predicts class 2
+    rng = np.random.default_rng(3)
+    wr = rng.multinomial(300, np.full(300, 1 / 300), 6).astype(float)
+    wt = rng.multinomial(200, np.full(200, 1 / 200), 6).astype(float)
+    hit = (pred == y).astype(float)
+    for c in range(3):
+        alone = _class_share(share, p.max(1), hit, wr, pred == c, pt.max(1), wt, predt == c)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            masked = share(p.max(1), hit, wr * (pred == c), pt.max(1), wt * (predt == c))
+        if c == 2:
+            assert np.isnan(alone).all() and np.isnan(masked).all()
+        else:
+            np.testing.assert_allclose(alone, masked, rtol=0, atol=1e-12)
+            assert np.isfinite(alone).all()
