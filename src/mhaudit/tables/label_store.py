@@ -158,7 +158,9 @@ def sqlite_advice(exc: sqlite3.Error) -> str:
 class LabelStore:
     """The labels table in one SQLite file; safe to share between threads of one process."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, durable: bool = False):
+        """`durable`: sync every commit to disk (SQLite synchronous=FULL), so that a label acknowledged to a
+        person survives a power cut too; the default (NORMAL, WAL) survives a killed process, not a power cut."""
         self.path = Path(path)
         if self.path.exists() and self.path.stat().st_size:
             with open(self.path, "rb") as handle:
@@ -178,7 +180,7 @@ class LabelStore:
                 self._conn.executescript(f"BEGIN; {_SCHEMA} PRAGMA application_id={APPLICATION_ID}; COMMIT;")
             elif app_id != APPLICATION_ID or "labels" not in tables:
                 raise InputError("is an SQLite file but not an mhaudit label store", path=self.path)
-            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
         except BaseException as exc:
             self._conn.close()
             if isinstance(exc, sqlite3.DatabaseError):

@@ -105,7 +105,7 @@ def open_session(sample: str | Path, labels: str | Path, annotators: list[str], 
     people = _people(annotators, adjudicator)
     items = load_sample(sample, keep_order=keep_order, posts=posts)
     AnnotationServer.check_host(host, public)
-    store = LabelStore(labels)
+    store = LabelStore(labels, durable=True)  # an answer acknowledged to a person is on disk
     try:
         _check_labelers(store, people)
         server = AnnotationServer(None, host, port, public=public)

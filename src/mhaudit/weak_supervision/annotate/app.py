@@ -108,8 +108,9 @@ class AnnotationApp:
         return build_cases(self.items, human, consensus, self.settings.annotators)
 
     def item_at(self, raw: str) -> Item:
-        if not raw.isdigit() or not 1 <= int(raw) <= len(self.items):
-            raise HTTPError(404, f"there is no item {raw[:20]}; the sample has {len(self.items)} items")
+        # ASCII digits only: str.isdigit() also accepts '²', which int() refuses
+        if not (raw.isascii() and raw.isdigit() and len(raw) <= 9) or not 1 <= int(raw) <= len(self.items):
+            raise HTTPError(404, f"there is no such item; the sample has {len(self.items)} items")
         return self.items[int(raw) - 1]
 
     def item_from(self, body: dict) -> Item:

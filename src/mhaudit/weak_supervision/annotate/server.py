@@ -18,6 +18,11 @@ a POST must be JSON, carry the token in its body (CSRF-lite) and, when the brows
 come from this server; every page is rendered with autoescaping under a strict Content-Security-
 Policy (no inline script or style); nothing is logged unless asked, and then only the method, the
 route with the token replaced by '…', and the status.
+
+Hostile input (tests/weak_supervision/annotate/test_annotate_fuzz.py): a POST body is capped at MAX_BODY
+bytes (413) and read before any check, so that a refusal is never lost to a TCP reset; every refusal is a
+4xx with one sentence (an unknown method: 405, never the standard library's 501); a bug answers 500 and
+the terminal gets the exception's type and line, never the request's content.
 """
 
 from __future__ import annotations
@@ -27,7 +32,9 @@ import ipaddress
 import json
 import re
 import socket
+import sys
 import threading
+import traceback
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -38,6 +45,15 @@ from mhaudit.weak_supervision.annotate.app import AnnotationApp, HTTPError
 from mhaudit.weak_supervision.annotate.tokens import Person
 
 MAX_BODY = 64 * 1024
+MAX_DISCARD = 1024 * 1024  # a refused body up to this size is read and dropped so the client sees the 413
+CONTENT_LENGTH = re.compile(r"[0-9]{1,15}")
+PARSER_REFUSALS = {  # the standard library's own refusals (bad request line, headers too long, unknown method)
+    400: "the request could not be read as HTTP/1.0 or HTTP/1.1",
+    405: "this server answers GET, HEAD and POST only",
+    408: "the request did not arrive in time",
+    414: "the address is too long",
+    431: "the request headers are too large",
+}
 BACK_TO = re.compile(r"item/\d{1,9}|done|adjudicate")  # where the guidelines' "back" may lead: our own pages only
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 STATIC = {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"}
@@ -64,6 +80,7 @@ def is_loopback(host: str) -> bool:
 class Handler(BaseHTTPRequestHandler):
     server_version = "mhaudit-annotate"
     sys_version = ""
+    default_request_version = "HTTP/1.0"  # a garbled request line still gets a status line (not HTTP/0.9)
     server: AnnotationServer
 
     def setup(self) -> None:
@@ -82,7 +99,7 @@ class Handler(BaseHTTPRequestHandler):
             self.server.app.notify(f"{self.command} {route} {int(code) if str(code).isdigit() else code}")
 
     def _route_for_log(self) -> str:
-        parts = urlsplit(self.path).path.split("/")
+        parts = urlsplit(getattr(self, "path", "")).path.split("/")  # no path: the request line was unreadable
         if len(parts) > 2 and parts[1] == "s":
             parts[2] = "…"
         return "/".join(parts)[:200]
@@ -108,14 +125,26 @@ class Handler(BaseHTTPRequestHandler):
         self._send(303, b"", "text/plain; charset=utf-8", {"Location": location})
 
     def _error(self, status: int, message: str, *, api: bool) -> None:
+        extra = {"Allow": "GET, HEAD, POST"} if status == 405 else None
         if api:
-            self._json(status, {"ok": False, "error": message})
+            self._send(status, json.dumps({"ok": False, "error": message}).encode("utf-8"), "application/json", extra)
         else:
             title = HTTPStatus(status).phrase
-            self._html(status, self.server.app.render("error.html", status=status, title=title, message=message))
+            html = self.server.app.render("error.html", status=status, title=title, message=message)
+            self._send(status, html.encode("utf-8"), "text/html; charset=utf-8", extra)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The standard library's refusals, as our own error page: an unknown method is a 405 (not 501), an
+        unknown HTTP version a 400 (not 505); its message, which may quote the request, is not shown."""
+        status = {501: 405, 505: 400}.get(code, code)
+        self.close_connection = True
+        self._error(status, PARSER_REFUSALS.get(status, "the request could not be read"), api=False)
 
     # --- dispatch --------------------------------------------------------------------------------
     def do_GET(self) -> None:  # noqa: N802
+        self._dispatch()
+
+    def do_HEAD(self) -> None:  # noqa: N802
         self._dispatch()
 
     def do_POST(self) -> None:  # noqa: N802
@@ -127,8 +156,11 @@ class Handler(BaseHTTPRequestHandler):
         parts = [p for p in path.split("/") if p]
         api = self.command == "POST"
         try:
+            body = self._read_body() if api else b""
             if not self.server.host_allowed(self.headers.get("Host", "")):
                 raise HTTPError(400, "this server answers only to the address it printed")
+            if api and (len(parts) < 3 or parts[0] != "s"):
+                raise HTTPError(405, "only the /s/TOKEN/api/ calls take a POST")
             if not parts:
                 return self._html(200, app.render("landing.html"))
             if parts == ["favicon.ico"]:
@@ -146,8 +178,8 @@ class Handler(BaseHTTPRequestHandler):
                 raise HTTPError(403, "This link is not valid. Ask the person who runs `mhaudit annotate` "
                                      "for your personal link.")
             base = f"/s/{token}/"
-            if self.command == "POST":
-                return self._json(200, self._post(app, person, token, rest, base))
+            if api:
+                return self._json(200, self._post(app, person, token, rest, base, body))
             return self._get(app, person, rest, base)
         except HTTPError as exc:
             return self._error(exc.status, str(exc), api=api)
@@ -157,8 +189,45 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             return None
         except Exception as exc:  # a bug: keep serving, say so in the terminal (no request data)
-            app.notify(f"internal error in the annotation app: {type(exc).__name__}: {exc}")
+            app.notify(f"internal error in the annotation app: {where(exc)}")
             return self._error(500, "Internal error; see the terminal running mhaudit.", api=api)
+
+    def _read_body(self) -> bytes:
+        """The POST body, read before any check: a refusal answered while the body is still unread can be
+        lost, because closing a socket with unread data resets the connection before the client reads."""
+        if self.headers.get("Transfer-Encoding"):
+            raise HTTPError(411, "send the body with a Content-Length (no Transfer-Encoding)")
+        values = self.headers.get_all("Content-Length") or []
+        if not values:
+            raise HTTPError(411, "Content-Length required")
+        if len(values) > 1 or not CONTENT_LENGTH.fullmatch(values[0].strip()):
+            raise HTTPError(400, "the Content-Length must be one whole number of bytes")
+        length = int(values[0])
+        if length > MAX_BODY:
+            self._discard(length)
+            raise HTTPError(413, f"the request body is larger than {MAX_BODY} bytes")
+        if length == 0:
+            raise HTTPError(400, "the request body is empty")
+        try:
+            body = self.rfile.read(length)
+        except TimeoutError:
+            raise HTTPError(408, "the request body did not arrive in time") from None
+        if len(body) < length:
+            raise HTTPError(400, "the request body ended before its Content-Length")
+        return body
+
+    def _discard(self, length: int) -> None:
+        self.close_connection = True
+        self.connection.settimeout(1.0)  # only what is already on its way
+        left = min(length, MAX_DISCARD)
+        try:
+            while left > 0:
+                chunk = self.rfile.read1(min(left, 65536))
+                if not chunk:
+                    return
+                left -= len(chunk)
+        except OSError:
+            return
 
     def _get(self, app: AnnotationApp, person: Person, rest: list[str], base: str) -> None:
         if rest == ["guidelines"]:  # "back" returns to the page the person came from (?from=item/3)
@@ -184,8 +253,9 @@ class Handler(BaseHTTPRequestHandler):
             raise HTTPError(403, "Annotators do not see the adjudication view.")
         raise HTTPError(404, "no such page")
 
-    def _post(self, app: AnnotationApp, person: Person, token: str, rest: list[str], base: str) -> dict:
-        body = self._read_json(token)
+    def _post(self, app: AnnotationApp, person: Person, token: str, rest: list[str], base: str,
+              raw: bytes) -> dict:
+        body = self._read_json(token, raw)
         if rest == ["api", "label"]:
             return app.save_label(person, body, base)
         if rest == ["api", "consensus"]:
@@ -194,28 +264,38 @@ class Handler(BaseHTTPRequestHandler):
             return app.save_agreed(person)
         raise HTTPError(404, "no such call")
 
-    def _read_json(self, token: str) -> dict:
+    def _read_json(self, token: str, raw: bytes) -> dict:
         if not self.headers.get("Content-Type", "").split(";")[0].strip().lower() == "application/json":
             raise HTTPError(415, "send JSON")
         origin = self.headers.get("Origin")
-        if origin and origin != "null" and urlsplit(origin).netloc != self.headers.get("Host", ""):
+        if origin and origin != "null" and netloc(origin) != self.headers.get("Host", ""):
             raise HTTPError(403, "cross-site request refused")
         try:
-            length = int(self.headers.get("Content-Length", ""))
-        except ValueError:
-            raise HTTPError(411, "Content-Length required") from None
-        if not 0 < length <= MAX_BODY:
-            raise HTTPError(413, f"the request body must be 1 to {MAX_BODY} bytes")
-        try:
-            body = json.loads(self.rfile.read(length))
-        except ValueError:
-            raise HTTPError(400, "the request body is not JSON") from None
+            body = json.loads(raw)
+            # a lone surrogate ("\ud800") parses but cannot be stored as UTF-8: refuse it here
+            json.dumps(body, ensure_ascii=False).encode("utf-8")
+        except (ValueError, RecursionError):  # UnicodeError is a ValueError; deep nesting, a RecursionError
+            raise HTTPError(400, "the request body is not JSON in UTF-8") from None
         if not isinstance(body, dict):
             raise HTTPError(400, "the request body must be a JSON object")
         presented = body.get("token")
         if not isinstance(presented, str) or not hmac.compare_digest(presented.encode(), token.encode()):
             raise HTTPError(403, "the request does not carry this page's token")
         return body
+
+
+def netloc(url: str) -> str | None:
+    try:
+        return urlsplit(url).netloc
+    except ValueError:  # "http://[" and the like
+        return None
+
+
+def where(exc: BaseException) -> str:
+    """An exception's type and the line that raised it: its message may quote the request (post text)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    last = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    return f"{type(exc).__name__}{last}"
 
 
 class AnnotationServer(ThreadingHTTPServer):
@@ -249,8 +329,17 @@ class AnnotationServer(ThreadingHTTPServer):
     def host_allowed(self, header: str) -> bool:
         if self.public:
             return True
-        name = urlsplit(f"//{header}").hostname or ""
+        try:
+            name = urlsplit(f"//{header}").hostname or ""
+        except ValueError:  # "[::1" and the like
+            return False
         return name.lower() in self._host_names
+
+    def handle_error(self, request, client_address) -> None:
+        """An exception outside the handler's own catch (socketserver would print a traceback): one line."""
+        exc = sys.exc_info()[1]
+        if self.app is not None and not isinstance(exc, (ConnectionError, TimeoutError)):
+            self.app.notify(f"internal error in the annotation server: {where(exc)}")
 
     def base_url(self) -> str:
         host = self.host.strip("[]")
