@@ -45,7 +45,7 @@ from mhaudit.weak_supervision.annotate.app import AnnotationApp, HTTPError
 from mhaudit.weak_supervision.annotate.tokens import Person
 
 MAX_BODY = 64 * 1024
-MAX_DISCARD = 1024 * 1024  # a refused body up to this size is read and dropped so the client sees the 413
+MAX_DISCARD = 1024 * 1024  # unread input up to this size is dropped after a refusal (see Handler.finish)
 CONTENT_LENGTH = re.compile(r"[0-9]{1,15}")
 PARSER_REFUSALS = {  # the standard library's own refusals (bad request line, headers too long, unknown method)
     400: "the request could not be read as HTTP/1.0 or HTTP/1.1",
@@ -82,6 +82,20 @@ class Handler(BaseHTTPRequestHandler):
     sys_version = ""
     default_request_version = "HTTP/1.0"  # a garbled request line still gets a status line (not HTTP/0.9)
     server: AnnotationServer
+    unread = False  # the request may have input we did not read (a refused body, a bad request line)
+
+    def finish(self) -> None:
+        """A lingering close: closing a socket with unread input resets the connection, and the client may lose
+        the answer it was sent. After a refusal, read (and drop) what is still arriving, then close."""
+        super().finish()
+        if self.unread:
+            self.connection.settimeout(1.0)
+            left = MAX_DISCARD
+            try:
+                while left > 0 and (chunk := self.connection.recv(65536)):
+                    left -= len(chunk)
+            except OSError:
+                pass
 
     def setup(self) -> None:
         # A socket timeout: a client that connects and then stalls (or sends a request slowly) is dropped
@@ -137,7 +151,7 @@ class Handler(BaseHTTPRequestHandler):
         """The standard library's refusals, as our own error page: an unknown method is a 405 (not 501), an
         unknown HTTP version a 400 (not 505); its message, which may quote the request, is not shown."""
         status = {501: 405, 505: 400}.get(code, code)
-        self.close_connection = True
+        self.close_connection = self.unread = True
         self._error(status, PARSER_REFUSALS.get(status, "the request could not be read"), api=False)
 
     # --- dispatch --------------------------------------------------------------------------------
@@ -156,6 +170,8 @@ class Handler(BaseHTTPRequestHandler):
         parts = [p for p in path.split("/") if p]
         api = self.command == "POST"
         try:
+            if not api and ("Content-Length" in self.headers or "Transfer-Encoding" in self.headers):
+                self.close_connection = self.unread = True  # a body where none is expected: not read
             body = self._read_body() if api else b""
             if not self.server.host_allowed(self.headers.get("Host", "")):
                 raise HTTPError(400, "this server answers only to the address it printed")
@@ -193,8 +209,9 @@ class Handler(BaseHTTPRequestHandler):
             return self._error(500, "Internal error; see the terminal running mhaudit.", api=api)
 
     def _read_body(self) -> bytes:
-        """The POST body, read before any check: a refusal answered while the body is still unread can be
-        lost, because closing a socket with unread data resets the connection before the client reads."""
+        """The POST body, read before any other check (so that a refusal leaves nothing unread), at most
+        MAX_BODY bytes; a body that cannot be read is left to `finish`."""
+        self.close_connection = self.unread = True  # until the body is read
         if self.headers.get("Transfer-Encoding"):
             raise HTTPError(411, "send the body with a Content-Length (no Transfer-Encoding)")
         values = self.headers.get_all("Content-Length") or []
@@ -204,7 +221,6 @@ class Handler(BaseHTTPRequestHandler):
             raise HTTPError(400, "the Content-Length must be one whole number of bytes")
         length = int(values[0])
         if length > MAX_BODY:
-            self._discard(length)
             raise HTTPError(413, f"the request body is larger than {MAX_BODY} bytes")
         if length == 0:
             raise HTTPError(400, "the request body is empty")
@@ -214,20 +230,8 @@ class Handler(BaseHTTPRequestHandler):
             raise HTTPError(408, "the request body did not arrive in time") from None
         if len(body) < length:
             raise HTTPError(400, "the request body ended before its Content-Length")
+        self.unread = False
         return body
-
-    def _discard(self, length: int) -> None:
-        self.close_connection = True
-        self.connection.settimeout(1.0)  # only what is already on its way
-        left = min(length, MAX_DISCARD)
-        try:
-            while left > 0:
-                chunk = self.rfile.read1(min(left, 65536))
-                if not chunk:
-                    return
-                left -= len(chunk)
-        except OSError:
-            return
 
     def _get(self, app: AnnotationApp, person: Person, rest: list[str], base: str) -> None:
         if rest == ["guidelines"]:  # "back" returns to the page the person came from (?from=item/3)
