@@ -204,6 +204,7 @@ def test_hostile_requests_get_4xx_and_change_nothing(tmp_path):
     fuzz = Fuzzer(served, items, seed=3232)
     statuses: Counter = Counter()
     kinds: Counter = Counter()
+    seen: dict[str, set[int]] = {}
     stored = 0
     try:
         conn = sqlite3.connect(f"file:{labels}?mode=ro", uri=True)
@@ -216,10 +217,12 @@ def test_hostile_requests_get_4xx_and_change_nothing(tmp_path):
             status, reply = fuzz.send(raw)
             kinds[kind] += 1
             statuses[status] += 1
+            seen.setdefault(kind, set()).add(status or 0)
             # http.server answers nothing to an empty request line (there is no request); all else gets a status
             assert (status is not None or raw.startswith(b"\r\n")) and (status or 0) < 500, (n, kind, raw[:300],
                                                                                               reply[:500])
             assert b"Traceback" not in reply
+            assert not any(leak in reply for leak in (b"root:x:", b"SQLite format", b"[project]", b"import ")), n
             after, after_digest = store_state(conn, labels)
             if answer is None:
                 assert status is None or 400 <= status < 500 or not raw.startswith(b"POST"), (n, kind, raw[:300],
@@ -249,4 +252,4 @@ def test_hostile_requests_get_4xx_and_change_nothing(tmp_path):
     assert not any(s and s >= 500 for s in statuses)
     shown = dict(sorted((str(s or "no answer"), n) for s, n in statuses.items()))
     print(f"\n{N_REQUESTS} requests: {dict(sorted(kinds.items()))}; statuses {shown}; "
-          f"answers stored {stored}")
+          f"answers stored {stored}; per kind {({k: sorted(v) for k, v in sorted(seen.items())})}")

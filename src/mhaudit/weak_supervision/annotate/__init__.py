@@ -5,7 +5,8 @@ resolves their disagreements (docs/annotation.md).
     for person, url in session.urls().items(): print(person.name, url)   # None: link unchanged
     session.server.serve_forever()
 
-Every answer is written to the label store at once (kind 'human', labeler = annotator name); consensus
+Every answer is written to the label store, and synced to disk, before the server acknowledges it (kind
+'human', labeler = annotator name; several people at once and a killed server: docs/faults.md); consensus
 labels are kind 'adjudicated', labeler 'consensus'. Annotators see neither the weak label nor each
 other's answers.
 """
