@@ -252,3 +252,15 @@ def test_server_killed_while_they_label_and_restarted(tmp_path, open_browser):
     assert_same_report(concurrent, serial_store(tmp_path, sample, given, "serial"))
     print(f"\nkilled after {kill_at} acknowledged answers ({len(acked_before)} with the browser's); lost 0; "
           f"stored in flight without an acknowledgement: {len(extra)}; browser outages: {browser.outages}")
+
+
+def test_the_app_syncs_every_answer_to_disk(tmp_path):
+    """The 2xx means "on disk": the app's store commits with synchronous=FULL (2), not the default NORMAL (1)."""
+    sample, labels, _ = write_study(tmp_path, 5, seed=1)
+    session = open_session(sample, labels, ["alice", "bob"], port=0)
+    try:
+        assert session.store._conn.execute("PRAGMA synchronous").fetchone()[0] == 2
+    finally:
+        session.close()
+    with LabelStore(labels) as store:
+        assert store._conn.execute("PRAGMA synchronous").fetchone()[0] == 1

@@ -19,10 +19,11 @@ come from this server; every page is rendered with autoescaping under a strict C
 Policy (no inline script or style); nothing is logged unless asked, and then only the method, the
 route with the token replaced by '…', and the status.
 
-Hostile input (tests/weak_supervision/annotate/test_annotate_fuzz.py): a POST body is capped at MAX_BODY
-bytes (413) and read before any check, so that a refusal is never lost to a TCP reset; every refusal is a
-4xx with one sentence (an unknown method: 405, never the standard library's 501); a bug answers 500 and
-the terminal gets the exception's type and line, never the request's content.
+Hostile input (tests/weak_supervision/annotate/test_annotate_fuzz.py, docs/faults.md): a POST body is capped
+at MAX_BODY bytes (413) and read before any other check; input left unread by a refusal is drained before the
+socket closes (`Handler.finish`), so that the client gets the answer and not a reset; every refusal is a 4xx
+with one sentence (an unknown method: 405, never the standard library's 501); a bug answers 500 and the
+terminal gets the exception's type and line, never its message, which may quote the request.
 """
 
 from __future__ import annotations
