@@ -1,0 +1,78 @@
+"""Recall of the built-in collection filters on the labelled sets, and the packaged table the runtime reads.
+
+For each built-in filter (mh, si, si+mh, wide, si+mh+wide) on every labelled set found under --data
+(weak_supervision.lexicons.labelled_sets: the Bluesky depression set whole and in its two halves, the stress
+sets, GoEmotions as a general stream): recall on the positive posts, keep share, precision and base rate,
+each with its Wilson 95% CI. Prints one Markdown table per set (docs/collect.md, "Recall of the collection")
+and writes `src/mhaudit/weak_supervision/lexicons/recall.json`: per filter, its lexicons' SHA-256 and its
+row on the Bluesky set (all posts and the held-out half) and on GoEmotions, which `mhaudit collect` and the
+monitor's report quote (weak_supervision.lexicons.measured). Rerun it whenever a lexicon file changes.
+
+    python benchmarks/lexicon_recall.py [--data ../shared/data] [--no-write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from mhaudit.weak_supervision.lexicons.labelled_sets import DEFAULT_FILTERS, recall_tables
+from mhaudit.weak_supervision.lexicons.measured import TABLE
+from mhaudit.weak_supervision.lexicons.recall import load_filter
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "src" / "mhaudit" / "weak_supervision" / "lexicons" / TABLE
+SETS = {"bluesky_depression": "bluesky_depression", "bluesky_depression_held_out":
+        "bluesky_depression (held-out half)", "general_stream": "goemotions test (general stream)"}
+NUMBERS = ("recall", "keep_share", "precision", "base_rate")
+
+
+def markdown(name: str, table) -> str:
+    positives = f", {table['n_positive'].iat[0]:,} positive" if "n_positive" in table else ", no target"
+    lines = [f"**{name}** ({table['n_posts'].iat[0]:,} posts{positives})", "",
+             "| filter | recall (95% CI) | keep share (95% CI) | precision (95% CI) |", "|---|---|---|---|"]
+    for _, row in table.iterrows():
+        cells = [f"{row[k]:.3f} ({row[k + '_ci_low']:.3f}–{row[k + '_ci_high']:.3f})" if k in row and row[k] == row[k] else "—"
+                 for k in ("recall", "keep_share", "precision")]
+        lines.append(f"| {row['filter']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def packaged(tables) -> dict:
+    filters = []
+    for spec in DEFAULT_FILTERS:
+        lexicons = load_filter(spec)
+        entry = {"filter": spec, "lexicons": {lex.name: lex.sha256 for lex in lexicons},
+                 "versions": {lex.name: lex.version for lex in lexicons}}
+        for key, name in SETS.items():
+            row = tables[name].set_index("filter").loc[spec]
+            entry[key] = {k: int(row[k]) for k in ("n_posts", "n_positive", "n_kept") if k in row} | {
+                f"{k}{s}": round(float(row[k + s]), 6) for k in NUMBERS for s in ("", "_ci_low", "_ci_high")
+                if k + s in row and row[k + s] == row[k + s]}
+        filters.append(entry)
+    return {"script": "benchmarks/lexicon_recall.py", "sets": SETS, "filters": filters}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=Path(os.environ.get("MHAUDIT_SHARED_DATA",
+                                                                         ROOT.parent / "shared" / "data")))
+    parser.add_argument("--no-write", action="store_true", help="print the tables only")
+    args = parser.parse_args()
+    tables, absent = recall_tables(args.data)
+    for name, table in tables.items():
+        print(markdown(name, table), end="\n\n")
+    if absent:
+        print("absent: " + ", ".join(absent))
+    missing = [name for name in SETS.values() if name not in tables]
+    if args.no_write or missing:
+        print("not written" + (f": {', '.join(missing)} absent" if missing else ""))
+        return
+    OUT.write_text(json.dumps(packaged(tables), indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {OUT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
