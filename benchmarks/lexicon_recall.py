@@ -4,7 +4,7 @@ For each built-in filter (mh, si, si+mh, wide, si+mh+wide) on every labelled set
 (weak_supervision.lexicons.labelled_sets: the Bluesky depression set whole and in its two halves, the stress
 sets, GoEmotions as a general stream): recall on the positive posts, keep share, precision and base rate,
 each with its Wilson 95% CI. Prints one Markdown table per set (docs/collect.md, "Recall of the collection")
-and writes `src/mhaudit/weak_supervision/lexicons/recall.json`: per filter, its lexicons' SHA-256 and its
+and writes `src/mhaudit/weak_supervision/lexicons/recall.toml`: per filter, its lexicons' SHA-256 and its
 row on the Bluesky set (all posts and the held-out half) and on GoEmotions, which `mhaudit collect` and the
 monitor's report quote (weak_supervision.lexicons.measured). Rerun it whenever a lexicon file changes.
 
@@ -14,7 +14,6 @@ monitor's report quote (weak_supervision.lexicons.measured). Rerun it whenever a
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 
@@ -38,6 +37,25 @@ def markdown(name: str, table) -> str:
                  for k in ("recall", "keep_share", "precision")]
         lines.append(f"| {row['filter']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _value(value) -> str:
+    return f'"{value}"' if isinstance(value, str) else repr(value)
+
+
+def toml(table: dict) -> str:
+    """The packaged table as TOML (flat tables of strings and numbers only; the standard library reads TOML but
+    does not write it)."""
+    lines = ["# Written by benchmarks/lexicon_recall.py from the labelled sets; do not edit, rerun it.",
+             f"script = {_value(table['script'])}", "", "[sets]"]
+    lines += [f'{key} = {_value(name)}' for key, name in table["sets"].items()]
+    for entry in table["filters"]:
+        lines += ["", "[[filters]]", f"filter = {_value(entry['filter'])}"]
+        for key in ("lexicons", "versions"):
+            lines.append(f"{key} = {{ " + ", ".join(f"{k} = {_value(v)}" for k, v in entry[key].items()) + " }")
+        for key in table["sets"]:
+            lines += ["", f"[filters.{key}]"] + [f"{k} = {_value(v)}" for k, v in entry[key].items()]
+    return "\n".join(lines) + "\n"
 
 
 def packaged(tables) -> dict:
@@ -70,7 +88,7 @@ def main() -> None:
     if args.no_write or missing:
         print("not written" + (f": {', '.join(missing)} absent" if missing else ""))
         return
-    OUT.write_text(json.dumps(packaged(tables), indent=1) + "\n", encoding="utf-8")
+    OUT.write_text(toml(packaged(tables)), encoding="utf-8")
     print(f"wrote {OUT.relative_to(ROOT)}")
 
 
