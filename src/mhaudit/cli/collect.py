@@ -68,8 +68,7 @@ def bluesky(
                                     "postgresql://user:password@host:port/dbname URL; created if absent, resumed "
                                     "if not.")],
     lexicon: Annotated[list[str], typer.Option("--lexicon", help="'si', 'mh', 'wide' or a lexicon TOML file; "
-                                               "repeat for several (`collect recall`: what each keeps).")]
-    = None,  # type: ignore[assignment]
+                                               "repeat for several.")] = None,  # type: ignore[assignment]
     relay: Annotated[str | None, typer.Option(help="Websocket URL (default: public Jetstream's /subscribe host, "
                                               "its xrpc host with --wire xrpc, or bsky.network with "
                                               "--firehose).")] = None,
