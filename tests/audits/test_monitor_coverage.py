@@ -11,7 +11,10 @@ from dataclasses import replace
 from mhaudit.synthetic.simulate_stream import StreamConfig, simulate_stream
 from mhaudit.weak_supervision.collect.store import PostStore
 from mhaudit.weak_supervision.lexicons import Lexicon
-from tests.audits.test_monitor import _label_shift_stream, _monitor, _store, setup  # noqa: F401  (fixture)
+from tests.audits import test_monitor
+from tests.audits.test_monitor import _label_shift_stream, _monitor, _store
+
+setup = test_monitor.setup  # the module's fixture: a tfidf-lr model on SYNTHETIC tweets and its reference
 
 SI_MH = {"si": Lexicon.load("si").sha256, "mh": Lexicon.load("mh").sha256}
 SENTENCE = ("The collection's filter (si+mh) keeps an estimated 0.613 (95% CI 0.570–0.654) of the depressive posts "
@@ -37,7 +40,7 @@ def test_the_report_states_the_filters_recall():
     assert plain.summary == result.summary.removesuffix(" " + SENTENCE)
 
 
-def test_audit_monitor_reads_the_filter_from_the_store(setup, tmp_path):  # noqa: F811
+def test_audit_monitor_reads_the_filter_from_the_store(setup, tmp_path):
     work, texts = setup
     posts = simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=2, per_window=150,
                                                                               change_at=1, seed=4))

@@ -1,5 +1,6 @@
 """`mhaudit collect recall` on the real Bluesky depression set (read in place through a folder that holds only
-it), its bad inputs, and the recall line of `collect summary` for the filters a store's runs recorded."""
+it), its bad inputs, and the recall line of `collect bluesky` (a local relay on 127.0.0.1) and of `collect summary`
+for the filters a store's runs recorded."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from mhaudit.weak_supervision.collect.store import PostStore
 from mhaudit.weak_supervision.lexicons import Lexicon
 from tests.cli_checks import assert_one_sentence_failure
 from tests.conftest import data_dir
+from tests.weak_supervision.collect.stream_server import StreamServer, jetstream_frames
+from tests.weak_supervision.collect.test_collector import stream
 
 runner = CliRunner()
 
@@ -47,3 +50,13 @@ def test_collect_summary_states_the_recall_of_the_lexicons_used(tmp_path):
     assert ("recall: the collection's filter (si+mh) keeps an estimated 0.613 (95% CI 0.570–0.654) of the depressive "
             "posts of the Bluesky depression set") in text
     assert "recall: the collection's filter (mine) has no measured recall" in text
+
+
+def test_collect_bluesky_states_the_recall_of_its_filter(tmp_path):
+    events, _ = stream(5)
+    with StreamServer(jetstream_frames(events)) as server:
+        result = runner.invoke(app, ["collect", "bluesky", "--db", str(tmp_path / "posts.sqlite"), "--lexicon", "wide",
+                                     "--relay", server.url, "--max-posts", "5", "--duration", "20s"])
+    assert result.exit_code == 0, result.output
+    assert ("recall: the collection's filter (wide) keeps an estimated 0.914 (95% CI 0.887–0.936) of the depressive "
+            "posts of the Bluesky depression set (0.911 on the held-out half") in " ".join(result.stderr.split())
