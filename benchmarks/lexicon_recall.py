@@ -33,13 +33,19 @@ SETS = {"bluesky_depression": "bluesky_depression", "bluesky_depression_held_out
 NUMBERS = ("recall", "keep_share", "precision", "base_rate")
 
 
+def interval(row, name: str) -> str:
+    """"0.914 (0.887–0.936)", or "—" where the row has no such proportion or it is undefined."""
+    if name not in row or row[name] != row[name]:
+        return "—"
+    return f"{row[name]:.3f} ({row[name + '_ci_low']:.3f}–{row[name + '_ci_high']:.3f})"
+
+
 def markdown(name: str, table) -> str:
     positives = f", {table['n_positive'].iat[0]:,} positive" if "n_positive" in table else ", no target"
     lines = [f"**{name}** ({table['n_posts'].iat[0]:,} posts{positives})", "",
              "| filter | recall (95% CI) | keep share (95% CI) | precision (95% CI) |", "|---|---|---|---|"]
     for _, row in table.iterrows():
-        cells = [f"{row[k]:.3f} ({row[k + '_ci_low']:.3f}–{row[k + '_ci_high']:.3f})" if k in row and row[k] == row[k] else "—"
-                 for k in ("recall", "keep_share", "precision")]
+        cells = [interval(row, k) for k in ("recall", "keep_share", "precision")]
         lines.append(f"| {row['filter']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -96,8 +102,7 @@ def model_filter(data: Path) -> str:
     row = filter_recall(model.predict_proba(vectoriser.transform(held["text"]))[:, 1] >= threshold,
                         held["positive"]).row()
     keep = float((model.predict_proba(vectoriser.transform(general["text"]))[:, 1] >= threshold).mean())
-    cells = [f"{row[k]:.3f} ({row[k + '_ci_low']:.3f}–{row[k + '_ci_high']:.3f})"
-             for k in ("recall", "keep_share", "precision")]
+    cells = [interval(row, k) for k in ("recall", "keep_share", "precision")]
     return (f"model filter (TF-IDF + LR on the tuning half, threshold {threshold:.3f}), held-out half: recall "
             f"{cells[0]}, keep share {cells[1]}, precision {cells[2]}; GoEmotions keep share {keep:.3f}")
 
