@@ -5,6 +5,7 @@ runtime quotes against a fresh measurement."""
 from __future__ import annotations
 
 import math
+import shutil
 import tomllib
 from importlib import resources
 
@@ -17,7 +18,7 @@ from mhaudit.weak_supervision.lexicons import BUILTIN, Lexicon
 from mhaudit.weak_supervision.lexicons.labelled_sets import LABELLED_SETS, bluesky_half, read_set, recall_tables
 from mhaudit.weak_supervision.lexicons.measured import collection_filters, measured_recall, recall_sentence
 from mhaudit.weak_supervision.lexicons.recall import filter_recall, kept_by, load_filter, wilson_interval
-from tests.conftest import data_dir
+from tests.conftest import FIXTURES, data_dir
 
 BLUESKY = tuple(spec for spec in LABELLED_SETS if spec.source == "bluesky_depression")
 
@@ -123,3 +124,15 @@ def test_collection_filters_reads_the_runs_of_a_store(tmp_path):
         store.start_run("r2", lexicons={"mh": "b", "si": "a"})
         store.start_run("r3", lexicons={"wide": "c"})
         assert collection_filters(store) == [{"mh": "b", "si": "a"}, {"wide": "c"}]
+
+
+def test_the_kaggle_suicidal_and_depression_sets_where_the_file_is_present(tmp_path):
+    """The Kaggle Combined Data is absent here; its format, from the hand-made 21-row fixture, gives both targets."""
+    (tmp_path / "kaggle_mh").mkdir()
+    shutil.copy(FIXTURES / "kaggle_combined_small.csv", tmp_path / "kaggle_mh" / "Combined Data.csv")
+    tables, absent = recall_tables(tmp_path, ("si", "mh"))
+    assert sorted(tables) == ["kaggle_mh depression", "kaggle_mh suicidal"] and "bluesky_depression" in absent
+    suicidal = tables["kaggle_mh suicidal"].set_index("filter")
+    assert suicidal.loc["si", ["n_posts", "n_positive", "n_kept", "n_kept_positive"]].tolist() == [21, 3, 1, 1]
+    depression = tables["kaggle_mh depression"].set_index("filter")
+    assert depression.loc["mh", ["n_positive", "n_kept", "n_kept_positive"]].tolist() == [3, 2, 1]
