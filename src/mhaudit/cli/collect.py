@@ -52,6 +52,10 @@ def _where(collector, rewind: float) -> str:
 
 
 def _print_summary(store) -> None:
+    from mhaudit.weak_supervision.lexicons.measured import collection_filters, recall_sentence
+
+    for lexicons in collection_filters(store):
+        out.print("recall: " + recall_sentence(lexicons), highlight=False)
     tables = store.summary()
     print_table("Posts per category (all runs in the store)", tables["per_category"])
     print_table("Posts per day (UTC, from createdAt)", tables["per_day"])
@@ -63,8 +67,8 @@ def bluesky(
     db: Annotated[str, typer.Option("--db", metavar="PATH|URL", help="Post store: an SQLite file path, or a "
                                     "postgresql://user:password@host:port/dbname URL; created if absent, resumed "
                                     "if not.")],
-    lexicon: Annotated[list[str], typer.Option("--lexicon", help="'si', 'mh' or a lexicon TOML file; repeat "
-                                               "for several.")] = None,  # type: ignore[assignment]
+    lexicon: Annotated[list[str], typer.Option("--lexicon", help="'si', 'mh', 'wide' or a lexicon TOML file; "
+                                               "repeat for several.")] = None,  # type: ignore[assignment]
     relay: Annotated[str | None, typer.Option(help="Websocket URL (default: public Jetstream's /subscribe host, "
                                               "its xrpc host with --wire xrpc, or bsky.network with "
                                               "--firehose).")] = None,
@@ -94,6 +98,7 @@ def bluesky(
     from mhaudit.weak_supervision.collect.dialects import check_store_path
     from mhaudit.weak_supervision.collect.store import PostStore
     from mhaudit.weak_supervision.lexicons import Lexicon
+    from mhaudit.weak_supervision.lexicons.measured import recall_sentence
 
     db_path = check_store_path(db)
     if not lexicon:
@@ -123,6 +128,7 @@ def bluesky(
         how = f" ({wire_note})" if wire_note else ""
         err.print(f"run {run_id}: {collector.wire.name} wire at {collector.relay}{how}, {_where(collector, rewind)}"
                   "; lexicons " + ", ".join(f"{lex.name} v{lex.version}" for lex in lexicons), highlight=False)
+        err.print("recall: " + recall_sentence({lex.name: lex.sha256 for lex in lexicons}), highlight=False)
         # Ctrl-C and SIGTERM commit the pending batch and end the run cleanly.
         previous = {sig: signal.signal(sig, lambda *_: collector.stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
@@ -174,3 +180,45 @@ def replay(posts: Annotated[Path, typer.Argument(help="A table of posts (.csv, .
     with contextlib.suppress(KeyboardInterrupt):
         relay.wait()
     relay.stop()
+
+
+def _with_intervals(table):
+    """The filter and each proportion as "value (low–high)", for printing."""
+    import pandas as pd  # here, not at the top: `mhaudit --help` loads no pandas
+
+    shown = {"filter": table["filter"]}
+    for column in ("recall", "keep_share", "precision"):
+        if column in table:
+            triples = table[[column, f"{column}_ci_low", f"{column}_ci_high"]].to_numpy()
+            shown[column.replace("_", " ")] = [f"{v:.3f} ({lo:.3f}–{hi:.3f})" if v == v else "n/a"
+                                               for v, lo, hi in triples]
+    return pd.DataFrame(shown)
+
+
+@app.command("recall")
+@guarded
+def recall(lexicon: Annotated[list[str], typer.Option("--lexicon", metavar="FILTER", help="A filter: 'mh', 'si', "
+                                                      "'wide', lexicons joined by '+' ('si+mh'), or a lexicon TOML "
+                                                      "file; repeat for several (default: mh, si, si+mh, wide, "
+                                                      "si+mh+wide).")] = None,  # type: ignore[assignment]
+           data: Annotated[Path, typer.Option(help="The folder of labelled sets (each read in place).")]
+           = Path("../shared/data")) -> None:
+    """Print what each collection filter keeps of the labelled sets found under --data: recall on the positive
+    posts, share of all posts kept and precision of the kept posts, with Wilson 95% CIs (docs/collect.md,
+    "Recall of the collection")."""
+    from mhaudit.weak_supervision.lexicons.labelled_sets import DEFAULT_FILTERS, LABELLED_SETS, recall_tables
+
+    if not data.is_dir():
+        raise InputError("no such folder of labelled sets (give --data, e.g. ../shared/data)", path=data)
+    tables, absent = recall_tables(data, lexicon or DEFAULT_FILTERS)
+    if not tables:
+        raise InputError("none of the labelled sets is in this folder; expected e.g. "
+                         f"{LABELLED_SETS[0].files[0]}", path=data)
+    targets = {spec.name: spec for spec in LABELLED_SETS}
+    for name, table in tables.items():
+        spec = targets[name]
+        what = (f"{table['n_positive'].iat[0]:,} {spec.target} by {spec.labels_by}" if spec.positive is not None
+                else spec.labels_by)
+        print_table(f"{name}: {table['n_posts'].iat[0]:,} posts, {what}", _with_intervals(table))
+    if absent:
+        out.print("not found under " + str(data) + ": " + ", ".join(absent), highlight=False)

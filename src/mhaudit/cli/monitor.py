@@ -130,6 +130,7 @@ def _round(store: str, runs: list, ref, ensemble, options, executor: str, worker
     from mhaudit.weak_supervision.collect.scores import post_times, run_predictions, scored_posts
     from mhaudit.weak_supervision.collect.scoring import score_posts
     from mhaudit.weak_supervision.collect.store import PostStore
+    from mhaudit.weak_supervision.lexicons.measured import collection_filters
 
     with PostStore(store) as posts:
         if posts.count() == 0:
@@ -144,13 +145,13 @@ def _round(store: str, runs: list, ref, ensemble, options, executor: str, worker
             scored_now.append(score_posts(store, load_model, folder, digest, executor=executor, workers=workers))
     name, deployed, _, digest = runs[0]
     with PostStore(store) as posts:
-        scored = scored_posts(posts, digest, list(deployed.classes))
+        scored, collection = scored_posts(posts, digest, list(deployed.classes)), collection_filters(posts)
         if ensemble is not None:
             ensemble = replace(ensemble, predicted=run_predictions(posts, {r[0]: r[3] for r in runs}))
     if ensemble is not None:
         progress.note(f"the other {len(runs) - 1} runs scored {sum(scored_now[1:]):,} new posts")
     result = audit_monitor(MonitorInputs(scored, ref, deployed.name, digest, deployed.classes, scored_now[0],
-                                         ensemble=ensemble), options, progress=progress)
+                                         ensemble=ensemble, collection=collection), options, progress=progress)
     if result.outputs:
         folder = out_dir / alert_folder(result.options["alert_window"])
         write_table(result.outputs["suggested_predictions"], folder / "predictions.parquet",

@@ -14,6 +14,7 @@ from mhaudit.weak_supervision.lexicons import BUILTIN, Lexicon, Match
 EXPECTED = {
     "si": {"self_harm_death_wish", "hopelessness", "burdensomeness"},
     "mh": {"depression", "anxiety", "panic", "insomnia", "help_seeking"},
+    "wide": {"mood", "anhedonia", "sleep_appetite", "energy_cognition", "worthlessness", "death", "disclosure"},
 }
 
 

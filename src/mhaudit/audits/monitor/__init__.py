@@ -22,6 +22,7 @@ from dataclasses import asdict
 import pandas as pd
 
 from mhaudit.audits.monitor.alert import alert_folder, suggest_sample
+from mhaudit.audits.monitor.coverage import coverage_section, coverage_sentence
 from mhaudit.audits.monitor.ensemble import (MonitorEnsemble, WindowEnsemble, deployed_reference, ensemble_reference,
                                              runs_table)
 from mhaudit.audits.monitor.options import MonitorInputs, MonitorOptions
@@ -77,7 +78,7 @@ def audit_monitor(inputs: MonitorInputs, options: MonitorOptions, *,
         table = window_table(posts, ref, window, n_boot=options.n_boot, seed=options.seed, options=options,
                              baseline_posts=options.min_posts, ensemble=per_window)
     verdicts = monitor_verdicts(table, options, model_name=model, target=f"stream, windows of {options.window}")
-    sections = _sections(table, ref, runs, options)
+    sections = _sections(table, ref, runs, options) + coverage_section(inputs.collection)
     alerts = table[(table["change_alarm"] | (table["psi_score"] >= options.psi_warn))
                    & (table["n_posts"] >= options.min_posts)]
     alert_window, outputs = (alerts["window"].iat[-1] if len(alerts) else None), {}
@@ -91,10 +92,11 @@ def audit_monitor(inputs: MonitorInputs, options: MonitorOptions, *,
     return AuditResult(
         title=f"Monitoring {model} on the stream{synthetic}",
         sections=sections, summary=("SYNTHETIC data. " if inputs.synthetic else "")
-        + summarise(table, options, inputs.scored_now, runs), verdicts=verdicts, synthetic=inputs.synthetic,
+        + summarise(table, options, inputs.scored_now, runs) + (" " + coverage_sentence(inputs.collection)).rstrip(),
+        verdicts=verdicts, synthetic=inputs.synthetic,
         options={**asdict(options), "positive": ref.classes[ref.positive], "model_digest": inputs.model_digest,
                  "classes": classes, "scored_now": inputs.scored_now, "n_posts": len(posts),
-                 "alert_window": alert_window, **record},
+                 "alert_window": alert_window, "collection": [dict(c) for c in inputs.collection], **record},
         outputs=outputs,
         provenance=provenance({"posts": digest_frame(posts), "reference": digest_frame(inputs.reference.frame),
                                "model": inputs.model_digest, **digests}, progress.seconds))

@@ -70,9 +70,11 @@ class MonitorInputs:
     scored_now: int = 0
     synthetic: bool = False
     ensemble: MonitorEnsemble | None = None
+    collection: tuple = ()  # the collection filters: lexicon name -> SHA-256 each (audits.monitor.coverage)
 
     def __post_init__(self):
         object.__setattr__(self, "classes", tuple(self.classes))
+        object.__setattr__(self, "collection", tuple(dict(c) for c in self.collection))
         missing = [c for c in (*SCORED_COLUMNS, *map(logit_column, self.classes)) if c not in self.posts.columns]
         if missing:
             raise InputError(f"the scored posts have no '{missing[0]}' column; read them with scored_posts")

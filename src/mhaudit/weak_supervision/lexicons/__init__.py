@@ -33,7 +33,7 @@ from mhaudit.core.errors import InputError
 
 __all__ = ["BUILTIN", "Lexicon", "Match", "normalise_apostrophes"]
 
-BUILTIN = ("si", "mh")
+BUILTIN = ("si", "mh", "wide")
 
 # Every apostrophe-like character maps to ASCII "'" (one character to one, so spans stay valid).
 _APOSTROPHES = "\u2019\u2018\u02bc\u201b\u2032`\uff07"
@@ -105,7 +105,7 @@ class Lexicon:
     # ----------------------------------------------------------------------------------- loading
     @classmethod
     def load(cls, which: str | Path) -> Lexicon:
-        """A built-in lexicon by name ("si", "mh") or a TOML file by path."""
+        """A built-in lexicon by name ("si", "mh", "wide") or a TOML file by path."""
         if isinstance(which, str) and which in BUILTIN:
             ref = resources.files(__name__).joinpath(f"{which}.toml")
             data, source = ref.read_bytes(), f"mhaudit.weak_supervision.lexicons/{which}.toml"

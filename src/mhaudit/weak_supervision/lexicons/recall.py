@@ -1,0 +1,94 @@
+"""Recall of a collection filter on a labelled set: how much of the target a lexicon lets the stream show.
+
+`filter_recall(kept, positive)` takes, for each post of a labelled set, whether the filter keeps it and whether
+it is a positive (e.g. depressive by the clinicians' label), and returns the counts with four proportions, each
+with its Wilson 95% interval: recall (share of the positive posts kept), keep share (share of all posts kept),
+precision (share positive among the kept posts) and the base rate (share positive among all). A proportion of
+nothing (precision when nothing is kept) is NaN with the reason in `reason` (docs/statistics.md).
+
+A filter is one or more lexicons joined by "+" ("si+mh"): a post is kept when any of them matches, as
+`collect bluesky --lexicon si --lexicon mh` keeps it (weak_supervision.collect.collector.PostFilter).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import norm
+
+from mhaudit.core.errors import InputError
+from mhaudit.weak_supervision.lexicons import Lexicon
+
+__all__ = ["FilterRecall", "filter_name", "filter_recall", "kept_by", "load_filter", "wilson_interval"]
+
+
+def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of k successes in n trials (statsmodels' proportion_confint method="wilson");
+    (NaN, NaN) when n is 0."""
+    if n == 0:
+        return math.nan, math.nan
+    z = float(norm.isf((1 - level) / 2))
+    p, z2 = k / n, z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass(frozen=True)
+class FilterRecall:
+    """Counts of one filter on one labelled set, and the proportions they give (`row()`)."""
+
+    n_posts: int
+    n_positive: int
+    n_kept: int
+    n_kept_positive: int
+
+    def proportions(self) -> dict[str, tuple[int, int]]:
+        """name -> (numerator, denominator)."""
+        return {"recall": (self.n_kept_positive, self.n_positive), "keep_share": (self.n_kept, self.n_posts),
+                "precision": (self.n_kept_positive, self.n_kept), "base_rate": (self.n_positive, self.n_posts)}
+
+    def row(self) -> dict[str, object]:
+        """The counts, each proportion with ci_low / ci_high, and why any is NaN."""
+        row: dict[str, object] = {"n_posts": self.n_posts, "n_positive": self.n_positive, "n_kept": self.n_kept,
+                                  "n_kept_positive": self.n_kept_positive}
+        reasons = []
+        for name, (k, n) in self.proportions().items():
+            low, high = wilson_interval(k, n)
+            row |= {name: k / n if n else math.nan, f"{name}_ci_low": low, f"{name}_ci_high": high}
+            if not n:
+                reasons.append(f"{name} is undefined: " + ("the filter keeps no post" if name == "precision"
+                                                            else "there is no positive post" if name == "recall"
+                                                            else "there is no post"))
+        row["reason"] = "; ".join(reasons)
+        return row
+
+
+def filter_recall(kept: Sequence[bool], positive: Sequence[bool]) -> FilterRecall:
+    """Counts of a filter's decisions (`kept`) against the labels (`positive`), one pair per post."""
+    kept_arr, pos_arr = np.asarray(kept, dtype=bool), np.asarray(positive, dtype=bool)
+    if kept_arr.shape != pos_arr.shape or kept_arr.ndim != 1:
+        raise InputError(f"the filter's decisions ({kept_arr.shape}) and the labels ({pos_arr.shape}) must be "
+                         "two sequences of the same length")
+    return FilterRecall(int(kept_arr.size), int(pos_arr.sum()), int(kept_arr.sum()), int((kept_arr & pos_arr).sum()))
+
+
+def load_filter(spec: str) -> tuple[Lexicon, ...]:
+    """The lexicons of a filter named "si", "mh+wide" or "path/to/lexicon.toml" (one lexicon per "+" part)."""
+    parts = [part.strip() for part in spec.split("+")]
+    if not spec.strip() or not all(parts):
+        raise InputError(f"the filter {spec!r} names no lexicon; use e.g. 'mh', 'si+mh' or 'wide'")
+    return tuple(Lexicon.load(part) for part in parts)
+
+
+def filter_name(lexicons: Iterable[Lexicon]) -> str:
+    """The filter's name: its lexicons' names in order, joined by "+"."""
+    return "+".join(lex.name for lex in lexicons)
+
+
+def kept_by(lexicons: Sequence[Lexicon], texts: Iterable[str]) -> np.ndarray:
+    """Whether each text matches any of the lexicons (what the collector keeps, languages and replies aside)."""
+    return np.fromiter((any(lex.matches_any(text) for lex in lexicons) for text in texts), dtype=bool)
