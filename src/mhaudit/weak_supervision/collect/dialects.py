@@ -200,6 +200,7 @@ class PostgresDialect:
         self.location = redact_url(url)
         self.errors = (psycopg.OperationalError,)
         self._url, self._synchronous, self._timeout, self._retry = url, synchronous, timeout, retry
+        self.reconnects = 0  # connections lost and made again (tests, logs)
         try:
             # wait_for_server: the store was reached earlier in this run, so a refused connect is a restart
             # in progress, waited out as a lost connection is (reconnect.py); otherwise a wrong URL fails at once.
@@ -248,6 +249,7 @@ class PostgresDialect:
     def _reconnect(self) -> None:
         self.conn.close()
         self.conn = _PgConnection(self._connect())
+        self.reconnects += 1
 
     def _open(self) -> None:
         conn = self.conn
