@@ -87,15 +87,13 @@ def bluesky(
     max_retries: Annotated[int, typer.Option(help="Give up after this many failed connects in a row.")] = 10,
     rewind: Annotated[float, typer.Option(help="Subscribe wire: resume this many seconds before the saved "
                                           "cursor (the overlap adds no duplicate).")] = 5.0,
-    db_retry: Annotated[float | None, typer.Option(help="PostgreSQL --db: wait up to this many seconds for a "
-                                                   "server that restarts or fails over, then stop (default 30, "
-                                                   "or MHAUDIT_DB_RETRY_S).")] = None,
+    db_retry: Annotated[float | None, typer.Option(help="PostgreSQL --db: seconds to wait for a server that restarts "
+                                                   "or fails over (default 30, or MHAUDIT_DB_RETRY_S).")] = None,
 ) -> None:
     """Stream posts matching the lexicons into --db; resumable from the saved cursor (rerun the same command)."""
     from mhaudit.weak_supervision.collect.collector import (CollectOptions, Collector, PostFilter, RetryPolicy,
                                                             parse_duration)
     from mhaudit.weak_supervision.collect.dialects import check_store_path
-    from mhaudit.weak_supervision.collect.reconnect import ReconnectPolicy
     from mhaudit.weak_supervision.collect.store import PostStore
     from mhaudit.weak_supervision.lexicons import Lexicon
 
@@ -106,16 +104,13 @@ def bluesky(
         raise InputError(f"--max-retries must be at least 1, not {max_retries}")
     if not rewind >= 0 or rewind == float("inf"):
         raise InputError(f"--rewind must be 0 or more seconds, not {rewind}")
-    if db_retry is not None and not 0 <= db_retry < float("inf"):
-        raise InputError(f"--db-retry must be 0 or more seconds, not {db_retry}")
     chosen = _wire(wire, firehose)
     lexicons = [Lexicon.load(name) for name in lexicon]
     options = CollectOptions(langs=_langs(langs), replies=replies, batch_size=batch_size,
                              duration_s=parse_duration(duration) if duration else None, max_posts=max_posts,
                              retry=RetryPolicy(max_failures=max_retries), rewind_s=rewind)
     post_filter = PostFilter(lexicons, langs=options.langs, replies=replies)
-    retry = None if db_retry is None else ReconnectPolicy(budget_s=db_retry)
-    with PostStore(db_path, keep_raw_ids=keep_raw_ids, retry=retry) as store:
+    with PostStore(db_path, keep_raw_ids=keep_raw_ids, retry_s=db_retry) as store:
         progress = stage_progress(every_s=LOG_EVERY_S)
         collector = Collector(store, post_filter, wire=chosen, relay=relay, options=options, progress=progress)
         wire_note = collector.settle_wire()  # auto on a bare host: learn the wire before the run line names it

@@ -19,13 +19,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from mhaudit.core.errors import InputError
 from mhaudit.synthetic.simulate_stream import StreamConfig, simulate_stream
 from mhaudit.weak_supervision.collect.collector import CollectOptions, Collector, PostFilter
 from mhaudit.weak_supervision.collect.store import PostStore
 from tests.audits.test_monitor import _monitor, _scores, _store, setup  # noqa: F401  (setup: fixture)
 from tests.weak_supervision.collect.pg_server import PASSWORD, pg_server, pg_url  # noqa: F401  (fixtures)
 from tests.weak_supervision.collect.stream_server import StreamServer, jetstream_frames
-from tests.weak_supervision.collect.test_collector import FAST_RETRY, MH, stored_rkeys, stream
+from tests.weak_supervision.collect.test_collector import FAST_RETRY, MH, _bad, _cli, stored_rkeys, stream
 
 SRC = Path(__file__).resolve().parents[3] / "src"
 CYCLES = 200  # 1,600 events, 600 matching posts
@@ -101,8 +102,8 @@ def test_collect_gives_up_in_one_sentence_after_the_budget_and_a_rerun_completes
         proc = subprocess.Popen(command, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             before = _wait_for(pg_url, "posts", 100, proc=proc)
-            pg_server.pg_ctl("-m", "fast", "stop")
             stopped = time.monotonic()
+            pg_server.pg_ctl("-m", "fast", "stop")
             _, stderr = proc.communicate(timeout=30)
             waited = time.monotonic() - stopped
         finally:
@@ -124,6 +125,16 @@ def test_collect_gives_up_in_one_sentence_after_the_budget_and_a_rerun_completes
     assert len(rkeys) == len(set(rkeys)) == 600 and set(rkeys) == set(expected)
 
 
+def test_a_bad_retry_budget_is_one_sentence(pg_url, monkeypatch):
+    monkeypatch.setenv("MHAUDIT_DB_RETRY_S", "soon")
+    with pytest.raises(InputError, match=r"budget \(--db-retry or MHAUDIT_DB_RETRY_S\) must be 0 or more seconds, "
+                                         "not 'soon'"):
+        PostStore(pg_url)
+    monkeypatch.delenv("MHAUDIT_DB_RETRY_S")
+    _bad(_cli("bluesky", "--db", pg_url, "--lexicon", "mh", "--relay", "ws://127.0.0.1:1", "--db-retry", "-1"),
+         "must be 0 or more seconds, not -1.0")
+
+
 # ------------------------------------------------------------------------------------------ the monitor
 @pytest.fixture(scope="module")
 def posts(setup):  # noqa: F811
@@ -131,13 +142,20 @@ def posts(setup):  # noqa: F811
     return simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=6, per_window=500, seed=7))
 
 
-@pytest.mark.parametrize("fault", ["restart fast", "restart immediate", "stop"])
-def test_monitor_scores_through_a_restart_equal_to_an_undisturbed_run(setup, posts, pg_server, pg_url,  # noqa: F811
-                                                                      tmp_path, fault):
+@pytest.fixture(scope="module")
+def undisturbed(setup, posts, pg_server, tmp_path_factory):  # noqa: F811
+    """The scores of a run that nothing disturbed."""
     work, _ = setup
     clean = pg_server.url(pg_server.create_database())
     _store(clean, posts)
-    assert _monitor(work, clean, tmp_path / "clean").exit_code == 0
+    assert _monitor(work, clean, tmp_path_factory.mktemp("clean")).exit_code == 0
+    return _scores(clean, work)
+
+
+@pytest.mark.parametrize("fault", ["restart fast", "restart immediate", "stop"])
+def test_monitor_scores_through_a_restart_equal_to_an_undisturbed_run(setup, posts, undisturbed,  # noqa: F811
+                                                                      pg_server, pg_url, tmp_path, fault):
+    work, _ = setup
     _store(pg_url, posts)
     command = [sys.executable, "-m", "mhaudit", "audit", "monitor", "--store", pg_url, "--model", str(work / "model"),
                "--reference", str(work / "reference.parquet"), "--window", "1d", "--positive", "depression",
@@ -167,7 +185,7 @@ def test_monitor_scores_through_a_restart_equal_to_an_undisturbed_run(setup, pos
     assert proc.returncode == 0, stderr
     assert at_fault < len(posts)  # the fault landed mid-run
     assert _count(pg_url, "scores") == len(posts) == 3000  # each post scored once
-    pd.testing.assert_frame_equal(_scores(pg_url, work), _scores(clean, work))
+    pd.testing.assert_frame_equal(_scores(pg_url, work), undisturbed)
 
 
 # ------------------------------------------------------------------------------------------ the watchdog

@@ -205,7 +205,8 @@ class PostgresDialect:
             # wait_for_server: the store was reached earlier in this run, so a refused connect is a restart
             # in progress, waited out as a lost connection is (reconnect.py); otherwise a wrong URL fails at once.
             conn = retrying(self._connect, lost=lambda exc: isinstance(exc, psycopg.OperationalError),
-                            where=self.location, policy=retry) if wait_for_server else self._connect()
+                            where=self.location, policy=retry, describe=lambda exc: _pg_reason(exc, url)) \
+                if wait_for_server else self._connect()
         except psycopg.Error as exc:
             raise InputError(f"cannot connect to the PostgreSQL post store {self.location}: "
                              f"{_pg_reason(exc, url)}; nothing was read or written") from None

@@ -35,17 +35,18 @@ class ReconnectPolicy:
     max_s: float = 2.0      # ... up to this
 
     @classmethod
-    def from_env(cls) -> ReconnectPolicy:
-        """The default policy, its budget from MHAUDIT_DB_RETRY_S (seconds; 0 = give up at once)."""
-        text = os.environ.get(ENV, "").strip()
-        if not text:
+    def with_budget(cls, budget_s: float | None = None) -> ReconnectPolicy:
+        """The default policy with a budget of `budget_s` seconds, or MHAUDIT_DB_RETRY_S's when None (else 30 s);
+        0 gives up at the first failed reconnect."""
+        raw = os.environ.get(ENV, "").strip() if budget_s is None else budget_s
+        if raw == "":
             return cls()
         try:
-            budget = float(text)
-        except ValueError:
+            budget = float(raw)
+        except (TypeError, ValueError):
             budget = -1.0
         if not 0 <= budget < float("inf"):
-            raise InputError(f"{ENV}={text!r} must be a number of seconds, 0 or more")
+            raise InputError(f"the database retry budget (--db-retry or {ENV}) must be 0 or more seconds, not {raw!r}")
         return cls(budget_s=budget)
 
     def delay(self, attempt: int) -> float:
@@ -54,12 +55,12 @@ class ReconnectPolicy:
 
 def retrying(action: Callable[[], T], *, lost: Callable[[BaseException], bool], where: str,
              reconnect: Callable[[], object] | None = None, policy: ReconnectPolicy | None = None,
-             describe: Callable[[BaseException], str] = lambda exc: " ".join(str(exc).split()), clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], object] = time.sleep) -> T:
+             describe: Callable[[BaseException], str] = lambda exc: " ".join(str(exc).split())) -> T:
     """action(), redone after `reconnect()` (None: action() connects itself) while it fails with an error that
     `lost(error)` calls a lost connection; StoreUnreachable once `policy.budget_s` has passed since the first
     loss. Any other error passes through at once. `where` (the database, without password) and `describe(error)`
     (its reason, one line, without password) go into the sentence."""
-    policy = policy or ReconnectPolicy.from_env()
+    policy = policy or ReconnectPolicy.with_budget()
     deadline, attempt = None, 0
     while True:
         try:
@@ -70,7 +71,7 @@ def retrying(action: Callable[[], T], *, lost: Callable[[BaseException], bool], 
             if not lost(exc):
                 raise
             last = exc
-        now = clock()
+        now = time.monotonic()
         deadline = now + policy.budget_s if deadline is None else deadline
         attempt += 1
         if now >= deadline:
@@ -80,4 +81,4 @@ def retrying(action: Callable[[], T], *, lost: Callable[[BaseException], bool], 
                 f"{policy.budget_s:g} s (last error: {reason}); the batch in flight was not stored and everything "
                 f"committed before it was; once the server is back, run the same command again (it skips what "
                 f"is stored), or set {ENV} to wait longer") from None
-        sleep(min(policy.delay(attempt), deadline - now))
+        time.sleep(min(policy.delay(attempt), deadline - now))

@@ -73,10 +73,10 @@ class PostStore:
     postgresql:// URL. Use as a context manager or close()."""
 
     def __init__(self, path: str | Path, *, keep_raw_ids: bool = False, secret: bytes | None = None,
-                 synchronous: str = "NORMAL", timeout: float = 10.0, retry: ReconnectPolicy | None = None,
+                 synchronous: str = "NORMAL", timeout: float = 10.0, retry_s: float | None = None,
                  wait_for_server: bool = False):
-        """`retry`: how long a PostgreSQL store waits for a server that went away (default: 30 s, or
-        MHAUDIT_DB_RETRY_S); `wait_for_server`: the store was reached before in this run, so a refused connect
+        """`retry_s`: how long a PostgreSQL store waits for a server that went away (default: MHAUDIT_DB_RETRY_S,
+        else 30 s; reconnect.py); `wait_for_server`: the store was reached before in this run, so a refused connect
         at open is waited out too (else it fails at once: a wrong URL should say so)."""
         target = check_store_path(path)
         self.keep_raw_ids = keep_raw_ids
@@ -91,7 +91,7 @@ class PostStore:
             self._db = SQLiteDialect(target, synchronous=synchronous.upper(), timeout=timeout)
         else:
             self._db = PostgresDialect(target, synchronous=synchronous.upper(), timeout=timeout,
-                                       retry=retry or ReconnectPolicy.from_env(), wait_for_server=wait_for_server)
+                                       retry=ReconnectPolicy.with_budget(retry_s), wait_for_server=wait_for_server)
         self._conn = self._opened = self._db.conn
         # The file path (SQLite), or the server URL without credentials (PostgreSQL): safe to print.
         self.path = self.location = self._db.location
