@@ -1,4 +1,4 @@
-"""Riding out a restart or failover of the post store's PostgreSQL server (see docs/collect.md, "Restarts").
+"""Riding out a restart or failover of the post store's PostgreSQL server (docs/collect.md, "Restarts and failover").
 
 One policy and one loop for every statement the store sends: when an action fails because the connection is
 lost (the server shut down, restarted or failed over), the store reconnects with a bounded, growing back-off
