@@ -135,6 +135,18 @@ def test_a_bad_retry_budget_is_one_sentence(pg_url, monkeypatch):
          "must be 0 or more seconds, not -1.0")
 
 
+def test_a_lock_timeout_on_a_live_connection_is_not_waited_for(pg_url):
+    """A lock timeout is an OperationalError too, but the connection is alive: one sentence at once, no retry."""
+    import psycopg
+
+    with PostStore(pg_url, timeout=1) as store, psycopg.connect(pg_url) as other:
+        other.execute("LOCK TABLE posts IN EXCLUSIVE MODE")  # held until `other` ends its transaction
+        started = time.monotonic()
+        with pytest.raises(InputError, match="cannot write to the post store: .*lock timeout.*the batch was rolled"):
+            store.commit_batch([{"uri": "at://did:plc:x/app.bsky.feed.post/1", "did": "did:plc:x"}], 1)
+        assert time.monotonic() - started < 10 and store.dialect.reconnects == 0
+
+
 # ------------------------------------------------------------------------------------------ the monitor
 @pytest.fixture(scope="module")
 def posts(setup):  # noqa: F811
