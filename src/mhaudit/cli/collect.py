@@ -91,6 +91,8 @@ def bluesky(
     max_retries: Annotated[int, typer.Option(help="Give up after this many failed connects in a row.")] = 10,
     rewind: Annotated[float, typer.Option(help="Subscribe wire: resume this many seconds before the saved "
                                           "cursor (the overlap adds no duplicate).")] = 5.0,
+    db_retry: Annotated[float | None, typer.Option(help="PostgreSQL --db: seconds to wait for a server that restarts "
+                                                   "or fails over (default 30, or MHAUDIT_DB_RETRY_S).")] = None,
 ) -> None:
     """Stream posts matching the lexicons into --db; resumable from the saved cursor (rerun the same command)."""
     from mhaudit.weak_supervision.collect.collector import (CollectOptions, Collector, PostFilter, RetryPolicy,
@@ -113,7 +115,7 @@ def bluesky(
                              duration_s=parse_duration(duration) if duration else None, max_posts=max_posts,
                              retry=RetryPolicy(max_failures=max_retries), rewind_s=rewind)
     post_filter = PostFilter(lexicons, langs=options.langs, replies=replies)
-    with PostStore(db_path, keep_raw_ids=keep_raw_ids) as store:
+    with PostStore(db_path, keep_raw_ids=keep_raw_ids, retry_s=db_retry) as store:
         progress = stage_progress(every_s=LOG_EVERY_S)
         collector = Collector(store, post_filter, wire=chosen, relay=relay, options=options, progress=progress)
         wire_note = collector.settle_wire()  # auto on a bare host: learn the wire before the run line names it

@@ -5,6 +5,7 @@ of the LAST EVENT PROCESSED before the commit (matching or not), in one transact
 runs ahead of a post that has not been committed; a crash loses at most the uncommitted batch, and a restart
 subscribes from the saved cursor, receives those events again and stores them (replayed posts that were
 already stored are ignored by the store's primary key): no gap, no duplicate.
+A restarting PostgreSQL store is waited for inside `commit_batch` (reconnect.py), the cursor still with its batch.
 
 Wire (`jetstream.choose_wires`): given, or `auto`, by the relay URL's path; on a URL that names none, xrpc
 first, and a 400/404 handshake refusal switches to subscribe, once, before any event (`settle_wire`).

@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from mhaudit.core.errors import InputError
+from mhaudit.weak_supervision.collect.reconnect import ReconnectPolicy, retrying
 
 SCHEMA_VERSION = 1
 APPLICATION_ID = 0x6D68_6131  # "mha1": marks a file as an mhaudit post store
@@ -96,6 +97,14 @@ class SQLiteDialect:
     errors: tuple[type[BaseException], ...] = (sqlite3.OperationalError,)
     nul_free = False  # SQLite text may hold U+0000
 
+    @staticmethod
+    def lost(exc: BaseException) -> bool:
+        return False  # a file cannot restart under us
+
+    @staticmethod
+    def retrying(action):
+        return action()
+
     def __init__(self, path: Path, *, synchronous: str, timeout: float):
         self.path, self.location = path, path
         self._check_header()
@@ -163,6 +172,10 @@ class _PgConnection:
         cur.executemany(sql.replace("?", "%s"), rows)
         return cur  # psycopg >= 3.1: rowcount is the sum over the rows, as in sqlite3
 
+    @property
+    def closed(self) -> bool:
+        return bool(self._conn.closed)
+
     def close(self) -> None:
         self._conn.close()
 
@@ -177,7 +190,8 @@ class PostgresDialect:
     errors: tuple[type[BaseException], ...] = ()
     nul_free = True  # PostgreSQL text cannot hold U+0000: it is stored as U+FFFD
 
-    def __init__(self, url: str, *, synchronous: str, timeout: float):
+    def __init__(self, url: str, *, synchronous: str, timeout: float, retry: ReconnectPolicy | None = None,
+                 wait_for_server: bool = False):
         try:
             import psycopg
         except ImportError:
@@ -185,18 +199,19 @@ class PostgresDialect:
                              "bluesky extra)") from None
         self.location = redact_url(url)
         self.errors = (psycopg.OperationalError,)
+        self._url, self._synchronous, self._timeout, self._retry = url, synchronous, timeout, retry
+        self.reconnects = 0  # connections lost and made again (tests, logs)
         try:
-            conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout)))
+            # wait_for_server: the store was reached earlier in this run, so a refused connect is a restart
+            # in progress, waited out as a lost connection is (reconnect.py); otherwise a wrong URL fails at once.
+            conn = retrying(self._connect, lost=lambda exc: isinstance(exc, psycopg.OperationalError),
+                            where=self.location, policy=retry, describe=lambda exc: _pg_reason(exc, url)) \
+                if wait_for_server else self._connect()
         except psycopg.Error as exc:
             raise InputError(f"cannot connect to the PostgreSQL post store {self.location}: "
                              f"{_pg_reason(exc, url)}; nothing was read or written") from None
         self.conn = _PgConnection(conn)
         try:
-            # A lock held by another writer makes a statement wait at most `timeout`; FULL also waits for
-            # synchronous standbys, NORMAL is the server's own setting (a commit is durable on return either way).
-            conn.execute(f"SET lock_timeout = '{int(timeout * 1000)}ms'")
-            if synchronous == "FULL":
-                conn.execute("SET synchronous_commit = 'on'")
             self._open()
         except psycopg.Error as exc:
             conn.close()
@@ -205,6 +220,37 @@ class PostgresDialect:
         except BaseException:
             conn.close()
             raise
+
+    def _connect(self):
+        import psycopg
+
+        conn = psycopg.connect(self._url, autocommit=True, connect_timeout=max(1, int(self._timeout)))
+        try:
+            # A lock held by another writer makes a statement wait at most `timeout`; FULL also waits for
+            # synchronous standbys, NORMAL is the server's own setting (a commit is durable on return either way).
+            conn.execute(f"SET lock_timeout = '{int(self._timeout * 1000)}ms'")
+            if self._synchronous == "FULL":
+                conn.execute("SET synchronous_commit = 'on'")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    # -- a server that restarts or fails over (reconnect.py) -------------------------------------------------
+    def lost(self, exc: BaseException) -> bool:
+        """Whether `exc` means the connection is gone (server shut down, restarted, failed over), not that a
+        statement failed (a lock timeout is an OperationalError too, on a live connection)."""
+        return isinstance(exc, self.errors) and self.conn.closed
+
+    def retrying(self, action):
+        """action(), redone on a new connection while the server is away, within the retry budget."""
+        return retrying(action, lost=self.lost, reconnect=self._reconnect, where=self.location,
+                        policy=self._retry, describe=lambda exc: _pg_reason(exc, self._url))
+
+    def _reconnect(self) -> None:
+        self.conn.close()
+        self.conn = _PgConnection(self._connect())
+        self.reconnects += 1
 
     def _open(self) -> None:
         conn = self.conn

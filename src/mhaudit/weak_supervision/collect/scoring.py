@@ -7,6 +7,8 @@ here, in uri order, the same wherever they run, so the numbers are too. A job lo
 process (`loaded_model`, a cache keyed by model folder) with the `load` function it is given (e.g.
 `mhaudit.models.load_model`: anything that turns a folder into an object with `predict_logits`), so this
 module knows no model and imports no torch; it limits torch to one thread only where the model loaded it.
+A PostgreSQL server that restarts or fails over meanwhile is waited for within the retry budget (reconnect.py);
+the batch it interrupted is committed on the new connection, and a post scored twice keeps its first row.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ def score_batch(store: str, load: Callable[[str], object], model_dir: str, diges
     if one_thread and "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(1)
     logits = model.predict_logits(texts)
-    with PostStore(store) as posts:
+    with PostStore(store, wait_for_server=True) as posts:  # reached at the start: a refusal is a restart
         done = store_scores(posts, digest, uris, logits)
     time.sleep(float(os.environ.get("MHAUDIT_MONITOR_BATCH_DELAY", "0")))  # fault tests: slow batches to kill
     return done

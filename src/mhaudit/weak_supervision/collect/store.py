@@ -18,7 +18,9 @@ FULL would fsync on every batch for no gain in correctness; pass `synchronous="F
 PostgreSQL: `PostStore("postgresql://user:password@host:port/dbname")` (or `postgres://`) keeps the same tables
 in that database (its current schema); `mhaudit.weak_supervision.collect.dialects` holds what differs. A commit
 on the server is durable before `commit_batch` returns, and a client killed mid-transaction leaves nothing of it
-(the server rolls it back).
+(the server rolls it back). A server that restarts or fails over under a running store is ridden out: every
+statement and transaction runs through the dialect's `retrying` (reconnect.py), which reconnects within a retry
+budget and redoes the whole transaction; redoing is idempotent (posts keyed by uri, cursor never moving back).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import pandas as pd
 from mhaudit.core.errors import InputError
 from mhaudit.core.privacy import local_secret, pseudonymise
 from mhaudit.weak_supervision.collect.dialects import PostgresDialect, SQLiteDialect, check_store_path
+from mhaudit.weak_supervision.collect.reconnect import ReconnectPolicy
 
 DEFAULT_STREAM = "jetstream"
 
@@ -70,7 +73,11 @@ class PostStore:
     postgresql:// URL. Use as a context manager or close()."""
 
     def __init__(self, path: str | Path, *, keep_raw_ids: bool = False, secret: bytes | None = None,
-                 synchronous: str = "NORMAL", timeout: float = 10.0):
+                 synchronous: str = "NORMAL", timeout: float = 10.0, retry_s: float | None = None,
+                 wait_for_server: bool = False):
+        """`retry_s`: how long a PostgreSQL store waits for a server that went away (default: MHAUDIT_DB_RETRY_S,
+        else 30 s; reconnect.py); `wait_for_server`: the store was reached before in this run, so a refused connect
+        at open is waited out too (else it fails at once: a wrong URL should say so)."""
         target = check_store_path(path)
         self.keep_raw_ids = keep_raw_ids
         if synchronous.upper() not in {"NORMAL", "FULL"}:
@@ -80,11 +87,27 @@ class PostStore:
         self._secret = secret if secret is not None else local_secret()
         self.run_id: str | None = None
         self.lexicon_hash: str | None = None
-        dialect = SQLiteDialect if isinstance(target, Path) else PostgresDialect
-        self._db = dialect(target, synchronous=synchronous.upper(), timeout=timeout)
-        self._conn = self._db.conn
+        if isinstance(target, Path):
+            self._db = SQLiteDialect(target, synchronous=synchronous.upper(), timeout=timeout)
+        else:
+            self._db = PostgresDialect(target, synchronous=synchronous.upper(), timeout=timeout,
+                                       retry=ReconnectPolicy.with_budget(retry_s), wait_for_server=wait_for_server)
+        self._conn = self._opened = self._db.conn
         # The file path (SQLite), or the server URL without credentials (PostgreSQL): safe to print.
         self.path = self.location = self._db.location
+
+    def _fresh(self):
+        """The connection to use: the dialect's new one after a reconnect, else `_conn` (which a test may wrap)."""
+        if self._db.conn is not self._opened:
+            self._conn = self._opened = self._db.conn
+        return self._conn
+
+    def _query(self, sql: str, params=()) -> tuple[list, list[str]]:
+        """Rows and column names of one query, asked again on a new connection if the server restarted."""
+        def ask():
+            cur = self._fresh().execute(sql, params)
+            return cur.fetchall(), [d[0] for d in cur.description or ()]
+        return self._db.retrying(ask)
 
     # -- runs and cursors ------------------------------------------------------------------------------------
     def start_run(self, run_id: str, *, relay_url: str | None = None, lexicons: Mapping[str, str] | None = None,
@@ -100,19 +123,19 @@ class PostStore:
 
     def cursor(self, stream: str = DEFAULT_STREAM) -> int | None:
         """The last committed cursor of a stream, or None if nothing was committed yet."""
-        row = self._conn.execute("SELECT cursor FROM cursor WHERE stream = ?", (stream,)).fetchone()
-        return None if row is None else int(row[0])
+        rows = self._query("SELECT cursor FROM cursor WHERE stream = ?", (stream,))[0]
+        return int(rows[0][0]) if rows else None
 
     def cursors(self) -> dict[str, int]:
         """Every saved cursor, by stream key."""
-        return {str(k): int(v) for k, v in self._conn.execute("SELECT stream, cursor FROM cursor")}
+        return {str(k): int(v) for k, v in self._query("SELECT stream, cursor FROM cursor")[0]}
 
     def run_relays(self, wire: str) -> set[str]:
         """The relay hosts (`host[:port]`) of the recorded runs whose options name this wire."""
         from mhaudit.weak_supervision.collect.jetstream import relay_host
 
         hosts = set()
-        for relay_url, options in self._conn.execute("SELECT relay_url, options FROM runs"):
+        for relay_url, options in self._query("SELECT relay_url, options FROM runs")[0]:
             try:
                 run_wire = json.loads(options).get("wire")
             except (ValueError, AttributeError):
@@ -168,10 +191,16 @@ class PostStore:
         return self._write(write)
 
     def _write(self, action):
-        conn, errors = self._conn, self._db.errors
+        """action(conn) in one transaction, redone whole on a new connection if the server went away."""
+        return self._db.retrying(lambda: self._transaction(action))
+
+    def _transaction(self, action):
+        conn, errors, lost = self._fresh(), self._db.errors, self._db.lost
         try:
             conn.execute(self._db.begin)
         except errors as exc:
+            if lost(exc):
+                raise  # for `retrying`
             raise InputError(f"cannot write to the post store: {_one_line(exc)} (another process holds it, or "
                              "the server is gone?); nothing was stored from this batch", path=self.location) from None
         try:
@@ -182,7 +211,7 @@ class PostStore:
                 conn.execute("ROLLBACK")
             except errors:
                 pass  # the connection is gone: the server rolls the transaction back itself
-            if isinstance(exc, errors):
+            if isinstance(exc, errors) and not lost(exc):
                 raise InputError(f"cannot write to the post store: {_one_line(exc)}; the batch was rolled back",
                                  path=self.location) from None
             raise
@@ -196,7 +225,7 @@ class PostStore:
 
     def read(self, sql: str, params=()) -> list[tuple]:
         """Rows of a query (? placeholders on both databases)."""
-        return [tuple(row) for row in self._conn.execute(sql, params).fetchall()]
+        return [tuple(row) for row in self._query(sql, params)[0]]
 
     def transaction(self, action):
         """Run action(conn) in one transaction (conn.execute / executemany, ? placeholders); rolled back on error."""
@@ -204,7 +233,7 @@ class PostStore:
 
     # -- reading ---------------------------------------------------------------------------------------------
     def count(self) -> int:
-        return int(self._conn.execute("SELECT count(*) FROM posts").fetchone()[0])
+        return int(self._query("SELECT count(*) FROM posts")[0][0][0])
 
     def texts(self, uris: Iterable[str]) -> dict[str, str]:
         """The text of each stored post among `uris`, by uri (the annotation app serves a sample of post ids)."""
@@ -212,7 +241,7 @@ class PostStore:
         for i in range(0, len(wanted), 500):  # bounded IN lists
             chunk = wanted[i:i + 500]
             sql = f"SELECT uri, text FROM posts WHERE uri IN ({', '.join('?' * len(chunk))})"
-            found |= dict(self._conn.execute(sql, chunk).fetchall())
+            found |= dict(self._query(sql, chunk)[0])
         return found
 
     def posts(self, run_id: str | None = None) -> pd.DataFrame:
@@ -220,9 +249,8 @@ class PostStore:
         query, params = "SELECT * FROM posts", ()
         if run_id is not None:
             query, params = query + " WHERE run_id = ?", (run_id,)
-        cur = self._conn.execute(query + " ORDER BY stored_at, uri", params)
-        frame = pd.DataFrame.from_records(cur.fetchall(), columns=[d[0] for d in cur.description],
-                                          coerce_float=True)
+        rows, columns = self._query(query + " ORDER BY stored_at, uri", params)
+        frame = pd.DataFrame.from_records(rows, columns=columns, coerce_float=True)
         for column in ("langs", "terms", "categories"):
             frame[column] = frame[column].map(json.loads)
         return frame
