@@ -121,7 +121,7 @@ def _round(store: str, runs: list, ref, ensemble, options, executor: str, worker
     and any suggested sample."""
     from dataclasses import replace
 
-    from mhaudit.audits.monitor import MonitorInputs, alert_folder, audit_monitor
+    from mhaudit.audits.monitor import MonitorInputs, alert_folder, audit_monitor, window_context
     from mhaudit.audits.monitor.windows import check_resolution
     from mhaudit.core.errors import InputError
     from mhaudit.models import load_model
@@ -130,6 +130,7 @@ def _round(store: str, runs: list, ref, ensemble, options, executor: str, worker
     from mhaudit.weak_supervision.collect.scores import post_times, run_predictions, scored_posts
     from mhaudit.weak_supervision.collect.scoring import score_posts
     from mhaudit.weak_supervision.collect.store import PostStore
+    from mhaudit.weak_supervision.collect.window_cache import read_windows, write_windows
 
     with PostStore(store) as posts:
         if posts.count() == 0:
@@ -149,9 +150,16 @@ def _round(store: str, runs: list, ref, ensemble, options, executor: str, worker
             ensemble = replace(ensemble, predicted=run_predictions(posts, {r[0]: r[3] for r in runs}))
     if ensemble is not None:
         progress.note(f"the other {len(runs) - 1} runs scored {sum(scored_now[1:]):,} new posts")
-    result = audit_monitor(MonitorInputs(scored, ref, deployed.name, digest, deployed.classes, scored_now[0],
-                                         ensemble=ensemble), options, progress=progress)
-    if result.outputs:
+    inputs = MonitorInputs(scored, ref, deployed.name, digest, deployed.classes, scored_now[0], ensemble=ensemble)
+    context = window_context(inputs, options)
+    with PostStore(store) as posts:  # the windows of the last round: those unchanged are not recomputed
+        inputs = replace(inputs, cached_windows=read_windows(posts, context))
+    result = audit_monitor(inputs, options, progress=progress)
+    with PostStore(store) as posts:
+        write_windows(posts, context, result.outputs["window_rows"])
+    progress.note(f"{result.options['windows_recomputed']:,} of {len(result.outputs['window_rows']):,} windows "
+                  "computed, the others unchanged since the last round")
+    if result.options["alert_window"] is not None:
         folder = out_dir / alert_folder(result.options["alert_window"])
         write_table(result.outputs["suggested_predictions"], folder / "predictions.parquet",
                     what="the window's predictions")
