@@ -157,8 +157,8 @@ def _round(store: str, runs: list, ref, ensemble, options, executor: str, worker
     result = audit_monitor(inputs, options, progress=progress)
     with PostStore(store) as posts:
         write_windows(posts, context, result.outputs["window_rows"])
-    progress.note(f"{result.options['windows_recomputed']:,} of {len(result.outputs['window_rows']):,} windows "
-                  "computed, the others unchanged since the last round")
+    computed, total = result.options["windows_recomputed"], len(result.outputs["window_rows"])
+    progress.note(f"{computed:,} of {total:,} windows computed; {total - computed:,} read from the store")
     if result.options["alert_window"] is not None:
         folder = out_dir / alert_folder(result.options["alert_window"])
         write_table(result.outputs["suggested_predictions"], folder / "predictions.parquet",
