@@ -32,10 +32,20 @@ def _ensure(store) -> None:
 
 
 def read_windows(store, context: str) -> pd.DataFrame:
-    """The cached windows of `context`: a `key` column, then one column per statistic (empty when none)."""
+    """The cached windows of `context`: a `key` column, then one column per statistic (empty when none). A row
+    that does not read as a JSON object is left out: its window is computed again and the row replaced."""
     _ensure(store)
-    rows = store.read("SELECT key, cells FROM monitor_windows WHERE context = ? ORDER BY key", (context,))
-    return pd.DataFrame([{"key": key, **json.loads(cells)} for key, cells in rows], columns=None if rows else ["key"])
+    rows = [{"key": key, **cells} for key, text in store.read("SELECT key, cells FROM monitor_windows WHERE "
+                                                               "context = ? ORDER BY key", (context,))
+            if isinstance(cells := _cells(text), dict)]
+    return pd.DataFrame(rows, columns=None if rows else ["key"])
+
+
+def _cells(text: str):
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return None
 
 
 def write_windows(store, context: str, windows: pd.DataFrame) -> None:
