@@ -41,7 +41,8 @@ def monitor(store: Annotated[str, typer.Option(help="Post store: posts.sqlite or
     """Score the posts not yet scored, then report per window: volume, mix, predicted prevalence, prior shift,
     score, length and language drift, the label-free estimate with its trust verdict, and change alarms; with a
     folder of several runs, the deployed run's accuracy from the runs' agreement; on an alert, a suggested
-    validation sample of post ids (docs/monitor.md)."""
+    validation sample of post ids. Windows unchanged since the last round are read from the store, not recomputed
+    (docs/monitor.md)."""
     from mhaudit.audits.monitor import MonitorOptions, reference_of
     from mhaudit.audits.monitor.ensemble import deployed_reference
     from mhaudit.core.errors import InputError
