@@ -1,7 +1,7 @@
 """`mhaudit monitor` on SYNTHETIC streams with a planted change (prevalence x2, a vocabulary shift), written into a
 real SQLite post store: alerts, incremental and resumable scoring (kill -9), a writer committing posts at the same
-time, privacy of every output, scoring on Ray (core.executors) with identical numbers, and the bad inputs; then
-`audit_monitor` from Python on the same store, as the CLI calls it."""
+time, privacy of every output, scoring on Ray (core.executors) without torch with identical numbers, and the bad
+inputs; then `audit_monitor` from Python on the same store, as the CLI calls it."""
 
 from __future__ import annotations
 
@@ -261,28 +261,66 @@ def test_scores_while_a_writer_commits_to_the_same_store(setup, tmp_path):
     assert first + second == len(posts) and _scored(store) == len(posts)
 
 
-def test_ray_executor_gives_the_same_numbers(setup, tmp_path, monkeypatch):
-    """Scoring on a local Ray (core.executors.run_jobs, one job per batch) and in local processes equals scoring
-    here."""
-    ray = pytest.importorskip("ray", reason="Ray is the optional mhaudit[ray] extra")
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
-    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+# A stand-in for an environment without torch (the `ray` and `bluesky` extras only): `import torch` fails as it
+# does where torch is not installed, and leaves a mark naming the process that tried. Its sitecustomize marks every
+# Python process started with it on PYTHONPATH, which shows that the Ray workers inherited it.
+_NO_TORCH = """import os, sys
+with open(os.path.join(os.environ["NO_TORCH_MARKS"], f"{kind}-{os.getpid()}"), "w") as mark:
+    mark.write(" ".join(sys.argv))
+"""
+_RAY_DRIVER = """import sys, ray
+ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+from mhaudit.cli import app
+app(sys.argv[1:])
+"""
+
+
+def _no_torch_env(tmp_path: Path) -> tuple[dict, Path]:
+    folder, marks = tmp_path / "no-torch", tmp_path / "marks"
+    (folder / "torch").mkdir(parents=True)
+    marks.mkdir()
+    (folder / "torch" / "__init__.py").write_text(
+        _NO_TORCH.replace("{kind}", "torch") + "raise ModuleNotFoundError(\"No module named 'torch'\", name='torch')\n")
+    (folder / "sitecustomize.py").write_text(_NO_TORCH.replace("{kind}", "python"))
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env |= {"PYTHONPATH": os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")])),
+            "NO_TORCH_MARKS": str(marks), "RAY_AUTH_MODE": "disabled"}
+    return env, marks
+
+
+def test_ray_executor_without_torch_gives_the_same_numbers(setup, tmp_path):
+    """Scoring on a local Ray (core.executors.run_jobs, one job per batch) where torch cannot be imported, and in
+    local processes, equals scoring here: the TF-IDF model's workers never try torch. A model that needs torch is
+    one sentence naming the extra, not a traceback."""
+    pytest.importorskip("ray", reason="Ray is the optional mhaudit[ray] extra")
     work, texts = setup
     posts = simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=4, per_window=700, seed=5))
     local, processes, distributed = (_store(tmp_path / f"{n}.sqlite", posts) for n in ("local", "processes", "ray"))
     assert _monitor(work, local, tmp_path / "local").exit_code == 0
     r = _monitor(work, processes, tmp_path / "processes", "--workers", "2")
     assert r.exit_code == 0, r.output
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        r = _monitor(work, distributed, tmp_path / "ray", "--executor", "ray")
-    finally:
-        ray.shutdown()
-    assert r.exit_code == 0, r.output
+    env, marks = _no_torch_env(tmp_path)
+    args = ["audit", "monitor", "--store", str(distributed), "--reference", str(work / "reference.parquet"),
+            "--window", "1d", "--positive", "depression", "--n-boot", "100", "--executor", "ray"]
+    done = subprocess.run([sys.executable, "-c", _RAY_DRIVER, *args, "--model", str(work / "model"), "--out",
+                           str(tmp_path / "ray")], env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = [p.read_text() for p in marks.iterdir()]
+    assert any("default_worker.py" in argv for argv in seen), seen  # the workers ran with the stand-in
+    assert not list(marks.glob("torch-*")), [p.read_text() for p in marks.glob("torch-*")]
     for other in (processes, distributed):
         pd.testing.assert_frame_equal(_scores(local, work), _scores(other, work))
     for folder in ("processes", "ray"):
         pd.testing.assert_frame_equal(_windows(tmp_path / "local"), _windows(tmp_path / folder))
+    (tmp_path / "transformer").mkdir()
+    (tmp_path / "transformer" / "mhaudit-model.json").write_text(json.dumps({"name": "transformer", "options": {},
+                                                                             "classes": CLASSES}))
+    done = subprocess.run([sys.executable, "-m", "mhaudit", *args, "--model", str(tmp_path / "transformer"), "--out",
+                           str(tmp_path / "no")], env=env, capture_output=True, text=True, timeout=120)
+    message = done.stderr.strip()
+    assert done.returncode == 2 and "\n" not in message and "Traceback" not in done.stdout + message, message
+    assert message == "error: model 'transformer' needs an optional dependency (torch); install mhaudit[transformers]"
+    assert not (tmp_path / "no").exists()
 
 
 def _assert_private(out: Path, posts: list[dict]) -> None:

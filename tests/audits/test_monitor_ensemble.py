@@ -165,6 +165,12 @@ def test_every_run_scores_and_each_big_window_gets_the_deployed_runs_accuracy(ru
     alone = _windows(single_run)
     pd.testing.assert_frame_equal(windows[alone.columns], alone)
 
+    # a rerun reads every window, the ensemble's columns included, from the store: the same table
+    r = _monitor(store, work / "models", work / "reference.parquet", tmp_path / "again", "--deployed", "run-2")
+    assert r.exit_code == 0, r.output
+    assert _report(tmp_path / "again")["options"]["windows_recomputed"] == 0
+    pd.testing.assert_frame_equal(_windows(_report(tmp_path / "again")), windows, check_exact=True)
+
     runs_table = pd.DataFrame(report["sections"][1]["tables"]["runs"])
     reference = pd.read_parquet(work / "reference.parquet")
     right = reference.assign(right=reference[["logit_other", "logit_depression"]].to_numpy().argmax(axis=1)

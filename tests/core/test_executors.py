@@ -24,6 +24,12 @@ def test_local(workers):
     assert [(e.done, e.total) for e in told if e.kind == "advance"] == [(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]
 
 
+def refuse(x):
+    if x == 1:
+        raise InputError(f"job {x} refuses")
+    return x
+
+
 def test_ray_local_instance(monkeypatch):
     ray = pytest.importorskip("ray", reason="Ray is the optional mhaudit[ray] extra")
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
@@ -35,6 +41,10 @@ def test_ray_local_instance(monkeypatch):
         with progress.stage("square", total=len(JOBS)):
             assert run_jobs(square_plus, JOBS, executor="ray", progress=progress) == [1, 2, 5, 10, 17]
         assert [e.done for e in told if e.kind == "advance"] == [1, 2, 3, 4, 5]
+        # a job's bad input reaches the caller as itself (one sentence), not wrapped in Ray's traceback
+        with pytest.raises(InputError) as raised:
+            run_jobs(refuse, [{"x": 1}, {"x": 2}], executor="ray")
+        assert type(raised.value) is InputError and str(raised.value) == "job 1 refuses"
     finally:
         ray.shutdown()
 

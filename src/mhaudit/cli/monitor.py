@@ -41,7 +41,8 @@ def monitor(store: Annotated[str, typer.Option(help="Post store: posts.sqlite or
     """Score the posts not yet scored, then report per window: volume, mix, predicted prevalence, prior shift,
     score, length and language drift, the label-free estimate with its trust verdict, and change alarms; with a
     folder of several runs, the deployed run's accuracy from the runs' agreement; on an alert, a suggested
-    validation sample of post ids (docs/monitor.md)."""
+    validation sample of post ids. Windows unchanged since the last round are read from the store, not recomputed
+    (docs/monitor.md)."""
     from mhaudit.audits.monitor import MonitorOptions, reference_of
     from mhaudit.audits.monitor.ensemble import deployed_reference
     from mhaudit.core.errors import InputError
@@ -69,7 +70,7 @@ def monitor(store: Annotated[str, typer.Option(help="Post store: posts.sqlite or
     done = 0
     try:
         while True:
-            result = _round(store, runs, ref, ensemble, options, executor, workers, out_dir)
+            result = _round(store, runs, ref, ensemble, options, executor, workers, out_dir, first=done == 0)
             out.print(result.summary, highlight=False)
             raised = result.verdicts[result.verdicts["severity"] != "pass"]
             if not raised.empty:
@@ -116,12 +117,13 @@ def _runs(model: Path, deployed: str | None):
                                  tuple(r[3] for r in by_folder))
 
 
-def _round(store: str, runs: list, ref, ensemble, options, executor: str, workers: int, out_dir: Path):
+def _round(store: str, runs: list, ref, ensemble, options, executor: str, workers: int, out_dir: Path, *,
+           first: bool = True):
     """Score the new posts (the deployed run first, then the others), audit every scored post, write the report
     and any suggested sample."""
     from dataclasses import replace
 
-    from mhaudit.audits.monitor import MonitorInputs, alert_folder, audit_monitor
+    from mhaudit.audits.monitor import MonitorInputs, alert_folder, audit_monitor, window_context
     from mhaudit.audits.monitor.windows import check_resolution
     from mhaudit.core.errors import InputError
     from mhaudit.models import load_model
@@ -131,8 +133,10 @@ def _round(store: str, runs: list, ref, ensemble, options, executor: str, worker
     from mhaudit.weak_supervision.collect.scoring import score_posts
     from mhaudit.weak_supervision.collect.store import PostStore
     from mhaudit.weak_supervision.lexicons.measured import collection_filters
+    from mhaudit.weak_supervision.collect.window_cache import read_windows, write_windows
 
-    with PostStore(store) as posts:
+    # a wrong address is said at once; a later --follow round waits out a database restart (docs/collect.md)
+    with PostStore(store, wait_for_server=not first) as posts:
         if posts.count() == 0:
             raise InputError("the post store has no posts; collect some first (mhaudit collect bluesky)",
                              path=posts.location)
@@ -145,14 +149,21 @@ def _round(store: str, runs: list, ref, ensemble, options, executor: str, worker
             scored_now.append(score_posts(store, load_model, folder, digest, executor=executor, workers=workers))
     name, deployed, _, digest = runs[0]
     with PostStore(store) as posts:
-        scored, collection = scored_posts(posts, digest, list(deployed.classes)), collection_filters(posts)
         if ensemble is not None:
             ensemble = replace(ensemble, predicted=run_predictions(posts, {r[0]: r[3] for r in runs}))
+        inputs = MonitorInputs(scored_posts(posts, digest, list(deployed.classes)), ref, deployed.name, digest,
+                               deployed.classes, scored_now[0], ensemble=ensemble,
+                               collection=collection_filters(posts))
+        context = window_context(inputs, options)  # the last round's unchanged windows are not recomputed
+        inputs = replace(inputs, cached_windows=read_windows(posts, context))
     if ensemble is not None:
         progress.note(f"the other {len(runs) - 1} runs scored {sum(scored_now[1:]):,} new posts")
-    result = audit_monitor(MonitorInputs(scored, ref, deployed.name, digest, deployed.classes, scored_now[0],
-                                         ensemble=ensemble, collection=collection), options, progress=progress)
-    if result.outputs:
+    result = audit_monitor(inputs, options, progress=progress)
+    with PostStore(store) as posts:
+        write_windows(posts, context, result.outputs["window_rows"])
+    computed, total = result.options["windows_recomputed"], len(result.outputs["window_rows"])
+    progress.note(f"{computed:,} of {total:,} windows computed; {total - computed:,} read from the store")
+    if result.options["alert_window"] is not None:
         folder = out_dir / alert_folder(result.options["alert_window"])
         write_table(result.outputs["suggested_predictions"], folder / "predictions.parquet",
                     what="the window's predictions")

@@ -2,7 +2,9 @@
 
 Local processes by default; Ray on request (`executor="ray"`), joining RAY_ADDRESS when set or starting
 a local instance, so an experiment file runs unchanged on a cluster. Jobs are top-level functions with
-picklable arguments that write their results to disk and return something small.
+picklable arguments that write their results to disk and return something small. A Ray worker imports only the
+job's module and what the job itself imports (a TF-IDF model's scoring job never imports torch), and an InputError
+raised in a job reaches the caller as itself, one sentence (e.g. the extra a model needs), not a Ray traceback.
 """
 
 from __future__ import annotations
@@ -50,4 +52,10 @@ def _ray(fn: Callable, jobs: Sequence[dict], progress: Progress | None) -> list:
         ray.init(address=address) if address else ray.init(num_cpus=os.cpu_count(), include_dashboard=False)
     remote = ray.remote(fn)
     refs = [remote.remote(**job) for job in jobs]
-    return [_counted(progress, ray.get(ref)) for ref in refs]
+    try:
+        return [_counted(progress, ray.get(ref)) for ref in refs]
+    except ray.exceptions.RayTaskError as exc:
+        # a job's bad input (e.g. a model whose extra the workers lack) is its one sentence, not Ray's traceback
+        if isinstance(exc.cause, InputError):
+            raise exc.cause from None
+        raise

@@ -26,6 +26,7 @@ from mhaudit.audits.monitor.coverage import coverage_section, coverage_sentence
 from mhaudit.audits.monitor.ensemble import (MonitorEnsemble, WindowEnsemble, deployed_reference, ensemble_reference,
                                              runs_table)
 from mhaudit.audits.monitor.options import MonitorInputs, MonitorOptions
+from mhaudit.audits.monitor.reuse import WindowReuse, window_context
 from mhaudit.audits.monitor.verdicts import AXIS, monitor_verdicts, summarise
 from mhaudit.audits.monitor.windows import Reference, check_resolution, window_table
 from mhaudit.core.errors import InputError
@@ -36,7 +37,7 @@ from mhaudit.tables.digest import digest_frame
 from mhaudit.tables.predictions import PredictionSet, scores
 
 __all__ = ["AXIS", "MonitorEnsemble", "MonitorInputs", "MonitorOptions", "alert_folder", "audit_monitor",
-           "reference_of"]
+           "reference_of", "window_context"]
 
 
 def reference_of(reference: PredictionSet, classes: list[str], positive: str | None) -> Reference:
@@ -57,7 +58,9 @@ def audit_monitor(inputs: MonitorInputs, options: MonitorOptions, *,
     """Analyse the scored posts by window against the reference; on an alert, suggest a validation sample
     (`result.outputs`: suggested_predictions, suggested_sample, suggested_design; `result.options["alert_window"]`
     names the window, `alert_folder` where `mhaudit audit monitor` writes them). With `inputs.ensemble`, each
-    window big enough also gets the deployed run's accuracy from the agreement line over the runs."""
+    window big enough also gets the deployed run's accuracy from the agreement line over the runs. Windows found
+    in `inputs.cached_windows` are not recomputed (`result.options["windows_recomputed"]` counts the others);
+    `result.outputs["window_rows"]` holds this round's, to pass in next time (audits.monitor.reuse)."""
     progress = ensure(progress)
     window, classes, ensemble = options.window_length, list(inputs.classes), inputs.ensemble
     reference = deployed_reference(inputs.reference, ensemble)
@@ -75,8 +78,9 @@ def audit_monitor(inputs: MonitorInputs, options: MonitorOptions, *,
     model = inputs.model if ensemble is None else f"{inputs.model} {ensemble.deployed}"
     with progress.stage(f"analyse {len(posts):,} posts by window of {options.window}"
                         + ("" if ensemble is None else f", agreement line over {len(ensemble.runs)} runs")):
+        reuse = WindowReuse(window_context(inputs, options), inputs.cached_windows)
         table = window_table(posts, ref, window, n_boot=options.n_boot, seed=options.seed, options=options,
-                             baseline_posts=options.min_posts, ensemble=per_window)
+                             baseline_posts=options.min_posts, ensemble=per_window, reuse=reuse)
     verdicts = monitor_verdicts(table, options, model_name=model, target=f"stream, windows of {options.window}")
     sections = _sections(table, ref, runs, options) + coverage_section(inputs.collection)
     alerts = table[(table["change_alarm"] | (table["psi_score"] >= options.psi_warn))
@@ -96,8 +100,9 @@ def audit_monitor(inputs: MonitorInputs, options: MonitorOptions, *,
         verdicts=verdicts, synthetic=inputs.synthetic,
         options={**asdict(options), "positive": ref.classes[ref.positive], "model_digest": inputs.model_digest,
                  "classes": classes, "scored_now": inputs.scored_now, "n_posts": len(posts),
-                 "alert_window": alert_window, "collection": [dict(c) for c in inputs.collection], **record},
-        outputs=outputs,
+                 "alert_window": alert_window, "collection": [dict(c) for c in inputs.collection],
+                 "windows_recomputed": reuse.recomputed, **record},
+        outputs={**outputs, "window_rows": reuse.rows(table)},
         provenance=provenance({"posts": digest_frame(posts), "reference": digest_frame(inputs.reference.frame),
                                "model": inputs.model_digest, **digests}, progress.seconds))
 

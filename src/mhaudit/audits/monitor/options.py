@@ -60,7 +60,9 @@ class MonitorInputs:
     labelled sample it was validated on, and the model: its name, digest (scoring.model_digest) and classes.
     `scored_now`: how many of the posts this run scored (for the record). `ensemble`: when the deployed model is
     one run of several (audits.monitor.ensemble.MonitorEnsemble), the other runs' classes on the same posts; the
-    reference then holds every run's predictions, told apart by seed, and the posts are the deployed run's."""
+    reference then holds every run's predictions, told apart by seed, and the posts are the deployed run's.
+    `cached_windows`: an earlier round's `result.outputs["window_rows"]` (audits.monitor.reuse): windows whose
+    posts, model, reference and options are unchanged take their costly statistics from it."""
 
     posts: pd.DataFrame
     reference: PredictionSet
@@ -71,6 +73,7 @@ class MonitorInputs:
     synthetic: bool = False
     ensemble: MonitorEnsemble | None = None
     collection: tuple = ()  # the collection filters: lexicon name -> SHA-256 each (audits.monitor.coverage)
+    cached_windows: pd.DataFrame | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "classes", tuple(self.classes))
@@ -78,5 +81,8 @@ class MonitorInputs:
         missing = [c for c in (*SCORED_COLUMNS, *map(logit_column, self.classes)) if c not in self.posts.columns]
         if missing:
             raise InputError(f"the scored posts have no '{missing[0]}' column; read them with scored_posts")
+        if self.cached_windows is not None and "key" not in self.cached_windows.columns:
+            raise InputError("the cached windows have no 'key' column; pass an earlier result's "
+                             "outputs['window_rows']")
         if self.ensemble is not None:
             check_ensemble(self.posts, self.reference, self.classes, self.ensemble)

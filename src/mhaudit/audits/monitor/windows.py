@@ -98,13 +98,14 @@ def in_time_order(posts: pd.DataFrame) -> pd.DataFrame:
 
 
 def window_table(posts: pd.DataFrame, reference: Reference, window: pd.Timedelta, *, n_boot: int, seed: int,
-                 options, baseline_posts: int = 100, ensemble=None) -> pd.DataFrame:
+                 options, baseline_posts: int = 100, ensemble=None, reuse=None) -> pd.DataFrame:
     """One row per window with posts (`posts`: the scored posts, weak_supervision.collect.scores.scored_posts;
     `options`: the estimate's trust cut-offs; the stream's first `baseline_posts` posts are the baseline of the
     length and language drift, and only windows of at least that many posts feed the change detector). Each
     window's bootstrap has its own seed (from `seed` and the window's start), so a late post in one window
     changes no other window's interval. `ensemble` (audits.monitor.ensemble.WindowEnsemble, or None) adds its
-    columns from each window's post uris."""
+    columns from each window's post uris. `reuse` (audits.monitor.reuse.WindowReuse, or None) gives the costly
+    columns of windows unchanged since its rows were computed (`_costly`); the others are always computed."""
     frame = in_time_order(posts)
     logits = frame[[logit_column(c) for c in reference.classes]].to_numpy(dtype=float)
     frame["window"] = frame["time"].dt.floor(window) if window <= pd.Timedelta("1D") else \
@@ -133,12 +134,16 @@ def window_table(posts: pd.DataFrame, reference: Reference, window: pd.Timedelta
         positive = p[:, reference.positive]
         row[f"mean_posterior_{reference.classes[reference.positive]}"] = float(positive.mean())
         row["_sum"], row["_squares"] = float(positive.sum()), float((positive ** 2).sum())
-        em = em_priors(p, reference.priors).priors
-        name = reference.classes[reference.positive]
-        row[f"em_prior_{name}"] = float(em[reference.positive])
-        # its own generator (the estimate's draws below stay as they were): seeded by the window as theirs
-        row[f"em_ci_low_{name}"], row[f"em_ci_high_{name}"] = _em_interval(
-            p, reference, em, n_boot, np.random.default_rng([seed, int(start.value), 2]))
+        uris = rows_w["uri"].to_numpy()
+        key = None if reuse is None else reuse.key(int(start.value), uris, z,
+                                                   None if ensemble is None else
+                                                   ensemble.predicted.loc[list(uris)].to_numpy())
+        costly = None if reuse is None else reuse.cached(key)
+        if costly is None:
+            costly = _costly(reference, z, p, n_boot, seed, int(start.value), options, ensemble, uris)
+            if reuse is not None:
+                reuse.columns = list(costly)
+        row |= {c: costly[c] for c in costly if c.startswith("em_")}
         shares = binned_shares(score, reference.edges)
         row["psi_score"], row["js_score"] = psi(reference.shares, shares), js_distance(reference.shares, shares)
         row["ks_score"], row["ks_score_p"] = ks(reference.score, score)
@@ -146,10 +151,7 @@ def window_table(posts: pd.DataFrame, reference: Reference, window: pd.Timedelta
         row["psi_length"] = psi(length_ref, binned_shares(lengths, length_edges))
         row["ks_length"] = ks(frame.loc[first, "length"].to_numpy(float), lengths)[0]
         row["js_language"] = js_distance(lang_ref, category_shares(rows_w["language"], languages))
-        rng = np.random.default_rng([seed, int(start.value)])
-        row |= _estimate(reference, z, n_boot, rng, seed, options)
-        if ensemble is not None:
-            row |= ensemble.columns(rows_w["uri"].to_numpy(), int(start.value))
+        row |= {c: costly[c] for c in costly if not c.startswith("em_")}
         out.append(row)
     table = pd.DataFrame(out)
     judged = (table["n_posts"] >= baseline_posts).to_numpy()  # a window of a few posts is noise, not a change
@@ -161,6 +163,22 @@ def window_table(posts: pd.DataFrame, reference: Reference, window: pd.Timedelta
         full[judged] = values
         table[name] = full
     return table
+
+
+def _costly(reference: Reference, z: np.ndarray, p: np.ndarray, n_boot: int, seed: int, start: int, options,
+            ensemble, uris: np.ndarray) -> dict:
+    """A window's costly columns, a function of its own posts (scores, uris), its start and the reference only: the
+    EM prevalence with its interval, the label-free estimate with its trust verdict and the ensemble's columns."""
+    name = reference.classes[reference.positive]
+    em = em_priors(p, reference.priors).priors
+    row = {f"em_prior_{name}": float(em[reference.positive])}
+    # its own generator (the estimate's draws below stay as they were): seeded by the window as theirs
+    row[f"em_ci_low_{name}"], row[f"em_ci_high_{name}"] = _em_interval(
+        p, reference, em, n_boot, np.random.default_rng([seed, start, 2]))
+    row |= _estimate(reference, z, n_boot, np.random.default_rng([seed, start]), seed, options)
+    if ensemble is not None:
+        row |= ensemble.columns(uris, start)
+    return row
 
 
 def _em_interval(p: np.ndarray, reference: Reference, em: np.ndarray, n_boot: int, rng) -> tuple[float, float]:

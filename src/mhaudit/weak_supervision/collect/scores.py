@@ -8,7 +8,8 @@ the next run scores it again. The schema version sits in the database's `mhaudit
 
 The collector may write posts at the same time: SQLite in WAL mode lets the monitor read while a batch is
 written, and each side's write waits for the other's (the store's busy timeout); PostgreSQL serialises
-them on the server. This module and store.py hold every SQL statement on the post store.
+them on the server. This module, store.py and window_cache.py (the monitor's windows) hold every SQL
+statement on the post store.
 """
 
 from __future__ import annotations
