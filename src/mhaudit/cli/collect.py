@@ -103,12 +103,7 @@ def bluesky(
     from mhaudit.weak_supervision.lexicons.measured import recall_sentence
 
     db_path = check_store_path(db)
-    if not lexicon:
-        raise InputError("name at least one lexicon: --lexicon si, --lexicon mh or --lexicon FILE.toml")
-    if max_retries < 1:
-        raise InputError(f"--max-retries must be at least 1, not {max_retries}")
-    if not rewind >= 0 or rewind == float("inf"):
-        raise InputError(f"--rewind must be 0 or more seconds, not {rewind}")
+    _check_flags(lexicon, max_retries, rewind)
     chosen = _wire(wire, firehose)
     lexicons = [Lexicon.load(name) for name in lexicon]
     options = CollectOptions(langs=_langs(langs), replies=replies, batch_size=batch_size,
@@ -145,6 +140,15 @@ def bluesky(
                   f"({stats.duplicates:,} already stored), {stats.malformed:,} malformed frames skipped, "
                   f"{stats.failures:,} connection failures; cursor {stats.cursor}")
         _print_summary(store)
+
+
+def _check_flags(lexicon: list[str] | None, max_retries: int, rewind: float) -> None:
+    if not lexicon:
+        raise InputError("name at least one lexicon: --lexicon si, mh, wide or a FILE.toml")
+    if max_retries < 1:
+        raise InputError(f"--max-retries must be at least 1, not {max_retries}")
+    if not rewind >= 0 or rewind == float("inf"):
+        raise InputError(f"--rewind must be 0 or more seconds, not {rewind}")
 
 
 @app.command("summary")
