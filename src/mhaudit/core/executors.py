@@ -13,6 +13,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress
+from mhaudit.core.threads import limit_worker
 
 EXECUTORS = ("local", "ray")
 
@@ -29,7 +30,9 @@ def run_jobs(fn: Callable, jobs: Sequence[dict], *, executor: str = "local", wor
         return _ray(fn, jobs, progress)
     if workers <= 1 or len(jobs) == 1:  # in-process: simplest, and what 2-core machines want
         return [_counted(progress, fn(**job)) for job in jobs]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    # the workers share the cores: one BLAS, OpenMP and torch thread each (Ray's workers get OMP_NUM_THREADS=1
+    # from Ray itself, one CPU per task)
+    with ProcessPoolExecutor(max_workers=workers, initializer=limit_worker) as pool:
         futures = [pool.submit(fn, **job) for job in jobs]
         return [_counted(progress, f.result()) for f in futures]
 
