@@ -1,7 +1,7 @@
 """The monitor and the estimate on a busy machine (issue 33): wall-clock idle and beside competing CPU load, the
 slowdown against idle, and whether the numbers are the same.
 
-    python benchmarks/busy_machine.py [--busy 2] [--windows 30] [--per-window 1200] [--quick]
+    python benchmarks/busy_machine.py [--busy 2] [--windows 30] [--per-window 1200] [--one-thread] [--quick]
 
 Two workloads, each run in its own process with the user's default thread settings (OMP_NUM_THREADS and
 MHAUDIT_THREADS removed from its environment), first idle, then beside --busy processes that each spin one core
@@ -15,8 +15,9 @@ MHAUDIT_THREADS removed from its environment), first idle, then beside --busy pr
 The tables (the monitor's windows, every table of the estimate's report.json) must equal the idle run's. CPU
 seconds (the process's, all threads) barely move with the load when no thread spins against the others: the
 wall-clock slowdown is then the share of the cores the load leaves (3 runnable processes on 2 cores: 1.5x).
---quick: 6 windows of 300 posts and 200 draws, for a smoke run. Prints the 1-minute load average around each run:
-other processes on the machine add to the load.
+--one-thread: a third run under load with OMP_NUM_THREADS=1 (the workaround issue 33 found): as fast as the
+default when no stage is left unbudgeted. --quick: 6 windows of 300 posts and 200 draws, a smoke run. Prints
+the 1-minute load average around each run: other processes on the machine add to the load.
 """
 
 from __future__ import annotations
@@ -94,9 +95,9 @@ def monitor_worker(work: Path, out: Path, n_boot: int) -> float:
     return seconds
 
 
-def _env() -> dict:
+def _env(extra: dict) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MHAUDIT_THREADS")}
-    return env | {"PYTHONPATH": str(SRC)}
+    return env | {"PYTHONPATH": str(SRC)} | extra
 
 
 def _cpu_children() -> float:
@@ -104,21 +105,21 @@ def _cpu_children() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_monitor(work: Path, out: Path, args) -> tuple[float, float]:
+def run_monitor(work: Path, out: Path, args, extra: dict) -> tuple[float, float]:
     """Wall-clock seconds of the analysis, and CPU seconds of its whole process (all threads, start-up too)."""
     command = [sys.executable, __file__, "--worker", str(work), "--out", str(out), "--n-boot-monitor",
                str(args.n_boot_monitor)]
     cpu = _cpu_children()
-    done = subprocess.run(command, env=_env(), check=True, capture_output=True, text=True)
+    done = subprocess.run(command, env=_env(extra), check=True, capture_output=True, text=True)
     return float(done.stdout.split()[-1]), _cpu_children() - cpu
 
 
-def run_estimate(work: Path, out: Path, args) -> tuple[float, float]:
+def run_estimate(work: Path, out: Path, args, extra: dict) -> tuple[float, float]:
     """Wall-clock and CPU seconds of the whole command."""
     command = [sys.executable, "-m", "mhaudit", "audit", "estimate", "--reference", str(work / "est_reference.parquet"),
                "--target", str(work / "est_target.parquet"), "--out", str(out), "--n-boot", str(args.n_boot)]
     start, cpu = time.perf_counter(), _cpu_children()
-    subprocess.run(command, env=_env(), check=True, capture_output=True, text=True)
+    subprocess.run(command, env=_env(extra), check=True, capture_output=True, text=True)
     return time.perf_counter() - start, _cpu_children() - cpu
 
 
@@ -154,6 +155,7 @@ def main() -> int:
     parser.add_argument("--n-boot", type=int, default=1000, help="the estimate's bootstrap draws")
     parser.add_argument("--n-boot-monitor", type=int, default=200, help="each window's bootstrap draws")
     parser.add_argument("--quick", action="store_true", help="6 windows of 300 posts, 200 draws: a smoke run")
+    parser.add_argument("--one-thread", action="store_true", help="also under load with OMP_NUM_THREADS=1")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -168,19 +170,22 @@ def main() -> int:
         estimate_inputs(work)
         print(f"SYNTHETIC inputs; {os.cpu_count()} cores; monitor: {args.windows} windows x {args.per_window:,} posts, "
               f"{args.n_boot_monitor} draws a window; estimate: one pair, 6,257 + 2,883 rows, {args.n_boot:,} draws")
+        loads = [("idle", 0, {}), ("busy", args.busy, {})]
+        if args.one_thread:  # the issue's workaround, for comparison: every pool on one thread from the start
+            loads.append(("busy, OMP_NUM_THREADS=1", args.busy, {"OMP_NUM_THREADS": "1"}))
         seconds: dict[tuple[str, str], float] = {}
-        for load in ("idle", f"{args.busy} busy"):
-            spinning = busy(args.busy) if load != "idle" else []
+        for load, n_busy, extra in loads:
+            spinning = busy(n_busy)
             try:
                 time.sleep(1 if spinning else 0)
                 for kind, run in (("monitor", run_monitor), ("estimate", run_estimate)):
-                    before = os.getloadavg()[0]
-                    seconds[kind, load], cpu = run(work, work / load / kind, args)
+                    before, out = os.getloadavg()[0], work / f"{load}-{kind}"
+                    seconds[kind, load], cpu = run(work, out, args, extra)
                     verdict = "" if load == "idle" else \
-                        f"; tables vs idle: {same(tables(work / 'idle' / kind), tables(work / load / kind))}"
+                        f"; tables vs idle: {same(tables(work / f'idle-{kind}'), tables(out))}"
                     ratio = "" if load == "idle" else f" ({seconds[kind, load] / seconds[kind, 'idle']:.2f}x idle)"
-                    print(f"  {kind:8} {load:7} {seconds[kind, load]:7.1f} s{ratio}, CPU {cpu:.1f} s; load average "
-                          f"{before:.2f} -> {os.getloadavg()[0]:.2f}{verdict}", flush=True)
+                    print(f"  {kind:8} {load} ({n_busy} busy): {seconds[kind, load]:.1f} s{ratio}, CPU {cpu:.1f} s; "
+                          f"load average {before:.2f} -> {os.getloadavg()[0]:.2f}{verdict}", flush=True)
             finally:
                 for process in spinning:
                     process.kill()
