@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
@@ -42,6 +43,7 @@ def test_budget_limits_blas_openmp_and_torch_then_restores():
 
 
 def worker_threads(job: int) -> tuple[str | None, str | None, dict[str, int]]:
+    np.ones(2) @ np.ones(2)  # BLAS loaded in every worker
     return os.environ.get("OMP_NUM_THREADS"), os.environ.get(THREADS_ENV), _pools()
 
 
@@ -51,5 +53,19 @@ def test_every_executor_worker_runs_on_one_thread(monkeypatch):
     with threadpool_limits(2):  # what the forked workers inherit
         assert _pools()["openblas"] == 2
         seen = run_jobs(worker_threads, [{"job": i} for i in range(4)], workers=2)
+    for omp, own, pools in seen:
+        assert omp == own == "1" and set(pools.values()) == {1}
+
+
+def test_every_ray_task_runs_on_one_thread(monkeypatch):
+    ray = pytest.importorskip("ray", reason="Ray is the optional mhaudit[ray] extra")
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")  # Ray's own default would keep a variable already set
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        seen = run_jobs(worker_threads, [{"job": i} for i in range(2)], executor="ray")
+    finally:
+        ray.shutdown()
     for omp, own, pools in seen:
         assert omp == own == "1" and set(pools.values()) == {1}
