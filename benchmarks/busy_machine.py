@@ -17,7 +17,8 @@ seconds (the process's, all threads) barely move with the load when no thread sp
 wall-clock slowdown is then the share of the cores the load leaves (3 runnable processes on 2 cores: 1.5x).
 --one-thread: a third run under load with OMP_NUM_THREADS=1 (the workaround issue 33 found): as fast as the
 default when no stage is left unbudgeted. --quick: 6 windows of 300 posts and 200 draws, a smoke run. Prints
-the 1-minute load average around each run: other processes on the machine add to the load.
+the 1-minute load average around each run: other processes on the machine add to the load. --src times another
+checkout (e.g. one from before the thread budgets) on the same inputs, prepared with this one.
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ def monitor_worker(work: Path, out: Path, n_boot: int) -> float:
 
 def _env(extra: dict) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MHAUDIT_THREADS")}
-    return env | {"PYTHONPATH": str(SRC)} | extra
+    return env | {"PYTHONPATH": str(SRC)} | extra  # SRC: this checkout's, or --src
 
 
 def _cpu_children() -> float:
@@ -156,9 +157,13 @@ def main() -> int:
     parser.add_argument("--n-boot-monitor", type=int, default=200, help="each window's bootstrap draws")
     parser.add_argument("--quick", action="store_true", help="6 windows of 300 posts, 200 draws: a smoke run")
     parser.add_argument("--one-thread", action="store_true", help="also under load with OMP_NUM_THREADS=1")
+    parser.add_argument("--src", help="the src/ folder of another checkout to time (default: this one's)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.src:
+        global SRC
+        SRC = Path(args.src).resolve()
     if args.worker:
         print(monitor_worker(Path(args.worker), Path(args.out), args.n_boot_monitor))
         return 0
