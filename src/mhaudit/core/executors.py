@@ -15,6 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress
+from mhaudit.core.threads import limit_worker
 
 EXECUTORS = ("local", "ray")
 
@@ -31,7 +32,8 @@ def run_jobs(fn: Callable, jobs: Sequence[dict], *, executor: str = "local", wor
         return _ray(fn, jobs, progress)
     if workers <= 1 or len(jobs) == 1:  # in-process: simplest, and what 2-core machines want
         return [_counted(progress, fn(**job)) for job in jobs]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    # the workers share the cores: one BLAS, OpenMP and torch thread each
+    with ProcessPoolExecutor(max_workers=workers, initializer=limit_worker) as pool:
         futures = [pool.submit(fn, **job) for job in jobs]
         return [_counted(progress, f.result()) for f in futures]
 
@@ -50,8 +52,8 @@ def _ray(fn: Callable, jobs: Sequence[dict], progress: Progress | None) -> list:
     if not ray.is_initialized():
         address = os.environ.get("RAY_ADDRESS")
         ray.init(address=address) if address else ray.init(num_cpus=os.cpu_count(), include_dashboard=False)
-    remote = ray.remote(fn)
-    refs = [remote.remote(**job) for job in jobs]
+    remote = ray.remote(_one_thread)  # Ray's own default (OMP_NUM_THREADS=1 where unset) misses a set variable
+    refs = [remote.remote(fn, job) for job in jobs]
     try:
         return [_counted(progress, ray.get(ref)) for ref in refs]
     except ray.exceptions.RayTaskError as exc:
@@ -59,3 +61,9 @@ def _ray(fn: Callable, jobs: Sequence[dict], progress: Progress | None) -> list:
         if isinstance(exc.cause, InputError):
             raise exc.cause from None
         raise
+
+
+def _one_thread(fn: Callable, job: dict):
+    """A Ray task: `fn(**job)` on core.threads' worker budget, like a local worker process."""
+    limit_worker()
+    return fn(**job)

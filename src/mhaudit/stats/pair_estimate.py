@@ -62,6 +62,15 @@ def _interval(draws: np.ndarray) -> tuple[float, float]:
 
 def estimate_pair(y_ref: np.ndarray, z_ref: np.ndarray, z_tgt: np.ndarray, *, n_boot: int, rng: np.random.Generator,
                   seed: int, domain_auc_cutoff: float, prior_gap_cutoff: float) -> PairEstimate:
+    # Every step works on a few thousand rows (the bootstrap's batched products: draws x rows x classes; the
+    # domain classifier's small trees): BLAS and OpenMP threads cost more than they save, and on a busy machine
+    # they oversubscribe it (issue 33). One thread for the whole pair, set once.
+    with thread_budget(1):
+        return _estimate_pair(y_ref, z_ref, z_tgt, n_boot=n_boot, rng=rng, seed=seed,
+                              domain_auc_cutoff=domain_auc_cutoff, prior_gap_cutoff=prior_gap_cutoff)
+
+
+def _estimate_pair(y_ref, z_ref, z_tgt, *, n_boot, rng, seed, domain_auc_cutoff, prior_gap_cutoff) -> PairEstimate:
     k, n_ref, n_tgt = z_ref.shape[1], len(z_ref), len(z_tgt)
     calibration = fit_bcts(z_ref, y_ref)
     p_ref, p_tgt = calibration.probs(z_ref), calibration.probs(z_tgt)
@@ -69,10 +78,7 @@ def estimate_pair(y_ref: np.ndarray, z_ref: np.ndarray, z_tgt: np.ndarray, *, n_
     pred_ref, pred_tgt = z_ref.argmax(axis=1), z_tgt.argmax(axis=1)
     em = em_priors(p_tgt, pi).priors
     bbse = bbse_priors(y_ref, pred_ref, pred_tgt, k)
-    # The draws' batched products are small (draws x rows x classes): BLAS threads cost more than they save,
-    # and on a busy machine they oversubscribe it. One budget for the resampling here and in cbpe_draws.
-    with thread_budget(1):
-        resampled = _resampled(y_ref, p_ref, pred_ref, p_tgt, pred_tgt, pi, em, n_boot, rng)
+    resampled = _resampled(y_ref, p_ref, pred_ref, p_tgt, pred_tgt, pi, em, n_boot, rng)
 
     log_ref, log_tgt = (np.log(np.clip(p, 1e-12, None)) for p in (p_ref, p_tgt))
     shift = {"n_reference": n_ref, "n_target": n_tgt,
@@ -90,9 +96,7 @@ def estimate_pair(y_ref: np.ndarray, z_ref: np.ndarray, z_tgt: np.ndarray, *, n_
     shift |= {"cbpe_f1_prior_adjusted": adjusted["macro_f1"], "cbpe_f1_unadjusted": unadjusted["macro_f1"],
               "assumption_gap": abs(adjusted["macro_f1"] - unadjusted["macro_f1"])}
     point = adjusted if shift["prior_adjusted"] else unadjusted
-    with thread_budget(1):
-        draws = cbpe_draws(z_ref, y_ref, z_tgt, calibration, em, scores, n_boot, rng,
-                           adjust_priors=shift["prior_adjusted"])
+    draws = cbpe_draws(z_ref, y_ref, z_tgt, calibration, em, scores, n_boot, rng, adjust_priors=shift["prior_adjusted"])
     estimates = [{"method": "cbpe", "metric": m, "estimate": point[m],
                   **dict(zip(("ci_low", "ci_high"), _interval(draws[m])))} for m in point]
     estimates += _thresholded(p_ref, y_ref, pred_ref, p_tgt, pred_tgt, resampled)

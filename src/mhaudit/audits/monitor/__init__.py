@@ -31,6 +31,7 @@ from mhaudit.audits.monitor.verdicts import AXIS, monitor_verdicts, summarise
 from mhaudit.audits.monitor.windows import Reference, check_resolution, window_table
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
+from mhaudit.core.threads import thread_budget
 from mhaudit.report.result import AuditResult, Section, provenance
 from mhaudit.stats.agreement_line import MAX_AGREEMENT, MAX_METHOD_GAP, MAX_RESIDUAL_SD, MIN_R2, MIN_RUNS, MIN_SPREAD
 from mhaudit.tables.digest import digest_frame
@@ -77,7 +78,8 @@ def audit_monitor(inputs: MonitorInputs, options: MonitorOptions, *,
                                     min_posts=options.min_posts)
     model = inputs.model if ensemble is None else f"{inputs.model} {ensemble.deployed}"
     with progress.stage(f"analyse {len(posts):,} posts by window of {options.window}"
-                        + ("" if ensemble is None else f", agreement line over {len(ensemble.runs)} runs")):
+                        + ("" if ensemble is None else f", agreement line over {len(ensemble.runs)} runs")), \
+            thread_budget(1):  # small per-window fits and bootstraps: more threads only wait (core.threads)
         reuse = WindowReuse(window_context(inputs, options), inputs.cached_windows)
         table = window_table(posts, ref, window, n_boot=options.n_boot, seed=options.seed, options=options,
                              baseline_posts=options.min_posts, ensemble=per_window, reuse=reuse)

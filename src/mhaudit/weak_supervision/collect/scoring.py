@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -48,12 +47,10 @@ def loaded_model(load: Callable[[str], object], model_dir: str | Path):
 
 
 def score_batch(store: str, load: Callable[[str], object], model_dir: str, digest: str, uris: list[str],
-                texts: list[str], one_thread: bool) -> int:
-    """One job: score `texts` and commit their scores; returns how many rows were new. `one_thread`: in a
-    worker process, torch (if the model uses it) takes one core, since the workers share the machine."""
+                texts: list[str]) -> int:
+    """One job: score `texts` and commit their scores; returns how many rows were new (in a worker process,
+    torch and BLAS take one thread: core.executors)."""
     model = loaded_model(load, model_dir)
-    if one_thread and "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(1)
     logits = model.predict_logits(texts)
     with PostStore(store, wait_for_server=True) as posts:  # reached at the start: a refusal is a restart
         done = store_scores(posts, digest, uris, logits)
@@ -71,9 +68,8 @@ def score_posts(store: str | Path, load: Callable[[str], object], model_dir: str
     with PostStore(store) as posts:
         ensure_scores_table(posts)
         pending = pending_posts(posts, digest)
-    remote = executor != "local" or workers > 1
     jobs = [{"store": str(store), "load": load, "model_dir": str(model_dir), "digest": digest,
              "uris": pending["uri"].iloc[i:i + batch_size].tolist(),
-             "texts": pending["text"].iloc[i:i + batch_size].tolist(), "one_thread": remote}
+             "texts": pending["text"].iloc[i:i + batch_size].tolist()}
             for i in range(0, len(pending), batch_size)]
     return sum(run_jobs(score_batch, jobs, executor=executor, workers=workers))
