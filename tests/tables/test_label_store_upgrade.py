@@ -1,0 +1,86 @@
+"""A label store written before label stores were stamped (schema version 0: tests/fixtures/stores/README.md) is
+migrated in place on open: a backup copy `<name>.v0.bak` first, then the stamp, with every label as it was. One
+stamped with a newer version is refused with one sentence and left byte for byte as it was."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from mhaudit.cli import app
+from mhaudit.core.errors import InputError
+from mhaudit.core.store_versions import StoreMigratedWarning
+from mhaudit.tables import label_store
+from mhaudit.tables.label_store import LabelStore, read_labels
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "stores" / "labels.2b85693.sqlite"
+NEWER = ("this label store was written by a newer mhaudit (schema version 2; this mhaudit reads version 1); "
+         "upgrade mhaudit (pip install -U mhaudit) to open it")
+runner = CliRunner()
+
+
+def _raw(path: Path) -> tuple[int, list]:
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        return (conn.execute("PRAGMA user_version").fetchone()[0],
+                conn.execute("SELECT * FROM labels ORDER BY item_id, labeler").fetchall())
+
+
+def _flat(text: str) -> str:
+    return "".join(text.split())
+
+
+def test_unstamped_label_store_is_migrated_with_a_backup(tmp_path):
+    path = Path(shutil.copy(FIXTURE, tmp_path / "labels.sqlite"))
+    version, rows = _raw(path)
+    assert version == 0 and len(rows) == 8
+    with pytest.warns(StoreMigratedWarning, match=re.escape("labels.sqlite: this label store was migrated from "
+                                                            "schema version 0 to 1; the file as it was is kept as "
+                                                            "labels.sqlite.v0.bak")):
+        store = LabelStore(path)
+    with store:
+        assert store.backup == tmp_path / "labels.sqlite.v0.bak"
+        frame = store.frame()
+        assert store.labelled("si", "ann1") == {"item0", "item1", "item2", "item3"}
+    assert _raw(path) == (1, rows)  # stamped, every label as it was
+    assert _raw(store.backup) == (0, rows)  # the backup: the old file, still version 0
+    assert len(frame) == 8 and frame["value"].isna().sum() == 1
+    assert frame.loc[frame["labeler"] == "ann1", "value"].tolist() == [0, 1, 0, 1]
+    assert frame["tags"].dropna().tolist() == ['["SYNTHETIC"]', '["SYNTHETIC"]']
+    backup_bytes = store.backup.read_bytes()
+    with LabelStore(path) as again:  # migrated once: no second backup, no warning
+        assert again.backup is None
+    assert store.backup.read_bytes() == backup_bytes and len(list(tmp_path.glob("*.bak"))) == 1
+
+
+def test_unstamped_label_store_through_the_cli(tmp_path):
+    path = Path(shutil.copy(FIXTURE, tmp_path / "labels.sqlite"))
+    rows = _raw(path)[1]
+    result = runner.invoke(app, ["labels", "export", "--labels", str(path), "--out", str(tmp_path / "out.csv")])
+    assert result.exit_code == 0 and "Traceback" not in result.output
+    assert _flat("this label store was migrated from schema version 0 to 1") in _flat(result.output)
+    exported = pd.read_csv(tmp_path / "out.csv", keep_default_na=False)
+    assert len(exported) == 8 and sorted(exported["item_id"].unique()) == ["item0", "item1", "item2", "item3"]
+    assert _raw(path) == (1, rows) and (tmp_path / "labels.sqlite.v0.bak").exists()
+    assert read_labels(path)["value"].astype("float").sum() == 4  # ann1: 0,1,0,1; llm-a: 1,0,1,null
+
+
+def test_newer_label_store_is_refused_untouched(tmp_path, monkeypatch):
+    path = tmp_path / "newer.sqlite"
+    with monkeypatch.context() as patch:
+        patch.setattr(label_store, "SCHEMA_VERSION", 2)
+        with LabelStore(path) as store:
+            store.add([{"item_id": "i1", "task": "si", "labeler": "ann1", "kind": "human", "value": 1}])
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    with pytest.raises(InputError, match=re.escape(f"newer.sqlite: {NEWER}")):
+        LabelStore(path)
+    result = runner.invoke(app, ["labels", "export", "--labels", str(path), "--out", str(tmp_path / "out.csv")])
+    assert result.exit_code == 2 and "Traceback" not in result.output and _flat(NEWER) in _flat(result.output)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
+    assert not (tmp_path / "out.csv").exists() and not list(tmp_path.glob("*.bak"))
