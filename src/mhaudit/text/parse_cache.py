@@ -109,6 +109,10 @@ class ParseCache:
                 app_id = conn.execute("PRAGMA application_id").fetchone()[0]
                 if app_id not in (0, APPLICATION_ID):
                     raise sqlite3.DatabaseError("not a parse cache")
+                if app_id == APPLICATION_ID:  # before any pragma below can change the file
+                    found = conn.execute("PRAGMA user_version").fetchone()[0]
+                    self.backup = migrate_sqlite(conn, self.path, found, SCHEMA_VERSION, MIGRATIONS,
+                                                 what="this parse cache", advice="remove it (mhaudit cache clear)")
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute("PRAGMA journal_size_limit=8388608")  # the WAL shrinks back to 8 MB after a checkpoint
@@ -118,10 +122,6 @@ class ParseCache:
                     conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
                     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
                     conn.execute("COMMIT")
-                else:
-                    found = conn.execute("PRAGMA user_version").fetchone()[0]
-                    self.backup = migrate_sqlite(conn, self.path, found, SCHEMA_VERSION, MIGRATIONS,
-                                                 what="this parse cache", advice="remove it (mhaudit cache clear)")
                 conn.execute("SELECT count(*) FROM parses LIMIT 1").fetchone()
                 return conn
             except (sqlite3.OperationalError, InputError):  # locked, read-only, disk full: the caller goes without;
