@@ -5,6 +5,11 @@ stamped with a newer version is refused with one sentence and left byte for byte
 from __future__ import annotations
 
 import hashlib
+import os
+import resource
+import signal
+import subprocess
+import sys
 import re
 import shutil
 import sqlite3
@@ -39,7 +44,7 @@ def _flat(text: str) -> str:
 def test_unstamped_label_store_is_migrated_with_a_backup(tmp_path):
     path = Path(shutil.copy(FIXTURE, tmp_path / "labels.sqlite"))
     version, rows = _raw(path)
-    assert version == 0 and len(rows) == 8
+    assert version == 0 and len(rows) == 600
     with pytest.warns(StoreMigratedWarning, match=re.escape("labels.sqlite: this label store was migrated from "
                                                             "schema version 0 to 1; the file as it was is kept as "
                                                             "labels.sqlite.v0.bak")):
@@ -47,11 +52,12 @@ def test_unstamped_label_store_is_migrated_with_a_backup(tmp_path):
     with store:
         assert store.backup == tmp_path / "labels.sqlite.v0.bak"
         frame = store.frame()
-        assert store.labelled("si", "ann1") == {"item0", "item1", "item2", "item3"}
+        assert store.labelled("si", "ann1") == {f"item{i}" for i in range(300)}
     assert _raw(path) == (1, rows)  # stamped, every label as it was
     assert _raw(store.backup) == (0, rows)  # the backup: the old file, still version 0
-    assert len(frame) == 8 and frame["value"].isna().sum() == 1
-    assert frame.loc[frame["labeler"] == "ann1", "value"].tolist() == [0, 1, 0, 1]
+    assert len(frame) == 600 and frame["value"].isna().sum() == 1 and frame["value"].sum() == 300
+    ann1 = frame[frame["labeler"] == "ann1"].set_index("item_id")["value"]
+    assert ann1["item0"] == 0 and ann1["item1"] == 1 and ann1.sum() == 150
     assert frame["tags"].dropna().tolist() == ['["SYNTHETIC"]', '["SYNTHETIC"]']
     backup_bytes = store.backup.read_bytes()
     with LabelStore(path) as again:  # migrated once: no second backup, no warning
@@ -66,9 +72,9 @@ def test_unstamped_label_store_through_the_cli(tmp_path):
     assert result.exit_code == 0 and "Traceback" not in result.output
     assert _flat("this label store was migrated from schema version 0 to 1") in _flat(result.output)
     exported = pd.read_csv(tmp_path / "out.csv", keep_default_na=False)
-    assert len(exported) == 8 and sorted(exported["item_id"].unique()) == ["item0", "item1", "item2", "item3"]
+    assert len(exported) == 600 and exported["item_id"].nunique() == 300
     assert _raw(path) == (1, rows) and (tmp_path / "labels.sqlite.v0.bak").exists()
-    assert read_labels(path)["value"].astype("float").sum() == 4  # ann1: 0,1,0,1; llm-a: 1,0,1,null
+    assert read_labels(path)["value"].astype("float").sum() == 300  # ann1 and llm-a: 150 ones each (item3 of llm-a: null)
 
 
 def test_newer_label_store_is_refused_untouched(tmp_path, monkeypatch):
@@ -84,3 +90,23 @@ def test_newer_label_store_is_refused_untouched(tmp_path, monkeypatch):
     assert result.exit_code == 2 and "Traceback" not in result.output and _flat(NEWER) in _flat(result.output)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
     assert not (tmp_path / "out.csv").exists() and not list(tmp_path.glob("*.bak"))
+
+
+def test_a_migration_that_cannot_finish_leaves_the_store_as_it_was(tmp_path):
+    """The disk fills during the backup copy: RLIMIT_FSIZE of 40 KiB, as the fault battery does, above the 32 KiB
+    that SQLite's -shm file needs and below the store's 72 KiB."""
+    path = Path(shutil.copy(FIXTURE, tmp_path / "labels.sqlite"))
+    before = path.read_bytes()
+
+    def small_files():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (40960, 40960))
+
+    result = subprocess.run([sys.executable, "-m", "mhaudit", "labels", "export", "--labels", str(path), "--out",
+                             str(tmp_path / "out.csv")], capture_output=True, text=True, timeout=120,
+                            preexec_fn=small_files, env={**os.environ, "COLUMNS": "500"})
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert ("labels.sqlite: this label store has schema version 0 and migrating it to version 1 failed (disk I/O "
+            "error); it is unchanged: make the file and its folder writable (or free some disk space) and "
+            "run again") in result.stderr
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["labels.sqlite"]

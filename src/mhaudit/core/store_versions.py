@@ -83,6 +83,10 @@ def _backup(path: Path, version: int) -> Path:
     source, copy = sqlite3.connect(path), sqlite3.connect(partial)
     try:
         source.backup(copy)
+    except BaseException:
+        copy.close()
+        partial.unlink(missing_ok=True)
+        raise
     finally:
         copy.close()
         source.close()
