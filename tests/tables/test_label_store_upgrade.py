@@ -12,6 +12,7 @@ import subprocess
 import sys
 import re
 import shutil
+from contextlib import closing
 import sqlite3
 from pathlib import Path
 
@@ -32,7 +33,7 @@ runner = CliRunner()
 
 
 def _raw(path: Path) -> tuple[int, list]:
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:  # `with conn` alone does not close
         return (conn.execute("PRAGMA user_version").fetchone()[0],
                 conn.execute("SELECT * FROM labels ORDER BY item_id, labeler").fetchall())
 
@@ -62,7 +63,8 @@ def test_unstamped_label_store_is_migrated_with_a_backup(tmp_path):
     backup_bytes = store.backup.read_bytes()
     with LabelStore(path) as again:  # migrated once: no second backup, no warning
         assert again.backup is None
-    assert store.backup.read_bytes() == backup_bytes and len(list(tmp_path.glob("*.bak"))) == 1
+    assert store.backup.read_bytes() == backup_bytes
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["labels.sqlite", "labels.sqlite.v0.bak"]  # nothing else
 
 
 def test_unstamped_label_store_through_the_cli(tmp_path):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
+from contextlib import closing
 import sqlite3
 from pathlib import Path
 
@@ -37,7 +38,7 @@ def _flat(text: str) -> str:
 
 
 def _raw(path: Path) -> tuple[int, list]:
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:  # `with conn` alone does not close
         return (conn.execute("PRAGMA user_version").fetchone()[0],
                 conn.execute("SELECT key, model, n_tokens, truncated, tokens FROM parses ORDER BY key").fetchall())
 

@@ -1,5 +1,5 @@
 """Schema versions of mhaudit's stores: one rule for the post store, the scores table, the label store and the
-parse cache (docs/faults.md, "Stores from another version").
+parse cache (docs/faults.md, "Stores written by an earlier version").
 
 Each store records the schema version that wrote it. On open: the current version is read as it is; an older
 version with a migration path is migrated in place, after a consistent copy of the file `<name>.v<old>.bak`
@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from mhaudit.core.errors import InputError
+
 
 class StoreMigratedWarning(UserWarning):
     """A store was migrated in place to this mhaudit's schema version; the old file is kept beside it."""
@@ -82,13 +83,14 @@ def _backup(path: Path, version: int) -> Path:
     partial.unlink(missing_ok=True)
     source, copy = sqlite3.connect(path), sqlite3.connect(partial)
     try:
-        source.backup(copy)
+        try:
+            source.backup(copy)
+            copy.execute("PRAGMA journal_mode=DELETE")  # one self-contained file, even when the store runs in WAL
+        finally:
+            copy.close()
+            source.close()
+        os.replace(partial, target)
     except BaseException:
-        copy.close()
         partial.unlink(missing_ok=True)
         raise
-    finally:
-        copy.close()
-        source.close()
-    os.replace(partial, target)
     return target

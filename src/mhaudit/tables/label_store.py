@@ -191,7 +191,7 @@ class LabelStore:
                 found = self._conn.execute("PRAGMA user_version").fetchone()[0]
                 self.backup = migrate_sqlite(self._conn, self.path, found, SCHEMA_VERSION, MIGRATIONS,
                                              what="this label store", advice="export it with the mhaudit that "
-                                             "wrote it (mhaudit annotate export) and import the labels")
+                                             "wrote it (mhaudit labels export) and import the labels")
             self._conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
         except BaseException as exc:
             self._conn.close()

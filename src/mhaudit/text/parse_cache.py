@@ -124,8 +124,8 @@ class ParseCache:
                     conn.execute("COMMIT")
                 conn.execute("SELECT count(*) FROM parses LIMIT 1").fetchone()
                 return conn
-            except (sqlite3.OperationalError, InputError):  # locked, read-only, disk full: the caller goes without;
-                conn.close()  # a newer cache's version: refused, never set aside
+            except (sqlite3.OperationalError, InputError):  # locked, read-only, disk full (the caller goes without),
+                conn.close()  # or a newer cache (refused): never set aside
                 raise
             except sqlite3.DatabaseError:
                 conn.close()

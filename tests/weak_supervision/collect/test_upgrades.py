@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 import shutil
+from contextlib import closing
 import sqlite3
 from pathlib import Path
 
@@ -40,7 +41,7 @@ def _copy(name: str, tmp_path: Path) -> Path:
 
 def _raw(path: Path) -> dict[str, list]:
     """Every table's rows as SQLite holds them, read without mhaudit."""
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:  # `with conn` alone does not close
         names = [n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
         return {n: conn.execute(f'SELECT * FROM "{n}" ORDER BY 1, 2').fetchall() for n in names}
 

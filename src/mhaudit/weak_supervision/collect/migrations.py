@@ -1,5 +1,5 @@
 """Schema versions of the post store and its scores table, and the steps between them (the rule in
-core.store_versions; docs/faults.md, "Stores from another version").
+core.store_versions; docs/faults.md, "Stores written by an earlier version").
 
 Post store: version 1 since the first one (46e0db0: SQLite, `PRAGMA user_version = 1`; PostgreSQL since
 700669c: `mhaudit_meta` schema_version 1). Scores table: version 1 since it was created (1bc55dc; `mhaudit_meta`
