@@ -112,3 +112,18 @@ def test_a_migration_that_cannot_finish_leaves_the_store_as_it_was(tmp_path):
             "error); it is unchanged: make the file and its folder writable (or free some disk space) and "
             "run again") in result.stderr
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["labels.sqlite"]
+
+
+def test_four_processes_opening_it_at_once_migrate_it_once(tmp_path):
+    path = Path(shutil.copy(FIXTURE, tmp_path / "labels.sqlite"))
+    rows = _raw(path)[1]
+    code = ("import sys, warnings; from mhaudit.tables.label_store import LabelStore; "
+            "warnings.simplefilter('ignore'); store = LabelStore(sys.argv[1]); "
+            "print(len(store.frame()), store.backup is not None); store.close()")
+    opened = [subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE, text=True)
+              for _ in range(4)]
+    answers = sorted(p.communicate(timeout=120)[0].split() for p in opened)
+    assert all(p.returncode == 0 for p in opened)
+    assert answers == [["600", "False"]] * 3 + [["600", "True"]]  # one of them migrated, the others read
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["labels.sqlite", "labels.sqlite.v0.bak"]
+    assert _raw(path) == (1, rows) and _raw(tmp_path / "labels.sqlite.v0.bak") == (0, rows)
