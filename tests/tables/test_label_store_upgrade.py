@@ -76,7 +76,7 @@ def test_unstamped_label_store_through_the_cli(tmp_path):
     exported = pd.read_csv(tmp_path / "out.csv", keep_default_na=False)
     assert len(exported) == 600 and exported["item_id"].nunique() == 300
     assert _raw(path) == (1, rows) and (tmp_path / "labels.sqlite.v0.bak").exists()
-    assert read_labels(path)["value"].astype("float").sum() == 300  # ann1 and llm-a: 150 ones each (item3 of llm-a: null)
+    assert read_labels(path)["value"].astype("float").sum() == 300  # ann1, llm-a: 150 ones each (llm-a's item3: null)
 
 
 def test_newer_label_store_is_refused_untouched(tmp_path, monkeypatch):

@@ -154,6 +154,34 @@ def test_newer_scores_table_is_refused_by_the_monitor_command(tmp_path, monkeypa
     assert _digest(store) == digest and not (tmp_path / "out" / "report.json").exists()
 
 
+def _pg_rows(url: str) -> dict[str, list]:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        return {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
+                for t in ("posts", "cursor", "runs", "mhaudit_meta", "scores")}
+
+
+def test_postgres_store_and_scores_of_d8d61a2_are_read_as_they_were(pg_url):  # noqa: F811
+    """The pg_dump of a store d8d61a2 wrote on the test server, restored into a fresh database."""
+    import psycopg
+
+    dump = (FIXTURES / "posts-scores.d8d61a2.pg.sql").read_text()
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # psql's own \ commands left out
+        conn.execute("\n".join(line for line in dump.splitlines() if not line.startswith("\\")))
+    before = _pg_rows(pg_url)
+    assert len(before["posts"]) == len(before["scores"]) == 6 and ("schema_version", "1") in before["mhaudit_meta"]
+    with PostStore(pg_url, secret=SECRET) as store:
+        ensure_scores_table(store)
+        assert sorted(store.posts()["text"]) == TEXTS and store.cursors() == {"jetstream": 1_700_000_000_000_006}
+        assert pending_posts(store, DIGEST).empty
+        frame = scored_posts(store, DIGEST, ["low", "high"])
+    logits = {uri: json.loads(scores) for uri, _, scores, _, _ in before["scores"]}
+    assert [[low, high] for low, high in zip(frame["logit_low"], frame["logit_high"])] == \
+        [logits[uri] for uri in frame["uri"]]
+    assert _pg_rows(pg_url) == before
+
+
 def test_newer_postgres_post_store_and_scores_are_refused_untouched(pg_server, monkeypatch):  # noqa: F811
     import psycopg
 
