@@ -26,10 +26,13 @@ def info() -> None:
     report = cache_report()
     if not report["texts"]:
         out.print(f"parse cache {report['path']}: empty", highlight=False)
-        return
-    models = ", ".join(f"{model}: {n:,}" for model, n in report["models"].items())
-    out.print(f"parse cache {report['path']}: {report['texts']:,} texts, {report['tokens']:,} tokens, "
-              f"{_size(report['bytes'])} ({models})", highlight=False, soft_wrap=True)
+    else:
+        models = ", ".join(f"{model}: {n:,}" for model, n in report["models"].items())
+        out.print(f"parse cache {report['path']}: {report['texts']:,} texts, {report['tokens']:,} tokens, "
+                  f"{_size(report['bytes'])} ({models})", highlight=False, soft_wrap=True)
+    if report["legacy_files"]:
+        out.print(f"{report['legacy_files']:,} Parquet files beside it are an older mhaudit's parse cache, which "
+                  "this one never reads; mhaudit cache clear removes them", highlight=False, soft_wrap=True)
 
 
 @app.command()

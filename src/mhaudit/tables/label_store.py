@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.core.errors import InputError
+from mhaudit.core.store_versions import migrate_sqlite
 from mhaudit.tables.io import TABLE_SUFFIXES, is_missing, read_table, table_format, write_table
 
 STORE_KINDS = ("llm", "human", "adjudicated", "lexicon")  # what the labelers write to the store
@@ -32,6 +33,10 @@ KINDS = (*STORE_KINDS, "model")  # label files may also hold a classifier's pred
 KEY = ("item_id", "task", "labeler")
 COLUMNS = (*KEY, "kind", "value", "raw_answer", "prompt_hash", "latency_ms", "tags", "note", "created_at")
 APPLICATION_ID = 0x6D68_6C31  # "mhl1": marks a file as an mhaudit label store
+# PRAGMA user_version. 0: the same table, written before label stores were stamped (9b679af to 2b85693), so its
+# step to 1 only stamps it (after a backup copy, core.store_versions).
+SCHEMA_VERSION = 1
+MIGRATIONS = {0: lambda conn: None}
 SQLITE_MAGIC = b"SQLite format 3\x00"
 STORE_SUFFIXES = (".sqlite", ".db", ".sqlite3")
 TAG_SEPARATOR = ";"
@@ -168,6 +173,7 @@ class LabelStore:
                     raise InputError("not a label store (not an SQLite file)", path=self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self.backup: Path | None = None  # the copy kept when opening migrated the store
         try:
             self._conn = sqlite3.connect(self.path, timeout=10, check_same_thread=False, isolation_level=None)
         except sqlite3.DatabaseError as exc:
@@ -177,9 +183,15 @@ class LabelStore:
             tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             if not tables:
                 self._conn.execute("PRAGMA journal_mode=WAL")
-                self._conn.executescript(f"BEGIN; {_SCHEMA} PRAGMA application_id={APPLICATION_ID}; COMMIT;")
+                self._conn.executescript(f"BEGIN; {_SCHEMA} PRAGMA application_id={APPLICATION_ID}; "
+                                         f"PRAGMA user_version={SCHEMA_VERSION}; COMMIT;")
             elif app_id != APPLICATION_ID or "labels" not in tables:
                 raise InputError("is an SQLite file but not an mhaudit label store", path=self.path)
+            else:
+                found = self._conn.execute("PRAGMA user_version").fetchone()[0]
+                self.backup = migrate_sqlite(self._conn, self.path, found, SCHEMA_VERSION, MIGRATIONS,
+                                             what="this label store", advice="export it with the mhaudit that "
+                                             "wrote it (mhaudit labels export) and import the labels")
             self._conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
         except BaseException as exc:
             self._conn.close()

@@ -25,6 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
+from mhaudit.core.errors import InputError
+from mhaudit.core.store_versions import migrate_sqlite
+
 __all__ = ["ParseCache", "cache_path", "cache_report", "clear_cache", "text_key", "encode", "decode",
            "STRING_COLUMNS", "FLAG_COLUMNS"]
 
@@ -33,6 +36,11 @@ FLAG_COLUMNS = ("is_stop", "is_punct", "is_alpha", "like_num", "sent_start", "sp
 FILE_NAME = "parses.sqlite"
 APPLICATION_ID = 0x6D68_7031  # "mhp1": marks a file as an mhaudit parse cache
 BLOB_FORMAT = 1  # part of every key: a new blob layout reads no old row
+# PRAGMA user_version. 0: the same table, written before the cache was stamped (400c387 to 2b85693), so its step
+# to 1 only stamps it (after a backup copy, core.store_versions). Older still, one Parquet file per list of texts
+# (dd493d1 to ac4e2b0): keyed by the whole list, without its texts, so never read; `legacy_files` counts them.
+SCHEMA_VERSION = 1
+MIGRATIONS = {0: lambda conn: None}
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS parses (
     key TEXT PRIMARY KEY,          -- text_key(model, settings, text)
@@ -91,6 +99,7 @@ class ParseCache:
     def __init__(self, path: Path | None = None, *, timeout: float = 60.0):
         self.path = Path(path) if path is not None else cache_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.backup: Path | None = None  # the copy kept when opening migrated the cache
         self.conn = self._open(timeout)
 
     def _open(self, timeout: float) -> sqlite3.Connection:
@@ -100,16 +109,23 @@ class ParseCache:
                 app_id = conn.execute("PRAGMA application_id").fetchone()[0]
                 if app_id not in (0, APPLICATION_ID):
                     raise sqlite3.DatabaseError("not a parse cache")
+                if app_id == APPLICATION_ID:  # before any pragma below can change the file
+                    found = conn.execute("PRAGMA user_version").fetchone()[0]
+                    self.backup = migrate_sqlite(conn, self.path, found, SCHEMA_VERSION, MIGRATIONS,
+                                                 what="this parse cache", advice="remove it (mhaudit cache clear)")
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute("PRAGMA journal_size_limit=8388608")  # the WAL shrinks back to 8 MB after a checkpoint
-                conn.execute(SCHEMA)
                 if app_id == 0:
+                    conn.execute("BEGIN IMMEDIATE")
+                    conn.execute(SCHEMA)
                     conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                    conn.execute("COMMIT")
                 conn.execute("SELECT count(*) FROM parses LIMIT 1").fetchone()
                 return conn
-            except sqlite3.OperationalError:  # locked, read-only, disk full: the caller goes without
-                conn.close()
+            except (sqlite3.OperationalError, InputError):  # locked, read-only, disk full (the caller goes without),
+                conn.close()  # or a newer cache (refused): never set aside
                 raise
             except sqlite3.DatabaseError:
                 conn.close()
@@ -154,11 +170,12 @@ class ParseCache:
 
 def cache_report(path: Path | None = None) -> dict:
     """What the cache holds: `path`, `bytes` (the file with its WAL), `texts`, `tokens` and `models`
-    (model -> texts). An absent cache reports zeros."""
+    (model -> texts), and `legacy_files`: Parquet files of the older cache beside it, never read. An absent
+    cache reports zeros."""
     path = Path(path) if path is not None else cache_path()
     files = [path, path.with_name(path.name + "-wal")]
     report = {"path": str(path), "bytes": sum(f.stat().st_size for f in files if f.exists()), "texts": 0,
-              "tokens": 0, "models": {}}
+              "tokens": 0, "models": {}, "legacy_files": len(list(path.parent.glob("*.parquet")))}
     if not path.exists():
         return report
     with ParseCache(path) as cache:
@@ -171,11 +188,12 @@ def cache_report(path: Path | None = None) -> dict:
 
 
 def clear_cache(path: Path | None = None) -> int:
-    """Remove the cache (and what earlier versions left: one Parquet file per list of texts); the bytes freed."""
+    """Remove the cache (and what earlier versions left: one Parquet file per list of texts, and the copies
+    kept by a migration); the bytes freed."""
     path = Path(path) if path is not None else cache_path()
     folder = path.parent
     victims = [path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm"),
-               path.with_name(path.name + ".damaged"), *folder.glob("*.parquet")]
+               path.with_name(path.name + ".damaged"), *folder.glob("*.parquet"), *folder.glob(f"{path.name}.v*.bak")]
     freed = 0
     for victim in victims:
         if victim.exists():

@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from mhaudit.core.errors import InputError
+from mhaudit.weak_supervision.collect.migrations import check_postgres_post_store, open_sqlite_post_store
 from mhaudit.weak_supervision.collect.reconnect import ReconnectPolicy, retrying
 
 SCHEMA_VERSION = 1
@@ -107,6 +108,7 @@ class SQLiteDialect:
 
     def __init__(self, path: Path, *, synchronous: str, timeout: float):
         self.path, self.location = path, path
+        self.backup: Path | None = None  # the copy kept when opening migrated the store (migrations.py)
         self._check_header()
         try:
             self.conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
@@ -150,7 +152,7 @@ class SQLiteDialect:
             raise InputError("is an SQLite database but not an mhaudit post store (no post-store "
                              "application id); give a new file name", path=self.path)
         else:
-            _check_version(version, self.path, "collect into a new file")
+            self.backup = open_sqlite_post_store(conn, self.path, version, SCHEMA_VERSION, "collect into a new file")
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             raise InputError(f"cannot switch the post store to WAL mode (got {mode})", path=self.path)
@@ -266,8 +268,8 @@ class PostgresDialect:
                 if meta.get("application_id") != str(APPLICATION_ID):
                     raise InputError(f"{self.location} has a mhaudit_meta table that does not mark an mhaudit "
                                      "post store; use another database or schema")
-                _check_version(int(meta.get("schema_version", 0)), self.location,
-                               "collect into another database or schema")
+                check_postgres_post_store(int(meta.get("schema_version", 0)), SCHEMA_VERSION, self.location,
+                                          "collect into another database or schema")
             elif existing:
                 raise InputError(f"{self.location} already has tables named {', '.join(sorted(existing))} that "
                                  "are not an mhaudit post store (no mhaudit_meta table); use another database or "
@@ -307,12 +309,6 @@ def _pg_reason(exc: BaseException, url: str) -> str:
     text = " ".join(text.split())
     password = urlsplit(url).password
     return text.replace(password, "***") if password else text
-
-
-def _check_version(version: int, where: object, advice: str) -> None:
-    if version != SCHEMA_VERSION:
-        raise InputError(f"was written with post-store schema version {version}; this mhaudit reads version "
-                         f"{SCHEMA_VERSION} ({advice})", path=where)
 
 
 def _create_tables(conn, dialect) -> None:

@@ -22,6 +22,7 @@ import pandas as pd
 
 from mhaudit.core.errors import InputError
 from mhaudit.tables.predictions import logit_column
+from mhaudit.weak_supervision.collect.migrations import check_scores_table
 
 __all__ = ["SCORES_SCHEMA_VERSION", "SCORED_COLUMNS", "ensure_scores_table", "pending_posts", "store_scores",
            "scored_posts", "run_predictions", "post_times"]
@@ -46,9 +47,8 @@ def ensure_scores_table(store) -> None:
         if found is None:
             conn.execute("INSERT INTO mhaudit_meta (key, value) VALUES (?, ?)",
                          ("scores_schema_version", str(SCORES_SCHEMA_VERSION)))
-        elif int(found[0]) != SCORES_SCHEMA_VERSION:
-            raise InputError(f"its scores table has schema version {found[0]}; this mhaudit reads version "
-                             f"{SCORES_SCHEMA_VERSION}", path=store.location)
+        else:
+            check_scores_table(int(found[0]), SCORES_SCHEMA_VERSION, store.location)  # migrations.py
 
     store.transaction(create)
 

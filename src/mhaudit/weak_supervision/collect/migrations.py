@@ -1,0 +1,36 @@
+"""Schema versions of the post store and its scores table, and the steps between them (the rule in
+core.store_versions; docs/faults.md, "Stores written by an earlier version").
+
+Post store: version 1 since the first one (46e0db0: SQLite, `PRAGMA user_version = 1`; PostgreSQL since
+700669c: `mhaudit_meta` schema_version 1). Scores table: version 1 since it was created (1bc55dc; `mhaudit_meta`
+key scores_schema_version). No mhaudit has written another version of either, so there is no step yet: a store
+of version 1 is read as it is, a newer one is refused (upgrade mhaudit), and an older one cannot exist.
+
+A version N + 1 adds its step here, `POST_STORE_STEPS[N]` (SQLite, run after a backup copy, in one transaction
+with the new stamp). On PostgreSQL a step runs in the transaction that opens the store, so it commits whole or
+not at all; back up first with `pg_dump` (docs/collect.md, "Upgrading").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mhaudit.core.store_versions import Step, check_version, migrate_sqlite
+
+POST_STORE = "this post store"
+SCORES = "its scores table"
+POST_STORE_STEPS: dict[int, Step] = {}  # version -> its step to version + 1
+
+
+def open_sqlite_post_store(conn, path: Path, found: int, current: int, advice: str) -> Path | None:
+    """Read, migrate (returning the backup's path) or refuse an SQLite post store stamped `found`."""
+    return migrate_sqlite(conn, path, found, current, POST_STORE_STEPS, what=POST_STORE, advice=advice)
+
+
+def check_postgres_post_store(found: int, current: int, where: str, advice: str) -> None:
+    check_version(found, current, what=POST_STORE, where=where, advice=advice)
+
+
+def check_scores_table(found: int, current: int, where: object) -> None:
+    check_version(found, current, what=SCORES, where=where,
+                  advice="score into a new post store, or drop its scores table to score its posts again")
