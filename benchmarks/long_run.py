@@ -146,6 +146,13 @@ def fit(x, y) -> dict:
             "r2": float(1 - (resid ** 2).sum() / total) if total > 0 else 1.0, "n": int(x.size)}
 
 
+def fresh(store: Path) -> Path:
+    """The store's path, with any store a previous run left there (and its WAL files) removed."""
+    for path in store.parent.glob(store.name + "*"):
+        path.unlink()
+    return store
+
+
 def command(*args: str) -> list[str]:
     return [sys.executable, "-m", "mhaudit", *args]
 
@@ -193,10 +200,12 @@ def run_monitor(args, work: Path) -> dict:
     from mhaudit.weak_supervision.collect.store import PostStore
 
     texts = monitor_setup(work)
+    most = max(args.full_posts, args.per_window)
     posts = simulate_stream(texts["depression"], texts["other"], StreamConfig(
-        n_windows=args.windows, per_window=args.per_window, window="1min", seed=0))
-    windows = [posts[i:i + args.per_window] for i in range(0, len(posts), args.per_window)]
-    store = work / "monitor.sqlite"
+        n_windows=args.windows, per_window=most, window="1min", seed=0))
+    windows = [posts[i:i + (most if args.full_every and w % args.full_every == 0 else args.per_window)]
+               for w, i in enumerate(range(0, len(posts), most))]
+    store = fresh(work / "monitor.sqlite")
     with PostStore(store) as first:
         for window in windows[:args.initial_windows]:
             first.commit_batch(window, cursor=0)
@@ -208,8 +217,12 @@ def run_monitor(args, work: Path) -> dict:
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, env=child_env(), stdout=out, stderr=subprocess.STDOUT)
 
-    def rounds() -> dict:
-        return {"rounds": log.read_text(errors="replace").count("report: ")}
+    ends = np.cumsum([len(w) for w in windows])
+
+    def rounds() -> dict:  # rounds finished, and windows in the store (from its posts)
+        posts = store_stats(store)["posts"]
+        return {"rounds": log.read_text(errors="replace").count("report: "),
+                "windows": int(np.searchsorted(ends, posts, side="right"))}
 
     written = threading.Event()
     writer = steady_from = stop_at = None
@@ -232,11 +245,12 @@ def run_monitor(args, work: Path) -> dict:
     wall = time.perf_counter() - started
     report = json.loads((work / "monitor-report" / "report.json").read_text())
     table = report["sections"][0]["tables"]["windows"]
-    return summarise_monitor(args, sampler.rows, stop_at, steady_from, code, wall, len(table), log)
+    estimated = sum(1 for row in table if row["n_posts"] >= 20)  # windows whose estimate was computed
+    return summarise_monitor(args, sampler.rows, stop_at, steady_from, code, wall, len(table), estimated, log)
 
 
 def summarise_monitor(args, rows: list[dict], stop_at: int | None, steady_from: int | None, code: int, wall: float,
-                      last_windows: int, log: Path) -> dict:
+                      last_windows: int, estimated: int, log: Path) -> dict:
     """Per round (samples tagged by the rounds finished when taken, so round r's samples have rounds = r - 1):
     its peak RSS and the windows in the store; fits over the growing and the steady rounds. Counts at the end are
     those of the sample just before the stop signal; the peak RSS is over all samples."""
@@ -246,7 +260,7 @@ def summarise_monitor(args, rows: list[dict], stop_at: int | None, steady_from: 
         r = row["rounds"] + 1
         entry = per_round.setdefault(r, {"round": r, "peak_rss_mib": 0.0, "windows": 0, "fds": 0, "threads": 0})
         entry["peak_rss_mib"] = max(entry["peak_rss_mib"], row["rss_mib"])
-        entry["windows"] = max(entry["windows"], row["posts"] // args.per_window)
+        entry["windows"] = max(entry["windows"], row["windows"])
         entry["fds"], entry["threads"] = max(entry["fds"], row["fds"]), max(entry["threads"], row["threads"])
     finished = [per_round[r] for r in sorted(per_round) if r <= rows[-1]["rounds"]]  # whole rounds only
     growing = [e for e in finished if steady_from is None or e["round"] < steady_from]
@@ -255,7 +269,7 @@ def summarise_monitor(args, rows: list[dict], stop_at: int | None, steady_from: 
     end = rows[-1]
     return {
         "part": "monitor", "exit_code": code, "wall_s": wall, "rounds": end["rounds"], "steady_rounds": len(steady),
-        "windows_in_store": end["posts"] // args.per_window, "windows_in_last_report": last_windows,
+        "windows_in_store": end["windows"], "estimated_windows": estimated, "windows_in_last_report": last_windows,
         "posts": end["posts"], "samples": len(rows),
         "rss_vs_windows": fit([e["windows"] for e in growing], [e["peak_rss_mib"] for e in growing]),
         "rss_vs_steady_round": fit([e["round"] for e in steady], [e["peak_rss_mib"] for e in steady]),
@@ -356,7 +370,7 @@ def run_collect(args, work: Path) -> dict:
     relay = ctx.Process(target=serve_relay, args=(args.events, args.templates, args.seed, args.match_share, queue),
                         daemon=True)
     relay.start()
-    store, log = work / "collect.sqlite", work / "collect.log"
+    store, log = fresh(work / "collect.sqlite"), work / "collect.log"
     stop_at = None
     last = T0 + (args.events - 1) * STEP_US
     try:
@@ -419,7 +433,8 @@ def print_monitor(m: dict) -> None:
     g, s, st = m["rss_vs_windows"], m["rss_vs_steady_round"], m["store_vs_posts"]
     print(f"\nmonitor --follow (SYNTHETIC, 1-minute windows): exit {m['exit_code']}, {m['wall_s']:.0f} s, "
           f"{m['rounds']} rounds ({m['steady_rounds']} on the unchanged store), {m['windows_in_store']:,} windows "
-          f"= {m['posts']:,} posts in the store, {m['windows_in_last_report']:,} windows in the last report")
+          f"= {m['posts']:,} posts in the store, {m['windows_in_last_report']:,} windows in the last report "
+          f"({m['estimated_windows']:,} of them with the label-free estimate and EM interval: 20 posts or more)")
     print(f"  peak RSS per round vs windows in the store (growing rounds, n={g['n']}): "
           f"{1000 * g['slope']:+.2f} MiB per 1,000 windows (R^2 {g['r2']:.2f})")
     print(f"  peak RSS per round, steady rounds (n={s['n']}): {100 * s['slope']:+.2f} MiB per 100 rounds")
@@ -451,7 +466,7 @@ def print_collect(c: dict) -> None:
     print(f"  {c['stopped_line']}")
 
 
-QUICK = {"windows": 60, "per_window": 10, "initial_windows": 20, "write_rate": 20.0, "n_boot": 10,
+QUICK = {"windows": 60, "full_every": 20, "initial_windows": 20, "write_rate": 20.0, "n_boot": 10,
          "steady_rounds": 2, "events": 100_000, "templates": 5_000, "sample_s": 0.2}
 
 
@@ -464,9 +479,12 @@ def parse(argv=None):
     ap.add_argument("--sample-s", type=float, default=0.5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--windows", type=int, default=2000)
-    ap.add_argument("--per-window", type=int, default=20)
+    ap.add_argument("--per-window", type=int, default=10, help="posts per window (under 20: no estimate)")
+    ap.add_argument("--full-every", type=int, default=50, help="every this many windows, one of --full-posts "
+                    "posts, which gets the label-free estimate (about 0.5 s each); 0: none")
+    ap.add_argument("--full-posts", type=int, default=25)
     ap.add_argument("--initial-windows", type=int, default=200)
-    ap.add_argument("--write-rate", type=float, default=20.0, help="windows appended per second")
+    ap.add_argument("--write-rate", type=float, default=5.0, help="windows appended per second")
     ap.add_argument("--n-boot", type=int, default=20)
     ap.add_argument("--steady-rounds", type=int, default=5)
     ap.add_argument("--events", type=int, default=1_000_000)
