@@ -3,7 +3,7 @@
 
     python benchmarks/long_run.py [--part monitor|collect|both] [--quick] [--work DIR] [--json FILE]
         monitor: [--windows 2000] [--per-window 20] [--initial-windows 200] [--write-rate 20] [--n-boot 20]
-                 [--steady-rounds 5]
+                 [--steady-rounds 10]
         collect: [--events 1000000] [--match-share 0.05] [--templates 20000]
 
 Both commands run as their own process (`python -m mhaudit ...`), sampled from outside every --sample-s seconds
@@ -215,7 +215,9 @@ def run_monitor(args, work: Path) -> dict:
                   str(args.n_boot), "--follow", "0.001", "--out", str(work / "monitor-report"))
     started = time.perf_counter()
     with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, env=child_env(), stdout=out, stderr=subprocess.STDOUT)
+        # SIGINT stops it; a shell's background job (nohup ... &) has SIGINT ignored, which it would inherit
+        proc = subprocess.Popen(cmd, env=child_env(), stdout=out, stderr=subprocess.STDOUT,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
     ends = np.cumsum([len(w) for w in windows])
 
@@ -268,7 +270,8 @@ def summarise_monitor(args, rows: list[dict], stop_at: int | None, steady_from: 
     after_first = next(r for r in rows if r["rounds"] >= 1)
     end = rows[-1]
     return {
-        "part": "monitor", "exit_code": code, "wall_s": wall, "rounds": end["rounds"], "steady_rounds": len(steady),
+        "part": "monitor", "exit_code": code, "wall_s": wall, "rounds": end["rounds"],
+        "steady_rounds": end["rounds"] - steady_from + 1 if steady_from else 0,
         "windows_in_store": end["windows"], "estimated_windows": estimated, "windows_in_last_report": last_windows,
         "posts": end["posts"], "samples": len(rows),
         "rss_vs_windows": fit([e["windows"] for e in growing], [e["peak_rss_mib"] for e in growing]),
@@ -486,7 +489,7 @@ def parse(argv=None):
     ap.add_argument("--initial-windows", type=int, default=200)
     ap.add_argument("--write-rate", type=float, default=5.0, help="windows appended per second")
     ap.add_argument("--n-boot", type=int, default=20)
-    ap.add_argument("--steady-rounds", type=int, default=5)
+    ap.add_argument("--steady-rounds", type=int, default=10)
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--match-share", type=float, default=0.05)
     ap.add_argument("--templates", type=int, default=20_000)
