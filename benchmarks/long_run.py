@@ -260,7 +260,10 @@ def summarise_monitor(args, rows: list[dict], stop_at: int | None, steady_from: 
     per_round = {}
     for row in rows:
         r = row["rounds"] + 1
-        entry = per_round.setdefault(r, {"round": r, "peak_rss_mib": 0.0, "windows": 0, "fds": 0, "threads": 0})
+        entry = per_round.setdefault(r, {"round": r, "peak_rss_mib": 0.0, "windows": 0, "fds": 0, "threads": 0,
+                                         "fds_min": row["fds"], "threads_min": row["threads"]})
+        entry["fds_min"], entry["threads_min"] = min(entry["fds_min"], row["fds"]), min(entry["threads_min"],
+                                                                                        row["threads"])
         entry["peak_rss_mib"] = max(entry["peak_rss_mib"], row["rss_mib"])
         entry["windows"] = max(entry["windows"], row["windows"])
         entry["fds"], entry["threads"] = max(entry["fds"], row["fds"]), max(entry["threads"], row["threads"])
@@ -268,6 +271,7 @@ def summarise_monitor(args, rows: list[dict], stop_at: int | None, steady_from: 
     growing = [e for e in finished if steady_from is None or e["round"] < steady_from]
     steady = [e for e in finished if steady_from is not None and e["round"] >= steady_from]
     after_first = next(r for r in rows if r["rounds"] >= 1)
+    later = [e for e in finished if e["round"] >= 2] or finished
     end = rows[-1]
     return {
         "part": "monitor", "exit_code": code, "wall_s": wall, "rounds": end["rounds"],
@@ -282,6 +286,10 @@ def summarise_monitor(args, rows: list[dict], stop_at: int | None, steady_from: 
         "fds": (after_first["fds"], end["fds"], max(r["fds"] for r in rows)),
         "threads": (after_first["threads"], end["threads"], max(r["threads"] for r in rows)),
         "children_end": end["children"], "per_round": finished,
+        # a round opens files (the store, the report, figures) and closes them: the fewest seen in a round is
+        # what it holds between rounds, compared here between the first round after round 1 and the last
+        "fds_baseline": (later[0]["fds_min"], finished[-1]["fds_min"]),
+        "threads_baseline": (later[0]["threads_min"], finished[-1]["threads_min"]),
         "stopped_line": next((line for line in log.read_text(errors="replace").splitlines()
                               if line.startswith("stopped")), ""),
     }
@@ -445,11 +453,12 @@ def print_monitor(m: dict) -> None:
           f"peak (VmHWM) {m['peak_rss_mib']:.0f} MiB")
     print(f"  store: {st['slope']:.0f} bytes per post (R^2 {st['r2']:.4f}, n={st['n']}; the scores table included)")
     print(f"  fds after round 1 / end / max: {m['fds']}; threads: {m['threads']}; child processes at the end: "
-          f"{m['children_end']}")
+          f"{m['children_end']}; fewest fds in round 2 / the last round: {m['fds_baseline']}, threads: "
+          f"{m['threads_baseline']}")
     print(f"  {m['stopped_line']}")
     print("  round  windows  peak RSS MiB  fds  threads")
-    rounds = m["per_round"]
-    shown = rounds if len(rounds) <= 12 else rounds[:4] + rounds[len(rounds) // 2 - 2:len(rounds) // 2 + 2] + rounds[-4:]
+    rounds, mid = m["per_round"], len(m["per_round"]) // 2
+    shown = rounds if len(rounds) <= 12 else rounds[:4] + rounds[mid - 2:mid + 2] + rounds[-4:]
     for e in shown:
         print(f"  {e['round']:5d}  {e['windows']:7,d}  {e['peak_rss_mib']:12.1f}  {e['fds']:3d}  {e['threads']:7d}")
 
