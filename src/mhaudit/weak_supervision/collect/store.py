@@ -244,14 +244,15 @@ class PostStore:
             found |= dict(self._query(sql, chunk)[0])
         return found
 
-    def posts(self, run_id: str | None = None) -> pd.DataFrame:
-        """Stored posts as a DataFrame; langs, terms and categories decoded to lists."""
-        query, params = "SELECT * FROM posts", ()
+    def posts(self, run_id: str | None = None, columns: tuple[str, ...] | None = None) -> pd.DataFrame:
+        """Stored posts as a DataFrame (`columns`: only these, e.g. without the text; default all); langs, terms
+        and categories decoded to lists."""
+        query, params = f"SELECT {', '.join(columns) if columns else '*'} FROM posts", ()
         if run_id is not None:
             query, params = query + " WHERE run_id = ?", (run_id,)
-        rows, columns = self._query(query + " ORDER BY stored_at, uri", params)
-        frame = pd.DataFrame.from_records(rows, columns=columns, coerce_float=True)
-        for column in ("langs", "terms", "categories"):
+        rows, names = self._query(query + " ORDER BY stored_at, uri", params)
+        frame = pd.DataFrame.from_records(rows, columns=names, coerce_float=True)
+        for column in {"langs", "terms", "categories"}.intersection(frame.columns):
             frame[column] = frame[column].map(json.loads)
         return frame
 
@@ -262,7 +263,7 @@ class PostStore:
         unique_authors, posts_per_author_mean / _median / _max. 'per_day': day (UTC date of created_at;
         posts without a readable created_at are left out), posts, unique_authors.
         """
-        frame = self.posts(run_id)[["author", "created_at", "categories"]]
+        frame = self.posts(run_id, columns=("author", "created_at", "categories"))  # not the texts: weeks of posts
         exploded = frame.explode("categories").dropna(subset=["categories"])
         groups = [("all", frame)] + [(str(c), g) for c, g in exploded.groupby("categories", sort=True)]
         rows = []
