@@ -9,6 +9,7 @@ interval of each macro-AUC and of the difference holds the population value (est
 rows per platform).
 
     python benchmarks/macro_auc_delong.py [--sizes 100000,1000000] [--boot 2000,1000] [--reps 200] [--coverage-n 20000]
+    python benchmarks/macro_auc_delong.py --sizes '' --reps 200 --coverage-n 100000   # coverage only
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ def main() -> None:
     parser.add_argument("--coverage-n", type=int, default=20000)
     parser.add_argument("--truth-rows", type=int, default=4_000_000)
     args = parser.parse_args()
-    for n, b in zip((int(s) for s in args.sizes.split(",")), (int(s) for s in args.boot.split(","))):
+    for n, b in zip((int(s) for s in args.sizes.split(",") if s), (int(s) for s in args.boot.split(",") if s)):
         compare(n, b)
     if args.reps:
         coverage(args.coverage_n, args.reps, args.truth_rows)

@@ -20,8 +20,8 @@ import pytest
 
 import mhaudit.stats
 from mhaudit.stats import (agreement, agreement_line, atc, auc, binary, bootstrap, calibration, cbpe, cluster_agreement,
-                           domain_shift, drift, f1, fairness, label_shift, macro_delong, pair_estimate, ppi, sample_size,
-                           threshold_free, weak_metrics)
+                           domain_shift, drift, f1, fairness, label_shift, macro_delong, pair_estimate, ppi,
+                           sample_size, threshold_free, weak_metrics)
 from mhaudit.stats.undefined import UndefinedStatisticWarning, check_zero_division, divide
 
 N = 6

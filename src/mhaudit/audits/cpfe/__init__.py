@@ -63,8 +63,9 @@ def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Se
     threading.Thread(target=lambda: [importlib.import_module(m) for m in later], daemon=True).start()
     method = options.macro_auc_method(g.n for g in groups)  # large groups: the macro-AUC's SE by DeLong
     with progress.stage(f"bootstrap resamples ({len(groups)} groups)"):
-        boot_auc, boot_ece = place_bootstraps(groups, len(classes), options.n_boot_significance * (method == "bootstrap"),
-                                              options.n_boot_ece, options.n_bins, np.random.default_rng(options.seed))
+        n_boot_auc = options.n_boot_significance if method == "bootstrap" else 0
+        boot_auc, boot_ece = place_bootstraps(groups, len(classes), n_boot_auc, options.n_boot_ece, options.n_bins,
+                                              np.random.default_rng(options.seed))
         spread = MacroAucSpread(groups, boot_auc, len(classes), method)
     with progress.stage("axes 1-4 per group"):
         t = _group_tables(groups, references, classes, boot_ece, options)
