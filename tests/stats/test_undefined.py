@@ -20,8 +20,8 @@ import pytest
 
 import mhaudit.stats
 from mhaudit.stats import (agreement, agreement_line, atc, auc, binary, bootstrap, calibration, cbpe, cluster_agreement,
-                           domain_shift, drift, f1, fairness, label_shift, pair_estimate, ppi, sample_size,
-                           threshold_free, weak_metrics)
+                           domain_shift, drift, f1, fairness, label_shift, macro_delong, pair_estimate, ppi,
+                           sample_size, threshold_free, weak_metrics)
 from mhaudit.stats.undefined import UndefinedStatisticWarning, check_zero_division, divide
 
 N = 6
@@ -66,6 +66,10 @@ UNDEFINED = {
     "auc.paired_delong": (lambda: auc.paired_delong(Y, SCORE, SCORE / 2), ["auc_a", "auc_b", "diff", "p"]),
     "auc.per_class_auc": (lambda: auc.per_class_auc(Y, PROBS, 2)[1], ["auc"]),
     "auc.macro_auc": (lambda: auc.macro_auc(Y, PROBS, 2), ["value"]),
+    "macro_delong.macro_auc_delong": (lambda: macro_delong.macro_auc_delong(Y, PROBS, 2),
+                                      ["macro_auc", "se", "ci_low", "ci_high"]),
+    "macro_delong.paired_macro_auc_delong": (lambda: macro_delong.paired_macro_auc_delong(Y, PROBS, PROBS, 2),
+                                             ["auc_a", "auc_b", "diff", "se"]),
     "bootstrap.weighted_auc": (lambda: bootstrap.weighted_auc(Y, SCORE, COUNTS), ["value"]),
     "bootstrap.bootstrap_macro_auc": (lambda: bootstrap.bootstrap_macro_auc(Y, PROBS, 2, COUNTS), ["value"]),
     "agreement.kappa_from_confusion": (lambda: agreement.kappa_from_confusion([[N, 0], [0, 0]]), ["value"]),

@@ -20,7 +20,7 @@ from mhaudit.audits.cpfe.equity import equity_rows
 from mhaudit.audits.cpfe.extras import label_shift_rows, length_rows, sensitivity_rows
 from mhaudit.audits.cpfe.groups import identical_seeds, make_groups, reference_of
 from mhaudit.audits.cpfe.options import CPFEOptions
-from mhaudit.audits.cpfe.significance import model_pair_rows, place_bootstraps, platform_pair_rows
+from mhaudit.audits.cpfe.significance import MacroAucSpread, model_pair_rows, place_bootstraps, platform_pair_rows
 from mhaudit.audits.cpfe.summary import flags, mean_sd, plain_words
 from mhaudit.audits.cpfe.verdicts import cpfe_verdicts
 from mhaudit.core.errors import InputError
@@ -61,14 +61,17 @@ def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Se
     # bootstrap's numpy leaves the GIL free
     later = ["scipy.special", "scipy.optimize"] + (["mhaudit.audits.cpfe.figures"] if options.figures else [])
     threading.Thread(target=lambda: [importlib.import_module(m) for m in later], daemon=True).start()
+    method = options.macro_auc_method(g.n for g in groups)  # large groups: the macro-AUC's SE by DeLong
     with progress.stage(f"bootstrap resamples ({len(groups)} groups)"):
-        boot_auc, boot_ece = place_bootstraps(groups, len(classes), options.n_boot_significance, options.n_boot_ece,
-                                              options.n_bins, np.random.default_rng(options.seed))
+        n_boot_auc = options.n_boot_significance if method == "bootstrap" else 0
+        boot_auc, boot_ece = place_bootstraps(groups, len(classes), n_boot_auc, options.n_boot_ece, options.n_bins,
+                                              np.random.default_rng(options.seed))
+        spread = MacroAucSpread(groups, boot_auc, len(classes), method)
     with progress.stage("axes 1-4 per group"):
         t = _group_tables(groups, references, classes, boot_ece, options)
     with progress.stage("significance, sensitivity, label shift, length, attributions"):
-        t.add("significance", platform_pair_rows(groups, boot_auc, len(classes), options.correction, options.alpha))
-        t.add("model_comparison", model_pair_rows(groups, boot_auc, classes))
+        t.add("significance", platform_pair_rows(groups, spread, len(classes), options.correction, options.alpha))
+        t.add("model_comparison", model_pair_rows(groups, spread, classes))
         t.add("sensitivity", sensitivity_rows(groups, references, classes))
         t.add("label_shift", label_shift_rows(groups, references, classes, options.n_bins))
         words = _length_table(t, predictions, groups, texts, options)
@@ -86,11 +89,11 @@ def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Se
     one_run = identical_seeds(groups)
     summary += _seed_note(one_run)
     with progress.stage("figures"):
-        sections = _sections(tables, summary, options, words, one_run)
+        sections = _sections(tables, summary, options, words, one_run, method)
     return AuditResult(
         title=f"Cross-platform audit (CPFE) — reference platform {options.reference}",
         summary=summary, verdicts=cpfe_verdicts(flag_table), synthetic=synthetic,
-        options={**asdict(options), "classes": classes, "score_kind": predictions.score_kind,
+        options={**asdict(options), "macro_auc_se": method, "classes": classes, "score_kind": predictions.score_kind,
                  "input_notes": predictions.notes},
         provenance=provenance({"predictions": digest_frame(predictions.frame), **predictions.fingerprints},
                               progress.seconds), sections=sections)
@@ -218,6 +221,14 @@ def _figures(tables: dict[str, pd.DataFrame], words: dict[str, np.ndarray], runs
     return figs
 
 
+def _se_note(method: str, options: CPFEOptions) -> str:
+    """How the macro-AUC's SEs were computed, in the significance section's words."""
+    if method == "bootstrap":
+        return f"bootstrap SE (B = {options.n_boot_significance}, label-stratified)"
+    return (f"DeLong SE (every platform has at least {options.delong_min_rows:,} rows, so the SE comes from the "
+            "placement values, label-stratified, instead of resamples; n_boot is 0; the model pairs' test too)")
+
+
 def _one_seed(seed: str, runs: pd.Series) -> str:
     """' (seed 42 only; the scorecard averages 5 seeds)' where a model has several runs, else ''."""
     if not (runs > 1).any():
@@ -227,7 +238,7 @@ def _one_seed(seed: str, runs: pd.Series) -> str:
 
 
 def _sections(tables: dict[str, pd.DataFrame], summary: str, options: CPFEOptions,
-              words: dict[str, np.ndarray], one_run: dict[str, list[int]]) -> list[Section]:
+              words: dict[str, np.ndarray], one_run: dict[str, list[int]], method: str) -> list[Section]:
     get = tables.get
     runs = _first_seed_only(tables["discrimination"], one_run).groupby("model")["seed"].nunique()
     figs = _figures(tables, words, runs) if options.figures else {}
@@ -250,8 +261,8 @@ def _sections(tables: dict[str, pd.DataFrame], summary: str, options: CPFEOption
                 {"calibration": tables["calibration"], "per_class_calibration": tables["per_class_calibration"],
                  "temperature_scaling": tables["temperature_scaling"], "reliability": tables["reliability"]},
                 figs.get("calibration", {})),
-        Section("Axis 3: significance", f"Macro-AUC difference for every platform pair within a model and seed, "
-                f"bootstrap SE (B = {options.n_boot_significance}, label-stratified), two-sided Z test, "
+        Section("Axis 3: significance", "Macro-AUC difference for every platform pair within a model and seed, "
+                + _se_note(method, options) + ", two-sided Z test, "
                 f"{options.correction} correction within the family; paired tests between models on one platform "
                 "(paired_by: id, or position for files without ids whose labels, and texts when given, line up).",
                 {"significance": tables["significance"], "model_comparison": get("model_comparison", pd.DataFrame())}),

@@ -1,6 +1,9 @@
 """Axis 3, significance: platform pairs within a model (bootstrap SE of each macro-AUC, Z test,
 Bonferroni or Benjamini-Hochberg within the family) and paired tests between models on one platform.
 
+When every group has at least `CPFEOptions.delong_min_rows` rows the macro-AUC's SEs come from DeLong's
+placement values instead (`MacroAucSpread`, stats.macro_delong): no significance resamples are drawn.
+
 Resamples are drawn once per place (platform, data set, seed and example set), a block at a time, and
 shared by every model scored there, so each model's bootstrap macro-AUCs are computed once and serve both its SE and
 the paired differences with other models.
@@ -19,6 +22,7 @@ from mhaudit.core.threads import available_cores
 from mhaudit.stats.auc import _macro_auc, _paired_delong
 from mhaudit.stats.bootstrap import _macro_auc_of_counts, bias_corrected, count_blocks, summarise
 from mhaudit.stats.calibration import _ece_of_counts, _top_label_ece
+from mhaudit.stats.macro_delong import macro_row_terms, stratified_variance
 
 CORRECTIONS = ("bonferroni", "bh")
 
@@ -47,8 +51,8 @@ def place_bootstraps(groups: list[Group], n_classes: int, n_boot_auc: int, n_boo
         pending: deque = deque()
         for members in places.values():
             # the sorting and binning of each group once, not once per block
-            stats = [(g, _macro_auc_of_counts(g.y, g.probs, n_classes), _ece_of_counts(g.probs, g.y, n_bins))
-                     for g in members]
+            stats = [(g, _macro_auc_of_counts(g.y, g.probs, n_classes) if n_boot_auc else None,
+                      _ece_of_counts(g.probs, g.y, n_bins)) for g in members]
             for start, counts in count_blocks(members[0].y, max(n_boot_auc, n_boot_ece), rng, stratified=True):
                 pending.append([pool.submit(_block, start, counts, aucs[id(g)], boot_eces[id(g)], auc, ece)
                                 for g, auc, ece in stats])
@@ -73,6 +77,34 @@ def _block(start: int, counts: np.ndarray, auc_out: np.ndarray, ece_out: np.ndar
         rows = min(counts.shape[0], out.size - start)
         if rows > 0:
             out[start:start + rows] = statistic(counts[:rows])
+
+
+class MacroAucSpread:
+    """The SE of each group's macro-AUC and of two models' paired difference: from the groups' bootstrap
+    macro-AUCs (`place_bootstraps`), or, with method 'DeLong', from each row's DeLong term (n_boot then 0)."""
+
+    def __init__(self, groups: list[Group], boot: dict[int, np.ndarray], n_classes: int, method: str = "bootstrap"):
+        self.method, self.boot, self.k = method, boot, n_classes
+        self.terms = {}
+        if method == "DeLong":
+            for g in groups:  # None: a class lacks positives or negatives, so the macro-AUC is undefined
+                defined = all(0 < int((g.y == c).sum()) < g.n for c in range(n_classes))
+                self.terms[id(g)] = macro_row_terms(g.y, g.probs, n_classes)[1] if defined else None
+
+    def group(self, g: Group) -> dict:
+        if self.method == "bootstrap":
+            return summarise(self.boot[id(g)])
+        return self._delong(g.y, self.terms[id(g)])
+
+    def paired(self, a: Group, b: Group) -> dict:
+        if self.method == "bootstrap":
+            return summarise(self.boot[id(a)] - self.boot[id(b)])
+        ta, tb = self.terms[id(a)], self.terms[id(b)]
+        return self._delong(a.y, None if ta is None or tb is None else ta - tb)
+
+    def _delong(self, y: np.ndarray, terms) -> dict:
+        var = float("nan") if terms is None else stratified_variance(y, terms, self.k)
+        return {"se": float(np.sqrt(var)), "n_boot": 0, "n_failed": 0}
 
 
 def _z_test(diff: float, se: float) -> tuple[float, float]:
@@ -105,10 +137,10 @@ def adjust(p: np.ndarray, alpha: float, correction: str) -> tuple[np.ndarray, np
     return reject, np.minimum(adjusted, 1.0)
 
 
-def platform_pair_rows(groups: list[Group], boot: dict[int, np.ndarray], n_classes: int,
+def platform_pair_rows(groups: list[Group], spread: MacroAucSpread, n_classes: int,
                        correction: str = "bonferroni", alpha: float = 0.05) -> list[dict]:
     """Every pair of platforms within each (model, seed); the family for correction is those pairs."""
-    se = {id(g): summarise(boot[id(g)]) for g in groups}
+    se = {id(g): spread.group(g) for g in groups}
     families: dict[tuple[str, int], list[Group]] = {}
     for g in groups:
         families.setdefault((g.model, g.seed), []).append(g)
@@ -141,9 +173,9 @@ def platform_pair_rows(groups: list[Group], boot: dict[int, np.ndarray], n_class
     return rows
 
 
-def model_pair_rows(groups: list[Group], boot: dict[int, np.ndarray], classes: list[str]) -> list[dict]:
+def model_pair_rows(groups: list[Group], spread: MacroAucSpread, classes: list[str]) -> list[dict]:
     """Two models on the same platform, data set and seed: a paired bootstrap of the macro-AUC difference
-    (the same resamples for both) and paired DeLong per class."""
+    (the same resamples for both; or its DeLong SE, `spread.method`) and paired DeLong per class."""
     by_place: dict[tuple, list[Group]] = {}
     for g in groups:
         by_place.setdefault((g.platform, g.dataset, g.seed), []).append(g)
@@ -157,10 +189,10 @@ def model_pair_rows(groups: list[Group], boot: dict[int, np.ndarray], classes: l
             if not paired_by:
                 rows.append({**base, "test": "paired", "class": "", "reason": why_not})
                 continue
-            stats = summarise(boot[id(a)] - boot[id(b)])
+            stats = spread.paired(a, b)
             diff = _macro_auc(a.y, a.probs, k) - _macro_auc(b.y, b.probs, k)
             z, p = _z_test(diff, stats["se"])
-            rows.append({**base, "test": "paired bootstrap, macro-AUC", "class": "", "difference": diff,
+            rows.append({**base, "test": f"paired {spread.method}, macro-AUC", "class": "", "difference": diff,
                          "se": stats["se"], "z": z, "p": p, "n_boot": stats["n_boot"], "reason": ""})
             for c, name in enumerate(classes):
                 d = _paired_delong(a.y == c, a.probs[:, c], b.probs[:, c])
