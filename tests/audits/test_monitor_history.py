@@ -14,9 +14,10 @@ import pandas as pd
 
 from mhaudit.synthetic.simulate_stream import StreamConfig, simulate_stream
 from mhaudit.weak_supervision.collect.store import PostStore
-from tests.audits.test_monitor import (CLASSES, _label_shift_stream, _monitor, _store, _windows, runner,  # noqa: F401
-                                       setup)
+from tests.audits.test_monitor import CLASSES, _label_shift_stream, _monitor, _store, _windows
+from tests.audits.test_monitor import setup  # noqa: F401  (fixture)
 from tests.cli_checks import assert_one_sentence_failure
+from tests.weak_supervision.collect.pg_server import pg_server, pg_url  # noqa: F401  (fixtures)
 
 
 def _history_posts(posts: pd.DataFrame, history: str, window: str = "1D") -> pd.DataFrame:
@@ -37,7 +38,7 @@ def test_history_equals_the_monitor_on_the_history_posts_only():
     from mhaudit.audits.monitor import window_context
 
     inputs, _ = _label_shift_stream(n_windows=10, per_window=200, change_at=7)
-    options = mh.MonitorOptions(n_boot=30, figures=False, min_posts=100)
+    options = mh.MonitorOptions(n_boot=20, figures=False, min_posts=100)
     full = mh.audit_monitor(inputs, options)
     assert len(full.table("windows")) == 10
     # none: bit-equal to the monitor without the option
@@ -59,11 +60,10 @@ def test_history_equals_the_monitor_on_the_history_posts_only():
                                  replace(options, history=history))
         assert again.options["windows_recomputed"] == 0
         _same(again, bounded)
-    # the CUSUM and the length/language baseline start at the history's first window: the change at window 7
-    # is then nearer the start, and the prevalence the summary moves from is the history's
-    em = full.table("windows")["em_prior_depression"].to_numpy()
-    assert f"from {em[-5:-2].mean():.3f} in the first 3 judged windows" in \
-        mh.audit_monitor(inputs, replace(options, history="100h")).summary
+        # the CUSUM and the length/language baseline start at the history's first window, and the prevalence
+        # the summary moves from is the history's first judged windows'
+        em = full.table("windows")["em_prior_depression"].to_numpy()
+        assert f"from {em[-n_windows:3 - n_windows].mean():.3f} in the first 3 judged windows" in bounded.summary
 
 
 def test_bad_history_is_one_sentence():
@@ -131,3 +131,29 @@ def test_command_reads_only_the_history_from_the_store(setup, tmp_path):
     for history, says in (("fortnight", "history 'fortnight'"), ("2h", "shorter than the window")):
         assert_one_sentence_failure(_monitor(work, store, tmp_path / "bad", "--history", history), says)
         assert not (tmp_path / "bad").exists()
+
+
+def test_postgres_reads_the_same_history_as_sqlite(setup, tmp_path, pg_url):
+    """The SQL bound on the createdAt text selects the same posts in PostgreSQL as in SQLite (offsets included)."""
+    from mhaudit.audits.monitor.windows import history_start
+    from mhaudit.models import load_model
+    from mhaudit.weak_supervision.collect.scores import newest_scored, run_predictions, scored_posts
+    from mhaudit.weak_supervision.collect.scoring import model_digest, score_posts
+
+    work, texts = setup
+    posts = _with_offsets(simulate_stream(texts["depression"], texts["other"],
+                                          StreamConfig(n_windows=6, per_window=50, seed=13)))
+    digest = model_digest(work / "model")
+    read = {}
+    for name, store in (("sqlite", _store(tmp_path / "posts.sqlite", posts)), ("postgres", _store(pg_url, posts))):
+        score_posts(store, load_model, work / "model", digest)
+        with PostStore(store) as s:
+            newest = newest_scored(s, digest)
+            since = history_start(newest, pd.Timedelta("2D"), pd.Timedelta("1D"))
+            read[name] = (newest, scored_posts(s, digest, CLASSES, since),
+                          run_predictions(s, {"deployed": digest}, since))
+    assert read["sqlite"][0] == read["postgres"][0]
+    pd.testing.assert_frame_equal(read["sqlite"][1], read["postgres"][1])
+    pd.testing.assert_frame_equal(read["sqlite"][2], read["postgres"][2])
+    assert set(_history_posts(read["sqlite"][1], "2d")["uri"]) <= set(read["sqlite"][1]["uri"])
+    assert 150 <= len(read["sqlite"][1]) < 300 and len(read["sqlite"][2]) >= len(read["sqlite"][1])
