@@ -3,7 +3,7 @@
 
     python benchmarks/long_run.py [--part monitor|collect|both] [--quick] [--work DIR] [--json FILE]
         monitor: [--windows 2000] [--per-window 20] [--initial-windows 200] [--write-rate 20] [--n-boot 20]
-                 [--steady-rounds 10]
+                 [--steady-rounds 10] [--window 1min|1h] [--history 0]
         collect: [--events 1000000] [--match-share 0.05] [--templates 20000]
 
 Both commands run as their own process (`python -m mhaudit ...`), sampled from outside every --sample-s seconds
@@ -13,14 +13,17 @@ collector's cursor, page_count x page_size = the store's size including committe
 
 monitor: a binary tfidf-lr trained on the SYNTHETIC corpus's tweets (as tests/audits/test_monitor.py) and its
 reference predictions; a SYNTHETIC stream (mhaudit.synthetic.simulate_stream) of --windows windows of 1 minute
-(synthetic time, createdAt spread evenly) with --per-window posts each. The store starts with
+(or --window 1h; synthetic time, createdAt spread evenly) with --per-window posts each. The store starts with
 --initial-windows windows; a writer thread in this process appends the rest, one window per commit, at
 --write-rate windows per second, while `audit monitor --window 1min --follow 0.001` runs round after round (each
 scores the new posts and re-analyses every window). Once the writer is done the monitor runs --steady-rounds more
 rounds on the unchanged store (the leak check: the same work again and again), then gets SIGINT (Ctrl-C, how
 --follow is stopped). Reported: the peak RSS of each round against the windows in the store (least squares,
 MiB per 1,000 windows: the cost of holding more windows, not a leak) and against the round number in the steady
-phase (MiB per round: must be ~0), fds and threads after the first round and at the end.
+phase (MiB per round: must be ~0), fds and threads after the first round and at the end. --history N passes
+`--history` of N windows: each round then analyses the last N windows only and reads them plus at most 2 days
+(the SQL bound's slack on the createdAt text, so use --window 1h: with 1-minute windows 2 days are 2,880), and
+the RSS slope is also fitted over the growing rounds once the store holds more than that (must be ~0).
 
 collect: a relay process on 127.0.0.1 serves --events SYNTHETIC Jetstream /subscribe events (the shapes of
 benchmarks/collect_speed.py: posts with mentions, links, emoji, a quarter not English, a third replies, 10%
@@ -53,6 +56,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # benchmarks.collect_speed's word lists
@@ -202,7 +206,7 @@ def run_monitor(args, work: Path) -> dict:
     texts = monitor_setup(work)
     most = max(args.full_posts, args.per_window)
     posts = simulate_stream(texts["depression"], texts["other"], StreamConfig(
-        n_windows=args.windows, per_window=most, window="1min", seed=0))
+        n_windows=args.windows, per_window=most, window=args.window, seed=0))
     windows = [posts[i:i + (most if args.full_every and w % args.full_every == 0 else args.per_window)]
                for w, i in enumerate(range(0, len(posts), most))]
     store = fresh(work / "monitor.sqlite")
@@ -211,8 +215,9 @@ def run_monitor(args, work: Path) -> dict:
             first.commit_batch(window, cursor=0)
     log = work / "monitor.log"
     cmd = command("audit", "monitor", "--store", str(store), "--model", str(work / "model"), "--reference",
-                  str(work / "reference.parquet"), "--window", "1min", "--positive", "depression", "--n-boot",
-                  str(args.n_boot), "--follow", "0.001", "--out", str(work / "monitor-report"))
+                  str(work / "reference.parquet"), "--window", args.window, "--positive", "depression", "--n-boot",
+                  str(args.n_boot), "--follow", "0.001", "--out", str(work / "monitor-report"),
+                  *(("--history", f"{args.history}{args.window[1:]}") if args.history else ()))
     started = time.perf_counter()
     with open(log, "w") as out:
         # SIGINT stops it; a shell's background job (nohup ... &) has SIGINT ignored, which it would inherit
@@ -270,6 +275,8 @@ def summarise_monitor(args, rows: list[dict], stop_at: int | None, steady_from: 
     finished = [per_round[r] for r in sorted(per_round) if r <= rows[-1]["rounds"]]  # whole rounds only
     growing = [e for e in finished if steady_from is None or e["round"] < steady_from]
     steady = [e for e in finished if steady_from is not None and e["round"] >= steady_from]
+    slack = int(np.ceil(pd.Timedelta("2D") / pd.Timedelta(args.window)))  # the SQL read's slack, in windows
+    full = [e for e in growing if args.history and e["windows"] > args.history + slack]
     after_first = next(r for r in rows if r["rounds"] >= 1)
     later = [e for e in finished if e["round"] >= 2] or finished
     end = rows[-1]
@@ -280,6 +287,9 @@ def summarise_monitor(args, rows: list[dict], stop_at: int | None, steady_from: 
         "posts": end["posts"], "samples": len(rows),
         "rss_vs_windows": fit([e["windows"] for e in growing], [e["peak_rss_mib"] for e in growing]),
         "rss_vs_steady_round": fit([e["round"] for e in steady], [e["peak_rss_mib"] for e in steady]),
+        # with --history, the growing rounds once the history is full (the windows analysed no longer grow)
+        "history_windows": args.history, "window": args.window,
+        "rss_vs_windows_history_full": fit([e["windows"] for e in full], [e["peak_rss_mib"] for e in full]),
         "store_vs_posts": fit([r["posts"] for r in rows], [r["store_bytes"] for r in rows]),
         "peak_rss_mib": max(r["hwm_mib"] for r in everything), "rss_after_first_round_mib": after_first["rss_mib"],
         "rss_end_mib": end["rss_mib"],
@@ -442,12 +452,17 @@ def summarise_collect(args, rows, stop_at, code, wall, expected, final, store: P
 # ---------------------------------------------------------------------------------------- report
 def print_monitor(m: dict) -> None:
     g, s, st = m["rss_vs_windows"], m["rss_vs_steady_round"], m["store_vs_posts"]
-    print(f"\nmonitor --follow (SYNTHETIC, 1-minute windows): exit {m['exit_code']}, {m['wall_s']:.0f} s, "
+    print(f"\nmonitor --follow (SYNTHETIC, windows of {m['window']}): exit {m['exit_code']}, {m['wall_s']:.0f} s, "
           f"{m['rounds']} rounds ({m['steady_rounds']} on the unchanged store), {m['windows_in_store']:,} windows "
           f"= {m['posts']:,} posts in the store, {m['windows_in_last_report']:,} windows in the last report "
           f"({m['estimated_windows']:,} of them with the label-free estimate and EM interval: 20 posts or more)")
     print(f"  peak RSS per round vs windows in the store (growing rounds, n={g['n']}): "
           f"{1000 * g['slope']:+.2f} MiB per 1,000 windows (R^2 {g['r2']:.2f})")
+    if m["history_windows"]:
+        h = m["rss_vs_windows_history_full"]
+        print(f"  --history of {m['history_windows']} windows, once the store holds it and the SQL read's 2-day "
+              f"slack (n={h['n']} growing rounds): "
+              f"{1000 * h['slope']:+.2f} MiB per 1,000 windows in the store (R^2 {h['r2']:.2f})")
     print(f"  peak RSS per round, steady rounds (n={s['n']}): {100 * s['slope']:+.2f} MiB per 100 rounds")
     print(f"  RSS after round 1 {m['rss_after_first_round_mib']:.0f} MiB, at the end {m['rss_end_mib']:.0f} MiB, "
           f"peak (VmHWM) {m['peak_rss_mib']:.0f} MiB")
@@ -499,6 +514,9 @@ def parse(argv=None):
     ap.add_argument("--write-rate", type=float, default=5.0, help="windows appended per second")
     ap.add_argument("--n-boot", type=int, default=20)
     ap.add_argument("--steady-rounds", type=int, default=10)
+    ap.add_argument("--window", choices=("1min", "1h"), default="1min", help="window length (synthetic time)")
+    ap.add_argument("--history", type=int, default=0, help="monitor --history of this many windows "
+                    "(0: none, every post)")
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--match-share", type=float, default=0.05)
     ap.add_argument("--templates", type=int, default=20_000)

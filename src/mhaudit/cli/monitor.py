@@ -37,6 +37,9 @@ def monitor(store: Annotated[str, typer.Option(help="Post store: posts.sqlite or
             follow: Annotated[float | None, typer.Option(
                 help="Repeat every this many minutes (Ctrl-C stops); each round scores only the new posts.")] = None,
             rounds: Annotated[int | None, typer.Option(help="With --follow: stop after this many rounds.")] = None,
+            history: Annotated[str | None, typer.Option(
+                help="Analyse only the whole windows within this long of the newest post (e.g. 90d), reading only "
+                     "their posts, so a weeks-long --follow keeps its memory flat (default: every post).")] = None,
             seed: Annotated[int, typer.Option(help="Seed of the bootstrap and the suggested sample.")] = 0) -> None:
     """Score the posts not yet scored, then report per window: volume, mix, predicted prevalence, prior shift,
     score, length and language drift, the label-free estimate with its trust verdict, and change alarms; with a
@@ -55,7 +58,7 @@ def monitor(store: Annotated[str, typer.Option(help="Post store: posts.sqlite or
         raise InputError(f"--workers {workers} must be at least 1")
     if follow is not None and follow <= 0:
         raise InputError(f"--follow {follow} must be a positive number of minutes")
-    options = MonitorOptions(window=window, positive=positive, n_boot=n_boot, seed=seed)
+    options = MonitorOptions(window=window, positive=positive, n_boot=n_boot, seed=seed, history=history)
     runs, ensemble = _runs(model, deployed)
     deployed_model = runs[0][1]  # the scoring jobs in this process use the same copies
     ref = read_predictions(reference, classes=list(deployed_model.classes))
@@ -149,9 +152,10 @@ def _round(store: str, runs: list, ref, ensemble, options, executor: str, worker
             scored_now.append(score_posts(store, load_model, folder, digest, executor=executor, workers=workers))
     name, deployed, _, digest = runs[0]
     with PostStore(store) as posts:
+        since = _history_since(posts, digest, options)
         if ensemble is not None:
-            ensemble = replace(ensemble, predicted=run_predictions(posts, {r[0]: r[3] for r in runs}))
-        inputs = MonitorInputs(scored_posts(posts, digest, list(deployed.classes)), ref, deployed.name, digest,
+            ensemble = replace(ensemble, predicted=run_predictions(posts, {r[0]: r[3] for r in runs}, since))
+        inputs = MonitorInputs(scored_posts(posts, digest, list(deployed.classes), since), ref, deployed.name, digest,
                                deployed.classes, scored_now[0], ensemble=ensemble,
                                collection=collection_filters(posts))
         context = window_context(inputs, options)  # the last round's unchanged windows are not recomputed
@@ -171,3 +175,13 @@ def _round(store: str, runs: list, ref, ensemble, options, executor: str, worker
                                    folder / "sample.parquet")
     write_report(result, out_dir)
     return result
+
+
+def _history_since(posts, digest: str, options):
+    """With a history, the first moment its posts are read from (audit_monitor keeps the exact whole windows of the
+    posts read); None reads every scored post."""
+    from mhaudit.audits.monitor.windows import history_start
+    from mhaudit.weak_supervision.collect.scores import newest_scored
+
+    newest = None if options.history is None else newest_scored(posts, digest)
+    return None if newest is None else history_start(newest, options.history_length, options.window_length)

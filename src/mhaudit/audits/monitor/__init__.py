@@ -28,7 +28,7 @@ from mhaudit.audits.monitor.ensemble import (MonitorEnsemble, WindowEnsemble, de
 from mhaudit.audits.monitor.options import MonitorInputs, MonitorOptions
 from mhaudit.audits.monitor.reuse import WindowReuse, window_context
 from mhaudit.audits.monitor.verdicts import AXIS, monitor_verdicts, summarise
-from mhaudit.audits.monitor.windows import Reference, check_resolution, window_table
+from mhaudit.audits.monitor.windows import Reference, check_resolution, in_history, window_table
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.core.threads import thread_budget
@@ -66,7 +66,7 @@ def audit_monitor(inputs: MonitorInputs, options: MonitorOptions, *,
     window, classes, ensemble = options.window_length, list(inputs.classes), inputs.ensemble
     reference = deployed_reference(inputs.reference, ensemble)
     ref = reference_of(reference, classes, options.positive)
-    posts = inputs.posts
+    posts = inputs.posts if options.history is None else in_history(inputs.posts, options.history_length, window)
     if posts.empty:
         raise InputError("there are no scored posts; collect posts (mhaudit collect bluesky) and score them first")
     check_resolution(posts["created_at"], window, options.window)
@@ -98,7 +98,8 @@ def audit_monitor(inputs: MonitorInputs, options: MonitorOptions, *,
     return AuditResult(
         title=f"Monitoring {model} on the stream{synthetic}",
         sections=sections, summary=("SYNTHETIC data. " if inputs.synthetic else "")
-        + summarise(table, options, inputs.scored_now, runs) + (" " + coverage_sentence(inputs.collection)).rstrip(),
+        + summarise(table, options, inputs.scored_now, runs) + _history_sentence(table, options)
+        + (" " + coverage_sentence(inputs.collection)).rstrip(),
         verdicts=verdicts, synthetic=inputs.synthetic,
         options={**asdict(options), "positive": ref.classes[ref.positive], "model_digest": inputs.model_digest,
                  "classes": classes, "scored_now": inputs.scored_now, "n_posts": len(posts),
@@ -119,6 +120,10 @@ def _sections(table: pd.DataFrame, ref: Reference, runs: pd.DataFrame | None, op
         text += (f" The ensemble columns are the deployed run's ({deployed}) accuracy estimated from how often the "
                  f"{len(runs)} runs agree on the window's posts (ALine-D, agreement on the line), with its 95% CI and "
                  f"the line's trust; windows under {options.min_posts} posts get none.")
+    if options.history is not None:
+        text += (f" History: only the whole windows within {options.history} of the newest post are analysed, so the "
+                 "length and language baseline is the history's first posts and the change detector starts at its "
+                 "first window.")
     sections = [Section("Windows", text, {"windows": table})]
     if options.figures:
         from mhaudit.audits.monitor.figures import window_figures
@@ -133,3 +138,10 @@ def _sections(table: pd.DataFrame, ref: Reference, runs: pd.DataFrame | None, op
             f"and ALine-S and ALine-D agree within {MAX_METHOD_GAP} for every run (docs/estimate.md). Accuracy only.",
             {"runs": runs}))
     return sections
+
+
+def _history_sentence(table: pd.DataFrame, options: MonitorOptions) -> str:
+    if options.history is None:
+        return ""
+    return (f" History: the last {options.history} ({len(table):,} windows from {table['window'].iat[0]}); "
+            "older posts are left out.")

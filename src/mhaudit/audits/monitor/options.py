@@ -31,9 +31,17 @@ class MonitorOptions:
     prior_gap_cutoff: float = PRIOR_GAP_CUTOFF
     assumption_gap_cutoff: float = ASSUMPTION_GAP_CUTOFF
     figures: bool = True
+    # Only the whole windows within this long of the newest post (e.g. '90d'), so a weeks-long --follow keeps its
+    # memory bounded; None: every post since the first.
+    history: str | None = None
 
     def __post_init__(self):
         parse_window(self.window)
+        if self.history is not None:
+            history = _history_length(self.history)
+            if history < self.window_length:
+                raise InputError(f"the history {self.history} is shorter than the window {self.window}; keep at "
+                                 "least one window")
         checks = [(self.n_boot >= 1, f"n_boot must be at least 1, got {self.n_boot}"),
                   (self.seed >= 0, f"the seed must be 0 or more, got {self.seed}"),
                   (0 < self.psi_warn < self.psi_fail, f"the PSI thresholds need 0 < psi_warn < psi_fail, got "
@@ -52,6 +60,18 @@ class MonitorOptions:
     @property
     def window_length(self) -> pd.Timedelta:
         return parse_window(self.window)
+
+    @property
+    def history_length(self) -> pd.Timedelta | None:
+        return None if self.history is None else _history_length(self.history)
+
+
+def _history_length(text: str) -> pd.Timedelta:
+    try:
+        return parse_window(text)
+    except InputError:
+        raise InputError(f"the history '{text}' must be a number and a unit: s, min, h, d or w (e.g. 90d, 12w)") \
+            from None
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ from mhaudit.stats.label_shift import em_priors, em_priors_resampled
 from mhaudit.stats.pair_estimate import estimate_pair, trust
 from mhaudit.tables.predictions import logit_column
 
-__all__ = ["parse_window", "time_resolution", "check_resolution", "Reference", "in_time_order", "window_table"]
+__all__ = ["parse_window", "time_resolution", "check_resolution", "Reference", "in_time_order", "window_table",
+           "history_start", "in_history"]
 
 _UNITS = {"s": "s", "sec": "s", "m": "min", "min": "min", "h": "h", "d": "D", "w": "W"}
 _RESOLUTIONS = {pd.Timedelta("1D"): "1 day", pd.Timedelta("1h"): "1 hour", pd.Timedelta("1min"): "1 minute",
@@ -52,6 +53,31 @@ def time_resolution(times: pd.Series) -> pd.Timedelta:
 
 def parse_times(created_at) -> pd.Series:
     return pd.to_datetime(pd.Series(created_at), utc=True, errors="coerce", format="ISO8601").dt.as_unit("ns")
+
+
+def window_start(times, window: pd.Timedelta):
+    """The start of each time's window (a Series or one Timestamp): windows are whole multiples of their length
+    since 1970-01-01 UTC, so a window's start does not depend on which posts there are."""
+    if isinstance(times, pd.Timestamp):
+        return pd.Timestamp((times.value // window.value) * window.value, unit="ns", tz="UTC")
+    return times.dt.floor(window) if window <= pd.Timedelta("1D") else \
+        pd.to_datetime((times.astype("int64") // window.value) * window.value, utc=True)
+
+
+def history_start(newest: pd.Timestamp, history: pd.Timedelta, window: pd.Timedelta) -> pd.Timestamp:
+    """The first moment of a history of `history` up to the `newest` post: floored to the window grid, so the
+    oldest window kept is whole."""
+    return window_start(newest - history, window)
+
+
+def in_history(posts: pd.DataFrame, history: pd.Timedelta, window: pd.Timedelta) -> pd.DataFrame:
+    """The scored posts of the whole windows within `history` of the newest readable createdAt (posts with an
+    unreadable one are dropped: the windows never hold them), in their order."""
+    times = parse_times(posts["created_at"])
+    if times.isna().all():
+        return posts
+    keep = (times >= history_start(times.max(), history, window)).to_numpy()
+    return posts[keep].reset_index(drop=True)
 
 
 def check_resolution(created_at, window: pd.Timedelta, window_text: str) -> None:
@@ -108,8 +134,7 @@ def window_table(posts: pd.DataFrame, reference: Reference, window: pd.Timedelta
     columns of windows unchanged since its rows were computed (`_costly`); the others are always computed."""
     frame = in_time_order(posts)
     logits = frame[[logit_column(c) for c in reference.classes]].to_numpy(dtype=float)
-    frame["window"] = frame["time"].dt.floor(window) if window <= pd.Timedelta("1D") else \
-        pd.to_datetime((frame["time"].astype("int64") // window.value) * window.value, utc=True)
+    frame["window"] = window_start(frame["time"], window)
     frame["language"] = frame["langs"].map(lambda langs: langs[0] if len(langs) else "none")
     languages = [*frame["language"].value_counts().index[:5], "other"]
     frame["categories"] = frame["categories"].map(set)

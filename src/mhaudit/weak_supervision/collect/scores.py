@@ -25,7 +25,7 @@ from mhaudit.tables.predictions import logit_column
 from mhaudit.weak_supervision.collect.migrations import check_scores_table
 
 __all__ = ["SCORES_SCHEMA_VERSION", "SCORED_COLUMNS", "ensure_scores_table", "pending_posts", "store_scores",
-           "scored_posts", "run_predictions", "post_times"]
+           "scored_posts", "newest_scored", "run_predictions", "post_times"]
 
 SCORES_SCHEMA_VERSION = 1
 SCORED_COLUMNS = ("uri", "created_at", "length", "langs", "categories")  # then logit_<class>, one per class
@@ -73,13 +73,35 @@ def _json_list(cell) -> list:
     return json.loads(cell) if cell else []
 
 
-def scored_posts(store, digest: str, classes: list[str]) -> pd.DataFrame:
+def _since_day(since: pd.Timestamp) -> str:
+    """The SQL bound on the createdAt text for posts at or after `since`: the day before, as 'YYYY-MM-DD'. The text
+    is the client's local time (an offset of -12 to +14 hours), and a date compares below every time of that day
+    whatever follows it ('T' or ' '), in SQLite and under any PostgreSQL collation of these characters."""
+    return (since.tz_convert("UTC") - pd.Timedelta("1D")).strftime("%Y-%m-%d")
+
+
+def newest_scored(store, digest: str) -> pd.Timestamp | None:
+    """The largest createdAt text of the posts this model scored, parsed (UTC), or None when there is none or it is
+    unreadable. Text order is not time order across offsets: a post up to a day later may exist (see `scored_posts`)."""
+    (newest,) = store.read("SELECT max(p.created_at) FROM posts p JOIN scores s ON s.uri = p.uri AND "
+                           "s.model_digest = ?", (digest,))[0]
+    time = pd.to_datetime(newest, utc=True, errors="coerce", format="ISO8601") if newest else pd.NaT
+    return None if pd.isna(time) else time
+
+
+def scored_posts(store, digest: str, classes: list[str], since: pd.Timestamp | None = None) -> pd.DataFrame:
     """Every post this model scored: uri, created_at (as the client sent it), length (of the text, in
     characters), langs and categories (lists), then logit_<class> per class, in (created_at, uri) order. The
-    text itself stays in the database."""
+    text itself stays in the database. `since` (a UTC time, or None: all): only the posts whose createdAt is at or
+    after it, selected in SQL with a day's slack on the text (so memory follows the posts kept), then exactly."""
+    bound, params = ("", (digest,)) if since is None else (" WHERE p.created_at >= ?", (digest, _since_day(since)))
     rows = store.read("SELECT p.uri, p.created_at, length(p.text), p.langs, p.categories, s.scores FROM posts p "
-                      "JOIN scores s ON s.uri = p.uri AND s.model_digest = ? ORDER BY p.created_at, p.uri", (digest,))
+                      f"JOIN scores s ON s.uri = p.uri AND s.model_digest = ?{bound} ORDER BY p.created_at, p.uri",
+                      params)
     frame = pd.DataFrame(rows, columns=[*SCORED_COLUMNS, "scores"])
+    if since is not None:
+        times = pd.to_datetime(frame["created_at"], utc=True, errors="coerce", format="ISO8601")
+        frame = frame[(times >= since).to_numpy()].reset_index(drop=True)
     frame["length"] = frame["length"].astype(np.int64)
     frame["langs"] = frame["langs"].map(_json_list)
     frame["categories"] = frame["categories"].map(_json_list)
@@ -94,12 +116,16 @@ def scored_posts(store, digest: str, classes: list[str]) -> pd.DataFrame:
     return frame
 
 
-def run_predictions(store, digests: dict[str, str]) -> pd.DataFrame:
+def run_predictions(store, digests: dict[str, str], since: pd.Timestamp | None = None) -> pd.DataFrame:
     """Several models' predicted class codes (the argmax of their scores), one column per name of `digests` (name
-    -> model digest), for the posts every one of them scored, by uri (`uri` column, in uri order)."""
+    -> model digest), for the posts every one of them scored, by uri (`uri` column, in uri order). `since`: only
+    posts whose createdAt text is on or after the day before it (a superset of `scored_posts(..., since)`'s)."""
     frame = None
     for name, digest in digests.items():
-        rows = store.read("SELECT uri, predicted FROM scores WHERE model_digest = ? ORDER BY uri", (digest,))
+        rows = store.read("SELECT uri, predicted FROM scores WHERE model_digest = ? ORDER BY uri", (digest,)) \
+            if since is None else \
+            store.read("SELECT s.uri, s.predicted FROM scores s JOIN posts p ON p.uri = s.uri WHERE "
+                       "s.model_digest = ? AND p.created_at >= ? ORDER BY s.uri", (digest, _since_day(since)))
         one = pd.DataFrame(rows, columns=["uri", name]).astype({"uri": object, name: np.int64})
         frame = one if frame is None else frame.merge(one, on="uri", how="inner")
     return pd.DataFrame(columns=["uri"]) if frame is None else frame.sort_values("uri").reset_index(drop=True)
