@@ -33,7 +33,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -42,21 +41,11 @@ CLASSES = ["other", "depression"]
 
 def monitor_inputs(work: Path, windows: int, per_window: int) -> None:
     """SYNTHETIC scored posts (the scored_posts columns) and the reference predictions, as parquet files."""
-    import mhaudit as mh
     from mhaudit.synthetic.simulate_stream import StreamConfig, simulate_stream
-    from mhaudit.tables.predictions import logit_column, predict_corpus
+    from mhaudit.tables.predictions import logit_column
+    from synthetic_monitor import tweet_model
 
-    corpus = mh.simulate(mh.SimulationConfig(n_per_platform=2400, seed=0))
-    frame = corpus.frame.assign(label=np.where(corpus.frame["label"] == "depression", "depression", "other"))
-    binary = mh.Corpus.build(frame, CLASSES, meta={"synthetic": True})
-    tweets = binary.frame[binary.frame["platform"] == "synthetic-tweets"]
-    model = mh.create_model("tfidf-lr").fit(tweets[tweets["split"] == "train"], CLASSES)
-    reference = predict_corpus(model, mh.Corpus.build(tweets[tweets["split"] == "test"], CLASSES,
-                                                      meta={"synthetic": True}),
-                               model_name="tfidf-lr", seed=0, splits=("test",))
-    reference.to_parquet(work / "reference.parquet")
-    pool = tweets[tweets["split"] == "val"]
-    texts = {c: pool.loc[pool["label"] == c, "text"].tolist() for c in CLASSES}
+    model, texts = tweet_model(work)
     posts = simulate_stream(texts["depression"], texts["other"],
                             StreamConfig(n_windows=windows, per_window=per_window, change_at=2 * windows // 3, seed=1))
     logits = model.predict_logits([p["text"] for p in posts])

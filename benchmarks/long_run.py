@@ -169,22 +169,13 @@ def child_env() -> dict:
 
 # ---------------------------------------------------------------------------------------- monitor
 def monitor_setup(work: Path):
-    """SYNTHETIC: a tfidf-lr on the synthetic tweets (train split), its reference predictions on the test split,
-    and the val split's texts by class (the stream is drawn from them)."""
+    """SYNTHETIC: the model saved to work/model, its reference predictions, the texts the stream is drawn from."""
     import mhaudit as mh
-    from mhaudit.tables.predictions import predict_corpus
+    from benchmarks.synthetic_monitor import tweet_model
 
-    corpus = mh.simulate(mh.SimulationConfig(n_per_platform=2400, seed=0))
-    frame = corpus.frame.assign(label=np.where(corpus.frame["label"] == "depression", "depression", "other"))
-    tweets = mh.Corpus.build(frame, CLASSES, meta={"synthetic": True}).frame
-    tweets = tweets[tweets["platform"] == "synthetic-tweets"]
-    model = mh.create_model("tfidf-lr").fit(tweets[tweets["split"] == "train"], CLASSES)
+    model, texts = tweet_model(work)
     mh.save_model(model, work / "model")
-    ref_rows = mh.Corpus.build(tweets[tweets["split"] == "test"], CLASSES, meta={"synthetic": True})
-    predict_corpus(model, ref_rows, model_name="tfidf-lr", seed=0, splits=("test",)).to_parquet(
-        work / "reference.parquet")
-    pool = tweets[tweets["split"] == "val"]
-    return {c: pool.loc[pool["label"] == c, "text"].tolist() for c in CLASSES}
+    return texts
 
 
 def write_windows(store: Path, windows: list[list[dict]], rate: float, done: threading.Event) -> None:

@@ -26,7 +26,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 CLASSES = ["other", "depression"]
@@ -35,20 +34,12 @@ CLASSES = ["other", "depression"]
 def build(work: Path, windows: int, per_window: int) -> list[dict]:
     import mhaudit as mh
     from mhaudit.synthetic.simulate_stream import StreamConfig, simulate_stream
-    from mhaudit.tables.predictions import predict_corpus
     from mhaudit.weak_supervision.collect.store import PostStore
+    from synthetic_monitor import tweet_model
 
-    corpus = mh.simulate(mh.SimulationConfig(n_per_platform=2400, seed=0))
-    frame = corpus.frame.assign(label=np.where(corpus.frame["label"] == "depression", "depression", "other"))
-    tweets = mh.Corpus.build(frame, CLASSES, meta={"synthetic": True}).frame
-    tweets = tweets[tweets["platform"] == "synthetic-tweets"]
-    model = mh.create_model("tfidf-lr").fit(tweets[tweets["split"] == "train"], CLASSES)
+    model, texts = tweet_model(work)
     mh.save_model(model, work / "model")
-    test = mh.Corpus.build(tweets[tweets["split"] == "test"], CLASSES, meta={"synthetic": True})
-    predict_corpus(model, test, model_name="tfidf-lr", seed=0, splits=("test",)).to_parquet(work / "reference.parquet")
-    pool = tweets[tweets["split"] == "val"]
-    posts = simulate_stream(pool.loc[pool["label"] == "depression", "text"].tolist(),
-                            pool.loc[pool["label"] == "other", "text"].tolist(),
+    posts = simulate_stream(texts["depression"], texts["other"],
                             StreamConfig(n_windows=windows, per_window=per_window, change_at=2 * windows // 3, seed=1))
     with PostStore(work / "posts.sqlite") as store:
         for i in range(0, len(posts) - 1, 1000):  # the last post comes before the third run
