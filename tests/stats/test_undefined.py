@@ -21,7 +21,7 @@ import pytest
 import mhaudit.stats
 from mhaudit.stats import (agreement, agreement_line, atc, auc, binary, bootstrap, calibration, cbpe, cluster_agreement,
                            domain_shift, drift, f1, fairness, label_shift, macro_delong, pair_estimate, ppi,
-                           sample_size, threshold_free, weak_metrics)
+                           proportion, sample_size, significance, threshold_free, weak_metrics)
 from mhaudit.stats.undefined import UndefinedStatisticWarning, check_zero_division, divide
 
 N = 6
@@ -70,6 +70,11 @@ UNDEFINED = {
                                       ["macro_auc", "se", "ci_low", "ci_high"]),
     "macro_delong.paired_macro_auc_delong": (lambda: macro_delong.paired_macro_auc_delong(Y, PROBS, PROBS, 2),
                                              ["auc_a", "auc_b", "diff", "se"]),
+    # the share of positives among predicted positives: none predicted, no trials
+    "proportion.wilson_interval": (lambda: dict(zip(["ci_low", "ci_high"],
+                                                    proportion.wilson_interval(int(Y[PRED == 1].sum()),
+                                                                               int((PRED == 1).sum())))),
+                                   ["ci_low", "ci_high"]),
     "bootstrap.weighted_auc": (lambda: bootstrap.weighted_auc(Y, SCORE, COUNTS), ["value"]),
     "bootstrap.bootstrap_macro_auc": (lambda: bootstrap.bootstrap_macro_auc(Y, PROBS, 2, COUNTS), ["value"]),
     "agreement.kappa_from_confusion": (lambda: agreement.kappa_from_confusion([[N, 0], [0, 0]]), ["value"]),
@@ -137,7 +142,7 @@ DEFINED = {
     "atc.doc_share": lambda: atc.doc_share(CONF, np.ones(N), COUNTS, CONF, COUNTS),
     "label_shift.em_priors_resampled": lambda: label_shift.em_priors_resampled(PROBS, [0.5, 0.5], COUNTS),
     "label_shift.bbse_priors_resampled": lambda: label_shift.bbse_priors_resampled(Y, PRED, PRED, 2, COUNTS, COUNTS),
-    "significance.mcnemar": lambda: mhaudit.stats.significance.mcnemar(Y, PRED, PRED)["p"],  # no discordant pair: p 1
+    "significance.mcnemar": lambda: significance.mcnemar(Y, PRED, PRED)["p"],  # no discordant pair: p 1
     "drift.psi": lambda: drift.psi([0.5, 0.5], [0.5, 0.5]),
     "drift.js_distance": lambda: drift.js_distance([0.5, 0.5], [0.5, 0.5]),
     "drift.ks": lambda: drift.ks(SCORE, SCORE)[0],
@@ -188,7 +193,7 @@ NOT_METRICS = {
 
 # vectorised kernels returning a dict of numbers or arrays: they warn, as bare numbers do
 WARNS = {"weak_metrics.binary_metrics", "cbpe.expected_metrics", "pair_estimate.reference_metrics", "cbpe.draw_metrics", "f1.class_scores",
-         "atc.thresholded_estimates"}
+         "atc.thresholded_estimates", "proportion.wilson_interval"}
 
 
 def public_names() -> set[str]:

@@ -1,5 +1,5 @@
-"""Recall of the collection filters: the counts against a brute-force count, the Wilson interval against
-statsmodels, the real numbers on the Bluesky depression set (clinicians' labels), and the packaged table the
+"""Recall of the collection filters: the counts against a brute-force count (the Wilson interval: tests/stats/
+test_proportion.py), the real numbers on the Bluesky depression set (clinicians' labels), and the packaged table the
 runtime quotes against a fresh measurement."""
 
 from __future__ import annotations
@@ -17,19 +17,10 @@ from mhaudit.core.errors import InputError
 from mhaudit.weak_supervision.lexicons import BUILTIN, Lexicon
 from mhaudit.weak_supervision.lexicons.labelled_sets import LABELLED_SETS, bluesky_half, read_set, recall_tables
 from mhaudit.weak_supervision.lexicons.measured import collection_filters, measured_recall, recall_sentence
-from mhaudit.weak_supervision.lexicons.recall import filter_recall, kept_by, load_filter, wilson_interval
+from mhaudit.weak_supervision.lexicons.recall import filter_recall, kept_by, load_filter
 from tests.conftest import FIXTURES, data_dir
 
 BLUESKY = tuple(spec for spec in LABELLED_SETS if spec.source == "bluesky_depression")
-
-
-@pytest.mark.parametrize("k, n", [(0, 1), (1, 1), (0, 10), (3, 10), (10, 10), (136, 514), (470, 514), (1, 4568),
-                                  (4567, 4568)])
-def test_wilson_interval_equals_statsmodels(k, n):
-    low, high = wilson_interval(k, n)
-    ref_low, ref_high = proportion_confint(k, n, alpha=0.05, method="wilson")
-    assert low == pytest.approx(ref_low, abs=1e-12) and high == pytest.approx(ref_high, abs=1e-12)
-    assert all(math.isnan(v) for v in wilson_interval(0, 0))
 
 
 def test_filter_recall_equals_a_brute_force_count():

@@ -2,7 +2,7 @@
 
 `filter_recall(kept, positive)` takes, for each post of a labelled set, whether the filter keeps it and whether
 it is a positive (e.g. depressive by the clinicians' label), and returns the counts with four proportions, each
-with its Wilson 95% interval: recall (share of the positive posts kept), keep share (share of all posts kept),
+with its Wilson 95% interval (stats.proportion): recall (share of the positive posts kept), keep share (share of all posts kept),
 precision (share positive among the kept posts) and the base rate (share positive among all). A proportion of
 nothing (precision when nothing is kept) is NaN with the reason in `reason` (docs/statistics.md).
 
@@ -17,24 +17,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm
-
 from mhaudit.core.errors import InputError
+from mhaudit.stats.proportion import wilson_interval
+from mhaudit.stats.undefined import quiet_undefined
 from mhaudit.weak_supervision.lexicons import Lexicon
 
-__all__ = ["FilterRecall", "filter_name", "filter_recall", "kept_by", "load_filter", "wilson_interval"]
-
-
-def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of k successes in n trials (statsmodels' proportion_confint method="wilson");
-    (NaN, NaN) when n is 0."""
-    if n == 0:
-        return math.nan, math.nan
-    z = float(norm.isf((1 - level) / 2))
-    p, z2 = k / n, z * z
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+__all__ = ["FilterRecall", "filter_name", "filter_recall", "kept_by", "load_filter"]
 
 
 @dataclass(frozen=True)
@@ -57,7 +45,8 @@ class FilterRecall:
                                   "n_kept_positive": self.n_kept_positive}
         reasons = []
         for name, (k, n) in self.proportions().items():
-            low, high = wilson_interval(k, n)
+            with quiet_undefined():  # why a proportion is NaN goes into the row's reason
+                low, high = wilson_interval(k, n)
             row |= {name: k / n if n else math.nan, f"{name}_ci_low": low, f"{name}_ci_high": high}
             if not n:
                 reasons.append(f"{name} is undefined: " + ("the filter keeps no post" if name == "precision"
