@@ -30,15 +30,20 @@ def worker(kind: str, n_ref: int, n_tgt: int, pairs: int, n_boot: int) -> tuple[
     import pandas as pd
 
     import mhaudit as mh
-    from mhaudit.stats.pair_estimate import estimate_pair
+    from mhaudit.stats import pair_estimate
 
     ref = mh.simulate_scores(n_ref, [0.4, 0.2, 0.2, 0.2], platform="home", seed=0)
     targets = [mh.simulate_scores(n_tgt, [0.25, 0.25, 0.25, 0.25], platform=f"away{i}", seed=i + 1, labelled=False)
                for i in range(pairs if kind == "audit" else 1)]
     if kind == "pair":
         start, cpu = time.perf_counter(), time.process_time()
-        estimate_pair(ref.codes, ref.scores(), targets[0].scores(), n_boot=n_boot, rng=np.random.default_rng(0), seed=0, domain_auc_cutoff=0.6,
-                      prior_gap_cutoff=0.1)
+        cutoffs = {"seed": 0, "domain_auc_cutoff": 0.6, "prior_gap_cutoff": 0.1}
+        if hasattr(pair_estimate, "reference_draws"):  # the reference's side of the draws apart (issue 31)
+            reference = pair_estimate.reference_draws(ref.codes, ref.scores(), n_boot, np.random.default_rng(1))
+            pair_estimate.estimate_pair(reference, targets[0].scores(), rng=np.random.default_rng(0), **cutoffs)
+        else:
+            pair_estimate.estimate_pair(ref.codes, ref.scores(), targets[0].scores(), n_boot=n_boot,
+                                        rng=np.random.default_rng(0), **cutoffs)
         return time.perf_counter() - start, time.process_time() - cpu
     hidden = mh.PredictionSet(pd.concat([t.frame for t in targets], ignore_index=True), ref.classes)
     start, cpu = time.perf_counter(), time.process_time()

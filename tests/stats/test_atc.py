@@ -98,12 +98,14 @@ def test_bcts_is_the_maximum_likelihood_and_matches_the_priors():
     assert m.slope == pytest.approx(brute.x[0], abs=1e-3)
 
 
-@pytest.mark.parametrize("share", [atc_share, doc_share])
-def test_a_class_on_its_own_columns_equals_zero_weights_on_the_others(share):
-    """A predicted class's precision from its columns alone is the share with every other row weighted 0; a class
-    that one side never predicts is NaN, as the zero-weighted share is."""
-    from mhaudit.stats.atc import _class_share
+@pytest.mark.parametrize("method", ["atc", "doc"])
+def test_the_two_sides_equal_each_class_with_zero_weights_on_the_others(method):
+    """The reference's side (computed once per reference) and the target's give what each predicted class's
+    precision is by definition, the share with every other row weighted 0, assembled into the confusion matrix
+    by hand; a class the target never predicts gets precision 0 on no rows."""
+    from mhaudit.stats.f1 import confusion_tallies, macro_f1
 
+    share = {"atc": atc_share, "doc": doc_share}[method]
     y, z, p = _data(8, 300)
     _, zt, pt = _data(9, 200)
     pred, predt = z.argmax(1), np.where(zt.argmax(1) == 2, 0, zt.argmax(1))  # the target never predicts class 2
@@ -111,12 +113,16 @@ def test_a_class_on_its_own_columns_equals_zero_weights_on_the_others(share):
     wr = rng.multinomial(300, np.full(300, 1 / 300), 6).astype(float)
     wt = rng.multinomial(200, np.full(200, 1 / 200), 6).astype(float)
     hit = (pred == y).astype(float)
-    for c in range(3):
-        alone = _class_share(share, p.max(1), hit, wr, pred == c, pt.max(1), wt, predt == c)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            masked = share(p.max(1), hit, wr * (pred == c), pt.max(1), wt * (predt == c))
-        if c == 2:
-            assert np.isnan(alone).all() and np.isnan(masked).all()
-        else:
-            np.testing.assert_allclose(alone, masked, rtol=0, atol=1e-12)
-            assert np.isfinite(alone).all()
+    got = thresholded_estimates(method, p.max(1), y, pred, wr, pt.max(1), predt, wt, 3)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        precision = np.stack([share(p.max(1), hit, wr * (pred == c), pt.max(1), wt * (predt == c))
+                              for c in range(3)], axis=1)
+    n_pred = np.stack([wt @ (predt == c) for c in range(3)], axis=1)
+    precision = np.where(n_pred > 0, np.nan_to_num(precision), 0.0)
+    cells = np.stack([wr @ ((y == j) & (pred == i)) for j in range(3) for i in range(3)], axis=1).reshape(6, 3, 3)
+    errors = cells * (1 - np.eye(3))
+    spread = errors / errors.sum(axis=1, keepdims=True)
+    cm = n_pred[:, None, :] * (np.eye(3) * precision[:, None, :] + (1 - np.eye(3)) * (1 - precision[:, None, :]) * spread)
+    np.testing.assert_allclose(got["macro_f1"], macro_f1(confusion_tallies(cm)), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got["priors"], cm.sum(2) / cm.sum((1, 2))[:, None], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got["accuracy"], share(p.max(1), hit, wr, pt.max(1), wt), rtol=0, atol=1e-12)

@@ -8,10 +8,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, roc_auc_score
 
-from mhaudit.stats.bcts import fit_bcts
 from mhaudit.stats.cbpe import draw_metrics, expected_confusion, expected_macro_auc, expected_metrics
 from mhaudit.stats.f1 import confusion_tallies, macro_f1
-from mhaudit.stats.cbpe_interval import cbpe_draws
+from mhaudit.stats.estimate_draws import reference_draws, target_draws
 from mhaudit.stats.label_shift import em_priors, prior_corrected_probs
 
 
@@ -92,11 +91,12 @@ def test_the_interval_draws_centre_on_the_prior_corrected_expectation():
     z_ref = rng.normal(size=(1500, 2)) + 1.5 * np.eye(2)[y_ref]
     y_tgt = (rng.random(1200) < 0.2).astype(int)  # the target's prior moved from 0.5 to 0.2
     z_tgt = rng.normal(size=(1200, 2)) + 1.5 * np.eye(2)[y_tgt]
-    calibration = fit_bcts(z_ref, y_ref)
+    reference = reference_draws(y_ref, z_ref, 400, rng)
+    calibration = reference.calibration
     pi = np.bincount(y_ref) / 1500
     em = em_priors(calibration.probs(z_tgt), pi).priors
+    draws = target_draws(reference, z_tgt, em, rng, adjust_priors=True)
     scores = np.exp(z_tgt) / np.exp(z_tgt).sum(1, keepdims=True)
-    draws = cbpe_draws(z_ref, y_ref, z_tgt, calibration, em, scores, 400, rng)
     expected = expected_metrics(prior_corrected_probs(calibration.probs(z_tgt), pi, em), scores)
-    assert draws["accuracy"].mean() == pytest.approx(expected["accuracy"], abs=0.005)
-    assert draws["priors"].mean(0) == pytest.approx(em, abs=0.01)
+    assert draws["cbpe", "accuracy"].mean() == pytest.approx(expected["accuracy"], abs=0.005)
+    assert draws["em"].mean(0) == pytest.approx(em, abs=0.01)

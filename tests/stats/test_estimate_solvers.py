@@ -13,11 +13,11 @@ from sklearn.metrics import roc_auc_score
 from threadpoolctl import threadpool_info
 
 from mhaudit.core.threads import thread_budget
-from mhaudit.stats.bcts import fit_bcts, fit_bcts_resampled
+from mhaudit.stats.bcts import BCTS, EXACT_MAX_ROWS, bcts_expansion, fit_bcts, fit_bcts_resampled, newton_refits
 from mhaudit.stats.calibration import stratified_folds
 from mhaudit.stats.cbpe_interval import MAX_CHUNK_BYTES, draws_per_chunk
 from mhaudit.stats.domain_shift import bin_thresholds, domain_auc
-from mhaudit.stats.label_shift import em_batch, em_priors
+from mhaudit.stats.label_shift import em_batch, em_chord, em_priors
 
 
 def _scores(rng, n, priors, k=4, separation=1.6):
@@ -41,6 +41,72 @@ def test_bcts_refits_equal_a_fit_on_each_resample():
         reference = minimize(nll, np.r_[1.0, np.zeros(3)], method="BFGS", options={"gtol": 1e-10}).x
         assert slopes[b] == pytest.approx(reference[0], abs=1e-6)
         np.testing.assert_allclose(biases[b], np.r_[0.0, reference[1:]], atol=1e-6)
+
+
+def test_bcts_expansion_refits_are_close_to_exact_refits_above_the_exact_limit():
+    """Above EXACT_MAX_ROWS the refits are the expansion's alone: against Newton run to convergence on each
+    resample's rows, within a small share of the bootstrap spread (the error shrinks as n^-1/2 relative to it)."""
+    rng = np.random.default_rng(5)
+    y, z = _scores(rng, 3000, [0.4, 0.3, 0.2, 0.1])
+    fit = fit_bcts(z, y)
+    counts = rng.multinomial(3000, np.full(3000, 1 / 3000), size=300)
+    assert 3000 > EXACT_MAX_ROWS
+    slopes, biases = fit_bcts_resampled(z, y, counts, fit)
+    exact_slopes, exact_biases = newton_refits(z, y, counts, np.full(300, fit.slope), np.tile(fit.bias, (300, 1)))
+    spread = np.c_[exact_slopes, exact_biases[:, 1:]].std(axis=0)
+    error = np.abs(np.c_[slopes - exact_slopes, biases[:, 1:] - exact_biases[:, 1:]]) / spread
+    assert error.max() < 0.1 and error.mean() < 0.01
+    quantiles = [np.quantile(a, [0.025, 0.975], axis=0) for a in (np.c_[slopes, biases[:, 1:]],
+                                                                   np.c_[exact_slopes, exact_biases[:, 1:]])]
+    assert (np.abs(quantiles[0] - quantiles[1]) / spread).max() < 0.03
+
+
+def test_bcts_expansion_derivatives_by_finite_differences():
+    """The per-row gradients average to the NLL's gradient (0 at the fit, scipy's log_softmax off it), their
+    Hessians to the gradient's differences, and `third` is the Hessian's differences."""
+    rng = np.random.default_rng(6)
+    y, z = _scores(rng, 500, [0.5, 0.3, 0.2], k=3)
+    fit = fit_bcts(z, y)
+
+    def at(theta):
+        return bcts_expansion(z, y, BCTS(theta[0], np.r_[0.0, theta[1:]]))
+
+    def nll(theta):
+        return -np.mean(log_softmax(theta[0] * z + np.r_[0.0, theta[1:]], axis=1)[np.arange(500), y])
+
+    theta, h = np.r_[fit.slope * 1.1, fit.bias[1:] + 0.2], 1e-5
+    mean = at(theta).rows.mean(axis=0)
+    steps = h * np.eye(3)
+    numeric_gradient = [(nll(theta + e) - nll(theta - e)) / (2 * h) for e in steps]
+    np.testing.assert_allclose(mean[:3], numeric_gradient, atol=1e-8)
+    numeric_hessian = np.stack([(at(theta + e).rows.mean(0)[:3] - at(theta - e).rows.mean(0)[:3]) / (2 * h)
+                                for e in steps], axis=1)
+    np.testing.assert_allclose(mean[3:].reshape(3, 3), numeric_hessian, atol=1e-7)
+    numeric_third = np.stack([(at(theta + e).rows.mean(0)[3:] - at(theta - e).rows.mean(0)[3:]).reshape(3, 3) / (2 * h)
+                              for e in steps], axis=2)
+    np.testing.assert_allclose(at(theta).third, numeric_third, atol=1e-7)
+    assert np.abs(at(np.r_[fit.slope, fit.bias[1:]]).rows.mean(axis=0)[:3]).max() < 1e-6  # the fit is the optimum
+
+
+def test_em_chord_is_the_jacobian_and_its_steps_reach_the_em_fixed_point():
+    rng = np.random.default_rng(2)
+    _, z = _scores(rng, 400, [0.2, 0.3, 0.5], k=3)  # a target whose priors moved from pi
+    p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    pi = np.array([0.5, 0.3, 0.2])
+    q = em_priors(p, pi, tol=1e-14, max_iter=100_000).priors
+    ones = np.ones((1, 400))
+
+    def step(prior):  # one plain EM step from `prior`
+        return em_batch(np.ascontiguousarray(p.T)[None], pi[None], ones, prior[None], max_iter=1)[0]
+
+    h = 1e-6
+    jacobian = np.stack([(step(q + h * e) - step(q - h * e)) / (2 * h) for e in np.eye(3)], axis=1)
+    np.testing.assert_allclose(np.linalg.inv(em_chord(p, pi, q)), np.eye(3) - jacobian, atol=1e-6)
+    counts = rng.multinomial(400, np.full(400, 1 / 400), size=8).astype(float)
+    per_draw = np.broadcast_to(p.T, (8, 3, 400))
+    plain = em_batch(per_draw, np.tile(pi, (8, 1)), counts, np.tile(q, (8, 1)), 1e-14, 100_000)
+    chord = em_batch(per_draw, np.tile(pi, (8, 1)), counts, np.tile(q, (8, 1)), 1e-14, 10_000, chord=em_chord(p, pi, q))
+    np.testing.assert_allclose(chord, plain, atol=1e-10)  # one draw's prior is 0.001: both slow there
 
 
 def test_em_batch_equals_plain_em_on_each_resample():

@@ -164,7 +164,13 @@ NOT_METRICS = {
     "label_shift.EMResult", "label_shift.BBSEResult", "label_shift.em_batch",
     "cbpe.METRICS", "atc.METHODS", "bcts.BCTS",
     "bcts.fit_bcts", "bcts.fit_bcts_resampled",  # fitters: refuse a class without a labelled row (ValueError)
-    "cbpe_interval.cbpe_draws",  # built on fit_bcts_resampled; its undefined draws are dropped from the interval
+    "bcts.BCTSExpansion", "bcts.bcts_expansion", "bcts.newton_refits",  # the refits' parts: derivatives, a solver
+    "label_shift.bbse_draws", "label_shift.em_chord",  # a resampler's last step (NaN where no weight survives), a solver's
+    # parts of atc.thresholded_estimates (its case above): the reference's side and the target's, per subset of rows
+    "atc.atc_threshold", "atc.share_above", "atc.ReferenceSide", "atc.reference_side", "atc.target_side",
+    # the estimate's bootstrap draws, split at the reference: resamplers of the estimators above
+    "estimate_draws.ReferenceDraws", "estimate_draws.reference_draws", "estimate_draws.target_draws",
+    "cbpe_interval.cbpe_draws",  # a chunk of the interval's draws; its undefined draws are dropped from the interval
     "cbpe_interval.draws_per_chunk", "cbpe_interval.MAX_CHUNK_BYTES", "domain_shift.bin_thresholds",  # sizes, edges
     "significance.benjamini_hochberg",  # NaN p-values in, NaN out
     "weak_metrics.BINARY_METRICS", "weak_metrics.binary_reasons",
@@ -184,6 +190,7 @@ NOT_METRICS = {
     # one reference x target pair: composed of the estimators above, each with its case here; it needs every class
     # in the reference, which EstimateInputs and MonitorInputs check first. trust: a rule over its diagnostic
     "pair_estimate.PairEstimate", "pair_estimate.estimate_pair", "pair_estimate.trust",
+    "pair_estimate.ReferenceDraws", "pair_estimate.reference_draws",
     # the agreement line's record type, its trust rule and the rule's cut-offs
     "agreement_line.AgreementLine", "agreement_line.line_trust", "agreement_line.MIN_RUNS", "agreement_line.MIN_R2",
     "agreement_line.MAX_RESIDUAL_SD", "agreement_line.MIN_SPREAD", "agreement_line.MAX_AGREEMENT",

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import log_softmax
 
-__all__ = ["BCTS", "fit_bcts", "fit_bcts_resampled"]
+__all__ = ["BCTS", "BCTSExpansion", "fit_bcts", "fit_bcts_resampled", "bcts_expansion", "newton_refits"]
 
 
 class BCTS(NamedTuple):
@@ -62,25 +62,29 @@ def fit_bcts(logits, y) -> BCTS:
     return BCTS(float(res.x[0]), np.concatenate([[0.0], res.x[1:]]))
 
 
-def fit_bcts_resampled(logits, y, counts, start: BCTS, n_iter: int = 25) -> tuple[np.ndarray, np.ndarray]:
-    """BCTS refitted on B bootstrap resamples at once (row b of `counts` (B, n): how often each row was drawn),
-    by Newton's method from `start` (the full-data fit). Returns slopes (B,) and biases (B, k), bias[:, 0] = 0.
+# Up to this many reference rows the expansion's refits are finished by exact Newton steps on each resample's
+# rows (a pass over them costs little there); above it the expansion alone is within 0.03 bootstrap SD.
+EXACT_MAX_ROWS = 1000
 
-    The NLL is convex in (slope, b_1..b_{k-1}) and smooth, so a handful of full Newton steps from a nearby
-    start converge; a step that would raise the loss is halved (backtracking), resample by resample. Newton
-    converges quadratically, so a resample whose gradient is below 1e-4 takes one last full step (landing within
-    ~1e-7 of the optimum) and stops. Every resample starts at `start`, where the posteriors are the same for
-    all: the first step's gradients and Hessians are weighted sums of shared rows.
-    """
+
+def fit_bcts_resampled(logits, y, counts, start: BCTS) -> tuple[np.ndarray, np.ndarray]:
+    """BCTS refitted on B bootstrap resamples (row b of `counts` (B, n): how often each row was drawn), from the
+    full-data fit `start`: slopes (B,) and biases (B, k), bias[:, 0] = 0 (`BCTSExpansion.resampled`)."""
+    return bcts_expansion(logits, y, start).resampled(counts)
+
+
+def newton_refits(logits, y, counts, slopes, biases, n_iter: int = 25) -> tuple[np.ndarray, np.ndarray]:
+    """Newton's method on each resample's weighted NLL from (slopes, biases), B at once; a step that would raise
+    the loss is halved. A resample whose gradient is below 1e-4 takes one last full step (quadratic convergence
+    puts it within ~1e-7 of the optimum) and stops."""
     z = np.asarray(logits, dtype=float)
     z = np.ascontiguousarray((z - z.mean(axis=1, keepdims=True)).T)  # (k, n): sums over classes add rows
     w = np.asarray(counts, dtype=float)
-    k, n = z.shape
+    k = z.shape[0]
     onehot = np.eye(k)[np.asarray(y)].T
-    # The labelled rows' part of the gradient and the NLL is linear in the draw counts: one matmul, once.
     observed = w @ np.c_[np.sum(z * onehot, axis=0), onehot[1:].T]  # (B, k): sum w z_y, counts of classes 1..
     total = w.sum(axis=1)
-    params = np.tile(np.r_[start.slope, start.bias[1:]], (len(w), 1))  # (B, k)
+    params = np.c_[slopes, biases[:, 1:]]
 
     def posteriors(p):
         """Log-normalisers (B, n) and posteriors (B, k, n) of softmax(slope z + b) at params p (B, k)."""
@@ -95,7 +99,7 @@ def fit_bcts_resampled(logits, y, counts, start: BCTS, n_iter: int = 25) -> tupl
     def mean_nll(p, w, log_norm, observed):  # sum_i w_i (logsumexp_i - t_i,y_i) / sum w
         return (np.matmul(w[:, None], log_norm[..., None])[:, 0, 0] - np.sum(p * observed, axis=1)) / w.sum(axis=1)
 
-    log_norm, prob = posteriors(params[:1])
+    log_norm, prob = posteriors(params)
     current = mean_nll(params, w, log_norm, observed)
     active = np.arange(len(w))
     for _ in range(n_iter):
@@ -103,7 +107,7 @@ def fit_bcts_resampled(logits, y, counts, start: BCTS, n_iter: int = 25) -> tupl
         # u = J^T p per row, J = [z | e_1..e_{k-1}]: the gradient is sum w (u - J^T onehot) and the Hessian
         # sum w (J^T diag(p) J - u u^T): weighted sums over rows, so batched matmuls.
         pz = prob * z
-        u = np.concatenate([pz.sum(axis=1, keepdims=True), prob[:, 1:]], axis=1)  # (B or 1, k, n)
+        u = np.concatenate([pz.sum(axis=1, keepdims=True), prob[:, 1:]], axis=1)  # (B, k, n)
         rows = np.concatenate([u, (pz * z).sum(axis=1, keepdims=True), pz[:, 1:]], axis=1)
         first = np.matmul(rows, wa[..., None])[..., 0]  # sum w u, sum w p.z^2, sum w p_j z_j
         hess = -np.matmul(u * wa[:, None], np.swapaxes(u, 1, 2))
@@ -116,7 +120,8 @@ def fit_bcts_resampled(logits, y, counts, start: BCTS, n_iter: int = 25) -> tupl
         step = np.linalg.solve(hess / size[..., None] + 1e-10 * np.eye(k), g[..., None])[..., 0]
         last = np.max(np.abs(g), axis=1) < 1e-4
         params[active[last]] = pa[last] - step[last]
-        active, wa, pa, step = active[~last], wa[~last], pa[~last], step[~last]
+        keep = ~last
+        active, wa, pa, step, prob = active[keep], wa[keep], pa[keep], step[keep], prob[keep]
         if not len(active):
             break
         scale = np.ones(len(active))
@@ -130,3 +135,61 @@ def fit_bcts_resampled(logits, y, counts, start: BCTS, n_iter: int = 25) -> tupl
             scale = np.where(worse, scale / 2, scale)
         params[active], current[active], prob = trial, new, new_prob
     return params[:, 0], np.concatenate([np.zeros((len(w), 1)), params[:, 1:]], axis=1)
+
+
+class BCTSExpansion(NamedTuple):
+    """The NLL around the full-data fit, to refit BCTS on bootstrap resamples without a pass over their rows.
+
+    A resample's NLL is a weighted sum of per-row terms, so its gradient g and Hessian H at the fit are the
+    resample's weighted sums of `rows` (each row's gradient and Hessian): one matrix product for all draws.
+    Newton's step d = -H⁻¹ g (the one-step bootstrap, Andrews 2002, Econometrica 70(1)) is then corrected for
+    the curvature it ignores by a second step -H⁻¹ T[d, d] / 2, with T the full data's third derivative (for
+    softmax(J θ), the third central moment of J under the posteriors): the remaining error is of order
+    n^(-3/2), against the bootstrap spread's n^(-1/2). Measured against exact refits (docs/estimate.md): at
+    6,257 rows the slopes and biases are within 0.02 bootstrap SD, at 300 rows within 0.4 (mean 0.03).
+    """
+
+    fit: BCTS
+    logits: np.ndarray  # (n, k), with the labels y: the rows, for the exact refits of a small reference
+    y: np.ndarray
+    rows: np.ndarray  # (n, k + k*k): each row's NLL gradient and Hessian at the fit
+    third: np.ndarray  # (k, k, k): the mean third derivative at the fit
+
+    def resampled(self, counts) -> tuple[np.ndarray, np.ndarray]:
+        """Slopes (B,) and biases (B, k) of the resamples drawn `counts` (B, n) times: `refits`, finished by Newton's
+        method on each resample's rows up to EXACT_MAX_ROWS rows."""
+        w = np.asarray(counts, dtype=float)
+        slopes, biases = self.refits(w @ self.rows, w.sum(axis=1))
+        if len(self.y) > EXACT_MAX_ROWS:
+            return slopes, biases
+        return newton_refits(self.logits, self.y, w, slopes, biases)
+
+    def refits(self, sums: np.ndarray, totals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Slopes (B,) and biases (B, k) from the resamples' weighted sums of `rows` (B, k + k*k) and weights (B,)."""
+        k = len(self.fit.bias)
+        mean = sums / totals[:, None]
+        g, hess = mean[:, :k], mean[:, k:].reshape(-1, k, k) + 1e-10 * np.eye(k)
+        first = -np.linalg.solve(hess, g[..., None])
+        curvature = np.einsum("def,be,bf->bd", self.third, first[..., 0], first[..., 0])[..., None]
+        params = np.r_[self.fit.slope, self.fit.bias[1:]] + (first - np.linalg.solve(hess, curvature / 2))[..., 0]
+        return params[:, 0], np.concatenate([np.zeros((len(params), 1)), params[:, 1:]], axis=1)
+
+
+def bcts_expansion(logits, y, fit: BCTS) -> BCTSExpansion:
+    """The per-row gradients and Hessians and the mean third derivative of the NLL at `fit` (see BCTSExpansion).
+
+    Parameters θ = (slope, b_1..b_{k-1}); row i's logits are J_i θ with J_i[c] = (z_ic, e_c), so its NLL
+    logsumexp(J_i θ) - (J_i θ)_y has the moments of J_i[c] under the posterior p_i as derivatives."""
+    z = np.asarray(logits, dtype=float)
+    z = z - z.mean(axis=1, keepdims=True)  # as fit_bcts: a shift per row changes nothing
+    y = np.asarray(y)
+    n, k = z.shape
+    p = fit.probs(z)
+    jac = np.zeros((n, k, k))
+    jac[:, :, 0] = z
+    jac[:, np.arange(1, k), np.arange(1, k)] = 1
+    centred = jac - np.einsum("nc,ncd->nd", p, jac)[:, None]
+    hess = np.einsum("nc,ncd,nce->nde", p, centred, centred)
+    gradient = -centred[np.arange(n), y]  # E_p[J] - J_y
+    third = np.einsum("nc,ncd,nce,ncf->def", p, centred, centred, centred) / n
+    return BCTSExpansion(fit, np.asarray(logits, dtype=float), y, np.c_[gradient, hess.reshape(n, k * k)], third)

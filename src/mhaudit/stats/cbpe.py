@@ -68,10 +68,15 @@ def expected_metrics(probs: np.ndarray, scores: np.ndarray) -> dict[str, float]:
 
 
 def _draw_labels(probs: np.ndarray, n_draws: int, rng: np.random.Generator) -> np.ndarray:
-    """(n_draws, n) class codes, row i of draw b from Categorical(probs[i]) (or probs[b, i] when 3-D)."""
-    cumulative = np.cumsum(probs, axis=-1)[..., :-1]  # the last class takes whatever rounding leaves above
-    u = rng.random((n_draws, probs.shape[-2], 1))
-    return (u > (cumulative if probs.ndim == 3 else cumulative[None])).sum(axis=2)
+    """(n_draws, n) class codes, row i of draw b from Categorical(probs[i]) (or probs[b, i] when 3-D): the number
+    of cumulative probabilities below a uniform; the last class takes whatever rounding leaves above."""
+    u = rng.random((n_draws, probs.shape[-2], 1))[..., 0]
+    labels = np.zeros(u.shape, dtype=np.int64)
+    cumulative = np.zeros(probs.shape[:-1])
+    for c in range(probs.shape[-1] - 1):  # class by class: a class-major posterior's slices are contiguous
+        cumulative += probs[..., c]
+        labels += u > cumulative
+    return labels
 
 
 def _auc_of_draws(labels: np.ndarray, scores: np.ndarray) -> np.ndarray:

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["prior_corrected_probs", "em_priors", "bbse_priors", "em_priors_resampled", "bbse_priors_resampled", "em_batch",
+__all__ = ["prior_corrected_probs", "em_priors", "bbse_priors", "em_priors_resampled", "bbse_priors_resampled", "bbse_draws", "em_batch", "em_chord",
            "EMResult", "BBSEResult"]
 
 
@@ -152,12 +152,15 @@ def em_priors_resampled(probs_tgt, priors_src, counts, start=None, tol: float = 
 
 
 def em_batch(p: np.ndarray, pi: np.ndarray, w: np.ndarray, q: np.ndarray, tol: float = 1e-6,
-             max_iter: int = 500) -> np.ndarray:
+             max_iter: int = 500, chord: np.ndarray | None = None) -> np.ndarray:
     """The EM iteration for B problems at once: posteriors p class-major (B or 1, k, n) from source priors pi
     (B or 1, k), row weights w (B, n), starting priors q (B, k). Inputs are trusted (checked by the callers).
 
     With r = q / pi, a step is q <- r * sum_n w_n p_n / (p_n . r) / sum w: two matrix products per step
-    (BLAS), never the corrected (B, k, n) posteriors."""
+    (BLAS), never the corrected (B, k, n) posteriors. With `chord` = (I - M)^-1, M the Jacobian of that step at
+    a nearby problem's fixed point (`em_chord`), a step is instead q <- q + (EM step - q) (I - M)^-T: Newton's
+    method on the fixed-point equation with the Jacobian held (a chord method), which reaches the same fixed
+    point in a few steps where plain EM, linear, takes many (16 against 3-4 on a bootstrap draw)."""
     total = w.sum(axis=1, keepdims=True)
     shared = len(p) == 1
     for _ in range(max_iter):
@@ -167,6 +170,9 @@ def em_batch(p: np.ndarray, pi: np.ndarray, w: np.ndarray, q: np.ndarray, tol: f
         else:
             v = w / np.matmul(r[:, None], p)[:, 0]
             q_new = r * np.matmul(p, v[..., None])[..., 0] / total
+        if chord is not None:  # a step can overshoot a prior near 0: kept just above it, as EM keeps it
+            q_new = np.clip(q + (q_new - q) @ chord.T, 1e-12, None)
+            q_new /= q_new.sum(axis=1, keepdims=True)
         moved = np.max(np.abs(q_new - q))
         q = q_new
         if moved < tol:
@@ -174,17 +180,33 @@ def em_batch(p: np.ndarray, pi: np.ndarray, w: np.ndarray, q: np.ndarray, tol: f
     return q
 
 
-def bbse_priors_resampled(y_src, pred_src, pred_tgt, n_classes: int, counts_src, counts_tgt) -> np.ndarray:
-    """BBSE priors of B joint bootstrap resamples (draw counts of source and target rows), (B, k).
+def em_chord(probs: np.ndarray, pi: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """(I - M)^-1 for `em_batch`'s chord steps, M the Jacobian of the EM step at the fixed point q of the
+    posteriors `probs` (n, k) from source priors pi: dF_c/dq_d = [c = d] A_c / pi_c - r_c mean(p_c p_d / s^2) / pi_d
+    with r = q / pi, s = p . r and A_c = mean(p_c / s). I - M is invertible where EM converges (M's eigenvalues are
+    0, along q, and EM's rates, below 1)."""
+    r = q / pi
+    s = probs @ r
+    a = (probs / s[:, None]).mean(axis=0)
+    m = np.diag(a / pi) - r[:, None] * ((probs / s[:, None] ** 2).T @ probs / len(probs)) / pi[None, :]
+    return np.linalg.inv(np.eye(len(q)) - m)
 
-    The pseudo-inverse stands in for the solve, so a resample whose confusion matrix is singular gets the
-    minimum-norm solution (as `bbse_priors`); negative weights are clipped and q renormalised (NaN if all 0)."""
+
+def bbse_priors_resampled(y_src, pred_src, pred_tgt, n_classes: int, counts_src, counts_tgt) -> np.ndarray:
+    """BBSE priors of B joint bootstrap resamples (draw counts of source and target rows), (B, k): `bbse_draws` of
+    their tallies."""
     k = n_classes
     y, ps, pt = (np.asarray(a, dtype=np.int64) for a in (y_src, pred_src, pred_tgt))
     ws, wt = np.asarray(counts_src, dtype=float), np.asarray(counts_tgt, dtype=float)
-    joint = np.stack([ws @ ((ps == i) & (y == j)) for i in range(k) for j in range(k)], axis=1)
-    joint = joint.reshape(len(ws), k, k) / ws.sum(axis=1)[:, None, None]
-    mu = np.stack([wt @ (pt == i) for i in range(k)], axis=1) / wt.sum(axis=1, keepdims=True)
+    joint = (ws @ np.eye(k * k)[ps * k + y]).reshape(len(ws), k, k) / ws.sum(axis=1)[:, None, None]
+    return bbse_draws(joint, (wt @ np.eye(k)[pt]) / wt.sum(axis=1, keepdims=True))
+
+
+def bbse_draws(joint: np.ndarray, mu: np.ndarray) -> np.ndarray:
+    """BBSE priors (B, k) from each draw's source confusion matrix `joint` (B, k, k) = P(pred = i, y = j) and target
+    predicted shares `mu` (B, k). The pseudo-inverse stands in for the solve, so a draw whose confusion matrix is
+    singular gets the minimum-norm solution (as `bbse_priors`); negative weights are clipped and q renormalised
+    (NaN if all 0)."""
     w = np.clip(np.einsum("bij,bj->bi", np.linalg.pinv(joint), mu), 0, None)
     q = w * joint.sum(axis=1)
     total = q.sum(axis=1, keepdims=True)

@@ -13,15 +13,14 @@ from scipy.special import softmax
 
 from mhaudit.core.threads import thread_budget
 from mhaudit.stats.atc import thresholded_estimates
-from mhaudit.stats.bcts import fit_bcts
 from mhaudit.stats.cbpe import expected_metrics
-from mhaudit.stats.f1 import macro_f1, tallies
-from mhaudit.stats.cbpe_interval import cbpe_draws, draws_per_chunk
 from mhaudit.stats.domain_shift import domain_auc
-from mhaudit.stats.label_shift import (bbse_priors, bbse_priors_resampled, em_priors, em_priors_resampled,
-                                       prior_corrected_probs)
+from mhaudit.stats.estimate_draws import ReferenceDraws, target_draws
+from mhaudit.stats.estimate_draws import reference_draws as _reference_draws
+from mhaudit.stats.f1 import macro_f1, tallies
+from mhaudit.stats.label_shift import bbse_priors, em_priors, prior_corrected_probs
 
-__all__ = ["PairEstimate", "estimate_pair", "reference_metrics", "trust"]
+__all__ = ["PairEstimate", "ReferenceDraws", "estimate_pair", "reference_draws", "reference_metrics", "trust"]
 
 
 @dataclass
@@ -60,25 +59,33 @@ def _interval(draws: np.ndarray) -> tuple[float, float]:
     return (float(np.quantile(finite, 0.025)), float(np.quantile(finite, 0.975))) if len(finite) else (np.nan, np.nan)
 
 
-def estimate_pair(y_ref: np.ndarray, z_ref: np.ndarray, z_tgt: np.ndarray, *, n_boot: int, rng: np.random.Generator,
-                  seed: int, domain_auc_cutoff: float, prior_gap_cutoff: float) -> PairEstimate:
+def estimate_pair(reference: ReferenceDraws, z_tgt: np.ndarray, *, rng: np.random.Generator, seed: int,
+                  domain_auc_cutoff: float, prior_gap_cutoff: float) -> PairEstimate:
+    """The estimates, priors and shift diagnostic of one target (the model's scores z_tgt) against a reference
+    and its side of the bootstrap draws (`reference_draws`, shared by every target of that reference); `rng`
+    draws the target's side, `seed` seeds the domain classifier."""
     # Every step works on a few thousand rows (the bootstrap's batched products: draws x rows x classes; the
     # domain classifier's small trees): BLAS and OpenMP threads cost more than they save, and on a busy machine
     # they oversubscribe it (issue 33). One thread for the whole pair, set once.
     with thread_budget(1):
-        return _estimate_pair(y_ref, z_ref, z_tgt, n_boot=n_boot, rng=rng, seed=seed,
+        return _estimate_pair(reference, np.asarray(z_tgt, dtype=float), rng=rng, seed=seed,
                               domain_auc_cutoff=domain_auc_cutoff, prior_gap_cutoff=prior_gap_cutoff)
 
 
-def _estimate_pair(y_ref, z_ref, z_tgt, *, n_boot, rng, seed, domain_auc_cutoff, prior_gap_cutoff) -> PairEstimate:
+def reference_draws(y_ref: np.ndarray, z_ref: np.ndarray, n_boot: int, rng: np.random.Generator) -> ReferenceDraws:
+    """The reference's side of `n_boot` bootstrap draws (stats.estimate_draws), on one thread as the pair's."""
+    with thread_budget(1):
+        return _reference_draws(y_ref, z_ref, n_boot, rng)
+
+
+def _estimate_pair(reference, z_tgt, *, rng, seed, domain_auc_cutoff, prior_gap_cutoff) -> PairEstimate:
+    y_ref, z_ref, calibration = reference.y, reference.logits, reference.calibration
     k, n_ref, n_tgt = z_ref.shape[1], len(z_ref), len(z_tgt)
-    calibration = fit_bcts(z_ref, y_ref)
     p_ref, p_tgt = calibration.probs(z_ref), calibration.probs(z_tgt)
     pi = np.bincount(y_ref, minlength=k) / n_ref
     pred_ref, pred_tgt = z_ref.argmax(axis=1), z_tgt.argmax(axis=1)
     em = em_priors(p_tgt, pi).priors
     bbse = bbse_priors(y_ref, pred_ref, pred_tgt, k)
-    resampled = _resampled(y_ref, p_ref, pred_ref, p_tgt, pred_tgt, pi, em, n_boot, rng)
 
     log_ref, log_tgt = (np.log(np.clip(p, 1e-12, None)) for p in (p_ref, p_tgt))
     shift = {"n_reference": n_ref, "n_target": n_tgt,
@@ -96,44 +103,22 @@ def _estimate_pair(y_ref, z_ref, z_tgt, *, n_boot, rng, seed, domain_auc_cutoff,
     shift |= {"cbpe_f1_prior_adjusted": adjusted["macro_f1"], "cbpe_f1_unadjusted": unadjusted["macro_f1"],
               "assumption_gap": abs(adjusted["macro_f1"] - unadjusted["macro_f1"])}
     point = adjusted if shift["prior_adjusted"] else unadjusted
-    draws = cbpe_draws(z_ref, y_ref, z_tgt, calibration, em, scores, n_boot, rng, adjust_priors=shift["prior_adjusted"])
+    draws = target_draws(reference, z_tgt, em, rng, adjust_priors=shift["prior_adjusted"])
     estimates = [{"method": "cbpe", "metric": m, "estimate": point[m],
-                  **dict(zip(("ci_low", "ci_high"), _interval(draws[m])))} for m in point]
-    estimates += _thresholded(p_ref, y_ref, pred_ref, p_tgt, pred_tgt, resampled)
-    em_draws, bbse_draws = resampled["em"], resampled["bbse"]
+                  **dict(zip(("ci_low", "ci_high"), _interval(draws["cbpe", m])))} for m in point]
+    estimates += _thresholded(p_ref, y_ref, pred_ref, p_tgt, pred_tgt, draws)
     predicted = np.bincount(pred_tgt, minlength=k) / n_tgt
     priors = []
     for c in range(k):
-        em_low, em_high = _interval(em_draws[:, c])
-        bb_low, bb_high = _interval(bbse_draws[:, c])
+        em_low, em_high = _interval(draws["em"][:, c])
+        bb_low, bb_high = _interval(draws["bbse"][:, c])
         priors.append({"class_index": c, "prevalence_reference": float(pi[c]), "predicted_share": float(predicted[c]),
                        "prevalence_em": float(em[c]), "em_ci_low": em_low, "em_ci_high": em_high,
                        "prevalence_bbse": float(bbse.priors[c]), "bbse_ci_low": bb_low, "bbse_ci_high": bb_high})
     return PairEstimate(estimates, priors, shift)
 
 
-def _resampled(y_ref, p_ref, pred_ref, p_tgt, pred_tgt, pi, em, n_boot, rng) -> dict[str, np.ndarray]:
-    """The draws of the ATC and DoC metrics and of the EM and BBSE priors, from joint resamples of the reference
-    and target rows. All draws' counts at once where they fit MAX_CHUNK_BYTES (all the reference's, then all
-    the target's: the random stream of the single block), else a block of draws at a time."""
-    k, n_ref, n_tgt = p_ref.shape[1], len(p_ref), len(p_tgt)
-    conf_ref, conf_tgt = p_ref.max(axis=1), p_tgt.max(axis=1)
-    blocks = []
-    step = draws_per_chunk(max(n_ref, n_tgt), n_boot)
-    for lo in range(0, n_boot, step):
-        size = min(step, n_boot - lo)
-        boot_ref = rng.multinomial(n_ref, np.full(n_ref, 1 / n_ref), size=size)
-        boot_tgt = rng.multinomial(n_tgt, np.full(n_tgt, 1 / n_tgt), size=size)
-        block = {"em": em_priors_resampled(p_tgt, pi, boot_tgt, start=em),
-                 "bbse": bbse_priors_resampled(y_ref, pred_ref, pred_tgt, k, boot_ref, boot_tgt)}
-        for method in ("atc", "doc"):
-            draws = thresholded_estimates(method, conf_ref, y_ref, pred_ref, boot_ref, conf_tgt, pred_tgt, boot_tgt, k)
-            block |= {(method, m): draws[m] for m in ("accuracy", "macro_f1")}
-        blocks.append(block)
-    return {key: np.concatenate([b[key] for b in blocks]) for key in blocks[0]}
-
-
-def _thresholded(p_ref, y_ref, pred_ref, p_tgt, pred_tgt, resampled) -> list[dict]:
+def _thresholded(p_ref, y_ref, pred_ref, p_tgt, pred_tgt, draws) -> list[dict]:
     """ATC and DoC rows: accuracy and macro-F1 with bootstrap CIs; no AUC (they do not rank)."""
     k = p_ref.shape[1]
     conf_ref, conf_tgt = p_ref.max(axis=1), p_tgt.max(axis=1)
@@ -142,7 +127,7 @@ def _thresholded(p_ref, y_ref, pred_ref, p_tgt, pred_tgt, resampled) -> list[dic
     for method in ("atc", "doc"):
         at_point = thresholded_estimates(method, conf_ref, y_ref, pred_ref, ones_ref, conf_tgt, pred_tgt, ones_tgt, k)
         for m in ("accuracy", "macro_f1"):
-            low, high = _interval(resampled[method, m])
+            low, high = _interval(draws[method, m])
             rows.append({"method": method, "metric": m, "estimate": float(at_point[m][0]), "ci_low": low,
                          "ci_high": high})
         rows.append({"method": method, "metric": "macro_auc", "estimate": np.nan, "ci_low": np.nan,

@@ -22,7 +22,7 @@ from mhaudit.report import AuditResult, Section
 from mhaudit.report.result import provenance
 from mhaudit.stats.agreement_line import (MAX_AGREEMENT, MAX_METHOD_GAP, MAX_RESIDUAL_SD, MIN_R2, MIN_RUNS,
                                           MIN_SPREAD)
-from mhaudit.stats.pair_estimate import estimate_pair, reference_metrics, trust
+from mhaudit.stats.pair_estimate import estimate_pair, reference_draws, reference_metrics, trust
 from mhaudit.tables.digest import digest_frame
 from mhaudit.tables.predictions import PredictionSet
 
@@ -81,12 +81,21 @@ def _per_run(reference: PredictionSet, targets: PredictionSet, options: Estimate
     """CBPE, ATC and DoC for each run on each target, the priors, and the shift diagnostic with its trust."""
     classes = reference.classes
     estimates, priors, shift = [], [], []
-    for ref_key, ref_group, key, group in _pairs(reference, targets):
+    pairs = _pairs(reference, targets)
+    # Each reference's side of the draws is computed once and shared by its targets (stats.estimate_draws); every
+    # reference and every pair has its own generator, spawned in order, so no pair's draws depend on another's.
+    references = list(dict.fromkeys(ref_key for ref_key, *_ in pairs))
+    ref_rngs, pair_rngs = dict(zip(references, rng.spawn(len(references)))), rng.spawn(len(pairs))
+    draws = {}
+    for (ref_key, ref_group, key, group), pair_rng in zip(pairs, pair_rngs):
         keys = {"model": key[0], "seed": key[1], "reference": ref_key[3], "platform": key[2], "dataset": key[3]}
+        y_ref = ref_group.codes
+        if ref_key not in draws:
+            with progress.stage(f"reference draws of {ref_key[0]} seed {ref_key[1]} on {ref_key[3]}"):
+                draws[ref_key] = reference_draws(y_ref, ref_group.scores(), options.n_boot, ref_rngs[ref_key])
         with progress.stage(f"estimate {key[0]} seed {key[1]} on {key[3]}"):
-            y_ref = ref_group.codes
-            pair = estimate_pair(y_ref, ref_group.scores(), group.scores(), n_boot=options.n_boot,
-                                 rng=rng, seed=options.seed, domain_auc_cutoff=options.domain_auc_cutoff,
+            pair = estimate_pair(draws[ref_key], group.scores(), rng=pair_rng, seed=options.seed,
+                                 domain_auc_cutoff=options.domain_auc_cutoff,
                                  prior_gap_cutoff=options.prior_gap_cutoff)
         truth = reference_metrics(y_ref, ref_group.scores())
         for row in pair.estimates:

@@ -23,7 +23,8 @@ from mhaudit.tables.digest import digest_frame
 
 __all__ = ["REUSE_VERSION", "window_context", "WindowReuse"]
 
-REUSE_VERSION = 1  # bump when a cached statistic is computed differently (the mhaudit version is in the key too)
+REUSE_VERSION = 2  # bump when a cached statistic is computed differently (the mhaudit version is in the key too);
+# 2: the estimate's draws split at the reference (issue 31)
 # options read after the windows are computed, and the history, which only chooses which windows there are: a
 # window's costly statistics depend on its own posts alone, and the history keeps whole windows only
 _NOT_IN_ROWS = ("psi_warn", "psi_fail", "suggest_budget", "figures", "history")

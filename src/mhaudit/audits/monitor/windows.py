@@ -23,7 +23,7 @@ from mhaudit.stats.change import self_starting_cusum
 from mhaudit.stats.drift import binned_shares, category_shares, decile_edges, js_distance, ks, psi
 from mhaudit.stats.bootstrap import resample_counts, summarise
 from mhaudit.stats.label_shift import em_priors, em_priors_resampled
-from mhaudit.stats.pair_estimate import estimate_pair, trust
+from mhaudit.stats.pair_estimate import ReferenceDraws, estimate_pair, reference_draws, trust
 from mhaudit.tables.predictions import logit_column
 
 __all__ = ["parse_window", "time_resolution", "check_resolution", "Reference", "in_time_order", "window_table",
@@ -111,6 +111,15 @@ class Reference:
 
     def drift_score(self, probs: np.ndarray) -> np.ndarray:
         return probs[:, self.positive] if probs.shape[1] == 2 else probs.max(axis=1)
+
+    def estimate_draws(self, n_boot: int, seed: int) -> ReferenceDraws:
+        """The reference's side of every window's estimate draws (stats.estimate_draws): made once, from its own
+        generator, and shared by the windows, so a window's draws depend only on its posts and start."""
+        cached = getattr(self, "_draws", None)
+        if cached is None or cached[0] != (n_boot, seed):
+            cached = (n_boot, seed), reference_draws(self.y, self.logits, n_boot, np.random.default_rng([seed, 3]))
+            self._draws = cached
+        return cached[1]
 
 
 def in_time_order(posts: pd.DataFrame) -> pd.DataFrame:
@@ -222,7 +231,7 @@ def _estimate(reference: Reference, z: np.ndarray, n_boot: int, rng, seed: int, 
     if len(z) < 20:
         return {"expected_macro_f1": np.nan, "expected_ci_low": np.nan, "expected_ci_high": np.nan,
                 "estimate_trusted": False, "untrusted_because": "fewer than 20 posts"}
-    pair = estimate_pair(reference.y, reference.logits, z, n_boot=n_boot, rng=rng, seed=seed,
+    pair = estimate_pair(reference.estimate_draws(n_boot, seed), z, rng=rng, seed=seed,
                          domain_auc_cutoff=options.domain_auc_cutoff, prior_gap_cutoff=options.prior_gap_cutoff)
     head = next(e for e in pair.estimates if e["method"] == "cbpe" and e["metric"] == "macro_f1")
     vanished = pair.shift["vanishing_class"]
