@@ -4,7 +4,10 @@ older checkout of mhaudit (alternating, each run in its own process with that ch
 
     git worktree add /tmp/est-old e9c6764
     python benchmarks/estimate_speed.py --old /tmp/est-old/src [--repeats 5] [--pairs 20] [--n-boot 1000]
-                                        [--kinds pair,audit]
+                                        [--kinds pair,audit,cli]
+
+`cli` times the whole `mhaudit audit estimate` process (report and figures included) on files shaped as
+researchers publish them (one CSV per platform, integer labels, prob_ columns, no ids): one target, then all.
 
 SYNTHETIC scores (mhaudit.synthetic.simulate_scores). BLAS and OpenMP get one thread each in both
 (OMP_NUM_THREADS=1), so a busy machine compares like with like. Prints the median wall-clock and CPU seconds
@@ -18,6 +21,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -51,6 +55,40 @@ def worker(kind: str, n_ref: int, n_tgt: int, pairs: int, n_boot: int) -> tuple[
     return time.perf_counter() - start, time.process_time() - cpu
 
 
+def write_files(folder: Path, n_ref: int, n_tgt: int, pairs: int) -> tuple[Path, list[Path]]:
+    """SYNTHETIC: the reference and `pairs` targets as published-style CSVs."""
+    import numpy as np
+    import pandas as pd
+
+    import mhaudit as mh
+
+    def write(preds, name: str) -> Path:
+        p = preds.probs() if hasattr(preds, "probs") else None
+        z = preds.scores()
+        p = np.exp(z - z.max(axis=1, keepdims=True)) if p is None else p
+        p /= p.sum(axis=1, keepdims=True)
+        frame = pd.DataFrame({"label": preds.codes if preds.frame["label"].notna().all() else 0,
+                              **{f"prob_{c}": p[:, c].round(6) for c in range(p.shape[1])}})
+        frame.to_csv(folder / name, index=False)
+        return folder / name
+
+    ref = write(mh.simulate_scores(n_ref, [0.4, 0.2, 0.2, 0.2], platform="home", seed=0), "home.csv")
+    targets = [write(mh.simulate_scores(n_tgt, [0.25] * 4, platform=f"away{i}", seed=i + 1), f"away{i}.csv")
+               for i in range(pairs)]
+    return ref, targets
+
+
+def timed_cli(src: str, ref: Path, targets: list[Path], out: Path, n_boot: int) -> tuple[float, float]:
+    """Wall-clock and CPU seconds (of the child) of one whole `mhaudit audit estimate` process."""
+    env = {**os.environ, "PYTHONPATH": src}
+    command = [sys.executable, "-m", "mhaudit", "audit", "estimate", "--reference", str(ref), "--target",
+               *map(str, targets), "--n-boot", str(n_boot), "--out", str(out)]
+    before, start = os.times(), time.perf_counter()
+    subprocess.run(command, env=env, check=True, capture_output=True, text=True)
+    wall, after = time.perf_counter() - start, os.times()
+    return wall, (after.children_user - before.children_user) + (after.children_system - before.children_system)
+
+
 def timed(src: str, kind: str, args) -> tuple[float, float]:
     env = {**os.environ, "PYTHONPATH": src, "OMP_NUM_THREADS": "1"}
     command = [sys.executable, __file__, "--worker", kind, "--n-ref", str(args.n_ref), "--n-tgt", str(args.n_tgt),
@@ -76,14 +114,21 @@ def main() -> int:
         return 0
     sources = {"new": str(SRC)} | ({"old": args.old} if args.old else {})
     print(f"load average before: {os.getloadavg()[0]:.2f}")
-    for kind, repeats in (("pair", args.repeats), ("audit", args.audit_repeats)):
+    folder = Path(tempfile.mkdtemp(prefix="estimate-speed-"))
+    if "cli" in args.kinds.split(","):
+        ref, targets = write_files(folder, args.n_ref, args.n_tgt, args.pairs)
+    kinds = [("pair", args.repeats, None), ("audit", args.audit_repeats, None), ("cli", args.repeats, 1),
+             ("cli", args.audit_repeats, args.pairs)]
+    for kind, repeats, files in kinds:
         if kind not in args.kinds.split(","):
             continue
         seconds = {name: [] for name in sources}
         for _ in range(repeats):
             for name, src in sources.items():  # alternating, so both see the same load
-                seconds[name].append(timed(src, kind, args))
-        what = "one pair" if kind == "pair" else f"{args.pairs} pairs through audit_estimate"
+                seconds[name].append(timed(src, kind, args) if kind != "cli" else
+                                     timed_cli(src, ref, targets[:files], folder / f"out-{name}", args.n_boot))
+        what = {"pair": "one pair", "audit": f"{args.pairs} pairs through audit_estimate",
+                "cli": f"`mhaudit audit estimate`, whole process, {files} target file(s)"}[kind]
         print(f"{what}, {args.n_ref:,} + {args.n_tgt:,} rows, {args.n_boot:,} draws; load {os.getloadavg()[0]:.2f}")
         for unit, column in (("wall-clock", 0), ("CPU", 1)):
             median = {name: statistics.median(s[column] for s in runs) for name, runs in seconds.items()}

@@ -1,0 +1,101 @@
+"""Do the label-free estimate's intervals hold after a change of how they are drawn? Two checkouts' estimates on
+the same SYNTHETIC pairs, each over several seeds (issue 31: the bootstrap split at the reference).
+
+    git worktree add /tmp/est-old 2e921e5      # the estimate before the split
+    python benchmarks/estimate_interval_check.py --old /tmp/est-old/src [--seeds 8] [--n-boot 1000]
+
+Scores from `mhaudit.synthetic.simulate_scores` (4 classes), one process per checkout, one thread. For every
+scenario, method, metric and CI end: the mean over seeds of each checkout and its Monte Carlo SD (the spread
+over seeds), and the difference of the means in units of that SD and of the mean CI width. Same point estimates
+are expected (they are not drawn); the ends should differ by Monte Carlo noise alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+# name: reference rows, target rows, target priors, concept shift of the target
+SCENARIOS = {"prior shift": (6257, 2883, [0.25, 0.25, 0.25, 0.25], 0.0),
+             "small reference": (300, 2883, [0.25, 0.25, 0.25, 0.25], 0.0),
+             "small target": (6257, 300, [0.25, 0.25, 0.25, 0.25], 0.0),
+             "concept shift": (6257, 2883, [0.4, 0.2, 0.2, 0.2], 0.5)}
+
+
+def worker(n_boot: int, seeds: int) -> dict:
+    """{scenario: [{method/metric: (estimate, low, high)} per seed]} from this process's mhaudit."""
+    import numpy as np
+
+    import mhaudit as mh
+    from mhaudit.stats import pair_estimate
+
+    out = {}
+    for name, (n_ref, n_tgt, priors, concept) in SCENARIOS.items():
+        ref = mh.simulate_scores(n_ref, [0.4, 0.2, 0.2, 0.2], platform="home", seed=0)
+        tgt = mh.simulate_scores(n_tgt, priors, platform="away", seed=1, concept_shift=concept, labelled=False)
+        cutoffs = {"seed": 0, "domain_auc_cutoff": 0.6, "prior_gap_cutoff": 0.1}
+        runs = []
+        for s in range(seeds):
+            if hasattr(pair_estimate, "reference_draws"):
+                draws = pair_estimate.reference_draws(ref.codes, ref.scores(), n_boot, np.random.default_rng([s, 1]))
+                pair = pair_estimate.estimate_pair(draws, tgt.scores(), rng=np.random.default_rng([s, 2]), **cutoffs)
+            else:
+                pair = pair_estimate.estimate_pair(ref.codes, ref.scores(), tgt.scores(), n_boot=n_boot,
+                                                   rng=np.random.default_rng(s), **cutoffs)
+            rows = {f"{e['method']} {e['metric']}": (e["estimate"], e["ci_low"], e["ci_high"])
+                    for e in pair.estimates if e["metric"] != "macro_auc" or e["method"] == "cbpe"}
+            rows |= {f"EM prior c{p['class_index']}": (p["prevalence_em"], p["em_ci_low"], p["em_ci_high"])
+                     for p in pair.priors}
+            rows |= {f"BBSE prior c{p['class_index']}": (p["prevalence_bbse"], p["bbse_ci_low"], p["bbse_ci_high"])
+                     for p in pair.priors}
+            runs.append(rows)
+        out[name] = runs
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--old", required=False, help="the src/ folder of the checkout to compare with")
+    parser.add_argument("--seeds", type=int, default=8)
+    parser.add_argument("--n-boot", type=int, default=1000)
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(worker(args.n_boot, args.seeds)))
+        return 0
+    import numpy as np
+
+    results = {}
+    for name, src in {"new": str(SRC), "old": args.old}.items():
+        env = {**os.environ, "PYTHONPATH": src, "OMP_NUM_THREADS": "1"}
+        command = [sys.executable, __file__, "--worker", "--n-boot", str(args.n_boot), "--seeds", str(args.seeds)]
+        results[name] = json.loads(subprocess.run(command, env=env, check=True, capture_output=True,
+                                                  text=True).stdout.splitlines()[-1])
+    print(f"SYNTHETIC pairs, {args.n_boot:,} draws, {args.seeds} seeds per checkout; differences of the mean CI ends "
+          "(new - old) in Monte Carlo SDs (the larger of the two spreads over seeds) and in mean CI widths")
+    print("| scenario | estimate | point, old → new | CI old (mean) | CI new (mean) | Δ low (SD, width) | "
+          "Δ high (SD, width) |")
+    print("|---|---|---|---|---|---|---|")
+    for scenario in results["new"]:
+        old, new = (np.array([[run[key] for key in results["new"][scenario][0]] for run in results[side][scenario]],
+                             dtype=float) for side in ("old", "new"))
+        for i, key in enumerate(results["new"][scenario][0]):
+            width = np.nanmean(old[:, i, 2] - old[:, i, 1])
+            cells = []
+            for end in (1, 2):
+                sd = max(np.nanstd(old[:, i, end], ddof=1), np.nanstd(new[:, i, end], ddof=1))
+                delta = np.nanmean(new[:, i, end]) - np.nanmean(old[:, i, end])
+                cells.append(f"{delta:+.4f} ({delta / sd:+.1f}, {delta / width:+.2f})")
+            print(f"| {scenario} | {key} | {old[0, i, 0]:.4f} → {new[0, i, 0]:.4f} | [{np.nanmean(old[:, i, 1]):.4f}, "
+                  f"{np.nanmean(old[:, i, 2]):.4f}] | [{np.nanmean(new[:, i, 1]):.4f}, {np.nanmean(new[:, i, 2]):.4f}] | "
+                  f"{cells[0]} | {cells[1]} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
