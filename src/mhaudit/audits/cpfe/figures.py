@@ -109,13 +109,13 @@ def lengths(words: dict[str, np.ndarray]) -> bytes:
     edges = np.linspace(0, math.ceil(top * 4) / 4, 25)
     shares = {n: np.histogram(logs[n], edges)[0] / max(1, len(logs[n])) * 100 for n in names}
     y_hi = nice_range(0, max([float(s.max()) for s in shares.values()] + [1.0]))[1]
-    ticks = [(math.log10(1 + w), f"{w:,}") for w in (0, 1, 10, 100, 1000, 10000, 100000) if math.log10(1 + w) <= edges[-1]]
+    ticks = [(math.log10(1 + w), f"{w:,}") for w in (0, 10, 100, 1000, 10000, 100000) if math.log10(1 + w) <= edges[-1]]
     grid, per_row = [], 3
     for i, name in enumerate(names):
         median = float(np.median(words[name])) if len(words[name]) else math.nan
         panel = Panel(Axis(0, edges[-1], "words per example (log scale)", ticks),
                       Axis(0, y_hi, "% of examples" if i % per_row == 0 else ""), width=240, height=160,
-                      title=f"{name} (n = {len(words[name]):,}, median {median:g} words)")
+                      title=f"{name}\nn = {len(words[name]):,}, median {median:g} words")
         panel.bars((edges[:-1] + edges[1:]) / 2, shares[name], edges[1] - edges[0], COLOURS[i % len(COLOURS)])
         if math.isfinite(median):
             panel.reference(x=math.log10(1 + median))
