@@ -243,7 +243,7 @@ class Panel:
         return max(text_width(t) for _, t in marks) + 6 > room
 
     def _ylabel_lines(self) -> list[str]:
-        return wrap(self.y.label, self.height + 20) if self.y.label else []
+        return wrap(self.y.label, self.height) if self.y.label else []
 
     def margins(self) -> tuple[float, float, float, float]:
         """Room around the box (left, right, top, bottom) for ticks, labels, the title and a colour scale."""

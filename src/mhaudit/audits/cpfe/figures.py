@@ -23,15 +23,17 @@ def _undrawn(count: int, what: str) -> str:
 
 
 def auc_degradation(discrimination: pd.DataFrame) -> bytes:
-    """Bars of each model's macro AUC per platform (mean +- SD over seeds), chance (0.5) dashed."""
+    """Bars of each model's macro AUC per platform (mean +- SD over its seeds, where it has several), chance
+    (0.5) dashed."""
     stats = (with_place(discrimination).groupby(["model", "place"])["macro_auc"].agg(["mean", "std"])
              .reset_index())
     models, places = sorted(stats["model"].unique()), sorted(stats["place"].unique())
     width = 0.8 / max(1, len(models))
+    several = discrimination.groupby("model")["seed"].nunique().max() > 1  # else no SD to show
     low = (stats["mean"] - stats["std"].fillna(0)).min()
     axis_lo = min(0.4, nice_range(low, 1.0, 6)[0]) if math.isfinite(low) else 0.4
     panel = Panel(categories(places, "platform (data set)"),
-                  Axis(axis_lo, 1.0, "macro one-vs-rest AUC (mean ± SD over seeds)"),
+                  Axis(axis_lo, 1.0, "macro one-vs-rest AUC" + (" (mean ± SD over seeds)" if several else "")),
                   width=max(260.0, len(places) * (26.0 * len(models) + 40)), height=240)
     for i, model in enumerate(models):
         s = stats[stats["model"] == model].set_index("place").reindex(places)
