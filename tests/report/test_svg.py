@@ -141,3 +141,36 @@ def test_the_cpfe_audit_draws_its_figures_without_importing_matplotlib():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           cwd=Path(__file__).resolve().parents[2])
     assert done.stdout.split() == ["False", "[]", "True", "5"]  # AUC bars, forest, reliability, two heatmaps
+
+
+def test_the_estimate_forest_marks_untrusted_targets_open_and_the_reference_as_a_tick():
+    from mhaudit.audits.estimate.figures import COLOURS as METHOD, estimate_forest
+
+    rows = [{"model": "m", "seed": 0, "dataset": target, "method": method, "metric": metric, "estimate": 0.6,
+             "ci_low": 0.5, "ci_high": 0.7, "reference_value": 0.8, "trusted": target == "a"}
+            for target in ("a", "b") for method in ("cbpe", "atc", "doc") for metric in ("accuracy", "macro_f1")]
+    root = parse(estimate_forest(pd.DataFrame(rows)))
+    circles = list(root.iter("{http://www.w3.org/2000/svg}circle"))
+    plotted = [c for c in circles if c.get("r") == "3.2"]  # not the legend's (2.8)
+    assert len(plotted) == 6 and sum(c.get("fill") == "#fff" for c in plotted) == 3  # target b: open
+    assert {c.get("stroke") for c in plotted} == set(METHOD.values())
+    ticks = [e for e in root.iter("{http://www.w3.org/2000/svg}line") if e.get("stroke") == "#000"]
+    assert len(ticks) == 2 + 1  # one reference per row, + the legend's
+    assert "m seed 0 → a" in texts(root) and "untrusted target (open)" in texts(root)
+
+
+def test_agreement_lines_one_panel_per_target_on_probit_axes():
+    from mhaudit.audits.estimate.figures import agreement_lines
+
+    pairs = pd.DataFrame({"platform": ["t1"] * 3 + ["t2"] * 3, "dataset": ["t1"] * 3 + ["t2"] * 3,
+                          "agreement_reference": [0.5, 0.7, 0.9] * 2, "agreement_target": [0.45, 0.6, 0.8] * 2})
+    ensemble = pd.DataFrame({"platform": ["t1", "t2"], "dataset": ["t1", "t2"], "method": "aline-d",
+                             "reference_value": [0.8, 0.85], "estimate": [0.7, 0.75]})
+    lines = pd.DataFrame({"platform": ["t1", "t2"], "dataset": ["t1", "t2"], "slope": [0.9, math.nan],
+                          "intercept": [-0.1, math.nan], "r2": [0.97, math.nan], "trusted": [True, False]})
+    root = parse(agreement_lines(pairs, ensemble, lines))
+    shown = texts(root)
+    assert "t1: R² 0.97, trusted" in shown and "t2: no line, untrusted" in shown
+    assert filled(root, "circle", "#999") == 6 + 1 and filled(root, "circle", "#0072B2") == 2 + 1  # + legend
+    assert len(list(root.iter("{http://www.w3.org/2000/svg}polyline"))) == 1  # t2 has no line to draw
+    assert {"0.5", "0.7", "0.8", "0.9"} <= set(shown)  # probit ticks labelled as shares

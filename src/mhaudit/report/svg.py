@@ -105,9 +105,13 @@ def _text(x: float, y: float, text, size: float = FONT, anchor: str = "middle", 
 
 
 def _marker(x: float, y: float, colour: str, kind: str, r: float = 3.2) -> str:
+    """A square, an open circle (white inside), a vertical tick (a reference value), else a filled circle."""
     if kind == "square":
         return f'<rect x="{num(x - r)}" y="{num(y - r)}" width="{num(2 * r)}" height="{num(2 * r)}" fill="{colour}"/>'
-    return f'<circle cx="{num(x)}" cy="{num(y)}" r="{num(r)}" fill="{colour}"/>'
+    if kind == "tick":
+        return _segment(x, y - 2.5 * r, x, y + 2.5 * r, colour, 2)
+    inside = "#fff" if kind == "open" else colour
+    return f'<circle cx="{num(x)}" cy="{num(y)}" r="{num(r)}" fill="{inside}" stroke="{colour}" stroke-width="1.3"/>'
 
 
 def _segment(x0, y0, x1, y1, colour: str = INK, width: float = 1, dashed: bool = False) -> str:
@@ -337,11 +341,10 @@ def heatmap(values: Sequence[Sequence[float]], rows: Sequence, columns: Sequence
     return panel
 
 
-LEGEND_KINDS = ("bar", "circle", "square", "dash")
-
-
 def _legend(entries: Sequence[tuple[str, str, str]], width: float, top: float) -> tuple[list[str], float]:
-    """Entries (label, colour, kind in LEGEND_KINDS) in rows that fit `width`; returns the elements and height."""
+    """Entries (label, colour, kind) in rows that fit `width`; returns the elements and their height. A kind is
+    "bar" (a swatch), "dash" or "line" (a line alone), "tick" or "dot" (a marker alone), or a marker on a line
+    ("circle", "square", "open")."""
     out, x, y = [], 12.0, top + 10
     for label, colour, kind in entries:
         size = 26 + text_width(label)
@@ -350,8 +353,8 @@ def _legend(entries: Sequence[tuple[str, str, str]], width: float, top: float) -
         if kind == "bar":
             out.append(f'<rect x="{num(x)}" y="{num(y - 5)}" width="10" height="10" fill="{colour}"/>')
         else:
-            out.append(_segment(x - 2, y, x + 14, y, colour, 1.5, dashed=kind == "dash"))
-            out += [_marker(x + 6, y, colour, kind, 2.8)] if kind != "dash" else []
+            out += [_segment(x - 2, y, x + 14, y, colour, 1.5, kind == "dash")] if kind not in ("tick", "dot") else []
+            out += [_marker(x + 6, y, colour, kind, 2.8)] if kind not in ("dash", "line") else []
         out.append(_text(x + 18, y + FONT * 0.35, label, anchor="start"))
         x += size + 14
     return out, (y - top + 12 if entries else 0)
@@ -363,13 +366,10 @@ def figure(grid: Sequence[Sequence[Panel | None]], title: str = "", legend: Sequ
     and a legend of (label, colour, kind) entries, with `note` beneath. `alt` (else the title) is its <title>."""
     cols = max(len(row) for row in grid)
     cells = [[row[c] if c < len(row) else None for c in range(cols)] for row in grid]
-    margins = {id(p): p.margins() for row in cells for p in row if p}
-    left = [max((margins[id(r[c])][0] for r in cells if r[c]), default=0) for c in range(cols)]
-    right = [max((margins[id(r[c])][1] for r in cells if r[c]), default=0) for c in range(cols)]
-    width = [max((r[c].width for r in cells if r[c]), default=0) for c in range(cols)]
-    top = [max((margins[id(p)][2] for p in row if p), default=0) for row in cells]
-    bottom = [max((margins[id(p)][3] for p in row if p), default=0) for row in cells]
-    height = [max((p.height for p in row if p), default=0) for row in cells]
+    # each column as wide as its widest panel and margins, each row as tall as its tallest
+    room = [[(*p.margins(), p.width, p.height) if p else (0,) * 6 for p in row] for row in cells]
+    left, right, width = ([max(row[c][k] for row in room) for c in range(cols)] for k in (0, 1, 4))
+    top, bottom, height = ([max(box[k] for box in row) for row in room] for k in (2, 3, 5))
     total = max(320.0, 16 + sum(left) + sum(width) + sum(right))
     heading = wrap(title, total - 24, 13) if title else []
     out = [_text(total / 2, 22 + 18 * i, line, 13, bold=True) for i, line in enumerate(heading)]
