@@ -19,6 +19,7 @@ from html import escape
 __all__ = ["Axis", "Panel", "categories", "figure", "heatmap", "nice_range", "nice_ticks", "text_width", "COLOURS"]
 
 FONT, TITLE = 11, 12  # px: ticks, labels, legend; panel titles (the figure's title is 13)
+ZOOM = 1.25  # shown 1.25 times the layout's size: 11 px text reads as ~14 px beside a page's 16 px
 FAMILY = "'DejaVu Sans', Verdana, Arial, Helvetica, sans-serif"  # wide fonts first: the estimates assume them
 COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442")  # Okabe-Ito
 GREY, INK = "#666", "#222"
@@ -385,8 +386,9 @@ def figure(grid: Sequence[Sequence[Panel | None]], title: str = "", legend: Sequ
         y += top[r] + height[r] + bottom[r]
     foot = wrap(note, total - 24) if note else []
     out += [_text(12, y + 14 + 15 * i, line, anchor="start", fill="#444") for i, line in enumerate(foot)]
-    size = f'width="{num(total)}" height="{num(y + 15 * len(foot) + 10)}"'
-    head = (f'<svg xmlns="http://www.w3.org/2000/svg" {size} viewBox="0 0 {num(total)} {num(y + 15 * len(foot) + 10)}"'
+    high = y + 15 * len(foot) + 10
+    size = f'width="{num(total * ZOOM)}" height="{num(high * ZOOM)}" viewBox="0 0 {num(total)} {num(high)}"'
+    head = (f'<svg xmlns="http://www.w3.org/2000/svg" {size}'
             f' role="img" font-family="{FAMILY}"><title>{esc(alt or title or "figure")}</title>'
             '<rect width="100%" height="100%" fill="#fff"/>')
     return "\n".join([head, *out, "</svg>"]).encode("utf-8")
