@@ -173,7 +173,7 @@ class Panel:
                     continue
                 (x0, x1), (y0, y1) = (px(x - width / 2), px(x + width / 2)), sorted((py(base), py(h)))
                 if y1 - y0 >= 0.05:  # an empty bin draws nothing
-                        out.append(f'<rect x="{num(x0)}" y="{num(y0)}" width="{num(x1 - x0)}" '
+                    out.append(f'<rect x="{num(x0)}" y="{num(y0)}" width="{num(x1 - x0)}" '
                                f'height="{num(y1 - y0)}" fill="{colour}"/>')
                 if _finite(e) and e > 0:
                     out += [_segment(px(x), py(h - e), px(x), py(h + e)),
