@@ -228,7 +228,8 @@ def test_cli_audit_on_a_users_probability_file(tmp_path):
     assert report["options"]["score_kind"].startswith("log-probabilities")
     disc = pd.DataFrame(next(s["tables"]["discrimination"] for s in report["sections"] if "discrimination" in s["tables"]))
     assert set(disc["model"]) == {"mine"} and len(disc) == 3
-    assert (out / "figures").is_dir() and "data:image/png;base64" in (out / "report.html").read_text()
+    assert (out / "figures").is_dir() and "data:image/svg+xml;base64" in (out / "report.html").read_text()
+    assert {p.suffix for p in (out / "figures").iterdir()} == {".svg"}
     bad = runner.invoke(app, ["audit", "cpfe", "--predictions", str(path), "--reference", "kaggle", "--out",
                               str(tmp_path / "nope")])
     assert bad.exit_code == 2 and "reference platform 'kaggle'" in bad.stderr

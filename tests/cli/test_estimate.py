@@ -48,7 +48,7 @@ def test_estimate_on_published_style_files(tmp_path):
     cbpe = estimates[(estimates["method"] == "cbpe") & (estimates["metric"] == "macro_f1")].set_index("dataset")
     assert ((cbpe["ci_low"] <= cbpe["estimate"]) & (cbpe["estimate"] <= cbpe["ci_high"])).all()
     assert 0.7 < cbpe.loc["twitter", "estimate"] < 0.9
-    assert (out / "report.html").exists() and list((out / "figures").glob("*.png"))
+    assert (out / "report.html").exists() and list((out / "figures").glob("*.svg"))
 
 
 def test_bad_inputs(tmp_path):
@@ -111,4 +111,4 @@ def test_an_ensemble_of_runs_in_files_without_ids(tmp_path):
     truth = runs["truth"]
     assert np.abs(aline["estimate"].to_numpy() - truth).mean() < 0.03
     assert ((aline["ci_low"] <= truth) & (truth <= aline["ci_high"])).sum() >= 4
-    assert (out / "figures").is_dir() and list((out / "figures").glob("*agreement*.png"))
+    assert (out / "figures").is_dir() and list((out / "figures").glob("*agreement*.svg"))

@@ -140,3 +140,27 @@ def test_footer_lists_notes_and_collapses_inputs_and_options(tmp_path):
     md = (tmp_path / "report.md").read_text()
     assert "- warning: macro-F1 undefined (3 times)" in md and "<details><summary>Inputs (41) and options" in md
     assert "Empty" not in md and json.loads((tmp_path / "report.json").read_text())["sections"][1]["title"] == "Empty"
+
+
+def test_svg_and_png_figures_are_written_linked_and_read_back_as_they_are(tmp_path):
+    """An SVG figure (the CPFE audit's) goes to figures/<slug>.svg, a PNG one (other audits') to .png: each
+    format links the right file, the page embeds both as images, and the report reads back the same bytes."""
+    from mhaudit.report.combine import read_report
+    from mhaudit.report.svg import Axis, Panel, figure
+
+    svg = figure([[Panel(Axis(0, 1), Axis(0, 1))]], "AUC <by> model")
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(40))
+    result = AuditResult("T", [Section("S", "", {"t": pd.DataFrame({"a": [1]})},
+                                       {"AUC <by> model": svg, "F1 by model": png})])
+    write_report(result, tmp_path)
+    assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == ["auc--by--model.svg", "f1-by-model.png"]
+    assert (tmp_path / "figures" / "auc--by--model.svg").read_bytes() == svg
+    files = [f["file"] for f in json.loads((tmp_path / "report.json").read_text())["sections"][0]["figures"]]
+    assert files == ["figures/auc--by--model.svg", "figures/f1-by-model.png"]
+    md = (tmp_path / "report.md").read_text()
+    assert "![AUC <by> model](figures/auc--by--model.svg)" in md and "![F1 by model](figures/f1-by-model.png)" in md
+    html = (tmp_path / "report.html").read_text()
+    assert html.count("<img alt=") == 2 and "<figcaption>AUC &lt;by&gt; model</figcaption>" in html
+    assert html.count("src='data:image/svg+xml;base64,") == 1 and html.count("src='data:image/png;base64,") == 1
+    assert "<svg" not in html  # the SVG travels base64-encoded inside its <img>: its text is never page markup
+    assert read_report(tmp_path).figures == result.figures

@@ -26,7 +26,7 @@ AUDIT_LABELS = {"cpfe": "Cross-platform", "estimate": "Before labels", "certify"
 
 
 def read_report(folder: str | Path) -> AuditResult:
-    """The AuditResult a report folder holds (report.json and its figures/*.png)."""
+    """The AuditResult a report folder holds (report.json and its figures/*.svg or *.png)."""
     folder = Path(folder)
     path = folder / "report.json"
     if not path.is_file():

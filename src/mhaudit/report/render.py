@@ -60,7 +60,7 @@ def to_json(result: AuditResult) -> dict:
         "options": result.options, "notes": result.notes,
         "sections": [{"title": s.title, "text": s.text,
                       "tables": {name: _records(t) for name, t in s.tables.items()},
-                      "figures": [{"title": name, "file": f"figures/{_slug(name)}.png"} for name in s.figures]}
+                      "figures": [{"title": name, "file": figure_file(name, data)} for name, data in s.figures.items()]}
                      for s in result.sections],
     }
 
@@ -71,6 +71,15 @@ def _records(table: pd.DataFrame) -> list[dict]:
 
 def _slug(name: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in name.lower()).strip("-")
+
+
+def figure_file(name: str, data: bytes) -> str:
+    """Where write_report puts a figure, relative to the report: .svg for SVG text, .png for the rest."""
+    return f"figures/{_slug(name)}.{'svg' if _is_svg(data) else 'png'}"
+
+
+def _is_svg(data: bytes) -> bool:
+    return data.lstrip()[:5] in (b"<svg ", b"<?xml")
 
 
 def table_file(section_title: str, name: str) -> str:
@@ -131,8 +140,8 @@ def to_markdown(result: AuditResult) -> str:
         out += [f"## {s.title}", ""]
         if s.text:
             out += [s.text, ""]
-        for name in s.figures:
-            out += [f"![{name}](figures/{_slug(name)}.png)", ""]
+        for name, data in s.figures.items():
+            out += [f"![{name}]({figure_file(name, data)})", ""]
         for name, table in _shown(s.tables).items():
             out += [f"**{name}** ([CSV]({table_file(s.title, name)}))", "", _md_table(table), ""]
     out += _md_footer(result)
@@ -283,9 +292,10 @@ def to_html(result: AuditResult) -> str:
         parts.append(f"<h2 id='{_slug(s.title)}'>{esc(s.title)}</h2>")
         if s.text:
             parts.append(f"<p>{esc(s.text)}</p>")
-        for name, png in s.figures.items():  # a section opens with its figures
-            data = base64.b64encode(png).decode()
-            parts.append(f"<figure><img alt='{esc(name)}' src='data:image/png;base64,{data}'>"
+        for name, figure in s.figures.items():  # a section opens with its figures
+            # an <img> even for SVG: its text stays out of the page's markup, and its scripts (none) could not run
+            kind, data = "svg+xml" if _is_svg(figure) else "png", base64.b64encode(figure).decode()
+            parts.append(f"<figure><img alt='{esc(name)}' src='data:image/{kind};base64,{data}'>"
                          f"<figcaption>{esc(name)}</figcaption></figure>")
         for name, table in _shown(s.tables).items():
             link = f" <a href='{esc(table_file(s.title, name))}'>CSV</a>"
@@ -305,8 +315,8 @@ def write_report(result: AuditResult, out_dir: str | Path) -> list[Path]:
     out_dir = Path(out_dir)
     files: dict[Path, str | bytes] = {}
     for section in result.sections:  # figures first: the reports link to them
-        for name, png in section.figures.items():
-            files[out_dir / "figures" / f"{_slug(name)}.png"] = png
+        for name, figure in section.figures.items():
+            files[out_dir / figure_file(name, figure)] = figure
     for section in result.sections:
         for name, table in section.tables.items():
             files[out_dir / table_file(section.title, name)] = table.to_csv(index=False)

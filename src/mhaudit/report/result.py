@@ -26,7 +26,7 @@ class Section:
     title: str
     text: str = ""
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
-    figures: dict[str, bytes] = field(default_factory=dict)  # name -> PNG, drawn from this section's tables
+    figures: dict[str, bytes] = field(default_factory=dict)  # name -> SVG or PNG bytes, drawn from its tables
 
 
 @dataclass

@@ -57,9 +57,9 @@ def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Se
     classes = predictions.classes
     groups = make_groups(predictions)
     references = reference_of(groups, options.reference)
-    # import what the later stages need (matplotlib ~0.5 s, scipy.optimize ~0.2 s, scipy.special ~0.1 s) while the
+    # import what the later stages need (scipy.optimize ~0.2 s, scipy.special ~0.1 s) while the
     # bootstrap's numpy leaves the GIL free
-    later = ["scipy.special", "scipy.optimize"] + (["mhaudit.audits.cpfe.figures"] if options.figures else [])
+    later = ["scipy.special", "scipy.optimize"]
     threading.Thread(target=lambda: [importlib.import_module(m) for m in later], daemon=True).start()
     method = options.macro_auc_method(g.n for g in groups)  # large groups: the macro-AUC's SE by DeLong
     with progress.stage(f"bootstrap resamples ({len(groups)} groups)"):
@@ -193,7 +193,7 @@ def _seed_note(one_run: dict[str, list[int]]) -> str:
 
 def _figures(tables: dict[str, pd.DataFrame], words: dict[str, np.ndarray], runs: pd.Series) -> dict[str, dict]:
     """The figures of each section, by section key; a figure of one seed says which, in the scorecard's terms."""
-    from mhaudit.audits.cpfe import figures  # waits for the import started before the bootstrap
+    from mhaudit.audits.cpfe import figures  # SVG: no plotting library to import
 
     per_class, curves = tables["per_class_auc"], tables.get("reliability", pd.DataFrame())
     figs = {"discrimination": {

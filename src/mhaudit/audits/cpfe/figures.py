@@ -1,11 +1,14 @@
-"""Figures for the CPFE report, each drawn from a table that is also in report.json (PNG bytes)."""
+"""Figures for the CPFE report, each drawn from a table that is also in report.json (SVG bytes, no matplotlib:
+importing and drawing it cost the audit more than its statistics)."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pandas as pd
 
-from mhaudit.report.figures import plt, png_bytes
+from mhaudit.report.svg import COLOURS, Axis, Panel, categories, figure, heatmap as heatmap_panel, nice_range
 
 
 def with_place(table: pd.DataFrame) -> pd.DataFrame:
@@ -15,80 +18,109 @@ def with_place(table: pd.DataFrame) -> pd.DataFrame:
     return table.assign(place=table["dataset"].where(~ambiguous, table["platform"] + "/" + table["dataset"]))
 
 
+def _undrawn(count: int, what: str) -> str:
+    return f"{count} {what} without a value (NaN) not drawn." if count else ""
+
+
 def auc_degradation(discrimination: pd.DataFrame) -> bytes:
+    """Bars of each model's macro AUC per platform (mean +- SD over its seeds, where it has several), chance
+    (0.5) dashed."""
     stats = (with_place(discrimination).groupby(["model", "place"])["macro_auc"].agg(["mean", "std"])
-             .reset_index().rename(columns={"place": "dataset"}))
-    models, datasets = sorted(stats["model"].unique()), sorted(stats["dataset"].unique())
-    fig, ax = plt.subplots(figsize=(1.6 + 1.2 * len(datasets) * max(1, len(models)) / 2, 3.4))
-    width = 0.8 / len(models)
+             .reset_index())
+    models, places = sorted(stats["model"].unique()), sorted(stats["place"].unique())
+    width = 0.8 / max(1, len(models))
+    several = discrimination.groupby("model")["seed"].nunique().max() > 1  # else no SD to show
+    low = (stats["mean"] - stats["std"].fillna(0)).min()
+    axis_lo = min(0.4, nice_range(low, 1.0, 6)[0]) if math.isfinite(low) else 0.4
+    panel = Panel(categories(places, "platform (data set)"),
+                  Axis(axis_lo, 1.0, "macro one-vs-rest AUC" + (" (mean ± SD over seeds)" if several else "")),
+                  width=max(260.0, len(places) * (26.0 * len(models) + 40)), height=240)
     for i, model in enumerate(models):
-        s = stats[stats["model"] == model].set_index("dataset").reindex(datasets)
-        ax.bar(np.arange(len(datasets)) + i * width, s["mean"], width, yerr=s["std"].fillna(0), label=model, capsize=3)
-    ax.set_xticks(np.arange(len(datasets)) + width * (len(models) - 1) / 2, datasets, rotation=20, ha="right")
-    ax.set_ylabel("macro one-vs-rest AUC (mean ± SD over seeds)")
-    ax.set_ylim(0.4, 1.0)
-    ax.axhline(0.5, color="grey", lw=0.8, ls="--")
-    ax.legend(fontsize=8)
-    return png_bytes(fig)
+        s = stats[stats["model"] == model].set_index("place").reindex(places)
+        offsets = np.arange(len(places)) + (i - (len(models) - 1) / 2) * width
+        panel.bars(offsets, s["mean"], width * 0.92, COLOURS[i % len(COLOURS)], errors=s["std"], base=axis_lo)
+    panel.reference(y=0.5)
+    legend = [(m, COLOURS[i % len(COLOURS)], "bar") for i, m in enumerate(models)] + [("chance (0.5)", "#666", "dash")]
+    missing = len(models) * len(places) - int(stats["mean"].notna().sum())
+    return figure([[panel]], "Macro AUC by model and platform", legend,
+                  note=_undrawn(missing, "model-platform pairs"))
 
 
 def forest(per_class: pd.DataFrame) -> bytes:
+    """Each (model, platform, class) AUC of the first seed with its 95% DeLong CI, one row each; 0.5 dashed."""
     per_class = with_place(per_class)
-    rows = per_class[per_class["seed"] == per_class["seed"].min()].dropna(subset=["auc"]).reset_index(drop=True)
-    fig, ax = plt.subplots(figsize=(6, 0.22 * len(rows) + 1))
-    y = np.arange(len(rows))[::-1]
-    ax.errorbar(rows["auc"], y, xerr=[rows["auc"] - rows["ci_low"], rows["ci_high"] - rows["auc"]], fmt="o", ms=3)
-    ax.set_yticks(y, [f"{r.model} · {r.place} · {r['class']}" for _, r in rows.iterrows()], fontsize=7)
-    ax.axvline(0.5, color="red", lw=0.8, ls="--")
-    ax.set_xlabel(f"one-vs-rest AUC, 95% DeLong CI (seed {int(per_class['seed'].min())})")
-    return png_bytes(fig)
+    seed = int(per_class["seed"].min())
+    first = per_class[per_class["seed"] == seed]
+    rows = first.dropna(subset=["auc"]).reset_index(drop=True)
+    names = [" · ".join(map(str, r)) for r in zip(rows["model"], rows["place"], rows["class"])]
+    finite = pd.concat([rows["ci_low"], rows["ci_high"], rows["auc"], pd.Series([0.5])]).dropna()
+    lo, hi = nice_range(float(finite.min()), float(finite.max()), 6)
+    panel = Panel(Axis(lo, hi, f"one-vs-rest AUC with 95% DeLong CI (seed {seed})"),
+                  categories(names, reverse=True), width=380, height=max(60.0, 17.0 * len(rows)))
+    panel.points(rows["auc"], len(rows) - 1 - np.arange(len(rows)), COLOURS[0], rows["ci_low"], rows["ci_high"])
+    panel.reference(x=0.5)
+    return figure([[panel]], "Per-class AUC", [("AUC, 95% CI", COLOURS[0], "circle"), ("chance (0.5)", "#666", "dash")],
+                  note=_undrawn(len(first) - len(rows), "classes"))
 
 
 def reliability(curves: pd.DataFrame) -> bytes:
-    """One row of panels per model (its first seed: the figure says which), one panel per platform."""
+    """One row of panels per model (its first seed: the panel says which), one panel per platform."""
     curves = with_place(curves)
-    models = sorted(curves["model"].unique())
-    places = sorted(curves["place"].unique())
-    fig, axes = plt.subplots(len(models), len(places), figsize=(3 * len(places), 3 * len(models)), squeeze=False)
-    for row, model in zip(axes, models):
+    models, places = sorted(curves["model"].unique()), sorted(curves["place"].unique())
+    styles = (("before", COLOURS[0], "circle"), ("after", COLOURS[1], "square"))
+    grid = []
+    for r, model in enumerate(models):
         seed = curves.loc[curves["model"] == model, "seed"].min()
         mine = curves[(curves["model"] == model) & (curves["seed"] == seed)]
-        for ax, place in zip(row, places):
-            for stage, style in (("before", "o-"), ("after", "s-")):
-                c = mine[(mine["place"] == place) & (mine["stage"] == stage) & (mine["n"] > 0)]
-                ax.plot(c["confidence"], c["accuracy"], style, ms=3, label=f"{stage} temperature scaling")
-            ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
-            ax.set_title(f"{model}, seed {seed} · {place}", fontsize=8)
-            ax.set_xlabel("confidence (top-label)")
-        row[0].set_ylabel("accuracy")
-    axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    return png_bytes(fig, crop=False)
+        row = []
+        for c, place in enumerate(places):
+            panel = Panel(Axis(0, 1, "confidence (top label)" if r == len(models) - 1 else ""),
+                          Axis(0, 1, "accuracy" if c == 0 else ""), width=200, height=200,
+                          title=f"{model}, seed {seed} · {place}")
+            panel.reference(points=((0, 0), (1, 1)))
+            for stage, colour, marker in styles:
+                line = mine[(mine["place"] == place) & (mine["stage"] == stage) & (mine["n"] > 0)]
+                panel.line(line["confidence"].to_numpy(float), line["accuracy"].to_numpy(float), colour, marker)
+            row.append(panel)
+        grid.append(row)
+    legend = [(f"{stage} temperature scaling", colour, marker) for stage, colour, marker in styles]
+    return figure(grid, "Reliability: accuracy against confidence per bin", legend + [("perfect calibration", "#666",
+                                                                                       "dash")])
 
 
 def heatmap(table: pd.DataFrame, value: str, title: str, index: str = "place", columns: str = "class",
             vmin: float = 0, vmax: float = 1) -> bytes:
+    """The mean of `value` per (index, columns) cell; the title says over how many model-seed runs."""
     if index == "place":
         table = with_place(table)
     runs = table[["model", "seed"]].drop_duplicates().shape[0] if {"model", "seed"} <= set(table) else 1
     grid = table.groupby([index, columns], sort=False)[value].mean().unstack()
-    fig, ax = plt.subplots(figsize=(1.2 + 0.9 * grid.shape[1], 0.9 + 0.45 * grid.shape[0]))
-    im = ax.imshow(grid.to_numpy(dtype=float), vmin=vmin, vmax=vmax, cmap="viridis", aspect="auto")
-    ax.set_xticks(range(grid.shape[1]), grid.columns, rotation=30, ha="right", fontsize=8)
-    ax.set_yticks(range(grid.shape[0]), grid.index, fontsize=8)
-    for (i, j), v in np.ndenumerate(grid.to_numpy(dtype=float)):
-        ax.text(j, i, "n/a" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=7, color="white")
-    ax.set_title(title + (f"\nmean over {runs} model-seed runs" if runs > 1 else ""), fontsize=9)
-    ax.set_xlabel(columns)
-    ax.set_ylabel("platform (data set)" if index == "place" else index)
-    fig.colorbar(im, ax=ax)
-    return png_bytes(fig)
+    panel = heatmap_panel(grid.to_numpy(dtype=float).tolist(), list(grid.index), list(grid.columns), vmin, vmax,
+                          title, x_label=columns, y_label="platform (data set)" if index == "place" else index)
+    return figure([[panel]], title + (f", mean over {runs} model-seed runs" if runs > 1 else ""),
+                  note="n/a: undefined in every run (the table gives the reason)." if grid.isna().any(axis=None)
+                  else "")
 
 
 def lengths(words: dict[str, np.ndarray]) -> bytes:
+    """A histogram of words per example for each platform (share of its examples, log-spaced bins), median
+    dashed; one panel each, on the same axes."""
     names = sorted(words)
-    fig, ax = plt.subplots(figsize=(1.5 + 1.1 * len(names), 3))
-    ax.violinplot([np.log10(1 + words[n]) for n in names], showmedians=True)
-    ax.set_xticks(range(1, len(names) + 1), names, rotation=20, ha="right", fontsize=8)
-    ax.set_ylabel("log10(1 + words per example)")
-    return png_bytes(fig)
+    logs = {n: np.log10(1 + np.asarray(words[n], dtype=float)) for n in names}
+    top = max([float(v.max()) for v in logs.values() if len(v)] + [1.0])
+    edges = np.linspace(0, math.ceil(top * 4) / 4, 25)
+    shares = {n: np.histogram(logs[n], edges)[0] / max(1, len(logs[n])) * 100 for n in names}
+    y_hi = nice_range(0, max([float(s.max()) for s in shares.values()] + [1.0]))[1]
+    ticks = [(math.log10(1 + w), f"{w:,}") for w in (0, 10, 100, 1000, 10000, 100000) if math.log10(1 + w) <= edges[-1]]
+    grid, per_row = [], 3
+    for i, name in enumerate(names):
+        median = float(np.median(words[name])) if len(words[name]) else math.nan
+        panel = Panel(Axis(0, edges[-1], "words per example (log scale)", ticks),
+                      Axis(0, y_hi, "% of examples" if i % per_row == 0 else ""), width=240, height=160,
+                      title=f"{name}\nn = {len(words[name]):,}, median {median:g} words")
+        panel.bars((edges[:-1] + edges[1:]) / 2, shares[name], edges[1] - edges[0], COLOURS[i % len(COLOURS)])
+        if math.isfinite(median):
+            panel.reference(x=math.log10(1 + median))
+        grid.append(panel)
+    rows = [grid[i:i + per_row] for i in range(0, len(grid), per_row)]
+    return figure(rows, "Text length by platform", [("median", "#666", "dash")])
