@@ -3,11 +3,16 @@ the same SYNTHETIC pairs, each over several seeds (issue 31: the bootstrap split
 
     git worktree add /tmp/est-old 2e921e5      # the estimate before the split
     python benchmarks/estimate_interval_check.py --old /tmp/est-old/src [--seeds 8] [--n-boot 1000]
+                                                 [--coverage 40]
 
 Scores from `mhaudit.synthetic.simulate_scores` (4 classes), one process per checkout, one thread. For every
 scenario, method, metric and CI end: the mean over seeds of each checkout and its Monte Carlo SD (the spread
 over seeds), and the difference of the means in units of that SD and of the mean CI width. Same point estimates
 are expected (they are not drawn); the ends should differ by Monte Carlo noise alone.
+
+--coverage R: R replicates of the "small reference" scenario (a new reference and target each), and how often
+each checkout's 95% CIs cover the truth: the generating target priors for EM and BBSE, the macro-F1 the hidden
+labels realise for CBPE.
 """
 
 from __future__ import annotations
@@ -58,24 +63,64 @@ def worker(n_boot: int, seeds: int) -> dict:
     return out
 
 
+def coverage(n_boot: int, replicates: int) -> dict:
+    """{estimate: [covered?] per replicate} for the "small reference" scenario, from this process's mhaudit."""
+    import numpy as np
+
+    import mhaudit as mh
+    from mhaudit.stats import pair_estimate
+    from mhaudit.stats.f1 import macro_f1, tallies
+
+    n_ref, n_tgt, priors, _ = SCENARIOS["small reference"]
+    cutoffs = {"seed": 0, "domain_auc_cutoff": 0.6, "prior_gap_cutoff": 0.1}
+    out = {}
+    for r in range(replicates):
+        ref = mh.simulate_scores(n_ref, [0.4, 0.2, 0.2, 0.2], platform="home", seed=10 + r)
+        tgt = mh.simulate_scores(n_tgt, priors, platform="away", seed=1000 + r)
+        if hasattr(pair_estimate, "reference_draws"):
+            draws = pair_estimate.reference_draws(ref.codes, ref.scores(), n_boot, np.random.default_rng([r, 1]))
+            pair = pair_estimate.estimate_pair(draws, tgt.scores(), rng=np.random.default_rng([r, 2]), **cutoffs)
+        else:
+            pair = pair_estimate.estimate_pair(ref.codes, ref.scores(), tgt.scores(), n_boot=n_boot,
+                                               rng=np.random.default_rng(r), **cutoffs)
+        truth = float(macro_f1(tallies(tgt.codes, tgt.scores().argmax(axis=1), 4)))
+        f1 = next(e for e in pair.estimates if e["method"] == "cbpe" and e["metric"] == "macro_f1")
+        out.setdefault("CBPE macro-F1", []).append(bool(f1["ci_low"] <= truth <= f1["ci_high"]))
+        for p in pair.priors:
+            c = p["class_index"]
+            for name, low, high in (("EM", "em_ci_low", "em_ci_high"), ("BBSE", "bbse_ci_low", "bbse_ci_high")):
+                out.setdefault(f"{name} prior", []).append(bool(p[low] <= priors[c] <= p[high]))
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--old", required=False, help="the src/ folder of the checkout to compare with")
     parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--n-boot", type=int, default=1000)
+    parser.add_argument("--coverage", type=int, default=0, help="replicates for the coverage check (0: none)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.n_boot, args.seeds)))
+        print(json.dumps(coverage(args.n_boot, args.coverage) if args.coverage else worker(args.n_boot, args.seeds)))
         return 0
     import numpy as np
 
     results = {}
     for name, src in {"new": str(SRC), "old": args.old}.items():
         env = {**os.environ, "PYTHONPATH": src, "OMP_NUM_THREADS": "1"}
-        command = [sys.executable, __file__, "--worker", "--n-boot", str(args.n_boot), "--seeds", str(args.seeds)]
+        command = [sys.executable, __file__, "--worker", "--n-boot", str(args.n_boot), "--seeds", str(args.seeds),
+                   "--coverage", str(args.coverage)]
         results[name] = json.loads(subprocess.run(command, env=env, check=True, capture_output=True,
                                                   text=True).stdout.splitlines()[-1])
+    if args.coverage:
+        print(f"95% CI coverage over {args.coverage} SYNTHETIC replicates of the small-reference scenario "
+              f"({args.n_boot:,} draws; priors: 4 classes per replicate)")
+        print("| estimate | old | new |\n|---|---|---|")
+        for key in results["new"]:
+            print(f"| {key} | " + " | ".join(f"{np.mean(results[side][key]):.3f} ({sum(results[side][key])} of "
+                                             f"{len(results[side][key])})" for side in ("old", "new")) + " |")
+        return 0
     print(f"SYNTHETIC pairs, {args.n_boot:,} draws, {args.seeds} seeds per checkout; differences of the mean CI ends "
           "(new - old) in Monte Carlo SDs (the larger of the two spreads over seeds) and in mean CI widths")
     print("| scenario | estimate | point, old → new | CI old (mean) | CI new (mean) | Δ low (SD, width) | "

@@ -129,7 +129,8 @@ def _sections(tables: dict, options: EstimateOptions) -> list[Section]:
                     f"{options.assumption_gap_cutoff:.2f}.",
                     {"shift": tables["shift"]}),
             Section("Estimated class priors",
-                    "EM (Saerens et al. 2002) and BBSE (Lipton et al. 2018), 95% bootstrap CIs.",
+                    "EM (Saerens et al. 2002) and BBSE (Lipton et al. 2018), 95% bootstrap CIs: the reference and "
+                    "the target resampled together, EM's from the calibration refitted on each reference resample.",
                     {"priors": tables["priors"]}),
         ]
     if not tables.get("agreement_line", pd.DataFrame()).empty:
