@@ -10,6 +10,9 @@ scenario, method, metric and CI end: the mean over seeds of each checkout and it
 over seeds), and the difference of the means in units of that SD and of the mean CI width. Same point estimates
 are expected (they are not drawn); the ends should differ by Monte Carlo noise alone.
 
+--refits: this checkout's BCTS refits by the expansion against Newton run to convergence on each resample's rows
+(1,000 draws of SYNTHETIC references of 1,001, 2,000 and 6,257 rows), in bootstrap SDs.
+
 --coverage R: R replicates of the "small reference" scenario (a new reference and target each), and how often
 each checkout's 95% CIs cover the truth: the generating target priors for EM and BBSE, the macro-F1 the hidden
 labels realise for CBPE.
@@ -93,14 +96,42 @@ def coverage(n_boot: int, replicates: int) -> dict:
     return out
 
 
+def refit_errors() -> None:
+    """The expansion's refits against exact ones on the same draws, in units of the exact refits' bootstrap SD."""
+    import numpy as np
+
+    import mhaudit as mh
+    from mhaudit.stats.bcts import bcts_expansion, fit_bcts, newton_refits
+    from mhaudit.stats.bootstrap import resample_counts
+
+    print("| reference rows | max error (SDs) | mean error | 2.5% and 97.5% points, max error |\n|---|---|---|---|")
+    for n in (1001, 2000, 6257):
+        ref = mh.simulate_scores(n, [0.4, 0.2, 0.2, 0.2], platform="home", seed=0)
+        z, y = ref.scores(), ref.codes
+        fit = fit_bcts(z, y)
+        w = resample_counts(np.zeros(n), 1000, np.random.default_rng(0), stratified=False).astype(float)
+        expansion = bcts_expansion(z, y, fit)
+        approx = np.c_[expansion.refits(w @ expansion.rows, w.sum(axis=1))]
+        exact = np.c_[newton_refits(z, y, w, *expansion.refits(w @ expansion.rows, w.sum(axis=1)), n_iter=50)]
+        approx, exact = (np.c_[a[:, 0], a[:, 2:]] for a in (approx, exact))  # slope, biases 1..k-1
+        sd = exact.std(axis=0)
+        error = np.abs(approx - exact) / sd
+        points = np.abs(np.quantile(approx, [0.025, 0.975], axis=0) - np.quantile(exact, [0.025, 0.975], axis=0)) / sd
+        print(f"| {n:,} | {error.max():.3f} | {error.mean():.4f} | {points.max():.3f} |")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--old", required=False, help="the src/ folder of the checkout to compare with")
     parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--n-boot", type=int, default=1000)
     parser.add_argument("--coverage", type=int, default=0, help="replicates for the coverage check (0: none)")
+    parser.add_argument("--refits", action="store_true", help="the BCTS expansion against exact refits, then stop")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.refits:
+        refit_errors()
+        return 0
     if args.worker:
         print(json.dumps(coverage(args.n_boot, args.coverage) if args.coverage else worker(args.n_boot, args.seeds)))
         return 0
