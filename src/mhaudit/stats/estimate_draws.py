@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import softmax
 
+from mhaudit.core.threads import thread_budget
 from mhaudit.stats.atc import METHODS, ReferenceSide, reference_side, target_side
 from mhaudit.stats.bcts import BCTS, bcts_expansion, fit_bcts
 from mhaudit.stats.bootstrap import resample_counts
@@ -54,8 +55,13 @@ def _counts(n: int, size: int, rng: np.random.Generator) -> np.ndarray:
 
 def reference_draws(y: np.ndarray, logits: np.ndarray, n_boot: int, rng: np.random.Generator) -> ReferenceDraws:
     """The reference's side of `n_boot` draws: BCTS refits by its expansion (stats.bcts), class shares, ATC and
-    DoC's reference side and BBSE's confusion matrices, each resample's weighted sums as one matrix product."""
-    y, logits = np.asarray(y), np.asarray(logits, dtype=float)
+    DoC's reference side and BBSE's confusion matrices, each resample's weighted sums as one matrix product. On one
+    BLAS/OpenMP thread, as the pairs (stats.pair_estimate)."""
+    with thread_budget(1):
+        return _reference_draws(np.asarray(y), np.asarray(logits, dtype=float), n_boot, rng)
+
+
+def _reference_draws(y: np.ndarray, logits: np.ndarray, n_boot: int, rng: np.random.Generator) -> ReferenceDraws:
     n, k = logits.shape
     calibration = fit_bcts(logits, y)
     conf = calibration.probs(logits).max(axis=1)

@@ -15,8 +15,7 @@ from mhaudit.core.threads import thread_budget
 from mhaudit.stats.atc import thresholded_estimates
 from mhaudit.stats.cbpe import expected_metrics
 from mhaudit.stats.domain_shift import domain_auc
-from mhaudit.stats.estimate_draws import ReferenceDraws, target_draws
-from mhaudit.stats.estimate_draws import reference_draws as _reference_draws
+from mhaudit.stats.estimate_draws import ReferenceDraws, reference_draws, target_draws
 from mhaudit.stats.f1 import macro_f1, tallies
 from mhaudit.stats.label_shift import bbse_priors, em_priors, prior_corrected_probs
 
@@ -70,12 +69,6 @@ def estimate_pair(reference: ReferenceDraws, z_tgt: np.ndarray, *, rng: np.rando
     with thread_budget(1):
         return _estimate_pair(reference, np.asarray(z_tgt, dtype=float), rng=rng, seed=seed,
                               domain_auc_cutoff=domain_auc_cutoff, prior_gap_cutoff=prior_gap_cutoff)
-
-
-def reference_draws(y_ref: np.ndarray, z_ref: np.ndarray, n_boot: int, rng: np.random.Generator) -> ReferenceDraws:
-    """The reference's side of `n_boot` bootstrap draws (stats.estimate_draws), on one thread as the pair's."""
-    with thread_budget(1):
-        return _reference_draws(y_ref, z_ref, n_boot, rng)
 
 
 def _estimate_pair(reference, z_tgt, *, rng, seed, domain_auc_cutoff, prior_gap_cutoff) -> PairEstimate:
