@@ -163,6 +163,7 @@ NOT_METRICS = {
     "divergence.regime_permutation",  # takes per-data-set differences, not labels
     "label_shift.EMResult", "label_shift.BBSEResult", "label_shift.em_batch",
     "cbpe.METRICS", "atc.METHODS", "bcts.BCTS",
+    "cbpe.score_ranks", "cbpe_interval.TargetRows", "cbpe_interval.target_rows",  # ranks and rows a chunk reads
     "bcts.fit_bcts", "bcts.fit_bcts_resampled",  # fitters: refuse a class without a labelled row (ValueError)
     "bcts.BCTSExpansion", "bcts.bcts_expansion", "bcts.newton_refits",  # the refits' parts: derivatives, a solver
     "label_shift.bbse_draws", "label_shift.em_chord",  # a resampler's last step (NaN where no weight survives), a solver's

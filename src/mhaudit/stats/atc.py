@@ -38,9 +38,9 @@ def _weighted_mean(values: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 def _in_order(conf: np.ndarray, w: np.ndarray, descending: bool) -> tuple[np.ndarray, np.ndarray]:
     """conf sorted (stable) and w's columns in that order; no copy of w where the rows are in order already."""
+    if (conf[:-1] >= conf[1:]).all() if descending else (conf[:-1] <= conf[1:]).all():
+        return conf, w  # in order already (the estimate's draws sort their rows once): a stable sort moves nothing
     order = np.argsort(-conf if descending else conf, kind="stable")
-    if (order == np.arange(len(order))).all():
-        return conf, w
     return conf[order], w[:, order]
 
 

@@ -20,7 +20,7 @@ from mhaudit.stats.f1 import confusion_tallies, macro_f1
 from mhaudit.stats.undefined import warn_undefined
 
 __all__ = ["expected_confusion", "expected_macro_auc", "expected_metrics",
-           "draw_metrics", "METRICS"]
+           "draw_metrics", "score_ranks", "METRICS"]
 
 METRICS = ("accuracy", "macro_f1", "macro_auc")
 
@@ -79,29 +79,35 @@ def _draw_labels(probs: np.ndarray, n_draws: int, rng: np.random.Generator) -> n
     return labels
 
 
-def _auc_of_draws(labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
-    """One-vs-rest macro-AUC of each row of drawn labels, by the rank-sum formula (midranks for ties)."""
-    k = scores.shape[1]
+def score_ranks(scores: np.ndarray) -> np.ndarray:
+    """(k, n) midranks of each class's scores over the rows: what `draw_metrics` ranks by, computed once per target."""
+    return np.stack([rankdata(scores[:, c]) for c in range(scores.shape[1])])
+
+
+def _auc_of_draws(labels: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """One-vs-rest macro-AUC of each row of drawn labels, by the rank-sum formula (midranks (k, n) for ties)."""
+    k = len(ranks)
     per_class = np.full((len(labels), k), np.nan)
     for c in range(k):
-        ranks = rankdata(scores[:, c])
         positive = labels == c
         n_pos = positive.sum(axis=1).astype(float)
         n_neg = labels.shape[1] - n_pos
         with np.errstate(invalid="ignore", divide="ignore"):
-            per_class[:, c] = (positive @ ranks - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+            per_class[:, c] = (positive @ ranks[c] - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
     out = per_class.mean(axis=1)  # NaN where a class has no drawn positive or no drawn negative
     if np.isnan(out).any():
         warn_undefined("macro-AUC undefined in some label draws: a class has no positive or no negative")
     return out
 
 
-def draw_metrics(posterior: np.ndarray, scores: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """One label draw per posterior in `posterior` (B, n, k), and the metrics each draw realises, (B,) each."""
+def draw_metrics(posterior: np.ndarray, scores: np.ndarray, rng: np.random.Generator,
+                 ranks: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """One label draw per posterior in `posterior` (B, n, k), and the metrics each draw realises, (B,) each.
+    `ranks`: `score_ranks(scores)`, where the caller draws chunk after chunk on the same rows."""
     size, k = len(posterior), scores.shape[1]
     pred = scores.argmax(axis=1)
     labels = _draw_labels(posterior, size, rng)
     cell = labels * k + pred[None, :] + np.arange(size)[:, None] * k * k
     cm = np.bincount(cell.ravel(), minlength=size * k * k).reshape(size, k, k).astype(float)
     return {"accuracy": np.trace(cm, axis1=1, axis2=2) / len(pred), "macro_f1": macro_f1(confusion_tallies(cm)),
-            "macro_auc": _auc_of_draws(labels, scores)}
+            "macro_auc": _auc_of_draws(labels, score_ranks(scores) if ranks is None else ranks)}

@@ -19,7 +19,7 @@ from mhaudit.core.threads import thread_budget
 from mhaudit.stats.atc import METHODS, ReferenceSide, reference_side, target_side
 from mhaudit.stats.bcts import BCTS, bcts_expansion, fit_bcts
 from mhaudit.stats.bootstrap import resample_counts
-from mhaudit.stats.cbpe_interval import cbpe_draws, draws_per_chunk
+from mhaudit.stats.cbpe_interval import cbpe_draws, draws_per_chunk, target_rows
 from mhaudit.stats.label_shift import bbse_draws, em_chord
 
 __all__ = ["ReferenceDraws", "reference_draws", "target_draws"]
@@ -95,12 +95,12 @@ def target_draws(reference: ReferenceDraws, logits: np.ndarray, em_start: np.nda
     order = np.argsort(probs.max(axis=1), kind="stable")  # resampled by confidence, lowest first, as ATC sums them
     logits, probs = np.asarray(logits, dtype=float)[order], probs[order]
     conf, pred = probs.max(axis=1), logits.argmax(axis=1)
-    scores, predicted = softmax(logits, axis=1), np.eye(k)[pred]
+    rows, predicted = target_rows(logits, softmax(logits, axis=1)), np.eye(k)[pred]
     chord = em_chord(probs, np.bincount(r.y, minlength=k) / len(r.y), em_start)
     blocks = []
     for chunk in _chunks(r.n_boot, k * len(logits)):
         w = _counts(len(logits), chunk.stop - chunk.start, rng)
-        cbpe = cbpe_draws(logits, r.slopes[chunk], r.biases[chunk], r.priors[chunk], w, em_start, scores, rng,
+        cbpe = cbpe_draws(rows, r.slopes[chunk], r.biases[chunk], r.priors[chunk], w, em_start, rng,
                           adjust_priors=adjust_priors, chord=chord)
         block = {("cbpe", m): v for m, v in cbpe.items() if m != "priors"} | {"em": cbpe["priors"]}
         block["bbse"] = bbse_draws(r.confusion[chunk], w @ predicted / w.sum(axis=1, keepdims=True))
