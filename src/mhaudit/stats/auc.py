@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from mhaudit.stats._delong import auc_and_variance, auc_only, check_binary, check_codes, check_scores, delong, paired
+from mhaudit.stats._normal import quantile, two_sided_p
 from mhaudit.stats.undefined import warn_undefined
 
 __all__ = ["delong", "auc_ci", "paired_delong", "per_class_auc", "macro_auc"]
@@ -31,11 +32,7 @@ def _absent(y: np.ndarray) -> str:
 def _z(alpha: float) -> float:
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
-    # scipy.stats.norm.ppf's own kernel; scipy.special is imported here, not with the module (~0.1 s), and
-    # scipy.stats not at all (~0.5 s)
-    from scipy.special import ndtri
-
-    return float(ndtri(1 - alpha / 2))
+    return quantile(1 - alpha / 2)  # norm.ppf without scipy's import (stats._normal)
 
 
 def auc_ci(y, score, alpha: float = 0.05) -> dict:
@@ -100,9 +97,7 @@ def _paired_delong(y: np.ndarray, score_a: np.ndarray, score_b: np.ndarray) -> d
     else:
         se = math.sqrt(var)
         z = (auc_a - auc_b) / se
-        from scipy.special import ndtr  # as in _z
-
-        out.update(se=se, z=z, p=float(2 * ndtr(-abs(z))))  # p = 2 norm.sf(|z|)
+        out.update(se=se, z=z, p=two_sided_p(z))  # p = 2 norm.sf(|z|)
     return out
 
 

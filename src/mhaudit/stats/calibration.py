@@ -24,6 +24,8 @@ import warnings
 
 import numpy as np
 
+from mhaudit.stats._brent import bounded_minimum
+
 ROW_SUM_TOL = 1e-6
 NLL_CLIP = 1e-15
 
@@ -347,18 +349,16 @@ def fit_temperature(logits, y, bounds: tuple[float, float] = (-5.0, 5.0)) -> flo
     def loss(log_t):
         return nll_at(np.exp(log_t))
 
-    from scipy.optimize import minimize_scalar  # here: imported in the background while the CPFE bootstraps run
-
-    res = minimize_scalar(loss, bounds=(lo, hi), method="bounded", options={"xatol": 1e-10, "maxiter": 500})
+    best, f_best = bounded_minimum(loss, lo, hi, xatol=1e-10, maxiter=500)  # scipy's bounded Brent, step for step
     # Brent never evaluates the end points, and a loss flat in floating point (separable data) can stop
     # it inside; so compare with the bounds themselves and say when the minimum is there.
     f_lo, f_hi = loss(lo), loss(hi)
     edge = lo if f_lo <= f_hi else hi
-    if min(f_lo, f_hi) <= res.fun:
+    if min(f_lo, f_hi) <= f_best:
         warnings.warn(f"the NLL is least at the bound log T = {edge:g} of {bounds} and may keep falling "
                       "beyond it; T is returned at that bound", RuntimeWarning, stacklevel=2)
         return float(np.exp(edge))
-    return float(np.exp(res.x))
+    return float(np.exp(best))
 
 
 def stratified_folds(y, k: int = 5, seed: int = 0) -> np.ndarray:

@@ -7,8 +7,6 @@ definition and the choices made where the paper is ambiguous.
 
 from __future__ import annotations
 
-import importlib
-import threading
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -57,10 +55,6 @@ def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Se
     classes = predictions.classes
     groups = make_groups(predictions)
     references = reference_of(groups, options.reference)
-    # import what the later stages need (scipy.optimize ~0.2 s, scipy.special ~0.1 s) while the
-    # bootstrap's numpy leaves the GIL free
-    later = ["scipy.special", "scipy.optimize"]
-    threading.Thread(target=lambda: [importlib.import_module(m) for m in later], daemon=True).start()
     method = options.macro_auc_method(g.n for g in groups)  # large groups: the macro-AUC's SE by DeLong
     with progress.stage(f"bootstrap resamples ({len(groups)} groups)"):
         n_boot_auc = options.n_boot_significance if method == "bootstrap" else 0

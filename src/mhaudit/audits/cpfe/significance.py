@@ -19,6 +19,7 @@ import numpy as np
 
 from mhaudit.audits.cpfe.groups import Group, pairing
 from mhaudit.core.threads import available_cores
+from mhaudit.stats._normal import quantile, two_sided_p
 from mhaudit.stats.auc import _macro_auc, _paired_delong
 from mhaudit.stats.bootstrap import _macro_auc_of_counts, bias_corrected, count_blocks, summarise
 from mhaudit.stats.calibration import _ece_of_counts, _top_label_ece
@@ -110,12 +111,8 @@ class MacroAucSpread:
 def _z_test(diff: float, se: float) -> tuple[float, float]:
     if not se > 0:
         return float("nan"), float("nan")
-    # scipy.stats.norm.sf's own kernel, imported here (the audit imports it in the background) and
-    # without scipy.stats (~0.5 s)
-    from scipy.special import ndtr
-
     z = diff / se
-    return z, float(2 * ndtr(-abs(z)))
+    return z, two_sided_p(z)
 
 
 def adjust(p: np.ndarray, alpha: float, correction: str) -> tuple[np.ndarray, np.ndarray]:
@@ -144,9 +141,7 @@ def platform_pair_rows(groups: list[Group], spread: MacroAucSpread, n_classes: i
     families: dict[tuple[str, int], list[Group]] = {}
     for g in groups:
         families.setdefault((g.model, g.seed), []).append(g)
-    from scipy.special import ndtri  # = norm.ppf's kernel; see _z_test
-
-    z_crit = ndtri(1 - alpha / 2)
+    z_crit = quantile(1 - alpha / 2)
     rows = []
     for (model, seed), members in families.items():
         family = []
