@@ -191,3 +191,45 @@ def test_bad_counts_raise():
 def test_docstring_examples():
     result = doctest.testmod(bootstrap)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_the_draws_are_the_stream_they_were():
+    """The counts a seed gives are pinned (they decide every bootstrap number in the reports and the golden file):
+    a faster tally must make the same draws in the same order."""
+    y = [0, 0, 1, 1, 1, 2, 0, 1]
+    assert resample_counts(y, 3, rng=0).tolist() == [[0, 2, 0, 0, 2, 1, 1, 2], [3, 0, 0, 0, 3, 1, 0, 1],
+                                                     [3, 0, 0, 1, 2, 1, 0, 1]]
+    assert resample_counts(y, 2, rng=0, stratified=False).tolist() == [[3, 0, 2, 0, 1, 1, 1, 0],
+                                                                       [0, 1, 0, 0, 2, 2, 1, 2]]
+
+
+@pytest.mark.parametrize("stratified", [True, False])
+def test_grouped_blocks_are_count_blocks_in_the_draws_column_order(monkeypatch, stratified):
+    monkeypatch.setattr(bootstrap, "_CHUNK_CELLS", 60 * 4)
+    rng = np.random.default_rng(2)
+    y = rng.integers(0, 4, 60)
+    probs = rng.dirichlet(np.ones(4), size=60)
+    layout, grouped = bootstrap.grouped_count_blocks(y, 50, np.random.default_rng(8), stratified, max_bytes=4 * 60 * 8)
+    blocks = list(count_blocks(y, 50, np.random.default_rng(8), stratified, max_bytes=4 * 60 * 8))
+    assert sorted(layout.column.tolist()) == list(range(60))
+    for (start, g), (same_start, b) in zip(grouped, blocks, strict=True):
+        assert start == same_start and g.dtype == b.dtype == np.int8
+        assert np.array_equal(g[:, layout.column], b)
+        # the statistics gather through the columns: the same floats as from the row-ordered block
+        assert np.array_equal(bootstrap._macro_auc_of_counts(y, probs, 4, layout.column)(g),
+                              bootstrap._macro_auc_of_counts(y, probs, 4)(b), equal_nan=True)
+
+
+class _AllZeros:
+    """A generator whose every draw is the stratum's first member: that member's count is the stratum's size."""
+
+    def integers(self, low, high, size):
+        return np.zeros(size, dtype=np.int64)
+
+
+def test_a_count_above_int8_widens_the_block():
+    y = np.r_[np.zeros(200, dtype=int), np.ones(3, dtype=int)]
+    layout = bootstrap._Layout(y, stratified=True)
+    counts = bootstrap._tally(layout, 2, _AllZeros(), np.empty((2, 203), dtype=np.int8))
+    assert counts.dtype == np.int32 and counts[:, layout.column[0]].tolist() == [200, 200]
+    assert counts[:, layout.column[200]].tolist() == [3, 3] and counts.sum() == 2 * 203

@@ -19,7 +19,7 @@ import numpy as np
 from mhaudit.stats._delong import check_binary, check_codes, check_scores
 from mhaudit.stats.undefined import warn_undefined
 
-__all__ = ["resample_counts", "count_blocks", "resample_clusters", "weighted_auc", "bootstrap_macro_auc", "summarise",
+__all__ = ["resample_counts", "count_blocks", "grouped_count_blocks", "resample_clusters", "weighted_auc", "bootstrap_macro_auc", "summarise",
            "bias_corrected"]
 
 # Resamples x examples per block: 2 MB per int64 work array. Cache-sized blocks ran twice as fast as
@@ -31,6 +31,42 @@ _BLOCK_BYTES = 1 << 24
 
 def _rows_per_chunk(n: int) -> int:
     return max(1, _CHUNK_CELLS // max(n, 1))
+
+
+class _Layout:
+    """Where the tallies put each example: the strata one after another, each in row order. Counts are drawn in
+    this order (a stratum's tally is one contiguous block of columns); `column[i]` is example i's column, and
+    statistics gather through it instead of putting every block back in row order."""
+
+    def __init__(self, y: np.ndarray, stratified: bool):
+        members = [np.flatnonzero(y == c) for c in np.unique(y)] if stratified else [np.arange(y.size)]
+        self.sizes = [m.size for m in members if m.size]
+        order = np.concatenate(members) if members else np.arange(0)
+        self.column = np.empty_like(order)
+        self.column[order] = np.arange(order.size)
+
+
+def _tally(layout: _Layout, n_boot: int, rng: np.random.Generator, out: np.ndarray) -> np.ndarray:
+    """Draw `n_boot` resamples into `out` (n_boot, n) in `layout`'s column order; returns `out`, or a wider copy
+    when a count does not fit its dtype. The draws are resample_counts' own, in its order: chunks of
+    `_rows_per_chunk` resamples, stratum after stratum."""
+    step = _rows_per_chunk(out.shape[1])
+    top = np.iinfo(out.dtype).max
+    for start in range(0, n_boot, step):  # chunks of resamples bound the int64 draws' memory
+        rows = min(n_boot, start + step) - start
+        offset = 0
+        for k in layout.sizes:
+            # Multinomial(k, 1/k) counts, as the tally of k uniform draws with replacement: one bincount
+            # over the chunk (each row offset into its own k bins) is ~7x faster than rng.multinomial.
+            draws = rng.integers(0, k, size=(rows, k))
+            draws += (np.arange(rows) * k)[:, None]
+            counts = np.bincount(draws.ravel(), minlength=rows * k).reshape(rows, k)
+            if k > top and counts.max() > top:  # a count above k cannot be: small strata never widen
+                out = out.astype(np.int32)
+                top = np.iinfo(np.int32).max
+            out[start:start + rows, offset:offset + k] = counts
+            offset += k
+    return out
 
 
 def resample_counts(y_codes, n_boot: int, rng=None, stratified: bool = True) -> np.ndarray:
@@ -49,31 +85,9 @@ def resample_counts(y_codes, n_boot: int, rng=None, stratified: bool = True) -> 
         raise ValueError(f"y_codes must be 1-D, got shape {y.shape}")
     if n_boot < 0:
         raise ValueError(f"n_boot must be non-negative, got {n_boot}")
-    rng = np.random.default_rng(rng)
-    out = np.zeros((n_boot, y.size), dtype=np.int32)
-    groups = [np.flatnonzero(y == c) for c in np.unique(y)] if stratified else [np.arange(y.size)]
-    # A block is tallied class after class into contiguous columns of `grouped`, then put in row order with
-    # one np.take: scattering each class into its columns of `out` took ~60% of the time.
-    grouped_order = np.concatenate(groups) if groups else np.arange(0)
-    to_rows = np.empty_like(grouped_order)
-    to_rows[grouped_order] = np.arange(grouped_order.size)
-    step = _rows_per_chunk(y.size)
-    for start in range(0, n_boot, step):  # blocks of resamples bound the int64 draws' memory
-        rows = min(n_boot, start + step) - start
-        grouped = np.empty((rows, y.size), dtype=np.int32)
-        offset = 0
-        for members in groups:
-            k = members.size
-            if k == 0:
-                continue
-            # Multinomial(k, 1/k) counts, as the tally of k uniform draws with replacement: one bincount
-            # over the block (each row offset into its own k bins) is ~7x faster than rng.multinomial.
-            draws = rng.integers(0, k, size=(rows, k))
-            draws += (np.arange(rows) * k)[:, None]
-            grouped[:, offset:offset + k] = np.bincount(draws.ravel(), minlength=rows * k).reshape(rows, k)
-            offset += k
-        np.take(grouped, to_rows, axis=1, out=out[start:start + rows])
-    return out
+    layout = _Layout(y, stratified)
+    grouped = _tally(layout, n_boot, np.random.default_rng(rng), np.empty((n_boot, y.size), dtype=np.int32))
+    return np.take(grouped, layout.column, axis=1)
 
 
 def count_blocks(y_codes, n_boot: int, rng, stratified: bool = True, max_bytes: int | None = None):
@@ -90,13 +104,27 @@ def count_blocks(y_codes, n_boot: int, rng, stratified: bool = True, max_bytes: 
     True
     """
     y = np.asarray(y_codes)
+    layout, blocks = grouped_count_blocks(y, n_boot, rng, stratified, max_bytes)
+    for start, counts in blocks:
+        yield start, np.take(counts, layout.column, axis=1)
+
+
+def grouped_count_blocks(y: np.ndarray, n_boot: int, rng, stratified: bool = True, max_bytes: int | None = None):
+    """`count_blocks`' counts with the columns in the draw's own order (`_Layout`): (layout, blocks). The same
+    integers without the pass that puts each block back in row order; statistics gather through
+    `layout.column` (`_macro_auc_of_counts`, calibration's `_ece_of_counts`)."""
     rng = np.random.default_rng(rng)
+    layout = _Layout(y, stratified)
     step = _rows_per_chunk(y.size)
     budget = _BLOCK_BYTES if max_bytes is None else max_bytes
     rows = max(1, budget // (4 * step * max(y.size, 1))) * step
-    for start in range(0, n_boot, rows):
-        counts = resample_counts(y, min(n_boot, start + rows) - start, rng, stratified)
-        yield start, counts.astype(np.int8) if counts.max(initial=0) <= np.iinfo(np.int8).max else counts
+
+    def blocks():
+        for start in range(0, n_boot, rows):
+            size = min(n_boot, start + rows) - start
+            yield start, _tally(layout, size, rng, np.empty((size, y.size), dtype=np.int8))
+
+    return layout, blocks()
 
 
 def resample_clusters(contributions, clusters, n_boot: int, rng=None, strata=None) -> np.ndarray:
@@ -138,36 +166,50 @@ def resample_clusters(contributions, clusters, n_boot: int, rng=None, strata=Non
 
 
 class _Sorted:
-    """One binary problem prepared once: negatives sorted by score, each positive's place among them."""
+    """One binary problem prepared once: the smaller side (positives or negatives) sorted by score, and each
+    example of the other side's place among them. `columns[i]` is example i's column in the counts (default i).
 
-    def __init__(self, y: np.ndarray, score: np.ndarray):
-        neg = np.flatnonzero(~y)
-        self.neg = neg[np.argsort(score[neg], kind="stable")]
-        self.pos = np.flatnonzero(y)
-        ranked = score[self.neg]
-        self.below = np.searchsorted(ranked, score[self.pos], side="left")  # negatives strictly below
-        self.upto = np.searchsorted(ranked, score[self.pos], side="right")  # ... or tied
-        self.tied = np.flatnonzero(self.below != self.upto)  # positives tied with some negative (few)
+    The running weights are summed over the smaller side, the cost that dominates (a running sum is a serial
+    pass): for the other side, the pairs it wins, loses or ties come from where it falls in those sums, and the
+    pairs positives win follow by complement when the positives are the side summed. Exact integers either way."""
 
-    def auc(self, counts: np.ndarray, cum_dtype=np.int64) -> np.ndarray:
+    def __init__(self, y: np.ndarray, score: np.ndarray, columns: np.ndarray | None = None):
+        pos, neg = np.flatnonzero(y), np.flatnonzero(~y)
+        self.flip = pos.size < neg.size  # the positives are summed: S below counts pairs they lose
+        run, look = (pos, neg) if self.flip else (neg, pos)
+        run = run[np.argsort(score[run], kind="stable")]
+        ranked = score[run]
+        self.below = np.searchsorted(ranked, score[look], side="left")  # run-side examples strictly below
+        self.upto = np.searchsorted(ranked, score[look], side="right")  # ... or tied
+        self.tied = np.flatnonzero(self.below != self.upto)  # look-side examples tied with some run-side one (few)
+        self.run, self.look = (run, look) if columns is None else (columns[run], columns[look])
+
+    def auc(self, counts: np.ndarray, cum_dtype=np.int64, totals: np.ndarray | None = None) -> np.ndarray:
         """AUC of each row of `counts` (a block of resamples); NaN where a class has zero weight.
 
-        `cum_dtype` holds the running weight of negatives: int32 (several times faster to
-        accumulate) when a row's total weight cannot overflow it."""
-        cum = np.empty((counts.shape[0], self.neg.size + 1), dtype=cum_dtype)
+        `cum_dtype` holds the running weight of the summed side: int32 (several times faster to
+        accumulate) when a row's total weight cannot overflow it. `totals`: the rows' sums, when the caller
+        has them (one pass for every class of a macro-AUC)."""
+        cum = np.empty((counts.shape[0], self.run.size + 1), dtype=cum_dtype)
         cum[:, 0] = 0
         # np.take is ~4x faster than fancy column indexing on (resamples, n) matrices (numpy 2.4)
-        np.cumsum(np.take(counts, self.neg, axis=1), axis=1, dtype=cum_dtype, out=cum[:, 1:])
-        w_pos = np.take(counts, self.pos, axis=1)
-        # 2 x (weighted pairs won): each positive's weight times (negatives below + negatives up to and
-        # including ties); ties thereby count a half, and everything stays an exact int64. Written as
-        # 2 x (weight x below) plus the tied positives' (upto - below): one gather of `cum`, not two, and
-        # einsum's row sums, ~2x faster than one product matrix and its sum.
-        twice_won = 2 * np.einsum("ij,ij->i", w_pos, np.take(cum, self.below, axis=1), dtype=np.int64)
+        np.cumsum(np.take(counts, self.run, axis=1), axis=1, dtype=cum_dtype, out=cum[:, 1:])
+        w_look = np.take(counts, self.look, axis=1)
+        totals = counts.sum(axis=1, dtype=np.int64) if totals is None else totals
+        w_run = cum[:, -1].astype(np.int64)
+        # S = 2 x (weighted pairs with the summed side below) + (tied pairs): each look-side weight times (run
+        # side below + run side up to and including ties); ties thereby count a half, and everything stays an
+        # exact integer. Written as 2 x (weight x below) plus the tied examples' (upto - below): one gather of
+        # `cum`, not two, and einsum's row sums, ~2x faster than one product matrix and its sum. The sums are at
+        # most (look weight) x (run weight) <= total^2 / 4: in int32 (~20% faster) while that fits.
+        dot = np.int32 if totals.max(initial=0) < 92_681 else np.int64
+        s = 2 * np.einsum("ij,ij->i", w_look, np.take(cum, self.below, axis=1), dtype=dot,
+                          casting="unsafe").astype(np.int64)  # unsafe: every count and sum is below the bound
         if self.tied.size:
             ties = np.take(cum, self.upto[self.tied], axis=1) - np.take(cum, self.below[self.tied], axis=1)
-            twice_won += np.einsum("ij,ij->i", np.take(w_pos, self.tied, axis=1), ties, dtype=np.int64)
-        pairs = 2 * w_pos.sum(axis=1, dtype=np.int64) * cum[:, -1]
+            s += np.einsum("ij,ij->i", np.take(w_look, self.tied, axis=1), ties, dtype=dot, casting="unsafe")
+        pairs = 2 * (totals - w_run) * w_run
+        twice_won = pairs - s if self.flip else s  # the positives lose S / 2 pairs (ties a half): won by complement
         out = np.full(counts.shape[0], np.nan)
         np.divide(twice_won, pairs, out=out, where=pairs > 0)
         return out
@@ -236,12 +278,12 @@ def bootstrap_macro_auc(y_codes, probs, n_classes: int, counts) -> np.ndarray:
     return out
 
 
-def _macro_auc_of_counts(y: np.ndarray, probs: np.ndarray, n_classes: int):
+def _macro_auc_of_counts(y: np.ndarray, probs: np.ndarray, n_classes: int, columns: np.ndarray | None = None):
     """counts -> `bootstrap_macro_auc(y, probs, n_classes, counts)` for inputs validated at the door (no checks,
     no warning: NaN where a resample lost a class), sorted once: for counts that come a block at a time
     (`count_blocks`). Each resample's AUC depends on its own row alone (exact integers), so blocks give the
-    same floats as one matrix."""
-    problems = [_Sorted(y == k, probs[:, k]) for k in range(n_classes)]
+    same floats as one matrix. `columns`: each example's column in the counts (`grouped_count_blocks`)."""
+    problems = [_Sorted(y == k, probs[:, k], columns) for k in range(n_classes)]
     step = _rows_per_chunk(y.size)
 
     def macro_auc(counts: np.ndarray) -> np.ndarray:
@@ -249,7 +291,8 @@ def _macro_auc_of_counts(y: np.ndarray, probs: np.ndarray, n_classes: int):
         out = np.empty(counts.shape[0])
         for start in range(0, counts.shape[0], step):
             block = counts[start:start + step]
-            aucs = np.stack([p.auc(block, cum_dtype) for p in problems])  # (n_classes, rows); NaN: a side not drawn
+            totals = block.sum(axis=1, dtype=np.int64)
+            aucs = np.stack([p.auc(block, cum_dtype, totals) for p in problems])  # (n_classes, rows); NaN: a side not drawn
             out[start:start + step] = aucs.mean(axis=0)
         return out
 

@@ -286,9 +286,11 @@ def bootstrap_ece(probs, y, counts, n_bins: int = 10) -> np.ndarray:
     return _ece_of_counts(p, y, n_bins)(_check_counts(counts, len(y)))
 
 
-def _ece_of_counts(p: np.ndarray, y: np.ndarray, n_bins: int):
-    """counts -> `bootstrap_ece(p, y, counts, n_bins)` on checked inputs, binned once, for blocks of counts."""
-    bins = [_bins(*_top_label(p, y), n_bins)]
+def _ece_of_counts(p: np.ndarray, y: np.ndarray, n_bins: int, columns: np.ndarray | None = None):
+    """counts -> `bootstrap_ece(p, y, counts, n_bins)` on checked inputs, binned once, for blocks of counts;
+    `columns[i]`: example i's column in the counts (default i), as stats.bootstrap.grouped_count_blocks lays them."""
+    order, starts, gaps = _bins(*_top_label(p, y), n_bins)
+    bins = [(order if columns is None else columns[order], starts, gaps)]
     return lambda counts: _weighted_abs_bins(counts, bins)[:, 0]
 
 

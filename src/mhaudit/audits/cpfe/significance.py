@@ -21,7 +21,7 @@ from mhaudit.audits.cpfe.groups import Group, pairing
 from mhaudit.core.threads import available_cores
 from mhaudit.stats._normal import quantile, two_sided_p
 from mhaudit.stats.auc import _macro_auc, _paired_delong
-from mhaudit.stats.bootstrap import _macro_auc_of_counts, bias_corrected, count_blocks, summarise
+from mhaudit.stats.bootstrap import _macro_auc_of_counts, bias_corrected, grouped_count_blocks, summarise
 from mhaudit.stats.calibration import _ece_of_counts, _top_label_ece
 from mhaudit.stats.macro_delong import macro_row_terms, stratified_variance
 
@@ -37,26 +37,31 @@ def place_bootstraps(groups: list[Group], n_classes: int, n_boot_auc: int, n_boo
     """Label-stratified bootstraps of every group: macro-AUCs (for significance) and bias-corrected ECEs.
 
     One stream of resamples per place serves every model there and both statistics (ECE uses its first
-    `n_boot_ece` resamples). The counts are drawn a block at a time (`count_blocks`), on this thread and in
+    `n_boot_ece` resamples). The counts are drawn a block at a time (`grouped_count_blocks`), on this thread and in
     order, so the resamples are the same whatever the threads and the block size, and memory stays bounded
     at any n (one (resamples x n) matrix was 16 GB at 1M rows); each block's statistics run on a worker
     thread (numpy releases the GIL in take, cumsum and einsum: ~1.8x on 2 idle cores) while the next block
-    is drawn. At most two blocks are in flight.
+    is drawn, each block split among the workers (each resample's statistics depend on its own row alone, so
+    the pieces give the same floats). At most two blocks are in flight.
     """
     places: dict[tuple, list[Group]] = {}
     for g in groups:
         places.setdefault((*_place(g), hash(g.y.tobytes())), []).append(g)
     aucs = {id(g): np.empty(n_boot_auc) for g in groups}
     boot_eces = {id(g): np.empty(n_boot_ece) for g in groups}
-    with ThreadPoolExecutor(max_workers=min(2, available_cores())) as pool:
+    workers = min(2, available_cores())
+    with ThreadPoolExecutor(max_workers=workers) as pool:
         pending: deque = deque()
         for members in places.values():
-            # the sorting and binning of each group once, not once per block
-            stats = [(g, _macro_auc_of_counts(g.y, g.probs, n_classes) if n_boot_auc else None,
-                      _ece_of_counts(g.probs, g.y, n_bins)) for g in members]
-            for start, counts in count_blocks(members[0].y, max(n_boot_auc, n_boot_ece), rng, stratified=True):
-                pending.append([pool.submit(_block, start, counts, aucs[id(g)], boot_eces[id(g)], auc, ece)
-                                for g, auc, ece in stats])
+            # the counts in their draw's column order, the same integers as count_blocks without putting each
+            # block back in row order: the sorting and binning of each group gather through layout.column, once
+            layout, blocks = grouped_count_blocks(members[0].y, max(n_boot_auc, n_boot_ece), rng, stratified=True)
+            stats = [(g, _macro_auc_of_counts(g.y, g.probs, n_classes, layout.column) if n_boot_auc else None,
+                      _ece_of_counts(g.probs, g.y, n_bins, layout.column)) for g in members]
+            for start, counts in blocks:  # each block in a piece per worker: one model per place keeps both busy
+                piece = -(-counts.shape[0] // workers)
+                pending.append([pool.submit(_block, start + lo, counts[lo:lo + piece], aucs[id(g)], boot_eces[id(g)],
+                                            auc, ece) for g, auc, ece in stats for lo in range(0, len(counts), piece)])
                 if len(pending) > 1:
                     _wait(pending.popleft())
         while pending:
