@@ -287,8 +287,8 @@ def bootstrap_ece(probs, y, counts, n_bins: int = 10) -> np.ndarray:
 
 
 def _ece_of_counts(p: np.ndarray, y: np.ndarray, n_bins: int, columns: np.ndarray | None = None):
-    """counts -> `bootstrap_ece(p, y, counts, n_bins)` on checked inputs, binned once, for blocks of counts;
-    `columns[i]`: example i's column in the counts (default i), as stats.bootstrap.grouped_count_blocks lays them."""
+    """counts -> `bootstrap_ece(p, y, counts, n_bins)` on checked inputs, binned once, for blocks of counts whose
+    column `columns[i]` is example i's (default i; stats.bootstrap.grouped_count_blocks)."""
     order, starts, gaps = _bins(*_top_label(p, y), n_bins)
     bins = [(order if columns is None else columns[order], starts, gaps)]
     return lambda counts: _weighted_abs_bins(counts, bins)[:, 0]
@@ -348,9 +348,7 @@ def fit_temperature(logits, y, bounds: tuple[float, float] = (-5.0, 5.0)) -> flo
 
     nll_at = _nll_of_temperature(z, y)  # ~7x faster per call: the search makes ~40 of them
 
-    def loss(log_t):
-        return nll_at(np.exp(log_t))
-
+    loss = lambda log_t: nll_at(np.exp(log_t))  # noqa: E731
     best, f_best = bounded_minimum(loss, lo, hi, xatol=1e-10, maxiter=500)  # scipy's bounded Brent, step for step
     # Brent never evaluates the end points, and a loss flat in floating point (separable data) can stop
     # it inside; so compare with the bounds themselves and say when the minimum is there.
