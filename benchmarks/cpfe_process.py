@@ -14,7 +14,8 @@ them: one CSV per model, seed and platform, integer labels, one `prob_<i>` colum
 Runs alternate ours, fairscope, ours, ... so a drifting machine affects both; medians of --runs, with the
 1-minute load average before and after each side.
 
-    python benchmarks/cpfe_process.py [--runs 5] [--skip-fairscope]
+    python benchmarks/cpfe_process.py [--runs 5] [--skip-fairscope] [--skip-large]
+    python benchmarks/cpfe_process.py --compare SRC_A SRC_B  # two checkouts' src/, alternating, small files only
 """
 
 from __future__ import annotations
@@ -81,9 +82,9 @@ def fairscope_process(files: list[str], out: str) -> None:
     Path(out).write_text(json.dumps(report, default=str))
 
 
-def wall(command: list[str]) -> float:
+def wall(command: list[str], env: dict | None = None) -> float:
     start = time.perf_counter()
-    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     if done.returncode:
         raise SystemExit(f"{' '.join(command[:4])} ... failed: {done.stderr[-2000:]}")
     return time.perf_counter() - start
@@ -96,15 +97,16 @@ def ours(files: list[Path], out: Path) -> list[str]:
             "--n-boot", str(N_BOOT), "--out", str(out)]
 
 
-def side_by_side(sides: dict[str, list[str]], runs: int) -> dict[str, dict]:
-    for command in sides.values():  # warm the file cache and the imports
-        wall(command)
+def side_by_side(sides: dict[str, list[str]], runs: int, envs: dict[str, dict] | None = None) -> dict[str, dict]:
+    envs = envs or {}
+    for name, command in sides.items():  # warm the file cache and the imports
+        wall(command, envs.get(name))
     times = {name: [] for name in sides}
     load = {name: [] for name in sides}
     for _ in range(runs):
         for name, command in sides.items():
             load[name].append(os.getloadavg()[0])
-            times[name].append(wall(command))
+            times[name].append(wall(command, envs.get(name)))
             load[name].append(os.getloadavg()[0])
     return {name: {"median_s": statistics.median(t), "runs_s": [round(x, 2) for x in t],
                    "load_1min": [min(load[name]), max(load[name])]} for name, t in times.items()}
@@ -114,11 +116,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--skip-fairscope", action="store_true")
+    parser.add_argument("--skip-large", action="store_true", help="only the 1 model x 2 platforms files")
+    parser.add_argument("--compare", nargs=2, metavar="SRC", help="time `python -m mhaudit` from two src/ folders "
+                        "(PYTHONPATH), alternating, on the small files; nothing else")
     parser.add_argument("--fairscope", nargs="+", metavar="FILE", help=argparse.SUPPRESS)  # the peer's process
     parser.add_argument("--fairscope-out", default=os.devnull, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.fairscope:
         fairscope_process(args.fairscope, args.fairscope_out)
+        return
+    if args.compare:
+        compare(args.compare, args.runs)
         return
     print(f"whole-process CPFE, SYNTHETIC prediction files; {os.cpu_count()} CPUs; median of {args.runs} runs")
     with tempfile.TemporaryDirectory() as tmp:
@@ -132,8 +140,9 @@ def main() -> None:
             sides["fairscope 0.3.0: read CSVs, CPFEProtocol.run(), JSON"] = [
                 sys.executable, __file__, "--fairscope", *map(str, small), "--fairscope-out", str(tmp / "fs.json")]
         results = side_by_side(sides, args.runs)
-        results |= side_by_side({"ours: mhaudit audit cpfe (20 model-seeds x 2 platforms, 182,800 rows)":
-                                 ours(large, tmp / "out-large")}, args.runs)
+        if not args.skip_large:
+            results |= side_by_side({"ours: mhaudit audit cpfe (20 model-seeds x 2 platforms, 182,800 rows)":
+                                     ours(large, tmp / "out-large")}, args.runs)
     for name, r in results.items():
         print(f"{name}: median {r['median_s']:.2f} s, runs {r['runs_s']}, load {r['load_1min'][0]:.2f}-"
               f"{r['load_1min'][1]:.2f}")
@@ -142,8 +151,25 @@ def main() -> None:
         ratio = results[names[1]]["median_s"] / results[names[0]]["median_s"]
         print(f"ratio fairscope / ours (1 model x 2 platforms): {ratio:.1f}x (goal >= 25x: "
               f"{'MET' if ratio >= 25 else 'NOT MET'})")
-    large_s = results[names[-1]]["median_s"]
-    print(f"20 model-seeds x 2 platforms: {large_s:.2f} s (goal < 12 s: {'MET' if large_s < 12 else 'NOT MET'})")
+    if not args.skip_large:
+        large_s = results[names[-1]]["median_s"]
+        print(f"20 model-seeds x 2 platforms: {large_s:.2f} s (goal < 12 s: {'MET' if large_s < 12 else 'NOT MET'})")
+
+
+def compare(sources: list[str], runs: int) -> None:
+    """`mhaudit audit cpfe` on the small files from two source trees, alternating A, B, A, ...: median of `runs`
+    each, the 1-minute load around each side, and B's time as a share of A's."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        small = write_files(tmp, {"bert": MODELS["bert"]}, [0])
+        command = [sys.executable, "-m", "mhaudit", *ours(small, tmp / "out")[1:]]
+        envs = {src: {**os.environ, "PYTHONPATH": str(Path(src).resolve())} for src in sources}
+        results = side_by_side({src: command for src in sources}, runs, envs)
+    for src, r in results.items():
+        print(f"{src}: median {r['median_s']:.2f} s, runs {r['runs_s']}, load {r['load_1min'][0]:.2f}-"
+              f"{r['load_1min'][1]:.2f}")
+    a, b = (results[src]["median_s"] for src in sources)
+    print(f"B / A: {b / a:.2f} ({a / b:.2f}x faster)")
 
 
 if __name__ == "__main__":
