@@ -19,7 +19,7 @@ import numpy as np
 from mhaudit.stats._delong import check_binary, check_codes, check_scores
 from mhaudit.stats.undefined import warn_undefined
 
-__all__ = ["resample_counts", "count_blocks", "grouped_count_blocks", "resample_clusters", "weighted_auc", "bootstrap_macro_auc", "summarise",
+__all__ = ["resample_counts", "count_blocks", "resample_clusters", "weighted_auc", "bootstrap_macro_auc", "summarise",
            "bias_corrected"]
 
 # Resamples x examples per block: 2 MB per int64 work array. Cache-sized blocks ran twice as fast as
