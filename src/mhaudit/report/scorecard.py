@@ -18,7 +18,7 @@ import pandas as pd
 
 from mhaudit.report.numbers import P_COLUMNS, format_number
 
-__all__ = ["scorecard", "scorecard_cells", "shared_subjects", "distinct_checks", "short_axis", "Cell", "model_of",
+__all__ = ["scorecard", "scorecard_cells", "scorecard_frame", "shared_subjects", "distinct_checks", "short_axis", "Cell", "model_of",
            "SEVERITY_RANK"]
 
 SEVERITY_RANK = {"fail": 0, "warn": 1, "undefined": 2, "pass": 3}
@@ -158,5 +158,9 @@ def scorecard(verdicts: pd.DataFrame) -> pd.DataFrame:
     order the verdicts give them. A cell is "severity: headline", or '' where the axis has no check.
     A subject's rows stay together: first the subjects more audits share (a combined report's models), then
     in the order subjects first appear."""
-    return pd.DataFrame([{k: "" if v is None else str(v) for k, v in row.items()}
-                         for row in scorecard_cells(verdicts)])
+    return scorecard_frame(scorecard_cells(verdicts))
+
+
+def scorecard_frame(cells: list[dict]) -> pd.DataFrame:
+    """`scorecard`'s table from its cells (`scorecard_cells`), for a caller that has them already."""
+    return pd.DataFrame([{k: "" if v is None else str(v) for k, v in row.items()} for row in cells])
