@@ -12,7 +12,7 @@ them: one CSV per model, seed and platform, integer labels, one `prob_<i>` colum
   under 12 s including the report).
 
 Runs alternate ours, fairscope, ours, ... so a drifting machine affects both; medians of --runs, with the
-1-minute load average before and after each side.
+1-minute load average before and after each side (and the CPU time, user + system, which load inflates less).
 
     python benchmarks/cpfe_process.py [--runs 5] [--skip-fairscope] [--skip-large]
     python benchmarks/cpfe_process.py --compare SRC_A SRC_B  # two checkouts' src/, alternating, small files only
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -82,12 +83,18 @@ def fairscope_process(files: list[str], out: str) -> None:
     Path(out).write_text(json.dumps(report, default=str))
 
 
-def wall(command: list[str], env: dict | None = None) -> float:
+def wall(command: list[str], env: dict | None = None, cpu: list | None = None) -> float:
+    """The command's wall time; its CPU time (user + system, all threads) appended to `cpu` when given."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     if done.returncode:
         raise SystemExit(f"{' '.join(command[:4])} ... failed: {done.stderr[-2000:]}")
-    return time.perf_counter() - start
+    elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if cpu is not None:
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return elapsed
 
 
 def ours(files: list[Path], out: Path) -> list[str]:
@@ -102,14 +109,16 @@ def side_by_side(sides: dict[str, list[str]], runs: int, envs: dict[str, dict] |
     for name, command in sides.items():  # warm the file cache and the imports
         wall(command, envs.get(name))
     times = {name: [] for name in sides}
+    cpu = {name: [] for name in sides}
     load = {name: [] for name in sides}
     for _ in range(runs):
         for name, command in sides.items():
             load[name].append(os.getloadavg()[0])
-            times[name].append(wall(command, envs.get(name)))
+            times[name].append(wall(command, envs.get(name), cpu[name]))
             load[name].append(os.getloadavg()[0])
     return {name: {"median_s": statistics.median(t), "runs_s": [round(x, 2) for x in t],
-                   "load_1min": [min(load[name]), max(load[name])]} for name, t in times.items()}
+                   "cpu_median_s": statistics.median(cpu[name]), "load_1min": [min(load[name]), max(load[name])]}
+            for name, t in times.items()}
 
 
 def main() -> None:
@@ -144,8 +153,8 @@ def main() -> None:
             results |= side_by_side({"ours: mhaudit audit cpfe (20 model-seeds x 2 platforms, 182,800 rows)":
                                      ours(large, tmp / "out-large")}, args.runs)
     for name, r in results.items():
-        print(f"{name}: median {r['median_s']:.2f} s, runs {r['runs_s']}, load {r['load_1min'][0]:.2f}-"
-              f"{r['load_1min'][1]:.2f}")
+        print(f"{name}: median {r['median_s']:.2f} s (CPU {r['cpu_median_s']:.2f} s), runs {r['runs_s']}, load "
+              f"{r['load_1min'][0]:.2f}-{r['load_1min'][1]:.2f}")
     names = list(results)
     if not args.skip_fairscope:
         ratio = results[names[1]]["median_s"] / results[names[0]]["median_s"]
@@ -166,10 +175,11 @@ def compare(sources: list[str], runs: int) -> None:
         envs = {src: {**os.environ, "PYTHONPATH": str(Path(src).resolve())} for src in sources}
         results = side_by_side({src: command for src in sources}, runs, envs)
     for src, r in results.items():
-        print(f"{src}: median {r['median_s']:.2f} s, runs {r['runs_s']}, load {r['load_1min'][0]:.2f}-"
-              f"{r['load_1min'][1]:.2f}")
+        print(f"{src}: median {r['median_s']:.2f} s (CPU {r['cpu_median_s']:.2f} s), runs {r['runs_s']}, load "
+              f"{r['load_1min'][0]:.2f}-{r['load_1min'][1]:.2f}")
     a, b = (results[src]["median_s"] for src in sources)
-    print(f"B / A: {b / a:.2f} ({a / b:.2f}x faster)")
+    print(f"B / A: {b / a:.2f} ({a / b:.2f}x faster); CPU B / A: "
+          f"{results[sources[1]]['cpu_median_s'] / results[sources[0]]['cpu_median_s']:.2f}")
 
 
 if __name__ == "__main__":
