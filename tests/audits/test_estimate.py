@@ -118,6 +118,26 @@ def test_one_reference_serves_every_seed_of_a_target():
     assert sorted(result.table("shift")["seed"]) == [0, 42]
 
 
+def test_a_pairs_numbers_do_not_depend_on_the_other_targets():
+    """The reference's side of the draws is shared by its targets, and each pair draws from a generator seeded by
+    its names: a target alone, or after another, or before it, gets the same estimates, CIs and priors."""
+    ref = simulate_scores(600, [0.4, 0.3, 0.3], platform="home", seed=0)
+    away = [simulate_scores(500, [0.2, 0.4, 0.4], platform=name, seed=s, labelled=False)
+            for s, name in enumerate(["away", "other"])]
+
+    def tables(*sets):
+        targets = PredictionSet(pd.concat([t.frame for t in sets], ignore_index=True), ref.classes)
+        result = audit_estimate(EstimateInputs(ref, targets), EstimateOptions(n_boot=100, ensemble=False),
+                                synthetic=True)
+        return {name: result.table(name).query("platform == 'away'").reset_index(drop=True)
+                for name in ("estimates", "priors")}
+
+    alone, after, before = tables(away[0]), tables(away[1], away[0]), tables(away[0], away[1])
+    for name in alone:
+        pd.testing.assert_frame_equal(after[name], alone[name])
+        pd.testing.assert_frame_equal(before[name], alone[name])
+
+
 # The ensemble estimate: several runs on the same rows (SYNTHETIC runs, mhaudit.synthetic.simulate_runs).
 
 def _ensemble(**kwargs):

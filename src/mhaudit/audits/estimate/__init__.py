@@ -8,6 +8,7 @@ CIs, and mark each target trusted or untrusted by a shift diagnostic fixed in ad
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict
 
 import numpy as np
@@ -56,7 +57,7 @@ def audit_estimate(inputs: EstimateInputs, options: EstimateOptions, *, syntheti
     progress = ensure(progress)
     reference, targets = inputs.reference, inputs.targets
     rng = np.random.default_rng(options.seed)
-    tables = _per_run(reference, targets, options, rng, progress) if options.per_run else {}
+    tables = _per_run(reference, targets, options, progress) if options.per_run else {}
     if options.ensemble:
         with progress.stage(f"agreement line over {reference.frame.groupby(['model', 'seed']).ngroups} runs"):
             tables |= ensemble_estimates(reference, targets, n_boot=options.n_boot, rng=rng)
@@ -76,26 +77,25 @@ def audit_estimate(inputs: EstimateInputs, options: EstimateOptions, *, syntheti
     )
 
 
-def _per_run(reference: PredictionSet, targets: PredictionSet, options: EstimateOptions, rng: np.random.Generator,
+def _per_run(reference: PredictionSet, targets: PredictionSet, options: EstimateOptions,
              progress: Progress) -> dict[str, pd.DataFrame]:
     """CBPE, ATC and DoC for each run on each target, the priors, and the shift diagnostic with its trust."""
     classes = reference.classes
     estimates, priors, shift = [], [], []
-    pairs = _pairs(reference, targets)
-    # Each reference's side of the draws is computed once and shared by its targets (stats.estimate_draws); every
-    # reference and every pair has its own generator, spawned in order, so no pair's draws depend on another's.
-    references = list(dict.fromkeys(ref_key for ref_key, *_ in pairs))
-    ref_rngs, pair_rngs = dict(zip(references, rng.spawn(len(references)))), rng.spawn(len(pairs))
+    # Each reference's side of the draws is computed once and shared by its targets (stats.estimate_draws). Every
+    # reference and every pair draws from its own generator, seeded by its names: a pair's numbers are the same
+    # whichever other targets come with it, and in whatever order.
     draws = {}
-    for (ref_key, ref_group, key, group), pair_rng in zip(pairs, pair_rngs):
+    for ref_key, ref_group, key, group in _pairs(reference, targets):
         keys = {"model": key[0], "seed": key[1], "reference": ref_key[3], "platform": key[2], "dataset": key[3]}
         y_ref = ref_group.codes
         if ref_key not in draws:
             with progress.stage(f"reference draws of {ref_key[0]} seed {ref_key[1]} on {ref_key[3]}"):
-                draws[ref_key] = reference_draws(y_ref, ref_group.scores(), options.n_boot, ref_rngs[ref_key])
+                draws[ref_key] = reference_draws(y_ref, ref_group.scores(), options.n_boot,
+                                                 _generator(options.seed, "reference", *ref_key))
         with progress.stage(f"estimate {key[0]} seed {key[1]} on {key[3]}"):
-            pair = estimate_pair(draws[ref_key], group.scores(), rng=pair_rng, seed=options.seed,
-                                 domain_auc_cutoff=options.domain_auc_cutoff,
+            pair = estimate_pair(draws[ref_key], group.scores(), rng=_generator(options.seed, *ref_key, *key),
+                                 seed=options.seed, domain_auc_cutoff=options.domain_auc_cutoff,
                                  prior_gap_cutoff=options.prior_gap_cutoff)
         truth = reference_metrics(y_ref, ref_group.scores())
         for row in pair.estimates:
@@ -108,6 +108,12 @@ def _per_run(reference: PredictionSet, targets: PredictionSet, options: Estimate
     tables["estimates"] = tables["estimates"].merge(tables["shift"][["model", "seed", "platform", "dataset",
                                                                      "trusted"]], how="left")
     return tables
+
+
+def _generator(seed: int, *names) -> np.random.Generator:
+    """A generator of its own for one reference or pair, from the audit's seed and its names (stable across runs)."""
+    digest = hashlib.sha256("\x1f".join(map(str, names)).encode()).digest()
+    return np.random.default_rng([seed, int.from_bytes(digest[:8], "little")])
 
 
 def _sections(tables: dict, options: EstimateOptions) -> list[Section]:
