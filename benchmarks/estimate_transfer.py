@@ -94,8 +94,8 @@ def ours(preds: pd.DataFrame, n_boot: int, tables: dict | None = None) -> pd.Dat
     rows = []
     for (source, model), block in preds.groupby(["source", "model"], sort=True):
         classes = block["classes"].iat[0].split(",")
-        keep = [c for c in block.columns if c.startswith("logit_") or c in ("id", "model", "seed", "platform", "dataset",
-                                                                               "split", "label")]
+        # this group's logits only: the concatenated frame holds every group's (NaN elsewhere)
+        keep = [f"logit_{c}" for c in classes] + ["id", "model", "seed", "platform", "dataset", "split", "label"]
         ref = block[block["role"] == "reference"]
         for target, tgt in block[block["role"] == "target"].groupby("target"):
             hidden = tgt[keep].assign(label=None, platform=target, dataset=target)
