@@ -86,7 +86,7 @@ def predictions(work: Path) -> pd.DataFrame:
     return out
 
 
-def ours(preds: pd.DataFrame, n_boot: int) -> pd.DataFrame:
+def ours(preds: pd.DataFrame, n_boot: int, tables: dict | None = None) -> pd.DataFrame:
     from mhaudit.audits.estimate import EstimateInputs, EstimateOptions, audit_estimate
     from mhaudit.stats.pair_estimate import reference_metrics
     from mhaudit.tables.predictions import PredictionSet, scores
@@ -94,8 +94,8 @@ def ours(preds: pd.DataFrame, n_boot: int) -> pd.DataFrame:
     rows = []
     for (source, model), block in preds.groupby(["source", "model"], sort=True):
         classes = block["classes"].iat[0].split(",")
-        keep = [c for c in block.columns if c.startswith("logit_") or c in ("id", "model", "seed", "platform", "dataset",
-                                                                               "split", "label")]
+        # this group's logits only: the concatenated frame holds every group's (NaN elsewhere)
+        keep = [f"logit_{c}" for c in classes] + ["id", "model", "seed", "platform", "dataset", "split", "label"]
         ref = block[block["role"] == "reference"]
         for target, tgt in block[block["role"] == "target"].groupby("target"):
             hidden = tgt[keep].assign(label=None, platform=target, dataset=target)
@@ -107,6 +107,9 @@ def ours(preds: pd.DataFrame, n_boot: int) -> pd.DataFrame:
             y = pd.Categorical(tgt["label"], categories=classes).codes.astype(np.int64)
             true = reference_metrics(y, scores(tgt, classes))  # the hidden labels, for scoring only
             shift = result.table("shift").iloc[0]
+            if tables is not None:  # the priors and shift diagnostic, kept whole for before/after comparisons
+                for name in ("priors", "shift"):
+                    tables.setdefault(name, []).append(result.table(name).assign(source=source, target=target))
             for _, e in result.table("estimates").iterrows():
                 rows.append({"source": source, "target": target, "model": model, "n_target": len(tgt),
                              "method": e["method"], "metric": e["metric"], "estimate": e["estimate"],
@@ -139,17 +142,52 @@ def summary(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts).reset_index()
 
 
+def markdown(rows: pd.DataFrame, table: pd.DataFrame, shift: list) -> str:
+    """Macro-F1 per pair, each method's estimate [95% CI], the trust verdict; then the summary."""
+    f1 = rows[rows["metric"] == "macro_f1"]
+    why = pd.concat(shift, ignore_index=True).set_index(["model", "source", "target"])["untrusted_because"]
+    methods = sorted(f1["method"].unique())
+    lines = ["| model | source → target | target rows | true macro-F1 | " + " | ".join(methods) + " | trusted (why not) |",
+             "|---|---|---|---|" + "---|" * len(methods) + "---|"]
+    for (model, source, target), g in f1.groupby(["model", "source", "target"]):
+        by = g.set_index("method")
+        cells = [f"{by.at[m, 'estimate']:.3f} [{by.at[m, 'ci_low']:.3f}, {by.at[m, 'ci_high']:.3f}]" if m in by.index
+                 else "" for m in methods]
+        reason = why.get((model, source, target), "")
+        lines.append(f"| {model} | {source} → {target} | {by['n_target'].iat[0]:,} | {by['truth'].iat[0]:.3f} | "
+                     + " | ".join(cells) + f" | {'no: ' + reason if isinstance(reason, str) and reason else 'yes'} |")
+    lines += ["", "| over | method | metric | pairs | MAE | coverage | largest error |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {r.over} | {r.method} | {r.metric} | {r.pairs} | {r.mae:.3f} | {r.coverage:.2f} | {r.max_error:.3f} |"
+              for r in table.itertuples()]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", type=Path, default=Path("/tmp/mhaudit-estimate"))
     parser.add_argument("--nannyml-python", default=None)
     parser.add_argument("--n-boot", type=int, default=1000)
+    parser.add_argument("--boot-seed", type=int, default=None,
+                        help="draw each pair's bootstrap from this seed instead (the domain classifier keeps seed 0): "
+                             "two runs differing only here show the Monte Carlo noise of the CIs")
+    parser.add_argument("--out", type=Path, default=None, help="write the per-pair and summary tables as markdown")
     args = parser.parse_args()
     if not DATA.exists():
         print(f"skipped: the shared data sets are not at {DATA}")
         return 0
     preds = predictions(args.work)
-    rows = ours(preds, args.n_boot)
+    if args.boot_seed is not None:
+        import mhaudit.audits.estimate as audit
+
+        exact = audit.estimate_pair
+        audit.estimate_pair = lambda *a, rng, **kw: exact(*a, rng=np.random.default_rng(args.boot_seed), **kw)
+    kept, wall, cpu = {}, time.perf_counter(), time.process_time()
+    rows = ours(preds, args.n_boot, kept)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    print(f"estimates of {rows.groupby(['source', 'target', 'model']).ngroups} pairs: {wall:.1f} s wall, "
+          f"{cpu:.1f} s CPU", flush=True)
+    for name, frames in kept.items():
+        pd.concat(frames, ignore_index=True).to_csv(args.work / f"{name}.csv", index=False)
     if args.nannyml_python:
         known = rows[rows["method"] == "cbpe"][["source", "target", "model", "metric", "truth", "trusted"]]
         nml = nannyml(preds, args.work, args.nannyml_python).merge(known, on=["source", "target", "model", "metric"])
@@ -165,7 +203,10 @@ def main() -> int:
     table = summary(rows)
     print(table.round(3).to_string(index=False))
     table.to_csv(args.work / "summary.csv", index=False)
-    (args.work / "run.json").write_text(json.dumps({"n_boot": args.n_boot}))
+    (args.work / "run.json").write_text(json.dumps({"n_boot": args.n_boot, "estimate_wall_s": wall,
+                                                    "estimate_cpu_s": cpu}))
+    if args.out:
+        args.out.write_text(markdown(rows, table, kept["shift"]))
     return 0
 
 
