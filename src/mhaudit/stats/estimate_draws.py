@@ -4,8 +4,9 @@ A draw resamples the labelled reference and the target together. What depends on
 alone (the calibration refitted on it, its class shares, ATC's thresholds and DoC's rates, BBSE's confusion
 matrix) is computed once per reference (`reference_draws`) and shared by every target it serves: a model
 estimated on 20 platforms refits its calibration B times, not 20 B. Each target adds its own resample
-(`target_draws`). The two sides have their own generators, so a target's draws do not depend on which other
-targets share its reference. Draws come a chunk at a time, so memory stays bounded at any number of rows.
+(`target_draws`). Each side takes a generator of its own (the estimate audit seeds them by name), so a target's
+draws do not depend on which other targets share its reference. Draws come a chunk at a time, so memory stays
+bounded at any number of rows.
 """
 
 from __future__ import annotations
