@@ -35,26 +35,31 @@ SCENARIOS = {"prior shift": (6257, 2883, [0.25, 0.25, 0.25, 0.25], 0.0),
              "concept shift": (6257, 2883, [0.4, 0.2, 0.2, 0.2], 0.5)}
 
 
-def worker(n_boot: int, seeds: int) -> dict:
-    """{scenario: [{method/metric: (estimate, low, high)} per seed]} from this process's mhaudit."""
+def _pair(ref, tgt, n_boot: int, seed: int):
+    """One pair's PairEstimate through whichever API this process's checkout has, seeded by `seed`."""
     import numpy as np
 
-    import mhaudit as mh
     from mhaudit.stats import pair_estimate
+
+    cutoffs = {"seed": 0, "domain_auc_cutoff": 0.6, "prior_gap_cutoff": 0.1}
+    if hasattr(pair_estimate, "reference_draws"):  # the draws split at the reference (issue 31)
+        draws = pair_estimate.reference_draws(ref.codes, ref.scores(), n_boot, np.random.default_rng([seed, 1]))
+        return pair_estimate.estimate_pair(draws, tgt.scores(), rng=np.random.default_rng([seed, 2]), **cutoffs)
+    return pair_estimate.estimate_pair(ref.codes, ref.scores(), tgt.scores(), n_boot=n_boot,
+                                       rng=np.random.default_rng(seed), **cutoffs)
+
+
+def worker(n_boot: int, seeds: int) -> dict:
+    """{scenario: [{method/metric: (estimate, low, high)} per seed]} from this process's mhaudit."""
+    import mhaudit as mh
 
     out = {}
     for name, (n_ref, n_tgt, priors, concept) in SCENARIOS.items():
         ref = mh.simulate_scores(n_ref, [0.4, 0.2, 0.2, 0.2], platform="home", seed=0)
         tgt = mh.simulate_scores(n_tgt, priors, platform="away", seed=1, concept_shift=concept, labelled=False)
-        cutoffs = {"seed": 0, "domain_auc_cutoff": 0.6, "prior_gap_cutoff": 0.1}
         runs = []
         for s in range(seeds):
-            if hasattr(pair_estimate, "reference_draws"):
-                draws = pair_estimate.reference_draws(ref.codes, ref.scores(), n_boot, np.random.default_rng([s, 1]))
-                pair = pair_estimate.estimate_pair(draws, tgt.scores(), rng=np.random.default_rng([s, 2]), **cutoffs)
-            else:
-                pair = pair_estimate.estimate_pair(ref.codes, ref.scores(), tgt.scores(), n_boot=n_boot,
-                                                   rng=np.random.default_rng(s), **cutoffs)
+            pair = _pair(ref, tgt, n_boot, s)
             rows = {f"{e['method']} {e['metric']}": (e["estimate"], e["ci_low"], e["ci_high"])
                     for e in pair.estimates if e["metric"] != "macro_auc" or e["method"] == "cbpe"}
             rows |= {f"EM prior c{p['class_index']}": (p["prevalence_em"], p["em_ci_low"], p["em_ci_high"])
@@ -68,24 +73,15 @@ def worker(n_boot: int, seeds: int) -> dict:
 
 def coverage(n_boot: int, replicates: int) -> dict:
     """{estimate: [covered?] per replicate} for the "small reference" scenario, from this process's mhaudit."""
-    import numpy as np
-
     import mhaudit as mh
-    from mhaudit.stats import pair_estimate
     from mhaudit.stats.f1 import macro_f1, tallies
 
     n_ref, n_tgt, priors, _ = SCENARIOS["small reference"]
-    cutoffs = {"seed": 0, "domain_auc_cutoff": 0.6, "prior_gap_cutoff": 0.1}
     out = {}
     for r in range(replicates):
         ref = mh.simulate_scores(n_ref, [0.4, 0.2, 0.2, 0.2], platform="home", seed=10 + r)
         tgt = mh.simulate_scores(n_tgt, priors, platform="away", seed=1000 + r)
-        if hasattr(pair_estimate, "reference_draws"):
-            draws = pair_estimate.reference_draws(ref.codes, ref.scores(), n_boot, np.random.default_rng([r, 1]))
-            pair = pair_estimate.estimate_pair(draws, tgt.scores(), rng=np.random.default_rng([r, 2]), **cutoffs)
-        else:
-            pair = pair_estimate.estimate_pair(ref.codes, ref.scores(), tgt.scores(), n_boot=n_boot,
-                                               rng=np.random.default_rng(r), **cutoffs)
+        pair = _pair(ref, tgt, n_boot, r)
         truth = float(macro_f1(tallies(tgt.codes, tgt.scores().argmax(axis=1), 4)))
         f1 = next(e for e in pair.estimates if e["method"] == "cbpe" and e["metric"] == "macro_f1")
         out.setdefault("CBPE macro-F1", []).append(bool(f1["ci_low"] <= truth <= f1["ci_high"]))
