@@ -87,10 +87,11 @@ def doc_share(conf_ref, hit_ref, w_ref, conf_tgt, w_tgt) -> np.ndarray:
     return np.clip(rate - shift, 0, 1)
 
 
-def _error_spread(y_ref, pred_ref, w_ref, k: int) -> np.ndarray:
-    """(B, k_true, k_pred): the share of each true class among the reference's errors of each predicted class;
-    uniform over the other classes where a predicted class has no reference error."""
-    cells = (w_ref @ np.eye(k * k)[np.asarray(y_ref) * k + np.asarray(pred_ref)]).reshape(len(w_ref), k, k)
+def _error_spread(cells: np.ndarray) -> np.ndarray:
+    """(B, k_true, k_pred): the share of each true class among the reference's errors of each predicted class, from
+    the weighted (true, predicted) tallies `cells`; uniform over the other classes where a predicted class has no
+    reference error."""
+    k = cells.shape[1]
     errors = cells * (1 - np.eye(k))[None]
     total = errors.sum(axis=1, keepdims=True)
     uniform = np.broadcast_to((1 - np.eye(k)) / max(k - 1, 1), errors.shape)
@@ -112,9 +113,12 @@ def _subsets(pred: np.ndarray, k: int) -> list[np.ndarray]:
     return [np.ones(len(pred), bool)] + [pred == i for i in range(k)]
 
 
-def reference_side(conf_ref, y_ref, pred_ref, w_ref, k: int) -> ReferenceSide:
-    """ATC's thresholds and DoC's rates and confidences of the reference per draw (weights w_ref (B, n_ref))."""
+def reference_side(conf_ref, y_ref, pred_ref, w_ref, k: int, cells: np.ndarray | None = None) -> ReferenceSide:
+    """ATC's thresholds and DoC's rates and confidences of the reference per draw (weights w_ref (B, n_ref)); `cells`:
+    the draws' (true, predicted) tallies (B, k, k), where the caller has them (any positive scale per draw)."""
     w_ref = np.asarray(w_ref, dtype=float)  # float counts once (exact for integers): matrix products
+    if cells is None:
+        cells = (w_ref @ np.eye(k * k)[np.asarray(y_ref) * k + np.asarray(pred_ref)]).reshape(len(w_ref), k, k)
     hit = (y_ref == pred_ref).astype(float)
     parts = []
     for rows in _subsets(pred_ref, k):  # a class's own columns only: one pass over them, not over all rows
@@ -122,7 +126,7 @@ def reference_side(conf_ref, y_ref, pred_ref, w_ref, k: int) -> ReferenceSide:
         parts.append((_weighted_mean(hit[rows], w), _weighted_mean(conf_ref[rows], w),
                       atc_threshold(conf_ref[rows], hit[rows], w)))
     rate, confidence, threshold = (np.stack(column, axis=1) for column in zip(*parts))
-    return ReferenceSide(rate, confidence, threshold, _error_spread(y_ref, pred_ref, w_ref, k))
+    return ReferenceSide(rate, confidence, threshold, _error_spread(cells))
 
 
 def target_side(method: str, reference: ReferenceSide, conf_tgt, pred_tgt, w_tgt, k: int) -> dict[str, np.ndarray]:

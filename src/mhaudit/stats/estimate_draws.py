@@ -77,8 +77,9 @@ def _reference_draws(y: np.ndarray, logits: np.ndarray, n_boot: int, rng: np.ran
     for chunk in _chunks(n_boot, k * n):
         w = _counts(n, chunk.stop - chunk.start, rng)
         sums = w @ tallies / w.sum(axis=1, keepdims=True)
-        parts.append((*expansion.resampled(w), sums[:, :k], reference_side(conf, ys, pred, w, k),
-                      sums[:, k:].reshape(-1, k, k)))
+        confusion = sums[:, k:].reshape(-1, k, k)  # [pred, y]: the same tallies, transposed, are ATC's cells
+        parts.append((*expansion.resampled(w), sums[:, :k],
+                      reference_side(conf, ys, pred, w, k, np.swapaxes(confusion, 1, 2)), confusion))
     slopes, biases, priors, sides, confusion = zip(*parts)
     side = ReferenceSide(*(np.concatenate(column) for column in zip(*sides)))
     return ReferenceDraws(y, logits, calibration, np.concatenate(slopes), np.concatenate(biases),
