@@ -57,18 +57,15 @@ def worker(kind: str, n_ref: int, n_tgt: int, pairs: int, n_boot: int) -> tuple[
 
 def write_files(folder: Path, n_ref: int, n_tgt: int, pairs: int) -> tuple[Path, list[Path]]:
     """SYNTHETIC: the reference and `pairs` targets as published-style CSVs."""
-    import numpy as np
     import pandas as pd
+    from scipy.special import softmax
 
     import mhaudit as mh
 
     def write(preds, name: str) -> Path:
-        p = preds.probs() if hasattr(preds, "probs") else None
-        z = preds.scores()
-        p = np.exp(z - z.max(axis=1, keepdims=True)) if p is None else p
-        p /= p.sum(axis=1, keepdims=True)
-        frame = pd.DataFrame({"label": preds.codes if preds.frame["label"].notna().all() else 0,
-                              **{f"prob_{c}": p[:, c].round(6) for c in range(p.shape[1])}})
+        probs = softmax(preds.scores(), axis=1)
+        columns = {f"prob_{c}": probs[:, c].round(6) for c in range(probs.shape[1])}
+        frame = pd.DataFrame({"label": preds.codes, **columns})
         frame.to_csv(folder / name, index=False)
         return folder / name
 

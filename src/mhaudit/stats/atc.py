@@ -133,9 +133,10 @@ def target_side(method: str, reference: ReferenceSide, conf_tgt, pred_tgt, w_tgt
     """Accuracy, macro-F1 and the implied target priors per draw by ATC or DoC, from the reference's side and the
     target's weights w_tgt (B, n_tgt)."""
     w_tgt = np.asarray(w_tgt, dtype=float)
-    shares = []
+    shares, totals = [], []
     for s, rows in enumerate(_subsets(pred_tgt, k)):
         w = w_tgt[:, rows] if not rows.all() else w_tgt
+        totals.append(w.sum(axis=1))  # a predicted class's rows: its weight in each draw
         if method == "atc":
             shares.append(share_above(conf_tgt[rows], w, reference.threshold[:, s]))
         else:
@@ -143,7 +144,7 @@ def target_side(method: str, reference: ReferenceSide, conf_tgt, pred_tgt, w_tgt
                 shift = reference.confidence[:, s] - _weighted_mean(conf_tgt[rows], w)
             shares.append(np.clip(reference.rate[:, s] - shift, 0, 1))
     accuracy, precision = shares[0], np.stack(shares[1:], axis=1)  # (B, k): estimated precision of each class
-    n_pred = np.stack([w_tgt[:, pred_tgt == i].sum(axis=1) for i in range(k)], axis=1)
+    n_pred = np.stack(totals[1:], axis=1)
     precision = np.where(n_pred > 0, np.nan_to_num(precision), 0.0)
     eye = np.eye(k)[None]
     cm = n_pred[:, None, :] * (eye * precision[:, None, :] + (1 - eye) * (1 - precision[:, None, :]) * reference.spread)
