@@ -23,9 +23,8 @@ print(json.dumps(sorted({name.split(".")[0] for name in sys.modules})))
 """
 
 
-def modules_after_a_cpfe_run(folder) -> set[str]:
-    """The top-level packages a fresh interpreter holds after an API run of the CPFE audit (figures and the report
-    included) on SYNTHETIC prediction files of one model on two platforms."""
+def write_two_platforms(folder) -> None:
+    """SYNTHETIC prediction files of one model on two platforms, as researchers publish them."""
     rng = np.random.default_rng(0)
     for platform, n in (("reddit", 300), ("twitter", 200)):
         y = rng.integers(0, 4, n)
@@ -34,6 +33,12 @@ def modules_after_a_cpfe_run(folder) -> set[str]:
         p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
         pd.DataFrame({"label": y, **{f"prob_{c}": p[:, c].round(6) for c in range(4)}}).to_csv(
             folder / f"bert_seed0_{platform}.csv", index=False)
+
+
+def modules_after_a_cpfe_run(folder) -> set[str]:
+    """The top-level packages a fresh interpreter holds after an API run of the CPFE audit (figures and the report
+    included) on `write_two_platforms`' files."""
+    write_two_platforms(folder)
     done = subprocess.run([sys.executable, "-c", RUN, str(folder)], capture_output=True, text=True, check=True)
     assert (folder / "out" / "report.html").is_file()
     return set(json.loads(done.stdout.splitlines()[-1]))
