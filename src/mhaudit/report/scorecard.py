@@ -18,8 +18,8 @@ import pandas as pd
 
 from mhaudit.report.numbers import P_COLUMNS, format_number
 
-__all__ = ["scorecard", "scorecard_cells", "scorecard_frame", "shared_subjects", "distinct_checks", "short_axis", "Cell", "model_of",
-           "SEVERITY_RANK"]
+__all__ = ["scorecard", "scorecard_cells", "scorecard_frame", "shared_subjects", "distinct_checks", "short_axis",
+           "Cell", "model_of", "SEVERITY_RANK"]
 
 SEVERITY_RANK = {"fail": 0, "warn": 1, "undefined": 2, "pass": 3}
 _SEED = re.compile(r"^(?P<model>.+) seed (?P<seed>-?\d+)$")

@@ -292,7 +292,8 @@ def _macro_auc_of_counts(y: np.ndarray, probs: np.ndarray, n_classes: int, colum
         for start in range(0, counts.shape[0], step):
             block = counts[start:start + step]
             totals = block.sum(axis=1, dtype=np.int64)
-            aucs = np.stack([p.auc(block, cum_dtype, totals) for p in problems])  # (n_classes, rows); NaN: a side not drawn
+            # (n_classes, rows); NaN: a side not drawn
+            aucs = np.stack([p.auc(block, cum_dtype, totals) for p in problems])
             out[start:start + step] = aucs.mean(axis=0)
         return out
 

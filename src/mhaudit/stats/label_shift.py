@@ -17,8 +17,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["prior_corrected_probs", "em_priors", "bbse_priors", "em_priors_resampled", "bbse_priors_resampled", "bbse_draws", "em_batch", "em_chord",
-           "EMResult", "BBSEResult"]
+__all__ = ["prior_corrected_probs", "em_priors", "bbse_priors", "em_priors_resampled", "bbse_priors_resampled",
+           "bbse_draws", "em_batch", "em_chord", "EMResult", "BBSEResult"]
 
 
 class EMResult(NamedTuple):
