@@ -464,21 +464,6 @@ def test_cli_bad_sheet_label_outside_0_1(tmp_path):
     assert not (tmp_path / "r").exists()
 
 
-def test_the_old_validate_report_names_its_new_form_and_runs(tmp_path):
-    labels, *_ = two_annotators()
-    path = tmp_path / "labels.csv"
-    write_labels(labels, path)
-    args = ["--labels", str(path), "--task", "si", "--n-boot", "50"]
-    old = runner.invoke(app, ["validate", "report", *args, "--out", str(tmp_path / "a")])
-    new = runner.invoke(app, ["audit", "agreement", *args, "--out", str(tmp_path / "b")])
-    assert old.exit_code == new.exit_code == 0, old.output
-    assert [line for line in old.stderr.splitlines() if "is now" in line] == [
-        "note: `mhaudit validate report` is now `mhaudit audit agreement`; the old name will be removed."]
-    assert (tmp_path / "a" / "report.json").exists() and old.stdout.split("report:")[0] == new.stdout.split("report:")[0]
-    estimate = runner.invoke(app, ["validate", "report", "--estimate", *args, "--out", str(tmp_path / "c")])
-    assert estimate.exit_code == 2 and "`mhaudit audit certify`" in estimate.stderr.splitlines()[0]
-
-
 def test_cli_other_bad_input(tmp_path):
     labels, items = pool()
     lpath, ipath = tmp_path / "l.parquet", tmp_path / "items.csv"

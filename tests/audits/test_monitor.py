@@ -1,5 +1,5 @@
-"""`mhaudit monitor` on SYNTHETIC streams with a planted change (prevalence x2, a vocabulary shift), written into a
-real SQLite post store: alerts, incremental and resumable scoring (kill -9), a writer committing posts at the same
+"""`mhaudit audit monitor` on SYNTHETIC streams with a planted change (prevalence x2, a vocabulary shift), written into
+a real SQLite post store: alerts, incremental and resumable scoring (kill -9), a writer committing posts at the same
 time, privacy of every output, scoring on Ray (core.executors) without torch with identical numbers, and the bad
 inputs; then `audit_monitor` from Python on the same store, as the CLI calls it."""
 
@@ -394,7 +394,7 @@ def test_follow_repeats_and_each_round_scores_only_new_posts(setup, tmp_path):
 
 
 def test_audit_monitor_from_python_equals_the_command(setup, tmp_path):
-    """Score, read, audit: the steps of `mhaudit monitor` called from Python give its report; the audit writes
+    """Score, read, audit: the steps of `mhaudit audit monitor` called from Python give its report; the audit writes
     nothing, and its outputs hold the sample the command writes."""
     import mhaudit as mh
     from mhaudit.audits.monitor import alert_folder

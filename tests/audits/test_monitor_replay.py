@@ -1,5 +1,5 @@
 """The Bluesky depression set replayed as a stream with known truth: relay (127.0.0.1) -> collector -> post store ->
-`mhaudit monitor`, as docs/monitor.md runs it. The posts go out in createdAt order with compressed time (1 ms
+`mhaudit audit monitor`, as docs/monitor.md runs it. The posts go out in createdAt order with compressed time (1 ms
 apart); a TF-IDF model trained on Depression Reddit was validated on the posts before 2024-09 (the reference),
 and is monitored on the rest, week by week."""
 

@@ -11,11 +11,11 @@ def test_a_group_alone_where_one_is_named_else_the_whole_app():
     one = _app_for(["audit", "cpfe", "--help"])
     assert [g.name for g in one.registered_groups] == ["audit"] and one.registered_commands == []
     assert len(app.registered_groups) > 1 and app.registered_commands  # the app itself is untouched
-    for argv in ([], ["--help"], ["estimate"], ["no-such-group"]):  # nothing, an option, a root command, a typo
+    for argv in ([], ["--help"], ["demo"], ["no-such-group"]):  # nothing, an option, a root command, a typo
         assert _app_for(argv) is app
 
 
-@pytest.mark.parametrize("argv", [["audit", "cpfe", "--help"], ["audit"], ["audit", "bogus"], ["label", "llm", "--help"],
+@pytest.mark.parametrize("argv", [["audit", "cpfe", "--help"], ["audit"], ["audit", "bogus"], ["labels", "llm", "--help"],
                                   ["audit", "cpfe", "--predictions", "x.csv", "--reference", "r", "--out", "o",
                                    "--n-boot", "many"]])
 def test_the_same_output_and_exit_code_as_the_whole_app(argv):

@@ -1,6 +1,5 @@
 """`mhaudit audit estimate` on files shaped as researchers publish them (prob_ columns, integer labels, no ids,
-one file per platform), several files after one flag, the old name `mhaudit estimate`, and its bad inputs: one
-sentence, exit 2, nothing written."""
+one file per platform), several files after one flag, and its bad inputs: one sentence, exit 2, nothing written."""
 
 from __future__ import annotations
 
@@ -39,7 +38,6 @@ def test_estimate_on_published_style_files(tmp_path):
                                  "--target", str(twitter), str(bluesky), "--name-pattern", "{model}_{platform}",
                                  "--n-boot", "200", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "is now" not in result.stderr
     assert "note: the 'label' column of bert_twitter.csv is ignored (read as unlabelled)" in result.output
     report = json.loads((out / "report.json").read_text())
     estimates = pd.DataFrame(next(t for s in report["sections"] for n, t in s["tables"].items() if n == "estimates"))
@@ -64,24 +62,6 @@ def test_bad_inputs(tmp_path):
         result = runner.invoke(app, ["audit", "estimate", *args, "--out", str(out)])
         assert_one_sentence_failure(result, *fragments)
         assert not out.exists()
-
-
-def test_the_old_name_says_its_new_form_on_one_line_and_runs(tmp_path):
-    ref = _write(tmp_path / "m_home.csv", 400, [0.6, 0.4], 0)
-    away = _write(tmp_path / "m_away.csv", 400, [0.3, 0.7], 1, labelled=False)
-    far = _write(tmp_path / "m_far.csv", 400, [0.5, 0.5], 2, labelled=False)
-    args = ["--reference", str(ref), "--target", str(away), "--target", str(far), "--n-boot", "100",
-            "--name-pattern", "{model}_{platform}"]
-    old = runner.invoke(app, ["estimate", *args, "--out", str(tmp_path / "by-old-name")])
-    new = runner.invoke(app, ["audit", "estimate", *args, "--out", str(tmp_path / "by-new-name")])
-    assert old.exit_code == new.exit_code == 0, old.output
-    notes = [line for line in old.stderr.splitlines() if "is now" in line]
-    assert notes == ["note: `mhaudit estimate` is now `mhaudit audit estimate`; the old name will be removed."]
-    # joined lines: the console wraps the long temp paths (longer on an xdist worker) at any character
-    assert old.stdout.replace("\n", "").replace("by-old-name", "by-new-name") == new.stdout.replace("\n", "")
-    listed = [line.split()[1] for line in runner.invoke(app, ["--help"]).stdout.splitlines()
-              if line.startswith("│ ") and line[2] != " "]
-    assert "audit" in listed and "estimate" not in listed  # the old name is hidden from the list
 
 
 def test_an_ensemble_of_runs_in_files_without_ids(tmp_path):

@@ -243,7 +243,7 @@ class BenchmarkCache(Writer):
 
     def args(self, out: Path, corpus: Path | None = None) -> list[str]:
         # --no-resume: the finished fold job is trained again and its cache entry written over
-        return ["cli", "benchmark", "--corpus", str(corpus or self.inputs["corpus"]), "--model", "tfidf-lr",
+        return ["cli", "audit", "model-selection", "--corpus", str(corpus or self.inputs["corpus"]), "--model", "tfidf-lr",
                 "--protocol", "holdout", "--out", str(out), "--no-resume"]
 
     def corrupt(self, out: Path, scratch: Path) -> tuple[list[str], str]:

@@ -1,6 +1,6 @@
 """The `mhaudit` command line: one thin module per command group, each a wrapper over a library function.
 Every audit is a command of `mhaudit audit`; the tables have one noun group each (`data`, `labels`, `collect`);
-docs/cli.md lists every command and the old names (aliases.py) that still run.
+docs/cli.md lists every command.
 
 Exit codes: 0 success; 2 bad input or usage (one sentence on stderr, no traceback); 1 an unexpected
 internal error (a bug: please report it with the traceback). Heavy modules are imported inside the
@@ -14,15 +14,15 @@ import sys
 
 import typer
 
-from mhaudit.cli import (agreement, aliases, annotate, audit, cache, collect, data, demo, estimate, explain, labels,
-                         llm_labels, model_selection, models, monitor, report)
+from mhaudit.cli import (agreement, annotate, audit, cache, collect, data, demo, estimate, explain, labels, llm_labels,
+                         model_selection, models, monitor, report)
 from mhaudit.cli.console import many_values
 
 app = typer.Typer(help="Audit mental-health text classifiers across platforms and label sources.",
                   no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
 # registration order is the order of `mhaudit audit --help` and the other groups
 for group in (demo, data, models, explain, audit, agreement, model_selection, estimate, monitor, report, collect,
-              labels, llm_labels, annotate, cache, aliases):
+              labels, llm_labels, annotate, cache):
     group.register(app)
 many_values(app)
 

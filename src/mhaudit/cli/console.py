@@ -1,6 +1,6 @@
 """What every command shares: the two consoles, the bad-input guard (which also gathers the warnings a command
-raises), the table and scorecard printers, the report writer that lists those warnings in the report, many
-values after one flag, and the one-line note of a renamed command."""
+raises), the table and scorecard printers, the report writer that lists those warnings in the report, and many
+values after one flag."""
 
 from __future__ import annotations
 
@@ -189,22 +189,6 @@ def many_values(app: typer.Typer) -> None:
             info.cls = ManyValues
     for group in app.registered_groups:
         many_values(group.typer_instance)
-
-
-def renamed(command, old: str, new: str):
-    """`command` under its old name: one line on stderr names the new form, then it runs."""
-
-    @functools.wraps(command)
-    def wrapper(*args, **kwargs):
-        say_renamed(old, new)
-        return command(*args, **kwargs)
-
-    return wrapper
-
-
-def say_renamed(old: str, new: str) -> None:
-    err.print(f"note: `mhaudit {old}` is now `mhaudit {new}`; the old name will be removed.", highlight=False,
-              soft_wrap=True)
 
 
 def _plain_table(gap: int) -> Table:

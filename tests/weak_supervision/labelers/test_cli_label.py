@@ -1,4 +1,4 @@
-"""`mhaudit label llm` and `mhaudit label prompts` on the command line."""
+"""`mhaudit labels llm` and `mhaudit labels prompts` on the command line."""
 
 import json
 
