@@ -24,17 +24,25 @@ runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
-def published(tmp_path_factory):
-    """Files as a researcher would have them, and the hidden truth of the target."""
-    from mhaudit.models import create
+def corpora():
+    """The home corpus (Depression Reddit) and the target (Bluesky depression), as imported."""
     from mhaudit.tables.corpus.importing import import_source
-    from mhaudit.tables.predictions import predict_corpus, scores
 
-    work = tmp_path_factory.mktemp("certify")
     reddit = import_source("depression_reddit", [data_dir("depression_reddit_cleaned") /
                                                  "depression_dataset_reddit_cleaned.csv"], seed=0).corpus
     bluesky = import_source("bluesky_depression", [data_dir("bluesky_depression") / "bluesky-depression-dataset.csv"],
                             seed=0, drop_empty=True).corpus
+    return reddit, bluesky
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory, corpora):
+    """Files as a researcher would have them, and the hidden truth of the target."""
+    from mhaudit.models import create
+    from mhaudit.tables.predictions import predict_corpus, scores
+
+    work = tmp_path_factory.mktemp("certify")
+    reddit, bluesky = corpora
     model = create("tfidf-lr").fit(reddit.frame[reddit.frame["split"].isin(["train", "val"])], reddit.classes)
     classes = reddit.classes
     ref = predict_corpus(model, reddit, model_name="tfidf-lr", seed=0, splits=("test",))
@@ -148,7 +156,7 @@ def test_an_ensemble_through_the_commands(tmp_path):
     base = ["labels", "sample", "--strategy", "estimate", "--predictions", str(tmp_path / "runs.parquet"),
             "--reference", str(tmp_path / "ref_runs.parquet"), "--items", str(tmp_path / "posts.csv"), "--task", "mh",
             "--budget", "120", "--out", str(tmp_path / "sample.csv")]
-    assert_one_sentence_failure(runner.invoke(app, base), "several runs", "--certify MODEL:SEED")
+    assert_one_sentence_failure(runner.invoke(app, base), "several runs", "MODEL:SEED or by its run-<k> folder")
     assert_one_sentence_failure(runner.invoke(app, [*base, "--certify", "tfidf-lr:x"]), "MODEL:SEED")
     r = runner.invoke(app, [*base, "--certify", "tfidf-lr:1"])
     assert r.exit_code == 0, r.output
@@ -164,3 +172,61 @@ def test_an_ensemble_through_the_commands(tmp_path):
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     assert report["verdicts"][0]["subject"] == "tfidf-lr seed 1"
     assert "Certified run: tfidf-lr seed 1, one of 4 runs" in report["sections"][0]["text"]
+
+
+def test_runs_trained_with_train_runs_certified_one_by_one(corpora, tmp_path):
+    """Files as `mhaudit train --runs 3` and `mhaudit predict` write them (3 TF-IDF runs trained on Depression
+    Reddit, one predictions file scoring Bluesky; the reference re-written with integer labels): `--certify` takes
+    the run-<k> folder or its bare name, the strata name the ensemble's probability, and `audit certify --run`
+    certifies another run alone with the same sample, its labels-only accuracy the design-weighted mean by hand."""
+    reddit, bluesky = corpora
+    reddit.write(tmp_path / "reddit.parquet")
+    bluesky.write(tmp_path / "bluesky.parquet")
+    bluesky.frame[["id", "text"]].to_csv(tmp_path / "posts.csv", index=False)
+    r = runner.invoke(app, ["train", "--corpus", str(tmp_path / "reddit.parquet"), "--model", "tfidf-lr", "--runs",
+                            "3", "--out", str(tmp_path / "runs")])
+    assert r.exit_code == 0, r.output
+    splits = ",".join(bluesky.frame["split"].unique())
+    for corpus, name, what in (("bluesky", "target", splits), ("reddit", "home", "test")):
+        r = runner.invoke(app, ["predict", "--model", str(tmp_path / "runs"), "--corpus", str(tmp_path /
+                                f"{corpus}.parquet"), "--splits", what, "--out", str(tmp_path / f"{name}.parquet")])
+        assert r.exit_code == 0, r.output
+    home = pd.read_parquet(tmp_path / "home.parquet")
+    home.assign(label=pd.Categorical(home["label"], categories=reddit.classes).codes).to_csv(
+        tmp_path / "home.csv", index=False)  # integer labels, as published files often have them
+    draw = ["labels", "sample", "--strategy", "estimate", "--predictions", str(tmp_path / "target.parquet"),
+            "--reference", str(tmp_path / "home.csv"), "--items", str(tmp_path / "posts.csv"), "--task", "dep",
+            "--budget", "160", "--seed", "0"]
+    for run, out in ((str(tmp_path / "runs" / "run-1"), "by_path.csv"), ("run-1", "by_name.csv")):
+        r = runner.invoke(app, [*draw, "--certify", run, "--out", str(tmp_path / out)])
+        assert r.exit_code == 0, r.output
+        assert "model tfidf-lr seed 1" in r.output and "ensemble of 3 runs" in r.output
+    sample = pd.read_csv(tmp_path / "by_path.csv")
+    assert sample["item_id"].tolist() == pd.read_csv(tmp_path / "by_name.csv")["item_id"].tolist()
+    assert sample["stratum"].str.match(r"predicted \w+, ensemble P\(\w+\) bin \d of 4 \(").all()
+    design = pd.read_parquet(tmp_path / "by_path.design.parquet")
+    assert (design["certified_seed"] == 1).all() and (design["runs"] == 3).all()
+    target = pd.read_parquet(tmp_path / "target.parquet")
+    truth = (target[target["seed"] == 0].set_index("id")["label"] == reddit.classes[1]).astype(int)
+    pd.DataFrame({"item_id": sample["item_id"], "task": "dep", "labeler": "ann1", "kind": "human",
+                  "value": truth.reindex(sample["item_id"]).to_numpy()}).to_csv(tmp_path / "labels.csv", index=False)
+    certify = ["audit", "certify", "--labels", str(tmp_path / "labels.csv"), "--task", "dep", "--sample",
+               str(tmp_path / "by_path.csv"), "--predictions", str(tmp_path / "target.parquet")]
+    tables = {}
+    for run in ("run-2", "tfidf-lr:2"):
+        r = runner.invoke(app, [*certify, "--run", run, "--out", str(tmp_path / run.replace(":", "_"))])
+        assert r.exit_code == 0, r.output
+        report = json.loads((tmp_path / run.replace(":", "_") / "report.json").read_text())
+        assert report["verdicts"][0]["subject"] == "tfidf-lr seed 2"
+        assert "The sample was drawn for tfidf-lr seed 1" in report["sections"][0]["text"]
+        tables[run] = pd.DataFrame(report["sections"][0]["tables"]["certified"])
+    assert tables["run-2"].equals(tables["tfidf-lr:2"])
+    run2 = target[target["seed"] == 2].set_index("id").loc[design["item_id"]]
+    right = (run2.filter(like="logit_").to_numpy().argmax(axis=1) == truth.reindex(design["item_id"]).to_numpy())
+    drawn = design["item_id"].isin(sample["item_id"]).to_numpy()
+    hand = sum((design["stratum"] == h).mean() * right[drawn & (design["stratum"] == h).to_numpy()].mean()
+               for h in design["stratum"].unique())
+    table = tables["run-2"].set_index(["estimator", "metric"])
+    assert table.loc[("labels only (design-weighted)", "accuracy"), "estimate"] == pytest.approx(hand, abs=1e-12)
+    assert_one_sentence_failure(runner.invoke(app, [*certify, "--run", "run-7", "--out", str(tmp_path / "r7")]),
+                                "no run of any model seed 7")

@@ -32,20 +32,9 @@ def register(root: typer.Typer) -> None:
 
 
 def read_label_files(paths: list[Path]):
-    import pandas as pd
+    from mhaudit.tables.label_store import read_label_files
 
-    from mhaudit.tables.label_store import KEY, read_labels
-
-    frames = [read_labels(p).assign(_file=str(p)) for p in paths]
-    frame = pd.concat(frames, ignore_index=True)
-    dup = frame.duplicated(list(KEY), keep=False)
-    if dup.any():
-        first = frame[dup].iloc[0]
-        files = sorted(set(frame.loc[dup & (frame["item_id"] == first["item_id"]) & (frame["labeler"] == first["labeler"])
-                                     & (frame["task"] == first["task"]), "_file"]))
-        raise InputError(f"item '{first['item_id']}' has a label from '{first['labeler']}' for task '{first['task']}' "
-                         f"in more than one file ({', '.join(files)})")
-    return frame.drop(columns="_file")
+    return read_label_files(paths)
 
 
 def read_items(path: Path):
@@ -56,28 +45,6 @@ def read_items(path: Path):
     frame = read_table(path, what="the items")
     if not ({"id", "item_id"} & set(frame.columns)) or "text" not in frame.columns:
         raise InputError("the items need an 'id' (or 'item_id') and a 'text' column", path=path)
-    return frame
-
-
-def read_authors(path: Path):
-    """Item ids and their pseudonymous authors: from a post store (.sqlite: id = post URI) or a table."""
-    import pandas as pd
-
-    from mhaudit.tables.io import read_table
-
-    if not path.is_file():
-        raise InputError("no such file; expected a post store (.sqlite) or a corpus / items table with an author "
-                         "column", path=path)
-    if path.suffix.lower() in (".sqlite", ".sqlite3", ".db"):
-        from mhaudit.weak_supervision.collect.store import PostStore
-
-        with PostStore(path) as store:
-            posts = store.posts()
-        return pd.DataFrame({"item_id": posts["uri"].astype(str), "author": posts["author"]})
-    frame = read_table(path, what="the items")
-    if not ({"id", "item_id"} & set(frame.columns)) or "author" not in frame.columns:
-        raise InputError("the items need an 'id' (or 'item_id') and an 'author' column to cluster the bootstrap by "
-                         "author", path=path)
     return frame
 
 
@@ -139,7 +106,7 @@ def sample(items: Annotated[Path, typer.Option(help="Corpus or items table with 
            bins: Annotated[int, typer.Option(help="Strategy estimate: confidence bins per predicted class, at most (fewer for a small budget).")] = 4,
            certify: Annotated[str | None, typer.Option(
                help="Strategy estimate, predictions of several runs (an ensemble): the run to certify, MODEL:SEED "
-                    "(MODEL alone if it has one run); the others join the ensemble.")] = None,
+                    "(MODEL alone if it has one run) or its run-<k> folder; the others join the ensemble.")] = None,
            seed: Annotated[int, typer.Option(help="Seed of the random draw.")] = 0) -> None:
     """Draw the items people should label: stratified by weak label, or (--strategy estimate) to certify a
     model's performance on the target with the fewest labels (docs/validation.md)."""
@@ -170,27 +137,16 @@ def _human_labelled(labels: list[Path] | None, task: str) -> set[str]:
     return set(mine["item_id"].astype(str))
 
 
-def _certified_run(text: str | None) -> tuple[str | None, int | None]:
-    """--certify MODEL:SEED (or MODEL) as (model, seed)."""
-    if text is None:
-        return None, None
-    model, sep, seed = text.rpartition(":")
-    if not sep:
-        return text, None
-    if not model or not seed.strip().lstrip("-").isdigit():
-        raise InputError(f"--certify '{text}' must name a run as MODEL:SEED, e.g. tfidf-lr:0 (or MODEL alone)")
-    return model, int(seed)
-
-
 def _sample_to_certify(items, task, out_path, labels, predictions, reference, budget, bins, certify, seed) -> None:
     from mhaudit.audits.certify import certification_sample, pool_of, write_certification_sample
+    from mhaudit.models.runs import run_key
     from mhaudit.tables.prediction_files import read_predictions
 
     if not predictions or budget is None:
         raise InputError("--strategy estimate needs --predictions (the model's scores on the target) and --budget")
     target = read_predictions(predictions, labelled=False)
     ref = read_predictions(reference, classes=target.classes) if reference else None
-    model, model_seed = _certified_run(certify)
+    model, model_seed = run_key(certify) if certify else (None, None)
     pool = pool_of(target, ref, model=model, seed=model_seed)
     frame, design = certification_sample(pool, read_items(items), task, budget, seed=seed, max_bins=bins,
                                          labelled=_human_labelled(labels, task))

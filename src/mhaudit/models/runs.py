@@ -17,6 +17,7 @@ seconds), and its seed, base_seed + k, is its `seed` in the predictions table, s
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -76,6 +77,26 @@ def bootstrap_rows(rows: pd.DataFrame, seed: int) -> pd.DataFrame:
 
 def run_folder(out: Path, run: int) -> Path:
     return Path(out) / f"{RUN_PREFIX}{run}"
+
+
+def run_key(name: str) -> tuple[str | None, int | None]:
+    """The (model, seed) a run's name means, as the predictions table keys it (None: any; a model alone means
+    its only run): MODEL:SEED, MODEL, a model folder (its manifest's model and seed, as `predict` writes them),
+    or the name of a folder `train --runs` wrote, run-<k> or MODEL:run-<k>: seed k, the default base seed 0
+    plus k (a run trained with another base seed is named by its folder's path or MODEL:SEED)."""
+    manifest = Path(name) / MODEL_FILE
+    if manifest.is_file():
+        saved = json.loads(manifest.read_text())
+        return str(saved["name"]), int(saved.get("options", {}).get("seed", 0))
+    if ":" not in name:
+        run = re.fullmatch(rf"{RUN_PREFIX}(\d+)", Path(name).name)
+        return (None, int(run.group(1))) if run else (name, None)
+    model, _, seed = name.rpartition(":")
+    run = re.fullmatch(rf"{RUN_PREFIX}(\d+)", seed)
+    if not model or not (run or seed.strip().lstrip("-").isdigit()):
+        raise InputError(f"'{name}' names no run: give MODEL:SEED (e.g. tfidf-lr:0), MODEL alone, or a run folder "
+                         f"{RUN_PREFIX}<k>")
+    return model, int(run.group(1) if run else seed)
 
 
 def train_runs(corpus: Corpus, platform: str | None, model_name: str, n_runs: int, out: Path, *,

@@ -55,7 +55,8 @@ def certification_sample(pool: Pool, items: pd.DataFrame | None, task: str, budg
     if not keep.all():
         pool = replace(pool, ids=pool.ids[keep], pred=pool.pred[keep], probs=pool.probs[keep])
     strata, names = confidence_strata(pool.probs, pool.pred, pool.classes,
-                                      bins_for(budget, len(pool.classes), max_bins))
+                                      bins_for(budget, len(pool.classes), max_bins),
+                                      "ensemble" if len(pool.runs) > 1 else "model")
     alloc = allocate(pool.probs, pool.pred, strata, budget)
     sizes = np.bincount(strata, minlength=len(names))
     rng = np.random.default_rng(seed)

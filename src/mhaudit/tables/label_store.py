@@ -7,7 +7,7 @@ labeler's answer was invalid), raw_answer, prompt_hash, latency_ms, tags (JSON l
 `LabelStore` keeps the table in one SQLite file (WAL) so that labelers can write one item at a time and
 resume: (item_id, task, labeler) is the key, and every `add` is its own transaction, so an interrupted
 run loses nothing it already wrote. `read_labels` / `write_labels` move the table to and from Parquet,
-CSV and JSONL for teams that label elsewhere.
+CSV and JSONL for teams that label elsewhere; `read_label_files` joins several.
 """
 
 from __future__ import annotations
@@ -301,6 +301,19 @@ def read_labels(path: str | Path) -> pd.DataFrame:
         raise InputError(f"item '{first['item_id']}' has two labels from '{first['labeler']}' for task "
                          f"'{first['task']}'; one labeler writes one label per item", path=path)
     return result
+
+
+def read_label_files(paths) -> pd.DataFrame:
+    """Several labels tables (`read_labels` each) as one; a label given in two files is an InputError."""
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    frame = pd.concat([read_labels(p).assign(_file=str(p)) for p in paths], ignore_index=True)
+    dup = frame.duplicated(list(KEY), keep=False)
+    if dup.any():
+        first = frame[dup].iloc[0]
+        same = (frame[list(KEY)] == first[list(KEY)]).all(axis=1)
+        raise InputError(f"item '{first['item_id']}' has a label from '{first['labeler']}' for task '{first['task']}' "
+                         f"in more than one file ({', '.join(sorted(set(frame.loc[same, '_file'])))})")
+    return frame.drop(columns="_file")
 
 
 def write_labels(frame: pd.DataFrame, path: str | Path) -> Path:

@@ -2,9 +2,9 @@
 
 The pool is one model's scored target items. Its posteriors are the scores calibrated on the labelled
 reference (bias-corrected temperature scaling, as the label-free estimate) or, without a reference, the
-scores' softmax. Strata: predicted class x confidence (equal-count bins of the top posterior within the
-class; at most `max_bins`, fewer when the budget would give a stratum fewer than ~10 labels). The budget is
-shared by Neyman allocation, n_h ∝ N_h S_h, with S_h the SD of the macro-F1 residual the posteriors
+scores' softmax. Strata: predicted class x confidence (equal-count bins of the predicted class's posterior
+within the class; at most `max_bins`, fewer when the budget would give a stratum fewer than ~10 labels). The
+budget is shared by Neyman allocation, n_h ∝ N_h S_h, with S_h the SD of the macro-F1 residual the posteriors
 anticipate (stats.ppi.anticipated_sd) shrunk halfway to its pool-wide mean, at least two items per stratum.
 The shrinkage is the guard against posteriors that are wrong on the target: measured on the real transfers
 (docs/benchmarks.md), plain Neyman starved strata the model was confidently wrong about.
@@ -89,8 +89,8 @@ def certified_run(frame: pd.DataFrame, model: str | None = None, seed: int | Non
         raise InputError(f"no run of {model or 'any model'}" + (f" seed {seed}" if seed is not None else "")
                          + f" in the predictions; they hold {listing}")
     if len(named) > 1:
-        raise InputError(f"the predictions hold several runs ({listing}); name the certified one with "
-                         "--certify MODEL:SEED")
+        raise InputError(f"the predictions hold several runs ({listing}); name the one to certify as MODEL:SEED "
+                         "or by its run-<k> folder")
     return named[0][0], int(named[0][1])
 
 
@@ -137,10 +137,11 @@ def _posteriors(runs: dict, reference: PredictionSet | None, classes: list[str])
                    + " (bias-corrected temperature scaling)")
 
 
-def confidence_strata(probs: np.ndarray, pred: np.ndarray, classes: list[str], n_bins: int
+def confidence_strata(probs: np.ndarray, pred: np.ndarray, classes: list[str], n_bins: int, whose: str = "model"
                       ) -> tuple[np.ndarray, list[str]]:
     """Stratum code per item and the names: predicted class x quantile bin of the predicted class's posterior
-    (fewer bins for a class with few items: at least 4 items per bin)."""
+    (fewer bins for a class with few items: at least 4 items per bin). The name says whose posterior it is
+    ("predicted x, ensemble P(x) bin 1 of 4 (0.303-0.790)"): an ensemble's can fall under 0.5."""
     conf = probs[np.arange(pred.size), pred]  # the posterior of the predicted class
     codes, names = np.empty(pred.size, dtype=np.int64), []
     for c, name in enumerate(classes):
@@ -153,7 +154,7 @@ def confidence_strata(probs: np.ndarray, pred: np.ndarray, classes: list[str], n
         for b in range(bins):
             part = rows[within == b]
             codes[part] = len(names)
-            names.append(f"predicted {name}, confidence bin {b + 1} of {bins} "
+            names.append(f"predicted {name}, {whose} P({name}) bin {b + 1} of {bins} "
                          f"({conf[part].min():.3f}-{conf[part].max():.3f})")  # the bin makes the name unique
     return codes, names
 

@@ -18,9 +18,9 @@ import pandas as pd
 
 from mhaudit.audits.agreement.labels import choose_weak_labeler
 from mhaudit.core.errors import InputError
-from mhaudit.tables.io import read_table, write_table
+from mhaudit.tables.io import write_table
 from mhaudit.tables.reference_labels import task_labels
-from mhaudit.tables.validation_set import SAMPLE_COLUMNS, item_texts
+from mhaudit.tables.validation_set import SAMPLE_COLUMNS, item_texts, read_validation_set
 
 __all__ = ["sample_for_validation", "write_validation_set", "read_validation_set"]
 
@@ -129,27 +129,3 @@ def sample_for_validation(labels: pd.DataFrame, items: pd.DataFrame, task: str, 
 def write_validation_set(frame: pd.DataFrame, path: str | Path) -> Path:
     """Write the validation set atomically as Parquet, CSV or JSONL (by suffix)."""
     return write_table(frame, path, what="the validation set")
-
-
-def read_validation_set(path: str | Path) -> pd.DataFrame:
-    """A validation set written by `write_validation_set` (needs item_id, stratum and weight)."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError("no such file; expected a validation set from `mhaudit labels sample`", path=path)
-    frame = read_table(path, what="the validation set")
-    missing = [c for c in ("item_id", "stratum", "weight") if c not in frame.columns]
-    if missing:
-        raise InputError(f"missing column '{missing[0]}'; a validation set has {', '.join(SAMPLE_COLUMNS)}", path=path)
-    weights = pd.to_numeric(frame["weight"], errors="coerce")
-    if frame["item_id"].isna().any() or frame["item_id"].duplicated().any() or weights.isna().any() \
-            or (weights <= 0).any():
-        raise InputError("item ids must be present and unique and weights positive numbers", path=path)
-    if frame["stratum"].isna().any():
-        raise InputError("every item needs its stratum (the weak label it was drawn under)", path=path)
-    frame = frame.assign(weight=weights)
-    for column in ("stratum", "pool_size", "sample_size", "seed"):  # numbers, when a CSV brought them as text
-        if column in frame.columns:
-            numbers = pd.to_numeric(frame[column], errors="coerce")
-            if numbers.notna().all():
-                frame[column] = numbers.astype(int) if (numbers % 1 == 0).all() else numbers
-    return frame

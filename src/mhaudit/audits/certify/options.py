@@ -6,10 +6,14 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from mhaudit.tables.sample_design import predictions_digest
 from mhaudit.core.errors import InputError
 from mhaudit.stats.ppi import POPULATIONS
+from mhaudit.tables.certification_sample import read_design
+from mhaudit.tables.label_store import read_label_files
+from mhaudit.tables.prediction_files import read_predictions
 from mhaudit.tables.predictions import PredictionSet
+from mhaudit.tables.sample_design import certified_run, predictions_digest
+from mhaudit.tables.validation_set import read_validation_set
 
 
 @dataclass(frozen=True)
@@ -35,17 +39,42 @@ def design_runs(design: pd.DataFrame) -> int:
     return int(design["runs"].iat[0]) if "runs" in design.columns and len(design) else 1
 
 
+def drawn_run(design: pd.DataFrame, only: tuple[str, int]) -> tuple[str, int]:
+    """The run the sample was drawn to certify (a design written before ensembles records none: `only`)."""
+    if "certified_seed" in design.columns:
+        return str(design["model"].iat[0]), int(design["certified_seed"].iat[0])
+    return only
+
+
 @dataclass(frozen=True)
 class CertifyInputs:
     """What `labels sample --strategy estimate` drew and what people then labelled: the labels table, the
     sample and its design (`read_validation_set`, `read_design`), and the model's scores on every pooled item
-    (the predictions the sample was drawn from: one model, or every run of the ensemble it was drawn with).
-    Checked to belong together."""
+    (the predictions the sample was drawn from: one model, or every run of the ensemble it was drawn with),
+    checked to belong together; `run` (model, seed), the run to certify: by default the one it was drawn for.
+    A design drawn for an ensemble holds for each of its runs (docs/validation.md, "One run certified alone")."""
 
     labels: pd.DataFrame
     sample: pd.DataFrame
     design: pd.DataFrame
     predictions: PredictionSet
+    run: tuple[str, int] | None = None
+
+    @classmethod
+    def from_files(cls, labels, sample, predictions, *, run: str | None = None) -> CertifyInputs:
+        """What `mhaudit audit certify` reads: label files (one path or several, joined), the sample (its design
+        beside it), the prediction files or globs (unlabelled); `run` names one run of several to certify, as
+        MODEL:SEED, MODEL or its run-<k> folder (`models.runs.run_key`)."""
+        from mhaudit.models.runs import run_key
+
+        target = read_predictions(predictions, labelled=False)
+        named = None if run is None else certified_run(target.frame, *run_key(run))
+        return cls(read_label_files(labels), read_validation_set(sample), read_design(sample), target, named)
+
+    @property
+    def drawn(self) -> tuple[str, int]:
+        """The run the sample was drawn to certify."""
+        return drawn_run(self.design, self.run)
 
     def __post_init__(self) -> None:
         sample, design, predictions = self.sample, self.design, self.predictions
@@ -53,16 +82,22 @@ class CertifyInputs:
                 or (sample["strategy"] != "estimate").any():
             raise InputError("the validation set was not drawn with --strategy estimate; certification needs the "
                              "sample and design that `mhaudit labels sample --strategy estimate` writes")
-        frame = predictions.frame
-        runs, drawn_runs = frame.groupby(["model", "seed"]).ngroups, int(design_runs(design))
+        frame, drawn_runs = predictions.frame, design_runs(design)
+        run = None if self.run is None else certified_run(frame, *self.run)
+        if run is not None and drawn_runs == 1:  # drawn for this run alone: its rows are the predictions
+            frame = frame[(frame["model"] == run[0]) & (frame["seed"] == run[1])]
+        runs = frame.groupby(["model", "seed"]).ngroups
         if runs != drawn_runs:
-            raise InputError("the predictions hold several models; give the predictions of the sampled model"
-                             if drawn_runs == 1 else f"the sample was drawn for an ensemble of {drawn_runs} runs; "
-                             f"these predictions hold {runs}: give every run the sample was drawn from")
+            raise InputError("the predictions hold several runs and the sample was drawn for one; name it with "
+                             "--run MODEL:SEED" if drawn_runs == 1 else f"the sample was drawn for an ensemble of "
+                             f"{drawn_runs} runs; these predictions hold {runs}: give every run the sample was drawn "
+                             "from (--run then names the one to certify)")
         digest, drawn = predictions_digest(frame, predictions.classes), str(sample["predictions_digest"].iat[0])
         if digest != drawn:
             raise InputError(f"the sample was drawn for other predictions (model '{sample['model'].iat[0]}', digest "
                              f"{drawn}); these are model '{frame['model'].iat[0]}' with digest {digest}")
+        object.__setattr__(self, "run", run or drawn_run(design, (str(frame["model"].iat[0]),
+                                                                  int(frame["seed"].iat[0]))))
         by_id = design.assign(item_id=design["item_id"].astype(str)).set_index("item_id")
         ids = sample["item_id"].astype(str)
         sizes = design["stratum"].value_counts()

@@ -25,6 +25,7 @@ from mhaudit.stats.sample_size import labels_for_tolerance, macro_f1_pool_sd, sr
 from mhaudit.stats.undefined import quiet_undefined
 from mhaudit.tables.corpus.schema import label_codes
 from mhaudit.tables.digest import digest_frame
+from mhaudit.tables.predictions import scores
 from mhaudit.tables.reference_labels import reference_labels, task_labels
 
 __all__ = ["AXIS", "ESTIMATORS", "CertifyInputs", "CertifyOptions", "audit_certify"]
@@ -65,8 +66,9 @@ def _classes_of_values(classes: list[str], positive: str | None) -> list[int]:
 
 def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, synthetic: bool = False,
                   progress: Progress | None = None) -> AuditResult:
-    """The target's prevalence, accuracy and macro-F1 from the sample's human labels and the model's scores
-    on the pool (`CertifyInputs`: the labels, the sample and its design, the predictions)."""
+    """The target's prevalence, accuracy and macro-F1 of the certified run (`inputs.run`) from the sample's
+    human labels and the scores on the pool (`CertifyInputs`: the labels, the sample and its design, the
+    predictions)."""
     progress = ensure(progress)
     labels, sample, design, predictions = inputs.labels, inputs.sample, inputs.design, inputs.predictions
     frame = predictions.frame
@@ -75,7 +77,7 @@ def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, synthetic: 
     sample_ids, pool_ids = set(sample["item_id"].astype(str)), set(design["item_id"])
     ref, description, elsewhere = _human_reference(labels, options, sample_ids, pool_ids)
     value_class = _classes_of_values(classes, options.positive)
-    pred = label_codes(design["predicted"], classes)
+    pred = _predicted(inputs, design)
     probs = design[[f"posterior_{c}" for c in classes]].to_numpy(dtype=float)
     names = list(dict.fromkeys(design["stratum"]))
     strata = design["stratum"].map({n: i for i, n in enumerate(names)}).to_numpy()
@@ -91,7 +93,8 @@ def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, synthetic: 
         raise InputError("the sampling design holds items the predictions do not score")
     membership = labelled[None, :].astype(float)
     n_labels = int(labelled.sum())
-    with progress.stage(f"certify {_certified(design, frame)} on {n_labels} labels"):
+    subject, drawn = (f"{model} seed {seed}" for model, seed in (inputs.run, inputs.drawn))
+    with progress.stage(f"certify {subject} on {n_labels} labels"):
         estimates = {t: pool_estimates(membership, y, pred, probs, strata, tuning=t, population=options.population)
                      for t in ESTIMATORS}
     rows = []
@@ -113,7 +116,6 @@ def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, synthetic: 
     strata_table["weight"] = strata_table["pool_size"] / strata_table["labelled"]
     needed = _labels_needed(table, y, pred, strata, labelled, len(classes), options)
     target = _target(frame)
-    subject = _certified(design, frame)
     verdicts = _verdicts(table, needed, subject, target, n_labels, options)
     dropped = len(sample_ids) - n_labels
     note = (f"Human reference: {description}. {n_labels} of the {len(sample_ids)} sampled items have a reference "
@@ -126,31 +128,40 @@ def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, synthetic: 
                           f"{design['calibration'].iat[0]}. Population: {options.population} (the pool of "
                           f"{len(design):,} scored items" + (" itself)." if options.population == "pool"
                                                              else " as a sample of its platform).") + " "
-                          + _design_text(design, subject) + " " + _needed_text(needed, options),
+                          + _design_text(design, subject, drawn) + " " + _needed_text(needed, options),
                           {"certified": table, "strata": strata_table, "labels_needed": needed})],
         summary=summary, verdicts=verdicts, synthetic=synthetic,
         options={**asdict(options), "classes": classes, "n_labels": n_labels, "certified": subject,
-                 "runs": design_runs(design), "predictor": _predictor(design)},
+                 "drawn_for": drawn, "runs": design_runs(design), "predictor": _predictor(design)},
         provenance=provenance({"predictions": digest_frame(frame), "sample": digest_frame(sample),
                                "labels": digest_frame(labels)}, progress.seconds))
 
 
-def _certified(design: pd.DataFrame, frame: pd.DataFrame) -> str:
-    """The certified run, "model seed s" (from the design; one written before ensembles: the only run)."""
-    if "certified_seed" in design.columns:
-        return f"{design['model'].iat[0]} seed {design['certified_seed'].iat[0]}"
-    return f"{frame['model'].iat[0]} seed {frame['seed'].iat[0]}"
+def _predicted(inputs: CertifyInputs, design: pd.DataFrame) -> np.ndarray:
+    """The certified run's predicted class code per pooled item (design order): the design's, or for another
+    run of the ensemble the sample was drawn with, the argmax of its own scores."""
+    if inputs.run == inputs.drawn:
+        return label_codes(design["predicted"], inputs.predictions.classes)
+    frame = inputs.predictions.frame
+    rows = frame[(frame["model"] == inputs.run[0]) & (frame["seed"] == inputs.run[1])]
+    rows = rows.assign(id=rows["id"].astype(str)).set_index("id").loc[design["item_id"]]
+    return scores(rows, inputs.predictions.classes).argmax(axis=1)
 
 
 def _predictor(design: pd.DataFrame) -> str:
     return str(design["predictor"].iat[0]) if "predictor" in design.columns else "the certified model's posteriors"
 
 
-def _design_text(design: pd.DataFrame, subject: str) -> str:
+def _design_text(design: pd.DataFrame, subject: str, drawn: str) -> str:
     runs = design_runs(design)
     scope = f"Certified run: {subject}" + (f", one of {runs} runs scored on the pool" if runs > 1 else "")
-    return (f"{scope}. The strata (predicted class x confidence bin) and PPI++'s predictor use "
-            f"{_predictor(design)}.")
+    if subject != drawn:
+        scope += (f". The sample was drawn for {drawn}: its strata, weights and posteriors were fixed before any "
+                  f"label was seen, so they hold for {subject} too, but its allocation was tuned to {drawn}, so "
+                  "the interval can be wider than with a sample drawn for this run")
+    whose = "the ensemble's" if runs > 1 else "the model's"
+    return (f"{scope}. The strata ({drawn}'s predicted class x bins of {whose} probability of that class) and "
+            f"PPI++'s predictor use {_predictor(design)}.")
 
 
 def _target(frame: pd.DataFrame) -> str:
