@@ -11,7 +11,7 @@ import pytest
 from sklearn.metrics import f1_score, roc_auc_score
 from typer.testing import CliRunner
 
-from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
+from mhaudit.audits.cpfe import CPFEInputs, CPFEOptions, audit_cpfe
 from mhaudit.cli import app
 from mhaudit.core.errors import InputError
 from mhaudit.models import create
@@ -48,7 +48,7 @@ def synthetic_predictions(n=400, models=("m1", "m2"), seeds=(0, 1), shift=1.0, r
 
 @pytest.fixture(scope="module")
 def result():
-    return audit_cpfe(synthetic_predictions(), CPFEOptions(reference="home", **FAST))
+    return audit_cpfe(CPFEInputs(synthetic_predictions()), CPFEOptions(reference="home", **FAST))
 
 
 def test_discrimination_matches_sklearn(result):
@@ -142,7 +142,7 @@ def test_undefined_values_are_marked_not_invented():
     preds = synthetic_predictions(models=("m1",), seeds=(0,)).frame
     away = preds["platform"] == "away2"
     preds.loc[away, "label"] = "normal"  # one class present on a target
-    result = audit_cpfe(PredictionSet(preds, CLASSES), CPFEOptions(reference="home", **FAST))
+    result = audit_cpfe(CPFEInputs(PredictionSet(preds, CLASSES)), CPFEOptions(reference="home", **FAST))
     disc = result.table("discrimination").set_index("platform")
     assert np.isnan(disc.loc["away2", "macro_auc"]) and "no depression, anxiety, stress" in disc.loc["away2", "reason"]
     assert np.isnan(disc.loc["away2", "delta_auc_pct"])
@@ -157,15 +157,15 @@ def test_undefined_values_are_marked_not_invented():
 def test_missing_reference_and_different_example_sets():
     preds = synthetic_predictions(models=("m1", "m2"), seeds=(0,))
     with pytest.raises(InputError, match="reference platform 'kaggle' is not in the predictions"):
-        audit_cpfe(preds, CPFEOptions(reference="kaggle", **FAST))
+        audit_cpfe(CPFEInputs(preds), CPFEOptions(reference="kaggle", **FAST))
     frame = preds.frame[~((preds.frame["model"] == "m2") & (preds.frame["id"] == "away1-0"))]
-    result = audit_cpfe(PredictionSet(frame, CLASSES), CPFEOptions(reference="home", **FAST))
+    result = audit_cpfe(CPFEInputs(PredictionSet(frame, CLASSES)), CPFEOptions(reference="home", **FAST))
     comp = result.table("model_comparison")
     assert "different examples" in comp[comp["platform"] == "away1"]["reason"].iat[0]
 
 
 def test_non_independent_rows_are_marked_and_left_out_of_the_summary():
-    result = audit_cpfe(synthetic_predictions(models=("m1",), seeds=(0,)),
+    result = audit_cpfe(CPFEInputs(synthetic_predictions(models=("m1",), seeds=(0,))),
                         CPFEOptions(reference="home", non_independent=(("m1", "away1"),), **FAST))
     disc = result.table("discrimination").set_index("platform")
     assert disc.loc["away1", "non_independent"] and not disc.loc["away2", "non_independent"]
@@ -185,7 +185,7 @@ def audit_simulated(config, n_boot=300):
     preds = predict_corpus(model, corpus, model_name="tfidf-lr", seed=config.seed, splits=("test",))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the audit reports problems in its tables, never as stray warnings
-        result = audit_cpfe(PredictionSet(preds, corpus.classes),
+        result = audit_cpfe(CPFEInputs(PredictionSet(preds, corpus.classes)),
                             CPFEOptions(reference="synthetic-forum", seed=config.seed, n_boot_significance=n_boot,
                                         n_boot_ece=200, figures=False))
     return result.verdicts.assign(raised=lambda v: v["severity"] != "pass")
@@ -218,7 +218,7 @@ def test_cli_audit_on_a_users_probability_file(tmp_path):
     out = tmp_path / "report"
     runner = CliRunner()
     done = runner.invoke(app, ["audit", "cpfe", "--predictions", str(path), "--reference", "home", "--out", str(out),
-                               "--n-boot", "200", "--n-boot-ece", "100", "--model", "mine"])
+                               "--n-boot-significance", "200", "--n-boot-ece", "100", "--model", "mine"])
     assert done.exit_code == 0, done.output
     # not a terminal: one timestamped line per stage start and end, with its seconds
     stages = re.findall(r"^\[\d\d:\d\d:\d\d\] done  (.+) \((\d+\.\d) s\)$", done.stderr, flags=re.M)
@@ -244,7 +244,7 @@ def test_flags_pair_groups_by_platform_and_data_set():
     preds.loc[away2, [f"logit_{c}" for c in CLASSES]] = home[[f"logit_{c}" for c in CLASSES]].to_numpy()
     preds.loc[away2, "label"] = home["label"].to_numpy()  # away2 is a copy of home: nothing to flag
     preds["dataset"] = "corpus"
-    verdicts = audit_cpfe(PredictionSet(preds, CLASSES), CPFEOptions(reference="home", **FAST)).verdicts
+    verdicts = audit_cpfe(CPFEInputs(PredictionSet(preds, CLASSES)), CPFEOptions(reference="home", **FAST)).verdicts
     auc = verdicts[verdicts["axis"] == "discrimination"].set_index("target")
     assert auc.loc["away1 (corpus)", "severity"] == "fail" and auc.loc["away1 (corpus)", "value"] > 0.1
     assert auc.loc["away2 (corpus)", "severity"] == "pass"
@@ -260,7 +260,7 @@ def test_macro_averages_are_undefined_when_a_class_is_absent_not_averaged_over_t
     preds = preds[~away | two].copy()
     codes = pd.Categorical(preds.loc[preds["platform"] == "away1", "label"], categories=CLASSES).codes
     preds.loc[preds["platform"] == "away1", [f"logit_{c}" for c in CLASSES]] = 10.0 * np.eye(4)[codes]  # perfect
-    result = audit_cpfe(PredictionSet(preds, CLASSES), CPFEOptions(reference="home", **FAST))
+    result = audit_cpfe(CPFEInputs(PredictionSet(preds, CLASSES)), CPFEOptions(reference="home", **FAST))
     row = result.table("discrimination").set_index("platform").loc["away1"]
     # sklearn's default (no labels=) would say 1.0 over the two classes present: that is not the 4-class macro
     assert np.isnan(row["macro_f1"]) and np.isnan(row["macro_auc"]) and row["accuracy"] == 1.0
@@ -274,7 +274,7 @@ def test_macro_averages_are_undefined_when_a_class_is_absent_not_averaged_over_t
 def test_reference_without_a_class_is_reported_not_a_crash():
     preds = synthetic_predictions(models=("m1",), seeds=(0,)).frame
     preds = preds[~((preds["platform"] == "home") & (preds["label"] == "stress"))]
-    shift = audit_cpfe(PredictionSet(preds, CLASSES), CPFEOptions(reference="home", **FAST)).table("label_shift")
+    shift = audit_cpfe(CPFEInputs(PredictionSet(preds, CLASSES)), CPFEOptions(reference="home", **FAST)).table("label_shift")
     assert shift["prevalence_em"].isna().all() and shift["em_note"].str.contains("absent on the reference").all()
 
 
@@ -288,8 +288,7 @@ def test_length_and_attribution_axes_with_texts_and_attributions():
         {"model": "m1", "seed": s, "platform": p, "dataset": p, "class": "depression", "word": w,
          "score": 10.0 - r, "count": 3, "method": "linear"}
         for s in (0, 1) for p, ws in words.items() for r, w in enumerate(ws)])
-    result = audit_cpfe(preds, CPFEOptions(reference="home", top_ks=(2, 4), **FAST), texts=texts,
-                        attributions=attributions)
+    result = audit_cpfe(CPFEInputs(preds, texts=texts, attributions=attributions), CPFEOptions(reference="home", top_ks=(2, 4), **FAST))
     stab = result.table("attribution_stability").query("seed == 0").set_index(["platform_a", "platform_b", "k"])
     assert stab.loc[("away1", "home", 4), "jaccard"] == pytest.approx(1 / 7)
     assert stab.loc[("away2", "home", 2), "jaccard"] == pytest.approx(1.0)
@@ -303,13 +302,13 @@ def test_length_and_attribution_axes_with_texts_and_attributions():
     assert set(home["quartile"]) == {"Q1", "Q2", "Q3", "Q4"} and home["quartile_n"].sum() == 40
     assert "fewer than" not in str(home.get("reason", ""))
     with pytest.raises(InputError, match="the corpus has no text for 40 prediction id"):
-        audit_cpfe(preds, CPFEOptions(reference="home", **FAST), texts=texts.drop(texts.index[40:80]))
+        audit_cpfe(CPFEInputs(preds, texts=texts.drop(texts.index[40:80])), CPFEOptions(reference="home", **FAST))
 
 
 @pytest.mark.parametrize("change, message", [
     (dict(n_bins=0), "n_bins 0"), (dict(n_boot_ece=1), "n_boot_ece 1 must be at least 2"),
     (dict(calibration_fraction=-0.2), "strictly between 0 and 1"), (dict(correction="holm"), "bonferroni"),
-    (dict(reference=" "), "reference must name"),
+    (dict(reference=" "), "reference ' ' must be a platform or data set name"),
 ])
 def test_options_are_checked_when_made(change, message):
     with pytest.raises(InputError, match=message):
@@ -356,7 +355,7 @@ def test_a_degenerate_temperature_is_its_own_verdict_and_no_repair():
     away = frame["platform"] == "away1"
     noise = np.random.default_rng(3).normal(size=(int(away.sum()), 4)) * 3  # no signal at all
     frame.loc[away, [f"logit_{c}" for c in CLASSES]] = noise
-    result = audit_cpfe(PredictionSet(frame, CLASSES), CPFEOptions(reference="home", **FAST))
+    result = audit_cpfe(CPFEInputs(PredictionSet(frame, CLASSES)), CPFEOptions(reference="home", **FAST))
     scaled = result.table("temperature_scaling").set_index("platform")
     assert scaled.loc["away1", "degenerate"] != "" and scaled.loc["away2", "degenerate"] == ""
     assert scaled.loc["away1", "ece_after"] < scaled.loc["away1", "ece_before"]  # looks repaired, is not
@@ -395,7 +394,7 @@ def test_the_predictions_are_validated_once_at_the_door(monkeypatch):
     monkeypatch.setattr(calibration, "_inputs", counted("probabilities", calibration._inputs))
     preds = synthetic_predictions(n=200, seeds=(0,))
     assert calls["predictions"] == 1
-    audit_cpfe(preds, CPFEOptions(reference="home", **FAST))
+    audit_cpfe(CPFEInputs(preds), CPFEOptions(reference="home", **FAST))
     assert calls == {"predictions": 1, "codes": 0, "probabilities": 0}
 
 
@@ -403,7 +402,7 @@ def test_unlabelled_rows_are_refused_before_any_statistic():
     frame = synthetic_predictions(n=50, models=("m1",), seeds=(0,)).frame
     frame.loc[3, "label"] = None
     with pytest.raises(InputError, match="row 4 of the predictions has no label"):
-        audit_cpfe(PredictionSet(frame, CLASSES), CPFEOptions(reference="home", **FAST))
+        audit_cpfe(CPFEInputs(PredictionSet(frame, CLASSES)), CPFEOptions(reference="home", **FAST))
 
 
 def test_place_bootstraps_in_blocks_equal_the_whole_count_matrix(monkeypatch):

@@ -121,7 +121,7 @@ def test_masks_lodo_phenotypes_and_conflicts(demo):
 
 @pytest.mark.parametrize("args, message", [
     (["--human", "synthetic_forum", "--auto", "synthetic_forum"], "named both human and auto"),
-    (["--human", "synthetic_forum", "--auto", "synthetic_tweets_auto", "--train", "synthetic_tweets_auto"],
+    (["--human", "synthetic_forum", "--auto", "synthetic_tweets_auto", "--train-dataset", "synthetic_tweets_auto"],
      "is auto-labelled"),
     (["--human", "synthetic_forum", "--auto", "synthetic_tweets_auto", "--channels", "A,C", "--mask-channels", "BC"],
      "not among channels"),

@@ -48,8 +48,8 @@ def test_design_errors(human, auto, classes, message):
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--human", "forum", "--auto", "tweets_auto", "--train", "forun"],
-     ("--train data set 'forun' (did you mean 'forum'?) is not in the corpus; its data sets are forum, forum_auto, "
+    (["--human", "forum", "--auto", "tweets_auto", "--train-dataset", "forun"],
+     ("--train-dataset data set 'forun' (did you mean 'forum'?) is not in the corpus; its data sets are forum, forum_auto, "
       "tweets, tweets_auto")),
     (["--human", "forum", "--human", "tweet", "--auto", "twets_auto", "--auto", "reddit"],
      "--human data set 'tweet' (did you mean 'tweets'?) is not in the corpus; its data sets are forum, forum_auto"),

@@ -17,7 +17,7 @@ def test_a_group_alone_where_one_is_named_else_the_whole_app():
 
 @pytest.mark.parametrize("argv", [["audit", "cpfe", "--help"], ["audit"], ["audit", "bogus"], ["labels", "llm", "--help"],
                                   ["audit", "cpfe", "--predictions", "x.csv", "--reference", "r", "--out", "o",
-                                   "--n-boot", "many"]])
+                                   "--n-boot-significance", "many"]])
 def test_the_same_output_and_exit_code_as_the_whole_app(argv):
     runner = CliRunner()
     whole, alone = runner.invoke(app, argv, prog_name="mhaudit"), runner.invoke(_app_for(argv), argv, prog_name="mhaudit")

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
+from mhaudit.audits.cpfe import CPFEInputs, CPFEOptions, audit_cpfe
 from mhaudit.cli import app
 from mhaudit.core.errors import InputError
 from mhaudit.stats.calibration import softmax
@@ -72,7 +72,7 @@ def test_the_same_file_set_in_one_command(tmp_path):
     paths = published(tmp_path, seeds=(42,))
     out = tmp_path / "report"
     result = CliRunner().invoke(app, ["audit", "cpfe", "--predictions", *map(str, paths), "--name-pattern", PATTERN,
-                                      "--reference", "reddit", "--out", str(out), "--n-boot", "200",
+                                      "--reference", "reddit", "--out", str(out), "--n-boot-significance", "200",
                                       "--n-boot-ece", "100"])
     assert result.exit_code == 0, result.output
     assert (out / "report.json").exists()
@@ -111,7 +111,7 @@ def test_renamed_ids_and_reordered_files_give_the_same_temperature(tmp_path):
     options = CPFEOptions(reference="reddit", **FAST)
     temperatures = []
     for paths in (positional, with_ids, sorted(renamed.iterdir(), reverse=True)):
-        result = audit_cpfe(read_predictions(paths, name_pattern=PATTERN), options)
+        result = audit_cpfe(CPFEInputs(read_predictions(paths, name_pattern=PATTERN)), options)
         table = result.table("temperature_scaling").set_index("platform")
         temperatures.append(table["temperature"].round(10).to_dict())
     assert temperatures[0] == temperatures[1] == temperatures[2]
@@ -122,7 +122,7 @@ def test_rows_without_ids_pair_only_when_they_line_up(tmp_path):
     paths = published(tmp_path, seeds=(42,), text=True)
     shuffled = pd.read_csv(paths[1]).sample(frac=1.0, random_state=0)  # roberta on reddit, rows reordered
     shuffled.to_csv(paths[1], index=False)
-    result = audit_cpfe(read_predictions(paths, name_pattern=PATTERN), CPFEOptions(reference="reddit", **FAST))
+    result = audit_cpfe(CPFEInputs(read_predictions(paths, name_pattern=PATTERN)), CPFEOptions(reference="reddit", **FAST))
     comparison = result.table("model_comparison").set_index("platform")
     assert comparison.loc["reddit", "paired_by"] == ""
     assert "rows without ids do not line up (first at row" in comparison.loc["reddit", "reason"]
@@ -185,7 +185,7 @@ def test_arrays_and_frames_the_way_fairlearn_takes_them():
         "bluesky": 100, "reddit": 100}
     np.testing.assert_allclose(softmax(preds.frame[["logit_a", "logit_b", "logit_c"]].to_numpy()), scores, atol=1e-9)
     assert (preds.frame["label"].to_numpy() == np.array(["a", "b", "c"])[y]).all()
-    result = audit_cpfe(preds, CPFEOptions(reference="reddit", **FAST))
+    result = audit_cpfe(CPFEInputs(preds), CPFEOptions(reference="reddit", **FAST))
     auc = result.table("discrimination").set_index("platform")["macro_auc"]
     from sklearn.metrics import roc_auc_score
     assert auc["bluesky"] == pytest.approx(roc_auc_score(y[100:], scores[100:], multi_class="ovr"), abs=1e-12)
@@ -214,7 +214,7 @@ def test_identical_seeds_count_as_one_run(tmp_path):
         copy = path.with_name(path.name.replace("seed42", "seed7"))
         copy.write_bytes(path.read_bytes())
         paths.append(copy)
-    result = audit_cpfe(read_predictions(paths, name_pattern=PATTERN), CPFEOptions(reference="reddit", **FAST))
+    result = audit_cpfe(CPFEInputs(read_predictions(paths, name_pattern=PATTERN)), CPFEOptions(reference="reddit", **FAST))
     with pytest.raises(KeyError):  # one run per model: no "mean and SD over seeds" of n/a
         result.table("mean and SD over seeds")
     assert "counted as one run" in result.summary and "tfidf (seeds 7, 42)" in result.summary

@@ -68,7 +68,7 @@ def binary_section(exp: Experiment, classes: list[str], reference: pd.DataFrame,
                     predictions: dict[str, list[pd.DataFrame]]) -> Section:
     """One CPFE audit per binary problem (targets sharing the collapse and class names are audited
     together): the reference platform's rows collapsed and relabelled, the targets' rows collapsed."""
-    from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
+    from mhaudit.audits.cpfe import CPFEInputs, audit_cpfe
 
     problems: dict[tuple, list[BinaryTarget]] = {}
     for t in targets:
@@ -79,7 +79,6 @@ def binary_section(exp: Experiment, classes: list[str], reference: pd.DataFrame,
     if len(datasets) != 1:
         raise InputError(f"binary targets need one data set on the reference platform '{exp.reference}'; it holds "
                          f"{', '.join(datasets) or 'none'}")
-    a = exp.audit
     tables: dict[str, list[pd.DataFrame]] = {}
     for group in problems.values():
         first = group[0]
@@ -98,11 +97,8 @@ def binary_section(exp: Experiment, classes: list[str], reference: pd.DataFrame,
             reference_name = f"{reference_name} (reference)"
             ref = ref.assign(dataset=reference_name)
         rows.insert(0, ref)
-        options = CPFEOptions(reference=reference_name, n_bins=a.n_bins, n_boot_ece=a.n_boot_ece,
-                              n_boot_significance=a.n_boot, seed=a.seed, calibration_fraction=a.calibration_fraction,
-                              correction=a.correction, non_independent=tuple(tuple(p) for p in a.non_independent),
-                              figures=False)
-        audit = audit_cpfe(PredictionSet(pd.concat(rows, ignore_index=True), names), options)
+        options = exp.cpfe_options(reference_name, figures=False)
+        audit = audit_cpfe(CPFEInputs(PredictionSet(pd.concat(rows, ignore_index=True), names)), options)
         label = f"{names[1]} vs {names[0]}: {first.binary.describe()}"
         for name in BINARY_TABLES:
             try:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -245,21 +246,26 @@ def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", worke
         reference = pd.concat(predictions[exp.reference], ignore_index=True)
         result = _reference_audit(exp, corpus, reference,
                                   pd.concat(attributions, ignore_index=True) if attributions else None, progress)
+        sections, verdicts = [], result.verdicts
         if binary_targets:
             section = binary_section(exp, corpus.classes, reference, binary_targets, binary)
             found = section.tables.pop("binary_verdicts", None)  # one verdicts table: the binary problems' join it
             if found is not None:
                 found = found.assign(target=found["target"] + " [" + found["binary"] + "]").drop(columns="binary")
-                result.verdicts = verdict_table([*result.verdicts.to_dict("records"), *found.to_dict("records")])
-            result.sections.append(section)
+                verdicts = verdict_table([*verdicts.to_dict("records"), *found.to_dict("records")])
+            sections.append(section)
         adapted = [_adaptation(folder, spec, corpus, seed, exp) for spec, _, seed, folder in places
                    if spec.adapt_epochs > 0]
         if adapted:
-            result.sections.append(Section(
+            sections.append(Section(
                 "Temperature scaling vs fine-tuning", "On each target's stored calibration split: a temperature "
                 "fitted there (ts) vs the model fine-tuned there (ft), both evaluated on the target's other test "
                 "rows (CPFE paper, section 4.6).",
                 {"temperature_vs_finetuning": pd.concat(adapted, ignore_index=True)}))
+        # the audit's result stays as it returned: the experiment's report is a new one made from it
+        result = replace(result, title=f"{exp.name}: {result.title}", verdicts=verdicts,
+                         sections=[*result.sections, *sections],
+                         options={**result.options, "experiment": exp.model_dump(mode="json")})
         result = _with_other_audits(exp, out, result, corpus.classes, places, progress)
     else:
         result = _transfer_report(exp, corpus, predictions)
@@ -314,18 +320,12 @@ def _adaptation(folder: Path, spec: ModelSpec, corpus: Corpus, seed: int, exp: E
 
 def _reference_audit(exp: Experiment, corpus: Corpus, predictions: pd.DataFrame,
                      attributions: pd.DataFrame | None, progress: Progress) -> AuditResult:
-    from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
+    from mhaudit.audits.cpfe import CPFEInputs, audit_cpfe
 
-    a = exp.audit
-    options = CPFEOptions(reference=exp.reference, n_bins=a.n_bins, n_boot_ece=a.n_boot_ece,
-                          n_boot_significance=a.n_boot, seed=a.seed, calibration_fraction=a.calibration_fraction,
-                          correction=a.correction, non_independent=tuple(tuple(p) for p in a.non_independent))
-    result = audit_cpfe(PredictionSet(predictions, corpus.classes), options,
-                        texts=corpus.frame.set_index("id")["text"], attributions=attributions,
-                        synthetic=corpus.synthetic, progress=progress)
-    result.title = f"{exp.name}: {result.title}"
-    result.options["experiment"] = exp.model_dump(mode="json")
-    return result
+    options = exp.cpfe_options()
+    inputs = CPFEInputs(PredictionSet(predictions, corpus.classes), corpus.frame.set_index("id")["text"], attributions,
+                        corpus.synthetic)
+    return audit_cpfe(inputs, options, progress=progress)
 
 
 def transfer_matrix(predictions: dict[str, list[pd.DataFrame]], classes: list[str], n_bins: int = 10) -> pd.DataFrame:

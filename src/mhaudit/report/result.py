@@ -29,8 +29,12 @@ class Section:
     figures: dict[str, bytes] = field(default_factory=dict)  # name -> SVG or PNG bytes, drawn from its tables
 
 
-@dataclass
+@dataclass(frozen=True)
 class AuditResult:
+    """What an audit returns; frozen, so nothing edits it after the door returns: a caller that adds to it makes a
+    new one (`dataclasses.replace`). `table(name)` is the one accessor of its tables, `outputs` holds what is not
+    a report table (row-level outputs, what a caller acts on)."""
+
     title: str
     sections: list[Section]
     summary: str = ""
@@ -38,9 +42,10 @@ class AuditResult:
     synthetic: bool = False
     options: dict = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)  # input digests, mhaudit version, created, stage seconds
-    # Row-level outputs that are not report tables (out-of-fold predictions, conflict examples with their text):
-    # the caller decides whether to write them; the renderer never does.
-    outputs: dict[str, pd.DataFrame] = field(default_factory=dict)
+    # Row-level outputs that are not report tables (out-of-fold predictions, conflict examples with their text) and
+    # what a caller acts on (the monitor's alerting window): the caller decides whether to write them; the renderer
+    # never does.
+    outputs: dict[str, pd.DataFrame | str | int | None] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # said once at the foot of the report (e.g. the run's warnings)
 
     def table(self, name: str) -> pd.DataFrame:
@@ -50,7 +55,7 @@ class AuditResult:
         for section in self.sections:
             if name in section.tables:
                 return section.tables[name]
-        raise KeyError(name)
+        raise KeyError(f"no table '{name}'; this result has {', '.join(['verdicts', *self.tables])}")
 
     @property
     def tables(self) -> dict[str, pd.DataFrame]:

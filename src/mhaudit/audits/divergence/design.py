@@ -55,7 +55,7 @@ def build_design(frame: pd.DataFrame, classes: list[str], human: list[str], auto
         missing = "--human" if not human else "--auto"
         raise InputError(f"the Degree of Divergence compares label sources: name at least one data set with {missing}")
     known = sorted(set(frame["dataset"].astype(str)))
-    _check_names(known, {"--human": human, "--auto": auto, "--train": [train_dataset] if train_dataset else []})
+    _check_names(known, {"--human": human, "--auto": auto, "--train-dataset": [train_dataset] if train_dataset else []})
     if len(classes) != 2:
         raise InputError(f"the divergence audit needs a binary corpus (two classes); this one has {len(classes)}: "
                          f"{', '.join(classes)}; import with a binary mapping such as stress-binary")
@@ -65,7 +65,7 @@ def build_design(frame: pd.DataFrame, classes: list[str], human: list[str], auto
     train_dataset = train_dataset or next((d for d in human if _has_split(frame, d, "train")), None)
     if train_dataset is None or not _has_split(frame, train_dataset, "train"):
         with_train = [d for d in known if _has_split(frame, d, "train")]
-        raise InputError("no data set to fit the channels on: name one with --train whose rows include a 'train' "
+        raise InputError("no data set to fit the channels on: name one with --train-dataset whose rows include a 'train' "
                          "split (the paper fits on Dreaddit train); data sets with one: "
                          f"{', '.join(with_train) or 'none'}")
     in_train = frame["dataset"].astype(str) == train_dataset
