@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from scaling import CLASSES, PLATFORMS  # noqa: E402
 
 from mhaudit.stats.auc import macro_auc  # noqa: E402
-from mhaudit.stats.bootstrap import _macro_auc_of_counts, count_blocks  # noqa: E402
+from mhaudit.stats.bootstrap import count_blocks, macro_auc_of_counts  # noqa: E402
 from mhaudit.stats.macro_delong import macro_auc_delong  # noqa: E402
 
 
@@ -42,7 +42,7 @@ def draw(platform: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, n
 
 
 def bootstrap_se(y: np.ndarray, probs: np.ndarray, n_boot: int, rng: np.random.Generator) -> float:
-    statistic = _macro_auc_of_counts(y, probs, CLASSES)
+    statistic = macro_auc_of_counts(y, probs, CLASSES)
     values = np.concatenate([statistic(counts) for _, counts in count_blocks(y, n_boot, rng, stratified=True)])
     return float(np.std(values, ddof=1))
 

@@ -1,5 +1,6 @@
 """The layout rules of docs/architecture.md, checked: folders only at the top of the package, short modules,
-short functions, imports that flow one way, no audit importing another, and no import cycle."""
+short functions, imports that flow one way, no private name imported from another package, no audit importing
+another, and no import cycle."""
 
 import ast
 from pathlib import Path
@@ -58,6 +59,49 @@ def test_imports_flow_down_the_layers():
             if target in layer and layer[target] >= layer[package] and (package, target) != ("stats", "core"):
                 upward.append(f"{path.relative_to(SRC)} imports mhaudit.{target}")
     assert not upward, "\n".join(upward)
+
+
+def _private_imports(source: str, package: str) -> list[str]:
+    """Where a module of `package` (dotted) imports an underscore name or module (`_x`, not a dunder) from another
+    top-level package of mhaudit; lazy imports included, relative ones resolved."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            targets = [(a.name, None) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, base] if base else up)
+            targets = [(base, a.name) for a in node.names]
+        else:
+            continue
+        for base, name in targets:
+            parts = base.split(".")
+            if parts[0] != "mhaudit" or parts[1:2] == package.split(".")[1:2]:
+                continue
+            private = [p for p in [*parts[1:], name or ""] if p.startswith("_") and not p.endswith("__")]
+            found += [f"{node.lineno} {base}{'.' + name if name else ''}"] if private else []
+    return found
+
+
+def test_no_package_imports_another_ones_private_names():
+    """What one package uses from another is public (docs/architecture.md): no `_name` and no `_module` of another
+    top-level package is imported, lazily or not; within a package a module may share its kernels."""
+    found = []
+    for path in _modules():
+        name = _module_name(path)
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        found += [f"{path.relative_to(SRC)}:{hit}" for hit in _private_imports(path.read_text(), package)]
+    assert not found, "private names imported from another package:\n" + "\n".join(found)
+
+
+def test_the_private_import_check_sees_names_modules_relative_and_lazy_imports():
+    source = ("from mhaudit.stats.auc import _macro_auc, macro_auc\nfrom mhaudit.audits.cpfe._kernels import k\n"
+              "from mhaudit import __version__\nfrom ._local import x\n\ndef f():\n    import mhaudit.stats._normal\n"
+              "    from ...stats import _brent, binary\n    from mhaudit.audits.divergence import _private\n")
+    assert _private_imports(source, "mhaudit.audits.cpfe") == [
+        "1 mhaudit.stats.auc._macro_auc", "7 mhaudit.stats._normal", "8 mhaudit.stats._brent"]
 
 
 def _prints_or_draws(source: str) -> list[str]:

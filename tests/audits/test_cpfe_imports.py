@@ -1,5 +1,5 @@
 """What a whole CPFE run imports: scipy costs ~0.3 s of start-up (scipy.special, scipy.optimize) and the audit needs
-none of it (stats._normal, stats._brent). Run in a fresh interpreter, since this test process has scipy loaded."""
+none of it (stats.normal, stats.brent). Run in a fresh interpreter, since this test process has scipy loaded."""
 
 import json
 import subprocess

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from scipy.stats import chi2, norm
 from sklearn.metrics import roc_auc_score
 
-from mhaudit.stats import _delong, auc
+from mhaudit.stats import auc
+from mhaudit.stats import delong as fast_delong
 from mhaudit.stats.auc import auc_ci, delong, macro_auc, paired_delong, per_class_auc
 from mhaudit.stats.undefined import UndefinedStatisticWarning
 
@@ -244,10 +245,10 @@ def test_fast_midranks_match_scipy():
     from scipy.stats import rankdata
 
     x = np.random.default_rng(0).integers(0, 20, 500).astype(float)
-    assert np.array_equal(_delong._midranks(x), rankdata(x, method="average"))
+    assert np.array_equal(fast_delong._midranks(x), rankdata(x, method="average"))
 
 
-@pytest.mark.parametrize("module", [_delong, auc])
+@pytest.mark.parametrize("module", [fast_delong, auc])
 def test_docstring_examples(module):
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0

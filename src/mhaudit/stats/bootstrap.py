@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from mhaudit.stats._delong import check_binary, check_codes, check_scores
+from mhaudit.stats.delong import check_binary, check_codes, check_scores
 from mhaudit.stats.undefined import warn_undefined
 
 __all__ = ["resample_counts", "count_blocks", "resample_clusters", "weighted_auc", "bootstrap_macro_auc", "summarise",
-           "bias_corrected"]
+           "bias_corrected", "macro_auc_of_counts", "grouped_count_blocks"]
 
 # Resamples x examples per block: 2 MB per int64 work array. Cache-sized blocks ran twice as fast as
 # 16 MB ones (benchmarks/bootstrap_speed.py) and keep the working memory to a few MB.
@@ -112,7 +112,7 @@ def count_blocks(y_codes, n_boot: int, rng, stratified: bool = True, max_bytes: 
 def grouped_count_blocks(y: np.ndarray, n_boot: int, rng, stratified: bool = True, max_bytes: int | None = None):
     """`count_blocks`' counts with the columns in the draw's own order (`_Layout`): (layout, blocks). The same
     integers without the pass that puts each block back in row order; statistics gather through
-    `layout.column` (`_macro_auc_of_counts`, calibration's `_ece_of_counts`)."""
+    `layout.column` (`macro_auc_of_counts`, calibration's `ece_of_counts`)."""
     rng = np.random.default_rng(rng)
     layout = _Layout(y, stratified)
     step = _rows_per_chunk(y.size)
@@ -273,14 +273,14 @@ def bootstrap_macro_auc(y_codes, probs, n_classes: int, counts) -> np.ndarray:
     """
     y, probs = check_codes(y_codes, probs, n_classes, "probs")
     counts, _ = _check_counts(counts, y.size)
-    out = _macro_auc_of_counts(y, probs, n_classes)(counts)
+    out = macro_auc_of_counts(y, probs, n_classes)(counts)
     _warn_lost(out, "bootstrap macro-AUC")
     return out
 
 
-def _macro_auc_of_counts(y: np.ndarray, probs: np.ndarray, n_classes: int, columns: np.ndarray | None = None):
-    """counts -> `bootstrap_macro_auc(y, probs, n_classes, counts)` for inputs validated at the door (no checks,
-    no warning: NaN where a resample lost a class), sorted once: for counts that come a block at a time
+def macro_auc_of_counts(y: np.ndarray, probs: np.ndarray, n_classes: int, columns: np.ndarray | None = None):
+    """Each resample's macro-AUC as a function of its draw counts, `bootstrap_macro_auc` for inputs validated at the
+    door (no checks, no warning: NaN where a resample lost a class), sorted once: for counts that come a block at a time
     (`count_blocks`). Each resample's AUC depends on its own row alone (exact integers), so blocks give the
     same floats as one matrix. `columns`: each example's column in the counts (`grouped_count_blocks`)."""
     problems = [_Sorted(y == k, probs[:, k], columns) for k in range(n_classes)]

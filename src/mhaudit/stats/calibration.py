@@ -24,15 +24,15 @@ import warnings
 
 import numpy as np
 
-from mhaudit.stats._brent import bounded_minimum
+from mhaudit.stats.brent import bounded_minimum
 
 ROW_SUM_TOL = 1e-6
 NLL_CLIP = 1e-15
 
 __all__ = [
-    "softmax", "log_softmax", "ece", "mce", "classwise_ece", "brier", "nll", "reliability",
-    "bootstrap_ece", "bootstrap_classwise_ece", "fit_temperature", "stratified_folds",
-    "cross_fitted_temperature",
+    "softmax", "log_softmax", "ece", "mce", "classwise_ece", "brier", "nll", "reliability", "bootstrap_ece",
+    "bootstrap_classwise_ece", "fit_temperature", "stratified_folds", "cross_fitted_temperature", "ece_unchecked",
+    "mce_unchecked", "classwise_ece_unchecked", "reliability_unchecked", "ece_of_counts",
 ]
 
 
@@ -150,21 +150,21 @@ def ece(probs, y, n_bins: int = 10) -> float:
     >>> round(ece(p, np.array([0, 0, 1])), 4)
     0.3667
     """
-    return _top_label_ece(*_inputs(probs, y, n_bins))
+    return ece_unchecked(*_inputs(probs, y, n_bins))
 
 
-def _top_label_ece(p: np.ndarray, y: np.ndarray, n_bins: int) -> float:
-    """`ece` for inputs validated at the door (probabilities, class codes, a bin count): no checks."""
+def ece_unchecked(p: np.ndarray, y: np.ndarray, n_bins: int) -> float:
+    """Top-label ECE (`ece`) for inputs validated at the door (probabilities, class codes, a bin count): no checks."""
     return _ece(*_top_label(p, y), n_bins)
 
 
 def mce(probs, y, n_bins: int = 10) -> float:
     """Top-label maximum calibration error: max over non-empty bins of |acc(B_m) - conf(B_m)|."""
-    return _mce(*_inputs(probs, y, n_bins))
+    return mce_unchecked(*_inputs(probs, y, n_bins))
 
 
-def _mce(p: np.ndarray, y: np.ndarray, n_bins: int) -> float:
-    """`mce` for inputs validated at the door: no checks."""
+def mce_unchecked(p: np.ndarray, y: np.ndarray, n_bins: int) -> float:
+    """Top-label MCE (`mce`) for inputs validated at the door: no checks."""
     count, s_score, s_hit = _bin_sums(*_top_label(p, y), n_bins)
     full = count > 0
     return float(np.max(np.abs(s_hit[full] - s_score[full]) / count[full]))
@@ -175,11 +175,11 @@ def classwise_ece(probs, y, n_bins: int = 10) -> np.ndarray:
 
     Defined for every class, also one absent from y (then it measures how far probs[:, k] is from 0).
     """
-    return _classwise_ece(*_inputs(probs, y, n_bins))
+    return classwise_ece_unchecked(*_inputs(probs, y, n_bins))
 
 
-def _classwise_ece(p: np.ndarray, y: np.ndarray, n_bins: int) -> np.ndarray:
-    """`classwise_ece` for inputs validated at the door: no checks."""
+def classwise_ece_unchecked(p: np.ndarray, y: np.ndarray, n_bins: int) -> np.ndarray:
+    """One-vs-rest ECE per class (`classwise_ece`) for inputs validated at the door: no checks."""
     return np.array([_ece(*_one_vs_rest(p, y, k), n_bins) for k in range(p.shape[1])])
 
 
@@ -193,11 +193,11 @@ def reliability(probs, y, n_bins: int = 10, cls: int | None = None) -> dict[str,
     p, y, n_bins = _inputs(probs, y, n_bins)
     if cls is not None and not 0 <= cls < p.shape[1]:
         raise ValueError(f"cls must be None or a class index in [0, {p.shape[1]}); got {cls}")
-    return _reliability(p, y, n_bins, cls)
+    return reliability_unchecked(p, y, n_bins, cls)
 
 
-def _reliability(p: np.ndarray, y: np.ndarray, n_bins: int, cls: int | None = None) -> dict[str, np.ndarray]:
-    """`reliability` for inputs validated at the door: no checks."""
+def reliability_unchecked(p: np.ndarray, y: np.ndarray, n_bins: int, cls: int | None = None) -> dict[str, np.ndarray]:
+    """Reliability-diagram bins (`reliability`) for inputs validated at the door: no checks."""
     score, hit = _top_label(p, y) if cls is None else _one_vs_rest(p, y, cls)
     count, s_score, s_hit = _bin_sums(score, hit, n_bins)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -283,12 +283,12 @@ def bootstrap_ece(probs, y, counts, n_bins: int = 10) -> np.ndarray:
     computed without materialising the resamples.
     """
     p, y, n_bins = _inputs(probs, y, n_bins)
-    return _ece_of_counts(p, y, n_bins)(_check_counts(counts, len(y)))
+    return ece_of_counts(p, y, n_bins)(_check_counts(counts, len(y)))
 
 
-def _ece_of_counts(p: np.ndarray, y: np.ndarray, n_bins: int, columns: np.ndarray | None = None):
-    """counts -> `bootstrap_ece(p, y, counts, n_bins)` on checked inputs, binned once, for blocks of counts whose
-    column `columns[i]` is example i's (default i; stats.bootstrap.grouped_count_blocks)."""
+def ece_of_counts(p: np.ndarray, y: np.ndarray, n_bins: int, columns: np.ndarray | None = None):
+    """Each resample's top-label ECE as a function of its draw counts, `bootstrap_ece` on checked inputs binned
+    once, for blocks of counts whose column `columns[i]` is example i's (default i; bootstrap.grouped_count_blocks)."""
     order, starts, gaps = _bins(*_top_label(p, y), n_bins)
     bins = [(order if columns is None else columns[order], starts, gaps)]
     return lambda counts: _weighted_abs_bins(counts, bins)[:, 0]

@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from mhaudit.stats._delong import check_binary
 from mhaudit.stats.binary import bootstrap_macro_f1, bootstrap_p, check_pred, full_macro_f1
 from mhaudit.stats.bootstrap import summarise
+from mhaudit.stats.delong import check_binary
 from mhaudit.stats.undefined import quiet_undefined
 
 __all__ = ["degree_of_divergence", "regime_permutation"]

@@ -12,9 +12,9 @@ classes on the last axis and anything before it (resamples, thresholds, samples)
 Macro-F1 is the mean over *all* the classes (scikit-learn's `labels=range(k)`), never over those present
 only, and is undefined when any class's F1 is. An undefined value is NaN with an UndefinedStatisticWarning
 (docs/statistics.md); `zero_division=0` or `1` substitutes that value instead, without a warning, for a
-caller that asks for it (scikit-learn's default, which the TSS paper used). `_scores`, `_macro_f1` and
-`_weighted_f1` are the kernels: they trust their inputs and never warn, for hot paths whose caller validated
-the inputs and records the reason itself.
+caller that asks for it (scikit-learn's default, which the TSS paper used). The `*_unchecked` functions are the
+kernels: they trust their inputs and never warn, for hot paths whose caller validated the inputs and records the
+reason itself.
 """
 
 from __future__ import annotations
@@ -24,10 +24,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from mhaudit.stats._delong import check_codes_only
+from mhaudit.stats.delong import check_codes_only
 from mhaudit.stats.undefined import check_zero_division, divide, warn_undefined
 
-__all__ = ["Tallies", "tallies", "confusion_tallies", "binary_tallies", "class_scores", "macro_f1", "weighted_f1"]
+__all__ = ["Tallies", "tallies", "confusion_tallies", "binary_tallies", "class_scores", "macro_f1", "weighted_f1",
+           "tallies_unchecked", "class_scores_unchecked", "macro_f1_unchecked", "weighted_f1_unchecked"]
 
 
 class Tallies(NamedTuple):
@@ -38,8 +39,8 @@ class Tallies(NamedTuple):
     predicted: np.ndarray
 
 
-def _tallies(y: np.ndarray, pred: np.ndarray, k: int) -> Tallies:
-    """Tallies of class codes 0..k-1 (trusted), by three bincounts."""
+def tallies_unchecked(y: np.ndarray, pred: np.ndarray, k: int) -> Tallies:
+    """`tallies` of class codes 0..k-1 validated at the door, by three bincounts: no checks."""
     return Tallies(np.bincount(y[y == pred], minlength=k), np.bincount(y, minlength=k), np.bincount(pred, minlength=k))
 
 
@@ -53,7 +54,7 @@ def tallies(y, pred, n_classes: int) -> Tallies:
     pred = check_codes_only(pred, n_classes, "pred")
     if pred.size != y.size:
         raise ValueError(f"pred must have one prediction per label ({y.size}), got {pred.size}")
-    return _tallies(y, pred, n_classes)
+    return tallies_unchecked(y, pred, n_classes)
 
 
 def confusion_tallies(cm) -> Tallies:
@@ -70,13 +71,13 @@ def binary_tallies(tp, fp, fn, tn) -> Tallies:
                    np.stack([tn + fn, tp + fp], axis=-1))
 
 
-def _scores(t: Tallies, zero_division: float = math.nan) -> dict[str, np.ndarray]:
+def class_scores_unchecked(t: Tallies, zero_division: float = math.nan) -> dict[str, np.ndarray]:
     """Precision, recall and F1 per class (kernel: no checks, no warning)."""
     return {"precision": divide(t.tp, t.predicted, zero_division), "recall": divide(t.tp, t.true, zero_division),
             "f1": divide(2 * np.asarray(t.tp, dtype=float), np.add(t.true, t.predicted, dtype=float), zero_division)}
 
 
-def _macro_f1(t: Tallies, zero_division: float = math.nan) -> np.ndarray:
+def macro_f1_unchecked(t: Tallies, zero_division: float = math.nan) -> np.ndarray:
     """Macro-F1 over the last axis (kernel: no checks, no warning); NaN where a class has no F1."""
     f1 = divide(2 * np.asarray(t.tp, dtype=float), np.add(t.true, t.predicted, dtype=float), zero_division)
     return f1.mean(axis=-1)
@@ -91,9 +92,9 @@ def _checked(t: Tallies) -> Tallies:
     return t
 
 
-def _weighted_f1(t: Tallies) -> np.ndarray:
+def weighted_f1_unchecked(t: Tallies) -> np.ndarray:
     """Support-weighted F1 (kernel: no checks, no warning)."""
-    f1 = np.nan_to_num(_scores(t)["f1"])  # undefined only where the weight is 0
+    f1 = np.nan_to_num(class_scores_unchecked(t)["f1"])  # undefined only where the weight is 0
     return divide((f1 * np.asarray(t.true, dtype=float)).sum(axis=-1), np.sum(t.true, axis=-1, dtype=float))
 
 
@@ -110,7 +111,7 @@ def class_scores(t: Tallies, zero_division: float = math.nan) -> dict[str, np.nd
     """
     zero_division = check_zero_division(zero_division)
     t = _checked(t)
-    out = _scores(t, zero_division) | {"support": t.true}
+    out = class_scores_unchecked(t, zero_division) | {"support": t.true}
     undefined = [name for name in ("precision", "recall", "f1") if np.isnan(out[name]).any()]
     if undefined and math.isnan(zero_division):
         warn_undefined(f"{', '.join(undefined)} undefined for a class that is never predicted, never occurs, or "
@@ -127,7 +128,7 @@ def macro_f1(t: Tallies, zero_division: float = math.nan) -> np.ndarray:
     0.7333
     """
     zero_division = check_zero_division(zero_division)
-    out = _macro_f1(_checked(t), zero_division)
+    out = macro_f1_unchecked(_checked(t), zero_division)
     undefined = int(np.count_nonzero(np.isnan(out)))
     if undefined:
         warn_undefined(f"macro-F1 undefined in {undefined} of {np.size(out)} table(s): a class with no true and "
@@ -143,7 +144,7 @@ def weighted_f1(t: Tallies) -> np.ndarray:
     >>> round(float(weighted_f1(tallies([0, 0, 1, 1, 1], [0, 1, 1, 1, 1], 3))), 4)  # class 2 weighs 0
     0.781
     """
-    out = _weighted_f1(_checked(t))
+    out = weighted_f1_unchecked(_checked(t))
     if np.isnan(out).any():
         warn_undefined("weighted F1 undefined: no item has a true class; NaN returned")
     return out[()]

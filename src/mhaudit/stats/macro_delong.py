@@ -2,7 +2,7 @@
 
 Each one-vs-rest AUC_c is a two-sample U-statistic; to first order its error is a sum over rows of the
 row's placement count (for a positive of c, the negatives it outscores; for a negative, the positives
-above it; ties a half: `stats._delong.placements`) divided by n_pos_c x n_neg_c, centred (DeLong et al.
+above it; ties a half: `stats.delong.placements`) divided by n_pos_c x n_neg_c, centred (DeLong et al.
 1988). Summing the k classes' terms of a row gives its part in the macro-AUC, and the k AUCs' covariance
 (1/k^2 1'S1 for the macro mean) comes for free because all k AUCs are computed on the same rows.
 
@@ -20,10 +20,10 @@ import math
 
 import numpy as np
 
-from mhaudit.stats._delong import check_codes, placements
 from mhaudit.stats.auc import _z
+from mhaudit.stats.delong import check_codes, placements
 
-__all__ = ["macro_auc_delong", "paired_macro_auc_delong"]
+__all__ = ["macro_auc_delong", "paired_macro_auc_delong", "macro_row_terms", "stratified_variance"]
 
 NAN = float("nan")
 
@@ -116,7 +116,7 @@ def macro_row_terms(y: np.ndarray, probs: np.ndarray, n_classes: int) -> tuple[f
 
 
 def stratified_variance(y: np.ndarray, row_terms: np.ndarray, n_classes: int) -> float:
-    """`stratified_covariance` of one column of terms, as a float."""
+    """The DeLong variance of a mean of row terms (`macro_row_terms`, or a difference of two), within labels."""
     return float(stratified_covariance(y, row_terms[:, None], n_classes)[0, 0])
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import t as student_t
 
-from mhaudit.stats.f1 import Tallies, _macro_f1
+from mhaudit.stats.f1 import Tallies, macro_f1_unchecked
 from mhaudit.stats.undefined import warn_undefined
 
 __all__ = ["TUNINGS", "POPULATIONS", "PoolEstimate", "label_coordinates", "predicted_coordinates",
@@ -185,7 +185,7 @@ def _metrics(mu, sampled, count, q, lam, k: int) -> PoolEstimate:
     tp = np.clip(mu[:, :k], 0.0, np.minimum(t, q))
     ones = np.concatenate([np.ones(k), np.zeros(k)])
     grad = macro_f1_gradient(tp, t, q)
-    f1 = _macro_f1(Tallies(tp, t, q))  # shares of the pool: true positives, true and predicted per class
+    f1 = macro_f1_unchecked(Tallies(tp, t, q))  # shares of the pool: true positives, true and predicted per class
     if np.isnan(f1).any() and not np.isnan(mu).all(axis=1)[np.isnan(f1)].all():
         warn_undefined("macro-F1 undefined: a class has no true and no predicted item in the pool's estimate")
     prevalence = np.diagonal(sampled, axis1=-2, axis2=-1)[..., k:]  # (samples, strata, K)

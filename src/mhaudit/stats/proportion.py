@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from mhaudit.stats._normal import quantile
+from mhaudit.stats.normal import quantile
 from mhaudit.stats.undefined import warn_undefined
 
 __all__ = ["wilson_interval"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import chi2
 
-from mhaudit.stats._delong import check_binary
 from mhaudit.stats.binary import check_pred
+from mhaudit.stats.delong import check_binary
 
 __all__ = ["mcnemar", "benjamini_hochberg"]
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from mhaudit.stats.agreement import draw_tables
 from mhaudit.stats.bootstrap import resample_clusters, resample_counts, summarise
-from mhaudit.stats.f1 import _macro_f1, _scores, binary_tallies
+from mhaudit.stats.f1 import binary_tallies, class_scores_unchecked, macro_f1_unchecked
 from mhaudit.stats.undefined import quiet_undefined, warn_undefined
 
 __all__ = ["BINARY_METRICS", "binary_metrics", "binary_reasons", "weak_vs_reference"]
@@ -56,11 +56,11 @@ def binary_metrics(tp, fp, fn, tn) -> dict[str, np.ndarray]:
     ref_pos, weak_pos = tp + fn, tp + fp
     chance = ref_pos * weak_pos + (n - ref_pos) * (n - weak_pos)
     tallies = binary_tallies(tp, fp, fn, tn)  # precision, recall and F1 as everywhere: mhaudit.stats.f1
-    per_class = _scores(tallies)
+    per_class = class_scores_unchecked(tallies)
     out = {"observed_agreement": ratio(tp + tn, n), "kappa": ratio(n * (tp + tn) - chance, n * n - chance),
            "precision": per_class["precision"][..., 1], "recall": per_class["recall"][..., 1],
            "f1": per_class["f1"][..., 1], "f1_negative": per_class["f1"][..., 0],
-           "macro_f1": _macro_f1(tallies), "specificity": ratio(tn, fp + tn),
+           "macro_f1": macro_f1_unchecked(tallies), "specificity": ratio(tn, fp + tn),
            "weak_positive_rate": ratio(weak_pos, n), "reference_positive_rate": ratio(ref_pos, n)}
     undefined = [key for key, value in out.items() if np.isnan(value).any()]
     if undefined:

@@ -63,7 +63,7 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-def _check_value(value: object, where: str) -> int | None:
+def check_label_value(value: object, where: str) -> int | None:
     """0 or 1 (also '1', '1.0' and 1.0 as spreadsheets write them), None for an empty value."""
     if is_missing(value):
         return None
@@ -142,8 +142,8 @@ def _row(label: Mapping[str, object], where: str) -> tuple:
         raise InputError(f"{where}: latency_ms {latency!r} is not a number") from None
     created = _text(label.get("created_at")) or now()
     return (str(label["item_id"]), str(label["task"]), str(label["labeler"]), label["kind"],
-            _check_value(label.get("value"), where), _text(label.get("raw_answer")), _text(label.get("prompt_hash")),
-            latency, _tags_json(label.get("tags")), _text(label.get("note")), created)
+            check_label_value(label.get("value"), where), _text(label.get("raw_answer")),
+            _text(label.get("prompt_hash")), latency, _tags_json(label.get("tags")), _text(label.get("note")), created)
 
 
 def sqlite_advice(exc: sqlite3.Error) -> str:

@@ -29,7 +29,7 @@ import pandas as pd
 
 from mhaudit.core.errors import InputError
 from mhaudit.tables.io import is_missing, read_table, table_format, write_table
-from mhaudit.tables.label_store import COLUMNS, KEY, KINDS, LabelStore, _check_value, parse_tags
+from mhaudit.tables.label_store import COLUMNS, KEY, KINDS, LabelStore, check_label_value, parse_tags
 
 FORMATS = ("mhaudit", "label-studio", "argilla")
 DEFAULT_POSITIVE = ("1", "positive", "yes", "true", "pos")
@@ -147,7 +147,7 @@ def _read_mhaudit(path: Path, opts: Options) -> SheetRows:
             "task": _text(record.get("task")) or opts.task,
             "labeler": _text(record.get("labeler")) or opts.labeler,
             "kind": _check_kind(_text(record.get("kind")) or opts.kind, where),
-            "value": _check_value(value, where),
+            "value": check_label_value(value, where),
             "raw_answer": _text(record.get("raw_answer")),
             "prompt_hash": _text(record.get("prompt_hash")),
             "tags": list(parse_tags(record.get("tags"))) or None,

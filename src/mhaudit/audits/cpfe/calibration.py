@@ -10,16 +10,16 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.audits.cpfe.groups import Group
-from mhaudit.stats.auc import _macro_auc
+from mhaudit.stats.auc import macro_auc_unchecked
 from mhaudit.stats.calibration import (
-    _classwise_ece,
-    _mce,
-    _reliability,
-    _top_label_ece,
     brier,
+    classwise_ece_unchecked,
     cross_fitted_temperature,
+    ece_unchecked,
     fit_temperature,
+    mce_unchecked,
     nll,
+    reliability_unchecked,
     softmax,
 )
 
@@ -29,22 +29,22 @@ def calibration_row(group: Group, n_bins: int, boot: dict) -> dict:
 
     `ece` is the plug-in ECE (what papers report); `ece_debiased` = ece - bias, the bias estimated by the
     same bootstrap; `ece_ci_low/high` is the bias-corrected interval, which holds `ece_debiased`."""
-    return {**group.key(), "n": group.n, "ece": _top_label_ece(group.probs, group.y, n_bins),
+    return {**group.key(), "n": group.n, "ece": ece_unchecked(group.probs, group.y, n_bins),
             "ece_debiased": boot["estimate"],
             "ece_ci_low": boot["ci_low"], "ece_ci_high": boot["ci_high"], "ece_se": boot["se"],
-            "n_boot": boot["n_boot"], "n_failed": boot["n_failed"], "mce": _mce(group.probs, group.y, n_bins),
+            "n_boot": boot["n_boot"], "n_failed": boot["n_failed"], "mce": mce_unchecked(group.probs, group.y, n_bins),
             "brier": brier(group.probs, group.y), "nll": nll(group.probs, group.y), "n_bins": n_bins}
 
 
 def per_class_calibration_rows(group: Group, classes: list[str], n_bins: int) -> list[dict]:
-    per_class = _classwise_ece(group.probs, group.y, n_bins)
+    per_class = classwise_ece_unchecked(group.probs, group.y, n_bins)
     return [{**group.key(), "n": group.n, "class": c, "n_class": int((group.y == i).sum()),
              "ece_ovr": float(per_class[i])}
             for i, c in enumerate(classes)]
 
 
 def reliability_rows(group: Group, probs: np.ndarray, y: np.ndarray, stage: str, n_bins: int) -> list[dict]:
-    data = _reliability(probs, y, n_bins)
+    data = reliability_unchecked(probs, y, n_bins)
     return [{**group.key(), "stage": stage, "bin": b, "lower": float(data["lower"][b]),
              "upper": float(data["upper"][b]), "n": int(data["count"][b]),
              "confidence": float(data["confidence"][b]), "accuracy": float(data["accuracy"][b])}
@@ -124,14 +124,14 @@ def temperature_row(group: Group, n_classes: int, n_bins: int, fraction: float, 
     row = {
         **group.key(), "n": group.n, "calibration_source": source, "n_calibration": int(cal.sum()),
         "n_evaluated": int(rest.sum()),
-        "temperature": t, "ece_before": _top_label_ece(before, y, n_bins),
-        "ece_after": _top_label_ece(after, y, n_bins),
-        "auc_before": _macro_auc(y, before, n_classes), "auc_after": _macro_auc(y, after, n_classes),
+        "temperature": t, "ece_before": ece_unchecked(before, y, n_bins),
+        "ece_after": ece_unchecked(after, y, n_bins), "auc_before": macro_auc_unchecked(y, before, n_classes),
+        "auc_after": macro_auc_unchecked(y, after, n_classes),
         "accuracy_before": float((before.argmax(1) == y).mean()), "accuracy_after": float((after.argmax(1) == y).mean()),
         "crossfit_folds": folds, "crossfit_temperature_mean": float(np.mean(temps)),
-        "crossfit_ece_after": _top_label_ece(crossfit_probs, group.y, n_bins) if crossfit_probs is not None else np.nan,
-        "crossfit_delta_auc": (_macro_auc(group.y, crossfit_probs, n_classes)
-                               - _macro_auc(group.y, group.probs, n_classes)) if crossfit_probs is not None else np.nan,
+        "crossfit_ece_after": np.nan if crossfit_probs is None else ece_unchecked(crossfit_probs, group.y, n_bins),
+        "crossfit_delta_auc": np.nan if crossfit_probs is None else (macro_auc_unchecked(
+            group.y, crossfit_probs, n_classes) - macro_auc_unchecked(group.y, group.probs, n_classes)),
         "reason": "",
         "note": "; ".join(dict.fromkeys(str(w.message) for w in caught)),
     }

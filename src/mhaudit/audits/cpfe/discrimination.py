@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from mhaudit.stats.auc import macro_auc_unchecked, per_class_auc_unchecked
+from mhaudit.stats.f1 import class_scores_unchecked, macro_f1_unchecked, tallies_unchecked, weighted_f1_unchecked
 from mhaudit.audits.cpfe.groups import Group
-from mhaudit.stats.auc import _macro_auc, _per_class_auc
-from mhaudit.stats.f1 import _macro_f1, _scores, _tallies, _weighted_f1
 
 
 def discrimination_rows(group: Group, reference: Group, classes: list[str]) -> dict:
     """The group's discrimination row. F1 by mhaudit.stats.f1's kernels: the PredictionSet validated the codes."""
     k = len(classes)
     majority = np.full_like(group.y, np.bincount(group.y, minlength=k).argmax())
-    auc = _macro_auc(group.y, group.probs, k)
-    ref_auc = _macro_auc(reference.y, reference.probs, k)
-    tallies = _tallies(group.y, group.pred, k)
-    f1 = _scores(tallies)["f1"]
+    auc = macro_auc_unchecked(group.y, group.probs, k)
+    ref_auc = macro_auc_unchecked(reference.y, reference.probs, k)
+    tallies = tallies_unchecked(group.y, group.pred, k)
+    f1 = class_scores_unchecked(tallies)["f1"]
     present = np.unique(group.y)
     reasons = []
     if len(present) < k:
@@ -37,20 +37,21 @@ def discrimination_rows(group: Group, reference: Group, classes: list[str]) -> d
     return {
         **group.key(), "n": group.n, "is_reference": group is reference,
         "accuracy": float(np.average(group.y == group.pred)),  # sklearn's accuracy_score
-        "macro_f1": float(_macro_f1(tallies)),
-        "weighted_f1": float(_weighted_f1(tallies)),  # a class without support weighs 0
+        "macro_f1": float(macro_f1_unchecked(tallies)),
+        "weighted_f1": float(weighted_f1_unchecked(tallies)),  # a class without support weighs 0
         "macro_auc": auc,
         "delta_auc_pct": 100 * (auc - ref_auc) / ref_auc,
-        "majority_macro_f1": float(_macro_f1(_tallies(group.y, majority, k))),
+        "majority_macro_f1": float(macro_f1_unchecked(tallies_unchecked(group.y, majority, k))),
         "classes_present": len(present),
         "reason": "; ".join(reasons),
     }
 
 
 def per_class_rows(group: Group, classes: list[str]) -> list[dict]:
-    f1 = _scores(_tallies(group.y, group.pred, len(classes)))["f1"]  # NaN: the class neither occurs nor is predicted
+    # NaN: the class neither occurs nor is predicted
+    f1 = class_scores_unchecked(tallies_unchecked(group.y, group.pred, len(classes)))["f1"]
     rows = []
-    for stats in _per_class_auc(group.y, group.probs, len(classes)):
+    for stats in per_class_auc_unchecked(group.y, group.probs, len(classes)):
         c = stats.pop("class_index")
         rows.append({**group.key(), "n": group.n, "class": classes[c], **stats,
                      "f1": float(f1[c])})

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.audits.cpfe.groups import Group
-from mhaudit.stats.auc import _macro_auc
-from mhaudit.stats.calibration import _top_label_ece
+from mhaudit.stats.auc import macro_auc_unchecked
+from mhaudit.stats.calibration import ece_unchecked
 from mhaudit.stats.label_shift import bbse_priors, em_priors
 
 CPFE_CLASSES = ["normal", "depression", "anxiety", "stress"]
@@ -46,7 +46,7 @@ def sensitivity_rows(groups: list[Group], references: dict, classes: list[str]) 
             ref = references[(g.model, g.seed)]
             y, p = scheme_view(g, classes, parts)
             ry, rp = scheme_view(ref, classes, parts)
-            auc, ref_auc = _macro_auc(y, p, len(parts)), _macro_auc(ry, rp, len(parts))
+            auc, ref_auc = macro_auc_unchecked(y, p, len(parts)), macro_auc_unchecked(ry, rp, len(parts))
             rows.append({**g.key(), "scheme": scheme, "classes": " | ".join("+".join(p) for p in parts),
                          "n": len(y), "macro_auc": auc, "delta_auc_pct": 100 * (auc - ref_auc) / ref_auc,
                          "note": "identical to B by construction (released-code definition)" if scheme == "D" else ""})
@@ -71,17 +71,17 @@ def length_rows(groups: list[Group], words_of: dict[int, np.ndarray], classes: l
             m = quartile == q
             rows.append({**base, "quartile": f"Q{q + 1}", "quartile_words_min": int(words[m].min()),
                          "quartile_words_max": int(words[m].max()), "quartile_n": int(m.sum()),
-                         "quartile_macro_auc": _macro_auc(g.y[m], g.probs[m], len(classes))})
+                         "quartile_macro_auc": macro_auc_unchecked(g.y[m], g.probs[m], len(classes))})
     return rows
 
 
 def _after_correction(g: Group, corrected: np.ndarray | None, k: int, n_bins: int) -> dict:
     nan = float("nan")
-    return {"macro_auc": _macro_auc(g.y, g.probs, k), "accuracy": float((g.pred == g.y).mean()),
-            "ece": _top_label_ece(g.probs, g.y, n_bins),
-            "macro_auc_em_corrected": _macro_auc(g.y, corrected, k) if corrected is not None else nan,
+    return {"macro_auc": macro_auc_unchecked(g.y, g.probs, k), "accuracy": float((g.pred == g.y).mean()),
+            "ece": ece_unchecked(g.probs, g.y, n_bins),
+            "macro_auc_em_corrected": macro_auc_unchecked(g.y, corrected, k) if corrected is not None else nan,
             "accuracy_em_corrected": float((corrected.argmax(1) == g.y).mean()) if corrected is not None else nan,
-            "ece_em_corrected": _top_label_ece(corrected, g.y, n_bins) if corrected is not None else nan}
+            "ece_em_corrected": ece_unchecked(corrected, g.y, n_bins) if corrected is not None else nan}
 
 
 def label_shift_rows(groups: list[Group], references: dict, classes: list[str], n_bins: int) -> list[dict]:

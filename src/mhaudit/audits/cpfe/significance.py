@@ -19,11 +19,11 @@ import numpy as np
 
 from mhaudit.audits.cpfe.groups import Group, pairing
 from mhaudit.core.threads import available_cores
-from mhaudit.stats._normal import quantile, two_sided_p
-from mhaudit.stats.auc import _macro_auc, _paired_delong
-from mhaudit.stats.bootstrap import _macro_auc_of_counts, bias_corrected, grouped_count_blocks, summarise
-from mhaudit.stats.calibration import _ece_of_counts, _top_label_ece
+from mhaudit.stats.auc import macro_auc_unchecked, paired_delong_unchecked
+from mhaudit.stats.bootstrap import bias_corrected, grouped_count_blocks, macro_auc_of_counts, summarise
+from mhaudit.stats.calibration import ece_of_counts, ece_unchecked
 from mhaudit.stats.macro_delong import macro_row_terms, stratified_variance
+from mhaudit.stats.normal import quantile, two_sided_p
 
 CORRECTIONS = ("bonferroni", "bh")
 
@@ -56,8 +56,8 @@ def place_bootstraps(groups: list[Group], n_classes: int, n_boot_auc: int, n_boo
             # the counts in their draw's column order, the same integers as count_blocks without putting each
             # block back in row order: the sorting and binning of each group gather through layout.column, once
             layout, blocks = grouped_count_blocks(members[0].y, max(n_boot_auc, n_boot_ece), rng, stratified=True)
-            stats = [(g, _macro_auc_of_counts(g.y, g.probs, n_classes, layout.column) if n_boot_auc else None,
-                      _ece_of_counts(g.probs, g.y, n_bins, layout.column)) for g in members]
+            stats = [(g, macro_auc_of_counts(g.y, g.probs, n_classes, layout.column) if n_boot_auc else None,
+                      ece_of_counts(g.probs, g.y, n_bins, layout.column)) for g in members]
             for start, counts in blocks:  # each block in a piece per worker: one model per place keeps both busy
                 piece = -(-counts.shape[0] // workers)
                 pending.append([pool.submit(_block, start + lo, counts[lo:lo + piece], aucs[id(g)], boot_eces[id(g)],
@@ -68,7 +68,7 @@ def place_bootstraps(groups: list[Group], n_classes: int, n_boot_auc: int, n_boo
             _wait(pending.popleft())
     # ECE: the bias-corrected estimate and interval (stats.bootstrap.bias_corrected), not the plug-in's
     # percentile interval, which the plug-in point can fall below.
-    eces = {id(g): bias_corrected(_top_label_ece(g.probs, g.y, n_bins), boot_eces[id(g)], floor=0.0) for g in groups}
+    eces = {id(g): bias_corrected(ece_unchecked(g.probs, g.y, n_bins), boot_eces[id(g)], floor=0.0) for g in groups}
     return aucs, eces
 
 
@@ -151,7 +151,7 @@ def platform_pair_rows(groups: list[Group], spread: MacroAucSpread, n_classes: i
     for (model, seed), members in families.items():
         family = []
         for a, b in combinations(members, 2):
-            auc_a, auc_b = _macro_auc(a.y, a.probs, n_classes), _macro_auc(b.y, b.probs, n_classes)
+            auc_a, auc_b = macro_auc_unchecked(a.y, a.probs, n_classes), macro_auc_unchecked(b.y, b.probs, n_classes)
             pooled = float(np.hypot(se[id(a)]["se"], se[id(b)]["se"]))  # independent test sets
             diff = auc_a - auc_b
             z, p = _z_test(diff, pooled)
@@ -190,12 +190,12 @@ def model_pair_rows(groups: list[Group], spread: MacroAucSpread, classes: list[s
                 rows.append({**base, "test": "paired", "class": "", "reason": why_not})
                 continue
             stats = spread.paired(a, b)
-            diff = _macro_auc(a.y, a.probs, k) - _macro_auc(b.y, b.probs, k)
+            diff = macro_auc_unchecked(a.y, a.probs, k) - macro_auc_unchecked(b.y, b.probs, k)
             z, p = _z_test(diff, stats["se"])
             rows.append({**base, "test": f"paired {spread.method}, macro-AUC", "class": "", "difference": diff,
                          "se": stats["se"], "z": z, "p": p, "n_boot": stats["n_boot"], "reason": ""})
             for c, name in enumerate(classes):
-                d = _paired_delong(a.y == c, a.probs[:, c], b.probs[:, c])
+                d = paired_delong_unchecked(a.y == c, a.probs[:, c], b.probs[:, c])
                 rows.append({**base, "test": "paired DeLong", "class": name, "difference": d["diff"],
                              "se": d["se"], "z": d["z"], "p": d["p"], "reason": d.get("reason", "")})
     return rows

@@ -25,7 +25,7 @@ from sklearn.preprocessing import StandardScaler
 from mhaudit.audits.divergence.elastic_net import ElasticNetLogistic
 from mhaudit.audits.divergence.options import BLOCKS, parse_channel
 from mhaudit.core.threads import WORKER_THREADS
-from mhaudit.stats.binary import macro_f1_from_counts
+from mhaudit.stats.binary import confusion_counts, macro_f1_from_counts
 
 __all__ = ["BLOCKS", "parse_channel", "stratified_folds", "combine", "FittedChannel", "fit_channel", "ChannelFit",
            "fit_many", "THRESHOLDS", "ELASTIC_NET_GRID"]
@@ -53,13 +53,7 @@ def combine(blocks: dict[str, np.ndarray], letters: tuple[str, ...]) -> np.ndarr
 
 
 def _macro_f1_by_threshold(y: np.ndarray, prob: np.ndarray) -> np.ndarray:
-    pred = prob[:, None] >= THRESHOLDS[None, :]
-    pos = (y == 1)[:, None]
-    tp = (pred & pos).sum(0)
-    fp = (pred & ~pos).sum(0)
-    fn = (~pred & pos).sum(0)
-    tn = (~pred & ~pos).sum(0)
-    return macro_f1_from_counts(tp, fp, fn, tn)
+    return macro_f1_from_counts(*confusion_counts(y == 1, prob[None, :] >= THRESHOLDS[:, None]))
 
 
 def _best_threshold(y: np.ndarray, prob: np.ndarray) -> tuple[float, float]:

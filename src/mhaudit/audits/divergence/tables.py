@@ -18,6 +18,7 @@ import pandas as pd
 from mhaudit.stats.binary import (
     binary_scores,
     bootstrap_p,
+    confusion_counts,
     macro_f1_from_counts,
     majority_macro_f1,
 )
@@ -72,10 +73,7 @@ class Scored:
 
 
 def _macro_f1(y: np.ndarray, preds: np.ndarray, zero_division: float) -> np.ndarray:
-    pos = (y == 1)[None, :]
-    p = preds.astype(bool)
-    return macro_f1_from_counts((p & pos).sum(1), (p & ~pos).sum(1), (~p & pos).sum(1), (~p & ~pos).sum(1),
-                                zero_division)
+    return macro_f1_from_counts(*confusion_counts(y == 1, preds.astype(bool)), zero_division)
 
 
 def _interval(draws: np.ndarray) -> tuple[float, float, float]:

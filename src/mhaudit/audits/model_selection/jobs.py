@@ -151,12 +151,12 @@ def checkpoint_fingerprint(source: str) -> str:
     folder = Path(source).expanduser()
     if not folder.is_dir():
         return f"id:{source}"
-    from mhaudit.core.pinned import _digest  # cached by size and mtime: each file is hashed once per process
+    from mhaudit.core.pinned import file_sha256  # cached by size and mtime: each file is hashed once per process
 
     h = hashlib.sha256()
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         stat = path.stat()
-        h.update(f"{path.relative_to(folder).as_posix()}\x1f{_digest(path, stat.st_size, stat.st_mtime_ns)}\x1e"
+        h.update(f"{path.relative_to(folder).as_posix()}\x1f{file_sha256(path, stat.st_size, stat.st_mtime_ns)}\x1e"
                  .encode())
     return h.hexdigest()
 

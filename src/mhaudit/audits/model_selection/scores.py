@@ -12,7 +12,8 @@ import pandas as pd
 from sklearn.metrics import roc_auc_score
 
 from mhaudit.audits.model_selection.jobs import FoldJob
-from mhaudit.stats.f1 import _macro_f1, _scores, binary_tallies
+from mhaudit.stats.binary import confusion_counts
+from mhaudit.stats.f1 import binary_tallies, class_scores_unchecked, macro_f1_unchecked
 
 METRICS = ("precision", "recall", "f1", "accuracy", "auc", "macro_f1")
 TIMES = ("train_seconds", "infer_seconds")
@@ -27,18 +28,17 @@ def binary_metrics(y: np.ndarray, score: np.ndarray, pred: np.ndarray) -> dict:
     but none is found), as sklearn computes them.
     """
     y, pred = np.asarray(y).astype(bool), np.asarray(pred).astype(bool)
-    tp, fp = int((y & pred).sum()), int((~y & pred).sum())
-    fn, tn = int((y & ~pred).sum()), int((~y & ~pred).sum())
+    tp, fp, fn, tn = (int(v) for v in confusion_counts(y, pred))
     n = len(y)
     tallies = binary_tallies(tp, fp, fn, tn)
-    scores = _scores(tallies)  # mhaudit.stats.f1; the reasons are recorded here, so the kernel, without warning
+    scores = class_scores_unchecked(tallies)  # mhaudit.stats.f1; no warning: the reasons are recorded here
     precision, recall, f1 = (float(scores[m][1]) for m in ("precision", "recall", "f1"))
     undefined = [what for what, value in (("precision (no positive prediction)", precision),
                                           ("recall (no positive)", recall),
                                           ("F1 (no positive, none predicted)", f1),
                                           ("F1 of the negative class (no negative, none predicted)", scores["f1"][0]))
                  if np.isnan(value)]
-    macro_f1 = float(_macro_f1(tallies))  # NaN when either class has no F1 (docs/statistics.md)
+    macro_f1 = float(macro_f1_unchecked(tallies))  # NaN when either class has no F1 (docs/statistics.md)
     if y.all() or not y.any():
         undefined.append("AUC (one class)")
         auc = float("nan")

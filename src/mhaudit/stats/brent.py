@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+__all__ = ["bounded_minimum"]
+
 _SQRT_EPS = math.sqrt(2.2e-16)
 _GOLDEN = 0.5 * (3.0 - math.sqrt(5.0))
 

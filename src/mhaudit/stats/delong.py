@@ -18,6 +18,9 @@ import numpy as np
 
 from mhaudit.stats.undefined import warn_undefined
 
+__all__ = ["check_binary", "check_scores", "check_codes_only", "check_codes", "placements", "delong",
+           "auc_and_variance", "paired", "auc_only"]
+
 
 def _midranks(x: np.ndarray) -> np.ndarray:
     """1-based ranks; tied values share the mean of the ranks they span."""
@@ -105,7 +108,7 @@ def delong(y, score) -> tuple[float, float]:
 
 
 def auc_and_variance(y: np.ndarray, score: np.ndarray) -> tuple[float, float]:
-    """`delong` for validated inputs with both classes present: no checks."""
+    """AUC and its DeLong variance (`delong`) for validated inputs with both classes present: no checks."""
     m, n = int(y.sum()), int((~y).sum())
     v10, v01 = placements(y, score)
     auc = float(v10.sum() / (m * n))

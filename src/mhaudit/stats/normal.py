@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
+__all__ = ["two_sided_p", "quantile"]
+
 _SQRT1_2 = 0.7071067811865476  # 1 / sqrt(2), as cephes' ndtr scales
 
 
