@@ -50,7 +50,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import pandas as pd  # noqa: E402
 
 from mhaudit.audits.model_selection.options import ModelSelectionOptions, ModelSpec  # noqa: E402
-from mhaudit.audits.model_selection import audit_model_selection  # noqa: E402
+from mhaudit.audits.model_selection import ModelSelectionInputs, audit_model_selection  # noqa: E402
 from mhaudit.audits.model_selection.tables import summary_lines  # noqa: E402
 from mhaudit.report import write_report  # noqa: E402
 from mhaudit.tables.corpus.importing import import_source  # noqa: E402
@@ -133,14 +133,14 @@ def main() -> None:
             train_name, train, ref_name, ref = runs[run_name]
             t0 = time.perf_counter()
             where = args.out / run_name / tier
-            options = ModelSelectionOptions(models=specs,
-                                            protocols=(["holdout"] if args.quick else ["holdout", "cv"]),
+            options = ModelSelectionOptions(models=tuple(specs),
+                                            protocols=(("holdout",) if args.quick else ("holdout", "cv")),
                                             folds=5, seed=args.seed, subsample=subsample, preset=preset,
                                             cache_dir=where / "jobs")
             print(f"\n== {run_name} / {tier}: train on {train_name}, also scored against {ref_name}", flush=True)
-            run = audit_model_selection(corpus, options, train_labels=train, train_source=train_name,
-                                        references={ref_name: ref},
-                                        title=f"Bluesky depression ({tier}): trained on {train_name}")
+            inputs = ModelSelectionInputs(corpus, train, train_name, {ref_name: ref},
+                                          title=f"Bluesky depression ({tier}): trained on {train_name}")
+            run = audit_model_selection(inputs, options)
             write_report(run, where)
             write_table(run.outputs["predictions"], where / "predictions.parquet")
             wall = time.perf_counter() - t0

@@ -43,8 +43,10 @@ _PUBLIC = {
     "MonitorInputs": ("mhaudit.audits.monitor", "MonitorInputs"),
     "MonitorEnsemble": ("mhaudit.audits.monitor", "MonitorEnsemble"),
     "audit_agreement": ("mhaudit.audits.agreement", "audit_agreement"),
+    "AgreementInputs": ("mhaudit.audits.agreement", "AgreementInputs"),
     "AgreementOptions": ("mhaudit.audits.agreement", "AgreementOptions"),
     "audit_model_selection": ("mhaudit.audits.model_selection", "audit_model_selection"),
+    "ModelSelectionInputs": ("mhaudit.audits.model_selection", "ModelSelectionInputs"),
     "ModelSelectionOptions": ("mhaudit.audits.model_selection", "ModelSelectionOptions"),
     "AUDITS": ("mhaudit.audits", "AUDITS"),
     # results, reports, progress

@@ -12,6 +12,7 @@ from sklearn.metrics import cohen_kappa_score
 from typer.testing import CliRunner
 
 from mhaudit.audits.agreement import (
+    AgreementInputs,
     AgreementOptions,
     audit_agreement,
     labels_from_corpus,
@@ -57,7 +58,8 @@ def from_counts(tn, tp, fn, fp, task):
     ("mh", (97, 42, 1, 110), {"kappa": 0.222, "precision": 0.276, "recall": 0.977}),
 ])
 def test_reproduces_bluesky_table_1(task, counts, expected):
-    result = audit_agreement(from_counts(*counts, task), AgreementOptions(task, weak_labeler="llm-weak", n_boot=500))
+    result = audit_agreement(AgreementInputs(from_counts(*counts, task)),
+                             AgreementOptions(task, weak_labeler="llm-weak", n_boot=500))
     m = result.table("weak_vs_reference").set_index("metric")
     for metric, value in expected.items():
         assert round(m.loc[metric, "estimate"], 3) == value, metric
@@ -98,7 +100,8 @@ def two_annotators():
 
 def test_two_annotators_adjudication_and_error_sources():
     labels, truth, a, b, weak = two_annotators()
-    result = audit_agreement(labels, AgreementOptions("si", weak_labeler="llm-weak", n_boot=400, seed=3))
+    result = audit_agreement(AgreementInputs(labels),
+                             AgreementOptions("si", weak_labeler="llm-weak", n_boot=400, seed=3))
     figures = {section.title: sorted(section.figures) for section in result.sections if section.figures}
     assert figures == {"Human-human agreement (before adjudication)": ["Cohen's kappa with bootstrap CIs"],
                        "Weak labeler against the reference": ["Confusion matrix", "Weak labeler against the reference"]}
@@ -128,19 +131,19 @@ def test_two_annotators_adjudication_and_error_sources():
     assert rates.loc["A", "positive_rate"] == pytest.approx(a[keep].mean())
     # Without any adjudication, disagreements are left out and counted.
     no_adj = labels[labels["kind"] != "adjudicated"]
-    comp = audit_agreement(no_adj, AgreementOptions("si", n_boot=0)).table("reference")
+    comp = audit_agreement(AgreementInputs(no_adj), AgreementOptions("si", n_boot=0)).table("reference")
     comp = comp.set_index("source")["items"]
     assert comp["annotators disagree, not adjudicated: left out"] == 6 and comp["adjudicated"] == 0
     # Consensus rows that record agreement (raw_answer 'agreed', as the annotation app writes them) are counted apart.
     agreed = frame([{**lab(i, "adjudicator", "adjudicated", int(truth[i])), "raw_answer": "agreed"} for i in range(6, 10)])
-    comp = audit_agreement(pd.concat([labels, agreed], ignore_index=True),
+    comp = audit_agreement(AgreementInputs(pd.concat([labels, agreed], ignore_index=True)),
                             AgreementOptions("si", n_boot=0)).table("reference")
     comp = comp.set_index("source")["items"]
     assert comp["adjudicated (adjudicator)"] == 4 and comp["consensus recording agreement (adjudicator)"] == 4
     assert comp["annotators agree (2 or more labels)"] == 30
     # A named reference labeler replaces the rule.
-    ref_a = audit_agreement(labels, AgreementOptions("si", weak_labeler="llm-weak", annotators=("B",), reference="A",
-                                                      n_boot=0))
+    ref_a = audit_agreement(AgreementInputs(labels), AgreementOptions("si", weak_labeler="llm-weak", annotators=("B",),
+                                                                      reference="A", n_boot=0))
     m = ref_a.table("weak_vs_reference").set_index("metric")
     assert m.loc["kappa", "estimate"] == pytest.approx(cohen_kappa_score(a, weak))
 
@@ -154,7 +157,7 @@ def test_outdated_agreed_consensus_is_not_the_reference():
     labels = frame(rows)
     labels.loc[(labels["item_id"] == "1") & (labels["labeler"] == "bob"), "value"] = 0  # now a disagreement
     labels.loc[labels["item_id"].isin(["2", "3"]) & (labels["kind"] == "human"), "value"] = 1  # 2: both changed
-    result = audit_agreement(labels, AgreementOptions("si", n_boot=0))
+    result = audit_agreement(AgreementInputs(labels), AgreementOptions("si", n_boot=0))
     comp = result.table("reference").set_index("source")["items"]
     assert comp["annotators disagree, not adjudicated: left out"] == 1  # item 1, as the app lists it again
     assert comp["consensus recording agreement (consensus)"] == 8
@@ -167,7 +170,7 @@ def test_outdated_agreed_consensus_is_not_the_reference():
     # An adjudicated consensus (raw_answer 'adjudicated') settles the disagreement whatever the annotators say.
     settled = labels.copy()
     settled.loc[(settled["item_id"] == "1") & (settled["labeler"] == "consensus"), "raw_answer"] = "adjudicated"
-    comp = audit_agreement(settled, AgreementOptions("si", n_boot=0)).table("reference")
+    comp = audit_agreement(AgreementInputs(settled), AgreementOptions("si", n_boot=0)).table("reference")
     comp = comp.set_index("source")["items"]
     assert comp["adjudicated (consensus)"] == 1 and comp["annotators disagree, not adjudicated: left out"] == 0
 
@@ -177,14 +180,14 @@ def test_tags_from_parquet_lists_count_as_error_sources(tmp_path):
     path = tmp_path / "labels.parquet"
     frame(rows).assign(tags=[["news", "hypothetical"], [], ["news"], None, None, None, None, None]).to_parquet(path)
     labels = read_labels(path)
-    errors = audit_agreement(labels, AgreementOptions("si", n_boot=0)).table("error_sources")
+    errors = audit_agreement(AgreementInputs(labels), AgreementOptions("si", n_boot=0)).table("error_sources")
     errors = errors.set_index(["outcome", "tag"])["items"]
     assert errors[("false_negative", "news")] == 1 and errors[("false_negative", "(no tag)")] == 1
     assert errors[("correct", "news")] == errors[("correct", "hypothetical")] == 1
     assert errors[("correct", "(no tag)")] == 1
     # One tag rule everywhere: ';' separates, a comma belongs to the tag.
     plain = frame(rows).assign(tags=["news; hypothetical", "sarcasm, humour", None, None, None, None, None, None])
-    errors = audit_agreement(plain, AgreementOptions("si", n_boot=0)).table("error_sources")
+    errors = audit_agreement(AgreementInputs(plain), AgreementOptions("si", n_boot=0)).table("error_sources")
     errors = errors.set_index(["outcome", "tag"])["items"]
     assert errors[("correct", "hypothetical")] == 1 and errors[("correct", "sarcasm, humour")] == 1
 
@@ -196,7 +199,7 @@ def test_three_annotators_report_krippendorff_alpha():
     extra.loc[extra.index[:5], "value"] = 1 - extra.loc[extra.index[:5], "value"]
     extra = extra.iloc[3:]  # C skipped three items: missing values
     labels = pd.concat([labels, extra], ignore_index=True)
-    result = audit_agreement(labels, AgreementOptions("si", weak_labeler="llm-weak", n_boot=300))
+    result = audit_agreement(AgreementInputs(labels), AgreementOptions("si", weak_labeler="llm-weak", n_boot=300))
     assert len(result.table("human_agreement")) == 3
     alpha = result.table("krippendorff_alpha").iloc[0]
     matrix = labels[labels["kind"] == "human"].pivot(index="item_id", columns="labeler", values="value")
@@ -210,13 +213,13 @@ def test_no_overlap_is_an_error():
     rows = [lab(i, "A", "human", i % 2) for i in range(10)] + [lab(i, "B", "human", i % 2) for i in range(10, 20)]
     rows += [lab(i, "llm-weak", "llm", 1) for i in range(20)]
     with pytest.raises(InputError, match="annotators A and B have no labelled item in common"):
-        audit_agreement(frame(rows), AgreementOptions("si"))
+        audit_agreement(AgreementInputs(frame(rows)), AgreementOptions("si"))
 
 
 def test_one_class_kappa_is_undefined_not_a_crash():
     rows = [lab(i, a, "human", 0) for i in range(12) for a in ("A", "B")]
     rows += [lab(i, "llm-weak", "llm", int(i < 3)) for i in range(12)]
-    result = audit_agreement(frame(rows), AgreementOptions("si", n_boot=200))
+    result = audit_agreement(AgreementInputs(frame(rows)), AgreementOptions("si", n_boot=200))
     pair = result.table("human_agreement").iloc[0]
     assert np.isnan(pair["kappa"]) and pair["status"] == "undefined" and "chance agreement is 1" in pair["reason"]
     assert pair["observed_agreement"] == 1.0
@@ -230,14 +233,14 @@ def test_one_class_kappa_is_undefined_not_a_crash():
 def test_bad_report_inputs():
     labels, *_ = two_annotators()
     with pytest.raises(InputError, match="no labels for task 'mh'"):
-        audit_agreement(labels, AgreementOptions("mh"))
+        audit_agreement(AgreementInputs(labels), AgreementOptions("mh"))
     with pytest.raises(InputError, match="annotator 'Z' has no labels"):
-        audit_agreement(labels, AgreementOptions("si", annotators=("A", "Z")))
+        audit_agreement(AgreementInputs(labels), AgreementOptions("si", annotators=("A", "Z")))
     with pytest.raises(InputError, match="cannot be both"):
-        audit_agreement(labels, AgreementOptions("si", annotators=("A", "llm-weak")))
+        audit_agreement(AgreementInputs(labels), AgreementOptions("si", annotators=("A", "llm-weak")))
     two_weak = pd.concat([labels, labels[labels["labeler"] == "llm-weak"].assign(labeler="other", kind="lexicon")])
     with pytest.raises(InputError, match="several weak labelers"):
-        audit_agreement(two_weak, AgreementOptions("si"))
+        audit_agreement(AgreementInputs(two_weak), AgreementOptions("si"))
 
 
 # ----------------------------------------------------------------------------------- sampling
@@ -312,11 +315,11 @@ def test_validation_set_round_trip_and_weighted_report(tmp_path):
     back = read_validation_set(path)
     assert back["item_id"].tolist() == s["item_id"].tolist()
     sampled = labels[labels["item_id"].isin(s["item_id"])]
-    result = audit_agreement(sampled, AgreementOptions("si", n_boot=500), validation_set=back)
+    result = audit_agreement(AgreementInputs(sampled, validation_set=back), AgreementOptions("si", n_boot=500))
     naive = result.table("weak_vs_reference").set_index("metric")["estimate"]
     weighted = result.table("weak_vs_reference_weighted").set_index("metric")
     assert naive["weak_positive_rate"] == 0.5 and weighted.loc["weak_positive_rate", "estimate"] == pytest.approx(0.1)
-    full = audit_agreement(labels, AgreementOptions("si", n_boot=0)).table("weak_vs_reference")
+    full = audit_agreement(AgreementInputs(labels), AgreementOptions("si", n_boot=0)).table("weak_vs_reference")
     full = full.set_index("metric")["estimate"]
     for metric in ("recall", "observed_agreement", "kappa", "reference_positive_rate"):
         row = weighted.loc[metric]
@@ -341,7 +344,8 @@ def test_weights_follow_the_scored_items_of_each_stratum():
             rows += [lab(item, "alice", "human", stratum), lab(item, "bob", "human", bob)]
     rows.append(lab("0-0", "llm", "llm", None))  # and one invalid weak label among the negatives
     labels = frame([r for r in rows if not (r["item_id"] == "0-0" and r["labeler"] == "llm" and r["value"] == 0)])
-    result = audit_agreement(labels, AgreementOptions("si", n_boot=200), validation_set=pd.DataFrame(design))
+    result = audit_agreement(AgreementInputs(labels, validation_set=pd.DataFrame(design)),
+                             AgreementOptions("si", n_boot=200))
     weighted = result.table("weak_vs_reference_weighted").set_index("metric")
     assert weighted.loc["weak_positive_rate", "estimate"] == pytest.approx(0.5)
     assert weighted.loc["reference_positive_rate", "estimate"] == pytest.approx(0.5)
@@ -366,7 +370,7 @@ def test_lexicon_labels_doctests():
 def test_invalid_and_missing_weak_labels_are_counted_and_left_out():
     rows = [lab(i, "expert", "human", i % 2) for i in range(10)]
     rows += [lab(i, "llm-weak", "llm", i % 2) for i in range(6)] + [lab(6, "llm-weak", "llm", None)]
-    result = audit_agreement(frame(rows), AgreementOptions("si", n_boot=0))
+    result = audit_agreement(AgreementInputs(frame(rows)), AgreementOptions("si", n_boot=0))
     comp = result.table("reference").set_index("source")["items"]
     assert comp["reference items without a label from llm-weak: left out"] == 3
     assert comp["reference items with an invalid label from llm-weak: left out"] == 1
@@ -437,8 +441,8 @@ def test_cli_end_to_end(tmp_path):
     weak = [n for n in pd.read_parquet(labels)["labeler"].unique() if n.startswith("lexicon:")][0]
     out_dir = tmp_path / "report"
     r = runner.invoke(app, ["audit", "agreement", "--labels", str(labels), "--labels", str(sheet_path), "--task", "mh",
-                            "--weak", weak, "--annotator", "ann1", "--annotator", "ann2", "--sample", str(sample),
-                            "--n-boot", "200", "--out", str(out_dir)])
+                            "--weak-labeler", weak, "--annotator", "ann1", "--annotator", "ann2",
+                            "--sample", str(sample), "--n-boot", "200", "--out", str(out_dir)])
     assert r.exit_code == 0, r.output
     assert "Human-human agreement" in r.output and "Design-weighted" in r.output
     report = json.loads((out_dir / "report.json").read_text())
@@ -581,8 +585,8 @@ def _authored_labels(ids):
 def test_post_store_ids_cluster_the_bootstrap_by_author():
     uris = [f"at://author{i // 10}/app.bsky.feed.post/{i}" for i in range(120)]
     options = AgreementOptions("si", weak_labeler="llm-weak", n_boot=1000)
-    clustered = audit_agreement(_authored_labels(uris), options)
-    plain = audit_agreement(_authored_labels([f"post{i}" for i in range(120)]), options)
+    clustered = audit_agreement(AgreementInputs(_authored_labels(uris)), options)
+    plain = audit_agreement(AgreementInputs(_authored_labels([f"post{i}" for i in range(120)])), options)
     assert clustered.options["bootstrap_unit"] == "author-clustered bootstrap (12 authors, 120 items)"
     assert plain.options["bootstrap_unit"] == "item-bootstrap"
     assert "author-clustered bootstrap" in clustered.sections[2].text
@@ -599,8 +603,9 @@ def test_cli_items_with_authors_and_the_sample_keeps_them(tmp_path):
     pd.DataFrame({"id": ids, "text": [f"text {i}" for i in range(120)],
                   "author": [f"a{i // 10}" for i in range(120)]}).to_csv(items, index=False)
     out_dir = tmp_path / "report"
-    r = runner.invoke(app, ["audit", "agreement", "--labels", str(labels), "--task", "si", "--weak", "llm-weak",
-                            "--items", str(items), "--n-boot", "200", "--out", str(out_dir)])
+    r = runner.invoke(app, ["audit", "agreement", "--labels", str(labels), "--task", "si",
+                            "--weak-labeler", "llm-weak", "--items", str(items), "--n-boot", "200",
+                            "--out", str(out_dir)])
     assert r.exit_code == 0, r.output
     assert "bootstrap: author-clustered bootstrap (12 authors, 120 items)" in r.output
     assert json.loads((out_dir / "report.json").read_text())["options"]["bootstrap_unit"].startswith("author-clustered")
@@ -613,7 +618,7 @@ def test_cli_items_with_authors_and_the_sample_keeps_them(tmp_path):
     assert (drawn["author"] == drawn["item_id"].str[4:].astype(int).floordiv(10).map("a{}".format)).all()
     no_author = tmp_path / "no_author.csv"
     pd.DataFrame({"id": ids, "text": ids}).to_csv(no_author, index=False)
-    r = runner.invoke(app, ["audit", "agreement", "--labels", str(labels), "--task", "si", "--weak", "llm-weak",
-                            "--items", str(no_author), "--out", str(tmp_path / "r2")])
+    r = runner.invoke(app, ["audit", "agreement", "--labels", str(labels), "--task", "si",
+                            "--weak-labeler", "llm-weak", "--items", str(no_author), "--out", str(tmp_path / "r2")])
     assert r.exit_code == 2 and "an 'author' column" in r.output and "Traceback" not in r.output
     assert not (tmp_path / "r2").exists()

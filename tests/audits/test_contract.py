@@ -65,21 +65,21 @@ def _divergence_inputs():
 def _agreement_inputs():
     from mhaudit.synthetic.simulate_labels import LabelsConfig, simulate_labels
 
-    from mhaudit.audits.agreement import AgreementOptions
+    from mhaudit.audits.agreement import AgreementInputs, AgreementOptions
 
-    labels = simulate_labels(LabelsConfig(n_items=200))
-    good = dict(inputs=labels, options=AgreementOptions("si", n_boot=200), synthetic=True)
-    return good, dict(good, inputs=lambda: labels, options=AgreementOptions("depression", n_boot=200)), "depression"
+    inputs = AgreementInputs(simulate_labels(LabelsConfig(n_items=200)), synthetic=True)
+    good = dict(inputs=inputs, options=AgreementOptions("si", n_boot=200))
+    return good, dict(good, options=AgreementOptions("depression", n_boot=200)), "depression"
 
 
 def _model_selection_inputs():
-    from mhaudit.audits.model_selection import ModelSelectionOptions
+    from mhaudit.audits.model_selection import ModelSelectionInputs, ModelSelectionOptions
 
     corpus = _divergence_frame()
     forum = replace(corpus, frame=corpus.frame[corpus.frame["dataset"] == "synthetic_forum"])
     options = ModelSelectionOptions(models=["tfidf-lr"], protocols=["holdout", "kfold:3"], figures=False)
-    good = dict(inputs=forum, options=options)
-    return good, dict(good, inputs=lambda: replace(forum, classes=["a", "b", "c"])), "two classes"
+    good = dict(inputs=ModelSelectionInputs(forum), options=options)
+    return good, dict(good, inputs=lambda: ModelSelectionInputs(replace(forum, classes=["a", "b", "c"]))), "two classes"
 
 
 def _estimate_inputs():
@@ -159,7 +159,7 @@ def _options_classes():
             "divergence": (DivergenceOptions, dict(human=("h",), auto=("a",))),
             "agreement": (AgreementOptions, dict(task="si")), "estimate": (EstimateOptions, {}),
             "certify": (CertifyOptions, dict(task="si")),
-            "model_selection": (ModelSelectionOptions, dict(models=["tfidf-lr"])),
+            "model_selection": (ModelSelectionOptions, dict(models=("tfidf-lr",))),
             "monitor": (MonitorOptions, {}),
             }
 

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 import mhaudit
 import mhaudit.models.base as model_base
-from mhaudit.audits.model_selection import audit_model_selection
+from mhaudit.audits.model_selection import ModelSelectionInputs, audit_model_selection
 from mhaudit.audits.model_selection.folds import assign_folds
 from mhaudit.audits.model_selection.jobs import fit_and_predict
 from mhaudit.audits.model_selection.options import PRESETS, ModelSelectionOptions, ModelSpec, Protocol
@@ -32,9 +32,9 @@ FAST_MODELS = ["tfidf-lr:min_df=1", "char-tfidf-lr:label=char"]
 runner = CliRunner()
 
 
-def corpus_of(frame: pd.DataFrame, classes=CLASSES) -> Corpus:
+def corpus_of(frame: pd.DataFrame, classes=CLASSES, **sources) -> ModelSelectionInputs:
     """The audit's input: a frame of id, text and label (the corpus schema's other columns are not needed)."""
-    return Corpus(frame, list(classes), {})
+    return ModelSelectionInputs(Corpus(frame, list(classes), {}), **sources)
 
 
 def synthetic(n=160, seed=0, noise=0.1, rate=0.3):
@@ -53,7 +53,7 @@ def run():
     frame, truth = synthetic()
     reference = truth.iloc[::2]  # the reference labels half the rows
     options = ModelSelectionOptions(models=FAST_MODELS, protocols=["holdout", "cv", "kfold:4"], seed=3)
-    return audit_model_selection(corpus_of(frame), options, references={"truth": reference}), frame, reference
+    return audit_model_selection(corpus_of(frame, references={"truth": reference}), options), frame, reference
 
 
 def test_folds_are_identical_across_models_and_stratified(run):
@@ -209,7 +209,7 @@ def test_model_specs_and_presets():
     (dict(models=["tfidf-lr", "tfidf-lr"]), "two models are labelled 'tfidf-lr'"),
     (dict(models=["tfidf-lr:C"]), "must be KEY=VALUE"),
     (dict(models=["tfidf-lr:bogus=1"]), "model 'tfidf-lr'"),
-    (dict(preset="xx"), "preset 'xx' is not one of si, mh"),
+    (dict(preset="xx"), "preset xx must be one of si, mh"),
     (dict(seed=-1), "seed must be an integer from 0 to"),
     (dict(models=["tfidf-lr:C=abc"]), "model 'tfidf-lr': TF-IDF option C must be a positive number, got 'abc'"),
     (dict(models=["tfidf-lr:C=-1"]), "TF-IDF option C must be a positive number, got -1"),

@@ -65,11 +65,13 @@ def test_the_command_has_one_flag_per_field_with_its_default_and_help(audit):
             assert param.default is None
 
 
-def _args(values: dict) -> list[str]:
+def _args(values: dict, options_type: type | None = None) -> list[str]:
+    """Command-line arguments setting these fields (by their flags, when `options_type` is given)."""
+    flag_of = {f.name: f.flag for f in flags(options_type)} if options_type else {}
     args = []
     for name, value in values.items():
         for item in value if isinstance(value, tuple) else (value,):
-            args += [f"--{name.replace('_', '-')}", str(item)]
+            args += [flag_of.get(name, f"--{name.replace('_', '-')}"), str(item)]
     return args
 
 
@@ -78,7 +80,7 @@ def test_the_command_line_and_python_make_the_same_options(audit):
     """Only the required flags given: the options the command makes equal the Python defaults."""
     command, options_type = _command(audit), _options_type(audit)
     required = [p for p in command.params if p.required and p.name not in {f.name for f in flags(options_type)}]
-    args = [*_args(REQUIRED[audit]), *(a for p in required for a in (p.opts[0], "x"))]
+    args = [*_args(REQUIRED[audit], options_type), *(a for p in required for a in (p.opts[0], "x"))]
     context = command.make_context(audit, args)
     names = {f.name for f in flags(options_type)}
     made = options_from(options_type, {k: v for k, v in context.params.items() if k in names})
@@ -86,17 +88,20 @@ def test_the_command_line_and_python_make_the_same_options(audit):
 
 
 def test_the_experiment_file_and_python_make_the_same_options():
+    from mhaudit.audits.agreement import AgreementOptions
     from mhaudit.audits.cpfe import CPFEOptions
     from mhaudit.audits.divergence import DivergenceOptions
-    from mhaudit.experiments.config import AuditSpec, LabelSourceSpec, options_of
+    from mhaudit.experiments.config import AuditSpec, LabelSourceSpec, ValidationSpec, options_of
 
     assert options_of(AuditSpec(), CPFEOptions, reference="home") == CPFEOptions(reference="home")
     table = LabelSourceSpec(corpus=[{"source": "generic", "paths": ["x.csv"]}], binary={"positive": ["stress"]},
                             human=["h"], auto=["a"])
     assert options_of(table, DivergenceOptions) == DivergenceOptions(human=("h",), auto=("a",))
+    assert options_of(ValidationSpec(labels=["l.csv"], task="si"), AgreementOptions) == AgreementOptions(task="si")
     for spec, options_type, skipped in ((AuditSpec, CPFEOptions, {"reference"}),
-                                        (LabelSourceSpec, DivergenceOptions, set())):
-        keys = set(spec.model_fields) - {"corpus", "binary"}
+                                        (LabelSourceSpec, DivergenceOptions, set()),
+                                        (ValidationSpec, AgreementOptions, {"models"})):
+        keys = set(spec.model_fields) - {"corpus", "binary", "labels", "items"}
         assert keys == {f.name for f in described(options_type)} - skipped
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from mhaudit.audits.agreement import AgreementOptions, audit_agreement
+from mhaudit.audits.agreement import AgreementInputs, AgreementOptions, audit_agreement
 from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
 from mhaudit.core.errors import InputError
 from mhaudit.report import write_report
@@ -33,8 +33,8 @@ def two_audits(tmp_path_factory):
     truth = labels[labels["labeler"] == "annotator-1"]
     bert = labels_rows(truth["item_id"].to_numpy(), {"bert": ("model", truth["value"].to_numpy(int) ^
                                                               (np.arange(len(truth)) % 7 == 0))}, "si")
-    agreement = audit_agreement(pd.concat([labels, bert], ignore_index=True),
-                                 AgreementOptions(task="si", models=("bert",), n_boot=200), synthetic=True)
+    agreement = audit_agreement(AgreementInputs(pd.concat([labels, bert], ignore_index=True), synthetic=True),
+                                 AgreementOptions(task="si", models=("bert",), n_boot=200))
     write_report(cpfe, root / "cpfe")
     write_report(agreement, root / "validation")
     return root, cpfe, agreement

@@ -11,7 +11,8 @@ import typer
 
 from mhaudit.cli import audit
 from mhaudit.cli.console import guarded, out, print_table, stage_progress, write_report
-from mhaudit.cli.labels import LabelsOpt, TaskOpt, read_authors, read_label_files
+from mhaudit.cli.labels import LabelsOpt, TaskOpt
+from mhaudit.cli.options import with_options
 
 
 def register(root: typer.Typer) -> None:
@@ -26,32 +27,21 @@ ReferenceOpt = Annotated[str | None, typer.Option(
 OutOpt = Annotated[Path, typer.Option("--out", help="Folder for report.{json,html,md}.")]
 
 
-@guarded
-def agreement(labels: LabelsOpt, task: TaskOpt, out_dir: OutOpt,
-              weak: Annotated[str | None, typer.Option(help="Weak labeler (default: the only llm/lexicon one).")]
-              = None,
-              annotator: AnnotatorOpt = None, reference: ReferenceOpt = None,
-              model: Annotated[list[str] | None, typer.Option(
-                  help="Labeler holding a model's predicted labels, also scored against the reference (several).")]
-              = None,
+@with_options("mhaudit.audits.agreement.options:AgreementOptions")
+def agreement(labels: LabelsOpt, out_dir: OutOpt, options,
               sample_path: Annotated[Path | None, typer.Option(
                   "--sample", help="Validation set the items were drawn in: adds design-weighted estimates.")] = None,
               items: Annotated[Path | None, typer.Option(
                   help="Post store or corpus / items table with an 'author' column: the bootstraps then resample "
-                       "authors, not posts.")] = None,
-              n_boot: Annotated[int, typer.Option(help="Bootstrap resamples for the CIs.")] = 2000,
-              seed: Annotated[int, typer.Option(help="Seed of the bootstraps.")] = 0) -> None:
+                       "authors, not posts.")] = None) -> None:
     """Agreement: human-human kappa (and alpha), the weak labeler against the reference, error sources.
 
     The bootstraps resample authors when the items have them (--items, an 'author' column in --sample, or
     post-store ids at://AUTHOR/...)."""
-    from mhaudit.audits.agreement import AgreementOptions, audit_agreement, read_validation_set
+    from mhaudit.audits.agreement import AgreementInputs, audit_agreement
 
-    options = AgreementOptions(task, weak_labeler=weak, annotators=tuple(annotator) if annotator else None,
-                               reference=reference, models=tuple(model or ()), n_boot=n_boot, seed=seed)
-    validation = read_validation_set(sample_path) if sample_path else None
-    result = audit_agreement(read_label_files(labels), options, validation_set=validation,
-                             items=read_authors(items) if items else None, progress=stage_progress())
+    inputs = AgreementInputs.from_files(labels, validation_set=sample_path, items=items)
+    result = audit_agreement(inputs, options, progress=stage_progress())
     out.print(result.summary, highlight=False)
     out.print(f"bootstrap: {result.options['bootstrap_unit']}", highlight=False)
     metrics = result.table("weak_vs_reference")
@@ -62,11 +52,11 @@ def agreement(labels: LabelsOpt, task: TaskOpt, out_dir: OutOpt,
         print_table("Human-human agreement (before adjudication)",
                     human[["annotator_a", "annotator_b", "n", "observed_agreement", "kappa", "ci_low", "ci_high",
                            "status"]])
-    if "weak_vs_reference_weighted" in {name for s in result.sections for name in s.tables}:
+    if "weak_vs_reference_weighted" in result.tables:
         weighted = result.table("weak_vs_reference_weighted")
         print_table("Design-weighted estimates for the sampled pool",
                     weighted[["metric", "estimate", "ci_low", "ci_high", "n"]])
-    if model:
+    if options.models:
         scored = result.table("models_vs_reference")
         print_table("Models against the reference", scored[["labeler", "metric", "estimate", "ci_low", "ci_high", "n"]])
     paths = write_report(result, out_dir)

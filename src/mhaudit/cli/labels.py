@@ -48,28 +48,6 @@ def read_items(path: Path):
     return frame
 
 
-def read_authors(path: Path):
-    """Item ids and their pseudonymous authors: from a post store (.sqlite: id = post URI) or a table."""
-    import pandas as pd
-
-    from mhaudit.tables.io import read_table
-
-    if not path.is_file():
-        raise InputError("no such file; expected a post store (.sqlite) or a corpus / items table with an author "
-                         "column", path=path)
-    if path.suffix.lower() in (".sqlite", ".sqlite3", ".db"):
-        from mhaudit.weak_supervision.collect.store import PostStore
-
-        with PostStore(path) as store:
-            posts = store.posts()
-        return pd.DataFrame({"item_id": posts["uri"].astype(str), "author": posts["author"]})
-    frame = read_table(path, what="the items")
-    if not ({"id", "item_id"} & set(frame.columns)) or "author" not in frame.columns:
-        raise InputError("the items need an 'id' (or 'item_id') and an 'author' column to cluster the bootstrap by "
-                         "author", path=path)
-    return frame
-
-
 def _save_labels(frame, path: Path) -> int:
     """Add labels to a store (replacing this labeler's earlier labels) or merge them into a label file."""
     import pandas as pd

@@ -157,13 +157,14 @@ def run_validation_demo(out: Path, corpus: pd.DataFrame, predictions: Prediction
                         progress: Progress | None = None) -> AuditResult:
     """The weak-label validation on `validation_labels`: the keyword rule and each model against the
     annotators' reference; writes out/labels.parquet and the report."""
-    from mhaudit.audits.agreement import AgreementOptions, audit_agreement
+    from mhaudit.audits.agreement import AgreementInputs, AgreementOptions, audit_agreement
 
     labels = validation_labels(corpus, predictions, seed=seed)
     write_table(labels, out / "labels.parquet")
     models = tuple(dict.fromkeys(predictions.frame["model"].astype(str)))
-    audit = audit_agreement(labels, AgreementOptions(task="stress", weak_labeler=WEAK_LABELER, models=models,
-                                                     seed=seed), synthetic=True, progress=progress)
+    audit = audit_agreement(AgreementInputs(labels, synthetic=True),
+                            AgreementOptions(task="stress", weak_labeler=WEAK_LABELER, models=models, seed=seed),
+                            progress=progress)
     write_report(audit, out)
     return audit
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mhaudit.audits.agreement import AgreementOptions, audit_agreement
+from mhaudit.audits.agreement import AgreementInputs, AgreementOptions, audit_agreement
 from mhaudit.core.errors import InputError
 from mhaudit.tables.label_store import LabelStore
 from mhaudit.weak_supervision.annotate import TAGS, build_cases, load_sample, open_session, tokens_path
@@ -461,7 +461,7 @@ def test_two_annotators_and_an_adjudicator_in_a_real_browser(session, browser):
     assert set(TAGS) >= {t for ts in tags.values() for t in ts}
 
     # The agreement report reflects what happened in the browser: alice and bob disagree on p3 only.
-    report = audit_agreement(frame, AgreementOptions("mh", weak_labeler="smollm2", n_boot=200))
+    report = audit_agreement(AgreementInputs(frame), AgreementOptions("mh", weak_labeler="smollm2", n_boot=200))
     pair = report.table("human_agreement").iloc[0]
     assert (pair["n"], pair["observed_agreement"]) == (4, 0.75)
     assert pair["kappa"] == pytest.approx(0.5)  # p_o 0.75, p_e 0.5 x 0.25 + 0.5 x 0.75 = 0.5

@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from mhaudit.audits.agreement import AgreementOptions, audit_agreement
+from mhaudit.audits.agreement import AgreementInputs, AgreementOptions, audit_agreement
 from mhaudit.tables.label_store import LabelStore
 from mhaudit.weak_supervision.annotate import load_sample, open_session
 from tests.weak_supervision.annotate.served import (
@@ -137,7 +137,7 @@ def weak_values(labels, items) -> list[int]:
 
 
 def report_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    report = audit_agreement(frame, AgreementOptions("mh", weak_labeler=WEAK, n_boot=200, seed=0))
+    report = audit_agreement(AgreementInputs(frame), AgreementOptions("mh", weak_labeler=WEAK, n_boot=200, seed=0))
     return {name: report.table(name) for name in ("human_agreement", "weak_vs_reference")}
 
 

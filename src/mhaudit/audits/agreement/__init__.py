@@ -9,9 +9,9 @@ labels and names the weak labeler; `labels_from_corpus` enters a data set's own 
 from __future__ import annotations
 
 from mhaudit.audits.agreement.labels import labels_from_corpus
-from mhaudit.audits.agreement.options import AgreementOptions
+from mhaudit.audits.agreement.options import AgreementInputs, AgreementOptions
 from mhaudit.audits.agreement.report import audit_agreement
 from mhaudit.audits.agreement.sample import read_validation_set, sample_for_validation, write_validation_set
 
-__all__ = ["sample_for_validation", "write_validation_set", "read_validation_set", "AgreementOptions",
-           "audit_agreement", "labels_from_corpus"]
+__all__ = ["sample_for_validation", "write_validation_set", "read_validation_set", "AgreementInputs",
+           "AgreementOptions", "audit_agreement", "labels_from_corpus"]

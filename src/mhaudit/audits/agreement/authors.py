@@ -9,13 +9,32 @@ known author are each their own cluster (`cluster_labels`), as in the item boots
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["item_authors", "cluster_labels", "bootstrap_unit"]
+from mhaudit.core.errors import InputError
+
+__all__ = ["read_authors", "item_authors", "cluster_labels", "bootstrap_unit"]
 
 AT_URI = "at://"
+
+
+def read_authors(path: Path) -> pd.DataFrame:
+    """Item ids and their pseudonymous authors: from a post store (.sqlite: id = post URI) or a table."""
+    from mhaudit.tables.io import read_table
+
+    if not path.is_file():
+        raise InputError("no such file; expected a post store (.sqlite) or a corpus / items table with an author "
+                         "column", path=path)
+    if path.suffix.lower() in (".sqlite", ".sqlite3", ".db"):
+        from mhaudit.weak_supervision.collect.store import PostStore
+
+        with PostStore(path) as store:
+            posts = store.posts()
+        return pd.DataFrame({"item_id": posts["uri"].astype(str), "author": posts["author"]})
+    return read_table(path, what="the items")
 
 
 def _author_column(frame: pd.DataFrame | None) -> pd.Series:

@@ -23,7 +23,7 @@ import pandas as pd
 from mhaudit.audits.agreement.authors import bootstrap_unit, cluster_labels, item_authors
 from mhaudit.audits.agreement.design import design_weighted
 from mhaudit.audits.agreement.labels import choose_weak_labeler, describe_labelers
-from mhaudit.audits.agreement.options import AgreementOptions
+from mhaudit.audits.agreement.options import AgreementInputs, AgreementOptions
 from mhaudit.audits.agreement.scoring import models_section, models_vs_reference, scored_items
 from mhaudit.audits.agreement.verdicts import agreement_verdicts
 from mhaudit.core.errors import InputError
@@ -37,7 +37,7 @@ from mhaudit.tables.digest import digest_frame
 from mhaudit.tables.label_store import parse_tags
 from mhaudit.tables.reference_labels import task_labels
 
-__all__ = ["AgreementOptions", "audit_agreement"]
+__all__ = ["AgreementInputs", "AgreementOptions", "audit_agreement"]
 
 NO_TAG = "(no tag)"
 
@@ -278,25 +278,22 @@ def _error_section(errors: pd.DataFrame) -> Section:
 
 # ---------------------------------------------------------------------------------------- report
 @quiet_undefined()  # the tables carry each undefined value's reason
-def audit_agreement(labels: pd.DataFrame, options: AgreementOptions, *, validation_set: pd.DataFrame | None = None,
-                    items: pd.DataFrame | None = None, synthetic: bool = False,
-                     progress: Progress | None = None) -> AuditResult:
+def audit_agreement(inputs: AgreementInputs, options: AgreementOptions, *,
+                    progress: Progress | None = None) -> AuditResult:
     """The agreement report of one task: human-human agreement and the weak labeler against the reference.
 
-    `labels`: the labels table (mhaudit.tables.label_store). `validation_set`: the sample the items came
-    from (`sample_for_validation`); adds design-weighted estimates for the sampled pool. `items`: a corpus or
-    items table whose `author` column names each item's (pseudonymous) author.
-
-    When the items have authors (that column in `items` or the validation set, or post-store ids
+    `inputs.labels`: the labels table; `inputs.validation_set` adds design-weighted estimates for the sampled pool.
+    When the items have authors (an `author` column in `inputs.items` or the validation set, or post-store ids
     at://<author>/...), every bootstrap resamples authors, not items (`stats.bootstrap.resample_clusters`):
     one author's posts are not independent, and an item bootstrap would make the CIs too narrow.
     """
     progress = ensure(progress)
+    labels, validation_set = inputs.labels, inputs.validation_set
     task, reference, n_boot, alpha = options.task, options.reference, options.n_boot, options.alpha
     rows = task_labels(labels, task)
     weak = choose_weak_labeler(labels, task, options.weak_labeler)
     annotators = _annotators(rows, task, weak, options.annotators, reference)
-    authors = item_authors(rows["item_id"], items=items, validation_set=validation_set)
+    authors = item_authors(rows["item_id"], items=inputs.items, validation_set=validation_set)
     # one stream: the steps below draw from it in order (pairs, alpha, weak, pool)
     rng = np.random.default_rng(options.seed)
 
@@ -335,9 +332,9 @@ def audit_agreement(labels: pd.DataFrame, options: AgreementOptions, *, validati
     sections.append(_error_section(errors))
     used = {**asdict(options), "weak_labeler": weak, "annotators": list(annotators), "reference_rule": ref_desc,
             "validation_set": validation_set is not None, "bootstrap_unit": unit}
-    inputs = {"labels": digest_frame(labels)}
+    digests = {"labels": digest_frame(labels), **dict(inputs.files)}
     if validation_set is not None:
-        inputs["validation_set"] = digest_frame(validation_set)
+        digests["validation_set"] = digest_frame(validation_set)
     return AuditResult(title=f"Weak-label validation: task {task}, weak labeler {weak}", sections=sections,
                        summary=summary, verdicts=agreement_verdicts(weak, metrics, pairs, models), options=used,
-                       synthetic=synthetic, provenance=provenance(inputs, progress.seconds))
+                       synthetic=inputs.synthetic, provenance=provenance(digests, progress.seconds))

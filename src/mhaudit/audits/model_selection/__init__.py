@@ -7,7 +7,7 @@ efficiency frontier and the recall / precision trade-off in one report (docs/mod
 
 from __future__ import annotations
 
-from mhaudit.audits.model_selection.options import ModelSelectionOptions
+from mhaudit.audits.model_selection.options import ModelSelectionInputs, ModelSelectionOptions
 from mhaudit.audits.model_selection.run import audit_model_selection
 
-__all__ = ["ModelSelectionOptions", "audit_model_selection"]
+__all__ = ["ModelSelectionInputs", "ModelSelectionOptions", "audit_model_selection"]

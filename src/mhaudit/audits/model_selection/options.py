@@ -12,12 +12,18 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import pandas as pd
+
+from mhaudit.audits.model_selection.sources import CORPUS_SOURCE, checked_sources, label_sources, sides
 from mhaudit.core.errors import InputError
+from mhaudit.core.executors import EXECUTORS
+from mhaudit.core.options import at_least, between, check, one_of, option
 from mhaudit.models.base import BUILTIN
+from mhaudit.tables.corpus.schema import Corpus
 
 # The model families a preset speaks to, by the module a built-in model lives in (models.base.BUILTIN).
 FAMILIES = {"mhaudit.models.transformer": "transformer", "mhaudit.models.hybrid": "hybrid"}
@@ -166,36 +172,35 @@ def family(name: str) -> str:
 class ModelSelectionOptions:
     """One run: the models, the protocols and their folds, the seed, and how and where the fold jobs run."""
 
-    models: Sequence[ModelSpec | str]
-    protocols: Sequence[str] | None = None  # default: the preset's, else holdout and cv
-    folds: int | None = None  # default: the preset's, else 5
-    test_size: float = 0.3
-    val_fraction: float = 0.1
-    seed: int = 0
-    preset: str | None = None
-    positive: str | None = None
-    subsample: int | None = None  # a stratified subsample of the whole corpus, drawn before the folds
-    executor: str = "local"
-    workers: int = 1
-    cache_dir: Path | None = None  # finished fold jobs are written here
-    resume: bool = True  # read finished fold jobs back from cache_dir (off: retrain them, still writing)
-    figures: bool = True
+    models: tuple[ModelSpec | str, ...] = option(
+        help="Model to compare, repeatable: a registered name (tfidf-lr, char-tfidf-lr, transformer, bert-lstm, "
+             "bert-lstm-attention) or minilm, optionally with options 'NAME:key=value,key=value' (label=..., "
+             "val=true|false, subsample=N are the audit's).", flag="model", parse=str, split=False)
+    protocols: tuple[str, ...] | None = option(
+        None, help="holdout[:TEST_SHARE], cv[:K] (stratified k-fold) or kfold[:K] (plain); repeatable. Default: the "
+                   "preset's, else holdout and cv.", flag="protocol")
+    folds: int | None = option(None, help="k for cv / kfold without ':K' (default: the preset's, else 5).")
+    test_size: float = option(0.3, help="Holdout test share.", rule=between(0, 1))
+    val_fraction: float = option(0.1, help="Share of each fold's training rows held out for early stopping / "
+                                 "calibration.", rule=between(0, 0.5, low_open=False))
+    seed: int = option(0, help="Seed of folds, validation rows, subsamples and models.")
+    preset: str | None = option(None, help="The paper's settings: si or mh (overridable).", rule=one_of(*PRESETS))
+    positive: str | None = option(None, help="Positive class (default: the corpus's last class).")
+    subsample: int | None = option(None, help="Benchmark a stratified subsample of this many rows (drawn before the "
+                                   "folds).", rule=at_least(2))
+    executor: str = option("local", help="local (processes) or ray.", rule=one_of(*EXECUTORS))
+    workers: int = option(1, help="Local worker processes for the fold jobs.", rule=at_least(1))
+    cache_dir: Path | None = option(None, help="Folder the finished fold jobs are written to.", cli=False)
+    resume: bool = option(True, help="Reuse finished fold jobs from OUT/jobs; --no-resume retrains them (and writes "
+                          "them over).")
+    figures: bool = option(True, help="Draw the protocol effect, the efficiency frontier and the trade-off.")
 
     def __post_init__(self) -> None:
-        self.resolved()  # a bad model spec, preset, protocol, share or seed fails here
-        if self.subsample is not None and self.subsample < 2:
-            raise InputError(f"subsample must be at least 2, got {self.subsample}")
-        if not 0 < self.test_size < 1:
-            raise InputError(f"test_size must lie strictly between 0 and 1, got {self.test_size}")
-        if self.executor not in ("local", "ray"):
-            raise InputError(f"executor '{self.executor}' must be local or ray")
-        if self.workers < 1:
-            raise InputError(f"workers must be at least 1, got {self.workers}")
+        check(self)
+        self.resolved()  # a bad model spec, preset or protocol, or a seed out of range, fails here
 
     def resolved(self) -> tuple[Preset | None, list[ModelSpec], list[Protocol]]:
         """The preset, the model specs settled by it and the protocols; a bad option fails here."""
-        if self.preset is not None and self.preset not in PRESETS:
-            raise InputError(f"preset '{self.preset}' is not one of {', '.join(PRESETS)}")
         preset = PRESETS.get(self.preset) if self.preset else None
         specs = [m if isinstance(m, ModelSpec) else ModelSpec.parse(m) for m in self.models]
         if not specs:
@@ -210,8 +215,6 @@ class ModelSelectionOptions:
         protocols = [Protocol.parse(p, folds, self.test_size) for p in names]
         if len({p.label for p in protocols}) < len(protocols):
             raise InputError(f"a protocol is given twice ({', '.join(names)})")
-        if not 0 <= self.val_fraction < 0.5:
-            raise InputError(f"val_fraction must lie in [0, 0.5), got {self.val_fraction}")
         # per-fold seeds are seed x 1000 + fold, and NumPy/scikit-learn take seeds in [0, 2**32)
         top = (2 ** 32 - 1 - max(p.k for p in protocols)) // 1000
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed <= top:
@@ -219,5 +222,54 @@ class ModelSelectionOptions:
         return preset, specs, protocols
 
 
-__all__ = ["ALIASES", "FAMILIES", "PRESETS", "SPEC_KEYS", "ModelSelectionOptions", "ModelSpec", "Preset", "Protocol",
-           "family"]
+@dataclass(frozen=True)
+class ModelSelectionInputs:
+    """What a model-selection run reads: a binary corpus (its `synthetic` mark carries into the result), the labels
+    the models learn (`train_labels`: class names indexed by row id; default: the corpus's label column) under the
+    name `train_source`, and `references`: other label sources by name (class names indexed by id, any subset of the
+    rows), every model also scored against each. Rows without a training label are left out. `title`: the report's;
+    `files`: (file, SHA-256) of the files read. `sources`: every label source, checked, the training one first."""
+
+    corpus: Corpus
+    train_labels: pd.Series | None = None
+    train_source: str = CORPUS_SOURCE
+    references: Mapping[str, pd.Series] = field(default_factory=dict)
+    title: str | None = None
+    files: tuple[tuple[str, str], ...] = ()
+    sources: dict[str, pd.Series] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        classes = [str(c) for c in self.corpus.classes]
+        sides(classes, None)  # a binary corpus
+        sources = checked_sources(self.corpus.frame, classes, self.train_labels, self.train_source, self.references)
+        if self.corpus.frame["id"].astype(str).map(sources[self.train_source]).isna().all():
+            raise InputError(f"no row has a label from the training source '{self.train_source}'")
+        object.__setattr__(self, "sources", sources)
+
+    @classmethod
+    def from_files(cls, corpus: str | Path, *, labels=(), train_labeler: str = CORPUS_SOURCE, reference_labelers=(),
+                   task: str | None = None, dataset: str | None = None,
+                   positive: str | None = None) -> ModelSelectionInputs:
+        """From a corpus file (only its rows of `dataset`, a data set or platform, when given) and the labels tables
+        holding the label sources: 'corpus' is the corpus's own labels, any other name a labeler of `task` whose
+        1 is the `positive` class (default: the corpus's last)."""
+        from mhaudit.core.pinned import file_sha256
+        from mhaudit.tables.label_store import read_label_files
+
+        path = Path(corpus)
+        read = Corpus.read(path)
+        if dataset is not None:
+            frame = read.frame
+            read = replace(read, frame=frame[(frame["dataset"] == dataset) | (frame["platform"] == dataset)])
+            if read.frame.empty:
+                raise InputError(f"the corpus has no data set or platform '{dataset}'", path=path)
+        table = read_label_files(labels) if labels else None
+        train, references = label_sources(read.frame, read.classes, table, train_labeler=train_labeler,
+                                          reference_labelers=reference_labelers, task=task, positive=positive)
+        files = tuple((str(p), file_sha256(p, p.stat().st_size, p.stat().st_mtime_ns))
+                      for p in [path, *map(Path, labels)])
+        return cls(read, train, train_labeler, references, f"Model selection on {path.name}", files)
+
+
+__all__ = ["ALIASES", "FAMILIES", "PRESETS", "SPEC_KEYS", "ModelSelectionInputs", "ModelSelectionOptions",
+           "ModelSpec", "Preset", "Protocol", "family"]

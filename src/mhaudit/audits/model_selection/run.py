@@ -12,41 +12,36 @@ import pandas as pd
 
 from mhaudit.audits.model_selection.folds import make_folds, stratified_take
 from mhaudit.audits.model_selection.jobs import check_model, fit_and_predict, fit_options, plan_jobs
-from mhaudit.audits.model_selection.options import ModelSelectionOptions, ModelSpec, Protocol
+from mhaudit.audits.model_selection.options import ModelSelectionInputs, ModelSelectionOptions, ModelSpec, Protocol
 from mhaudit.audits.model_selection.report import introduction, sections
 from mhaudit.audits.model_selection.scores import score_jobs
-from mhaudit.audits.model_selection.sources import CORPUS_SOURCE, checked_sources
+from mhaudit.audits.model_selection.sources import sides
 from mhaudit.audits.model_selection.tables import report_tables
 from mhaudit.audits.model_selection.verdicts import model_selection_verdicts
-from mhaudit.core.errors import InputError
 from mhaudit.core.executors import run_jobs
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.report import AuditResult
 from mhaudit.report.result import provenance
 from mhaudit.stats.undefined import quiet_undefined
-from mhaudit.tables.corpus.schema import Corpus
 from mhaudit.tables.digest import digest_frame
 
 
 @quiet_undefined()  # the tables carry each undefined value's reason
-def audit_model_selection(corpus: Corpus, options: ModelSelectionOptions, *, train_labels: pd.Series | None = None,
-                          train_source: str = CORPUS_SOURCE, references: Mapping[str, pd.Series] | None = None,
-                          title: str | None = None, progress: Progress | None = None) -> AuditResult:
-    """Compare `options.models` on the rows of a binary `corpus` (its own labels are used unless
-    `train_labels` are given; its `synthetic` mark carries into the result) under every protocol.
-
-    `train_labels` (class names indexed by row id; default: the frame's label column) are what the models
-    learn and the folds are stratified by; rows without one are left out. `references` maps a source name to
-    class names indexed by id (any subset of the rows); every model is also scored against each. The
-    result's outputs hold the out-of-fold predictions (one row per model x protocol x fold x test row).
+def audit_model_selection(inputs: ModelSelectionInputs, options: ModelSelectionOptions, *,
+                          progress: Progress | None = None) -> AuditResult:
+    """Compare `options.models` on the rows of `inputs.corpus` with a training label under every protocol: the
+    models learn `inputs.train_labels` (the folds are stratified by them) and are scored against them and every
+    reference source. The result's outputs hold the out-of-fold predictions (one row per model x protocol x fold x
+    test row).
     """
     progress = ensure(progress)
     preset, specs, protocols = options.resolved()
-    frame, classes = corpus.frame, [str(c) for c in corpus.classes]
-    positive, negative = _positive_and_negative(classes, options.positive)
+    frame, classes, train_source = inputs.corpus.frame, [str(c) for c in inputs.corpus.classes], inputs.train_source
+    positive, negative = sides(classes, options.positive)
     model_options = fit_options(specs, options.seed)
     fingerprints = {spec.label: check_model(spec, model_options[spec.label]) for spec in specs}
-    rows, sources, dropped = _labelled_rows(frame, classes, train_labels, train_source, references)
+    sources = inputs.sources
+    rows, dropped = _labelled_rows(frame, sources[train_source])
     rows = _subsample(rows, sources[train_source], positive, options)
     labels = rows["id"].map(sources[train_source]).to_numpy()
     y = (labels == positive).astype(int)
@@ -71,39 +66,23 @@ def audit_model_selection(corpus: Corpus, options: ModelSelectionOptions, *, tra
                          protocols=protocols, specs=specs, preset=preset, options=options)
     with progress.stage("tables and figures"):
         parts = sections(tables, "", references=len(sources) > 1, figures=options.figures)
-    inputs = {"corpus": digest_frame(frame), **({"train_labels": digest_frame(train_labels.to_frame())}
-                                                if train_labels is not None else {})}
-    return AuditResult(title or f"Model selection: {len(specs)} model(s), {len(protocols)} protocol(s)", parts,
-                       summary=intro, verdicts=model_selection_verdicts(tables["protocol_effect"], train_source),
-                       synthetic=corpus.synthetic,
+    digests = {"corpus": digest_frame(frame), **dict(inputs.files),
+               **({"train_labels": digest_frame(inputs.train_labels.to_frame())}
+                  if inputs.train_labels is not None else {})}
+    title = inputs.title or f"Model selection: {len(specs)} model(s), {len(protocols)} protocol(s)"
+    return AuditResult(title, parts, summary=intro,
+                       verdicts=model_selection_verdicts(tables["protocol_effect"], train_source),
+                       synthetic=inputs.corpus.synthetic,
                        options=_recorded_options(specs, protocols, options, positive, train_source, sources),
-                       provenance=provenance(inputs, progress.seconds), outputs={"predictions": predictions})
+                       provenance=provenance(digests, progress.seconds), outputs={"predictions": predictions})
 
 
-def _positive_and_negative(classes: list[str], positive: str | None) -> tuple[str, str]:
-    """The positive class (the last unless given) and the other one, of a binary corpus."""
-    if len(classes) != 2:
-        raise InputError(f"the benchmark needs a binary corpus (two classes); this one has {len(classes)}: "
-                         f"{', '.join(classes)}")
-    positive = positive if positive is not None else classes[-1]
-    if positive not in classes:
-        raise InputError(f"positive class '{positive}' is not one of the classes {', '.join(classes)}")
-    return positive, classes[0] if positive == classes[1] else classes[1]
-
-
-def _labelled_rows(frame: pd.DataFrame, classes: list[str], train_labels: pd.Series | None, train_source: str,
-                   references: Mapping[str, pd.Series] | None) -> tuple[pd.DataFrame, dict[str, pd.Series], int]:
-    """The rows with a training label (ids and texts as strings), every label source, and how many rows
-    were left out for want of a training label."""
+def _labelled_rows(frame: pd.DataFrame, train_labels: pd.Series) -> tuple[pd.DataFrame, int]:
+    """The rows with a training label (ids and texts as strings), and how many were left out for want of one."""
     rows = frame.reset_index(drop=True)
     rows = rows.assign(id=rows["id"].astype(str), text=rows["text"].astype(str))
-    sources = checked_sources(rows, classes, train_labels, train_source, references)
-    labelled = rows["id"].map(sources[train_source]).notna()
-    dropped = int((~labelled).sum())
-    rows = rows[labelled].reset_index(drop=True)
-    if rows.empty:
-        raise InputError(f"no row has a label from the training source '{train_source}'")
-    return rows, sources, dropped
+    labelled = rows["id"].map(train_labels).notna()
+    return rows[labelled].reset_index(drop=True), int((~labelled).sum())
 
 
 def _subsample(rows: pd.DataFrame, train_labels: pd.Series, positive: str,

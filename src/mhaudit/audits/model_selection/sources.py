@@ -21,11 +21,7 @@ def label_sources(corpus_frame: pd.DataFrame, classes: list[str], labels: pd.Dat
 
     'corpus' is the corpus's own label column; any other name is a labeler of the labels table (values 1 ->
     the positive class, 0 -> the other; null values are left out)."""
-    positive = positive if positive is not None else classes[-1]
-    if len(classes) != 2 or positive not in classes:
-        raise InputError(f"the benchmark needs a binary corpus with the positive class among its two classes; "
-                         f"classes: {', '.join(classes)}")
-    negative = classes[0] if positive == classes[1] else classes[1]
+    positive, negative = sides(classes, positive)
     names = [train_labeler, *reference_labelers]
     if len(set(names)) < len(names):
         raise InputError(f"a label source is named twice ({', '.join(names)})")
@@ -55,6 +51,17 @@ def label_sources(corpus_frame: pd.DataFrame, classes: list[str], labels: pd.Dat
         return series[series.index.isin(ids)]
 
     return source(train_labeler), {name: source(name) for name in reference_labelers}
+
+
+def sides(classes: list[str], positive: str | None) -> tuple[str, str]:
+    """The positive class (the last unless given) and the other one, of a binary corpus."""
+    if len(classes) != 2:
+        raise InputError(f"the benchmark needs a binary corpus (two classes); this one has {len(classes)}: "
+                         f"{', '.join(classes)}")
+    positive = positive if positive is not None else classes[-1]
+    if positive not in classes:
+        raise InputError(f"positive class '{positive}' is not one of the classes {', '.join(classes)}")
+    return positive, classes[0] if positive == classes[1] else classes[1]
 
 
 def checked_sources(rows: pd.DataFrame, classes: list[str], train_labels: pd.Series | None, train_source: str,
@@ -87,4 +94,4 @@ def check_source(series: pd.Series, classes: list[str], name: str) -> pd.Series:
     return series
 
 
-__all__ = ["CORPUS_SOURCE", "check_source", "checked_sources", "label_sources"]
+__all__ = ["CORPUS_SOURCE", "check_source", "checked_sources", "label_sources", "sides"]
