@@ -41,7 +41,8 @@ def _pair(ref, tgt, n_boot: int, seed: int):
 
     from mhaudit.stats import pair_estimate
 
-    cutoffs = {"seed": 0, "domain_auc_cutoff": 0.6, "prior_gap_cutoff": 0.1}
+    cutoffs = {"seed": 0} if hasattr(pair_estimate, "TrustOptions") else \
+        {"seed": 0, "domain_auc_cutoff": 0.6, "prior_gap_cutoff": 0.1}  # the cut-offs typed since issue 42
     if hasattr(pair_estimate, "reference_draws"):  # the draws split at the reference (issue 31)
         draws = pair_estimate.reference_draws(ref.codes, ref.scores(), n_boot, np.random.default_rng([seed, 1]))
         return pair_estimate.estimate_pair(draws, tgt.scores(), rng=np.random.default_rng([seed, 2]), **cutoffs)

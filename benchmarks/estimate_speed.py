@@ -41,7 +41,8 @@ def worker(kind: str, n_ref: int, n_tgt: int, pairs: int, n_boot: int) -> tuple[
                for i in range(pairs if kind == "audit" else 1)]
     if kind == "pair":
         start, cpu = time.perf_counter(), time.process_time()
-        cutoffs = {"seed": 0, "domain_auc_cutoff": 0.6, "prior_gap_cutoff": 0.1}
+        cutoffs = {"seed": 0} if hasattr(pair_estimate, "TrustOptions") else \
+            {"seed": 0, "domain_auc_cutoff": 0.6, "prior_gap_cutoff": 0.1}  # the cut-offs typed since issue 42
         if hasattr(pair_estimate, "reference_draws"):  # the reference's side of the draws apart (issue 31)
             reference = pair_estimate.reference_draws(ref.codes, ref.scores(), n_boot, np.random.default_rng(1))
             pair_estimate.estimate_pair(reference, targets[0].scores(), rng=np.random.default_rng(0), **cutoffs)

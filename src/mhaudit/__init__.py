@@ -33,6 +33,7 @@ _PUBLIC = {
     "audit_estimate": ("mhaudit.audits.estimate", "audit_estimate"),
     "EstimateInputs": ("mhaudit.audits.estimate", "EstimateInputs"),
     "EstimateOptions": ("mhaudit.audits.estimate", "EstimateOptions"),
+    "TrustOptions": ("mhaudit.stats.pair_estimate", "TrustOptions"),  # the estimate's and the monitor's cut-offs
     "certification_sample": ("mhaudit.tables.certification_sample", "certification_sample"),
     "pool_of": ("mhaudit.tables.sample_design", "pool_of"),
     "audit_certify": ("mhaudit.audits.certify", "audit_certify"),

@@ -10,6 +10,7 @@ from sklearn.metrics import accuracy_score, f1_score
 
 from mhaudit.audits.estimate import EstimateInputs, EstimateOptions, audit_estimate
 from mhaudit.core.errors import InputError
+from mhaudit.stats.pair_estimate import TrustOptions
 from mhaudit.synthetic.simulate_scores import simulate_scores
 from mhaudit.tables.predictions import PredictionSet, scores
 
@@ -92,8 +93,11 @@ def test_bad_inputs_say_what_is_wrong():
     three = simulate_scores(300, [0.4, 0.3, 0.3], platform="away", seed=1, labelled=False)
     with pytest.raises(InputError, match="classes .* differ from the reference"):
         EstimateInputs(ref, three)
-    with pytest.raises(InputError, match="the reference has no labels"):
+    with pytest.raises(InputError, match="seed 0 have no labels; a reference is labelled data"):
         EstimateInputs(PredictionSet(ref.frame.assign(label=None), ref.classes), target)
+    partly = ref.frame.assign(label=ref.frame["label"].where(ref.frame.index != 7))  # one sentence, not a crash
+    with pytest.raises(InputError, match="have 1 of its 300 rows without a label"):
+        EstimateInputs(PredictionSet(partly, ref.classes), target)
     one_class = PredictionSet(ref.frame.assign(label="c0"), ref.classes)
     with pytest.raises(InputError, match="no row of class"):
         EstimateInputs(one_class, target)
@@ -102,8 +106,10 @@ def test_bad_inputs_say_what_is_wrong():
     with pytest.raises(InputError, match="no reference predictions of that model"):
         audit_estimate(EstimateInputs(two, PredictionSet(target.frame.assign(model="c"), target.classes)),
                        EstimateOptions())
-    with pytest.raises(InputError, match="n_boot must be at least 100"):
-        EstimateOptions(n_boot=50)
+    with pytest.raises(InputError, match="n_boot must be at least 40, a resample in each tail"):
+        EstimateOptions(n_boot=39)
+    with pytest.raises(InputError, match=r"prior_gap_cutoff 0 must be in \(0, 1\]"):
+        EstimateOptions(trust=TrustOptions(prior_gap_cutoff=0))
 
 
 def test_one_reference_serves_every_seed_of_a_target():
@@ -157,7 +163,10 @@ def test_the_ensemble_estimate_is_close_and_trusted_on_the_line():
     assert np.abs(aline_d["estimate"].to_numpy() - truth).max() < 0.04
     rows = result.verdicts
     assert len(rows) == 8 and set(rows["statistic"]) == {"estimated_accuracy"}
-    assert "Agreement line over 8 runs on 1 target(s), 1 trusted" in result.summary
+    low, high = aline_d["estimate"].min(), aline_d["estimate"].max()
+    assert result.summary.startswith(f"Ensemble of 8 runs on synthetic-away: accuracy expected {low:.3f}–{high:.3f} "
+                                     "over the runs (reference ")
+    assert result.summary.endswith("; agreement line trusted.") and "\n" not in result.summary
 
 
 def test_runs_pair_rows_by_id_whatever_their_order():
@@ -195,3 +204,43 @@ def test_per_run_and_ensemble_estimates_side_by_side():
     assert sorted(result.verdicts["statistic"].unique()) == ["estimated_accuracy", "estimated_macro_f1"]
     line = tables["agreement_line"]
     assert not line["trusted"].iat[0] and "3 runs < 4" in line["untrusted_because"].iat[0]
+
+
+def test_the_summary_answers_first_and_folds_each_models_seeds():
+    """20 runs of 4 models (SYNTHETIC): the ensemble's answer, then one line per model with its 5 seeds folded (mean
+    ± SD, ddof 1), instead of 20 clauses; the tables and the forest name every run by model and seed."""
+    models = np.array(["bert", "minilm", "roberta", "tfidf"])
+
+    def named(preds):
+        return PredictionSet(preds.frame.assign(model=models[preds.frame["seed"].to_numpy() // 5]), preds.classes)
+
+    reference, targets, _ = _ensemble(n_runs=20, n_ref=600, n_tgt=500, seed=5)
+    result = audit_estimate(EstimateInputs(named(reference), named(targets)), EstimateOptions(n_boot=100),
+                            synthetic=True)
+    lines = result.summary.split("\n")
+    assert len(lines) == 6 and len(result.summary.split()) < 160  # was one paragraph of 20 clauses
+    aline = result.table("ensemble").query("method == 'aline-d'")
+    est, ref = aline["estimate"], aline["reference_value"]
+    assert lines[0].startswith(f"SYNTHETIC data. Ensemble of 20 runs on synthetic-away: accuracy expected "
+                               f"{est.min():.3f}–{est.max():.3f} over the runs (reference {ref.min():.3f}–"
+                               f"{ref.max():.3f}), 20 warn; agreement line untrusted: ")
+    head = result.table("estimates").query("method == 'cbpe' and metric == 'macro_f1'")
+    trusted = int(head["trusted"].sum())
+    assert lines[1] == f"Per run, CBPE's macro-F1 without the target's labels ({trusted} of 20 trusted):"
+    severity = result.verdicts.query("statistic == 'estimated_macro_f1'").set_index("subject")["severity"]
+    for line, model in zip(lines[2:], models):
+        runs = head[head["model"] == model]
+        found = severity[[f"{model} seed {s}" for s in runs["seed"]]]
+        counts = ", ".join(f"{(found == s).sum()} {s}" for s in ("fail", "warn", "pass") if (found == s).any())
+        assert line == (f"- {model} on synthetic-away: 5 seeds, {runs['estimate'].mean():.3f} ± "
+                        f"{runs['estimate'].std(ddof=1):.3f} (reference {runs['reference_value'].mean():.3f}), "
+                        f"{int(runs['trusted'].sum())} of 5 trusted; {counts}")
+    assert sorted(zip(head["model"], head["seed"])) == [(models[s // 5], s) for s in range(20)]
+    forest = result.figures["estimated_macro_f1"].decode()
+    assert all(f"{models[s // 5]} seed {s} → synthetic-away" in forest for s in range(20))
+    one = audit_estimate(EstimateInputs(*(PredictionSet(p.frame.query("seed == 3"), p.classes)
+                                          for p in (reference, targets))), EstimateOptions(n_boot=100, ensemble=False))
+    row = one.table("estimates").query("method == 'cbpe' and metric == 'macro_f1'").iloc[0]
+    assert one.summary.split("\n")[1].startswith(
+        f"- synthetic-linear on synthetic-away: seed 3, {row['estimate']:.3f} [{row['ci_low']:.3f}, "
+        f"{row['ci_high']:.3f}] (reference {row['reference_value']:.3f}), ")

@@ -26,7 +26,7 @@ def test_the_report_states_the_filters_recall():
     import mhaudit as mh
 
     inputs, _ = _label_shift_stream(n_windows=3, per_window=300)
-    options = mh.MonitorOptions(n_boot=20, figures=False)
+    options = mh.MonitorOptions(n_boot=40, figures=False)
     result = mh.audit_monitor(replace(inputs, collection=[SI_MH]), options)
     assert result.summary.endswith(" " + SENTENCE), result.summary
     section = next(s for s in result.sections if s.title == "Coverage of the target")

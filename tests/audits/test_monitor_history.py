@@ -38,7 +38,7 @@ def test_history_equals_the_monitor_on_the_history_posts_only():
     from mhaudit.audits.monitor import window_context
 
     inputs, _ = _label_shift_stream(n_windows=10, per_window=200, change_at=7)
-    options = mh.MonitorOptions(n_boot=20, figures=False, min_posts=100)
+    options = mh.MonitorOptions(n_boot=40, figures=False, min_posts=100)
     full = mh.audit_monitor(inputs, options)
     assert len(full.table("windows")) == 10
     # none: bit-equal to the monitor without the option

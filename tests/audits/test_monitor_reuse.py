@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import pandas as pd
 
+from mhaudit.stats.pair_estimate import TrustOptions
 from mhaudit.synthetic.simulate_stream import StreamConfig, simulate_stream
 from mhaudit.weak_supervision.collect.store import PostStore
 from tests.audits.test_monitor import CLASSES, _monitor, _store, _windows, setup  # noqa: F401  (fixture)
@@ -47,7 +48,7 @@ def test_unchanged_windows_are_read_not_recomputed_and_equal_a_full_recompute(se
     from mhaudit.audits.monitor import window_context
 
     inputs = _scored(setup, tmp_path)
-    options = mh.MonitorOptions(positive="depression", n_boot=30, figures=False)
+    options = mh.MonitorOptions(positive="depression", n_boot=40, figures=False)
     full = mh.audit_monitor(inputs, options)
     rows = full.outputs["window_rows"]
     assert full.options["windows_recomputed"] == N_WINDOWS and len(rows) == N_WINDOWS and rows["key"].is_unique
@@ -71,11 +72,11 @@ def test_unchanged_windows_are_read_not_recomputed_and_equal_a_full_recompute(se
 
     # another n_boot recomputes every window; options read after the windows (PSI thresholds) reuse them all
     assert mh.audit_monitor(replace(inputs, cached_windows=rows),
-                            replace(options, n_boot=31)).options["windows_recomputed"] == N_WINDOWS
+                            replace(options, n_boot=41)).options["windows_recomputed"] == N_WINDOWS
     context = window_context(inputs, options)
     assert window_context(inputs, replace(options, psi_warn=0.2, psi_fail=0.3, figures=True)) == context
     for other in (replace(options, seed=1), replace(options, min_posts=50), replace(options, window="12h"),
-                  replace(options, positive="other"), replace(options, domain_auc_cutoff=0.7)):
+                  replace(options, positive="other"), replace(options, trust=TrustOptions(domain_auc_cutoff=0.7))):
         assert window_context(inputs, other) != context, other
     # another model (digest) or another reference: another context, so no cached key matches
     assert window_context(replace(inputs, model_digest="0" * 64), options) != context

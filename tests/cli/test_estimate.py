@@ -84,7 +84,7 @@ def test_an_ensemble_of_runs_in_files_without_ids(tmp_path):
                                  "--target", str(tmp_path / "*_twitter.csv"), "--name-pattern",
                                  "{model}_seed{seed}_{platform}", "--no-per-run", "--n-boot", "200", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "Agreement line over 5 runs on 1 target(s), 1 trusted" in result.output
+    assert "Ensemble of 5 runs on twitter: accuracy expected" in result.output
     report = json.loads((out / "report.json").read_text())
     tables = {n: pd.DataFrame(t) for s in report["sections"] for n, t in s["tables"].items()}
     aline = tables["ensemble"][tables["ensemble"]["method"] == "aline-d"].sort_values("seed")

@@ -212,8 +212,10 @@ NOT_METRICS = {
     "macro_delong.stratified_variance",
     "normal.two_sided_p", "normal.quantile", "brent.bounded_minimum",  # the normal distribution, a minimiser
     # one reference x target pair: composed of the estimators above, each with its case here; it needs every class
-    # in the reference, which EstimateInputs and MonitorInputs check first. trust: a rule over its diagnostic
-    "pair_estimate.PairEstimate", "pair_estimate.estimate_pair", "pair_estimate.trust",
+    # in the reference, which EstimateInputs and MonitorInputs check first. trust: a rule over its diagnostic, with
+    # its cut-offs; MIN_BOOT: the fewest resamples
+    "pair_estimate.PairEstimate", "pair_estimate.estimate_pair", "pair_estimate.trust", "pair_estimate.TrustOptions",
+    "pair_estimate.MIN_BOOT",
     "pair_estimate.ReferenceDraws", "pair_estimate.reference_draws",
     # the agreement line's record type, its trust rule and the rule's cut-offs
     "agreement_line.AgreementLine", "agreement_line.line_trust", "agreement_line.MIN_RUNS", "agreement_line.MIN_R2",

@@ -113,7 +113,23 @@ def test_codes_groups_and_subsets_carry_the_checked_labels():
     assert preds.codes.tolist() == [0, -1, 1, 0] and preds.codes.dtype == np.int64
     groups = preds.groups()
     assert list(groups) == [("m", 0, "x", "x"), ("m", 0, "y", "y"), ("m", 1, "x", "x"), ("n", 0, "x", "x")]
-    assert groups[("m", 1, "x", "x")].codes.tolist() == [1]
-    assert groups[("m", 1, "x", "x")].scores().tolist() == [[0.3, 2.0]]
-    assert preds.group_rows(("calibration",)) == {}
+    assert groups[("m", 1, "x", "x")].y.tolist() == [1] and groups[("m", 1, "x", "x")].run == ("m", 1)
+    assert groups[("m", 1, "x", "x")].logits.tolist() == [[0.3, 2.0]]
+    assert preds.groups(("calibration",)) == {}
     assert preds.subset(np.array([3, 0])).frame["id"].tolist() == ["4", "1"]
+
+
+def test_a_groups_rows_in_id_order_unless_its_files_had_no_ids():
+    """In id order, two runs on the same ids line up row by row whatever the files' row order; a group without ids
+    keeps its file order (it pairs by position)."""
+    frame = pd.DataFrame({"id": ["b", "c", "a", "row-1", "row-0"], "model": ["m", "m", "m", "p", "p"], "seed": 0,
+                          "platform": "x", "dataset": "x", "split": "test", "label": ["a", "b", "a", "b", "a"],
+                          "logit_a": [0.0, 1.0, 2.0, 3.0, 4.0], "logit_b": 0.5})
+    preds = PredictionSet(frame, ["a", "b"], positional=frozenset({("p", 0, "x", "x")}))
+    assert preds.groups()[("m", 0, "x", "x")].ids.tolist() == ["b", "c", "a"]  # by default, the files' order
+    groups = preds.groups(id_order=True)
+    ordered, positional = groups[("m", 0, "x", "x")], groups[("p", 0, "x", "x")]
+    assert ordered.ids.tolist() == ["a", "b", "c"] and ordered.y.tolist() == [0, 0, 1]
+    assert ordered.logits[:, 0].tolist() == [2.0, 0.0, 1.0] and ordered.pred.tolist() == [0, 1, 0]
+    assert positional.ids.tolist() == ["row-1", "row-0"] and positional.positional
+    np.testing.assert_allclose(ordered.probs[0], [1 / (1 + np.exp(-1.5)), 1 / (1 + np.exp(1.5))])

@@ -304,7 +304,7 @@ def to_html(result: AuditResult, checks: _Checks | None = None) -> str:
         parts.append(f"<p class='synthetic' role='alert'>{esc(SYNTHETIC_BANNER)}</p>")
     parts.append(_scorecards_html(checks))
     for paragraph in result.summary.split("\n\n") if result.summary else []:
-        parts.append(f"<p class='summary'>{esc(paragraph)}</p>")
+        parts.append(f"<p class='summary'>{esc(paragraph).replace(chr(10), '<br>')}</p>")
     if checks.readable is not None:
         readable = checks.readable
         table = _html_table(readable)

@@ -1,7 +1,9 @@
 """One reference x target pair of scores: calibrate on the reference, estimate the target's priors and metrics by
-each method with bootstrap CIs, run the shift diagnostic, and say whether to trust the estimate (docs/estimate.md).
+each method with bootstrap CIs, run the shift diagnostic, and find which checks of the trust rule it fails
+(docs/estimate.md).
 
-Arrays in, estimates out: the label-free estimate audit runs it per model and target, the monitor per window.
+Arrays in, estimates out: the label-free estimate audit runs it per model and target, the monitor per window; each
+says in its own words why an estimate is not trusted (report.trust).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import softmax
 
+from mhaudit.core.options import between, check, option
 from mhaudit.core.threads import thread_budget
 from mhaudit.stats.atc import thresholded_estimates
 from mhaudit.stats.cbpe import expected_metrics
@@ -19,14 +22,39 @@ from mhaudit.stats.estimate_draws import ReferenceDraws, reference_draws, target
 from mhaudit.stats.f1 import macro_f1, tallies
 from mhaudit.stats.label_shift import bbse_priors, em_priors, prior_corrected_probs
 
-__all__ = ["PairEstimate", "ReferenceDraws", "estimate_pair", "reference_draws", "reference_metrics", "trust"]
+__all__ = ["MIN_BOOT", "PairEstimate", "ReferenceDraws", "TrustOptions", "estimate_pair", "reference_draws",
+           "reference_metrics", "trust"]
+
+
+# The fewest bootstrap resamples the estimate audit and the monitor take: a 95% percentile interval needs a resample
+# in each 2.5% tail, and below 40 its ends are the extremes of the draws.
+MIN_BOOT = 40
+
+
+@dataclass(frozen=True)
+class TrustOptions:
+    """The trust rule's cut-offs, shared by the estimate audit and the monitor (each options holds one). The first
+    two were fixed before any real-data run, the third added after the first (docs/estimate.md says which came
+    when)."""
+
+    domain_auc_cutoff: float = option(0.60, help="Trusted only when the prior-shift-weighted domain classifier "
+                                      "tells reference from target scores with an AUC of at most this.",
+                                      rule=between(0.5, 1, low_open=False, high_open=False))
+    prior_gap_cutoff: float = option(0.10, help="Trusted only when the EM and BBSE class priors differ by at most "
+                                     "this.", rule=between(0, 1, high_open=False))
+    assumption_gap_cutoff: float = option(0.05, help="Trusted only when the label-shift-adjusted and unadjusted CBPE "
+                                          "macro-F1 differ by at most this.", rule=between(0, 1, high_open=False))
+
+    def __post_init__(self) -> None:
+        check(self)
 
 
 @dataclass
 class PairEstimate:
     estimates: list[dict]  # method x metric: estimate, ci_low, ci_high
     priors: list[dict]  # per class: reference, predicted share, EM and BBSE with CIs
-    shift: dict  # domain AUC, prior gap, n
+    shift: dict  # domain AUC, prior gap, the vanishing class's index (-1: none), n
+    failed: dict  # the trust rule's failed checks (`trust`): empty when the estimate is trusted
 
 
 def reference_metrics(y: np.ndarray, logits: np.ndarray) -> dict[str, float]:
@@ -59,19 +87,18 @@ def _interval(draws: np.ndarray) -> tuple[float, float]:
 
 
 def estimate_pair(reference: ReferenceDraws, z_tgt: np.ndarray, *, rng: np.random.Generator, seed: int,
-                  domain_auc_cutoff: float, prior_gap_cutoff: float) -> PairEstimate:
-    """The estimates, priors and shift diagnostic of one target (the model's scores z_tgt) against a reference
-    and its side of the bootstrap draws (`reference_draws`, shared by every target of that reference); `rng`
-    draws the target's side, `seed` seeds the domain classifier."""
+                  cutoffs: TrustOptions = TrustOptions()) -> PairEstimate:
+    """The estimates, priors, shift diagnostic and failed trust checks of one target (the model's scores z_tgt)
+    against a reference and its side of the bootstrap draws (`reference_draws`, shared by every target of that
+    reference); `rng` draws the target's side, `seed` seeds the domain classifier."""
     # Every step works on a few thousand rows (the bootstrap's batched products: draws x rows x classes; the
     # domain classifier's small trees): BLAS and OpenMP threads cost more than they save, and on a busy machine
     # they oversubscribe it (issue 33). One thread for the whole pair, set once.
     with thread_budget(1):
-        return _estimate_pair(reference, np.asarray(z_tgt, dtype=float), rng=rng, seed=seed,
-                              domain_auc_cutoff=domain_auc_cutoff, prior_gap_cutoff=prior_gap_cutoff)
+        return _estimate_pair(reference, np.asarray(z_tgt, dtype=float), rng=rng, seed=seed, cutoffs=cutoffs)
 
 
-def _estimate_pair(reference, z_tgt, *, rng, seed, domain_auc_cutoff, prior_gap_cutoff) -> PairEstimate:
+def _estimate_pair(reference, z_tgt, *, rng, seed, cutoffs: TrustOptions) -> PairEstimate:
     y_ref, z_ref, calibration = reference.y, reference.logits, reference.calibration
     k, n_ref, n_tgt = z_ref.shape[1], len(z_ref), len(z_tgt)
     p_ref, p_tgt = calibration.probs(z_ref), calibration.probs(z_tgt)
@@ -88,8 +115,8 @@ def _estimate_pair(reference, z_tgt, *, rng, seed, domain_auc_cutoff, prior_gap_
              "temperature": 1 / calibration.slope}
     # Adjust for the prior shift only where the label-shift model fits the target; elsewhere EM's priors are
     # an artefact (seen on real transfers: a class driven to 0) and p(y | x) is carried over as it is.
-    shift["prior_adjusted"] = bool(shift["domain_auc"] <= domain_auc_cutoff and shift["prior_gap"] <= prior_gap_cutoff
-                                   and shift["vanishing_class"] < 0)
+    shift["prior_adjusted"] = bool(shift["domain_auc"] <= cutoffs.domain_auc_cutoff
+                                   and shift["prior_gap"] <= cutoffs.prior_gap_cutoff and shift["vanishing_class"] < 0)
     scores = softmax(z_tgt, axis=1)
     adjusted = expected_metrics(prior_corrected_probs(p_tgt, pi, em), scores)
     unadjusted = expected_metrics(p_tgt, scores)
@@ -108,7 +135,7 @@ def _estimate_pair(reference, z_tgt, *, rng, seed, domain_auc_cutoff, prior_gap_
         priors.append({"class_index": c, "prevalence_reference": float(pi[c]), "predicted_share": float(predicted[c]),
                        "prevalence_em": float(em[c]), "em_ci_low": em_low, "em_ci_high": em_high,
                        "prevalence_bbse": float(bbse.priors[c]), "bbse_ci_low": bb_low, "bbse_ci_high": bb_high})
-    return PairEstimate(estimates, priors, shift)
+    return PairEstimate(estimates, priors, shift, trust(shift, cutoffs))
 
 
 def _thresholded(p_ref, y_ref, pred_ref, p_tgt, pred_tgt, draws) -> list[dict]:
@@ -128,26 +155,13 @@ def _thresholded(p_ref, y_ref, pred_ref, p_tgt, pred_tgt, draws) -> list[dict]:
     return rows
 
 
-# The trust rule's default cut-offs (docs/estimate.md says which came when), shared by the estimate audit and the
-# monitor, whose options may set their own.
-DOMAIN_AUC_CUTOFF = 0.60  # the prior-shift-weighted domain classifier tells reference from target no better
-PRIOR_GAP_CUTOFF = 0.10  # largest |EM - BBSE| between the two prior estimators
-ASSUMPTION_GAP_CUTOFF = 0.05  # label-shift-adjusted vs unadjusted CBPE macro-F1
-
-def trust(shift: dict, options) -> dict:
-    """trusted (bool) and why not, from the shift diagnostic (`estimate_pair`'s shift, the vanishing class named)
-    and the cut-offs: `options` is anything with domain_auc_cutoff, prior_gap_cutoff and assumption_gap_cutoff."""
-    reasons = []
-    if not shift["domain_auc"] <= options.domain_auc_cutoff:
-        reasons.append(f"domain AUC {shift['domain_auc']:.3f} > {options.domain_auc_cutoff:.2f}: the scores shifted "
-                       "beyond what the prior shift explains")
-    if not shift["prior_gap"] <= options.prior_gap_cutoff:
-        gap = "undefined" if np.isnan(shift["prior_gap"]) else f"{shift['prior_gap']:.3f}"
-        reasons.append(f"EM and BBSE priors differ by {gap} > {options.prior_gap_cutoff:.2f}")
-    if shift["vanishing_class"]:
-        reasons.append(f"an estimated prior of class {shift['vanishing_class']} is near 0: no prior shift explains "
-                       "the target's scores")
-    if not shift["assumption_gap"] <= options.assumption_gap_cutoff:
-        reasons.append(f"label-shift-adjusted and unadjusted CBPE differ by {shift['assumption_gap']:.3f} > "
-                       f"{options.assumption_gap_cutoff:.2f}: the estimate hinges on the kind of shift")
-    return {"trusted": not reasons, "untrusted_because": "; ".join(reasons)}
+def trust(shift: dict, cutoffs: TrustOptions) -> dict:
+    """The checks of the trust rule that the shift diagnostic (`estimate_pair`'s shift) fails, in the order the
+    reasons are given, each with its value: domain_auc, prior_gap (NaN, BBSE undefined, fails) and assumption_gap
+    above their cut-offs, and vanishing_class, the index of a class the reference has that an estimated prior drives
+    near 0. Empty: the estimate is trusted."""
+    fails = {"domain_auc": not shift["domain_auc"] <= cutoffs.domain_auc_cutoff,
+             "prior_gap": not shift["prior_gap"] <= cutoffs.prior_gap_cutoff,
+             "vanishing_class": shift["vanishing_class"] >= 0,
+             "assumption_gap": not shift["assumption_gap"] <= cutoffs.assumption_gap_cutoff}
+    return {name: shift[name] for name, failed in fails.items() if failed}

@@ -10,12 +10,14 @@ from __future__ import annotations
 import copy
 import hashlib
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from mhaudit.core.errors import InputError
+from mhaudit.stats.calibration import softmax
 from mhaudit.tables.corpus.schema import Corpus, label_codes
 
 KEY_COLUMNS = ("id", "model", "seed", "platform", "dataset", "split", "label")
@@ -75,16 +77,59 @@ class PredictionSet:
         out.frame, out.codes = self.frame.iloc[rows].reset_index(drop=True), self.codes[rows]
         return out
 
-    def group_rows(self, splits: tuple[str, ...] | None = None) -> dict[tuple, np.ndarray]:
-        """Row positions of each (model, seed, platform, dataset) group, keys sorted; with `splits`, only the
-        rows of those splits."""
+    def groups(self, splits: tuple[str, ...] | None = None, *, id_order: bool = False) -> dict[tuple, Group]:
+        """Each (model, seed, platform, dataset) group, keys sorted; with `splits`, only the rows of those splits.
+        A group's rows are in the files' order or, with `id_order`, in id order, so that two models' groups on the
+        same ids line up row by row (a group whose files had no ids keeps its order: it pairs by position)."""
         rows = np.arange(len(self.frame)) if splits is None else np.flatnonzero(self.frame["split"].isin(splits))
         found = self.frame.iloc[rows].groupby(list(GROUP_KEYS), sort=True).indices
-        return {key: rows[index] for key, index in found.items()}
+        ids, logits, split = self.frame["id"].astype(str).to_numpy(), self.scores(), self.frame["split"].to_numpy()
+        hashes = self.frame[TEXT_HASH].to_numpy() if TEXT_HASH in self.frame else None
+        groups = {}
+        for key, index in found.items():
+            index, positional = rows[index], key in self.positional
+            if id_order and not positional:
+                index = index[np.argsort(ids[index], kind="stable")]
+            model, seed, platform, dataset = key
+            groups[key] = Group(str(model), int(seed), str(platform), str(dataset), ids[index], self.codes[index],
+                                logits[index], split[index], positional, None if hashes is None else hashes[index])
+        return groups
 
-    def groups(self, splits: tuple[str, ...] | None = None) -> dict[tuple, PredictionSet]:
-        """Each (model, seed, platform, dataset) group as its own PredictionSet, keys sorted."""
-        return {key: self.subset(rows) for key, rows in self.group_rows(splits).items()}
+
+@dataclass(frozen=True, eq=False)
+class Group:
+    """One (model, seed, platform, dataset) group of a PredictionSet as arrays (`PredictionSet.groups`): ids, label
+    codes in class order (-1 where missing), logits (n, k) and split per row."""
+
+    model: str
+    seed: int
+    platform: str
+    dataset: str
+    ids: np.ndarray
+    y: np.ndarray
+    logits: np.ndarray
+    split: np.ndarray
+    positional: bool = False  # no ids in the files: rows keep their file order and pair by position
+    text_hash: np.ndarray | None = None  # per row, when the files carried texts
+
+    @cached_property
+    def probs(self) -> np.ndarray:
+        return softmax(self.logits)
+
+    @cached_property
+    def pred(self) -> np.ndarray:
+        return self.logits.argmax(axis=1)
+
+    @property
+    def n(self) -> int:
+        return len(self.y)
+
+    @property
+    def run(self) -> tuple[str, int]:
+        return self.model, self.seed
+
+    def key(self) -> dict:
+        return {"model": self.model, "seed": self.seed, "platform": self.platform, "dataset": self.dataset}
 
 
 def check_predictions(frame: pd.DataFrame, classes: list[str]) -> np.ndarray:

@@ -9,7 +9,6 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from mhaudit.audits.cpfe.groups import Group
 from mhaudit.stats.auc import macro_auc_unchecked
 from mhaudit.stats.calibration import (
     brier,
@@ -22,6 +21,7 @@ from mhaudit.stats.calibration import (
     reliability_unchecked,
     softmax,
 )
+from mhaudit.tables.predictions import Group
 
 
 def calibration_row(group: Group, n_bins: int, boot: dict) -> dict:

@@ -13,7 +13,7 @@ import numpy as np
 
 from mhaudit.stats.auc import macro_auc_unchecked, per_class_auc_unchecked
 from mhaudit.stats.f1 import class_scores_unchecked, macro_f1_unchecked, tallies_unchecked, weighted_f1_unchecked
-from mhaudit.audits.cpfe.groups import Group
+from mhaudit.tables.predictions import Group
 
 
 def discrimination_rows(group: Group, reference: Group, classes: list[str]) -> dict:

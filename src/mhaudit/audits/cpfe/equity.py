@@ -4,8 +4,8 @@ the equalized odds difference) and the full equalized-odds gap."""
 
 from __future__ import annotations
 
-from mhaudit.audits.cpfe.groups import Group
 from mhaudit.stats.fairness import equity_by_class, summarise_classes
+from mhaudit.tables.predictions import Group
 
 
 def equity_rows(group: Group, reference: Group, classes: list[str]) -> tuple[list[dict], dict]:

@@ -7,10 +7,10 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from mhaudit.audits.cpfe.groups import Group
 from mhaudit.stats.auc import macro_auc_unchecked
 from mhaudit.stats.calibration import ece_unchecked
 from mhaudit.stats.label_shift import bbse_priors, em_priors
+from mhaudit.tables.predictions import Group
 
 CPFE_CLASSES = ["normal", "depression", "anxiety", "stress"]
 # Schemes as the CPFE paper's released code computes them from 4-class probabilities (summed per coarse

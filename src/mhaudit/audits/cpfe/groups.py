@@ -2,73 +2,26 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
-
 import numpy as np
 
 from mhaudit.core.errors import InputError
-from mhaudit.stats.calibration import softmax
-from mhaudit.tables.predictions import TEXT_HASH, PredictionSet
+from mhaudit.tables.pairing import reference_runs
+from mhaudit.tables.predictions import Group, PredictionSet
+
 EVALUATION_SPLITS = ("test", "calibration")
 
 
-@dataclass
-class Group:
-    model: str
-    seed: int
-    platform: str
-    dataset: str
-    ids: np.ndarray
-    y: np.ndarray  # class codes in mapping order
-    logits: np.ndarray  # (n, k)
-    split: np.ndarray
-    positional: bool = False  # no ids in the files: rows keep their file order and pair by position
-    text_hash: np.ndarray | None = None  # per row, when the files carried texts
-
-    @cached_property
-    def probs(self) -> np.ndarray:
-        return softmax(self.logits)
-
-    @cached_property
-    def pred(self) -> np.ndarray:
-        return self.logits.argmax(axis=1)
-
-    @property
-    def n(self) -> int:
-        return len(self.y)
-
-    def key(self) -> dict:
-        return {"model": self.model, "seed": self.seed, "platform": self.platform, "dataset": self.dataset}
-
-    def subset(self, mask: np.ndarray) -> Group:
-        return Group(self.model, self.seed, self.platform, self.dataset, self.ids[mask], self.y[mask],
-                     self.logits[mask], self.split[mask], self.positional,
-                     None if self.text_hash is None else self.text_hash[mask])
-
-
 def make_groups(predictions: PredictionSet) -> list[Group]:
-    found = predictions.group_rows(EVALUATION_SPLITS)
-    if not found:
+    """The evaluated rows' groups (PredictionSet.groups: rows in id order, so models align row by row)."""
+    groups = list(predictions.groups(EVALUATION_SPLITS, id_order=True).values())
+    if not groups:
         raise InputError(f"no prediction rows in split(s) {', '.join(EVALUATION_SPLITS)}; the audit evaluates "
                          "test (and calibration) rows")
-    evaluated = np.concatenate(list(found.values()))
+    evaluated = np.flatnonzero(predictions.frame["split"].isin(EVALUATION_SPLITS))
     unlabelled = evaluated[predictions.codes[evaluated] < 0]
     if unlabelled.size:  # the statistics below trust the codes: this is their check
         raise InputError(f"row {unlabelled.min() + 1} of the predictions has no label; the audit compares each "
                          "evaluated row's prediction with its label")
-    frame, logits = predictions.frame, predictions.scores()
-    groups = []
-    ids = frame["id"].astype(str).to_numpy()
-    hashes = frame[TEXT_HASH].to_numpy() if TEXT_HASH in frame else None
-    for key, index in found.items():
-        model, seed, platform, dataset = key
-        positional = (model, seed, platform, dataset) in predictions.positional
-        if not positional:
-            index = index[np.argsort(ids[index], kind="stable")]  # rows in id order: models align row by row
-        groups.append(Group(str(model), int(seed), str(platform), str(dataset), ids[index],
-                            predictions.codes[index], logits[index], frame["split"].to_numpy()[index],
-                            positional, None if hashes is None else hashes[index]))
     return groups
 
 
@@ -105,24 +58,12 @@ def pairing(a: Group, b: Group) -> tuple[str, str]:
 
 
 def reference_of(groups: list[Group], reference: str) -> dict[tuple[str, int], Group]:
-    """The reference group of every (model, seed); `reference` names a platform or a data set."""
-    found: dict[tuple[str, int], list[Group]] = {}
-    for g in groups:
-        if reference in (g.platform, g.dataset):
-            found.setdefault((g.model, g.seed), []).append(g)
+    """The reference group of every (model, seed), by the one rule (tables.pairing.reference_runs); `reference`
+    names a platform or a data set."""
+    found = [g for g in groups if reference in (g.platform, g.dataset)]
     if not found:
         names = sorted({g.platform for g in groups} | {g.dataset for g in groups})
         raise InputError(f"reference platform '{reference}' is not in the predictions; found {', '.join(names)} "
                          "(platforms come from a platform column, --name-pattern or --platform; without them each "
                          "file's name is its platform)")
-    for (model, seed), gs in found.items():
-        if len(gs) > 1:
-            raise InputError(f"reference '{reference}' holds several data sets for model {model}, seed {seed} "
-                             f"({', '.join(g.dataset for g in gs)}); name one data set as the reference")
-    missing = {(g.model, g.seed) for g in groups} - set(found)
-    if missing:
-        model, seed = sorted(missing)[0]
-        raise InputError(f"model {model}, seed {seed} has no predictions on the reference platform '{reference}' "
-                         "(model, seed and platform come from columns, --name-pattern or --model / --model-seed / "
-                         "--platform; without them each file's name is its model)")
-    return {k: v[0] for k, v in found.items()}
+    return reference_runs(found, dict.fromkeys(g.run for g in groups))

@@ -17,13 +17,14 @@ from itertools import combinations
 
 import numpy as np
 
-from mhaudit.audits.cpfe.groups import Group, pairing
+from mhaudit.audits.cpfe.groups import pairing
 from mhaudit.core.threads import available_cores
 from mhaudit.stats.auc import macro_auc_unchecked, paired_delong_unchecked
 from mhaudit.stats.bootstrap import bias_corrected, grouped_count_blocks, macro_auc_of_counts, summarise
 from mhaudit.stats.calibration import ece_of_counts, ece_unchecked
 from mhaudit.stats.macro_delong import macro_row_terms, stratified_variance
 from mhaudit.stats.normal import quantile, two_sided_p
+from mhaudit.tables.predictions import Group
 
 CORRECTIONS = ("bonferroni", "bh")
 

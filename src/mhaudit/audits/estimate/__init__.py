@@ -23,28 +23,13 @@ from mhaudit.report import AuditResult, Section
 from mhaudit.report.result import provenance
 from mhaudit.stats.agreement_line import (MAX_AGREEMENT, MAX_METHOD_GAP, MAX_RESIDUAL_SD, MIN_R2, MIN_RUNS,
                                           MIN_SPREAD)
-from mhaudit.stats.pair_estimate import estimate_pair, reference_draws, reference_metrics, trust
+from mhaudit.report.trust import untrusted_because
+from mhaudit.stats.pair_estimate import estimate_pair, reference_draws, reference_metrics
 from mhaudit.tables.digest import digest_frame
+from mhaudit.tables.pairing import reference_runs
 from mhaudit.tables.predictions import PredictionSet
 
 __all__ = ["EstimateInputs", "EstimateOptions", "audit_estimate"]
-
-
-def _pairs(reference: PredictionSet, targets: PredictionSet) -> list[tuple[tuple, PredictionSet, tuple, PredictionSet]]:
-    """Each target group with the reference group of its model and seed; a lone reference model serves all."""
-    refs = reference.groups()
-    by_model = {(m, s): (key, group) for key, group in refs.items() for m, s in [key[:2]]}
-    if len(by_model) < len(refs):
-        raise InputError("the reference holds one model and seed on several platforms; give one reference "
-                         "platform per model and seed")
-    pairs = []
-    for key, group in targets.groups().items():
-        match = by_model.get(key[:2]) or (next(iter(by_model.values())) if len(by_model) == 1 else None)
-        if match is None:
-            raise InputError(f"target predictions of model {key[0]}, seed {key[1]} have no reference predictions of "
-                             f"that model and seed (the reference has {', '.join(f'{m} seed {s}' for m, s in by_model)})")
-        pairs.append((match[0], match[1], key, group))
-    return pairs
 
 
 def audit_estimate(inputs: EstimateInputs, options: EstimateOptions, *, synthetic: bool = False,
@@ -68,7 +53,7 @@ def audit_estimate(inputs: EstimateInputs, options: EstimateOptions, *, syntheti
     return AuditResult(
         title="Label-free performance estimate" + (" (SYNTHETIC data)" if synthetic else ""),
         sections=_sections(tables, options),
-        summary=summarise(tables, synthetic),
+        summary=summarise(tables, verdicts, synthetic),
         verdicts=verdicts, synthetic=synthetic,
         options={**asdict(options), "classes": reference.classes},
         provenance=provenance({"reference": digest_frame(reference.frame), "targets": digest_frame(targets.frame),
@@ -86,24 +71,29 @@ def _per_run(reference: PredictionSet, targets: PredictionSet, options: Estimate
     # reference and every pair draws from its own generator, seeded by its names: a pair's numbers are the same
     # whichever other targets come with it, and in whatever order.
     draws = {}
-    for ref_key, ref_group, key, group in _pairs(reference, targets):
-        keys = {"model": key[0], "seed": key[1], "reference": ref_key[3], "platform": key[2], "dataset": key[3]}
-        y_ref = ref_group.codes
+    groups = targets.groups()
+    references = reference_runs(reference.groups().values(), dict.fromkeys(g.run for g in groups.values()))
+    for group in groups.values():
+        ref = references[group.run]
+        keys = {"model": group.model, "seed": group.seed, "reference": ref.dataset, "platform": group.platform,
+                "dataset": group.dataset}
+        ref_key = (ref.model, ref.seed, ref.platform, ref.dataset)
         if ref_key not in draws:
-            with progress.stage(f"reference draws of {ref_key[0]} seed {ref_key[1]} on {ref_key[3]}"):
-                draws[ref_key] = reference_draws(y_ref, ref_group.scores(), options.n_boot,
+            with progress.stage(f"reference draws of {ref.model} seed {ref.seed} on {ref.dataset}"):
+                draws[ref_key] = reference_draws(ref.y, ref.logits, options.n_boot,
                                                  _generator(options.seed, "reference", *ref_key))
-        with progress.stage(f"estimate {key[0]} seed {key[1]} on {key[3]}"):
-            pair = estimate_pair(draws[ref_key], group.scores(), rng=_generator(options.seed, *ref_key, *key),
-                                 seed=options.seed, domain_auc_cutoff=options.domain_auc_cutoff,
-                                 prior_gap_cutoff=options.prior_gap_cutoff)
-        truth = reference_metrics(y_ref, ref_group.scores())
+        with progress.stage(f"estimate {group.model} seed {group.seed} on {group.dataset}"):
+            pair = estimate_pair(draws[ref_key], group.logits, seed=options.seed, cutoffs=options.trust,
+                                 rng=_generator(options.seed, *ref_key, group.model, group.seed, group.platform,
+                                                group.dataset))
+        truth = reference_metrics(ref.y, ref.logits)
         for row in pair.estimates:
             estimates.append({**keys, **row, "reference_value": truth[row["metric"]]})
         priors += [{**keys, "class": classes[r.pop("class_index")], **r} for r in pair.priors]
         vanished = pair.shift["vanishing_class"]
-        pair.shift["vanishing_class"] = classes[vanished] if vanished >= 0 else ""
-        shift.append({**keys, **pair.shift, **trust(pair.shift, options)})
+        shift.append({**keys, **pair.shift, "vanishing_class": classes[vanished] if vanished >= 0 else "",
+                      "trusted": not pair.failed,
+                      "untrusted_because": untrusted_because(pair.failed, options.trust, classes)})
     tables = {"estimates": pd.DataFrame(estimates), "priors": pd.DataFrame(priors), "shift": pd.DataFrame(shift)}
     tables["estimates"] = tables["estimates"].merge(tables["shift"][["model", "seed", "platform", "dataset",
                                                                      "trusted"]], how="left")
@@ -129,10 +119,10 @@ def _sections(tables: dict, options: EstimateOptions) -> list[Section]:
                     {"estimates": tables["estimates"]}, figures),
             Section("Shift diagnostic and trust",
                     f"Trusted when the prior-shift-weighted domain classifier's AUC is at most "
-                    f"{options.domain_auc_cutoff:.2f}, EM and BBSE priors differ by at most "
-                    f"{options.prior_gap_cutoff:.2f}, no class of the reference vanishes from an estimated prior "
+                    f"{options.trust.domain_auc_cutoff:.2f}, EM and BBSE priors differ by at most "
+                    f"{options.trust.prior_gap_cutoff:.2f}, no class of the reference vanishes from an estimated prior "
                     "(below 0.02), and the label-shift-adjusted and unadjusted CBPE macro-F1 differ by at most "
-                    f"{options.assumption_gap_cutoff:.2f}.",
+                    f"{options.trust.assumption_gap_cutoff:.2f}.",
                     {"shift": tables["shift"]}),
             Section("Estimated class priors",
                     "EM (Saerens et al. 2002) and BBSE (Lipton et al. 2018), 95% bootstrap CIs: the reference and "

@@ -1,7 +1,7 @@
 """The ensemble estimate: several runs scored on the same reference rows and the same target rows, each run's
 target accuracy from the agreement line (stats.agreement_line), and the line's own trust verdict.
 
-Runs pair rows by id (tables.aligned_runs, shared with the monitor). Runs with identical predictions on both
+Runs pair rows by id (tables.pairing, shared with the monitor). Runs with identical predictions on both
 sides are one point of the line (stats.agreement_line.distinct_runs): the line is fitted on distinct runs and a
 copy takes its twin's estimate.
 """
@@ -13,7 +13,7 @@ import pandas as pd
 
 from mhaudit.core.errors import InputError
 from mhaudit.stats.agreement_line import agreement_line, distinct_runs, line_trust
-from mhaudit.tables.aligned_runs import aligned_codes, labels_in_id_order
+from mhaudit.tables.pairing import aligned_codes, labels_in_id_order
 from mhaudit.tables.predictions import PredictionSet
 
 __all__ = ["ensemble_estimates"]

@@ -78,33 +78,56 @@ def _per_run_rows(tables: dict) -> list:
     return rows
 
 
-def summarise(tables: dict, synthetic: bool) -> str:
-    parts = []
+def summarise(tables: dict, verdicts: pd.DataFrame, synthetic: bool) -> str:
+    """The answer first, one line each, to fit a screen: the ensemble's accuracy from the agreement line per target,
+    then CBPE's macro-F1 per model and target with its seeds folded (mean ± SD over seeds, as the scorecard folds
+    them), each line with its verdicts and how many of its runs are trusted."""
+    lines = []
+    if not tables.get("agreement_line", pd.DataFrame()).empty:
+        lines += [_ensemble_line(line, tables["ensemble"], verdicts) for _, line in tables["agreement_line"].iterrows()]
     if "estimates" in tables:
-        shift, est = tables["shift"], tables["estimates"]
+        est = tables["estimates"]
         head = est[(est["method"] == "cbpe") & (est["metric"] == "macro_f1")]
-        parts.append(f"Label-free estimate on {len(shift)} target(s), {int(shift['trusted'].sum())} trusted. " + "; ".join(
-            f"{e['model']} on {_target(e)}: macro-F1 expected {e['estimate']:.3f} [{e['ci_low']:.3f}, "
-            f"{e['ci_high']:.3f}] (reference {e['reference_value']:.3f})" + ("" if e["trusted"] else ", untrusted")
-            for _, e in head.iterrows()) + ".")
-    lines = tables.get("agreement_line", pd.DataFrame())
-    if not lines.empty:
-        ens = tables["ensemble"]
-        parts.append(f"Agreement line over {int(lines['n_runs'].max())} runs on {len(lines)} target(s), "
-                     f"{int(lines['trusted'].sum())} trusted" + "".join(
-                         _line_summary(line, ens) for _, line in lines.iterrows()) + ".")
-    return ("SYNTHETIC data. " if synthetic else "") + " ".join(parts)
+        lines.append(f"Per run, CBPE's macro-F1 without the target's labels ({int(head['trusted'].sum())} of "
+                     f"{len(head)} trusted):")
+        severity = _severities(verdicts, "estimated_macro_f1")
+        for (model, target), runs in head.groupby(["model", head.apply(_target, axis=1)], sort=False):
+            lines.append(f"- {model} on {target}: {_folded(runs)}; {_counts(severity, runs, target)}")
+    return ("SYNTHETIC data. " if synthetic else "") + "\n".join(lines)
 
 
-def _line_summary(line, ens: pd.DataFrame) -> str:
+def _severities(verdicts: pd.DataFrame, statistic: str) -> pd.Series:
+    rows = verdicts[verdicts["statistic"] == statistic]
+    return rows.set_index(["subject", "target"])["severity"]
+
+
+def _counts(severity: pd.Series, runs: pd.DataFrame, target: str) -> str:
+    """The runs' verdicts, worst first: "1 fail, 4 warn"."""
+    found = pd.Series([severity[(f"{r['model']} seed {r['seed']}", target)] for _, r in runs.iterrows()])
+    return ", ".join(f"{n} {s}" for s in ("fail", "warn", "undefined", "pass") if (n := int((found == s).sum())))
+
+
+def _folded(runs: pd.DataFrame) -> str:
+    """One run: its estimate and CI; several seeds: mean ± SD (ddof 1) and how many are trusted."""
+    trusted = int(runs["trusted"].sum())
+    if len(runs) == 1:
+        r = runs.iloc[0]
+        return (f"seed {r['seed']}, {r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] (reference "
+                f"{r['reference_value']:.3f}), " + ("trusted" if trusted else "untrusted"))
+    return (f"{len(runs)} seeds, {runs['estimate'].mean():.3f} ± {runs['estimate'].std(ddof=1):.3f} (reference "
+            f"{runs['reference_value'].mean():.3f}), {trusted} of {len(runs)} trusted")
+
+
+def _ensemble_line(line, ens: pd.DataFrame, verdicts: pd.DataFrame) -> str:
+    """One target's answer from the agreement line: the runs' accuracy range and verdicts, and the line's trust."""
     if not line["dataset"]:
-        return f": {line['untrusted_because']}"
-    if ens.empty:
-        return f"; {_target(line)}: untrusted ({line['untrusted_because']})"
-    here = ens[(ens["dataset"] == line["dataset"]) & (ens["platform"] == line["platform"])
-               & (ens["method"] == HEADLINE_ENSEMBLE)]
+        return f"Ensemble of {int(line['n_runs'])} runs: no agreement line ({line['untrusted_because']})."
+    head = f"Ensemble of {int(line['n_runs'])} runs on {_target(line)}"
+    here = pd.DataFrame() if ens.empty else ens[(ens["platform"] == line["platform"])
+                                                & (ens["dataset"] == line["dataset"]) & (ens["method"] == HEADLINE_ENSEMBLE)]
     if here.empty:
-        return f"; {_target(line)}: untrusted ({line['untrusted_because']})"
-    return (f"; {_target(line)}: accuracy expected {here['estimate'].min():.3f}–{here['estimate'].max():.3f} over the "
-            f"runs (reference {here['reference_value'].min():.3f}–{here['reference_value'].max():.3f})"
-            + ("" if line["trusted"] else f", untrusted ({line['untrusted_because']})"))
+        return f"{head}: no agreement line ({line['untrusted_because']})."
+    trust = "trusted" if line["trusted"] else f"untrusted: {line['untrusted_because']}"
+    return (f"{head}: accuracy expected {here['estimate'].min():.3f}–{here['estimate'].max():.3f} over the runs "
+            f"(reference {here['reference_value'].min():.3f}–{here['reference_value'].max():.3f}), "
+            f"{_counts(_severities(verdicts, 'estimated_accuracy'), here, _target(line))}; agreement line {trust}.")

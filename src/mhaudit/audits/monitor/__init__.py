@@ -35,6 +35,7 @@ from mhaudit.core.threads import thread_budget
 from mhaudit.report.result import AuditResult, Section, provenance
 from mhaudit.stats.agreement_line import MAX_AGREEMENT, MAX_METHOD_GAP, MAX_RESIDUAL_SD, MIN_R2, MIN_RUNS, MIN_SPREAD
 from mhaudit.tables.digest import digest_frame
+from mhaudit.tables.pairing import check_reference_labels
 from mhaudit.tables.predictions import PredictionSet, scores
 
 __all__ = ["AXIS", "MonitorEnsemble", "MonitorInputs", "MonitorOptions", "alert_folder", "audit_monitor",
@@ -45,9 +46,7 @@ def reference_of(reference: PredictionSet, classes: list[str], positive: str | N
     if reference.classes != classes:
         raise InputError(f"the model's classes ({', '.join(classes)}) differ from the reference predictions' "
                          f"({', '.join(reference.classes)})")
-    labels = reference.frame["label"]
-    if labels.isna().any() or not all((labels == c).any() for c in classes):
-        raise InputError("the reference predictions need a label on every row and every class present")
+    check_reference_labels(reference.codes, classes, "the reference predictions")
     if positive is not None and positive not in classes:
         raise InputError(f"the positive class '{positive}' is not a class of the model ({', '.join(classes)})")
     return Reference(reference.codes, scores(reference.frame, classes), classes,

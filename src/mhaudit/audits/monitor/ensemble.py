@@ -4,7 +4,7 @@ ALine-D, Baek et al. 2022), with its 95% CI and the line's own trust verdict; no
 
 The labelled sample the model was validated on is the line's reference: the reference predictions hold every
 run's predictions on it, a run's rows told apart by its seed (its `seed` column), paired across runs by id
-(tables.aligned_runs, shared with the estimate audit). A window's posts are paired across runs by uri. Runs with
+(tables.pairing, shared with the estimate audit). A window's posts are paired across runs by uri. Runs with
 identical predictions on both sides are one point of the line (stats.agreement_line.distinct_runs).
 """
 
@@ -17,8 +17,8 @@ import pandas as pd
 
 from mhaudit.core.errors import InputError
 from mhaudit.stats.agreement_line import agreement_line, distinct_runs, line_trust
-from mhaudit.tables.aligned_runs import aligned_codes, labels_in_id_order
-from mhaudit.tables.predictions import PredictionSet, logit_column
+from mhaudit.tables.pairing import aligned_codes, check_reference_labels, labels_in_id_order
+from mhaudit.tables.predictions import Group, PredictionSet, logit_column
 
 __all__ = ["MonitorEnsemble", "ENSEMBLE_COLUMNS", "check_ensemble", "deployed_reference", "EnsembleReference",
            "ensemble_reference", "WindowEnsemble"]
@@ -102,12 +102,12 @@ class EnsembleReference:
 
 def ensemble_reference(reference: PredictionSet, ensemble: MonitorEnsemble) -> EnsembleReference:
     """The runs' reference predictions paired by id; one sentence when a run is missing or covers other rows."""
-    groups = _by_run(reference, ensemble)
     seed_of = dict(zip(ensemble.runs, ensemble.seeds))
+    groups = {run: Group(run, seed_of[run], "", "", rows.frame["id"].astype(str).to_numpy(), rows.codes, rows.scores(),
+                         rows.frame["split"].to_numpy()) for run, rows in _by_run(reference, ensemble).items()}
     pred = aligned_codes(groups, list(ensemble.runs), "reference", name=lambda run: f"{run} (seed {seed_of[run]})")
     y = labels_in_id_order(groups[ensemble.deployed])
-    if (y < 0).any():
-        raise InputError(f"the reference predictions of {ensemble.deployed} need a label on every row")
+    check_reference_labels(y, (), f"the reference predictions of {ensemble.deployed}")
     return EnsembleReference(pred, y)
 
 

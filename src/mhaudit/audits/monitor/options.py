@@ -9,7 +9,8 @@ import pandas as pd
 from mhaudit.audits.monitor.ensemble import MonitorEnsemble, check_ensemble
 from mhaudit.audits.monitor.windows import parse_window
 from mhaudit.core.errors import InputError
-from mhaudit.stats.pair_estimate import ASSUMPTION_GAP_CUTOFF, DOMAIN_AUC_CUTOFF, PRIOR_GAP_CUTOFF
+from mhaudit.core.options import option
+from mhaudit.stats.pair_estimate import MIN_BOOT, TrustOptions
 from mhaudit.tables.predictions import PredictionSet, logit_column
 from mhaudit.weak_supervision.collect.scores import SCORED_COLUMNS
 
@@ -26,10 +27,8 @@ class MonitorOptions:
     psi_fail: float = 0.25
     suggest_budget: int = 200  # labels in the suggested validation sample on an alert
     min_posts: int = 100  # fewer posts in a window: its drift statistics are shown, never judged (noise)
-    # Each window's label-free estimate is trusted by the estimate audit's rule and cut-offs (docs/estimate.md).
-    domain_auc_cutoff: float = DOMAIN_AUC_CUTOFF
-    prior_gap_cutoff: float = PRIOR_GAP_CUTOFF
-    assumption_gap_cutoff: float = ASSUMPTION_GAP_CUTOFF
+    # Each window's label-free estimate is trusted by the estimate audit's rule (docs/estimate.md).
+    trust: TrustOptions = option(TrustOptions(), help="The trust rule's cut-offs.")
     figures: bool = True
     # Only the whole windows within this long of the newest post (e.g. '90d'), so a weeks-long --follow keeps its
     # memory bounded; None: every post since the first.
@@ -42,17 +41,13 @@ class MonitorOptions:
             if history < self.window_length:
                 raise InputError(f"the history {self.history} is shorter than the window {self.window}; keep at "
                                  "least one window")
-        checks = [(self.n_boot >= 1, f"n_boot must be at least 1, got {self.n_boot}"),
+        checks = [(self.n_boot >= MIN_BOOT, f"n_boot must be at least {MIN_BOOT}, a resample in each tail of a 95% "
+                                            f"interval; got {self.n_boot}"),
                   (self.seed >= 0, f"the seed must be 0 or more, got {self.seed}"),
                   (0 < self.psi_warn < self.psi_fail, f"the PSI thresholds need 0 < psi_warn < psi_fail, got "
                                                       f"{self.psi_warn} and {self.psi_fail}"),
                   (self.suggest_budget >= 1, f"suggest_budget must be at least 1 label, got {self.suggest_budget}"),
-                  (self.min_posts >= 1, f"min_posts must be at least 1, got {self.min_posts}"),
-                  (0.5 <= self.domain_auc_cutoff <= 1, f"domain_auc_cutoff must lie in [0.5, 1], got "
-                                                       f"{self.domain_auc_cutoff}"),
-                  (self.prior_gap_cutoff >= 0, f"prior_gap_cutoff must be 0 or more, got {self.prior_gap_cutoff}"),
-                  (self.assumption_gap_cutoff >= 0, f"assumption_gap_cutoff must be 0 or more, got "
-                                                    f"{self.assumption_gap_cutoff}")]
+                  (self.min_posts >= 1, f"min_posts must be at least 1, got {self.min_posts}")]
         for holds, message in checks:
             if not holds:
                 raise InputError(message)

@@ -23,7 +23,8 @@ from mhaudit.stats.change import self_starting_cusum
 from mhaudit.stats.drift import binned_shares, category_shares, decile_edges, js_distance, ks, psi
 from mhaudit.stats.bootstrap import resample_counts, summarise
 from mhaudit.stats.label_shift import em_priors, em_priors_resampled
-from mhaudit.stats.pair_estimate import ReferenceDraws, estimate_pair, reference_draws, trust
+from mhaudit.report.trust import untrusted_because
+from mhaudit.stats.pair_estimate import ReferenceDraws, estimate_pair, reference_draws
 from mhaudit.tables.predictions import logit_column
 
 __all__ = ["parse_window", "time_resolution", "check_resolution", "Reference", "in_time_order", "window_table",
@@ -135,8 +136,8 @@ def in_time_order(posts: pd.DataFrame) -> pd.DataFrame:
 def window_table(posts: pd.DataFrame, reference: Reference, window: pd.Timedelta, *, n_boot: int, seed: int,
                  options, baseline_posts: int = 100, ensemble=None, reuse=None) -> pd.DataFrame:
     """One row per window with posts (`posts`: the scored posts, weak_supervision.collect.scores.scored_posts;
-    `options`: the estimate's trust cut-offs; the stream's first `baseline_posts` posts are the baseline of the
-    length and language drift, and only windows of at least that many posts feed the change detector). Each
+    `options`: MonitorOptions, with the trust cut-offs; the stream's first `baseline_posts` posts are the baseline
+    of the length and language drift, and only windows of at least that many posts feed the change detector). Each
     window's bootstrap has its own seed (from `seed` and the window's start), so a late post in one window
     changes no other window's interval. `ensemble` (audits.monitor.ensemble.WindowEnsemble, or None) adds its
     columns from each window's post uris. `reuse` (audits.monitor.reuse.WindowReuse, or None) gives the costly
@@ -231,11 +232,8 @@ def _estimate(reference: Reference, z: np.ndarray, n_boot: int, rng, seed: int, 
     if len(z) < 20:
         return {"expected_macro_f1": np.nan, "expected_ci_low": np.nan, "expected_ci_high": np.nan,
                 "estimate_trusted": False, "untrusted_because": "fewer than 20 posts"}
-    pair = estimate_pair(reference.estimate_draws(n_boot, seed), z, rng=rng, seed=seed,
-                         domain_auc_cutoff=options.domain_auc_cutoff, prior_gap_cutoff=options.prior_gap_cutoff)
+    pair = estimate_pair(reference.estimate_draws(n_boot, seed), z, rng=rng, seed=seed, cutoffs=options.trust)
     head = next(e for e in pair.estimates if e["method"] == "cbpe" and e["metric"] == "macro_f1")
-    vanished = pair.shift["vanishing_class"]
-    verdict = trust(pair.shift | {"vanishing_class": reference.classes[vanished] if vanished >= 0 else ""}, options)
     return {"expected_macro_f1": head["estimate"], "expected_ci_low": head["ci_low"],
-            "expected_ci_high": head["ci_high"], "estimate_trusted": verdict["trusted"],
-            "untrusted_because": verdict["untrusted_because"]}
+            "expected_ci_high": head["ci_high"], "estimate_trusted": not pair.failed,
+            "untrusted_because": untrusted_because(pair.failed, options.trust, reference.classes)}
