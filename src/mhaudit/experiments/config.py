@@ -2,17 +2,52 @@
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
+import typing
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
+from mhaudit.audits.agreement.options import AgreementOptions
+from mhaudit.audits.cpfe.options import CPFEOptions
+from mhaudit.audits.divergence.options import DivergenceOptions
 from mhaudit.core.errors import InputError
+from mhaudit.core.options import described
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def options_table(options_type: type, name: str, *, base: type[BaseModel] = Strict, exclude=()) -> type[BaseModel]:
+    """An experiment file's table of an audit's options, made from its options dataclass: one key per field, with
+    the field's default and help (its rules are checked when the options are made: `load_experiment` makes them).
+    `exclude`: fields the experiment sets elsewhere (the reference platform)."""
+    hints = typing.get_type_hints(options_type)
+    fields = {}
+    for field in described(options_type):
+        if field.name in exclude:
+            continue
+        hint, help_text = hints[field.name], field.metadata["help"]
+        if dataclasses.is_dataclass(hint):
+            table = options_table(hint, f"{name}_{field.name}")
+            fields[field.name] = (table, Field(default_factory=table, description=help_text))
+        else:
+            default = ... if field.default is dataclasses.MISSING else field.default
+            fields[field.name] = (hint, Field(default, description=help_text))
+    return create_model(name, __base__=base, __doc__=f"The options of {options_type.__name__}, by field.", **fields)
+
+
+def options_of(table: BaseModel, options_type: type, **fixed):
+    """`options_type` made from an `options_table` (and the fields the experiment sets elsewhere)."""
+    hints = typing.get_type_hints(options_type)
+    values = {f.name: getattr(table, f.name) for f in described(options_type) if f.name in type(table).model_fields}
+    for name, value in values.items():
+        if dataclasses.is_dataclass(hints[name]):
+            values[name] = options_of(value, hints[name])
+    return options_type(**values, **fixed)
 
 
 class BinarySpec(Strict):
@@ -86,51 +121,42 @@ class ModelSpec(Strict):
         return self.label or self.name
 
 
-class AuditSpec(Strict):
-    n_boot: int = 2000
-    n_boot_ece: int = 1000
-    n_bins: int = 10
-    seed: int = 0
-    calibration_fraction: float = 0.10
-    correction: Literal["bonferroni", "bh"] = "bonferroni"
-    non_independent: list[tuple[str, str]] = Field(default_factory=list)
+# [audit]: the cross-platform audit's options; the reference platform is the experiment's
+AuditSpec = options_table(CPFEOptions, "AuditSpec", exclude=("reference",))
 
 
-class LabelSourceSpec(Strict):
+class LabelSourceCorpora(Strict):
     """The label-source audit (TSS probe, docs/divergence.md) beside the cross-platform one: a binary corpus of
     human- and auto-labelled data sets; each experiment model (its first seed) enters as a baseline scored
-    through `binary` (which model classes are the positive side), so it gets a DoD against channel A."""
+    through `binary` (which model classes are the positive side), so it gets a DoD against channel A. The other
+    keys are the audit's options, with the same defaults as `mhaudit audit divergence`."""
 
     corpus: list[CorpusSpec] = Field(min_length=1)
-    human: list[str] = Field(min_length=1)
-    auto: list[str] = Field(min_length=1)
     binary: BinarySpec
-    train: str | None = None  # the human data set whose train split fits the channels (default: the first one)
-    channels: list[str] = Field(default_factory=lambda: ["A", "B", "C", "AB", "AC", "BC", "ABC"])
-    masks: list[str] = Field(default_factory=lambda: ["none", "pos_only", "random_pos"])
-    mask_channels: list[str] = Field(default_factory=lambda: ["C"])
-    lodo_channels: list[str] = Field(default_factory=lambda: ["A", "C"])
-    n_boot: int = Field(2000, ge=100)
 
 
-class ValidationSpec(Strict):
+LabelSourceSpec = options_table(DivergenceOptions, "LabelSourceSpec", base=LabelSourceCorpora)
+
+
+class ValidationFiles(Strict):
     """The human validation (docs/validation.md) beside the cross-platform audit: a labels table (weak labeler,
     annotators, adjudicator) and, with `items` (the labelled posts, ids = the labels' item ids) and `binary`,
-    each experiment model's predicted labels scored against the same reference."""
+    each experiment model's predicted labels scored against the same reference. The other keys are the options of
+    `mhaudit audit agreement`, with its defaults; the models are the experiment's."""
 
     labels: list[str] = Field(min_length=1)
-    task: str
-    weak_labeler: str | None = None
     items: CorpusSpec | None = None
     binary: BinarySpec | None = None
-    n_boot: int = Field(2000, ge=0)
 
     @model_validator(mode="after")
-    def _models_need_both(self) -> ValidationSpec:
+    def _models_need_both(self) -> ValidationFiles:
         if (self.items is None) != (self.binary is None):
             raise ValueError("validation.items and validation.binary go together: the models score the items and "
                              "binary says which model classes are label 1")
         return self
+
+
+ValidationSpec = options_table(AgreementOptions, "ValidationSpec", base=ValidationFiles, exclude=("models",))
 
 
 class Experiment(Strict):
@@ -159,6 +185,19 @@ class Experiment(Strict):
                                  "to train on")
         return self
 
+    def cpfe_options(self, reference: str | None = None, **fixed) -> CPFEOptions:
+        """The cross-platform audit's options: [audit], against `reference` (default: the experiment's)."""
+        return options_of(self.audit, CPFEOptions, reference=reference or self.reference, **fixed)
+
+    def divergence_options(self) -> DivergenceOptions | None:
+        """The label-source audit's options from [label_source], or None without one."""
+        return None if self.label_source is None else options_of(self.label_source, DivergenceOptions)
+
+    def validation_options(self, models: tuple[str, ...] = ()) -> AgreementOptions | None:
+        """The human validation's options from [validation], the experiment's `models` scored beside the weak
+        labeler, or None without one."""
+        return None if self.validation is None else options_of(self.validation, AgreementOptions, models=models)
+
 
 def load_experiment(path: str | Path) -> Experiment:
     path = Path(path)
@@ -169,7 +208,13 @@ def load_experiment(path: str | Path) -> Experiment:
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML ({exc})", path=path) from None
     try:
-        return Experiment(**doc, folder=path.resolve().parent)
+        experiment = Experiment(**doc, folder=path.resolve().parent)
+        experiment.cpfe_options(reference=experiment.reference or "reference")  # a bad value is said before any work
+        experiment.divergence_options()
+        experiment.validation_options()
+        return experiment
+    except InputError as exc:
+        raise InputError(str(exc), path=path) from None
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "the file"

@@ -47,26 +47,23 @@ def binary_predictions(corpus: Corpus, key: str, classes: list[str], binary: Bin
 def label_source(exp: Experiment, corpus: Corpus, key: str, classes: list[str],
                  models: dict[str, tuple[int, Path]]) -> AuditResult:
     """The label-source audit of [label_source] with every model as a baseline."""
-    from mhaudit.audits.divergence import DivergenceOptions, audit_divergence
+    from mhaudit.audits.divergence import DivergenceInputs, audit_divergence
     from mhaudit.audits.divergence.baselines import baselines_from_predictions
 
     spec = exp.label_source
     predictions = binary_predictions(corpus, key, classes, spec.binary, models)
-    options = DivergenceOptions(human=tuple(spec.human), auto=tuple(spec.auto), train_dataset=spec.train,
-                                channels=tuple(spec.channels), masks=tuple(spec.masks),
-                                mask_channels=tuple(spec.mask_channels), lodo_channels=tuple(spec.lodo_channels),
-                                n_boot=spec.n_boot, seed=exp.audit.seed)
-    return audit_divergence(corpus, options, baselines=baselines_from_predictions(predictions, corpus.classes[-1]))
+    baselines = baselines_from_predictions(predictions, corpus.classes[-1])
+    return audit_divergence(DivergenceInputs(corpus, baselines), exp.divergence_options())
 
 
 def validation(exp: Experiment, items: tuple[Corpus, str] | None, classes: list[str],
                models: dict[str, tuple[int, Path]]) -> AuditResult:
     """The agreement report of [validation]; with items, each model's predicted labels join as a labeler."""
-    from mhaudit.audits.agreement import AgreementOptions, audit_agreement
-    from mhaudit.tables.label_store import labels_frame, read_labels
+    from mhaudit.audits.agreement import AgreementInputs, audit_agreement
+    from mhaudit.tables.label_store import labels_frame, read_label_files
 
     spec = exp.validation
-    labels = pd.concat([read_labels(exp.folder / p) for p in spec.labels], ignore_index=True)
+    labels = read_label_files([exp.folder / p for p in spec.labels])
     names: tuple[str, ...] = ()
     if items is not None:
         corpus, key = items
@@ -81,6 +78,4 @@ def validation(exp: Experiment, items: tuple[Corpus, str] | None, classes: list[
                 for name, p in predictions.groupby("model", sort=False)]
         labels = pd.concat([labels, *rows], ignore_index=True)
         names = tuple(models)
-    options = AgreementOptions(task=spec.task, weak_labeler=spec.weak_labeler, models=names, n_boot=spec.n_boot,
-                               seed=exp.audit.seed)
-    return audit_agreement(labels, options)
+    return audit_agreement(AgreementInputs(labels), exp.validation_options(models=names))
