@@ -90,20 +90,17 @@ def summarise(tables: dict, verdicts: pd.DataFrame, synthetic: bool) -> str:
         head = est[(est["method"] == "cbpe") & (est["metric"] == "macro_f1")]
         lines.append(f"Per run, CBPE's macro-F1 without the target's labels ({int(head['trusted'].sum())} of "
                      f"{len(head)} trusted):")
-        severity = _severities(verdicts, "estimated_macro_f1")
         for (model, target), runs in head.groupby(["model", head.apply(_target, axis=1)], sort=False):
-            lines.append(f"- {model} on {target}: {_folded(runs)}; {_counts(severity, runs, target)}")
+            counts = _counts(verdicts, "estimated_macro_f1", runs, target)
+            lines.append(f"- {model} on {target}: {_folded(runs)}; {counts}")
     return ("SYNTHETIC data. " if synthetic else "") + "\n".join(lines)
 
 
-def _severities(verdicts: pd.DataFrame, statistic: str) -> pd.Series:
-    rows = verdicts[verdicts["statistic"] == statistic]
-    return rows.set_index(["subject", "target"])["severity"]
-
-
-def _counts(severity: pd.Series, runs: pd.DataFrame, target: str) -> str:
-    """The runs' verdicts, worst first: "1 fail, 4 warn"."""
-    found = pd.Series([severity[(f"{r['model']} seed {r['seed']}", target)] for _, r in runs.iterrows()])
+def _counts(verdicts: pd.DataFrame, statistic: str, runs: pd.DataFrame, target: str) -> str:
+    """The runs' verdicts on `statistic`, worst first: "1 fail, 4 warn"."""
+    subjects = [f"{m} seed {s}" for m, s in zip(runs["model"], runs["seed"])]
+    found = verdicts.loc[(verdicts["statistic"] == statistic) & (verdicts["target"] == target)
+                         & verdicts["subject"].isin(subjects), "severity"]
     return ", ".join(f"{n} {s}" for s in ("fail", "warn", "undefined", "pass") if (n := int((found == s).sum())))
 
 
@@ -123,11 +120,11 @@ def _ensemble_line(line, ens: pd.DataFrame, verdicts: pd.DataFrame) -> str:
     if not line["dataset"]:
         return f"Ensemble of {int(line['n_runs'])} runs: no agreement line ({line['untrusted_because']})."
     head = f"Ensemble of {int(line['n_runs'])} runs on {_target(line)}"
-    here = pd.DataFrame() if ens.empty else ens[(ens["platform"] == line["platform"])
-                                                & (ens["dataset"] == line["dataset"]) & (ens["method"] == HEADLINE_ENSEMBLE)]
+    here = ens if ens.empty else ens[(ens["platform"] == line["platform"]) & (ens["dataset"] == line["dataset"])
+                                     & (ens["method"] == HEADLINE_ENSEMBLE)]
     if here.empty:
         return f"{head}: no agreement line ({line['untrusted_because']})."
     trust = "trusted" if line["trusted"] else f"untrusted: {line['untrusted_because']}"
     return (f"{head}: accuracy expected {here['estimate'].min():.3f}–{here['estimate'].max():.3f} over the runs "
             f"(reference {here['reference_value'].min():.3f}–{here['reference_value'].max():.3f}), "
-            f"{_counts(_severities(verdicts, 'estimated_accuracy'), here, _target(line))}; agreement line {trust}.")
+            f"{_counts(verdicts, 'estimated_accuracy', here, _target(line))}; agreement line {trust}.")
