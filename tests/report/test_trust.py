@@ -18,3 +18,13 @@ def test_each_failed_check_is_one_reason_with_its_number_and_cut_off():
         "label-shift-adjusted and unadjusted CBPE differ by 0.081 > 0.05: the estimate hinges on the kind of shift")
     gap = untrusted_because({"prior_gap": 0.1234}, TrustOptions(), ["a"])
     assert gap == "EM and BBSE priors differ by 0.123 > 0.10"
+
+
+def test_the_agreement_lines_rule_in_words_names_its_cut_offs():
+    from mhaudit.report.trust import line_rule
+    from mhaudit.stats.agreement_line import MAX_AGREEMENT, MIN_R2, MIN_RUNS
+
+    text = line_rule("window's")
+    assert text.startswith(f"The line is trusted when there are at least {MIN_RUNS} distinct runs that agree on at "
+                           f"most {MAX_AGREEMENT:.0%} of the reference")
+    assert f"R² ≥ {MIN_R2} of the window's agreements" in text and text.endswith("(docs/estimate.md).")

@@ -1,5 +1,6 @@
-"""Why a label-free estimate is not trusted, in words: the sentence of the estimate audit's shift table and the
-monitor's windows, from the failed checks of the trust rule (stats.pair_estimate.trust) and its cut-offs."""
+"""The trust rules in words, for the estimate audit and the monitor: why a label-free estimate is not trusted (the
+estimate's shift table, the monitor's windows), from the failed checks of stats.pair_estimate.trust and its cut-offs;
+and when the agreement line is trusted (stats.agreement_line)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mhaudit.stats.agreement_line import MAX_AGREEMENT, MAX_METHOD_GAP, MAX_RESIDUAL_SD, MIN_R2, MIN_RUNS, MIN_SPREAD
 from mhaudit.stats.pair_estimate import TrustOptions
 
-__all__ = ["untrusted_because"]
+__all__ = ["line_rule", "untrusted_because"]
 
 
 def untrusted_because(failed: dict, cutoffs: TrustOptions, classes: Sequence[str]) -> str:
@@ -25,3 +27,11 @@ def untrusted_because(failed: dict, cutoffs: TrustOptions, classes: Sequence[str
                                     f"{cutoffs.assumption_gap_cutoff:.2f}: the estimate hinges on the kind of shift",
     }
     return "; ".join(reasons[name](value) for name, value in failed.items())
+
+
+def line_rule(agreements: str) -> str:
+    """When the agreement line is trusted; `agreements`: whose agreements it explains ("target", "window's")."""
+    return (f"The line is trusted when there are at least {MIN_RUNS} distinct runs that agree on at most "
+            f"{MAX_AGREEMENT:.0%} of the reference, their agreements spread at least {MIN_SPREAD} probit SD, the line "
+            f"explains R² ≥ {MIN_R2} of the {agreements} agreements with residual SD ≤ {MAX_RESIDUAL_SD} probit, and "
+            f"ALine-S and ALine-D agree within {MAX_METHOD_GAP} for every run (docs/estimate.md).")

@@ -21,9 +21,7 @@ from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.report import AuditResult, Section
 from mhaudit.report.result import provenance
-from mhaudit.stats.agreement_line import (MAX_AGREEMENT, MAX_METHOD_GAP, MAX_RESIDUAL_SD, MIN_R2, MIN_RUNS,
-                                          MIN_SPREAD)
-from mhaudit.report.trust import untrusted_because
+from mhaudit.report.trust import line_rule, untrusted_because
 from mhaudit.stats.pair_estimate import estimate_pair, reference_draws, reference_metrics
 from mhaudit.tables.digest import digest_frame
 from mhaudit.tables.pairing import reference_runs
@@ -137,11 +135,7 @@ def _sections(tables: dict, options: EstimateOptions) -> list[Section]:
             "Agreement on the line: the ensemble's accuracy",
             f"Each run's target accuracy from how often the runs agree on the unlabelled target (ALine-S and "
             f"ALine-D, Baek et al. 2022), with 95% CIs (rows resampled jointly across runs, widened by the line's "
-            f"scatter). Accuracy only. The line is trusted when there are at least {MIN_RUNS} distinct runs that "
-            f"agree on at most {MAX_AGREEMENT:.0%} of the reference, their agreements spread at least {MIN_SPREAD} "
-            f"probit SD, the line explains R² ≥ {MIN_R2} of the "
-            f"target agreements with residual SD ≤ {MAX_RESIDUAL_SD} probit, and ALine-S and ALine-D agree within "
-            f"{MAX_METHOD_GAP} for every run (docs/estimate.md).",
+            "scatter). Accuracy only. " + line_rule("target"),
             {"ensemble": tables["ensemble"], "agreement_line": tables["agreement_line"],
              "agreement_pairs": tables["agreement_pairs"]}, figures))
     return sections

@@ -33,7 +33,7 @@ from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.core.threads import thread_budget
 from mhaudit.report.result import AuditResult, Section, provenance
-from mhaudit.stats.agreement_line import MAX_AGREEMENT, MAX_METHOD_GAP, MAX_RESIDUAL_SD, MIN_R2, MIN_RUNS, MIN_SPREAD
+from mhaudit.report.trust import line_rule
 from mhaudit.tables.digest import digest_frame
 from mhaudit.tables.pairing import check_reference_labels
 from mhaudit.tables.predictions import PredictionSet, scores
@@ -131,10 +131,7 @@ def _sections(table: pd.DataFrame, ref: Reference, runs: pd.DataFrame | None, op
         sections.append(Section(
             "The ensemble's runs",
             "Every run scored every post; each run's accuracy on the labelled sample is the agreement line's "
-            f"reference. The line is trusted when there are at least {MIN_RUNS} distinct runs that agree on at most "
-            f"{MAX_AGREEMENT:.0%} of the reference, their agreements spread at least {MIN_SPREAD} probit SD, the "
-            f"line explains R² ≥ {MIN_R2} of the window's agreements with residual SD ≤ {MAX_RESIDUAL_SD} probit, "
-            f"and ALine-S and ALine-D agree within {MAX_METHOD_GAP} for every run (docs/estimate.md). Accuracy only.",
+            "reference. " + line_rule("window's") + " Accuracy only.",
             {"runs": runs}))
     return sections
 
