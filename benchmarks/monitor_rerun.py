@@ -11,7 +11,7 @@ on the corpus's train split, its reference predictions on the test split. Three 
 2. a rerun with nothing new: every window read from the store;
 3. one new post in the last window: that window alone computed.
 
-Each prints its wall time, the windows it computed (report.json's `windows_recomputed`) and the load average
+Each prints its wall time, the windows it computed (the command's note) and the load average
 before it; the rerun's windows table must equal the first round's, float for float. OMP_NUM_THREADS is 1 unless
 set (the threads of a busy machine are issue 33.1's, benchmarks/busy_machine.py).
 """
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -50,14 +51,14 @@ def build(work: Path, windows: int, per_window: int) -> list[dict]:
 def run(work: Path, name: str, n_boot: int) -> tuple[float, dict, pd.DataFrame]:
     load = os.getloadavg()[0]
     began = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "mhaudit", "audit", "monitor", "--store", str(work / "posts.sqlite"),
-                    "--model", str(work / "model"), "--reference", str(work / "reference.parquet"), "--positive",
-                    "depression", "--n-boot", str(n_boot), "--out", str(work / name)], check=True,
-                   capture_output=True)
+    done = subprocess.run([sys.executable, "-m", "mhaudit", "audit", "monitor", "--store", str(work / "posts.sqlite"),
+                           "--model", str(work / "model"), "--reference", str(work / "reference.parquet"),
+                           "--positive", "depression", "--n-boot", str(n_boot), "--out", str(work / name)],
+                          check=True, capture_output=True, text=True)
     seconds = time.perf_counter() - began
     report = json.loads((work / name / "report.json").read_text())
-    print(f"{name:>10}: {seconds:6.1f} s, {report['options']['windows_recomputed']} of "
-          f"{len(report['sections'][0]['tables']['windows'])} windows computed, {report['options']['scored_now']:,} "
+    computed = re.search(r"[\d,]+ of [\d,]+ windows computed", done.stderr).group(0)  # the command's note
+    print(f"{name:>10}: {seconds:6.1f} s, {computed}, {report['options']['scored_now']:,} "
           f"posts scored (load average before: {load:.2f})", flush=True)
     return seconds, report["options"], pd.DataFrame(report["sections"][0]["tables"]["windows"])
 

@@ -45,6 +45,8 @@ _PUBLIC = {
     "MonitorEnsemble": ("mhaudit.audits.monitor", "MonitorEnsemble"),
     "audit_agreement": ("mhaudit.audits.agreement", "audit_agreement"),
     "AgreementInputs": ("mhaudit.audits.agreement", "AgreementInputs"),
+    "load_deployment": ("mhaudit.experiments.monitor_round", "load_deployment"),
+    "monitor_round": ("mhaudit.experiments.monitor_round", "monitor_round"),
     "AgreementOptions": ("mhaudit.audits.agreement", "AgreementOptions"),
     "audit_model_selection": ("mhaudit.audits.model_selection", "audit_model_selection"),
     "ModelSelectionInputs": ("mhaudit.audits.model_selection", "ModelSelectionInputs"),

@@ -418,7 +418,7 @@ def test_audit_monitor_from_python_equals_the_command(setup, tmp_path):
     assert _monitor(work, store, tmp_path / "cli").exit_code == 0
     pd.testing.assert_frame_equal(result.table("windows").reset_index(drop=True), _windows(tmp_path / "cli"),
                                   check_dtype=False)
-    folder = tmp_path / "cli" / alert_folder(result.options["alert_window"])
+    folder = tmp_path / "cli" / alert_folder(result.outputs["alert_window"])
     pd.testing.assert_frame_equal(result.outputs["suggested_sample"], pd.read_parquet(folder / "sample.parquet"))
     assert result.options["seed"] == 0 and result.options["positive"] == "depression"
     assert all(p.name == "cli" or p.name.startswith("posts.sqlite") for p in tmp_path.iterdir())

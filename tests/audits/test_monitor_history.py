@@ -58,7 +58,7 @@ def test_history_equals_the_monitor_on_the_history_posts_only():
         assert window_context(inputs, replace(options, history=history)) == window_context(inputs, options)
         again = mh.audit_monitor(replace(inputs, cached_windows=full.outputs["window_rows"]),
                                  replace(options, history=history))
-        assert again.options["windows_recomputed"] == 0
+        assert again.outputs["windows_recomputed"] == 0
         _same(again, bounded)
         # the CUSUM and the length/language baseline start at the history's first window, and the prevalence
         # the summary moves from is the history's first judged windows'

@@ -6,6 +6,7 @@ command, the cache lives in the post store."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from dataclasses import replace
 
@@ -51,12 +52,12 @@ def test_unchanged_windows_are_read_not_recomputed_and_equal_a_full_recompute(se
     options = mh.MonitorOptions(positive="depression", n_boot=40, figures=False)
     full = mh.audit_monitor(inputs, options)
     rows = full.outputs["window_rows"]
-    assert full.options["windows_recomputed"] == N_WINDOWS and len(rows) == N_WINDOWS and rows["key"].is_unique
+    assert full.outputs["windows_recomputed"] == N_WINDOWS and len(rows) == N_WINDOWS and rows["key"].is_unique
     assert {"em_prior_depression", "expected_macro_f1", "estimate_trusted"} <= set(rows.columns)
     assert "psi_score" not in rows.columns and "cusum_z" not in rows.columns  # cheap or cross-window: recomputed
 
     again = mh.audit_monitor(replace(inputs, cached_windows=rows), options)
-    assert again.options["windows_recomputed"] == 0
+    assert again.outputs["windows_recomputed"] == 0
     _same(again, full)
     pd.testing.assert_frame_equal(again.outputs["window_rows"], rows, check_exact=True)
 
@@ -65,14 +66,14 @@ def test_unchanged_windows_are_read_not_recomputed_and_equal_a_full_recompute(se
     late = posts.iloc[[len(posts) // 2]].assign(uri="at://late/app.bsky.feed.post/1")
     grown = replace(inputs, posts=pd.concat([posts, late], ignore_index=True))
     partial = mh.audit_monitor(replace(grown, cached_windows=rows), options)
-    assert partial.options["windows_recomputed"] == 1
+    assert partial.outputs["windows_recomputed"] == 1
     _same(partial, mh.audit_monitor(grown, options))
     changed = partial.outputs["window_rows"]["key"] != rows["key"]
     assert changed.tolist() == [False, True, False]
 
     # another n_boot recomputes every window; options read after the windows (PSI thresholds) reuse them all
     assert mh.audit_monitor(replace(inputs, cached_windows=rows),
-                            replace(options, n_boot=41)).options["windows_recomputed"] == N_WINDOWS
+                            replace(options, n_boot=41)).outputs["windows_recomputed"] == N_WINDOWS
     context = window_context(inputs, options)
     assert window_context(inputs, replace(options, psi_warn=0.2, psi_fail=0.3, figures=True)) == context
     for other in (replace(options, seed=1), replace(options, min_posts=50), replace(options, window="12h"),
@@ -96,7 +97,7 @@ def test_the_command_keeps_the_windows_in_the_post_store(setup, tmp_path):
     posts = simulate_stream(texts["depression"], texts["other"],
                             StreamConfig(n_windows=N_WINDOWS, per_window=250, change_at=2, seed=12))
     store = _store(tmp_path / "posts.sqlite", posts[1:])
-    reports = []
+    reports, computed = [], []
     for round_ in range(3):
         if round_ == 2:  # the first post, in the first window, arrives late
             with PostStore(store) as s:
@@ -104,7 +105,8 @@ def test_the_command_keeps_the_windows_in_the_post_store(setup, tmp_path):
         r = _monitor(work, store, tmp_path / f"round{round_}", "--seed", "1")
         assert r.exit_code == 0, r.output
         reports.append(json.loads((tmp_path / f"round{round_}" / "report.json").read_text())["options"])
-    assert [o["windows_recomputed"] for o in reports] == [N_WINDOWS, 0, 1]
+        computed.append(int(re.search(rf"(\d+) of {N_WINDOWS} windows computed", r.output).group(1)))
+    assert computed == [N_WINDOWS, 0, 1]
     assert [o["scored_now"] for o in reports] == [len(posts) - 1, 0, 1]
     pd.testing.assert_frame_equal(_windows(tmp_path / "round0"), _windows(tmp_path / "round1"), check_exact=True)
     with sqlite3.connect(store) as db:  # one row per window of the one context used; a row damaged by hand

@@ -104,15 +104,15 @@ def write_report(result: AuditResult, out_dir: Path) -> list[Path]:
 
     from mhaudit.report import write_report as write
 
-    raised = warnings_so_far()
+    raised = warning_notes()
     if raised:
-        result = replace(result, notes=[*result.notes, *(f"warning: {line}" for line in raised)])
+        result = replace(result, notes=[*result.notes, *raised])
     return write(result, out_dir)
 
 
-def warnings_so_far() -> list[str]:
-    """The warnings the running command has raised so far, one line per kind (`warning_lines`)."""
-    return warning_lines(_raised) if _raised else []
+def warning_notes() -> list[str]:
+    """The warnings the running command has raised so far as report notes, one per kind (`warning_lines`)."""
+    return [f"warning: {line}" for line in warning_lines(_raised)] if _raised else []
 
 
 _PROSE = 24  # a text column with a longer cell (a reason, a path) wraps between words; shorter ones (names) do not

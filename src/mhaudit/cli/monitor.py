@@ -1,4 +1,5 @@
-"""`mhaudit audit monitor`: a deployed model on the collected stream, window by window (mhaudit.audits.monitor)."""
+"""`mhaudit audit monitor`: a deployed model on the collected stream, window by window, one round after another
+(mhaudit.experiments.monitor_round)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from mhaudit.cli.console import guarded, out, print_table, stage_progress, write_report
+from mhaudit.cli.console import guarded, out, print_table, stage_progress, warning_notes
 
 
 def register(root: typer.Typer) -> None:
@@ -46,34 +47,25 @@ def monitor(store: Annotated[str, typer.Option(help="Post store: posts.sqlite or
     folder of several runs, the deployed run's accuracy from the runs' agreement; on an alert, a suggested
     validation sample of post ids. Windows unchanged since the last round are read from the store, not recomputed
     (docs/monitor.md)."""
-    from mhaudit.audits.monitor import MonitorOptions, reference_of
-    from mhaudit.audits.monitor.ensemble import deployed_reference
+    from mhaudit.audits.monitor import MonitorOptions
     from mhaudit.core.errors import InputError
-    from mhaudit.core.executors import EXECUTORS
+    from mhaudit.experiments.monitor_round import load_deployment, monitor_round
     from mhaudit.tables.prediction_files import read_predictions
 
-    if executor not in EXECUTORS:
-        raise InputError(f"--executor '{executor}' must be local or ray")
-    if workers < 1:
-        raise InputError(f"--workers {workers} must be at least 1")
     if follow is not None and follow <= 0:
         raise InputError(f"--follow {follow} must be a positive number of minutes")
     options = MonitorOptions(window=window, positive=positive, n_boot=n_boot, seed=seed, history=history)
-    runs, ensemble = _runs(model, deployed)
-    deployed_model = runs[0][1]  # the scoring jobs in this process use the same copies
-    ref = read_predictions(reference, classes=list(deployed_model.classes))
-    # a bad reference, a missing run or a bad class is said before any scoring
-    reference_of(deployed_reference(ref, ensemble), list(deployed_model.classes), positive)
-    if ensemble is not None:
-        from mhaudit.audits.monitor.ensemble import ensemble_reference
-        ensemble_reference(ref, ensemble)
-        which = f"the first of {len(runs)} runs (--deployed names another)" if deployed is None else \
-            f"one of {len(runs)} runs"
-        out.print(f"deployed: {ensemble.deployed}, {which}; every run scores the posts", highlight=False)
+    deployment = load_deployment(model, deployed)
+    ref = read_predictions(reference, classes=deployment.classes)
+    if deployment.ensemble is not None:
+        which = f"the first of {len(deployment.runs)} runs (--deployed names another)" if deployed is None else \
+            f"one of {len(deployment.runs)} runs"
+        out.print(f"deployed: {deployment.deployed.name}, {which}; every run scores the posts", highlight=False)
     done = 0
     try:
         while True:
-            result = _round(store, runs, ref, ensemble, options, executor, workers, out_dir, first=done == 0)
+            result = monitor_round(store, deployment, ref, options, out_dir=out_dir, executor=executor,
+                                   workers=workers, first=done == 0, notes=warning_notes, progress=stage_progress())
             out.print(result.summary, highlight=False)
             raised = result.verdicts[result.verdicts["severity"] != "pass"]
             if not raised.empty:
@@ -86,102 +78,3 @@ def monitor(store: Annotated[str, typer.Option(help="Post store: posts.sqlite or
     except KeyboardInterrupt:  # Ctrl-C ends --follow; every committed batch of scores stays
         out.print(f"stopped after {done} round(s); the report is of the last finished one" if done else
                   "stopped before the first round finished; no report was written")
-
-
-def _runs(model: Path, deployed: str | None):
-    """[(name, loaded model, folder, digest)], the deployed run first, and the ensemble (its scores not yet read;
-    None for one model folder)."""
-    import pandas as pd
-
-    from mhaudit.audits.monitor.ensemble import MonitorEnsemble
-    from mhaudit.core.errors import InputError
-    from mhaudit.models import load_model
-    from mhaudit.models.seeds import model_folders
-    from mhaudit.weak_supervision.collect.scoring import loaded_model, model_digest
-
-    folders = model_folders(model)
-    names = [f.name for f in folders]
-    if deployed is not None and len(folders) > 1 and deployed not in names:
-        raise InputError(f"--deployed {deployed} is not one of the {len(folders)} runs in {model} ({', '.join(names)})")
-    if deployed is not None and len(folders) == 1 and deployed != names[0]:
-        raise InputError(f"--deployed {deployed}: {model} holds one model, not a folder of runs")
-    chosen = names.index(deployed) if deployed is not None else 0
-    order = [chosen, *(i for i in range(len(folders)) if i != chosen)]
-    runs = [(names[i], loaded_model(load_model, folders[i]), folders[i], model_digest(folders[i])) for i in order]
-    if len(runs) == 1:
-        return runs, None
-    for name, run, _, _ in runs[1:]:
-        if list(run.classes) != list(runs[0][1].classes):
-            raise InputError(f"run {name}'s classes ({', '.join(run.classes)}) differ from the deployed "
-                             f"{runs[0][0]}'s ({', '.join(runs[0][1].classes)})")
-    by_folder = sorted(runs, key=lambda r: names.index(r[0]))
-    seeds = tuple(int(r[1].options.get("seed", 0)) for r in by_folder)  # a run's seed is its seed in predictions
-    return runs, MonitorEnsemble(tuple(names), seeds, runs[0][0], pd.DataFrame(columns=["uri", *names]),
-                                 tuple(r[3] for r in by_folder))
-
-
-def _round(store: str, runs: list, ref, ensemble, options, executor: str, workers: int, out_dir: Path, *,
-           first: bool = True):
-    """Score the new posts (the deployed run first, then the others), audit every scored post, write the report
-    and any suggested sample."""
-    from dataclasses import replace
-
-    from mhaudit.audits.monitor import MonitorInputs, alert_folder, audit_monitor, window_context
-    from mhaudit.audits.monitor.windows import check_resolution
-    from mhaudit.core.errors import InputError
-    from mhaudit.models import load_model
-    from mhaudit.tables.certification_sample import write_certification_sample
-    from mhaudit.tables.io import write_table
-    from mhaudit.weak_supervision.collect.scores import post_times, run_predictions, scored_posts
-    from mhaudit.weak_supervision.collect.scoring import score_posts
-    from mhaudit.weak_supervision.collect.store import PostStore
-    from mhaudit.weak_supervision.lexicons.measured import collection_filters
-    from mhaudit.weak_supervision.collect.window_cache import read_windows, write_windows
-
-    # a wrong address is said at once; a later --follow round waits out a database restart (docs/collect.md)
-    with PostStore(store, wait_for_server=not first) as posts:
-        if posts.count() == 0:
-            raise InputError("the post store has no posts; collect some first (mhaudit collect bluesky)",
-                             path=posts.location)
-        check_resolution(post_times(posts), options.window_length, options.window)  # before anything is scored
-    progress = stage_progress()
-    scored_now = []
-    for name, _, folder, digest in runs:  # the deployed run first: every post it scored, the others score after
-        with progress.stage("score new posts" if ensemble is None else
-                            f"score new posts with {name}" + (" (deployed)" if not scored_now else "")):
-            scored_now.append(score_posts(store, load_model, folder, digest, executor=executor, workers=workers))
-    name, deployed, _, digest = runs[0]
-    with PostStore(store) as posts:
-        since = _history_since(posts, digest, options)
-        if ensemble is not None:
-            ensemble = replace(ensemble, predicted=run_predictions(posts, {r[0]: r[3] for r in runs}, since))
-        inputs = MonitorInputs(scored_posts(posts, digest, list(deployed.classes), since), ref, deployed.name, digest,
-                               deployed.classes, scored_now[0], ensemble=ensemble,
-                               collection=collection_filters(posts))
-        context = window_context(inputs, options)  # the last round's unchanged windows are not recomputed
-        inputs = replace(inputs, cached_windows=read_windows(posts, context))
-    if ensemble is not None:
-        progress.note(f"the other {len(runs) - 1} runs scored {sum(scored_now[1:]):,} new posts")
-    result = audit_monitor(inputs, options, progress=progress)
-    with PostStore(store) as posts:
-        write_windows(posts, context, result.outputs["window_rows"])
-    computed, total = result.options["windows_recomputed"], len(result.outputs["window_rows"])
-    progress.note(f"{computed:,} of {total:,} windows computed; {total - computed:,} read from the store")
-    if result.options["alert_window"] is not None:
-        folder = out_dir / alert_folder(result.options["alert_window"])
-        write_table(result.outputs["suggested_predictions"], folder / "predictions.parquet",
-                    what="the window's predictions")
-        write_certification_sample(result.outputs["suggested_sample"], result.outputs["suggested_design"],
-                                   folder / "sample.parquet")
-    write_report(result, out_dir)
-    return result
-
-
-def _history_since(posts, digest: str, options):
-    """With a history, the first moment its posts are read from (audit_monitor keeps the exact whole windows of the
-    posts read); None reads every scored post."""
-    from mhaudit.audits.monitor.windows import history_start
-    from mhaudit.weak_supervision.collect.scores import newest_scored
-
-    newest = None if options.history is None else newest_scored(posts, digest)
-    return None if newest is None else history_start(newest, options.history_length, options.window_length)

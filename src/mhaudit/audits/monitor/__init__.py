@@ -39,7 +39,7 @@ from mhaudit.tables.pairing import check_reference_labels
 from mhaudit.tables.predictions import PredictionSet, scores
 
 __all__ = ["AXIS", "MonitorEnsemble", "MonitorInputs", "MonitorOptions", "alert_folder", "audit_monitor",
-           "reference_of", "window_context"]
+           "check_reference", "reference_of", "window_context"]
 
 
 def reference_of(reference: PredictionSet, classes: list[str], positive: str | None) -> Reference:
@@ -53,14 +53,24 @@ def reference_of(reference: PredictionSet, classes: list[str], positive: str | N
                      classes.index(positive) if positive else len(classes) - 1)
 
 
+def check_reference(reference: PredictionSet, classes: list[str], positive: str | None,
+                    ensemble: MonitorEnsemble | None = None) -> None:
+    """The InputError `audit_monitor` would raise on these reference predictions (classes, labels, the positive
+    class, every run of the ensemble), said before any post is scored."""
+    reference_of(deployed_reference(reference, ensemble), list(classes), positive)
+    if ensemble is not None:
+        ensemble_reference(reference, ensemble)
+
+
 def audit_monitor(inputs: MonitorInputs, options: MonitorOptions, *,
                   progress: Progress | None = None) -> AuditResult:
     """Analyse the scored posts by window against the reference; on an alert, suggest a validation sample
-    (`result.outputs`: suggested_predictions, suggested_sample, suggested_design; `result.options["alert_window"]`
-    names the window, `alert_folder` where `mhaudit audit monitor` writes them). With `inputs.ensemble`, each
-    window big enough also gets the deployed run's accuracy from the agreement line over the runs. Windows found
-    in `inputs.cached_windows` are not recomputed (`result.options["windows_recomputed"]` counts the others);
-    `result.outputs["window_rows"]` holds this round's, to pass in next time (audits.monitor.reuse)."""
+    (`result.outputs`: suggested_predictions, suggested_sample, suggested_design; `outputs["alert_window"]` names
+    the latest alerting window's start, None without an alert; `alert_folder` is where `mhaudit audit monitor`
+    writes them). With `inputs.ensemble`, each window big enough also gets the deployed run's accuracy from the
+    agreement line over the runs. Windows found in `inputs.cached_windows` are not recomputed
+    (`outputs["windows_recomputed"]` counts the others); `outputs["window_rows"]` holds this round's, to pass in
+    next time (audits.monitor.reuse)."""
     progress = ensure(progress)
     window, classes, ensemble = options.window_length, list(inputs.classes), inputs.ensemble
     reference = deployed_reference(inputs.reference, ensemble)
@@ -102,9 +112,9 @@ def audit_monitor(inputs: MonitorInputs, options: MonitorOptions, *,
         verdicts=verdicts, synthetic=inputs.synthetic,
         options={**asdict(options), "positive": ref.classes[ref.positive], "model_digest": inputs.model_digest,
                  "classes": classes, "scored_now": inputs.scored_now, "n_posts": len(posts),
-                 "alert_window": alert_window, "collection": [dict(c) for c in inputs.collection],
-                 "windows_recomputed": reuse.recomputed, **record},
-        outputs={**outputs, "window_rows": reuse.rows(table)},
+                 "collection": [dict(c) for c in inputs.collection], **record},
+        outputs={**outputs, "window_rows": reuse.rows(table), "alert_window": alert_window,
+                 "windows_recomputed": reuse.recomputed},
         provenance=provenance({"posts": digest_frame(posts), "reference": digest_frame(inputs.reference.frame),
                                "model": inputs.model_digest, **digests}, progress.seconds))
 
