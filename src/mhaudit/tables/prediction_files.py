@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.core.errors import InputError
+from mhaudit.tables.corpus.schema import label_codes
 from mhaudit.tables.io import SOURCE_FILE, SOURCE_ROW, read_table
 from mhaudit.tables.predictions import (
     LOGIT,
@@ -44,6 +45,7 @@ PATTERN_FIELDS = ("model", "seed", "platform", "dataset")
 # prob_ and logit_ columns in one file must agree: softmax(logits) within this of the probabilities
 BOTH_KINDS_TOLERANCE = 1e-3
 PLAIN_NUMBER = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"  # what _numbers parses without pd.to_numeric
+GIVEN = "_given_"  # the probabilities a file gave, beside their logs until the set is made
 
 
 @dataclass(frozen=True)
@@ -244,10 +246,14 @@ def read_predictions(sources, *, classes: list[str] | None = None, columns: Pred
     positional = frozenset(tuple(k) for k in frame.loc[frame["_positional"], list(GROUP)].drop_duplicates()
                            .itertuples(index=False))
     frame = frame.drop(columns=["_positional"])
-    fingerprints = {s.name: s.fingerprint for s in loaded}
-    return PredictionSet(frame.drop(columns=[SOURCE_FILE, SOURCE_ROW]), classes,
-                         "logits" if kind == LOGIT else "log-probabilities (from prob_ columns)", fingerprints,
-                         notes=list(dict.fromkeys(notes)), positional=positional)
+    given = [f"{GIVEN}{c}" for c in classes] if kind == PROB else []
+    probabilities = frame[given].to_numpy() if given else None
+    frame = frame.drop(columns=[SOURCE_FILE, SOURCE_ROW, *given])
+    # every score and label was checked above, file by file with its row: the set is not checked again
+    return PredictionSet.read(frame, classes, label_codes(frame["label"], classes), probabilities,
+                              score_kind="logits" if kind == LOGIT else "log-probabilities (from prob_ columns)",
+                              fingerprints={s.name: s.fingerprint for s in loaded}, notes=list(dict.fromkeys(notes)),
+                              positional=positional)
 
 
 def _some(names: list[str], shown: int = 3) -> str:
@@ -273,6 +279,7 @@ def _standardise(source: _Source, kind: str, classes: list[str], columns: Predic
             raise InputError(f"{source.name}: row {frame[SOURCE_ROW].iat[i]}: probabilities sum to "
                              f"{values[i].sum():.6g}; each row of prob_ columns must lie in [0, 1] and sum to 1 "
                              f"(tolerance {PROB_SUM_TOLERANCE})")
+        given = values / values.sum(axis=1, keepdims=True)  # kept as given: the statistics need no softmax of logs
         values = np.log(np.clip(values, 1e-12, None))  # log-probabilities serve as logits up to a constant
     if labelled:
         labels = _labels(source, frame[columns.label], classes, notes)
@@ -310,6 +317,8 @@ def _standardise(source: _Source, kind: str, classes: list[str], columns: Predic
         out[TEXT_HASH] = pd.util.hash_pandas_object(frame[columns.text].astype(str), index=False).to_numpy()
     out[SOURCE_FILE], out[SOURCE_ROW], out["_positional"] = source.name, frame[SOURCE_ROW].to_numpy(), positional
     scores = pd.DataFrame(values, columns=[logit_column(c) for c in classes])
+    if kind == PROB:
+        scores[[f"{GIVEN}{c}" for c in classes]] = given
     return pd.concat([out, scores], axis=1)
 
 

@@ -47,12 +47,14 @@ def scores(predictions: pd.DataFrame, classes: list[str]) -> np.ndarray:
     return predictions[[logit_column(c) for c in classes]].to_numpy(dtype=float)
 
 
-@dataclass
+@dataclass(frozen=True)
 class PredictionSet:
     """Predictions, validated when built (`check_predictions`): KEY_COLUMNS + one `logit_<class>` column per
     class, in class order, finite scores, labels among the classes or missing. `codes` holds the labels as
     int64 codes in class order (-1 where missing), so no audit derives them again; `groups` and `subset`
-    split the set without checking it again. To change the frame, build a new set (`dataclasses.replace`)."""
+    split the set without checking it again. Frozen: to change the frame, build a new set (`dataclasses.replace`).
+    `probabilities`: the scores as the files gave them when they were probabilities (prob_ columns, made
+    from checked files by `read`), so the statistics use them as given rather than the softmax of their logs."""
 
     frame: pd.DataFrame
     classes: list[str]
@@ -62,10 +64,23 @@ class PredictionSet:
     # (model, seed, platform, dataset) groups whose files had no ids: rows are matched by position
     positional: frozenset = frozenset()
     codes: np.ndarray = field(init=False, repr=False, compare=False)
+    probabilities: np.ndarray | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
-        self.classes = list(self.classes)
-        self.codes = check_predictions(self.frame, self.classes)
+        object.__setattr__(self, "classes", list(self.classes))
+        object.__setattr__(self, "codes", check_predictions(self.frame, self.classes))
+
+    @classmethod
+    def read(cls, frame: pd.DataFrame, classes: list[str], codes: np.ndarray, probabilities: np.ndarray | None = None,
+             **rest) -> PredictionSet:
+        """A set from a reader that has checked every score and label already (read_predictions): the checks are
+        not made twice."""
+        made = object.__new__(cls)
+        values = dict(frame=frame, classes=list(classes), codes=codes, probabilities=probabilities, **rest)
+        for name, spec in cls.__dataclass_fields__.items():
+            default = spec.default_factory() if callable(spec.default_factory) else spec.default
+            object.__setattr__(made, name, values.get(name, default))
+        return made
 
     def scores(self) -> np.ndarray:
         """The (n, k) logits in class order."""
@@ -74,7 +89,10 @@ class PredictionSet:
     def subset(self, rows: np.ndarray) -> PredictionSet:
         """The rows at positions `rows`, with their codes (checked already: not again)."""
         out = copy.copy(self)
-        out.frame, out.codes = self.frame.iloc[rows].reset_index(drop=True), self.codes[rows]
+        object.__setattr__(out, "frame", self.frame.iloc[rows].reset_index(drop=True))
+        object.__setattr__(out, "codes", self.codes[rows])
+        if self.probabilities is not None:
+            object.__setattr__(out, "probabilities", self.probabilities[rows])
         return out
 
     def groups(self, splits: tuple[str, ...] | None = None, *, id_order: bool = False) -> dict[tuple, Group]:
@@ -92,7 +110,8 @@ class PredictionSet:
                 index = index[np.argsort(ids[index], kind="stable")]
             model, seed, platform, dataset = key
             groups[key] = Group(str(model), int(seed), str(platform), str(dataset), ids[index], self.codes[index],
-                                logits[index], split[index], positional, None if hashes is None else hashes[index])
+                                logits[index], split[index], positional, None if hashes is None else hashes[index],
+                                None if self.probabilities is None else self.probabilities[index])
         return groups
 
 
@@ -111,10 +130,11 @@ class Group:
     split: np.ndarray
     positional: bool = False  # no ids in the files: rows keep their file order and pair by position
     text_hash: np.ndarray | None = None  # per row, when the files carried texts
+    given_probs: np.ndarray | None = None  # the probabilities the files gave (PredictionSet.probabilities)
 
     @cached_property
     def probs(self) -> np.ndarray:
-        return softmax(self.logits)
+        return softmax(self.logits) if self.given_probs is None else self.given_probs
 
     @cached_property
     def pred(self) -> np.ndarray:

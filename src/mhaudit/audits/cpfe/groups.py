@@ -17,12 +17,16 @@ def make_groups(predictions: PredictionSet) -> list[Group]:
     if not groups:
         raise InputError(f"no prediction rows in split(s) {', '.join(EVALUATION_SPLITS)}; the audit evaluates "
                          "test (and calibration) rows")
+    return groups
+
+
+def check_labelled(predictions: PredictionSet) -> None:
+    """Every evaluated row has a label: the statistics trust the codes, and this is their one check."""
     evaluated = np.flatnonzero(predictions.frame["split"].isin(EVALUATION_SPLITS))
     unlabelled = evaluated[predictions.codes[evaluated] < 0]
-    if unlabelled.size:  # the statistics below trust the codes: this is their check
+    if unlabelled.size:
         raise InputError(f"row {unlabelled.min() + 1} of the predictions has no label; the audit compares each "
                          "evaluated row's prediction with its label")
-    return groups
 
 
 def identical_seeds(groups: list[Group]) -> dict[str, list[int]]:

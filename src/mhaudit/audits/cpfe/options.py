@@ -69,6 +69,11 @@ class CPFEInputs:
     synthetic: bool = False
     files: tuple[tuple[str, str], ...] = ()
 
+    def __post_init__(self) -> None:
+        from mhaudit.audits.cpfe.groups import check_labelled
+
+        check_labelled(self.predictions)
+
     @classmethod
     def from_files(cls, predictions, *, corpus: str | Path | None = None, attributions=(), **read) -> CPFEInputs:
         """From prediction files (paths or globs; `read`: read_predictions' keywords: classes, columns, model,
