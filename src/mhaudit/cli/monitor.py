@@ -9,7 +9,8 @@ from typing import Annotated
 
 import typer
 
-from mhaudit.cli.console import guarded, out, print_table, stage_progress, warning_notes
+from mhaudit.cli.console import out, print_table, stage_progress, warning_notes
+from mhaudit.cli.options import with_options
 
 
 def register(root: typer.Typer) -> None:
@@ -18,7 +19,7 @@ def register(root: typer.Typer) -> None:
     audit.app.command(name="monitor")(monitor)
 
 
-@guarded
+@with_options("mhaudit.audits.monitor.options:MonitorOptions")
 def monitor(store: Annotated[str, typer.Option(help="Post store: posts.sqlite or postgresql://... (mhaudit collect).")],
             model: Annotated[Path, typer.Option(
                 help="Model folder from mhaudit train, or a folder of several runs (run-*/ or seed-*/): then every "
@@ -27,34 +28,27 @@ def monitor(store: Annotated[str, typer.Option(help="Post store: posts.sqlite or
                 help="The model's predictions on the labelled sample it was validated on (files or globs); with "
                      "several runs, every run's, told apart by the seed column (mhaudit predict --model DIR).")],
             out_dir: Annotated[Path, typer.Option("--out", help="Folder for report.{json,html,md}, figures, alert/.")],
+            options,
             deployed: Annotated[str | None, typer.Option(
                 help="With a folder of several runs: the one deployed, by folder name (default: the first).")] = None,
-            window: Annotated[str, typer.Option(help="Window length: 1d, 6h, 30min, ...")] = "1d",
-            positive: Annotated[str | None, typer.Option(help="Class to follow (default: the last).")] = None,
             executor: Annotated[str, typer.Option(help="local, or ray: score the new posts on Ray workers.")] = "local",
             workers: Annotated[int, typer.Option(
                 help="Processes scoring at once with --executor local (Ray uses its cluster's CPUs).")] = 1,
-            n_boot: Annotated[int, typer.Option(help="Bootstrap resamples of each window's estimates.")] = 200,
             follow: Annotated[float | None, typer.Option(
                 help="Repeat every this many minutes (Ctrl-C stops); each round scores only the new posts.")] = None,
             rounds: Annotated[int | None, typer.Option(help="With --follow: stop after this many rounds.")] = None,
-            history: Annotated[str | None, typer.Option(
-                help="Analyse only the whole windows within this long of the newest post (e.g. 90d), reading only "
-                     "their posts, so a weeks-long --follow keeps its memory flat (default: every post).")] = None,
-            seed: Annotated[int, typer.Option(help="Seed of the bootstrap and the suggested sample.")] = 0) -> None:
+            ) -> None:
     """Score the posts not yet scored, then report per window: volume, mix, predicted prevalence, prior shift,
     score, length and language drift, the label-free estimate with its trust verdict, and change alarms; with a
     folder of several runs, the deployed run's accuracy from the runs' agreement; on an alert, a suggested
     validation sample of post ids. Windows unchanged since the last round are read from the store, not recomputed
     (docs/monitor.md)."""
-    from mhaudit.audits.monitor import MonitorOptions
     from mhaudit.core.errors import InputError
     from mhaudit.experiments.monitor_round import load_deployment, monitor_round
     from mhaudit.tables.prediction_files import read_predictions
 
     if follow is not None and follow <= 0:
         raise InputError(f"--follow {follow} must be a positive number of minutes")
-    options = MonitorOptions(window=window, positive=positive, n_boot=n_boot, seed=seed, history=history)
     deployment = load_deployment(model, deployed)
     ref = read_predictions(reference, classes=deployment.classes)
     if deployment.ensemble is not None:

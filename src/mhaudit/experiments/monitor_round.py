@@ -11,7 +11,7 @@ import pandas as pd
 
 from mhaudit.audits.monitor import (MonitorEnsemble, MonitorInputs, MonitorOptions, alert_folder, audit_monitor,
                                     check_reference, window_context)
-from mhaudit.audits.monitor.windows import check_resolution, history_start
+from mhaudit.audits.monitor.windows import check_resolution
 from mhaudit.core.errors import InputError
 from mhaudit.core.executors import EXECUTORS
 from mhaudit.core.progress import Progress, ensure
@@ -21,11 +21,10 @@ from mhaudit.report import AuditResult, write_report
 from mhaudit.tables.certification_sample import write_certification_sample
 from mhaudit.tables.io import write_table
 from mhaudit.tables.predictions import PredictionSet
-from mhaudit.weak_supervision.collect.scores import newest_scored, post_times, run_predictions, scored_posts
+from mhaudit.weak_supervision.collect.scores import post_times
 from mhaudit.weak_supervision.collect.scoring import loaded_model, model_digest, score_posts
 from mhaudit.weak_supervision.collect.store import PostStore
 from mhaudit.weak_supervision.collect.window_cache import read_windows, write_windows
-from mhaudit.weak_supervision.lexicons.measured import collection_filters
 
 __all__ = ["Deployment", "Run", "load_deployment", "monitor_round"]
 
@@ -137,15 +136,7 @@ def monitor_round(store: str | Path, deployment: Deployment, reference: Predicti
 
 def _inputs(posts: PostStore, deployment: Deployment, reference: PredictionSet, options: MonitorOptions,
             scored_now: int, synthetic: bool) -> MonitorInputs:
-    """The deployed run's scored posts (with a history, only those of its windows), with an ensemble every run's
-    classes on them, and the collection's filters."""
-    run, ensemble = deployment.deployed, deployment.ensemble
-    newest = None if options.history is None else newest_scored(posts, run.digest)
-    # audit_monitor keeps the exact whole windows of the posts read
-    since = None if newest is None else history_start(newest, options.history_length, options.window_length)
-    if ensemble is not None:
-        ensemble = replace(ensemble, predicted=run_predictions(posts, {r.name: r.digest for r in deployment.runs},
-                                                               since))
-    return MonitorInputs(scored_posts(posts, run.digest, deployment.classes, since), reference, run.model.name,
-                         run.digest, deployment.classes, scored_now=scored_now, synthetic=synthetic,
-                         ensemble=ensemble, collection=collection_filters(posts))
+    """The deployed run's scored posts (MonitorInputs.from_store), with an ensemble every run's classes on them."""
+    digests = {r.name: r.digest for r in deployment.runs}  # the deployed run first
+    return MonitorInputs.from_store(posts, reference, deployment.deployed.model.name, digests, deployment.classes,
+                                    options, ensemble=deployment.ensemble, scored_now=scored_now, synthetic=synthetic)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
 from mhaudit.audits.monitor.ensemble import MonitorEnsemble, check_ensemble
 from mhaudit.audits.monitor.windows import parse_window
 from mhaudit.core.errors import InputError
-from mhaudit.core.options import option
+from mhaudit.core.options import at_least, between, check, option
 from mhaudit.stats.pair_estimate import MIN_BOOT, TrustOptions
 from mhaudit.tables.predictions import PredictionSet, logit_column
 from mhaudit.weak_supervision.collect.scores import SCORED_COLUMNS
@@ -19,38 +19,33 @@ __all__ = ["MonitorOptions", "MonitorInputs"]
 
 @dataclass(frozen=True)
 class MonitorOptions:
-    window: str = "1d"  # window length: a number and a unit (s, min, h, d, w)
-    positive: str | None = None  # the class the prevalence and change detector follow (default: the last)
-    n_boot: int = 200  # bootstrap resamples of each window's label-free estimate
-    seed: int = 0  # seed of those bootstraps and of the suggested sample
-    psi_warn: float = 0.10
-    psi_fail: float = 0.25
-    suggest_budget: int = 200  # labels in the suggested validation sample on an alert
-    min_posts: int = 100  # fewer posts in a window: its drift statistics are shown, never judged (noise)
+    window: str = option("1d", help="Window length: a number and a unit (s, min, h, d, w), e.g. 1d, 6h, 30min.")
+    positive: str | None = option(None, help="Class the prevalence and the change detector follow (default: the "
+                                  "last).")
+    n_boot: int = option(200, help="Bootstrap resamples of each window's label-free estimate (at least a resample in "
+                         "each tail of a 95% interval).", rule=at_least(MIN_BOOT))
+    seed: int = option(0, help="Seed of the bootstrap and of the suggested sample.", rule=at_least(0))
+    psi_warn: float = option(0.10, help="Score PSI against the reference that warns.", rule=between(0, 1))
+    psi_fail: float = option(0.25, help="Score PSI against the reference that fails (above psi_warn).",
+                             rule=at_least(0))
+    suggest_budget: int = option(200, help="Labels in the suggested validation sample on an alert.", rule=at_least(1))
+    min_posts: int = option(100, help="Fewer posts in a window: its drift statistics are shown, never judged (noise).",
+                            rule=at_least(1))
     # Each window's label-free estimate is trusted by the estimate audit's rule (docs/estimate.md).
     trust: TrustOptions = option(TrustOptions(), help="The trust rule's cut-offs.")
-    figures: bool = True
-    # Only the whole windows within this long of the newest post (e.g. '90d'), so a weeks-long --follow keeps its
-    # memory bounded; None: every post since the first.
-    history: str | None = None
+    figures: bool = option(True, help="Draw the figures.")
+    history: str | None = option(None, help="Analyse only the whole windows within this long of the newest post "
+                                 "(e.g. 90d), reading only their posts, so a weeks-long --follow keeps its memory flat "
+                                 "(default: every post).")
 
     def __post_init__(self):
+        check(self)
         parse_window(self.window)
-        if self.history is not None:
-            history = _history_length(self.history)
-            if history < self.window_length:
-                raise InputError(f"the history {self.history} is shorter than the window {self.window}; keep at "
-                                 "least one window")
-        checks = [(self.n_boot >= MIN_BOOT, f"n_boot must be at least {MIN_BOOT}, a resample in each tail of a 95% "
-                                            f"interval; got {self.n_boot}"),
-                  (self.seed >= 0, f"the seed must be 0 or more, got {self.seed}"),
-                  (0 < self.psi_warn < self.psi_fail, f"the PSI thresholds need 0 < psi_warn < psi_fail, got "
-                                                      f"{self.psi_warn} and {self.psi_fail}"),
-                  (self.suggest_budget >= 1, f"suggest_budget must be at least 1 label, got {self.suggest_budget}"),
-                  (self.min_posts >= 1, f"min_posts must be at least 1, got {self.min_posts}")]
-        for holds, message in checks:
-            if not holds:
-                raise InputError(message)
+        if self.history is not None and _history_length(self.history) < self.window_length:
+            raise InputError(f"the history {self.history} is shorter than the window {self.window}; keep at least one "
+                             "window")
+        if not self.psi_warn < self.psi_fail:
+            raise InputError(f"the PSI thresholds need psi_warn < psi_fail, got {self.psi_warn} and {self.psi_fail}")
 
     @property
     def window_length(self) -> pd.Timedelta:
@@ -101,3 +96,22 @@ class MonitorInputs:
                              "outputs['window_rows']")
         if self.ensemble is not None:
             check_ensemble(self.posts, self.reference, self.classes, self.ensemble)
+
+    @classmethod
+    def from_store(cls, posts, reference: PredictionSet, model: str, digests: dict[str, str], classes, options:
+                   MonitorOptions, *, ensemble: MonitorEnsemble | None = None, **rest) -> MonitorInputs:
+        """From an open post store (weak_supervision.collect.store.PostStore) whose posts the runs have scored:
+        `digests`, run name -> model digest, the deployed run first. With a history, only the posts of its whole
+        windows are read; with an ensemble, every run's classes on them. `rest`: scored_now, synthetic."""
+        from mhaudit.audits.monitor.windows import history_start
+        from mhaudit.weak_supervision.collect.scores import newest_scored, run_predictions, scored_posts
+        from mhaudit.weak_supervision.lexicons.measured import collection_filters
+
+        digest = next(iter(digests.values()))
+        newest = None if options.history is None else newest_scored(posts, digest)
+        # audit_monitor keeps the exact whole windows of the posts read
+        since = None if newest is None else history_start(newest, options.history_length, options.window_length)
+        if ensemble is not None:
+            ensemble = replace(ensemble, predicted=run_predictions(posts, digests, since))
+        return cls(scored_posts(posts, digest, list(classes), since), reference, model, digest, classes,
+                   ensemble=ensemble, collection=collection_filters(posts), **rest)
