@@ -10,7 +10,9 @@ check, since inputs that validate on construction fail there) and a word the bad
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
+import typing
 from dataclasses import replace
 
 import pandas as pd
@@ -25,7 +27,7 @@ from mhaudit.report.result import SEVERITIES
 
 
 def _cpfe_inputs():
-    from mhaudit.audits.cpfe import CPFEOptions
+    from mhaudit.audits.cpfe import CPFEInputs, CPFEOptions
     from mhaudit.models import create
     from mhaudit.synthetic.simulate import SimulationConfig, simulate
     from mhaudit.tables.predictions import PredictionSet, predict_corpus
@@ -37,8 +39,8 @@ def _cpfe_inputs():
     preds = PredictionSet(predict_corpus(model, corpus, model_name="tfidf-lr", seed=0, splits=("test",)),
                           corpus.classes)
     options = CPFEOptions(reference="synthetic-forum", n_boot_significance=100, n_boot_ece=100, figures=False)
-    good = dict(inputs=preds, options=options, synthetic=True)
-    bad = dict(good, inputs=lambda: preds, options=CPFEOptions(reference="kaggle", n_boot_significance=100,
+    good = dict(inputs=CPFEInputs(preds, synthetic=True), options=options)
+    bad = dict(good, inputs=lambda: CPFEInputs(preds, synthetic=True), options=CPFEOptions(reference="kaggle", n_boot_significance=100,
                                                                 n_boot_ece=100))
     return good, bad, "kaggle"
 
@@ -50,15 +52,15 @@ def _divergence_frame():
 
 
 def _divergence_inputs():
-    from mhaudit.audits.divergence import DivergenceOptions
+    from mhaudit.audits.divergence import DivergenceInputs, DivergenceOptions
 
     corpus = _divergence_frame()
     options = DivergenceOptions(human=("synthetic_forum", "synthetic_tweets_gold"),
                                 auto=("synthetic_tweets_auto", "synthetic_forum_auto"), channels=("A", "C"),
                                 masks=("none",), mask_channels=(), lodo_channels=(), n_boot=100, n_boot_clusters=3,
                                 conflicts_per_dataset=5)
-    good = dict(inputs=corpus, options=options)
-    bad = dict(good, inputs=lambda: replace(corpus, frame=corpus.frame.drop(columns="text")))
+    good = dict(inputs=DivergenceInputs(corpus), options=options)
+    bad = dict(good, inputs=lambda: DivergenceInputs(replace(corpus, frame=corpus.frame.drop(columns="text"))))
     return good, bad, "text"
 
 
@@ -88,7 +90,7 @@ def _estimate_inputs():
 
     ref = simulate_scores(400, [0.6, 0.4], platform="synthetic-home", seed=0)
     target = simulate_scores(400, [0.3, 0.7], platform="synthetic-away", seed=1, labelled=False)
-    good = dict(inputs=EstimateInputs(ref, target), options=EstimateOptions(n_boot=100, figures=False), synthetic=True)
+    good = dict(inputs=EstimateInputs(ref, target, synthetic=True), options=EstimateOptions(n_boot=100, figures=False))
     three = simulate_scores(400, [0.4, 0.3, 0.3], platform="synthetic-away", seed=1, labelled=False)
     return good, dict(good, inputs=lambda: EstimateInputs(ref, three)), "classes"
 
@@ -104,8 +106,8 @@ def _certify_inputs():
     sample, design = certification_sample(pool_of(target), items, "t", 120, seed=0)
     labels = pd.DataFrame({"item_id": sample["item_id"], "task": "t", "labeler": "ann", "kind": "human",
                            "value": (truth.reindex(sample["item_id"]) == "c1").astype(int).to_numpy()})
-    inputs = CertifyInputs(labels, sample, design, target)
-    good = dict(inputs=inputs, options=CertifyOptions("t"), synthetic=True)
+    inputs = CertifyInputs(labels, sample, design, target, synthetic=True)
+    good = dict(inputs=inputs, options=CertifyOptions("t"))
     return good, dict(good, inputs=lambda: inputs, options=CertifyOptions("t", positive="c7")), "c7"
 
 
@@ -150,7 +152,7 @@ def _options_classes():
     from mhaudit.audits.agreement import AgreementOptions
     from mhaudit.audits.certify import CertifyOptions
     from mhaudit.audits.cpfe import CPFEOptions
-    from mhaudit.audits.divergence import DivergenceOptions
+    from mhaudit.audits.divergence import DivergenceInputs, DivergenceOptions
     from mhaudit.audits.estimate import EstimateOptions
     from mhaudit.audits.model_selection import ModelSelectionOptions
     from mhaudit.audits.monitor import MonitorOptions
@@ -169,6 +171,26 @@ BAD_OPTIONS = {"cpfe": ("n_boot_ece", 1), "divergence": ("n_folds", 1), "agreeme
                "estimate": ("n_boot", 10), "certify": ("population", "everyone"), "model_selection": ("workers", 0),
                "monitor": ("n_boot", 0),
                }
+
+
+@pytest.mark.parametrize("name", sorted(AUDITS))
+def test_the_door_takes_one_frozen_input_and_one_options_object(name):
+    """Exactly `audit_<name>(inputs, options, *, progress=None)`: no other keyword input. The inputs are a frozen
+    <Name>Inputs that carries the synthetic mark and is built from files by a constructor of its own."""
+    door = audit_function(name)
+    parameters = [(p.name, p.kind, p.default) for p in inspect.signature(door).parameters.values()]
+    positional, empty = inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.empty
+    assert parameters == [("inputs", positional, empty), ("options", positional, empty),
+                          ("progress", inspect.Parameter.KEYWORD_ONLY, None)]
+    hints = typing.get_type_hints(door)
+    inputs, options = hints["inputs"], hints["options"]
+    assert inputs.__name__.endswith("Inputs") and options.__name__.endswith("Options")
+    assert inputs.__dataclass_params__.frozen and options.__dataclass_params__.frozen
+    assert hasattr(inputs, "from_files") or hasattr(inputs, "from_store")
+    made = INPUTS[name]()[0]["inputs"]
+    assert isinstance(made, inputs) and made.synthetic is True  # the contract's inputs are all SYNTHETIC
+    with pytest.raises((dataclasses.FrozenInstanceError, AttributeError)):
+        made.synthetic = False
 
 
 def test_every_registered_audit_is_covered():

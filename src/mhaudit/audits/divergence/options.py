@@ -104,6 +104,10 @@ class DivergenceInputs:
     corpus: Corpus
     baselines: Mapping[str, pd.DataFrame] = field(default_factory=dict)
 
+    @property
+    def synthetic(self) -> bool:
+        return self.corpus.synthetic
+
     @classmethod
     def from_files(cls, corpora, *, baselines=(), positive: str | None = None) -> DivergenceInputs:
         """From corpus files (merged) and prediction files of other models (paths or globs), each model's first

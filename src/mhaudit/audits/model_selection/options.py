@@ -246,6 +246,10 @@ class ModelSelectionInputs:
             raise InputError(f"no row has a label from the training source '{self.train_source}'")
         object.__setattr__(self, "sources", sources)
 
+    @property
+    def synthetic(self) -> bool:
+        return self.corpus.synthetic
+
     @classmethod
     def from_files(cls, corpus: str | Path, *, labels=(), train_labeler: str = CORPUS_SOURCE, reference_labelers=(),
                    task: str | None = None, dataset: str | None = None,
