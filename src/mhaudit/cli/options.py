@@ -1,7 +1,7 @@
 """An audit's flags, made from its options dataclass (mhaudit.core.options). A command declares a parameter
-`options: <Name>Options` and `with_options(<Name>Options)` replaces it with one flag per field, carrying the
-field's default, help and name; the command receives the options those flags make, checked where they are made.
-A field holding another options dataclass (the trust cut-offs) gives its own fields as flags."""
+`options` and `@with_options("module:<Name>Options")` replaces it with one flag per field, carrying the field's
+default, help and name; the command receives the options those flags make, checked where they are made. A field
+holding another options dataclass (the trust cut-offs) gives its own fields as flags."""
 
 from __future__ import annotations
 
@@ -24,16 +24,14 @@ _KEYWORD = inspect.Parameter.KEYWORD_ONLY
 
 @dataclasses.dataclass(frozen=True)
 class Flag:
-    """One field of an options dataclass as a command-line parameter. `path`: the field's name and, for a
-    field of a nested options dataclass, the outer field's name first."""
+    """One field of an options dataclass as a command-line parameter (`hint`: the field's type)."""
 
     field: dataclasses.Field
     hint: Any
-    path: tuple[str, ...]
 
     @property
     def name(self) -> str:
-        return self.path[-1]
+        return self.field.name
 
     @property
     def flag(self) -> str:
@@ -71,15 +69,15 @@ class Flag:
             raise InputError(f"{self.flag} takes {self.element.__name__} values, got {', '.join(items)}") from None
 
 
-def flags(options_type: type, outer: tuple[str, ...] = ()) -> list[Flag]:
+def flags(options_type: type) -> list[Flag]:
     """The command-line flags of `options_type`, nested options dataclasses flattened into their fields."""
     hints = typing.get_type_hints(options_type)
     found = []
     for field in described(options_type):
         if dataclasses.is_dataclass(hints[field.name]):
-            found += flags(hints[field.name], (*outer, field.name))
+            found += flags(hints[field.name])
         elif field.metadata["cli"]:
-            found.append(Flag(field, hints[field.name], (*outer, field.name)))
+            found.append(Flag(field, hints[field.name]))
     return found
 
 
@@ -92,7 +90,7 @@ def options_from(options_type: type, values: dict[str, Any]) -> Any:
         if dataclasses.is_dataclass(hints[field.name]):
             kwargs[field.name] = options_from(hints[field.name], values)
         elif field.name in values:
-            flag = Flag(field, hints[field.name], (field.name,))
+            flag = Flag(field, hints[field.name])
             value = flag.value(values[field.name])
             if value is not None or flag.element is None:
                 kwargs[field.name] = value
