@@ -52,7 +52,7 @@ def worker(kind: str, n_ref: int, n_tgt: int, pairs: int, n_boot: int) -> tuple[
         return time.perf_counter() - start, time.process_time() - cpu
     hidden = mh.PredictionSet(pd.concat([t.frame for t in targets], ignore_index=True), ref.classes)
     start, cpu = time.perf_counter(), time.process_time()
-    mh.audit_estimate(mh.EstimateInputs(ref, hidden), mh.EstimateOptions(n_boot=n_boot, figures=False), synthetic=True)
+    mh.audit_estimate(mh.EstimateInputs(ref, hidden), mh.EstimateOptions(n_boot=n_boot, figures=False))
     return time.perf_counter() - start, time.process_time() - cpu
 
 

@@ -81,8 +81,8 @@ def test_report_covers_the_truth_and_beats_labels_alone_over_repeated_samples(tm
     hits, widths = [], {"ppi": [], "labels": []}
     for seed in range(25):
         sample, design = certification_sample(pool, items, "mh", 150, seed=seed)
-        result = audit_certify(CertifyInputs(human_labels(sample["item_id"], truth), sample, design, preds),
-                               CertifyOptions("mh", population=population), synthetic=True)
+        result = audit_certify(CertifyInputs(human_labels(sample["item_id"], truth), sample, design, preds,
+                                             synthetic=True), CertifyOptions("mh", population=population))
         table = result.table("certified").set_index(["estimator", "metric"])
         head = table.loc[("prediction-powered (PPI++, tuned λ)", "macro_f1")]
         hits.append(head["ci_low"] <= true_f1 <= head["ci_high"])
@@ -133,7 +133,7 @@ def test_bad_inputs_say_one_thing(tmp_path):
     with pytest.raises(InputError, match="not a class"):
         audit_certify(CertifyInputs(human_labels(sample["item_id"], truth), sample, design, preds),
                       CertifyOptions("mh", positive="stress"))
-    with pytest.raises(InputError, match="tolerance 0.7 must lie between 0 and 0.5"):
+    with pytest.raises(InputError, match="tolerance 0.7 must be strictly between 0 and 0.5"):
         CertifyOptions("mh", tolerance=0.7)
     with pytest.raises(InputError, match="population 'world' must be one of pool, platform"):
         CertifyOptions("mh", population="world")
@@ -179,3 +179,17 @@ def test_labels_needed_counts_the_finite_population_correction(tmp_path):
     platform = audit_certify(CertifyInputs(human_labels(sample["item_id"], truth), sample, design, preds),
                              CertifyOptions("mh", population="platform")).table("labels_needed")
     assert not platform["fpc"].any()
+
+
+def test_a_reference_to_calibrate_on_follows_the_one_reference_rule():
+    """The pool's reference (tables.sample_design) is checked by tables.pairing's rule, in its words."""
+    from mhaudit.synthetic.simulate_scores import simulate_scores
+    from mhaudit.tables.predictions import PredictionSet
+
+    reference = simulate_scores(300, [0.5, 0.5], platform="home", seed=0)
+    target = simulate_scores(300, [0.5, 0.5], platform="away", seed=1, labelled=False)
+    partly = reference.frame.assign(label=reference.frame["label"].where(reference.frame.index != 3))
+    with pytest.raises(InputError, match="the reference predictions have 1 of its 300 rows without a label"):
+        pool_of(target, PredictionSet(partly, reference.classes))
+    with pytest.raises(InputError, match=r"have no row of class\(es\) c1; calibration needs every class"):
+        pool_of(target, PredictionSet(reference.frame.assign(label="c0"), reference.classes))

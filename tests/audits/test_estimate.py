@@ -27,7 +27,7 @@ def _run(target_priors, seed, concept_shift=0.0, n_boot=300):
     ref = simulate_scores(2000, REFERENCE_PRIORS, platform="home", seed=seed)
     labelled = simulate_scores(2500, target_priors, platform="away", seed=seed + 100, concept_shift=concept_shift)
     hidden = PredictionSet(labelled.frame.assign(label=None), labelled.classes)
-    result = audit_estimate(EstimateInputs(ref, hidden), EstimateOptions(n_boot=n_boot, seed=seed), synthetic=True)
+    result = audit_estimate(EstimateInputs(ref, hidden, synthetic=True), EstimateOptions(n_boot=n_boot, seed=seed))
     return result, _truth(labelled), labelled
 
 
@@ -106,7 +106,7 @@ def test_bad_inputs_say_what_is_wrong():
     with pytest.raises(InputError, match="no reference predictions of that model"):
         audit_estimate(EstimateInputs(two, PredictionSet(target.frame.assign(model="c"), target.classes)),
                        EstimateOptions())
-    with pytest.raises(InputError, match="n_boot must be at least 40, a resample in each tail"):
+    with pytest.raises(InputError, match="n_boot 39 must be at least 40, a resample in each tail"):
         EstimateOptions(n_boot=39)
     with pytest.raises(InputError, match=r"prior_gap_cutoff 0 must be in \(0, 1\]"):
         EstimateOptions(trust=TrustOptions(prior_gap_cutoff=0))
@@ -119,7 +119,7 @@ def test_one_reference_serves_every_seed_of_a_target():
     away = [simulate_scores(400, [0.3, 0.7], platform="away", seed=s, labelled=False).frame.assign(seed=s)
             for s in (0, 42)]
     targets = PredictionSet(pd.concat(away, ignore_index=True), ref.classes)
-    result = audit_estimate(EstimateInputs(ref, targets), EstimateOptions(n_boot=100), synthetic=True)
+    result = audit_estimate(EstimateInputs(ref, targets, synthetic=True), EstimateOptions(n_boot=100))
     assert sorted(result.verdicts["subject"]) == ["synthetic-model seed 0", "synthetic-model seed 42"]
     assert sorted(result.table("shift")["seed"]) == [0, 42]
 
@@ -133,8 +133,8 @@ def test_a_pairs_numbers_do_not_depend_on_the_other_targets():
 
     def tables(*sets):
         targets = PredictionSet(pd.concat([t.frame for t in sets], ignore_index=True), ref.classes)
-        result = audit_estimate(EstimateInputs(ref, targets), EstimateOptions(n_boot=100, ensemble=False),
-                                synthetic=True)
+        result = audit_estimate(EstimateInputs(ref, targets, synthetic=True),
+                                EstimateOptions(n_boot=100, ensemble=False))
         return {name: result.table(name).query("platform == 'away'").reset_index(drop=True)
                 for name in ("estimates", "priors")}
 
@@ -215,8 +215,8 @@ def test_the_summary_answers_first_and_folds_each_models_seeds():
         return PredictionSet(preds.frame.assign(model=models[preds.frame["seed"].to_numpy() // 5]), preds.classes)
 
     reference, targets, _ = _ensemble(n_runs=20, n_ref=600, n_tgt=500, seed=5)
-    result = audit_estimate(EstimateInputs(named(reference), named(targets)), EstimateOptions(n_boot=100),
-                            synthetic=True)
+    result = audit_estimate(EstimateInputs(named(reference), named(targets), synthetic=True),
+                            EstimateOptions(n_boot=100))
     lines = result.summary.split("\n")
     assert len(lines) == 6 and len(result.summary.split()) < 160  # was one paragraph of 20 clauses
     aline = result.table("ensemble").query("method == 'aline-d'")

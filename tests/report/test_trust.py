@@ -28,3 +28,19 @@ def test_the_agreement_lines_rule_in_words_names_its_cut_offs():
     assert text.startswith(f"The line is trusted when there are at least {MIN_RUNS} distinct runs that agree on at "
                            f"most {MAX_AGREEMENT:.0%} of the reference")
     assert f"R² ≥ {MIN_R2} of the window's agreements" in text and text.endswith("(docs/estimate.md).")
+
+
+def test_each_failed_check_of_the_line_is_one_reason_with_its_numbers():
+    from mhaudit.report.trust import line_untrusted_because
+
+    assert line_untrusted_because({}) == ""
+    failed = {"n_runs": 3, "too_similar": (0.9951, 0.0312), "r2": np.nan, "residual_sd": 0.0712, "method_gap": 0.0523}
+    assert line_untrusted_because(failed) == (
+        "3 runs < 4: too few to see a line; "
+        "the runs are too similar to fit a slope: they agree on 99.5% of the reference (at most 99%), probit SD 0.031 "
+        "over pairs (at least 0.05); "
+        "the agreement line explains R² undefined < 0.93 of the target agreements; "
+        "the pairs scatter 0.071 probit about the line > 0.05; "
+        "ALine-S and ALine-D differ by 0.052 > 0.04: the accuracies are off the line")
+    r2 = line_untrusted_because({"r2": 0.9012})
+    assert r2 == "the agreement line explains R² 0.90 < 0.93 of the target agreements"

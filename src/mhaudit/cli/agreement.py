@@ -10,8 +10,8 @@ from typing import Annotated
 import typer
 
 from mhaudit.cli import audit
-from mhaudit.cli.console import guarded, out, print_table, stage_progress, write_report
-from mhaudit.cli.labels import LabelsOpt, TaskOpt
+from mhaudit.cli.console import out, print_table, stage_progress, write_report
+from mhaudit.cli.labels import LabelsOpt
 from mhaudit.cli.options import with_options
 
 
@@ -20,10 +20,6 @@ def register(root: typer.Typer) -> None:
     audit.app.command("certify")(certify)
 
 
-AnnotatorOpt = Annotated[list[str] | None, typer.Option(
-    "--annotator", help="Human annotator (several, or repeat; default: every labeler of kind human).")]
-ReferenceOpt = Annotated[str | None, typer.Option(
-    help="Labeler whose labels are the reference (default: adjudicated, else agreed human labels).")]
 OutOpt = Annotated[Path, typer.Option("--out", help="Folder for report.{json,html,md}.")]
 
 
@@ -63,28 +59,21 @@ def agreement(labels: LabelsOpt, out_dir: OutOpt, options,
     out.print(f"report: {paths[0].parent / 'report.html'} (also .md and .json)")
 
 
-@guarded
-def certify(labels: LabelsOpt, task: TaskOpt, out_dir: OutOpt,
+@with_options("mhaudit.audits.certify.options:CertifyOptions")
+def certify(labels: LabelsOpt, out_dir: OutOpt,
             sample_path: Annotated[Path, typer.Option(
                 "--sample", help="The sample from `labels sample --strategy estimate` (its design beside it).")],
             predictions: Annotated[list[str], typer.Option(
                 help="The model's scores on every pooled item (the files the sample was drawn from; several may "
                      "follow one --predictions).")],
-            annotator: AnnotatorOpt = None, reference: ReferenceOpt = None,
-            positive: Annotated[str | None, typer.Option(
-                help="The class a label value 1 stands for (default: the second class).")] = None,
-            tolerance: Annotated[float, typer.Option(help="Certified when the macro-F1 CI is at most ± this.")] = 0.05,
-            population: Annotated[str, typer.Option(
-                help="pool (the scored items themselves) or platform (items like them).")] = "pool",
+            options,
             run: Annotated[str | None, typer.Option(
                 help="The run to certify when --predictions hold several: MODEL:SEED, MODEL, or its run-<k> folder "
                      "(default: the run the sample was drawn for).")] = None) -> None:
     """Certify a model on a target: its prevalence, accuracy and macro-F1 from people's labels on the sample
     and the model's scores on the pool (prediction-powered inference; docs/validation.md)."""
-    from mhaudit.audits.certify import CertifyInputs, CertifyOptions, audit_certify
+    from mhaudit.audits.certify import CertifyInputs, audit_certify
 
-    options = CertifyOptions(task, annotators=tuple(annotator) if annotator else None, reference=reference,
-                             positive=positive, tolerance=tolerance, population=population)
     inputs = CertifyInputs.from_files(labels, sample_path, predictions, run=run)
     result = audit_certify(inputs, options, progress=stage_progress())
     out.print(result.summary, highlight=False)

@@ -8,14 +8,15 @@ from typing import Annotated
 import typer
 
 from mhaudit.cli import audit
-from mhaudit.cli.console import guarded, out, print_table, stage_progress, write_report
+from mhaudit.cli.console import out, print_table, stage_progress, write_report
+from mhaudit.cli.options import with_options
 
 
 def register(root: typer.Typer) -> None:
     audit.app.command(name="estimate")(estimate)
 
 
-@guarded
+@with_options("mhaudit.audits.estimate.options:EstimateOptions")
 def estimate(reference: Annotated[list[str], typer.Option(
                  help="The model's predictions on its labelled home test set (files or globs; several may follow "
                       "one --reference).")],
@@ -23,35 +24,26 @@ def estimate(reference: Annotated[list[str], typer.Option(
                  help="Its predictions on unlabelled targets (files or globs; several may follow one --target); a "
                       "label column is ignored.")],
              out_dir: Annotated[Path, typer.Option("--out", help="Folder for report.{json,html,md} and figures.")],
+             options,
              classes: Annotated[str | None, typer.Option(help="Class order, comma-separated (default: score columns).")]
              = None,
-             n_boot: Annotated[int, typer.Option(help="Bootstrap resamples for the CIs.")] = 1000,
-             seed: Annotated[int, typer.Option(help="Seed for the bootstrap and the domain classifier.")] = 0,
              label_col: str = "label", platform_col: str = "platform",
              name_pattern: Annotated[str | None, typer.Option(
                  help="Model, seed and platform from file names, e.g. '{model}_{platform}_seed{seed}'.")] = None,
              model: Annotated[str | None, typer.Option(help="Model name for files without a model column.")] = None,
-             per_run: Annotated[bool, typer.Option(
-                 help="CBPE, ATC, DoC and the shift diagnostic for each run.")] = True,
-             ensemble: Annotated[bool, typer.Option(
-                 help="The agreement line over all runs (three or more on the same rows): each run's accuracy "
-                      "by ALine-S and ALine-D.")] = True,
              ) -> None:
     """Estimate accuracy, macro-F1 and macro-AUC on targets nobody has labelled (CBPE, ATC, DoC per run; with
     several runs, accuracy from their agreement, ALine), with a trust verdict per target (docs/estimate.md)."""
-    from mhaudit.audits.estimate import EstimateInputs, EstimateOptions, audit_estimate
-    from mhaudit.tables.prediction_files import PredictionColumns, read_predictions
+    from mhaudit.audits.estimate import EstimateInputs, audit_estimate
+    from mhaudit.tables.prediction_files import PredictionColumns
 
-    columns = PredictionColumns(label=label_col, platform=platform_col)
-    order = classes.split(",") if classes else None
-    common = dict(columns=columns, model=model, name_pattern=name_pattern)
-    ref = read_predictions(reference, classes=order, **common)
-    targets = read_predictions(target, classes=ref.classes, labelled=False, **common)  # aligned to the reference
-    for note in targets.notes:
+    inputs = EstimateInputs.from_files(reference, target, classes=classes.split(",") if classes else None,
+                                       columns=PredictionColumns(label=label_col, platform=platform_col), model=model,
+                                       name_pattern=name_pattern)
+    for note in inputs.targets.notes:
         if "is ignored" in note:
             out.print(f"note: {note}", highlight=False)
-    options = EstimateOptions(n_boot=n_boot, seed=seed, per_run=per_run, ensemble=ensemble)
-    result = audit_estimate(EstimateInputs(ref, targets), options, progress=stage_progress())
+    result = audit_estimate(inputs, options, progress=stage_progress())
     write_report(result, out_dir)
     out.print(result.summary, highlight=False)
     raised = result.verdicts[result.verdicts["severity"] != "pass"]

@@ -179,8 +179,8 @@ def run_estimate_demo(out: Path, predictions: PredictionSet, reference: str, *, 
     home = frame["platform"] == reference
     hidden = frame[~home].assign(label=None)
     inputs = EstimateInputs(PredictionSet(frame[home].reset_index(drop=True), predictions.classes),
-                            PredictionSet(hidden.reset_index(drop=True), predictions.classes))
-    audit = audit_estimate(inputs, EstimateOptions(n_boot=500, seed=seed), synthetic=True, progress=progress)
+                            PredictionSet(hidden.reset_index(drop=True), predictions.classes), synthetic=True)
+    audit = audit_estimate(inputs, EstimateOptions(n_boot=500, seed=seed), progress=progress)
     write_report(audit, out)
     return audit
 

@@ -1,6 +1,6 @@
 """The trust rules in words, for the estimate audit and the monitor: why a label-free estimate is not trusted (the
 estimate's shift table, the monitor's windows), from the failed checks of stats.pair_estimate.trust and its cut-offs;
-and when the agreement line is trusted (stats.agreement_line)."""
+when the agreement line is trusted, and why not (the failed checks of stats.agreement_line.line_trust)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 from mhaudit.stats.agreement_line import MAX_AGREEMENT, MAX_METHOD_GAP, MAX_RESIDUAL_SD, MIN_R2, MIN_RUNS, MIN_SPREAD
 from mhaudit.stats.pair_estimate import TrustOptions
 
-__all__ = ["line_rule", "untrusted_because"]
+__all__ = ["line_rule", "line_untrusted_because", "untrusted_because"]
 
 
 def untrusted_because(failed: dict, cutoffs: TrustOptions, classes: Sequence[str]) -> str:
@@ -25,6 +25,23 @@ def untrusted_because(failed: dict, cutoffs: TrustOptions, classes: Sequence[str
                                      "the target's scores",
         "assumption_gap": lambda v: f"label-shift-adjusted and unadjusted CBPE differ by {v:.3f} > "
                                     f"{cutoffs.assumption_gap_cutoff:.2f}: the estimate hinges on the kind of shift",
+    }
+    return "; ".join(reasons[name](value) for name, value in failed.items())
+
+
+def line_untrusted_because(failed: dict) -> str:
+    """One reason per failed check of the agreement line (stats.agreement_line.line_trust), joined by '; ' ('' when
+    trusted)."""
+    reasons = {
+        "n_runs": lambda v: f"{v} runs < {MIN_RUNS}: too few to see a line",
+        "too_similar": lambda v: f"the runs are too similar to fit a slope: they agree on {v[0]:.1%} of the "
+                                 f"reference (at most {MAX_AGREEMENT:.0%}), probit SD {v[1]:.3f} over pairs (at least "
+                                 f"{MIN_SPREAD})",
+        "r2": lambda v: f"the agreement line explains R² {'undefined' if np.isnan(v) else f'{v:.2f}'} < {MIN_R2} of "
+                        "the target agreements",
+        "residual_sd": lambda v: f"the pairs scatter {v:.3f} probit about the line > {MAX_RESIDUAL_SD}",
+        "method_gap": lambda v: f"ALine-S and ALine-D differ by {v:.3f} > {MAX_METHOD_GAP}: the accuracies are off "
+                                "the line",
     }
     return "; ".join(reasons[name](value) for name, value in failed.items())
 

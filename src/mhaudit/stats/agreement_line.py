@@ -56,6 +56,12 @@ class AgreementLine:
     ci_high: dict[str, np.ndarray] = field(default_factory=dict)
     note: str = ""  # why the estimates are NaN, when they are
 
+    @property
+    def method_gap(self) -> float:
+        """The largest gap between ALine-S and ALine-D over the runs (NaN when either is undefined)."""
+        gaps = np.abs(self.estimates["aline-s"] - self.estimates["aline-d"])
+        return float(gaps.max()) if np.isfinite(gaps).all() else np.nan
+
 
 def _probit(p: np.ndarray, n: int) -> np.ndarray:
     """probit, with a share of 0 or 1 moved half a row inside so it stays finite."""
@@ -203,24 +209,15 @@ MAX_RESIDUAL_SD = 0.05  # probit units: the pairs' scatter about the line
 MAX_METHOD_GAP = 0.04  # ALine-S and ALine-D, two uses of one line, agree within this (accuracy, every run)
 
 
-def line_trust(line: AgreementLine, *, min_runs: int = MIN_RUNS, min_spread: float = MIN_SPREAD,
-               max_agreement: float = MAX_AGREEMENT, min_r2: float = MIN_R2, max_residual_sd: float = MAX_RESIDUAL_SD,
-               max_method_gap: float = MAX_METHOD_GAP) -> dict:
-    """trusted (bool) and why not, from the agreement line alone (no target label is used)."""
-    reasons = []
-    if line.n_runs < min_runs:
-        reasons.append(f"{line.n_runs} runs < {min_runs}: too few to see a line")
-    agreement = float(np.mean(line.agreement_reference))
-    if not (line.spread >= min_spread and agreement <= max_agreement):
-        reasons.append(f"the runs are too similar to fit a slope: they agree on {agreement:.1%} of the reference "
-                       f"(at most {max_agreement:.0%}), probit SD {line.spread:.3f} over pairs (at least {min_spread})")
-    if not line.r2 >= min_r2:
-        r2 = "undefined" if np.isnan(line.r2) else f"{line.r2:.2f}"
-        reasons.append(f"the agreement line explains R² {r2} < {min_r2} of the target agreements")
-    if not line.residual_sd <= max_residual_sd:
-        reasons.append(f"the pairs scatter {line.residual_sd:.3f} probit about the line > {max_residual_sd}")
-    gaps = np.abs(line.estimates["aline-s"] - line.estimates["aline-d"])
-    gap = float(gaps.max()) if np.isfinite(gaps).all() else np.nan
-    if not gap <= max_method_gap:
-        reasons.append(f"ALine-S and ALine-D differ by {gap:.3f} > {max_method_gap}: the accuracies are off the line")
-    return {"trusted": not reasons, "untrusted_because": "; ".join(reasons), "method_gap": gap}
+def line_trust(line: AgreementLine) -> dict:
+    """The checks of the line's trust rule that it fails, each with its numbers, from the line alone (no target
+    label is used): n_runs (below MIN_RUNS), too_similar ((mean reference agreement, spread): above MAX_AGREEMENT
+    or below MIN_SPREAD), r2, residual_sd and method_gap beyond their cut-offs (NaN fails). Empty: trusted;
+    report.trust says it in words."""
+    agreement, gap = float(np.mean(line.agreement_reference)), line.method_gap
+    checks = {"n_runs": (line.n_runs, line.n_runs >= MIN_RUNS),  # (the numbers, whether the check holds)
+              "too_similar": ((agreement, line.spread), line.spread >= MIN_SPREAD and agreement <= MAX_AGREEMENT),
+              "r2": (line.r2, line.r2 >= MIN_R2),
+              "residual_sd": (line.residual_sd, line.residual_sd <= MAX_RESIDUAL_SD),
+              "method_gap": (gap, gap <= MAX_METHOD_GAP)}
+    return {name: value for name, (value, holds) in checks.items() if not holds}

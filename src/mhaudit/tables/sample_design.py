@@ -31,6 +31,7 @@ from mhaudit.stats.neyman import neyman_allocation
 from mhaudit.stats.ppi import anticipated_sd
 from mhaudit.tables.corpus.schema import label_codes
 from mhaudit.tables.digest import digest_frame
+from mhaudit.tables.pairing import check_reference_labels
 from mhaudit.tables.predictions import PredictionSet, logit_column, scores
 
 __all__ = ["Pool", "pool_of", "certified_run", "confidence_strata", "bins_for", "allocate", "predictions_digest",
@@ -117,10 +118,10 @@ def _calibrated(run: pd.DataFrame, reference: PredictionSet | None, classes: lis
     if reference is None:
         return softmax(z, axis=1)
     ref = _reference_rows(reference, key, ensemble)
-    labels = ref["label"]
-    if labels.isna().any() or not all((labels == c).any() for c in classes):
-        raise InputError("the reference needs a label on every row and every class present, to calibrate on")
-    return fit_bcts(scores(ref, classes), label_codes(labels, classes)).probs(z)
+    y = label_codes(ref["label"], classes)
+    check_reference_labels(y, classes, "the reference predictions" + (f" of model {key[0]}, seed {key[1]}"
+                                                                      if ensemble else ""))
+    return fit_bcts(scores(ref, classes), y).probs(z)
 
 
 def _posteriors(runs: dict, reference: PredictionSet | None, classes: list[str]) -> tuple[np.ndarray, str]:

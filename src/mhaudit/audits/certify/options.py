@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from mhaudit.core.errors import InputError
+from mhaudit.core.options import Rule, between, check, one_of, option
 from mhaudit.stats.ppi import POPULATIONS
 from mhaudit.tables.certification_sample import read_design
 from mhaudit.tables.label_store import read_label_files
@@ -18,20 +19,19 @@ from mhaudit.tables.validation_set import read_validation_set
 
 @dataclass(frozen=True)
 class CertifyOptions:
-    task: str
-    annotators: tuple[str, ...] | None = None  # default: every labeler of kind human
-    reference: str | None = None  # a labeler whose labels are the truth (default: the agreement rule)
-    positive: str | None = None  # the class a label value 1 stands for (default: the second class)
-    tolerance: float = 0.05  # certified when the macro-F1 CI is at most ± this
-    population: str = "pool"  # "pool": the scored posts themselves; "platform": posts like them
+    task: str = option(help="Task name in the labels table (e.g. si, mh).",
+                       rule=Rule(lambda v: bool(str(v).strip()), "the task's name in the labels table, e.g. si"))
+    annotators: tuple[str, ...] | None = option(None, help="Human annotator (several, or repeat; default: every "
+                                                "labeler of kind human).", flag="annotator")
+    reference: str | None = option(None, help="Labeler whose labels are the reference (default: adjudicated, else "
+                                   "agreed human labels).")
+    positive: str | None = option(None, help="The class a label value 1 stands for (default: the second class).")
+    tolerance: float = option(0.05, help="Certified when the macro-F1 CI is at most ± this.", rule=between(0, 0.5))
+    population: str = option("pool", help="pool (the scored items themselves) or platform (items like them).",
+                             rule=one_of(*POPULATIONS))
 
     def __post_init__(self) -> None:
-        if not str(self.task).strip():
-            raise InputError("task must name the task in the labels table, e.g. si")
-        if not 0 < self.tolerance < 0.5:
-            raise InputError(f"tolerance {self.tolerance} must lie between 0 and 0.5")
-        if self.population not in POPULATIONS:
-            raise InputError(f"population '{self.population}' must be one of {', '.join(POPULATIONS)}")
+        check(self)
 
 
 def design_runs(design: pd.DataFrame) -> int:
@@ -52,13 +52,15 @@ class CertifyInputs:
     sample and its design (`read_validation_set`, `read_design`), and the model's scores on every pooled item
     (the predictions the sample was drawn from: one model, or every run of the ensemble it was drawn with),
     checked to belong together; `run` (model, seed), the run to certify: by default the one it was drawn for.
-    A design drawn for an ensemble holds for each of its runs (docs/validation.md, "One run certified alone")."""
+    A design drawn for an ensemble holds for each of its runs (docs/validation.md, "One run certified alone").
+    `synthetic` marks synthetic data."""
 
     labels: pd.DataFrame
     sample: pd.DataFrame
     design: pd.DataFrame
     predictions: PredictionSet
     run: tuple[str, int] | None = None
+    synthetic: bool = False
 
     @classmethod
     def from_files(cls, labels, sample, predictions, *, run: str | None = None) -> CertifyInputs:

@@ -64,15 +64,14 @@ def _classes_of_values(classes: list[str], positive: str | None) -> list[int]:
     return [1 - classes.index(positive), classes.index(positive)]
 
 
-def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, synthetic: bool = False,
-                  progress: Progress | None = None) -> AuditResult:
+def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, progress: Progress | None = None
+                  ) -> AuditResult:
     """The target's prevalence, accuracy and macro-F1 of the certified run (`inputs.run`) from the sample's
     human labels and the scores on the pool (`CertifyInputs`: the labels, the sample and its design, the
     predictions)."""
     progress = ensure(progress)
     labels, sample, design, predictions = inputs.labels, inputs.sample, inputs.design, inputs.predictions
-    frame = predictions.frame
-    classes = predictions.classes
+    frame, classes, synthetic = predictions.frame, predictions.classes, inputs.synthetic
     design = design.assign(item_id=design["item_id"].astype(str)).reset_index(drop=True)
     sample_ids, pool_ids = set(sample["item_id"].astype(str)), set(design["item_id"])
     ref, description, elsewhere = _human_reference(labels, options, sample_ids, pool_ids)

@@ -30,15 +30,15 @@ from mhaudit.tables.predictions import PredictionSet
 __all__ = ["EstimateInputs", "EstimateOptions", "audit_estimate"]
 
 
-def audit_estimate(inputs: EstimateInputs, options: EstimateOptions, *, synthetic: bool = False,
-                   progress: Progress | None = None) -> AuditResult:
+def audit_estimate(inputs: EstimateInputs, options: EstimateOptions, *, progress: Progress | None = None
+                   ) -> AuditResult:
     """Estimate each target's priors and metrics without its labels, and say whether to trust the estimate.
 
     `inputs.reference`: the model's scores on a labelled held-out set from its home platform;
     `inputs.targets`: its scores on unlabelled rows.
     """
     progress = ensure(progress)
-    reference, targets = inputs.reference, inputs.targets
+    reference, targets, synthetic = inputs.reference, inputs.targets, inputs.synthetic
     rng = np.random.default_rng(options.seed)
     tables = _per_run(reference, targets, options, progress) if options.per_run else {}
     if options.ensemble:

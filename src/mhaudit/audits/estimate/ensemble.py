@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.core.errors import InputError
+from mhaudit.report.trust import line_untrusted_because
 from mhaudit.stats.agreement_line import agreement_line, distinct_runs, line_trust
 from mhaudit.tables.pairing import aligned_codes, labels_in_id_order
 from mhaudit.tables.predictions import PredictionSet
@@ -57,11 +58,12 @@ def ensemble_estimates(reference: PredictionSet, targets: PredictionSet, *, n_bo
                           "a line needs three or more"})
             continue
         line = agreement_line(pred_ref[distinct], y_ref, pred_tgt[distinct], n_boot=n_boot, rng=rng)
-        verdict = line_trust(line)
+        failed = line_trust(line)
         lines.append({**row, "slope": line.slope, "intercept": line.intercept, "r2": line.r2,
                       "residual_sd": line.residual_sd, "spread": line.spread,
                       "agreement_reference": float(line.agreement_reference.mean()),
-                      "agreement_target": float(line.agreement_target.mean()), **verdict})
+                      "agreement_target": float(line.agreement_target.mean()), "trusted": not failed,
+                      "untrusted_because": line_untrusted_because(failed), "method_gap": line.method_gap})
         names = [f"{runs[r][0]} seed {runs[r][1]}" for r in distinct]
         pairs += [{**keys, "run_a": names[i], "run_b": names[j], "agreement_reference": a, "agreement_target": b}
                   for (i, j), a, b in zip(line.pairs, line.agreement_reference, line.agreement_target)]
@@ -72,7 +74,7 @@ def ensemble_estimates(reference: PredictionSet, targets: PredictionSet, *, n_bo
                                   "estimate": float(line.estimates[method][d]),
                                   "ci_low": float(line.ci_low[method][d]), "ci_high": float(line.ci_high[method][d]),
                                   "reference_value": float(line.accuracy_reference[d]),
-                                  "trusted": verdict["trusted"]})
+                                  "trusted": not failed})
     return _tables(estimates, lines, pairs)
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.core.errors import InputError
+from mhaudit.report.trust import line_untrusted_because
 from mhaudit.stats.agreement_line import agreement_line, distinct_runs, line_trust
 from mhaudit.tables.pairing import aligned_codes, check_reference_labels, labels_in_id_order
 from mhaudit.tables.predictions import Group, PredictionSet, logit_column
@@ -157,11 +158,11 @@ class WindowEnsemble:
                                    "three or more")
         line = agreement_line(self.reference.pred[distinct], self.reference.y, pred[distinct], n_boot=self.n_boot,
                               rng=np.random.default_rng([self.seed, start, 1]))
-        verdict = line_trust(line)
+        failed = line_trust(line)
         d = twin[self.deployed]
         return {"ensemble_accuracy": float(line.estimates[METHOD][d]), "ensemble_ci_low": float(line.ci_low[METHOD][d]),
-                "ensemble_ci_high": float(line.ci_high[METHOD][d]), "ensemble_trusted": bool(verdict["trusted"]),
-                "ensemble_untrusted_because": line.note or verdict["untrusted_because"]}
+                "ensemble_ci_high": float(line.ci_high[METHOD][d]), "ensemble_trusted": not failed,
+                "ensemble_untrusted_because": line.note or line_untrusted_because(failed)}
 
 
 def runs_table(reference: EnsembleReference, ensemble: MonitorEnsemble) -> pd.DataFrame:
