@@ -317,9 +317,8 @@ def _standardise(source: _Source, kind: str, classes: list[str], columns: Predic
         out[TEXT_HASH] = pd.util.hash_pandas_object(frame[columns.text].astype(str), index=False).to_numpy()
     out[SOURCE_FILE], out[SOURCE_ROW], out["_positional"] = source.name, frame[SOURCE_ROW].to_numpy(), positional
     scores = pd.DataFrame(values, columns=[logit_column(c) for c in classes])
-    if kind == PROB:
-        scores[[f"{GIVEN}{c}" for c in classes]] = given
-    return pd.concat([out, scores], axis=1)
+    given = pd.DataFrame(given, columns=[f"{GIVEN}{c}" for c in classes]) if kind == PROB else None
+    return pd.concat([out, scores, given], axis=1)
 
 
 def _labels(source: _Source, raw: pd.Series, classes: list[str], notes: list[str]) -> np.ndarray:
