@@ -109,7 +109,7 @@ def ours(files: list[Path], out: Path) -> list[str]:
     mhaudit = shutil.which("mhaudit") or "mhaudit"
     return [mhaudit, "audit", "cpfe", "--predictions", *map(str, files), "--name-pattern",
             "{model}_seed{seed}_{platform}", "--reference", "reddit",
-            "--n-boot", str(N_BOOT), "--out", str(out)]
+            "--n-boot-significance", str(N_BOOT), "--out", str(out)]
 
 
 def side_by_side(sides: dict[str, list[str]], runs: int, envs: dict[str, dict] | None = None) -> dict[str, dict]:

@@ -33,7 +33,7 @@ import tracemalloc
 import numpy as np
 import pandas as pd
 
-from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
+from mhaudit.audits.cpfe import CPFEInputs, CPFEOptions, audit_cpfe
 from mhaudit.tables.predictions import KEY_COLUMNS, PredictionSet, logit_column
 
 CLASSES = ["normal", "depression", "anxiety", "stress"]
@@ -97,14 +97,14 @@ def run_ours(predictions: PredictionSet, profile: bool):
                           n_bins=N_BINS, figures=False)
     rss0 = maxrss_mb()
     t = time.perf_counter()
-    result = audit_cpfe(predictions, options, synthetic=True)
+    result = audit_cpfe(CPFEInputs(predictions, synthetic=True), options)
     wall = time.perf_counter() - t
     rss1 = maxrss_mb()
     tracemalloc.start()
     tracemalloc.reset_peak()
     base = tracemalloc.get_traced_memory()[0]
     t = time.perf_counter()
-    audit_cpfe(predictions, options, synthetic=True)
+    audit_cpfe(CPFEInputs(predictions, synthetic=True), options)
     wall_traced = time.perf_counter() - t
     peak = (tracemalloc.get_traced_memory()[1] - base) / 2**20
     tracemalloc.stop()
@@ -114,7 +114,7 @@ def run_ours(predictions: PredictionSet, profile: bool):
 
         prof = cProfile.Profile()
         prof.enable()
-        audit_cpfe(predictions, options, synthetic=True)
+        audit_cpfe(CPFEInputs(predictions, synthetic=True), options)
         prof.disable()
         print("\n--- cProfile of one more audit (cumulative, top 30) ---")
         pstats.Stats(prof).sort_stats("cumulative").print_stats(30)

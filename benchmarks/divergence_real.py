@@ -70,13 +70,13 @@ def run_audit(corpus: Path, out: Path) -> None:
     import resource
 
     load_start, start = os.getloadavg(), time.perf_counter()
-    from mhaudit.audits.divergence import DivergenceOptions, audit_divergence
+    from mhaudit.audits.divergence import DivergenceInputs, DivergenceOptions, audit_divergence
     from mhaudit.core.progress import Progress
     from mhaudit.tables.corpus.schema import merge_corpora
 
     merged = merge_corpora([corpus])
     progress = Progress()
-    result = audit_divergence(merged, DivergenceOptions(human=HUMAN, auto=AUTO), progress=progress)
+    result = audit_divergence(DivergenceInputs(merged), DivergenceOptions(human=HUMAN, auto=AUTO), progress=progress)
     wall = time.perf_counter() - start
     tables = {name: table for section in result.sections for name, table in section.tables.items()}
     peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)

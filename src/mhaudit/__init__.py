@@ -3,7 +3,7 @@
 The public Python API (docs/api.md)::
 
     import mhaudit as mh
-    result = mh.audit_cpfe(mh.read_predictions(["preds.csv"]), mh.CPFEOptions(reference="reddit"))
+    result = mh.audit_cpfe(mh.CPFEInputs(mh.read_predictions(["preds.csv"])), mh.CPFEOptions(reference="reddit"))
     mh.write_report(result, "report/")
 
 Names are loaded on first use, so `import mhaudit` (and `mhaudit --help`) stays cheap.
@@ -27,8 +27,10 @@ _PUBLIC = {
     "PredictionSet": ("mhaudit.tables.predictions", "PredictionSet"),
     # audits and their options
     "audit_cpfe": ("mhaudit.audits.cpfe", "audit_cpfe"),
+    "CPFEInputs": ("mhaudit.audits.cpfe", "CPFEInputs"),
     "CPFEOptions": ("mhaudit.audits.cpfe", "CPFEOptions"),
     "audit_divergence": ("mhaudit.audits.divergence", "audit_divergence"),
+    "DivergenceInputs": ("mhaudit.audits.divergence", "DivergenceInputs"),
     "DivergenceOptions": ("mhaudit.audits.divergence", "DivergenceOptions"),
     "audit_estimate": ("mhaudit.audits.estimate", "audit_estimate"),
     "EstimateInputs": ("mhaudit.audits.estimate", "EstimateInputs"),
@@ -43,10 +45,10 @@ _PUBLIC = {
     "MonitorOptions": ("mhaudit.audits.monitor", "MonitorOptions"),
     "MonitorInputs": ("mhaudit.audits.monitor", "MonitorInputs"),
     "MonitorEnsemble": ("mhaudit.audits.monitor", "MonitorEnsemble"),
-    "audit_agreement": ("mhaudit.audits.agreement", "audit_agreement"),
-    "AgreementInputs": ("mhaudit.audits.agreement", "AgreementInputs"),
     "load_deployment": ("mhaudit.experiments.monitor_round", "load_deployment"),
     "monitor_round": ("mhaudit.experiments.monitor_round", "monitor_round"),
+    "audit_agreement": ("mhaudit.audits.agreement", "audit_agreement"),
+    "AgreementInputs": ("mhaudit.audits.agreement", "AgreementInputs"),
     "AgreementOptions": ("mhaudit.audits.agreement", "AgreementOptions"),
     "audit_model_selection": ("mhaudit.audits.model_selection", "audit_model_selection"),
     "ModelSelectionInputs": ("mhaudit.audits.model_selection", "ModelSelectionInputs"),

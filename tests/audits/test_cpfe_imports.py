@@ -11,13 +11,13 @@ import pandas as pd
 RUN = """
 import json, sys
 from pathlib import Path
-from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
+from mhaudit.audits.cpfe import CPFEInputs, CPFEOptions, audit_cpfe
 from mhaudit.report import write_report
 from mhaudit.tables.prediction_files import read_predictions
 
 folder = Path(sys.argv[1])
 preds = read_predictions(sorted(map(str, folder.glob("*.csv"))), name_pattern="{model}_seed{seed}_{platform}")
-write_report(audit_cpfe(preds, CPFEOptions(reference="reddit", n_boot_significance=200, n_boot_ece=100)),
+write_report(audit_cpfe(CPFEInputs(preds), CPFEOptions(reference="reddit", n_boot_significance=200, n_boot_ece=100)),
              folder / "out")
 print(json.dumps(sorted({name.split(".")[0] for name in sys.modules})))
 """

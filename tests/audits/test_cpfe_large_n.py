@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
+from mhaudit.audits.cpfe import CPFEInputs, CPFEOptions, audit_cpfe
 from mhaudit.core.errors import InputError
 from mhaudit.stats.macro_delong import macro_auc_delong, paired_macro_auc_delong
 from tests.audits.test_cpfe import CLASSES, FAST, synthetic_predictions
@@ -27,7 +27,7 @@ def _codes_probs(frame: pd.DataFrame, model: str, platform: str) -> tuple[np.nda
 @pytest.fixture(scope="module")
 def runs():
     preds = synthetic_predictions(n=N, seeds=(0,))
-    return preds, {threshold: audit_cpfe(preds, CPFEOptions(reference="home", delong_min_rows=threshold, **FAST))
+    return preds, {threshold: audit_cpfe(CPFEInputs(preds), CPFEOptions(reference="home", delong_min_rows=threshold, **FAST))
                    for threshold in (N, N + 1)}
 
 

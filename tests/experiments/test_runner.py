@@ -53,7 +53,7 @@ explain = "linear"
 explain_sample = 50
 
 [audit]
-n_boot = 200
+n_boot_significance = 200
 n_boot_ece = 100
 ''')
     return tmp_path / "exp.toml"
@@ -203,7 +203,7 @@ name = "tfidf-lr"
 options = { min_df = 1, ngram_range = [1, 1] }
 
 [audit]
-n_boot = 100
+n_boot_significance = 100
 n_boot_ece = 50
 ''')
     return tmp_path / "exp.toml"

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mhaudit.audits.agreement import AgreementInputs, AgreementOptions, audit_agreement
-from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
+from mhaudit.audits.cpfe import CPFEInputs, CPFEOptions, audit_cpfe
 from mhaudit.core.errors import InputError
 from mhaudit.report import write_report
 from mhaudit.report.combine import combine_results, read_report
@@ -27,8 +27,8 @@ from tests.tables.test_prediction_files import PATTERN, published
 def two_audits(tmp_path_factory):
     """A cross-platform audit of bert and roberta, and a validation in which bert's labels are scored too."""
     root = tmp_path_factory.mktemp("combine")
-    cpfe = audit_cpfe(read_predictions(published(root / "files", seeds=(42,)), name_pattern=PATTERN),
-                      CPFEOptions(reference="reddit", n_boot_significance=200, n_boot_ece=100), synthetic=True)
+    cpfe = audit_cpfe(CPFEInputs(read_predictions(published(root / "files", seeds=(42,)), name_pattern=PATTERN), synthetic=True),
+                      CPFEOptions(reference="reddit", n_boot_significance=200, n_boot_ece=100))
     labels = simulate_labels(LabelsConfig(n_items=200))
     truth = labels[labels["labeler"] == "annotator-1"]
     bert = labels_rows(truth["item_id"].to_numpy(), {"bert": ("model", truth["value"].to_numpy(int) ^

@@ -3,7 +3,7 @@ nothing wider than the window, every figure loaded, every collapsed table opens.
 
 from __future__ import annotations
 
-from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
+from mhaudit.audits.cpfe import CPFEInputs, CPFEOptions, audit_cpfe
 from mhaudit.report import write_report
 from mhaudit.tables.prediction_files import read_predictions
 from tests.tables.test_prediction_files import PATTERN, published
@@ -23,8 +23,8 @@ def assert_links_resolve(page, folder):
 
 def test_the_cpfe_report_reads_in_a_browser(tmp_path, open_browser):
     paths = published(tmp_path / "files", seeds=(42, 7))  # 2 models x 2 seeds x 2 platforms
-    result = audit_cpfe(read_predictions(paths, name_pattern=PATTERN),
-                        CPFEOptions(reference="reddit", n_boot_significance=200, n_boot_ece=100), synthetic=True)
+    result = audit_cpfe(CPFEInputs(read_predictions(paths, name_pattern=PATTERN), synthetic=True),
+                        CPFEOptions(reference="reddit", n_boot_significance=200, n_boot_ece=100))
     write_report(result, tmp_path / "report")
     driver = open_browser(WIDTH, HEIGHT)
     driver.get((tmp_path / "report" / "report.html").as_uri())

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import cohen_kappa_score
 
-from mhaudit.audits.cpfe import CPFEOptions, audit_cpfe
+from mhaudit.audits.cpfe import CPFEInputs, CPFEOptions, audit_cpfe
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.models import create
 from mhaudit.report import AuditResult, Section, write_report
@@ -76,11 +76,10 @@ def run_demo(out: Path, *, seed: int = 0, n_per_platform: int = 2000, n_boot: in
     attributions = pd.concat(attributions, ignore_index=True)
     write_table(predictions, out / "predictions.parquet")
     write_table(attributions, out / "attributions.parquet")
-    audit = audit_cpfe(PredictionSet(predictions, corpus.classes),
-                       CPFEOptions(reference=reference, seed=seed, n_boot_significance=n_boot,
-                                   n_boot_ece=n_boot_ece),
-                       texts=frame.drop_duplicates("id").set_index("id")["text"], attributions=attributions,
-                       synthetic=True, progress=progress)
+    inputs = CPFEInputs(PredictionSet(predictions, corpus.classes), frame.drop_duplicates("id").set_index("id")["text"],
+                        attributions, synthetic=True)
+    audit = audit_cpfe(inputs, CPFEOptions(reference=reference, seed=seed, n_boot_significance=n_boot,
+                                           n_boot_ece=n_boot_ece), progress=progress)
     settings = pd.DataFrame([{"setting": k, "value": str(v)} for k, v in corpus.meta["simulation"].items()])
     result = AuditResult(
         title="mhaudit demo: cross-platform audit of a baseline on the synthetic corpus",
@@ -103,7 +102,7 @@ def run_divergence_demo(out: Path, *, seed: int = 0, models: tuple[str, ...] = D
     """The label-source audit on the SYNTHETIC divergence corpus (human labels follow style, auto labels a
     keyword rule), `models` fitted to its human training split as baselines: writes out/corpus.parquet,
     out/predictions.parquet, the report and the conflict sample. Returns the audit and the predictions."""
-    from mhaudit.audits.divergence import DivergenceOptions, audit_divergence
+    from mhaudit.audits.divergence import DivergenceInputs, DivergenceOptions, audit_divergence
     from mhaudit.audits.divergence.baselines import baselines_from_predictions
     from mhaudit.audits.divergence.conflicts import write_conflicts
     from mhaudit.synthetic.simulate_divergence import DivergenceConfig, simulate_divergence
@@ -119,8 +118,8 @@ def run_divergence_demo(out: Path, *, seed: int = 0, models: tuple[str, ...] = D
         parts.append(predict_corpus(model, corpus, model_name=name, seed=seed, splits=("test",)))
     predictions = PredictionSet(pd.concat(parts, ignore_index=True), corpus.classes)
     write_table(predictions.frame, out / "predictions.parquet")
-    audit = audit_divergence(corpus, DivergenceOptions(**DIVERGENCE_DEMO, seed=seed),
-                             baselines=baselines_from_predictions(predictions, corpus.classes[-1]), progress=progress)
+    inputs = DivergenceInputs(corpus, baselines_from_predictions(predictions, corpus.classes[-1]))
+    audit = audit_divergence(inputs, DivergenceOptions(**DIVERGENCE_DEMO, seed=seed), progress=progress)
     write_conflicts(audit.outputs["conflict_counts"], audit.outputs["conflict_sample"], out)
     write_report(audit, out)
     return audit, predictions

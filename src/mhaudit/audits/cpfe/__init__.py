@@ -17,7 +17,7 @@ from mhaudit.audits.cpfe.discrimination import discrimination_rows, per_class_ro
 from mhaudit.audits.cpfe.equity import equity_rows
 from mhaudit.audits.cpfe.extras import label_shift_rows, length_rows, sensitivity_rows
 from mhaudit.audits.cpfe.groups import identical_seeds, make_groups, reference_of
-from mhaudit.audits.cpfe.options import CPFEOptions
+from mhaudit.audits.cpfe.options import CPFEInputs, CPFEOptions
 from mhaudit.audits.cpfe.significance import MacroAucSpread, model_pair_rows, place_bootstraps, platform_pair_rows
 from mhaudit.audits.cpfe.summary import flags, mean_sd, plain_words
 from mhaudit.audits.cpfe.verdicts import cpfe_verdicts
@@ -29,7 +29,7 @@ from mhaudit.stats.undefined import quiet_undefined
 from mhaudit.tables.digest import digest_frame
 from mhaudit.tables.predictions import PredictionSet
 
-__all__ = ["CPFEOptions", "audit_cpfe"]
+__all__ = ["CPFEInputs", "CPFEOptions", "audit_cpfe"]
 
 SEED_KEYS = ["model", "platform", "dataset"]
 
@@ -46,12 +46,11 @@ class Tables:
 
 
 @quiet_undefined()  # the tables carry each undefined value's reason
-def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Series | None = None,
-               attributions: pd.DataFrame | None = None, synthetic: bool = False,
-               progress: Progress | None = None) -> AuditResult:
-    """Run the five axes (and the extras) over `predictions`. `texts` (indexed by id) enables the length
-    table; `attributions` (the attributions table) enables axis 5. Stages are timed and told to `progress`."""
+def audit_cpfe(inputs: CPFEInputs, options: CPFEOptions, *, progress: Progress | None = None) -> AuditResult:
+    """Run the five axes (and the extras) over `inputs.predictions`. Its `texts` (indexed by id) enable the length
+    table; its `attributions` (the attributions table) enable axis 5. Stages are timed and told to `progress`."""
     progress = ensure(progress)
+    predictions, texts = inputs.predictions, inputs.texts
     classes = predictions.classes
     groups = make_groups(predictions)
     references = reference_of(groups, options.reference)
@@ -69,7 +68,7 @@ def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Se
         t.add("sensitivity", sensitivity_rows(groups, references, classes))
         t.add("label_shift", label_shift_rows(groups, references, classes, options.n_bins))
         words = _length_table(t, predictions, groups, texts, options)
-        _attribution_tables(t, attributions, options)
+        _attribution_tables(t, inputs.attributions, options)
     tables = {name: _mark(t.frame(name), options.non_independent) for name in t.rows}
     flag_table = _mark(flags(tables["discrimination"], tables["significance"], tables["calibration"],
                              tables.get("equity", pd.DataFrame()), tables["temperature_scaling"],
@@ -86,10 +85,11 @@ def audit_cpfe(predictions: PredictionSet, options: CPFEOptions, *, texts: pd.Se
         sections = _sections(tables, summary, options, words, one_run, method)
     return AuditResult(
         title=f"Cross-platform audit (CPFE) — reference platform {options.reference}",
-        summary=summary, verdicts=cpfe_verdicts(flag_table), synthetic=synthetic,
+        summary=summary, verdicts=cpfe_verdicts(flag_table), synthetic=inputs.synthetic,
         options={**asdict(options), "macro_auc_se": method, "classes": classes, "score_kind": predictions.score_kind,
                  "input_notes": predictions.notes},
-        provenance=provenance({"predictions": digest_frame(predictions.frame), **predictions.fingerprints},
+        provenance=provenance({"predictions": digest_frame(predictions.frame), **predictions.fingerprints,
+                               **dict(inputs.files)},
                               progress.seconds), sections=sections)
 
 

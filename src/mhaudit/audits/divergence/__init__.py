@@ -19,7 +19,7 @@ from mhaudit.audits.divergence.conflicts import conflicts
 from mhaudit.audits.divergence.design import Design, build_design
 from mhaudit.audits.divergence.extras import concentration, lodo, orthogonality, phenotypes
 from mhaudit.audits.divergence.fitting import FittedChannel, combine, stratified_folds
-from mhaudit.audits.divergence.options import DivergenceOptions, canonical
+from mhaudit.audits.divergence.options import DivergenceInputs, DivergenceOptions, canonical
 from mhaudit.audits.divergence.runs import Runs, add_baselines, fit_channels, fit_masked, fit_other_lexical
 from mhaudit.audits.divergence.summary import summarise
 from mhaudit.audits.divergence.views import FeatureMemo, View, original_parses
@@ -29,22 +29,20 @@ from mhaudit.core.threads import default_threads, thread_budget
 from mhaudit.report import AuditResult, Section
 from mhaudit.report.result import provenance
 from mhaudit.stats.undefined import quiet_undefined
-from mhaudit.tables.corpus.schema import Corpus
 from mhaudit.tables.digest import digest_frame
 from mhaudit.text.parse import Parses
 
-__all__ = ["DivergenceOptions", "audit_divergence"]
+__all__ = ["DivergenceInputs", "DivergenceOptions", "audit_divergence"]
 
 
 @quiet_undefined()  # the tables carry each undefined value's reason
-def audit_divergence(corpus: Corpus, options: DivergenceOptions, *, baselines: dict[str, pd.DataFrame] | None = None,
+def audit_divergence(inputs: DivergenceInputs, options: DivergenceOptions, *,
                      progress: Progress | None = None) -> AuditResult:
-    """Run the whole audit on a binary corpus (its `synthetic` mark carries into the result). `baselines`:
-    name -> frame with columns id, score (probability of the positive class) and pred (0/1), joined to the
-    scored rows by id. The result's outputs hold
-    conflict_counts and conflict_sample (rows where the channels disagree; texts only with
+    """Run the whole audit on `inputs.corpus`, a binary corpus, with `inputs.baselines` beside the channels. The
+    result's outputs hold conflict_counts and conflict_sample (rows where the channels disagree; texts only with
     options.include_text), for `write_conflicts`."""
     progress = ensure(progress)
+    corpus = inputs.corpus
     say = progress.step
     frame = corpus.frame
     design = build_design(frame, corpus.classes, list(options.human), list(options.auto),
@@ -63,7 +61,7 @@ def audit_divergence(corpus: Corpus, options: DivergenceOptions, *, baselines: d
     views |= fit_masked(runs, design, mask_channels, masks, folds, parses, options, say, memo)
     if "A" in channels and options.compare_lexical:  # the other lexical representation, beside A
         fit_other_lexical(runs, design, folds, parses, options, say, memo)
-    add_baselines(runs, baselines or {}, design)
+    add_baselines(runs, inputs.baselines, design)
 
     say(f"bootstrap: {options.n_boot:,} resamples per data set over {len(runs.keys)} prediction vectors")
     platform = {d: str(design.evaluation[d]["platform"].iat[0]) for d in datasets}
@@ -89,12 +87,12 @@ def audit_divergence(corpus: Corpus, options: DivergenceOptions, *, baselines: d
     notes = _data_notes(design, parses.truncated)
     summary = summarise(tables, design, n_tests, notes)
     progress.close()
-    inputs = {"corpus": digest_frame(frame), **{f"baseline {k}": digest_frame(v) for k, v in (baselines or {}).items()}}
+    digests = {"corpus": digest_frame(frame), **{f"baseline {k}": digest_frame(v) for k, v in inputs.baselines.items()}}
     return AuditResult("Label-source divergence audit (TSS probe)", _sections(tables, design, options, n_tests),
                        summary=summary, verdicts=divergence_verdicts(tables["dod"], tables["dod_threshold_free"],
                                                                      tables["random_pos_control"]),
                        synthetic=corpus.synthetic,
-                       options=_options_record(options, design), provenance=provenance(inputs, progress.seconds),
+                       options=_options_record(options, design), provenance=provenance(digests, progress.seconds),
                        outputs={"conflict_counts": counts, "conflict_sample": sample})
 
 
