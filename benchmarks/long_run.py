@@ -2,7 +2,7 @@
 `collect bluesky` over long SYNTHETIC streams (not a test).
 
     python benchmarks/long_run.py [--part monitor|collect|both] [--quick] [--work DIR] [--json FILE]
-        monitor: [--windows 2000] [--per-window 20] [--initial-windows 200] [--write-rate 20] [--n-boot 20]
+        monitor: [--windows 2000] [--per-window 20] [--initial-windows 200] [--write-rate 20] [--n-boot 40]
                  [--steady-rounds 10] [--window 1min|1h] [--history 0]
         collect: [--events 1000000] [--match-share 0.05] [--templates 20000]
 
@@ -484,7 +484,7 @@ def print_collect(c: dict) -> None:
     print(f"  {c['stopped_line']}")
 
 
-QUICK = {"windows": 60, "full_every": 20, "initial_windows": 20, "write_rate": 20.0, "n_boot": 10,
+QUICK = {"windows": 60, "full_every": 20, "initial_windows": 20, "write_rate": 20.0, "n_boot": 40,
          "steady_rounds": 2, "events": 100_000, "templates": 5_000, "sample_s": 0.2}
 
 
@@ -503,7 +503,7 @@ def parse(argv=None):
     ap.add_argument("--full-posts", type=int, default=25)
     ap.add_argument("--initial-windows", type=int, default=200)
     ap.add_argument("--write-rate", type=float, default=5.0, help="windows appended per second")
-    ap.add_argument("--n-boot", type=int, default=20)
+    ap.add_argument("--n-boot", type=int, default=40)  # MonitorOptions needs at least 40
     ap.add_argument("--steady-rounds", type=int, default=10)
     ap.add_argument("--window", choices=("1min", "1h"), default="1min", help="window length (synthetic time)")
     ap.add_argument("--history", type=int, default=0, help="monitor --history of this many windows "

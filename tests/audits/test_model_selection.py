@@ -209,7 +209,7 @@ def test_model_specs_and_presets():
     (dict(models=["tfidf-lr", "tfidf-lr"]), "two models are labelled 'tfidf-lr'"),
     (dict(models=["tfidf-lr:C"]), "must be KEY=VALUE"),
     (dict(models=["tfidf-lr:bogus=1"]), "model 'tfidf-lr'"),
-    (dict(preset="xx"), "preset xx must be one of si, mh"),
+    (dict(preset="xx"), "preset 'xx' must be one of si, mh"),
     (dict(seed=-1), "seed must be an integer from 0 to"),
     (dict(models=["tfidf-lr:C=abc"]), "model 'tfidf-lr': TF-IDF option C must be a positive number, got 'abc'"),
     (dict(models=["tfidf-lr:C=-1"]), "TF-IDF option C must be a positive number, got -1"),

@@ -43,7 +43,8 @@ def options_table(options_type: type, name: str, *, base: type[BaseModel] = Stri
 def options_of(table: BaseModel, options_type: type, **fixed):
     """`options_type` made from an `options_table` (and the fields the experiment sets elsewhere)."""
     hints = typing.get_type_hints(options_type)
-    values = {f.name: getattr(table, f.name) for f in described(options_type) if f.name in type(table).model_fields}
+    values = {f.name: getattr(table, f.name) for f in described(options_type)
+              if f.name in type(table).model_fields and f.name not in fixed}
     for name, value in values.items():
         if dataclasses.is_dataclass(hints[name]):
             values[name] = options_of(value, hints[name])
