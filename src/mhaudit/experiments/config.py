@@ -99,13 +99,14 @@ class CorpusSpec(Strict):
     text_col: str | None = None
     label_col: str | None = None
     id_col: str | None = None
+    sep: str | None = None  # generic reader: None = from the file extension
     # A binary evaluation target (e.g. Dreaddit, stress vs not) for a model with more classes: its two
     # classes are compared with the model's collapsed score (see BinarySpec); never trained on.
     binary: BinarySpec | None = None
 
     def key_dump(self) -> dict:
         """The fields that define the imported rows (binary is how they are scored, not what they are)."""
-        return self.model_dump(exclude={"binary"})
+        return self.model_dump(exclude={"binary", *(("sep",) if self.sep is None else ())})  # earlier runs' keys hold
 
 
 class ModelSpec(Strict):

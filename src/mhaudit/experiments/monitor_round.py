@@ -115,7 +115,10 @@ def monitor_round(store: str | Path, deployment: Deployment, reference: Predicti
     if len(scored_now) > 1:
         progress.note(f"the other {len(scored_now) - 1} runs scored {sum(scored_now[1:]):,} new posts")
     with PostStore(store, wait_for_server=True) as posts:  # reached above: a restart since is waited out
-        inputs = _inputs(posts, deployment, reference, options, scored_now[0], synthetic)
+        digests = {r.name: r.digest for r in deployment.runs}  # the deployed run first
+        inputs = MonitorInputs.from_store(posts, reference, deployment.deployed.model.name, digests,
+                                          deployment.classes, options, ensemble=deployment.ensemble,
+                                          scored_now=scored_now[0], synthetic=synthetic)
         context = window_context(inputs, options)  # the last round's unchanged windows are not recomputed
         result = audit_monitor(replace(inputs, cached_windows=read_windows(posts, context)), options,
                                progress=progress)
@@ -133,10 +136,3 @@ def monitor_round(store: str | Path, deployment: Deployment, reference: Predicti
     write_report(result, out_dir)
     return result
 
-
-def _inputs(posts: PostStore, deployment: Deployment, reference: PredictionSet, options: MonitorOptions,
-            scored_now: int, synthetic: bool) -> MonitorInputs:
-    """The deployed run's scored posts (MonitorInputs.from_store), with an ensemble every run's classes on them."""
-    digests = {r.name: r.digest for r in deployment.runs}  # the deployed run first
-    return MonitorInputs.from_store(posts, reference, deployment.deployed.model.name, digests, deployment.classes,
-                                    options, ensemble=deployment.ensemble, scored_now=scored_now, synthetic=synthetic)

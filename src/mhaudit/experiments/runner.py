@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pandas as pd
@@ -61,9 +61,7 @@ def _files(exp: Experiment, specs: list[CorpusSpec]) -> dict[str, str]:
 
 
 def _import(exp: Experiment, spec: CorpusSpec, progress: Progress) -> Corpus:
-    options = ReadOptions(encoding=spec.encoding, platform=spec.platform, dataset=spec.dataset,
-                          text_col=spec.text_col, label_col=spec.label_col, id_col=spec.id_col,
-                          label_source=spec.label_source)
+    options = ReadOptions(**{f.name: getattr(spec, f.name) for f in fields(ReadOptions)})  # the same names
     result = import_source(spec.source, [exp.folder / p for p in spec.paths], mapping=_mapping(exp, spec),
                            options=options, policy=MultiLabelPolicy(spec.multi_label), priority=spec.priority,
                            split=spec.split, seed=spec.seed, drop_empty=spec.drop_empty)
