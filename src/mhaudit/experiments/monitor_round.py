@@ -120,8 +120,10 @@ def monitor_round(store: str | Path, deployment: Deployment, reference: Predicti
                                           deployment.classes, options, ensemble=deployment.ensemble,
                                           scored_now=scored_now[0], synthetic=synthetic)
         context = window_context(inputs, options)  # the last round's unchanged windows are not recomputed
-        result = audit_monitor(replace(inputs, cached_windows=read_windows(posts, context)), options,
-                               progress=progress)
+        inputs = replace(inputs, cached_windows=read_windows(posts, context))
+    # no connection is held through the audit, the long part: a database restart meanwhile is waited out below
+    result = audit_monitor(inputs, options, progress=progress)
+    with PostStore(store, wait_for_server=True) as posts:
         write_windows(posts, context, result.outputs["window_rows"])
     computed, total = result.outputs["windows_recomputed"], len(result.outputs["window_rows"])
     progress.note(f"{computed:,} of {total:,} windows computed; {total - computed:,} read from the store")
