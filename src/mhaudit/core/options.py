@@ -6,6 +6,8 @@ are built from the same fields, so the three routes cannot drift apart."""
 from __future__ import annotations
 
 import dataclasses
+import functools
+import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -54,13 +56,27 @@ def option(default: Any = dataclasses.MISSING, *, help: str, rule: Rule | None =
 
 
 def check(options: Any) -> None:
-    """Raise one InputError sentence for the first field whose value breaks its rule."""
+    """Raise one InputError sentence for the first field whose value breaks its rule. A tuple field given one
+    string holds that one item (`human="dreaddit"` is `("dreaddit",)`, not its letters), and given a list, the
+    same items as a tuple."""
+    for name in _tuple_fields(type(options)):
+        value = getattr(options, name)
+        if isinstance(value, (str, list)):
+            object.__setattr__(options, name, (value,) if isinstance(value, str) else tuple(value))
     for field in dataclasses.fields(options):
         rule, value = field.metadata.get("rule"), getattr(options, field.name)
         if rule is not None and value is not None and not rule.holds(value):
             shown = ", ".join(map(str, value)) if isinstance(value, tuple) else f"'{value}'" if isinstance(value, str) \
                 else value
             raise InputError(f"{field.name} {shown} must {'each ' if rule.each else ''}be {rule.text}")
+
+
+@functools.cache
+def _tuple_fields(options_type: type) -> tuple[str, ...]:
+    """The fields typed `tuple[...]` (or `tuple[...] | None`)."""
+    hints = typing.get_type_hints(options_type)
+    return tuple(name for name, hint in hints.items() if typing.get_origin(hint) is tuple or any(
+        typing.get_origin(arg) is tuple for arg in typing.get_args(hint)))
 
 
 def described(options_type: type) -> list[dataclasses.Field]:
