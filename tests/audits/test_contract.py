@@ -152,7 +152,7 @@ def _options_classes():
     from mhaudit.audits.agreement import AgreementOptions
     from mhaudit.audits.certify import CertifyOptions
     from mhaudit.audits.cpfe import CPFEOptions
-    from mhaudit.audits.divergence import DivergenceInputs, DivergenceOptions
+    from mhaudit.audits.divergence import DivergenceOptions
     from mhaudit.audits.estimate import EstimateOptions
     from mhaudit.audits.model_selection import ModelSelectionOptions
     from mhaudit.audits.monitor import MonitorOptions
