@@ -101,6 +101,20 @@ def test_cli_run_and_bad_experiment_files(tmp_path):
     assert result.exit_code == 2 and "\n" not in result.stderr.strip()
 
 
+@pytest.mark.parametrize("audit, message", [
+    ("n_boot = 200", "audit.n_boot: not a key; did you mean n_boot_ece or n_boot_significance?"),  # renamed in 0.2
+    ("n_boot_ece = 1", "[audit] n_boot_ece 1 must be at least 2"),  # the options' own rule, before any work
+    ("correction = \"holm\"", "[audit] correction 'holm' must be one of bonferroni, bh"),
+])
+def test_a_bad_audit_option_is_said_when_the_file_is_loaded(tmp_path, audit, message):
+    path = tmp_path / "exp.toml"
+    path.write_text(f'name = "x"\nreference = "r"\n[[corpus]]\nsource = "generic"\npaths = ["a.csv"]\n'
+                    f'[[model]]\nname = "tfidf-lr"\n[audit]\n{audit}\n')
+    with pytest.raises(InputError) as error:
+        load_experiment(path)
+    assert str(error.value) == f"{path}: {message}" + (" (1 problem(s) in all)" if "not a key" in message else "")
+
+
 @pytest.mark.parametrize("name", ["cpfe_open", "cpfe_paper"])
 def test_example_experiment_files_validate(name):
     from pathlib import Path

@@ -211,13 +211,27 @@ def load_experiment(path: str | Path) -> Experiment:
         raise InputError(f"not valid TOML ({exc})", path=path) from None
     try:
         experiment = Experiment(**doc, folder=path.resolve().parent)
-        experiment.cpfe_options(reference=experiment.reference or "reference")  # a bad value is said before any work
-        experiment.divergence_options()
-        experiment.validation_options()
-        return experiment
-    except InputError as exc:
-        raise InputError(str(exc), path=path) from None
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "the file"
-        raise InputError(f"{where}: {first['msg']} ({exc.error_count()} problem(s) in all)", path=path) from None
+        raise InputError(f"{where}: {_message(first)} ({exc.error_count()} problem(s) in all)", path=path) from None
+    tables = {"audit": lambda: experiment.cpfe_options(reference=experiment.reference or "reference"),
+              "label_source": experiment.divergence_options, "validation": experiment.validation_options}
+    for table, make in tables.items():  # a bad value is said before any work
+        try:
+            make()
+        except InputError as exc:
+            raise InputError(f"[{table}] {exc}", path=path) from None
+    return experiment
+
+
+def _message(error: dict) -> str:
+    """pydantic's message, with the nearest known key for an unknown one (e.g. a key renamed since)."""
+    if error["type"] != "extra_forbidden":
+        return error["msg"]
+    import difflib
+
+    table = {"audit": AuditSpec, "label_source": LabelSourceSpec, "validation": ValidationSpec}.get(error["loc"][0])
+    key, keys = str(error["loc"][-1]), list(table.model_fields) if table else []
+    near = sorted({*difflib.get_close_matches(key, keys, n=2), *(k for k in keys if k.startswith(key))})
+    return "not a key" + (f"; did you mean {' or '.join(near[:3])}?" if near else "")
