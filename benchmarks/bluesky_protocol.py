@@ -53,7 +53,7 @@ from mhaudit.audits.model_selection.options import ModelSelectionOptions, ModelS
 from mhaudit.audits.model_selection import ModelSelectionInputs, audit_model_selection  # noqa: E402
 from mhaudit.audits.model_selection.tables import summary_lines  # noqa: E402
 from mhaudit.report import write_report  # noqa: E402
-from mhaudit.tables.corpus.importing import import_source  # noqa: E402
+from mhaudit.tables.corpus.importing import ImportOptions, import_source  # noqa: E402
 from mhaudit.tables.io import write_table  # noqa: E402
 from mhaudit.tables.label_store import now, write_labels  # noqa: E402
 from mhaudit.weak_supervision.lexicons import Lexicon  # noqa: E402
@@ -98,7 +98,7 @@ def main() -> None:
 
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
     started = time.perf_counter()
-    corpus = import_source("bluesky_depression", [DATA / "bluesky-depression-dataset.csv"], split="train").corpus
+    corpus = import_source("bluesky_depression", [DATA / "bluesky-depression-dataset.csv"], ImportOptions(split="train")).corpus
     frame = corpus.frame
     args.out.mkdir(parents=True, exist_ok=True)
     corpus.write(args.out / "corpus.parquet")  # for `mhaudit audit model-selection --corpus` on the same rows

@@ -23,10 +23,11 @@ import numpy as np
 
 
 def corpora(data: Path):
-    from mhaudit.tables.corpus.importing import import_source
+    from mhaudit.tables.corpus.importing import ImportOptions, import_source
 
     dreaddit = import_source("dreaddit", sorted((data / "dreaddit").glob("*.csv"))).corpus.frame
-    gold = import_source("tss_gold", [data / "tss_probe" / "Twitter_sample_gold.utf8.csv"], split="test").corpus.frame
+    gold = import_source("tss_gold", [data / "tss_probe" / "Twitter_sample_gold.utf8.csv"],
+                         ImportOptions(split="test")).corpus.frame
     return dreaddit, gold
 
 

@@ -47,10 +47,11 @@ MODELS = ("tfidf-lr", "char-tfidf-lr")
 
 
 def load(name: str):
-    from mhaudit.tables.corpus.importing import import_source
+    from mhaudit.tables.corpus.importing import ImportOptions, import_source
 
     group, importer, files, mapping = SOURCES[name]
-    return import_source(importer, [DATA / f for f in files], mapping=mapping, seed=0, drop_empty=True).corpus
+    return import_source(importer, [DATA / f for f in files],
+                         ImportOptions(mapping=mapping, seed=0, drop_empty=True)).corpus
 
 
 def predictions(work: Path) -> pd.DataFrame:

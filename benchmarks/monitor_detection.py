@@ -54,10 +54,10 @@ def synthetic_setup():
 
 def real_setup():
     from mhaudit.models import create
-    from mhaudit.tables.corpus.importing import import_source
+    from mhaudit.tables.corpus.importing import ImportOptions, import_source
 
     reddit = import_source("depression_reddit", [DATA / "depression_reddit_cleaned" /
-                                                 "depression_dataset_reddit_cleaned.csv"], seed=0).corpus
+                                                 "depression_dataset_reddit_cleaned.csv"], ImportOptions(seed=0)).corpus
     model = create("tfidf-lr").fit(reddit.frame[reddit.frame["split"].isin(["train", "val"])], reddit.classes)
     raw = pd.read_csv(DATA / "bluesky_depression" / "bluesky-depression-dataset.csv").dropna(subset=["text"])
     raw["time"] = pd.to_datetime(raw["createdAt"], utc=True, format="ISO8601")

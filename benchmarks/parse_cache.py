@@ -24,11 +24,11 @@ FILES = (("dreaddit", ("dreaddit/dreaddit-train.csv", "dreaddit/dreaddit-test.cs
 
 
 def texts_of(data: Path) -> list[str]:
-    from mhaudit.tables.corpus.importing import import_source
+    from mhaudit.tables.corpus.importing import ImportOptions, import_source
 
     texts: list[str] = []
     for source, files in FILES:
-        corpus = import_source(source, [data / f for f in files], drop_empty=True).corpus
+        corpus = import_source(source, [data / f for f in files], ImportOptions(drop_empty=True)).corpus
         texts += corpus.frame["text"].astype(str).tolist()
     return texts
 

@@ -35,13 +35,13 @@ terms = ["i", "the", "a", "to", "and", "my", "you", "is", "it", "me", "of", "in"
 
 def test_replayed_bluesky_stream_is_collected_scored_and_tracked(tmp_path):
     from mhaudit.models import create, save_model
-    from mhaudit.tables.corpus.importing import import_source
+    from mhaudit.tables.corpus.importing import ImportOptions, import_source
 
     raw = pd.read_csv(data_dir("bluesky_depression") / "bluesky-depression-dataset.csv")
     raw = raw.assign(time=pd.to_datetime(raw["createdAt"], utc=True, format="ISO8601"), text=raw["text"].astype(str))
     raw = raw[raw["text"].str.strip() != ""].sort_values("time", kind="stable").reset_index(drop=True)
     reddit = import_source("depression_reddit", [data_dir("depression_reddit_cleaned") /
-                                                 "depression_dataset_reddit_cleaned.csv"], seed=0).corpus
+                                                 "depression_dataset_reddit_cleaned.csv"], ImportOptions(seed=0)).corpus
     model = create("tfidf-lr").fit(reddit.frame[reddit.frame["split"].isin(["train", "val"])], reddit.classes)
     save_model(model, tmp_path / "model")
     classes = reddit.classes  # no_depression, depression

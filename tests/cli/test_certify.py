@@ -26,12 +26,12 @@ runner = CliRunner()
 @pytest.fixture(scope="module")
 def corpora():
     """The home corpus (Depression Reddit) and the target (Bluesky depression), as imported."""
-    from mhaudit.tables.corpus.importing import import_source
+    from mhaudit.tables.corpus.importing import ImportOptions, import_source
 
     reddit = import_source("depression_reddit", [data_dir("depression_reddit_cleaned") /
-                                                 "depression_dataset_reddit_cleaned.csv"], seed=0).corpus
+                                                 "depression_dataset_reddit_cleaned.csv"], ImportOptions(seed=0)).corpus
     bluesky = import_source("bluesky_depression", [data_dir("bluesky_depression") / "bluesky-depression-dataset.csv"],
-                            seed=0, drop_empty=True).corpus
+                            ImportOptions(seed=0, drop_empty=True)).corpus
     return reddit, bluesky
 
 

@@ -1,8 +1,7 @@
 import pandas as pd
 
 from mhaudit.core.privacy import pseudonymise
-from mhaudit.tables.corpus.importing import import_source
-from mhaudit.tables.corpus.sources import ReadOptions
+from mhaudit.tables.corpus.importing import ImportOptions, import_source
 
 
 def test_pseudonyms_are_keyed_stable_and_hide_the_raw_id():
@@ -18,7 +17,7 @@ def test_import_pseudonymises_authors_with_the_local_secret(tmp_path, monkeypatc
     src = tmp_path / "posts.csv"
     pd.DataFrame({"text": [f"t{i}" for i in range(20)], "label": [i % 2 for i in range(20)],
                   "author": ["alice", "bob"] * 10}).to_csv(src, index=False)
-    frame = import_source("generic", [src], options=ReadOptions(platform="p"), split="test").corpus.frame
+    frame = import_source("generic", [src], ImportOptions(platform="p", split="test")).corpus.frame
     assert (tmp_path / "cfg" / "secret").stat().st_mode & 0o777 == 0o600
     assert set(frame["author"]) == set(pseudonymise(["alice", "bob"]))
     assert not frame["author"].isin(["alice", "bob"]).any()

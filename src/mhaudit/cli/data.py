@@ -10,8 +10,7 @@ from typing import Annotated
 import typer
 
 from mhaudit.cli.console import guarded, out, print_table
-from mhaudit.core.errors import InputError
-from mhaudit.tables.corpus.policies import MultiLabelPolicy
+from mhaudit.cli.options import with_options
 
 app = typer.Typer(help="Import, inspect, clean and split corpora.", no_args_is_help=True)
 
@@ -21,43 +20,15 @@ def register(root: typer.Typer) -> None:
 
 
 @app.command("import")
-@guarded
+@with_options("mhaudit.tables.corpus.importing:ImportOptions")
 def import_(source: Annotated[str, typer.Argument(help="Source name (see `mhaudit data sources`).")],
             paths: Annotated[list[Path], typer.Argument(help="Files to read.")],
             out_path: Annotated[Path, typer.Option("--out", help="Corpus Parquet file to write.")],
-            mapping: Annotated[str | None, typer.Option(help="Label mapping name(s), chained with '+'.")] = None,
-            platform: Annotated[str | None, typer.Option(help="Platform name (overrides the source's).")] = None,
-            dataset: Annotated[str | None, typer.Option(help="Data-set name (overrides the source's).")] = None,
-            encoding: Annotated[str, typer.Option(help="Text encoding of the files.")] = "utf-8",
-            multi_label: Annotated[MultiLabelPolicy, typer.Option(help="Policy for rows with several labels.")]
-            = MultiLabelPolicy.first,
-            priority: Annotated[str | None, typer.Option(help="Class order for --multi-label priority, "
-                                                               "comma-separated.")] = None,
-            split: Annotated[str, typer.Option(help="'auto' keeps official splits and draws 70/15/15 "
-                                                    "where none; or train/val/test/calibration for all rows.")]
-            = "auto",
-            seed: Annotated[int, typer.Option(help="Seed for drawn splits.")] = 0,
-            text_col: Annotated[str | None, typer.Option(help="Text column (generic sources).")] = None,
-            label_col: Annotated[str | None, typer.Option(help="Label column (generic sources).")] = None,
-            id_col: Annotated[str | None, typer.Option(help="Id column (generic sources).")] = None,
-            sep: Annotated[str | None, typer.Option(help="Delimiter (generic sources).")] = None,
-            label_source: Annotated[str | None, typer.Option(help="Label source (human, auto, ...).")] = None,
-            drop_empty: Annotated[bool, typer.Option(help="Drop rows whose text is empty (counted) instead "
-                                                          "of stopping.")] = False,
-            ) -> None:
+            options) -> None:
     """Read a data set into a corpus table, mapping its labels, and print the mapping report."""
     from mhaudit.tables.corpus.importing import import_source
-    from mhaudit.tables.corpus.schema import SPLITS
-    from mhaudit.tables.corpus.sources import ReadOptions
 
-    if split != "auto" and split not in SPLITS:
-        raise InputError(f"--split '{split}' must be 'auto' or one of {', '.join(SPLITS)}")
-    options = ReadOptions(encoding=encoding, platform=platform, dataset=dataset, text_col=text_col,
-                          label_col=label_col, id_col=id_col, sep=sep, label_source=label_source)
-    result = import_source(source, paths, mapping=mapping, options=options,
-                           policy=multi_label,
-                           priority=priority.split(",") if priority else None, split=split, seed=seed,
-                           drop_empty=drop_empty)
+    result = import_source(source, paths, options)
     result.corpus.write(out_path)
     frame = result.corpus.frame
     out.print(f"read {result.rows_read} rows; wrote {len(frame)} rows to {out_path} "

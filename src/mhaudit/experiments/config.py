@@ -15,6 +15,7 @@ from mhaudit.audits.cpfe.options import CPFEOptions
 from mhaudit.audits.divergence.options import DivergenceOptions
 from mhaudit.core.errors import InputError
 from mhaudit.core.options import described
+from mhaudit.tables.corpus.importing import ImportOptions
 
 
 class Strict(BaseModel):
@@ -83,30 +84,23 @@ class BinarySpec(Strict):
         return f"{' + '.join(self.positive)} vs {negative}"
 
 
-class CorpusSpec(Strict):
+class CorpusFiles(Strict):
+    """A corpus of the experiment: the source and its files. The other keys are `mhaudit data import`'s options
+    (ImportOptions), by the same names and with the same defaults."""
+
     source: str
     paths: list[str]
-    mapping: str | None = None
-    multi_label: Literal["first", "expand", "priority", "drop-ambiguous"] = "first"
-    priority: list[str] | None = None
-    split: str = "auto"
-    seed: int = 0
-    platform: str | None = None
-    dataset: str | None = None
-    label_source: str | None = None
-    encoding: str = "utf-8"
-    drop_empty: bool = False
-    text_col: str | None = None
-    label_col: str | None = None
-    id_col: str | None = None
-    sep: str | None = None  # generic reader: None = from the file extension
     # A binary evaluation target (e.g. Dreaddit, stress vs not) for a model with more classes: its two
     # classes are compared with the model's collapsed score (see BinarySpec); never trained on.
     binary: BinarySpec | None = None
 
     def key_dump(self) -> dict:
-        """The fields that define the imported rows (binary is how they are scored, not what they are)."""
-        return self.model_dump(exclude={"binary", *(("sep",) if self.sep is None else ())})  # earlier runs' keys hold
+        """The fields that define the imported rows (binary is how they are scored, not what they are; an unset
+        `sep` is left out, so that earlier runs' keys hold)."""
+        return self.model_dump(exclude={"binary", *(("sep",) if getattr(self, "sep", None) is None else ())})
+
+
+CorpusSpec = options_table(ImportOptions, "CorpusSpec", base=CorpusFiles)
 
 
 class ModelSpec(Strict):
@@ -215,8 +209,11 @@ def load_experiment(path: str | Path) -> Experiment:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "the file"
         raise InputError(f"{where}: {_message(first)} ({exc.error_count()} problem(s) in all)", path=path) from None
+    corpora = [*experiment.corpus, *(experiment.label_source.corpus if experiment.label_source else ()),
+               *((experiment.validation.items,) if experiment.validation and experiment.validation.items else ())]
     tables = {"audit": lambda: experiment.cpfe_options(reference=experiment.reference or "reference"),
-              "label_source": experiment.divergence_options, "validation": experiment.validation_options}
+              "label_source": experiment.divergence_options, "validation": experiment.validation_options,
+              "corpus": lambda: [options_of(spec, ImportOptions) for spec in corpora]}
     for table, make in tables.items():  # a bad value is said before any work
         try:
             make()

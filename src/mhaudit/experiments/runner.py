@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -30,13 +30,11 @@ from mhaudit.core.errors import InputError
 from mhaudit.core.executors import run_jobs
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.experiments.binary_targets import BinaryTarget, binary_section
-from mhaudit.experiments.config import CorpusSpec, Experiment, ModelSpec
+from mhaudit.experiments.config import CorpusSpec, Experiment, ModelSpec, options_of
 from mhaudit.experiments.explain import explain_corpus
 from mhaudit.report import AuditResult, Section, verdict_table, write_report
-from mhaudit.tables.corpus.importing import import_source
-from mhaudit.tables.corpus.label_mapping import MultiLabelPolicy
+from mhaudit.tables.corpus.importing import ImportOptions, import_source
 from mhaudit.tables.corpus.schema import Corpus
-from mhaudit.tables.corpus.sources import ReadOptions
 from mhaudit.tables.corpus.splits import assign_calibration
 from mhaudit.tables.predictions import PredictionSet, sha256_file
 
@@ -61,10 +59,8 @@ def _files(exp: Experiment, specs: list[CorpusSpec]) -> dict[str, str]:
 
 
 def _import(exp: Experiment, spec: CorpusSpec, progress: Progress) -> Corpus:
-    options = ReadOptions(**{f.name: getattr(spec, f.name) for f in fields(ReadOptions)})  # the same names
-    result = import_source(spec.source, [exp.folder / p for p in spec.paths], mapping=_mapping(exp, spec),
-                           options=options, policy=MultiLabelPolicy(spec.multi_label), priority=spec.priority,
-                           split=spec.split, seed=spec.seed, drop_empty=spec.drop_empty)
+    options = options_of(spec, ImportOptions, mapping=_mapping(exp, spec))
+    result = import_source(spec.source, [exp.folder / p for p in spec.paths], options)
     progress.note(f"corpus: {spec.source} -> {len(result.corpus.frame)} rows ({result.corpus.meta['mapping']})")
     return result.corpus
 

@@ -10,9 +10,9 @@ import types
 import pandas as pd
 import pytest
 
-from mhaudit.tables.corpus.importing import import_source
+from mhaudit.tables.corpus.importing import ImportOptions, import_source
 from mhaudit.tables.corpus.schema import merge_corpora
-from mhaudit.tables.corpus.sources import ReadOptions, all_sources
+from mhaudit.tables.corpus.sources import all_sources
 
 
 def write(folder, name, text):
@@ -65,11 +65,11 @@ def test_ids_follow_the_data_set_and_two_names_merge(source, tmp_path, monkeypat
     monkeypatch.setitem(sys.modules, "datasets", fake_datasets())
     texts, extra = FILES[source]
     paths = [write(tmp_path, name, text) for name, text in texts.items()]
-    default = import_source(source, paths, split="test", options=ReadOptions(**extra)).corpus.frame
+    default = import_source(source, paths, ImportOptions(split="test", **extra)).corpus.frame
     assert all(i.startswith(f"{d}-") for i, d in zip(default["id"], default["dataset"], strict=True))
     written, rest = [], []
     for name in ("alpha", "beta"):
-        corpus = import_source(source, paths, split="test", options=ReadOptions(dataset=name, **extra)).corpus
+        corpus = import_source(source, paths, ImportOptions(split="test", dataset=name, **extra)).corpus
         assert set(corpus.frame["dataset"]) == {name}
         assert corpus.frame["id"].str.startswith(f"{name}-").all(), corpus.frame["id"].tolist()
         rest.append(corpus.frame["id"].str.removeprefix(f"{name}-").tolist())  # the same file: the same ids after it
@@ -83,10 +83,10 @@ def test_ids_follow_the_data_set_and_two_names_merge(source, tmp_path, monkeypat
 def test_a_named_data_set_over_several_rastogi_files_keeps_ids_apart(tmp_path):
     texts, _ = FILES["rastogi"]
     paths = [write(tmp_path, name, text) for name, text in texts.items()]
-    frame = import_source("rastogi", paths, split="test", options=ReadOptions(dataset="stress")).corpus.frame
+    frame = import_source("rastogi", paths, ImportOptions(split="test", dataset="stress")).corpus.frame
     assert frame["id"].tolist() == ["stress-Reddit_Combi-1", "stress-Reddit_Combi-2", "stress-Twitter_Full-1",
                                     "stress-Twitter_Full-2"]
-    default = import_source("rastogi", paths, split="test").corpus.frame  # unchanged when --dataset is not given
+    default = import_source("rastogi", paths, ImportOptions(split="test")).corpus.frame  # without --dataset: unchanged
     assert default["id"].tolist() == ["rastogi_reddit_combi-1", "rastogi_reddit_combi-2", "rastogi_twitter_full-1",
                                       "rastogi_twitter_full-2"]
 
@@ -98,5 +98,5 @@ def test_native_ids_keep_their_value_after_the_prefix(tmp_path):
         ["dreaddit-33181", "dreaddit-2606", "dreaddit-896", "dreaddit-19548"]
     texts, _ = FILES["goemotions"]
     paths = [write(tmp_path, name, text) for name, text in texts.items()]
-    ids = import_source("goemotions", paths, split="test").corpus.frame["id"].tolist()
+    ids = import_source("goemotions", paths, ImportOptions(split="test")).corpus.frame["id"].tolist()
     assert ids == ["goemotions-eecwqtt", "goemotions-train-2", "goemotions-ed5f85d", "goemotions-x"]

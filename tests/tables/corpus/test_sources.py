@@ -4,6 +4,8 @@ once and checked by hand (see docs/sources.md)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import shutil
 import sys
 
@@ -12,7 +14,7 @@ import pytest
 
 from mhaudit.core.errors import InputError
 from mhaudit.core.privacy import pseudonymise
-from mhaudit.tables.corpus.importing import import_source
+from mhaudit.tables.corpus.importing import ImportOptions, import_source
 from mhaudit.tables.corpus.label_mapping import MultiLabelPolicy as Policy
 from mhaudit.tables.corpus.mappings import load
 from mhaudit.tables.corpus.sources import ReadOptions, all_sources, get
@@ -70,7 +72,7 @@ def goemotions(*names):
 
 def test_goemotions_native_first_and_expand():
     files = goemotions("train.tsv", "dev.tsv", "test.tsv")
-    first = import_source("goemotions", files, policy=Policy.first)
+    first = import_source("goemotions", files, ImportOptions(multi_label=Policy.first))
     assert per_split(first) == {"train": 43410, "val": 5426, "test": 5427}
     assert first.corpus.classes == EMOTIONS
     frame = first.corpus.frame
@@ -78,7 +80,7 @@ def test_goemotions_native_first_and_expand():
         {"test": 837, "train": 7102, "val": 878}
     elmo = frame.loc[frame["id"] == "goemotions-edtjpv6", "text"].item()  # CSV-quoted in the TSV; unescaped, else unchanged
     assert elmo.startswith('Had to watch "Elmo in Grouchland" one time too many')
-    expand = import_source("goemotions", files, policy=Policy.expand)
+    expand = import_source("goemotions", files, ImportOptions(multi_label=Policy.expand))
     assert per_split(expand) == {"train": 51103, "val": 6380, "test": 6329}
     test = expand.corpus.frame[expand.corpus.frame["split"] == "test"]
     assert test["label"].value_counts().to_dict() == TEST_ASSIGNMENTS
@@ -105,7 +107,7 @@ GOEMOTIONS_TEST_ROWS = {key: sum(v.values()) for key, v in GOEMOTIONS_TEST.items
 
 @pytest.mark.parametrize("mapping, policy", list(GOEMOTIONS_TEST))
 def test_goemotions_test_split_under_cpfe_mappings(mapping, policy):
-    result = import_source("goemotions", goemotions("test.tsv"), mapping=mapping, policy=policy)
+    result = import_source("goemotions", goemotions("test.tsv"), ImportOptions(mapping=mapping, multi_label=policy))
     assert result.corpus.classes == ["normal", "depression", "anxiety", "stress"]
     assert result.corpus.frame["label"].value_counts().to_dict() == GOEMOTIONS_TEST[mapping, policy]
     assert len(result.corpus.frame) == GOEMOTIONS_TEST_ROWS[mapping, policy]
@@ -128,15 +130,15 @@ def test_goemotions_6257_is_text_mapping_without_remorse_and_pride(tmp_path):
         lines.append(f"{cls} = {raws!r}".replace("'", '"'))
     lines += ["[drop]", 'labels = ["remorse", "pride"]']
     (tmp_path / "m.toml").write_text("\n".join(lines))
-    result = import_source("goemotions", goemotions("test.tsv"), mapping=str(tmp_path / "m.toml"),
-                           policy=Policy.expand)
+    result = import_source("goemotions", goemotions("test.tsv"),
+                           ImportOptions(mapping=str(tmp_path / "m.toml"), multi_label=Policy.expand))
     assert len(result.corpus.frame) == 6257
 
 
 def test_goemotions_pooled_released_code_reading():
     """The released code's reading (cpfe-code, first listed label) over all three splits, before its re-split."""
     result = import_source("goemotions", goemotions("train.tsv", "dev.tsv", "test.tsv"),
-                           mapping="goemotions-cpfe-code", policy=Policy.first)
+                           ImportOptions(mapping="goemotions-cpfe-code", multi_label=Policy.first))
     assert len(result.corpus.frame) == 45881
 
 
@@ -152,14 +154,14 @@ def test_goemotions_hf_layout_matches_tsv(tmp_path, fmt):
         hf.to_json(path, orient="records", lines=True)
     else:
         hf.assign(labels=hf["labels"].map(str)).to_csv(path, index=False)  # "[3, 27]"-style strings
-    got = import_source("goemotions", [path], policy=Policy.expand).corpus.frame
-    want = import_source("goemotions", goemotions("test.tsv"), policy=Policy.expand).corpus.frame
+    got = import_source("goemotions", [path], ImportOptions(multi_label=Policy.expand)).corpus.frame
+    want = import_source("goemotions", goemotions("test.tsv"), ImportOptions(multi_label=Policy.expand)).corpus.frame
     assert got[["id", "text", "label", "split"]].equals(want[["id", "text", "label", "split"]])
 
 
 def test_goemotions_builtin_names_and_bad_ids(tmp_path):
     (tmp_path / "train.tsv").write_text("so happy\t17,27\ta1\nmeh\t27\ta2\n")
-    frame = import_source("goemotions", [tmp_path / "train.tsv"], policy=Policy.expand).corpus.frame
+    frame = import_source("goemotions", [tmp_path / "train.tsv"], ImportOptions(multi_label=Policy.expand)).corpus.frame
     assert frame["label"].tolist() == ["joy", "neutral", "neutral"] and set(frame["split"]) == {"train"}
     (tmp_path / "test.tsv").write_text("ok\t27\tb1\nbad\t28\tb2\n")
     with pytest.raises(InputError, match=r"test.tsv: row 2: label ids '28'"):
@@ -181,7 +183,7 @@ def test_dair_emotion_official_splits():
     frame = result.corpus.frame
     assert set(frame["platform"]) == {"twitter"} and set(frame["label_source"]) == {"distant"}
     assert frame["id"].iat[0] == "dair_emotion-train-1"
-    code = import_source("dair_emotion", [folder / "test.txt"], mapping="dair-cpfe-code")
+    code = import_source("dair_emotion", [folder / "test.txt"], ImportOptions(mapping="dair-cpfe-code"))
     assert code.corpus.frame["label"].value_counts().to_dict() == \
         {"normal": 695 + 159, "depression": 581, "stress": 275, "anxiety": 224}  # surprise (66) dropped
 
@@ -231,8 +233,8 @@ def test_tss_gold_raw_encodings():
     with pytest.raises(InputError, match=r"line 983 .* not valid utf-8; pass --encoding .*latin-1"):
         import_source("tss_gold", raw)
     with pytest.raises(InputError, match=r"not valid cp1252; .*--encoding latin-1"):  # byte 0x9D
-        import_source("tss_gold", raw, options=ReadOptions(encoding="cp1252"))
-    result = import_source("tss_gold", raw, options=ReadOptions(encoding="latin-1"))
+        import_source("tss_gold", raw, ImportOptions(encoding="cp1252"))
+    result = import_source("tss_gold", raw, ImportOptions(encoding="latin-1"))
     assert result.corpus.frame["label"].value_counts().to_dict() == {"no_stress": 1899, "stress": 973}
 
 
@@ -243,7 +245,7 @@ def test_tss_full_reads_8900_but_three_texts_are_empty():
     assert list(raw.columns[:3]) == ["id", "text", "raw_labels"] and "hashtags" not in raw.columns
     with pytest.raises(InputError, match=r"Twitter_Full.csv: row 1078: text is empty .*\(3 such rows\).*--drop-empty"):
         import_source("tss_full", [path])
-    result = import_source("tss_full", [path], drop_empty=True, split="test")
+    result = import_source("tss_full", [path], ImportOptions(drop_empty=True, split="test"))
     assert result.empty_rows_dropped == 3 and result.rows_read == 8900 and len(result.corpus.frame) == 8897
     assert set(result.corpus.frame["dataset"]) == {"tss_twitter_auto"}
 
@@ -253,7 +255,7 @@ def test_tss_full_reads_8900_but_three_texts_are_empty():
 def test_rastogi_four_files():
     folder = data_dir("stress_rastogi2022")
     files = [folder / f"{n}.csv" for n in ("Reddit_Combi", "Reddit_Title", "Twitter_Full", "Twitter_Non-Advert")]
-    result = import_source("rastogi", files, split="test")
+    result = import_source("rastogi", files, ImportOptions(split="test"))
     assert counts(result, ("dataset", "platform", "label")) == {
         ("rastogi_reddit_combi", "reddit", "stress"): 2745, ("rastogi_reddit_combi", "reddit", "no_stress"): 378,
         ("rastogi_reddit_title", "reddit", "stress"): 2745, ("rastogi_reddit_title", "reddit", "no_stress"): 2811,
@@ -277,7 +279,7 @@ def test_depression_reddit():
 
 def test_depression_reddit_kaggle_header(tmp_path):
     (tmp_path / "d.csv").write_text("clean_text,is_depression\nfeel low,1\nnice day,0\nsad again,1\nfine,0\n")
-    result = import_source("depression_reddit", [tmp_path / "d.csv"], split="train")
+    result = import_source("depression_reddit", [tmp_path / "d.csv"], ImportOptions(split="train"))
     assert result.corpus.frame["label"].tolist() == ["depression", "no_depression", "depression", "no_depression"]
 
 
@@ -312,8 +314,8 @@ def test_generic_formats(tmp_path, ext):
     {"csv": lambda: GENERIC.to_csv(path, index=False), "tsv": lambda: GENERIC.to_csv(path, sep="\t", index=False),
      "jsonl": lambda: GENERIC.to_json(path, orient="records", lines=True),
      "parquet": lambda: GENERIC.to_parquet(path)}[ext]()
-    options = ReadOptions(platform="reddit", text_col="body", label_col="y")
-    result = import_source("generic", [path], mapping="stress-binary", options=options, split="auto")
+    options = ImportOptions(mapping="stress-binary", platform="reddit", text_col="body", label_col="y", split="auto")
+    result = import_source("generic", [path], options)
     frame = result.corpus.frame
     assert frame["id"].tolist() == ["posts-1", "posts-2", "posts-3", "posts-4"]
     assert frame["text"].tolist() == GENERIC["body"].tolist()
@@ -328,22 +330,22 @@ def test_generic_errors(tmp_path):
     path = tmp_path / "posts.csv"
     GENERIC.to_csv(path, index=False)
     with pytest.raises(InputError, match=r"posts.csv: missing column\(s\) text; found body, y, split, author"):
-        import_source("generic", [path], options=ReadOptions(platform="reddit", label_col="y"))
+        import_source("generic", [path], ImportOptions(platform="reddit", label_col="y"))
     with pytest.raises(InputError, match=r"posts.csv: has no 'platform' column; pass --platform"):
-        import_source("generic", [path], options=ReadOptions(text_col="body", label_col="y"))
+        import_source("generic", [path], ImportOptions(text_col="body", label_col="y"))
     (tmp_path / "bad.jsonl").write_text('{"text": "a", "label": "0"}\n{"text": "b", "label": \n')
     with pytest.raises(InputError, match=r"bad.jsonl: line 2 of the table is not valid JSON"):
-        import_source("generic", [tmp_path / "bad.jsonl"], options=ReadOptions(platform="reddit"))
+        import_source("generic", [tmp_path / "bad.jsonl"], ImportOptions(platform="reddit"))
     (tmp_path / "posts.xml").write_text("<a/>")
     with pytest.raises(InputError, match=r"unknown file type '.xml' for the table; expected .* \(or pass --sep"):
-        import_source("generic", [tmp_path / "posts.xml"], options=ReadOptions(platform="reddit"))
+        import_source("generic", [tmp_path / "posts.xml"], ImportOptions(platform="reddit"))
 
 
 def test_generic_columns_and_id_col(tmp_path):
     path = tmp_path / "mixed.jsonl"
     path.write_text('{"uid": "p1", "text": "hi", "label": "x", "platform": "reddit", "dataset": "d1"}\n'
                     '{"uid": "p2", "text": "yo", "label": "y", "platform": "twitter", "dataset": "d2"}\n')
-    frame = import_source("generic", [path], options=ReadOptions(id_col="uid"), split="test").corpus.frame
+    frame = import_source("generic", [path], ImportOptions(id_col="uid", split="test")).corpus.frame
     assert frame[["id", "platform", "dataset", "label"]].values.tolist() == [["p1", "reddit", "d1", "x"],
                                                                               ["p2", "twitter", "d2", "y"]]
 
@@ -366,11 +368,11 @@ def test_hf_local_parquet_folder_and_file(hf_datasets, tmp_path):
     for split, n in (("train", 24), ("validation", 12), ("test", 12)):
         ds.Dataset.from_dict({"text": [f"{split} text {i}" for i in range(n)], "label": [i % 6 for i in range(n)]},
                              features=features).to_parquet(folder / f"{split}.parquet")
-    options = ReadOptions(platform="twitter")
-    result = import_source("hf", [folder], mapping="dair-cpfe-text", options=options)
+    options = ImportOptions(platform="twitter")
+    result = import_source("hf", [folder], replace(options, mapping="dair-cpfe-text"))
     assert per_split(result) == {"train": 24, "val": 12, "test": 12}
     assert counts(result)[("test", "normal")] == 6  # joy, love, surprise: ClassLabel ids became names
-    single = import_source("hf", [folder / "test.parquet"], options=options).corpus.frame
+    single = import_source("hf", [folder / "test.parquet"], options).corpus.frame
     assert single["raw_label"].value_counts().to_dict() == {n: 2 for n in features["label"].names}
     assert set(single["split"]) == {"test"} and single["id"].iat[0] == "test-test-1"
 
@@ -381,21 +383,21 @@ def test_hf_multilabel_and_errors(hf_datasets, tmp_path):
                             "id": ds.Value("string")})
     ds.Dataset.from_dict({"text": ["a", "b", "c"], "labels": [[17, 27], [25], [27]], "id": ["x", "y", "z"]},
                          features=features).to_parquet(tmp_path / "go-test.parquet")
-    options = ReadOptions(platform="reddit", id_col="id")
-    frame = import_source("hf", [tmp_path / "go-test.parquet"], mapping="goemotions-cpfe-code", options=options,
-                          policy=Policy.expand).corpus.frame
+    options = ImportOptions(platform="reddit", id_col="id")
+    frame = import_source("hf", [tmp_path / "go-test.parquet"], replace(options, mapping="goemotions-cpfe-code",
+                                                                        multi_label=Policy.expand)).corpus.frame
     assert frame[["id", "label"]].values.tolist() == [["x:joy", "normal"], ["x:neutral", "normal"],
                                                       ["y", "depression"], ["z", "normal"]]
     with pytest.raises(InputError, match="needs --platform"):
         import_source("hf", [tmp_path / "go-test.parquet"])
     with pytest.raises(InputError, match=r"go-test.parquet\[test\]: missing column\(s\) body; found text, labels"):
-        import_source("hf", [tmp_path / "go-test.parquet"], options=ReadOptions(platform="reddit", text_col="body"))
+        import_source("hf", [tmp_path / "go-test.parquet"], ImportOptions(platform="reddit", text_col="body"))
     with pytest.raises(InputError, match="no such file"):
-        import_source("hf", [tmp_path / "absent.csv"], options=options)
+        import_source("hf", [tmp_path / "absent.csv"], options)
 
 
 def test_hf_without_datasets_installed(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "datasets", None)  # makes `import datasets` raise ImportError
     shutil.copy(FIXTURES / "kaggle_combined_small.csv", tmp_path / "k.csv")
     with pytest.raises(InputError, match=r"install mhaudit\[hf\]"):
-        import_source("hf", [tmp_path / "k.csv"], options=ReadOptions(platform="kaggle"))
+        import_source("hf", [tmp_path / "k.csv"], ImportOptions(platform="kaggle"))
