@@ -17,6 +17,7 @@ import typer
 from mhaudit.cli import (agreement, annotate, audit, cache, collect, data, demo, estimate, explain, labels, llm_labels,
                          model_selection, models, monitor, report)
 from mhaudit.cli.console import many_values
+from mhaudit.cli.options import OptionsCommand
 
 app = typer.Typer(help="Audit mental-health text classifiers across platforms and label sources.",
                   no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
@@ -33,21 +34,36 @@ def main() -> None:
 
 def _app_for(argv: list[str]) -> typer.Typer:
     """The root app with only the group `argv` names first, and in it only the command named second: typer builds
-    every command of the app it runs (~0.03 s for the 44 here, and an audit's flags import its options), and one
-    is enough. The whole app, or group, for anything else (a root command, an option, nothing), so --help and the
-    errors read as before."""
+    every command of the app it runs (~0.03 s for the 44 here), and an audit's flags import its options and so the
+    audit (~1 s for all seven). For anything else (a root command, an option, nothing, a group's listing) the whole
+    app or group, its audits listed without their flags (`listing`), so --help and the errors read as before."""
     groups = [group for group in app.registered_groups if argv and group.name == argv[0]]
     if len(groups) != 1:
-        return app
+        return listing(app)
     group = groups[0]
     commands = [c for c in group.typer_instance.registered_commands if len(argv) > 1 and _name(c) == argv[1]]
+    group = copy.copy(group)
     if len(commands) == 1:
-        pruned = copy.copy(group.typer_instance)
-        pruned.registered_commands, pruned.registered_groups = commands, []
-        group = copy.copy(group)
-        group.typer_instance = pruned
+        group.typer_instance = copy.copy(group.typer_instance)
+        group.typer_instance.registered_commands, group.typer_instance.registered_groups = commands, []
+    else:
+        group.typer_instance = listing(group.typer_instance)
     one = copy.copy(app)
     one.registered_groups, one.registered_commands = [group], []
+    return one
+
+
+def listing(root: typer.Typer) -> typer.Typer:
+    """A copy of `root` whose option-made commands (cli.options.OptionsCommand) carry their own parameters only: a
+    listing shows a command's name and help, and never runs it."""
+    one = copy.copy(root)
+    one.registered_commands = [copy.copy(c) for c in root.registered_commands]
+    for command in one.registered_commands:
+        if isinstance(command.callback, OptionsCommand):
+            command.callback = command.callback.listed()
+    one.registered_groups = [copy.copy(g) for g in root.registered_groups]
+    for group in one.registered_groups:
+        group.typer_instance = listing(group.typer_instance)
     return one
 
 

@@ -118,11 +118,15 @@ class OptionsCommand:
         return getattr(importlib.import_module(module), name)
 
     @functools.cached_property
-    def _parameters(self) -> list[inspect.Parameter]:
+    def _own(self) -> list[inspect.Parameter]:
+        """The command's own parameters, without `options`."""
         hints = typing.get_type_hints(self.command, include_extras=True)
-        own = [p.replace(kind=_KEYWORD, annotation=hints.get(p.name, p.annotation))
-               for p in inspect.signature(self.command).parameters.values() if p.name != "options"]
-        made = [f.parameter() for f in flags(self.options_type)]
+        return [p.replace(kind=_KEYWORD, annotation=hints.get(p.name, p.annotation))
+                for p in inspect.signature(self.command).parameters.values() if p.name != "options"]
+
+    @functools.cached_property
+    def _parameters(self) -> list[inspect.Parameter]:
+        own, made = self._own, [f.parameter() for f in flags(self.options_type)]
         clash = {p.name for p in own} & {p.name for p in made}
         assert not clash, f"{self.__name__}: {clash} are also fields of {self.options_type.__name__}"
         return own + made
@@ -134,6 +138,17 @@ class OptionsCommand:
     @property
     def __annotations__(self) -> dict:
         return {p.name: p.annotation for p in self._parameters}
+
+    def listed(self):
+        """The command as a listing shows it (cli._app_for): its name, help and own parameters, without the flags, so
+        its options class is not imported. It is never run."""
+        def listed(**kwargs):
+            raise AssertionError(f"{self.__name__} was built for a listing only")
+
+        listed.__name__, listed.__doc__ = self.__name__, self.__doc__
+        listed.__signature__ = inspect.Signature(self._own)
+        listed.__annotations__ = {p.name: p.annotation for p in self._own}
+        return listed
 
     def __call__(self, **kwargs):
         values = {f.name: kwargs.pop(f.name) for f in flags(self.options_type)}
