@@ -217,7 +217,7 @@ def test_two_sided_permutation_doubles_the_attainable_minimum():
 
 
 def test_data_notes_count_truncation_and_training_overlap():
-    from mhaudit.audits.divergence import _data_notes
+    from mhaudit.audits.divergence.audit import _data_notes
 
     f = frame()
     f.loc[f["dataset"] == "tweets_auto", "text"] = [f"POST   {i}" for i in range(20)]  # case and spacing differ

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from mhaudit.stats.agreement_line import MAX_AGREEMENT, MAX_METHOD_GAP, MAX_RESIDUAL_SD, MIN_R2, MIN_RUNS, MIN_SPREAD
-from mhaudit.stats.pair_estimate import TrustOptions
+from mhaudit.stats.trust_rule import TrustOptions
 
 __all__ = ["line_rule", "line_untrusted_because", "untrusted_because"]
 

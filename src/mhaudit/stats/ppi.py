@@ -38,7 +38,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import t as student_t
 
 from mhaudit.stats.f1 import Tallies, macro_f1_unchecked
 from mhaudit.stats.undefined import warn_undefined
@@ -61,6 +60,8 @@ class PoolEstimate:
 
     def half_width(self, metric: str, level: float = 0.95) -> np.ndarray:
         """t quantile (the Satterthwaite df) x standard error: the interval's half-width before clipping."""
+        from scipy.stats import t as student_t  # here: importing scipy.stats costs ~0.3 s
+
         return student_t.ppf(0.5 + level / 2, self.df[metric]) * self.se[metric]
 
     def interval(self, metric: str, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:

@@ -6,12 +6,17 @@ estimates for the sampled pool (`design`) and the weak labeler's error sources. 
 labels and names the weak labeler; `labels_from_corpus` enters a data set's own labels as a reference.
 """
 
-from __future__ import annotations
+from mhaudit.core.lazy import lazy_names
 
-from mhaudit.audits.agreement.labels import labels_from_corpus
-from mhaudit.audits.agreement.options import AgreementInputs, AgreementOptions
-from mhaudit.audits.agreement.report import audit_agreement
-from mhaudit.audits.agreement.sample import read_validation_set, sample_for_validation, write_validation_set
-
-__all__ = ["sample_for_validation", "write_validation_set", "read_validation_set", "AgreementInputs",
-           "AgreementOptions", "audit_agreement", "labels_from_corpus"]
+# each name loads from its module when first used: the command line imports an audit's options alone
+_WHERE = {
+    "AgreementInputs": ".options",
+    "AgreementOptions": ".options",
+    "audit_agreement": ".report",
+    "labels_from_corpus": ".labels",
+    "read_validation_set": ".sample",
+    "sample_for_validation": ".sample",
+    "write_validation_set": ".sample",
+}
+__all__ = sorted(_WHERE)
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)

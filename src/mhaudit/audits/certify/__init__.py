@@ -7,10 +7,19 @@ prediction-powered estimates of the target's prevalence, accuracy and macro-F1 (
 labels-only estimate from the same labels, and a verdict "certified on the target with N human labels".
 """
 
-from mhaudit.audits.certify.options import CertifyInputs, CertifyOptions
-from mhaudit.audits.certify.report import AXIS, audit_certify
-from mhaudit.tables.certification_sample import certification_sample, read_design, write_certification_sample
-from mhaudit.tables.sample_design import Pool, pool_of
+from mhaudit.core.lazy import lazy_names
 
-__all__ = ["AXIS", "CertifyInputs", "CertifyOptions", "Pool", "pool_of", "certification_sample",
-           "write_certification_sample", "read_design", "audit_certify"]
+# each name loads from its module when first used: the command line imports an audit's options alone
+_WHERE = {
+    "AXIS": ".report",
+    "CertifyInputs": ".options",
+    "CertifyOptions": ".options",
+    "audit_certify": ".report",
+    "Pool": "mhaudit.tables.sample_design",
+    "pool_of": "mhaudit.tables.sample_design",
+    "certification_sample": "mhaudit.tables.certification_sample",
+    "read_design": "mhaudit.tables.certification_sample",
+    "write_certification_sample": "mhaudit.tables.certification_sample",
+}
+__all__ = sorted(_WHERE)
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from mhaudit.core.errors import InputError
 from mhaudit.core.options import Rule, between, check, one_of, option
 from mhaudit.stats.ppi import POPULATIONS
-from mhaudit.tables.certification_sample import read_design
-from mhaudit.tables.label_store import read_label_files
-from mhaudit.tables.prediction_files import read_predictions
-from mhaudit.tables.predictions import PredictionSet
-from mhaudit.tables.sample_design import certified_run, predictions_digest
-from mhaudit.tables.validation_set import read_validation_set
+
+if TYPE_CHECKING:  # imported where used: the command line imports these options for its flags alone
+    import pandas as pd
+
+    from mhaudit.tables.predictions import PredictionSet
 
 
 @dataclass(frozen=True)
@@ -68,6 +67,11 @@ class CertifyInputs:
         beside it), the prediction files or globs (unlabelled); `run` names one run of several to certify, as
         MODEL:SEED, MODEL or its run-<k> folder (`models.runs.run_key`)."""
         from mhaudit.models.runs import run_key
+        from mhaudit.tables.certification_sample import read_design
+        from mhaudit.tables.label_store import read_label_files
+        from mhaudit.tables.prediction_files import read_predictions
+        from mhaudit.tables.sample_design import certified_run
+        from mhaudit.tables.validation_set import read_validation_set
 
         target = read_predictions(predictions, labelled=False)
         named = None if run is None else certified_run(target.frame, *run_key(run))
@@ -79,6 +83,8 @@ class CertifyInputs:
         return drawn_run(self.design, self.run)
 
     def __post_init__(self) -> None:
+        from mhaudit.tables.sample_design import certified_run, predictions_digest
+
         sample, design, predictions = self.sample, self.design, self.predictions
         if "predictions_digest" not in sample.columns or "strategy" not in sample.columns \
                 or (sample["strategy"] != "estimate").any():

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from mhaudit.core.errors import InputError
 from mhaudit.core.options import Rule, at_least, between, check, each, one_of, option
-from mhaudit.tables.predictions import PredictionSet
+
+if TYPE_CHECKING:  # imported where used: the command line imports these options for its flags alone
+    import pandas as pd
+
+    from mhaudit.tables.predictions import PredictionSet
 
 
 def _pair(text: str) -> tuple[str, str]:
@@ -78,6 +81,8 @@ class CPFEInputs:
     def from_files(cls, predictions, *, corpus: str | Path | None = None, attributions=(), **read) -> CPFEInputs:
         """From prediction files (paths or globs; `read`: read_predictions' keywords: classes, columns, model,
         seed, platform, name_pattern), the corpus with their texts and attribution files (paths or globs)."""
+        import pandas as pd
+
         from mhaudit.tables.attributions import read_attributions
         from mhaudit.tables.corpus.schema import Corpus
         from mhaudit.tables.prediction_files import expand_sources, read_predictions

@@ -5,13 +5,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from mhaudit.core.errors import InputError
 from mhaudit.core.options import at_least, check, each, one_of, option
-from mhaudit.tables.corpus.schema import Corpus
 from mhaudit.text.masks import MASKS
+
+if TYPE_CHECKING:  # imported where used: the command line imports these options for its flags alone
+    import pandas as pd
+
+    from mhaudit.tables.corpus.schema import Corpus
 
 BLOCKS = ("A", "B", "C")  # lexical, morpho-syntax, style
 CHANNELS = ("A", "B", "C", "AB", "AC", "BC", "ABC")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from mhaudit.core.errors import InputError
 from mhaudit.core.options import Rule, at_least, check, option
-from mhaudit.stats.pair_estimate import MIN_BOOT, TrustOptions
+from mhaudit.stats.trust_rule import MIN_BOOT, TrustOptions
 from mhaudit.tables.pairing import reference_runs
 from mhaudit.tables.prediction_files import PredictionColumns, read_predictions
 from mhaudit.tables.predictions import PredictionSet

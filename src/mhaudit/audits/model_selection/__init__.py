@@ -5,9 +5,13 @@ training labels and every reference label source, with the protocol effect (CV m
 efficiency frontier and the recall / precision trade-off in one report (docs/model_selection.md).
 """
 
-from __future__ import annotations
+from mhaudit.core.lazy import lazy_names
 
-from mhaudit.audits.model_selection.options import ModelSelectionInputs, ModelSelectionOptions
-from mhaudit.audits.model_selection.run import audit_model_selection
-
-__all__ = ["ModelSelectionInputs", "ModelSelectionOptions", "audit_model_selection"]
+# each name loads from its module when first used: the command line imports an audit's options alone
+_WHERE = {
+    "ModelSelectionInputs": ".options",
+    "ModelSelectionOptions": ".options",
+    "audit_model_selection": ".run",
+}
+__all__ = sorted(_WHERE)
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)

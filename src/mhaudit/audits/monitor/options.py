@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from mhaudit.audits.monitor.ensemble import MonitorEnsemble, check_ensemble
-from mhaudit.audits.monitor.windows import parse_window
 from mhaudit.core.errors import InputError
 from mhaudit.core.options import at_least, between, check, option
-from mhaudit.stats.pair_estimate import MIN_BOOT, TrustOptions
-from mhaudit.tables.predictions import PredictionSet, logit_column
-from mhaudit.weak_supervision.collect.scores import SCORED_COLUMNS
+from mhaudit.stats.trust_rule import MIN_BOOT, TrustOptions
+
+if TYPE_CHECKING:  # imported where used: the command line imports these options for its flags alone
+    import pandas as pd
+
+    from mhaudit.audits.monitor.ensemble import MonitorEnsemble
+    from mhaudit.tables.predictions import PredictionSet
 
 __all__ = ["MonitorOptions", "MonitorInputs"]
+
+
+def parse_window(text: str) -> pd.Timedelta:
+    """audits.monitor.windows.parse_window, imported when first needed."""
+    from mhaudit.audits.monitor.windows import parse_window as parse
+
+    return parse(text)
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,10 @@ class MonitorInputs:
     def __post_init__(self):
         object.__setattr__(self, "classes", tuple(self.classes))
         object.__setattr__(self, "collection", tuple(dict(c) for c in self.collection))
+        from mhaudit.audits.monitor.ensemble import check_ensemble
+        from mhaudit.tables.predictions import logit_column
+        from mhaudit.weak_supervision.collect.scores import SCORED_COLUMNS
+
         missing = [c for c in (*SCORED_COLUMNS, *map(logit_column, self.classes)) if c not in self.posts.columns]
         if missing:
             raise InputError(f"the scored posts have no '{missing[0]}' column; read them with scored_posts")
