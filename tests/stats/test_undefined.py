@@ -215,7 +215,7 @@ NOT_METRICS = {
     # in the reference, which EstimateInputs and MonitorInputs check first. trust: a rule over its diagnostic, with
     # its cut-offs; MIN_BOOT: the fewest resamples
     "pair_estimate.PairEstimate", "pair_estimate.estimate_pair", "pair_estimate.trust", "pair_estimate.TrustOptions",
-    "pair_estimate.MIN_BOOT",
+    "pair_estimate.MIN_BOOT", "trust_rule.TrustOptions", "trust_rule.MIN_BOOT",
     "pair_estimate.ReferenceDraws", "pair_estimate.reference_draws",
     # the agreement line's record type, its trust rule and the rule's cut-offs
     "agreement_line.AgreementLine", "agreement_line.line_trust", "agreement_line.MIN_RUNS", "agreement_line.MIN_R2",

@@ -143,7 +143,9 @@ class Fuzzer:
                 self.post(link, "api/consensus", self.answer(link)),  # an annotator adjudicates
                 self.post(link, "api/agreed", {"token": tok}),
                 self.post(carol, "api/consensus", self.answer(link)),  # alice's token on carol's page
-                self.post(link.replace(tok, tok[:-1] + "A"), "api/label", self.answer(link)),
+                # a tampered token: its last character changed (to "B" where it already is "A")
+                self.post(link.replace(tok, tok[:-1] + ("B" if tok.endswith("A") else "A")), "api/label",
+                          self.answer(link)),
                 self.post(link.replace(tok, "x" * 5000), "api/label", self.answer(link)),
                 self.request("GET", carol.split(self.host, 1)[1] + "item/1"),
                 self.request("GET", path + "adjudicate")))
