@@ -16,9 +16,12 @@ Content words are tokens whose universal POS is in CONTENT_POS.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from mhaudit.text.parse import Parses
+if TYPE_CHECKING:  # an annotation only: the label-source audit's options import MASKS without the parser
+    from mhaudit.text.parse import Parses
 
 __all__ = ["MASKS", "CONTENT_POS", "apply_mask"]
 

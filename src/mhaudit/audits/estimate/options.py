@@ -4,13 +4,15 @@ anything runs. The monitor holds the same trust rule (TrustOptions) for its wind
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mhaudit.core.errors import InputError
 from mhaudit.core.options import Rule, at_least, check, option
 from mhaudit.stats.trust_rule import MIN_BOOT, TrustOptions
-from mhaudit.tables.pairing import reference_runs
-from mhaudit.tables.prediction_files import PredictionColumns, read_predictions
-from mhaudit.tables.predictions import PredictionSet
+
+if TYPE_CHECKING:  # imported where used: the command line imports these options for its flags alone
+    from mhaudit.tables.prediction_files import PredictionColumns
+    from mhaudit.tables.predictions import PredictionSet
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,8 @@ class EstimateInputs:
     synthetic: bool = False
 
     def __post_init__(self) -> None:
+        from mhaudit.tables.pairing import reference_runs
+
         reference, targets = self.reference, self.targets
         if reference.classes != targets.classes:
             raise InputError(f"the target's classes ({', '.join(targets.classes)}) differ from the reference's "
@@ -56,11 +60,13 @@ class EstimateInputs:
 
     @classmethod
     def from_files(cls, reference, targets, *, classes: list[str] | None = None,
-                   columns: PredictionColumns = PredictionColumns(), model: str | None = None,
+                   columns: PredictionColumns | None = None, model: str | None = None,
                    name_pattern: str | None = None) -> EstimateInputs:
         """From prediction files or globs: the reference's (labelled) and the targets' (read unlabelled, in the
         reference's class order; `targets.notes` says when a label column there is ignored). `classes`, `columns`,
         `model`, `name_pattern`: read_predictions' keywords, for both."""
-        read = dict(columns=columns, model=model, name_pattern=name_pattern)
+        from mhaudit.tables.prediction_files import PredictionColumns, read_predictions
+
+        read = dict(columns=columns or PredictionColumns(), model=model, name_pattern=name_pattern)
         ref = read_predictions(reference, classes=classes, **read)
         return cls(ref, read_predictions(targets, classes=ref.classes, labelled=False, **read))
