@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from mhaudit.core.errors import InputError
 from mhaudit.core.options import Rule, at_least, between, check, option
+
+if TYPE_CHECKING:  # an annotation only: the command line imports these options for its flags alone
+    import pandas as pd
 
 
 @dataclass(frozen=True)
