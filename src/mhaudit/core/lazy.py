@@ -8,8 +8,8 @@ import sys
 
 
 def lazy_names(package: str, where: dict[str, str]):
-    """`__getattr__` and `__dir__` for `package`: each name of `where` is read from its module (relative to the
-    package) when first asked for, then kept."""
+    """`__all__`, `__getattr__` and `__dir__` for `package`: each name of `where` is read from its module (relative
+    to the package) when first asked for, then kept."""
     module = sys.modules[package]
 
     def __getattr__(name: str):
@@ -22,4 +22,4 @@ def lazy_names(package: str, where: dict[str, str]):
     def __dir__() -> list[str]:
         return sorted({*vars(module), *where})
 
-    return __getattr__, __dir__
+    return sorted(where), __getattr__, __dir__

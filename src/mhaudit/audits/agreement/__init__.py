@@ -9,7 +9,7 @@ labels and names the weak labeler; `labels_from_corpus` enters a data set's own 
 from mhaudit.core.lazy import lazy_names
 
 # each name loads from its module when first used: the command line imports an audit's options alone
-_WHERE = {
+__all__, __getattr__, __dir__ = lazy_names(__name__, {
     "AgreementInputs": ".options",
     "AgreementOptions": ".options",
     "audit_agreement": ".report",
@@ -17,6 +17,4 @@ _WHERE = {
     "read_validation_set": ".sample",
     "sample_for_validation": ".sample",
     "write_validation_set": ".sample",
-}
-__all__ = sorted(_WHERE)
-__getattr__, __dir__ = lazy_names(__name__, _WHERE)
+})

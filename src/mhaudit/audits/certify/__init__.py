@@ -10,7 +10,7 @@ labels-only estimate from the same labels, and a verdict "certified on the targe
 from mhaudit.core.lazy import lazy_names
 
 # each name loads from its module when first used: the command line imports an audit's options alone
-_WHERE = {
+__all__, __getattr__, __dir__ = lazy_names(__name__, {
     "AXIS": ".report",
     "CertifyInputs": ".options",
     "CertifyOptions": ".options",
@@ -20,6 +20,4 @@ _WHERE = {
     "certification_sample": "mhaudit.tables.certification_sample",
     "read_design": "mhaudit.tables.certification_sample",
     "write_certification_sample": "mhaudit.tables.certification_sample",
-}
-__all__ = sorted(_WHERE)
-__getattr__, __dir__ = lazy_names(__name__, _WHERE)
+})

@@ -8,10 +8,8 @@ definition and the choices made where the paper is ambiguous.
 from mhaudit.core.lazy import lazy_names
 
 # each name loads from its module when first used: the command line imports an audit's options alone
-_WHERE = {
+__all__, __getattr__, __dir__ = lazy_names(__name__, {
     "CPFEInputs": ".options",
     "CPFEOptions": ".options",
     "audit_cpfe": ".audit",
-}
-__all__ = sorted(_WHERE)
-__getattr__, __dir__ = lazy_names(__name__, _WHERE)
+})

@@ -8,10 +8,8 @@ efficiency frontier and the recall / precision trade-off in one report (docs/mod
 from mhaudit.core.lazy import lazy_names
 
 # each name loads from its module when first used: the command line imports an audit's options alone
-_WHERE = {
+__all__, __getattr__, __dir__ = lazy_names(__name__, {
     "ModelSelectionInputs": ".options",
     "ModelSelectionOptions": ".options",
     "audit_model_selection": ".run",
-}
-__all__ = sorted(_WHERE)
-__getattr__, __dir__ = lazy_names(__name__, _WHERE)
+})

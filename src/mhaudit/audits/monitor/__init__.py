@@ -18,7 +18,7 @@ Outputs carry counts, rates and pseudonymous post ids only: no post text, no DID
 from mhaudit.core.lazy import lazy_names
 
 # each name loads from its module when first used: the command line imports an audit's options alone
-_WHERE = {
+__all__, __getattr__, __dir__ = lazy_names(__name__, {
     "AXIS": ".verdicts",
     "MonitorEnsemble": ".ensemble",
     "MonitorInputs": ".options",
@@ -28,6 +28,4 @@ _WHERE = {
     "check_reference": ".audit",
     "reference_of": ".audit",
     "window_context": ".reuse",
-}
-__all__ = sorted(_WHERE)
-__getattr__, __dir__ = lazy_names(__name__, _WHERE)
+})
