@@ -228,7 +228,8 @@ def _message(error: dict) -> str:
         return error["msg"]
     import difflib
 
-    table = {"audit": AuditSpec, "label_source": LabelSourceSpec, "validation": ValidationSpec}.get(error["loc"][0])
+    tables = {"audit": AuditSpec, "label_source": LabelSourceSpec, "validation": ValidationSpec, "corpus": CorpusSpec}
+    table = tables.get(error["loc"][0])
     key, keys = str(error["loc"][-1]), list(table.model_fields) if table else []
     near = sorted({*difflib.get_close_matches(key, keys, n=2), *(k for k in keys if k.startswith(key))})
     return "not a key" + (f"; did you mean {' or '.join(near[:3])}?" if near else "")

@@ -8,7 +8,6 @@ arrays), which validates every column and turns probabilities into log-probabili
 from __future__ import annotations
 
 import copy
-import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -17,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.core.errors import InputError
+from mhaudit.core.pinned import file_sha256
 from mhaudit.stats.calibration import softmax
 from mhaudit.tables.corpus.schema import Corpus, label_codes
 
@@ -187,4 +187,6 @@ def check_predictions(frame: pd.DataFrame, classes: list[str]) -> np.ndarray:
 
 
 def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """A file's SHA-256 (for provenance), hashed once per process while its size and mtime stay (core.pinned)."""
+    stat = Path(path).stat()
+    return file_sha256(Path(path), stat.st_size, stat.st_mtime_ns)

@@ -63,8 +63,8 @@ class AgreementInputs:
         """From labels tables (joined; a label in two files is an InputError), the validation set file and the
         items: a post store (.sqlite, its posts' authors) or a corpus / items table with an author column."""
         from mhaudit.audits.agreement.authors import read_authors
-        from mhaudit.core.pinned import file_sha256
         from mhaudit.tables.label_store import read_label_files
+        from mhaudit.tables.predictions import sha256_file
         from mhaudit.tables.validation_set import read_validation_set
 
         paths = [labels] if isinstance(labels, (str, Path)) else list(labels)
@@ -72,5 +72,5 @@ class AgreementInputs:
         sample = read_validation_set(validation_set) if validation_set is not None else None
         authors = read_authors(Path(items)) if items is not None else None
         read = [Path(p) for p in [*paths, validation_set, items] if p is not None]
-        digests = tuple((str(p), file_sha256(p, p.stat().st_size, p.stat().st_mtime_ns)) for p in read if p.is_file())
+        digests = tuple((str(p), sha256_file(p)) for p in read if p.is_file())
         return cls(table, sample, authors, files=digests)

@@ -257,7 +257,7 @@ class ModelSelectionInputs:
         """From a corpus file (only its rows of `dataset`, a data set or platform, when given) and the labels tables
         holding the label sources: 'corpus' is the corpus's own labels, any other name a labeler of `task` whose
         1 is the `positive` class (default: the corpus's last)."""
-        from mhaudit.core.pinned import file_sha256
+        from mhaudit.tables.predictions import sha256_file
         from mhaudit.tables.label_store import read_label_files
 
         path = Path(corpus)
@@ -270,8 +270,7 @@ class ModelSelectionInputs:
         table = read_label_files(labels) if labels else None
         train, references = label_sources(read.frame, read.classes, table, train_labeler=train_labeler,
                                           reference_labelers=reference_labelers, task=task, positive=positive)
-        files = tuple((str(p), file_sha256(p, p.stat().st_size, p.stat().st_mtime_ns))
-                      for p in [path, *map(Path, labels)])
+        files = tuple((str(p), sha256_file(p)) for p in [path, *map(Path, labels)])
         return cls(read, train, train_labeler, references, f"Model selection on {path.name}", files)
 
 
