@@ -79,24 +79,17 @@ def confusion_counts(y_true, y_pred) -> tuple[np.ndarray, np.ndarray, np.ndarray
 def _check_preds(preds, n: int) -> np.ndarray:
     """`preds` as a (k, n) bool matrix; a single 1-D vector becomes k = 1."""
     preds = np.asarray(preds)
-    if preds.ndim == 1:
-        preds = preds[None, :]
+    preds = preds[None, :] if preds.ndim == 1 else preds
     if preds.ndim != 2 or preds.shape[1] != n:
         raise ValueError(f"preds must have shape (k, n) with n = {n} instances, got {preds.shape}")
-    if preds.dtype != bool:
-        if preds.size and not np.isin(preds, (0, 1)).all():
-            raise ValueError(f"preds must be binary (0/1 or bool); found values {np.unique(preds)[:5].tolist()}")
-        preds = preds == 1
-    return preds
+    return check_binary(preds.ravel(), "preds").reshape(preds.shape)
 
 
-def _check_nonempty(y: np.ndarray, what: str = "y") -> None:
+def _check_y(y) -> np.ndarray:
+    y = check_binary(y, "y")
     if y.size == 0:
-        raise ValueError(f"{what} is empty: the scores need at least one instance")
-
-def _macro_f1(tp, fp, fn, tn, zero_division: float) -> np.ndarray:
-    """Macro-F1 from float tallies, `zero_division` for an F1 whose denominator is 0 (no warning)."""
-    return macro_f1_unchecked(binary_tallies(tp, fp, fn, tn), zero_division)
+        raise ValueError("y is empty: the scores need at least one instance")
+    return y
 
 
 def _warn_if_undefined(values, what: str) -> None:
@@ -121,7 +114,7 @@ def macro_f1_from_counts(tp, fp, fn, tn, zero_division: float = math.nan):
     tp, fp, fn, tn = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (tp, fp, fn, tn)))
     if any(v.size and v.min() < 0 for v in (tp, fp, fn, tn)):
         raise ValueError("confusion counts must be non-negative")
-    out = _macro_f1(tp, fp, fn, tn, zero_division)
+    out = macro_f1_unchecked(binary_tallies(tp, fp, fn, tn), zero_division)
     _warn_if_undefined(out, "macro-F1")
     return out[()]  # 0-d results as numpy scalars
 
@@ -181,8 +174,7 @@ def binary_scores(y, pred, prob=None, zero_division: float = math.nan) -> dict:
     (0.5833, 0.5, 0.8333, 0.8333, '')
     """
     zero_division = check_zero_division(zero_division)
-    y = check_binary(y, "y")
-    _check_nonempty(y)
+    y = _check_y(y)
     pred = check_pred(pred, y.size, "pred")
     tp, fp, fn, tn = (int(v) for v in confusion_counts(y, pred))
     both = tp + fn > 0 and tn + fp > 0
@@ -220,8 +212,7 @@ def majority_macro_f1(y, zero_division: float = math.nan) -> float:
     >>> round(majority_macro_f1([1] * 88 + [0] * 12), 3)
     0.468
     """
-    y = check_binary(y, "y")
-    _check_nonempty(y)
+    y = _check_y(y)
     pos = int(y.sum())
     neg = y.size - pos
     if pos > neg:  # predict 1 everywhere: tp = pos, fp = neg
@@ -246,7 +237,7 @@ def _block_macro_f1(indicators: np.ndarray, counts: np.ndarray, zero_division: f
     """Macro-F1 of each row of `counts` for each prediction vector: (rows, k)."""
     tallies = counts.astype(indicators.dtype) @ indicators  # (rows, 4k), exact integers
     t = tallies.reshape(counts.shape[0], indicators.shape[1] // 4, 4).astype(np.float64)
-    return _macro_f1(t[..., 0], t[..., 1], t[..., 2], t[..., 3], zero_division)
+    return macro_f1_unchecked(binary_tallies(t[..., 0], t[..., 1], t[..., 2], t[..., 3]), zero_division)
 
 
 def _count_blocks(y: np.ndarray, n_boot: int, rng: np.random.Generator, stratified: bool):
@@ -291,8 +282,7 @@ def bootstrap_macro_f1(y, preds, n_boot: int = 2000, rng=None, stratified: bool 
     >>> bootstrap_macro_f1([0, 0, 1, 1, 1, 0], [[0, 0, 1, 1, 1, 0], [0, 1, 1, 0, 1, 0]], 3, rng=0).shape
     (3, 2)
     """
-    y = check_binary(y, "y")
-    _check_nonempty(y)
+    y = _check_y(y)
     preds = _check_preds(preds, y.size)
     if n_boot < 0:
         raise ValueError(f"n_boot must be non-negative, got {n_boot}")
@@ -345,8 +335,7 @@ def paired_difference(y, pred_x, pred_ref, n_boot: int = 2000, rng=None, zero_di
     >>> r["delta"], r["p_greater"] < 0.01
     (0.5, True)
     """
-    y = check_binary(y, "y")
-    _check_nonempty(y)
+    y = _check_y(y)
     preds = np.stack([check_pred(pred_x, y.size, "pred_x"), check_pred(pred_ref, y.size, "pred_ref")])
     if n_boot < 2:
         raise ValueError(f"n_boot must be at least 2 for a standard error, got {n_boot}")
