@@ -149,24 +149,16 @@ def regime_permutation(deltas: Mapping[str, float], human: Sequence[str], altern
     def dod(mask: np.ndarray) -> float:
         return float(values[mask].mean() - values[~mask].mean())
 
-    chosen = set(human)
-    observed_mask = np.array([n in chosen for n in names])
-    observed = dod(observed_mask)
+    observed = dod(np.array([n in human for n in names]))
     combos = list(itertools.combinations(range(len(names)), h))
-    stats = np.empty(len(combos))
-    for i, combo in enumerate(combos):  # at most _MAX_ASSIGNMENTS; not a loop over resamples
-        mask = np.zeros(len(names), dtype=bool)
-        mask[list(combo)] = True
-        stats[i] = dod(mask)
+    # at most _MAX_ASSIGNMENTS; not a loop over resamples
+    stats = np.array([dod(np.isin(np.arange(len(names)), combo)) for combo in combos])
     tol = 1e-12 * max(1.0, float(np.abs(values).max()))
     hits = stats >= observed - tol if alternative == "greater" else stats <= observed + tol
     min_p = 1 / n_assign
     note = (f"{n_assign} assignments of {len(names)} data sets to sides of {h} and {len(names) - h}: "
             f"the smallest attainable p is 1/{n_assign} = {min_p:.4f}")
-    if min_p > 0.05:
-        note += ", above 0.05, so this diagnostic cannot reach the 5% level whatever the data."
-    else:
-        note += "."
+    note += ", above 0.05, so this diagnostic cannot reach the 5% level whatever the data." if min_p > 0.05 else "."
     table = pd.DataFrame({"human": [tuple(names[i] for i in c) for c in combos], "dod": stats})
     return {"observed": observed, "p": float(hits.mean()), "min_p": min_p, "n_assignments": n_assign,
             "alternative": alternative, "note": note, "assignments": table}
