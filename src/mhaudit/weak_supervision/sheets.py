@@ -53,9 +53,7 @@ class ChoiceMap:
         return choices
 
     def value(self, choice: object, where: str) -> int:
-        if isinstance(choice, bool):
-            return int(choice)
-        if isinstance(choice, (int, float)) and not isinstance(choice, bool) and choice in (0, 1):
+        if isinstance(choice, (bool, int, float)) and choice in (0, 1):
             return int(choice)
         if isinstance(choice, list):
             if len(choice) != 1:
@@ -87,7 +85,6 @@ class Options:
 class SheetRows:
     rows: list[dict]
     skipped: int = 0  # rows / annotations without a label
-    notes: list[str] = field(default_factory=list)
 
 
 def _empty(value: object) -> bool:
@@ -142,18 +139,10 @@ def _read_mhaudit(path: Path, opts: Options) -> SheetRows:
         if _empty(value) and _empty(record.get("raw_answer")):
             result.skipped += 1
             continue
-        row = {
-            "item_id": _text(record.get("item_id")),
-            "task": _text(record.get("task")) or opts.task,
-            "labeler": _text(record.get("labeler")) or opts.labeler,
-            "kind": _check_kind(_text(record.get("kind")) or opts.kind, where),
-            "value": check_label_value(value, where),
-            "raw_answer": _text(record.get("raw_answer")),
-            "prompt_hash": _text(record.get("prompt_hash")),
-            "tags": list(parse_tags(record.get("tags"))) or None,
-            "note": _text(record.get("note")),
-            "created_at": _text(record.get("created_at")),
-        }
+        row = {name: _text(record.get(name)) for name in ("item_id", "raw_answer", "prompt_hash", "note", "created_at")}
+        row |= {"task": _text(record.get("task")) or opts.task, "labeler": _text(record.get("labeler")) or opts.labeler,
+                "kind": _check_kind(_text(record.get("kind")) or opts.kind, where),
+                "value": check_label_value(value, where), "tags": list(parse_tags(record.get("tags"))) or None}
         latency = record.get("latency_ms")
         if not _empty(latency):
             try:
@@ -233,20 +222,24 @@ def _read_label_studio(path: Path, opts: Options) -> SheetRows:
             entries = [(*_ls_user(data.get("annotator")), value, tags, _text(data.get(opts.note_field)),
                         data.get("lead_time"), data.get("created_at"))]
         for user, user_id, value, tags, note, lead_time, created in entries:
-            if opts.user is not None and user != opts.user:
-                continue
-            if _empty(value) if not isinstance(value, list) else not value:
-                result.skipped += 1
-                continue
-            result.rows.append({
-                "item_id": str(item_id), "task": task_name, "_user": user, "_id": user_id,
-                "labeler": f"label-studio-{user_id}" if user_id is not None else None,
-                "kind": opts.kind, "value": opts.choices.value(value, f"{where} (item '{item_id}')"),
-                "raw_answer": json.dumps(value) if isinstance(value, list) else str(value),
-                "tags": [str(t) for t in tags] or None, "note": note,
-                "latency_ms": float(lead_time) * 1000 if isinstance(lead_time, (int, float)) else None,
-                "created_at": _text(created)})
+            _add_answer(result, opts, value, f"{where} (item '{item_id}')", item_id=str(item_id), task=task_name,
+                        _user=user, _id=user_id, labeler=f"label-studio-{user_id}" if user_id is not None else None,
+                        tags=tags, note=note, created_at=_text(created),
+                        latency_ms=float(lead_time) * 1000 if isinstance(lead_time, (int, float)) else None)
     return result
+
+
+def _add_answer(result: SheetRows, opts: Options, value: object, where: str, **row) -> None:
+    """A Label Studio or Argilla answer as a row of `result`, unless --user names another annotator or it has no
+    label (counted as skipped)."""
+    if opts.user is not None and row["_user"] != opts.user:
+        return
+    if _empty(value) if not isinstance(value, list) else not value:
+        result.skipped += 1
+        return
+    result.rows.append({**row, "kind": opts.kind, "value": opts.choices.value(value, where),
+                        "raw_answer": json.dumps(value) if isinstance(value, list) else str(value),
+                        "tags": [str(t) for t in row["tags"]] or None})
 
 
 # --- Argilla ------------------------------------------------------------------------------------------
@@ -298,20 +291,11 @@ def _read_argilla(path: Path, opts: Options) -> SheetRows:
                     continue  # drafts and discarded responses are not labels
                 by_user.setdefault(str(answer.get("user_id")), {})[question] = answer.get("value")
         for user, answers in by_user.items():
-            if opts.user is not None and user != opts.user:
-                continue
-            value = answers.get(opts.label_field)
-            if _empty(value) if not isinstance(value, list) else not value:
-                result.skipped += 1
-                continue
             tags = answers.get(opts.tags_field)
-            tags = tags if isinstance(tags, list) else ([] if _empty(tags) else [tags])
-            result.rows.append({
-                "item_id": str(item_id), "task": task_name, "labeler": f"argilla-{user}", "_user": user,
-                "_id": user,
-                "kind": opts.kind, "value": opts.choices.value(value, f"{where} (item '{item_id}')"),
-                "raw_answer": json.dumps(value) if isinstance(value, list) else str(value),
-                "tags": [str(t) for t in tags] or None, "note": _text(answers.get(opts.note_field))})
+            _add_answer(result, opts, answers.get(opts.label_field), f"{where} (item '{item_id}')",
+                        item_id=str(item_id), task=task_name, labeler=f"argilla-{user}", _user=user, _id=user,
+                        tags=tags if isinstance(tags, list) else ([] if _empty(tags) else [tags]),
+                        note=_text(answers.get(opts.note_field)))
     return result
 
 
@@ -359,14 +343,6 @@ def check_labeler_kinds(store: LabelStore, rows: list[dict]) -> None:
         if kinds:
             raise InputError(f"labeler '{labeler}' already has {sorted(kinds)[0]} labels in the label store, not "
                              f"{kind}; choose another --labeler", path=store.path)
-
-
-def import_sheet(path: str | Path, store: LabelStore, fmt: str = "mhaudit", opts: Options | None = None,
-                 *, replace: bool = False) -> tuple[SheetRows, int]:
-    result = read_sheet(path, fmt, opts)
-    check_labeler_kinds(store, result.rows)
-    written = store.add(result.rows, replace=replace) if result.rows else 0
-    return result, written
 
 
 def blank_sheet(items: list, store: LabelStore, labeler: str, task: str | None = None) -> pd.DataFrame:
