@@ -171,11 +171,9 @@ def observed_agreement(a, b) -> float:
 def draw_tables(table: np.ndarray, n_boot: int, rng) -> np.ndarray:
     """`n_boot` item-bootstrap confusion tables: Multinomial(n, observed cell shares), shape (n_boot, k, k)."""
     n = int(table.sum())
-    flat = table.ravel()
     if n == 0:
         return np.zeros((n_boot, *table.shape), dtype=np.int64)
-    draws = rng.multinomial(n, flat / n, size=n_boot)
-    return draws.reshape(n_boot, *table.shape).astype(np.int64)
+    return rng.multinomial(n, table.ravel() / n, size=n_boot).reshape(n_boot, *table.shape).astype(np.int64)
 
 
 def _boot_tables(table, a, b, labels, clusters, n_boot: int, rng) -> np.ndarray:
@@ -211,10 +209,8 @@ def bootstrap_kappa(a, b, *, labels: Sequence | None = None, n_boot: int = 2000,
     rng = np.random.default_rng(rng)
     with quiet_undefined():  # a record: `reason` and `n_failed` say it
         estimate = float(kappa_from_confusion(table))
-        boot = kappa_from_confusion(_boot_tables(table, a, b, labels, clusters, n_boot, rng)) if n_boot \
-            else np.empty(0)
-    summary = summarise(boot, alpha) if n_boot >= 1 else {"se": np.nan, "ci_low": np.nan, "ci_high": np.nan,
-                                                          "n_boot": 0, "n_failed": 0}
+        boot = kappa_from_confusion(_boot_tables(table, a, b, labels, clusters, n_boot, rng))
+    summary = summarise(boot, alpha)
     expected = (float((table.sum(axis=1) * table.sum(axis=0)).sum()) / n**2) if n else float("nan")
     return {"estimate": estimate, "ci_low": summary["ci_low"], "ci_high": summary["ci_high"], "se": summary["se"],
             "n": n, "n_boot": summary["n_boot"], "n_failed": summary["n_failed"],
@@ -282,19 +278,17 @@ def krippendorff_alpha(data, *, n_boot: int = 0, alpha: float = 0.05, rng=None, 
     result = {"estimate": estimate, "ci_low": np.nan, "ci_high": np.nan, "se": np.nan, "n_boot": 0, "n_failed": 0,
               "n_coders": int(np.asarray(data, dtype=object).shape[0]), "n_items": int(pairable.sum()),
               "n_values": n_values, "reason": reason}
-    if n_boot > 0 and counts.size and clusters is not None:
+    if n_boot > 0 and counts.size:
         flat = contrib.reshape(len(counts), k * k)
-        tables = resample_clusters(flat, np.asarray(clusters, dtype=object)[pairable], n_boot, rng)
+        if clusters is not None:
+            tables = resample_clusters(flat, np.asarray(clusters, dtype=object)[pairable], n_boot, rng)
+        else:
+            rng = np.random.default_rng(rng)
+            tables = np.empty((n_boot, k * k))
+            step = max(1, _BLOCK_CELLS // len(counts))
+            for start in range(0, n_boot, step):
+                rows = min(n_boot, start + step) - start
+                tables[start:start + rows] = resample_counts(np.zeros(len(counts)), rows, rng, stratified=False) @ flat
         boot = _alpha_from_coincidence(tables.reshape(n_boot, k, k))
-        result.update({key: summarise(boot, alpha)[key] for key in ("ci_low", "ci_high", "se", "n_boot", "n_failed")})
-    elif n_boot > 0 and counts.size:
-        rng = np.random.default_rng(rng)
-        flat = contrib.reshape(len(counts), k * k)
-        boot = np.empty(n_boot)
-        step = max(1, _BLOCK_CELLS // len(counts))
-        for start in range(0, n_boot, step):
-            rows = min(n_boot, start + step) - start
-            w = resample_counts(np.zeros(len(counts)), rows, rng, stratified=False)
-            boot[start:start + rows] = _alpha_from_coincidence((w @ flat).reshape(rows, k, k))
         result.update({key: summarise(boot, alpha)[key] for key in ("ci_low", "ci_high", "se", "n_boot", "n_failed")})
     return result
