@@ -64,10 +64,8 @@ def _targets(target_classes, n: int, n_labels: int | None) -> list[int]:
 
 
 def _device(model) -> torch.device:
-    try:
-        return next(model.parameters()).device
-    except StopIteration:
-        return torch.device("cpu")
+    param = next(model.parameters(), None)
+    return torch.device("cpu") if param is None else param.device
 
 
 @contextmanager
@@ -81,54 +79,37 @@ def _eval(model) -> Iterator[None]:
         model.train(was_training)
 
 
-def _encode(tokenizer, texts: list[str], max_length: int, device) -> tuple[torch.Tensor, torch.Tensor]:
-    input_ids, attention_mask, _ = _encode_words(tokenizer, texts, max_length, device)
-    return input_ids, attention_mask
-
-
 def _encode_words(tokenizer, texts: list[str], max_length: int, device):
     """input_ids, attention_mask and, per text, per position, ``(word index, start, end)`` of the word the
     piece belongs to (None for special tokens and padding); the third item is None for a slow tokenizer,
     which has no word ids or offsets."""
     if tokenizer.pad_token_id is None:
         raise ValueError("the tokenizer has no padding token; set tokenizer.pad_token first")
-    fast = bool(getattr(tokenizer, "is_fast", False))
     enc = tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt",
-                    return_offsets_mapping=fast)
-    words = None
-    offsets = enc.pop("offset_mapping", None) if fast else None
-    if offsets is not None:
-        try:
-            word_ids = [enc.word_ids(i) for i in range(len(texts))]
-        except (ValueError, AttributeError):  # not backed by a Rust tokenizer after all
-            word_ids = None
-        if word_ids is not None:
-            words = [[None if w is None else (int(w), int(a), int(b)) for w, (a, b) in zip(ids, spans.tolist())]
-                     for ids, spans in zip(word_ids, offsets)]
+                    return_offsets_mapping=bool(getattr(tokenizer, "is_fast", False)))
+    offsets = enc.pop("offset_mapping", None)
+    try:
+        words = None if offsets is None else [
+            [None if w is None else (int(w), int(a), int(b)) for w, (a, b) in zip(enc.word_ids(i), spans.tolist())]
+            for i, spans in enumerate(offsets)]
+    except (ValueError, AttributeError):  # not backed by a Rust tokenizer after all
+        words = None
     return enc["input_ids"].to(device), enc["attention_mask"].to(device), words
 
 
-def _special_ids(tokenizer) -> set[int]:
-    """Ids of the tokens the tokenizer adds around a text, and padding."""
-    names = ("cls_token_id", "sep_token_id", "bos_token_id", "eos_token_id", "pad_token_id")
-    return {i for i in (getattr(tokenizer, n, None) for n in names) if i is not None}
-
-
 def _fixed(tokenizer, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """True at positions that are never attributed: special tokens and padding."""
-    special = torch.tensor(sorted(_special_ids(tokenizer)), device=input_ids.device)
-    return torch.isin(input_ids, special) | (attention_mask == 0)
+    """True at positions that are never attributed: the tokens the tokenizer adds around a text, and padding."""
+    names = ("cls_token_id", "sep_token_id", "bos_token_id", "eos_token_id", "pad_token_id")
+    special = sorted({i for i in (getattr(tokenizer, n, None) for n in names) if i is not None})
+    return torch.isin(input_ids, torch.tensor(special, device=input_ids.device)) | (attention_mask == 0)
 
 
 def _token_rows(tokenizer, input_ids, fixed, scores, words=None) -> list[list[tuple]]:
     """Per text, ``(token, score, word)`` for every position that is not special or padding; ``word`` is
     the position's ``(word index, start, end)`` from ``_encode_words`` or None."""
-    rows = []
-    for r, (ids, fix, sc) in enumerate(zip(input_ids.tolist(), fixed.tolist(), scores.tolist())):
-        tokens = tokenizer.convert_ids_to_tokens(ids)
-        spans = words[r] if words is not None else [None] * len(ids)
-        rows.append([(tok, float(s), w) for tok, f, s, w in zip(tokens, fix, sc, spans) if not f])
-    return rows
+    spans = words if words is not None else [[None] * input_ids.shape[1]] * len(input_ids)
+    return [[(tok, float(s), w) for tok, f, s, w in zip(tokenizer.convert_ids_to_tokens(ids), fix, sc, span) if not f]
+            for ids, fix, sc, span in zip(input_ids.tolist(), fixed.tolist(), scores.tolist(), spans)]
 
 
 def _pairs(rows: list[list[tuple]]) -> list[list[tuple[str, float]]]:
@@ -290,6 +271,6 @@ def predicted_classes(model, tokenizer, texts: list[str], max_length: int, batch
     device, preds = _device(model), []
     with _eval(model), torch.no_grad():
         for part in _batches(len(texts), batch_size):
-            input_ids, attention_mask = _encode(tokenizer, texts[part], max_length, device)
+            input_ids, attention_mask, _ = _encode_words(tokenizer, texts[part], max_length, device)
             preds.append(model(input_ids=input_ids, attention_mask=attention_mask).logits.argmax(-1).cpu().numpy())
     return np.concatenate(preds) if preds else np.zeros(0, dtype=int)

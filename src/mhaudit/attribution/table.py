@@ -157,7 +157,4 @@ def _frame(totals: dict[tuple[int, str], list], classes: list[str], method: str)
             for (t, w), (s, c) in totals.items()]
     frame = pd.DataFrame(rows, columns=[*COLUMNS, "_t"])
     frame = frame.sort_values(["_t", "score", "word"], ascending=[True, False, True], kind="mergesort")
-    frame = frame.drop(columns="_t").reset_index(drop=True)
-    frame["count"] = frame["count"].astype(int)
-    frame["score"] = frame["score"].astype(float)
-    return frame
+    return frame.drop(columns="_t").reset_index(drop=True).astype({"count": int, "score": float})

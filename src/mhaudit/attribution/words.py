@@ -11,25 +11,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import groupby
 
 SCHEMES = ("wordpiece", "byte-bpe", "sentencepiece")
 _BYTE_START, _SP_START = "\u0120", "\u2581"  # 'Ġ' (a space byte in GPT-2's byte alphabet), '▁'
 
 
-def _byte_decoder() -> dict[str, int]:
-    """GPT-2's byte-to-unicode table inverted: the character a byte-level BPE piece shows for each byte."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    chars, extra = {}, 0
-    for b in range(256):
-        if b in printable:
-            chars[chr(b)] = b
-        else:
-            chars[chr(256 + extra)] = b
-            extra += 1
-    return chars
-
-
-_BYTES = _byte_decoder()
+# GPT-2's byte-to-unicode table inverted: the character a byte-level BPE piece shows for each byte (a printable
+# byte shows as itself, the others as 256, 257, ... in byte order)
+_PRINTABLE = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+_BYTES = {**{chr(b): b for b in _PRINTABLE},
+          **{chr(256 + i): b for i, b in enumerate(b for b in range(256) if b not in _PRINTABLE)}}
 
 
 def _decode_byte_level(text: str) -> str:
@@ -103,8 +95,7 @@ def merge_subwords(tokens: Sequence[str], scores: Sequence[float], scheme: str =
 
 def piece_scheme(tokenizer) -> str:
     """The tokenizer's piece convention (see ``merge_subwords``), read from how it splits a probe text."""
-    pieces = [str(p) for p in tokenizer.tokenize("hello world overthinking")]
-    return _guess_scheme(pieces)
+    return _guess_scheme([str(p) for p in tokenizer.tokenize("hello world overthinking")])
 
 
 def merge_words(text: str, pieces: Sequence[tuple], scheme: str = "auto") -> list[tuple[str, float]]:
@@ -120,19 +111,11 @@ def merge_words(text: str, pieces: Sequence[tuple], scheme: str = "auto") -> lis
         return []
     if any(p[2] is None for p in pieces):
         return merge_subwords([p[0] for p in pieces], [p[1] for p in pieces], scheme)
-    words: list[list] = []  # [index, start, end, score, tokens]
-    for token, score, (index, start, end) in pieces:
-        if words and words[-1][0] == index:
-            last = words[-1]
-            last[1], last[2] = min(last[1], start), max(last[2], end)
-            last[3] += float(score)
-            last[4].append(token)
-        else:
-            words.append([index, start, end, float(score), [token]])
     out = []
-    for _, start, end, score, tokens in words:
-        word = text[start:end].strip()
+    for _, group in groupby(pieces, key=lambda piece: piece[2][0]):  # the consecutive pieces of one word index
+        tokens, scores, spans = zip(*group)
+        word = text[min(s[1] for s in spans):max(s[2] for s in spans)].strip()
         if not word:  # no span (an added token): name it by its pieces
             word = " ".join(w for w, _ in merge_subwords(tokens, [0.0] * len(tokens), scheme))
-        out.append((word.lower(), score))
+        out.append((word.lower(), sum(float(score) for score in scores)))
     return out
