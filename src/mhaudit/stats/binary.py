@@ -92,11 +92,12 @@ def _check_y(y) -> np.ndarray:
     return y
 
 
-def _warn_if_undefined(values, what: str) -> None:
+def _warn_if_undefined(values, what: str,
+                       why: str = "a class with no true and no predicted instance has no F1") -> None:
     undefined = int(np.count_nonzero(np.isnan(values)))
     if undefined:
-        warn_undefined(f"{what}: {undefined} of {np.size(values)} value(s) undefined (a class with no true and "
-                       "no predicted instance has no F1); NaN returned", stacklevel=4)
+        warn_undefined(f"{what}: {undefined} of {np.size(values)} value(s) undefined ({why}); NaN returned",
+                       stacklevel=4)
 
 
 def macro_f1_from_counts(tp, fp, fn, tn, zero_division: float = math.nan):

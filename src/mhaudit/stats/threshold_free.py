@@ -22,7 +22,7 @@ import numpy as np
 from mhaudit.stats.binary import _block_macro_f1, _check_preds, _count_blocks, _indicators, _sum_dtype, _warn_if_undefined
 from mhaudit.stats.bootstrap import _Sorted
 from mhaudit.stats.delong import check_binary, check_scores
-from mhaudit.stats.undefined import check_zero_division, warn_undefined
+from mhaudit.stats.undefined import check_zero_division
 
 __all__ = ["weighted_average_precision", "pr_auc_gain", "bootstrap_panel", "PANEL"]
 
@@ -61,7 +61,7 @@ def weighted_average_precision(y, score, counts) -> np.ndarray:
     score = check_scores(score, y.size, "score")
     counts = np.atleast_2d(np.asarray(counts))
     out = _Ranked(y, score).average_precision(counts)
-    _warn_nan(out, "average precision", "no positive drawn")
+    _warn_if_undefined(out, "average precision", "no positive drawn")
     return out
 
 
@@ -69,15 +69,8 @@ def pr_auc_gain(ap, prevalence):
     """(AP - pi) / (1 - pi): 0 for an uninformative score, 1 for a perfect one; NaN when pi is 0 or 1."""
     ap, prevalence = np.asarray(ap, dtype=float), np.asarray(prevalence, dtype=float)
     out = _gain(ap, prevalence)[()]
-    _warn_nan(out, "PR-AUC gain", "one class only")
+    _warn_if_undefined(out, "PR-AUC gain", "one class only")
     return out
-
-
-def _warn_nan(values, what: str, why: str) -> None:
-    undefined = int(np.count_nonzero(np.isnan(values)))
-    if undefined:
-        warn_undefined(f"{what}: {undefined} of {np.size(values)} value(s) undefined ({why}); NaN returned",
-                       stacklevel=3)
 
 
 def _gain(ap: np.ndarray, prevalence: np.ndarray) -> np.ndarray:
@@ -127,7 +120,7 @@ def bootstrap_panel(y, preds, scores, n_boot: int, rng=None, *, n_boot_scores: i
     out["point_macro_f1"] = _block_macro_f1(indicators, ones, zero_division)[0]
     _warn_if_undefined(out["macro_f1"], "bootstrap macro-F1")
     for name in PANEL[1:]:
-        _warn_nan(out[name], f"bootstrap {name.replace('_', ' ')}", "a resample lacks a class")
+        _warn_if_undefined(out[name], f"bootstrap {name.replace('_', ' ')}", "a resample lacks a class")
     return out
 
 
