@@ -23,11 +23,7 @@ NAN = float("nan")
 
 def _absent(y: np.ndarray) -> str:
     """Why the AUC is undefined ('' when both classes are present)."""
-    if not y.any():
-        return "no positives"
-    if y.all():
-        return "no negatives"
-    return ""
+    return "no positives" if not y.any() else "no negatives" if y.all() else ""
 
 
 def _z(alpha: float) -> float:

@@ -103,7 +103,9 @@ def paired_macro_auc_delong(y_codes, probs_a, probs_b, n_classes: int) -> dict:
     reason = _absent(y, n_classes)
     if reason:
         return {"auc_a": NAN, "auc_b": NAN, "diff": NAN, "se": NAN, "reason": reason}
-    var, auc_a, auc_b = _paired_var(y, probs_a, probs_b, n_classes)
+    auc_a, terms_a = macro_row_terms(y, probs_a, n_classes)
+    auc_b, terms_b = macro_row_terms(y, probs_b, n_classes)
+    var = stratified_variance(y, terms_a - terms_b, n_classes)
     return {"auc_a": auc_a, "auc_b": auc_b, "diff": auc_a - auc_b, "se": math.sqrt(var) if var == var else NAN,
             "reason": "" if var == var else "a label has a single row: no variance estimate"}
 
@@ -118,9 +120,3 @@ def macro_row_terms(y: np.ndarray, probs: np.ndarray, n_classes: int) -> tuple[f
 def stratified_variance(y: np.ndarray, row_terms: np.ndarray, n_classes: int) -> float:
     """The DeLong variance of a mean of row terms (`macro_row_terms`, or a difference of two), within labels."""
     return float(stratified_covariance(y, row_terms[:, None], n_classes)[0, 0])
-
-
-def _paired_var(y: np.ndarray, probs_a: np.ndarray, probs_b: np.ndarray, n_classes: int) -> tuple[float, float, float]:
-    auc_a, ta = macro_row_terms(y, probs_a, n_classes)
-    auc_b, tb = macro_row_terms(y, probs_b, n_classes)
-    return stratified_variance(y, ta - tb, n_classes), auc_a, auc_b
