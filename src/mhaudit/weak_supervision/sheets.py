@@ -335,14 +335,14 @@ def read_sheet(path: str | Path, fmt: str = "mhaudit", opts: Options | None = No
     return result
 
 
-def check_labeler_kinds(store: LabelStore, rows: list[dict]) -> None:
+def check_labeler_kinds(store: LabelStore, rows: list[dict], advice: str = "choose another --labeler") -> None:
     """Refuse rows whose labeler already writes another kind of label (they would be overwritten)."""
     wanted = {(row["labeler"], row["kind"]) for row in rows}
     for labeler, kind in sorted(wanted):
         kinds = set(store.frame(labeler=labeler)["kind"]) - {kind}
         if kinds:
             raise InputError(f"labeler '{labeler}' already has {sorted(kinds)[0]} labels in the label store, not "
-                             f"{kind}; choose another --labeler", path=store.path)
+                             f"{kind}; {advice}", path=store.path)
 
 
 def blank_sheet(items: list, store: LabelStore, labeler: str, task: str | None = None) -> pd.DataFrame:

@@ -34,6 +34,7 @@ from mhaudit.weak_supervision.annotate.app import AnnotationApp, Settings
 from mhaudit.weak_supervision.annotate.sample import Item, load_sample
 from mhaudit.weak_supervision.annotate.server import AnnotationServer
 from mhaudit.weak_supervision.annotate.tokens import Person, TokenFile, check_name, tokens_path
+from mhaudit.weak_supervision.sheets import check_labeler_kinds
 
 __all__ = ["ADJUDICATED", "AGREED", "CONSENSUS", "TAGS", "AnnotationApp", "AnnotationServer", "Case", "Item",
            "Person", "Session", "TokenFile", "agreed_rows", "build_cases", "load_sample", "open_session",
@@ -86,16 +87,6 @@ def _people(annotators: list[str], adjudicator: str | None) -> list[Person]:
     return people
 
 
-def _check_labelers(store: LabelStore, people: list[Person]) -> None:
-    """An annotator's name must not already belong to a model or lexicon labeler (their labels would be replaced)."""
-    for name, kind in [(p.name, "human") for p in people if p.role == "annotator"] + [(CONSENSUS, ADJUDICATED)]:
-        kinds = set(store.frame(labeler=name)["kind"])
-        other = sorted(kinds - {kind})
-        if other:
-            raise InputError(f"labeler '{name}' already has {other[0]} labels in the label store; choose another "
-                             "name so that no label is overwritten", path=store.path)
-
-
 def open_session(sample: str | Path, labels: str | Path, annotators: list[str], adjudicator: str | None = None,
                  *, host: str = "127.0.0.1", port: int = 8765, public: bool = False, new_tokens: bool = False,
                  keep_order: bool = False, guidelines: str | Path | None = None,
@@ -108,7 +99,10 @@ def open_session(sample: str | Path, labels: str | Path, annotators: list[str], 
     AnnotationServer.check_host(host, public)
     store = LabelStore(labels, durable=True)  # an answer acknowledged to a person is on disk
     try:
-        _check_labelers(store, people)
+        # an annotator's name must not already belong to a model or lexicon labeler (their labels would be replaced)
+        check_labeler_kinds(store, [{"labeler": p.name, "kind": "human"} for p in people if p.role == "annotator"]
+                            + [{"labeler": CONSENSUS, "kind": ADJUDICATED}],
+                            advice="choose another name so that no label is overwritten")
         server = AnnotationServer(None, host, port, public=public)
         try:
             tokens = TokenFile(tokens_path(labels))

@@ -89,14 +89,9 @@ def summary(cases: list[Case], annotators: list[str]) -> dict[str, int]:
     complete = [c for c in cases if c.complete(annotators)]
     disagreements = [c for c in cases if c.disagreement]
     agreed = [c for c in complete if not c.disagreement]
-    return {
-        "items": len(cases),
-        "complete": len(complete),
-        "agreed": len(agreed),
-        "disagreements": len(disagreements),
-        "resolved": sum(c.resolved for c in disagreements),
-        "agreed_recorded": sum(c.consensus is not None for c in agreed),
-    }
+    return {"items": len(cases), "complete": len(complete), "agreed": len(agreed), "disagreements": len(disagreements),
+            "resolved": sum(c.resolved for c in disagreements),
+            "agreed_recorded": sum(c.consensus is not None for c in agreed)}
 
 
 def agreed_rows(cases: list[Case], annotators: list[str]) -> list[dict]:

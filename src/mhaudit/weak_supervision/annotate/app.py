@@ -139,9 +139,7 @@ class AnnotationApp:
     # --- pages -----------------------------------------------------------------------------------
     def item_page(self, person: Person, base: str, item: Item) -> str:
         mine = self.store.frame(item_id=item.item_id, task=item.task, labeler=person.name)
-        answer = None
-        if not mine.empty:
-            answer = answer_from_row(mine.iloc[0].to_dict())
+        answer = None if mine.empty else answer_from_row(mine.iloc[0].to_dict())
         n_done = len(self.labelled(person.name) & self.by_key.keys())
         n = len(self.items)
         prev_url = f"{base}item/{item.position - 1}" if item.position > 1 else ""
@@ -154,8 +152,7 @@ class AnnotationApp:
     def adjudication_page(self, person: Person, base: str) -> str:
         cases = self.cases()
         annotators = self.settings.annotators
-        disagreements = [c for c in cases if c.disagreement]
-        disagreements.sort(key=lambda c: (c.resolved, c.item.position))
+        disagreements = sorted((c for c in cases if c.disagreement), key=lambda c: (c.resolved, c.item.position))
         return self.render("adjudicate.html", person=person, base=base, annotators=annotators,
                            cases=disagreements, stats=summary(cases, annotators),
                            n_agreed_pending=len(agreed_rows(cases, annotators)))

@@ -28,11 +28,6 @@ class Item:
         return (self.task, self.item_id)
 
 
-def order_key(task: str, item_id: str) -> str:
-    """A stable order that does not depend on the file's row order (which may be sorted by weak label)."""
-    return hashlib.sha256(f"{task}\x1f{item_id}".encode()).hexdigest()
-
-
 def load_sample(path: str | Path, *, keep_order: bool = False, posts: str | Path | None = None) -> list[Item]:
     """Read a validation sample; keep only item_id, task and text; check them row by row.
 
@@ -68,7 +63,7 @@ def load_sample(path: str | Path, *, keep_order: bool = False, posts: str | Path
         seen.add(key)
         rows.append((str(item_id), str(task), text))
     if not keep_order:
-        rows.sort(key=lambda r: order_key(r[1], r[0]))
+        rows.sort(key=lambda r: hashlib.sha256(f"{r[1]}\x1f{r[0]}".encode()).hexdigest())
     return [Item(position=i + 1, item_id=item_id, task=task, text=text) for i, (item_id, task, text) in enumerate(rows)]
 
 

@@ -66,11 +66,10 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-LOOPBACK_NAMES = ("localhost",)
 
 
 def is_loopback(host: str) -> bool:
-    if host.lower() in LOOPBACK_NAMES:
+    if host.lower() == "localhost":
         return True
     try:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
@@ -130,11 +129,11 @@ class Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
-    def _html(self, status: int, html: str) -> None:
-        self._send(status, html.encode("utf-8"), "text/html; charset=utf-8")
+    def _html(self, status: int, html: str, extra: dict[str, str] | None = None) -> None:
+        self._send(status, html.encode("utf-8"), "text/html; charset=utf-8", extra)
 
-    def _json(self, status: int, payload: dict) -> None:
-        self._send(status, json.dumps(payload).encode("utf-8"), "application/json")
+    def _json(self, status: int, payload: dict, extra: dict[str, str] | None = None) -> None:
+        self._send(status, json.dumps(payload).encode("utf-8"), "application/json", extra)
 
     def _redirect(self, location: str) -> None:
         self._send(303, b"", "text/plain; charset=utf-8", {"Location": location})
@@ -142,11 +141,10 @@ class Handler(BaseHTTPRequestHandler):
     def _error(self, status: int, message: str, *, api: bool) -> None:
         extra = {"Allow": "GET, HEAD, POST"} if status == 405 else None
         if api:
-            self._send(status, json.dumps({"ok": False, "error": message}).encode("utf-8"), "application/json", extra)
+            self._json(status, {"ok": False, "error": message}, extra)
         else:
             title = HTTPStatus(status).phrase
-            html = self.server.app.render("error.html", status=status, title=title, message=message)
-            self._send(status, html.encode("utf-8"), "text/html; charset=utf-8", extra)
+            self._html(status, self.server.app.render("error.html", status=status, title=title, message=message), extra)
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """The standard library's refusals, as our own error page: an unknown method is a 405 (not 501), an
@@ -156,15 +154,6 @@ class Handler(BaseHTTPRequestHandler):
         self._error(status, PARSER_REFUSALS.get(status, "the request could not be read"), api=False)
 
     # --- dispatch --------------------------------------------------------------------------------
-    def do_GET(self) -> None:  # noqa: N802
-        self._dispatch()
-
-    def do_HEAD(self) -> None:  # noqa: N802
-        self._dispatch()
-
-    def do_POST(self) -> None:  # noqa: N802
-        self._dispatch()
-
     def _dispatch(self) -> None:
         app = self.server.app
         path = urlsplit(self.path).path
@@ -208,6 +197,8 @@ class Handler(BaseHTTPRequestHandler):
         except Exception as exc:  # a bug: keep serving, say so in the terminal (no request data)
             app.notify(f"internal error in the annotation app: {where(exc)}")
             return self._error(500, "Internal error; see the terminal running mhaudit.", api=api)
+
+    do_GET = do_HEAD = do_POST = _dispatch
 
     def _read_body(self) -> bytes:
         """The POST body, read before any other check (so that a refusal leaves nothing unread), at most
@@ -320,10 +311,8 @@ class AnnotationServer(ThreadingHTTPServer):
         except OSError as exc:
             raise InputError(f"cannot listen on {host}:{port} ({exc.strerror or exc}); pick another --port") from None
         self.port = self.server_address[1]
-        names = {host.strip("[]").lower()}
-        if is_loopback(host):
-            names |= {"127.0.0.1", "localhost", "::1"}
-        self._host_names = names
+        loopback = {"127.0.0.1", "localhost", "::1"} if is_loopback(host) else set()
+        self._host_names = {host.strip("[]").lower()} | loopback
 
     @staticmethod
     def check_host(host: str, public: bool) -> None:

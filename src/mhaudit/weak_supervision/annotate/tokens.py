@@ -19,7 +19,6 @@ from mhaudit.core.errors import InputError
 from mhaudit.tables.io import atomic_path
 from mhaudit.tables.label_store import now
 
-ROLES = ("annotator", "adjudicator")
 FORMAT = "mhaudit-annotate-tokens"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
 RESERVED = ("consensus",)
