@@ -190,27 +190,6 @@ def test_macro_f1_from_counts_broadcasts_and_handles_zero_division():
 # --- bootstrap ------------------------------------------------------------------------------------------
 
 
-@settings(max_examples=80, deadline=None)
-@given(binary_case(n_min=1, n_max=15, k_max=3).flatmap(lambda c: st.tuples(
-    st.just(c), st.lists(st.lists(st.integers(0, 3), min_size=len(c[0]), max_size=len(c[0])),
-                         min_size=1, max_size=5))))
-def test_weighted_macro_f1_equals_sklearn_on_materialised_resamples(case):
-    (y, preds), counts = (np.array(v) for v in case[0]), np.array(case[1])
-    counts = counts[counts.sum(axis=1) > 0]  # sklearn cannot score an empty resample
-    if not len(counts):
-        return
-    got = binary._weighted_macro_f1(y, preds, counts, zero_division=0)
-    expected = np.array([materialised(y, preds, row) for row in counts]).reshape(got.shape)
-    np.testing.assert_allclose(got, expected, rtol=0, atol=TOL)
-    undefined = np.isnan(binary._weighted_macro_f1(y, preds, counts))  # the default: a lost class has no F1
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        per_class = [[f1_score(np.repeat(y, row), np.repeat(p, row), average=None, labels=[0, 1],
-                               zero_division=np.nan) for p in preds.reshape(-1, y.size)] for row in counts]
-    expected_nan = np.isnan(np.array(per_class).reshape(len(counts), -1, 2)).any(axis=-1)
-    np.testing.assert_array_equal(undefined, expected_nan.reshape(undefined.shape))
-
-
 @pytest.mark.parametrize("stratified", [False, True])
 def test_bootstrap_macro_f1_equals_sklearn_on_its_own_resamples(stratified, monkeypatch):
     monkeypatch.setattr(binary, "_BLOCK_CELLS", 200)  # several blocks of 5 rows for n = 37

@@ -252,23 +252,6 @@ def _count_blocks(y: np.ndarray, n_boot: int, rng: np.random.Generator, stratifi
         yield start, resample_counts(y, min(n_boot, start + step) - start, rng, stratified)
 
 
-def _weighted_macro_f1(y, preds, counts, zero_division: float = math.nan) -> np.ndarray:
-    """Macro-F1 for given resample counts (rows of `counts`, shape (B, n)): shape (B, k).
-
-    With `zero_division=0`, row c equals `f1_score(np.repeat(y, c), np.repeat(pred, c), average="macro",
-    labels=[0, 1], zero_division=0)` for each prediction vector (an all-zero row scores 0).
-    """
-    y = check_binary(y, "y")
-    preds = _check_preds(preds, y.size)
-    counts = np.asarray(counts)
-    if counts.ndim != 2 or counts.shape[1] != y.size or not np.issubdtype(counts.dtype, np.integer):
-        raise ValueError(f"counts must be an integer matrix of shape (B, {y.size}), got {counts.dtype} {counts.shape}")
-    if counts.size and counts.min() < 0:
-        raise ValueError("counts must be non-negative")
-    total = int(counts.sum(axis=1, dtype=np.int64).max()) if counts.size else 0
-    return _block_macro_f1(_indicators(y, preds, _sum_dtype(total)), counts, check_zero_division(zero_division))
-
-
 def bootstrap_macro_f1(y, preds, n_boot: int = 2000, rng=None, stratified: bool = False,
                        zero_division: float = math.nan) -> np.ndarray:
     """Macro-F1 of k prediction vectors over the same instances in each of `n_boot` resamples: (n_boot, k).
