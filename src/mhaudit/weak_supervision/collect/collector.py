@@ -61,8 +61,7 @@ FALLBACK_STATUSES = (400, 404)  # how a relay refuses a path or subprotocol it d
 def parse_duration(text: str) -> float:
     """'30s', '10m', '2h', '14d' (or a plain number of seconds) -> seconds."""
     raw = text.strip().lower()
-    unit = raw[-1:] if raw[-1:] in _UNITS else "s"
-    number = raw[:-1] if raw[-1:] in _UNITS else raw
+    number, unit = (raw[:-1], raw[-1]) if raw[-1:] in _UNITS else (raw, "s")
     try:
         seconds = float(number) * _UNITS[unit]
     except ValueError:
@@ -146,15 +145,11 @@ class PostFilter:
     def __call__(self, post: dict) -> dict | None:
         if not self.language_ok(post["langs"]) or (post["reply"] and not self.replies):
             return None
-        terms: dict[str, None] = {}
-        categories: dict[str, None] = {}
-        for lexicon in self.lexicons:
-            for match in lexicon.match(post["text"]):
-                terms[match.term] = None
-                categories[match.category] = None
-        if not terms:
+        matches = [match for lexicon in self.lexicons for match in lexicon.match(post["text"])]
+        if not matches:
             return None
-        return {**post, "terms": list(terms), "categories": list(categories)}
+        return {**post, "terms": list(dict.fromkeys(m.term for m in matches)),
+                "categories": list(dict.fromkeys(m.category for m in matches))}
 
 
 def _connection_errors() -> tuple[tuple[type[BaseException], ...], type[BaseException]]:

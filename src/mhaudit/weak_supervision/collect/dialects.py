@@ -61,8 +61,7 @@ def _postgres_url(text: str) -> str | None:
     match = _URL.match(text)
     if not match or match.group(1).lower() not in POSTGRES_SCHEMES:
         return None
-    rest = text[match.end():]
-    return f"{match.group(1)}://{rest.lstrip('/')}"
+    return f"{match.group(1)}://{text[match.end():].lstrip('/')}"
 
 
 def redact_url(url: str) -> str:

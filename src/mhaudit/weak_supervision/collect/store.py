@@ -46,11 +46,7 @@ def _now() -> str:
 
 
 def _json_list(value: object) -> str:
-    if value is None:
-        return "[]"
-    if isinstance(value, str):
-        return json.dumps([value], ensure_ascii=False)
-    return json.dumps(list(value), ensure_ascii=False)
+    return json.dumps([] if value is None else [value] if isinstance(value, str) else list(value), ensure_ascii=False)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -65,7 +61,6 @@ def lexicons_hash(lexicons: Mapping[str, str]) -> str | None:
         return str(next(iter(lexicons.values())))
     joined = "\n".join(f"{name}:{lexicons[name]}" for name in sorted(lexicons))
     return hashlib.sha256(joined.encode()).hexdigest()[:16]
-
 
 
 class PostStore:
@@ -114,7 +109,7 @@ class PostStore:
                   options: Mapping[str, object] | None = None) -> str:
         """Record a collection run; later batches are tagged with its id and lexicon hash."""
         lexicons = dict(lexicons or {})
-        self._write(lambda c: c.execute(self._db.insert_ignore.format(
+        self.transaction(lambda c: c.execute(self._db.insert_ignore.format(
             table="runs", rest="(run_id, started_at, relay_url, lexicons, options) VALUES (?,?,?,?,?)"),
             (run_id, _now(), relay_url, json.dumps(lexicons, sort_keys=True),
              json.dumps(dict(options or {}), sort_keys=True, default=str))))
@@ -188,11 +183,7 @@ class PostStore:
                          "updated_at = excluded.updated_at", (stream, cursor, _now()))
             return max(0, new)
 
-        return self._write(write)
-
-    def _write(self, action):
-        """action(conn) in one transaction, redone whole on a new connection if the server went away."""
-        return self._db.retrying(lambda: self._transaction(action))
+        return self.transaction(write)
 
     def _transaction(self, action):
         conn, errors, lost = self._fresh(), self._db.errors, self._db.lost
@@ -228,8 +219,9 @@ class PostStore:
         return [tuple(row) for row in self._query(sql, params)[0]]
 
     def transaction(self, action):
-        """Run action(conn) in one transaction (conn.execute / executemany, ? placeholders); rolled back on error."""
-        return self._write(action)
+        """Run action(conn) in one transaction (conn.execute / executemany, ? placeholders); rolled back on error,
+        redone whole on a new connection if the server went away."""
+        return self._db.retrying(lambda: self._transaction(action))
 
     # -- reading ---------------------------------------------------------------------------------------------
     def count(self) -> int:
