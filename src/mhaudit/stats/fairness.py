@@ -51,7 +51,7 @@ def _confusion(y, pred, n_classes: int, where: str) -> np.ndarray:
 
 
 def _ratio(num: float, den: float) -> float:
-    return num / den if den > 0 else NAN
+    return float(num / den) if den > 0 else NAN
 
 
 def _symmetric_di(a: float, b: float) -> float:
@@ -180,7 +180,7 @@ def equity_by_class(y_ref, pred_ref, y_tgt, pred_tgt, n_classes: int, *,
         for g, m in (("ref", m_ref), ("tgt", m_tgt)):
             n, support, predicted, tp = m.sum(), m[k].sum(), m[:, k].sum(), m[k, k]
             row[f"n_{g}"], row[f"support_{g}"] = int(n), int(support)
-            row[f"rate_{g}"] = predicted / n
+            row[f"rate_{g}"] = float(predicted / n)
             row[f"tpr_{g}"] = _ratio(tp, support)
             row[f"fpr_{g}"] = _ratio(predicted - tp, n - support)
             where = "reference" if g == "ref" else "target"
@@ -210,9 +210,6 @@ def equity_by_class(y_ref, pred_ref, y_tgt, pred_tgt, n_classes: int, *,
                 if np.isnan(row["disparate_impact_prior_adjusted"]):
                     reasons.append("no rows predicted as class on reference or reweighted target: "
                                    "prior-adjusted DI undefined")
-        for key in ("rate_ref", "rate_tgt", "tpr_ref", "tpr_tgt", "fpr_ref", "fpr_tgt", "disparate_impact",
-                    "equal_opportunity_gap", "equalized_odds_gap"):
-            row[key] = float(row[key])
         row["reason"] = "; ".join(reasons)
         rows.append(row)
     return rows
