@@ -22,6 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from mhaudit.stats.f1 import confusion_tallies, macro_f1
+from mhaudit.stats.undefined import divide
 
 __all__ = ["atc_share", "doc_share", "atc_threshold", "share_above", "ReferenceSide", "reference_side", "target_side",
            "thresholded_estimates", "METHODS"]
@@ -31,9 +32,7 @@ METHODS = ("atc", "doc")
 
 def _weighted_mean(values: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Per draw (row of w): the w-weighted mean of the 1-D `values`, NaN where a draw has no weight."""
-    total = w.sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(total > 0, (w @ values) / np.where(total > 0, total, 1), np.nan)
+    return divide(w @ values, w.sum(axis=1))
 
 
 def _in_order(conf: np.ndarray, w: np.ndarray, descending: bool) -> tuple[np.ndarray, np.ndarray]:

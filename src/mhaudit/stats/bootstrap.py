@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from mhaudit.stats.delong import check_binary, check_codes, check_scores
-from mhaudit.stats.undefined import warn_undefined
+from mhaudit.stats.undefined import divide, warn_undefined
 
 __all__ = ["resample_counts", "count_blocks", "resample_clusters", "weighted_auc", "bootstrap_macro_auc", "summarise",
            "bias_corrected", "macro_auc_of_counts", "grouped_count_blocks"]
@@ -210,9 +210,7 @@ class _Sorted:
             s += np.einsum("ij,ij->i", np.take(w_look, self.tied, axis=1), ties, dtype=dot, casting="unsafe")
         pairs = 2 * (totals - w_run) * w_run
         twice_won = pairs - s if self.flip else s  # the positives lose S / 2 pairs (ties a half): won by complement
-        out = np.full(counts.shape[0], np.nan)
-        np.divide(twice_won, pairs, out=out, where=pairs > 0)
-        return out
+        return divide(twice_won, pairs)
 
 
 def _check_counts(counts, n: int) -> tuple[np.ndarray, type]:

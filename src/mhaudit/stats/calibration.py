@@ -373,12 +373,9 @@ def stratified_folds(y, k: int = 5, seed: int = 0) -> np.ndarray:
     if int(k) != k or k < 2 or k > len(y):
         raise ValueError(f"k must be an integer in [2, n = {len(y)}]; got {k}")
     rng = np.random.default_rng(seed)
+    dealt = np.concatenate([rng.permutation(np.flatnonzero(y == cls)) for cls in np.unique(y)])
     fold = np.empty(len(y), dtype=np.int64)
-    start = 0
-    for cls in np.unique(y):
-        idx = rng.permutation(np.flatnonzero(y == cls))
-        fold[idx] = (start + np.arange(len(idx))) % k
-        start += len(idx)
+    fold[dealt] = np.arange(len(y)) % k
     return fold
 
 

@@ -22,7 +22,7 @@ import numpy as np
 from mhaudit.stats.binary import _block_macro_f1, _check_preds, _count_blocks, _indicators, _sum_dtype, _warn_if_undefined
 from mhaudit.stats.bootstrap import _Sorted
 from mhaudit.stats.delong import check_binary, check_scores
-from mhaudit.stats.undefined import check_zero_division
+from mhaudit.stats.undefined import check_zero_division, divide
 
 __all__ = ["weighted_average_precision", "pr_auc_gain", "bootstrap_panel", "PANEL"]
 
@@ -42,10 +42,8 @@ class _Ranked:
         w = np.take(counts, self.order, axis=1).astype(np.float64)
         tp = np.cumsum(w * self.hits, axis=1)[:, self.ends]
         seen = np.cumsum(w, axis=1)[:, self.ends]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            precision = np.where(seen > 0, tp / np.where(seen > 0, seen, 1), 0.0)
-            step = np.diff(tp, axis=1, prepend=0.0)
-            return np.where(tp[:, -1] > 0, (step * precision).sum(axis=1) / tp[:, -1], np.nan)
+        step = np.diff(tp, axis=1, prepend=0.0)
+        return divide((step * divide(tp, seen, 0.0)).sum(axis=1), tp[:, -1])
 
 
 def weighted_average_precision(y, score, counts) -> np.ndarray:
