@@ -242,14 +242,13 @@ class _Labelling:
             with self.lock:
                 report.n_failed += 1
                 report.failures.append(f"{item_id}: {exc}")
-            self._advance()
-            return
-        with self.lock:
-            report.n_answered += 1
-            report.n_invalid += answer.value is None
-            report.n_positive += answer.value == 1
-            report.n_retried += answer.attempts > 1
-            report.latencies_ms.append(answer.latency_ms)
+        else:
+            with self.lock:
+                report.n_answered += 1
+                report.n_invalid += answer.value is None
+                report.n_positive += answer.value == 1
+                report.n_retried += answer.attempts > 1
+                report.latencies_ms.append(answer.latency_ms)
         self._advance()
 
     def _advance(self) -> None:
@@ -260,10 +259,8 @@ class _Labelling:
 
     def _drain(self, pending: dict[Future, str]) -> None:
         """After Ctrl-C: cancel what has not started; let the requests in flight finish and store."""
-        for future, item_id in list(pending.items()):
-            if future.cancel():
-                pending.pop(future)
-        for future, item_id in pending.items():  # in flight: let them finish and store
+        in_flight = [(future, item_id) for future, item_id in pending.items() if not future.cancel()]
+        for future, item_id in in_flight:  # let them finish and store
             try:
                 self.settle(future, item_id)
             except Exception:  # noqa: BLE001 - the run is ending anyway

@@ -31,6 +31,7 @@ class Backend:
     """One LLM server. Thread-safe: one httpx client with a connection pool shared by the workers."""
 
     name = "?"
+    endpoint = "?"  # the chat path
 
     def __init__(self, url: str | None = None, model: str | None = None, *, timeout: float = 60.0,
                  policy: RetryPolicy = RetryPolicy(), seed: int = 0, max_tokens: int = 2, constrain: str = "auto",
@@ -61,16 +62,12 @@ class Backend:
     def close(self) -> None:
         self._client.close()
 
-    def _endpoint(self) -> str:
-        raise NotImplementedError
-
     # -- HTTP with the retry policy ----------------------------------------------------------------------------
     def _request(self, method: str, path: str, payload: dict | None = None) -> tuple[dict, int, float]:
         """(JSON body, attempts, latency ms of the successful try) or an exception after the policy."""
         httpx = self._httpx
         url = f"{self.url}{path}"
-        last, last_status = "", None
-        unreachable = True
+        last, last_status, unreachable = "", None, True
         for attempt in range(self.policy.retries + 1):
             if attempt:
                 self._sleep(self.policy.delay(attempt - 1))
@@ -125,7 +122,7 @@ class Backend:
         pass
 
     def ask(self, messages: list[dict]) -> Answer:
-        body, attempts, latency = self._request("POST", self._endpoint(), self.payload(messages))
+        body, attempts, latency = self._request("POST", self.endpoint, self.payload(messages))
         raw, top = self.parse(body)
         return Answer(raw=raw, value=parse_answer(raw), latency_ms=latency, attempts=attempts, top_logprobs=top)
 
@@ -150,15 +147,10 @@ class OpenAIBackend(Backend):
     """`/v1/chat/completions` of llama.cpp, llama-cpp-python, vLLM or any OpenAI-compatible server."""
 
     name = "openai"
+    endpoint = "/v1/chat/completions"
 
     def __init__(self, url: str | None = None, model: str | None = None, **kwargs):
-        url = (url or DEFAULT_URLS["openai"]).rstrip("/")
-        if url.endswith("/v1"):
-            url = url[:-3]
-        super().__init__(url, model, **kwargs)
-
-    def _endpoint(self) -> str:
-        return "/v1/chat/completions"
+        super().__init__((url or DEFAULT_URLS["openai"]).rstrip("/").removesuffix("/v1"), model, **kwargs)
 
     def _prepare(self) -> None:
         answer = ""
@@ -213,9 +205,7 @@ class OllamaBackend(Backend):
     """Ollama's `/api/chat` (non-streaming)."""
 
     name = "ollama"
-
-    def _endpoint(self) -> str:
-        return "/api/chat"
+    endpoint = "/api/chat"
 
     def _hint(self, status: int) -> str:
         return f" (is the model pulled? `ollama pull {self.model}`)" if status == 404 else ""

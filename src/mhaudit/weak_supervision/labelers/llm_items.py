@@ -24,8 +24,7 @@ def read_items(path: str | Path, *, id_col: str = "id", text_col: str = "text") 
 
         with PostStore(path) as store:
             posts = store.posts()
-        frame = pd.DataFrame({"id": posts["uri"].astype(str), "text": posts["text"]}) if len(posts) else \
-            pd.DataFrame({"id": [], "text": []})
+        frame = pd.DataFrame({"id": posts["uri"].astype(str), "text": posts["text"]})
     else:
         from mhaudit.tables.io import read_table
 
