@@ -151,8 +151,7 @@ def weak_vs_reference(reference, weak, *, n_boot: int = 2000, alpha: float = 0.0
     reasons = binary_reasons(*(int(v) for v in (table[1, 1], table[0, 1], table[1, 0], table[0, 0])))
     rows = []
     for metric in BINARY_METRICS:
-        s = summarise(draws[metric], alpha) if n_boot else {"se": np.nan, "ci_low": np.nan, "ci_high": np.nan,
-                                                             "n_boot": 0, "n_failed": 0}
+        s = summarise(draws[metric], alpha)  # of no draws: NaN, with n_boot 0
         rows.append({"metric": metric, "estimate": float(point[metric]), "ci_low": s["ci_low"],
                      "ci_high": s["ci_high"], "se": s["se"], "n": int(ref.size), "n_boot": s["n_boot"],
                      "n_failed": s["n_failed"], "reason": reasons[metric]})
