@@ -34,16 +34,8 @@ import pandas as pd
 from mhaudit.stats.bootstrap import resample_clusters, resample_counts, summarise
 from mhaudit.stats.undefined import quiet_undefined, warn_undefined
 
-__all__ = [
-    "confusion_matrix",
-    "kappa_from_confusion",
-    "kappa_reason",
-    "cohen_kappa",
-    "observed_agreement",
-    "bootstrap_kappa",
-    "krippendorff_alpha",
-    "draw_tables",
-]
+__all__ = ["confusion_matrix", "kappa_from_confusion", "kappa_reason", "cohen_kappa", "observed_agreement",
+           "bootstrap_kappa", "krippendorff_alpha", "draw_tables"]
 
 # Resamples per block for count-matrix bootstraps (resamples x items counts, int32).
 _BLOCK_CELLS = 1 << 20

@@ -31,15 +31,8 @@ from mhaudit.stats.delong import auc_only, check_binary, check_scores
 from mhaudit.stats.f1 import binary_tallies, class_scores_unchecked, macro_f1_unchecked
 from mhaudit.stats.undefined import check_zero_division, divide, quiet_undefined, warn_undefined
 
-__all__ = [
-    "confusion_counts",
-    "binary_scores",
-    "majority_macro_f1",
-    "macro_f1_from_counts",
-    "bootstrap_macro_f1",
-    "paired_difference",
-    "bootstrap_p",
-]
+__all__ = ["confusion_counts", "binary_scores", "majority_macro_f1", "macro_f1_from_counts", "bootstrap_macro_f1",
+           "paired_difference", "bootstrap_p"]
 
 # Resamples x instances per block. 2**20 int32 counts (4 MB) drew 10,000 resamples of 8,897 instances
 # in 0.7 s against 1.1 s for 2**18-cell blocks (per-call overhead of resample_counts); the matrix
