@@ -168,12 +168,8 @@ class AnnotationApp:
         with self._write_lock:
             self.store.add([{"item_id": item.item_id, "task": item.task, "labeler": person.name, "kind": "human",
                              "value": value, "tags": tags, "note": note, "latency_ms": latency}], replace=True)
-        if item.position < len(self.items):
-            following = f"{base}item/{item.position + 1}"
-        else:
-            resume = self.resume_position(person.name)
-            following = f"{base}item/{resume}" if resume else f"{base}done"
-        return {"ok": True, "next": following}
+        following = item.position + 1 if item.position < len(self.items) else self.resume_position(person.name)
+        return {"ok": True, "next": f"{base}item/{following}" if following else f"{base}done"}
 
     def save_consensus(self, person: Person, body: dict) -> dict:
         if person.role != "adjudicator":

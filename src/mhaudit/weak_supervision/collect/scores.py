@@ -69,10 +69,6 @@ def store_scores(store, digest: str, uris: list[str], logits: np.ndarray) -> int
     return store.transaction(lambda conn: conn.executemany(sql, rows).rowcount)
 
 
-def _json_list(cell) -> list:
-    return json.loads(cell) if cell else []
-
-
 def _since_day(since: pd.Timestamp) -> str:
     """The SQL bound on the createdAt text for posts at or after `since`: the day before, as 'YYYY-MM-DD'. The text
     is the client's local time (an offset of -12 to +14 hours), and a date compares below every time of that day
@@ -103,8 +99,8 @@ def scored_posts(store, digest: str, classes: list[str], since: pd.Timestamp | N
         times = pd.to_datetime(frame["created_at"], utc=True, errors="coerce", format="ISO8601")
         frame = frame[(times >= since).to_numpy()].reset_index(drop=True)
     frame["length"] = frame["length"].astype(np.int64)
-    frame["langs"] = frame["langs"].map(_json_list)
-    frame["categories"] = frame["categories"].map(_json_list)
+    for column in ("langs", "categories"):
+        frame[column] = frame[column].map(lambda cell: json.loads(cell) if cell else [])
     parsed = [json.loads(s) for s in frame.pop("scores")]
     wrong = next((p for p in parsed if len(p) != len(classes)), None)
     if wrong is not None:

@@ -46,9 +46,7 @@ def answer_logprobs(top: Sequence[tuple[str, float]] | None) -> dict[str, float]
 
 def first_answer_token(entries: Sequence[dict] | None, token_key: str = "token") -> list[tuple[str, float]] | None:
     """Top alternatives at the first generated token that is not blank, as (token, logprob) pairs."""
-    if not entries:
-        return None
-    for entry in entries:
+    for entry in entries or ():
         if str(entry.get(token_key, "")).strip():
             top = entry.get("top_logprobs") or []
             pairs = [(str(t.get("token", "")), float(t["logprob"])) for t in top if t.get("logprob") is not None]

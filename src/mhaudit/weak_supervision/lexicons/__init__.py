@@ -70,11 +70,7 @@ class Lexicon:
 
     def __init__(self, name: str, version: str, categories: dict[str, list[str]], *,
                  description: str = "", sha256: str = "", source: str = "<memory>"):
-        self.name = name
-        self.version = version
-        self.description = description
-        self.sha256 = sha256
-        self.source = source
+        self.name, self.version, self.description, self.sha256, self.source = name, version, description, sha256, source
         if not categories:
             raise InputError("the lexicon has no categories", path=source)
         self._category_of: dict[str, str] = {}
@@ -154,11 +150,8 @@ class Lexicon:
 
     def match(self, text: str) -> list[Match]:
         """All non-overlapping term occurrences in `text`, left to right."""
-        out = []
-        for m in self.pattern.finditer(normalise_apostrophes(text)):
-            term = self._lookup(m.group())
-            out.append(Match(term, self._category_of[term], m.span()))
-        return out
+        found = ((self._lookup(m.group()), m.span()) for m in self.pattern.finditer(normalise_apostrophes(text)))
+        return [Match(term, self._category_of[term], span) for term, span in found]
 
     def categories(self, text: str) -> set[str]:
         """The categories with at least one term in `text`."""

@@ -92,14 +92,11 @@ def recall_tables(data: Path, filters: Sequence[str] = DEFAULT_FILTERS,
         if posts is None:
             absent.append(spec.name)
             continue
-        rows = []
-        for lexs in lexicons.values():
-            row = filter_recall(kept_by(lexs, posts["text"]), posts["positive"]).row()
-            rows.append({"filter": filter_name(lexs), "versions": " ".join(f"{x.name} {x.version}" for x in lexs),
-                         **row})
-        table = pd.DataFrame(rows)
+        table = pd.DataFrame([{"filter": filter_name(lexs), "versions": " ".join(f"{x.name} {x.version}" for x in lexs),
+                               **filter_recall(kept_by(lexs, posts["text"]), posts["positive"]).row()}
+                              for lexs in lexicons.values()])
         if spec.positive is None:  # no target: only the keep share means anything
-            table = table[[c for c in table.columns if c == "filter" or c == "versions" or c.startswith("keep_share")
-                           or c in ("n_posts", "n_kept")]]
+            table = table[[c for c in table.columns
+                           if c in ("filter", "versions", "n_posts", "n_kept") or c.startswith("keep_share")]]
         tables[spec.name] = table
     return tables, absent
