@@ -84,11 +84,8 @@ def word_list(name: str) -> tuple[str, ...]:
 
 def _vocabulary_thirds(rng: np.random.Generator) -> dict[str, list[np.ndarray]]:
     """Each class vocabulary cut into three fixed, disjoint thirds, one preferred by each register."""
-    thirds = {}
-    for cls in CLASSES:
-        words = np.array(word_list(f"class_{cls}"))
-        thirds[cls] = np.array_split(words[rng.permutation(len(words))], len(REGISTERS))
-    return thirds
+    words = {cls: np.array(word_list(f"class_{cls}")) for cls in CLASSES}
+    return {cls: np.array_split(w[rng.permutation(len(w))], len(REGISTERS)) for cls, w in words.items()}
 
 
 def _mix(ref, own, amount: float) -> np.ndarray:
@@ -166,15 +163,11 @@ def simulate(config: SimulationConfig = SimulationConfig()) -> Corpus:
 
 def _auto_labels(rows: pd.DataFrame, noise: float, rng: np.random.Generator) -> pd.DataFrame:
     """A second label source for the same texts: exactly round(noise * n) labels replaced by another class."""
-    auto = rows.copy()
-    n_flip = int(round(noise * len(auto)))
-    flip = rng.choice(len(auto), size=n_flip, replace=False)
-    true = auto["label"].to_numpy().copy()
+    n_flip = int(round(noise * len(rows)))
+    flip = rng.choice(len(rows), size=n_flip, replace=False)
+    labels = rows["label"].to_numpy().copy()
     shift = rng.integers(1, len(CLASSES), size=n_flip)  # never the true class
-    index = np.array([CLASSES.index(c) for c in true[flip]])
-    true[flip] = np.array(CLASSES)[(index + shift) % len(CLASSES)]
-    auto["label"] = true
-    auto["id"] = "auto-" + auto["id"]
-    auto["dataset"] = auto["dataset"] + "_auto"
-    auto["label_source"] = "synthetic-auto"
-    return auto
+    index = np.array([CLASSES.index(c) for c in labels[flip]])
+    labels[flip] = np.array(CLASSES)[(index + shift) % len(CLASSES)]
+    return rows.assign(label=labels, id="auto-" + rows["id"], dataset=rows["dataset"] + "_auto",
+                       label_source="synthetic-auto")

@@ -208,31 +208,20 @@ class _Writer:
     def _pick(self, items):
         return items[self.rng.integers(len(items))]
 
-    def _p(self, marker: str, z: float) -> float:
-        lo, hi = MARKERS[marker]
-        return lo + (hi - lo) * z
-
     def _yes(self, marker: str, z: float) -> bool:
-        return bool(self.rng.random() < self._p(marker, z))
+        lo, hi = MARKERS[marker]
+        return bool(self.rng.random() < lo + (hi - lo) * z)
 
     def _clause(self, z: float, t: bool, domain: str, state: dict, force_topic: bool = False) -> str:
         template = self._pick(self.topic_templates if force_topic else self.templates)
 
         def fill(m: re.Match) -> str:
             slot = m.group(1)
-            first = slot in "SPO" and self._yes("first_person", z)
-            if slot == "S":
-                return self._pick(word_list("subject_first" if first else "subject_other"))
-            if slot == "P":
-                return self._pick(word_list("possessive_first" if first else "possessive_other"))
-            if slot == "O":
-                return self._pick(word_list("person_first" if first else "person_other"))
-            if slot == "D":
-                return self._pick(word_list(f"domain_{domain}"))
-            if slot == "L":
-                return self._pick(word_list(f"place_{domain}"))
-            if slot == "T":
-                return self._pick(word_list("time"))
+            if slot in "SPO":
+                person = {"S": "subject", "P": "possessive", "O": "person"}[slot]
+                return self._pick(word_list(f"{person}_{'first' if self._yes('first_person', z) else 'other'}"))
+            if slot in "DLT":
+                return self._pick(word_list({"D": f"domain_{domain}", "L": f"place_{domain}", "T": "time"}[slot]))
             if slot == "E":
                 return self._pick(word_list("emotion_distress" if self._yes("emotion_distress", z)
                                             else "emotion_calm"))
@@ -272,7 +261,6 @@ class _Writer:
 
     def post(self, z: float, t: bool, domain: str, register: str) -> str:
         """One post; with t, at least `topic.mentions` keyword mentions (at most one per sentence forced)."""
-        mentions = self.topic.mentions
         spec = REGISTERS[register]
         n = min(1 + int(self.rng.poisson(spec["sentences"] - 1)), spec["cap"])
         sentences = []
@@ -281,7 +269,7 @@ class _Writer:
             sentences.append((self._sentence(z, t, domain, state), state["keywords"]))
         if t:
             for i in self.rng.permutation(n):
-                if sum(k for _, k in sentences) >= mentions:
+                if sum(k for _, k in sentences) >= self.topic.mentions:
                     break
                 if sentences[i][1] == 0:  # a sentence without a keyword becomes one with
                     state = {"keywords": 0}
@@ -316,9 +304,9 @@ def _flip(labels: np.ndarray, share: float, rng: np.random.Generator) -> np.ndar
 
 def _dataset(name: str, register: str, source: str, n: int, config: DivergenceConfig,
              writer: _Writer, rng: np.random.Generator) -> pd.DataFrame:
-    cfg = config
+    cfg, human = config, source == "human"
     s = (rng.random(n) < cfg.distress_rate).astype(int)
-    if source == "human" or cfg.auto_topic_rate is None:
+    if human or cfg.auto_topic_rate is None:
         p_topic = np.where(s == 1, cfg.topic_given_stress, cfg.topic_given_calm)
     else:
         p_topic = np.full(n, cfg.auto_topic_rate)
@@ -326,7 +314,6 @@ def _dataset(name: str, register: str, source: str, n: int, config: DivergenceCo
     mean = np.where(s == 1, 1 + cfg.style_contrast, 1 - cfg.style_contrast) / 2
     z = rng.beta(cfg.style_concentration * mean, cfg.style_concentration * (1 - mean))
     domains = np.array(DOMAINS)[rng.integers(len(DOMAINS), size=n)]
-    human = source == "human"
     writer.topic = (_Topic(cfg.keyword_share, 1, cfg.hashtag_rate) if human
                     else _Topic(cfg.auto_keyword_share, cfg.auto_mentions, cfg.auto_hashtag_rate))
     texts = [writer.post(float(z[i]), bool(t[i]), str(domains[i]), register) for i in range(n)]

@@ -44,13 +44,10 @@ def simulate_runs(*, model: str = "synthetic-linear", **kwargs) -> tuple[Predict
     classes = ["c0", "c1"]
 
     def table(margins, y, platform, labelled):
-        parts = []
-        for run, m in enumerate(margins):
-            labels = np.asarray(classes, dtype=object)[y]
-            parts.append(predictions_from_arrays(labels, np.c_[np.zeros_like(m), m], platform, model=model, seed=run,
-                                                 classes=classes, kind="logits",
-                                                 ids=[f"{platform}-{i}" for i in range(len(y))]).frame)
-        frame = pd.concat(parts, ignore_index=True)
+        labels, ids = np.asarray(classes, dtype=object)[y], [f"{platform}-{i}" for i in range(len(y))]
+        frame = pd.concat([predictions_from_arrays(labels, np.c_[np.zeros_like(m), m], platform, model=model, seed=run,
+                                                   classes=classes, kind="logits", ids=ids).frame
+                           for run, m in enumerate(margins)], ignore_index=True)
         return PredictionSet(frame if labelled else frame.assign(label=None), classes)
 
     return (table(arrays["margin_ref"], arrays["y_ref"], "synthetic-home", True),
