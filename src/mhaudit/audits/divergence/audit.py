@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.audits.divergence import tables as T
+from mhaudit.audits.divergence import thresholds
 from mhaudit.audits.divergence.conflicts import conflicts
 from mhaudit.audits.divergence.design import Design, build_design
 from mhaudit.audits.divergence.extras import concentration, lodo, orthogonality, phenotypes
@@ -27,7 +28,6 @@ from mhaudit.tables.digest import digest_frame
 from mhaudit.text.parse import Parses
 
 
-
 @quiet_undefined()  # the tables carry each undefined value's reason
 def audit_divergence(inputs: DivergenceInputs, options: DivergenceOptions, *,
                      progress: Progress | None = None) -> AuditResult:
@@ -35,10 +35,9 @@ def audit_divergence(inputs: DivergenceInputs, options: DivergenceOptions, *,
     result's outputs hold conflict_counts and conflict_sample (rows where the channels disagree; texts only with
     options.include_text), for `write_conflicts`."""
     progress = ensure(progress)
-    corpus = inputs.corpus
     say = progress.step
-    frame = corpus.frame
-    design = build_design(frame, corpus.classes, list(options.human), list(options.auto),
+    frame = inputs.corpus.frame
+    design = build_design(frame, inputs.corpus.classes, list(options.human), list(options.auto),
                           train_dataset=options.train_dataset, positive=options.positive)
     channels = canonical(options.channels)
     mask_channels = canonical(options.mask_channels)
@@ -61,9 +60,10 @@ def audit_divergence(inputs: DivergenceInputs, options: DivergenceOptions, *,
     scored = T.Scored(runs.keys, y, {d: np.vstack(runs.preds[d]) for d in datasets},
                       {d: np.vstack(runs.probs[d]) for d in datasets}, design.side, platform, options.n_boot, options.seed,
                       options.undefined_f1)
-    tables = _statistics(scored, channels, mask_channels, ["none", *masks], design.human, views, options,
+    compared = channels + [k for k in runs.keys if k.startswith("baseline:")]  # each model's DoD against A, too
+    tables = _statistics(scored, channels, compared, mask_channels, ["none", *masks], design.human, views, options,
                          repeat_scores, y)
-    tables |= _thresholds(scored, channels, mask_channels, design.human, fitted)
+    tables |= _thresholds(scored, compared, mask_channels, design.human, fitted)
     if options.repeats > 1:
         fixed = {key: {d: runs.pred(key, d) for d in datasets} for key in runs.keys if key.startswith("baseline:")}
         tables["dod"] = _with_training_variance(tables["dod"], repeat_scores, fixed, design, options)
@@ -84,8 +84,9 @@ def audit_divergence(inputs: DivergenceInputs, options: DivergenceOptions, *,
     return AuditResult("Label-source divergence audit (TSS probe)", _sections(tables, design, options, n_tests),
                        summary=summary, verdicts=divergence_verdicts(tables["dod"], tables["dod_threshold_free"],
                                                                      tables["random_pos_control"]),
-                       synthetic=corpus.synthetic,
-                       options=_options_record(options, design), provenance=provenance(digests, progress.seconds),
+                       synthetic=inputs.corpus.synthetic, provenance=provenance(digests, progress.seconds),
+                       options={**asdict(options), "train_dataset": design.train_dataset, "positive": design.positive,
+                                "n_train": int(len(design.train))},
                        outputs={"conflict_counts": counts, "conflict_sample": sample})
 
 
@@ -117,9 +118,8 @@ def _robustness(design: Design, options: DivergenceOptions, runs: Runs, fitted: 
             clusters = beside.submit(phenotypes, feats, labels, n_boot=options.n_boot_clusters, seed=options.seed)
         lodo_channels = canonical(options.lodo_channels)
         if lodo_channels and design.train_dataset in datasets:
-            n_train, start = len(design.train), len(design.train)
-            for d in datasets[:datasets.index(design.train_dataset)]:
-                start += len(y[d])
+            n_train = len(design.train)
+            start = n_train + sum(len(y[d]) for d in datasets[:datasets.index(design.train_dataset)])
             tables["lodo"] = lodo(design, lodo_channels, lexical=options.lexical, n_folds=options.n_folds,
                                   seed=options.seed, zero_division=options.undefined_f1,
                                   train_parses=parses.take(np.arange(n_train)),
@@ -136,42 +136,34 @@ def _robustness(design: Design, options: DivergenceOptions, runs: Runs, fitted: 
     return tables
 
 
-def _statistics(s: T.Scored, channels, mask_channels, masks, human, views, options, repeat_scores, y) -> dict:
+def _statistics(s: T.Scored, channels, compared, mask_channels, masks, human, views, options, repeat_scores,
+                y) -> dict:
     tables = {"channel_scores": T.channel_scores(s, [k for k in s.keys if "/" not in k])}
     if options.repeats > 1:  # training variance of each channel's Macro-F1 over repeated cross-fitting
         from mhaudit.stats.binary import binary_scores
         rep = pd.DataFrame([{"channel": ch, "dataset": d, "macro_f1": binary_scores(
             y[d], (prob >= thr).astype(np.int8), zero_division=options.undefined_f1)["macro_f1"]}
             for ch, d, r, prob, thr in repeat_scores])
-        sd = rep.groupby(["channel", "dataset"])["macro_f1"].agg(["mean", "std"]).reset_index()
-        sd.columns = ["channel", "dataset", "macro_f1_repeat_mean", "macro_f1_repeat_sd"]
+        sd = rep.groupby(["channel", "dataset"])["macro_f1"].agg(macro_f1_repeat_mean="mean",
+                                                                 macro_f1_repeat_sd="std").reset_index()
         tables["channel_scores"] = tables["channel_scores"].merge(sd, on=["channel", "dataset"], how="left")
     tables["interference"] = T.interference(s)
-    baselines = [k for k in s.keys if k.startswith("baseline:")]  # each model's DoD against A, too
-    tables["dod"] = T.dod(s, channels + baselines)
-    tables["dod_by_dataset"] = T.dod_by_dataset(s, channels + baselines)
-    tables["dod_platform_stratified"] = T.dod_platform_stratified(s, channels + baselines)
+    tables["dod"] = T.dod(s, compared)
+    tables["dod_by_dataset"] = T.dod_by_dataset(s, compared)
+    tables["dod_platform_stratified"] = T.dod_platform_stratified(s, compared)
     empty = {m: v.empty_after_mask for m, v in views.items()}
     tables["masking"] = T.masking(s, mask_channels, masks, human, empty)
     tables["mcnemar"] = T.mcnemar_table(s, T.mcnemar_pairs(s.keys, channels))
     return tables
 
 
-def _thresholds(s: T.Scored, channels, mask_channels, human, fitted: dict[str, FittedChannel]) -> dict:
+def _thresholds(s: T.Scored, compared, mask_channels, human, fitted: dict[str, FittedChannel]) -> dict:
     """Threshold-free DoD, the per-data-set threshold diagnostic and the random-POS control (thresholds.py)."""
-    from mhaudit.audits.divergence.thresholds import (
-        dod_by_metric,
-        dod_threshold_free,
-        random_pos_control,
-        threshold_diagnostic,
-    )
-
-    baselines = [k for k in s.keys if k.startswith("baseline:")]
-    free = dod_threshold_free(s, channels + baselines)
-    return {"dod_by_metric": dod_by_metric(free), "dod_threshold_free": free,
-            "threshold_diagnostic": threshold_diagnostic(s, channels + baselines,
-                                                         {ch: fitted[ch].threshold for ch in fitted}),
-            "random_pos_control": random_pos_control(s, mask_channels, human)}
+    free = thresholds.dod_threshold_free(s, compared)
+    return {"dod_by_metric": thresholds.dod_by_metric(free), "dod_threshold_free": free,
+            "threshold_diagnostic": thresholds.threshold_diagnostic(s, compared,
+                                                                    {ch: m.threshold for ch, m in fitted.items()}),
+            "random_pos_control": thresholds.random_pos_control(s, mask_channels, human)}
 
 
 def _with_training_variance(dod: pd.DataFrame, repeat_scores, fixed: dict, design: Design,
@@ -180,24 +172,19 @@ def _with_training_variance(dod: pd.DataFrame, repeat_scores, fixed: dict, desig
     instance resamples), so the interval carries training variance too; the estimate is the repeats' mean.
     `fixed`: a baseline's predictions per data set, the same in every repeat (only A is refitted)."""
     from mhaudit.stats.divergence import degree_of_divergence
-    by = {}
+    by = {(key, r): preds for key, preds in fixed.items() for r in range(options.repeats)}
     for ch, d, r, prob, thr in repeat_scores:
         by.setdefault((ch, r), {})[d] = (prob >= thr).astype(np.int8)
-    for key, preds in fixed.items():
-        for r in range(options.repeats):
-            by[(key, r)] = preds
     rows = []
     rng = np.random.default_rng(options.seed + 7919)
     for _, row in dod.iterrows():
         x = row["contrast"].removesuffix("-A")
-        draws, estimates = [], []
-        for r in range(options.repeats):
-            groups = {d: (design.y(d), by[(x, r)][d], by[("A", r)][d]) for d in design.human + design.auto}
-            res = degree_of_divergence(groups, design.human, design.auto, rng=rng,
-                                       n_boot=max(options.n_boot // options.repeats, 100))
-            draws.append(res["draws"])
-            estimates.append(res["estimate"])
-        pooled = np.concatenate(draws)
+        groups = [{d: (design.y(d), by[(x, r)][d], by[("A", r)][d]) for d in design.human + design.auto}
+                  for r in range(options.repeats)]
+        results = [degree_of_divergence(g, design.human, design.auto, rng=rng,
+                                        n_boot=max(options.n_boot // options.repeats, 100)) for g in groups]
+        estimates = [res["estimate"] for res in results]
+        pooled = np.concatenate([res["draws"] for res in results])
         lo, hi = np.percentile(pooled, [2.5, 97.5])
         p_greater = (np.count_nonzero(pooled <= 0) + 1) / (pooled.size + 1)
         p_less = (np.count_nonzero(pooled >= 0) + 1) / (pooled.size + 1)
@@ -227,27 +214,6 @@ def _data_notes(design: Design, truncated: int) -> list[str]:
         notes.append("Training texts also in scored data sets (decontaminate with `mhaudit data clean --against`): "
                      + ", ".join(f"{d} {n}" for d, n in leaked.items()) + ".")
     return notes
-
-
-def _options_record(o: DivergenceOptions, design: Design) -> dict:
-    """Every option, with the training data set and positive class settled and the training rows counted."""
-    return {**asdict(o), "train_dataset": design.train_dataset, "positive": design.positive,
-            "n_train": int(len(design.train))}
-
-
-def _figures(get, o: DivergenceOptions) -> dict[str, dict[str, bytes]]:
-    """Section title -> its figures, each drawn from a table of that section."""
-    if not o.figures:
-        return {}
-    from mhaudit.audits.divergence import figures
-
-    out = {"Channel scores": {"Macro-F1 by channel and data set": figures.channel_heatmap(get("channel_scores"))}}
-    if not get("dod").empty:
-        out["Degree of Divergence"] = {"Degree of Divergence with 95% CIs, overall and per platform":
-                                       figures.dod_forest(get("dod"), get("dod_platform_stratified"))}
-    if not get("masking").empty and (get("masking")["mask"] != "none").any():
-        out["Masking suite"] = {"Masking effects against the unmasked run": figures.masking_effects(get("masking"))}
-    return out
 
 
 def _sections(tables: dict, design: Design, o: DivergenceOptions, n_tests: int) -> list[Section]:
@@ -295,7 +261,13 @@ def _sections(tables: dict, design: Design, o: DivergenceOptions, n_tests: int) 
                 "every scored instance; the sample is exported as conflicts.csv/.xlsx).",
                 {"conflict_counts": get("conflict_counts")}),
     ]
-    drawn = _figures(get, o)
-    for section in sections:
-        section.figures.update(drawn.get(section.title, {}))
+    if o.figures:  # each drawn from a table of its section
+        from mhaudit.audits.divergence import figures
+
+        sections[0].figures["Macro-F1 by channel and data set"] = figures.channel_heatmap(get("channel_scores"))
+        if not get("dod").empty:
+            sections[2].figures["Degree of Divergence with 95% CIs, overall and per platform"] = \
+                figures.dod_forest(get("dod"), get("dod_platform_stratified"))
+        if not get("masking").empty and (get("masking")["mask"] != "none").any():
+            sections[4].figures["Masking effects against the unmasked run"] = figures.masking_effects(get("masking"))
     return sections

@@ -94,10 +94,8 @@ def _check_names(known: list[str], named: dict[str, list[str]]) -> None:
         bad = [d for d in names if d not in known]
         if not bad:
             continue
-        shown = []
-        for name in bad:
-            close = difflib.get_close_matches(name, known, n=1)
-            shown.append(f"'{name}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+        close = {name: difflib.get_close_matches(name, known, n=1) for name in bad}
+        shown = [f"'{name}'" + (f" (did you mean '{c[0]}'?)" if c else "") for name, c in close.items()]
         what = f"data set {shown[0]} is" if len(shown) == 1 else f"data sets {', '.join(shown)} are"
         raise InputError(f"{flag} {what} not in the corpus; its data sets are {', '.join(known)}")
 

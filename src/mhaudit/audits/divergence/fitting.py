@@ -89,12 +89,8 @@ class FittedChannel:
 
     def weights_kept(self) -> dict[str, int]:
         """Non-zero weights per channel block (elastic net can drop a whole channel)."""
-        w, out, start = self.coef, {}, 0
-        for c in self.letters:
-            size = self.block_sizes[c]
-            out[c] = int(np.count_nonzero(np.abs(w[start:start + size]) > 1e-10))
-            start += size
-        return out
+        blocks = np.split(np.abs(self.coef) > 1e-10, np.cumsum([self.block_sizes[c] for c in self.letters])[:-1])
+        return {c: int(np.count_nonzero(kept)) for c, kept in zip(self.letters, blocks)}
 
     def attributions(self, x: np.ndarray) -> np.ndarray:
         """Linear SHAP values coef_j * (x_j - training mean_j) (exact for a linear logit)."""
@@ -152,16 +148,16 @@ class ChannelFit:
     folds: np.ndarray
 
 
-def _choose(f: ChannelFit, configs: list[dict], oof: dict) -> tuple[dict, float, float]:
-    """The config with the best tuned out-of-fold Macro-F1 (internal CV), its threshold and that Macro-F1."""
+def _choose(f: ChannelFit, configs: list[dict], oof: dict) -> tuple[float, float, dict]:
+    """The best tuned out-of-fold Macro-F1 (internal CV): its threshold, that Macro-F1 and its config."""
     best = None
     for c, config in enumerate(configs):
         prob = np.empty(f.y.size)
         for k in np.unique(f.folds):
             prob[f.folds == k] = oof[(c, k)]
         threshold, score = _best_threshold(f.y, prob)
-        if best is None or score > best[2] + 1e-12:
-            best = (config, threshold, score)
+        if best is None or score > best[1] + 1e-12:
+            best = (threshold, score, config)
     return best
 
 
@@ -185,7 +181,7 @@ def fit_many(fits: list[ChannelFit], *, n_jobs: int = 2) -> list[FittedChannel]:
 
     def finish(i):  # choose the config and fit on all training rows, here
         chosen[i] = _choose(fits[i], configs[i], oof[i])
-        finals[i] = _fit(xs[i], fits[i].y, chosen[i][0])
+        finals[i] = _fit(xs[i], fits[i].y, chosen[i][2])
 
     # each worker on core.threads' worker budget (loky's own default is cores // n_jobs: one on two cores)
     with parallel_config(backend="loky", inner_max_num_threads=WORKER_THREADS):
@@ -199,13 +195,9 @@ def fit_many(fits: list[ChannelFit], *, n_jobs: int = 2) -> list[FittedChannel]:
     for i in range(len(fits)):  # channels without any fold (none in practice)
         if i not in finals:
             finish(i)
-    out = []
-    for i, f in enumerate(fits):
-        letters, (config, threshold, score) = parse_channel(f.name), chosen[i]
-        scaler, model = finals[i]
-        out.append(FittedChannel(f.name, letters, scaler, model, threshold, score, config,
-                                 {c: f.blocks[c].shape[1] for c in letters}, xs[i].mean(axis=0)))
-    return out
+    return [FittedChannel(f.name, parse_channel(f.name), *finals[i], *chosen[i],
+                          {c: f.blocks[c].shape[1] for c in parse_channel(f.name)}, xs[i].mean(axis=0))
+            for i, f in enumerate(fits)]
 
 
 def fit_channel(name: str, blocks: dict[str, np.ndarray], y: np.ndarray, folds: np.ndarray, *,

@@ -15,13 +15,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from mhaudit.stats.binary import (
-    binary_scores,
-    bootstrap_p,
-    confusion_counts,
-    macro_f1_from_counts,
-    majority_macro_f1,
-)
+from mhaudit.stats.binary import binary_scores, bootstrap_p, confusion_counts, macro_f1_from_counts, majority_macro_f1
 from mhaudit.stats.bootstrap import summarise
 from mhaudit.stats.divergence import regime_permutation
 from mhaudit.stats.significance import benjamini_hochberg, mcnemar

@@ -66,10 +66,10 @@ def dod_threshold_free(s: Scored, channels: list[str]) -> pd.DataFrame:
             block.append({"contrast": f"{x}-A", "metric": metric, "estimate": est, "ci_low": summary["ci_low"],
                           "ci_high": summary["ci_high"], "se": summary["se"], "alternative": alt,
                           "p": ps["p_two_sided" if alt == "two-sided" else f"p_{alt}"],
-                          "apart": bool(summary["ci_low"] > 0 or summary["ci_high"] < 0), "n_boot": s.n_boot_scores})
-        mf1 = block[0]
-        for r in block:
-            r["survives"] = holds(block, mf1["estimate"]) if r is mf1 and mf1["apart"] else None
+                          "apart": bool(summary["ci_low"] > 0 or summary["ci_high"] < 0), "n_boot": s.n_boot_scores,
+                          "survives": None})
+        if block[0]["apart"]:  # the Macro-F1 row
+            block[0]["survives"] = holds(block, block[0]["estimate"])
         rows += block
     return pd.DataFrame(rows)
 

@@ -97,12 +97,8 @@ def _texts_and_parses(parts: dict[str, list[str]], mask: str, seed: int, origina
     if mask != "none":
         texts = apply_mask(texts, parses, mask, seed=seed)
         parses = parse_texts(texts)
-    out, start = {}, 0
-    for n in names:
-        stop = start + len(parts[n])
-        out[n] = (texts[start:stop], parses.take(np.arange(start, stop)))
-        start = stop
-    return out
+    bounds = np.cumsum([0, *(len(parts[n]) for n in names)]).tolist()
+    return {n: (texts[a:b], parses.take(np.arange(a, b))) for n, a, b in zip(names, bounds, bounds[1:])}
 
 
 def original_parses(design: Design, datasets: list[str]) -> Parses:
