@@ -99,7 +99,6 @@ class TfidfLogistic:
         out[:, self.pipeline[-1].classes_] = scores / self.temperature
         return out
 
-
     def explain(self, texts: list[str]) -> pd.DataFrame:
         """Linear attributions: per class and word, the mean over `texts` of coefficient x TF-IDF value.
 

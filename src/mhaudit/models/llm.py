@@ -196,16 +196,13 @@ def _failure_note(n: int, failed: int, first: str | None, unsent: int) -> str:
     return f"{failed} of {n} requests failed {detail}; scored 0.5 like an invalid answer"
 
 
+_HOW_NOTES = {  # what "<count> of <n> " is followed by in the notes
+    "bound": "scores: only one of 0/1 was among the top log-probabilities; the other's mass was bounded by "
+             "min(smallest listed probability, 1 - listed mass), an upper bound",
+    "hard": "scores are hard 0/1 answers (the backend returned no log-probabilities for 0 or 1)",
+    "invalid": "answers were not 0 or 1 and had no log-probabilities; scored 0.5",
+}
+
+
 def _notes(hows: list[str], backend_notes: list[str]) -> list[str]:
-    n = len(hows)
-    notes = list(backend_notes)
-    counts = {h: hows.count(h) for h in ("bound", "hard", "invalid")}
-    if counts["bound"]:
-        notes.append(f"{counts['bound']} of {n} scores: only one of 0/1 was among the top log-probabilities; the "
-                     "other's mass was bounded by min(smallest listed probability, 1 - listed mass), an upper bound")
-    if counts["hard"]:
-        notes.append(f"{counts['hard']} of {n} scores are hard 0/1 answers (the backend returned no log-probabilities "
-                     "for 0 or 1)")
-    if counts["invalid"]:
-        notes.append(f"{counts['invalid']} of {n} answers were not 0 or 1 and had no log-probabilities; scored 0.5")
-    return notes
+    return [*backend_notes, *(f"{hows.count(h)} of {len(hows)} {says}" for h, says in _HOW_NOTES.items() if h in hows)]

@@ -55,9 +55,6 @@ def pad_batch(ids: list[list[int]], pad_id: int, side: str = "right") -> tuple[t
     width = int(lengths.max())
     input_ids = np.full((len(ids), width), pad_id, dtype=np.int64)
     columns = np.arange(width)
-    if side == "left":
-        mask = columns[None, :] >= (width - lengths)[:, None]
-    else:
-        mask = columns[None, :] < lengths[:, None]
+    mask = columns[None, :] >= (width - lengths)[:, None] if side == "left" else columns[None, :] < lengths[:, None]
     input_ids[mask] = np.fromiter((t for x in ids for t in x), dtype=np.int64, count=int(lengths.sum()))
     return torch.from_numpy(input_ids), torch.from_numpy(mask.astype(np.int64))

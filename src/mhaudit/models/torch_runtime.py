@@ -55,15 +55,14 @@ def in_batches(order: np.ndarray, size: int, run, *, device: torch.device, notes
         index = order[start:start + size]
         try:
             run(index)
-            failed = False
         except (RuntimeError, MemoryError) as exc:
             if not is_out_of_memory(exc) or size == 1:
                 raise
-            failed = True
-        if failed:  # outside the handler, so the failed batch's tensors are freed first
-            if device.type == "cuda":
-                torch.cuda.empty_cache()
-            notes.append(f"out of memory at inference batch size {size}; retrying with {size // 2}")
-            size //= 2
+        else:
+            start += len(index)
             continue
-        start += len(index)
+        # out of memory; here, outside the handler, the failed batch's tensors are freed
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        notes.append(f"out of memory at inference batch size {size}; retrying with {size // 2}")
+        size //= 2

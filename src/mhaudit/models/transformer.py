@@ -14,7 +14,6 @@ hybrids. The registry imports this module on first use, so the base install neve
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import math
@@ -83,10 +82,7 @@ class TransformerClassifier:
         self.device = resolve_device(device)
         self.autocast = self.device.type == "cuda" and torch.cuda.is_bf16_supported()
         self.name = "transformer"
-        self.options = dict(checkpoint=self.checkpoint, max_length=max_length, lr=lr, weight_decay=weight_decay,
-                            warmup_ratio=warmup_ratio, max_grad_norm=max_grad_norm, epochs=epochs,
-                            patience=patience, batch_size=batch_size, eval_batch_size=eval_batch_size,
-                            seed=seed, device=device)
+        self.options: dict = {}
         self.classes: list[str] = []
         self.hf_model = None
         self.tokenizer = None
@@ -224,7 +220,7 @@ class TransformerClassifier:
             for chunk in index.split(micro):
                 input_ids, mask = pad_batch([ids[i] for i in chunk.tolist()], pad_id, side)
                 target = labels[chunk].to(device, non_blocking=True)
-                with self._autocast():
+                with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
                     logits = model(input_ids=input_ids.to(device, non_blocking=True),
                                    attention_mask=mask.to(device, non_blocking=True)).logits
                 loss = F.cross_entropy(logits.float(), target, reduction="sum") / len(index)
@@ -257,11 +253,6 @@ class TransformerClassifier:
         predicted = self.predict_logits(texts).argmax(axis=1)
         return float(macro_f1(tallies(codes, predicted, len(self.classes))))  # NaN: a class absent and unpredicted
 
-    def _autocast(self):
-        if self.autocast:
-            return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
-        return contextlib.nullcontext()
-
     # ------------------------------------------------------------------ inference
     def _tokenize(self, texts: list[str]) -> list[list[int]]:
         return self.tokenizer(list(texts), truncation=True, max_length=self.max_length,
@@ -289,7 +280,7 @@ class TransformerClassifier:
 
         def run(index):
             input_ids, mask = pad_batch([ids[i] for i in index], pad_id, side)
-            with self._autocast():
+            with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
                 logits = model(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)).logits
             out[index] = logits.float().cpu().numpy()
 
