@@ -423,7 +423,7 @@ def test_place_bootstraps_in_blocks_equal_the_whole_count_matrix(monkeypatch):
     logits = rng.normal(size=(2 * n, k))
     for c, name in enumerate(["x", "y", "z"]):
         frame[f"logit_{name}"] = logits[:, c]
-    groups = make_groups(PredictionSet(frame, ["x", "y", "z"]))
+    groups = make_groups(PredictionSet(frame, ["x", "y", "z"]), "home")
     monkeypatch.setattr(bootstrap, "_BLOCK_BYTES", 4 * n * 7)  # blocks of 7 resamples, the last one short
     aucs, eces = place_bootstraps(groups, k, 50, 30, 10, np.random.default_rng(9))
     counts = resample_counts(groups[0].y, 50, np.random.default_rng(9))

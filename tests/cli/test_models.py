@@ -48,10 +48,13 @@ def test_train_predict_resume_and_bad_input(tmp_path):
     done = runner.invoke(app, ["predict", "--model", str(models), "--corpus", str(corpus), "--out", str(preds)])
     assert done.exit_code == 0, done.output
     table = pd.read_parquet(preds)
-    test_rows = (frame["split"] == "test").sum()
-    assert sorted(table["seed"].unique().tolist()) == [0, 7] and len(table) == 2 * test_rows
+    # judged rows: the forum's test rows, every row of the other platforms (the models never trained there)
+    judged = ((frame["platform"] != "synthetic-forum") | (frame["split"] == "test")).sum()
+    assert judged == len(forum[forum["split"] == "test"]) + (frame["platform"] != "synthetic-forum").sum() == 645
+    assert sorted(table["seed"].unique().tolist()) == [0, 7] and len(table) == 2 * judged
+    assert not ((table["platform"] == "synthetic-forum") & table["split"].isin(["train", "val"])).any()
     shown = re.search(r"scored ([\d,]+) rows \(2 seed\(s\)\) in [\d.]+ s, ([\d,]+) rows/s", flat(done.output))
-    assert shown and int(shown[1].replace(",", "")) == 2 * test_rows and int(shown[2].replace(",", "")) > 0
+    assert shown and int(shown[1].replace(",", "")) == 2 * judged and int(shown[2].replace(",", "")) > 0
 
     base = ["train", "--corpus", str(corpus), "--seed", "0"]
     bad = runner.invoke(app, [*base, "--platform", "mastodon", "--model", "tfidf-lr", "--out", str(tmp_path / "x")])

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from mhaudit.attribution import EXPLAIN_SAMPLE
 from mhaudit.cli.console import guarded, out
 from mhaudit.core.errors import InputError
 
@@ -22,7 +23,8 @@ def explain(model_dir: Annotated[Path, typer.Option("--model", help="A trained m
                 help="linear (TF-IDF models), saliency or integrated_gradients (transformer models).")],
             out_path: Annotated[Path, typer.Option(
                 "--out", help="Attributions table to write (.parquet, .csv, .tsv or .jsonl).")],
-            n: Annotated[int, typer.Option("--n", help="At most this many texts per platform and data set.")] = 50,
+            n: Annotated[int, typer.Option("--n", help="At most this many texts per platform and data set.")]
+            = EXPLAIN_SAMPLE,
             seed: Annotated[int, typer.Option(help="Seed of the text selection (the same texts for every "
                                                    "model seed).")] = 0,
             splits: Annotated[str, typer.Option(help="Splits whose texts are attributed, comma-separated.")]

@@ -72,7 +72,9 @@ def predict(model_dir: Annotated[Path, typer.Option(
                 "--model", help="A trained model folder (or a parent of seed-* and run-* folders).")],
             corpus: Annotated[Path, typer.Option(help="Corpus Parquet file to score.")],
             out_path: Annotated[Path, typer.Option("--out", help="Predictions Parquet file to write.")],
-            splits: Annotated[str, typer.Option(help="Splits to score, comma-separated.")] = "test,calibration",
+            splits: Annotated[str | None, typer.Option(
+                help="Splits to score, comma-separated. Default: every row the model is judged on, all but its "
+                     "training platform's train and val rows.")] = None,
             name: Annotated[str | None, typer.Option(help="Model name in the table (default: registry name).")]
             = None) -> None:
     """Score a corpus with trained model(s): one predictions table with a seed column."""
@@ -83,7 +85,7 @@ def predict(model_dir: Annotated[Path, typer.Option(
 
     folders, scored = model_folders(model_dir), Corpus.read(corpus)
     start = time.perf_counter()
-    table = predict_folders(folders, scored, tuple(splits.split(",")), name)
+    table = predict_folders(folders, scored, tuple(splits.split(",")) if splits else None, name)
     seconds = time.perf_counter() - start
     write_table(table, out_path)
     if ensemble := summarize_runs(folders):

@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
+from mhaudit.attribution import EXPLAIN_SAMPLE
 from mhaudit.audits.agreement.options import AgreementOptions
 from mhaudit.audits.cpfe.options import CPFEOptions
 from mhaudit.audits.divergence.options import DivergenceOptions
@@ -109,7 +110,7 @@ class ModelSpec(Strict):
     options: dict = Field(default_factory=dict)
     subsample: int | None = Field(None, ge=1)  # N of the train rows, by label and seeded; every val row kept
     explain: Literal["none", "linear", "saliency", "integrated_gradients"] = "none"
-    explain_sample: int = Field(200, ge=1)  # test texts per platform and data set
+    explain_sample: int = Field(EXPLAIN_SAMPLE, ge=1)  # test texts per platform and data set (mhaudit explain --n)
     adapt_epochs: int = 0  # > 0: also fine-tune on each target's calibration split (paper section 4.6: 3)
 
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from mhaudit.attribution import EXPLAIN_SAMPLE
 from mhaudit.core.errors import InputError
 from mhaudit.models.base import check_attribution_method
 from mhaudit.tables.corpus.schema import Corpus
@@ -11,8 +12,8 @@ from mhaudit.tables.corpus.schema import Corpus
 ATTRIBUTION_COLUMNS = ["class", "word", "score", "count", "method"]
 
 
-def explain_corpus(model, corpus: Corpus, method: str, *, n: int = 50, seed: int = 0, splits=("test",),
-                   model_name: str | None = None) -> pd.DataFrame:
+def explain_corpus(model, corpus: Corpus, method: str, *, n: int = EXPLAIN_SAMPLE, seed: int = 0,
+                   splits=("test",), model_name: str | None = None) -> pd.DataFrame:
     """The attributions table of a trained model (docs/attributions.md): at most `n` texts per (platform,
     data set) of `splits`, drawn with `seed` (pandas `sample`), attributed with `method` ('linear': the
     model's `explain`; 'saliency' or 'integrated_gradients' to each text's true label: `attribution_table`).

@@ -70,18 +70,22 @@ def build_corpus(exp: Experiment, out: Path, progress: Progress | None = None) -
     cached by the specs and the files' contents."""
     progress = ensure(progress)
     specs = [spec for spec in exp.corpus if spec.binary is None]
-    calibration = (exp.design, exp.reference, exp.audit.calibration_fraction, exp.audit.seed)
+    # Fine-tuning on a target (adapt_epochs) needs its calibration rows before training: they are stored, as
+    # `mhaudit data split --calibration` stores them, so temperature scaling uses the same rows. Otherwise the
+    # audit draws them itself, as on every other route.
+    adapting = exp.design == "reference" and any(m.adapt_epochs > 0 for m in exp.model)
+    calibration = (exp.reference, exp.audit.calibration_fraction, exp.audit.seed) if adapting else None
     key = step_key([c.key_dump() for c in specs], _files(exp, specs), calibration)
     path = out / "corpus" / f"{key}.parquet"
     if path.exists():
         progress.note(f"corpus: cached {path}")
         return Corpus.read(path), path, key
     corpora, frame, classes = _merged(exp, specs, progress)
-    if exp.design == "reference":  # one stored calibration split per target: TS and fine-tuning share it
-        for platform in sorted(set(frame["platform"]) - {exp.reference}):
-            if not (frame.loc[frame["platform"] == platform, "split"] == "calibration").any():
-                frame = assign_calibration(frame, platform, fraction=exp.audit.calibration_fraction,
-                                           seed=exp.audit.seed)
+    for platform in sorted(set(frame["platform"]) - {exp.reference}) if adapting else ():
+        if not (frame.loc[frame["platform"] == platform, "split"] == "calibration").any():
+            frame = assign_calibration(frame, platform, fraction=exp.audit.calibration_fraction, seed=exp.audit.seed)
+            n = ((frame["platform"] == platform) & (frame["split"] == "calibration")).sum()
+            progress.note(f"corpus: stored a calibration split of {platform} for fine-tuning (adapt_epochs): {n:,} rows")
     merged = Corpus.build(frame, classes,
                           meta={"mapping": " | ".join(c.meta["mapping"] for c in corpora), "synthetic": False})
     merged.write(path)
@@ -118,8 +122,8 @@ def import_corpora(exp: Experiment, specs: list[CorpusSpec], out: Path,
 
 def build_binary_targets(exp: Experiment, out: Path, classes: list[str],
                          progress: Progress | None = None) -> list[BinaryTarget]:
-    """Import each binary target corpus (cached like `build_corpus`) with a stored calibration split, and
-    check its spec against the models' `classes`."""
+    """Import each binary target corpus (cached like `build_corpus`) and check its spec against the models'
+    `classes`."""
     progress = ensure(progress)
     targets = []
     for spec in (s for s in exp.corpus if s.binary is not None):
@@ -131,7 +135,7 @@ def build_binary_targets(exp: Experiment, out: Path, classes: list[str],
                              f"({', '.join(classes)})")
         if not b.negative_classes(classes):
             raise InputError(f'{name}: binary.positive names every model class; nothing is left for "rest"')
-        key = step_key(spec.key_dump(), _files(exp, [spec]), exp.audit.calibration_fraction, exp.audit.seed)
+        key = step_key(spec.key_dump(), _files(exp, [spec]))
         path = out / "corpus" / f"binary-{key}.parquet"
         if path.exists():
             progress.note(f"corpus: cached {path}")
@@ -142,12 +146,6 @@ def build_binary_targets(exp: Experiment, out: Path, classes: list[str],
                 raise InputError(f"{name} maps to {len(corpus.classes)} classes ({', '.join(corpus.classes)}); a "
                                  "binary target needs a two-class mapping, negative first and positive last "
                                  "(e.g. stress-binary)")
-            frame = corpus.frame
-            for platform in sorted(frame["platform"].unique()):
-                if not (frame.loc[frame["platform"] == platform, "split"] == "calibration").any():
-                    frame = assign_calibration(frame, platform, fraction=exp.audit.calibration_fraction,
-                                               seed=exp.audit.seed)
-            corpus = Corpus.build(frame, corpus.classes, meta=corpus.meta)
             corpus.write(path)
         targets.append(BinaryTarget(spec, corpus, key))
     return targets
@@ -163,7 +161,7 @@ def train_job(corpus_path: str, platform: str, spec: dict, seed: int, folder: st
     if spec.get("subsample"):
         rows = subsample_training(rows, spec["subsample"], seed)
     model = create(spec["name"], **{**spec["options"], "seed": seed}).fit(rows, corpus.classes)
-    save_model(model, folder)
+    save_model(model, folder, trained_on=platform)
     return folder
 
 
@@ -182,8 +180,7 @@ def _predict_and_explain(folder: Path, spec: ModelSpec, corpus: Corpus, seed: in
         write_table(predict_corpus(model, corpus, model_name=spec.key, seed=seed), preds_path)
     if spec.explain != "none" and not attr_path.exists():
         model = model or load_model(folder)
-        write_table(explain_corpus(model, corpus, spec.explain, n=spec.explain_sample, seed=seed,
-                                   model_name=spec.key), attr_path)
+        write_table(explain_corpus(model, corpus, spec.explain, n=spec.explain_sample, model_name=spec.key), attr_path)
     binary = {}
     for target in binary_targets:
         path = folder / f"binary-{target.key}.parquet"

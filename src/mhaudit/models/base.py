@@ -121,14 +121,16 @@ def create(name: str, **options) -> Model:
     return model
 
 
-def save_model(model: Model, directory: str | Path, recipe: dict | None = None) -> None:
+def save_model(model: Model, directory: str | Path, recipe: dict | None = None, trained_on: str | None = None) -> None:
     """Write the model's artifacts, then its manifest last: a folder with a manifest is complete. `recipe`
-    (how a run of an ensemble was made: `models.runs`) is kept in the manifest and read back as `model.recipe`."""
+    (how a run of an ensemble was made: `models.runs`) and `trained_on` (the platform or data set whose train and
+    val rows it fitted, so prediction judges the other rows) are kept and read back as `model.recipe`,
+    `model.trained_on`."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / MODEL_FILE).unlink(missing_ok=True)
     model.save_artifacts(directory)
-    manifest = {"name": model.name, "options": model.options, "classes": model.classes}
+    manifest = {"name": model.name, "options": model.options, "classes": model.classes, "trained_on": trained_on}
     if recipe is not None:
         manifest["recipe"] = recipe
     tmp = directory / f".{MODEL_FILE}.part"
@@ -145,6 +147,6 @@ def load_model(directory: str | Path) -> Model:
     # models saved before Progress reached `fit` recorded a `progress` flag among their options
     model = create(manifest["name"], **{k: v for k, v in manifest["options"].items() if k != "progress"})
     model.classes = list(manifest["classes"])
-    model.recipe = manifest.get("recipe")
+    model.recipe, model.trained_on = manifest.get("recipe"), manifest.get("trained_on")
     model.load_artifacts(directory)
     return model

@@ -138,7 +138,8 @@ def _train_run(corpus: Corpus, rows: pd.DataFrame, model_name: str, recipe: dict
         model = create(model_name, **opts)
         model.fit(fit_rows, corpus.classes, progress=progress)
     seconds = time.perf_counter() - start
-    save_model(model, folder, recipe={**recipe, "model": model_name, "n_train": n_train, "seconds": round(seconds, 3)})
+    save_model(model, folder, recipe={**recipe, "model": model_name, "n_train": n_train, "seconds": round(seconds, 3)},
+               trained_on=recipe["platform"])
     progress.note(f"{name}: {describe_recipe(recipe)}; trained on {n_train:,} rows of {recipe['platform']} "
                   f"in {seconds:.2f} s; saved to {folder}")
 

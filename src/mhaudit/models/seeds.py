@@ -71,7 +71,7 @@ def train_platform(corpus: Corpus, platform: str | None, model_name: str, seeds,
             model = create(model_name, **{**(options or {}), "seed": seed})
             model.fit(rows, corpus.classes, progress=progress)
         seconds = time.perf_counter() - start
-        save_model(model, folder)
+        save_model(model, folder, trained_on=platform)
         progress.note(f"{model_name} seed {seed}: trained on {n_train:,} rows of {platform} ({len(rows) - n_train:,} "
                       f"validation rows for early stopping/temperature) in {seconds:.2f} s, "
                       f"{n_train / max(seconds, 1e-9):,.0f} training rows/s; saved to {folder}")
@@ -105,10 +105,10 @@ def model_folders(path: Path) -> list[Path]:
     return seeds + runs
 
 
-def predict_folders(folders: list[Path], corpus: Corpus, splits=("test", "calibration"),
+def predict_folders(folders: list[Path], corpus: Corpus, splits: tuple[str, ...] | None = None,
                     name: str | None = None) -> pd.DataFrame:
-    """One predictions table of every model folder's scores on `splits`, its seed (a run's: base + k) in the
-    `seed` column; two folders of one model with one seed are an InputError (their groups would merge)."""
+    """One predictions table of every model folder's scores on `splits` (None: the rows it did not train on), its
+    seed (a run's: base + k) in the `seed` column; two folders of one model with one seed are an InputError (their groups would merge)."""
     tables, seen = [], {}
     for folder in folders:
         model = load_model(folder)

@@ -19,6 +19,7 @@ from mhaudit.core.errors import InputError
 from mhaudit.core.pinned import file_sha256
 from mhaudit.stats.calibration import softmax
 from mhaudit.tables.corpus.schema import Corpus, label_codes
+from mhaudit.tables.corpus.splits import judged_rows
 
 KEY_COLUMNS = ("id", "model", "seed", "platform", "dataset", "split", "label")
 GROUP_KEYS = ("model", "seed", "platform", "dataset")  # one evaluation group: a model's run on one data set
@@ -32,9 +33,12 @@ def logit_column(cls: str) -> str:
 
 
 def predict_corpus(model, corpus: Corpus, *, model_name: str, seed: int,
-                   splits: tuple[str, ...] = ("test", "calibration")) -> pd.DataFrame:
-    """Score the rows of `corpus` in `splits` with a fitted model; classes in the corpus's mapping order."""
-    rows = corpus.frame[corpus.frame["split"].isin(splits)]
+                   splits: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """Score the rows of `corpus` in `splits` with a fitted model; classes in the corpus's mapping order. Default:
+    every row it is judged on (`judged_rows`: all but the train and val rows where it was trained)."""
+    frame = corpus.frame
+    chosen = judged_rows(frame, getattr(model, "trained_on", None)) if splits is None else frame["split"].isin(splits)
+    rows = frame[chosen]
     logits = model.predict_logits(rows["text"].astype(str).tolist())
     out = rows[["id", "platform", "dataset", "split", "label"]].reset_index(drop=True)
     out.insert(1, "model", model_name)

@@ -2,7 +2,7 @@
 
 For each target platform: the model as trained, the model with a temperature fitted on the target's
 stored calibration split, and the model fine-tuned further on that split (`adapt`), all evaluated on
-the target's remaining evaluation rows.
+the target's other rows.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from mhaudit.tables.corpus.schema import label_codes
 
 def adaptation_rows(model, model_label: str, seed: int, corpus_frame: pd.DataFrame, classes: list[str],
                     platform: str, epochs: int = 3, n_bins: int = 10) -> dict:
-    rows = corpus_frame[(corpus_frame["platform"] == platform) & corpus_frame["split"].isin(["test", "calibration"])]
-    cal, rest = rows[rows["split"] == "calibration"], rows[rows["split"] == "test"]
+    rows = corpus_frame[corpus_frame["platform"] == platform]  # a target: every row is judged
+    cal, rest = rows[rows["split"] == "calibration"], rows[rows["split"] != "calibration"]
     base = {"model": model_label, "seed": seed, "platform": platform, "n_calibration": len(cal),
             "n_evaluated": len(rest), "adapt_epochs": epochs}
     if cal.empty or rest.empty or cal["label"].nunique() < 2:

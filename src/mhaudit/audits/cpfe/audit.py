@@ -46,7 +46,7 @@ def audit_cpfe(inputs: CPFEInputs, options: CPFEOptions, *, progress: Progress |
     progress = ensure(progress)
     predictions, texts = inputs.predictions, inputs.texts
     classes = predictions.classes
-    groups = make_groups(predictions)
+    groups = make_groups(predictions, options.reference)
     references = reference_of(groups, options.reference)
     method = options.macro_auc_method(g.n for g in groups)  # large groups: the macro-AUC's SE by DeLong
     with progress.stage(f"bootstrap resamples ({len(groups)} groups)"):

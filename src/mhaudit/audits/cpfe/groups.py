@@ -5,28 +5,28 @@ from __future__ import annotations
 import numpy as np
 
 from mhaudit.core.errors import InputError
+from mhaudit.tables.corpus.splits import judged_rows
 from mhaudit.tables.pairing import reference_runs
 from mhaudit.tables.predictions import Group, PredictionSet
 
-EVALUATION_SPLITS = ("test", "calibration")
 
-
-def make_groups(predictions: PredictionSet) -> list[Group]:
-    """The evaluated rows' groups (PredictionSet.groups: rows in id order, so models align row by row)."""
-    groups = list(predictions.groups(EVALUATION_SPLITS, id_order=True).values())
+def make_groups(predictions: PredictionSet, reference: str) -> list[Group]:
+    """The judged rows' groups (`judged_rows`: every row but the reference's train and val rows), in id order so
+    that models align row by row (PredictionSet.groups)."""
+    judged = predictions.subset(np.flatnonzero(judged_rows(predictions.frame, reference)))
+    groups = list(judged.groups(id_order=True).values())
     if not groups:
-        raise InputError(f"no prediction rows in split(s) {', '.join(EVALUATION_SPLITS)}; the audit evaluates "
-                         "test (and calibration) rows")
+        raise InputError(f"every prediction row is a training row (split train or val) of the reference '{reference}'; "
+                         "the audit judges the other rows")
     return groups
 
 
 def check_labelled(predictions: PredictionSet) -> None:
-    """Every evaluated row has a label: the statistics trust the codes, and this is their one check."""
-    evaluated = np.flatnonzero(predictions.frame["split"].isin(EVALUATION_SPLITS))
-    unlabelled = evaluated[predictions.codes[evaluated] < 0]
+    """Every row has a label: the statistics trust the codes, and this is their one check."""
+    unlabelled = np.flatnonzero(predictions.codes < 0)
     if unlabelled.size:
         raise InputError(f"row {unlabelled.min() + 1} of the predictions has no label; the audit compares each "
-                         "evaluated row's prediction with its label")
+                         "judged row's prediction with its label")
 
 
 def identical_seeds(groups: list[Group]) -> dict[str, list[int]]:

@@ -7,8 +7,19 @@ import pandas as pd
 
 from mhaudit.core.errors import InputError
 
+TRAINING_SPLITS = ("train", "val")  # what a model fits on: train, and val for early stopping and its temperature
 
-def stratified_assign(labels: pd.Series, fractions: dict[str, float], seed: int) -> pd.Series:
+
+def judged_rows(frame: pd.DataFrame, trained_on: str | None) -> np.ndarray:
+    """Which rows a model trained on `trained_on` (a platform or a data set) is judged on: every row but its
+    training rows (the train and val splits there). Unknown (None): every platform's training rows are held back.
+    A stored calibration split is judged too; the temperature fitted on it is judged on the other rows."""
+    home = np.ones(len(frame), dtype=bool) if trained_on is None else \
+        ((frame["platform"] == trained_on) | (frame["dataset"] == trained_on)).to_numpy()
+    return ~(home & frame["split"].isin(TRAINING_SPLITS).to_numpy())
+
+
+def stratified_assign(labels: pd.Series, fractions: dict[str, float], seed: int | list[int]) -> pd.Series:
     """Assign each row a split name so that every label is divided in the given fractions.
 
     Within each label the rows are shuffled and cut at rounded cumulative counts; the result is
@@ -54,8 +65,9 @@ def assign_splits(frame: pd.DataFrame, *, train: float = 0.70, val: float = 0.15
 
 
 def assign_calibration(frame: pd.DataFrame, platform: str, *, fraction: float = 0.10, seed: int = 0,
-                       from_splits: tuple[str, ...] = ("test",)) -> pd.DataFrame:
-    """Move a stratified `fraction` of a target platform's evaluation rows to split 'calibration'.
+                       from_splits: tuple[str, ...] = ("train", "val", "test")) -> pd.DataFrame:
+    """Move a stratified `fraction` of a target platform's rows (all of them: a target is judged on every row) to
+    split 'calibration'.
 
     Once drawn it is stored in the corpus, so temperature scaling and target fine-tuning use the same rows.
     """
@@ -70,7 +82,8 @@ def assign_calibration(frame: pd.DataFrame, platform: str, *, fraction: float = 
         raise InputError(f"platform '{platform}' has no rows in split(s) {', '.join(from_splits)}; "
                          f"platforms here: {', '.join(sorted(out['platform'].unique()))}")
     for _, group in pool.groupby("dataset", sort=True):
-        chosen = stratified_assign(group["label"], {"calibration": fraction, "rest": 1 - fraction}, seed)
+        # a stream of its own: with the splits' seed it would replay their permutation and take only train rows
+        chosen = stratified_assign(group["label"], {"calibration": fraction, "rest": 1 - fraction}, [seed, 1])
         out.loc[chosen.index[chosen == "calibration"], "split"] = "calibration"
     _check_two_classes(out[out["platform"] == platform], "split", f"of platform '{platform}'")
     return out
