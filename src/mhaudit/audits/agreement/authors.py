@@ -38,20 +38,15 @@ def read_authors(path: Path) -> pd.DataFrame:
 
 
 def _author_column(frame: pd.DataFrame | None) -> pd.Series:
-    if frame is None or "author" not in frame.columns:
-        return pd.Series(dtype=object)
-    id_col = "item_id" if "item_id" in frame.columns else "id" if "id" in frame.columns else None
-    if id_col is None:
+    id_col = next((c for c in ("item_id", "id") if frame is not None and c in frame.columns), None)
+    if id_col is None or "author" not in frame.columns:
         return pd.Series(dtype=object)
     known = frame[frame["author"].notna() & (frame["author"].astype(str).str.strip() != "")]
     return pd.Series(known["author"].astype(str).to_numpy(), index=known[id_col].astype(str).to_numpy())
 
 
 def _uri_author(item_id: str) -> str | None:
-    if not item_id.startswith(AT_URI):
-        return None
-    author = item_id[len(AT_URI):].split("/", 1)[0]
-    return author or None
+    return (item_id.removeprefix(AT_URI).split("/", 1)[0] or None) if item_id.startswith(AT_URI) else None
 
 
 def item_authors(item_ids: Iterable, *, items: pd.DataFrame | None = None,

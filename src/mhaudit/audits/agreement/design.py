@@ -15,8 +15,6 @@ from mhaudit.stats.weak_metrics import weak_vs_reference
 __all__ = ["design_weighted"]
 
 
-
-
 def design_weighted(validation_set: pd.DataFrame, scored: pd.DataFrame, ref: pd.Series, weak_rows: pd.Series,
                     weak: str, n_boot: int, alpha: float, rng,
                     authors: pd.Series | None = None) -> tuple[pd.DataFrame, pd.DataFrame, str]:

@@ -171,8 +171,7 @@ def _error_sources(cells: pd.Series, tags: pd.Series) -> pd.DataFrame:
         ids = cells.index[cells == outcome]
         if not len(ids):
             continue
-        item_tags = tags.reindex(ids)
-        item_tags = item_tags.map(lambda t: t if isinstance(t, list) and t else [NO_TAG])
+        item_tags = tags.reindex(ids).map(lambda t: t if isinstance(t, list) and t else [NO_TAG])
         counts = item_tags.explode().value_counts()
         for tag, count in sorted(counts.items(), key=lambda kv: (kv[0] == NO_TAG, -kv[1], kv[0])):
             rows.append({"outcome": outcome, "tag": tag, "items": int(count), "outcome_items": len(ids),
@@ -181,12 +180,12 @@ def _error_sources(cells: pd.Series, tags: pd.Series) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------------------ text
-def _fmt_ci(row) -> str:
-    if not np.isfinite(row["estimate"]):
+def _fmt_ci(row, estimate: str = "estimate") -> str:
+    if not np.isfinite(row[estimate]):
         return f"n/a ({row['reason']})"
     if np.isfinite(row["ci_low"]):
-        return f"{row['estimate']:.3f} [95% CI {row['ci_low']:.3f}, {row['ci_high']:.3f}]"
-    return f"{row['estimate']:.3f}"
+        return f"{row[estimate]:.3f} [95% CI {row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+    return f"{row[estimate]:.3f}"
 
 
 def _summary(task: str, weak: str, ref_desc: str, n_scored: int, metrics: pd.DataFrame, rates: pd.DataFrame,
@@ -205,13 +204,10 @@ def _summary(task: str, weak: str, ref_desc: str, n_scored: int, metrics: pd.Dat
         for _, p in ok_pairs.iterrows():
             lines.append(f"Human-human ({p['annotator_a']} vs {p['annotator_b']}, {p['n']} items, before "
                          f"adjudication): agreement {p['observed_agreement']:.3f}, Cohen's kappa "
-                         + (_fmt_ci({'estimate': p['kappa'], 'ci_low': p['ci_low'], 'ci_high': p['ci_high'],
-                                     'reason': p['reason']})) + ".")
+                         f"{_fmt_ci(p, 'kappa')}.")
     if not alpha_table.empty:
-        a = alpha_table.iloc[0]
         lines.append(f"Krippendorff's alpha over {len(annotators)} annotators: "
-                     + _fmt_ci({"estimate": a["alpha"], "ci_low": a["ci_low"], "ci_high": a["ci_high"],
-                                "reason": a["reason"]}) + ".")
+                     f"{_fmt_ci(alpha_table.iloc[0], 'alpha')}.")
     unresolved = int(composition.loc[composition["source"].str.startswith("annotators disagree"), "items"].sum())
     if unresolved:
         lines.append(f"{unresolved} items on which the annotators disagree have no adjudicated label and are left out "
@@ -332,9 +328,8 @@ def audit_agreement(inputs: AgreementInputs, options: AgreementOptions, *,
     sections.append(_error_section(errors))
     used = {**asdict(options), "weak_labeler": weak, "annotators": list(annotators), "reference_rule": ref_desc,
             "validation_set": validation_set is not None, "bootstrap_unit": unit}
-    digests = {"labels": digest_frame(labels), **dict(inputs.files)}
-    if validation_set is not None:
-        digests["validation_set"] = digest_frame(validation_set)
+    digests = {"labels": digest_frame(labels), **dict(inputs.files),
+               **({} if validation_set is None else {"validation_set": digest_frame(validation_set)})}
     return AuditResult(title=f"Weak-label validation: task {task}, weak labeler {weak}", sections=sections,
                        summary=summary, verdicts=agreement_verdicts(weak, metrics, pairs, models), options=used,
                        synthetic=inputs.synthetic, provenance=provenance(digests, progress.seconds))

@@ -50,12 +50,9 @@ def _allocate(n: int | None, pool: Mapping[int, int], positive_share: float | No
             if not 0 < positive_share < 1:
                 raise InputError(f"the positive share {positive_share} must lie strictly between 0 and 1")
             n1 = int(round(n * positive_share))
-        else:  # proportional allocation: the sample keeps the pool's weak positive rate
-            n1 = int(round(n * pool[1] / total))
+        else:  # proportional (the pool's weak positive rate), one item per stratum at least, within what it holds
+            n1 = min(max(int(round(n * pool[1] / total)), 1), n - 1, pool[1])
         sizes = {0: n - n1, 1: n1}
-        if positive_share is None:  # at least one item per stratum, within what each stratum holds
-            sizes[1] = min(max(sizes[1], 1), n - 1, pool[1])
-            sizes[0] = n - sizes[1]
     for value, word in ((0, "negative"), (1, "positive")):
         if sizes[value] < 1:
             raise InputError(f"the sample has no weak {word} item; both classes must be present "

@@ -20,10 +20,7 @@ def _severity(kappa: float) -> str:
 def _row(axis: str, subject: str, target: str, estimate: float, low: float, high: float, reason: str) -> dict:
     estimate = float(estimate) if estimate is not None else np.nan
     severity = _severity(estimate) if np.isfinite(estimate) else "undefined"
-    if reason:
-        said = reason
-    else:
-        said = f"kappa {estimate:.3f}" if np.isfinite(estimate) else "kappa undefined"
+    said = reason or (f"kappa {estimate:.3f}" if np.isfinite(estimate) else "kappa undefined")
     return verdict("agreement", axis, subject, target, "cohen_kappa", estimate, THRESHOLD, severity, said,
                    ci_low=low, ci_high=high)
 
