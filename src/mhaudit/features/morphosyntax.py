@@ -78,9 +78,8 @@ class Patterns:
         column = np.array([vocabulary.get(name, -1) for name in self.names], dtype=np.int64)
         col = column[self.code] if self.code.size else np.zeros(0, dtype=np.int64)
         known = col >= 0
-        n = self.n_tokens.size
         return sparse.csr_matrix((np.ones(int(known.sum())), (self.doc[known], col[known])),
-                                 shape=(n, len(vocabulary)), dtype=np.float64)  # duplicates are summed
+                                 shape=(self.n_tokens.size, len(vocabulary)), dtype=np.float64)  # duplicates summed
 
 
 def _in(values: np.ndarray, allowed) -> np.ndarray:

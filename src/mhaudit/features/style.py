@@ -25,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 from mhaudit.features import style_families as families
-from mhaudit.features.style_families import UPOS, YULE_CAP
+from mhaudit.features.style_families import TAG_RATIOS, UPOS, YULE_CAP
 from mhaudit.features.style_tokens import Tokens
 from mhaudit.features.style_word_lists import EMOTIONS, LIWC_CATEGORIES, PRONOUNS
 from mhaudit.text.parse import MAX_CHARS, Parses
@@ -35,8 +35,7 @@ __all__ = ["FAMILIES", "FEATURE_NAMES", "FAMILY_FUNCTIONS", "style_features", "y
 _TINY = 1e-12
 
 FAMILIES: dict[str, tuple[str, ...]] = {
-    "pos": (*(f"pos_{p.lower()}_ratio" for p in UPOS), "pos_past_vbd_ratio", "pos_present_vbp_vbz_ratio",
-            "pos_gerund_vbg_ratio", "pos_modal_md_ratio", "pos_possessive_prp_ratio", "pos_wh_word_ratio",
+    "pos": (*(f"pos_{p.lower()}_ratio" for p in UPOS), *(f"pos_{t}_ratio" for t in TAG_RATIOS),
             "pos_past_share_of_finite", "pos_lexical_density"),
     "frag": ("frag_sentence_cv", "frag_short_burst_ratio", "frag_long_sentence_ratio", "frag_rhythm",
              "frag_mean_sentence_len_scaled", "frag_max_sentence_len_ratio", "frag_log_sentence_count",
@@ -105,13 +104,10 @@ def style_features(texts, parses: Parses) -> np.ndarray:
     if n == 0 or int(parses.offsets[-1]) == 0:
         return out
     tokens = Tokens(texts, parses)
-    feats: dict[str, np.ndarray] = {}
-    for compute in FAMILY_FUNCTIONS.values():
-        feats.update(compute(tokens))
-    missing = set(FEATURE_NAMES) - set(feats)
-    extra = set(feats) - set(FEATURE_NAMES)
-    if missing or extra:  # pragma: no cover - a programming error
-        raise RuntimeError(f"style features out of sync: missing {sorted(missing)}, extra {sorted(extra)}")
+    feats = {name: value for compute in FAMILY_FUNCTIONS.values() for name, value in compute(tokens).items()}
+    if set(feats) != set(FEATURE_NAMES):  # pragma: no cover - a programming error
+        raise RuntimeError(f"style features out of sync: missing {sorted(set(FEATURE_NAMES) - set(feats))}, "
+                           f"extra {sorted(set(feats) - set(FEATURE_NAMES))}")
     for j, name in enumerate(FEATURE_NAMES):
         out[:, j] = feats[name]
     out[~np.isfinite(out)] = 0.0

@@ -14,8 +14,8 @@ import numpy as np
 from mhaudit.features.style_tokens import Tokens, code_mask, depths, div, type_counts
 from mhaudit.features.style_word_lists import EMOTIONS, LIWC_CATEGORIES, PRONOUNS
 
-__all__ = ["EPS", "YULE_CAP", "UPOS", "pos_ratios", "fragmentation", "punctuation", "readability", "emotion",
-           "cognitive_markers", "liwc_categories"]
+__all__ = ["EPS", "YULE_CAP", "UPOS", "TAG_RATIOS", "pos_ratios", "fragmentation", "punctuation", "readability",
+           "emotion", "cognitive_markers", "liwc_categories"]
 
 EPS = 1e-9            # only keeps 0/0 finite (NegBalance, polarity)
 YULE_CAP = 1e3        # Appendix A.6: Yule's I capped at 10^3 (also when M2 == M1)
@@ -27,6 +27,8 @@ LONG_WORD = 7         # letters in a long word (LIWC's "more than six letters")
 
 UPOS = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN", "PUNCT",
         "SCONJ", "SYM", "VERB")
+TAG_RATIOS = {"past_vbd": ("VBD",), "present_vbp_vbz": ("VBP", "VBZ"), "gerund_vbg": ("VBG",), "modal_md": ("MD",),
+              "possessive_prp": ("PRP$",), "wh_word": ("WDT", "WP", "WP$", "WRB")}  # pos_<name>_ratio: Penn tags
 CONTENT_POS = ("NOUN", "PROPN", "VERB", "ADJ", "ADV")
 SUBORDINATE_DEPS = ("advcl", "ccomp", "csubj", "csubjpass", "relcl", "acl", "xcomp")
 _CAN = ("ca", "can", "could")
@@ -37,13 +39,8 @@ Features = dict[str, np.ndarray]
 # -- pos: part-of-speech ratios ------------------------------------------------------------------------------
 def pos_ratios(t: Tokens) -> Features:
     f = {f"pos_{name.lower()}_ratio": div(t.per_doc(t.is_pos(name)), t.n_tok) for name in UPOS}
+    f.update({f"pos_{name}_ratio": div(t.per_doc(t.tag_is(*tags)), t.n_tok) for name, tags in TAG_RATIOS.items()})
     vbd, present = t.tag_is("VBD"), t.tag_is("VBP", "VBZ")
-    f["pos_past_vbd_ratio"] = div(t.per_doc(vbd), t.n_tok)
-    f["pos_present_vbp_vbz_ratio"] = div(t.per_doc(present), t.n_tok)
-    f["pos_gerund_vbg_ratio"] = div(t.per_doc(t.tag_is("VBG")), t.n_tok)
-    f["pos_modal_md_ratio"] = div(t.per_doc(t.tag_is("MD")), t.n_tok)
-    f["pos_possessive_prp_ratio"] = div(t.per_doc(t.tag_is("PRP$")), t.n_tok)
-    f["pos_wh_word_ratio"] = div(t.per_doc(t.tag_is("WDT", "WP", "WP$", "WRB")), t.n_tok)
     f["pos_past_share_of_finite"] = div(t.per_doc(vbd), t.per_doc(vbd | present))
     f["pos_lexical_density"] = div(t.per_doc(t.is_pos(*CONTENT_POS) & t.word), t.n_words)
     return f
@@ -257,7 +254,7 @@ def emotion(t: Tokens) -> Features:
     f["emo_polarity"] = (positive - negative) / (positive + negative + EPS)
     negator = t.in_lexicon("negation")
     sid = t.sentences.sid
-    negated = t.none.copy()
+    negated = np.zeros(t.N, dtype=bool)
     for k in range(1, NEG_WINDOW + 1):
         negated[k:] |= negator[:-k] & (sid[k:] == sid[:-k])
     f["emo_negated_positive_rate"] = div(t.per_doc(t.in_lexicon("positive") & negated), t.n_words)
@@ -269,9 +266,8 @@ def emotion(t: Tokens) -> Features:
 # -- cog: cognitive markers -----------------------------------------------------------------------------------
 def cognitive_markers(t: Tokens) -> Features:
     hits, per_doc, n_words = t.lexicon, t.per_doc, t.n_words
-    f = {"cog_absolutist_ratio": div(hits.count("absolutist"), n_words)}
-    for name in (*PRONOUNS, "impersonal_pronoun"):
-        f[f"cog_{name}_ratio"] = div(hits.count(name), n_words)
+    f = {f"cog_{name}_ratio": div(hits.count(name), n_words)
+         for name in ("absolutist", *PRONOUNS, "impersonal_pronoun")}
     personal = sum(hits.count(name) for name in PRONOUNS)
     f["cog_self_focus_share"] = div(hits.count("first_singular"), personal)
     subject = t.dep_is("nsubj", "nsubjpass")

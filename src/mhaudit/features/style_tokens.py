@@ -99,8 +99,6 @@ class Tokens:
         self.dep_c, self.dep_u = factorize(p["dep"])
         self.low_c, self.low_u = factorize(p["lower"])
         self.word_c, self.word_u = factorize(p["word"])
-        self._pos_is = {u: self.pos_c == j for j, u in enumerate(self.pos_u)}
-        self.none = np.zeros(self.N, dtype=bool)  # the all-False token mask
         space = self.is_pos("SPACE") | self.word_flag(lambda w: not w.strip())
         self.tok = ~space
         punct = np.asarray(p["is_punct"], dtype=bool) | self.is_pos("PUNCT", "SYM")
@@ -113,10 +111,7 @@ class Tokens:
         return np.bincount(self.doc, weights=np.asarray(mask_or_weights, dtype=np.float64), minlength=self.n)
 
     def is_pos(self, *names) -> np.ndarray:
-        m = self.none.copy()
-        for name in names:
-            m |= self._pos_is.get(name, self.none)
-        return m
+        return code_mask(self.pos_c, self.pos_u, names)
 
     def tag_is(self, *names) -> np.ndarray:
         return code_mask(self.tag_c, self.tag_u, names)
@@ -185,8 +180,7 @@ class Tokens:
             for k in range(1, length):
                 keys = keys + " " + low_u[token_codes[cand + k]]
             key_c, key_u = factorize(keys)
-            hits = [(j, k) for j, key in enumerate(key_u) for k in table.get(key, ())]
-            for j, k in hits:
-                matched = cand[key_c == j]
-                np.add.at(out[:, k], self.doc[rows[matched]], 1.0)
+            for j, key in enumerate(key_u):
+                for k in table.get(key, ()):
+                    np.add.at(out[:, k], self.doc[rows[cand[key_c == j]]], 1.0)
         return out

@@ -46,14 +46,12 @@ def load_lexicon() -> Lexicon:
         for entry in word_lists.load(name):
             words = entry.split()
             if len(words) > 1:
-                table = phrases.setdefault(len(words), {})
-                table[" ".join(words)] = (*table.get(" ".join(words), ()), k)
+                table, key = phrases.setdefault(len(words), {}), " ".join(words)
             elif entry.endswith("*"):
-                stem = entry[:-1]
-                table = prefix.setdefault(len(stem), {})
-                table[stem] = (*table.get(stem, ()), k)
+                table, key = prefix.setdefault(len(entry) - 1, {}), entry[:-1]
             else:
-                exact[entry] = (*exact.get(entry, ()), k)
+                table, key = exact, entry
+            table[key] = (*table.get(key, ()), k)
     return Lexicon(LEXICONS, exact, prefix, phrases)
 
 
