@@ -31,6 +31,10 @@ def test_import_describe_clean_split_merge(tmp_path):
                     ("train", "no_stress"): 1350, ("train", "stress"): 1488}
     length = described["text_length"][0]
     assert length["n"] == 3553 and 80 < length["mean_words"] < 100
+    # Dreaddit's official split: trained here, a model is judged on its 715 test rows; as a target, on all 3,553
+    assert described["judged"] == [{"platform": "reddit", "dataset": "dreaddit", "rows": 3553,
+                                    "judged_if_trained_here": 715, "judged_as_target": 3553}]
+    assert "judged on every row it did not train on" in invoke("data", "describe", corpus).stdout
 
     cleaned = tmp_path / "clean.parquet"
     shown = invoke("data", "clean", corpus, "--out", cleaned).stdout

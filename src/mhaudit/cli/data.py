@@ -51,7 +51,7 @@ def describe(corpus_path: Annotated[Path, typer.Argument(help="Corpus Parquet fi
              ) -> None:
     """Rows per platform/split/label, label-source mix and text length."""
     from mhaudit.tables.corpus.describe import describe as run
-    from mhaudit.tables.corpus.describe import tokenizer_tokens, whitespace_tokens
+    from mhaudit.tables.corpus.describe import JUDGED_NOTE, tokenizer_tokens, whitespace_tokens
     from mhaudit.tables.corpus.schema import Corpus
 
     corpus = Corpus.read(corpus_path)
@@ -66,6 +66,7 @@ def describe(corpus_path: Annotated[Path, typer.Argument(help="Corpus Parquet fi
     out.print(f"classes (mapping order): {', '.join(corpus.classes)}")
     for name, table in tables.items():
         print_table(name.replace("_", " "), table)
+    out.print(JUDGED_NOTE)
 
 
 @app.command()

@@ -9,6 +9,7 @@ import pandas as pd
 
 from mhaudit.core.errors import InputError
 from mhaudit.tables.corpus.schema import Corpus
+from mhaudit.tables.corpus.splits import TRAINING_SPLITS
 
 TokenCounter = Callable[[list[str]], np.ndarray]
 
@@ -70,4 +71,18 @@ def describe(corpus: Corpus, *, max_tokens: int = 64, count_tokens: TokenCounter
               .reset_index())
     length["max_tokens"] = max_tokens
     length["token_unit"] = token_unit
-    return {"rows": counts, "label_sources": sources, "text_length": length}
+    return {"rows": counts, "label_sources": sources, "text_length": length, "judged": judged_counts(df)}
+
+
+JUDGED_NOTE = ("A model is judged on every row it did not train on: where it was trained, the rows "
+               "outside train and val; on any other platform, every row.")
+
+
+def judged_counts(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per platform and data set: its rows, and how many a model is judged on there as its training platform
+    (all but train and val) and as a target (all)."""
+    training = frame["split"].isin(TRAINING_SPLITS).rename("training")
+    table = (pd.concat([frame[["platform", "dataset"]], training], axis=1)
+             .groupby(["platform", "dataset"], observed=True)["training"].agg(rows="size", training="sum").reset_index())
+    return table.assign(judged_if_trained_here=table["rows"] - table["training"],
+                        judged_as_target=table["rows"]).drop(columns="training")
