@@ -33,6 +33,7 @@ __all__ = ["AXIS", "ESTIMATORS", "CertifyInputs", "CertifyOptions", "audit_certi
 AXIS = "certified on the target with human labels"
 ESTIMATORS = {"power": "prediction-powered (PPI++, tuned λ)", "ppi": "prediction-powered (PPI, λ = 1)",
               "labels": "labels only (design-weighted)"}
+COLUMNS = ("estimate", "se", "ci_low", "ci_high", "half_width")  # of each estimate in the `certified` table
 
 
 def _human_reference(labels: pd.DataFrame, options: CertifyOptions, sample_ids: set[str], pool_ids: set[str]):
@@ -99,15 +100,11 @@ def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, progress: P
     rows = []
     for tuning, name in ESTIMATORS.items():
         est = estimates[tuning]
-        for metric in ("prevalence", "accuracy", "macro_f1"):
-            low, high = est.interval(metric)
-            half = est.half_width(metric)
-            values = [(f"prevalence of {c}", est.estimate[metric][0, i], est.se[metric][0, i], low[0, i], high[0, i],
-                       half[0, i]) for i, c in enumerate(classes)] if metric == "prevalence" else \
-                [(metric, est.estimate[metric][0], est.se[metric][0], low[0], high[0], half[0])]
-            rows += [{"estimator": name, "metric": m, "estimate": float(e), "se": float(s), "ci_low": float(lo),
-                      "ci_high": float(hi), "half_width": float(h), "n_labels": n_labels}
-                     for m, e, s, lo, hi, h in values]
+        for metric in ("prevalence", "accuracy", "macro_f1"):  # one value per class for the prevalence
+            values = (est.estimate[metric], est.se[metric], *est.interval(metric), est.half_width(metric))
+            metric_names = [f"prevalence of {c}" for c in classes] if metric == "prevalence" else [metric]
+            rows += [dict(estimator=name, metric=m, **{k: float(np.ravel(v)[i]) for k, v in zip(COLUMNS, values)},
+                          n_labels=n_labels) for i, m in enumerate(metric_names)]
     table = pd.DataFrame(rows)
     strata_table = pd.DataFrame({"stratum": names, "pool_size": np.bincount(strata, minlength=len(names)),
                                  "sampled": [int(((sample["stratum"] == n)).sum()) for n in names],
@@ -168,9 +165,6 @@ def _target(frame: pd.DataFrame) -> str:
     return platform if platform == dataset else f"{platform} ({dataset})"
 
 
-SRS = "simple random sample, labels only"
-
-
 def _labels_needed(table: pd.DataFrame, y, pred, strata, labelled, k: int, options: CertifyOptions) -> pd.DataFrame:
     """Per estimator, and for a simple random sample of the pool with its labels alone (its pool SD estimated
     from these labels): the macro-F1 half-width at hand and the labels that reach ± tolerance, with the
@@ -186,8 +180,8 @@ def _labels_needed(table: pd.DataFrame, y, pred, strata, labelled, k: int, optio
                          "reason": "" if np.isfinite(hw) else "macro-F1 undefined"})
     with quiet_undefined():  # the row says why instead
         sd = macro_f1_pool_sd(y, pred, strata, labelled, k)
-        rows.append({"design": SRS, "estimator": "labels only (the sample's shares)", "n_labels": n,
-                     "half_width": srs_half_width(sd, n, pool_size, fpc=fpc) if n >= 2 else math.nan,
+        rows.append({"design": "simple random sample, labels only", "estimator": "labels only (the sample's shares)",
+                     "n_labels": n, "half_width": srs_half_width(sd, n, pool_size, fpc=fpc) if n >= 2 else math.nan,
                      "labels_needed": srs_labels_for_tolerance(sd, pool_size, tol, fpc=fpc),
                      "reason": "" if np.isfinite(sd) else "its pool variance needs 2 labels in every stratum "
                                                           "and a defined macro-F1"})
