@@ -38,20 +38,12 @@ def apply_mask(texts, parses: Parses, mask: str, *, seed: int = 0) -> list[str]:
         return texts
     content = np.isin(parses["pos"], CONTENT_POS)
     words = parses["word"].astype(object).copy()
+    keep = {"content_only": content, "function_only": ~content}.get(mask, np.ones(words.size, dtype=bool))
     if mask == "pos_only":
         words[content] = parses["pos"][content]
-        keep = np.ones(words.size, dtype=bool)
     elif mask == "random_pos":
         rng = np.random.default_rng(seed)
         words[content] = np.asarray(CONTENT_POS, dtype=object)[rng.integers(len(CONTENT_POS), size=int(content.sum()))]
-        keep = np.ones(words.size, dtype=bool)
-    elif mask == "content_only":
-        keep = content
-    else:  # function_only
-        keep = ~content
-    out = []
     offsets = parses.offsets
-    for i in range(len(parses)):
-        lo, hi = offsets[i], offsets[i + 1]
-        out.append(" ".join(w for w, k in zip(words[lo:hi], keep[lo:hi]) if k and not w.isspace()))
-    return out
+    return [" ".join(w for w, k in zip(words[lo:hi], keep[lo:hi]) if k and not w.isspace())
+            for lo, hi in zip(offsets[:-1], offsets[1:])]

