@@ -91,10 +91,9 @@ class Fold:
 def make_folds(y: np.ndarray, protocols: list[Protocol], seed: int, val_fraction: float) -> list[Fold]:
     """Every fold of every protocol, in order, each with a stratified `val_fraction` of its training rows
     set aside as validation rows (none for 0)."""
-    fold_sets = {p.label: assign_folds(y, p, seed) for p in protocols}
     folds = []
     for protocol in protocols:
-        for number, (train_idx, test_idx) in enumerate(fold_sets[protocol.label], start=1):
+        for number, (train_idx, test_idx) in enumerate(assign_folds(y, protocol, seed), start=1):
             fold_seed = seed * 1000 + number
             val_pos = (stratified_take(y[train_idx], fraction=val_fraction, seed=fold_seed)
                        if val_fraction > 0 else np.array([], dtype=int))

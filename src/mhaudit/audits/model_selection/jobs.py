@@ -94,10 +94,7 @@ def _job_key(payload: dict) -> str:
 
 
 def _hash_rows(ids: Sequence[str], labels: Sequence[str], texts: Sequence[str]) -> str:
-    h = hashlib.sha256()
-    for i, y, t in zip(ids, labels, texts):
-        h.update(f"{i}\x1f{y}\x1f{t}\x1e".encode())
-    return h.hexdigest()
+    return hashlib.sha256("".join(f"{i}\x1f{y}\x1f{t}\x1e" for i, y, t in zip(ids, labels, texts)).encode()).hexdigest()
 
 
 def fit_options(specs: Sequence[ModelSpec], seed: int) -> dict[str, dict]:

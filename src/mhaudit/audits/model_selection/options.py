@@ -29,8 +29,6 @@ from mhaudit.tables.corpus.schema import Corpus
 FAMILIES = {"mhaudit.models.transformer": "transformer", "mhaudit.models.hybrid": "hybrid"}
 # Model names that are shorthands for a registered model with options.
 ALIASES = {"minilm": ("transformer", {"checkpoint": "minilm"})}
-# Keys of a model spec that belong to the protocol, not to the model.
-SPEC_KEYS = ("label", "val", "subsample")
 
 
 @dataclass(frozen=True)
@@ -274,5 +272,5 @@ class ModelSelectionInputs:
         return cls(read, train, train_labeler, references, f"Model selection on {path.name}", files)
 
 
-__all__ = ["ALIASES", "FAMILIES", "PRESETS", "SPEC_KEYS", "ModelSelectionInputs", "ModelSelectionOptions",
-           "ModelSpec", "Preset", "Protocol", "family"]
+__all__ = ["ALIASES", "FAMILIES", "PRESETS", "ModelSelectionInputs", "ModelSelectionOptions", "ModelSpec", "Preset",
+           "Protocol", "family"]

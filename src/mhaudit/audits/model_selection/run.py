@@ -88,13 +88,11 @@ def _labelled_rows(frame: pd.DataFrame, train_labels: pd.Series) -> tuple[pd.Dat
 def _subsample(rows: pd.DataFrame, train_labels: pd.Series, positive: str,
                options: ModelSelectionOptions) -> pd.DataFrame:
     """A stratified, seeded subsample of `options.subsample` rows, drawn before the folds (all rows without one)."""
-    if options.subsample is None:
+    if options.subsample is None or options.subsample >= len(rows):
         return rows
-    if options.subsample < len(rows):
-        y_all = (rows["id"].map(train_labels) == positive).to_numpy().astype(int)
-        rows = rows.iloc[stratified_take(y_all, n=options.subsample, seed=options.seed, keep_one=False)]
-        rows = rows.reset_index(drop=True)
-    return rows
+    y_all = (rows["id"].map(train_labels) == positive).to_numpy().astype(int)
+    keep = stratified_take(y_all, n=options.subsample, seed=options.seed, keep_one=False)
+    return rows.iloc[keep].reset_index(drop=True)
 
 
 def _recorded_options(specs: list[ModelSpec], protocols: list[Protocol], options: ModelSelectionOptions,

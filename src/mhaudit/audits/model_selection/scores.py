@@ -33,17 +33,14 @@ def binary_metrics(y: np.ndarray, score: np.ndarray, pred: np.ndarray) -> dict:
     tallies = binary_tallies(tp, fp, fn, tn)
     scores = class_scores_unchecked(tallies)  # mhaudit.stats.f1; no warning: the reasons are recorded here
     precision, recall, f1 = (float(scores[m][1]) for m in ("precision", "recall", "f1"))
+    auc = float(roc_auc_score(y, score)) if y.any() and not y.all() else float("nan")
     undefined = [what for what, value in (("precision (no positive prediction)", precision),
                                           ("recall (no positive)", recall),
                                           ("F1 (no positive, none predicted)", f1),
-                                          ("F1 of the negative class (no negative, none predicted)", scores["f1"][0]))
+                                          ("F1 of the negative class (no negative, none predicted)", scores["f1"][0]),
+                                          ("AUC (one class)", auc))
                  if np.isnan(value)]
     macro_f1 = float(macro_f1_unchecked(tallies))  # NaN when either class has no F1 (docs/statistics.md)
-    if y.all() or not y.any():
-        undefined.append("AUC (one class)")
-        auc = float("nan")
-    else:
-        auc = float(roc_auc_score(y, score))
     return {"n": n, "positives": int(y.sum()), "tp": tp, "fp": fp, "fn": fn, "tn": tn,
             "precision": precision, "recall": recall, "f1": f1, "accuracy": (tp + tn) / n if n else float("nan"),
             "auc": auc, "macro_f1": macro_f1,

@@ -24,7 +24,9 @@ def report_tables(*, fold_scores: pd.DataFrame, notes: pd.DataFrame, folds: Sequ
     return {"design": pd.DataFrame([_design_row(fold, y, rows, sources, train_source) for fold in folds]),
             "label_sources": _label_source_table(rows, sources, train_source, positive, dropped),
             "summary": summary, "protocol_effect": protocol_effect(summary),
-            "efficiency": efficiency_table(summary, train_source), "tradeoff": tradeoff_table(summary),
+            "efficiency": efficiency_table(summary, train_source),
+            "tradeoff": summary[["model", "protocol", "scored_against", "role", "precision", "recall", "f1",
+                                 "predicted_positive_rate", "positive_rate"]].copy(),
             "training_vs_reference": _training_vs_reference(rows, sources, train_source, positive),
             "fold_scores": fold_scores, "model_notes": notes}
 
@@ -129,13 +131,6 @@ def efficiency_table(summary: pd.DataFrame, train_source: str) -> pd.DataFrame:
     return table.drop(columns=["n_test", "folds"]).reset_index(drop=True)
 
 
-def tradeoff_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """Positive-class precision and recall per model, protocol and label source, with the predicted and the
-    true positive rate."""
-    return summary[["model", "protocol", "scored_against", "role", "precision", "recall", "f1",
-                    "predicted_positive_rate", "positive_rate"]].copy()
-
-
 def summary_lines(summary: pd.DataFrame) -> pd.DataFrame:
     """The summary as printable strings: 'mean ± sd' per metric."""
     def pm(row, metric, digits=3):
@@ -151,5 +146,4 @@ def summary_lines(summary: pd.DataFrame) -> pd.DataFrame:
                          for _, r in summary.iterrows()])
 
 
-__all__ = ["efficiency_table", "protocol_effect", "report_tables", "summarise", "summary_lines",
-           "tradeoff_table"]
+__all__ = ["efficiency_table", "protocol_effect", "report_tables", "summarise", "summary_lines"]
