@@ -68,8 +68,8 @@ def _human_matrix(rows: pd.DataFrame, annotators: list[str]) -> tuple[pd.DataFra
     """Items x annotators labels before adjudication (kind 'human' rows are the independent labels) and the
     number of invalid answers per annotator."""
     human = rows[rows["labeler"].isin(annotators)]
-    matrix = human.pivot(index="item_id", columns="labeler", values="value").reindex(columns=annotators)
-    matrix = matrix.astype("float")  # NaN: not labelled, or an invalid answer
+    # NaN: not labelled, or an invalid answer
+    matrix = human.pivot(index="item_id", columns="labeler", values="value").reindex(columns=annotators).astype(float)
     invalid = human.groupby("labeler")["value"].apply(lambda v: int(v.isna().sum()))
     return matrix, invalid
 
@@ -97,12 +97,10 @@ def _alpha_table(matrix: pd.DataFrame, annotators: list[str], n_boot: int, alpha
                  authors: pd.Series | None) -> pd.DataFrame:
     k = krippendorff_alpha(matrix.to_numpy().T, n_boot=n_boot, alpha=alpha, rng=rng,
                            clusters=cluster_labels(matrix.index, authors))
-    return pd.DataFrame([{"annotators": ", ".join(annotators), "level": "nominal",
-                          "alpha": k["estimate"], "ci_low": k["ci_low"], "ci_high": k["ci_high"],
-                          "se": k["se"], "n_items": k["n_items"], "n_values": k["n_values"],
-                          "n_boot": k["n_boot"], "n_failed": k["n_failed"],
-                          "status": "ok" if k["reason"] is None else "undefined",
-                          "reason": k["reason"]}])
+    return pd.DataFrame([{"annotators": ", ".join(annotators), "level": "nominal", "alpha": k["estimate"],
+                          "ci_low": k["ci_low"], "ci_high": k["ci_high"], "se": k["se"], "n_items": k["n_items"],
+                          "n_values": k["n_values"], "n_boot": k["n_boot"], "n_failed": k["n_failed"],
+                          "status": "ok" if k["reason"] is None else "undefined", "reason": k["reason"]}])
 
 
 def _human_agreement(matrix: pd.DataFrame, annotators: list[str], n_boot: int, alpha: float,

@@ -6,17 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-
-def _matplotlib():
-    """pyplot (Agg backend) and the PNG writer of the CPFE figures, imported on first use (slow imports)."""
-    from mhaudit.report.figures import plt, png_bytes
-
-    return plt, png_bytes
+from mhaudit.report.figures import plt, png_bytes
 
 
 def figure_protocol_effect(effect: pd.DataFrame) -> bytes:
     """Bars: CV minus holdout F1 per model, one group per label source and CV protocol."""
-    plt, png_bytes = _matplotlib()
     table = effect[effect["metric"] == "f1"]
     groups = list(dict.fromkeys(zip(table["scored_against"], table["cv"])))
     models = list(dict.fromkeys(table["model"]))
@@ -34,7 +28,6 @@ def figure_protocol_effect(effect: pd.DataFrame) -> bytes:
 
 def figure_efficiency(efficiency: pd.DataFrame) -> bytes:
     """F1 against training time (log scale), one panel per protocol; frontier models joined by a line."""
-    plt, png_bytes = _matplotlib()
     protocols = list(dict.fromkeys(efficiency["protocol"]))
     fig, axes = plt.subplots(1, len(protocols), figsize=(4.2 * len(protocols), 3.4), squeeze=False)
     for ax, protocol in zip(axes[0], protocols):
@@ -58,7 +51,6 @@ def figure_efficiency(efficiency: pd.DataFrame) -> bytes:
 
 def figure_tradeoff(tradeoff: pd.DataFrame) -> bytes:
     """Recall against precision, one panel per label source, one marker per protocol, F1 iso-lines."""
-    plt, png_bytes = _matplotlib()
     sources = list(dict.fromkeys(tradeoff["scored_against"]))
     protocols = list(dict.fromkeys(tradeoff["protocol"]))
     markers = "osD^v<>"

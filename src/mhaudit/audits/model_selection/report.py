@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from mhaudit.audits.model_selection.figures import figure_efficiency, figure_protocol_effect, figure_tradeoff
 from mhaudit.audits.model_selection.options import ModelSelectionOptions, ModelSpec, Preset, Protocol
 from mhaudit.report import Section
 
@@ -60,7 +59,9 @@ def sections(tables: Mapping[str, pd.DataFrame], intro: str, *, references: bool
                        {"fold_scores": tables["fold_scores"]}))
     out.append(Section("Model notes", "What each fit reported (early stopping, kept epoch, calibration).",
                        {"model_notes": tables["model_notes"]}))
-    if figures and not tables["summary"].empty:
+    if figures and not tables["summary"].empty:  # matplotlib imported only to draw them
+        from mhaudit.audits.model_selection.figures import figure_efficiency, figure_protocol_effect, figure_tradeoff
+
         if not tables["protocol_effect"].empty:
             out[2].figures["protocol effect (F1)"] = figure_protocol_effect(tables["protocol_effect"])
         out[3].figures["efficiency frontier"] = figure_efficiency(tables["efficiency"])
