@@ -153,8 +153,7 @@ class HybridClassifier:
     def _pad_states(rows: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         lengths = torch.tensor([len(r) for r in rows])
         states = nn.utils.rnn.pad_sequence(rows, batch_first=True)
-        mask = torch.arange(states.shape[1])[None, :] < lengths[:, None]
-        return states, mask
+        return states, torch.arange(states.shape[1])[None, :] < lengths[:, None]
 
     def _batches(self, ids: list[list[int]], consume, *, heads: bool) -> None:
         """Inference over `ids` in length-sorted batches of `eval_batch_size` (halved on out-of-memory);
@@ -178,10 +177,8 @@ class HybridClassifier:
         """Train on rows with split 'train'; rows with split 'val' choose the epoch (early stopping). Each epoch
         is a stage of `progress` whose steps are the batches."""
         classes = list(classes)
-        (texts, codes), val, ignored = training_split(train, classes)
-        self.classes, self.notes, self.history, self.best_epoch, self.encode_seconds = classes, [], [], None, 0.0
-        if ignored:
-            self.notes.append(f"{ignored} row(s) with a split other than train/val were not used")
+        (texts, codes), val, self.notes = training_split(train, classes)
+        self.classes, self.history, self.best_epoch, self.encode_seconds = classes, [], None, 0.0
         seed_everything(self.seed)
         self._load_encoder(resolve_checkpoint(self.checkpoint))
         self.head = self._new_head(len(classes))
@@ -206,14 +203,11 @@ class HybridClassifier:
             if val is not None:
                 val_cached = self._cache(self._tokenize(val[0]))
             self.encode_seconds = time.perf_counter() - start
-
-        def batch_loss(index: torch.Tensor) -> float:
-            return self._backward(ids, cached, labels, index.tolist())
-
         modules = {"head": self.head} if self.freeze_encoder else {"head": self.head, "encoder": self.encoder}
         self.best_epoch = train_epochs(TrainingRun(
             rows=len(ids), batch_size=self.batch_size, epochs=self.epochs, seed=self.seed, patience=self.patience,
-            max_grad_norm=self.max_grad_norm, optimizer=self._optimizer(), modules=modules, batch_loss=batch_loss,
+            max_grad_norm=self.max_grad_norm, optimizer=self._optimizer(), modules=modules,
+            batch_loss=lambda index: self._backward(ids, cached, labels, index.tolist()),
             val_macro_f1=None if val is None else lambda: self._val_macro_f1(val, val_cached),
             label=f"train {self.name} seed {self.seed}", progress=progress), self.history, self.notes)
         if val is None:

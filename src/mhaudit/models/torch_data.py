@@ -25,7 +25,7 @@ def texts_and_codes(rows: pd.DataFrame, classes: list[str]) -> tuple[list[str], 
 def training_split(train: pd.DataFrame, classes: list[str]):
     """The fit protocol shared by the torch models: rows of split 'train' train, rows of split 'val' (if
     any) choose the epoch; without a split column every row trains. Returns ((texts, codes), val or None,
-    the number of rows in other splits); InputError when a class has no training example."""
+    the model's first notes: how many rows other splits held); InputError when a class has no training example."""
     if len(classes) < 2:
         raise InputError(f"a classifier needs at least two classes, got {classes}")
     for column in ("text", "label"):
@@ -41,7 +41,8 @@ def training_split(train: pd.DataFrame, classes: list[str]):
         raise InputError(f"the training rows have no example of class(es) {', '.join(missing)}; "
                          "every class needs training examples")
     val = texts_and_codes(val_rows, classes) if not val_rows.empty else None
-    return (texts, codes), val, len(train) - len(fit_rows) - len(val_rows)
+    ignored = len(train) - len(fit_rows) - len(val_rows)
+    return (texts, codes), val, [f"{ignored} row(s) with a split other than train/val were not used"] if ignored else []
 
 
 def longest_first(ids: list[list[int]]) -> np.ndarray:

@@ -54,8 +54,7 @@ class TrainingRun:
 
 @dataclass
 class _Best:
-    """The best validation score so far, its epoch, its weights (None: the model holds them) and the
-    epochs since it."""
+    """The best validation score so far, its epoch, its weights (None: the model holds them), the epochs since."""
 
     f1: float = -math.inf
     epoch: int | None = None
@@ -79,16 +78,15 @@ def train_epochs(run: TrainingRun, history: list[dict], notes: list[str]) -> int
                          f"for {best.stale} epoch(s) (patience {run.patience})")
             progress.note(f"{run.label}: {notes[-1]}")
             break
-    if run.val_macro_f1 is None:
-        if run.unvalidated_note is not None:
-            history[-1]["note"] = run.unvalidated_note
-    elif best.state is not None:
-        for name, module in run.modules.items():
-            module.load_state_dict(best.state[name])
-    for entry in history[first:]:
-        entry["kept"] = entry is history[-1] if run.val_macro_f1 is None else entry["epoch"] == best.epoch
     if run.val_macro_f1 is not None:
         notes.append(f"kept epoch {best.epoch} (validation macro-F1 {best.f1:.4f})")
+        if best.state is not None:
+            for name, module in run.modules.items():
+                module.load_state_dict(best.state[name])
+    elif run.unvalidated_note is not None:
+        history[-1]["note"] = run.unvalidated_note
+    for entry in history[first:]:
+        entry["kept"] = entry is history[-1] if run.val_macro_f1 is None else entry["epoch"] == best.epoch
     for module in run.modules.values():
         module.eval()
     return best.epoch

@@ -99,10 +99,8 @@ class TransformerClassifier:
         a stage of `progress` whose steps are the batches.
         """
         classes = list(classes)
-        (texts, codes), val, ignored = training_split(train, classes)
-        self.classes, self.notes, self.history, self.best_epoch = classes, [], [], None
-        if ignored:
-            self.notes.append(f"{ignored} row(s) with a split other than train/val were not used")
+        (texts, codes), val, self.notes = training_split(train, classes)
+        self.classes, self.history, self.best_epoch = classes, [], None
         seed_everything(self.seed)
         self._load_checkpoint(len(classes))
         self._train(texts, codes, epochs=self.epochs, val=val, stage="fit", progress=progress)
