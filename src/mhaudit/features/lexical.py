@@ -43,8 +43,7 @@ class LexicalChannel:
             raise ValueError(f"kind must be 'char' or 'word', not {kind!r}")
         if k < 1:
             raise ValueError(f"k must be positive, not {k}")
-        if analyzer is None:
-            analyzer = "char" if kind == "char" else "word"
+        analyzer = kind if analyzer is None else analyzer  # the default analyzers are named like the kinds
         if (kind == "char") != (analyzer in ("char", "char_wb")) or analyzer not in ("char", "char_wb", "word"):
             raise ValueError(f"analyzer {analyzer!r} does not fit kind {kind!r}")
         if index is not None and index.analyzer != analyzer:
@@ -76,14 +75,10 @@ class LexicalChannel:
         self.selector_ = SelectKBest(chi2, k=min(self.k, self.vocabulary_.size)).fit(matrix, y)
         terms = self.index.terms
         self.feature_names = [terms[i] for i in self.vocabulary_[self.selector_.get_support()]]
-        return self._dense(self.selector_.transform(matrix))
+        return self.selector_.transform(matrix).toarray()  # float64, as the counts
 
     def transform(self, texts, parses=None) -> np.ndarray:
         if self.vocabulary_ is None:
             raise RuntimeError(f"channel {self.name} is not fitted")
         counts = self.index.transform_counts([str(t) for t in texts], self.vocabulary_)
-        return self._dense(self.selector_.transform(self.tfidf_.transform(counts, copy=False)))
-
-    @staticmethod
-    def _dense(matrix) -> np.ndarray:
-        return np.asarray(matrix.toarray(), dtype=np.float64)
+        return self.selector_.transform(self.tfidf_.transform(counts, copy=False)).toarray()
