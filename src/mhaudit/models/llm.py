@@ -1,8 +1,8 @@
 """An LLM as a zero-/few-shot binary classifier in the models layer (registered as "llm-zero-shot").
 
-It asks the same prompt as `mhaudit labels llm` (mhaudit.weak_supervision.labelers.prompts) through the same backends, but
-returns scores so its predictions enter the predictions table and the audits as a baseline (the CPFE
-paper's "zero-shot LLM baseline", its limitation 8).
+It asks the same prompt as `mhaudit labels llm` (mhaudit.weak_supervision.labelers.prompts) through the same
+backends, but returns scores so its predictions enter the predictions table and the audits as a baseline (the
+CPFE paper's "zero-shot LLM baseline", its limitation 8).
 
 Scores: where the backend returns log-probabilities (OpenAI-compatible `top_logprobs`; Ollama's `logprobs`)
 the score of the positive class is the 0/1 mass renormalised at the first answer token:

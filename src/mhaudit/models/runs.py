@@ -53,12 +53,9 @@ def run_recipes(model_name: str, n_runs: int, base_seed: int = 0, options: dict 
     recipes = []
     for k in range(n_runs):
         rng = np.random.default_rng(base_seed + k)  # one stream per run: run k is the same whatever N is
-        recipe = {"run": k, "seed": base_seed + k, "resample_seed": None, "C": fixed_c}
-        if resample:
-            recipe["resample_seed"] = int(rng.integers(2**31))
-        if draw_c:
-            recipe["C"] = float(np.exp(rng.uniform(np.log(low), np.log(high))))
-        recipes.append(recipe)
+        recipes.append({"run": k, "seed": base_seed + k,  # the resample seed is drawn first, then C
+                        "resample_seed": int(rng.integers(2**31)) if resample else None,
+                        "C": float(np.exp(rng.uniform(np.log(low), np.log(high)))) if draw_c else fixed_c})
     return recipes
 
 
@@ -73,10 +70,6 @@ def bootstrap_rows(rows: pd.DataFrame, seed: int) -> pd.DataFrame:
         where = np.flatnonzero(train & (labels == label))
         picked.append(rng.choice(where, size=len(where), replace=True))
     return rows.iloc[np.concatenate([*picked, np.flatnonzero(~train)])].reset_index(drop=True)
-
-
-def run_folder(out: Path, run: int) -> Path:
-    return Path(out) / f"{RUN_PREFIX}{run}"
 
 
 def run_key(name: str) -> tuple[str | None, int | None]:
@@ -110,11 +103,9 @@ def train_runs(corpus: Corpus, platform: str | None, model_name: str, n_runs: in
     recipes = run_recipes(model_name, n_runs, base_seed, options, c_range)
     platform = platform or default_platform(corpus)
     rows = training_rows(corpus, platform)
-    folders = []
-    for recipe in recipes:
+    folders = [Path(out) / f"{RUN_PREFIX}{recipe['run']}" for recipe in recipes]
+    for recipe, folder in zip(recipes, folders):
         recipe = {**recipe, "platform": platform}
-        folder = run_folder(out, recipe["run"])
-        folders.append(folder)
         if (folder / MODEL_FILE).exists():
             _check_kept(folder, model_name, recipe)
             progress.note(f"{model_name} run {recipe['run']} (seed {recipe['seed']}): already trained in {folder}, "
@@ -165,12 +156,8 @@ def _check_kept(folder: Path, model_name: str, recipe: dict) -> None:
 def read_recipes(folders: list[Path]) -> pd.DataFrame:
     """The recipes of trained run folders, one row each (folder, model, run, seed, resample_seed, C, platform,
     n_train, seconds); a folder without a recipe (a seed-* folder) is left out."""
-    rows = []
-    for folder in folders:
-        manifest = json.loads((Path(folder) / MODEL_FILE).read_text())
-        if manifest.get("recipe"):
-            rows.append({"folder": str(folder), **manifest["recipe"]})
-    return pd.DataFrame(rows)
+    manifests = [(str(folder), json.loads((Path(folder) / MODEL_FILE).read_text())) for folder in folders]
+    return pd.DataFrame([{"folder": folder, **m["recipe"]} for folder, m in manifests if m.get("recipe")])
 
 
 def summarize_runs(folders: list[Path]) -> str | None:
