@@ -13,7 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from mhaudit.tables.certification_sample import certification_sample
-from mhaudit.tables.predictions import KEY_COLUMNS, PredictionSet, logit_column
+from mhaudit.tables.predictions import PredictionSet, logit_column
 from mhaudit.tables.sample_design import pool_of
 
 __all__ = ["alert_folder", "suggest_sample"]
@@ -38,10 +38,9 @@ def suggest_sample(posts: pd.DataFrame, window_start: str, window: pd.Timedelta,
     if chosen.empty:
         return f"The alerting window {window_start} has no post with a readable time; no sample was drawn.", {}
     frame = pd.DataFrame({"id": chosen["uri"].to_numpy(), "model": model, "seed": 0, "platform": "stream",
-                          "dataset": f"window {window_start}", "split": "stream", "label": None})
-    for name in classes:
-        frame[logit_column(name)] = chosen[logit_column(name)].to_numpy()
-    target = PredictionSet(frame[[*KEY_COLUMNS, *[logit_column(c) for c in classes]]], list(classes))
+                          "dataset": f"window {window_start}", "split": "stream", "label": None,
+                          **{logit_column(c): chosen[logit_column(c)].to_numpy() for c in classes}})
+    target = PredictionSet(frame, list(classes))
     budget = min(options.suggest_budget, len(chosen))
     sample, design = certification_sample(pool_of(target, reference), None, "monitor", budget, seed=options.seed)
     drawn = f"all {budget}" if budget == len(chosen) else f"{budget} of them"

@@ -24,7 +24,6 @@ from mhaudit.tables.pairing import check_reference_labels
 from mhaudit.tables.predictions import PredictionSet, scores
 
 
-
 def reference_of(reference: PredictionSet, classes: list[str], positive: str | None) -> Reference:
     if reference.classes != classes:
         raise InputError(f"the model's classes ({', '.join(classes)}) differ from the reference predictions' "
@@ -87,10 +86,13 @@ def audit_monitor(inputs: MonitorInputs, options: MonitorOptions, *,
     record = {} if ensemble is None else {"deployed": ensemble.deployed, "runs": list(ensemble.runs),
                                           "run_seeds": list(ensemble.seeds)}
     digests = {} if ensemble is None else {f"model {r}": d for r, d in zip(ensemble.runs, ensemble.digests)}
+    summary = summarise(table, options, inputs.scored_now, runs)
+    if options.history is not None:
+        summary += (f" History: the last {options.history} ({len(table):,} windows from {table['window'].iat[0]}); "
+                    "older posts are left out.")
     return AuditResult(
         title=f"Monitoring {model} on the stream{synthetic}",
-        sections=sections, summary=("SYNTHETIC data. " if inputs.synthetic else "")
-        + summarise(table, options, inputs.scored_now, runs) + _history_sentence(table, options)
+        sections=sections, summary=("SYNTHETIC data. " if inputs.synthetic else "") + summary
         + (" " + coverage_sentence(inputs.collection)).rstrip(),
         verdicts=verdicts, synthetic=inputs.synthetic,
         options={**asdict(options), "positive": ref.classes[ref.positive], "model_digest": inputs.model_digest,
@@ -128,9 +130,3 @@ def _sections(table: pd.DataFrame, ref: Reference, runs: pd.DataFrame | None, op
             {"runs": runs}))
     return sections
 
-
-def _history_sentence(table: pd.DataFrame, options: MonitorOptions) -> str:
-    if options.history is None:
-        return ""
-    return (f" History: the last {options.history} ({len(table):,} windows from {table['window'].iat[0]}); "
-            "older posts are left out.")

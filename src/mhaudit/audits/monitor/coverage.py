@@ -19,13 +19,8 @@ __all__ = ["coverage_section", "coverage_sentence"]
 
 def coverage_sentence(collection: Sequence[Mapping[str, str]]) -> str:
     """One sentence per filter the collection used; "" when the store recorded none (posts not collected)."""
-    if not collection:
-        return ""
-    lines = [recall_sentence(lexicons) for lexicons in collection]
-    text = " ".join(line[0].upper() + line[1:] + "." for line in lines)
-    if len(collection) > 1:
-        text = f"The collection's runs used {len(collection)} filters. " + text
-    return text
+    text = " ".join(line[0].upper() + line[1:] + "." for line in map(recall_sentence, collection))
+    return (f"The collection's runs used {len(collection)} filters. " if len(collection) > 1 else "") + text
 
 
 def coverage_section(collection: Sequence[Mapping[str, str]]) -> list[Section]:

@@ -17,12 +17,13 @@ def window_figures(table: pd.DataFrame, positive: str, options, deployed: str | 
     """The figure, by name; `deployed`: the deployed run's name, with an ensemble."""
     t = pd.to_datetime(table["window"]).dt.tz_localize("UTC")
     small = (table["n_posts"] < options.min_posts).to_numpy()
+    judged = ~small
     ensemble = "ensemble_accuracy" in table.columns
     fig, axes = plt.subplots(4 if ensemble else 3, 1, figsize=(9, 10 if ensemble else 7.5), sharex=True)
-    _prevalence_panel(axes[0], t, table, positive, ~small, options)
+    _prevalence_panel(axes[0], t, table, positive, judged, options)
     psi = table["psi_score"]
-    axes[1].plot(t[~small], psi[~small], marker=".", color="#444444", label="PSI of the scores vs the reference")
-    top = max(options.psi_fail * 1.4, float(psi[~small].max()) * 1.2 if (~small).any() else 0.0)
+    axes[1].plot(t[judged], psi[judged], marker=".", color="#444444", label="PSI of the scores vs the reference")
+    top = max(options.psi_fail * 1.4, float(psi[judged].max()) * 1.2 if judged.any() else 0.0)
     axes[1].scatter(t[small], psi[small].clip(upper=top), facecolors="white", edgecolors="#999999", zorder=3,
                     label=f"window under {options.min_posts} posts (not judged; clipped to the axis)")
     for level, colour, word in ((options.psi_warn, "#ff7f0e", "warn"), (options.psi_fail, "#d62728", "fail")):
@@ -30,19 +31,12 @@ def window_figures(table: pd.DataFrame, positive: str, options, deployed: str | 
     axes[1].set_ylim(0, top)
     axes[1].set_ylabel("PSI")
     axes[1].legend(fontsize=8, frameon=False)
-    trusted = table["estimate_trusted"].astype(bool)
-    judged = ~small
-    if judged.any():  # matplotlib cannot fill between no points
-        axes[2].fill_between(t[judged], table["expected_ci_low"][judged], table["expected_ci_high"][judged],
-                             color="#1f77b4", alpha=0.2, label="95% CI")
-    axes[2].plot(t[judged], table["expected_macro_f1"][judged], color="#1f77b4", label="expected macro-F1 (CBPE)")
-    hollow = judged & ~trusted.to_numpy()
-    axes[2].scatter(t[hollow], table.loc[hollow, "expected_macro_f1"], facecolors="white", edgecolors="#1f77b4",
-                    zorder=3, label="untrusted estimate")
-    axes[2].set_ylabel("macro-F1, no labels")
-    axes[2].legend(fontsize=8, frameon=False)
+    _estimate_panel(axes[2], t, table, judged, "expected_macro_f1", "expected", "estimate_trusted", "#1f77b4",
+                    ("expected macro-F1 (CBPE)", "untrusted estimate", "macro-F1, no labels"))
     if ensemble:
-        _ensemble_panel(axes[3], t, table, judged, deployed or "the deployed run")
+        _estimate_panel(axes[3], t, table, judged, "ensemble_accuracy", "ensemble", "ensemble_trusted", "#2ca02c",
+                        (f"{deployed or 'the deployed run'}'s accuracy from the runs' agreement (ALine-D)",
+                         "agreement line untrusted", "accuracy, no labels"))
     axes[-1].set_xlabel(f"window start (UTC), windows of {options.window}")
     for ax in axes[1:]:
         _mark_alarms(ax, t, table, options, label=False)
@@ -82,15 +76,15 @@ def _mark_alarms(ax, t: pd.Series, table: pd.DataFrame, options, *, label: bool)
                    label="change alarm (CUSUM): the window shaded" if label and i == 0 else None)
 
 
-def _ensemble_panel(ax, t: pd.Series, table: pd.DataFrame, judged, deployed: str) -> None:
-    """The deployed run's accuracy from the agreement line (ALine-D) per judged window, its 95% CI as a band;
-    windows whose line is untrusted hollow."""
-    est, low, high = table["ensemble_accuracy"], table["ensemble_ci_low"], table["ensemble_ci_high"]
-    if judged.any():
-        ax.fill_between(t[judged], low[judged], high[judged], color="#2ca02c", alpha=0.2, label="95% CI")
-    ax.plot(t[judged], est[judged], color="#2ca02c", label=f"{deployed}'s accuracy from the runs' agreement (ALine-D)")
-    hollow = judged & ~table["ensemble_trusted"].astype(bool).to_numpy()
-    ax.scatter(t[hollow], est[hollow], facecolors="white", edgecolors="#2ca02c", zorder=3,
-               label="agreement line untrusted")
-    ax.set_ylabel("accuracy, no labels")
+def _estimate_panel(ax, t: pd.Series, table: pd.DataFrame, judged, column: str, ci: str, trusted: str, colour: str,
+                    labels: tuple[str, str, str]) -> None:
+    """A label-free estimate per judged window (`column`), its 95% CI (`{ci}_ci_low`, `{ci}_ci_high`) as a band;
+    windows where `trusted` is false hollow. `labels`: the estimate's, the hollow points' and the y axis's."""
+    est, low, high = table[column], table[f"{ci}_ci_low"], table[f"{ci}_ci_high"]
+    if judged.any():  # matplotlib cannot fill between no points
+        ax.fill_between(t[judged], low[judged], high[judged], color=colour, alpha=0.2, label="95% CI")
+    ax.plot(t[judged], est[judged], color=colour, label=labels[0])
+    hollow = judged & ~table[trusted].astype(bool).to_numpy()
+    ax.scatter(t[hollow], est[hollow], facecolors="white", edgecolors=colour, zorder=3, label=labels[1])
+    ax.set_ylabel(labels[2])
     ax.legend(fontsize=8, frameon=False)

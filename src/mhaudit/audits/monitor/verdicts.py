@@ -9,6 +9,9 @@ the latest judged window's EM prevalence of the positive class, its 95% CI and w
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 import numpy as np
 import pandas as pd
 
@@ -20,52 +23,45 @@ AXIS = "drift on the stream"
 
 
 def monitor_verdicts(table: pd.DataFrame, options, *, model_name: str, target: str) -> pd.DataFrame:
+    row = partial(verdict, "monitor", AXIS, model_name, target)
     rows = []
     judged = table[table["n_posts"] >= options.min_posts]
     for _, w in table.iterrows():
         if w["psi_score"] >= options.psi_warn and w["n_posts"] >= options.min_posts:
-            severity = "fail" if w["psi_score"] >= options.psi_fail else "warn"
-            rows.append(verdict("monitor", AXIS, model_name, target, "psi_score", w["psi_score"],
-                                f"PSI >= {options.psi_warn:.2f} warn, >= {options.psi_fail:.2f} fail", severity,
-                                f"window {w['window']}: the score distribution moved from the reference's "
-                                f"(PSI {w['psi_score']:.3f})"))
+            rows.append(row("psi_score", w["psi_score"], f"PSI >= {options.psi_warn:.2f} warn, >= "
+                            f"{options.psi_fail:.2f} fail", "fail" if w["psi_score"] >= options.psi_fail else "warn",
+                            f"window {w['window']}: the score distribution moved from the reference's "
+                            f"(PSI {w['psi_score']:.3f})"))
         if w["change_alarm"]:
-            rows.append(verdict("monitor", AXIS, model_name, target, "change_z", w["cusum_z"],
-                                "self-starting CUSUM, k = 0.5, h = 5", "fail",
-                                f"window {w['window']}: the mean probability of the positive class changed (CUSUM alarm, "
-                                f"z = {w['cusum_z']:.1f})"))
-    if not rows and judged.empty:
-        rows.append(verdict("monitor", AXIS, model_name, target, "max_psi_score", np.nan,
-                            f"PSI < {options.psi_warn:.2f} and no change alarm", "undefined",
-                            f"no window of at least {options.min_posts} posts to judge"))
-    elif not rows:
-        rows.append(verdict("monitor", AXIS, model_name, target, "max_psi_score", judged["psi_score"].max(),
-                            f"PSI < {options.psi_warn:.2f} and no change alarm", "pass",
-                            f"{len(judged)} windows of at least {options.min_posts} posts, none crossed a threshold"))
+            rows.append(row("change_z", w["cusum_z"], "self-starting CUSUM, k = 0.5, h = 5", "fail",
+                            f"window {w['window']}: the mean probability of the positive class changed (CUSUM alarm, "
+                            f"z = {w['cusum_z']:.1f})"))
+    if not rows:  # without a judged window the value is NaN, so the row undefined
+        rows.append(row("max_psi_score", judged["psi_score"].max(), f"PSI < {options.psi_warn:.2f} and no change alarm",
+                        "pass", f"{len(judged)} windows of at least {options.min_posts} posts, none crossed a threshold"
+                        if len(judged) else f"no window of at least {options.min_posts} posts to judge"))
     if judged.empty:
         return verdict_table(rows)
     last = judged.iloc[-1]
-    trusted = bool(last["estimate_trusted"])
-    severity = "undefined" if np.isnan(last["expected_macro_f1"]) else "pass" if trusted else "warn"
-    rows.append(verdict("monitor", AXIS, model_name, target, "expected_macro_f1_latest", last["expected_macro_f1"],
-                        "untrusted: warn", severity,
-                        f"latest window of at least {options.min_posts} posts, {last['window']}: "
-                        + ("estimate trusted" if trusted else f"estimate untrusted ({last['untrusted_because']})"),
-                        ci_low=last["expected_ci_low"], ci_high=last["expected_ci_high"]))
+    trusted = bool(last["estimate_trusted"])  # a NaN estimate makes the row undefined (`verdict`)
+    rows.append(row("expected_macro_f1_latest", last["expected_macro_f1"], "untrusted: warn",
+                    "pass" if trusted else "warn", f"latest window of at least {options.min_posts} posts, "
+                    f"{last['window']}: " + ("estimate trusted" if trusted else
+                                             f"estimate untrusted ({last['untrusted_because']})"),
+                    ci_low=last["expected_ci_low"], ci_high=last["expected_ci_high"]))
     if "ensemble_accuracy" in table.columns:
-        rows.append(_ensemble_row(last, options, model_name, target))
+        rows.append(_ensemble_row(last, options, row))
     return verdict_table(rows)
 
 
-def _ensemble_row(last: pd.Series, options, model_name: str, target: str) -> dict:
+def _ensemble_row(last: pd.Series, options, row: Callable[..., dict]) -> dict:
     """The latest judged window's accuracy from the agreement line: pass when the line is trusted, else warn."""
     trusted = bool(last["ensemble_trusted"])
-    severity = "undefined" if np.isnan(last["ensemble_accuracy"]) else "pass" if trusted else "warn"
-    return verdict("monitor", AXIS, model_name, target, "ensemble_accuracy_latest", last["ensemble_accuracy"],
-                   "ALine-D; untrusted line: warn", severity,
-                   f"latest window of at least {options.min_posts} posts, {last['window']}: accuracy from the runs' "
-                   "agreement, " + ("line trusted" if trusted else f"line untrusted ({last['ensemble_untrusted_because']})"),
-                   ci_low=last["ensemble_ci_low"], ci_high=last["ensemble_ci_high"])
+    return row("ensemble_accuracy_latest", last["ensemble_accuracy"], "ALine-D; untrusted line: warn",
+               "pass" if trusted else "warn", f"latest window of at least {options.min_posts} posts, {last['window']}: "
+               "accuracy from the runs' agreement, " + ("line trusted" if trusted else
+                                                        f"line untrusted ({last['ensemble_untrusted_because']})"),
+               ci_low=last["ensemble_ci_low"], ci_high=last["ensemble_ci_high"])
 
 
 def summarise(table: pd.DataFrame, options, scored_now: int, runs: pd.DataFrame | None = None) -> str:

@@ -162,10 +162,8 @@ def window_table(posts: pd.DataFrame, reference: Reference, window: pd.Timedelta
         pred = z.argmax(axis=1)
         score = reference.drift_score(p)
         row = {"window": start.strftime(label), "n_posts": len(at)}  # UTC
-        for cat in categories:
-            row[f"share_{cat}"] = float(np.mean([cat in cell for cell in rows_w["categories"]]))
-        for c, name in enumerate(reference.classes):
-            row[f"predicted_{name}"] = float((pred == c).mean())
+        row |= {f"share_{cat}": float(np.mean([cat in cell for cell in rows_w["categories"]])) for cat in categories}
+        row |= {f"predicted_{name}": float((pred == c).mean()) for c, name in enumerate(reference.classes)}
         positive = p[:, reference.positive]
         row[f"mean_posterior_{reference.classes[reference.positive]}"] = float(positive.mean())
         row["_sum"], row["_squares"] = float(positive.sum()), float((positive ** 2).sum())
