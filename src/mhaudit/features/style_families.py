@@ -160,8 +160,7 @@ def punctuation(t: Tokens) -> Features:
     allcaps = t.alpha & t.word_flag(lambda w: len(w) >= 2 and w.isupper())
     f["punct_allcaps_word_ratio"] = div(per_doc(allcaps), n_words)
     is_i = t.low_flag(lambda w: w == "i")
-    sentence_first = np.zeros(t.N, dtype=bool)
-    sentence_first[s.first_word] = True
+    sentence_first = np.bincount(s.first_word, minlength=t.N) > 0  # a token mask: True at the rows given
     title = t.alpha & t.word_flag(lambda w: len(w) >= 2 and w.istitle()) & ~sentence_first & ~is_i
     f["punct_titlecase_word_ratio"] = div(per_doc(title), n_words)
     f["punct_uppercase_char_ratio"] = div(counts["upper"], counts["letter"])
@@ -273,8 +272,7 @@ def cognitive_markers(t: Tokens) -> Features:
     subject = t.dep_is("nsubj", "nsubjpass")
     i_subject = subject & t.low_flag(lambda w: w == "i")
     f["cog_i_subject_share"] = div(per_doc(i_subject), per_doc(subject))
-    head_has_i_subject = np.zeros(t.N, dtype=bool)
-    head_has_i_subject[t.head[i_subject]] = True
+    head_has_i_subject = np.bincount(t.head[i_subject], minlength=t.N) > 0
     predicative_adj = t.dep_is("acomp") & t.is_pos("ADJ")
     f["cog_self_description_rate"] = div(per_doc(predicative_adj & head_has_i_subject[t.head]), n_words)
     f.update(_negation_scope(t, predicative_adj))
@@ -288,10 +286,8 @@ def _negation_scope(t: Tokens, predicative_adj: np.ndarray) -> Features:
     """Negation arcs by what they scope over (Appendix A.4; docs/style_features.md explains the reading)."""
     head, per_doc, n_words = t.head, t.per_doc, t.n_words
     neg = t.dep_is("neg")
-    has_adj_complement = np.zeros(t.N, dtype=bool)
-    has_adj_complement[head[predicative_adj]] = True
-    has_attr = np.zeros(t.N, dtype=bool)
-    has_attr[head[t.dep_is("attr")]] = True
+    has_adj_complement = np.bincount(head[predicative_adj], minlength=t.N) > 0
+    has_attr = np.bincount(head[t.dep_is("attr")], minlength=t.N) > 0
     aux = t.is_pos("AUX")
     verbal = t.is_pos("VERB") | aux
     target_adj = t.is_pos("ADJ") | (aux & has_adj_complement)    # "not happy", "am not happy"
@@ -301,8 +297,7 @@ def _negation_scope(t: Tokens, predicative_adj: np.ndarray) -> Features:
     neg_other = neg & ~neg_adj & ~neg_verb
     n_neg_verb, n_neg_adj = per_doc(neg_verb), per_doc(neg_adj)
     can = code_mask(t.low_c, t.low_u, _CAN)
-    head_has_can = np.zeros(t.N, dtype=bool)
-    head_has_can[head[can & t.dep_is("aux", "auxpass")]] = True
+    head_has_can = np.bincount(head[can & t.dep_is("aux", "auxpass")], minlength=t.N) > 0
     head_has_can |= can                                          # "I can't." : the modal is the head
     return {
         "cog_neg_verb_count": n_neg_verb,
