@@ -65,10 +65,8 @@ def bootstrap_rows(rows: pd.DataFrame, seed: int) -> pd.DataFrame:
     train = (rows["split"] == "train").to_numpy()
     labels = rows["label"].astype(str).to_numpy()
     rng = np.random.default_rng(seed)
-    picked = []
-    for label in sorted(set(labels[train])):
-        where = np.flatnonzero(train & (labels == label))
-        picked.append(rng.choice(where, size=len(where), replace=True))
+    wheres = [np.flatnonzero(train & (labels == label)) for label in sorted(set(labels[train]))]
+    picked = [rng.choice(where, size=len(where), replace=True) for where in wheres]
     return rows.iloc[np.concatenate([*picked, np.flatnonzero(~train)])].reset_index(drop=True)
 
 
