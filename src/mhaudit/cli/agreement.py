@@ -40,8 +40,8 @@ def agreement(labels: LabelsOpt, out_dir: OutOpt, options,
     result = audit_agreement(inputs, options, progress=stage_progress())
     out.print(result.summary, highlight=False)
     out.print(f"bootstrap: {result.options['bootstrap_unit']}", highlight=False)
-    metrics = result.table("weak_vs_reference")
-    print_table("Weak labeler against the reference", metrics[["metric", "estimate", "ci_low", "ci_high", "n"]])
+    print_table("Weak labeler against the reference",
+                result.table("weak_vs_reference")[["metric", "estimate", "ci_low", "ci_high", "n"]])
     print_table("Confusion matrix (rows: reference)", result.table("confusion_matrix"))
     human = result.table("human_agreement")
     if (human["status"] != "unavailable").any():
@@ -49,12 +49,11 @@ def agreement(labels: LabelsOpt, out_dir: OutOpt, options,
                     human[["annotator_a", "annotator_b", "n", "observed_agreement", "kappa", "ci_low", "ci_high",
                            "status"]])
     if "weak_vs_reference_weighted" in result.tables:
-        weighted = result.table("weak_vs_reference_weighted")
         print_table("Design-weighted estimates for the sampled pool",
-                    weighted[["metric", "estimate", "ci_low", "ci_high", "n"]])
+                    result.table("weak_vs_reference_weighted")[["metric", "estimate", "ci_low", "ci_high", "n"]])
     if options.models:
-        scored = result.table("models_vs_reference")
-        print_table("Models against the reference", scored[["labeler", "metric", "estimate", "ci_low", "ci_high", "n"]])
+        print_table("Models against the reference",
+                    result.table("models_vs_reference")[["labeler", "metric", "estimate", "ci_low", "ci_high", "n"]])
     paths = write_report(result, out_dir)
     out.print(f"report: {paths[0].parent / 'report.html'} (also .md and .json)")
 

@@ -53,16 +53,12 @@ def annotate(
                            log_requests=log_requests, posts=store)
     try:
         app = session.app
-        tasks = ", ".join(app.tasks)
-        out.print(f"serving {len(app.items)} items (task {escape(tasks)}) from {escape(str(sample))}; answers are "
-                  f"written to {escape(str(labels))}", highlight=False, soft_wrap=True)
+        out.print(f"serving {len(app.items)} items (task {escape(', '.join(app.tasks))}) from {escape(str(sample))}; "
+                  f"answers are written to {escape(str(labels))}", highlight=False, soft_wrap=True)
         for person, url in session.urls().items():
-            if url:
-                out.print(f"  {escape(person.name)} ({person.role}): {url}", highlight=False, soft_wrap=True)
-            else:
-                out.print(f"  {escape(person.name)} ({person.role}): link unchanged since "
-                          f"{session.tokens.issued_at(person)} (use the link printed then, or --new-tokens)",
-                          highlight=False, soft_wrap=True)
+            link = url or (f"link unchanged since {session.tokens.issued_at(person)} (use the link printed then, "
+                           "or --new-tokens)")
+            out.print(f"  {escape(person.name)} ({person.role}): {link}", highlight=False, soft_wrap=True)
         if public:
             err.print(f"[yellow]warning:[/] serving on {escape(host)} (--public): anyone who can reach this machine "
                       "can load the pages; each person still needs their link", highlight=False, soft_wrap=True)

@@ -105,9 +105,7 @@ def write_report(result: AuditResult, out_dir: Path) -> list[Path]:
     from mhaudit.report import write_report as write
 
     raised = warning_notes()
-    if raised:
-        result = replace(result, notes=[*result.notes, *raised])
-    return write(result, out_dir)
+    return write(replace(result, notes=[*result.notes, *raised]) if raised else result, out_dir)
 
 
 def warning_notes() -> list[str]:

@@ -11,6 +11,7 @@ Heavy modules are imported inside the commands, so `mhaudit --help` stays fast.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -29,12 +30,6 @@ TaskOpt = Annotated[str, typer.Option(help="Task name in the labels table (e.g. 
 
 def register(root: typer.Typer) -> None:
     root.add_typer(app, name="labels")
-
-
-def read_label_files(paths: list[Path]):
-    from mhaudit.tables.label_store import read_label_files
-
-    return read_label_files(paths)
 
 
 def read_items(path: Path):
@@ -67,16 +62,11 @@ def _save_labels(frame, path: Path) -> int:
 
 
 def _parse_sizes(text: str) -> dict[int, int]:
-    sizes = {}
-    for part in text.split(","):
-        key, sep, value = part.partition("=") if "=" in part else part.partition(":")
-        try:
-            if not sep:
-                raise ValueError
-            sizes[int(key.strip())] = int(value.strip())
-        except ValueError:
-            raise InputError(f"--sizes '{text}' must look like '0=150,1=126' (weak label = items)") from None
-    return sizes
+    pairs = (re.split("[=:]", part, maxsplit=1) for part in text.split(","))
+    try:  # a part without '=' or ':' does not unpack: the same ValueError as a part that is not a number
+        return {int(key): int(value) for key, value in pairs}
+    except ValueError:
+        raise InputError(f"--sizes '{text}' must look like '0=150,1=126' (weak label = items)") from None
 
 
 @app.command("sample")
@@ -117,6 +107,7 @@ def sample(items: Annotated[Path, typer.Option(help="Corpus or items table with 
     if not labels:
         raise InputError("--labels is needed: the weak labels to stratify by")
     from mhaudit.audits.agreement import sample_for_validation, write_validation_set
+    from mhaudit.tables.label_store import read_label_files
 
     frame = sample_for_validation(read_label_files(labels), read_items(items), task, n, weak_labeler=weak,
                                   positive_share=positive_share, sizes=_parse_sizes(sizes) if sizes else None,
@@ -130,6 +121,8 @@ def sample(items: Annotated[Path, typer.Option(help="Corpus or items table with 
 
 
 def _human_labelled(labels: list[Path] | None, task: str) -> set[str]:
+    from mhaudit.tables.label_store import read_label_files
+
     if not labels:
         return set()
     frame = read_label_files(labels)
@@ -175,8 +168,7 @@ def lexicon_labeler(items: Annotated[Path, typer.Option(help="Corpus or items ta
     lex = Lexicon.load(lexicon)
     frame = lexicon_labels(read_items(items), lex, task)
     _save_labels(frame, labels)
-    positives = int(frame["value"].sum())
-    invalid = int(frame["value"].isna().sum())
+    positives, invalid = int(frame["value"].sum()), int(frame["value"].isna().sum())
     out.print(f"{frame['labeler'].iat[0]} labelled {len(frame):,} items for task {task}: {positives:,} positive "
               f"({positives / max(len(frame) - invalid, 1):.1%}), {invalid} without text; written to {labels}",
               highlight=False)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -17,10 +16,10 @@ from mhaudit.core.errors import InputError
 if TYPE_CHECKING:
     from mhaudit.weak_supervision.labelers.llm import RunReport
 
+
 def register(root: typer.Typer) -> None:
     labels_group.app.command("llm")(llm)
     labels_group.app.command("prompts")(prompts)
-
 
 
 @guarded
@@ -72,8 +71,7 @@ def llm(items: Annotated[Path, typer.Option("--items", help="Post store (.sqlite
     frame = read_items(items, id_col=id_col, text_col=text_col)
     examples = shot_examples(frame, shots, default_shots=spec.default_shots, pool=pool, positive=positive, seed=seed)
     client = make_backend(backend, url, model, timeout=timeout, policy=RetryPolicy(retries, backoff), seed=seed,
-                          max_tokens=max_tokens, constrain=constrain, api_key=api_key or os.environ.get(
-                              "MHAUDIT_LLM_API_KEY"), concurrency=concurrency)
+                          max_tokens=max_tokens, constrain=constrain, api_key=api_key, concurrency=concurrency)
     check_run_options(concurrency, limit)
     _prepare(client, report_json, task=task, labeler=labeler, shots=len(examples), n_items=len(frame))
     report, code = _label(client, labels, report_json, frame=frame, task=task, prompt=spec, examples=examples,
@@ -110,12 +108,10 @@ def _prepare(client, report_json: Path | None, **run) -> None:
 
     try:
         client.prepare()
-    except InputError as exc:
+    except BaseException as exc:
         client.close()
-        _write_report(report_json, unstarted_report(client, exc, **run))
-        raise
-    except BaseException:
-        client.close()
+        if isinstance(exc, InputError):
+            _write_report(report_json, unstarted_report(client, exc, **run))
         raise
 
 
@@ -173,11 +169,9 @@ def prompts() -> None:
 
     from mhaudit.weak_supervision.labelers.prompts import available, load_prompt
 
-    rows = []
-    for name in available():
-        spec = load_prompt(name)
-        rows.append({"prompt": name, "task": spec.task, "version": spec.version, "shots": spec.default_shots,
-                     "template hash": spec.hash()[:12], "description": spec.description})
+    specs = {name: load_prompt(name) for name in available()}
+    rows = [{"prompt": name, "task": spec.task, "version": spec.version, "shots": spec.default_shots,
+             "template hash": spec.hash()[:12], "description": spec.description} for name, spec in specs.items()]
     print_table("Labelling prompts (hash of the template alone; a run's hash adds examples and model settings)",
                 pd.DataFrame(rows))
     out.print("pass --prompt FILE.toml to use your own (see docs/labels.md)")

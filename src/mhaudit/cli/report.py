@@ -27,11 +27,9 @@ def combine(folders: Annotated[list[Path], typer.Argument(help="Report folders w
     """Merge the reports of several audits (cross-platform, label source, validation, ...) into one."""
     from mhaudit.report.combine import combine_results, read_report
 
-    target = out_dir.resolve()
-    for folder in folders:
-        if folder.resolve() == target:
-            raise InputError("is one of the reports to combine; write the combined report to another folder "
-                             "so the input report is kept", path=out_dir)
+    if any(folder.resolve() == out_dir.resolve() for folder in folders):
+        raise InputError("is one of the reports to combine; write the combined report to another folder "
+                         "so the input report is kept", path=out_dir)
     results = [read_report(folder) for folder in folders]
     combined = combine_results(results, title=title)
     write_report(combined, out_dir)
