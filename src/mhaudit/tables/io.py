@@ -339,12 +339,10 @@ def _json_value(value: object) -> object:
 
 
 def _cell(value: object) -> object:
-    """A cell as JSON wants it: missing -> None, arrays -> lists."""
+    """A cell as JSON wants it: missing -> None; an array (never missing) `_json_value` writes as a list."""
     import numpy as np
 
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    return None if is_missing(value) else value
+    return value if isinstance(value, np.ndarray) or not is_missing(value) else None
 
 
 def write_table(frame: pd.DataFrame, path: str | os.PathLike, *, what: str = "the table") -> Path:
@@ -365,7 +363,7 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike, *, what: str = "th
 
             def as_text(value: object) -> object:
                 if isinstance(value, (list, tuple, dict, np.ndarray)):
-                    return json.dumps(_cell(value), ensure_ascii=False, default=_json_value)
+                    return json.dumps(value, ensure_ascii=False, default=_json_value)
                 return value
 
             out = frame.copy()

@@ -242,8 +242,7 @@ class LabelStore:
         with self._lock:
             frame = pd.read_sql_query(f"SELECT * FROM labels WHERE {clause} ORDER BY task, labeler, item_id",
                                       self._conn, params=list(where.values()))
-        frame["value"] = frame["value"].astype("Int64")
-        return frame
+        return frame.astype({"value": "Int64"})
 
     def close(self) -> None:
         self._conn.close()
@@ -266,9 +265,7 @@ def labels_frame(items, values: Mapping[str, tuple], task: str, *, note: str | N
         parts.append(pd.DataFrame({"item_id": items[keep], "labeler": name, "kind": kind,
                                    "value": np.asarray(value)[keep].astype(int)}))
     table = pd.concat(parts, ignore_index=True).assign(task=task, created_at=created_at or now(), note=note)
-    table = table.reindex(columns=list(COLUMNS))
-    table["value"] = table["value"].astype("Int64")
-    return table
+    return table.reindex(columns=list(COLUMNS)).astype({"value": "Int64"})
 
 
 def read_labels(path: str | Path) -> pd.DataFrame:
@@ -293,8 +290,7 @@ def read_labels(path: str | Path) -> pd.DataFrame:
                          path=path)
     offset = 2 if table_format(path) in ("csv", "tsv") else 1
     rows = [_row(record, f"{path} row {i + offset}") for i, record in enumerate(frame.to_dict("records"))]
-    result = pd.DataFrame(rows, columns=list(COLUMNS))
-    result["value"] = result["value"].astype("Int64")
+    result = pd.DataFrame(rows, columns=list(COLUMNS)).astype({"value": "Int64"})
     duplicated = result.duplicated(list(KEY))
     if duplicated.any():
         first = result[duplicated].iloc[0]

@@ -281,22 +281,18 @@ def _standardise(source: _Source, kind: str, classes: list[str], columns: Predic
                              f"(tolerance {PROB_SUM_TOLERANCE})")
         given = values / values.sum(axis=1, keepdims=True)  # kept as given: the statistics need no softmax of logs
         values = np.log(np.clip(values, 1e-12, None))  # log-probabilities serve as logits up to a constant
-    if labelled:
-        labels = _labels(source, frame[columns.label], classes, notes)
-    else:
-        labels = np.full(len(frame), None, dtype=object)
+    labels = _labels(source, frame[columns.label], classes, notes) if labelled else np.full(len(frame), None, object)
     if columns.id in frame.columns:
         ids, positional = _text(frame, columns.id, None), False
     else:
         ids, positional = [f"row-{r - 1}" for r in frame[SOURCE_ROW]], True
         notes.append("rows without an id column are matched across models by position")
-    platform_column = columns.platform if columns.platform else None
     out = pd.DataFrame({
         "id": ids,
         "model": _text(frame, columns.model, defaults.get("model") or source.stem),
         "seed": pd.to_numeric(pd.Series(_text(frame, columns.seed, 0 if defaults.get("seed") is None
                                               else defaults["seed"])), errors="coerce"),
-        "platform": _text(frame, platform_column, defaults.get("platform") or source.stem),
+        "platform": _text(frame, columns.platform, defaults.get("platform") or source.stem),
         "split": _text(frame, columns.split, "test"),
         "label": labels,
     })

@@ -32,25 +32,20 @@ def deduplicate(frame: pd.DataFrame, *, drop_conflicting: bool = True) -> tuple[
     """Keep the first copy of each (data set, split, normalised text). Texts whose copies disagree on the
     label are dropped entirely by default (no label can be trusted), else their first copy is kept."""
     group = ["dataset", "split", "norm"]
-    key = pd.DataFrame({"dataset": frame["dataset"].to_numpy(), "split": frame["split"].to_numpy(),
-                        "norm": normalise(frame["text"]).to_numpy(), "label": frame["label"].to_numpy()},
-                       index=frame.index)
+    key = frame[["dataset", "split", "label"]].assign(norm=normalise(frame["text"]))
     conflicting = key.groupby(group, sort=False)["label"].transform("nunique") > 1
     duplicate = key.duplicated(group, keep="first")
     drop = duplicate | conflicting if drop_conflicting else duplicate
-    report = DedupReport(
+    return frame[~drop], DedupReport(
         rows_in=len(frame),
         duplicate_rows_removed=int((duplicate & ~conflicting).sum()),
         conflicting_texts=int(key[conflicting].drop_duplicates(group).shape[0]),
         conflicting_rows_removed=int((conflicting & drop).sum()),
     )
-    return frame[~drop], report
 
 
 def decontaminate(train: pd.DataFrame, evaluation: list[pd.DataFrame]) -> tuple[pd.DataFrame, int]:
     """Remove from a training pool every text that appears in any evaluation corpus."""
-    seen = set()
-    for frame in evaluation:
-        seen.update(normalise(frame["text"]))
+    seen = set().union(*(normalise(frame["text"]) for frame in evaluation))
     hit = normalise(train["text"]).isin(seen)
     return train[~hit], int(hit.sum())

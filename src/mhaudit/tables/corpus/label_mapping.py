@@ -45,13 +45,13 @@ def apply_mapping(records: pd.DataFrame, mapping: Mapping,
     Every raw label must be known to the mapping (mapped or explicitly dropped).
     """
     records = records.reset_index(drop=True)
-    pairs = records["raw_labels"].explode()
-    pairs = pairs.astype(str).str.strip()
+    pairs = records["raw_labels"].explode().astype(str).str.strip()
     _unknown(records, pairs, mapping)
-    target = pairs.map(lambda r: mapping.target(r))
+    target = pairs.map(mapping.target)
     report = _report(pairs, target, mapping)
 
     multi = records["raw_labels"].map(len) > 1
+    policy = MultiLabelPolicy(policy)  # its value names it too; any other is a ValueError
     if policy is MultiLabelPolicy.expand:
         keep = target.notna()
         out = records.loc[pairs.index[keep]].copy()
@@ -61,39 +61,32 @@ def apply_mapping(records: pd.DataFrame, mapping: Mapping,
         out["label"] = target[keep].to_numpy()
         out["raw_label"] = suffix.to_numpy()
         reasons = pd.Series("label dropped by the mapping", index=pairs.index[~keep])
-        dropped = pd.DataFrame({"reason": reasons})
         return Labelled(out.reset_index(drop=True).drop(columns="raw_labels"), report,
-                        _count(dropped, "label assignments"))
+                        _count(reasons, "label assignments"))
 
-    grouped = target.groupby(level=0)
     if policy is MultiLabelPolicy.first:
-        label = grouped.head(1)
+        label = target.groupby(level=0).head(1)
         reason = pd.Series("first listed label dropped by the mapping", index=records.index)
     elif policy is MultiLabelPolicy.priority:
         order = priority or mapping.priority or mapping.classes
         missing = set(mapping.classes) - set(order)
         if missing:
             raise InputError(f"priority order {order} leaves out class(es) {', '.join(sorted(missing))}")
-        rank = {c: i for i, c in enumerate(order)}
-        ranked = target.dropna().map(rank)
-        best = ranked.groupby(level=0).min()
-        label = best.map(dict(enumerate(order))).reindex(records.index)
+        best = target.dropna().map({c: i for i, c in enumerate(order)}).groupby(level=0).min()  # the best rank
+        label = best.map(dict(enumerate(order)))
         reason = pd.Series("every label dropped by the mapping", index=records.index)
-    elif policy is MultiLabelPolicy.drop_ambiguous:
+    else:  # MultiLabelPolicy.drop_ambiguous
         kept = target.dropna()
         n_classes = kept.groupby(level=0).nunique().reindex(records.index, fill_value=0)
         label = kept.groupby(level=0).first().reindex(records.index).where(n_classes == 1)
         reason = pd.Series("every label dropped by the mapping", index=records.index)
         reason[n_classes > 1] = "ambiguous: labels map to more than one class"
-    else:  # pragma: no cover - Enum exhausts the cases
-        raise ValueError(policy)
     label = label.reindex(records.index)
     keep = label.notna()
     out = records[keep].copy()
     out["label"] = label[keep]
     out["raw_label"] = out["raw_labels"].map(",".join)
-    dropped = pd.DataFrame({"reason": reason[~keep]})
-    return Labelled(out.reset_index(drop=True).drop(columns="raw_labels"), report, _count(dropped, "rows"))
+    return Labelled(out.reset_index(drop=True).drop(columns="raw_labels"), report, _count(reason[~keep], "rows"))
 
 
 def _report(pairs: pd.Series, target: pd.Series, mapping: Mapping) -> pd.DataFrame:
@@ -111,7 +104,7 @@ def _report(pairs: pd.Series, target: pd.Series, mapping: Mapping) -> pd.DataFra
             .drop(columns="_o").reset_index(drop=True))
 
 
-def _count(dropped: pd.DataFrame, unit: str) -> pd.DataFrame:
-    counts = dropped["reason"].value_counts()
+def _count(reasons: pd.Series, unit: str) -> pd.DataFrame:
+    counts = reasons.value_counts()
     return pd.DataFrame({"reason": counts.index, unit: counts.to_numpy()})
 

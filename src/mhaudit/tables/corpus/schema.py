@@ -16,7 +16,6 @@ from mhaudit.tables.io import SOURCE_FILE, SOURCE_ROW, atomic_path, parquet_prob
 
 SPLITS = ("train", "val", "test", "calibration")
 METADATA_KEY = b"mhaudit"
-# Private bookkeeping columns some readers add so errors can cite the source file and row.
 
 
 @dataclass(frozen=True)
@@ -71,11 +70,7 @@ class CorpusSchema:
                 raise InputError(f"label '{df['label'].iat[i]}' is not one of the corpus classes "
                                  f"({', '.join(classes)})", path=self.where(df, i, path))
         keep = [c for c in self.columns if c in df.columns]
-        out = df[keep].copy()
-        for col in keep:
-            if col != "created_at":
-                out[col] = out[col].astype("string")
-        return out
+        return df[keep].astype({col: "string" for col in keep if col != "created_at"})
 
 
 SCHEMA = CorpusSchema()

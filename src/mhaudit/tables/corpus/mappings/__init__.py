@@ -7,6 +7,7 @@ them; every later table uses that order.
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -46,16 +47,12 @@ class Mapping:
                 dropped[raw] = other.dropped[cls]
             else:
                 raise InputError(f"mapping '{other.name}' does not know class '{cls}' produced by "
-                                 f"'{self.name}'; it expects {', '.join(sorted(_inputs(other)))}")
+                                 f"'{self.name}'; it expects {', '.join(sorted({*other.targets, *other.dropped}))}")
         # Keep self's priority, carried through `other`, then other's own order for what is left.
         carried = [other.target(c) for c in self.priority if other.knows(c) and other.target(c)]
         priority = list(dict.fromkeys([*carried, *(other.priority or other.classes)]))
         return Mapping(f"{self.name}+{other.name}", f"{self.summary}; then {other.summary}",
                        f"{self.source}; {other.source}", other.classes, targets, dropped, priority)
-
-
-def _inputs(m: Mapping) -> set[str]:
-    return set(m.targets) | set(m.dropped)
 
 
 def _parse(text: str, origin: str) -> Mapping:
@@ -106,10 +103,7 @@ def load(name: str) -> Mapping:
     """A shipped mapping by name, a path to a user's TOML file, or a chain 'a+b' applied left to right."""
     parts = [p for p in name.split("+") if p]
     if len(parts) > 1:
-        mapping = load(parts[0])
-        for part in parts[1:]:
-            mapping = mapping.then(load(part))
-        return mapping
+        return functools.reduce(Mapping.then, map(load, parts))
     if name.endswith(".toml") and Path(name).exists():
         try:
             return _parse(Path(name).read_text("utf-8"), name)
