@@ -6,8 +6,6 @@ so a seed gives identical logits on CPU. Inference batches are halved on out-of-
 
 from __future__ import annotations
 
-import random
-
 import numpy as np
 import torch
 import transformers
@@ -16,12 +14,7 @@ from mhaudit.core.errors import InputError
 
 
 def seed_everything(seed: int) -> None:
-    """Seed every generator the paper names: Python, NumPy, PyTorch CPU and CUDA, transformers."""
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    if torch.cuda.is_available():
-        torch.cuda.manual_seed_all(seed)
+    """Seed every generator the paper names: transformers' set_seed seeds Python, NumPy, PyTorch CPU and CUDA."""
     transformers.set_seed(seed)
 
 
