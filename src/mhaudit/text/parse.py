@@ -210,13 +210,14 @@ def _parse(nlp, texts: list[str], n_process: int, batch_size: int) -> Parses:
     else:
         parts = [_columns(nlp, nlp.pipe(clipped, batch_size=batch_size))]
     offsets, columns = _join(parts)
-    return Parses(offsets, columns, truncated=truncated, model=nlp.meta.get("mhaudit_id", "spacy"))
+    return Parses(offsets, columns, truncated=truncated, model=nlp.meta.get("mhaudit_id", "spacy"),
+                  parsed_now=len(texts))
 
 
 SETTINGS = f"max_chars={MAX_CHARS};disable=ner,lemmatizer"  # everything besides the model that shapes a parse
 
 
-def _from_cache(rows: list[tuple[int, int, bytes]], model: str) -> Parses:
+def _from_cache(rows: list[tuple[int, int, bytes]], model: str, parsed_now: int) -> Parses:
     """Flat parses of documents given as cache rows (n_tokens, truncated, blob), in that order."""
     lengths = np.array([n for n, _, _ in rows], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
@@ -235,7 +236,7 @@ def _from_cache(rows: list[tuple[int, int, bytes]], model: str) -> Parses:
     columns["idx"] = np.concatenate(idxs).astype(np.int64) if idxs else np.zeros(0, dtype=np.int64)
     for bit, name in enumerate(_FLAG_COLUMNS):
         columns[name] = (bits >> bit & 1).astype(bool)
-    return Parses(offsets, columns, truncated=sum(t for _, t, _ in rows), model=model)
+    return Parses(offsets, columns, truncated=sum(t for _, t, _ in rows), model=model, parsed_now=parsed_now)
 
 
 def _fill(cache: ParseCache, model: str, keys: list[str], texts: list[str], n_process: int,
@@ -263,9 +264,7 @@ def parse_texts(texts, *, n_process: int = 2, batch_size: int = 256, use_cache: 
     parser and settings, whatever list it came in: only texts the cache lacks are parsed (`parsed_now`)."""
     texts = [str(t) for t in texts]
     if not use_cache:
-        parses = _parse(load_nlp(), texts, n_process, batch_size)
-        parses.parsed_now = len(texts)
-        return parses
+        return _parse(load_nlp(), texts, n_process, batch_size)
     model = model_id()
     keys = [text_key(model, SETTINGS, t) for t in texts]
     try:
@@ -274,9 +273,7 @@ def parse_texts(texts, *, n_process: int = 2, batch_size: int = 256, use_cache: 
         return parse_texts(texts, n_process=n_process, batch_size=batch_size, use_cache=False)  # speed, not results
     with cache:
         found, parsed_now = _fill(cache, model, keys, texts, n_process, batch_size)
-    parses = _from_cache([found[k] for k in keys], model)
-    parses.parsed_now = parsed_now
-    return parses
+    return _from_cache([found[k] for k in keys], model, parsed_now)
 
 
 def cache_parses(texts, *, n_process: int = 2, batch_size: int = 256) -> int:
