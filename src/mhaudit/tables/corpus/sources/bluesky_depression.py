@@ -8,31 +8,10 @@ Ids are '<dataset>-<index value>' (the row number where the index column is abse
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pandas as pd
-
-from mhaudit.tables.corpus.sources.registry import ReadOptions, Source, register
-from mhaudit.tables.corpus.sources.records import parse_times, records
-from mhaudit.tables.io import SOURCE_ROW, read_table
-
-INDEX = "Unnamed: 0"
-
-
-def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
-    parts = []
-    for path in paths:
-        frame = read_table(path, sep=",", encoding=options.encoding, required=["text", "createdAt", "depressive"],
-                           place=True)
-        dataset = options.dataset or "bluesky_depression"
-        prefix = dataset if len(paths) == 1 else f"{dataset}-{path.stem}"
-        index = frame[INDEX] if INDEX in frame.columns else frame[SOURCE_ROW]
-        parts.append(records(frame, ids=[f"{prefix}-{i}" for i in index], texts=frame["text"],
-                             labels=frame["depressive"], dataset=dataset, platform=options.platform or "bluesky",
-                             label_source=options.label_source or "human", split=None,
-                             created_at=parse_times(frame, "createdAt")))
-    return pd.concat(parts, ignore_index=True)
-
+from mhaudit.tables.corpus.sources.registry import Source, register
+from mhaudit.tables.corpus.sources.records import table_reader
 
 SOURCE = register(Source("bluesky_depression", "Bluesky depression CSV (Bluesky, depressive 0/1, clinician labels)",
-                         read, default_mapping="depression-binary"))
+                         table_reader("bluesky_depression", "bluesky", "human", "text", "depressive",
+                                      created_at="createdAt", indexed=True),
+                         default_mapping="depression-binary"))

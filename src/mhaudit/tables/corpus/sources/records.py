@@ -10,7 +10,10 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.core.errors import InputError
-from mhaudit.tables.io import SOURCE_FILE, SOURCE_ROW
+from mhaudit.tables.corpus.sources.registry import ReadOptions
+from mhaudit.tables.io import SOURCE_FILE, SOURCE_ROW, read_table
+
+INDEX = "Unnamed: 0"  # what pandas calls the blank first header cell of a written index
 
 
 def records(frame: pd.DataFrame, *, ids, texts, labels, dataset: str | list, platform: str | list,
@@ -31,6 +34,27 @@ def records(frame: pd.DataFrame, *, ids, texts, labels, dataset: str | list, pla
     for name, values in optional.items():
         out[name] = list(values)
     return out
+
+
+def table_reader(dataset: str, platform: str, label_source: str, text: str, label: str, *, sep: str = ",",
+                 created_at: str | None = None, indexed: bool = False):
+    """A source's reader for delimited files of one text and one label column and no official split. Ids are
+    '<dataset>-<row>', or '<dataset>-<index value>' where the file is `indexed` and has its pandas index column;
+    '<dataset>-<file stem>-...' when several files are read. `created_at`: a column of ISO 8601 times."""
+    def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
+        parts = []
+        for path in paths:
+            frame = read_table(path, sep=sep, encoding=options.encoding, place=True,
+                               required=[c for c in (text, created_at, label) if c])
+            name = options.dataset or dataset
+            prefix = name if len(paths) == 1 else f"{name}-{path.stem}"
+            index = frame[INDEX] if indexed and INDEX in frame.columns else frame[SOURCE_ROW]
+            times = {"created_at": parse_times(frame, created_at)} if created_at else {}
+            parts.append(records(frame, ids=[f"{prefix}-{i}" for i in index], texts=frame[text], labels=frame[label],
+                                 dataset=name, platform=options.platform or platform,
+                                 label_source=options.label_source or label_source, split=None, **times))
+        return pd.concat(parts, ignore_index=True)
+    return read
 
 
 def split_from_name(path: Path) -> str | None:

@@ -10,30 +10,12 @@ No official split. Ids are '<dataset>-<row>'.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pandas as pd
-
-from mhaudit.tables.corpus.sources.registry import ReadOptions, Source, register
-from mhaudit.tables.corpus.sources.records import records, row_ids
-from mhaudit.tables.io import read_table
-
-
-def _reader(dataset: str, label_source: str, sep: str, label_col: str):
-    def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
-        parts = []
-        for path in paths:
-            frame = read_table(path, sep=sep, encoding=options.encoding, required=["text", label_col], place=True)
-            name = options.dataset or dataset
-            prefix = name if len(paths) == 1 else f"{name}-{path.stem}"
-            parts.append(records(frame, ids=row_ids(frame, prefix), texts=frame["text"], labels=frame[label_col],
-                                 dataset=name, platform=options.platform or "twitter",
-                                 label_source=options.label_source or label_source, split=None))
-        return pd.concat(parts, ignore_index=True)
-    return read
-
+from mhaudit.tables.corpus.sources.registry import Source, register
+from mhaudit.tables.corpus.sources.records import table_reader
 
 GOLD = register(Source("tss_gold", "TSS Twitter_sample_gold(.utf8).csv (Twitter, stress 0/1, human labels)",
-                       _reader("tss_twitter_gold", "human", ",", "label"), default_mapping="stress-binary"))
+                       table_reader("tss_twitter_gold", "twitter", "human", "text", "label"),
+                       default_mapping="stress-binary"))
 FULL = register(Source("tss_full", "TSS Twitter_Full.csv, ';'-separated (Twitter, stress 0/1, auto labels)",
-                       _reader("tss_twitter_auto", "auto", ";", "labels"), default_mapping="stress-binary"))
+                       table_reader("tss_twitter_auto", "twitter", "auto", "text", "labels", sep=";"),
+                       default_mapping="stress-binary"))
