@@ -156,8 +156,11 @@ def test_undefined_values_are_marked_not_invented():
 
 def test_missing_reference_and_different_example_sets():
     preds = synthetic_predictions(models=("m1", "m2"), seeds=(0,))
-    with pytest.raises(InputError, match="reference platform 'kaggle' is not in the predictions"):
+    with pytest.raises(InputError, match="reference platform 'kaggle' is neither a platform nor a data set in the "
+                                         r"predictions; platforms: away1, away2, home; data sets: away1, away2, home"):
         audit_cpfe(CPFEInputs(preds), CPFEOptions(reference="kaggle", **FAST))
+    with pytest.raises(InputError, match=r"'hme' is neither .* \(did you mean 'home'\?\)"):
+        audit_cpfe(CPFEInputs(preds), CPFEOptions(reference="hme", **FAST))
     frame = preds.frame[~((preds.frame["model"] == "m2") & (preds.frame["id"] == "away1-0"))]
     result = audit_cpfe(CPFEInputs(PredictionSet(frame, CLASSES)), CPFEOptions(reference="home", **FAST))
     comp = result.table("model_comparison")

@@ -129,7 +129,7 @@ class LabelSourceCorpora(Strict):
     keys are the audit's options, with the same defaults as `mhaudit audit divergence`."""
 
     corpus: list[CorpusSpec] = Field(min_length=1)
-    binary: BinarySpec
+    binary: BinarySpec | None = None  # needed with [[model]] tables: how the models' classes collapse to two
 
 
 LabelSourceSpec = options_table(DivergenceOptions, "LabelSourceSpec", base=LabelSourceCorpora)
@@ -161,8 +161,8 @@ class Experiment(Strict):
     design: Literal["reference", "all-pairs"] = "reference"
     reference: str | None = None
     seeds: list[int] = Field(default_factory=lambda: [42, 0, 1, 7, 123])
-    corpus: list[CorpusSpec]
-    model: list[ModelSpec]
+    corpus: list[CorpusSpec] = Field(default_factory=list)  # none: [label_source] or [validation] alone
+    model: list[ModelSpec] = Field(default_factory=list)
     audit: AuditSpec = Field(default_factory=AuditSpec)
     label_source: LabelSourceSpec | None = None  # also run the label-source audit (reference design)
     validation: ValidationSpec | None = None  # also run the human validation (reference design)
@@ -170,8 +170,22 @@ class Experiment(Strict):
 
     @model_validator(mode="after")
     def _reference_for_design(self) -> Experiment:
-        if self.design == "reference" and not self.reference:
+        if not self.corpus:
+            if not (self.label_source or self.validation):
+                raise ValueError("nothing to audit: give [[corpus]] and [[model]] tables (the cross-platform audit), "
+                                 "[label_source] or [validation]")
+            if self.model:
+                raise ValueError("[[model]] tables need [[corpus]] tables to train on")
+            if self.validation and self.validation.items:
+                raise ValueError("validation.items are scored by the experiment's models: give [[corpus]] and "
+                                 "[[model]] tables, or leave items out")
+        elif not self.model:
+            raise ValueError("[[corpus]] tables need at least one [[model]] to train on them")
+        elif self.design == "reference" and not self.reference:
             raise ValueError("design 'reference' needs reference = \"<platform>\"")
+        if self.label_source and self.model and self.label_source.binary is None:
+            raise ValueError("[label_source] needs binary = { positive = [...] }: which model classes the experiment's "
+                             "models score as the positive side")
         if (self.label_source or self.validation) and self.design != "reference":
             raise ValueError("[label_source] and [validation] run beside design 'reference' only")
         if any(c.binary for c in self.corpus):

@@ -46,13 +46,13 @@ def binary_predictions(corpus: Corpus, key: str, classes: list[str], binary: Bin
 
 def label_source(exp: Experiment, corpus: Corpus, key: str, classes: list[str],
                  models: dict[str, tuple[int, Path]]) -> AuditResult:
-    """The label-source audit of [label_source] with every model as a baseline."""
+    """The label-source audit of [label_source] with every model (if any) as a baseline."""
     from mhaudit.audits.divergence import DivergenceInputs, audit_divergence
     from mhaudit.audits.divergence.baselines import baselines_from_predictions
 
     spec = exp.label_source
-    predictions = binary_predictions(corpus, key, classes, spec.binary, models)
-    baselines = baselines_from_predictions(predictions, corpus.classes[-1])
+    baselines = baselines_from_predictions(binary_predictions(corpus, key, classes, spec.binary, models),
+                                           corpus.classes[-1]) if models else {}
     return audit_divergence(DivergenceInputs(corpus, baselines), exp.divergence_options())
 
 

@@ -30,8 +30,10 @@ from mhaudit.core.errors import InputError
 from mhaudit.core.executors import run_jobs
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.experiments.binary_targets import BinaryTarget, binary_section
+from mhaudit.experiments.checks import check_models_and_files, check_names
 from mhaudit.experiments.config import CorpusSpec, Experiment, ModelSpec, options_of
 from mhaudit.experiments.explain import explain_corpus
+from mhaudit.experiments.transfer import transfer_report
 from mhaudit.report import AuditResult, Section, verdict_table, write_report
 from mhaudit.tables.corpus.importing import ImportOptions, import_source
 from mhaudit.tables.corpus.schema import Corpus
@@ -67,7 +69,8 @@ def _import(exp: Experiment, spec: CorpusSpec, progress: Progress) -> Corpus:
 
 def build_corpus(exp: Experiment, out: Path, progress: Progress | None = None) -> tuple[Corpus, Path, str]:
     """Import and merge the experiment's corpora once (binary targets apart: `build_binary_targets`);
-    cached by the specs and the files' contents."""
+    cached by the specs and the files' contents at the path returned, which the caller writes (`keep`) once the
+    whole experiment is checked."""
     progress = ensure(progress)
     specs = [spec for spec in exp.corpus if spec.binary is None]
     # Fine-tuning on a target (adapt_epochs) needs its calibration rows before training: they are stored, as
@@ -88,8 +91,13 @@ def build_corpus(exp: Experiment, out: Path, progress: Progress | None = None) -
             progress.note(f"corpus: stored a calibration split of {platform} for fine-tuning (adapt_epochs): {n:,} rows")
     merged = Corpus.build(frame, classes,
                           meta={"mapping": " | ".join(c.meta["mapping"] for c in corpora), "synthetic": False})
-    merged.write(path)
     return merged, path, key
+
+
+def keep(corpus: Corpus, path: Path) -> None:
+    """Write an imported corpus to its cache path, unless it was read from there."""
+    if not path.exists():
+        corpus.write(path)
 
 
 def _merged(exp: Experiment, specs: list[CorpusSpec],
@@ -105,19 +113,17 @@ def _merged(exp: Experiment, specs: list[CorpusSpec],
 
 
 def import_corpora(exp: Experiment, specs: list[CorpusSpec], out: Path,
-                   progress: Progress | None = None) -> tuple[Corpus, str]:
+                   progress: Progress | None = None) -> tuple[Corpus, Path, str]:
     """Specs imported as they are (no calibration split added) into one corpus, cached like `build_corpus`."""
     progress = ensure(progress)
     key = step_key([c.key_dump() for c in specs], _files(exp, specs))
     path = out / "corpus" / f"{key}.parquet"
     if path.exists():
         progress.note(f"corpus: cached {path}")
-        return Corpus.read(path), key
+        return Corpus.read(path), path, key
     corpora, frame, classes = _merged(exp, specs, progress)
-    corpus = Corpus.build(frame, classes, meta={"mapping": " | ".join(c.meta["mapping"] for c in corpora),
-                                                "synthetic": False})
-    corpus.write(path)
-    return corpus, key
+    return Corpus.build(frame, classes, meta={"mapping": " | ".join(c.meta["mapping"] for c in corpora),
+                                              "synthetic": False}), path, key
 
 
 def build_binary_targets(exp: Experiment, out: Path, classes: list[str],
@@ -194,12 +200,37 @@ def _predict_and_explain(folder: Path, spec: ModelSpec, corpus: Corpus, seed: in
 
 def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", workers: int = 1,
                    progress: Progress | None = None) -> AuditResult:
-    """Run `exp` into `out`; each long step is a stage of `progress`, what was cached or written a note."""
-    from mhaudit.models import training_seeds
-
+    """Run `exp` into `out`. The whole experiment is checked first (models, files, every platform and data set it
+    names), so a mistake is one sentence with nothing written; then each long step is a stage of `progress`, what
+    was cached or written a note."""
     progress = ensure(progress)
     out = Path(out)
-    corpus, corpus_path, corpus_key = build_corpus(exp, out, progress)
+    check_models_and_files(exp)
+    imported = {"cross-platform": build_corpus(exp, out, progress)} if exp.corpus else {}
+    if exp.label_source:
+        imported["label-source"] = import_corpora(exp, exp.label_source.corpus, out, progress)
+    if exp.validation and exp.validation.items:
+        imported["validation"] = import_corpora(exp, [exp.validation.items], out, progress)
+    check_names(exp, *(imported[k][0] if k in imported else None for k in ("cross-platform", "label-source")))
+    for corpus, path, _ in imported.values():
+        keep(corpus, path)
+    result, places, classes = None, [], []
+    if exp.corpus:
+        result, places = _cross_platform(exp, out, imported["cross-platform"], executor, workers, progress)
+        classes = imported["cross-platform"][0].classes
+    if exp.label_source or exp.validation:
+        result = _with_other_audits(exp, out, result, classes, places, imported, progress)
+    write_report(result, out)
+    progress.note(f"report: {out / 'report.html'}")
+    return result
+
+
+def _cross_platform(exp: Experiment, out: Path, imported: tuple[Corpus, Path, str], executor: str, workers: int,
+                    progress: Progress) -> tuple[AuditResult, list]:
+    """Train, predict, explain and audit; the result and each trained (spec, platform, seed, folder)."""
+    from mhaudit.models import training_seeds
+
+    corpus, corpus_path, corpus_key = imported
     platforms = [exp.reference] if exp.design == "reference" else sorted(
         corpus.frame.loc[corpus.frame["split"] == "train", "platform"].unique())
     places, jobs = [], []
@@ -233,59 +264,60 @@ def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", worke
             if attr is not None:
                 attributions.append(attr)
             progress.advance()
-    if exp.design == "reference":
-        reference = pd.concat(predictions[exp.reference], ignore_index=True)
-        result = _reference_audit(exp, corpus, reference,
-                                  pd.concat(attributions, ignore_index=True) if attributions else None, progress)
-        sections, verdicts = [], result.verdicts
-        if binary_targets:
-            section = binary_section(exp, corpus.classes, reference, binary_targets, binary)
-            found = section.tables.pop("binary_verdicts", None)  # one verdicts table: the binary problems' join it
-            if found is not None:
-                found = found.assign(target=found["target"] + " [" + found["binary"] + "]").drop(columns="binary")
-                verdicts = verdict_table([*verdicts.to_dict("records"), *found.to_dict("records")])
-            sections.append(section)
-        adapted = [_adaptation(folder, spec, corpus, seed, exp) for spec, _, seed, folder in places
-                   if spec.adapt_epochs > 0]
-        if adapted:
-            sections.append(Section(
-                "Temperature scaling vs fine-tuning", "On each target's stored calibration split: a temperature "
-                "fitted there (ts) vs the model fine-tuned there (ft), both evaluated on the target's other test "
-                "rows (CPFE paper, section 4.6).",
-                {"temperature_vs_finetuning": pd.concat(adapted, ignore_index=True)}))
-        # the audit's result stays as it returned: the experiment's report is a new one made from it
-        result = replace(result, title=f"{exp.name}: {result.title}", verdicts=verdicts,
-                         sections=[*result.sections, *sections],
-                         options={**result.options, "experiment": exp.model_dump(mode="json")})
-        result = _with_other_audits(exp, out, result, corpus.classes, places, progress)
-    else:
-        result = _transfer_report(exp, corpus, predictions)
-    write_report(result, out)
-    progress.note(f"report: {out / 'report.html'}")
-    return result
+    if exp.design != "reference":
+        return transfer_report(exp, corpus, predictions), places
+    reference = pd.concat(predictions[exp.reference], ignore_index=True)
+    result = _reference_audit(exp, corpus, reference,
+                              pd.concat(attributions, ignore_index=True) if attributions else None, progress)
+    return _with_extras(exp, corpus, result, reference, binary_targets, binary, places), places
 
 
-def _with_other_audits(exp: Experiment, out: Path, cross: AuditResult, classes: list[str], places: list,
-                       progress: Progress) -> AuditResult:
-    """With [label_source] or [validation]: each audit's report in its own folder (cross-platform/,
-    label-source/, validation/) and their combination returned, for the trust report in `out`."""
+def _with_extras(exp: Experiment, corpus: Corpus, result: AuditResult, reference: pd.DataFrame, binary_targets,
+                 binary: dict, places: list) -> AuditResult:
+    """The cross-platform result with the binary targets' section and verdicts and the fine-tuning comparison: a
+    new result (the audit's stays as it returned)."""
+    sections, verdicts = [], result.verdicts
+    if binary_targets:
+        section = binary_section(exp, corpus.classes, reference, binary_targets, binary)
+        found = section.tables.pop("binary_verdicts", None)  # one verdicts table: the binary problems' join it
+        if found is not None:
+            found = found.assign(target=found["target"] + " [" + found["binary"] + "]").drop(columns="binary")
+            verdicts = verdict_table([*verdicts.to_dict("records"), *found.to_dict("records")])
+        sections.append(section)
+    adapted = [_adaptation(folder, spec, corpus, seed, exp) for spec, _, seed, folder in places
+               if spec.adapt_epochs > 0]
+    if adapted:
+        sections.append(Section(
+            "Temperature scaling vs fine-tuning", "On each target's stored calibration split: a temperature "
+            "fitted there (ts) vs the model fine-tuned there (ft), both evaluated on the target's other rows "
+            "(CPFE paper, section 4.6).",
+            {"temperature_vs_finetuning": pd.concat(adapted, ignore_index=True)}))
+    return replace(result, title=f"{exp.name}: {result.title}", verdicts=verdicts,
+                   sections=[*result.sections, *sections],
+                   options={**result.options, "experiment": exp.model_dump(mode="json")})
+
+
+def _with_other_audits(exp: Experiment, out: Path, cross: AuditResult | None, classes: list[str], places: list,
+                       imported: dict, progress: Progress) -> AuditResult:
+    """[label_source] and [validation]: each audit's report in its own folder (cross-platform/, label-source/,
+    validation/) and their combination returned, for the trust report in `out`; alone, the one audit's result."""
     from mhaudit.experiments import other_audits
     from mhaudit.report.combine import combine_results
 
-    if not (exp.label_source or exp.validation):
-        return cross
     first = {}  # each model's first seed on the reference platform: what enters the other audits
     for spec, _, seed, folder in places:
         first.setdefault(spec.key, (seed, folder))
-    results = {"cross-platform": cross}
+    results = {"cross-platform": cross} if cross is not None else {}
     if exp.label_source:
-        corpus, key = import_corpora(exp, exp.label_source.corpus, out, progress)
+        corpus, _, key = imported["label-source"]
         with progress.stage(f"label-source audit of {exp.name}"):
             results["label-source"] = other_audits.label_source(exp, corpus, key, classes, first)
     if exp.validation:
-        items = import_corpora(exp, [exp.validation.items], out, progress) if exp.validation.items else None
+        items = (imported["validation"][0], imported["validation"][2]) if "validation" in imported else None
         with progress.stage(f"validation report of {exp.name}"):
             results["validation"] = other_audits.validation(exp, items, classes, first)
+    if len(results) == 1:
+        return next(iter(results.values()))
     for name, result in results.items():
         write_report(result, out / name)
     return combine_results(list(results.values()), title=f"{exp.name}: trust report")
@@ -317,51 +349,3 @@ def _reference_audit(exp: Experiment, corpus: Corpus, predictions: pd.DataFrame,
     inputs = CPFEInputs(PredictionSet(predictions, corpus.classes), corpus.frame.set_index("id")["text"], attributions,
                         corpus.synthetic)
     return audit_cpfe(inputs, options, progress=progress)
-
-
-def transfer_matrix(predictions: dict[str, list[pd.DataFrame]], classes: list[str], n_bins: int = 10) -> pd.DataFrame:
-    """Macro-AUC, macro-F1 and ECE of every (model, training platform) on every evaluation platform,
-    mean and SD over seeds; the diagonal (train = evaluation platform) is in-platform."""
-    from mhaudit.stats.auc import macro_auc
-    from mhaudit.stats.calibration import ece, softmax
-    from mhaudit.stats.f1 import macro_f1, tallies
-    from mhaudit.tables.corpus.schema import label_codes
-    from mhaudit.tables.predictions import scores
-
-    rows = []
-    for train_platform, tables in predictions.items():
-        frame = pd.concat(tables, ignore_index=True)
-        for (model, seed, platform, dataset), g in frame.groupby(["model", "seed", "platform", "dataset"]):
-            y = label_codes(g["label"], classes)
-            probs = softmax(scores(g, classes))
-            rows.append({"model": model, "seed": seed, "train_platform": train_platform, "platform": platform,
-                         "dataset": dataset, "n": len(g), "macro_auc": macro_auc(y, probs, len(classes)),
-                         "macro_f1": float(macro_f1(tallies(y, probs.argmax(1), len(classes)))),
-                         "ece": ece(probs, y, n_bins)})
-    per_seed = pd.DataFrame(rows)
-    keys = ["model", "train_platform", "platform", "dataset"]
-    table = per_seed.groupby(keys).agg(n=("n", "first"), n_seeds=("seed", "nunique"),
-                                       macro_auc=("macro_auc", "mean"), macro_auc_sd=("macro_auc", "std"),
-                                       macro_f1=("macro_f1", "mean"), ece=("ece", "mean")).reset_index()
-    table["in_platform"] = table["train_platform"] == table["platform"]
-    return table
-
-
-def _transfer_report(exp: Experiment, corpus: Corpus, predictions: dict[str, list[pd.DataFrame]]) -> AuditResult:
-    from mhaudit.audits.cpfe.figures import heatmap
-
-    table = transfer_matrix(predictions, corpus.classes, exp.audit.n_bins)
-    figures = {f"Transfer matrix, macro-AUC ({model})": heatmap(rows, "macro_auc", f"{model}: macro-AUC",
-                                                               index="train_platform", columns="platform")
-               for model, rows in table.groupby("model")}
-    home = table[table["in_platform"]].set_index(["model", "train_platform"])["macro_auc"]
-    away = table[~table["in_platform"]].groupby(["model", "train_platform"])["macro_auc"].mean()
-    gap = (home - away).dropna()
-    text = (f"Every model trained on each of {table['train_platform'].nunique()} platforms and scored on every "
-            "platform's test split (mean over seeds). " + (
-                f"Macro-AUC falls by {gap.min():.3f} to {gap.max():.3f} from in-platform to the mean of the "
-                "other platforms." if len(gap) else ""))
-    return AuditResult(f"{exp.name}: all-pairs transfer",
-                       [Section("Transfer matrix", text, {"transfer": table}, figures)],
-                       synthetic=corpus.synthetic, options={"experiment": exp.model_dump(mode="json")})
-

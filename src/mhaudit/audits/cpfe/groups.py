@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from mhaudit.core.errors import InputError
+from mhaudit.tables.corpus.names import check_place
 from mhaudit.tables.corpus.splits import judged_rows
 from mhaudit.tables.pairing import reference_runs
 from mhaudit.tables.predictions import Group, PredictionSet
@@ -64,10 +65,8 @@ def pairing(a: Group, b: Group) -> tuple[str, str]:
 def reference_of(groups: list[Group], reference: str) -> dict[tuple[str, int], Group]:
     """The reference group of every (model, seed), by the one rule (tables.pairing.reference_runs); `reference`
     names a platform or a data set."""
+    check_place(reference, (g.platform for g in groups), (g.dataset for g in groups), what="reference platform",
+                where="in the predictions", hint=" (platforms come from a platform column, --name-pattern or "
+                "--platform; without them each file's name is its platform)")
     found = [g for g in groups if reference in (g.platform, g.dataset)]
-    if not found:
-        names = sorted({g.platform for g in groups} | {g.dataset for g in groups})
-        raise InputError(f"reference platform '{reference}' is not in the predictions; found {', '.join(names)} "
-                         "(platforms come from a platform column, --name-pattern or --platform; without them each "
-                         "file's name is its platform)")
     return reference_runs(found, dict.fromkeys(g.run for g in groups))

@@ -1,0 +1,75 @@
+"""`mhaudit run` checks the whole experiment before any work (one sentence naming the TOML key, nothing written),
+and runs the label-source audit alone (SYNTHETIC text)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from mhaudit.core.errors import InputError
+from mhaudit.experiments.config import load_experiment
+from mhaudit.experiments.runner import run_experiment
+from tests.experiments.test_runner import experiment
+
+
+def refused(path, out, match: str) -> None:
+    with pytest.raises(InputError, match=match):
+        run_experiment(load_experiment(path), out)
+    assert not out.exists(), "nothing is written before the experiment is checked whole"
+
+
+@pytest.mark.parametrize(("edit", "match"), [
+    (('reference = "forum"', 'reference = "forun"'),
+     r"reference 'forun' is neither a platform nor a data set in the experiment's \[\[corpus\]\] tables \(did you mean "
+     r"'forum'\?\); platforms: comments, forum, tweets; data sets: "),
+    (("min_df = 1,", "min_dff = 1,"), r"\[\[model\]\] tfidf-lr: options has no key min_dff; model 'tfidf-lr' takes"),
+    (('paths = ["tweets.csv"]', 'paths = ["tweet.csv"]'), r"1 file\(s\) named in the experiment do not exist, e.g. "
+                                                          "'tweet.csv'"),
+])
+def test_a_mistake_anywhere_stops_the_run_before_anything_is_written(tmp_path, edit, match):
+    path = experiment(tmp_path)
+    path.write_text(path.read_text().replace(*edit))
+    refused(path, tmp_path / "out", match)
+
+
+def write_label_source(tmp_path) -> str:
+    """The SYNTHETIC divergence corpus as one CSV per data set (text, label 0/1), and its [label_source] tables."""
+    from mhaudit.synthetic.simulate_divergence import DivergenceConfig, simulate_divergence
+
+    frame = simulate_divergence(DivergenceConfig(n_forum=160, n_tweets_gold=80, n_tweets_auto=80, n_forum_auto=80,
+                                                 seed=0)).frame
+    tables = []
+    for (platform, dataset), rows in frame.groupby(["platform", "dataset"]):
+        rows.assign(label=(rows["label"] == "stress").astype(int))[["text", "label"]].to_csv(
+            tmp_path / f"{dataset}.csv", index=False)
+        tables.append(f'[[label_source.corpus]]\nsource = "generic"\npaths = ["{dataset}.csv"]\nplatform = "{platform}"'
+                      f'\ndataset = "{dataset}"\nmapping = "stress-binary"\n')
+    return "\n".join(tables)
+
+
+def test_the_label_source_audit_runs_alone_and_its_names_are_checked_first(tmp_path):
+    corpora = write_label_source(tmp_path)
+    text = f'''name = "probe"
+[label_source]
+human = ["synthetic_forum", "synthetic_tweets_gold"]
+auto = ["synthetic_tweets_auto", "synthetic_forum_auto"]
+n_boot = 200
+{corpora}'''
+    (tmp_path / "bad.toml").write_text(text.replace('"synthetic_tweets_gold"', '"synthetic_tweet_gold"', 1))
+    refused(tmp_path / "bad.toml", tmp_path / "bad", r"\[label_source\] human 'synthetic_tweet_gold' is not a data set in "
+            r"the \[\[label_source.corpus\]\] tables \(did you mean 'synthetic_tweets_gold'\?\); data sets: ")
+    (tmp_path / "exp.toml").write_text(text)
+    done = subprocess.run([sys.executable, "-m", "mhaudit", "run", "exp.toml", "--out", "out"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "Scorecard" in done.stdout
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    dod = {row["contrast"]: row for s in report["sections"] for row in s["tables"].get("dod", [])}
+    assert set(dod) >= {"B-A", "C-A", "BC-A"} and dod["C-A"]["n_boot"] == 200
+
+
+def test_an_experiment_with_nothing_to_audit_says_so(tmp_path):
+    (tmp_path / "empty.toml").write_text('name = "empty"\n')
+    with pytest.raises(InputError, match="nothing to audit: give"):
+        load_experiment(tmp_path / "empty.toml")
