@@ -22,7 +22,6 @@ from mhaudit.tables.pairing import reference_runs
 from mhaudit.tables.predictions import PredictionSet
 
 
-
 def audit_estimate(inputs: EstimateInputs, options: EstimateOptions, *, progress: Progress | None = None
                    ) -> AuditResult:
     """Estimate each target's priors and metrics without its labels, and say whether to trust the estimate.
@@ -78,17 +77,15 @@ def _per_run(reference: PredictionSet, targets: PredictionSet, options: Estimate
                                  rng=_generator(options.seed, *ref_key, group.model, group.seed, group.platform,
                                                 group.dataset))
         truth = reference_metrics(ref.y, ref.logits)
-        for row in pair.estimates:
-            estimates.append({**keys, **row, "reference_value": truth[row["metric"]]})
+        estimates += [{**keys, **row, "reference_value": truth[row["metric"]]} for row in pair.estimates]
         priors += [{**keys, "class": classes[r.pop("class_index")], **r} for r in pair.priors]
         vanished = pair.shift["vanishing_class"]
         shift.append({**keys, **pair.shift, "vanishing_class": classes[vanished] if vanished >= 0 else "",
                       "trusted": not pair.failed,
                       "untrusted_because": untrusted_because(pair.failed, options.trust, classes)})
-    tables = {"estimates": pd.DataFrame(estimates), "priors": pd.DataFrame(priors), "shift": pd.DataFrame(shift)}
-    tables["estimates"] = tables["estimates"].merge(tables["shift"][["model", "seed", "platform", "dataset",
-                                                                     "trusted"]], how="left")
-    return tables
+    trust = pd.DataFrame(shift)
+    return {"estimates": pd.DataFrame(estimates).merge(trust[["model", "seed", "platform", "dataset", "trusted"]],
+                                                       how="left"), "priors": pd.DataFrame(priors), "shift": trust}
 
 
 def _generator(seed: int, *names) -> np.random.Generator:

@@ -26,9 +26,20 @@ def _target(row) -> str:
 
 
 def estimate_verdicts(tables: dict, options) -> pd.DataFrame:
-    rows = _per_run_rows(tables) if "estimates" in tables else []
-    return verdict_table(rows + _ensemble_rows(tables.get("ensemble", pd.DataFrame()),
-                                               tables.get("agreement_line", pd.DataFrame())))
+    rows = []
+    if "estimates" in tables:  # CBPE's macro-F1, graded when the shift diagnostic trusts the target
+        est = tables["estimates"]
+        rows += _graded(est[(est["method"] == "cbpe") & (est["metric"] == "macro_f1")], tables["shift"],
+                        ["model", "seed", "platform", "dataset"], "estimated_macro_f1", "macro-F1",
+                        f"trusted and CI > {FAIL_DROP} below the reference: fail; drop > {WARN_DROP} or untrusted: "
+                        "warn", "estimate untrusted")
+    ensemble = tables.get("ensemble", pd.DataFrame())
+    if not ensemble.empty:  # ALine-D's accuracy, graded when the agreement line is trusted
+        rows += _graded(ensemble[ensemble["method"] == HEADLINE_ENSEMBLE], tables["agreement_line"],
+                        ["platform", "dataset"], "estimated_accuracy", "accuracy", f"ALine-D; trusted and CI > "
+                        f"{FAIL_DROP} below the reference: fail; drop > {WARN_DROP} or untrusted line: warn",
+                        "agreement line untrusted")
+    return verdict_table(rows)
 
 
 def _grade(drop: float, ci_high: float, reference: float, metric: str) -> tuple[str, str]:
@@ -40,41 +51,18 @@ def _grade(drop: float, ci_high: float, reference: float, metric: str) -> tuple[
     return "pass", f"{metric} expected within {WARN_DROP} of the reference ({reference:.3f})"
 
 
-def _ensemble_rows(ensemble: pd.DataFrame, lines: pd.DataFrame) -> list:
-    """One row per run and target: ALine-D's accuracy, graded when the agreement line is trusted."""
-    if ensemble.empty:
-        return []
-    why = lines.set_index(["platform", "dataset"])["untrusted_because"]
+def _graded(estimates: pd.DataFrame, trust: pd.DataFrame, keys: list[str], statistic: str, metric: str,
+            threshold: str, untrusted: str) -> list:
+    """One row per run and target: the estimate graded by its drop from the reference where its row of `trust`
+    (found by `keys`) is trusted, else a warning that says why not."""
+    trust = trust.set_index(keys)
     rows = []
-    for _, e in ensemble[ensemble["method"] == HEADLINE_ENSEMBLE].iterrows():
-        if e["trusted"]:
-            severity, reason = _grade(e["reference_value"] - e["estimate"], e["ci_high"], e["reference_value"],
-                                      "accuracy")
-        else:
-            severity, reason = "warn", f"agreement line untrusted: {why.loc[(e['platform'], e['dataset'])]}"
-        rows.append(verdict("estimate", AXIS, f"{e['model']} seed {e['seed']}", _target(e), "estimated_accuracy",
-                            e["estimate"], f"ALine-D; trusted and CI > {FAIL_DROP} below the reference: fail; drop > "
-                            f"{WARN_DROP} or untrusted line: warn", severity, reason, ci_low=e["ci_low"],
-                            ci_high=e["ci_high"]))
-    return rows
-
-
-def _per_run_rows(tables: dict) -> list:
-    shift = tables["shift"].set_index(["model", "seed", "platform", "dataset"])
-    est = tables["estimates"]
-    headline = est[(est["method"] == "cbpe") & (est["metric"] == "macro_f1")]
-    rows = []
-    for _, e in headline.iterrows():
-        s = shift.loc[(e["model"], e["seed"], e["platform"], e["dataset"])]
-        subject, target = f"{e['model']} seed {e['seed']}", _target(e)
-        if not s["trusted"]:
-            severity, reason = "warn", f"estimate untrusted: {s['untrusted_because']}"
-        else:
-            severity, reason = _grade(e["reference_value"] - e["estimate"], e["ci_high"], e["reference_value"],
-                                      "macro-F1")
-        rows.append(verdict("estimate", AXIS, subject, target, "estimated_macro_f1", e["estimate"],
-                            f"trusted and CI > {FAIL_DROP} below the reference: fail; drop > {WARN_DROP} or "
-                            "untrusted: warn", severity, reason, ci_low=e["ci_low"], ci_high=e["ci_high"]))
+    for _, e in estimates.iterrows():
+        t = trust.loc[tuple(e[keys])]
+        severity, reason = (_grade(e["reference_value"] - e["estimate"], e["ci_high"], e["reference_value"], metric)
+                            if t["trusted"] else ("warn", f"{untrusted}: {t['untrusted_because']}"))
+        rows.append(verdict("estimate", AXIS, f"{e['model']} seed {e['seed']}", _target(e), statistic, e["estimate"],
+                            threshold, severity, reason, ci_low=e["ci_low"], ci_high=e["ci_high"]))
     return rows
 
 
