@@ -58,7 +58,7 @@ def test_train_predict_resume_and_bad_input(tmp_path):
 
     base = ["train", "--corpus", str(corpus), "--seed", "0"]
     bad = runner.invoke(app, [*base, "--platform", "mastodon", "--model", "tfidf-lr", "--out", str(tmp_path / "x")])
-    assert bad.exit_code == 2 and "no platform or data set 'mastodon'" in bad.stderr
+    assert bad.exit_code == 2 and "platform to train on 'mastodon' is neither a platform nor a data set" in bad.stderr
     assert not (tmp_path / "x").exists()
     unknown = runner.invoke(app, [*base, "--platform", "synthetic-forum", "--model", "gpt-9", "--out",
                                   str(tmp_path / "y")])

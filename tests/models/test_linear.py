@@ -28,6 +28,19 @@ def test_fit_calibrates_on_val_and_logits_follow_class_order():
     np.testing.assert_allclose(logits, raw.predict_logits(["sad grey tired", "happy sunny calm"]) / t)
 
 
+def test_no_val_rows_no_home_temperature_said_and_kept_in_the_manifest(tmp_path):
+    import json
+
+    from mhaudit.models import save_model
+
+    with pytest.warns(UserWarning, match="no home temperature: the training platform has no val rows"):
+        model = create("tfidf-lr", min_df=1).fit(frame().assign(split="train"), ["neg", "pos"])
+    assert model.temperature == 1.0
+    save_model(model, tmp_path, trained_on="home")
+    manifest = json.loads((tmp_path / "mhaudit-model.json").read_text())
+    assert manifest["trained_on"] == "home" and manifest["notes"][0].startswith("no home temperature")
+
+
 def test_linear_attributions_point_at_the_class_words():
     model = create("tfidf-lr", min_df=1, calibrate=False).fit(frame(), ["neg", "pos"])
     attr = model.explain(["sad grey tired day", "happy sunny calm day"])

@@ -130,7 +130,8 @@ def save_model(model: Model, directory: str | Path, recipe: dict | None = None, 
     directory.mkdir(parents=True, exist_ok=True)
     (directory / MODEL_FILE).unlink(missing_ok=True)
     model.save_artifacts(directory)
-    manifest = {"name": model.name, "options": model.options, "classes": model.classes, "trained_on": trained_on}
+    manifest = {"name": model.name, "options": model.options, "classes": model.classes, "trained_on": trained_on,
+                "notes": list(getattr(model, "notes", []))}
     if recipe is not None:
         manifest["recipe"] = recipe
     tmp = directory / f".{MODEL_FILE}.part"

@@ -88,6 +88,10 @@ class TfidfLogistic:
                 warnings.simplefilter("always")
                 self.temperature = fit_temperature(logits, label_codes(held["label"], self.classes))
             self.notes = [str(w.message) for w in caught]
+        elif self.params["calibrate"]:
+            self.notes = ["no home temperature: the training platform has no val rows to fit it on, so its "
+                          "probabilities are the raw model's (draw a val split with mhaudit data split)"]
+            warnings.warn(self.notes[0], stacklevel=2)
         return self
 
     def predict_logits(self, texts: list[str]) -> np.ndarray:

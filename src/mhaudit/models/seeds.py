@@ -15,6 +15,7 @@ from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.models import create, load_model, save_model, training_seeds
 from mhaudit.models.base import MODEL_FILE
+from mhaudit.tables.corpus.names import check_place
 from mhaudit.tables.corpus.schema import Corpus
 from mhaudit.tables.predictions import predict_corpus
 
@@ -24,10 +25,8 @@ DEFAULT_SEEDS = (42, 0, 1, 7, 123)  # the CPFE paper's seeds
 def training_rows(corpus: Corpus, platform: str) -> pd.DataFrame:
     """Rows of `platform` (or of a data set of that name) in splits train and val."""
     frame = corpus.frame
+    check_place(platform, frame["platform"], frame["dataset"], what="platform to train on", where="in the corpus")
     home = frame[(frame["platform"] == platform) | (frame["dataset"] == platform)]
-    if home.empty:
-        raise InputError(f"the corpus has no platform or data set '{platform}'; it has "
-                         f"{', '.join(sorted(set(frame['platform']) | set(frame['dataset'])))}")
     rows = home[home["split"].isin(["train", "val"])]
     if not (rows["split"] == "train").any():
         raise InputError(f"platform '{platform}' has no rows in split 'train'")
