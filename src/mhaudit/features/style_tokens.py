@@ -46,10 +46,8 @@ def type_flags(uniques, fn) -> np.ndarray:
 
 
 def type_counts(doc: np.ndarray, codes: np.ndarray, n_docs: int, n_types: int) -> sparse.csr_matrix:
-    """Documents x types counts from (doc, type code) pairs of counted tokens."""
-    counts = sparse.csr_matrix((np.ones(doc.size), (doc, codes)), shape=(n_docs, max(n_types, 1)))
-    counts.sum_duplicates()
-    return counts
+    """Documents x types counts from (doc, type code) pairs of counted tokens (duplicate pairs are summed)."""
+    return sparse.csr_matrix((np.ones(doc.size), (doc, codes)), shape=(n_docs, max(n_types, 1)))
 
 
 def depths(head: np.ndarray) -> np.ndarray:
