@@ -49,9 +49,7 @@ def top_k_words(attributions: pd.DataFrame, k: int) -> pd.DataFrame:
     """
     if int(k) != k or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}")
-    frame = _check(attributions)
-    frame = frame.sort_values(["score", "word"], ascending=[False, True], kind="mergesort")
-    frame = frame.sort_values(GROUP, kind="mergesort")  # stable: keeps score/word order within groups
+    frame = _check(attributions).sort_values([*GROUP, "score", "word"], ascending=[True] * len(GROUP) + [False, True])
     frame["rank"] = frame.groupby(GROUP, sort=False).cumcount() + 1
     top = frame[frame["rank"] <= k]
     return top[[*GROUP, "rank", "word", "score"]].reset_index(drop=True)
