@@ -145,11 +145,10 @@ def simulate(config: SimulationConfig = SimulationConfig()) -> Corpus:
         writer = _Writer(spec, ref, config, thirds, rng)
         priors = _mix(ref.priors, spec.priors, config.label_shift)
         labels = rng.choice(CLASSES, size=config.n_per_platform, p=priors / priors.sum())
-        dataset = f"synthetic_{spec.register}"
         frames.append(pd.DataFrame({
             "id": [f"{spec.register}-{i:06d}" for i in range(config.n_per_platform)],
             "text": [writer.post(c) for c in labels],
-            "label": labels, "platform": spec.name, "dataset": dataset, "split": None,
+            "label": labels, "platform": spec.name, "dataset": f"synthetic_{spec.register}", "split": None,
             "label_source": "synthetic-true", "lang": "en", "raw_label": labels,
         }))
     human = assign_splits(pd.concat(frames, ignore_index=True), seed=config.seed)
