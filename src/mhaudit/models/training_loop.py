@@ -98,11 +98,10 @@ def _train_epoch(run: TrainingRun, epoch: int, shuffle: torch.Generator, progres
     for module in run.modules.values():
         module.train()
     n, size = run.rows, run.batch_size
-    steps = math.ceil(n / size)
     order = torch.randperm(n, generator=shuffle)
     params = [p for group in run.optimizer.param_groups for p in group["params"]]
     loss_sum = 0.0
-    for step in range(steps):
+    for step in range(math.ceil(n / size)):
         index = order[step * size:(step + 1) * size]
         loss = run.batch_loss(index)
         if run.max_grad_norm:

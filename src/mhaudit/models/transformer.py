@@ -155,11 +155,9 @@ class TransformerClassifier:
         self.hf_model, self.tokenizer = model.float().to(self.device).eval(), tokenizer
 
     def _optimizer(self) -> torch.optim.Optimizer:
-        decay, no_decay = [], []
-        for p in self.hf_model.parameters():
-            if p.requires_grad:
-                (decay if p.ndim >= 2 else no_decay).append(p)  # biases and norm weights: no decay
-        groups = [{"params": decay, "weight_decay": self.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+        trained = [p for p in self.hf_model.parameters() if p.requires_grad]
+        groups = [{"params": [p for p in trained if p.ndim >= 2], "weight_decay": self.weight_decay},
+                  {"params": [p for p in trained if p.ndim < 2], "weight_decay": 0.0}]  # biases and norms: no decay
         try:  # the fused kernel: same update rule, ~7x faster steps on CPU than the default foreach one
             return torch.optim.AdamW(groups, lr=self.lr, fused=True)
         except (RuntimeError, TypeError, ValueError):
