@@ -282,7 +282,7 @@ def main() -> None:
               f"fairscope from {d['p_fs'].min():.3e} to {d['p_fs'].max():.3e} (a normal p underflows to 0 "
               "beyond |z| ~ 38)")
         print(f"  p_adjusted is not compared: Bonferroni family size ours {int(d['p_adj_ours'][0])} "
-              f"(every platform pair of the model and seed) vs fairscope {int(d['p_adj_fs'][0])} "
+              f"(the reference-vs-target pairs of the model and seed) vs fairscope {int(d['p_adj_fs'][0])} "
               "(reference vs each target)")
     print("\ndefinitions that differ (none changes a number on these inputs unless stated):")
     for note in NOTES:

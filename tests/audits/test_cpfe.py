@@ -98,9 +98,12 @@ def test_report_has_every_named_table(result, tmp_path):
 
 def test_significance_family_and_correction(result):
     sig = result.table("significance")
-    assert len(sig) == 4 * 3  # (model, seed) families x 3 platform pairs
-    assert (sig["family_size"] == 3).all() and np.allclose(sig["alpha_adjusted"], 0.05 / 3)
-    np.testing.assert_allclose(sig["p_adjusted"], np.minimum(1, 3 * sig["p"]))
+    assert len(sig) == 4 * 3  # (model, seed) runs x 3 platform pairs
+    home = sig["family"] == "reference vs target"  # the pairs the verdicts judge: 2 per run; away1 vs away2 apart
+    assert set(sig.loc[home, "platform_b"]) == {"home"} and (sig.loc[~home, "platform_b"] == "away2").all()
+    for family, m in ((home, 2), (~home, 1)):
+        assert (sig.loc[family, "family_size"] == m).all() and np.allclose(sig.loc[family, "alpha_adjusted"], 0.05 / m)
+        np.testing.assert_allclose(sig.loc[family, "p_adjusted"], np.minimum(1, m * sig.loc[family, "p"]))
     home_vs_away = sig[(sig["platform_a"] == "away1") & (sig["platform_b"] == "home")]
     assert (home_vs_away["difference"] < -0.1).all() and home_vs_away["significant"].all()
 
@@ -172,10 +175,12 @@ def test_non_independent_rows_are_marked_and_left_out_of_the_summary():
                         CPFEOptions(reference="home", non_independent=(("m1", "away1"),), **FAST))
     disc = result.table("discrimination").set_index("platform")
     assert disc.loc["away1", "non_independent"] and not disc.loc["away2", "non_independent"]
-    drop = f"{disc.loc['away2', 'delta_auc_pct']:+.1f}%"
-    assert f"changes by {drop} on the other platforms" in result.summary  # one run: one value, not "x to x"
-    home = disc.loc["home", "macro_auc"]
-    assert f"macro-AUC {home:.3f})" in result.summary and "on average (range" not in result.summary
+    away2 = disc.loc["away2"]  # one run: one value, not "x to x"; absolute as in the verdicts, percent labelled
+    assert (f"changes by {away2['delta_macro_auc']:+.3f} on the other platforms ({away2['delta_auc_pct']:+.1f}% of "
+            "its home value)") in result.summary
+    home = result.table("calibration").set_index("platform").loc["home", "ece_debiased"]
+    assert f"(home: macro-AUC {disc.loc['home', 'macro_auc']:.3f}, debiased ECE {home:.3f})" in result.summary
+    assert "on average (range" not in result.summary
     assert result.summary.startswith("Off its home platform (home") and "the model's macro-AUC" in result.summary
     assert "_" not in result.summary.split("Found:")[-1].split(".")[0]  # findings in words, not flag ids
 
@@ -206,7 +211,8 @@ def test_planted_shift_raises_every_named_flag():
 def test_no_shift_raises_at_most_5pct_false_flags_over_20_seeds():
     verdicts = pd.concat([audit_simulated(SimulationConfig.no_shift(seed=s, n_per_platform=1200, auto_platforms=()),
                                        n_boot=200) for s in range(20)])
-    assert len(verdicts) == 20 * 2 * 7  # seeds x target platforms x flags (no attributions: no Jaccard flags)
+    # seeds x target platforms x (flags + the reference's macro-AUC and ECE); no attributions: no Jaccard flags
+    assert len(verdicts) == 20 * 2 * (7 + 2)
     assert verdicts["raised"].mean() <= 0.05, verdicts[verdicts["raised"]]
 
 
@@ -248,7 +254,7 @@ def test_flags_pair_groups_by_platform_and_data_set():
     preds.loc[away2, "label"] = home["label"].to_numpy()  # away2 is a copy of home: nothing to flag
     preds["dataset"] = "corpus"
     verdicts = audit_cpfe(CPFEInputs(PredictionSet(preds, CLASSES)), CPFEOptions(reference="home", **FAST)).verdicts
-    auc = verdicts[verdicts["axis"] == "discrimination"].set_index("target")
+    auc = verdicts[verdicts["statistic"] == "macro_auc_drop"].set_index("target")
     assert auc.loc["away1 (corpus)", "severity"] == "fail" and auc.loc["away1 (corpus)", "value"] > 0.1
     assert auc.loc["away2 (corpus)", "severity"] == "pass"
     assert auc.loc["away2 (corpus)", "value"] == pytest.approx(0, abs=1e-12)
@@ -364,9 +370,10 @@ def test_a_degenerate_temperature_is_its_own_verdict_and_no_repair():
     assert scaled.loc["away1", "ece_after"] < scaled.loc["away1", "ece_before"]  # looks repaired, is not
     flagged = result.verdicts.query("statistic == 'temperature'").set_index("target")["severity"]
     assert flagged["away1"] == "warn" and flagged["away2"] == "pass"
-    assert "1 of 2 temperature fits off the reference platform were degenerate" in result.summary
+    assert "Of 2 temperature fits off the reference platform, 1 degenerate (at the search bound" in result.summary
+    assert "m1 seed 0 on away1; they are left out of what follows." in result.summary
     away2 = scaled.loc["away2", "ece_reduction_pct"]
-    assert f"cut ECE by {away2:.0f}%" in result.summary  # the one real fit alone
+    assert f"On the 1 target run with a usable fit, temperature scaling cut ECE by {away2:.0f}%" in result.summary
     # the two ways to be degenerate, directly
     flat = np.full((50, 2), 0.5) + np.linspace(0, 0.05, 50)[:, None] * [1, -1]
     assert "near-uniform" in degenerate_temperature(3.0, flat)

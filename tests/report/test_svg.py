@@ -70,7 +70,10 @@ def test_auc_bars_one_per_model_and_platform_with_whiskers_and_a_note():
     assert len(whiskers) == 5 * 3  # SD over the two seeds: a stem and two caps per drawn bar
     shown = texts(root)
     assert "1 model-platform pairs without a value (NaN) not drawn." in shown
-    assert root.find("s:title", NS).text == "Macro AUC by model and platform"
+    assert root.find("s:title", NS).text == "Macro AUC by model and data set"
+    assert "data set" in shown and "platform (data set)" not in shown  # the axis title says what the ticks show
+    marked = discrimination().assign(is_reference=lambda t: t["platform"] == "home")
+    assert "home (reference)" in texts(parse(figures.auc_degradation(marked)))
     assert "AUC (mean ± SD over seeds)" in words(root) and "chance (0.5)" in shown
 
 
@@ -100,7 +103,7 @@ def test_heatmap_cells_values_and_na():
     assert "0.60" in shown and "n/a" in shown and "<b>" in shown  # the mean over seeds; a class name as text
     cells = [e for e in root.iter("{http://www.w3.org/2000/svg}rect") if e.get("stroke") == "#fff"]
     assert len(cells) == 2 and cells[1].get("fill") == "#e0e0e0"
-    assert "disparate impact (1 = parity), mean over 2 model-seed runs" in words(root)
+    assert "disparate impact (1 = parity), mean over 2 runs (1 model, 2 seeds each)" in words(root)
 
 
 def test_reliability_grid_and_lengths_histograms():

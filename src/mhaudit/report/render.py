@@ -176,8 +176,8 @@ def to_markdown(result: AuditResult, checks: _Checks | None = None) -> str:
 
 
 SCORECARD_NOTE = ("One row per subject and target; a model's seeds fold into one row (mean ± SD over its n seeds). "
-                  "A cell is the worst verdict of that axis with its headline statistic and number, and the 95% CI "
-                  "for one run. The verdicts below list every check.")
+                  "A cell is the worst verdict of that axis with its headline statistic and number, and the CI for "
+                  "one run (95%, or the corrected level its threshold names). The verdicts below list every check.")
 
 
 def _run_line(result: AuditResult) -> str:

@@ -14,7 +14,7 @@ from mhaudit.audits.cpfe.extras import label_shift_rows, length_rows, sensitivit
 from mhaudit.audits.cpfe.groups import identical_seeds, make_groups, reference_of
 from mhaudit.audits.cpfe.options import CPFEInputs, CPFEOptions
 from mhaudit.audits.cpfe.significance import MacroAucSpread, model_pair_rows, place_bootstraps, platform_pair_rows
-from mhaudit.audits.cpfe.summary import flags, mean_sd, plain_words
+from mhaudit.audits.cpfe.summary import CORRECTIONS, flags, home_notes, mean_sd, plain_words
 from mhaudit.audits.cpfe.verdicts import cpfe_verdicts
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
@@ -57,7 +57,8 @@ def audit_cpfe(inputs: CPFEInputs, options: CPFEOptions, *, progress: Progress |
     with progress.stage("axes 1-4 per group"):
         t = _group_tables(groups, references, classes, boot_ece, options)
     with progress.stage("significance, sensitivity, label shift, length, attributions"):
-        t.add("significance", platform_pair_rows(groups, spread, len(classes), options.correction, options.alpha))
+        t.add("significance", platform_pair_rows(groups, references, spread, len(classes), options.correction,
+                                                 options.alpha))
         t.add("model_comparison", model_pair_rows(groups, spread, classes))
         t.add("sensitivity", sensitivity_rows(groups, references, classes))
         t.add("label_shift", label_shift_rows(groups, references, classes, options.n_bins))
@@ -66,7 +67,7 @@ def audit_cpfe(inputs: CPFEInputs, options: CPFEOptions, *, progress: Progress |
     tables = {name: _mark(t.frame(name), options.non_independent) for name in t.rows}
     flag_table = _mark(flags(tables["discrimination"], tables["significance"], tables["calibration"],
                              tables.get("equity", pd.DataFrame()), tables["temperature_scaling"],
-                             tables.get("attribution_stability")), options.non_independent)
+                             tables.get("attribution_stability"), options.alpha), options.non_independent)
     summary = plain_words(tables["discrimination"], flag_table, tables["temperature_scaling"], options.reference)
     if predictions.score_kind != "logits":
         summary += (f" Scores were given as probabilities: temperature scaling used {predictions.score_kind}, "
@@ -84,7 +85,8 @@ def audit_cpfe(inputs: CPFEInputs, options: CPFEOptions, *, progress: Progress |
                  "input_notes": predictions.notes},
         provenance=provenance({"predictions": digest_frame(predictions.frame), **predictions.fingerprints,
                                **dict(inputs.files)},
-                              progress.seconds), sections=sections)
+                              progress.seconds), sections=sections,
+        notes=home_notes(tables["discrimination"], tables["calibration"], tables["temperature_scaling"]))
 
 
 def _group_tables(groups, references, classes: list[str], boot_ece, options: CPFEOptions) -> "Tables":
@@ -149,7 +151,8 @@ def _seed_summary(tables: dict[str, pd.DataFrame], one_run: dict[str, list[int]]
     """Mean and SD over seeds; a model whose seeds gave identical predictions counts as one run (its first seed)."""
     tables = {name: _first_seed_only(t, one_run) for name, t in tables.items()}
     parts = [
-        mean_sd(tables["discrimination"], SEED_KEYS, ["accuracy", "macro_f1", "weighted_f1", "macro_auc", "delta_auc_pct"]),
+        mean_sd(tables["discrimination"], SEED_KEYS,
+                ["accuracy", "macro_f1", "weighted_f1", "macro_auc", "delta_macro_auc", "delta_auc_pct"]),
         mean_sd(tables["calibration"], SEED_KEYS, ["ece", "ece_debiased", "mce", "brier", "nll"]),
         mean_sd(tables["temperature_scaling"], SEED_KEYS, ["temperature", "ece_after", "ece_reduction_pct", "delta_auc"]),
     ]
@@ -185,7 +188,7 @@ def _figures(tables: dict[str, pd.DataFrame], words: dict[str, np.ndarray], runs
 
     per_class, curves = tables["per_class_auc"], tables.get("reliability", pd.DataFrame())
     figs = {"discrimination": {
-        "AUC by model and platform": figures.auc_degradation(tables["discrimination"]),
+        "Macro AUC by model and data set": figures.auc_degradation(tables["discrimination"]),
         "Per-class AUC with DeLong CIs" + _one_seed(f"seed {per_class['seed'].min()}", runs):
             figures.forest(per_class)}}
     if not curves.empty:
@@ -235,8 +238,9 @@ def _sections(tables: dict[str, pd.DataFrame], summary: str, options: CPFEOption
         Section("Mean and SD over seeds", "Sample SD (ddof = 1) over seeds; n/a with one seed." + _seed_note(one_run),
                 {"mean and SD over seeds": _seed_summary(tables, one_run)})] if (runs > 1).any() else []
     sections += [
-        Section("Axis 1: discrimination", "Macro one-vs-rest AUC on softmax probabilities; delta_auc_pct is "
-                "the change against the reference platform. Per-class AUCs carry 95% DeLong CIs (fast algorithm).",
+        Section("Axis 1: discrimination", "Macro one-vs-rest AUC on softmax probabilities; delta_macro_auc is its "
+                "change against the reference platform (the verdicts' macro_auc_drop is its opposite), delta_auc_pct "
+                "the same change in percent of the reference's. Per-class AUCs carry 95% DeLong CIs (fast algorithm).",
                 {"discrimination": tables["discrimination"], "per_class_auc": tables["per_class_auc"]},
                 figs.get("discrimination", {})),
         Section("Axis 2: calibration", f"Top-label ECE with {options.n_bins} equal-width bins: `ece` is the "
@@ -249,9 +253,12 @@ def _sections(tables: dict[str, pd.DataFrame], summary: str, options: CPFEOption
                 {"calibration": tables["calibration"], "per_class_calibration": tables["per_class_calibration"],
                  "temperature_scaling": tables["temperature_scaling"], "reliability": tables["reliability"]},
                 figs.get("calibration", {})),
-        Section("Axis 3: significance", "Macro-AUC difference for every platform pair within a model and seed, "
-                + _se_note(method, options) + ", two-sided Z test, "
-                f"{options.correction} correction within the family; paired tests between models on one platform "
+        Section("Axis 3: significance", "Macro-AUC difference for every pair of data sets within a model and "
+                "seed, " + _se_note(method, options) + ", two-sided Z test, "
+                f"{CORRECTIONS[options.correction]} correction within a family: the reference-vs-target pairs (what "
+                "the verdicts judge), and apart from them the pairs of targets. ci_low/ci_high: the unadjusted 95% "
+                "CI; the verdicts give the drop's CI at alpha_adjusted, which excludes 0 exactly when the corrected "
+                "test rejects. Paired tests between models on one platform "
                 "(paired_by: id, or position for files without ids whose labels, and texts when given, line up).",
                 {"significance": tables["significance"], "model_comparison": get("model_comparison", pd.DataFrame())}),
         Section("Axis 4: prediction equity (platform as the group)", "Symmetric disparate impact per class; "

@@ -40,6 +40,7 @@ def discrimination_rows(group: Group, reference: Group, classes: list[str]) -> d
         "macro_f1": float(macro_f1_unchecked(tallies)),
         "weighted_f1": float(weighted_f1_unchecked(tallies)),  # a class without support weighs 0
         "macro_auc": auc,
+        "delta_macro_auc": auc - ref_auc,  # the verdicts' macro_auc_drop is its opposite
         "delta_auc_pct": 100 * (auc - ref_auc) / ref_auc,
         "majority_macro_f1": float(macro_f1_unchecked(tallies_unchecked(group.y, majority, k))),
         "classes_present": len(present),

@@ -18,21 +18,28 @@ def with_place(table: pd.DataFrame) -> pd.DataFrame:
     return table.assign(place=table["dataset"].where(~ambiguous, table["platform"] + "/" + table["dataset"]))
 
 
+def place_title(places) -> str:
+    """The axis title of `with_place`'s names: what the ticks show."""
+    return "data set" + (" (platform/data set where a name is on several platforms)"
+                         if any("/" in str(p) for p in places) else "")
+
+
 def _undrawn(count: int, what: str) -> str:
     return f"{count} {what} without a value (NaN) not drawn." if count else ""
 
 
 def auc_degradation(discrimination: pd.DataFrame) -> bytes:
-    """Bars of each model's macro AUC per platform (mean +- SD over its seeds, where it has several), chance
-    (0.5) dashed."""
-    stats = (with_place(discrimination).groupby(["model", "place"])["macro_auc"].agg(["mean", "std"])
-             .reset_index())
+    """Bars of each model's macro AUC per data set (mean +- SD over its seeds, where it has several), the
+    reference's marked, chance (0.5) dashed."""
+    table = with_place(discrimination)
+    stats = table.groupby(["model", "place"])["macro_auc"].agg(["mean", "std"]).reset_index()
     models, places = sorted(stats["model"].unique()), sorted(stats["place"].unique())
+    home = set(table.loc[table["is_reference"].astype(bool), "place"]) if "is_reference" in table else set()
     width = 0.8 / max(1, len(models))
     several = discrimination.groupby("model")["seed"].nunique().max() > 1  # else no SD to show
     low = (stats["mean"] - stats["std"].fillna(0)).min()
     axis_lo = min(0.4, nice_range(low, 1.0, 6)[0]) if math.isfinite(low) else 0.4
-    panel = Panel(categories(places, "platform (data set)"),
+    panel = Panel(categories([f"{p} (reference)" if p in home else p for p in places], place_title(places)),
                   Axis(axis_lo, 1.0, "macro one-vs-rest AUC" + (" (mean ± SD over seeds)" if several else "")),
                   width=max(260.0, len(places) * (26.0 * len(models) + 40)), height=240)
     for i, model in enumerate(models):
@@ -42,7 +49,7 @@ def auc_degradation(discrimination: pd.DataFrame) -> bytes:
     panel.reference(y=0.5)
     legend = [(m, COLOURS[i % len(COLOURS)], "bar") for i, m in enumerate(models)] + [("chance (0.5)", "#666", "dash")]
     missing = len(models) * len(places) - int(stats["mean"].notna().sum())
-    return figure([[panel]], "Macro AUC by model and platform", legend,
+    return figure([[panel]], "Macro AUC by model and data set", legend,
                   note=_undrawn(missing, "model-platform pairs"))
 
 
@@ -90,14 +97,17 @@ def reliability(curves: pd.DataFrame) -> bytes:
 
 def heatmap(table: pd.DataFrame, value: str, title: str, index: str = "place", columns: str = "class",
             vmin: float = 0, vmax: float = 1) -> bytes:
-    """The mean of `value` per (index, columns) cell; the title says over how many model-seed runs."""
+    """The mean of `value` per (index, columns) cell; the title says over which models and seeds."""
     if index == "place":
         table = with_place(table)
-    runs = table[["model", "seed"]].drop_duplicates().shape[0] if {"model", "seed"} <= set(table) else 1
+    seeds = table.groupby("model")["seed"].nunique() if {"model", "seed"} <= set(table) else pd.Series([1])
+    each = f"{seeds.iat[0]} seed{'s' if seeds.iat[0] > 1 else ''} each" if seeds.nunique() == 1 else "their seeds"
     grid = table.groupby([index, columns], sort=False)[value].mean().unstack()
     panel = heatmap_panel(grid.to_numpy(dtype=float).tolist(), list(grid.index), list(grid.columns), vmin, vmax,
-                          title, x_label=columns, y_label="platform (data set)" if index == "place" else index)
-    return figure([[panel]], title + (f", mean over {runs} model-seed runs" if runs > 1 else ""),
+                          title, x_label=columns, y_label=place_title(grid.index) if index == "place" else index)
+    models = f"{len(seeds)} model{'s' if len(seeds) > 1 else ''}"
+    return figure([[panel]], title + (f", mean over {seeds.sum()} runs ({models}, {each})"
+                                      if seeds.sum() > 1 else ""),
                   note="n/a: undefined in every run (the table gives the reason)." if grid.isna().any(axis=None)
                   else "")
 

@@ -1,5 +1,6 @@
-"""Axis 3, significance: platform pairs within a model (bootstrap SE of each macro-AUC, Z test,
-Bonferroni or Benjamini-Hochberg within the family) and paired tests between models on one platform.
+"""Axis 3, significance: data set pairs within a model and seed (bootstrap SE of each macro-AUC, Z test,
+Bonferroni or Benjamini-Hochberg within a family: the reference-vs-target pairs, and apart from them the pairs of
+targets) and paired tests between models on one platform.
 
 When every group has at least `CPFEOptions.delong_min_rows` rows the macro-AUC's SEs come from DeLong's
 placement values instead (`MacroAucSpread`, stats.macro_delong): no significance resamples are drawn.
@@ -140,38 +141,54 @@ def adjust(p: np.ndarray, alpha: float, correction: str) -> tuple[np.ndarray, np
     return reject, np.minimum(adjusted, 1.0)
 
 
-def platform_pair_rows(groups: list[Group], spread: MacroAucSpread, n_classes: int,
+def platform_pair_rows(groups: list[Group], references: dict, spread: MacroAucSpread, n_classes: int,
                        correction: str = "bonferroni", alpha: float = 0.05) -> list[dict]:
-    """Every pair of platforms within each (model, seed); the family for correction is those pairs."""
+    """Every pair of data sets within each (model, seed), in two families for the correction: the reference's pairs
+    with each target (what the verdicts judge) and the pairs of targets (descriptive, as the paper's Reddit vs
+    Twitter; not counted in the first family). `references`: (model, seed) -> its reference group (reference_of).
+
+    alpha_adjusted is the level at which the verdict's CI excludes 0 exactly when the test rejects: alpha / m for
+    Bonferroni, R alpha / m for Benjamini-Hochberg with R rejections (at least 1; Benjamini and Yekutieli's
+    FCR-adjusted level), m the family's size."""
     se = {id(g): spread.group(g) for g in groups}
-    families: dict[tuple[str, int], list[Group]] = {}
+    runs: dict[tuple[str, int], list[Group]] = {}
     for g in groups:
-        families.setdefault((g.model, g.seed), []).append(g)
+        runs.setdefault((g.model, g.seed), []).append(g)
     z_crit = quantile(1 - alpha / 2)
     rows = []
-    for (model, seed), members in families.items():
-        family = []
+    for (model, seed), members in runs.items():
+        pairs = []
         for a, b in combinations(members, 2):
             auc_a, auc_b = macro_auc_unchecked(a.y, a.probs, n_classes), macro_auc_unchecked(b.y, b.probs, n_classes)
             pooled = float(np.hypot(se[id(a)]["se"], se[id(b)]["se"]))  # independent test sets
             diff = auc_a - auc_b
             z, p = _z_test(diff, pooled)
-            family.append({"model": model, "seed": seed, "platform_a": a.platform, "dataset_a": a.dataset,
-                           "platform_b": b.platform, "dataset_b": b.dataset, "n_a": a.n, "n_b": b.n,
-                           "auc_a": auc_a, "auc_b": auc_b, "difference": diff, "se": pooled,
-                           "ci_low": diff - z_crit * pooled, "ci_high": diff + z_crit * pooled, "z": z, "p": p,
-                           "n_boot": se[id(a)]["n_boot"], "n_failed": se[id(a)]["n_failed"] + se[id(b)]["n_failed"]})
-        p = np.array([r["p"] for r in family])
-        ok = np.isfinite(p)
-        adjusted, reject = np.full(len(p), np.nan), np.zeros(len(p), dtype=bool)
-        if ok.any():
-            reject[ok], adjusted[ok] = adjust(p[ok], alpha, correction)
-        alpha_adjusted = alpha / max(int(ok.sum()), 1) if correction == "bonferroni" else alpha
-        for row, p_adj, rej in zip(family, adjusted, reject):
-            row.update(correction=correction, family_size=int(ok.sum()), alpha_adjusted=alpha_adjusted,
-                       p_adjusted=float(p_adj), significant=bool(rej))
-        rows += family
+            home = references[(model, seed)] in (a, b)
+            pairs.append({"model": model, "seed": seed, "platform_a": a.platform, "dataset_a": a.dataset,
+                          "platform_b": b.platform, "dataset_b": b.dataset, "n_a": a.n, "n_b": b.n,
+                          "auc_a": auc_a, "auc_b": auc_b, "difference": diff, "se": pooled,
+                          "ci_low": diff - z_crit * pooled, "ci_high": diff + z_crit * pooled, "z": z, "p": p,
+                          "n_boot": se[id(a)]["n_boot"], "n_failed": se[id(a)]["n_failed"] + se[id(b)]["n_failed"],
+                          "test": f"two-sided Z test, {spread.method} SE",
+                          "family": "reference vs target" if home else "between targets"})
+        for family in ("reference vs target", "between targets"):
+            _correct([r for r in pairs if r["family"] == family], correction, alpha)
+        rows += pairs
     return rows
+
+
+def _correct(family: list[dict], correction: str, alpha: float) -> None:
+    """The family's adjusted p-values, rejections and alpha_adjusted, into its rows."""
+    p = np.array([r["p"] for r in family])
+    ok = np.isfinite(p)
+    adjusted, reject = np.full(len(p), np.nan), np.zeros(len(p), dtype=bool)
+    if ok.any():
+        reject[ok], adjusted[ok] = adjust(p[ok], alpha, correction)
+    m = max(int(ok.sum()), 1)
+    alpha_adjusted = alpha / m if correction == "bonferroni" else max(int(reject.sum()), 1) * alpha / m
+    for row, p_adj, rej in zip(family, adjusted, reject):
+        row.update(correction=correction, family_size=int(ok.sum()), alpha_adjusted=alpha_adjusted,
+                   p_adjusted=float(p_adj), significant=bool(rej))
 
 
 def model_pair_rows(groups: list[Group], spread: MacroAucSpread, classes: list[str]) -> list[dict]:

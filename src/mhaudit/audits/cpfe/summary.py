@@ -5,6 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from mhaudit.report.numbers import format_number
+from mhaudit.stats.normal import quantile
+
 ECE_LIMIT = 0.10
 DI_FOUR_FIFTHS, DI_SEVERE = 0.80, 0.50
 
@@ -49,11 +52,15 @@ def _pair(significance: pd.DataFrame, target, home):
 
 def flags(discrimination: pd.DataFrame, significance: pd.DataFrame, calibration: pd.DataFrame,
           equity: pd.DataFrame, temperature: pd.DataFrame | None = None,
-          attribution: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Named flags per model, seed and target platform, each with its value and (where it has one) 95% CI.
+          attribution: pd.DataFrame | None = None, alpha: float = 0.05) -> pd.DataFrame:
+    """Named flags per model, seed and target platform, each with its value and (where it has one) CI.
 
-    - auc_drop_beyond_ci: the reference's macro-AUC exceeds the target's and the difference is significant
-      after the family's multiplicity correction (bootstrap SEs, Z test); CI: the difference's normal CI;
+    - home_auc_at_chance / home_ece_above_0.10, each target's baseline (so the scorecard shows it beside the
+      target's drop): the reference's macro-AUC no better than chance (0.5); its debiased ECE above 0.10, so the
+      ECE flags compare the target with a miscalibrated reference;
+    - auc_drop_beyond_ci: the reference's macro-AUC exceeds the target's and the difference is significant after
+      the correction within the reference-vs-target family (`rule`: the test and correction in words); CI: the
+      difference's normal CI at the corrected level (alpha_adjusted), which excludes 0 exactly when it is;
     - significant_difference: the same test's corrected p, raised for a significant drop (the significance axis);
     - ece_above_0.10: the target's debiased ECE is above 0.10 and its bias-corrected CI lies above the
       reference's debiased ECE (`ece_raised`: calibration worse than at home beyond noise, not merely a model
@@ -76,16 +83,10 @@ def flags(discrimination: pd.DataFrame, significance: pd.DataFrame, calibration:
         home = home_of[(d["model"], d["seed"])]
         pair = _pair(significance, d, home)
         if pair is not None:
-            p, sign = pair
-            drop = sign * p["difference"]  # reference minus target
-            low, high = sorted((sign * p["ci_low"], sign * p["ci_high"]))
-            rows.append({**key, "flag": "auc_drop_beyond_ci", "value": drop, "ci_low": low, "ci_high": high,
-                         "threshold": f"reference - target > 0, {p['correction']}-significant",
-                         "raised": bool(drop > 0 and p["significant"])})
-            rows.append({**key, "flag": "significant_difference", "value": p["p_adjusted"],
-                         "threshold": f"{p['correction']}-corrected p < 0.05 (family of {p['family_size']})",
-                         "raised": bool(drop > 0 and p["significant"])})
+            rows += _drop_flags(key, *pair, alpha)
         cal, home_cal = _select(calibration, d), _select(calibration, home)
+        baseline = _home_flags(key, home, home_cal)
+        rows.append(baseline[0])
         if not cal.empty and not home_cal.empty:
             c, home_ece = cal.iloc[0], float(home_cal["ece_debiased"].iat[0])
             rows.append({**key, "flag": "ece_above_0.10", "value": c["ece_debiased"], "ci_low": c["ece_ci_low"],
@@ -93,15 +94,16 @@ def flags(discrimination: pd.DataFrame, significance: pd.DataFrame, calibration:
                          "threshold": f"debiased ECE > {ECE_LIMIT} and CI above the reference's {home_ece:.3f}",
                          "raised": ece_raised(c["ece_debiased"], c["ece_ci_low"], home_ece)})
         scaled = _select(temperature, d) if temperature is not None else pd.DataFrame()
-        if not scaled.empty:
-            after = float(scaled["ece_after"].iat[0])
-            rows.append({**key, "flag": "ece_after_ts_above_0.10", "value": after,
+        if not scaled.empty:  # no temperature fitted (no column where none was anywhere): undefined, with why
+            after, t = (float(scaled[c].iat[0]) if c in scaled else np.nan for c in ("ece_after", "temperature"))
+            rows.append({**key, "flag": "ece_after_ts_above_0.10", "value": after, "why": scaled["reason"].iat[0],
                          "threshold": f"ECE after temperature scaling > {ECE_LIMIT}",
                          "raised": bool(after > ECE_LIMIT)})
             why = scaled["degenerate"].fillna("").astype(str).iat[0] if "degenerate" in scaled else ""
-            rows.append({**key, "flag": "temperature_degenerate", "value": scaled["temperature"].iat[0],
+            rows.append({**key, "flag": "temperature_degenerate", "value": t, "why": why or scaled["reason"].iat[0],
                          "threshold": "T inside its search bounds and scaled probabilities not flat",
-                         "raised": bool(why), "why": why})
+                         "raised": bool(why)})
+        rows += baseline[1:]
         eq = _select(equity, d)
         for name, limit in (("di_below_0.80", DI_FOUR_FIFTHS), ("di_below_0.50", DI_SEVERE)):
             high = eq["di_ci_high"].astype(float) if not eq.empty else pd.Series(dtype=float)
@@ -119,6 +121,41 @@ def flags(discrimination: pd.DataFrame, significance: pd.DataFrame, calibration:
                              "threshold": f"mean top-{JACCARD_K} Jaccard over classes < {limit}",
                              "raised": bool(jaccard < limit)})
     return pd.DataFrame(rows)
+
+
+CORRECTIONS = {"bonferroni": "Bonferroni", "bh": "Benjamini-Hochberg"}
+
+
+def _drop_flags(key: dict, p: pd.Series, sign: int, alpha: float) -> list[dict]:
+    """The AUC-drop and significance flags of one target, worded from the test that decides them."""
+    drop = sign * p["difference"]  # reference minus target
+    half = quantile(1 - p["alpha_adjusted"] / 2) * p["se"]
+    raised = bool(drop > 0 and p["significant"])
+    said = f"{CORRECTIONS[p['correction']]}-adjusted p {format_number(p['p_adjusted'], 'p')}"
+    rule = f"{CORRECTIONS[p['correction']]}-adjusted p < {alpha:g}"
+    family = f"{p['test']}; family: the {p['family_size']} reference-vs-target comparisons of this model and seed"
+    reason = (f"macro-AUC lower than at home by {drop:.3f}, {said} < {alpha:g}" if raised else
+              f"the drop is not significant: {said} >= {alpha:g}" if drop > 0 else
+              f"macro-AUC not lower than at home (drop {drop:.3f}, {said})")
+    return [{**key, "flag": "auc_drop_beyond_ci", "value": drop, "ci_low": drop - half, "ci_high": drop + half,
+             "threshold": f"drop > 0 with {rule} ({family}); CI at the corrected level "
+                          f"{1 - p['alpha_adjusted']:.2%}", "raised": raised, "reason": reason, "rule": rule,
+             "test": p["test"]},
+            {**key, "flag": "significant_difference", "value": p["p_adjusted"], "statistic": f"{p['correction']}_p",
+             "threshold": f"{rule} ({family})", "raised": raised, "reason": reason}]
+
+
+def _home_flags(key: dict, home, calibration: pd.DataFrame) -> list[dict]:
+    """A target's baseline: the reference's macro-AUC, where its drop starts, and ECE, its ECE flag's baseline."""
+    rows = [{**key, "flag": "home_auc_at_chance", "value": home["macro_auc"],
+             "threshold": "the reference's macro-AUC > 0.5 (chance)", "raised": bool(home["macro_auc"] <= 0.5)}]
+    if not calibration.empty:
+        c = calibration.iloc[0]
+        rows.append({**key, "flag": "home_ece_above_0.10", "value": c["ece_debiased"], "ci_low": c["ece_ci_low"],
+                     "ci_high": c["ece_ci_high"],
+                     "threshold": f"the reference's debiased ECE <= {ECE_LIMIT}",
+                     "raised": bool(c["ece_debiased"] > ECE_LIMIT)})
+    return rows
 
 
 JACCARD_K, JACCARD_LOW, JACCARD_NONE = 10, 0.30, 0.10
@@ -140,8 +177,9 @@ def _mean_jaccards(attribution: pd.DataFrame | None) -> dict[tuple, float]:
     return means.to_dict()
 
 
-FINDINGS = {  # flag id -> the finding in words, for the summary
-    "auc_drop_beyond_ci": "a macro-AUC drop beyond its 95% CI",
+FINDINGS = {  # flag id -> the finding in words, for the summary (the AUC drop's, with its rule: `_drop_rule`)
+    "home_auc_at_chance": "macro-AUC no better than chance at home",
+    "home_ece_above_0.10": "debiased ECE above 0.10 at home (the ECE verdicts' baseline)",
     "ece_above_0.10": "ECE above 0.10 beyond the reference's",
     "di_below_0.80": "disparate impact under 0.80 (the four-fifths rule)",
     "di_below_0.50": "disparate impact under 0.50",
@@ -159,6 +197,13 @@ def _span(values: pd.Series, fmt: str, joiner: str = " to ") -> str:
     return low if low == high else f"{low}{joiner}{high}"
 
 
+def _drop_rule(flag_table: pd.DataFrame) -> str:
+    """The AUC-drop rule as the flags applied it (one correction, test and alpha per audit)."""
+    said = flag_table.dropna(subset=["rule"]) if "rule" in flag_table else flag_table.iloc[:0]
+    return (f"with {said['rule'].iat[0]} ({said['test'].iat[0]}; family: each model and seed's reference-vs-target "
+            "comparisons)" if len(said) else "significant after the multiplicity correction")
+
+
 def plain_words(discrimination: pd.DataFrame, flag_table: pd.DataFrame, temperature: pd.DataFrame,
                 reference: str) -> str:
     """Two to four sentences saying what failed and how badly; non-independent rows are left out."""
@@ -168,45 +213,93 @@ def plain_words(discrimination: pd.DataFrame, flag_table: pd.DataFrame, temperat
     targets = independent[~independent["is_reference"].astype(bool)]
     if targets.empty:
         return f"Only the reference platform ({reference}) was scored; nothing to compare."
-    ref = independent[independent["is_reference"].astype(bool)]["macro_auc"].dropna()
-    drop = targets["delta_auc_pct"].dropna()
-    home = f"macro-AUC {_span(ref, '.3f', '-')}" if len(ref) else "macro-AUC undefined"
-    change = (f"changes by {_span(drop, '+.1f')}% on the other platforms" if len(drop) else
-              "cannot be compared (undefined: see the reason column of the discrimination table)")
-    owner, models = ("their", "the models'") if independent["model"].nunique() > 1 else ("its", "the model's")
-    parts = [f"Off {owner} home platform ({reference}, {home}), {models} macro-AUC {change}."]
     if not flag_table.empty and "non_independent" in flag_table:
         flag_table = flag_table[~flag_table["non_independent"].astype(bool)]
+    home_ece = flag_table.loc[flag_table["flag"] == "home_ece_above_0.10", "value"].dropna() \
+        if not flag_table.empty else pd.Series(dtype=float)
+    ref = independent[independent["is_reference"].astype(bool)]["macro_auc"].dropna()
+    delta, pct = targets["delta_macro_auc"].dropna(), targets["delta_auc_pct"].dropna()
+    home = (f"macro-AUC {_span(ref, '.3f')}" if len(ref) else "macro-AUC undefined") + \
+        (f", debiased ECE {_span(home_ece, '.3f')}" if len(home_ece) else "")
+    change = (f"changes by {_span(delta, '+.3f')} on the other platforms ({_span(pct, '+.1f', '% to ')}% of its home "
+              "value)" if len(delta) else
+              "cannot be compared (undefined: see the reason column of the discrimination table)")
+    owner, models = ("their", "the models'") if independent["model"].nunique() > 1 else ("its", "the model's")
+    parts = [f"Off {owner} home platform ({reference}: {home}), {models} macro-AUC {change}."]
     raised = flag_table[flag_table["raised"]] if not flag_table.empty else flag_table
     if raised.empty:
-        parts.append("No finding: no significant AUC drop, no ECE above 0.10 beyond the reference's, "
-                     "no disparate impact under 0.80.")
+        parts.append(f"No finding: no macro-AUC drop {_drop_rule(flag_table)}, no ECE above 0.10 beyond the "
+                     "reference's, no disparate impact under 0.80.")
     else:
         raised = raised[~raised["flag"].isin(SUMMARISED_APART)]
-        counts = raised.groupby("flag").size()
-        total = flag_table.groupby("flag").size()
-        parts.append("Found: " + "; ".join(f"{FINDINGS.get(f, f)} in {counts[f]} of {total[f]} target runs"
+        counts, total = _count(raised), _count(flag_table)
+        words = {**FINDINGS, "auc_drop_beyond_ci": f"a macro-AUC drop {_drop_rule(flag_table)}"}
+        parts.append("Found: " + "; ".join(f"{words.get(f, f)} in {counts[f]} of {total[f]} "
+                                           + ("runs" if f.startswith("home_") else "target runs")
                                            for f in counts.index) + ".")
-    if not temperature.empty and "ece_reduction_pct" in temperature:
-        home = set(zip(independent.loc[independent["is_reference"].astype(bool), "platform"],
-                       independent.loc[independent["is_reference"].astype(bool), "dataset"]))
-        off = temperature[[(p, d) not in home for p, d in zip(temperature["platform"], temperature["dataset"])]]
-        if "non_independent" in off:
-            off = off[~off["non_independent"].astype(bool)]
-        flat = off["degenerate"].fillna("").astype(str) != "" if "degenerate" in off else \
-            pd.Series(False, index=off.index)
-        if flat.any():
-            rest = "are left out of what follows" if (~flat).any() else "repaired nothing"
-            parts.append(f"{int(flat.sum())} of {len(off)} temperature fits off the reference platform were "
-                         f"degenerate (at the search bound, or flattening every probability) and {rest}.")
-        off = off[~flat]  # a degenerate temperature repairs nothing: it is a verdict of its own
-        red, dauc = off["ece_reduction_pct"].dropna(), off["delta_auc"].dropna()
-        ranged = f"range {_span(red, '.0f', '% to ')}%" if len(red) > 1 else ""
-        if len(red) and red.mean() > 0:
-            parts.append(f"On the other platforms temperature scaling cut ECE by {red.mean():.0f}%"
-                         + (f" on average ({ranged})" if ranged else "") + f" while macro-AUC moved by "
-                         f"{_span(dauc, '+.3f')}: calibration can be repaired, discrimination cannot.")
-        elif len(red):  # calibrated already, or too few calibration rows to fit a temperature on
-            parts.append(f"On the other platforms temperature scaling did not lower ECE on average (reduction "
-                         f"{red.mean():.0f}%" + (f", {ranged}" if ranged else "") + ").")
+    if not temperature.empty:
+        parts += _repair_words(temperature, independent)
     return " ".join(parts)
+
+
+def _count(flag_table: pd.DataFrame) -> pd.Series:
+    """Rows per flag; a baseline flag (home_*) once per run, as every target of the run repeats it."""
+    home = flag_table["flag"].str.startswith("home_")
+    once = flag_table[home].drop_duplicates(["flag", "model", "seed"])
+    return pd.concat([flag_table[~home], once]).groupby("flag").size()
+
+
+def _runs(rows: pd.DataFrame, most: int = 3) -> str:
+    """'m seed 0 on twitter (tss); ...' for at most `most` rows, then how many more."""
+    named = [f"{m} seed {s} on {p}" + ("" if p == d else f" ({d})")
+             for m, s, p, d in zip(rows["model"], rows["seed"], rows["platform"], rows["dataset"])]
+    return "; ".join(named[:most]) + (f"; and {len(named) - most} more" if len(named) > most else "")
+
+
+def _repair_words(temperature: pd.DataFrame, independent: pd.DataFrame) -> list[str]:
+    """What temperature scaling repaired, said of the target runs where a usable temperature was fitted only."""
+    home = set(zip(independent.loc[independent["is_reference"].astype(bool), "platform"],
+                   independent.loc[independent["is_reference"].astype(bool), "dataset"]))
+    off = temperature[[(p, d) not in home for p, d in zip(temperature["platform"], temperature["dataset"])]]
+    if "non_independent" in off:
+        off = off[~off["non_independent"].astype(bool)]
+    fitted = off["temperature"].notna() if "temperature" in off else pd.Series(False, index=off.index)
+    flat = fitted & (off["degenerate"].fillna("").astype(str) != "") if "degenerate" in off else fitted & False
+    usable = off[fitted & ~flat]
+    left = ([f"{int(flat.sum())} degenerate (at the search bound, or flattening every probability): "
+             f"{_runs(off[flat])}"] if flat.any() else []) + \
+        ([f"{int((~fitted).sum())} not fitted ({off.loc[~fitted, 'reason'].iat[0]}): {_runs(off[~fitted])}"]
+         if (~fitted).any() else [])
+    out = [f"Of {len(off)} temperature fits off the reference platform, " + " and ".join(left) + "; they are left "
+           "out of what follows" + (", so there is no repair to report." if usable.empty else ".")] if left else []
+    if usable.empty:
+        return out
+    red, dauc = usable["ece_reduction_pct"].dropna(), usable["delta_auc"].dropna()
+    ranged = f"range {_span(red, '.0f', '% to ')}%" if len(red) > 1 else ""
+    repaired = int((usable["ece_after"] <= ECE_LIMIT).sum())
+    where = (f"On the {len(usable)} target run{'s' if len(usable) != 1 else ''} with a usable fit," if left
+             else "On the other platforms")
+    if len(red) and red.mean() > 0:
+        out.append(f"{where} temperature scaling cut ECE by {red.mean():.0f}%" + (f" on average ({ranged})" if ranged
+                   else "") + f" and brought it to {ECE_LIMIT:.2f} or under in {repaired} of {len(usable)}, while "
+                   f"macro-AUC moved by {_span(dauc, '+.3f')}: " + ("calibration was repaired there" if repaired ==
+                   len(usable) else f"calibration was repaired in {repaired} of them") + ", discrimination was not.")
+    elif len(red):  # calibrated already, or too few calibration rows to fit a temperature on
+        out.append(f"{where} temperature scaling did not lower ECE on average (reduction {red.mean():.0f}%"
+                   + (f", {ranged}" if ranged else "") + ").")
+    return out
+
+
+def home_notes(discrimination: pd.DataFrame, calibration: pd.DataFrame, temperature: pd.DataFrame) -> list[str]:
+    """Warnings for the report's notes: a run not calibrated at home, or with no temperature fitted there."""
+    notes = []
+    for _, h in discrimination[discrimination["is_reference"].astype(bool)].iterrows():
+        run, cal, scaled = f"{h['model']} seed {h['seed']}", _select(calibration, h), _select(temperature, h)
+        if not cal.empty and cal["ece_debiased"].iat[0] > ECE_LIMIT:
+            notes.append(f"warning: {run} is not calibrated at home ({h['platform']}: debiased ECE "
+                         f"{cal['ece_debiased'].iat[0]:.3f} > {ECE_LIMIT}), so the ECE verdicts compare each target "
+                         "with a miscalibrated reference. A model fits its home temperature on the validation rows "
+                         "(split 'val') of the platform it is trained on; trained without them it fits none.")
+        if not scaled.empty and isinstance(scaled["reason"].iat[0], str) and scaled["reason"].iat[0]:
+            notes.append(f"warning: no temperature was fitted on the reference for {run}: {scaled['reason'].iat[0]}.")
+    return notes
