@@ -333,15 +333,12 @@ def simulate_divergence(config: DivergenceConfig = DivergenceConfig()) -> Corpus
     """Generate the synthetic divergence corpus (seeded): see the module docstring for the story."""
     rng = np.random.default_rng(config.seed)
     writer = _Writer(config, rng)
-    frames = []
-    for name, register, source, n in (
-            ("synthetic_forum", "forum", "human", config.n_forum),
-            ("synthetic_tweets_gold", "tweets", "human", config.n_tweets_gold),
-            ("synthetic_tweets_auto", "tweets", "auto", config.n_tweets_auto),
-            ("synthetic_forum_auto", "forum", "auto", config.n_forum_auto)):
-        if n > 0:
-            frames.append(_dataset(name, register, source, n, config, writer, rng))
-    frame = pd.concat(frames, ignore_index=True)
+    datasets = (("synthetic_forum", "forum", "human", config.n_forum),
+                ("synthetic_tweets_gold", "tweets", "human", config.n_tweets_gold),
+                ("synthetic_tweets_auto", "tweets", "auto", config.n_tweets_auto),
+                ("synthetic_forum_auto", "forum", "auto", config.n_forum_auto))
+    frame = pd.concat([_dataset(name, register, source, n, config, writer, rng)
+                       for name, register, source, n in datasets if n > 0], ignore_index=True)
     forum = frame["dataset"] == "synthetic_forum"
     if forum.any():
         frame.loc[forum, "split"] = stratified_assign(
