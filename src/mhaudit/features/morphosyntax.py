@@ -190,10 +190,8 @@ class MorphosyntaxChannel:
         if n < 2:
             raise InputError("channel B: cross-fitting needs at least two training documents")
         smallest = np.bincount(y, minlength=2).min()
-        if smallest >= 2:
-            splitter = StratifiedKFold(min(self.n_folds, int(smallest)), shuffle=True, random_state=self.seed)
-        else:
-            splitter = KFold(min(self.n_folds, n), shuffle=True, random_state=self.seed)
+        splitter = (StratifiedKFold(min(self.n_folds, int(smallest)), shuffle=True, random_state=self.seed)
+                    if smallest >= 2 else KFold(min(self.n_folds, n), shuffle=True, random_state=self.seed))
         out = np.empty(n, dtype=np.int64)
         for f, (_, test) in enumerate(splitter.split(np.zeros(n), y)):
             out[test] = f
