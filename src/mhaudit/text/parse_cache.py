@@ -140,10 +140,8 @@ class ParseCache:
         found: dict[str, tuple[int, int, bytes]] = {}
         for start in range(0, len(keys), _LOOKUP_BATCH):
             batch = keys[start:start + _LOOKUP_BATCH]
-            marks = ",".join("?" * len(batch))
-            for key, n, truncated, blob in self.conn.execute(
-                    f"SELECT key, n_tokens, truncated, tokens FROM parses WHERE key IN ({marks})", batch):
-                found[key] = (n, truncated, blob)
+            query = f"SELECT key, n_tokens, truncated, tokens FROM parses WHERE key IN ({','.join('?' * len(batch))})"
+            found.update((key, (n, truncated, blob)) for key, n, truncated, blob in self.conn.execute(query, batch))
         return found
 
     def put(self, model: str, rows: Iterable[tuple[str, int, int, bytes]]) -> None:
