@@ -33,9 +33,8 @@ def demo(out_dir: Annotated[Path, typer.Option("--out", help="Folder for the cor
               "simulate_labels); not real posts.")
     cross = results["cross-platform"]
     out.print(cross.summary)
-    disc = cross.table("discrimination")
     print_table("Discrimination by platform (test splits)",
-                disc[["model", "dataset", "n", "macro_f1", "macro_auc", "delta_auc_pct"]])
+                cross.table("discrimination")[["model", "dataset", "n", "macro_f1", "macro_auc", "delta_auc_pct"]])
     print_scorecard("Scorecard of both models (worst verdict per axis; numbers in the report)",
                     results[""].verdicts)
     out.print(f"trust report: {out_dir / 'report.html'} (also .md and .json); each audit's own report under "

@@ -68,13 +68,11 @@ def certification_sample(pool: Pool, items: pd.DataFrame | None, task: str, budg
     frame = pd.concat(chosen, ignore_index=True)
     frame = frame.iloc[rng.permutation(len(frame))].reset_index(drop=True)  # position reveals no stratum
     width = max(4, len(str(len(frame))))
-    frame["sample_id"] = [f"{task}-{seed}-{i + 1:0{width}d}" for i in range(len(frame))]
-    frame["task"] = task
-    frame["text"] = texts.reindex(frame["item_id"]).to_numpy() if texts is not None else None
-    frame["weak_labeler"] = ""  # stratified by the model's scores, not by a weak labeler
-    frame["weight"] = frame["pool_size"] / frame["sample_size"]
-    frame["seed"], frame["strategy"], frame["model"] = seed, STRATEGY, pool.model
-    frame["predictions_digest"] = pool.digest
+    frame = frame.assign(sample_id=[f"{task}-{seed}-{i + 1:0{width}d}" for i in range(len(frame))], task=task,
+                         text=texts.reindex(frame["item_id"]).to_numpy() if texts is not None else None,
+                         weak_labeler="",  # stratified by the model's scores, not by a weak labeler
+                         weight=frame["pool_size"] / frame["sample_size"], seed=seed, strategy=STRATEGY,
+                         model=pool.model, predictions_digest=pool.digest)
     rows = np.lexsort((pool.ids, strata))  # by stratum (predicted class, then confidence), then id
     design = pd.DataFrame({"item_id": pool.ids[rows], "stratum": [names[h] for h in strata[rows]],
                            "predicted": [pool.classes[c] for c in pool.pred[rows]]})
@@ -82,8 +80,7 @@ def certification_sample(pool: Pool, items: pd.DataFrame | None, task: str, budg
         design[f"posterior_{name}"] = pool.probs[rows, c]
     design["model"], design["predictions_digest"], design["calibration"] = pool.model, pool.digest, pool.calibration
     design["certified_seed"], design["runs"], design["predictor"] = pool.seed, max(1, len(pool.runs)), pool.predictor
-    columns = [c for c in (*SAMPLE_COLUMNS, *EXTRA_COLUMNS) if texts is not None or c != "text"]
-    return frame.loc[:, columns], design
+    return frame.loc[:, [c for c in (*SAMPLE_COLUMNS, *EXTRA_COLUMNS) if texts is not None or c != "text"]], design
 
 
 def write_certification_sample(sample: pd.DataFrame, design: pd.DataFrame, path: str | Path) -> tuple[Path, Path]:

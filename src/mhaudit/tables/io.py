@@ -367,8 +367,7 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike, *, what: str = "th
                 return value
 
             out = frame.copy()
-            for column in out.columns:
-                if out[column].dtype == object:
-                    out[column] = out[column].map(as_text)
+            for column in out.columns[out.dtypes == object]:
+                out[column] = out[column].map(as_text)
             out.to_csv(tmp, index=False, sep="\t" if kind == "tsv" else ",")
     return path

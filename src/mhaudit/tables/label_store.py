@@ -174,31 +174,28 @@ class LabelStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self.backup: Path | None = None  # the copy kept when opening migrated the store
-        try:
+        try:  # a DatabaseError while connecting or while reading the schema: one sentence
             self._conn = sqlite3.connect(self.path, timeout=10, check_same_thread=False, isolation_level=None)
+            try:
+                app_id = self._conn.execute("PRAGMA application_id").fetchone()[0]
+                tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+                if not tables:
+                    self._conn.execute("PRAGMA journal_mode=WAL")
+                    self._conn.executescript(f"BEGIN; {_SCHEMA} PRAGMA application_id={APPLICATION_ID}; "
+                                             f"PRAGMA user_version={SCHEMA_VERSION}; COMMIT;")
+                elif app_id != APPLICATION_ID or "labels" not in tables:
+                    raise InputError("is an SQLite file but not an mhaudit label store", path=self.path)
+                else:
+                    found = self._conn.execute("PRAGMA user_version").fetchone()[0]
+                    self.backup = migrate_sqlite(self._conn, self.path, found, SCHEMA_VERSION, MIGRATIONS,
+                                                 what="this label store", advice="export it with the mhaudit "
+                                                 "that wrote it (mhaudit labels export) and import the labels")
+                self._conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+            except BaseException:
+                self._conn.close()
+                raise
         except sqlite3.DatabaseError as exc:
             raise InputError(f"cannot open the label store ({exc}); {sqlite_advice(exc)}", path=self.path) from None
-        try:
-            app_id = self._conn.execute("PRAGMA application_id").fetchone()[0]
-            tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            if not tables:
-                self._conn.execute("PRAGMA journal_mode=WAL")
-                self._conn.executescript(f"BEGIN; {_SCHEMA} PRAGMA application_id={APPLICATION_ID}; "
-                                         f"PRAGMA user_version={SCHEMA_VERSION}; COMMIT;")
-            elif app_id != APPLICATION_ID or "labels" not in tables:
-                raise InputError("is an SQLite file but not an mhaudit label store", path=self.path)
-            else:
-                found = self._conn.execute("PRAGMA user_version").fetchone()[0]
-                self.backup = migrate_sqlite(self._conn, self.path, found, SCHEMA_VERSION, MIGRATIONS,
-                                             what="this label store", advice="export it with the mhaudit that "
-                                             "wrote it (mhaudit labels export) and import the labels")
-            self._conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
-        except BaseException as exc:
-            self._conn.close()
-            if isinstance(exc, sqlite3.DatabaseError):
-                raise InputError(f"cannot open the label store ({exc}); {sqlite_advice(exc)}",
-                                 path=self.path) from None
-            raise
 
     def add(self, labels: Iterable[Mapping[str, object]], *, replace: bool = False) -> int:
         """Write labels in one transaction; an existing (item, task, labeler) label is kept unless `replace`.

@@ -123,9 +123,8 @@ def name_regex(pattern: str) -> re.Pattern:
     if unknown or not fields or len(set(fields)) != len(fields):
         raise InputError(f"--name-pattern '{pattern}' must name each of its fields once, from "
                          f"{{{'}, {'.join(PATTERN_FIELDS)}}}" + (f"; '{unknown[0]}' is not one" if unknown else ""))
-    parts = re.split(r"({\w+})", pattern)
     regex = "".join(f"(?P<{p[1:-1]}>\\d+)" if p == "{seed}" else f"(?P<{p[1:-1]}>.+?)" if p.startswith("{")
-                    else re.escape(p) for p in parts)
+                    else re.escape(p) for p in re.split(r"({\w+})", pattern))
     return re.compile(f"^{regex}$")
 
 
@@ -312,9 +311,8 @@ def _standardise(source: _Source, kind: str, classes: list[str], columns: Predic
     if columns.text in frame.columns:  # a hash only: the text itself is not kept
         out[TEXT_HASH] = pd.util.hash_pandas_object(frame[columns.text].astype(str), index=False).to_numpy()
     out[SOURCE_FILE], out[SOURCE_ROW], out["_positional"] = source.name, frame[SOURCE_ROW].to_numpy(), positional
-    scores = pd.DataFrame(values, columns=[logit_column(c) for c in classes])
     given = pd.DataFrame(given, columns=[f"{GIVEN}{c}" for c in classes]) if kind == PROB else None
-    return pd.concat([out, scores, given], axis=1)
+    return pd.concat([out, pd.DataFrame(values, columns=[logit_column(c) for c in classes]), given], axis=1)
 
 
 def _labels(source: _Source, raw: pd.Series, classes: list[str], notes: list[str]) -> np.ndarray:
@@ -387,8 +385,7 @@ def predictions_from_arrays(y_true, scores, platform, *, model=None, seed=None, 
     if len(classes) != values.shape[1]:
         raise InputError(f"scores have {values.shape[1]} columns but there are {len(classes)} classes "
                          f"({', '.join(map(str, classes))})")
-    prefix = PROB if kind == "probs" else LOGIT
-    frame = pd.DataFrame(values, columns=[f"{prefix}{c}" for c in classes])
+    frame = pd.DataFrame(values, columns=[f"{PROB if kind == 'probs' else LOGIT}{c}" for c in classes])
     frame.insert(0, "label", y.to_numpy())
     for name, value in (("platform", platform), ("model", model), ("seed", seed), ("id", ids), ("dataset", dataset)):
         if value is not None:

@@ -54,8 +54,7 @@ def reference_labels(rows: pd.DataFrame, annotators: list[str],
     adjudicators = sorted(adjudicated["labeler"].unique())
     if len(adjudicators) > 1:
         raise InputError(f"several adjudicated labelers ({', '.join(adjudicators)}); name the reference with --reference")
-    human = rows[rows["labeler"].isin(annotators)]
-    valid = human[human["value"].notna()]
+    valid = rows[rows["labeler"].isin(annotators) & rows["value"].notna()]  # the annotators' valid labels
     stats = valid.groupby("item_id")["value"].agg(["min", "max", "count"])
     adj_rows = adjudicated[adjudicated["value"].notna()].set_index("item_id")
     adj = adj_rows["value"].astype(int)

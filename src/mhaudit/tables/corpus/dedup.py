@@ -46,6 +46,5 @@ def deduplicate(frame: pd.DataFrame, *, drop_conflicting: bool = True) -> tuple[
 
 def decontaminate(train: pd.DataFrame, evaluation: list[pd.DataFrame]) -> tuple[pd.DataFrame, int]:
     """Remove from a training pool every text that appears in any evaluation corpus."""
-    seen = set().union(*(normalise(frame["text"]) for frame in evaluation))
-    hit = normalise(train["text"]).isin(seen)
+    hit = normalise(train["text"]).isin(set().union(*(normalise(frame["text"]) for frame in evaluation)))
     return train[~hit], int(hit.sum())

@@ -103,8 +103,7 @@ def _splits(frame: pd.DataFrame, split: str, seed: int) -> tuple[pd.DataFrame, s
     missing = frame["split"].isna()
     if not missing.any():
         return frame, "official splits kept"
-    drawn = assign_splits(frame[missing], seed=seed)
     frame = frame.copy()
-    frame.loc[missing, "split"] = drawn["split"]
+    frame.loc[missing, "split"] = assign_splits(frame[missing], seed=seed)["split"]
     names = ", ".join(sorted(frame.loc[missing, "dataset"].unique()))
     return frame, f"no official split for {names}: stratified 70/15/15 drawn with seed {seed}"

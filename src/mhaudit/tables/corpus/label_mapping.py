@@ -30,8 +30,7 @@ def _unknown(records: pd.DataFrame, raws: pd.Series, mapping: Mapping) -> None:
     known = raws.map(mapping.knows)
     if known.all():
         return
-    pos = records.index.get_loc(raws.index[~known.to_numpy()][0])
-    where = SCHEMA.where(records, pos, None)
+    where = SCHEMA.where(records, records.index.get_loc(raws.index[~known.to_numpy()][0]), None)
     expected = sorted(set(mapping.targets) | set(mapping.dropped))
     raise InputError(f"{where}: label '{raws[~known].iat[0]}' is not known to mapping '{mapping.name}' "
                      f"({int((~known).sum())} such labels); expected one of {', '.join(expected)}")
@@ -105,6 +104,5 @@ def _report(pairs: pd.Series, target: pd.Series, mapping: Mapping) -> pd.DataFra
 
 
 def _count(reasons: pd.Series, unit: str) -> pd.DataFrame:
-    counts = reasons.value_counts()
-    return pd.DataFrame({"reason": counts.index, unit: counts.to_numpy()})
+    return reasons.value_counts().rename_axis("reason").reset_index(name=unit)
 
