@@ -78,10 +78,9 @@ class Parses:
         docs = np.asarray(docs, dtype=np.int64)
         lengths = self.n_tokens[docs]
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        rows = np.concatenate([np.arange(self.offsets[d], self.offsets[d + 1]) for d in docs]) \
-            if docs.size else np.zeros(0, dtype=np.int64)
+        shift = np.repeat(offsets[:-1] - self.offsets[docs], lengths)  # new row - old row, per token
+        rows = np.arange(int(offsets[-1])) - shift
         columns = {k: v[rows] for k, v in self.columns.items()}
-        shift = np.repeat(offsets[:-1] - self.offsets[docs], lengths)
         columns["head"] = (self.columns["head"][rows] + shift).astype(np.int64)
         return Parses(offsets, columns, model=self.model)
 
