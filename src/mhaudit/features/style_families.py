@@ -142,8 +142,7 @@ def _text_counts(texts: list[str]) -> dict[str, np.ndarray]:
         "letter": lambda t: len(t) - len(t.translate(_NO_LETTER)),
         **{k: (lambda rx: lambda t: len(rx.findall(t)))(rx) for k, rx in _RX.items()},
     }
-    n = len(texts)
-    return {k: np.fromiter((fn(t) for t in texts), dtype=np.float64, count=n) for k, fn in counters.items()}
+    return {k: np.fromiter((fn(t) for t in texts), dtype=np.float64, count=len(texts)) for k, fn in counters.items()}
 
 
 def punctuation(t: Tokens) -> Features:
