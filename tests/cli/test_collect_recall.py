@@ -28,6 +28,9 @@ def test_collect_recall_prints_a_table_per_set_found(tmp_path):
     assert "bluesky_depression (held-out half): 2,275 posts, 259 depressive" in out
     assert "0.911 (0.870–0.940)  0.617 (0.597–0.637)  0.168 (0.149–0.189)" in out  # wide, held-out half
     assert "not found under" in out and "dreaddit" in out and "kaggle_mh suicidal" in out
+    # wide was written looking at the tuning half: said under the two tables with those posts, not the held-out one
+    tuned = "note: wide was tuned on posts of this set, so the recall here is optimistic; the held-out half judges it"
+    assert " ".join(out.split()).count(tuned) == 2
 
 
 def test_collect_recall_bad_inputs(tmp_path):

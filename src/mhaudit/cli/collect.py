@@ -226,5 +226,8 @@ def recall(lexicon: Annotated[list[str], typer.Option("--lexicon", metavar="FILT
         what = (f"{table['n_positive'].iat[0]:,} {spec.target} by {spec.labels_by}" if spec.positive is not None
                 else spec.labels_by)
         print_table(f"{name}: {table['n_posts'].iat[0]:,} posts, {what}", _with_intervals(table))
+        if (tuned := list(table.loc[table["tuned_here"], "filter"])):
+            out.print(f"note: {', '.join(tuned)} {'was' if len(tuned) == 1 else 'were'} tuned on posts of this set, so "
+                      "the recall here is optimistic; the held-out half judges it", highlight=False)
     if absent:
         out.print("not found under " + str(data) + ": " + ", ".join(absent), highlight=False)

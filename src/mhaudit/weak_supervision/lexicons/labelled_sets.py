@@ -35,14 +35,16 @@ class LabelledSet:
     target: str  # what the positive posts are
     labels_by: str
     half: str | None = None  # "tune" or "held-out": one half of the Bluesky set
+    tuned: tuple[str, ...] = ()  # lexicons written looking at (some of) these posts: their recall here is optimistic
 
 
 _BLUESKY = ("bluesky_depression/bluesky-depression-dataset.csv",)
 _KAGGLE = ("kaggle_mh/Combined Data.csv",)
 LABELLED_SETS = (
-    LabelledSet("bluesky_depression", "bluesky_depression", _BLUESKY, "1", "depressive", "two clinical psychologists"),
+    LabelledSet("bluesky_depression", "bluesky_depression", _BLUESKY, "1", "depressive", "two clinical psychologists",
+                tuned=("wide",)),
     LabelledSet("bluesky_depression (tuning half)", "bluesky_depression", _BLUESKY, "1", "depressive",
-                "two clinical psychologists", half="tune"),
+                "two clinical psychologists", half="tune", tuned=("wide",)),
     LabelledSet("bluesky_depression (held-out half)", "bluesky_depression", _BLUESKY, "1", "depressive",
                 "two clinical psychologists", half="held-out"),
     LabelledSet("dreaddit", "dreaddit", ("dreaddit/dreaddit-train.csv", "dreaddit/dreaddit-test.csv"), "1",
@@ -84,7 +86,8 @@ def read_set(data: Path, spec: LabelledSet) -> pd.DataFrame | None:
 def recall_tables(data: Path, filters: Sequence[str] = DEFAULT_FILTERS,
                   sets: Sequence[LabelledSet] = LABELLED_SETS) -> tuple[dict[str, pd.DataFrame], list[str]]:
     """One table per labelled set found under `data` (one row per filter: FilterRecall.row with the filter's
-    name and its lexicons' versions), and the names of the sets whose files are absent."""
+    name, its lexicons' versions and `tuned_here`, whether one of them was tuned on these posts), and the names of
+    the sets whose files are absent."""
     lexicons = {spec: load_filter(spec) for spec in filters}
     tables, absent = {}, []
     for spec in sets:
@@ -93,10 +96,11 @@ def recall_tables(data: Path, filters: Sequence[str] = DEFAULT_FILTERS,
             absent.append(spec.name)
             continue
         table = pd.DataFrame([{"filter": filter_name(lexs), "versions": " ".join(f"{x.name} {x.version}" for x in lexs),
+                               "tuned_here": any(x.name in spec.tuned for x in lexs),
                                **filter_recall(kept_by(lexs, posts["text"]), posts["positive"]).row()}
                               for lexs in lexicons.values()])
         if spec.positive is None:  # no target: only the keep share means anything
             table = table[[c for c in table.columns
-                           if c in ("filter", "versions", "n_posts", "n_kept") or c.startswith("keep_share")]]
+                           if c in ("filter", "versions", "tuned_here", "n_posts", "n_kept") or c.startswith("keep_share")]]
         tables[spec.name] = table
     return tables, absent
