@@ -63,3 +63,11 @@ def test_collect_bluesky_states_the_recall_of_its_filter(tmp_path):
     assert result.exit_code == 0, result.output
     assert ("recall: the collection's filter (wide) keeps an estimated 0.914 (95% CI 0.887–0.936) of the depressive "
             "posts of the Bluesky depression set (0.911 on the half it was not tuned on;") in " ".join(result.stderr.split())
+
+
+def test_every_lexicon_flag_lists_every_built_in_lexicon():
+    from mhaudit.weak_supervision.lexicons import BUILTIN
+
+    for command in (["labels", "lexicon"], ["collect", "bluesky"], ["collect", "recall"]):
+        shown = " ".join(runner.invoke(app, [*command, "--help"], terminal_width=200).stdout.split())
+        assert all(f"{name}," in shown or f"{name})" in shown or f"'{name}'" in shown for name in BUILTIN), command

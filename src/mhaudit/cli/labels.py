@@ -160,7 +160,7 @@ def _sample_to_certify(items, task, out_path, labels, predictions, reference, bu
 def lexicon_labeler(items: Annotated[Path, typer.Option(help="Corpus or items table with id and text.")],
                  task: TaskOpt,
                  labels: Annotated[Path, typer.Option("--labels", help="Labels table to write or add to.")],
-                 lexicon: Annotated[str, typer.Option(help="Built-in lexicon (si, mh) or a TOML file.")] = "mh") -> None:
+                 lexicon: Annotated[str, typer.Option(help="Built-in lexicon (si, mh, wide) or a TOML file.")] = "mh") -> None:
     """Label items with a lexicon (1 if any term matches) as a weak labeler."""
     from mhaudit.weak_supervision.labelers.lexicon import lexicon_labels
     from mhaudit.weak_supervision.lexicons import Lexicon
