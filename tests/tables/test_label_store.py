@@ -74,8 +74,12 @@ def test_round_trip_through_files(tmp_path, suffix):
 def test_imported_sheet_errors_name_the_row(tmp_path):
     sheet = tmp_path / "sheet.csv"
     sheet.write_text("item_id,task,labeler,kind,value\np1,si,ann1,human,1\np2,si,ann1,human,yes\n")
-    with pytest.raises(InputError, match=r"sheet.csv row 3: label value 'yes' is not 0, 1 or empty"):
+    with pytest.raises(InputError, match=r"sheet.csv row 2: label value 'yes' is not 0, 1 or empty"):
         read_labels(sheet)
+    # the same row is row 2 in a Parquet file: the n-th data row, header not counted, whatever the file type
+    pd.read_csv(sheet, dtype=str).to_parquet(tmp_path / "sheet.parquet")
+    with pytest.raises(InputError, match=r"sheet.parquet row 2: label value 'yes' is not 0, 1 or empty"):
+        read_labels(tmp_path / "sheet.parquet")
     sheet.write_text("item_id,task,labeler,kind,value\np1,si,ann1,human,1\np1,si,ann1,human,0\n")
     with pytest.raises(InputError, match="item 'p1' has two labels from 'ann1'"):
         read_labels(sheet)

@@ -26,7 +26,7 @@ import pandas as pd
 
 from mhaudit.core.errors import InputError
 from mhaudit.core.store_versions import migrate_sqlite
-from mhaudit.tables.io import TABLE_SUFFIXES, is_missing, read_table, table_format, write_table
+from mhaudit.tables.io import TABLE_SUFFIXES, is_missing, read_table, write_table
 
 STORE_KINDS = ("llm", "human", "adjudicated", "lexicon")  # what the labelers write to the store
 KINDS = (*STORE_KINDS, "model")  # label files may also hold a classifier's predicted labels
@@ -285,8 +285,8 @@ def read_labels(path: str | Path) -> pd.DataFrame:
     if missing:
         raise InputError(f"missing column '{missing[0]}'; a labels table needs {', '.join((*KEY, 'kind', 'value'))}",
                          path=path)
-    offset = 2 if table_format(path) in ("csv", "tsv") else 1
-    rows = [_row(record, f"{path} row {i + offset}") for i, record in enumerate(frame.to_dict("records"))]
+    # row n is the n-th data row, header not counted, whatever the file type (as every reader here says it)
+    rows = [_row(record, f"{path} row {i + 1}") for i, record in enumerate(frame.to_dict("records"))]
     result = pd.DataFrame(rows, columns=list(COLUMNS)).astype({"value": "Int64"})
     duplicated = result.duplicated(list(KEY))
     if duplicated.any():
