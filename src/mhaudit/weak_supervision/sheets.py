@@ -28,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from mhaudit.core.errors import InputError
-from mhaudit.tables.io import is_missing, read_table, table_format, write_table
+from mhaudit.tables.io import is_missing, read_table, write_table
 from mhaudit.tables.label_store import COLUMNS, KEY, KINDS, LabelStore, check_label_value, parse_tags
 
 FORMATS = ("mhaudit", "label-studio", "argilla")
@@ -132,9 +132,8 @@ def _read_mhaudit(path: Path, opts: Options) -> SheetRows:
             raise InputError(f"missing column '{column}'{flag}; a sheet needs item_id, task, labeler and value",
                              path=path)
     result = SheetRows([])
-    offset = 2 if table_format(path) in ("csv", "tsv") else 1
     for i, record in enumerate(frame.to_dict("records")):
-        where = f"{path} row {i + offset}"
+        where = f"{path} row {i + 1}"  # the n-th data row, header not counted, whatever the file type
         value = record.get("value")
         if _empty(value) and _empty(record.get("raw_answer")):
             result.skipped += 1

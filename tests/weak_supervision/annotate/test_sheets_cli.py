@@ -99,7 +99,7 @@ def test_import_refuses_a_label_outside_0_1_with_its_row(tmp_path):
     sheet.write_text("item_id,task,labeler,value\np1,mh,alice,1\np2,mh,alice,2\n")
     labels = tmp_path / "labels.sqlite"
     result = invoke("labels", "import", sheet, "--labels", labels)
-    assert_one_sentence_failure(result, "sheet.csv row 3: label value '2' is not 0, 1 or empty")
+    assert_one_sentence_failure(result, "sheet.csv row 2: label value '2' is not 0, 1 or empty")  # 2nd data row
     assert not labels.exists()  # nothing written, not even an empty store
 
 
