@@ -80,10 +80,7 @@ def _sigterm_as_ctrl_c():
     """SIGTERM (a service manager, `kill`) stops the server as Ctrl-C does, so the summary is printed."""
     import signal
 
-    def stop(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, stop)
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # it raises KeyboardInterrupt
     try:
         yield
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -120,28 +121,18 @@ def _label(client, labels: Path, report_json: Path | None, *, frame, **run) -> t
     from mhaudit.tables.label_store import LabelStore
     from mhaudit.weak_supervision.labelers.llm import label_items
 
-    try:
-        store = LabelStore(labels)
-    except BaseException:
-        client.close()
-        raise
-    code = 0
-    try:
-        report = label_items(frame, store=store, backend=client, **run)
-    except KeyboardInterrupt as exc:
-        report, code = getattr(exc, "report", None), 130
-        err.print("interrupted: every answer received so far is stored; run the same command again to go on",
-                  highlight=False, soft_wrap=True)
-    except InputError as exc:  # a fatal stop (server gone, model unloaded): the partial report, marked stopped
-        report = getattr(exc, "report", None)
-        if report is not None:
-            _show(report)
-            _write_report(report_json, report)
-        raise
-    finally:
-        store.close()
-        client.close()
-    return report, code
+    with contextlib.closing(client), LabelStore(labels) as store:
+        try:
+            return label_items(frame, store=store, backend=client, **run), 0
+        except KeyboardInterrupt as exc:
+            err.print("interrupted: every answer received so far is stored; run the same command again to go on",
+                      highlight=False, soft_wrap=True)
+            return getattr(exc, "report", None), 130
+        except InputError as exc:  # a fatal stop (server gone, model unloaded): the partial report, marked stopped
+            if (report := getattr(exc, "report", None)) is not None:
+                _show(report)
+                _write_report(report_json, report)
+            raise
 
 
 def _write_report(report_json: Path | None, report) -> None:

@@ -320,8 +320,7 @@ def read_table(path: str | os.PathLike, *, what: str = "the table", required: Se
 
 def with_place(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
     """Add `_file` and `_row` (1-based data row of the file) to a freshly read table."""
-    frame[SOURCE_FILE] = str(path)
-    frame[SOURCE_ROW] = range(1, len(frame) + 1)
+    frame[SOURCE_FILE], frame[SOURCE_ROW] = str(path), range(1, len(frame) + 1)
     return frame
 
 

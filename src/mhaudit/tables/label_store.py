@@ -13,6 +13,7 @@ CSV and JSONL for teams that label elsewhere; `read_label_files` joins several.
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import numbers
 import sqlite3
@@ -65,20 +66,14 @@ def now() -> str:
 
 def check_label_value(value: object, where: str) -> int | None:
     """0 or 1 (also '1', '1.0' and 1.0 as spreadsheets write them), None for an empty value."""
-    if is_missing(value):
+    if is_missing(value) or (isinstance(value, str) and not value.strip()):
         return None
+    number = value
     if isinstance(value, str):
-        text = value.strip()
-        if text == "":
-            return None
-        try:
-            number = float(text)
-        except ValueError:
-            number = None
-        if number in (0.0, 1.0):
-            return int(number)
-    elif isinstance(value, numbers.Real) and float(value) in (0.0, 1.0):
-        return int(value)
+        with contextlib.suppress(ValueError):
+            number = float(value)  # float() ignores the spaces around the number
+    if isinstance(number, numbers.Real) and float(number) in (0.0, 1.0):
+        return int(number)
     raise InputError(f"{where}: label value {value!r} is not 0, 1 or empty")
 
 

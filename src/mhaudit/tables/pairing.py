@@ -73,18 +73,16 @@ def aligned_codes(groups: dict[Hashable, Group], runs: list, where: str,
     if not order.is_unique:
         raise InputError(f"the {where} predictions of {name(runs[0])} repeat an id; the ensemble estimate pairs "
                          "runs' rows by id")
-    codes = []
-    for run in runs:
+    codes = np.empty((len(runs), len(order)), dtype=np.int64)
+    for k, run in enumerate(runs):
         group = groups[run]
         at = order.get_indexer(group.ids)
         if group.n != len(order) or (at < 0).any():
             raise InputError(f"the {where} predictions of {name(run)} cover other rows than those of "
                              f"{name(runs[0])} ({group.n:,} vs {len(order):,} rows); the ensemble estimate needs "
                              "every run scored on the same rows")
-        pred = np.empty(len(order), dtype=np.int64)
-        pred[at] = group.pred
-        codes.append(pred)
-    return np.vstack(codes)
+        codes[k, at] = group.pred
+    return codes
 
 
 def labels_in_id_order(group: Group) -> np.ndarray:

@@ -35,8 +35,7 @@ def read_validation_set(path: str | Path) -> pd.DataFrame:
     if missing:
         raise InputError(f"missing column '{missing[0]}'; a validation set has {', '.join(SAMPLE_COLUMNS)}", path=path)
     weights = pd.to_numeric(frame["weight"], errors="coerce")
-    if frame["item_id"].isna().any() or frame["item_id"].duplicated().any() or weights.isna().any() \
-            or (weights <= 0).any():
+    if frame["item_id"].isna().any() or frame["item_id"].duplicated().any() or not (weights > 0).all():  # NaN too
         raise InputError("item ids must be present and unique and weights positive numbers", path=path)
     if frame["stratum"].isna().any():
         raise InputError("every item needs its stratum (the weak label it was drawn under)", path=path)

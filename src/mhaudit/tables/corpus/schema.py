@@ -48,25 +48,24 @@ class CorpusSchema:
         for col in ("id", "text", "label", "platform", "dataset", "split"):
             bad = df[col].isna() | (df[col].astype(str).str.strip() == "")
             if bad.any():
-                i = int(bad.to_numpy().nonzero()[0][0])
                 what = "text is empty or whitespace only" if col == "text" else f"column '{col}' is empty"
                 raise InputError(f"{what} ({int(bad.sum())} such rows); every row needs a value",
-                                 path=self.where(df, i, path))
+                                 path=self.where(df, int(bad.argmax()), path))  # the first bad row
         ids = df["id"].astype(str)
         dup = ids.duplicated(keep="first")
         if dup.any():
-            i = int(dup.to_numpy().nonzero()[0][0])
+            i = int(dup.argmax())
             raise InputError(f"id '{ids.iat[i]}' appears more than once ({int(dup.sum())} duplicate ids); "
                              "ids must be unique", path=self.where(df, i, path))
         bad_split = ~df["split"].isin(SPLITS)
         if bad_split.any():
-            i = int(bad_split.to_numpy().nonzero()[0][0])
+            i = int(bad_split.argmax())
             raise InputError(f"split '{df['split'].iat[i]}' is not one of {', '.join(SPLITS)}",
                              path=self.where(df, i, path))
         if classes is not None:
             unknown = ~df["label"].astype(str).isin(classes)
             if unknown.any():
-                i = int(unknown.to_numpy().nonzero()[0][0])
+                i = int(unknown.argmax())
                 raise InputError(f"label '{df['label'].iat[i]}' is not one of the corpus classes "
                                  f"({', '.join(classes)})", path=self.where(df, i, path))
         keep = [c for c in self.columns if c in df.columns]

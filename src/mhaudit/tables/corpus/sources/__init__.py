@@ -9,10 +9,15 @@ in one place (mhaudit.tables.corpus.importing), the same for every source.
 
 from __future__ import annotations
 
+import importlib
+
 from mhaudit.core.errors import InputError
 from mhaudit.tables.corpus.sources.registry import REGISTRY, ReadOptions, Source, register
 
 __all__ = ["ReadOptions", "Source", "register", "get", "all_sources"]
+
+BUILTIN = ("bluesky_depression", "dair_emotion", "depression_reddit", "dreaddit", "generic", "goemotions", "hf",
+           "kaggle_mh", "rastogi", "tss")  # the importer modules here
 
 
 def get(name: str) -> Source:
@@ -28,16 +33,5 @@ def all_sources() -> list[Source]:
 
 
 def _load_builtin() -> None:
-    # Imported lazily so that each importer module registers itself on first use.
-    from mhaudit.tables.corpus.sources import (  # noqa: F401
-        bluesky_depression,
-        dair_emotion,
-        depression_reddit,
-        dreaddit,
-        generic,
-        goemotions,
-        hf,
-        kaggle_mh,
-        rastogi,
-        tss,
-    )
+    for module in BUILTIN:  # imported lazily: each importer module registers itself on first use
+        importlib.import_module(f"{__name__}.{module}")
