@@ -98,8 +98,7 @@ def phenotypes(features: np.ndarray, datasets: np.ndarray, *, k: int = 3, n_boot
     summary = pd.DataFrame([{"k": k, "n": int(features.shape[0]), "features": int(features.shape[1]),
                              "bootstrap_ari_mean": float(ari.mean()), "ari_ci_low": float(np.percentile(ari, 2.5)),
                              "ari_ci_high": float(np.percentile(ari, 97.5)), "n_boot": n_boot,
-                             "ami_dataset": float(ami), "ami_p": float(ami_p),
-                             "n_perm": n_perm}])
+                             "ami_dataset": float(ami), "ami_p": float(ami_p), "n_perm": n_perm}])
     sizes = pd.crosstab(pd.Series(labels, name="cluster"), pd.Series(datasets, name="dataset")).reset_index()
     return summary, sizes
 

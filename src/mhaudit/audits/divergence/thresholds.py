@@ -94,9 +94,7 @@ def threshold_diagnostic(s: Scored, keys: list[str], thresholds: dict[str, float
     rows = []
     for d in s.datasets:
         y = s.y[d]
-        for key in keys:
-            if key not in s.scored:
-                continue
+        for key in [k for k in keys if k in s.scored]:
             j = s.col(key)
             prob = s.probs[d][j]
             at_oof = binary_scores(y, s.preds[d][j], zero_division=s.zero_division)
