@@ -36,10 +36,6 @@ def check_version(found: int, current: int, *, what: str, where: object, advice:
                          f"migrate; {advice}", path=where)
 
 
-def backup_path(path: Path, version: int) -> Path:
-    return path.with_name(f"{path.name}.v{version}.bak")
-
-
 def migrate_sqlite(conn: sqlite3.Connection, path: Path, found: int, current: int, steps: Mapping[int, Step], *,
                    what: str, advice: str) -> Path | None:
     """Bring an SQLite store stamped `PRAGMA user_version = found` to `current`: a backup copy first, then every
@@ -78,7 +74,7 @@ def _backup(path: Path, version: int) -> Path:
     """A consistent copy of the store's last commit (WAL content included), written whole or not at all. It reads
     through a second connection: the migrating one holds the write lock, and a backup through it would wait on
     itself."""
-    target = backup_path(path, version)
+    target = path.with_name(f"{path.name}.v{version}.bak")
     partial = target.with_name(target.name + ".partial")
     partial.unlink(missing_ok=True)
     source, copy = sqlite3.connect(path), sqlite3.connect(partial)
