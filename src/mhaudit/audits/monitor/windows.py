@@ -27,7 +27,7 @@ from mhaudit.report.trust import untrusted_because
 from mhaudit.stats.pair_estimate import ReferenceDraws, estimate_pair, reference_draws
 from mhaudit.tables.predictions import logit_column
 
-__all__ = ["parse_window", "time_resolution", "check_resolution", "Reference", "in_time_order", "window_table",
+__all__ = ["parse_window", "check_resolution", "Reference", "in_time_order", "window_table",
            "history_start", "in_history"]
 
 _UNITS = {"s": "s", "sec": "s", "m": "min", "min": "min", "h": "h", "d": "D", "w": "W"}
@@ -41,15 +41,6 @@ def parse_window(text: str) -> pd.Timedelta:
     if not match or match.group(2) not in _UNITS or int(match.group(1)) < 1:
         raise InputError(f"the window '{text}' must be a number and a unit: s, min, h, d or w (e.g. 1d, 6h, 30min)")
     return pd.Timedelta(int(match.group(1)), unit=_UNITS[match.group(2)])
-
-
-def time_resolution(times: pd.Series) -> pd.Timedelta:
-    """The coarsest of 1 day, 1 hour, 1 minute, 1 second that every timestamp is a whole multiple of."""
-    ns = times.dropna().dt.as_unit("ns").astype("int64")
-    for unit in _RESOLUTIONS:
-        if len(ns) and (ns % unit.value == 0).all():
-            return unit
-    return pd.Timedelta("1s") / 1000
 
 
 def parse_times(created_at) -> pd.Series:
@@ -82,11 +73,12 @@ def in_history(posts: pd.DataFrame, history: pd.Timedelta, window: pd.Timedelta)
 
 
 def check_resolution(created_at, window: pd.Timedelta, window_text: str) -> None:
-    """One sentence when no createdAt is readable, or when the window is finer than the times' resolution."""
-    times = parse_times(created_at)
-    if times.isna().all():
+    """One sentence when no createdAt is readable, or when the window is finer than the times' resolution: the
+    coarsest of 1 day, 1 hour, 1 minute, 1 second that every time is a whole multiple of (else 1 ms)."""
+    ns = parse_times(created_at).dropna().astype("int64")
+    if ns.empty:
         raise InputError("no post has a readable createdAt time; the monitor windows posts by it")
-    resolution = time_resolution(times)
+    resolution = next((unit for unit in _RESOLUTIONS if (ns % unit.value == 0).all()), pd.Timedelta("1ms"))
     if window < resolution:
         raise InputError(f"a window of {window_text} is shorter than the posts' time resolution (every createdAt is "
                          f"a whole {_RESOLUTIONS.get(resolution, 'fraction of a second')}); choose a window of at "
