@@ -20,9 +20,8 @@ __all__ = ["read_report", "combine_results", "AUDIT_LABELS"]
 
 # What a section heading calls each audit in a combined report.
 AUDIT_LABELS = {"cpfe": "Cross-platform", "estimate": "Before labels", "certify": "Certified with labels",
-                "monitor": "Stream monitor",
-                "divergence": "Label source",
-                "agreement": "Human validation", "model_selection": "Model selection"}
+                "monitor": "Stream monitor", "divergence": "Label source", "agreement": "Human validation",
+                "model_selection": "Model selection"}
 
 
 def read_report(folder: str | Path) -> AuditResult:

@@ -340,13 +340,10 @@ def write_report(result: AuditResult, out_dir: str | Path) -> list[Path]:
     temporary name first and none is renamed until all are written, so a full disk or a read-only folder
     leaves an earlier report as it was (docs/faults.md). Returns the three reports' paths, then the rest."""
     out_dir = Path(out_dir)
-    files: dict[Path, str | bytes] = {}
-    for section in result.sections:  # figures first: the reports link to them
-        for name, figure in section.figures.items():
-            files[out_dir / figure_file(name, figure)] = figure
-    for section in result.sections:
-        for name, table in section.tables.items():
-            files[out_dir / table_file(section.title, name)] = table.to_csv(index=False)
+    files: dict[Path, str | bytes] = {  # figures first: the reports link to them
+        out_dir / figure_file(name, figure): figure for s in result.sections for name, figure in s.figures.items()}
+    files |= {out_dir / table_file(s.title, name): table.to_csv(index=False)
+              for s in result.sections for name, table in s.tables.items()}
     checks = _Checks.of(result.verdicts)  # once for the three reports
     reports = {out_dir / "report.json": json.dumps(to_json(result, checks), indent=2), out_dir / "report.md":
                to_markdown(result, checks), out_dir / "report.html": to_html(result, checks)}

@@ -131,13 +131,12 @@ def viridis(share: float) -> str:
 
 @dataclass
 class Axis:
-    """A linear axis over [lo, hi], its label, and its ticks: nice ones unless given as (value, label) pairs.
-    rotate: tick labels at 35 degrees; None rotates them where they would not fit side by side."""
+    """A linear axis over [lo, hi], its label, and its ticks: nice ones unless given as (value, label) pairs. On an
+    x axis, tick labels that would not fit side by side are slanted."""
     lo: float
     hi: float
     label: str = ""
     ticks: Sequence[tuple[float, str]] | None = None
-    rotate: bool | None = None
 
     def marks(self) -> list[tuple[float, str]]:
         if self.ticks is not None:
@@ -183,8 +182,7 @@ class Panel:
 
     def points(self, xs, ys, colour: str, low=None, high=None, marker: str = "circle") -> None:
         """Markers at finite (x, y), each with a horizontal interval [low, high] where both ends are finite."""
-        low = list(low) if low is not None else [math.nan] * len(xs)
-        high = list(high) if high is not None else [math.nan] * len(xs)
+        low, high = ([math.nan] * len(xs) if ends is None else list(ends) for ends in (low, high))
 
         def draw(px, py):
             out = []
@@ -197,7 +195,7 @@ class Panel:
             return out
         self.marks.append(draw)
 
-    def line(self, xs, ys, colour: str, marker: str = "circle", dashed: bool = False) -> None:
+    def line(self, xs, ys, colour: str, marker: str = "circle") -> None:
         """A polyline through the finite points, broken where a value is NaN, with a marker at each point."""
         def draw(px, py):
             runs, out = [[]], []
@@ -206,10 +204,9 @@ class Panel:
                     runs[-1].append((px(x), py(y)))
                 elif runs[-1]:
                     runs.append([])
-            dash = ' stroke-dasharray="5 3"' if dashed else ""
             for run in (r for r in runs if len(r) > 1):
                 path = " ".join(f"{num(a)},{num(b)}" for a, b in run)
-                out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="1.5"{dash}/>')
+                out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
             return out + [_marker(a, b, colour, marker, 2.6) for run in runs for a, b in run] if marker else out
         self.marks.append(draw)
 
@@ -242,8 +239,8 @@ class Panel:
 
     def _rotated(self) -> bool:
         marks = self.x.marks()
-        if self.x.rotate is not None or len(marks) < 2:
-            return bool(self.x.rotate)
+        if len(marks) < 2:
+            return False
         room = self.width / (self.x.hi - self.x.lo) * min(abs(b[0] - a[0]) for a, b in zip(marks, marks[1:]))
         return max(text_width(t) for _, t in marks) + 6 > room
 
@@ -295,24 +292,20 @@ class Panel:
         out, bottom, slant = [], top + self.height, self._rotated()
         margin_left, _, margin_top, margin_bottom = self.margins()
         for v, label in self.y.marks():
-            out += [_segment(left - 4, py(v), left, py(v), GREY), _text(left - 6, py(v) + FONT * 0.35, label,
-                                                                          anchor="end")]
+            out += [_segment(left - 4, py(v), left, py(v), GREY),
+                    _text(left - 6, py(v) + FONT * 0.35, label, anchor="end")]
         for v, label in self.x.marks():
-            out.append(_segment(px(v), bottom, px(v), bottom + 4, GREY))
-            out.append(_text(px(v) + 3, bottom + FONT + 4, label, anchor="end", rotate=-35) if slant else
-                       _text(px(v), bottom + FONT + 5, label))
-        below = bottom + margin_bottom - 6
-        for i, line in enumerate(reversed(wrap(self.x.label, self.width + 16)) if self.x.label else []):
-            out.append(_text(left + self.width / 2, below - 15 * i, line))
-        lines = self._ylabel_lines()
-        outer = left - margin_left + FONT + 2
-        for i, line in enumerate(lines):
-            at = outer + 15 * i
-            out.append(_text(at, top + self.height / 2, line, rotate=-90))
-        for i, line in enumerate(wrap(self.title, self.width + 16, TITLE) if self.title else []):
-            out.append(_text(left + self.width / 2, top - margin_top + TITLE + 4 + (TITLE + 4) * i, line,
-                             TITLE, bold=True))
-        return out
+            out += [_segment(px(v), bottom, px(v), bottom + 4, GREY),
+                    _text(px(v) + 3, bottom + FONT + 4, label, anchor="end", rotate=-35) if slant else
+                    _text(px(v), bottom + FONT + 5, label)]
+        below, outer = bottom + margin_bottom - 6, left - margin_left + FONT + 2
+        out += [_text(left + self.width / 2, below - 15 * i, line)
+                for i, line in enumerate(reversed(wrap(self.x.label, self.width + 16)) if self.x.label else [])]
+        out += [_text(outer + 15 * i, top + self.height / 2, line, rotate=-90)
+                for i, line in enumerate(self._ylabel_lines())]
+        first = top - margin_top + TITLE + 4
+        return out + [_text(left + self.width / 2, first + (TITLE + 4) * i, line, TITLE, bold=True)
+                      for i, line in enumerate(wrap(self.title, self.width + 16, TITLE) if self.title else [])]
 
     def _scale(self, left: float, top: float) -> list[str]:
         """A heatmap's colour scale: a bar of 40 stripes with nice ticks and its label beside it."""
@@ -326,9 +319,8 @@ class Panel:
             out += [_segment(left + 12, at, left + 16, at, GREY),
                     _text(left + 18, at + FONT * 0.35, tick_label(v, ticks), anchor="start")]
         width = max(text_width(tick_label(v, ticks)) for v in ticks) if ticks else 0
-        for i, line in enumerate(wrap(label, h)):
-            out.append(_text(left + 30 + width + FONT + 15 * i, top + h / 2, line, rotate=-90))
-        return out
+        return out + [_text(left + 30 + width + FONT + 15 * i, top + h / 2, line, rotate=-90)
+                      for i, line in enumerate(wrap(label, h))]
 
 
 def heatmap(values: Sequence[Sequence[float]], rows: Sequence, columns: Sequence, lo: float, hi: float,
