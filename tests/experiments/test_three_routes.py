@@ -81,5 +81,7 @@ name = "tfidf-lr"
     # every row TSS gold has is judged (a target), Dreaddit's 715 test rows at home
     n = {(row["platform"], row["dataset"]): row["n"] for row in want["discrimination"]}
     assert n == {("reddit", "dreaddit"): 715, ("twitter", "tss_twitter_gold"): 2872}
+    assert ("outside train and val (reddit (dreaddit): 715), elsewhere every scored row (twitter (tss_twitter_gold): "
+            "2,872)") in from_cli["summary"]
     # each route prints the scorecard
     assert "Scorecard" in shown and "Scorecard" in ran

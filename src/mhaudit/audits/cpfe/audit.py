@@ -11,7 +11,7 @@ from mhaudit.audits.cpfe.calibration import calibration_row, per_class_calibrati
 from mhaudit.audits.cpfe.discrimination import discrimination_rows, per_class_rows
 from mhaudit.audits.cpfe.equity import equity_rows
 from mhaudit.audits.cpfe.extras import label_shift_rows, length_rows, sensitivity_rows
-from mhaudit.audits.cpfe.groups import identical_seeds, make_groups, reference_of
+from mhaudit.audits.cpfe.groups import identical_seeds, judged_note, make_groups, reference_of
 from mhaudit.audits.cpfe.options import CPFEInputs, CPFEOptions
 from mhaudit.audits.cpfe.significance import MacroAucSpread, model_pair_rows, place_bootstraps, platform_pair_rows
 from mhaudit.audits.cpfe.summary import CORRECTIONS, flags, home_notes, mean_sd, plain_words
@@ -75,7 +75,7 @@ def audit_cpfe(inputs: CPFEInputs, options: CPFEOptions, *, progress: Progress |
     if predictions.notes:
         summary += " Inputs: " + "; ".join(predictions.notes) + "."
     one_run = identical_seeds(groups)
-    summary += _seed_note(one_run)
+    summary += judged_note(predictions, groups, options.reference) + _seed_note(one_run)
     with progress.stage("figures"):
         sections = _sections(tables, summary, options, words, one_run, method)
     return AuditResult(

@@ -22,6 +22,20 @@ def make_groups(predictions: PredictionSet, reference: str) -> list[Group]:
     return groups
 
 
+def judged_note(predictions: PredictionSet, groups: list[Group], reference: str) -> str:
+    """One sentence: which rows were judged, how many per place (its first run's) and why."""
+    frame = predictions.frame
+    left_out = int((~judged_rows(frame, reference)).sum())
+    counts = {}
+    for g in groups:
+        counts.setdefault((g.platform, g.dataset), g.n)
+    home = [f"{p} ({d}): {n:,}" for (p, d), n in counts.items() if reference in (p, d)]
+    away = [f"{p} ({d}): {n:,}" for (p, d), n in counts.items() if reference not in (p, d)]
+    return (f" Rows judged, each row the model did not train on: at home its rows outside train and val "
+            f"({', '.join(home)}{f'; {left_out:,} training rows in the predictions left out' if left_out else ''}), "
+            f"elsewhere every scored row ({', '.join(away) or 'none'}).")
+
+
 def check_labelled(predictions: PredictionSet) -> None:
     """Every row has a label: the statistics trust the codes, and this is their one check."""
     unlabelled = np.flatnonzero(predictions.codes < 0)
