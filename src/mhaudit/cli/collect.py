@@ -220,9 +220,8 @@ def recall(lexicon: Annotated[list[str], typer.Option("--lexicon", metavar="FILT
     if not tables:
         raise InputError("none of the labelled sets is in this folder; expected e.g. "
                          f"{LABELLED_SETS[0].files[0]}", path=data)
-    targets = {spec.name: spec for spec in LABELLED_SETS}
     for name, table in tables.items():
-        spec = targets[name]
+        spec = next(spec for spec in LABELLED_SETS if spec.name == name)
         what = (f"{table['n_positive'].iat[0]:,} {spec.target} by {spec.labels_by}" if spec.positive is not None
                 else spec.labels_by)
         print_table(f"{name}: {table['n_posts'].iat[0]:,} posts, {what}", _with_intervals(table))

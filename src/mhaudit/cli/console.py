@@ -247,9 +247,8 @@ def _print_card(title: str, rows: list[dict]) -> None:
             if row["subject"] != subject:
                 table.add_row(f"[bold]{escape(str(row['subject']))}[/]", *[""] * len(axes))
             lines = textwrap.wrap(str(row["target"]), label_width - 1, subsequent_indent="  ", break_on_hyphens=False)
-            table.add_row(" " + escape(lines[0]), *cells)
-            for line in lines[1:]:
-                table.add_row(" " + escape(line), *[""] * len(axes))
+            for i, line in enumerate(lines):  # the cells on the target's first line
+                table.add_row(" " + escape(line), *(cells if i == 0 else [""] * len(axes)))
         subject = row["subject"]
     out.print(f"[bold]{escape(title)}[/]", highlight=False)
     out.print(table)

@@ -11,8 +11,7 @@ __all__ = ["digest_frame"]
 
 def digest_frame(frame: pd.DataFrame) -> str:
     """SHA-256 of a table's contents (columns and values, index ignored): what an audit was run on."""
-    frame = frame.reset_index(drop=True)
-    try:
+    try:  # index=False: the rows' order alone counts, not their index
         hashed = pd.util.hash_pandas_object(frame, index=False).to_numpy()
     except TypeError:  # object columns of mixed types: hash their text
         hashed = pd.util.hash_pandas_object(frame.astype(str), index=False).to_numpy()

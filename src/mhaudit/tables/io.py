@@ -98,13 +98,10 @@ def write_files_atomic(files: Mapping[str | os.PathLike, str | bytes]) -> list[P
 
 def current_umask() -> int:
     """The process's umask, read without changing it (os.umask sets one to read it: a race between threads)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
     mask = os.umask(0o022)  # no /proc: read it the only other way, and put it straight back
     os.umask(mask)
     return mask
@@ -292,13 +289,11 @@ def _id_text(value: object) -> object:
 
 
 def read_table(path: str | os.PathLike, *, what: str = "the table", required: Sequence[str] = (),
-               ids: Sequence[str] = ID_COLUMNS, encoding: str = "utf-8", sep: str | None = None,
-               place: bool = False) -> pd.DataFrame:
+               encoding: str = "utf-8", sep: str | None = None, place: bool = False) -> pd.DataFrame:
     """A table from Parquet, CSV, TSV or JSONL, read by the rules in the module docstring.
 
     `what` names the table in error messages ("the labels", "the validation set"); `required`: columns
-    that must be there; `ids`: the columns read as strings; `sep`: a delimiter that overrides the suffix;
-    `place`: add `_file` / `_row`.
+    that must be there; `sep`: a delimiter that overrides the suffix; `place`: add `_file` / `_row`.
     """
     path = Path(path)
     kind = "delimited" if sep else table_format(path, what)
@@ -312,7 +307,7 @@ def read_table(path: str | os.PathLike, *, what: str = "the table", required: Se
     else:
         frame = read_delimited(path, sep=sep or _SEPARATORS[kind], encoding=encoding, required=required)
     require_columns(frame, required, path)
-    for column in ids:
+    for column in ID_COLUMNS:
         if column in frame.columns:
             frame[column] = frame[column].map(_id_text).astype(object)
     return with_place(frame, path) if place else frame

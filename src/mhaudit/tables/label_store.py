@@ -102,10 +102,8 @@ def parse_tags(raw: object) -> tuple[str, ...]:
         except ValueError:
             parsed = None
             if text.startswith("[") and text.endswith("]"):
-                try:
+                with contextlib.suppress(ValueError, SyntaxError):
                     parsed = ast.literal_eval(text)
-                except (ValueError, SyntaxError):
-                    parsed = None
             if not isinstance(parsed, list):
                 parsed = text.split(TAG_SEPARATOR)
         items = parsed if isinstance(parsed, list) else [] if parsed is None else [parsed]

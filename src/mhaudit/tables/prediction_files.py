@@ -40,8 +40,7 @@ from mhaudit.tables.predictions import (
 
 __all__ = ["PredictionColumns", "read_predictions", "predictions_from_arrays", "expand_sources"]
 
-GROUP = ("model", "seed", "platform", "dataset")
-PATTERN_FIELDS = ("model", "seed", "platform", "dataset")
+GROUP = ("model", "seed", "platform", "dataset")  # also the fields a name pattern may name
 # prob_ and logit_ columns in one file must agree: softmax(logits) within this of the probabilities
 BOTH_KINDS_TOLERANCE = 1e-3
 PLAIN_NUMBER = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"  # what _numbers parses without pd.to_numeric
@@ -119,10 +118,10 @@ def _stem(path: Path) -> str:
 def name_regex(pattern: str) -> re.Pattern:
     """A name pattern such as "{model}_{platform}_seed{seed}_predictions" as a regular expression."""
     fields = re.findall(r"{(\w*)}", pattern)
-    unknown = [f for f in fields if f not in PATTERN_FIELDS]
+    unknown = [f for f in fields if f not in GROUP]
     if unknown or not fields or len(set(fields)) != len(fields):
         raise InputError(f"--name-pattern '{pattern}' must name each of its fields once, from "
-                         f"{{{'}, {'.join(PATTERN_FIELDS)}}}" + (f"; '{unknown[0]}' is not one" if unknown else ""))
+                         f"{{{'}, {'.join(GROUP)}}}" + (f"; '{unknown[0]}' is not one" if unknown else ""))
     regex = "".join(f"(?P<{p[1:-1]}>\\d+)" if p == "{seed}" else f"(?P<{p[1:-1]}>.+?)" if p.startswith("{")
                     else re.escape(p) for p in re.split(r"({\w+})", pattern))
     return re.compile(f"^{regex}$")

@@ -90,8 +90,7 @@ def import_source(source_name: str, paths: list[Path], options: ImportOptions = 
 def _empty_texts(records: pd.DataFrame, drop: bool) -> tuple[pd.DataFrame, int]:
     blank = records["text"].isna() | (records["text"].astype(str).str.strip() == "")
     if blank.any() and not drop:
-        pos = int(blank.to_numpy().nonzero()[0][0])
-        raise InputError(f"{SCHEMA.where(records, pos, None)}: text is empty or whitespace only "
+        raise InputError(f"{SCHEMA.where(records, int(blank.argmax()), None)}: text is empty or whitespace only "
                          f"({int(blank.sum())} such rows); every row needs a text "
                          "(--drop-empty drops and counts them)")
     return records[~blank], int(blank.sum())

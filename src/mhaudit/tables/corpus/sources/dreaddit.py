@@ -24,21 +24,17 @@ DOMAINS = {
 }
 
 
-def _split_of(path: Path) -> str:
-    return "test" if "test" in path.stem.lower() else "train"
-
-
 def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
     parts = []
     for path in paths:
         frame = read_table(path, sep=",", encoding=options.encoding, required=["id", "subreddit", "text", "label"],
                            place=True)
-        domain = frame["subreddit"].map(lambda s: f"{DOMAINS.get(s, 'other')}/{s}")
         dataset = options.dataset or "dreaddit"
         parts.append(records(frame, ids=prefixed_ids(dataset, frame["id"]), texts=frame["text"],
                              labels=frame["label"], dataset=dataset, platform=options.platform or "reddit",
-                             label_source=options.label_source or "human", split=_split_of(path),
-                             domain=domain))
+                             label_source=options.label_source or "human",
+                             split="test" if "test" in path.stem.lower() else "train",
+                             domain=frame["subreddit"].map(lambda s: f"{DOMAINS.get(s, 'other')}/{s}")))
     return pd.concat(parts, ignore_index=True)
 
 

@@ -87,12 +87,11 @@ def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
             require_columns(frame, [text_col, label_col] + ([options.id_col] if options.id_col else []), place)
             frame[SOURCE_FILE], frame[SOURCE_ROW] = place, range(1, len(frame) + 1)
             labels = as_labels(frame[label_col].map(_names(table.features.get(label_col))))
-            split = SPLITS.get(str(split_name).lower())
             ids = (as_text(frame[options.id_col]) if options.id_col
                    else [f"{dataset}-{split_name}-{r}" for r in frame[SOURCE_ROW]])
             parts.append(records(frame, ids=ids, texts=as_text(frame[text_col]), labels=labels, dataset=dataset,
                                  platform=options.platform, label_source=options.label_source or "unknown",
-                                 split=split))
+                                 split=SPLITS.get(str(split_name).lower())))
     return pd.concat(parts, ignore_index=True)
 
 

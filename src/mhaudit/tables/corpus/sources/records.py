@@ -31,9 +31,7 @@ def records(frame: pd.DataFrame, *, ids, texts, labels, dataset: str | list, pla
         SOURCE_FILE: frame[SOURCE_FILE].to_numpy(),
         SOURCE_ROW: frame[SOURCE_ROW].to_numpy(),
     })
-    for name, values in optional.items():
-        out[name] = list(values)
-    return out
+    return out.assign(**{name: list(values) for name, values in optional.items()})
 
 
 def table_reader(dataset: str, platform: str, label_source: str, text: str, label: str, *, sep: str = ",",
