@@ -4,13 +4,20 @@ from importlib.resources import files
 import pandas as pd
 import pytest
 
-from mhaudit.attribution.stability import clinical_retention, jaccard_stability, load_proxy_clinical, top_k_words
+from mhaudit.attribution.stability import (
+    clinical_retention,
+    jaccard_stability,
+    load_proxy_clinical,
+    top_k_words,
+    with_datasets,
+)
 
 
-def table(entries, model="bert", seed=0, cls="depression"):
-    """entries: {platform: {word: score}} -> an Attributions table."""
-    rows = [{"model": model, "seed": seed, "platform": p, "dataset": p, "class": cls, "word": w, "score": s,
-             "count": 1, "method": "saliency"} for p, words in entries.items() for w, s in words.items()]
+def table(entries, model="bert", seed=0, cls="depression", platform=None):
+    """entries: {platform: {word: score}} -> an Attributions table; with `platform`, the keys name data sets
+    of that one platform."""
+    rows = [{"model": model, "seed": seed, "platform": platform or p, "dataset": p, "class": cls, "word": w,
+             "score": s, "count": 1, "method": "saliency"} for p, words in entries.items() for w, s in words.items()]
     return pd.DataFrame(rows)
 
 
@@ -21,7 +28,7 @@ TWITTER = {"r": 1, "q": 1, "p": 1}  # a three-way tie
 
 def test_top_k_words_ranks_by_score_then_word():
     top = top_k_words(table({"kaggle": KAGGLE, "twitter": TWITTER}), 2)
-    assert list(top.columns) == ["model", "seed", "platform", "class", "rank", "word", "score"]
+    assert list(top.columns) == ["model", "seed", "platform", "dataset", "class", "rank", "word", "score"]
     assert top[top["platform"] == "kaggle"][["rank", "word"]].values.tolist() == [[1, "a"], [2, "b"]]
     assert top[top["platform"] == "twitter"]["word"].tolist() == ["p", "q"]  # tie: alphabetical
     assert len(top_k_words(table({"twitter": TWITTER}), 10)) == 3  # fewer words than k: all kept
@@ -39,8 +46,8 @@ def test_ties_do_not_depend_on_row_order():
 
 def test_jaccard_by_hand():
     out = jaccard_stability(table({"kaggle": KAGGLE, "reddit": REDDIT, "twitter": TWITTER}), ks=(2, 3, 5))
-    assert list(out.columns) == ["model", "seed", "class", "platform_a", "platform_b", "k", "jaccard", "n_a",
-                                 "n_b", "reason"]
+    assert list(out.columns) == ["model", "seed", "class", "platform_a", "dataset_a", "platform_b", "dataset_b",
+                                 "k", "jaccard", "n_a", "n_b", "reason"]
     assert len(out) == 3 * 3  # 3 unordered pairs x 3 values of k
     kr = out[(out["platform_a"] == "kaggle") & (out["platform_b"] == "reddit")].set_index("k")
     # k=2: {a,b} vs {a,c} -> 1/3; k=3: {a,b,c} vs {a,c,x} -> 2/4; k=5: {a..e} vs {a,c,x,y,e} -> 3/7
@@ -90,16 +97,52 @@ def test_platforms_pair_only_within_model_and_seed():
 def test_duplicate_words_within_a_group_are_refused():
     frame = table({"kaggle": KAGGLE})
     twice = pd.concat([frame, frame.assign(method="integrated_gradients")], ignore_index=True)
-    with pytest.raises(ValueError, match="appears twice.*filter on the method and dataset"):
+    with pytest.raises(ValueError, match="appears twice.*data set 'kaggle'.*filter on the method"):
         top_k_words(twice, 5)
     with pytest.raises(ValueError, match="lacks column"):
         top_k_words(frame.drop(columns="score"), 5)
 
 
+def test_two_data_sets_on_one_platform_are_two_places():
+    """TSS gold and Rastogi are both Twitter: their words are ranked and paired apart, not merged or refused."""
+    frame = pd.concat([table({"reddit": KAGGLE}),
+                       table({"tss_gold": REDDIT, "rastogi": TWITTER | {"shared": 0.1}}, platform="twitter")],
+                      ignore_index=True)
+    twice = pd.concat([frame, table({"rastogi": {"p": 2}}, platform="twitter")], ignore_index=True)
+    top = top_k_words(frame, 5).groupby(["platform", "dataset"])["word"].apply(list)
+    assert top[("twitter", "tss_gold")] == ["a", "c", "x", "y", "e"] and top[("twitter", "rastogi")][0] == "p"
+    out = jaccard_stability(frame, ks=(5,)).set_index(["dataset_a", "dataset_b"])
+    assert list(out.index) == [("reddit", "rastogi"), ("reddit", "tss_gold"), ("rastogi", "tss_gold")]
+    assert (out["platform_a"].tolist(), out["platform_b"].tolist()) == (["reddit", "reddit", "twitter"],
+                                                                       ["twitter"] * 3)
+    assert out.loc[("reddit", "tss_gold"), "jaccard"] == pytest.approx(3 / 7)  # KAGGLE vs REDDIT, as by platform
+    assert out.loc[("reddit", "rastogi"), "jaccard"] == 0.0  # other words: another number, not tss_gold's
+    assert out.loc[("rastogi", "tss_gold"), "jaccard"] == 0.0
+    with pytest.raises(ValueError, match="word 'p' appears twice .* platform 'twitter', data set 'rastogi'"):
+        jaccard_stability(twice)
+    retention = clinical_retention(frame, ["a", "p"], k=5).set_index("dataset")
+    assert retention[["platform", "retained"]].to_dict("index") == {
+        "rastogi": {"platform": "twitter", "retained": 1}, "reddit": {"platform": "reddit", "retained": 1},
+        "tss_gold": {"platform": "twitter", "retained": 1}}
+
+
+def test_a_table_without_data_sets_takes_the_platform_as_its_data_set():
+    frame = table({"kaggle": KAGGLE, "reddit": REDDIT})
+    bare = frame.drop(columns="dataset")
+    out = jaccard_stability(bare, ks=(5,))
+    assert out[["dataset_a", "dataset_b"]].values.tolist() == [["kaggle", "reddit"]]
+    assert out["jaccard"].tolist() == jaccard_stability(frame, ks=(5,))["jaccard"].tolist()
+    half = frame.assign(dataset=frame["dataset"].where(frame["platform"] == "kaggle"))  # some rows without one
+    assert jaccard_stability(half, ks=(5,)).equals(out)
+    assert set(clinical_retention(bare, ["a"], k=5)["dataset"]) == {"kaggle", "reddit"}
+    assert with_datasets(bare, {"reddit": "goemotions"})["dataset"].unique().tolist() == ["kaggle", "goemotions"]
+    assert with_datasets(frame) is frame  # a full table is left as it is
+
+
 def test_clinical_retention_by_hand():
     frame = table({"kaggle": {"Hopeless": 9, "tired": 8, "lol": 7, "worthless": 1}, "twitter": {"lol": 3, "omg": 2}})
     out = clinical_retention(frame, ["hopeless", "tired", "worthless"], k=3)
-    assert list(out.columns) == ["model", "seed", "platform", "class", "k", "retained", "n_top", "share"]
+    assert list(out.columns) == ["model", "seed", "platform", "dataset", "class", "k", "retained", "n_top", "share"]
     out = out.set_index("platform")
     assert out.loc["kaggle", ["retained", "n_top"]].tolist() == [2, 3]  # worthless is 4th, outside the top 3
     assert out.loc["kaggle", "share"] == pytest.approx(2 / 3)

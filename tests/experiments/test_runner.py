@@ -156,6 +156,33 @@ adapt_epochs = 1''').replace("seeds = [0, 1]", "seeds = [0]")
     assert not stab.empty and set(stab["model"]) == {"tiny"}
 
 
+def test_two_data_sets_on_one_platform_get_their_own_attributions(tmp_path):
+    """A second data set on the tweets platform ("retweets", SYNTHETIC) talking with half the words: explained and
+    paired as its own place, not merged with tweets (which stopped the run: 'word ... appears twice')."""
+    path = experiment(tmp_path)
+    rng = np.random.default_rng(7)
+    labels = rng.choice(["stress", "no_stress"], size=200)
+    few = {"stress": ["deadline", "bills"], "no_stress": ["garden", "movie"]}
+    pd.DataFrame({"text": [" ".join(rng.choice(few[y], size=4)) for y in labels],
+                  "label": np.where(labels == "stress", 1, 0)}).to_csv(tmp_path / "retweets.csv", index=False)
+    path.write_text(path.read_text().replace("[[model]]", '[[corpus]]\nsource = "generic"\npaths = ["retweets.csv"]\n'
+                                             'platform = "tweets"\nmapping = "stress-binary"\n\n[[model]]'))
+    result = run_experiment(load_experiment(path), tmp_path / "out")
+    words = pd.read_parquet(next((tmp_path / "out" / "models").rglob("attributions-linear.parquet")))
+    assert set(words.groupby(["platform", "dataset"]).groups) == {
+        ("forum", "forum"), ("tweets", "tweets"), ("tweets", "retweets"), ("comments", "comments")}
+    assert set(words.loc[words["dataset"] == "retweets", "word"]) == {"deadline", "bills", "garden", "movie"}
+    stab = result.table("attribution_stability").query("dataset_a == 'forum' or dataset_b == 'forum'")
+    other = stab["dataset_b"].where(stab["dataset_a"] == "forum", stab["dataset_a"])
+    jaccard = stab.groupby(["k", other])["jaccard"].mean()  # mean over classes, per k and data set paired with forum
+    assert jaccard[(5, "retweets")] != jaccard[(5, "tweets")]  # other words, another number
+    verdicts = result.verdicts.query("statistic == 'jaccard_top10'").groupby("target")["value"].first()
+    assert verdicts.to_dict() == pytest.approx({"comments": jaccard[(10, "comments")],
+                                                "tweets": jaccard[(10, "tweets")],
+                                                "tweets (retweets)": jaccard[(10, "retweets")]})
+    assert verdicts["tweets (retweets)"] != verdicts["tweets"]
+
+
 # ------------------------------------------------------------------------------------------ binary targets
 
 FOUR = {"normal": ["garden", "movie", "lunch", "walk"], "depression": ["hopeless", "empty", "lonely", "tears"],

@@ -1,9 +1,11 @@
 """Attribution stability across platforms (CPFE axis 5) and proxy-clinical retention.
 
 Input is the Attributions table: `model, seed, platform, dataset, class, word, score, count, method`,
-one row per word type. Words are ranked by score within (model, seed, platform, class); ties go to
-the alphabetically first word, so the top-K set never depends on row order. Platforms are paired only
-within the same model and seed; averaging over seeds is the caller's (`mean_sd` helps).
+one row per word type. A place is a (platform, data set): two data sets on one platform are two places.
+A row without a data set (a table without the column, older or hand-made) takes its platform's name as
+its data set. Words are ranked by score within (model, seed, place, class); ties go to the alphabetically
+first word, so the top-K set never depends on row order. Places are paired only within the same model and
+seed; averaging over seeds is the caller's (`mean_sd` helps).
 """
 
 from __future__ import annotations
@@ -14,11 +16,27 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-GROUP = ["model", "seed", "platform", "class"]
+GROUP = ["model", "seed", "platform", "dataset", "class"]
 REQUIRED = [*GROUP, "word", "score"]
 
 
+def place_name(platform, dataset) -> str:
+    """'platform (data set)', or the platform alone where the data set bears its name."""
+    return str(platform) if dataset == platform else f"{platform} ({dataset})"
+
+
+def with_datasets(attributions: pd.DataFrame, sole: dict | None = None) -> pd.DataFrame:
+    """The table with a data set on every row: a row without one takes `sole[platform]` where given (the
+    platform's one data set elsewhere, e.g. in the predictions), else its platform's name."""
+    if "platform" not in attributions or ("dataset" in attributions and attributions["dataset"].notna().all()):
+        return attributions
+    named = attributions["dataset"] if "dataset" in attributions else pd.Series(np.nan, index=attributions.index)
+    filled = pd.Series([(sole or {}).get(p, p) for p in attributions["platform"]], attributions.index, object)
+    return attributions.assign(dataset=named.astype(object).fillna(filled))
+
+
 def _check(attributions: pd.DataFrame) -> pd.DataFrame:
+    attributions = with_datasets(attributions)
     missing = [c for c in REQUIRED if c not in attributions.columns]
     if missing:
         raise ValueError(f"attributions table lacks column(s) {', '.join(missing)}; expected "
@@ -37,15 +55,15 @@ def _check(attributions: pd.DataFrame) -> pd.DataFrame:
     if dup.any():
         row = frame[dup].iloc[0]
         raise ValueError(f"word '{row['word']}' appears twice for model '{row['model']}', seed {row['seed']}, "
-                         f"platform '{row['platform']}', class '{row['class']}'; give one method and one data "
-                         "set per platform (filter on the method and dataset columns first)")
+                         f"platform '{row['platform']}', data set '{row['dataset']}', class '{row['class']}'; give "
+                         "one method per data set (filter on the method column first)")
     return frame
 
 
 def top_k_words(attributions: pd.DataFrame, k: int) -> pd.DataFrame:
-    """The k highest-scoring words of each (model, seed, platform, class), rank 1 first.
+    """The k highest-scoring words of each (model, seed, platform, data set, class), rank 1 first.
 
-    Columns: model, seed, platform, class, rank, word, score. A group with fewer than k words keeps all.
+    Columns: model, seed, platform, dataset, class, rank, word, score. A group with fewer than k words keeps all.
     """
     if int(k) != k or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}")
@@ -56,7 +74,7 @@ def top_k_words(attributions: pd.DataFrame, k: int) -> pd.DataFrame:
 
 
 def _sorted(values) -> list:
-    values = list(pd.unique(pd.Series(values)))
+    values = list(dict.fromkeys(values))
     try:
         return sorted(values)
     except TypeError:
@@ -64,12 +82,13 @@ def _sorted(values) -> list:
 
 
 def jaccard_stability(attributions: pd.DataFrame, ks=(5, 10, 15, 20)) -> pd.DataFrame:
-    """Jaccard similarity |A & B| / |A | B| of the top-k word sets of every unordered pair of platforms.
+    """Jaccard similarity |A & B| / |A | B| of the top-k word sets of every unordered pair of places.
 
-    Columns: model, seed, class, platform_a, platform_b (platform_a < platform_b), k, jaccard, n_a,
-    n_b (set sizes; below k when a platform has fewer words), reason. The platforms and classes of a
-    (model, seed) are those it has any attributions for. A platform with no words for a class makes
-    the Jaccard NaN with a reason: 0 would read as the complete divergence that the audit looks for.
+    A place is a (platform, data set). Columns: model, seed, class, platform_a, dataset_a, platform_b,
+    dataset_b ((platform_a, dataset_a) < (platform_b, dataset_b)), k, jaccard, n_a, n_b (set sizes; below
+    k when a place has fewer words), reason. The places and classes of a (model, seed) are those it has
+    any attributions for. A place with no words for a class makes the Jaccard NaN with a reason: 0 would
+    read as the complete divergence that the audit looks for.
     """
     ks = sorted({int(k) for k in ks})
     if not ks or ks[0] < 1:
@@ -78,23 +97,23 @@ def jaccard_stability(attributions: pd.DataFrame, ks=(5, 10, 15, 20)) -> pd.Data
     ranked = {key: group["word"].tolist() for key, group in top.groupby(GROUP, sort=False)}
     rows = []
     for (model, seed), group in _check(attributions).groupby(["model", "seed"], sort=True):
-        platforms, classes = _sorted(group["platform"]), _sorted(group["class"])
+        places, classes = _sorted(zip(group["platform"], group["dataset"])), _sorted(group["class"])
         for cls in classes:
-            for a, b in combinations(platforms, 2):
-                words_a, words_b = ranked.get((model, seed, a, cls), []), ranked.get((model, seed, b, cls), [])
+            for a, b in combinations(places, 2):
+                words_a, words_b = ranked.get((model, seed, *a, cls), []), ranked.get((model, seed, *b, cls), [])
                 for k in ks:
                     set_a, set_b = set(words_a[:k]), set(words_b[:k])
-                    empty = [p for p, s in ((a, set_a), (b, set_b)) if not s]
+                    empty = [place_name(*p) for p, s in ((a, set_a), (b, set_b)) if not s]
                     if empty:
                         jaccard = np.nan
-                        reason = (f"no attributed words for class on platform(s) {', '.join(map(str, empty))}: "
-                                  "Jaccard undefined")
+                        reason = f"no attributed words for class on platform(s) {', '.join(empty)}: Jaccard undefined"
                     else:
                         jaccard, reason = len(set_a & set_b) / len(set_a | set_b), ""
-                    rows.append({"model": model, "seed": seed, "class": cls, "platform_a": a, "platform_b": b,
-                                 "k": k, "jaccard": jaccard, "n_a": len(set_a), "n_b": len(set_b),
-                                 "reason": reason})
-    columns = ["model", "seed", "class", "platform_a", "platform_b", "k", "jaccard", "n_a", "n_b", "reason"]
+                    rows.append({"model": model, "seed": seed, "class": cls, "platform_a": a[0], "dataset_a": a[1],
+                                 "platform_b": b[0], "dataset_b": b[1], "k": k, "jaccard": jaccard,
+                                 "n_a": len(set_a), "n_b": len(set_b), "reason": reason})
+    columns = ["model", "seed", "class", "platform_a", "dataset_a", "platform_b", "dataset_b", "k", "jaccard", "n_a",
+               "n_b", "reason"]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -108,14 +127,14 @@ def load_proxy_clinical() -> frozenset[str]:
 def clinical_retention(attributions: pd.DataFrame, vocabulary, k: int = 10) -> pd.DataFrame:
     """How many of each group's top-k words are in `vocabulary` (compared lower-cased, stripped).
 
-    Columns: model, seed, platform, class, k, retained, n_top (words ranked, k or fewer), share =
+    Columns: model, seed, platform, dataset, class, k, retained, n_top (words ranked, k or fewer), share =
     retained / n_top. Only groups with at least one attributed word appear.
     """
     vocab = {str(w).strip().lower() for w in vocabulary}
     top = top_k_words(attributions, k)
     top["hit"] = top["word"].str.strip().str.lower().isin(vocab)
     out = top.groupby(GROUP, sort=True)["hit"].agg(retained="sum", n_top="size").reset_index()
-    out.insert(4, "k", int(k))
+    out.insert(len(GROUP), "k", int(k))
     out["retained"] = out["retained"].astype(int)
     out["share"] = out["retained"] / out["n_top"]
     return out

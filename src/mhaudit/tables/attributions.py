@@ -1,7 +1,8 @@
 """The attributions table: top words per model, seed, platform and class (axis 5 of the cross-platform audit).
 
-Columns `model`, `seed`, `platform`, `class`, `word`, `score`; written by `mhaudit run` and the demo,
-read here from any table file a user brings (Parquet, CSV, TSV, JSON Lines).
+Columns `model`, `seed`, `platform`, `class`, `word`, `score`, and `dataset` where known (a row without one is
+read as its platform's: `attribution.stability.with_datasets`); written by `mhaudit explain`, `mhaudit run` and
+the demo, read here from any table file a user brings (Parquet, CSV, TSV, JSON Lines).
 """
 
 from __future__ import annotations

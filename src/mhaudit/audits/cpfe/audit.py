@@ -26,6 +26,7 @@ from mhaudit.tables.predictions import PredictionSet
 
 
 SEED_KEYS = ["model", "platform", "dataset"]
+PAIR = "pair: platform (data set)"  # the attribution heatmap's rows
 
 
 @dataclass
@@ -63,7 +64,7 @@ def audit_cpfe(inputs: CPFEInputs, options: CPFEOptions, *, progress: Progress |
         t.add("sensitivity", sensitivity_rows(groups, references, classes))
         t.add("label_shift", label_shift_rows(groups, references, classes, options.n_bins))
         words = _length_table(t, predictions, groups, texts, options)
-        _attribution_tables(t, inputs.attributions, options)
+        attribution_notes = _attribution_tables(t, inputs.attributions, groups, references, options)
     tables = {name: _mark(t.frame(name), options.non_independent) for name in t.rows}
     flag_table = _mark(flags(tables["discrimination"], tables["significance"], tables["calibration"],
                              tables.get("equity", pd.DataFrame()), tables["temperature_scaling"],
@@ -86,7 +87,8 @@ def audit_cpfe(inputs: CPFEInputs, options: CPFEOptions, *, progress: Progress |
         provenance=provenance({"predictions": digest_frame(predictions.frame), **predictions.fingerprints,
                                **dict(inputs.files)},
                               progress.seconds), sections=sections,
-        notes=home_notes(tables["discrimination"], tables["calibration"], tables["temperature_scaling"]))
+        notes=home_notes(tables["discrimination"], tables["calibration"], tables["temperature_scaling"])
+        + attribution_notes)
 
 
 def _group_tables(groups, references, classes: list[str], boot_ece, options: CPFEOptions) -> "Tables":
@@ -124,16 +126,47 @@ def _length_table(t: "Tables", predictions: PredictionSet, groups, texts: pd.Ser
     return {f"{g.platform}/{g.dataset}": words_of[id(g)] for g in groups}
 
 
-def _attribution_tables(t: "Tables", attributions: pd.DataFrame | None, options: CPFEOptions) -> None:
+def _attribution_tables(t: "Tables", attributions: pd.DataFrame | None, groups, references,
+                        options: CPFEOptions) -> list[str]:
+    """Axis 5's tables, by (platform, data set); notes on rows without a data set and targets without words."""
     if attributions is None or attributions.empty:
-        return
-    from mhaudit.attribution.stability import clinical_retention, jaccard_stability, load_proxy_clinical
+        return []
+    from mhaudit.attribution.stability import clinical_retention, jaccard_stability, load_proxy_clinical, place_name
 
+    attributions, notes = _with_datasets(attributions, groups)
     try:
         t.add("attribution_stability", jaccard_stability(attributions, ks=options.top_ks).to_dict("records"))
         t.add("clinical_retention", clinical_retention(attributions, load_proxy_clinical(), k=10).to_dict("records"))
     except ValueError as exc:  # a malformed attributions table is the user's input
         raise InputError(f"attributions table: {exc}") from None
+    attributed = set(zip(*(attributions[c] for c in ("model", "seed", "platform", "dataset"))))
+    lacking = [f"{g.model} seed {g.seed} on {place_name(g.platform, g.dataset)}" for g in groups
+               if g is not references[g.run] and not {(g.model, g.seed, g.platform, g.dataset),
+                                                      (g.model, g.seed, references[g.run].platform,
+                                                       references[g.run].dataset)} <= attributed]
+    if lacking:
+        notes.append(f"no attribution verdict (\"-\" on the scorecard) for {len(lacking)} target run(s) without "
+                     f"attributions of the model and seed on both the target's data set and the reference's: "
+                     + "; ".join(lacking[:5]) + (f"; and {len(lacking) - 5} more" if len(lacking) > 5 else ""))
+    return notes
+
+
+def _with_datasets(attributions: pd.DataFrame, groups) -> tuple[pd.DataFrame, list[str]]:
+    """The attributions with a data set on every row. A row without one (an older or hand-made table) takes its
+    platform's one data set in the predictions, or the platform's name where it has several; a note says so."""
+    from mhaudit.attribution.stability import with_datasets
+
+    lacking = int(attributions["dataset"].isna().sum()) if "dataset" in attributions else len(attributions)
+    if "platform" not in attributions or not lacking:  # no platform: the stability check names the column
+        return attributions, []
+    datasets: dict = {}
+    for g in groups:
+        datasets.setdefault(g.platform, set()).add(g.dataset)
+    sole = {platform: next(iter(names)) for platform, names in datasets.items() if len(names) == 1}
+    note = (f"{lacking:,} attribution row(s) name no data set (no dataset column): each was taken as its platform's, "
+            "the one data set of that platform in the predictions, or the platform's name where it has several "
+            "(which then matches no target)")
+    return with_datasets(attributions, sole), [note]
 
 
 def _mark(table: pd.DataFrame, non_independent: tuple[tuple[str, str], ...]) -> pd.DataFrame:
@@ -161,8 +194,9 @@ def _seed_summary(tables: dict[str, pd.DataFrame], one_run: dict[str, list[int]]
                              ["disparate_impact", "disparate_impact_prior_adjusted", "equal_opportunity_gap",
                               "equalized_odds_gap"]))
     if "attribution_stability" in tables and not tables["attribution_stability"].empty:
-        parts.append(mean_sd(tables["attribution_stability"].rename(columns={"platform_b": "platform"}),
-                             ["model", "class", "platform_a", "platform", "k"], ["jaccard"]))
+        parts.append(mean_sd(tables["attribution_stability"].rename(columns={"platform_b": "platform",
+                                                                            "dataset_b": "dataset"}),
+                             ["model", "class", "platform_a", "dataset_a", "platform", "dataset", "k"], ["jaccard"]))
     return pd.concat([p for p in parts if not p.empty], ignore_index=True)
 
 
@@ -184,6 +218,7 @@ def _seed_note(one_run: dict[str, list[int]]) -> str:
 
 def _figures(tables: dict[str, pd.DataFrame], words: dict[str, np.ndarray], runs: pd.Series) -> dict[str, dict]:
     """The figures of each section, by section key; a figure of one seed says which, in the scorecard's terms."""
+    from mhaudit.attribution.stability import place_name
     from mhaudit.audits.cpfe import figures  # SVG: no plotting library to import
 
     per_class, curves = tables["per_class_auc"], tables.get("reliability", pd.DataFrame())
@@ -204,9 +239,11 @@ def _figures(tables: dict[str, pd.DataFrame], words: dict[str, np.ndarray], runs
             "Equal-opportunity gap": figures.heatmap(tables["equity"], "equal_opportunity_gap", "|TPR gap|")}
     if not tables.get("attribution_stability", pd.DataFrame()).empty:
         stab = tables["attribution_stability"]
-        stab = stab[stab["k"] == 10].assign(pair=lambda d: d["platform_a"] + " vs " + d["platform_b"])
+        stab = stab[stab["k"] == 10]
+        stab = stab.assign(**{PAIR: [f"{place_name(pa, da)} vs {place_name(pb, db)}" for pa, da, pb, db in zip(
+            stab["platform_a"], stab["dataset_a"], stab["platform_b"], stab["dataset_b"])]})
         figs["attribution"] = {"Top-10 attribution Jaccard": figures.heatmap(stab, "jaccard", "Jaccard, K = 10",
-                                                                             index="pair")}
+                                                                             index=PAIR)}
     if words:
         figs["length"] = {"Text length by platform": figures.lengths(words)}
     return figs
@@ -266,7 +303,9 @@ def _sections(tables: dict[str, pd.DataFrame], summary: str, options: CPFEOption
                 "equalized_odds_gap = max(|ΔTPR|, |ΔFPR|). Undefined values are n/a with the reason.",
                 {"equity_summary": get("equity_summary", pd.DataFrame()), "equity": get("equity", pd.DataFrame())},
                 figs.get("equity", {})),
-        Section("Axis 5: attribution stability", "Jaccard of top-K attributed words between platforms per class."
+        Section("Axis 5: attribution stability", "Jaccard of top-K attributed words per class between every two "
+                "places (platform and data set) of a model and seed; the verdicts judge the reference against each "
+                "target, and a target without attributions has none (\"-\" on the scorecard)."
                 if "attribution_stability" in tables else "No attribution table was given: axis 5 not computed.",
                 {"attribution_stability": get("attribution_stability", pd.DataFrame()),
                  "clinical_retention": get("clinical_retention", pd.DataFrame())}, figs.get("attribution", {})),

@@ -72,7 +72,8 @@ def flags(discrimination: pd.DataFrame, significance: pd.DataFrame, calibration:
       lies below four-fifths / one half. The point estimates alone (the paper's rule) are in the equity
       table; at a few hundred rows per platform they fall under 0.80 by chance for small classes;
     - jaccard_below_0.30 / jaccard_below_0.10: the mean over classes of the top-10 attribution Jaccard
-      between the reference and the target platform lies below 0.30 / 0.10 (the paper saw 0 to 0.18).
+      between the reference and the target (each a platform and data set) lies below 0.30 / 0.10 (the paper
+      saw 0 to 0.18); no row where either has no attributions.
     """
     rows = []
     jaccards = _mean_jaccards(attribution)
@@ -114,8 +115,9 @@ def flags(discrimination: pd.DataFrame, significance: pd.DataFrame, calibration:
                          "threshold": f"95% CI of DI below {limit}" + (f" (class {worst['class']}, CI upper "
                                                                         f"{worst['di_ci_high']:.3f})" if worst is not None else ""),
                          "raised": bool(worst is not None and worst["di_ci_high"] < limit)})
-        jaccard = jaccards.get((d["model"], d["seed"], frozenset((d["platform"], home["platform"]))))
-        if jaccard is not None and d["platform"] != home["platform"]:
+        places = ((d["platform"], d["dataset"]), (home["platform"], home["dataset"]))
+        jaccard = jaccards.get((d["model"], d["seed"], frozenset(places)))
+        if jaccard is not None and places[0] != places[1]:
             for name, limit in (("jaccard_below_0.30", JACCARD_LOW), ("jaccard_below_0.10", JACCARD_NONE)):
                 rows.append({**key, "flag": name, "value": jaccard,
                              "threshold": f"mean top-{JACCARD_K} Jaccard over classes < {limit}",
@@ -168,11 +170,12 @@ def ece_raised(ece_debiased: float, ci_low: float, home_ece_debiased: float) -> 
 
 
 def _mean_jaccards(attribution: pd.DataFrame | None) -> dict[tuple, float]:
-    """(model, seed, {platform, platform}) -> mean over classes of the top-K Jaccard, grouped once."""
+    """(model, seed, {(platform, data set), (platform, data set)}) -> mean over classes of the top-K Jaccard."""
     if attribution is None or attribution.empty:
         return {}
     top = attribution[attribution["k"] == JACCARD_K].dropna(subset=["jaccard"])
-    pair = [frozenset((a, b)) for a, b in zip(top["platform_a"], top["platform_b"])]
+    pair = [frozenset(((pa, da), (pb, db))) for pa, da, pb, db in
+            zip(top["platform_a"], top["dataset_a"], top["platform_b"], top["dataset_b"])]
     means = top["jaccard"].astype(float).groupby([top["model"], top["seed"], pair]).mean()
     return means.to_dict()
 
