@@ -464,7 +464,7 @@ def test_cli_bad_sheet_label_outside_0_1(tmp_path):
     path.write_text("\n".join([text[0], ",".join(bad), *text[2:]]) + "\n")
     r = runner.invoke(app, ["audit", "agreement", "--labels", str(path), "--task", "si", "--out", str(tmp_path / "r")])
     assert r.exit_code == 2
-    assert "row 2: label value" in r.stderr and "is not 0, 1 or empty" in r.stderr and "Traceback" not in r.output
+    assert "row 1: label value" in r.stderr and "is not 0, 1 or empty" in r.stderr and "Traceback" not in r.output
     assert not (tmp_path / "r").exists()
 
 
