@@ -84,7 +84,7 @@ def test_the_heatmap_names_each_place_by_platform_and_data_set():
     section = next(s for s in result.sections if s.title.startswith("Axis 5"))
     svg = next(iter(section.figures.values())).decode()
     assert "reddit (dreaddit) vs twitter (rastogi)" in svg and "twitter (rastogi) vs twitter (tss_gold)" in svg
-    assert "pair: platform (data" in svg  # the axis title, wrapped
+    assert "pair of places" in svg
 
 
 @pytest.mark.parametrize("form", ["one flag", "repeated flag"])

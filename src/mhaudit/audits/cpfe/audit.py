@@ -26,7 +26,7 @@ from mhaudit.tables.predictions import PredictionSet
 
 
 SEED_KEYS = ["model", "platform", "dataset"]
-PAIR = "pair: platform (data set)"  # the attribution heatmap's rows
+PAIR = "pair of places"  # the attribution heatmap's rows, each "platform (data set) vs platform (data set)"
 
 
 @dataclass
