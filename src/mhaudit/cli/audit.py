@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from mhaudit.cli.console import out, print_scorecard, stage_progress, write_report
+from mhaudit.cli.console import out, print_scorecard, print_summary, stage_progress, write_report
 from mhaudit.cli.options import with_options
 
 app = typer.Typer(help="Run an audit: cpfe, divergence, agreement, model-selection, estimate, certify, monitor.",
@@ -54,7 +54,7 @@ def cpfe(predictions: Annotated[list[str], typer.Option(
                                    seed=model_seed, platform=platform, name_pattern=name_pattern)
     result = audit_cpfe(inputs, options, progress=stage_progress())
     write_report(result, out_dir)
-    out.print(result.summary)
+    print_summary(result)
     print_scorecard("Scorecard: worst verdict per axis (numbers and every check in the report)", result.verdicts)
     out.print(f"report: {out_dir / 'report.html'} (also report.md, report.json, figures/)")
 

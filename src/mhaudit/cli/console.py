@@ -201,6 +201,13 @@ _SEVERITY_CELL = {"fail": "[red]fail[/]", "warn": "[yellow]warn[/]", "pass": "[g
                   "undefined": "[dim]n/a[/]"}
 
 
+def print_summary(result: AuditResult) -> None:
+    """The result's summary, then each of its notes (what the report's footer lists, e.g. an uncalibrated home)."""
+    out.print(result.summary)
+    for note in result.notes:
+        out.print(f"note: {note}", highlight=False)
+
+
 def print_scorecard(title: str, verdicts: pd.DataFrame) -> None:
     """The scorecard as wide as the terminal: under each subject, a line per target with the worst verdict of
     each axis (numbers, CIs and every check stay in the report). As in the report, the subjects several audits

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from mhaudit.cli.console import guarded, out, print_scorecard, stage_progress
+from mhaudit.cli.console import guarded, out, print_scorecard, print_summary, stage_progress
 from mhaudit.core.errors import InputError
 from mhaudit.models.builtin import BUILTIN  # a dict only: `mhaudit --help` loads no numpy or pandas
 
@@ -106,5 +106,5 @@ def run(experiment: Annotated[Path, typer.Argument(help="Experiment TOML (see ex
     exp = load_experiment(experiment)
     result = run_experiment(exp, out_dir or Path("runs") / exp.name, executor=executor, workers=workers,
                             progress=stage_progress())
-    out.print(result.summary)
+    print_summary(result)
     print_scorecard("Scorecard: worst verdict per axis (numbers and every check in the report)", result.verdicts)
