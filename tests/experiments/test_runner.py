@@ -330,10 +330,12 @@ def test_binary_target_specs_are_checked(tmp_path):
     path.write_text(text.replace('positive = ["stress"]', 'positive = ["burnout"]'))
     with pytest.raises(InputError, match="burnout in binary are not model classes"):
         run_experiment(load_experiment(path), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
     path.write_text(text.replace('paths = ["sky.csv"]', 'paths = ["tweets.csv"]').replace(
         'mapping = "depression-binary"', 'mapping = "cpfe-a"'))
     with pytest.raises(InputError, match="maps to 4 classes .* needs a two-class mapping"):
         run_experiment(load_experiment(path), tmp_path / "out")
+    assert not (tmp_path / "out").exists()  # found before training: nothing written
 
 
 def test_a_mapping_file_is_read_beside_the_experiment_and_its_edits_reimport(tmp_path, monkeypatch):

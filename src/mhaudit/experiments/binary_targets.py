@@ -10,6 +10,7 @@ of classes on neither side dropped) against the binary targets. Its tables join 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 from scipy.special import logsumexp
@@ -28,6 +29,7 @@ class BinaryTarget:
     spec: CorpusSpec
     corpus: Corpus  # two classes: negative, positive
     key: str
+    path: Path  # where the imported corpus is cached
 
     @property
     def binary(self) -> BinarySpec:

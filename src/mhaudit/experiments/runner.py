@@ -128,8 +128,8 @@ def import_corpora(exp: Experiment, specs: list[CorpusSpec], out: Path,
 
 def build_binary_targets(exp: Experiment, out: Path, classes: list[str],
                          progress: Progress | None = None) -> list[BinaryTarget]:
-    """Import each binary target corpus (cached like `build_corpus`) and check its spec against the models'
-    `classes`."""
+    """Import each binary target corpus (cached like `build_corpus`, at `target.path`, which the caller writes)
+    and check its spec against the models' `classes`."""
     progress = ensure(progress)
     targets = []
     for spec in (s for s in exp.corpus if s.binary is not None):
@@ -152,8 +152,7 @@ def build_binary_targets(exp: Experiment, out: Path, classes: list[str],
                 raise InputError(f"{name} maps to {len(corpus.classes)} classes ({', '.join(corpus.classes)}); a "
                                  "binary target needs a two-class mapping, negative first and positive last "
                                  "(e.g. stress-binary)")
-            corpus.write(path)
-        targets.append(BinaryTarget(spec, corpus, key))
+        targets.append(BinaryTarget(spec, corpus, key, path))
     return targets
 
 
@@ -207,16 +206,19 @@ def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", worke
     out = Path(out)
     check_models_and_files(exp)
     imported = {"cross-platform": build_corpus(exp, out, progress)} if exp.corpus else {}
+    binary_targets = build_binary_targets(exp, out, imported["cross-platform"][0].classes, progress) \
+        if exp.corpus else []
     if exp.label_source:
         imported["label-source"] = import_corpora(exp, exp.label_source.corpus, out, progress)
     if exp.validation and exp.validation.items:
         imported["validation"] = import_corpora(exp, [exp.validation.items], out, progress)
     check_names(exp, *(imported[k][0] if k in imported else None for k in ("cross-platform", "label-source")))
-    for corpus, path, _ in imported.values():
+    for corpus, path in [(c, p) for c, p, _ in imported.values()] + [(t.corpus, t.path) for t in binary_targets]:
         keep(corpus, path)
     result, places, classes = None, [], []
     if exp.corpus:
-        result, places = _cross_platform(exp, out, imported["cross-platform"], executor, workers, progress)
+        result, places = _cross_platform(exp, out, imported["cross-platform"], binary_targets, executor, workers,
+                                         progress)
         classes = imported["cross-platform"][0].classes
     if exp.label_source or exp.validation:
         result = _with_other_audits(exp, out, result, classes, places, imported, progress)
@@ -225,8 +227,8 @@ def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", worke
     return result
 
 
-def _cross_platform(exp: Experiment, out: Path, imported: tuple[Corpus, Path, str], executor: str, workers: int,
-                    progress: Progress) -> tuple[AuditResult, list]:
+def _cross_platform(exp: Experiment, out: Path, imported: tuple[Corpus, Path, str], binary_targets: list[BinaryTarget],
+                    executor: str, workers: int, progress: Progress) -> tuple[AuditResult, list]:
     """Train, predict, explain and audit; the result and each trained (spec, platform, seed, folder)."""
     from mhaudit.models import training_seeds
 
@@ -253,7 +255,6 @@ def _cross_platform(exp: Experiment, out: Path, imported: tuple[Corpus, Path, st
     for job in jobs:
         progress.note(f"trained {job['spec']['label'] or job['spec']['name']} seed {job['seed']} on "
                       f"{job['platform']}: {job['folder']}")
-    binary_targets = build_binary_targets(exp, out, corpus.classes, progress)
     predictions, attributions, binary = {}, [], {}
     with progress.stage(f"predict and explain {len(places)} model(s) of {exp.name}", total=len(places)):
         for spec, platform, seed, folder in places:
