@@ -73,3 +73,39 @@ def test_an_experiment_with_nothing_to_audit_says_so(tmp_path):
     (tmp_path / "empty.toml").write_text('name = "empty"\n')
     with pytest.raises(InputError, match="nothing to audit: give"):
         load_experiment(tmp_path / "empty.toml")
+
+
+def test_any_audit_runs_from_an_experiment_file_with_the_numbers_of_its_command(tmp_path):
+    """[[audits]]: the estimate on published-style files (SYNTHETIC scores, prob_ columns, integer labels, no ids),
+    the same tables as `mhaudit audit estimate` with the same options."""
+    from tests.cli.test_estimate import _write
+
+    _write(tmp_path / "bert_reddit.csv", 600, [0.6, 0.4], 0)
+    _write(tmp_path / "bert_twitter.csv", 500, [0.3, 0.7], 1, labelled=False)
+    text = '''name = "estimate-alone"
+[[audits]]
+audit = "estimate"
+files = { reference = "bert_reddit.csv", targets = ["bert_twitter.csv"] }
+read = { name_pattern = "{model}_{platform}" }
+options = { n_boot = 200, trust = { prior_gap_cutoff = 0.2 } }
+'''
+    (tmp_path / "exp.toml").write_text(text)
+    ran = subprocess.run([sys.executable, "-m", "mhaudit", "run", "exp.toml", "--out", "run"], cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    cli = subprocess.run([sys.executable, "-m", "mhaudit", "audit", "estimate", "--reference", "bert_reddit.csv",
+                          "--target", "bert_twitter.csv", "--name-pattern", "{model}_{platform}", "--n-boot", "200",
+                          "--prior-gap-cutoff", "0.2", "--out", "cli"], cwd=tmp_path, capture_output=True, text=True)
+    assert cli.returncode == 0, cli.stderr
+    tables = {route: {name: rows for s in json.loads((tmp_path / route / "report.json").read_text())["sections"]
+                      for name, rows in s["tables"].items() if "seconds" not in name} for route in ("run", "cli")}
+    assert tables["run"] == tables["cli"] and tables["run"]["estimates"]
+
+    for edit, match in ((("n_boot", "n_bot"), r"\[\[audits\]\] estimate options: 'n_bot' is not an option; did you "
+                                                r"mean n_boot\?"),
+                        (('audit = "estimate"', 'audit = "estimat"'), r"audit 'estimat' is not an audit \(did you "
+                                                                      r"mean 'estimate'\?\)"),
+                        (("name_pattern", "pattern"), r"'pattern' is not an input of EstimateInputs.from_files")):
+        (tmp_path / "bad.toml").write_text(text.replace(*edit))
+        with pytest.raises(InputError, match=match):
+            load_experiment(tmp_path / "bad.toml")

@@ -22,6 +22,8 @@ def check_models_and_files(exp: Experiment) -> None:
     corpora = [*exp.corpus, *(exp.label_source.corpus if exp.label_source else []),
                *([exp.validation.items] if exp.validation and exp.validation.items else [])]
     paths = [p for spec in corpora for p in spec.paths] + (list(exp.validation.labels) if exp.validation else [])
+    paths += [p for spec in exp.audits for v in spec.files.values() for p in ([v] if isinstance(v, str) else v)
+              if not any(c in p for c in "*?[")]  # a glob may match nothing yet: its reader says so
     missing = [p for p in paths if not (exp.folder / p).exists()]
     if missing:
         raise InputError(f"{len(missing)} file(s) named in the experiment do not exist, e.g. '{missing[0]}' "

@@ -156,6 +156,17 @@ class ValidationFiles(Strict):
 ValidationSpec = options_table(AgreementOptions, "ValidationSpec", base=ValidationFiles, exclude=("models",))
 
 
+class FileAuditSpec(Strict):
+    """An audit run on files (`[[audits]]`, experiments.file_audits): `audit` names it (mhaudit.audits.AUDITS),
+    `files` its inputs' constructor arguments that are paths (read from the experiment file's folder), `read` the
+    other arguments, `options` its options by field name, with the defaults of its command."""
+
+    audit: str
+    files: dict[str, str | list[str]] = Field(default_factory=dict)
+    read: dict = Field(default_factory=dict)
+    options: dict = Field(default_factory=dict)
+
+
 class Experiment(Strict):
     name: str
     design: Literal["reference", "all-pairs"] = "reference"
@@ -166,14 +177,15 @@ class Experiment(Strict):
     audit: AuditSpec = Field(default_factory=AuditSpec)
     label_source: LabelSourceSpec | None = None  # also run the label-source audit (reference design)
     validation: ValidationSpec | None = None  # also run the human validation (reference design)
+    audits: list[FileAuditSpec] = Field(default_factory=list)  # any audit on files it names
     folder: Path = Path(".")  # the experiment file's folder: relative paths are read from there
 
     @model_validator(mode="after")
     def _reference_for_design(self) -> Experiment:
         if not self.corpus:
-            if not (self.label_source or self.validation):
+            if not (self.label_source or self.validation or self.audits):
                 raise ValueError("nothing to audit: give [[corpus]] and [[model]] tables (the cross-platform audit), "
-                                 "[label_source] or [validation]")
+                                 "[label_source], [validation] or [[audits]]")
             if self.model:
                 raise ValueError("[[model]] tables need [[corpus]] tables to train on")
             if self.validation and self.validation.items:
@@ -211,6 +223,8 @@ class Experiment(Strict):
 
 
 def load_experiment(path: str | Path) -> Experiment:
+    from mhaudit.experiments import file_audits
+
     path = Path(path)
     if not path.exists():
         raise InputError("no such file; expected an experiment TOML (see examples/)", path=path)
@@ -228,12 +242,13 @@ def load_experiment(path: str | Path) -> Experiment:
                *((experiment.validation.items,) if experiment.validation and experiment.validation.items else ())]
     tables = {"audit": lambda: experiment.cpfe_options(reference=experiment.reference or "reference"),
               "label_source": experiment.divergence_options, "validation": experiment.validation_options,
-              "corpus": lambda: [options_of(spec, ImportOptions) for spec in corpora]}
+              "corpus": lambda: [options_of(spec, ImportOptions) for spec in corpora],
+              "audits": lambda: [file_audits.check(spec) for spec in experiment.audits]}
     for table, make in tables.items():  # a bad value is said before any work
         try:
             make()
         except InputError as exc:
-            raise InputError(f"[{table}] {exc}", path=path) from None
+            raise InputError(str(exc) if table == "audits" else f"[{table}] {exc}", path=path) from None
     return experiment
 
 

@@ -220,7 +220,7 @@ def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", worke
         result, places = _cross_platform(exp, out, imported["cross-platform"], binary_targets, executor, workers,
                                          progress)
         classes = imported["cross-platform"][0].classes
-    if exp.label_source or exp.validation:
+    if exp.label_source or exp.validation or exp.audits:
         result = _with_other_audits(exp, out, result, classes, places, imported, progress)
     write_report(result, out)
     progress.note(f"report: {out / 'report.html'}")
@@ -300,9 +300,10 @@ def _with_extras(exp: Experiment, corpus: Corpus, result: AuditResult, reference
 
 def _with_other_audits(exp: Experiment, out: Path, cross: AuditResult | None, classes: list[str], places: list,
                        imported: dict, progress: Progress) -> AuditResult:
-    """[label_source] and [validation]: each audit's report in its own folder (cross-platform/, label-source/,
-    validation/) and their combination returned, for the trust report in `out`; alone, the one audit's result."""
-    from mhaudit.experiments import other_audits
+    """[label_source], [validation] and [[audits]]: each audit's report in its own folder (cross-platform/,
+    label-source/, validation/, <audit>/) and their combination returned, for the trust report in `out`; alone, the
+    one audit's result."""
+    from mhaudit.experiments import file_audits, other_audits
     from mhaudit.report.combine import combine_results
 
     first = {}  # each model's first seed on the reference platform: what enters the other audits
@@ -317,6 +318,10 @@ def _with_other_audits(exp: Experiment, out: Path, cross: AuditResult | None, cl
         items = (imported["validation"][0], imported["validation"][2]) if "validation" in imported else None
         with progress.stage(f"validation report of {exp.name}"):
             results["validation"] = other_audits.validation(exp, items, classes, first)
+    for i, spec in enumerate(exp.audits):
+        with progress.stage(f"{spec.audit} audit of {exp.name}"):
+            name = spec.audit if [s.audit for s in exp.audits].count(spec.audit) == 1 else f"{spec.audit}-{i + 1}"
+            results[name] = file_audits.run(spec, exp.folder, progress)
     if len(results) == 1:
         return next(iter(results.values()))
     for name, result in results.items():
