@@ -370,6 +370,12 @@ def test_a_degenerate_temperature_is_its_own_verdict_and_no_repair():
     assert scaled.loc["away1", "ece_after"] < scaled.loc["away1", "ece_before"]  # looks repaired, is not
     flagged = result.verdicts.query("statistic == 'temperature'").set_index("target")["severity"]
     assert flagged["away1"] == "warn" and flagged["away2"] == "pass"
+    # its ECE after scaling is no "pass": undefined, and the reason says why
+    after = result.verdicts.query("statistic == 'ece_after_ts'").set_index("target")
+    assert after.loc["away1", "severity"] == "undefined" and np.isnan(after.loc["away1", "value"])
+    assert "undefined: the temperature is degenerate (T = 148.4 at its search bound), so its ECE is no repair" == \
+        after.loc["away1", "reason"]
+    assert after.loc["away2", "value"] == scaled.loc["away2", "ece_after"]
     assert "Of 2 temperature fits off the reference platform, 1 degenerate (at the search bound" in result.summary
     assert "m1 seed 0 on away1; they are left out of what follows." in result.summary
     away2 = scaled.loc["away2", "ece_reduction_pct"]

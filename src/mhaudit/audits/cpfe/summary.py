@@ -97,10 +97,11 @@ def flags(discrimination: pd.DataFrame, significance: pd.DataFrame, calibration:
         scaled = _select(temperature, d) if temperature is not None else pd.DataFrame()
         if not scaled.empty:  # no temperature fitted (no column where none was anywhere): undefined, with why
             after, t = (float(scaled[c].iat[0]) if c in scaled else np.nan for c in ("ece_after", "temperature"))
-            rows.append({**key, "flag": "ece_after_ts_above_0.10", "value": after, "why": scaled["reason"].iat[0],
-                         "threshold": f"ECE after temperature scaling > {ECE_LIMIT}",
-                         "raised": bool(after > ECE_LIMIT)})
             why = scaled["degenerate"].fillna("").astype(str).iat[0] if "degenerate" in scaled else ""
+            rows.append({**key, "flag": "ece_after_ts_above_0.10", "value": np.nan if why else after,  # no repair
+                         "why": f"the temperature is degenerate ({why}), so its ECE is no repair" if why
+                         else scaled["reason"].iat[0], "threshold": f"ECE after temperature scaling > {ECE_LIMIT}",
+                         "raised": bool(after > ECE_LIMIT) and not why})
             rows.append({**key, "flag": "temperature_degenerate", "value": t, "why": why or scaled["reason"].iat[0],
                          "threshold": "T inside its search bounds and scaled probabilities not flat",
                          "raised": bool(why)})
@@ -224,10 +225,10 @@ def plain_words(discrimination: pd.DataFrame, flag_table: pd.DataFrame, temperat
     delta, pct = targets["delta_macro_auc"].dropna(), targets["delta_auc_pct"].dropna()
     home = (f"macro-AUC {_span(ref, '.3f')}" if len(ref) else "macro-AUC undefined") + \
         (f", debiased ECE {_span(home_ece, '.3f')}" if len(home_ece) else "")
-    change = (f"changes by {_span(delta, '+.3f')} on the other platforms ({_span(pct, '+.1f', '% to ')}% of its home "
-              "value)" if len(delta) else
-              "cannot be compared (undefined: see the reason column of the discrimination table)")
     owner, models = ("their", "the models'") if independent["model"].nunique() > 1 else ("its", "the model's")
+    change = (f"changes by {_span(delta, '+.3f')} on the other platforms ({_span(pct, '+.1f', '% to ')}% of {owner} "
+              "home value)" if len(delta) else
+              "cannot be compared (undefined: see the reason column of the discrimination table)")
     parts = [f"Off {owner} home platform ({reference}: {home}), {models} macro-AUC {change}."]
     raised = flag_table[flag_table["raised"]] if not flag_table.empty else flag_table
     if raised.empty:
