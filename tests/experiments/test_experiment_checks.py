@@ -57,7 +57,8 @@ auto = ["synthetic_tweets_auto", "synthetic_forum_auto"]
 n_boot = 200
 {corpora}'''
     (tmp_path / "bad.toml").write_text(text.replace('"synthetic_tweets_gold"', '"synthetic_tweet_gold"', 1))
-    refused(tmp_path / "bad.toml", tmp_path / "bad", r"\[label_source\] human 'synthetic_tweet_gold' is not a data set in "
+    refused(tmp_path / "bad.toml", tmp_path / "bad",
+            r"\[label_source\] human 'synthetic_tweet_gold' is not a data set in "
             r"the \[\[label_source.corpus\]\] tables \(did you mean 'synthetic_tweets_gold'\?\); data sets: ")
     (tmp_path / "exp.toml").write_text(text)
     done = subprocess.run([sys.executable, "-m", "mhaudit", "run", "exp.toml", "--out", "out"], cwd=tmp_path,
@@ -109,3 +110,7 @@ options = { n_boot = 200, trust = { prior_gap_cutoff = 0.2 } }
         (tmp_path / "bad.toml").write_text(text.replace(*edit))
         with pytest.raises(InputError, match=match):
             load_experiment(tmp_path / "bad.toml")
+    (tmp_path / "bad.toml").write_text('name = "x"\n[[audits]]\naudit = "cpfe"\n'
+                                       'files = { predictions = "bert_reddit.csv" }\n')
+    with pytest.raises(InputError, match=r"\[\[audits\]\] cpfe options: 'reference' is needed \(it has no default\)"):
+        load_experiment(tmp_path / "bad.toml")

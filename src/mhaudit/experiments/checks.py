@@ -43,4 +43,5 @@ def check_names(exp: Experiment, corpus: Corpus | None, label_source: Corpus | N
                  else []}
         for key, names in named.items():
             for name in names:
-                check_place(name, (), known, what=f"[label_source] {key}", where="in the [[label_source.corpus]] tables")
+                check_place(name, (), known, what=f"[label_source] {key}",
+                            where="in the [[label_source.corpus]] tables")

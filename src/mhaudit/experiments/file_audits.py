@@ -34,6 +34,9 @@ def make_options(options_type: type, values: dict, where: str):
     """`options_type` from a table of its fields (a nested options table for a nested options field)."""
     hints = typing.get_type_hints(options_type)
     fields = [f.name for f in described(options_type)]
+    if missing := [f.name for f in described(options_type) if f.name not in values
+                   and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]:
+        raise InputError(f"{where}: '{missing[0]}' is needed (it has no default)")
     for key, value in values.items():
         if key not in fields:
             near = difflib.get_close_matches(key, fields, n=2)

@@ -88,7 +88,8 @@ def build_corpus(exp: Experiment, out: Path, progress: Progress | None = None) -
         if not (frame.loc[frame["platform"] == platform, "split"] == "calibration").any():
             frame = assign_calibration(frame, platform, fraction=exp.audit.calibration_fraction, seed=exp.audit.seed)
             n = ((frame["platform"] == platform) & (frame["split"] == "calibration")).sum()
-            progress.note(f"corpus: stored a calibration split of {platform} for fine-tuning (adapt_epochs): {n:,} rows")
+            progress.note(f"corpus: stored a calibration split of {platform} for fine-tuning (adapt_epochs): "
+                          f"{n:,} rows")
     merged = Corpus.build(frame, classes,
                           meta={"mapping": " | ".join(c.meta["mapping"] for c in corpora), "synthetic": False})
     return merged, path, key
