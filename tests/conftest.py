@@ -110,7 +110,7 @@ def pytest_runtest_makereport(item, call):
 # Tests that need one of these expensive fixtures run on one xdist worker, so it is built once per run: module
 # fixtures that train models or run audits (a group per file), then session fixtures that several files share.
 MODULE_FIXTURES = ("trust_run", "setup", "runs", "run", "fitted", "trained", "published", "released_audit",
-                   "two_audits")
+                   "two_audits", "sdist_and_wheel")
 SESSION_FIXTURES = ("trust_demo", "dreaddit_train_parsed", "llama_url", "pg_server")
 
 

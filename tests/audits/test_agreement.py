@@ -523,16 +523,18 @@ def test_real_data_bluesky_depression_lexicon_vs_experts(tmp_path):
     # The sampling step on real data: 250 items, half from the lexicon's positives, labelled by the experts.
     sample = tmp_path / "sample.parquet"
     r = runner.invoke(app, ["labels", "sample", "--labels", str(labels), "--items", str(corpus), "--task", "mh",
-                            "--n", "250", "--positive-share", "0.5", "--seed", "0", "--out", str(sample)])
+                            "--weak", "mh", "--n", "250", "--positive-share", "0.5", "--seed", "0", "--out", str(sample)])
     assert r.exit_code == 0, r.output
     drawn = pd.read_parquet(sample)
     assert drawn.groupby("stratum")["pool_size"].first().to_dict() == {0: 3806, 1: 762}
     all_labels = pd.read_parquet(labels)
     write_labels(all_labels[all_labels["item_id"].isin(drawn["item_id"])], tmp_path / "sampled.parquet")
     r = runner.invoke(app, ["audit", "agreement", "--labels", str(tmp_path / "sampled.parquet"), "--task", "mh",
-                            "--sample", str(sample), "--out", str(tmp_path / "sample_report")])
+                            "--weak-labeler", "mh", "--sample", str(sample), "--out", str(tmp_path / "sample_report")])
     assert r.exit_code == 0, r.output
     report = json.loads((tmp_path / "sample_report" / "report.json").read_text())
+    assert report["options"]["weak_labeler"] == "lexicon:mh@ee7f3c894ccc" and drawn["weak_labeler"].eq(
+        "lexicon:mh@ee7f3c894ccc").all()  # `mh` names the lexicon labeler, and the report says its full name
     tables = {name: t for s in report["sections"] for name, t in s["tables"].items()}
     naive = {row["metric"]: row for row in tables["weak_vs_reference"]}
     weighted = {row["metric"]: row for row in tables["weak_vs_reference_weighted"]}
@@ -541,6 +543,18 @@ def test_real_data_bluesky_depression_lexicon_vs_experts(tmp_path):
     for metric in ("recall", "precision", "observed_agreement", "kappa", "reference_positive_rate"):
         assert weighted[metric]["ci_low"] <= m[metric]["estimate"] <= weighted[metric]["ci_high"], metric
     assert not naive["recall"]["ci_low"] <= m["recall"]["estimate"] <= naive["recall"]["ci_high"]
+    # The experts' labels entered twice under two names (the same file given twice): kappa 1, and a warning.
+    copy = tmp_path / "experts-copy.parquet"
+    r = runner.invoke(app, ["labels", "from-corpus", "--corpus", str(corpus), "--task", "mh", "--labeler",
+                            "experts-copy", "--labels", str(copy)])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["audit", "agreement", "--labels", str(labels), str(copy), "--task", "mh", "--n-boot",
+                            "200", "--out", str(tmp_path / "copied")])
+    assert r.exit_code == 0, r.output
+    copied = json.loads((tmp_path / "copied" / "report.json").read_text())
+    pair = {name: t for s in copied["sections"] for name, t in s["tables"].items()}["human_agreement"][0]
+    assert pair["kappa"] == 1.0 and pair["n"] == 4568 and "identical on all 4,568 shared items" in pair["reason"]
+    assert any("'experts' and 'experts-copy'" in note for note in copied["notes"])
     assert time.perf_counter() - start < 60
 
 
@@ -622,3 +636,70 @@ def test_cli_items_with_authors_and_the_sample_keeps_them(tmp_path):
                             "--weak-labeler", "llm-weak", "--items", str(no_author), "--out", str(tmp_path / "r2")])
     assert r.exit_code == 2 and "an 'author' column" in r.output and "Traceback" not in r.output
     assert not (tmp_path / "r2").exists()
+
+
+# ----------------------------------------------------------------------------------- labeler names
+def test_a_labeler_is_named_by_its_short_name_where_that_names_one():
+    """`mh` and `lexicon:mh` name `lexicon:mh@ee7f3c894ccc` (weak labeler, annotators, reference, models); the
+    numbers and the report's names are those of the full name; none or several is one sentence."""
+    labels, *_ = two_annotators()
+    full = "lexicon:mh@ee7f3c894ccc"
+    labels = labels.assign(labeler=labels["labeler"].replace({"llm-weak": full, "A": "human:anna@sheet1"}),
+                           kind=labels["kind"].replace({"llm": "lexicon"}))
+    model = labels[labels["labeler"] == full].assign(labeler="model:tfidf-lr@1", kind="model")
+    labels = pd.concat([labels, model], ignore_index=True)
+    named = {"full": AgreementOptions("si", weak_labeler=full, models=("model:tfidf-lr@1",), n_boot=50)}
+    named["mh"] = AgreementOptions("si", weak_labeler="mh", models=("tfidf-lr",), n_boot=50)
+    named["lexicon:mh"] = AgreementOptions("si", weak_labeler="lexicon:mh", models=("model:tfidf-lr",),
+                                           annotators=("anna", "B"), n_boot=50)
+    results = {name: audit_agreement(AgreementInputs(labels), options) for name, options in named.items()}
+    for result in results.values():
+        assert result.options["weak_labeler"] == full and result.options["models"] == ("model:tfidf-lr@1",)
+        assert result.title.endswith(f"weak labeler {full}") and result.verdicts["subject"].iat[0] == full
+        assert result.table("weak_vs_reference").equals(results["full"].table("weak_vs_reference"))
+        assert result.table("models_vs_reference").equals(results["full"].table("models_vs_reference"))
+    assert results["lexicon:mh"].options["annotators"] == ["human:anna@sheet1", "B"]
+    ref = audit_agreement(AgreementInputs(labels), AgreementOptions("si", weak_labeler="mh", annotators=("B",),
+                                                                    reference="human:anna", n_boot=0))
+    assert ref.options["reference"] == "human:anna@sheet1" and "the labels of 'human:anna@sheet1'" in ref.summary
+    twice = pd.concat([labels, labels[labels["labeler"] == full].assign(labeler="lexicon:mh@0123456789ab")])
+    with pytest.raises(InputError, match=r"^weak labeler 'mh' names several labelers for task 'si' "
+                                         r"\(lexicon:mh@0123456789ab, lexicon:mh@ee7f3c894ccc\); give its full name$"):
+        audit_agreement(AgreementInputs(twice), AgreementOptions("si", weak_labeler="mh"))
+    with pytest.raises(InputError, match=r"^weak labeler 'mhh' has no labels for task 'si' \(did you mean 'mh'\?\); "
+                                         r"labelers: B \(human\), adjudicator \(adjudicated\), human:anna@sheet1 "
+                                         r"\(human\), lexicon:mh@ee7f3c894ccc \(lexicon\), model:tfidf-lr@1 \(model\)$"):
+        audit_agreement(AgreementInputs(labels), AgreementOptions("si", weak_labeler="mhh"))
+    with pytest.raises(InputError, match="^annotator 'Z' has no labels for task 'si'; labelers: B"):
+        audit_agreement(AgreementInputs(labels), AgreementOptions("si", annotators=("anna", "Z")))
+
+
+def test_identical_annotators_get_a_warning_and_a_note_beside_their_kappa(tmp_path):
+    """B's labels copied from A: kappa 1.000 with a warning, a note in the pairs table, the summary and the
+    verdict; through the CLI the warning is printed and listed in the report's notes."""
+    labels, truth, a, _, _ = two_annotators()
+    copied = labels.copy()
+    copied.loc[copied["labeler"] == "B", "value"] = a
+    with pytest.warns(UserWarning, match=r"annotators 'A' and 'B': the two label sets are identical on all 40 shared "
+                                         r"items \(often the same file given twice, or one annotator copied\)"):
+        result = audit_agreement(AgreementInputs(copied), AgreementOptions("si", n_boot=200))
+    pair = result.table("human_agreement").iloc[0]
+    assert pair["kappa"] == 1.0 and pair["status"] == "ok"
+    assert pair["reason"] == ("the two label sets are identical on all 40 shared items (often the same file given "
+                              "twice, or one annotator copied)")
+    assert f"Cohen's kappa 1.000 [95% CI 1.000, 1.000] ({pair['reason']})." in result.summary
+    verdict = result.verdicts[result.verdicts["axis"] == "human agreement"].iloc[0]
+    assert verdict["severity"] == "pass" and verdict["reason"] == pair["reason"]
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # two annotators who disagree somewhere: no warning
+        assert audit_agreement(AgreementInputs(labels), AgreementOptions("si", n_boot=0)).table(
+            "human_agreement")["reason"].iat[0] == ""
+    path = tmp_path / "labels.parquet"
+    write_labels(copied, path)
+    r = runner.invoke(app, ["audit", "agreement", "--labels", str(path), "--task", "si", "--n-boot", "50",
+                            "--out", str(tmp_path / "report")])
+    assert r.exit_code == 0, r.output
+    assert "identical on all 40 shared items" in " ".join(r.output.split())
+    notes = json.loads((tmp_path / "report" / "report.json").read_text())["notes"]
+    assert any("annotators 'A' and 'B': the two label sets are identical on all 40" in note for note in notes)

@@ -193,3 +193,22 @@ def test_a_reference_to_calibrate_on_follows_the_one_reference_rule():
         pool_of(target, PredictionSet(partly, reference.classes))
     with pytest.raises(InputError, match=r"have no row of class\(es\) c1; calibration needs every class"):
         pool_of(target, PredictionSet(reference.frame.assign(label="c0"), reference.classes))
+
+
+def test_annotators_and_the_reference_may_be_named_by_a_short_name(tmp_path):
+    """`ann1` names `human:ann1@sheet`, as in the agreement audit (tables.labeler_names): same numbers, full name."""
+    path, items, truth = synthetic_target(tmp_path, n=600, seed=6)
+    preds = read_predictions([str(path)], labelled=False)
+    sample, design = certification_sample(pool_of(preds), items, "mh", 100, seed=0)
+    labels = human_labels(sample["item_id"], truth).replace({"labeler": {"ann1": "human:ann1@sheet"}})
+    full, short = (audit_certify(CertifyInputs(labels, sample, design, preds), CertifyOptions("mh", **named))
+                   for named in ({"reference": "human:ann1@sheet"}, {"reference": "ann1"}))
+    assert short.table("certified").equals(full.table("certified"))
+    assert short.options["reference"] == "human:ann1@sheet"
+    by_annotators = audit_certify(CertifyInputs(labels, sample, design, preds),
+                                  CertifyOptions("mh", annotators=("ann1", "ann2")))
+    assert by_annotators.options["annotators"] == ("human:ann1@sheet", "ann2")
+    with pytest.raises(InputError, match=r"^reference labeler 'ann3' has no labels for task 'mh' "
+                                         r"\(did you mean 'ann2'\?\); labelers: adj \(adjudicated\), ann2 \(human\), "
+                                         r"human:ann1@sheet \(human\)$"):
+        audit_certify(CertifyInputs(labels, sample, design, preds), CertifyOptions("mh", reference="ann3"))

@@ -281,11 +281,23 @@ def test_cli_end_to_end_with_a_hybrid_and_resume(tmp_path):
     assert pd.DataFrame(tables2["summary"])["f1"].tolist() == summary["f1"].tolist()
 
 
+def test_a_label_source_may_be_named_by_a_short_name(tmp_path):
+    """`weak` names the labeler `lexicon:weak@0123456789ab` (tables.labeler_names); the inputs carry its full name."""
+    corpus, labels = write_inputs(tmp_path, n=60)
+    table = pd.read_csv(labels)
+    table.assign(labeler="lexicon:weak@0123456789ab").to_csv(labels, index=False)
+    inputs = ModelSelectionInputs.from_files(corpus, labels=[labels], train_labeler="weak",
+                                             reference_labelers=["corpus"])
+    assert inputs.train_source == "lexicon:weak@0123456789ab" and list(inputs.sources)[1] == "corpus"
+    expected = table.set_index(table["item_id"].astype(str))["value"].map({1: "dep", 0: "no"})
+    assert inputs.sources["lexicon:weak@0123456789ab"].sort_index().tolist() == expected.sort_index().tolist()
+
+
 @pytest.mark.parametrize("extra, message", [
     (["--model", "no-such-model"], "unknown model 'no-such-model'"),
     (["--model", "tfidf-lr", "--folds", "50"], "needs at least 50 rows of every class"),
     (["--model", "tfidf-lr", "--train-labeler", "llm"], "needs a labels table"),
-    (["--model", "tfidf-lr", "--labels", "LABELS", "--train-labeler", "nobody"], "no labels from 'nobody'"),
+    (["--model", "tfidf-lr", "--labels", "LABELS", "--train-labeler", "nobody"], "label source 'nobody' has no labels"),
     (["--model", "tfidf-lr:C=abc"], "model 'tfidf-lr': TF-IDF option C must be a positive number"),
     (["--model", "tfidf-lr:C=-1"], "TF-IDF option C must be a positive number, got -1"),
     (["--model", "char-tfidf-lr:min_df=500", "--protocol", "holdout"],

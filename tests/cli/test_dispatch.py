@@ -8,6 +8,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
+from mhaudit import __version__
 from mhaudit.cli import _app_for, app
 from mhaudit.cli.options import OptionsCommand
 
@@ -29,7 +30,8 @@ def test_a_listing_imports_no_audit():
     code = ("import sys; from mhaudit.cli import main; sys.argv = ['mhaudit', *sys.argv[1:]]\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
             "print(sorted({m.split('.')[2] for m in sys.modules if m.startswith('mhaudit.audits.')}))")
-    for argv, audits in ([["--help"], "[]"], [["audit", "--help"], "[]"], [["audit", "cpfe", "--help"], "['cpfe']"]):
+    for argv, audits in ([["--help"], "[]"], [["--version"], "[]"], [["audit", "--help"], "[]"],
+                         [["audit", "cpfe", "--help"], "['cpfe']"]):
         run = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)
         assert run.stdout.strip().splitlines()[-1] == audits, run.stderr
 
@@ -42,3 +44,9 @@ def test_the_same_output_and_exit_code_as_the_whole_app(argv):
     whole, alone = runner.invoke(app, argv, prog_name="mhaudit"), runner.invoke(_app_for(argv), argv, prog_name="mhaudit")
     assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output)
     assert whole.output.strip()
+
+
+def test_version_prints_the_package_version_and_nothing_else():
+    for argv in (["--version"], ["--version", "audit"]):  # eager: before any command is looked at
+        run = CliRunner().invoke(_app_for(argv), argv, prog_name="mhaudit")
+        assert (run.exit_code, run.output) == (0, f"mhaudit {__version__}\n")

@@ -14,6 +14,7 @@ from mhaudit.synthetic.simulate_divergence import DivergenceConfig, mentions_str
 from mhaudit.synthetic.simulate_labels import labels_rows, simulate_annotators
 from tests.experiments.test_runner import experiment, noting
 
+WEAK = "lexicon:keyword-rule@0123456789ab"  # named `keyword-rule` in [validation] (tables.labeler_names)
 HUMAN, AUTO = ("synthetic_forum", "synthetic_tweets_gold"), ("synthetic_tweets_auto", "synthetic_forum_auto")
 
 
@@ -33,7 +34,7 @@ def write_label_source_files(folder):
                      f'mapping = "stress-binary"\nid_col = "id"\n')
     gold = frame[frame["dataset"] == "synthetic_tweets_gold"].iloc[:150]
     rng = np.random.default_rng(1)
-    weak = labels_rows(gold["id"].to_numpy(), {"keyword-rule": ("lexicon", gold["text"].map(mentions_stress_topic)
+    weak = labels_rows(gold["id"].to_numpy(), {WEAK: ("lexicon", gold["text"].map(mentions_stress_topic)
                                                                 .to_numpy(int))}, "stress")
     people = simulate_annotators(gold["id"].to_numpy(), (gold["label"] == "stress").to_numpy(int), (0.05, 0.08),
                                  "stress", rng)
@@ -59,6 +60,7 @@ n_boot = 500
 [validation]
 labels = ["labels.csv"]
 task = "stress"
+weak_labeler = "keyword-rule"
 binary = {{ positive = ["stress"] }}
 n_boot = 200
 [validation.items]
@@ -100,6 +102,8 @@ def test_the_model_enters_the_label_source_audit_and_the_validation(trust_run):
     # against the reference: the annotators' label where they agree, else the adjudicator's
     from sklearn.metrics import cohen_kappa_score
 
+    validation = json.loads((folder / "out" / "validation" / "report.json").read_text())
+    assert validation["options"]["weak_labeler"] == WEAK and validation["title"].endswith(f"weak labeler {WEAK}")
     model = result.table("models_vs_reference").set_index("metric")
     assert model.loc["kappa", "labeler"] == "tfidf-lr" and model.loc["kappa", "n"] == 150
     labels = pd.read_csv(folder / "labels.csv").pivot(index="item_id", columns="labeler", values="value")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import sys
+from typing import Annotated
 
 import typer
 
@@ -26,6 +27,20 @@ for group in (demo, data, models, explain, audit, agreement, model_selection, es
               labels, llm_labels, annotate, cache):
     group.register(app)
 many_values(app)
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        from mhaudit import __version__
+
+        typer.echo(f"mhaudit {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                                help="Print mhaudit's version and exit.")] = False) -> None:
+    """The root's own options (the app's help is its `help=` above)."""
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ import pandas as pd
 
 from mhaudit.core.errors import InputError
 from mhaudit.tables.label_store import COLUMNS, now
+from mhaudit.tables.labeler_names import full_labeler_name
 from mhaudit.tables.reference_labels import task_labels
 
 __all__ = ["WEAK_KINDS", "describe_labelers", "choose_weak_labeler", "labels_from_corpus"]
@@ -27,13 +28,11 @@ def describe_labelers(rows: pd.DataFrame) -> str:
 
 
 def choose_weak_labeler(labels: pd.DataFrame, task: str, weak_labeler: str | None = None) -> str:
-    """The weak labeler's name: as given (it must have labels for the task), or the only llm/lexicon labeler."""
+    """The weak labeler's full name: as given, or a short name of it (`tables.labeler_names`; it must have labels
+    for the task), or the only llm/lexicon labeler."""
     rows = task_labels(labels, task)
     if weak_labeler is not None:
-        if weak_labeler not in set(rows["labeler"]):
-            raise InputError(f"labeler '{weak_labeler}' has no labels for task '{task}'; "
-                             f"labelers: {describe_labelers(rows)}")
-        return weak_labeler
+        return full_labeler_name(rows, weak_labeler, task, role="weak labeler")
     weak = sorted(rows.loc[rows["kind"].isin(WEAK_KINDS), "labeler"].unique())
     if len(weak) != 1:
         raise InputError(f"{'several' if weak else 'no'} weak labelers (kind llm or lexicon) for task '{task}'"

@@ -14,6 +14,7 @@ The reference labels follow docs/validation.md, "The reference" (mhaudit.tables.
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict
 
@@ -22,7 +23,7 @@ import pandas as pd
 
 from mhaudit.audits.agreement.authors import bootstrap_unit, cluster_labels, item_authors
 from mhaudit.audits.agreement.design import design_weighted
-from mhaudit.audits.agreement.labels import choose_weak_labeler, describe_labelers
+from mhaudit.audits.agreement.labels import choose_weak_labeler
 from mhaudit.audits.agreement.options import AgreementInputs, AgreementOptions
 from mhaudit.audits.agreement.scoring import models_section, models_vs_reference, scored_items
 from mhaudit.audits.agreement.verdicts import agreement_verdicts
@@ -35,6 +36,7 @@ from mhaudit.stats.undefined import quiet_undefined
 from mhaudit.stats.weak_metrics import weak_vs_reference
 from mhaudit.tables.digest import digest_frame
 from mhaudit.tables.label_store import parse_tags
+from mhaudit.tables.labeler_names import with_full_labeler_names
 from mhaudit.tables.reference_labels import task_labels
 
 __all__ = ["AgreementInputs", "AgreementOptions", "audit_agreement"]
@@ -43,21 +45,13 @@ NO_TAG = "(no tag)"
 
 
 # -------------------------------------------------------------------------------------- labelers
-def _annotators(rows: pd.DataFrame, task: str, weak: str, annotators: Sequence[str] | None,
+def _annotators(rows: pd.DataFrame, weak: str, annotators: Sequence[str] | None,
                 reference: str | None) -> list[str]:
     """The annotators to compare (default: every 'human' labeler but the reference), checked with the others."""
-    names = set(rows["labeler"])
-    if annotators is None:
+    if annotators is None:  # the names given are full names (`with_full_labeler_names`)
         annotators = sorted(rows.loc[(rows["kind"] == "human") & (rows["labeler"] != reference), "labeler"].unique())
     else:
         annotators = list(dict.fromkeys(annotators))
-        unknown = [a for a in annotators if a not in names]
-        if unknown:
-            raise InputError(f"annotator '{unknown[0]}' has no labels for task '{task}'; "
-                             f"labelers: {describe_labelers(rows)}")
-    if reference is not None and reference not in names:
-        raise InputError(f"reference labeler '{reference}' has no labels for task '{task}'; "
-                         f"labelers: {describe_labelers(rows)}")
     if weak in annotators or weak == reference:
         raise InputError(f"'{weak}' cannot be both the weak labeler and an annotator or the reference")
     return annotators
@@ -89,8 +83,20 @@ def _pairwise_kappa(matrix: pd.DataFrame, annotators: list[str], n_boot: int, al
         rows.append({"annotator_a": a, "annotator_b": b, "n": r["n"], "observed_agreement": r["observed_agreement"],
                      "kappa": r["estimate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "se": r["se"],
                      "n_boot": r["n_boot"], "n_failed": r["n_failed"],
-                     "status": "ok" if r["reason"] is None else "undefined", "reason": r["reason"]})
+                     "status": "ok" if r["reason"] is None else "undefined",
+                     "reason": "; ".join(filter(None, [r["reason"], _identical_note(both, a, b)]))})
     return pd.DataFrame(rows).fillna({"reason": ""})
+
+
+def _identical_note(both: pd.DataFrame, a: str, b: str) -> str:
+    """Where two annotators' labels are identical on every shared item, a warning and the note beside their kappa:
+    such a kappa measures no human agreement."""
+    if not (both[a] == both[b]).all():
+        return ""
+    note = (f"the two label sets are identical on all {len(both):,} shared items (often the same file given twice, "
+            "or one annotator copied)")
+    warnings.warn(f"annotators '{a}' and '{b}': {note}; their kappa says nothing about human agreement", stacklevel=4)
+    return note
 
 
 def _alpha_table(matrix: pd.DataFrame, annotators: list[str], n_boot: int, alpha: float, rng,
@@ -200,9 +206,10 @@ def _summary(task: str, weak: str, ref_desc: str, n_scored: int, metrics: pd.Dat
         lines.append(f"Human-human agreement: unavailable ({pairs['reason'].iat[0]}).")
     else:
         for _, p in ok_pairs.iterrows():
+            identical = f" ({p['reason']})" if p["reason"].startswith("the two label sets are identical") else ""
             lines.append(f"Human-human ({p['annotator_a']} vs {p['annotator_b']}, {p['n']} items, before "
                          f"adjudication): agreement {p['observed_agreement']:.3f}, Cohen's kappa "
-                         f"{_fmt_ci(p, 'kappa')}.")
+                         f"{_fmt_ci(p, 'kappa')}{identical}.")
     if not alpha_table.empty:
         lines.append(f"Krippendorff's alpha over {len(annotators)} annotators: "
                      f"{_fmt_ci(alpha_table.iloc[0], 'alpha')}.")
@@ -283,10 +290,12 @@ def audit_agreement(inputs: AgreementInputs, options: AgreementOptions, *,
     """
     progress = ensure(progress)
     labels, validation_set = inputs.labels, inputs.validation_set
+    rows = task_labels(labels, options.task)
+    options = with_full_labeler_names(options, rows, options.task, weak_labeler="weak labeler", models="model",
+                                      annotators="annotator", reference="reference labeler")
     task, reference, n_boot, alpha = options.task, options.reference, options.n_boot, options.alpha
-    rows = task_labels(labels, task)
     weak = choose_weak_labeler(labels, task, options.weak_labeler)
-    annotators = _annotators(rows, task, weak, options.annotators, reference)
+    annotators = _annotators(rows, weak, options.annotators, reference)
     authors = item_authors(rows["item_id"], items=inputs.items, validation_set=validation_set)
     # one stream: the steps below draw from it in order (pairs, alpha, weak, pool)
     rng = np.random.default_rng(options.seed)

@@ -54,8 +54,6 @@ def models_vs_reference(rows: pd.DataFrame, task: str, options: AgreementOptions
         if model == weak or model in annotators:
             raise InputError(f"'{model}' cannot be both a model under validation and the weak labeler or an "
                              "annotator")
-        if model not in set(rows["labeler"]):
-            raise InputError(f"model '{model}' has no labels for task '{task}'; labelers: {describe_labelers(rows)}")
         scored = scored_items(rows, task, model, annotators, options.reference)[0]
         metrics, _ = weak_vs_reference(scored["reference"].to_numpy(), scored["weak"].to_numpy(),
                                        n_boot=options.n_boot, alpha=options.alpha,

@@ -25,6 +25,7 @@ from mhaudit.stats.sample_size import labels_for_tolerance, macro_f1_pool_sd, sr
 from mhaudit.stats.undefined import quiet_undefined
 from mhaudit.tables.corpus.schema import label_codes
 from mhaudit.tables.digest import digest_frame
+from mhaudit.tables.labeler_names import with_full_labeler_names
 from mhaudit.tables.predictions import scores
 from mhaudit.tables.reference_labels import reference_labels, task_labels
 
@@ -36,8 +37,7 @@ ESTIMATORS = {"power": "prediction-powered (PPI++, tuned λ)", "ppi": "predictio
 COLUMNS = ("estimate", "se", "ci_low", "ci_high", "half_width")  # of each estimate in the `certified` table
 
 
-def _human_reference(labels: pd.DataFrame, options: CertifyOptions, sample_ids: set[str], pool_ids: set[str]):
-    rows = task_labels(labels, options.task)
+def _human_reference(rows: pd.DataFrame, options: CertifyOptions, sample_ids: set[str], pool_ids: set[str]):
     human = rows[rows["kind"].isin(["human", "adjudicated"])] if options.reference is None \
         else rows[rows["labeler"] == options.reference]
     if human.empty:
@@ -75,7 +75,10 @@ def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, progress: P
     frame, classes, synthetic = predictions.frame, predictions.classes, inputs.synthetic
     design = design.assign(item_id=design["item_id"].astype(str)).reset_index(drop=True)
     sample_ids, pool_ids = set(sample["item_id"].astype(str)), set(design["item_id"])
-    ref, description, elsewhere = _human_reference(labels, options, sample_ids, pool_ids)
+    rows = task_labels(labels, options.task)
+    options = with_full_labeler_names(options, rows, options.task, annotators="annotator",
+                                      reference="reference labeler")
+    ref, description, elsewhere = _human_reference(rows, options, sample_ids, pool_ids)
     value_class = _classes_of_values(classes, options.positive)
     pred = _predicted(inputs, design)
     probs = design[[f"posterior_{c}" for c in classes]].to_numpy(dtype=float)

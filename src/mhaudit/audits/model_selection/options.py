@@ -257,6 +257,7 @@ class ModelSelectionInputs:
         1 is the `positive` class (default: the corpus's last)."""
         from mhaudit.tables.predictions import sha256_file
         from mhaudit.tables.label_store import read_label_files
+        from mhaudit.tables.labeler_names import full_labeler_name
 
         path = Path(corpus)
         read = Corpus.read(path)
@@ -266,6 +267,10 @@ class ModelSelectionInputs:
             if read.frame.empty:
                 raise InputError(f"the corpus has no data set or platform '{dataset}'", path=path)
         table = read_label_files(labels) if labels else None
+        if table is not None:  # a labeler may be named by a short name (`full_labeler_name`)
+            train_labeler, *reference_labelers = (
+                name if name == CORPUS_SOURCE else full_labeler_name(table, name, task, role="label source")
+                for name in (train_labeler, *reference_labelers))
         train, references = label_sources(read.frame, read.classes, table, train_labeler=train_labeler,
                                           reference_labelers=reference_labelers, task=task, positive=positive)
         files = tuple((str(p), sha256_file(p)) for p in [path, *map(Path, labels)])
