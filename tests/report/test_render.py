@@ -124,6 +124,27 @@ def test_scorecard_cells_fold_p_values_and_give_each_statistic_its_severity():
     assert card.loc["bert", "calibration"] == "fail: ece_debiased 0.200 ± 0.020 (n = 3); ece_after_ts 0.070 (warn)"
 
 
+def test_a_scorecard_cell_has_one_severity_word_and_a_second_number_says_what_it_is():
+    """The label-source audit's cell: a Macro-F1 divergence (fail) that holds on AUC (that check passes). The
+    cell read "fail … dod on AUC 0.036 (pass)", the "pass" saying the opposite of the cell's "fail"; a second
+    number's severity is said only where it is not pass, and its name says what it is."""
+    from mhaudit.audits.divergence.verdicts import divergence_verdicts
+    from mhaudit.report.scorecard import scorecard
+
+    dod = pd.DataFrame([{"contrast": c, "estimate": e, "ci_low": lo, "ci_high": hi}
+                        for c, e, lo, hi in (("C-A", 0.107, 0.051, 0.163), ("B-A", 0.090, 0.020, 0.160),
+                                             ("AC-A", 0.010, -0.030, 0.050))])
+    free = pd.DataFrame([{"contrast": c, "metric": m, "estimate": e, "ci_low": e - 0.02, "ci_high": e + 0.02,
+                          "apart": abs(e) > 0.02}
+                         for c, values in (("C-A", (0.107, 0.036, 0.050)), ("B-A", (0.090, 0.004, 0.060)),
+                                           ("AC-A", (0.010, 0.001, 0.002)))
+                         for m, e in zip(("macro_f1", "auc", "pr_auc_gain"), values)])
+    card = scorecard(divergence_verdicts(dod, free)).set_index("subject")["label source"]
+    assert card["C-A"] == "fail: dod 0.107 [0.051, 0.163]; also on AUC 0.036"
+    assert card["B-A"] == "fail: dod 0.090 [0.020, 0.160]; not on AUC 0.004 (warn)"  # maybe a threshold effect
+    assert card["AC-A"] == "pass: dod 0.010 [-0.030, 0.050]; dod on AUC 0.001"
+
+
 def test_footer_lists_notes_and_collapses_inputs_and_options(tmp_path):
     inputs = {"predictions": "c" * 64, **{f"/data/released/bert_reddit_seed{s}_predictions.csv": "d" * 64
                                           for s in range(40)}}

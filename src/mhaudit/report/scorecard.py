@@ -5,8 +5,10 @@ A seed run's subject is "<model> seed <n>" (the CPFE verdicts); its seeds are fo
 and the number is the mean +/- SD (ddof 1) of the seeds' values, with the seed count; p values are not
 averaged: the cell says in how many runs the check gave its severity, and the largest p. A single run shows
 its value and, when the verdict has one, its CI. The headline statistic of an axis is its first verdict
-row's; the axis's second statistic follows it with its own worst severity (its mean over runs, e.g. ECE
-after temperature scaling), and so does any other that did not pass.
+row's; the axis's second statistic follows it (its mean over runs, e.g. ECE after temperature scaling), and so
+does any other that did not pass, each with its worst severity where that is not pass. So a cell has one
+severity word that judges the subject, and a word beside a second number only says why the cell is not pass;
+the second number's name says what it is (the label-source audit's "also on AUC").
 """
 
 from __future__ import annotations
@@ -127,7 +129,9 @@ def _others(checks: list[dict], headline: str) -> list[str]:
     for i, (statistic, rows) in enumerate(by_statistic.items()):
         values = pd.Series([r["value"] for r in rows], dtype=float)
         if statistic != headline and values.notna().any() and (i == 1 or any(r["severity"] != "pass" for r in rows)):
-            out.append(f"{statistic} {format_number(float(values.mean()), statistic)} ({_worst(rows)})")
+            worst = _worst(rows)  # said where not pass: a "(pass)" beside the cell's "fail" reads as its opposite
+            out.append(f"{statistic} {format_number(float(values.mean()), statistic)}"
+                       + ("" if worst == "pass" else f" ({worst})"))
     return out
 
 

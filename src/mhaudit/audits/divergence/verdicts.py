@@ -39,6 +39,9 @@ def _threshold_free_verdict(table: pd.DataFrame | None, contrast: str, model: st
     rows = table[table["contrast"] == contrast].set_index("metric")
     sign = rows.loc["macro_f1", "estimate"]
     auc, survives = rows.loc["auc"], holds(table[table["contrast"] == contrast].to_dict("records"), sign)
+    # the statistic's name says what the number is to the Macro-F1 verdict beside it: the divergence seen on AUC too
+    statistic = "dod on AUC" if not apart else "also on AUC" if auc["apart"] and (auc["estimate"] > 0) == (sign > 0) \
+        else "not on AUC"
     if not apart:
         reason = "no Macro-F1 divergence to explain"
     elif survives:
@@ -49,7 +52,7 @@ def _threshold_free_verdict(table: pd.DataFrame | None, contrast: str, model: st
         reason = (f"the Macro-F1 divergence does not hold on {' and '.join(lost)}: it may be the training threshold "
                   "meeting another prevalence or score scale; see threshold_diagnostic")
     return [verdict("divergence", "label source", model or contrast, "human vs automatic labels",
-                    "dod on AUC", float(auc["estimate"]), "Macro-F1 DoD holds on AUC and PR-AUC gain",
+                    statistic, float(auc["estimate"]), "Macro-F1 DoD holds on AUC and PR-AUC gain",
                     "warn" if apart and not survives else "pass", reason, ci_low=float(auc["ci_low"]),
                     ci_high=float(auc["ci_high"]))]
 
