@@ -681,12 +681,13 @@ def test_identical_annotators_get_a_warning_and_a_note_beside_their_kappa(tmp_pa
     copied = labels.copy()
     copied.loc[copied["labeler"] == "B", "value"] = a
     with pytest.warns(UserWarning, match=r"annotators 'A' and 'B': the two label sets are identical on all 40 shared "
-                                         r"items \(often the same file given twice, or one annotator copied\)"):
+                                         r"items, often the same file given twice or one annotator copied; their kappa "
+                                         r"says nothing about human agreement"):
         result = audit_agreement(AgreementInputs(copied), AgreementOptions("si", n_boot=200))
     pair = result.table("human_agreement").iloc[0]
     assert pair["kappa"] == 1.0 and pair["status"] == "ok"
-    assert pair["reason"] == ("the two label sets are identical on all 40 shared items (often the same file given "
-                              "twice, or one annotator copied)")
+    assert pair["reason"] == ("the two label sets are identical on all 40 shared items, often the same file given "
+                              "twice or one annotator copied")
     assert f"Cohen's kappa 1.000 [95% CI 1.000, 1.000] ({pair['reason']})." in result.summary
     verdict = result.verdicts[result.verdicts["axis"] == "human agreement"].iloc[0]
     assert verdict["severity"] == "pass" and verdict["reason"] == pair["reason"]

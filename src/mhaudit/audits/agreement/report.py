@@ -93,8 +93,8 @@ def _identical_note(both: pd.DataFrame, a: str, b: str) -> str:
     such a kappa measures no human agreement."""
     if not (both[a] == both[b]).all():
         return ""
-    note = (f"the two label sets are identical on all {len(both):,} shared items (often the same file given twice, "
-            "or one annotator copied)")
+    note = (f"the two label sets are identical on all {len(both):,} shared items, often the same file given twice "
+            "or one annotator copied")
     warnings.warn(f"annotators '{a}' and '{b}': {note}; their kappa says nothing about human agreement", stacklevel=4)
     return note
 
