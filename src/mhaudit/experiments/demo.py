@@ -100,7 +100,8 @@ def run_demo(out: Path, *, seed: int = 0, n_per_platform: int = 2000, n_boot: in
 def run_divergence_demo(out: Path, *, seed: int = 0, models: tuple[str, ...] = DEMO_MODELS,
                         progress: Progress | None = None) -> tuple[AuditResult, PredictionSet]:
     """The label-source audit on the SYNTHETIC divergence corpus (human labels follow style, auto labels a
-    keyword rule), `models` fitted to its human training split as baselines: writes out/corpus.parquet,
+    keyword rule), `models` (TF-IDF models, without a temperature: the split has no val rows) fitted to its human
+    training split as baselines: writes out/corpus.parquet,
     out/predictions.parquet, the report and the conflict sample. Returns the audit and the predictions."""
     from mhaudit.audits.divergence import DivergenceInputs, DivergenceOptions, audit_divergence
     from mhaudit.audits.divergence.baselines import baselines_from_predictions
@@ -113,8 +114,8 @@ def run_divergence_demo(out: Path, *, seed: int = 0, models: tuple[str, ...] = D
     train = corpus.frame[(corpus.frame["dataset"] == DIVERGENCE_DEMO["human"][0]) & (corpus.frame["split"] == "train")]
     parts = []
     for name in models:
-        with progress.stage(f"train {name} seed {seed} on the human labels"):
-            model = create(name, seed=seed).fit(train, corpus.classes, progress=progress)
+        with progress.stage(f"train {name} seed {seed} on the human labels"):  # train split only: no temperature
+            model = create(name, seed=seed, calibrate=False).fit(train, corpus.classes, progress=progress)
         parts.append(predict_corpus(model, corpus, model_name=name, seed=seed, splits=("test",)))
     predictions = PredictionSet(pd.concat(parts, ignore_index=True), corpus.classes)
     write_table(predictions.frame, out / "predictions.parquet")
