@@ -71,7 +71,7 @@ def kill_at(writer_args: list[str], pause: str, workdir: Path, timeout: float = 
                 raise AssertionError(f"the writer did not reach the hook '{pause}' in {timeout} s")
             time.sleep(0.01)
         os.kill(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -62,9 +62,11 @@ def annotate(
         if public:
             err.print(f"[yellow]warning:[/] serving on {escape(host)} (--public): anyone who can reach this machine "
                       "can load the pages; each person still needs their link", highlight=False, soft_wrap=True)
-        out.print(f"links are personal; only their hashes are kept ({escape(str(tokens_path(labels)))}). "
-                  "Press Ctrl-C to stop.", highlight=False, soft_wrap=True)
+        # the handlers are in place before 'Press Ctrl-C' is printed: a signal sent as soon as the line is read
+        # stops the server with its summary, not with a traceback (SIGINT) or the default kill (SIGTERM)
         with contextlib.suppress(KeyboardInterrupt), _sigterm_as_ctrl_c():
+            out.print(f"links are personal; only their hashes are kept ({escape(str(tokens_path(labels)))}). "
+                      "Press Ctrl-C to stop.", highlight=False, soft_wrap=True)
             session.server.serve_forever(poll_interval=0.25)
         state = progress(session)
         done = ", ".join(f"{escape(name)} {n}/{state['items']}" for name, n in state["labelled"].items())

@@ -27,6 +27,10 @@ from mhaudit.tables.label_store import LabelStore
 SRC = Path(__file__).resolve().parents[3] / "src"
 WEAK = "weak-llm"  # the weak labeler whose labels are in the store before the study starts
 ERROR_RATE = {"alice": 0.10, "bob": 0.15, "dan": 0.20, "erin": 0.10}
+# Waits are for events (the "Ctrl-C" line, the process's exit); these bounds only stop a hang, and are generous
+# because a busy machine may take many seconds to start or stop a Python process (docs/architecture.md).
+START_WITHIN_S = 120
+STOP_WITHIN_S = 60
 TRANSPORT_ERRORS = (httpx.TransportError,)
 
 
@@ -66,6 +70,8 @@ class Served:
         self.stderr: list[str] = []
         self.process: subprocess.Popen | None = None
         self.starts = 0
+        self.pumps: list[threading.Thread] = []
+        self.stdout: queue.Queue = queue.Queue()
 
     @property
     def base(self) -> str:
@@ -74,11 +80,13 @@ class Served:
     def start(self) -> Served:
         self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                         env=self.env)
-        lines: queue.Queue = queue.Queue()
-        threading.Thread(target=_pump, args=(self.process.stdout, lines.put), daemon=True).start()
-        threading.Thread(target=_pump, args=(self.process.stderr, self.stderr.append), daemon=True).start()
+        self.stdout = lines = queue.Queue()  # what it prints after the links stays here for the test
+        self.pumps = [threading.Thread(target=_pump, args=(self.process.stdout, lines.put), daemon=True),
+                      threading.Thread(target=_pump, args=(self.process.stderr, self.stderr.append), daemon=True)]
+        for pump in self.pumps:
+            pump.start()
         while True:
-            line = lines.get(timeout=60)
+            line = lines.get(timeout=START_WITHIN_S)
             if "/s/" in line:  # "  alice (annotator): http://127.0.0.1:PORT/s/TOKEN/"
                 self.links[line.split()[0]] = line.split()[-1]
             if "Ctrl-C" in line:
@@ -88,16 +96,18 @@ class Served:
 
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
-        self.process.wait(10)
+        self.process.wait(STOP_WITHIN_S)
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
             try:
-                self.process.wait(15)
+                self.process.wait(STOP_WITHIN_S)
             except subprocess.TimeoutExpired:
                 self.process.kill()
-                self.process.wait(5)
+                self.process.wait(STOP_WITHIN_S)
+        for pump in self.pumps:  # everything the process wrote is in self.stderr before a test reads it
+            pump.join(STOP_WITHIN_S)
 
 
 def _pump(stream, sink) -> None:
@@ -131,7 +141,7 @@ class Annotator:
     def run(self, deadline: float) -> None:
         rng = np.random.default_rng(self.seed)
         token = token_of(self.link)
-        with httpx.Client(timeout=10) as client:
+        with httpx.Client(timeout=60) as client:  # a slow answer on a busy machine is not an outage
             url = self._resume(client, deadline, first=True)
             while url and not url.endswith("/done") and time.monotonic() < deadline:
                 try:

@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import signal
 import socket
 import sqlite3
+import subprocess
+import threading
+import time
 from collections import Counter
 
 import numpy as np
 
-from tests.weak_supervision.annotate.served import Served, token_of, write_study
+from tests.weak_supervision.annotate.served import STOP_WITHIN_S, Served, token_of, write_study
 
 N_REQUESTS = 2400
 PRIVATE = "PRIVATE-WORDS"  # in every body: must never reach the terminal
@@ -50,7 +54,7 @@ class Fuzzer:
 
     # --- the wire ----------------------------------------------------------------------------------------
     def send(self, raw: bytes) -> tuple[int | None, bytes]:
-        with socket.create_connection(("127.0.0.1", self.port), timeout=15) as conn:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=60) as conn:  # a bound against a hang only
             try:
                 conn.sendall(raw)
                 conn.shutdown(socket.SHUT_WR)  # the whole request is sent: a short body ends here
@@ -255,3 +259,53 @@ def test_hostile_requests_get_4xx_and_change_nothing(tmp_path):
     shown = dict(sorted((str(s or "no answer"), n) for s, n in statuses.items()))
     print(f"\n{N_REQUESTS} requests: {dict(sorted(kinds.items()))}; statuses {shown}; "
           f"answers stored {stored}; per kind {({k: sorted(v) for k, v in sorted(seen.items())})}")
+
+
+def _trickle(conn: socket.socket, stop: threading.Event) -> None:
+    """A request header one byte a second: never complete, never silent long enough to be timed out."""
+    while not stop.wait(1.0):
+        try:
+            conn.sendall(b"x")
+        except OSError:
+            return
+
+
+def test_ctrl_c_stops_the_server_while_stalled_clients_hold_connections(tmp_path):
+    """Clients that connect and never send, send half a request, trickle one, or never read their answers hold
+    handler threads; Ctrl-C still stops the server at once, with its summary, and none of them is waited for."""
+    sample, labels, _ = write_study(tmp_path, 10, seed=11)
+    served = Served(sample, labels, ["alice", "bob"]).start()
+    host = served.base.removeprefix("http://")
+    stop_trickling = threading.Event()
+    stalled = [socket.create_connection(("127.0.0.1", int(host.rsplit(":", 1)[1])), timeout=60) for _ in range(8)]
+    try:
+        # stalled[0:2] never send a byte
+        stalled[2].sendall(f"GET / HTTP/1.1\r\nHost: {host}\r\n".encode())  # the headers never end
+        path = served.links["alice"].removeprefix(served.base)
+        stalled[3].sendall(f"POST {path}api/label HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                           "Content-Length: 5000\r\n\r\n{\"token\": ".encode())  # the body never ends
+        for conn in stalled[4:6]:  # request after request, and never a read: the server's sends block
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            conn.sendall(f"GET /static/app.js HTTP/1.1\r\nHost: {host}\r\n\r\n".encode() * 200)
+        for conn in stalled[6:8]:
+            conn.sendall(f"GET / HTTP/1.1\r\nHost: {host}\r\nX-Slow: ".encode())
+            threading.Thread(target=_trickle, args=(conn, stop_trickling), daemon=True).start()
+        assert Fuzzer(served, [], seed=0).send(f"GET / HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())[0] == 200
+        asked = time.monotonic()
+        served.process.send_signal(signal.SIGINT)
+        # the wait is on the process's exit, its bound generous (a busy machine): the trickling clients never
+        # time out, so a server that waited for its connections (e.g. non-daemon handler threads) never stops
+        try:
+            exit_code = served.process.wait(STOP_WITHIN_S)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"still running {STOP_WITHIN_S} s after SIGINT with stalled clients") from None
+        took = time.monotonic() - asked
+    finally:
+        stop_trickling.set()
+        served.stop()  # kills it if it is still running, and collects what it printed
+        for conn in stalled:
+            conn.close()
+    printed = "".join(served.stdout.get_nowait() for _ in range(served.stdout.qsize()))
+    assert exit_code == 0 and "stopped. labelled: alice 0/10, bob 0/10" in printed, (exit_code, printed)
+    assert not any("Traceback" in line for line in served.stderr), served.stderr
+    print(f"\nstopped {took:.2f} s after SIGINT with 8 stalled connections open")

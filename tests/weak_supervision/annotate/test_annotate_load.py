@@ -74,7 +74,7 @@ class Browser:
             time.sleep(0.1)
         raise AssertionError("the browser could not reopen its link")
 
-    def label(self, n_items: int, timeout: float = 60) -> None:
+    def label(self, n_items: int, timeout: float = 120) -> None:
         from selenium.webdriver.common.action_chains import ActionChains
 
         self._open(timeout)
@@ -85,7 +85,7 @@ class Browser:
                 self.asked_again.append(item_id)
             old_url = self.driver.current_url
             ActionChains(self.driver).send_keys(str(self.answers[item_id])).perform()
-            end = time.monotonic() + 5
+            end = time.monotonic() + 60  # a bound on the wait for the page to change (a busy machine is slow)
             while time.monotonic() < end:  # saved: the script goes to the next page only on a 2xx
                 if self.driver.current_url != old_url:
                     self.acked[item_id] = self.answers[item_id]
@@ -175,11 +175,11 @@ def test_three_annotators_and_a_browser_at_once(tmp_path, open_browser):
         while not browser.acked and labelling.is_alive():  # Chromium's start-up is not part of the overlap
             time.sleep(0.02)
         at_start = len(browser.acked)
-        threads = run_all(clients, seconds=90)
+        threads = run_all(clients, seconds=300)  # bounds that only stop a hang: they finish in 10-40 s
         for thread in threads:
-            thread.join(90)
+            thread.join(300)
         at_end = len(browser.acked)  # the browser's answers while the HTTP annotators were at work: the rest
-        labelling.join(90)
+        labelling.join(300)
         elapsed = time.monotonic() - started
     finally:
         served.stop()
@@ -225,13 +225,13 @@ def test_server_killed_while_they_label_and_restarted(tmp_path, open_browser):
             stored_after_kill.update({(r.labeler, r.item_id): int(r.value) for r in human_rows(labels).itertuples()})
             served.start()
 
-        threads = run_all(clients, seconds=120)
+        threads = run_all(clients, seconds=300)  # bounds that only stop a hang: they finish in 10-40 s
         kill_thread = threading.Thread(target=killer, daemon=True)
         kill_thread.start()
-        browser.label(BROWSER_ITEMS, timeout=90)
-        kill_thread.join(60)
+        browser.label(BROWSER_ITEMS, timeout=120)
+        kill_thread.join(300)
         for thread in threads:
-            thread.join(120)
+            thread.join(300)
     finally:
         served.stop()
     assert served.starts == 2 and snapshot, "the server was not killed and restarted"

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import httpx
 import pandas as pd
@@ -321,12 +320,14 @@ def test_annotate_serves_prints_links_and_stops_on_ctrl_c(tmp_path, sample, stop
                                 "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stdout: queue.Queue = queue.Queue()
     stderr: queue.Queue = queue.Queue()
-    threading.Thread(target=_lines, args=(process.stdout, stdout), daemon=True).start()
-    threading.Thread(target=_lines, args=(process.stderr, stderr), daemon=True).start()
+    pumps = [threading.Thread(target=_lines, args=(process.stdout, stdout), daemon=True),
+             threading.Thread(target=_lines, args=(process.stderr, stderr), daemon=True)]
+    for pump in pumps:
+        pump.start()
     try:
         printed = []
         while not printed or "Ctrl-C" not in printed[-1]:
-            printed.append(stdout.get(timeout=30))
+            printed.append(stdout.get(timeout=120))  # the event is the line; the bound only stops a hang
         links = {line.split()[0]: line.split()[-1] for line in printed if "/s/" in line}
         assert set(links) == {"alice", "bob", "carol"}
         assert printed[0].startswith("serving 4 items (task mh)")
@@ -338,16 +339,17 @@ def test_annotate_serves_prints_links_and_stops_on_ctrl_c(tmp_path, sample, stop
         saved = httpx.post(alice + "api/label", json={"token": token, "item_id": item_id, "task": "mh", "value": 1})
         assert saved.json()["ok"]
         assert httpx.get(alice.replace(token, "nottherighttoken")).status_code == 403
-        message = stderr.get(timeout=10)
+        message = stderr.get(timeout=60)
         assert "unknown token (HTTP 403)" in message and token not in message
     finally:
         process.send_signal(stop)  # Ctrl-C, or SIGTERM from a service manager: both print the summary
         try:
-            process.wait(timeout=15)
+            process.wait(timeout=60)  # generous: stopping takes a moment on a busy machine
         except subprocess.TimeoutExpired:
             process.kill()
             raise
-    time.sleep(0.1)
+    for pump in pumps:  # the pipes end with the process: then every line it printed is in the queues
+        pump.join(60)
     rest = "".join(stdout.get_nowait() for _ in range(stdout.qsize()))
     assert process.returncode == 0
     assert "stopped. labelled: alice 1/4, bob 0/4" in rest
@@ -356,11 +358,11 @@ def test_annotate_serves_prints_links_and_stops_on_ctrl_c(tmp_path, sample, stop
     # a non-loopback host is refused before anything is served
     again = subprocess.run([sys.executable, "-m", "mhaudit", "annotate", "--sample", str(sample), "--labels",
                             str(labels), "--annotator", "alice", "--port", "0", "--host", "10.1.2.3"],
-                           capture_output=True, text=True, timeout=30)
+                           capture_output=True, text=True, timeout=120)
     assert again.returncode == 2 and "not a loopback address" in again.stderr
     # nor is an adjudicator who is also an annotator (a subprocess: a server that started would never return)
     again = subprocess.run([sys.executable, "-m", "mhaudit", "annotate", "--sample", str(sample), "--labels",
                             str(labels), "--annotator", "alice", "--annotator", "bob", "--adjudicator", "bob",
-                            "--port", "0"], capture_output=True, text=True, timeout=30)
+                            "--port", "0"], capture_output=True, text=True, timeout=120)
     assert again.returncode == 2 and "'bob' is named as an annotator and as the adjudicator" in again.stderr
     assert again.stderr.count("\n") == 1 and again.stdout == ""

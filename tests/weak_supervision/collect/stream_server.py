@@ -264,7 +264,7 @@ class StreamServer:
         self._stopped.set()
         if self._server is not None:
             self._server.shutdown()
-            self._thread.join(timeout=5)
+            self._thread.join(timeout=60)
 
     def __enter__(self) -> StreamServer:
         return self.start()

@@ -43,7 +43,7 @@ def _count(url: str, table: str) -> int:
         return -1
 
 
-def _wait_for(url: str, table: str, at_least: int, *, proc=None, timeout: float = 60) -> int:
+def _wait_for(url: str, table: str, at_least: int, *, proc=None, timeout: float = 120) -> int:
     deadline = time.monotonic() + timeout  # a guard against a hang only; a loaded machine is slow
     while time.monotonic() < deadline and (proc is None or proc.poll() is None):
         n = _count(url, table)
@@ -85,7 +85,7 @@ def test_collector_rides_out_a_fast_and_an_immediate_restart(pg_server, pg_url):
             _wait_for(pg_url, "posts", len(expected))
         finally:
             collector.stop()
-            thread.join(timeout=30)
+            thread.join(timeout=120)
         stored, reconnects = stored_rkeys(store), store.dialect.reconnects
     assert reconnects == 2  # one new connection per restart
     assert 150 <= at_restart[0] < 350 <= at_restart[1] < len(expected)  # both restarts landed mid-stream
@@ -104,7 +104,7 @@ def test_collect_gives_up_in_one_sentence_after_the_budget_and_a_rerun_completes
             before = _wait_for(pg_url, "posts", 100, proc=proc)
             stopped = time.monotonic()
             pg_server.pg_ctl("-m", "fast", "stop")
-            _, stderr = proc.communicate(timeout=30)
+            _, stderr = proc.communicate(timeout=120)
             waited = time.monotonic() - stopped
         finally:
             if proc.poll() is None:
@@ -113,12 +113,12 @@ def test_collect_gives_up_in_one_sentence_after_the_budget_and_a_rerun_completes
         assert proc.returncode == 2
         _one_sentence(stderr, f"postgresql://127.0.0.1:{pg_server.port}/{db}", "within 1 s",
                       "run the same command again")
-        assert 1 <= waited < 20
+        assert 1 <= waited < 60  # its 1 s budget, then it stops (the sentence says 1 s; generous: a busy machine)
         with PostStore(pg_url) as store:
             stored = set(stored_rkeys(store))
         assert before <= len(stored) < 600 and stored <= set(expected)
         done = subprocess.run(command + ["--max-posts", str(600 - len(stored))], env=_env(), capture_output=True,
-                              text=True, timeout=60)
+                              text=True, timeout=300)
         assert done.returncode == 0, done.stderr
     with PostStore(pg_url) as store:
         rkeys = stored_rkeys(store)
@@ -179,7 +179,7 @@ def test_monitor_scores_through_a_restart_equal_to_an_undisturbed_run(setup, pos
         at_fault = _wait_for(pg_url, "scores", 256, proc=proc)
         if fault == "stop":
             pg_server.pg_ctl("-m", "fast", "stop")
-            _, stderr = proc.communicate(timeout=60)
+            _, stderr = proc.communicate(timeout=120)
             pg_server.pg_ctl("start")
             assert proc.returncode == 2
             _one_sentence(stderr, f"postgresql://127.0.0.1:{pg_server.port}/", "within 1 s")
@@ -188,7 +188,7 @@ def test_monitor_scores_through_a_restart_equal_to_an_undisturbed_run(setup, pos
             proc = subprocess.Popen(command, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         else:
             pg_server.pg_ctl("-m", fault.split()[1], "restart")
-        _, stderr = proc.communicate(timeout=120)
+        _, stderr = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -216,11 +216,11 @@ def test_a_server_whose_test_process_was_killed_is_stopped_by_its_watchdog(pg_se
     proc = subprocess.Popen([sys.executable, "-c", WATCHED], env=env, cwd=repo, stdout=subprocess.PIPE, text=True)
     try:
         port, root = proc.stdout.readline().split()
-        with socket.create_connection(("127.0.0.1", int(port)), timeout=5):
+        with socket.create_connection(("127.0.0.1", int(port)), timeout=60):
             pass  # serving
         os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-        deadline = time.monotonic() + 30
+        proc.wait(timeout=120)
+        deadline = time.monotonic() + 120  # the event is the folder's removal; the bound only stops a hang
         while time.monotonic() < deadline and Path(root).exists():
             time.sleep(0.1)
     finally:

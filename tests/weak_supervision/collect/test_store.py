@@ -75,7 +75,7 @@ def _run_child(tmp_path: Path, db: Path, *, kill_after: int, stall_at: int = -1)
             if len(news) >= kill_after:
                 break
         os.kill(proc.pid, signal.SIGKILL)
-        assert proc.wait(timeout=30) == -signal.SIGKILL
+        assert proc.wait(timeout=120) == -signal.SIGKILL
     finally:
         if proc.poll() is None:
             proc.kill()

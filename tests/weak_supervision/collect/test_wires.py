@@ -89,7 +89,8 @@ def test_a_relay_that_refuses_both_wires_stops_at_once_with_one_sentence(tmp_pat
         result = _cli("bluesky", "--db", tmp_path / "p.sqlite", "--lexicon", "mh", "--relay", server.base)
         _bad(result, f"the relay {server.base} refused both Jetstream wires (xrpc: HTTP 404, subscribe: HTTP 404)",
              "name the wire with --wire")
-        assert [path for path, _ in server.refused] == [XRPC_PATH, "/subscribe"] and time.monotonic() - start < 5
+        # one attempt per wire, so no retry and no backoff; the time bound is generous (a busy machine)
+        assert [path for path, _ in server.refused] == [XRPC_PATH, "/subscribe"] and time.monotonic() - start < 60
         assert "run " not in result.stderr  # settled before the run line: no run was started
     with StreamServer([], wire="firehose") as server, PostStore(tmp_path / "q.sqlite") as store:
         with pytest.raises(RelayUnreachable, match=r"refused both Jetstream wires \(xrpc: HTTP 404, subscribe"):
@@ -102,9 +103,9 @@ def test_the_xrpc_relay_refuses_a_client_without_its_subprotocol_or_on_another_p
     with StreamServer(xrpc_frames(stream(2)[0]), wire="xrpc") as server:
         for url, subprotocols in [(server.url, None), (server.base + "/subscribe", [SUBPROTOCOL])]:
             with pytest.raises(InvalidStatus) as refused:
-                connect(url, subprotocols=subprotocols, open_timeout=5).close()
+                connect(url, subprotocols=subprotocols, open_timeout=120).close()
             assert refused.value.response.status_code == 400 and b"InvalidRequest" in refused.value.response.body
-        with connect(server.url, subprotocols=[SUBPROTOCOL], open_timeout=5) as ws:
+        with connect(server.url, subprotocols=[SUBPROTOCOL], open_timeout=120) as ws:
             assert ws.subprotocol == SUBPROTOCOL
         # The /subscribe wire named explicitly is refused like that on every attempt, and says why.
         with PostStore(tmp_path / "p.sqlite") as store, pytest.raises(
@@ -121,7 +122,7 @@ def test_atprotos_jetstream_client_reads_the_test_relays_frames():
     events, expected = stream(3)
     with StreamServer(xrpc_frames(events), wire="xrpc") as server:
         client = JetstreamClient(params={"collections": [POST], "cursor": 1}, base_uri=server.base + "/xrpc",
-                                 compress=False, recv_timeout=5)
+                                 compress=False, recv_timeout=120)
         received = []
 
         def on_message(message):
@@ -131,7 +132,7 @@ def test_atprotos_jetstream_client_reads_the_test_relays_frames():
 
         thread = threading.Thread(target=client.start, args=(on_message,), daemon=True)
         thread.start()
-        thread.join(timeout=10)
+        thread.join(timeout=120)  # it ends once the last event is read; the bound only stops a hang
         assert not thread.is_alive() and not server.refused
     Events = models.NetworkBskyJetstreamSubscribeEvents
     kinds = {type(m).__name__ for m in received}
