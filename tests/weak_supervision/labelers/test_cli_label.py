@@ -108,7 +108,7 @@ def test_label_prompts_lists_the_builtins():
 
 def test_exit_codes_say_whether_the_requests_were_answered(tmp_path, items):
     """Every request failed (a non-JSON body, no `choices`, HTTP 500): exit 2 with one sentence; some failed:
-    exit 3 (README, exit codes) with the counts; the answered ones are stored either way."""
+    exit 3 (docs/cli.md, exit codes) with the counts; the answered ones are stored either way."""
     answers = iter([b"not json", {"id": "x"}, (500, {"error": {"message": "boom"}})])
 
     def broken(method, path, body):
