@@ -35,7 +35,7 @@ def annotate(
     log_requests: Annotated[bool, typer.Option("--log-requests", help="Print each request's method, route "
                                                                       "(token hidden) and status.")] = False,
     store: Annotated[str | None, typer.Option("--store", help="Post store (.sqlite or postgresql://) holding the "
-                                                              "texts of a sample of post ids (mhaudit audit monitor's).")]
+                                                "texts of a sample of post ids (mhaudit audit monitor's).")]
     = None,
 ) -> None:
     """Serve the annotation app for a validation sample (docs/annotation.md).

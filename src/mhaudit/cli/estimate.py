@@ -48,5 +48,6 @@ def estimate(reference: Annotated[list[str], typer.Option(
     out.print(result.summary, highlight=False)
     raised = result.verdicts[result.verdicts["severity"] != "pass"]
     if not raised.empty:
-        print_table("verdicts other than pass", raised[["severity", "subject", "target", "statistic", "value", "reason"]])
+        print_table("verdicts other than pass",
+                    raised[["severity", "subject", "target", "statistic", "value", "reason"]])
     out.print(f"report: {out_dir / 'report.html'} (also report.md, report.json, figures/)")

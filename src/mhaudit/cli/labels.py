@@ -93,7 +93,8 @@ def sample(items: Annotated[Path, typer.Option(help="Corpus or items table with 
            = None,
            budget: Annotated[int | None, typer.Option(help="Strategy estimate: how many items people will label.")]
            = None,
-           bins: Annotated[int, typer.Option(help="Strategy estimate: confidence bins per predicted class, at most (fewer for a small budget).")] = 4,
+           bins: Annotated[int, typer.Option(help="Strategy estimate: confidence bins per predicted class, at most "
+                                                  "(fewer for a small budget).")] = 4,
            certify: Annotated[str | None, typer.Option(
                help="Strategy estimate, predictions of several runs (an ensemble): the run to certify, MODEL:SEED "
                     "(MODEL alone if it has one run) or its run-<k> folder; the others join the ensemble.")] = None,
@@ -160,7 +161,8 @@ def _sample_to_certify(items, task, out_path, labels, predictions, reference, bu
 def lexicon_labeler(items: Annotated[Path, typer.Option(help="Corpus or items table with id and text.")],
                  task: TaskOpt,
                  labels: Annotated[Path, typer.Option("--labels", help="Labels table to write or add to.")],
-                 lexicon: Annotated[str, typer.Option(help="Built-in lexicon (si, mh, wide) or a TOML file.")] = "mh") -> None:
+                 lexicon: Annotated[str, typer.Option(help="Built-in lexicon (si, mh, wide) or a TOML file.")]
+                 = "mh") -> None:
     """Label items with a lexicon (1 if any term matches) as a weak labeler."""
     from mhaudit.weak_supervision.labelers.lexicon import lexicon_labels
     from mhaudit.weak_supervision.lexicons import Lexicon

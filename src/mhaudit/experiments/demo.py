@@ -188,7 +188,8 @@ def run_estimate_demo(out: Path, predictions: PredictionSet, reference: str, *, 
 def run_trust_demo(out: Path, *, seed: int = 0, n_per_platform: int = 2000,
                    progress: Progress | None = None) -> dict[str, AuditResult]:
     """The four audits of the demo's models into out/cross-platform, out/expected, out/label-source and
-    out/validation, and their combined report into out. Returns the four results by folder name ("" for the combined one)."""
+    out/validation, and their combined report into out. Returns the four results by folder name ("" for the
+    combined one)."""
     from mhaudit.report.combine import combine_results
 
     results = {"cross-platform": run_demo(out / "cross-platform", seed=seed, n_per_platform=n_per_platform,

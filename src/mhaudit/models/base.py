@@ -3,7 +3,8 @@
 A model is made by name with options (`create("tfidf-lr", C=10)`), fitted on a corpus frame (rows of
 split train, plus val used for calibration or early stopping), gives raw logits with columns in the
 mapping's class order, and saves to a directory that `load_model` reads back to identical logits. `fit`
-takes `progress` (a `mhaudit.core.progress.Progress`; the torch models make each epoch a stage). Built-in models are imported on first use, so the base install never imports torch.
+takes `progress` (a `mhaudit.core.progress.Progress`; the torch models make each epoch a stage). Built-in models
+are imported on first use, so the base install never imports torch.
 """
 
 from __future__ import annotations

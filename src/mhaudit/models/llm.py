@@ -60,7 +60,7 @@ def positive_probability(top: list[tuple[str, float]] | None) -> tuple[float | N
         return float(1.0 / (1.0 + np.exp(lp["0"] - lp["1"]))), "logprobs"
     if not lp:
         return None, "none"
-    listed = np.array([float(l) for _, l in top if l is not None and np.isfinite(l)])
+    listed = np.array([float(logprob) for _, logprob in top if logprob is not None and np.isfinite(logprob)])
     rest = -np.expm1(np.logaddexp.reduce(listed))  # 1 - sum of the listed probabilities
     missing = min(float(np.exp(listed.min())), max(0.0, float(rest)))
     present = float(np.exp(next(iter(lp.values()))))

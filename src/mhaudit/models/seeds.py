@@ -107,7 +107,8 @@ def model_folders(path: Path) -> list[Path]:
 def predict_folders(folders: list[Path], corpus: Corpus, splits: tuple[str, ...] | None = None,
                     name: str | None = None) -> pd.DataFrame:
     """One predictions table of every model folder's scores on `splits` (None: the rows it did not train on), its
-    seed (a run's: base + k) in the `seed` column; two folders of one model with one seed are an InputError (their groups would merge)."""
+    seed (a run's: base + k) in the `seed` column; two folders of one model with one seed are an InputError (their
+    groups would merge)."""
     tables, seen = [], {}
     for folder in folders:
         model = load_model(folder)

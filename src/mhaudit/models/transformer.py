@@ -77,7 +77,8 @@ class TransformerClassifier:
         if lr <= 0 or weight_decay < 0 or max_grad_norm < 0:
             raise InputError("transformer options lr must be > 0, weight_decay and max_grad_norm >= 0")
         self.checkpoint, self.max_length, self.lr, self.weight_decay = str(checkpoint), max_length, lr, weight_decay
-        self.warmup_ratio, self.max_grad_norm, self.epochs, self.patience = warmup_ratio, max_grad_norm, epochs, patience
+        self.warmup_ratio, self.max_grad_norm = warmup_ratio, max_grad_norm
+        self.epochs, self.patience = epochs, patience
         self.batch_size, self.eval_batch_size, self.seed = batch_size, eval_batch_size, seed
         self.device = resolve_device(device)
         self.autocast = self.device.type == "cuda" and torch.cuda.is_bf16_supported()
@@ -137,8 +138,8 @@ class TransformerClassifier:
                     ignore_mismatched_sizes=mismatch, output_loading_info=True)
                 tokenizer = AutoTokenizer.from_pretrained(source)
         except (OSError, ValueError) as exc:
-            raise InputError(f"cannot load checkpoint '{self.checkpoint}' "
-                             f"({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__})") from None
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise InputError(f"cannot load checkpoint '{self.checkpoint}' ({reason})") from None
         if mismatch:
             self.notes.append(f"checkpoint '{self.checkpoint}' has a {config.num_labels}-label classification head; "
                               f"loaded with ignore_mismatched_sizes=True and a new {num_labels}-label head")

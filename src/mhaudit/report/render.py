@@ -196,7 +196,8 @@ def _inputs(result: AuditResult) -> list[tuple[str, str]]:
 def _options_text(options: dict, indent: str = "") -> str:
     """One line per option, "name: value" (a list on its line, in JSON); a combined report's audits nested."""
     return "\n".join(f"{indent}{name}:\n{_options_text(value, indent + '  ')}" if isinstance(value, dict) and value
-                     else f"{indent}{name}: {json.dumps(value, default=str)}" for name, value in sorted(options.items()))
+                     else f"{indent}{name}: {json.dumps(value, default=str)}"
+                     for name, value in sorted(options.items()))
 
 
 def _md_footer(result: AuditResult) -> list[str]:
@@ -288,11 +289,13 @@ def to_html(result: AuditResult, checks: _Checks | None = None) -> str:
     esc = html.escape
     parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{esc(result.title)}</title>",
              "<style>body{font-family:system-ui,sans-serif;max-width:84em;margin:2em auto;padding:0 1em}"
-             "table{border-collapse:collapse;margin:.5em 0 1.5em}td.num{white-space:nowrap}td,th{border:1px solid #ccc;padding:.2em .5em;"
+             "table{border-collapse:collapse;margin:.5em 0 1.5em}td.num{white-space:nowrap}"
+             "td,th{border:1px solid #ccc;padding:.2em .5em;"
              "text-align:right;vertical-align:top}td.text,th.text{text-align:left}th{background:#f3f3f3}"
              ".sev{padding:0 .4em;border-radius:.3em;font-weight:bold}.sev-fail{background:#f8d7da;color:#842029}"
              ".sev-warn{background:#fff3cd;color:#664d03}.sev-pass{background:#d1e7dd;color:#0f5132}"
-             ".sev-undefined{background:#e2e3e5;color:#41464b}.summary{font-size:1.05em}.synthetic{background:#fff3cd;border:2px solid #c90;"
+             ".sev-undefined{background:#e2e3e5;color:#41464b}.summary{font-size:1.05em}"
+             ".synthetic{background:#fff3cd;border:2px solid #c90;"
              "padding:.8em;font-weight:bold}.scroll{overflow-x:auto;max-width:100%}"
              "table.scorecard{font-size:.85em;line-height:1.2}table.scorecard td,table.scorecard th{padding:.15em .4em}"
              "td.card{white-space:nowrap}p.note{font-size:.9em;color:#444;margin:.2em 0}"

@@ -74,7 +74,7 @@ def check_codes(y_codes, scores, n_classes: int, name: str = "scores") -> tuple[
 
 def placements(y: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Unscaled placement counts (v10 for positives, v01 for negatives); `y` bool, both classes present."""
-    m, n = int(y.sum()), int((~y).sum())
+    m = int(y.sum())
     tz = _midranks(score)
     v10 = tz[y] - _midranks(score[y])  # negatives below each positive, ties a half
     v01 = m - (tz[~y] - _midranks(score[~y]))  # positives above each negative, ties a half

@@ -131,7 +131,8 @@ def di_interval(x_ref, n_ref, x_tgt, n_tgt, z: float = 1.959963984540054) -> tup
     >>> [round(float(v), 4) for v in di_interval(30, 300, 40, 300)]
     [0.4816, 1.0]
     """
-    x_ref, n_ref, x_tgt, n_tgt = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (x_ref, n_ref, x_tgt, n_tgt)))
+    x_ref, n_ref, x_tgt, n_tgt = np.broadcast_arrays(*(np.asarray(v, dtype=float)
+                                                       for v in (x_ref, n_ref, x_tgt, n_tgt)))
     undefined = (x_ref == 0) & (x_tgt == 0)
     if undefined.any():
         warn_undefined("disparate impact interval undefined: neither platform predicts the class; NaN returned")
@@ -151,7 +152,8 @@ def equity_by_class(y_ref, pred_ref, y_tgt, pred_tgt, n_classes: int, *,
     """One row per class k comparing the reference and the target platform.
 
     Fields: class, n_ref, n_tgt, support_ref, support_tgt (rows with y = k), rate_ref, rate_tgt,
-    disparate_impact, di_ci_low, di_ci_high (see `di_interval`), tpr_ref, tpr_tgt, fpr_ref, fpr_tgt, equal_opportunity_gap, equalized_odds_gap,
+    disparate_impact, di_ci_low, di_ci_high (see `di_interval`), tpr_ref, tpr_tgt, fpr_ref, fpr_tgt,
+    equal_opportunity_gap, equalized_odds_gap,
     di_below_0_80, di_below_0_50 (False when DI is undefined), reason ('' when everything is defined).
 
     With `adjust_priors`, also rate_tgt_prior_adjusted (see `prior_adjusted_rates`, with the reference's

@@ -27,8 +27,8 @@ half an item had disagreed (not where the coordinate is 0 by definition: another
 stratum of one predicted class).
 
 Metrics: prevalence_k = t_k, accuracy = Σ_k tp_k, F1_k = 2 tp_k / (q_k + t_k) with q_k the known share of
-the pool predicted k, macro-F1 their mean (its standard error by the delta method). Intervals are Student-t with Satterthwaite's
-degrees of freedom (normal when the labels are many).
+the pool predicted k, macro-F1 their mean (its standard error by the delta method). Intervals are Student-t with
+Satterthwaite's degrees of freedom (normal when the labels are many).
 Everything is computed for a batch of samples at once, from a membership matrix (samples x items): a
 simulation of thousands of draws is a few matrix products per stratum, no loop over draws.
 """

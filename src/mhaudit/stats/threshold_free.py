@@ -19,7 +19,8 @@ import math
 
 import numpy as np
 
-from mhaudit.stats.binary import _block_macro_f1, _check_preds, _count_blocks, _indicators, _sum_dtype, _warn_if_undefined
+from mhaudit.stats.binary import (_block_macro_f1, _check_preds, _count_blocks, _indicators, _sum_dtype,
+                                  _warn_if_undefined)
 from mhaudit.stats.bootstrap import _Sorted
 from mhaudit.stats.delong import check_binary, check_scores
 from mhaudit.stats.undefined import check_zero_division, divide

@@ -32,7 +32,8 @@ def simulate_labels(config: LabelsConfig = LabelsConfig()) -> pd.DataFrame:
     rng = np.random.default_rng(config.seed)
     n = config.n_items
     truth = (rng.random(n) < config.positive_rate).astype(int)
-    flip_weak = np.where(truth == 1, rng.random(n) < config.weak_false_negative, rng.random(n) < config.weak_false_positive)
+    flip_weak = np.where(truth == 1, rng.random(n) < config.weak_false_negative,
+                         rng.random(n) < config.weak_false_positive)
     items = np.array([f"synthetic-{i:05d}" for i in range(n)])
     weak = labels_rows(items, {"synthetic-llm": ("llm", truth ^ flip_weak)}, config.task)
     return pd.concat([weak, simulate_annotators(items, truth, config.annotator_error, config.task, rng)],

@@ -361,7 +361,7 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike, *, what: str = "th
                 return value
 
             out = frame.copy()
-            for column in out.columns[out.dtypes == object]:
+            for column in out.columns[out.dtypes.eq(object)]:
                 out[column] = out[column].map(as_text)
             out.to_csv(tmp, index=False, sep="\t" if kind == "tsv" else ",")
     return path

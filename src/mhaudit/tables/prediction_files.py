@@ -330,7 +330,8 @@ def _labels(source: _Source, raw: pd.Series, classes: list[str], notes: list[str
             row = source.frame[SOURCE_ROW].iat[i]
             raise InputError(f"{source.name}: row {row}: label index {index[beyond].iat[0]} is beyond the "
                              f"{len(classes)} score columns ({', '.join(classes)}; indices 0-{len(classes) - 1})")
-        labels = labels.where(~as_index, pd.Series(np.asarray(classes, dtype=object)[index.to_numpy()], index=index.index))
+        named = pd.Series(np.asarray(classes, dtype=object)[index.to_numpy()], index=index.index)
+        labels = labels.where(~as_index, named)
         notes.append("integer labels were read as indices of the score columns: "
                      + ", ".join(f"{k} = {c}" for k, c in enumerate(classes)))
     unknown = ~labels.isin(classes)

@@ -20,7 +20,8 @@ from mhaudit.tables.label_store import KEY
 
 __all__ = ["AGREED", "task_labels", "reference_labels"]
 
-AGREED = "agreed"  # raw_answer of a consensus row that records agreement (mhaudit.weak_supervision.annotate.adjudication)
+# raw_answer of a consensus row that records agreement (mhaudit.weak_supervision.annotate.adjudication)
+AGREED = "agreed"
 
 
 def task_labels(labels: pd.DataFrame, task: str) -> pd.DataFrame:
@@ -53,7 +54,8 @@ def reference_labels(rows: pd.DataFrame, annotators: list[str],
     adjudicated = rows[rows["kind"] == "adjudicated"]
     adjudicators = sorted(adjudicated["labeler"].unique())
     if len(adjudicators) > 1:
-        raise InputError(f"several adjudicated labelers ({', '.join(adjudicators)}); name the reference with --reference")
+        raise InputError(f"several adjudicated labelers ({', '.join(adjudicators)}); "
+                         "name the reference with --reference")
     valid = rows[rows["labeler"].isin(annotators) & rows["value"].notna()]  # the annotators' valid labels
     stats = valid.groupby("item_id")["value"].agg(["min", "max", "count"])
     adj_rows = adjudicated[adjudicated["value"].notna()].set_index("item_id")

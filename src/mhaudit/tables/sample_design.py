@@ -198,4 +198,5 @@ def allocate(probs: np.ndarray, pred: np.ndarray, strata: np.ndarray, budget: in
         return neyman_allocation(sizes, anticipated_sd(probs, pred, strata), budget, shrink=SHRINK)
     except ValueError:
         raise InputError(f"a budget of {budget} cannot give each of the {len(sizes)} strata 2 labels "
-                         f"(at least {int(np.minimum(sizes, 2).sum())} needed); raise the budget or lower --bins") from None
+                         f"(at least {int(np.minimum(sizes, 2).sum())} needed); "
+                         "raise the budget or lower --bins") from None

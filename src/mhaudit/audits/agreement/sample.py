@@ -86,7 +86,8 @@ def sample_for_validation(labels: pd.DataFrame, items: pd.DataFrame, task: str, 
     rows = rows[(rows["labeler"] == weak) & rows["value"].notna()]
     id_col = "id" if "id" in items.columns else "item_id" if "item_id" in items.columns else None
     if id_col is None or "text" not in items.columns:
-        raise InputError(f"the items need an 'id' (or 'item_id') and a 'text' column; got {', '.join(map(str, items.columns))}")
+        raise InputError(f"the items need an 'id' (or 'item_id') and a 'text' column; "
+                         f"got {', '.join(map(str, items.columns))}")
     texts = item_texts(items, id_col)
     rows = rows[rows["item_id"].isin(texts.index)]
     if rows.empty:

@@ -31,7 +31,8 @@ def adaptation_rows(model, model_label: str, seed: int, corpus_frame: pd.DataFra
         warnings.simplefilter("always")
         t = fit_temperature(model.predict_logits(cal["text"].tolist()), y_cal)
     tuned = model.adapt(cal, epochs=epochs)
-    probs = {"before": softmax(logits), "ts": softmax(logits, t), "ft": softmax(tuned.predict_logits(rest["text"].tolist()))}
+    probs = {"before": softmax(logits), "ts": softmax(logits, t),
+             "ft": softmax(tuned.predict_logits(rest["text"].tolist()))}
     out = {**base, "temperature": t, "reason": "", "note": "; ".join(str(w.message) for w in caught)}
     for stage, p in probs.items():
         out[f"auc_{stage}"] = macro_auc(y, p, k)

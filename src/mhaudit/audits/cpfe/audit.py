@@ -175,8 +175,9 @@ def _mark(table: pd.DataFrame, non_independent: tuple[tuple[str, str], ...]) -> 
         return table
     pairs = set(non_independent)
     table = table.copy()
+    datasets = table.get("dataset", table["platform"])
     table["non_independent"] = [(m, p) in pairs or (m, d) in pairs
-                                for m, p, d in zip(table["model"], table["platform"], table.get("dataset", table["platform"]))]
+                                for m, p, d in zip(table["model"], table["platform"], datasets)]
     return table
 
 
@@ -187,7 +188,8 @@ def _seed_summary(tables: dict[str, pd.DataFrame], one_run: dict[str, list[int]]
         mean_sd(tables["discrimination"], SEED_KEYS,
                 ["accuracy", "macro_f1", "weighted_f1", "macro_auc", "delta_macro_auc", "delta_auc_pct"]),
         mean_sd(tables["calibration"], SEED_KEYS, ["ece", "ece_debiased", "mce", "brier", "nll"]),
-        mean_sd(tables["temperature_scaling"], SEED_KEYS, ["temperature", "ece_after", "ece_reduction_pct", "delta_auc"]),
+        mean_sd(tables["temperature_scaling"], SEED_KEYS,
+                ["temperature", "ece_after", "ece_reduction_pct", "delta_auc"]),
     ]
     if "equity" in tables and not tables["equity"].empty:
         parts.append(mean_sd(tables["equity"], [*SEED_KEYS, "class"],

@@ -1,5 +1,6 @@
 """Axis 2, calibration: ECE (plug-in, and debiased with a bias-corrected stratified bootstrap CI),
-per-class ECE, MCE, Brier, NLL, reliability data, and temperature scaling (held-out calibration split, and cross-fitted)."""
+per-class ECE, MCE, Brier, NLL, reliability data, and temperature scaling (held-out calibration split, and
+cross-fitted)."""
 
 from __future__ import annotations
 
@@ -127,7 +128,8 @@ def temperature_row(group: Group, n_classes: int, n_bins: int, fraction: float, 
         "temperature": t, "ece_before": ece_unchecked(before, y, n_bins),
         "ece_after": ece_unchecked(after, y, n_bins), "auc_before": macro_auc_unchecked(y, before, n_classes),
         "auc_after": macro_auc_unchecked(y, after, n_classes),
-        "accuracy_before": float((before.argmax(1) == y).mean()), "accuracy_after": float((after.argmax(1) == y).mean()),
+        "accuracy_before": float((before.argmax(1) == y).mean()),
+        "accuracy_after": float((after.argmax(1) == y).mean()),
         "crossfit_folds": folds, "crossfit_temperature_mean": float(np.mean(temps)),
         "crossfit_ece_after": np.nan if crossfit_probs is None else ece_unchecked(crossfit_probs, group.y, n_bins),
         "crossfit_delta_auc": np.nan if crossfit_probs is None else (macro_auc_unchecked(

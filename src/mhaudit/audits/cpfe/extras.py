@@ -61,7 +61,8 @@ def length_rows(groups: list[Group], words_of: dict[int, np.ndarray], classes: l
     for g in groups:
         words = words_of[id(g)]
         base = {**g.key(), "n": g.n, "mean_words": float(words.mean()), "median_words": float(np.median(words)),
-                "p75_words": float(np.percentile(words, 75)), "share_over_max_tokens": float((words > max_tokens).mean()),
+                "p75_words": float(np.percentile(words, 75)),
+                "share_over_max_tokens": float((words > max_tokens).mean()),
                 "max_tokens": max_tokens}
         if g.n < 4:
             rows.append({**base, "reason": "fewer than 4 rows: no length quartiles"})

@@ -43,7 +43,8 @@ class CPFEOptions:
     correction: str = option("bonferroni", help="Multiple-testing correction: bonferroni or bh (Benjamini-Hochberg).",
                              rule=one_of("bonferroni", "bh"))
     alpha: float = option(0.05, help="Significance level.", rule=between(0, 1))
-    max_tokens: int = option(64, help="Words beyond which a text counts as long (the text-length table).", rule=at_least(1))
+    max_tokens: int = option(64, help="Words beyond which a text counts as long (the text-length table).",
+                             rule=at_least(1))
     top_ks: tuple[int, ...] = option((5, 10, 15, 20), help="K of the top-K attribution Jaccard.",
                                      rule=each(at_least(1)))
     non_independent: tuple[tuple[str, str], ...] = option(

@@ -43,8 +43,11 @@ def _pair(significance: pd.DataFrame, target, home):
         return None
     same = (significance["model"] == target["model"]) & (significance["seed"] == target["seed"])
     for a, b, sign in ((target, home, -1), (home, target, 1)):
-        hit = significance[same & (significance["platform_a"] == a["platform"]) & (significance["dataset_a"] == a["dataset"])
-                           & (significance["platform_b"] == b["platform"]) & (significance["dataset_b"] == b["dataset"])]
+        hit = significance[same
+                           & (significance["platform_a"] == a["platform"])
+                           & (significance["dataset_a"] == a["dataset"])
+                           & (significance["platform_b"] == b["platform"])
+                           & (significance["dataset_b"] == b["dataset"])]
         if not hit.empty:
             return hit.iloc[0], sign
     return None
@@ -110,11 +113,13 @@ def flags(discrimination: pd.DataFrame, significance: pd.DataFrame, calibration:
         for name, limit in (("di_below_0.80", DI_FOUR_FIFTHS), ("di_below_0.50", DI_SEVERE)):
             high = eq["di_ci_high"].astype(float) if not eq.empty else pd.Series(dtype=float)
             worst = eq.loc[high.idxmin()] if high.notna().any() else None
-            rows.append({**key, "flag": name, "value": float(worst["disparate_impact"]) if worst is not None else np.nan,
+            rows.append({**key, "flag": name,
+                         "value": float(worst["disparate_impact"]) if worst is not None else np.nan,
                          "ci_low": worst["di_ci_low"] if worst is not None else np.nan,
                          "ci_high": worst["di_ci_high"] if worst is not None else np.nan,
-                         "threshold": f"95% CI of DI below {limit}" + (f" (class {worst['class']}, CI upper "
-                                                                        f"{worst['di_ci_high']:.3f})" if worst is not None else ""),
+                         "threshold": f"95% CI of DI below {limit}"
+                         + (f" (class {worst['class']}, CI upper {worst['di_ci_high']:.3f})" if worst is not None
+                            else ""),
                          "raised": bool(worst is not None and worst["di_ci_high"] < limit)})
         places = ((d["platform"], d["dataset"]), (home["platform"], home["dataset"]))
         jaccard = jaccards.get((d["model"], d["seed"], frozenset(places)))

@@ -34,7 +34,8 @@ FLAG_VERDICTS = {
 HELD = {"home_auc_at_chance": "the reference's macro-AUC, from which this target's drop is measured",
         "home_ece_above_0.10": "the reference's ECE, the baseline of this target's ECE verdict",
         "ece_above_0.10": "calibration within limits",
-        "di_below_0.80": "no class whose DI CI lies below 0.80", "di_below_0.50": "no class whose DI CI lies below 0.50",
+        "di_below_0.80": "no class whose DI CI lies below 0.80",
+        "di_below_0.50": "no class whose DI CI lies below 0.50",
         "temperature_degenerate": "temperature inside its bounds, probabilities not flattened",
         "ece_after_ts_above_0.10": "temperature scaling brings ECE to 0.10 or under",
         "jaccard_below_0.30": "top-10 attribution overlap 0.30 or more", "jaccard_below_0.10":

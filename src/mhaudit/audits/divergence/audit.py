@@ -58,8 +58,8 @@ def audit_divergence(inputs: DivergenceInputs, options: DivergenceOptions, *,
     say(f"bootstrap: {options.n_boot:,} resamples per data set over {len(runs.keys)} prediction vectors")
     platform = {d: str(design.evaluation[d]["platform"].iat[0]) for d in datasets}
     scored = T.Scored(runs.keys, y, {d: np.vstack(runs.preds[d]) for d in datasets},
-                      {d: np.vstack(runs.probs[d]) for d in datasets}, design.side, platform, options.n_boot, options.seed,
-                      options.undefined_f1)
+                      {d: np.vstack(runs.probs[d]) for d in datasets}, design.side, platform, options.n_boot,
+                      options.seed, options.undefined_f1)
     compared = channels + [k for k in runs.keys if k.startswith("baseline:")]  # each model's DoD against A, too
     tables = _statistics(scored, channels, compared, mask_channels, ["none", *masks], design.human, views, options,
                          repeat_scores, y)
@@ -223,7 +223,8 @@ def _sections(tables: dict, design: Design, o: DivergenceOptions, n_tests: int) 
                 f"95% instance-bootstrap CIs (B = {o.n_boot:,}); PR-AUC, MCC and balanced accuracy beside it because "
                 "prevalence differs between data sets; majority_macro_f1 is the always-majority baseline.",
                 {"channel_scores": get("channel_scores"), "weights_kept": get("weights_kept")}),
-        Section("Lexical interference", "Macro-F1(AC) - Macro-F1(C): what adding the lexical channel to style does, per "
+        Section("Lexical interference",
+                "Macro-F1(AC) - Macro-F1(C): what adding the lexical channel to style does, per "
                 "label source (mean over its data sets) and per data set; paired instance bootstrap.",
                 {"interference": get("interference")}),
         Section("Degree of Divergence", "DoD_{X-A} = mean over human data sets of [F1(X) - F1(A)] minus the same over "
@@ -248,7 +249,8 @@ def _sections(tables: dict, design: Design, o: DivergenceOptions, n_tests: int) 
                 "random POS tags should cost a channel more than its own tags (pos_only) if it reads syntax; "
                 "'inconclusive' or 'fails' means the masks' drop is no evidence about syntax.",
                 {"masking": get("masking"), "random_pos_control": get("random_pos_control")}),
-        Section("Paired comparisons", f"McNemar (continuity-corrected) on discordant predictions and the paired-bootstrap "
+        Section("Paired comparisons",
+                "McNemar (continuity-corrected) on discordant predictions and the paired-bootstrap "
                 f"Macro-F1 difference. q: Benjamini-Hochberg across the whole family of {n_tests} tests (interference, "
                 "DoD, platform-stratified DoD, masking, McNemar).", {"mcnemar": get("mcnemar")}),
         Section("Robustness", f"Leave-one-domain-out on {design.train_dataset}'s domains (fit on the other domains' "

@@ -50,7 +50,8 @@ def build_design(frame: pd.DataFrame, classes: list[str], human: list[str], auto
     human, auto = list(dict.fromkeys(human)), list(dict.fromkeys(auto))
     both = sorted(set(human) & set(auto))
     if both:
-        raise InputError(f"data set(s) {', '.join(both)} named both --human and --auto; a data set has one label source")
+        raise InputError(f"data set(s) {', '.join(both)} named both --human and --auto; "
+                         "a data set has one label source")
     if not human or not auto:
         missing = "--human" if not human else "--auto"
         raise InputError(f"the Degree of Divergence compares label sources: name at least one data set with {missing}")
@@ -65,8 +66,8 @@ def build_design(frame: pd.DataFrame, classes: list[str], human: list[str], auto
     train_dataset = train_dataset or next((d for d in human if _has_split(frame, d, "train")), None)
     if train_dataset is None or not _has_split(frame, train_dataset, "train"):
         with_train = [d for d in known if _has_split(frame, d, "train")]
-        raise InputError("no data set to fit the channels on: name one with --train-dataset whose rows include a 'train' "
-                         "split (the paper fits on Dreaddit train); data sets with one: "
+        raise InputError("no data set to fit the channels on: name one with --train-dataset whose rows include a "
+                         "'train' split (the paper fits on Dreaddit train); data sets with one: "
                          f"{', '.join(with_train) or 'none'}")
     in_train = frame["dataset"].astype(str) == train_dataset
     train = frame[in_train & (frame["split"] == "train")].reset_index(drop=True)

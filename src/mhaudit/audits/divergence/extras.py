@@ -68,7 +68,8 @@ def lodo(design: Design, channels: list[str], *, lexical: str, n_folds: int, see
     if table.empty:
         return table
     summary = (table.groupby("channel", sort=False)["macro_f1"].agg(["mean", "std", "count"])
-               .reset_index().rename(columns={"mean": "ood_macro_f1_mean", "std": "ood_macro_f1_sd", "count": "domains"}))
+               .reset_index()
+               .rename(columns={"mean": "ood_macro_f1_mean", "std": "ood_macro_f1_sd", "count": "domains"}))
     return table.merge(summary, on="channel")
 
 
@@ -112,7 +113,8 @@ def orthogonality(scores: dict[str, np.ndarray]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def concentration(model: FittedChannel, names: list[str], x_by_dataset: dict[str, np.ndarray], top: int = 10) -> pd.DataFrame:
+def concentration(model: FittedChannel, names: list[str], x_by_dataset: dict[str, np.ndarray],
+                  top: int = 10) -> pd.DataFrame:
     """Share of total |attribution| (linear SHAP) carried by the `top` features, per data set."""
     rows = []
     for d, x in x_by_dataset.items():

@@ -1,4 +1,5 @@
-"""The inputs and options of the label-source audit, checked when they are made: a bad value fails before anything runs."""
+"""The inputs and options of the label-source audit, checked when they are made: a bad value fails before
+anything runs."""
 
 from __future__ import annotations
 

@@ -31,18 +31,20 @@ def summarise(tables: dict[str, pd.DataFrame], design: Design, n_tests: int, not
         significant = style["ci_low"] > 0
         h, a = style["human_delta"], style["auto_delta"]
         if h > 0:
-            lines.append(f"Human labels reward style over lexicon: on human data channel {x} scores {h:+.3f} Macro-F1 against lexical A; "
-                         f"on auto data {a:+.3f}" + ("; auto labels the reverse" if a < 0 else "") + ".")
+            lines.append(f"Human labels reward style over lexicon: on human data channel {x} scores {h:+.3f} "
+                         f"Macro-F1 against lexical A; on auto data {a:+.3f}"
+                         + ("; auto labels the reverse" if a < 0 else "") + ".")
         else:
-            lines.append(f"On human data channel {x} scores {h:+.3f} Macro-F1 against lexical A; on auto data {a:+.3f}.")
+            lines.append(f"On human data channel {x} scores {h:+.3f} Macro-F1 against lexical A; "
+                         f"on auto data {a:+.3f}.")
         lines.append(f"Degree of Divergence DoD_{x}-A = {_ci(style)} ({_p(style)}): "
                      + ("the label sources reward different evidence." if significant else
                         "no divergence shown at the 95% level."))
         perm_min = style.get("permutation_min_p")
         if perm_min is not None and perm_min > 0.05:
-            lines.append(f"With {len(design.human)} + {len(design.auto)} data sets the regime permutation cannot go below "
-                         f"p = {perm_min:.3g} (observed {style['permutation_p']:.3g}); label source is confounded with "
-                         "domain, so read the per-data-set differences.")
+            lines.append(f"With {len(design.human)} + {len(design.auto)} data sets the regime permutation cannot "
+                         f"go below p = {perm_min:.3g} (observed {style['permutation_p']:.3g}); "
+                         "label source is confounded with domain, so read the per-data-set differences.")
     ac = dod[dod["contrast"] == "AC-A"] if not dod.empty else dod
     inter = tables.get("interference", pd.DataFrame())
     if not inter.empty:

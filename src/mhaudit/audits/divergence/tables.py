@@ -116,8 +116,8 @@ def _contrast(s: Scored, name: str, scope: str, datasets: list[str], x: str, ref
     lo, hi, se = _interval(draws)
     ps = bootstrap_p(draws)
     return {"contrast": name, "scope": scope, "datasets": ", ".join(datasets), "estimate": est, "ci_low": lo,
-            "ci_high": hi, "se": se, "alternative": alternative, "p": ps[f"p_{alternative}"] if alternative != "two-sided"
-            else ps["p_two_sided"], "n_boot": s.n_boot}
+            "ci_high": hi, "se": se, "alternative": alternative,
+            "p": ps[f"p_{alternative}"] if alternative != "two-sided" else ps["p_two_sided"], "n_boot": s.n_boot}
 
 
 def interference(s: Scored) -> pd.DataFrame:

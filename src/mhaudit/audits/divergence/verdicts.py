@@ -47,7 +47,8 @@ def _threshold_free_verdict(table: pd.DataFrame | None, contrast: str, model: st
     elif survives:
         reason = "the Macro-F1 divergence holds on AUC and PR-AUC gain: not a threshold effect"
     else:
-        lost = [f"{NAMES[m]} {rows.loc[m, 'estimate']:+.3f} [{rows.loc[m, 'ci_low']:+.3f}, {rows.loc[m, 'ci_high']:+.3f}]"
+        lost = [f"{NAMES[m]} {rows.loc[m, 'estimate']:+.3f} "
+                f"[{rows.loc[m, 'ci_low']:+.3f}, {rows.loc[m, 'ci_high']:+.3f}]"
                 for m in NAMES if not (rows.loc[m, "apart"] and (rows.loc[m, "estimate"] > 0) == (sign > 0))]
         reason = (f"the Macro-F1 divergence does not hold on {' and '.join(lost)}: it may be the training threshold "
                   "meeting another prevalence or score scale; see threshold_diagnostic")

@@ -123,8 +123,8 @@ def _sections(tables: dict, options: EstimateOptions) -> list[Section]:
                    if options.figures and not tables["agreement_pairs"].empty else {})
         sections.append(Section(
             "Agreement on the line: the ensemble's accuracy",
-            f"Each run's target accuracy from how often the runs agree on the unlabelled target (ALine-S and "
-            f"ALine-D, Baek et al. 2022), with 95% CIs (rows resampled jointly across runs, widened by the line's "
+            "Each run's target accuracy from how often the runs agree on the unlabelled target (ALine-S and "
+            "ALine-D, Baek et al. 2022), with 95% CIs (rows resampled jointly across runs, widened by the line's "
             "scatter). Accuracy only. " + line_rule("target"),
             {"ensemble": tables["ensemble"], "agreement_line": tables["agreement_line"],
              "agreement_pairs": tables["agreement_pairs"]}, figures))

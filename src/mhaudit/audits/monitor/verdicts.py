@@ -70,7 +70,8 @@ def summarise(table: pd.DataFrame, options, scored_now: int, runs: pd.DataFrame 
     drifted = judged.loc[judged["psi_score"] >= options.psi_warn, "window"].tolist()
     small = len(table) - len(judged)
     text = (f"{int(table['n_posts'].sum()):,} posts in {len(table)} windows of {options.window} ({scored_now:,} "
-            f"scored in this run" + (f"; {small} windows under {options.min_posts} posts are not judged" if small else "")
+            "scored in this run"
+            + (f"; {small} windows under {options.min_posts} posts are not judged" if small else "")
             + f"). Change alarms: {', '.join(alarms) or 'none'}. Score drift (PSI >= {options.psi_warn:.2f}): "
             f"{', '.join(drifted) or 'none'}.")
     if judged.empty:

@@ -1,12 +1,12 @@
 """Per window of the stream (by the posts' createdAt): volume, mix, predictions, drift, the label-free estimate.
 
-Against the reference predictions (the model's scores on the labelled sample it was validated on): the
-score drift (PSI, KS, Jensen–Shannon of the calibrated posterior of the positive class, or of the top
-posterior for more classes), the EM estimate of the class priors (the positive class's with a 95% bootstrap interval) and the label-free performance estimate
-with its trust verdict (audits.estimate). Against the stream's first posts (the reference has no text):
-text-length drift (PSI, KS) and the language mix (Jensen–Shannon). Over the windows: a self-starting CUSUM of
-the mean calibrated probability of the positive class (stats.change), which follows the prevalence more
-closely than the share predicted positive when the model is weak (benchmarks/monitor_detection.py).
+Against the reference predictions (the model's scores on the labelled sample it was validated on): the score drift
+(PSI, KS, Jensen–Shannon of the calibrated posterior of the positive class, or of the top posterior for more
+classes), the EM estimate of the class priors (the positive class's with a 95% bootstrap interval) and the
+label-free performance estimate with its trust verdict (audits.estimate). Against the stream's first posts (the
+reference has no text): text-length drift (PSI, KS) and the language mix (Jensen–Shannon). Over the windows: a
+self-starting CUSUM of the mean calibrated probability of the positive class (stats.change), which follows the
+prevalence more closely than the share predicted positive when the model is weak (benchmarks/monitor_detection.py).
 """
 
 from __future__ import annotations

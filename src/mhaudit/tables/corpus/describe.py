@@ -83,6 +83,7 @@ def judged_counts(frame: pd.DataFrame) -> pd.DataFrame:
     (all but train and val) and as a target (all)."""
     training = frame["split"].isin(TRAINING_SPLITS).rename("training")
     table = (pd.concat([frame[["platform", "dataset"]], training], axis=1)
-             .groupby(["platform", "dataset"], observed=True)["training"].agg(rows="size", training="sum").reset_index())
+             .groupby(["platform", "dataset"], observed=True)["training"]
+             .agg(rows="size", training="sum").reset_index())
     return table.assign(judged_if_trained_here=table["rows"] - table["training"],
                         judged_as_target=table["rows"]).drop(columns="training")

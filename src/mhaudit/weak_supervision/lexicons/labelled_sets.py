@@ -101,6 +101,7 @@ def recall_tables(data: Path, filters: Sequence[str] = DEFAULT_FILTERS,
                               for lexs in lexicons.values()])
         if spec.positive is None:  # no target: only the keep share means anything
             table = table[[c for c in table.columns
-                           if c in ("filter", "versions", "tuned_here", "n_posts", "n_kept") or c.startswith("keep_share")]]
+                           if c in ("filter", "versions", "tuned_here", "n_posts", "n_kept")
+                           or c.startswith("keep_share")]]
         tables[spec.name] = table
     return tables, absent
