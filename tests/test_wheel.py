@@ -76,9 +76,12 @@ def test_the_wheel_holds_every_file_git_tracks_under_src(sdist_and_wheel):
     tracked = _tracked_files()
     data = [path for path in tracked if not path.endswith(".py")]
     # the kinds of package data there are: a listing that lost them (not a checkout, a moved folder) fails here
-    for expected in ("mhaudit/weak_supervision/lexicons/recall.toml", "mhaudit/weak_supervision/labelers/prompts/mh.toml",
-                     "mhaudit/weak_supervision/annotate/templates/item.html", "mhaudit/weak_supervision/annotate/static/app.js",
-                     "mhaudit/weak_supervision/annotate/static/app.css", "mhaudit/weak_supervision/annotate/guidelines/binary.md",
+    for expected in ("mhaudit/weak_supervision/lexicons/recall.toml",
+                     "mhaudit/weak_supervision/labelers/prompts/mh.toml",
+                     "mhaudit/weak_supervision/annotate/templates/item.html",
+                     "mhaudit/weak_supervision/annotate/static/app.js",
+                     "mhaudit/weak_supervision/annotate/static/app.css",
+                     "mhaudit/weak_supervision/annotate/guidelines/binary.md",
                      "mhaudit/features/word_lists/negation.txt", "mhaudit/tables/corpus/mappings/kaggle-cpfe.toml",
                      "mhaudit/synthetic/simulate_data/neutral.txt", "mhaudit/attribution/proxy_clinical.txt"):
         assert expected in data, f"{expected} is not tracked by git under src/"

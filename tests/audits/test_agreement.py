@@ -1,5 +1,6 @@
 """Weak-label validation: the stratified sample, the agreement report (incl. the Bluesky paper's Table 1),
-the lexicon labeler, bad input, the `mhaudit labels` and `mhaudit audit agreement` commands end to end, and the real-data check."""
+the lexicon labeler, bad input, the `mhaudit labels` and `mhaudit audit agreement` commands end to end, and the
+real-data check."""
 
 import doctest
 import json
@@ -135,7 +136,8 @@ def test_two_annotators_adjudication_and_error_sources():
     comp = comp.set_index("source")["items"]
     assert comp["annotators disagree, not adjudicated: left out"] == 6 and comp["adjudicated"] == 0
     # Consensus rows that record agreement (raw_answer 'agreed', as the annotation app writes them) are counted apart.
-    agreed = frame([{**lab(i, "adjudicator", "adjudicated", int(truth[i])), "raw_answer": "agreed"} for i in range(6, 10)])
+    agreed = frame([{**lab(i, "adjudicator", "adjudicated", int(truth[i])), "raw_answer": "agreed"}
+                    for i in range(6, 10)])
     comp = audit_agreement(AgreementInputs(pd.concat([labels, agreed], ignore_index=True)),
                             AgreementOptions("si", n_boot=0)).table("reference")
     comp = comp.set_index("source")["items"]
@@ -433,7 +435,8 @@ def test_cli_end_to_end(tmp_path):
     sheet = []
     for i, item in enumerate(drawn["item_id"]):
         truth = int(pd.read_parquet(labels).set_index(["labeler", "item_id"]).loc[("experts", item), "value"])
-        sheet += [lab(item, "ann1", "human", truth, "mh"), lab(item, "ann2", "human", truth if i % 4 else 1 - truth, "mh")]
+        sheet += [lab(item, "ann1", "human", truth, "mh"),
+                  lab(item, "ann2", "human", truth if i % 4 else 1 - truth, "mh")]
         if i % 4 == 0:
             sheet.append(lab(item, "adj", "adjudicated", truth, "mh"))
     sheet_path = tmp_path / "sheet.csv"
@@ -517,13 +520,15 @@ def test_real_data_bluesky_depression_lexicon_vs_experts(tmp_path):
                 "macro_f1": 0.543, "weak_positive_rate": 0.167, "reference_positive_rate": 0.113}
     for metric, value in expected.items():
         assert round(m[metric]["estimate"], 3) == value, metric
-    assert m["kappa"]["ci_low"] == pytest.approx(0.059, abs=0.002) and m["kappa"]["ci_high"] == pytest.approx(0.124, abs=0.002)
+    assert m["kappa"]["ci_low"] == pytest.approx(0.059, abs=0.002)
+    assert m["kappa"]["ci_high"] == pytest.approx(0.124, abs=0.002)
     assert tables["human_agreement"][0]["status"] == "unavailable"
     assert "one human label source only ('experts')" in tables["human_agreement"][0]["reason"]
     # The sampling step on real data: 250 items, half from the lexicon's positives, labelled by the experts.
     sample = tmp_path / "sample.parquet"
     r = runner.invoke(app, ["labels", "sample", "--labels", str(labels), "--items", str(corpus), "--task", "mh",
-                            "--weak", "mh", "--n", "250", "--positive-share", "0.5", "--seed", "0", "--out", str(sample)])
+                            "--weak", "mh", "--n", "250", "--positive-share", "0.5", "--seed", "0",
+                            "--out", str(sample)])
     assert r.exit_code == 0, r.output
     drawn = pd.read_parquet(sample)
     assert drawn.groupby("stratum")["pool_size"].first().to_dict() == {0: 3806, 1: 762}
@@ -668,7 +673,8 @@ def test_a_labeler_is_named_by_its_short_name_where_that_names_one():
         audit_agreement(AgreementInputs(twice), AgreementOptions("si", weak_labeler="mh"))
     with pytest.raises(InputError, match=r"^weak labeler 'mhh' has no labels for task 'si' \(did you mean 'mh'\?\); "
                                          r"labelers: B \(human\), adjudicator \(adjudicated\), human:anna@sheet1 "
-                                         r"\(human\), lexicon:mh@ee7f3c894ccc \(lexicon\), model:tfidf-lr@1 \(model\)$"):
+                                         r"\(human\), lexicon:mh@ee7f3c894ccc \(lexicon\), "
+                                         r"model:tfidf-lr@1 \(model\)$"):
         audit_agreement(AgreementInputs(labels), AgreementOptions("si", weak_labeler="mhh"))
     with pytest.raises(InputError, match="^annotator 'Z' has no labels for task 'si'; labelers: B"):
         audit_agreement(AgreementInputs(labels), AgreementOptions("si", annotators=("anna", "Z")))

@@ -40,8 +40,8 @@ def _cpfe_inputs():
                           corpus.classes)
     options = CPFEOptions(reference="synthetic-forum", n_boot_significance=100, n_boot_ece=100, figures=False)
     good = dict(inputs=CPFEInputs(preds, synthetic=True), options=options)
-    bad = dict(good, inputs=lambda: CPFEInputs(preds, synthetic=True), options=CPFEOptions(reference="kaggle", n_boot_significance=100,
-                                                                n_boot_ece=100))
+    bad = dict(good, inputs=lambda: CPFEInputs(preds, synthetic=True),
+               options=CPFEOptions(reference="kaggle", n_boot_significance=100, n_boot_ece=100))
     return good, bad, "kaggle"
 
 

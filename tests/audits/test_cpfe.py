@@ -135,7 +135,8 @@ def test_label_shift_estimates_sum_to_one(result):
 def test_seed_summary_is_mean_and_sd(result):
     summary = result.table("mean and SD over seeds")
     disc = result.table("discrimination")
-    row = summary[(summary["model"] == "m1") & (summary["platform"] == "away2") & (summary["metric"] == "macro_auc")].iloc[0]
+    row = summary[(summary["model"] == "m1") & (summary["platform"] == "away2")
+                  & (summary["metric"] == "macro_auc")].iloc[0]
     values = disc[(disc["model"] == "m1") & (disc["platform"] == "away2")]["macro_auc"]
     assert row["mean"] == pytest.approx(values.mean()) and row["sd"] == pytest.approx(values.std(ddof=1))
     assert row["n_seeds"] == 2
@@ -235,7 +236,8 @@ def test_cli_audit_on_a_users_probability_file(tmp_path):
     report = json.loads((out / "report.json").read_text())
     assert set(report["provenance"]["stage_seconds"]) == {s for s, _ in stages}
     assert report["options"]["score_kind"].startswith("log-probabilities")
-    disc = pd.DataFrame(next(s["tables"]["discrimination"] for s in report["sections"] if "discrimination" in s["tables"]))
+    disc = pd.DataFrame(next(s["tables"]["discrimination"] for s in report["sections"]
+                             if "discrimination" in s["tables"]))
     assert set(disc["model"]) == {"mine"} and len(disc) == 3
     assert (out / "figures").is_dir() and "data:image/svg+xml;base64" in (out / "report.html").read_text()
     assert {p.suffix for p in (out / "figures").iterdir()} == {".svg"}
@@ -283,7 +285,8 @@ def test_macro_averages_are_undefined_when_a_class_is_absent_not_averaged_over_t
 def test_reference_without_a_class_is_reported_not_a_crash():
     preds = synthetic_predictions(models=("m1",), seeds=(0,)).frame
     preds = preds[~((preds["platform"] == "home") & (preds["label"] == "stress"))]
-    shift = audit_cpfe(CPFEInputs(PredictionSet(preds, CLASSES)), CPFEOptions(reference="home", **FAST)).table("label_shift")
+    shift = audit_cpfe(CPFEInputs(PredictionSet(preds, CLASSES)),
+                       CPFEOptions(reference="home", **FAST)).table("label_shift")
     assert shift["prevalence_em"].isna().all() and shift["em_note"].str.contains("absent on the reference").all()
 
 
@@ -297,7 +300,8 @@ def test_length_and_attribution_axes_with_texts_and_attributions():
         {"model": "m1", "seed": s, "platform": p, "dataset": p, "class": "depression", "word": w,
          "score": 10.0 - r, "count": 3, "method": "linear"}
         for s in (0, 1) for p, ws in words.items() for r, w in enumerate(ws)])
-    result = audit_cpfe(CPFEInputs(preds, texts=texts, attributions=attributions), CPFEOptions(reference="home", top_ks=(2, 4), **FAST))
+    result = audit_cpfe(CPFEInputs(preds, texts=texts, attributions=attributions),
+                        CPFEOptions(reference="home", top_ks=(2, 4), **FAST))
     stab = result.table("attribution_stability").query("seed == 0").set_index(["platform_a", "platform_b", "k"])
     assert stab.loc[("away1", "home", 4), "jaccard"] == pytest.approx(1 / 7)
     assert stab.loc[("away2", "home", 2), "jaccard"] == pytest.approx(1.0)

@@ -27,7 +27,8 @@ def _codes_probs(frame: pd.DataFrame, model: str, platform: str) -> tuple[np.nda
 @pytest.fixture(scope="module")
 def runs():
     preds = synthetic_predictions(n=N, seeds=(0,))
-    return preds, {threshold: audit_cpfe(CPFEInputs(preds), CPFEOptions(reference="home", delong_min_rows=threshold, **FAST))
+    return preds, {threshold: audit_cpfe(CPFEInputs(preds),
+                                         CPFEOptions(reference="home", delong_min_rows=threshold, **FAST))
                    for threshold in (N, N + 1)}
 
 

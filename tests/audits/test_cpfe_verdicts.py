@@ -42,8 +42,9 @@ def test_a_cell_that_passes_on_the_adjusted_p_shows_the_ci_at_the_corrected_leve
     over 3 comparisons: a pass, so its CI (at 1 - 0.05/3) must hold 0 and its words must name the rule."""
     se = 0.017
     p = two_sided_p(0.040 / se)
-    discrimination = pd.DataFrame([{"model": "m", "seed": 0, "platform": p_, "dataset": p_, "is_reference": p_ == "home",
-                                    "macro_auc": 0.9 - (0.04 if p_ == "t1" else 0)} for p_ in ("home", "t1")])
+    discrimination = pd.DataFrame([{"model": "m", "seed": 0, "platform": p_, "dataset": p_,
+                                    "is_reference": p_ == "home", "macro_auc": 0.9 - (0.04 if p_ == "t1" else 0)}
+                                   for p_ in ("home", "t1")])
     significance = pd.DataFrame([{"model": "m", "seed": 0, "platform_a": "t1", "dataset_a": "t1", "platform_b": "home",
                                   "dataset_b": "home", "difference": -0.040, "se": se, "ci_low": -0.040 - 1.96 * se,
                                   "ci_high": -0.040 + 1.96 * se, "p": p, "test": "two-sided Z test, bootstrap SE",
@@ -121,7 +122,8 @@ def test_each_target_shows_the_reference_macro_auc_and_ece_it_is_compared_with()
     for target in ("a1", "a2"):
         rows = result.verdicts[result.verdicts["target"] == target].set_index("statistic")
         assert rows.loc["home_macro_auc", "value"] == disc["macro_auc"]
-        assert rows.loc["home_macro_auc", "severity"] == "pass" and rows.loc["home_macro_auc", "axis"] == "discrimination"
+        assert rows.loc["home_macro_auc", "severity"] == "pass"
+        assert rows.loc["home_macro_auc", "axis"] == "discrimination"
         assert rows.loc["home_ece_debiased", "value"] == cal["ece_debiased"]
         assert rows.loc["home_ece_debiased", "ci_low"] == cal["ece_ci_low"]
     card = scorecard(result.verdicts).set_index("target")

@@ -97,7 +97,8 @@ def test_planted_divergence_is_found(demo):
     assert dod.loc["C-A", "human_delta"] > 0 > dod.loc["C-A", "auto_delta"]
     assert dod.loc["C-A", "permutation_min_p"] == pytest.approx(1 / 6)
     summary = report["summary"]
-    assert "Human labels reward style over lexicon" in summary and "the label sources reward different evidence" in summary
+    assert "Human labels reward style over lexicon" in summary
+    assert "the label sources reward different evidence" in summary
     by = tables["dod_by_dataset"].query("channel == 'C'").set_index("dataset")
     scores = tables["channel_scores"].set_index(["channel", "dataset"])["macro_f1"]
     for d in by.index:
@@ -134,7 +135,8 @@ def test_masks_lodo_phenotypes_and_conflicts(demo):
 def test_cli_bad_options(demo, tmp_path, args, message):
     out, _, _ = demo
     target = tmp_path / "never"
-    done = subprocess.run([sys.executable, "-m", "mhaudit", "audit", "divergence", "--corpus", str(out / "corpus.parquet"),
+    done = subprocess.run([sys.executable, "-m", "mhaudit", "audit", "divergence",
+                           "--corpus", str(out / "corpus.parquet"),
                            *args, "--out", str(target)], capture_output=True, text=True)
     assert done.returncode == 2 and message in done.stderr.replace("\n", " ")
     assert "Traceback" not in done.stderr and not target.exists()
@@ -143,7 +145,8 @@ def test_cli_bad_options(demo, tmp_path, args, message):
 def test_cli_refuses_a_data_set_on_both_sides(demo, tmp_path):
     out, _, _ = demo
     target = tmp_path / "never"
-    done = subprocess.run([sys.executable, "-m", "mhaudit", "audit", "divergence", "--corpus", str(out / "corpus.parquet"),
+    done = subprocess.run([sys.executable, "-m", "mhaudit", "audit", "divergence",
+                           "--corpus", str(out / "corpus.parquet"),
                            "--human", "synthetic_forum", "--auto", "synthetic_forum", "--out", str(target)],
                           capture_output=True, text=True)
     assert done.returncode == 2
@@ -153,7 +156,8 @@ def test_cli_refuses_a_data_set_on_both_sides(demo, tmp_path):
 
 def test_cli_runs_a_small_audit_with_repeats(demo, tmp_path):
     out, _, _ = demo
-    done = subprocess.run([sys.executable, "-m", "mhaudit", "audit", "divergence", "--corpus", str(out / "corpus.parquet"),
+    done = subprocess.run([sys.executable, "-m", "mhaudit", "audit", "divergence",
+                           "--corpus", str(out / "corpus.parquet"),
                            "--human", "synthetic_forum", "--human", "synthetic_tweets_gold", "--auto",
                            "synthetic_tweets_auto", "--channels", "A,C", "--masks", "none", "--lodo-channels", "",
                            "--n-boot", "500", "--repeats", "2", "--out", str(tmp_path)], capture_output=True, text=True)
@@ -178,7 +182,8 @@ def test_cli_compares_a_baseline_model(demo, tmp_path):
     preds = corpus[["id", "platform", "dataset", "split", "label"]].assign(
         model="keyword-rule", seed=0, prob_no_stress=np.where(hit, 0.1, 0.9), prob_stress=np.where(hit, 0.9, 0.1))
     preds.to_parquet(tmp_path / "baseline.parquet", index=False)
-    done = subprocess.run([sys.executable, "-m", "mhaudit", "audit", "divergence", "--corpus", str(out / "corpus.parquet"),
+    done = subprocess.run([sys.executable, "-m", "mhaudit", "audit", "divergence",
+                           "--corpus", str(out / "corpus.parquet"),
                            "--human", "synthetic_forum", "--human", "synthetic_tweets_gold", "--auto",
                            "synthetic_tweets_auto", "--channels", "A,C", "--masks", "none", "--lodo-channels", "",
                            "--n-boot", "500", "--baseline", str(tmp_path / "baseline.parquet"), "--out",

@@ -49,8 +49,8 @@ def test_design_errors(human, auto, classes, message):
 
 @pytest.mark.parametrize("flags, message", [
     (["--human", "forum", "--auto", "tweets_auto", "--train-dataset", "forun"],
-     ("--train-dataset data set 'forun' (did you mean 'forum'?) is not in the corpus; its data sets are forum, forum_auto, "
-      "tweets, tweets_auto")),
+     ("--train-dataset data set 'forun' (did you mean 'forum'?) is not in the corpus; "
+      "its data sets are forum, forum_auto, tweets, tweets_auto")),
     (["--human", "forum", "--human", "tweet", "--auto", "twets_auto", "--auto", "reddit"],
      "--human data set 'tweet' (did you mean 'tweets'?) is not in the corpus; its data sets are forum, forum_auto"),
     (["--human", "forum", "--auto", "twets_auto", "--auto", "reddit"],
@@ -130,7 +130,8 @@ def scored(seed=0, n_boot=2000):
         return np.where(rng.random(v.size) < acc, v, 1 - v).astype(np.int8)
 
     keys = ["A", "C", "AC"]
-    preds = {d: np.vstack([noisy(y[d], 0.8 if side[d] == "auto" else 0.65), noisy(y[d], 0.78 if side[d] == "human" else 0.6),
+    preds = {d: np.vstack([noisy(y[d], 0.8 if side[d] == "auto" else 0.65),
+                           noisy(y[d], 0.78 if side[d] == "human" else 0.6),
                            noisy(y[d], 0.7)]) for d in sizes}
     probs = {d: p.astype(float) for d, p in preds.items()}
     return T.Scored(keys, y, preds, probs, side, {"h1": "r", "h2": "t", "a1": "t", "a2": "r"}, n_boot, seed)
@@ -176,7 +177,8 @@ def test_mcnemar_table_and_fdr_family():
     family = T.apply_fdr(tables, {"dod": "p", "mcnemar": "p"})
     p = np.concatenate([tables["dod"]["p"], tables["mcnemar"]["p"]])
     assert family == p.size
-    assert np.allclose(np.concatenate([tables["dod"]["q"], tables["mcnemar"]["q"]]), multipletests(p, method="fdr_bh")[1])
+    assert np.allclose(np.concatenate([tables["dod"]["q"], tables["mcnemar"]["q"]]),
+                       multipletests(p, method="fdr_bh")[1])
 
 
 def test_conflict_types_counts_and_privacy(tmp_path):

@@ -15,7 +15,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_mutual_info_score, adjusted_rand_score
 
 from mhaudit.audits.divergence.extras import phenotypes
-from mhaudit.audits.divergence.fitting import ChannelFit, _best_threshold, _configs, _fit, _held_out_prob, combine, fit_many
+from mhaudit.audits.divergence.fitting import (ChannelFit, _best_threshold, _configs, _fit, _held_out_prob, combine,
+                                               fit_many)
 from mhaudit.audits.divergence.kmeans import _kmeans_plusplus, _same_clustering, _uniform_choice, bootstrap_kmeans
 
 

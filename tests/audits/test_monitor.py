@@ -22,14 +22,14 @@ from mhaudit.cli import app
 from mhaudit.synthetic.simulate_stream import StreamConfig, simulate_stream
 from mhaudit.weak_supervision.collect.store import PostStore
 from tests.cli_checks import assert_one_sentence_failure
-from tests.weak_supervision.collect.pg_server import pg_server, pg_url  # noqa: F401  (fixtures)
+from tests.weak_supervision.collect.pg_server import fixture_pg_server, fixture_pg_url  # noqa: F401  (fixtures)
 
 runner = CliRunner()
 CLASSES = ["other", "depression"]
 
 
-@pytest.fixture(scope="module")
-def setup(tmp_path_factory):
+@pytest.fixture(scope="module", name="setup")  # other modules import fixture_setup
+def fixture_setup(tmp_path_factory):
     """A binary tfidf-lr model trained on SYNTHETIC tweets (train split), its reference predictions on the labelled
     test split (the validated sample), and the val split's texts, which the streams are drawn from."""
     import mhaudit as mh
@@ -166,7 +166,8 @@ def test_em_prevalence_and_its_interval_follow_a_label_shift():
         "judged windows (mean)."), result.summary
     # windows too small to estimate get no interval
     small = mh.audit_monitor(mh.MonitorInputs(inputs.posts.iloc[:10], inputs.reference, "gaussian", "d" * 64,
-                                              inputs.classes, synthetic=True), mh.MonitorOptions(n_boot=50, figures=False))
+                                              inputs.classes, synthetic=True),
+                             mh.MonitorOptions(n_boot=50, figures=False))
     row = small.table("windows").iloc[0]
     assert np.isnan(row["em_ci_low_depression"]) and np.isnan(row["em_ci_high_depression"])
     assert np.isfinite(row["em_prior_depression"])

@@ -166,7 +166,8 @@ def test_every_run_scores_and_each_big_window_gets_the_deployed_runs_accuracy(ru
     assert big.tolist() == [True] * 4 + [False]
     est, low, high = (windows[c].to_numpy(float) for c in ("ensemble_accuracy", "ensemble_ci_low", "ensemble_ci_high"))
     assert np.isfinite(est[big]).all() and ((low <= est) & (est <= high))[big].all()
-    assert np.isnan(est[~big]).all() and (windows.loc[~big, "ensemble_untrusted_because"] == "fewer than 100 posts").all()
+    assert np.isnan(est[~big]).all()
+    assert (windows.loc[~big, "ensemble_untrusted_because"] == "fewer than 100 posts").all()
     truth = _true_accuracy(posts, store, work / "models" / "run-2", windows["window"])
     # five TF-IDF runs on 300 posts: the pairs scatter about the line, and the monitor says so rather than trust
     # estimates off by up to 0.13 (here 0.808, 0.954, 0.929, 0.858 against 0.837, 0.840, 0.797, 0.843)
@@ -267,7 +268,8 @@ def _gaussian_stream(deployed: int = 1, n_windows: int = 2, per_window: int = 10
     uris = [f"at://a-synthetic/app.bsky.feed.post/g{i:06d}" for i in range(n)]
     margin = arrays["margin_tgt"][deployed]
     posts = pd.DataFrame({"uri": uris, "created_at": times.strftime("%Y-%m-%dT%H:%M:%SZ"), "length": 80,
-                          "langs": [["en"]] * n, "categories": [["synthetic"]] * n, "logit_c0": 0.0, "logit_c1": margin})
+                          "langs": [["en"]] * n, "categories": [["synthetic"]] * n,
+                          "logit_c0": 0.0, "logit_c1": margin})
     runs = tuple(f"run-{k}" for k in range(6))
     predicted = pd.DataFrame({"uri": uris, **{r: (m > 0).astype(np.int64) for r, m in zip(runs, arrays["margin_tgt"])}})
     ensemble = mh.MonitorEnsemble(runs, range(6), runs[deployed], predicted)
@@ -293,7 +295,8 @@ def test_on_the_line_the_deployed_runs_accuracy_is_close_and_trusted():
     row = result.verdicts[result.verdicts["statistic"] == "ensemble_accuracy_latest"].iloc[0]
     assert row["severity"] == "pass" and row["value"] == est[-1] and row["subject"] == "linear run-1"
     assert (f"accuracy {est[-1]:.3f} [{windows['ensemble_ci_low'].iat[-1]:.3f}, "
-            f"{windows['ensemble_ci_high'].iat[-1]:.3f}] in 2026-01-02 00:00, the latest judged window") in result.summary
+            f"{windows['ensemble_ci_high'].iat[-1]:.3f}] in 2026-01-02 00:00, "
+            "the latest judged window") in result.summary
 
 
 def test_the_ensemble_is_checked_when_the_inputs_are_built():

@@ -15,9 +15,9 @@ import pandas as pd
 from mhaudit.synthetic.simulate_stream import StreamConfig, simulate_stream
 from mhaudit.weak_supervision.collect.store import PostStore
 from tests.audits.test_monitor import CLASSES, _label_shift_stream, _monitor, _store, _windows
-from tests.audits.test_monitor import setup  # noqa: F401  (fixture)
+from tests.audits.test_monitor import fixture_setup  # noqa: F401  (fixture)
 from tests.cli_checks import assert_one_sentence_failure
-from tests.weak_supervision.collect.pg_server import pg_server, pg_url  # noqa: F401  (fixtures)
+from tests.weak_supervision.collect.pg_server import fixture_pg_server, fixture_pg_url  # noqa: F401  (fixtures)
 
 
 def _history_posts(posts: pd.DataFrame, history: str, window: str = "1D") -> pd.DataFrame:

@@ -67,8 +67,9 @@ def test_replayed_bluesky_stream_is_collected_scored_and_tracked(tmp_path):
         assert posts.count() == len(kept) > 3000
 
     out = tmp_path / "monitor"
-    r = runner.invoke(app, ["audit", "monitor", "--store", str(store), "--model", str(tmp_path / "model"), "--reference",
-                            str(tmp_path / "validated.csv"), "--window", "7d", "--n-boot", "100", "--out", str(out)])
+    r = runner.invoke(app, ["audit", "monitor", "--store", str(store), "--model", str(tmp_path / "model"),
+                            "--reference", str(tmp_path / "validated.csv"), "--window", "7d", "--n-boot", "100",
+                            "--out", str(out)])
     assert r.exit_code == 0, r.output
     report = json.loads((out / "report.json").read_text())
     windows = pd.DataFrame(report["sections"][0]["tables"]["windows"])

@@ -15,7 +15,7 @@ import pandas as pd
 from mhaudit.stats.pair_estimate import TrustOptions
 from mhaudit.synthetic.simulate_stream import StreamConfig, simulate_stream
 from mhaudit.weak_supervision.collect.store import PostStore
-from tests.audits.test_monitor import CLASSES, _monitor, _store, _windows, setup  # noqa: F401  (fixture)
+from tests.audits.test_monitor import CLASSES, _monitor, _store, _windows, fixture_setup  # noqa: F401  (fixture)
 
 N_WINDOWS = 3
 
@@ -111,7 +111,8 @@ def test_the_command_keeps_the_windows_in_the_post_store(setup, tmp_path):
     pd.testing.assert_frame_equal(_windows(tmp_path / "round0"), _windows(tmp_path / "round1"), check_exact=True)
     with sqlite3.connect(store) as db:  # one row per window of the one context used; a row damaged by hand
         assert db.execute("SELECT count(*), count(DISTINCT context) FROM monitor_windows").fetchone() == (N_WINDOWS, 1)
-        db.execute("UPDATE monitor_windows SET cells = '{\"em_prior' WHERE key = (SELECT min(key) FROM monitor_windows)")
+        db.execute("UPDATE monitor_windows SET cells = '{\"em_prior' "
+                   "WHERE key = (SELECT min(key) FROM monitor_windows)")
     r = _monitor(work, store, tmp_path / "round3", "--seed", "1")  # is a miss: that window is computed again
     assert f"1 of {N_WINDOWS} windows computed; {N_WINDOWS - 1} read from the store" in r.output, r.output
     pd.testing.assert_frame_equal(_windows(tmp_path / "round2"), _windows(tmp_path / "round3"), check_exact=True)

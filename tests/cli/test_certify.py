@@ -85,7 +85,8 @@ def _label_in_the_app(work, sample_file, truth):
 def test_sample_annotate_report_on_real_data(published):
     work, classes, truth = published
     sample = work / "sample.csv"
-    r = runner.invoke(app, ["labels", "sample", "--strategy", "estimate", "--predictions", str(work / "tfidf_bluesky.csv"),
+    r = runner.invoke(app, ["labels", "sample", "--strategy", "estimate",
+                            "--predictions", str(work / "tfidf_bluesky.csv"),
                             "--reference", str(work / "tfidf_reddit.csv"), "--items", str(work / "posts.csv"),
                             "--task", "dep", "--budget", "200", "--seed", "0", "--out", str(sample)])
     assert r.exit_code == 0, r.output
@@ -97,7 +98,8 @@ def test_sample_annotate_report_on_real_data(published):
         assert len(store.frame(labeler="ann1")) == 200
     out = work / "report"
     r = runner.invoke(app, ["audit", "certify", "--labels", str(work / "labels.sqlite"), "--task", "dep",
-                            "--sample", str(sample), "--predictions", str(work / "tfidf_bluesky.csv"), "--out", str(out)])
+                            "--sample", str(sample), "--predictions", str(work / "tfidf_bluesky.csv"),
+                            "--out", str(out)])
     assert r.exit_code == 0, r.output
     report = json.loads((out / "report.json").read_text())
     table = pd.DataFrame(report["sections"][0]["tables"]["certified"]).set_index(["estimator", "metric"])
@@ -125,7 +127,8 @@ def test_bad_inputs(published, tmp_path):
     assert_one_sentence_failure(runner.invoke(app, [*base]), "--budget")
     assert not (tmp_path / "s.csv").exists() and not (tmp_path / "s.design.parquet").exists()
     assert_one_sentence_failure(runner.invoke(app, ["labels", "sample", "--strategy", "neyman", "--items", items,
-                                                    "--task", "dep", "--out", str(tmp_path / "s.csv")]), "weak or estimate")
+                                                    "--task", "dep", "--out", str(tmp_path / "s.csv")]),
+                                "weak or estimate")
     # a report with a sample drawn for another model's predictions
     r = runner.invoke(app, [*base, "--budget", "60"])
     assert r.exit_code == 0, r.output

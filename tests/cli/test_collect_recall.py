@@ -62,7 +62,8 @@ def test_collect_bluesky_states_the_recall_of_its_filter(tmp_path):
                                      "--relay", server.url, "--max-posts", "5", "--duration", "20s"])
     assert result.exit_code == 0, result.output
     assert ("recall: the collection's filter (wide) keeps an estimated 0.914 (95% CI 0.887–0.936) of the depressive "
-            "posts of the Bluesky depression set (0.911 on the half it was not tuned on;") in " ".join(result.stderr.split())
+            "posts of the Bluesky depression set (0.911 on the half it was not tuned on;") \
+        in " ".join(result.stderr.split())
 
 
 def test_every_lexicon_flag_lists_every_built_in_lexicon():

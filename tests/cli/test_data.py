@@ -45,7 +45,8 @@ def test_import_describe_clean_split_merge(tmp_path):
     # Removed: 13 consistent extra copies + all 8 copies of the 3 conflicting texts + 3 leaked train rows.
     assert numbers == [3553, 13, 3, 8, 3, 3529]
     assert len(frame) == 3529
-    assert set(frame.loc[frame["split"] == "test", "id"]) == set(Corpus.read(corpus).frame.query("split == 'test'")["id"])
+    test_ids = Corpus.read(corpus).frame.query("split == 'test'")["id"]
+    assert set(frame.loc[frame["split"] == "test", "id"]) == set(test_ids)
 
     calibrated = tmp_path / "cal.parquet"
     invoke("data", "split", cleaned, "--out", calibrated, "--calibration", "reddit", "--fraction", "0.1")

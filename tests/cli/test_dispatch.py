@@ -36,12 +36,14 @@ def test_a_listing_imports_no_audit():
         assert run.stdout.strip().splitlines()[-1] == audits, run.stderr
 
 
-@pytest.mark.parametrize("argv", [["audit", "cpfe", "--help"], ["audit"], ["audit", "bogus"], ["labels", "llm", "--help"],
+@pytest.mark.parametrize("argv", [["audit", "cpfe", "--help"], ["audit"], ["audit", "bogus"],
+                                  ["labels", "llm", "--help"],
                                   ["audit", "cpfe", "--predictions", "x.csv", "--reference", "r", "--out", "o",
                                    "--n-boot-significance", "many"]])
 def test_the_same_output_and_exit_code_as_the_whole_app(argv):
     runner = CliRunner()
-    whole, alone = runner.invoke(app, argv, prog_name="mhaudit"), runner.invoke(_app_for(argv), argv, prog_name="mhaudit")
+    whole = runner.invoke(app, argv, prog_name="mhaudit")
+    alone = runner.invoke(_app_for(argv), argv, prog_name="mhaudit")
     assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output)
     assert whole.output.strip()
 

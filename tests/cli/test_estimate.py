@@ -29,7 +29,7 @@ def _write(path, n, priors, seed, labelled=True, classes=("normal", "stress")):
 
 
 def test_estimate_on_published_style_files(tmp_path):
-    ref = _write(tmp_path / "bert_reddit.csv", 1200, [0.6, 0.4], 0)
+    _write(tmp_path / "bert_reddit.csv", 1200, [0.6, 0.4], 0)  # the reference, found by the glob below
     twitter = _write(tmp_path / "bert_twitter.csv", 900, [0.3, 0.7], 1)  # has labels: they are ignored
     bluesky = _write(tmp_path / "bert_bluesky.csv", 700, [0.5, 0.5], 2, labelled=False)
     out = tmp_path / "report"

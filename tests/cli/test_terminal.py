@@ -30,8 +30,9 @@ def released_audit(tmp_path_factory):
     folder = tmp_path_factory.mktemp("released")
     write_released_like(folder / "files", n=200)
     result = runner.invoke(app, ["audit", "cpfe", "--predictions", str(folder / "files" / "*.csv"),
-                                 "--name-pattern", NAME_PATTERN, "--reference", "reddit", "--n-boot-significance", "200",
-                                 "--n-boot-ece", "100", "--out", str(folder / "report")])
+                                 "--name-pattern", NAME_PATTERN, "--reference", "reddit",
+                                 "--n-boot-significance", "200", "--n-boot-ece", "100",
+                                 "--out", str(folder / "report")])
     assert result.exit_code == 0, result.output
     assert not PYTHON_WARNING.search(result.output) and "Warning:" not in result.output  # stderr too
     return result.stdout, folder / "report"

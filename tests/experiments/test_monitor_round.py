@@ -15,7 +15,7 @@ import mhaudit as mh
 from mhaudit.core.errors import InputError
 from mhaudit.synthetic.simulate_stream import StreamConfig, simulate_stream
 from mhaudit.weak_supervision.collect.store import PostStore
-from tests.audits.test_monitor import CLASSES, _store, setup  # noqa: F401  (setup: fixture)
+from tests.audits.test_monitor import CLASSES, _store, fixture_setup  # noqa: F401  (fixture)
 
 OPTIONS = mh.MonitorOptions(positive="depression", n_boot=100, figures=False)
 

@@ -66,7 +66,8 @@ def kill_at(writer_args: list[str], pause: str, workdir: Path, timeout: float = 
         while not marker.exists():
             if proc.poll() is not None:
                 out, err = proc.communicate()
-                raise AssertionError(f"the writer ended (exit {proc.returncode}) before the hook '{pause}':\n{out}{err}")
+                raise AssertionError(f"the writer ended (exit {proc.returncode}) before the hook '{pause}':"
+                                     f"\n{out}{err}")
             if time.monotonic() > deadline:
                 raise AssertionError(f"the writer did not reach the hook '{pause}' in {timeout} s")
             time.sleep(0.01)

@@ -122,13 +122,14 @@ class Predictions(Writer):
         cli("data", "simulate", "--out", corpus, "--n-per-platform", "60")
         cli("train", "--corpus", corpus, "--model", "tfidf-lr", "--out", root / "model", "--platform",
             "synthetic-forum")
-        cli("predict", "--model", root / "model", "--corpus", corpus, "--out", root / "template" / "predictions.parquet",
-            "--splits", "test")
+        cli("predict", "--model", root / "model", "--corpus", corpus,
+            "--out", root / "template" / "predictions.parquet", "--splits", "test")
         self.inputs.update(corpus=corpus, model=root / "model")
 
     def args(self, out: Path, corpus: Path | None = None) -> list[str]:
-        return ["cli", "predict", "--model", str(self.inputs["model"]), "--corpus", str(corpus or self.inputs["corpus"]),
-                "--out", str(out / "predictions.parquet"), "--splits", "train,val,test"]
+        return ["cli", "predict", "--model", str(self.inputs["model"]),
+                "--corpus", str(corpus or self.inputs["corpus"]), "--out", str(out / "predictions.parquet"),
+                "--splits", "train,val,test"]
 
     def corrupt(self, out: Path, scratch: Path) -> tuple[list[str], str]:
         bad = truncate_copy(self.inputs["corpus"], scratch / "cut-corpus.parquet")
@@ -243,8 +244,8 @@ class BenchmarkCache(Writer):
 
     def args(self, out: Path, corpus: Path | None = None) -> list[str]:
         # --no-resume: the finished fold job is trained again and its cache entry written over
-        return ["cli", "audit", "model-selection", "--corpus", str(corpus or self.inputs["corpus"]), "--model", "tfidf-lr",
-                "--protocol", "holdout", "--out", str(out), "--no-resume"]
+        return ["cli", "audit", "model-selection", "--corpus", str(corpus or self.inputs["corpus"]),
+                "--model", "tfidf-lr", "--protocol", "holdout", "--out", str(out), "--no-resume"]
 
     def corrupt(self, out: Path, scratch: Path) -> tuple[list[str], str]:
         bad = truncate_copy(self.inputs["corpus"], scratch / "cut-corpus.parquet")

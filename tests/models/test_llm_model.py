@@ -126,8 +126,9 @@ def test_predictions_table_for_the_audits(tmp_path):
         return 200, chat_completion("1" if yes else "0", [{"token": "1" if yes else "0", "logprob": top[0]["logprob"],
                                                           "top_logprobs": top}])
 
-    corpus = Corpus.build(pd.DataFrame({"id": ["a", "b"], "text": ["I want to die", "nice day"], "label": ["si", "no_si"],
-                                        "platform": "bluesky", "dataset": "d", "split": "test"}), CLASSES)
+    corpus = Corpus.build(pd.DataFrame({"id": ["a", "b"], "text": ["I want to die", "nice day"],
+                                        "label": ["si", "no_si"], "platform": "bluesky", "dataset": "d",
+                                        "split": "test"}), CLASSES)
     with FakeServer(handle) as server:
         model = create("llm-zero-shot", url=server.url, task="si").fit(corpus.frame, CLASSES)
         table = predict_corpus(model, corpus, model_name="llm-zero-shot", seed=0)

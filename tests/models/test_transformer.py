@@ -23,7 +23,7 @@ from mhaudit.core.progress import Progress  # noqa: E402
 from mhaudit.models import REGISTRY, create, load_model, save_model  # noqa: E402
 from mhaudit.models.base import MODEL_FILE  # noqa: E402
 from mhaudit.stats.undefined import UndefinedStatisticWarning  # noqa: E402
-from tests.models.tiny_bert import one_thread, tiny_bert  # noqa: E402, F401
+from tests.models.tiny_bert import fixture_tiny_bert, one_thread  # noqa: E402, F401
 
 WORDS = {"calm": "sunny garden picnic", "sad": "hopeless empty lonely", "worry": "nervous panic restless"}
 FILLER = "today really just maybe the my this week after work again felt".split()
@@ -103,7 +103,8 @@ def test_save_then_load_gives_identical_logits(fitted, tmp_path):
     assert loaded.classes == CLASSES and loaded.history == fitted.history and loaded.notes == fitted.notes
     assert np.array_equal(loaded.predict_logits(PROBE), fitted.predict_logits(PROBE))
     manifest = tmp_path / "m" / MODEL_FILE  # a model saved while `progress` was a model option still loads
-    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "options": {**fitted.options, "progress": True}}))
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()),
+                                    "options": {**fitted.options, "progress": True}}))
     assert load_model(tmp_path / "m").options == fitted.options
 
 

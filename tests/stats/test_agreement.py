@@ -26,7 +26,8 @@ from mhaudit.stats.agreement import (
 from mhaudit.stats.bootstrap import resample_counts
 from mhaudit.stats.weak_metrics import binary_metrics, binary_reasons, weak_vs_reference
 
-krippendorff = pytest.importorskip("krippendorff", reason="the krippendorff package (dev extra) is the reference for alpha")
+krippendorff = pytest.importorskip("krippendorff",
+                                   reason="the krippendorff package (dev extra) is the reference for alpha")
 
 
 def test_doctests():

@@ -122,7 +122,8 @@ def test_the_two_sides_equal_each_class_with_zero_weights_on_the_others(method):
     cells = np.stack([wr @ ((y == j) & (pred == i)) for j in range(3) for i in range(3)], axis=1).reshape(6, 3, 3)
     errors = cells * (1 - np.eye(3))
     spread = errors / errors.sum(axis=1, keepdims=True)
-    cm = n_pred[:, None, :] * (np.eye(3) * precision[:, None, :] + (1 - np.eye(3)) * (1 - precision[:, None, :]) * spread)
+    cm = n_pred[:, None, :] * (np.eye(3) * precision[:, None, :]
+                               + (1 - np.eye(3)) * (1 - precision[:, None, :]) * spread)
     np.testing.assert_allclose(got["macro_f1"], macro_f1(confusion_tallies(cm)), rtol=0, atol=1e-12)
     np.testing.assert_allclose(got["priors"], cm.sum(2) / cm.sum((1, 2))[:, None], rtol=0, atol=1e-12)
     np.testing.assert_allclose(got["accuracy"], share(p.max(1), hit, wr, pt.max(1), wt), rtol=0, atol=1e-12)

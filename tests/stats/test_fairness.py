@@ -265,7 +265,8 @@ def test_di_interval_is_the_score_interval_of_the_rate_ratio(n_ref, n_tgt, data)
     x_tgt = data.draw(st.integers(1, n_tgt - 1))
     low, high = di_interval(x_ref, n_ref, x_tgt, n_tgt)
     want = _ratio_score_ci(x_tgt, n_tgt, x_ref, n_ref)
-    assert low == pytest.approx(want[0], rel=1e-7) and high == pytest.approx(want[1], rel=1e-7)  # statsmodels: a root finder
+    # statsmodels: a root finder
+    assert low == pytest.approx(want[0], rel=1e-7) and high == pytest.approx(want[1], rel=1e-7)
     point = min((x_ref / n_ref) / (x_tgt / n_tgt), (x_tgt / n_tgt) / (x_ref / n_ref))
     assert low <= point <= high  # one estimator: the point lies inside its interval
     assert di_interval(x_tgt, n_tgt, x_ref, n_ref) == pytest.approx((low, high), rel=1e-9)  # symmetric

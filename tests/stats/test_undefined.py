@@ -125,7 +125,8 @@ UNDEFINED = {
     # three runs that all predict class 0 agree on every row alike: no line, so no accuracy (a note says why)
     "agreement_line.agreement_line": (lambda: (lambda line: {"slope": line.slope, "note": line.note,
                                                              "aline_d": line.estimates["aline-d"][0]})(
-        agreement_line.agreement_line(np.tile(PRED, (3, 1)), Y, np.tile(PRED, (3, 1)), n_boot=20)), ["slope", "aline_d"]),
+        agreement_line.agreement_line(np.tile(PRED, (3, 1)), Y, np.tile(PRED, (3, 1)), n_boot=20)),
+        ["slope", "aline_d"]),
     "threshold_free.bootstrap_panel": (lambda: threshold_free.bootstrap_panel(Y, PRED[None], SCORE[None], 20, rng=0)
                                        ["auc"], ["value"]),
 }
@@ -173,7 +174,8 @@ NOT_METRICS = {
     "threshold_free.PANEL",
     "agreement.confusion_matrix", "agreement.kappa_reason", "agreement.draw_tables",
     "bootstrap.resample_counts", "bootstrap.count_blocks", "bootstrap.resample_clusters", "bootstrap.summarise",
-    "bootstrap.bias_corrected", "bootstrap.grouped_count_blocks", "binary.bootstrap_p",  # p values of draws: NaN in, out
+    "bootstrap.bias_corrected", "bootstrap.grouped_count_blocks",
+    "binary.bootstrap_p",  # p values of draws: NaN in, out
     "calibration.softmax", "calibration.log_softmax", "calibration.fit_temperature", "calibration.stratified_folds",
     "calibration.cross_fitted_temperature",
     "divergence.degree_of_divergence",  # refuses a one-class data set (ValueError): DoD compares two classes
@@ -183,7 +185,8 @@ NOT_METRICS = {
     "cbpe.score_ranks", "cbpe_interval.TargetRows", "cbpe_interval.target_rows",  # ranks and rows a chunk reads
     "bcts.fit_bcts", "bcts.fit_bcts_resampled",  # fitters: refuse a class without a labelled row (ValueError)
     "bcts.BCTSExpansion", "bcts.bcts_expansion", "bcts.newton_refits",  # the refits' parts: derivatives, a solver
-    "label_shift.bbse_draws", "label_shift.em_chord",  # a resampler's last step (NaN where no weight survives), a solver's
+    # a resampler's last step (NaN where no weight survives), a solver's
+    "label_shift.bbse_draws", "label_shift.em_chord",
     # parts of atc.thresholded_estimates (its case above): the reference's side and the target's, per subset of rows
     "atc.atc_threshold", "atc.share_above", "atc.ReferenceSide", "atc.reference_side", "atc.target_side",
     # the estimate's bootstrap draws, split at the reference: resamplers of the estimators above
@@ -225,8 +228,8 @@ NOT_METRICS = {
 
 
 # vectorised kernels returning a dict of numbers or arrays: they warn, as bare numbers do
-WARNS = {"weak_metrics.binary_metrics", "cbpe.expected_metrics", "pair_estimate.reference_metrics", "cbpe.draw_metrics", "f1.class_scores",
-         "atc.thresholded_estimates", "proportion.wilson_interval"}
+WARNS = {"weak_metrics.binary_metrics", "cbpe.expected_metrics", "pair_estimate.reference_metrics", "cbpe.draw_metrics",
+         "f1.class_scores", "atc.thresholded_estimates", "proportion.wilson_interval"}
 
 
 # kernels for callers that validated the inputs and record the reason themselves: NaN, never a warning

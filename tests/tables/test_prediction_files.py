@@ -91,7 +91,8 @@ def test_silent_pooling_is_an_error_naming_both_files(tmp_path):
     with pytest.raises(InputError) as error:
         read_predictions(paths, model="x", seed=0)  # 8 runs would pool into 2 groups
     message = str(error.value)
-    assert "bert_reddit_seed42_predictions.csv and " in message and "both hold predictions of model x, seed 0" in message
+    assert "bert_reddit_seed42_predictions.csv and " in message
+    assert "both hold predictions of model x, seed 0" in message
     result = CliRunner().invoke(app, ["audit", "cpfe", "--predictions", *map(str, paths), "--model", "x",
                                       "--model-seed", "0", "--reference", "reddit", "--out", str(tmp_path / "o")])
     assert result.exit_code == 2 and "both hold predictions" in result.output and "Traceback" not in result.output
@@ -122,7 +123,8 @@ def test_rows_without_ids_pair_only_when_they_line_up(tmp_path):
     paths = published(tmp_path, seeds=(42,), text=True)
     shuffled = pd.read_csv(paths[1]).sample(frac=1.0, random_state=0)  # roberta on reddit, rows reordered
     shuffled.to_csv(paths[1], index=False)
-    result = audit_cpfe(CPFEInputs(read_predictions(paths, name_pattern=PATTERN)), CPFEOptions(reference="reddit", **FAST))
+    result = audit_cpfe(CPFEInputs(read_predictions(paths, name_pattern=PATTERN)),
+                        CPFEOptions(reference="reddit", **FAST))
     comparison = result.table("model_comparison").set_index("platform")
     assert comparison.loc["reddit", "paired_by"] == ""
     assert "rows without ids do not line up (first at row" in comparison.loc["reddit", "reason"]
@@ -214,7 +216,8 @@ def test_identical_seeds_count_as_one_run(tmp_path):
         copy = path.with_name(path.name.replace("seed42", "seed7"))
         copy.write_bytes(path.read_bytes())
         paths.append(copy)
-    result = audit_cpfe(CPFEInputs(read_predictions(paths, name_pattern=PATTERN)), CPFEOptions(reference="reddit", **FAST))
+    result = audit_cpfe(CPFEInputs(read_predictions(paths, name_pattern=PATTERN)),
+                        CPFEOptions(reference="reddit", **FAST))
     with pytest.raises(KeyError):  # one run per model: no "mean and SD over seeds" of n/a
         result.table("mean and SD over seeds")
     assert "counted as one run" in result.summary and "tfidf (seeds 7, 42)" in result.summary

@@ -91,7 +91,8 @@ def test_duplicate_ids_for_one_model_and_platform(tmp_path):
 def _set_frame():
     return pd.DataFrame({"id": ["1", "2", "3", "4"], "model": ["m", "m", "m", "n"], "seed": [0, 0, 1, 0],
                          "platform": ["x", "y", "x", "x"], "dataset": ["x", "y", "x", "x"], "split": "test",
-                         "label": ["a", None, "b", "a"], "logit_a": [0.1, 0.2, 0.3, 0.4], "logit_b": [1.0, 0.0, 2.0, 1.0]})
+                         "label": ["a", None, "b", "a"], "logit_a": [0.1, 0.2, 0.3, 0.4],
+                         "logit_b": [1.0, 0.0, 2.0, 1.0]})
 
 
 @pytest.mark.parametrize("change, message", [

@@ -48,7 +48,8 @@ def test_coarsenings_chain_after_a_four_class_mapping():
     d = mappings.load("kaggle-cpfe+cpfe-d")
     assert b.classes == ["normal", "condition"] and d.classes == ["normal", "distress"]
     # D as the released code computes it is B under another name: same partition of raw labels
-    assert {k: b.classes.index(v) for k, v in b.targets.items()} == {k: d.classes.index(v) for k, v in d.targets.items()}
+    assert ({k: b.classes.index(v) for k, v in b.targets.items()}
+            == {k: d.classes.index(v) for k, v in d.targets.items()})
     c = mappings.load("dair-cpfe-code+cpfe-c")
     assert c.target("fear") == c.target("anger") == "distress" and c.target("surprise") is None
     e = mappings.load("kaggle-cpfe+cpfe-e")

@@ -45,8 +45,8 @@ FILES = {
                                        '896,anxiety,8ua5ue,"[0, 5]",My chest is tight,1,0.8\n'
                                        '19548,homeless,8ub9v2,"[5, 10]",Found a shelter bed,0,0.6\n'}, {}),
     "generic": ({"posts.csv": "text,label\nhello there,a\nbye now,b\n"}, {"platform": "reddit"}),
-    "goemotions": ({"train.tsv": "so happy\t17,27\teecwqtt\nmeh\t27\t\n", "test.tsv": "sad day\t25\ted5f85d\nok\t27\tx\n"},
-                   {}),
+    "goemotions": ({"train.tsv": "so happy\t17,27\teecwqtt\nmeh\t27\t\n",
+                    "test.tsv": "sad day\t25\ted5f85d\nok\t27\tx\n"}, {}),
     "hf": ({"test.csv": "text,label\nhello there,a\nbye now,b\n"}, {"platform": "twitter"}),
     "kaggle_mh": ({"Combined Data.csv": ",statement,status\n0,I am fine,Normal\n1,I cannot cope,Stress\n"}, {}),
     "rastogi": ({"Reddit_Combi.csv": "title,body,Body_Title,label\nt1,b1,t1 b1,1\nt2,b2,t2 b2,0\n",

@@ -78,7 +78,8 @@ def test_goemotions_native_first_and_expand():
     frame = first.corpus.frame
     assert frame["raw_label"].str.contains(",").groupby(frame["split"]).sum().to_dict() == \
         {"test": 837, "train": 7102, "val": 878}
-    elmo = frame.loc[frame["id"] == "goemotions-edtjpv6", "text"].item()  # CSV-quoted in the TSV; unescaped, else unchanged
+    # CSV-quoted in the TSV; unescaped, else unchanged
+    elmo = frame.loc[frame["id"] == "goemotions-edtjpv6", "text"].item()
     assert elmo.startswith('Had to watch "Elmo in Grouchland" one time too many')
     expand = import_source("goemotions", files, ImportOptions(multi_label=Policy.expand))
     assert per_split(expand) == {"train": 51103, "val": 6380, "test": 6329}

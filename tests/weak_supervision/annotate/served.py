@@ -41,7 +41,8 @@ def write_study(folder: Path, n_items: int, seed: int) -> tuple[Path, Path, dict
     truth = rng.random(n_items) < 0.3
     sample = folder / "sample.parquet"
     pd.DataFrame({"item_id": ids, "task": "mh",
-                  "text": [f"SYNTHETIC post {i}: a made-up sentence for the load test" for i in ids]}).to_parquet(sample)
+                  "text": [f"SYNTHETIC post {i}: a made-up sentence for the load test" for i in ids]}
+                 ).to_parquet(sample)
     labels = folder / "labels.sqlite"
     weak = truth ^ (rng.random(n_items) < 0.2)
     with LabelStore(labels) as store:

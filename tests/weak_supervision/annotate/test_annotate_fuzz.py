@@ -34,7 +34,8 @@ TRAVERSALS = ("/static/../../../etc/passwd", "/static/..%2f..%2fpyproject.toml",
               "/templates/item.html", "/s/{tok}/%2e%2e/%2e%2e/labels.sqlite", "/labels.sqlite", "/..",
               "/s/{tok}/item/%31", "/s/{tok}/item/-1", "/s/{tok}/item/0", "/s/{tok}/item/²", "/s/{tok}/item/١",
               "/s/{tok}/item/" + "9" * 5000, "/s/{tok}/item/1e3", "/s/{tok}/item/ 1", "/s/{tok}/done/../item/1")
-JUNK = ("\u0000", "\ud800", "\udfff", "\ufeff", "\u202e", "ｅｖｉｌ", "💥", "\x7f", "é", "\u2028", "\\", "%00", "<script>")
+JUNK = ("\u0000", "\ud800", "\udfff", "\ufeff", "\u202e", "ｅｖｉｌ", "💥", "\x7f", "é", "\u2028", "\\", "%00",
+        "<script>")
 CONTENT_TYPES = ("text/plain", "multipart/form-data; boundary=x", "application/x-www-form-urlencoded", "",
                  "application/jsonx", "json", "application/xml", "application/json\x00")
 ORIGINS = ("http://evil.example", "https://127.0.0.1.evil.example", "http://[", "javascript:alert(1)",
@@ -186,7 +187,8 @@ class Fuzzer:
         if kind == "host":
             return kind, self.post(link, "api/label", self.answer(link), headers={
                 "Host": self.pick(HOSTS).replace("{port}", str(self.port))})
-        line = self.pick((b"\x00\x01\x02\r\n\r\n", b"GET\r\n\r\n", b"GET / HTTP/2.0\r\n\r\n", b"GET / HTTP/1.1 x\r\n\r\n",
+        line = self.pick((b"\x00\x01\x02\r\n\r\n", b"GET\r\n\r\n", b"GET / HTTP/2.0\r\n\r\n",
+                          b"GET / HTTP/1.1 x\r\n\r\n",
                           b"GET " + b"/a" * 40000 + b" HTTP/1.1\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n", b"\r\n\r\n",
                           b"GET / HTTP/1.1\r\n" + b"X-A: 1\r\n" * 150 + b"\r\n", b"POST / HTTP/1.1\r\nHost: a\r\n",
                           b"GET / HTTP/1.1\r\nHost: " + b"x" * 70000 + b"\r\n\r\n", b"GET /\r\n\r\n",
@@ -195,7 +197,8 @@ class Fuzzer:
 
 
 def store_state(conn: sqlite3.Connection, labels) -> tuple[list, str]:
-    rows = conn.execute("SELECT item_id, task, labeler, kind, value, tags, note FROM labels ORDER BY 1, 2, 3").fetchall()
+    rows = conn.execute("SELECT item_id, task, labeler, kind, value, tags, note FROM labels "
+                        "ORDER BY 1, 2, 3").fetchall()
     digest = hashlib.sha256()
     for path in (labels, labels.with_name(labels.name + "-wal")):
         if path.exists():

@@ -4,6 +4,8 @@
 fresh database on it and yields its URL, `postgresql://mhaudit:<password>@127.0.0.1:<port>/<db>`. Both skip, with
 the reason, when the PostgreSQL server binaries or psycopg are absent. As root, the server runs as the `postgres`
 system user (PostgreSQL refuses to run as root). fsync is off: the tests kill clients, never the machine.
+A test module imports the fixtures by their function names, `fixture_pg_server` and `fixture_pg_url` (so that
+a test's `pg_url` argument shadows no import).
 A watchdog process stops the server and removes its folder when the test process dies without doing so (kill -9,
 a crashed xdist worker). `PgServer.pg_ctl("-m", "fast", "restart")` restarts it (test_pg_restart.py).
 """
@@ -131,8 +133,8 @@ def start_server() -> PgServer:
     return server
 
 
-@pytest.fixture(scope="session")
-def pg_server():
+@pytest.fixture(scope="session", name="pg_server")
+def fixture_pg_server():
     pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'psycopg[binary]')")
     if _bin_dir() is None:
         pytest.skip("the PostgreSQL server binaries (initdb, pg_ctl) are not installed")
@@ -148,7 +150,7 @@ def pg_server():
         server.stop_and_remove()
 
 
-@pytest.fixture
-def pg_url(pg_server) -> str:
+@pytest.fixture(name="pg_url")
+def fixture_pg_url(pg_server) -> str:
     """A fresh, empty database on the session's server."""
     return pg_server.url(pg_server.create_database())

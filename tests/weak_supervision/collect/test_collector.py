@@ -191,7 +191,8 @@ def test_reconnects_after_drops_with_no_gap_and_no_duplicate(tmp_path, wire):
         assert int(server.requests[2]["cursor"][0]) == selected[36 + 55 - 1]
         assert stats.events == selected.index(frames[[e.get("commit", {}).get("rkey") for e in events]
                                                      .index("e29")][0]) + 3
-        assert set(store.cursors()) == {"jetstream" if wire == "subscribe" else f"jetstream-xrpc:127.0.0.1:{server.port}"}
+        cursor = "jetstream" if wire == "subscribe" else f"jetstream-xrpc:127.0.0.1:{server.port}"
+        assert set(store.cursors()) == {cursor}
 
 
 def test_malformed_frames_are_counted_and_skipped(tmp_path):

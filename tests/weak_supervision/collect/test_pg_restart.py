@@ -23,8 +23,8 @@ from mhaudit.core.errors import InputError
 from mhaudit.synthetic.simulate_stream import StreamConfig, simulate_stream
 from mhaudit.weak_supervision.collect.collector import CollectOptions, Collector, PostFilter
 from mhaudit.weak_supervision.collect.store import PostStore
-from tests.audits.test_monitor import _monitor, _scores, _store, setup  # noqa: F401  (setup: fixture)
-from tests.weak_supervision.collect.pg_server import PASSWORD, pg_server, pg_url  # noqa: F401  (fixtures)
+from tests.audits.test_monitor import _monitor, _scores, _store, fixture_setup  # noqa: F401  (fixture)
+from tests.weak_supervision.collect.pg_server import PASSWORD, fixture_pg_server, fixture_pg_url  # noqa: F401  (fixtures)
 from tests.weak_supervision.collect.stream_server import StreamServer, jetstream_frames
 from tests.weak_supervision.collect.test_collector import FAST_RETRY, MH, _bad, _cli, stored_rkeys, stream
 
@@ -149,13 +149,13 @@ def test_a_lock_timeout_on_a_live_connection_is_not_waited_for(pg_url):
 
 # ------------------------------------------------------------------------------------------ the monitor
 @pytest.fixture(scope="module")
-def posts(setup):  # noqa: F811
+def posts(setup):
     _, texts = setup
     return simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=6, per_window=500, seed=7))
 
 
 @pytest.fixture(scope="module")
-def undisturbed(setup, posts, pg_server, tmp_path_factory):  # noqa: F811
+def undisturbed(setup, posts, pg_server, tmp_path_factory):
     """The scores of a run that nothing disturbed."""
     work, _ = setup
     clean = pg_server.url(pg_server.create_database())
@@ -165,7 +165,7 @@ def undisturbed(setup, posts, pg_server, tmp_path_factory):  # noqa: F811
 
 
 @pytest.mark.parametrize("fault", ["restart fast", "restart immediate", "stop"])
-def test_monitor_scores_through_a_restart_equal_to_an_undisturbed_run(setup, posts, undisturbed,  # noqa: F811
+def test_monitor_scores_through_a_restart_equal_to_an_undisturbed_run(setup, posts, undisturbed,
                                                                       pg_server, pg_url, tmp_path, fault):
     work, _ = setup
     _store(pg_url, posts)

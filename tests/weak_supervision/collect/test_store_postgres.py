@@ -1,6 +1,6 @@
-"""The post store on a real, throwaway PostgreSQL server (tests/weak_supervision/collect/pg_server.py): the same behaviour as the
-SQLite store (round trip, replay ignored, cursor monotone, Table-4 summary, kill -9 of a committing client,
-the collector end to end through the CLI) and one-sentence errors that never echo the password."""
+"""The post store on a real, throwaway PostgreSQL server (tests/weak_supervision/collect/pg_server.py): the same
+behaviour as the SQLite store (round trip, replay ignored, cursor monotone, Table-4 summary, kill -9 of a committing
+client, the collector end to end through the CLI) and one-sentence errors that never echo the password."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from mhaudit.core.privacy import local_secret, pseudonymise
 from mhaudit.weak_supervision.collect.dialects import check_store_path, redact_url
 from mhaudit.weak_supervision.collect.store import PostStore
 from tests.weak_supervision.collect import test_store as sqlite_tests
-from tests.weak_supervision.collect.pg_server import PASSWORD, pg_server, pg_url  # noqa: F401  (fixtures)
+from tests.weak_supervision.collect.pg_server import PASSWORD, fixture_pg_server, fixture_pg_url  # noqa: F401  (fixtures)
 from tests.weak_supervision.collect.stream_server import StreamServer, jetstream_frames
 from tests.weak_supervision.collect.test_collector import _bad, _cli, stored_rkeys, stream
 from tests.weak_supervision.collect.test_store import _check_consistent, _run_child

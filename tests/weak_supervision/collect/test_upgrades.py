@@ -25,7 +25,7 @@ from mhaudit.core.errors import InputError
 from mhaudit.weak_supervision.collect import dialects, scores
 from mhaudit.weak_supervision.collect.scores import ensure_scores_table, pending_posts, run_predictions, scored_posts
 from mhaudit.weak_supervision.collect.store import PostStore
-from tests.weak_supervision.collect.pg_server import PASSWORD, pg_server, pg_url  # noqa: F401  (fixtures)
+from tests.weak_supervision.collect.pg_server import PASSWORD, fixture_pg_server, fixture_pg_url  # noqa: F401  (fixtures)
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "stores"
 SECRET = b"SYNTHETIC fixture secret, not a real one"  # as in fixtures/stores/write_store.py
@@ -162,7 +162,7 @@ def _pg_rows(url: str) -> dict[str, list]:
                 for t in ("posts", "cursor", "runs", "mhaudit_meta", "scores")}
 
 
-def test_postgres_store_and_scores_of_d8d61a2_are_read_as_they_were(pg_url):  # noqa: F811
+def test_postgres_store_and_scores_of_d8d61a2_are_read_as_they_were(pg_url):
     """The pg_dump of a store d8d61a2 wrote on the test server, restored into a fresh database."""
     import psycopg
 
@@ -182,7 +182,7 @@ def test_postgres_store_and_scores_of_d8d61a2_are_read_as_they_were(pg_url):  # 
     assert _pg_rows(pg_url) == before
 
 
-def test_newer_postgres_post_store_and_scores_are_refused_untouched(pg_server, monkeypatch):  # noqa: F811
+def test_newer_postgres_post_store_and_scores_are_refused_untouched(pg_server, monkeypatch):
     import psycopg
 
     def meta(url):

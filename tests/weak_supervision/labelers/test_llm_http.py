@@ -142,7 +142,8 @@ def test_unreachable_server_one_sentence_with_url_and_policy(tmp_path, items):
         run(url, items, store, policy=RetryPolicy(2, 0.01))
     message = str(caught.value)
     assert message.startswith(f"cannot reach the openai server at {url}: cannot connect")
-    assert "tried 3 times (2 retries on connection errors, timeouts, HTTP 429 and 5xx, waiting 0.01 s, 0.02 s" in message
+    assert "tried 3 times (2 retries on connection errors, timeouts, HTTP 429 and 5xx, waiting 0.01 s, 0.02 s" \
+        in message
     result = CliRunner().invoke(app, ["labels", "llm", "--items", str(_csv(tmp_path, items)), "--task", "si",
                                       "--labels", str(tmp_path / "cli.sqlite"), "--backend", "ollama", "--url", url,
                                       "--retries", "1", "--backoff", "0", "--no-progress"])
@@ -220,7 +221,8 @@ def test_ollama_payload_and_missing_model():
         assert backend.model == "llama3:8b" and backend.constrain == "none"
         assert backend.payload([]) == {"model": "llama3:8b", "messages": [], "stream": False,
                                        "options": {"temperature": 0, "seed": 3, "num_predict": 2}}
-        assert OllamaBackend(server.url, constrain="schema").payload([])["format"] == {"type": "integer", "enum": [0, 1]}
+        payload = OllamaBackend(server.url, constrain="schema").payload([])
+        assert payload["format"] == {"type": "integer", "enum": [0, 1]}
         with pytest.raises(ServerRejected, match="has no model 'mistral'.*ollama pull mistral"):
             OllamaBackend(server.url, "mistral").prepare()
 

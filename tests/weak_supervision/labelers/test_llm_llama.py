@@ -100,7 +100,8 @@ def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(llama_url, item
         before = store.frame()
     assert 4 <= len(before) < 12, proc.stdout.read().decode()
     with FakeServer(forward(llama_url)) as proxy:
-        done = subprocess.run([*cmd, "--url", proxy.url], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run([*cmd, "--url", proxy.url], cwd=REPO, env=env, capture_output=True, text=True,
+                              timeout=300)
         asked = len(proxy.posts())
     assert done.returncode == 0, done.stdout + done.stderr
     with LabelStore(db) as store:

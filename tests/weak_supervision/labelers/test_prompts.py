@@ -39,7 +39,8 @@ def test_rendering_zero_and_k_shot(tmp_path):
     inline.write_text(GOOD + '[shots]\nstyle = "inline"\nheader = "Examples:"\nexample = "P: {text} -> {label}"\n')
     rendered = load_prompt(inline).messages("post", examples)
     assert len(rendered) == 2
-    assert rendered[0]["content"] == "Answer 1 or 0.\n\nExamples:\n\nP: ex one -> 1\n\nP: ex two -> 0\n\nP: ex three -> 0"
+    assert rendered[0]["content"] == ("Answer 1 or 0.\n\nExamples:\n\nP: ex one -> 1\n\nP: ex two -> 0\n\n"
+                                      "P: ex three -> 0")
 
 
 def test_prompt_hash_by_hand(tmp_path):
