@@ -14,7 +14,7 @@ from mhaudit.weak_supervision.lexicons import Lexicon
 from tests.audits import test_monitor
 from tests.audits.test_monitor import _label_shift_stream, _monitor, _store
 
-setup = test_monitor.setup  # the module's fixture: a tfidf-lr model on SYNTHETIC tweets and its reference
+fixture_setup = test_monitor.fixture_setup  # the module's `setup`: a tfidf-lr model on SYNTHETIC tweets, its reference
 
 SI_MH = {"si": Lexicon.load("si").sha256, "mh": Lexicon.load("mh").sha256}
 SENTENCE = ("The collection's filter (si+mh) keeps an estimated 0.613 (95% CI 0.570–0.654) of the depressive posts "
