@@ -11,14 +11,12 @@ from mhaudit.tables.corpus.schema import Corpus
 
 def check_models_and_files(exp: Experiment) -> None:
     """Every [[model]] name and option is known, and every file the experiment reads exists."""
-    from mhaudit.models.base import option_names
+    from mhaudit.models.base import option_names, unknown_options
 
     for spec in exp.model:
-        known = option_names(spec.name)  # an unknown name is its own sentence
-        unknown = sorted(set(spec.options) - set(known))
-        if unknown:
+        if unknown := unknown_options(spec.name, spec.options):  # an unknown name is its own sentence
             raise InputError(f"[[model]] {spec.key}: options has no key {', '.join(unknown)}; model '{spec.name}' "
-                             f"takes {', '.join(known)}")
+                             f"takes {', '.join(option_names(spec.name))}")
     corpora = [*exp.corpus, *(exp.label_source.corpus if exp.label_source else []),
                *([exp.validation.items] if exp.validation and exp.validation.items else [])]
     paths = [p for spec in corpora for p in spec.paths] + (list(exp.validation.labels) if exp.validation else [])

@@ -110,13 +110,20 @@ def option_names(name: str) -> list[str]:
     return list(inspect.signature(_entry(name)[0]).parameters)
 
 
+def unknown_options(name: str, options) -> list[str]:
+    """The keys of `options` that model `name` does not take (none when its class takes any keyword)."""
+    known = inspect.signature(_entry(name)[0]).parameters
+    if any(p.kind is p.VAR_KEYWORD for p in known.values()):
+        return []
+    return sorted(set(options) - set(known))
+
+
 def create(name: str, **options) -> Model:
     cls, defaults = _entry(name)
     merged = {**defaults, **options}
-    known = inspect.signature(cls).parameters
-    unknown = sorted(set(merged) - set(known))
-    if unknown and not any(p.kind is p.VAR_KEYWORD for p in known.values()):
-        raise InputError(f"model '{name}' has no option {', '.join(unknown)}; its options: {', '.join(known)}")
+    if unknown := unknown_options(name, merged):
+        raise InputError(f"model '{name}' has no option {', '.join(unknown)}; its options: "
+                         f"{', '.join(option_names(name))}")
     model = cls(**merged)
     model.name, model.options = name, merged
     return model
