@@ -35,7 +35,7 @@ def check_names(exp: Experiment, corpus: Corpus | None, label_source: Corpus | N
         frame = corpus.frame
         check_place(exp.reference, frame["platform"], frame["dataset"], what="reference",
                     where="in the experiment's [[corpus]] tables")
-    if label_source is not None:
+    if label_source is not None and exp.label_source is not None:
         spec, known = exp.label_source, sorted(set(label_source.frame["dataset"].astype(str)))
         named = {"human": spec.human, "auto": spec.auto, "train_dataset": [spec.train_dataset] if spec.train_dataset
                  else []}

@@ -6,7 +6,7 @@ import dataclasses
 import tomllib
 import typing
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
@@ -27,8 +27,8 @@ def options_table(options_type: type, name: str, *, base: type[BaseModel] = Stri
     """An experiment file's table of an audit's options, made from its options dataclass: one key per field, with
     the field's default and help (its rules are checked when the options are made: `load_experiment` makes them).
     `exclude`: fields the experiment sets elsewhere (the reference platform)."""
-    hints = typing.get_type_hints(options_type)
-    fields = {}
+    hints: dict[str, type] = typing.get_type_hints(options_type)
+    fields: dict[str, typing.Any] = {}
     for field in described(options_type):
         if field.name in exclude:
             continue
@@ -101,7 +101,8 @@ class CorpusFiles(Strict):
         return self.model_dump(exclude={"binary", *(("sep",) if getattr(self, "sep", None) is None else ())})
 
 
-CorpusSpec = options_table(ImportOptions, "CorpusSpec", base=CorpusFiles)
+CorpusSpec: TypeAlias = options_table(  # type: ignore[valid-type]  # a model made at run time: Any to mypy
+    ImportOptions, "CorpusSpec", base=CorpusFiles)
 
 
 class ModelSpec(Strict):
@@ -119,7 +120,8 @@ class ModelSpec(Strict):
 
 
 # [audit]: the cross-platform audit's options; the reference platform is the experiment's
-AuditSpec = options_table(CPFEOptions, "AuditSpec", exclude=("reference",))
+AuditSpec: TypeAlias = options_table(  # type: ignore[valid-type]  # made at run time, as CorpusSpec
+    CPFEOptions, "AuditSpec", exclude=("reference",))
 
 
 class LabelSourceCorpora(Strict):
@@ -132,7 +134,8 @@ class LabelSourceCorpora(Strict):
     binary: BinarySpec | None = None  # needed with [[model]] tables: how the models' classes collapse to two
 
 
-LabelSourceSpec = options_table(DivergenceOptions, "LabelSourceSpec", base=LabelSourceCorpora)
+LabelSourceSpec: TypeAlias = options_table(  # type: ignore[valid-type]  # made at run time, as CorpusSpec
+    DivergenceOptions, "LabelSourceSpec", base=LabelSourceCorpora)
 
 
 class ValidationFiles(Strict):
@@ -153,7 +156,8 @@ class ValidationFiles(Strict):
         return self
 
 
-ValidationSpec = options_table(AgreementOptions, "ValidationSpec", base=ValidationFiles, exclude=("models",))
+ValidationSpec: TypeAlias = options_table(  # type: ignore[valid-type]  # made at run time, as CorpusSpec
+    AgreementOptions, "ValidationSpec", base=ValidationFiles, exclude=("models",))
 
 
 class FileAuditSpec(Strict):
@@ -240,10 +244,11 @@ def load_experiment(path: str | Path) -> Experiment:
         raise InputError(f"{where}: {_message(first)} ({exc.error_count()} problem(s) in all)", path=path) from None
     corpora = [*experiment.corpus, *(experiment.label_source.corpus if experiment.label_source else ()),
                *((experiment.validation.items,) if experiment.validation and experiment.validation.items else ())]
-    tables = {"audit": lambda: experiment.cpfe_options(reference=experiment.reference or "reference"),
-              "label_source": experiment.divergence_options, "validation": experiment.validation_options,
-              "corpus": lambda: [options_of(spec, ImportOptions) for spec in corpora],
-              "audits": lambda: [file_audits.check(spec) for spec in experiment.audits]}
+    tables: dict[str, typing.Callable[[], object]] = {
+        "audit": lambda: experiment.cpfe_options(reference=experiment.reference or "reference"),
+        "label_source": experiment.divergence_options, "validation": experiment.validation_options,
+        "corpus": lambda: [options_of(spec, ImportOptions) for spec in corpora],
+        "audits": lambda: list(map(file_audits.check, experiment.audits))}
     for table, make in tables.items():  # a bad value is said before any work
         try:
             make()
@@ -252,7 +257,7 @@ def load_experiment(path: str | Path) -> Experiment:
     return experiment
 
 
-def _message(error: dict) -> str:
+def _message(error: typing.Mapping) -> str:
     """pydantic's message, with the nearest known key for an unknown one (e.g. a key renamed since)."""
     if error["type"] != "extra_forbidden":
         return error["msg"]

@@ -34,7 +34,7 @@ from mhaudit.tables.predictions import PredictionSet, logit_column, predict_corp
 DEMO_MODELS = ("tfidf-lr", "char-tfidf-lr")
 # The divergence demo keeps every table but trims the slow parts: two masks (plus none) refitted for C
 # only, leave-one-domain-out for A and C, fewer resamples.
-DIVERGENCE_DEMO = dict(human=("synthetic_forum", "synthetic_tweets_gold"),
+DIVERGENCE_DEMO: dict = dict(human=("synthetic_forum", "synthetic_tweets_gold"),
                        auto=("synthetic_tweets_auto", "synthetic_forum_auto"), masks=("none", "pos_only", "random_pos"),
                        mask_channels=("C",), lodo_channels=("A", "C"), n_boot=2000, n_boot_clusters=30)
 

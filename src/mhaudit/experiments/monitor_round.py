@@ -15,7 +15,7 @@ from mhaudit.audits.monitor.windows import check_resolution
 from mhaudit.core.errors import InputError
 from mhaudit.core.executors import EXECUTORS
 from mhaudit.core.progress import Progress, ensure
-from mhaudit.models import load_model
+from mhaudit.models import Model, load_model
 from mhaudit.models.seeds import model_folders
 from mhaudit.report import AuditResult, write_report
 from mhaudit.tables.certification_sample import write_certification_sample
@@ -32,7 +32,7 @@ __all__ = ["Deployment", "Run", "load_deployment", "monitor_round"]
 @dataclass(frozen=True)
 class Run:
     name: str  # the model folder's name (run-2)
-    model: object  # the loaded model (models.base.Model)
+    model: Model  # the loaded model
     folder: Path
     digest: str  # weak_supervision.collect.scoring.model_digest: the scores table's key
 
@@ -106,7 +106,7 @@ def monitor_round(store: str | Path, deployment: Deployment, reference: Predicti
     # Closed while scoring, which opens the store again: in a process holding an SQLite store, opening a second one
     # (its header check opens and closes the file) drops the first's POSIX locks, and a write by another process
     # then leaves the first a "malformed" database (seen with Ray workers).
-    scored_now = []
+    scored_now: list[int] = []
     for run in deployment.runs:  # the deployed run first: every post it scored, the others score after
         with progress.stage("score new posts" if deployment.ensemble is None else
                             f"score new posts with {run.name}" + ("" if scored_now else " (deployed)")):

@@ -51,6 +51,7 @@ def label_source(exp: Experiment, corpus: Corpus, key: str, classes: list[str],
     from mhaudit.audits.divergence.baselines import baselines_from_predictions
 
     spec = exp.label_source
+    assert spec is not None, "called for an experiment with [label_source]"
     baselines = baselines_from_predictions(binary_predictions(corpus, key, classes, spec.binary, models),
                                            corpus.classes[-1]) if models else {}
     return audit_divergence(DivergenceInputs(corpus, baselines), exp.divergence_options())
@@ -63,6 +64,7 @@ def validation(exp: Experiment, items: tuple[Corpus, str] | None, classes: list[
     from mhaudit.tables.label_store import labels_frame, read_label_files
 
     spec = exp.validation
+    assert spec is not None, "called for an experiment with [validation]"
     labels = read_label_files([exp.folder / p for p in spec.labels])
     names: tuple[str, ...] = ()
     if items is not None:

@@ -172,7 +172,7 @@ def train_job(corpus_path: str, platform: str, spec: dict, seed: int, folder: st
 
 
 def _predict_and_explain(folder: Path, spec: ModelSpec, corpus: Corpus, seed: int,
-                         binary_targets: list[BinaryTarget] = ()) -> tuple[pd.DataFrame, pd.DataFrame | None, dict]:
+                         binary_targets: list[BinaryTarget]) -> tuple[pd.DataFrame, pd.DataFrame | None, dict]:
     """Predictions on the corpus, attributions, and raw predictions (model-class logits, the target's own
     labels) on each binary target by its key; each cached in the model's folder."""
     from mhaudit.models import load_model
@@ -216,13 +216,15 @@ def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", worke
     check_names(exp, *(imported[k][0] if k in imported else None for k in ("cross-platform", "label-source")))
     for corpus, path in [(c, p) for c, p, _ in imported.values()] + [(t.corpus, t.path) for t in binary_targets]:
         keep(corpus, path)
-    result, places, classes = None, [], []
+    result, classes = None, []
+    places: list[tuple] = []  # (spec, platform, seed, folder) of each trained model
     if exp.corpus:
         result, places = _cross_platform(exp, out, imported["cross-platform"], binary_targets, executor, workers,
                                          progress)
         classes = imported["cross-platform"][0].classes
     if exp.label_source or exp.validation or exp.audits:
         result = _with_other_audits(exp, out, result, classes, places, imported, progress)
+    assert result is not None, "Experiment's validator requires an audit to run"
     write_report(result, out)
     progress.note(f"report: {out / 'report.html'}")
     return result
@@ -234,7 +236,7 @@ def _cross_platform(exp: Experiment, out: Path, imported: tuple[Corpus, Path, st
     from mhaudit.models import training_seeds
 
     corpus, corpus_path, corpus_key = imported
-    platforms = [exp.reference] if exp.design == "reference" else sorted(
+    platforms = [exp.reference] if exp.design == "reference" and exp.reference else sorted(
         corpus.frame.loc[corpus.frame["split"] == "train", "platform"].unique())
     places, jobs = [], []
     for spec in exp.model:
@@ -256,7 +258,9 @@ def _cross_platform(exp: Experiment, out: Path, imported: tuple[Corpus, Path, st
     for job in jobs:
         progress.note(f"trained {job['spec']['label'] or job['spec']['name']} seed {job['seed']} on "
                       f"{job['platform']}: {job['folder']}")
-    predictions, attributions, binary = {}, [], {}
+    predictions: dict[str, list[pd.DataFrame]] = {}  # by platform
+    binary: dict[str, list[pd.DataFrame]] = {}  # by binary target
+    attributions = []
     with progress.stage(f"predict and explain {len(places)} model(s) of {exp.name}", total=len(places)):
         for spec, platform, seed, folder in places:
             preds, attr, on_binary = _predict_and_explain(folder, spec, corpus, seed, binary_targets)
@@ -268,7 +272,7 @@ def _cross_platform(exp: Experiment, out: Path, imported: tuple[Corpus, Path, st
             progress.advance()
     if exp.design != "reference":
         return transfer_report(exp, corpus, predictions), places
-    reference = pd.concat(predictions[exp.reference], ignore_index=True)
+    reference = pd.concat(predictions[platforms[0]], ignore_index=True)  # the reference design's one platform
     result = _reference_audit(exp, corpus, reference,
                               pd.concat(attributions, ignore_index=True) if attributions else None, progress)
     return _with_extras(exp, corpus, result, reference, binary_targets, binary, places), places
@@ -307,7 +311,7 @@ def _with_other_audits(exp: Experiment, out: Path, cross: AuditResult | None, cl
     from mhaudit.experiments import file_audits, other_audits
     from mhaudit.report.combine import combine_results
 
-    first = {}  # each model's first seed on the reference platform: what enters the other audits
+    first: dict[str, tuple[int, Path]] = {}  # each model's first seed on the reference platform: in the other audits
     for spec, _, seed, folder in places:
         first.setdefault(spec.key, (seed, folder))
     results = {"cross-platform": cross} if cross is not None else {}
