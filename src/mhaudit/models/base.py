@@ -119,6 +119,7 @@ def unknown_options(name: str, options) -> list[str]:
 
 
 def create(name: str, **options) -> Model:
+    """A new model of the registered `name`, its default options overridden by `options`."""
     cls, defaults = _entry(name)
     merged = {**defaults, **options}
     if unknown := unknown_options(name, merged):
@@ -148,6 +149,7 @@ def save_model(model: Model, directory: str | Path, recipe: dict | None = None, 
 
 
 def load_model(directory: str | Path) -> Model:
+    """A trained model from a folder written by `save_model` (as `mhaudit train` does)."""
     directory = Path(directory)
     manifest_path = directory / MODEL_FILE
     if not manifest_path.exists():

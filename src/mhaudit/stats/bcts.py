@@ -18,13 +18,16 @@ __all__ = ["BCTS", "BCTSExpansion", "fit_bcts", "fit_bcts_resampled", "bcts_expa
 
 
 class BCTS(NamedTuple):
+    """A fitted bias-corrected temperature scaling: softmax(slope · logits + bias)."""
     slope: float  # 1 / T
     bias: np.ndarray  # one per class, bias[0] = 0
 
     def log_probs(self, logits) -> np.ndarray:
+        """Log-probabilities of `logits` (rows × classes) after the scaling."""
         return log_softmax(np.asarray(logits, dtype=float) * self.slope + self.bias, axis=1)
 
     def probs(self, logits) -> np.ndarray:
+        """Probabilities of `logits` (rows × classes) after the scaling."""
         return np.exp(self.log_probs(logits))
 
 

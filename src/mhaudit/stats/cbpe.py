@@ -26,7 +26,7 @@ METRICS = ("accuracy", "macro_f1", "macro_auc")
 
 
 def expected_confusion(probs: np.ndarray, pred: np.ndarray) -> np.ndarray:
-    """E[confusion][j, i] = sum over rows predicted i of p(y = j | x): the expected count of (true j, pred i)."""
+    """`E[confusion][j, i]` = sum over rows predicted i of p(y = j | x): the expected count of (true j, pred i)."""
     k = probs.shape[1]
     return np.stack([probs[pred == i].sum(axis=0) for i in range(k)], axis=1)
 

@@ -38,6 +38,7 @@ class TargetRows(NamedTuple):
 
 
 def target_rows(z_tgt: np.ndarray, scores: np.ndarray) -> TargetRows:
+    """The target's logits (class-major, shifted per row), scores and score ranks, made once for every draw."""
     z = np.asarray(z_tgt, dtype=float)
     # class-major, so sums over classes add rows; shifted, so no exp overflows and the top class's exp(b) stays far
     # from 0 (a shift per row changes no posterior)

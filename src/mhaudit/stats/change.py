@@ -31,6 +31,7 @@ __all__ = ["CusumResult", "self_starting_cusum"]
 
 @dataclass
 class CusumResult:
+    """The self-starting CUSUM per window: the standardised mean z, the upper and lower sums, the alarms."""
     z: np.ndarray  # per window (NaN while burning in)
     upper: np.ndarray
     lower: np.ndarray

@@ -31,15 +31,18 @@ def binned_shares(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
 
 
 def psi(reference_shares: np.ndarray, window_shares: np.ndarray) -> float:
+    """Population stability index of the window's shares against the reference's (shares floored at EPS)."""
     p, q = (np.maximum(np.asarray(s, dtype=float), EPS) for s in (reference_shares, window_shares))
     return float(((q - p) * np.log(q / p)).sum())
 
 
 def js_distance(reference_shares: np.ndarray, window_shares: np.ndarray) -> float:
+    """Jensen–Shannon distance (base 2) between the reference's and the window's shares."""
     return float(jensenshannon(reference_shares, window_shares, base=2))
 
 
 def ks(reference: np.ndarray, window: np.ndarray) -> tuple[float, float]:
+    """Two-sample Kolmogorov–Smirnov statistic and p value of the window's values against the reference's."""
     result = ks_2samp(reference, window)
     return float(result.statistic), float(result.pvalue)
 

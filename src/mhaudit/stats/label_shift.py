@@ -22,12 +22,14 @@ __all__ = ["prior_corrected_probs", "em_priors", "bbse_priors", "em_priors_resam
 
 
 class EMResult(NamedTuple):
+    """Saerens et al.'s EM: the target's priors, its posteriors corrected to them, the iterations run."""
     priors: np.ndarray  # estimated target priors
     probs: np.ndarray  # target posteriors corrected to those priors
     n_iter: int
 
 
 class BBSEResult(NamedTuple):
+    """BBSE's target priors, its clipped importance weights, and a note ('' when nothing was amiss)."""
     priors: np.ndarray  # estimated target priors (NaN when no estimate exists; see note)
     weights: np.ndarray  # importance weights q/pi_src after clipping
     note: str  # '' when C was invertible and no weight was clipped

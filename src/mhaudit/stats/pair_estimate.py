@@ -28,6 +28,7 @@ __all__ = ["MIN_BOOT", "PairEstimate", "ReferenceDraws", "TrustOptions", "estima
 
 @dataclass
 class PairEstimate:
+    """One reference × target pair: label-free estimates, prior estimates, shift diagnostic, failed trust checks."""
     estimates: list[dict]  # method x metric: estimate, ci_low, ci_high
     priors: list[dict]  # per class: reference, predicted share, EM and BBSE with CIs
     shift: dict  # domain AUC, prior gap, the vanishing class's index (-1: none), n

@@ -57,6 +57,7 @@ PLATFORMS = (
 
 @dataclass(frozen=True)
 class SimulationConfig:
+    """Sizes, seed and shift strengths of the built-in SYNTHETIC multi-platform corpus."""
     n_per_platform: int = 2000
     seed: int = 0
     reference: str = "forum"  # the register every shift is measured from

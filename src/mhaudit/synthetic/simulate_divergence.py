@@ -108,6 +108,7 @@ NAMES = re.compile(r"\b(sam|alex|priya|tom|jess)\b")
 
 @dataclass(frozen=True)
 class DivergenceConfig:
+    """Sizes, seed and label probabilities of the SYNTHETIC corpus with human and automatic labels."""
     n_forum: int = 1500
     n_tweets_gold: int = 600
     n_tweets_auto: int = 600

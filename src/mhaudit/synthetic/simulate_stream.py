@@ -23,6 +23,7 @@ SLANG = ("fr", "ngl", "lowkey", "bussin", "delulu", "mid", "slay", "rizz", "yeet
 
 @dataclass(frozen=True)
 class StreamConfig:
+    """Windows, sizes, prevalence and planted changes of a SYNTHETIC stream of posts."""
     n_windows: int = 12
     per_window: int = 1000
     window: str = "1D"

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # imported where used: the command line imports these options
 
 @dataclass(frozen=True)
 class CertifyOptions:
+    """The certify audit's options: each field's default, help and rule, shared with its command's flags."""
     task: str = option(help="Task name in the labels table (e.g. si, mh).",
                        rule=Rule(lambda v: bool(str(v).strip()), "the task's name in the labels table, e.g. si"))
     annotators: tuple[str, ...] | None = option(None, help="Human annotator (several, or repeat; default: every "

@@ -26,6 +26,7 @@ def _pair(text: str) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class CPFEOptions:
+    """The cross-platform audit's options: each field's default, help and rule, shared with its command's flags."""
     reference: str = option(help="The models' home platform (or data set); every other one is compared with it.",
                             rule=Rule(lambda v: bool(str(v).strip()), "a platform or data set name"))
     n_bins: int = option(10, help="Equal-width confidence bins for ECE.", rule=at_least(1))

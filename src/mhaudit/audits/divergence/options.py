@@ -43,6 +43,7 @@ def _checked(field: str, names) -> list[str]:
 
 @dataclass(frozen=True)
 class DivergenceOptions:
+    """The label-source audit's options: each field's default, help and rule, shared with its command's flags."""
     human: tuple[str, ...] = option(help="Human-labelled data set(s), by `dataset` name.")
     auto: tuple[str, ...] = option(help="Auto-labelled data set(s), by `dataset` name.")
     train_dataset: str | None = option(None, help="Data set whose train split fits every channel (default: the first "

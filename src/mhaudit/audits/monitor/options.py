@@ -27,6 +27,7 @@ def parse_window(text: str) -> pd.Timedelta:
 
 @dataclass(frozen=True)
 class MonitorOptions:
+    """The monitor's options: each field's default, help and rule, shared with its command's flags."""
     window: str = option("1d", help="Window length: a number and a unit (s, min, h, d, w), e.g. 1d, 6h, 30min.")
     positive: str | None = option(None, help="Class the prevalence and the change detector follow (default: the "
                                   "last).")

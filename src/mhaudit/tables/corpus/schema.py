@@ -91,6 +91,7 @@ class Corpus:
     @classmethod
     def build(cls, frame: pd.DataFrame, classes: list[str] | None = None, *, meta: dict | None = None,
               path: object | None = None) -> Corpus:
+        """A corpus from a frame checked against the schema (`classes`: the label order; default: sorted labels)."""
         if classes is None:  # no mapping: keep the order of the labels as sorted text
             classes = sorted(frame["label"].dropna().astype(str).unique()) if "label" in frame else []
         return cls(SCHEMA.validate(frame, classes=classes, path=path), list(classes), dict(meta or {}))
@@ -100,6 +101,7 @@ class Corpus:
         return bool(self.meta.get("synthetic", False))
 
     def write(self, path: str | Path) -> None:
+        """Write the corpus as one Parquet file (atomically), its classes and meta in the file's metadata."""
         table = pa.Table.from_pandas(self.frame, preserve_index=False)
         info = {"classes": self.classes, **self.meta}
         table = table.replace_schema_metadata({**(table.schema.metadata or {}),
@@ -109,6 +111,7 @@ class Corpus:
 
     @classmethod
     def read(cls, path: str | Path) -> Corpus:
+        """A corpus Parquet file (`mhaudit data import --out`); a missing or unreadable one is an InputError."""
         path = Path(path)
         if not path.exists():
             raise InputError("no such file; expected a corpus Parquet file (mhaudit data import --out ...)",
