@@ -158,6 +158,7 @@ def load_model(directory: str | Path) -> Model:
     # models saved before Progress reached `fit` recorded a `progress` flag among their options
     model = create(manifest["name"], **{k: v for k, v in manifest["options"].items() if k != "progress"})
     model.classes = list(manifest["classes"])
-    model.recipe, model.trained_on = manifest.get("recipe"), manifest.get("trained_on")
+    for extra in ("recipe", "trained_on"):  # not Model attributes: the saved model's extras, read with getattr
+        setattr(model, extra, manifest.get(extra))
     model.load_artifacts(directory)
     return model

@@ -44,8 +44,8 @@ def position_limit(config, tokenizer=None) -> int | None:
     """The most tokens a checkpoint takes: its position embeddings (`max_position_embeddings`), or the
     tokenizer's `model_max_length` where that is lower (RoBERTa: 514 positions, 512 tokens); None if
     neither says."""
-    limits = [getattr(config, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None)]
-    limits = [x for x in limits if isinstance(x, int) and not isinstance(x, bool) and 0 < x < 1_000_000]
+    said = [getattr(config, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None)]
+    limits = [x for x in said if isinstance(x, int) and not isinstance(x, bool) and 0 < x < 1_000_000]
     return min(limits) if limits else None
 
 

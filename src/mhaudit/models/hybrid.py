@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -99,9 +100,9 @@ class HybridClassifier:
         self.name = "bert-lstm-attention" if attention else "bert-lstm"
         self.options: dict = {}
         self.classes: list[str] = []
-        self.encoder = None
-        self.tokenizer = None
-        self.head: LSTMHead | None = None
+        self.encoder: Any = None  # once fitted or loaded: a transformers encoder, of the class the checkpoint names
+        self.tokenizer: Any = None  # and its tokenizer (transformers' Auto* classes choose both at run time)
+        self.head: Any = None  # an LSTMHead once fitted or loaded; None before (see _require_fitted)
         self.history: list[dict] = []
         self.notes: list[str] = []
         self.best_epoch: int | None = None
@@ -147,7 +148,7 @@ class HybridClassifier:
                 out[i] = states[row, :int(mask[row].sum())].cpu()
 
         self._batches(ids, keep, heads=False)
-        return out  # type: ignore[return-value]
+        return out  # type: ignore[return-value]  # keep() has filled every slot
 
     @staticmethod
     def _pad_states(rows: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -277,7 +278,7 @@ class HybridClassifier:
                 out[i] = weights[row, :int(mask[row].sum())]
 
         self._batches(self._tokenize(list(texts)), keep, heads=True)
-        return out  # type: ignore[return-value]
+        return out  # type: ignore[return-value]  # keep() has filled every slot
 
     # ------------------------------------------------------------------ persistence
     def save_artifacts(self, directory: Path) -> None:

@@ -53,15 +53,15 @@ class TfidfLogistic:
     def __init__(self, *, analyzer: str = "word", ngram_range: tuple[int, int] = (1, 2), C: float = 10.0,
                  class_weight: str | None = None, seed: int = 0, min_df: int = 2, calibrate: bool = True):
         _check_options(analyzer, ngram_range, C, class_weight, min_df, calibrate)
-        ngram_range = tuple(ngram_range)  # TOML and JSON give lists
-        self.params = dict(analyzer=analyzer, ngram_range=ngram_range, C=C, class_weight=class_weight,
+        ngrams = tuple(ngram_range)  # TOML and JSON give lists
+        self.params = dict(analyzer=analyzer, ngram_range=ngrams, C=C, class_weight=class_weight,
                            seed=seed, min_df=min_df, calibrate=calibrate)
         self.temperature = 1.0
         self.notes: list[str] = []
         # token_pattern keeps '#tags' whole so a hashtag is one feature, as a reader sees it
         pattern = r"(?u)#?\b\w\w+\b" if analyzer == "word" else None
         self.pipeline = make_pipeline(
-            TfidfVectorizer(analyzer=analyzer, ngram_range=ngram_range, min_df=min_df, sublinear_tf=True,
+            TfidfVectorizer(analyzer=analyzer, ngram_range=ngrams, min_df=min_df, sublinear_tf=True,
                             token_pattern=pattern, lowercase=True),
             LogisticRegression(C=C, class_weight=class_weight, max_iter=2000, random_state=seed),
         )

@@ -58,7 +58,7 @@ def positive_probability(top: list[tuple[str, float]] | None) -> tuple[float | N
     lp = answer_logprobs(top)
     if "0" in lp and "1" in lp:
         return float(1.0 / (1.0 + np.exp(lp["0"] - lp["1"]))), "logprobs"
-    if not lp:
+    if not lp or top is None:
         return None, "none"
     listed = np.array([float(logprob) for _, logprob in top if logprob is not None and np.isfinite(logprob)])
     rest = -np.expm1(np.logaddexp.reduce(listed))  # 1 - sum of the listed probabilities
@@ -76,7 +76,7 @@ class LLMClassifier:
                  task: str = "mh", prompt: str | None = None, shots: int = 0, seed: int = 0, top_logprobs: int = 20,
                  constrain: str = "auto", timeout: float = 60.0, retries: int = 3, backoff: float = 0.5,
                  concurrency: int = 1):
-        self.params = dict(backend=backend, url=url, model=model, task=task, prompt=prompt or task, shots=shots,
+        self.params: dict = dict(backend=backend, url=url, model=model, task=task, prompt=prompt or task, shots=shots,
                            seed=seed, top_logprobs=top_logprobs, constrain=constrain, timeout=timeout,
                            retries=retries, backoff=backoff, concurrency=concurrency)
         self.classes: list[str] = []
@@ -158,12 +158,9 @@ class LLMClassifier:
                              f"(first: {first}); no scores were written, check the server and its log")
         probs, hows = np.empty(len(answers)), []
         for i, answer in enumerate(answers):
-            if answer is None:
-                p, how = 0.5, "failed"
-            else:
-                p, how = positive_probability(answer.top_logprobs)
-                if p is None:
-                    p, how = (0.5, "invalid") if answer.value is None else (float(answer.value), "hard")
+            p, how = (0.5, "failed") if answer is None else positive_probability(answer.top_logprobs)
+            if p is None and answer is not None:
+                p, how = (0.5, "invalid") if answer.value is None else (float(answer.value), "hard")
             probs[i] = p
             hows.append(how)
         self.notes = _notes(hows, backend.notes)

@@ -109,7 +109,7 @@ def predict_folders(folders: list[Path], corpus: Corpus, splits: tuple[str, ...]
     """One predictions table of every model folder's scores on `splits` (None: the rows it did not train on), its
     seed (a run's: base + k) in the `seed` column; two folders of one model with one seed are an InputError (their
     groups would merge)."""
-    tables, seen = [], {}
+    tables, seen = [], dict[tuple[str, int], Path]()
     for folder in folders:
         model = load_model(folder)
         if model.classes != corpus.classes:

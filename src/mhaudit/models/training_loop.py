@@ -100,7 +100,7 @@ def _train_epoch(run: TrainingRun, epoch: int, shuffle: torch.Generator, progres
     n, size = run.rows, run.batch_size
     order = torch.randperm(n, generator=shuffle)
     params = [p for group in run.optimizer.param_groups for p in group["params"]]
-    loss_sum = 0.0
+    loss_sum: torch.Tensor | float = 0.0
     for step in range(math.ceil(n / size)):
         index = order[step * size:(step + 1) * size]
         loss = run.batch_loss(index)

@@ -18,6 +18,7 @@ import copy
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -85,8 +86,8 @@ class TransformerClassifier:
         self.name = "transformer"
         self.options: dict = {}
         self.classes: list[str] = []
-        self.hf_model = None
-        self.tokenizer = None
+        self.hf_model: Any = None  # once fitted or loaded: a transformers model, of the class the checkpoint names
+        self.tokenizer: Any = None  # and its tokenizer (transformers' Auto* classes choose both at run time)
         self.history: list[dict] = []
         self.notes: list[str] = []
         self.best_epoch: int | None = None
