@@ -105,8 +105,8 @@ def _indicators(pred: np.ndarray, y: np.ndarray | None, pairs) -> np.ndarray:
     pred[j]` over all pairs at once held two (pairs, rows) int64 copies (3 GB at 1M rows x 20 runs)."""
     rights = range(len(pred)) if y is not None else range(0)
     out = np.empty((len(rights) + len(pairs), pred.shape[1]), dtype=bool)
-    for k in rights:
-        np.equal(pred[k], y, out=out[k])
+    for k in rights:  # y is given
+        out[k] = pred[k] == y
     for k, (i, j) in enumerate(pairs, start=len(rights)):
         np.equal(pred[i], pred[j], out=out[k])
     return out.T

@@ -52,7 +52,7 @@ def auc_ci(y, score, alpha: float = 0.05) -> dict:
 def _auc_ci(y: np.ndarray, score: np.ndarray, z: float) -> dict:
     """`auc_ci` for a validated bool vector and finite scores, with the normal quantile z: no checks."""
     n_pos, n_neg = int(y.sum()), int((~y).sum())
-    out = {"auc": NAN, "se": NAN, "ci_low": NAN, "ci_high": NAN, "n_pos": n_pos, "n_neg": n_neg,
+    out: dict = {"auc": NAN, "se": NAN, "ci_low": NAN, "ci_high": NAN, "n_pos": n_pos, "n_neg": n_neg,
            "reason": _absent(y)}
     if out["reason"]:
         return out

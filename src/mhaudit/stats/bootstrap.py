@@ -182,7 +182,8 @@ class _Sorted:
         self.below = np.searchsorted(ranked, score[look], side="left")  # run-side examples strictly below
         self.upto = np.searchsorted(ranked, score[look], side="right")  # ... or tied
         self.tied = np.flatnonzero(self.below != self.upto)  # look-side examples tied with some run-side one (few)
-        self.run, self.look = (run, look) if columns is None else (columns[run], columns[look])
+        self.run = run if columns is None else columns[run]
+        self.look = look if columns is None else columns[look]
 
     def auc(self, counts: np.ndarray, cum_dtype=np.int64, totals: np.ndarray | None = None) -> np.ndarray:
         """AUC of each row of `counts` (a block of resamples); NaN where a class has zero weight.

@@ -178,7 +178,8 @@ def equity_by_class(y_ref, pred_ref, y_tgt, pred_tgt, n_classes: int, *,
         di_low, di_high = di_interval(m_ref.sum(axis=0), m_ref.sum(), m_tgt.sum(axis=0), m_tgt.sum())
     rows = []
     for k in range(n_classes):
-        row, reasons = {"class": k}, []
+        row: dict = {"class": k}  # the class's measures and the reasons some are undefined
+        reasons = []
         for g, m in (("ref", m_ref), ("tgt", m_tgt)):
             n, support, predicted, tp = m.sum(), m[k].sum(), m[:, k].sum(), m[k, k]
             row[f"n_{g}"], row[f"support_{g}"] = int(n), int(support)
@@ -232,7 +233,8 @@ def summarise_classes(rows: list[dict]) -> dict:
     Undefined classes are ignored and listed in `note`; a measure undefined for every class is NaN, its
     class None, and `reason` says so.
     """
-    out, reasons, notes = {}, [], []
+    out: dict = {}
+    reasons, notes = [], []
     for name, field, worst_is_max in _SUMMARY:
         if field == "disparate_impact_prior_adjusted" and not (rows and field in rows[0]):
             continue

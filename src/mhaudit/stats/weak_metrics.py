@@ -73,7 +73,7 @@ def binary_reasons(tp, fp, fn, tn) -> dict[str, str | None]:
     """Why each metric of `binary_metrics` is undefined for these tallies (None where defined)."""
     n = tp + fp + fn + tn
     none = "undefined: no items" if n <= 0 else None
-    reasons = dict.fromkeys(BINARY_METRICS, none)
+    reasons: dict[str, str | None] = dict.fromkeys(BINARY_METRICS, none)
     if none:
         return reasons
     if tp + fp == 0:
@@ -86,8 +86,8 @@ def binary_reasons(tp, fp, fn, tn) -> dict[str, str | None]:
         reasons["f1"] = "undefined: no positive in either labeling"
     if 2 * tn + fp + fn == 0:
         reasons["f1_negative"] = "undefined: no negative in either labeling"
-    if reasons["f1"] or reasons["f1_negative"]:
-        reasons["macro_f1"] = "undefined: " + (reasons["f1"] or reasons["f1_negative"]).removeprefix("undefined: ")
+    if either := reasons["f1"] or reasons["f1_negative"]:
+        reasons["macro_f1"] = "undefined: " + either.removeprefix("undefined: ")
     ref_pos, weak_pos = tp + fn, tp + fp
     if n * n - (ref_pos * weak_pos + (n - ref_pos) * (n - weak_pos)) <= 0:
         cls = "positive" if ref_pos else "negative"
@@ -143,8 +143,8 @@ def weak_vs_reference(reference, weak, *, n_boot: int = 2000, alpha: float = 0.0
         boot = np.empty((n_boot, 4))
         step = max(1, _BLOCK_CELLS // max(ref.size, 1))
         for start in range(0, n_boot, step):
-            rows = min(n_boot, start + step) - start
-            boot[start:start + rows] = resample_counts(groups, rows, rng, stratified=True) @ onehot
+            block = min(n_boot, start + step) - start
+            boot[start:start + block] = resample_counts(groups, block, rng, stratified=True) @ onehot
     with quiet_undefined():  # rows carry `reason` and `n_failed`
         point = binary_metrics(tallies[3], tallies[1], tallies[2], tallies[0])
         draws = binary_metrics(boot[:, 3], boot[:, 1], boot[:, 2], boot[:, 0])
