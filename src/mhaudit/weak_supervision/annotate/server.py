@@ -100,17 +100,22 @@ class Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         # A socket timeout: a client that connects and then stalls (or sends a request slowly) is dropped
         # after `request_timeout` seconds of silence instead of holding a thread forever.
-        self.timeout = self.server.request_timeout
+        self.timeout = self.server.request_timeout  # type: ignore[misc]  # typeshed's ClassVar; setup() reads self's
         super().setup()
+
+    @property
+    def app(self) -> AnnotationApp:
+        assert self.server.app is not None, "a server serves once open_session has set its app"
+        return self.server.app
 
     # http.server logs every request with its full path (our tokens) to stderr: never do that.
     def log_message(self, format: str, *args) -> None:  # noqa: A002
         return
 
     def log_request(self, code="-", size="-") -> None:
-        if self.server.app.settings.log_requests:
+        if self.app.settings.log_requests:
             route = self._route_for_log()
-            self.server.app.notify(f"{self.command} {route} {int(code) if str(code).isdigit() else code}")
+            self.app.notify(f"{self.command} {route} {int(code) if str(code).isdigit() else code}")
 
     def _route_for_log(self) -> str:
         parts = urlsplit(getattr(self, "path", "")).path.split("/")  # no path: the request line was unreadable
@@ -144,7 +149,7 @@ class Handler(BaseHTTPRequestHandler):
             self._json(status, {"ok": False, "error": message}, extra)
         else:
             title = HTTPStatus(status).phrase
-            self._html(status, self.server.app.render("error.html", status=status, title=title, message=message), extra)
+            self._html(status, self.app.render("error.html", status=status, title=title, message=message), extra)
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """The standard library's refusals, as our own error page: an unknown method is a 405 (not 501), an
@@ -155,7 +160,7 @@ class Handler(BaseHTTPRequestHandler):
 
     # --- dispatch --------------------------------------------------------------------------------
     def _dispatch(self) -> None:
-        app = self.server.app
+        app = self.app
         path = urlsplit(self.path).path
         parts = [p for p in path.split("/") if p]
         api = self.command == "POST"
@@ -332,7 +337,7 @@ class AnnotationServer(ThreadingHTTPServer):
     def handle_error(self, request, client_address) -> None:
         """An exception outside the handler's own catch (socketserver would print a traceback): one line."""
         exc = sys.exc_info()[1]
-        if self.app is not None and not isinstance(exc, (ConnectionError, TimeoutError)):
+        if self.app is not None and exc is not None and not isinstance(exc, (ConnectionError, TimeoutError)):
             self.app.notify(f"internal error in the annotation server: {where(exc)}")
 
     def base_url(self) -> str:
