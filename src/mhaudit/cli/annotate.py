@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from mhaudit.cli import labels
-from mhaudit.cli.console import err, guarded, out
+from mhaudit.cli.console import ctrl_c_stops, err, guarded, out
 from mhaudit.core.errors import InputError
 
 
@@ -64,7 +64,7 @@ def annotate(
                       "can load the pages; each person still needs their link", highlight=False, soft_wrap=True)
         # the handlers are in place before 'Press Ctrl-C' is printed: a signal sent as soon as the line is read
         # stops the server with its summary, not with a traceback (SIGINT) or the default kill (SIGTERM)
-        with contextlib.suppress(KeyboardInterrupt), _sigterm_as_ctrl_c():
+        with contextlib.suppress(KeyboardInterrupt), ctrl_c_stops():
             out.print(f"links are personal; only their hashes are kept ({escape(str(tokens_path(labels)))}). "
                       "Press Ctrl-C to stop.", highlight=False, soft_wrap=True)
             session.server.serve_forever(poll_interval=0.25)
@@ -75,18 +75,6 @@ def annotate(
                   f"{state['agreed']}", highlight=False, soft_wrap=True)
     finally:
         session.close()
-
-
-@contextlib.contextmanager
-def _sigterm_as_ctrl_c():
-    """SIGTERM (a service manager, `kill`) stops the server as Ctrl-C does, so the summary is printed."""
-    import signal
-
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # it raises KeyboardInterrupt
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 @labels.app.command("export")

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from mhaudit.cli.console import err, guarded, out, print_table, stage_progress
+from mhaudit.cli.console import ctrl_c_stops, err, guarded, out, print_table, stage_progress
 from mhaudit.core.errors import InputError
 
 app = typer.Typer(help="Collect posts from the Bluesky stream (Jetstream, either wire, or the firehose).",
@@ -183,7 +183,7 @@ def replay(posts: Annotated[Path, typer.Argument(help="A table of posts (.csv, .
 
     relay = ReplayRelay.from_file(posts, since=since, port=port, text=text_column, created_at=time_column).start()
     out.print(f"replaying {len(relay.events):,} posts at {relay.url} (Ctrl-C stops)", highlight=False)
-    with contextlib.suppress(KeyboardInterrupt):
+    with contextlib.suppress(KeyboardInterrupt), ctrl_c_stops():
         relay.wait()
     relay.stop()
 

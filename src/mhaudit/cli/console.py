@@ -9,6 +9,7 @@ import contextlib
 import functools
 import gc
 import re
+import signal
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,6 +35,18 @@ err = Console(stderr=True)
 # At exit, leave the objects of pandas, matplotlib and scipy to the OS instead of a last cyclic collection
 # over all of them: ~0.3 s of every command's wall time (measured on 2 cores). Files are closed by then.
 atexit.register(gc.freeze)
+
+
+@contextlib.contextmanager
+def ctrl_c_stops():
+    """Inside, SIGINT and SIGTERM (a service manager, `kill`) raise KeyboardInterrupt, so a server stops with its
+    summary. SIGINT too: a shell that starts a job in the background starts it with SIGINT ignored."""
+    previous = {sig: signal.signal(sig, signal.default_int_handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 _raised: dict | None = None  # kind of warning -> [times, first message, messages differed], while a command runs

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from mhaudit.cli.console import out, print_table, stage_progress, warning_notes
+from mhaudit.cli.console import ctrl_c_stops, out, print_table, stage_progress, warning_notes
 from mhaudit.cli.options import with_options
 
 
@@ -57,18 +57,19 @@ def monitor(store: Annotated[str, typer.Option(help="Post store: posts.sqlite or
         out.print(f"deployed: {deployment.deployed.name}, {which}; every run scores the posts", highlight=False)
     done = 0
     try:
-        while True:
-            result = monitor_round(store, deployment, ref, options, out_dir=out_dir, executor=executor,
-                                   workers=workers, first=done == 0, notes=warning_notes, progress=stage_progress())
-            out.print(result.summary, highlight=False)
-            raised = result.verdicts[result.verdicts["severity"] != "pass"]
-            if not raised.empty:
-                print_table("alerts", raised[["severity", "statistic", "value", "reason"]])
-            out.print(f"report: {out_dir / 'report.html'} (also report.md, report.json, figures/)")
-            done += 1
-            if follow is None or (rounds is not None and done >= rounds):
-                break
-            time.sleep(follow * 60)
+        with ctrl_c_stops():  # also SIGTERM, and SIGINT where a background start ignored it
+            while True:
+                result = monitor_round(store, deployment, ref, options, out_dir=out_dir, executor=executor,
+                                       workers=workers, first=done == 0, notes=warning_notes, progress=stage_progress())
+                out.print(result.summary, highlight=False)
+                raised = result.verdicts[result.verdicts["severity"] != "pass"]
+                if not raised.empty:
+                    print_table("alerts", raised[["severity", "statistic", "value", "reason"]])
+                out.print(f"report: {out_dir / 'report.html'} (also report.md, report.json, figures/)")
+                done += 1
+                if follow is None or (rounds is not None and done >= rounds):
+                    break
+                time.sleep(follow * 60)
     except KeyboardInterrupt:  # Ctrl-C ends --follow; every committed batch of scores stays
         out.print(f"stopped after {done} round(s); the report is of the last finished one" if done else
                   "stopped before the first round finished; no report was written")

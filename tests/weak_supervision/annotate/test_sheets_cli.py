@@ -312,12 +312,19 @@ def _lines(stream, sink: queue.Queue) -> None:
         sink.put(line)
 
 
-@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_annotate_serves_prints_links_and_stops_on_ctrl_c(tmp_path, sample, stop):
+def _as_a_background_job() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # what a shell does to a job started with '&'
+
+
+@pytest.mark.parametrize("stop, start", [(signal.SIGINT, None), (signal.SIGTERM, None),
+                                         (signal.SIGINT, _as_a_background_job)],
+                         ids=["ctrl-c", "sigterm", "sigint-to-a-background-job"])
+def test_annotate_serves_prints_links_and_stops_on_ctrl_c(tmp_path, sample, stop, start):
     labels = tmp_path / "labels.sqlite"
     process = subprocess.Popen([sys.executable, "-m", "mhaudit", "annotate", "--sample", str(sample), "--labels",
                                 str(labels), "--annotator", "alice", "--annotator", "bob", "--adjudicator", "carol",
-                                "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=start)
     stdout: queue.Queue = queue.Queue()
     stderr: queue.Queue = queue.Queue()
     pumps = [threading.Thread(target=_lines, args=(process.stdout, stdout), daemon=True),
