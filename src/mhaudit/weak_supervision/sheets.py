@@ -138,7 +138,8 @@ def _read_mhaudit(path: Path, opts: Options) -> SheetRows:
         if _empty(value) and _empty(record.get("raw_answer")):
             result.skipped += 1
             continue
-        row = {name: _text(record.get(name)) for name in ("item_id", "raw_answer", "prompt_hash", "note", "created_at")}
+        row: dict[str, object] = {name: _text(record.get(name))
+                                  for name in ("item_id", "raw_answer", "prompt_hash", "note", "created_at")}
         row |= {"task": _text(record.get("task")) or opts.task, "labeler": _text(record.get("labeler")) or opts.labeler,
                 "kind": _check_kind(_text(record.get("kind")) or opts.kind, where),
                 "value": check_label_value(value, where), "tags": list(parse_tags(record.get("tags"))) or None}
@@ -289,12 +290,12 @@ def _read_argilla(path: Path, opts: Options) -> SheetRows:
                 if answer.get("status") not in (None, "submitted"):
                     continue  # drafts and discarded responses are not labels
                 by_user.setdefault(str(answer.get("user_id")), {})[question] = answer.get("value")
-        for user, answers in by_user.items():
-            tags = answers.get(opts.tags_field)
-            _add_answer(result, opts, answers.get(opts.label_field), f"{where} (item '{item_id}')",
+        for user, given in by_user.items():
+            tags = given.get(opts.tags_field)
+            _add_answer(result, opts, given.get(opts.label_field), f"{where} (item '{item_id}')",
                         item_id=str(item_id), task=task_name, labeler=f"argilla-{user}", _user=user, _id=user,
                         tags=tags if isinstance(tags, list) else ([] if _empty(tags) else [tags]),
-                        note=_text(answers.get(opts.note_field)))
+                        note=_text(given.get(opts.note_field)))
     return result
 
 

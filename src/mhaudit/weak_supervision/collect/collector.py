@@ -300,10 +300,11 @@ class Collector:
 
     def _connect(self, url: str):
         from websockets.sync.client import connect
+        from websockets.typing import Subprotocol
 
         # No compression negotiation: neither Jetstream wire's zstd mode is requested, frames arrive as plain JSON.
         return connect(url, open_timeout=self.options.connect_timeout_s, close_timeout=1, max_size=MAX_FRAME_BYTES,
-                       compression=None, subprotocols=list(self.wire.subprotocols) or None)
+                       compression=None, subprotocols=[Subprotocol(p) for p in self.wire.subprotocols] or None)
 
     def _fall_back(self, exc: BaseException) -> bool:
         """Auto wire refused (400/404) before any event: switch to the other, once (True); both refused: give up."""

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
+from typing import TypeGuard
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -221,24 +222,23 @@ def choose_wires(relay: str | None, wire: Wire | str = "auto") -> tuple[Wire, ..
     SUBSCRIBE): the collector falls back to the second, once, if the relay refuses the first at the handshake
     (HTTP 400 or 404). `wire`: a Wire or a name in `WIRES`, or 'auto'. InputError for an unknown name, or a
     URL whose path names another wire than the one asked for."""
-    if isinstance(wire, str):
-        if wire != "auto" and wire not in WIRES:
-            raise InputError(f"unknown wire {wire!r}: use auto, subscribe, xrpc or firehose")
-        wire = WIRES.get(wire, wire)
+    if isinstance(wire, str) and wire != "auto" and wire not in WIRES:
+        raise InputError(f"unknown wire {wire!r}: use auto, subscribe, xrpc or firehose")
+    chosen = WIRES.get(wire) if isinstance(wire, str) else wire  # None: auto
     if relay is None:
-        return (SUBSCRIBE if wire == "auto" else wire,)
+        return (chosen or SUBSCRIBE,)
     check_relay_url(relay)
     named = url_wire(relay)
-    if wire == "auto":
+    if chosen is None:
         if named is FIREHOSE:
             raise InputError(f"the relay URL {relay!r} names the firehose (com.atproto.sync.subscribeRepos): "
                              "add --firehose (wire='firehose'), or give a Jetstream URL")
         return (named,) if named else (XRPC, SUBSCRIBE)
     xrpc_base = urlsplit(relay).path.rstrip("/").endswith("/xrpc")  # the SDK's base URI, for either xrpc method
-    if named is not None and named is not wire and not (wire is FIREHOSE and xrpc_base):
-        raise InputError(f"the relay URL {relay!r} names the {named.name} wire's path, not the {wire.name} "
+    if named is not None and named is not chosen and not (chosen is FIREHOSE and xrpc_base):
+        raise InputError(f"the relay URL {relay!r} names the {named.name} wire's path, not the {chosen.name} "
                          "wire's: give the URL without that path, or choose the wire it names")
-    return (wire,)
+    return (chosen,)
 
 
 def handshake_status(exc: BaseException) -> int | None:
@@ -258,7 +258,7 @@ def describe_failure(exc: BaseException) -> str:
 
 
 # ------------------------------------------------------------------------------------- shared checks
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -375,7 +375,7 @@ def parse_firehose_frame(frame: str | bytes) -> Event:
     for op in creates:
         cid = op.get("cid")  # a CID link decodes to the CID's bytes, which key the CAR's blocks
         record = records.get(cid) if isinstance(cid, bytes) else None
-        if not isinstance(record, dict):
+        if not isinstance(record, dict) or not isinstance(cid, bytes):  # a record is found by its cid's bytes
             raise MalformedFrame("a post create op whose record is not in the commit's blocks")
         posts.append(_post(did, op["path"].split("/", 1)[1], libipld.encode_cid(cid), record))
     return Event(seq, tuple(posts))

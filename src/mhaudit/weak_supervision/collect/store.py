@@ -45,7 +45,7 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
-def _json_list(value: object) -> str:
+def _json_list(value) -> str:  # None, a string or an iterable of them (else list() raises)
     return json.dumps([] if value is None else [value] if isinstance(value, str) else list(value), ensure_ascii=False)
 
 
@@ -83,7 +83,8 @@ class PostStore:
         self.run_id: str | None = None
         self.lexicon_hash: str | None = None
         if isinstance(target, Path):
-            self._db = SQLiteDialect(target, synchronous=synchronous.upper(), timeout=timeout)
+            self._db: SQLiteDialect | PostgresDialect = SQLiteDialect(target, synchronous=synchronous.upper(),
+                                                                      timeout=timeout)
         else:
             self._db = PostgresDialect(target, synchronous=synchronous.upper(), timeout=timeout,
                                        retry=ReconnectPolicy.with_budget(retry_s), wait_for_server=wait_for_server)
@@ -150,11 +151,11 @@ class PostStore:
         dids = [str(p["did"]) for p in posts]
         authors = pseudonymise(dids, secret=self._secret)
         stored_at = _now()
-        rows = []
+        rows: list[tuple] = []
         for post, did, author in zip(posts, dids, authors):
             uri = str(post["uri"])
             rows.append((
-                uri if self.keep_raw_ids else uri.replace(did, author),
+                uri if self.keep_raw_ids else uri.replace(did, str(author)),  # a non-empty did's is a str
                 post.get("cid"), author, did if self.keep_raw_ids else None, str(post.get("text") or ""),
                 post.get("created_at"), _json_list(post.get("langs")), _json_list(post.get("terms")),
                 _json_list(post.get("categories")), post.get("run_id", run_id),
@@ -229,7 +230,7 @@ class PostStore:
 
     def texts(self, uris: Iterable[str]) -> dict[str, str]:
         """The text of each stored post among `uris`, by uri (the annotation app serves a sample of post ids)."""
-        wanted, found = sorted(set(uris)), {}
+        wanted, found = sorted(set(uris)), dict[str, str]()
         for i in range(0, len(wanted), 500):  # bounded IN lists
             chunk = wanted[i:i + 500]
             sql = f"SELECT uri, text FROM posts WHERE uri IN ({', '.join('?' * len(chunk))})"
@@ -239,7 +240,7 @@ class PostStore:
     def posts(self, run_id: str | None = None, columns: tuple[str, ...] | None = None) -> pd.DataFrame:
         """Stored posts as a DataFrame (`columns`: only these, e.g. without the text; default all); langs, terms
         and categories decoded to lists."""
-        query, params = f"SELECT {', '.join(columns) if columns else '*'} FROM posts", ()
+        query, params = f"SELECT {', '.join(columns) if columns else '*'} FROM posts", tuple[str, ...]()
         if run_id is not None:
             query, params = query + " WHERE run_id = ?", (run_id,)
         rows, names = self._query(query + " ORDER BY stored_at, uri", params)

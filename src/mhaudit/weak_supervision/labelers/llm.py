@@ -146,14 +146,14 @@ def label_items(items: pd.DataFrame, *, task: str, store, backend: Backend, prom
         with progress.stage(f"label {task} with {labeler}", total=report.n_todo):
             fatal = labelling.run(todo, concurrency)
     except KeyboardInterrupt as stop:
-        stop.report = report  # type: ignore[attr-defined]
+        setattr(stop, "report", report)  # the caller reads the run's report off the exception
         raise
     finally:
         report.wall_s = time.perf_counter() - start
         _stored(report, store)
     if fatal is not None:
         report.stop_reason = brief(fatal)
-        fatal.report = report  # type: ignore[attr-defined]
+        setattr(fatal, "report", report)
         raise fatal
     return report
 

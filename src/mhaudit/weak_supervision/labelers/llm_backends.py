@@ -180,7 +180,7 @@ class OpenAIBackend(Backend):
             raise InputError("--constrain schema is for the Ollama backend; use grammar (llama.cpp) or choice (vLLM)")
 
     def payload(self, messages: list[dict]) -> dict:
-        payload = {"model": self.model, "messages": messages, "temperature": 0, "seed": self.seed,
+        payload: dict = {"model": self.model, "messages": messages, "temperature": 0, "seed": self.seed,
                    "max_tokens": self.max_tokens, "stream": False}
         if self.constrain == "grammar":
             payload["grammar"] = GRAMMAR
@@ -228,7 +228,7 @@ class OllamaBackend(Backend):
                              "--constrain schema (structured outputs) or none")
 
     def payload(self, messages: list[dict]) -> dict:
-        payload = {"model": self.model, "messages": messages, "stream": False,
+        payload: dict = {"model": self.model, "messages": messages, "stream": False,
                    "options": {"temperature": 0, "seed": self.seed, "num_predict": self.max_tokens}}
         if self.constrain == "schema":
             payload["format"] = SCHEMA

@@ -74,8 +74,8 @@ def read_pool(path: str | Path, *, positive: str | None = None, id_col: str = "i
     return pool[pool["text"].str.strip() != ""].reset_index(drop=True)
 
 
-def draw_examples(pool: pd.DataFrame, k: int, *, seed: int = 0, exclude_ids: set[str] = frozenset(),
-                  exclude_texts: set[str] = frozenset()) -> list[Example]:
+def draw_examples(pool: pd.DataFrame, k: int, *, seed: int = 0, exclude_ids: frozenset[str] | set[str] = frozenset(),
+                  exclude_texts: frozenset[str] | set[str] = frozenset()) -> list[Example]:
     """k examples from the pool, seeded and stratified: k // 2 per class, an odd k's last one from a class
     drawn at random; pool rows that are items being labelled (same id or same stripped, lower-cased text)
     are never shown. The order is shuffled so the labels do not come in blocks."""

@@ -57,7 +57,7 @@ class FilterRecall:
         return row
 
 
-def filter_recall(kept: Sequence[bool], positive: Sequence[bool]) -> FilterRecall:
+def filter_recall(kept: Sequence[bool] | np.ndarray, positive: Sequence[bool] | np.ndarray) -> FilterRecall:
     """Counts of a filter's decisions (`kept`) against the labels (`positive`), one pair per post."""
     kept_arr, pos_arr = np.asarray(kept, dtype=bool), np.asarray(positive, dtype=bool)
     if kept_arr.shape != pos_arr.shape or kept_arr.ndim != 1:
