@@ -8,6 +8,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests draw the same examples on every run (a failure found once is found again, and the suite's outcome
+# does not depend on the draw), with no per-example deadline (a busy machine makes any deadline flaky).
+settings.register_profile("mhaudit", derandomize=True, deadline=None, database=None)
+settings.load_profile("mhaudit")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("MHAUDIT_SHARED_DATA", REPO.parent / "shared" / "data"))
