@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from mhaudit.stats.bootstrap import resample_clusters, resample_counts, summarise
+from mhaudit.stats.bootstrap import resample_clusters, resampled_sums, summarise
 from mhaudit.stats.undefined import quiet_undefined, warn_undefined
 
 __all__ = ["confusion_matrix", "kappa_from_confusion", "kappa_reason", "cohen_kappa", "observed_agreement",
@@ -275,12 +275,8 @@ def krippendorff_alpha(data, *, n_boot: int = 0, alpha: float = 0.05, rng=None, 
         if clusters is not None:
             tables = resample_clusters(flat, np.asarray(clusters, dtype=object)[pairable], n_boot, rng)
         else:
-            rng = np.random.default_rng(rng)
-            tables = np.empty((n_boot, k * k))
-            step = max(1, _BLOCK_CELLS // len(counts))
-            for start in range(0, n_boot, step):
-                rows = min(n_boot, start + step) - start
-                tables[start:start + rows] = resample_counts(np.zeros(len(counts)), rows, rng, stratified=False) @ flat
+            tables = resampled_sums(np.zeros(len(counts)), flat, n_boot, np.random.default_rng(rng), stratified=False,
+                                    block_cells=_BLOCK_CELLS)
         boot = _alpha_from_coincidence(tables.reshape(n_boot, k, k))
         result.update({key: summarise(boot, alpha)[key] for key in ("ci_low", "ci_high", "se", "n_boot", "n_failed")})
     return result

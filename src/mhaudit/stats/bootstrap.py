@@ -157,11 +157,18 @@ def resample_clusters(contributions, clusters, n_boot: int, rng=None, strata=Non
     per_unit = np.zeros((len(uniques), values.shape[1]))
     np.add.at(per_unit, codes, values)
     unit_strata = pd.factorize(uniques.get_level_values(0))[0] if len(uniques) else np.zeros(0, dtype=int)
-    out = np.empty((n_boot, values.shape[1]))
-    step = _rows_per_chunk(len(uniques))
+    return resampled_sums(unit_strata, per_unit, n_boot, rng)
+
+
+def resampled_sums(codes, table: np.ndarray, n_boot: int, rng, *, stratified: bool = True,
+                   block_cells: int = _CHUNK_CELLS) -> np.ndarray:
+    """(n_boot, k): each resample's draw counts (`resample_counts` of `codes`) times `table` (n, k), drawn in
+    blocks of about `block_cells` counts. The block size fixes which draws the generator gives."""
+    out = np.empty((n_boot, table.shape[1]))
+    step = max(1, block_cells // max(len(codes), 1))
     for start in range(0, n_boot, step):
         rows = min(n_boot, start + step) - start
-        out[start:start + rows] = resample_counts(unit_strata, rows, rng, stratified=True) @ per_unit
+        out[start:start + rows] = resample_counts(codes, rows, rng, stratified) @ table
     return out
 
 

@@ -34,24 +34,27 @@ def _check_alternative(alternative: str) -> None:
         raise ValueError(f"alternative must be 'greater' or 'less', got {alternative!r}")
 
 
+def _names(label: str, names, pool: Mapping, pool_name: str) -> list:
+    """The data sets one side names, as a list: non-empty, distinct, all in `pool`."""
+    if isinstance(names, str):
+        raise ValueError(f"{label} must be a list of data-set names, got the string {names!r}")
+    names = list(names)
+    if not names:
+        raise ValueError(f"The {label} side is empty: DoD needs at least one data set on each side.")
+    if len(set(names)) != len(names):
+        raise ValueError(f"The {label} side names a data set more than once: {names}.")
+    missing = [n for n in names if n not in pool]
+    if missing:
+        raise ValueError(f"The {label} side names data sets not in {pool_name}: {missing}.")
+    return names
+
+
 def _check_sides(groups: Mapping, human, auto) -> tuple[list[str], list[str]]:
-    sides = []
-    for label, names in (("human", human), ("auto", auto)):
-        if isinstance(names, str):
-            raise ValueError(f"{label} must be a list of data-set names, got the string {names!r}")
-        names = list(names)
-        if not names:
-            raise ValueError(f"The {label} side is empty: DoD needs at least one data set on each side.")
-        if len(set(names)) != len(names):
-            raise ValueError(f"The {label} side names a data set more than once: {names}.")
-        missing = [n for n in names if n not in groups]
-        if missing:
-            raise ValueError(f"The {label} side names data sets not in groups: {missing}.")
-        sides.append(names)
-    both = sorted(set(sides[0]) & set(sides[1]), key=str)
+    human, auto = _names("human", human, groups, "groups"), _names("auto", auto, groups, "groups")
+    both = sorted(set(human) & set(auto), key=str)
     if both:
         raise ValueError(f"Data sets {both} are on both the human and the auto side; each belongs to one.")
-    return sides[0], sides[1]
+    return human, auto
 
 
 def degree_of_divergence(groups: Mapping, human: Sequence[str], auto: Sequence[str], n_boot: int = 10000,
@@ -127,16 +130,8 @@ def regime_permutation(deltas: Mapping[str, float], human: Sequence[str], altern
     (0.09, 0.16666666666666666, 6)
     """
     _check_alternative(alternative)
-    if isinstance(human, str):
-        raise ValueError(f"human must be a list of data-set names, got the string {human!r}")
-    names = list(deltas)
-    human = list(human)
-    if len(set(human)) != len(human):
-        raise ValueError(f"human names a data set more than once: {human}")
-    missing = [n for n in human if n not in deltas]
-    if missing:
-        raise ValueError(f"human names data sets not in deltas: {missing}")
-    if not 0 < len(human) < len(names):
+    human, names = _names("human", human, deltas, "deltas"), list(deltas)
+    if len(human) == len(names):
         raise ValueError("Both sides need at least one data set: human must be a non-empty proper subset of deltas.")
     values = np.array([float(deltas[n]) for n in names])
     if not np.isfinite(values).all():

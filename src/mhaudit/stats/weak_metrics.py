@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.stats.agreement import draw_tables
-from mhaudit.stats.bootstrap import resample_clusters, resample_counts, summarise
+from mhaudit.stats.bootstrap import resample_clusters, resampled_sums, summarise
 from mhaudit.stats.f1 import binary_tallies, class_scores_unchecked, macro_f1_unchecked
 from mhaudit.stats.undefined import quiet_undefined, warn_undefined
 
@@ -140,11 +140,7 @@ def weak_vs_reference(reference, weak, *, n_boot: int = 2000, alpha: float = 0.0
     if clusters is not None:
         boot = resample_clusters(onehot, clusters, n_boot, rng, strata=groups)
     elif weights is not None:
-        boot = np.empty((n_boot, 4))
-        step = max(1, _BLOCK_CELLS // max(ref.size, 1))
-        for start in range(0, n_boot, step):
-            block = min(n_boot, start + step) - start
-            boot[start:start + block] = resample_counts(groups, block, rng, stratified=True) @ onehot
+        boot = resampled_sums(groups, onehot, n_boot, rng, block_cells=_BLOCK_CELLS)
     with quiet_undefined():  # rows carry `reason` and `n_failed`
         point = binary_metrics(tallies[3], tallies[1], tallies[2], tallies[0])
         draws = binary_metrics(boot[:, 3], boot[:, 1], boot[:, 2], boot[:, 0])

@@ -220,58 +220,52 @@ def _from_cache(rows: list[tuple[int, int, bytes]], model: str, parsed_now: int)
     """Flat parses of documents given as cache rows (n_tokens, truncated, blob), in that order."""
     lengths = np.array([n for n, _, _ in rows], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    strings = {k: [] for k in _STRING_COLUMNS}
-    heads, idxs, flags = [], [], []
-    for (n, _, blob), start in zip(rows, offsets[:-1]):
-        words, head, idx, bits = decode(blob, n)
-        for name, values in zip(_STRING_COLUMNS, words):
-            strings[name].extend(values)
-        heads.append(head + start)
-        idxs.append(idx)
-        flags.append(bits)
-    columns = {k: np.array(v, dtype=object) for k, v in strings.items()}
-    bits = np.concatenate(flags) if flags else np.zeros(0, dtype=np.uint8)
-    columns["head"] = np.concatenate(heads).astype(np.int64) if heads else np.zeros(0, dtype=np.int64)
-    columns["idx"] = np.concatenate(idxs).astype(np.int64) if idxs else np.zeros(0, dtype=np.int64)
+    decoded = [decode(blob, n) for n, _, blob in rows]  # (string columns, head, idx, flag bits) per document
+    columns = {name: np.array([v for words, *_ in decoded for v in words[i]], dtype=object)
+               for i, name in enumerate(_STRING_COLUMNS)}
+    none = [np.zeros(0, dtype=np.int64)]  # the dtype of an empty list of documents
+    columns["head"] = np.concatenate(none + [head + start for (_, head, _, _), start in zip(decoded, offsets[:-1])])
+    columns["idx"] = np.concatenate(none + [idx for _, _, idx, _ in decoded])
+    bits = np.concatenate([np.zeros(0, dtype=np.uint8)] + [bits for *_, bits in decoded])
     for bit, name in enumerate(_FLAG_COLUMNS):
         columns[name] = (bits >> bit & 1).astype(bool)
     return Parses(offsets, columns, truncated=sum(t for _, t, _ in rows), model=model, parsed_now=parsed_now)
 
 
-def _fill(cache: ParseCache, model: str, keys: list[str], texts: list[str], n_process: int,
-          batch_size: int) -> tuple[dict, int]:
-    """Cache rows (n_tokens, truncated, blob) by key for `keys`, parsing and storing the texts the cache lacks;
-    and how many texts that parsed."""
-    found = cache.get(list(dict.fromkeys(keys)))
-    missing = list(dict.fromkeys(k for k in keys if k not in found))
-    if missing:
-        text_of = dict(zip(keys, texts))
-        fresh = _parse(load_nlp(), [text_of[k] for k in missing], n_process, batch_size)
-        rows = [(key, int(fresh.n_tokens[i]), int(len(text_of[key]) > MAX_CHARS),
-                 encode(fresh.columns, int(fresh.offsets[i]), int(fresh.offsets[i + 1])))
-                for i, key in enumerate(missing)]
-        found.update({key: row[1:] for key, row in zip(missing, rows)})
-        try:
-            cache.put(model, rows)
-        except sqlite3.Error:
-            pass  # a locked or read-only cache costs speed, not correctness
-    return found, len(missing)
+def _fill(texts: list[str], n_process: int, batch_size: int) -> tuple[str, list[str], dict, int] | None:
+    """The parser's id, each text's key, the cache rows (n_tokens, truncated, blob) by key, parsing and storing the
+    texts the cache lacks, and how many texts that parsed; None without a usable cache."""
+    model = model_id()
+    keys = [text_key(model, SETTINGS, t) for t in texts]
+    try:
+        cache = ParseCache()
+    except (OSError, sqlite3.Error):
+        return None
+    with cache:
+        found = cache.get(list(dict.fromkeys(keys)))
+        missing = list(dict.fromkeys(k for k in keys if k not in found))
+        if missing:
+            text_of = dict(zip(keys, texts))
+            fresh = _parse(load_nlp(), [text_of[k] for k in missing], n_process, batch_size)
+            rows = [(key, int(fresh.n_tokens[i]), int(len(text_of[key]) > MAX_CHARS),
+                     encode(fresh.columns, int(fresh.offsets[i]), int(fresh.offsets[i + 1])))
+                    for i, key in enumerate(missing)]
+            found.update({key: row[1:] for key, row in zip(missing, rows)})
+            try:
+                cache.put(model, rows)
+            except sqlite3.Error:
+                pass  # a locked or read-only cache costs speed, not correctness
+    return model, keys, found, len(missing)
 
 
 def parse_texts(texts, *, n_process: int = 2, batch_size: int = 256, use_cache: bool = True) -> Parses:
     """Parse `texts` (in order). With the cache (`text.parse_cache`), each distinct text is parsed once per
     parser and settings, whatever list it came in: only texts the cache lacks are parsed (`parsed_now`)."""
     texts = [str(t) for t in texts]
-    if not use_cache:
+    filled = _fill(texts, n_process, batch_size) if use_cache else None
+    if filled is None:  # no usable cache: it costs speed, not results
         return _parse(load_nlp(), texts, n_process, batch_size)
-    model = model_id()
-    keys = [text_key(model, SETTINGS, t) for t in texts]
-    try:
-        cache = ParseCache()
-    except (OSError, sqlite3.Error):
-        return parse_texts(texts, n_process=n_process, batch_size=batch_size, use_cache=False)  # speed, not results
-    with cache:
-        found, parsed_now = _fill(cache, model, keys, texts, n_process, batch_size)
+    model, keys, found, parsed_now = filled
     return _from_cache([found[k] for k in keys], model, parsed_now)
 
 
@@ -279,11 +273,5 @@ def cache_parses(texts, *, n_process: int = 2, batch_size: int = 256) -> int:
     """Parse into the cache the texts it lacks, returning nothing but how many that was: several lists that
     will be read one by one (the audit's masks) are parsed in one call, which starts the parser's worker
     processes once. Without a usable cache it parses nothing (each later `parse_texts` parses its own)."""
-    texts = [str(t) for t in texts]
-    model = model_id()
-    try:
-        cache = ParseCache()
-    except (OSError, sqlite3.Error):
-        return 0
-    with cache:
-        return _fill(cache, model, [text_key(model, SETTINGS, t) for t in texts], texts, n_process, batch_size)[1]
+    filled = _fill([str(t) for t in texts], n_process, batch_size)
+    return 0 if filled is None else filled[3]
