@@ -29,13 +29,6 @@ WORD_TOKEN_PATTERN = r"(?u)\b\w+\b"
 ANALYZERS = ("char", "char_wb", "word")
 
 
-def _vectorizer(analyzer: str) -> CountVectorizer:
-    """The n-gram settings of channel A (lower-cased; characters 3-5 or words 1-2, one-letter words kept)."""
-    if analyzer == "word":
-        return CountVectorizer(analyzer="word", ngram_range=(1, 2), lowercase=True, token_pattern=WORD_TOKEN_PATTERN)
-    return CountVectorizer(analyzer=analyzer, ngram_range=(3, 5), lowercase=True)
-
-
 class NgramIndex:
     """N-gram counts of every text it has been given, one sparse row per distinct text.
 
@@ -45,8 +38,9 @@ class NgramIndex:
     def __init__(self, analyzer: str = "char"):
         if analyzer not in ANALYZERS:
             raise ValueError(f"analyzer must be one of {', '.join(ANALYZERS)}, not {analyzer!r}")
-        self.analyzer = analyzer
-        self._analyze = _vectorizer(analyzer).build_analyzer()
+        self.analyzer, words = analyzer, analyzer == "word"  # channel A's n-grams: lower-cased, one-letter words kept
+        self._analyze = CountVectorizer(analyzer=analyzer, ngram_range=(1, 2) if words else (3, 5), lowercase=True,
+                                        token_pattern=WORD_TOKEN_PATTERN if words else None).build_analyzer()
         self._row: dict[str, int] = {}  # text -> row
         self._id: dict[str, int] = {}  # n-gram -> column, numbered in the order first seen (dict order)
         self._indptr, self._ids, self._counts = array("q", [0]), array("q"), array("q")

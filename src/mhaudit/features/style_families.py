@@ -276,9 +276,8 @@ def cognitive_markers(t: Tokens) -> Features:
     f["cog_self_description_rate"] = div(per_doc(predicative_adj & head_has_i_subject[t.head]), n_words)
     f.update(_negation_scope(t, predicative_adj))
     f["cog_negation_word_rate"] = div(hits.count("negation"), n_words)
-    for name in ("hedge", "certainty", "should", "catastrophizing", "self_criticism", "rumination"):
-        f[f"cog_{name}_rate"] = div(hits.count(name), n_words)
-    return f
+    return f | {f"cog_{name}_rate": div(hits.count(name), n_words)
+                for name in ("hedge", "certainty", "should", "catastrophizing", "self_criticism", "rumination")}
 
 
 def _negation_scope(t: Tokens, predicative_adj: np.ndarray) -> Features:

@@ -73,12 +73,9 @@ def _categories(word: str, lex: Lexicon) -> tuple[int, ...]:
 
 def type_matrix(uniques, lex: Lexicon) -> sparse.csr_matrix:
     """Types x lexicons membership (single-word and stem entries)."""
-    rows, cols = [], []
-    for j, word in enumerate(uniques):
-        for k in _categories(word, lex):
-            rows.append(j)
-            cols.append(k)
-    return sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(uniques), len(lex.names)))
+    pairs = np.array([(j, k) for j, word in enumerate(uniques) for k in _categories(word, lex)], dtype=np.int64)
+    pairs = pairs.reshape(-1, 2)  # (0, 2) when no type is in a lexicon
+    return sparse.csr_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(len(uniques), len(lex.names)))
 
 
 @dataclass(frozen=True)

@@ -214,17 +214,13 @@ def majority_macro_f1(y, zero_division: float = math.nan) -> float:
     return float(macro_f1_from_counts(0, 0, pos, neg, zero_division))  # predict 0 everywhere: fn = pos, tn = neg
 
 
-def _sum_dtype(max_row_total: int) -> type:
-    """float32 (exact, and half the memory traffic) when no partial sum can reach 2**24."""
-    return np.float32 if max_row_total < _F32_EXACT else np.float64
-
-
-def _indicators(y: np.ndarray, preds: np.ndarray, dtype) -> np.ndarray:
-    """(n, 4k) 0/1 matrix: columns 4j..4j+3 flag the tp, fp, fn, tn instances of prediction vector j."""
+def _indicators(y: np.ndarray, preds: np.ndarray) -> np.ndarray:
+    """(n, 4k) 0/1 matrix: columns 4j..4j+3 flag the tp, fp, fn, tn instances of prediction vector j. float32
+    (exact, and half the memory traffic) when no partial sum of a resample's counts (n in all) can reach 2**24."""
     k, n = preds.shape
     yk = y[None, :]
     cells = np.stack([yk & preds, ~yk & preds, yk & ~preds, ~yk & ~preds], axis=1)  # (k, 4, n)
-    return np.ascontiguousarray(cells.reshape(4 * k, n).T, dtype=dtype)
+    return np.ascontiguousarray(cells.reshape(4 * k, n).T, dtype=np.float32 if n < _F32_EXACT else np.float64)
 
 
 def _block_macro_f1(indicators: np.ndarray, counts: np.ndarray, zero_division: float) -> np.ndarray:
@@ -265,7 +261,7 @@ def bootstrap_macro_f1(y, preds, n_boot: int = 2000, rng=None, stratified: bool 
         raise ValueError(f"n_boot must be non-negative, got {n_boot}")
     zero_division = check_zero_division(zero_division)
     rng = np.random.default_rng(rng)
-    indicators = _indicators(y, preds, _sum_dtype(y.size))  # every drawn row totals n
+    indicators = _indicators(y, preds)
     out = np.empty((n_boot, preds.shape[0]))
     for start, counts in _count_blocks(y, n_boot, rng, stratified):
         out[start:start + counts.shape[0]] = _block_macro_f1(indicators, counts, zero_division)
@@ -276,7 +272,7 @@ def bootstrap_macro_f1(y, preds, n_boot: int = 2000, rng=None, stratified: bool 
 def full_macro_f1(y: np.ndarray, preds: np.ndarray, zero_division: float = math.nan) -> np.ndarray:
     """Macro-F1 of each prediction vector on the full data: (k,)."""
     ones = np.ones((1, y.size), dtype=np.int32)
-    out = _block_macro_f1(_indicators(y, preds, _sum_dtype(y.size)), ones, check_zero_division(zero_division))[0]
+    out = _block_macro_f1(_indicators(y, preds), ones, check_zero_division(zero_division))[0]
     _warn_if_undefined(out, "macro-F1")
     return out
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mhaudit.stats.label_shift import _priors
 from mhaudit.stats.undefined import quiet_undefined, warn_undefined
 
 __all__ = ["prior_adjusted_rates", "di_interval", "equity_by_class", "summarise_classes"]
@@ -84,10 +85,7 @@ def prior_adjusted_rates(y_tgt, pred_tgt, prior_ref, n_classes: int) -> np.ndarr
     [0.3333333333333333, 0.6666666666666666]
     """
     m = _confusion(y_tgt, pred_tgt, n_classes, "tgt")
-    prior = np.asarray(prior_ref, dtype=float)
-    if prior.shape != (n_classes,) or not np.all(np.isfinite(prior)) or prior.min() < 0 or prior.sum() <= 0:
-        raise ValueError(f"prior_ref must be {n_classes} non-negative finite numbers with a positive sum")
-    return _target_weighted_rates(m, prior / prior.sum())
+    return _target_weighted_rates(m, _priors(prior_ref, n_classes, "prior_ref"))
 
 
 def _score_z(phi, x1, n1, x2, n2):

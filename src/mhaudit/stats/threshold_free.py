@@ -19,8 +19,7 @@ import math
 
 import numpy as np
 
-from mhaudit.stats.binary import (_block_macro_f1, _check_preds, _count_blocks, _indicators, _sum_dtype,
-                                  _warn_if_undefined)
+from mhaudit.stats.binary import _block_macro_f1, _check_preds, _count_blocks, _indicators, _warn_if_undefined
 from mhaudit.stats.bootstrap import _Sorted
 from mhaudit.stats.delong import check_binary, check_scores
 from mhaudit.stats.undefined import check_zero_division, divide
@@ -102,8 +101,7 @@ def bootstrap_panel(y, preds, scores, n_boot: int, rng=None, *, n_boot_scores: i
     m = n_boot if n_boot_scores is None else min(n_boot, n_boot_scores)
     scored = list(range(preds.shape[0])) if scored is None else list(scored)
     rng = np.random.default_rng(rng)
-    indicators = _indicators(y, preds, _sum_dtype(y.size))
-    chosen = _indicators(y, preds[scored], _sum_dtype(y.size))
+    indicators, chosen = _indicators(y, preds), _indicators(y, preds[scored])
     ranked = [_Ranked(y, check_scores(scores[j], y.size, "score")) for j in scored]
     sorted_ = [_Sorted(y, scores[j]) for j in scored]
     out = {"macro_f1": np.empty((n_boot, preds.shape[0])), **{name: np.empty((m, len(scored))) for name in PANEL[1:]}}
