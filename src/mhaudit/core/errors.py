@@ -30,6 +30,11 @@ class InputError(Exception):
         super().__init__(prefix + message)
 
 
+def first_line(exc: BaseException) -> str:
+    """An exception's first line of message (a library's reason, for one sentence), else its type's name."""
+    return next(iter(str(exc).strip().splitlines()), type(exc).__name__)
+
+
 class OutputError(InputError, OSError):
     """A file could not be written: a full disk, a file-size limit, a read-only folder (exit code 2). Also an
     OSError with the original errno, so code that caught the OSError of a failed write still catches it."""

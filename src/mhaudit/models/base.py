@@ -52,6 +52,15 @@ def register(name: str, **defaults):
     return add
 
 
+def register_with_defaults(name: str, **overrides):
+    """`register` with every default of the class's signature (then `overrides`): its options are declared once
+    and `model.options` names each one the model was made with."""
+    def add(cls: type) -> type:
+        defaults = {k: p.default for k, p in inspect.signature(cls).parameters.items()}
+        return register(name, **(defaults | overrides))(cls)
+    return add
+
+
 def _entry(name: str) -> tuple[type, dict]:
     if name not in REGISTRY and name in BUILTIN:
         try:

@@ -24,7 +24,6 @@ enters its state, and the pooling and attention masks exclude it.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -36,9 +35,9 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import AutoModel, AutoTokenizer
 
-from mhaudit.core.errors import InputError
+from mhaudit.core.errors import InputError, first_line
 from mhaudit.core.progress import Progress
-from mhaudit.models.base import register
+from mhaudit.models.base import register_with_defaults
 from mhaudit.models.checkpoints import (
     HF_DIR,
     check_max_length,
@@ -50,20 +49,15 @@ from mhaudit.models.checkpoints import (
 )
 from mhaudit.models.lstm_head import LSTMHead
 from mhaudit.models.torch_data import longest_first, pad_batch, training_split
-from mhaudit.models.torch_runtime import in_batches, is_out_of_memory, resolve_device, seed_everything
+from mhaudit.models.torch_runtime import TorchClassifier, in_batches, is_out_of_memory, seed_everything
 from mhaudit.models.training_loop import NO_VALIDATION, TrainingRun, train_epochs
-from mhaudit.stats.f1 import macro_f1, tallies
 
-DEFAULTS = dict(checkpoint="minilm", max_length=64, attention=False, lstm_hidden=128, lstm_layers=1, dropout=0.1,
-                freeze_encoder=True, encoder_lr=2e-5, lr=1e-3, weight_decay=1e-4, max_grad_norm=0.0, epochs=5,
-                patience=3, batch_size=16, eval_batch_size=64, seed=42, device="auto")
 HEAD_FILE = "hybrid-head.pt"
-STATE_FILE = "hybrid-history.json"
 
 
-@register("bert-lstm", **DEFAULTS)
-@register("bert-lstm-attention", **{**DEFAULTS, "attention": True})
-class HybridClassifier:
+@register_with_defaults("bert-lstm")
+@register_with_defaults("bert-lstm-attention", attention=True)
+class HybridClassifier(TorchClassifier):
     """Encoder (any Hugging Face encoder: 'minilm', a folder or a hub id) + BiLSTM head; raw logits.
 
     After `fit` or `load_model`: `encoder`, `tokenizer`, `head` (an `LSTMHead`), `history` (one dict per
@@ -71,15 +65,15 @@ class HybridClassifier:
     (time spent running the frozen encoder over the training and validation texts, included in fit).
     """
 
+    STATE_FILE = "hybrid-history.json"
+
     def __init__(self, *, checkpoint: str = "minilm", max_length: int = 64, attention: bool = False,
                  lstm_hidden: int = 128, lstm_layers: int = 1, dropout: float = 0.1, freeze_encoder: bool = True,
                  encoder_lr: float = 2e-5, lr: float = 1e-3, weight_decay: float = 1e-4, max_grad_norm: float = 0.0,
                  epochs: int = 5, patience: int = 3, batch_size: int = 16, eval_batch_size: int = 64,
                  seed: int = 42, device: str = "auto"):
-        for key, value in dict(max_length=max_length, lstm_hidden=lstm_hidden, lstm_layers=lstm_layers,
-                               epochs=epochs, batch_size=batch_size, eval_batch_size=eval_batch_size).items():
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise InputError(f"hybrid option {key} must be a positive integer, got {value!r}")
+        self._setup("hybrid", device, max_length=max_length, lstm_hidden=lstm_hidden, lstm_layers=lstm_layers,
+                    epochs=epochs, batch_size=batch_size, eval_batch_size=eval_batch_size)
         if lr <= 0 or encoder_lr <= 0 or weight_decay < 0 or max_grad_norm < 0 or not 0 <= dropout < 1:
             raise InputError("hybrid options lr and encoder_lr must be > 0, weight_decay and max_grad_norm >= 0, "
                              "dropout in [0, 1)")
@@ -95,17 +89,9 @@ class HybridClassifier:
         self.lr, self.weight_decay = lr, weight_decay
         self.max_grad_norm, self.epochs, self.patience = max_grad_norm, epochs, patience
         self.batch_size, self.eval_batch_size, self.seed = batch_size, eval_batch_size, seed
-        self.device = resolve_device(device)
-        self.autocast = self.device.type == "cuda" and torch.cuda.is_bf16_supported()
         self.name = "bert-lstm-attention" if attention else "bert-lstm"
-        self.options: dict = {}
-        self.classes: list[str] = []
         self.encoder: Any = None  # once fitted or loaded: a transformers encoder, of the class the checkpoint names
-        self.tokenizer: Any = None  # and its tokenizer (transformers' Auto* classes choose both at run time)
         self.head: Any = None  # an LSTMHead once fitted or loaded; None before (see _require_fitted)
-        self.history: list[dict] = []
-        self.notes: list[str] = []
-        self.best_epoch: int | None = None
         self.encode_seconds = 0.0
 
     # ------------------------------------------------------------------ building blocks
@@ -115,8 +101,7 @@ class HybridClassifier:
                 encoder = AutoModel.from_pretrained(source)
                 tokenizer = AutoTokenizer.from_pretrained(source)
         except (OSError, ValueError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise InputError(f"cannot load encoder '{self.checkpoint}' ({first})") from None
+            raise InputError(f"cannot load encoder '{self.checkpoint}' ({first_line(exc)})") from None
         check_max_length(self.max_length, position_limit(encoder.config, tokenizer), self.checkpoint)
         ensure_pad_token(tokenizer, self.checkpoint, self.notes)
         self.encoder, self.tokenizer = encoder.float().to(self.device).eval(), tokenizer
@@ -126,10 +111,6 @@ class HybridClassifier:
     def _new_head(self, num_labels: int) -> LSTMHead:
         return LSTMHead(self.encoder.config.hidden_size, num_labels, hidden=self.lstm_hidden,
                         layers=self.lstm_layers, dropout=self.dropout, attention=self.attention).to(self.device)
-
-    def _tokenize(self, texts: list[str]) -> list[list[int]]:
-        return self.tokenizer([str(t) for t in texts], truncation=True, max_length=self.max_length,
-                              add_special_tokens=True)["input_ids"]
 
     def _states(self, ids: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Encoder token states (B, T, H) float32 and the right-padded mask (B, T) for token id lists."""
@@ -247,7 +228,7 @@ class HybridClassifier:
                     states, mask = self._pad_states(cached[start:start + self.eval_batch_size])
                     logits, _ = self.head(states.to(self.device), mask.to(self.device))
                     predicted[start:start + len(states)] = logits.argmax(dim=1).cpu().numpy()
-        return float(macro_f1(tallies(codes, predicted, len(self.classes))))  # NaN: a class absent and unpredicted
+        return self._macro_f1(codes, predicted)
 
     # ------------------------------------------------------------------ inference
     def predict_logits(self, texts: list[str]) -> np.ndarray:
@@ -287,9 +268,7 @@ class HybridClassifier:
         directory = Path(directory)
         save_pretrained(directory, self.encoder, self.tokenizer)
         torch.save(self.head.state_dict(), directory / HEAD_FILE)
-        state = {"history": self.history, "notes": self.notes, "best_epoch": self.best_epoch,
-                 "encode_seconds": self.encode_seconds}
-        (directory / STATE_FILE).write_text(json.dumps(state, indent=2))
+        self._save_state(directory, encode_seconds=self.encode_seconds)
 
     def load_artifacts(self, directory: Path) -> None:
         directory = Path(directory)
@@ -302,14 +281,10 @@ class HybridClassifier:
         try:
             self.head.load_state_dict(torch.load(directory / HEAD_FILE, map_location=self.device, weights_only=True))
         except RuntimeError as exc:
-            raise InputError(f"the saved head does not fit these options ({str(exc).splitlines()[0]})",
+            raise InputError(f"the saved head does not fit these options ({first_line(exc)})",
                              path=directory / HEAD_FILE) from None
         self.head.eval()
-        state_path = directory / STATE_FILE
-        if state_path.is_file():
-            state = json.loads(state_path.read_text())
-            self.history, self.notes, self.best_epoch = state["history"], state["notes"], state["best_epoch"]
-            self.encode_seconds = state.get("encode_seconds", 0.0)
+        self.encode_seconds = self._load_state(directory).get("encode_seconds", 0.0)
 
     def _require_fitted(self) -> None:
         if self.head is None or self.encoder is None:

@@ -15,7 +15,6 @@ hybrids. The registry imports this module on first use, so the base install neve
 from __future__ import annotations
 
 import copy
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -27,9 +26,9 @@ import torch.nn.functional as F
 import transformers
 from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
-from mhaudit.core.errors import InputError
+from mhaudit.core.errors import InputError, first_line
 from mhaudit.core.progress import Progress
-from mhaudit.models.base import register
+from mhaudit.models.base import register_with_defaults
 from mhaudit.models.checkpoints import (
     HF_DIR,
     check_max_length,
@@ -40,18 +39,12 @@ from mhaudit.models.checkpoints import (
     save_pretrained,
 )
 from mhaudit.models.torch_data import longest_first, pad_batch, texts_and_codes, training_split
-from mhaudit.models.torch_runtime import in_batches, is_out_of_memory, resolve_device, seed_everything
+from mhaudit.models.torch_runtime import TorchClassifier, in_batches, is_out_of_memory, seed_everything
 from mhaudit.models.training_loop import NO_VALIDATION, TrainingRun, train_epochs
-from mhaudit.stats.f1 import macro_f1, tallies
-
-DEFAULTS = dict(checkpoint="minilm", max_length=64, lr=2e-5, weight_decay=0.01, warmup_ratio=0.1,
-                max_grad_norm=1.0, epochs=5, patience=2, batch_size=32, eval_batch_size=64, seed=42,
-                device="auto")
-STATE_FILE = "transformer-history.json"
 
 
-@register("transformer", **DEFAULTS)
-class TransformerClassifier:
+@register_with_defaults("transformer")
+class TransformerClassifier(TorchClassifier):
     """A fine-tuned Hugging Face sequence classifier; logits are the raw pre-softmax outputs.
 
     After `fit` or `load_model`: `hf_model` (an `AutoModelForSequenceClassification`, in eval mode, on
@@ -65,14 +58,14 @@ class TransformerClassifier:
     and one row at a time that still does not fit is an InputError (nothing is saved).
     """
 
+    STATE_FILE = "transformer-history.json"
+
     def __init__(self, *, checkpoint: str = "minilm", max_length: int = 64, lr: float = 2e-5,
                  weight_decay: float = 0.01, warmup_ratio: float = 0.1, max_grad_norm: float = 1.0,
                  epochs: int = 5, patience: int = 2, batch_size: int = 32, eval_batch_size: int = 64,
                  seed: int = 42, device: str = "auto"):
-        for key, value in dict(max_length=max_length, epochs=epochs, batch_size=batch_size,
-                               eval_batch_size=eval_batch_size).items():
-            if not isinstance(value, int) or value < 1:
-                raise InputError(f"transformer option {key} must be a positive integer, got {value!r}")
+        self._setup("transformer", device, max_length=max_length, epochs=epochs, batch_size=batch_size,
+                    eval_batch_size=eval_batch_size)
         if not 0 <= warmup_ratio < 1:
             raise InputError(f"transformer option warmup_ratio must be in [0, 1), got {warmup_ratio!r}")
         if lr <= 0 or weight_decay < 0 or max_grad_norm < 0:
@@ -81,16 +74,8 @@ class TransformerClassifier:
         self.warmup_ratio, self.max_grad_norm = warmup_ratio, max_grad_norm
         self.epochs, self.patience = epochs, patience
         self.batch_size, self.eval_batch_size, self.seed = batch_size, eval_batch_size, seed
-        self.device = resolve_device(device)
-        self.autocast = self.device.type == "cuda" and torch.cuda.is_bf16_supported()
         self.name = "transformer"
-        self.options: dict = {}
-        self.classes: list[str] = []
         self.hf_model: Any = None  # once fitted or loaded: a transformers model, of the class the checkpoint names
-        self.tokenizer: Any = None  # and its tokenizer (transformers' Auto* classes choose both at run time)
-        self.history: list[dict] = []
-        self.notes: list[str] = []
-        self.best_epoch: int | None = None
 
     # ------------------------------------------------------------------ training
     def fit(self, train: pd.DataFrame, classes: list[str], *,
@@ -139,8 +124,7 @@ class TransformerClassifier:
                     ignore_mismatched_sizes=mismatch, output_loading_info=True)
                 tokenizer = AutoTokenizer.from_pretrained(source)
         except (OSError, ValueError) as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise InputError(f"cannot load checkpoint '{self.checkpoint}' ({reason})") from None
+            raise InputError(f"cannot load checkpoint '{self.checkpoint}' ({first_line(exc)})") from None
         if mismatch:
             self.notes.append(f"checkpoint '{self.checkpoint}' has a {config.num_labels}-label classification head; "
                               f"loaded with ignore_mismatched_sizes=True and a new {num_labels}-label head")
@@ -248,14 +232,9 @@ class TransformerClassifier:
         return smaller
 
     def _val_macro_f1(self, texts: list[str], codes: np.ndarray) -> float:
-        predicted = self.predict_logits(texts).argmax(axis=1)
-        return float(macro_f1(tallies(codes, predicted, len(self.classes))))  # NaN: a class absent and unpredicted
+        return self._macro_f1(codes, self.predict_logits(texts).argmax(axis=1))
 
     # ------------------------------------------------------------------ inference
-    def _tokenize(self, texts: list[str]) -> list[list[int]]:
-        return self.tokenizer(list(texts), truncation=True, max_length=self.max_length,
-                              add_special_tokens=True)["input_ids"]
-
     def encode(self, texts: list[str]) -> dict[str, torch.Tensor]:
         """`input_ids` and `attention_mask` for `texts`, padded to the longest, on `device` (for attribution)."""
         self._require_fitted()
@@ -291,8 +270,7 @@ class TransformerClassifier:
         """`directory/hf`: model and tokenizer via save_pretrained; history and notes beside it."""
         self._require_fitted()
         save_pretrained(directory, self.hf_model, self.tokenizer)
-        state = {"history": self.history, "notes": self.notes, "best_epoch": self.best_epoch}
-        (Path(directory) / STATE_FILE).write_text(json.dumps(state, indent=2))
+        self._save_state(directory)
 
     def load_artifacts(self, directory: Path) -> None:
         directory = Path(directory)
@@ -304,15 +282,12 @@ class TransformerClassifier:
                 model = AutoModelForSequenceClassification.from_pretrained(hf)
                 tokenizer = AutoTokenizer.from_pretrained(hf)
         except (OSError, ValueError) as exc:
-            raise InputError(f"cannot load the saved transformer ({str(exc).splitlines()[0]})", path=hf) from None
+            raise InputError(f"cannot load the saved transformer ({first_line(exc)})", path=hf) from None
         if self.classes and model.config.num_labels != len(self.classes):
             raise InputError(f"the saved model has {model.config.num_labels} outputs but the manifest names "
                              f"{len(self.classes)} classes", path=hf)
         self.hf_model, self.tokenizer = model.float().to(self.device).eval(), tokenizer
-        state_path = directory / STATE_FILE
-        if state_path.is_file():
-            state = json.loads(state_path.read_text())
-            self.history, self.notes, self.best_epoch = state["history"], state["notes"], state["best_epoch"]
+        self._load_state(directory)
 
     def _require_fitted(self) -> None:
         if self.hf_model is None:

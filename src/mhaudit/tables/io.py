@@ -34,7 +34,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mhaudit.core.errors import InputError, os_fault
+from mhaudit.core.errors import InputError, first_line, os_fault
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -81,7 +81,7 @@ def atomic_path(final: str | os.PathLike, mode: int | None = None) -> Iterator[P
         tmp_path.unlink(missing_ok=True)
 
 
-def write_files_atomic(files: Mapping[str | os.PathLike, str | bytes]) -> list[Path]:
+def write_files_atomic(files: Mapping[Path, str | bytes]) -> list[Path]:
     """Write several files (text as UTF-8) so that a failure publishes none of them: each is written to its
     temporary name first, and only when every one is complete are they renamed over their final names, in
     the given order. A kill between two of those renames can still leave some old and some new."""
@@ -146,7 +146,7 @@ def require_file(path: Path) -> Path:
     return path
 
 
-def require_columns(frame: pd.DataFrame, required: Sequence[str], path: Path | None = None, *, sep: str | None = None,
+def require_columns(frame: pd.DataFrame, required: Sequence[str], path: object = None, *, sep: str | None = None,
                     argument: str | None = None) -> None:
     """Raise InputError naming the file (or, for a DataFrame passed in Python, the argument), the missing
     column(s) and the columns found."""
@@ -264,8 +264,7 @@ def _json_array(path: Path, encoding: str) -> list[dict] | None:
 
 def parquet_problem(exc: BaseException) -> str:
     """pyarrow's reason a Parquet file cannot be read, as one clause (without the path it repeats)."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    text = re.sub(r"^Could not open Parquet input source '.*?': ", "", text)
+    text = re.sub(r"^Could not open Parquet input source '.*?': ", "", first_line(exc))
     if "magic bytes not found" in text:  # also what a file cut short (a copy stopped half-way) gives
         return "no Parquet footer: the file was cut short, or is not Parquet"
     return text.rstrip(".")

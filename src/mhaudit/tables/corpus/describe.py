@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from mhaudit.core.errors import InputError
+from mhaudit.core.errors import InputError, first_line
 from mhaudit.tables.corpus.schema import Corpus
 from mhaudit.tables.corpus.splits import TRAINING_SPLITS
 
@@ -35,7 +35,7 @@ def tokenizer_tokens(name: str) -> TokenCounter:
     try:
         tok = AutoTokenizer.from_pretrained(str(name))
     except (OSError, ValueError) as exc:
-        raise InputError(f"cannot load tokenizer '{name}' ({str(exc).splitlines()[0]})") from None
+        raise InputError(f"cannot load tokenizer '{name}' ({first_line(exc)})") from None
 
     def count(texts: list[str]) -> np.ndarray:
         enc = tok(texts, add_special_tokens=True, truncation=False)["input_ids"]
