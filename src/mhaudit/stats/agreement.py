@@ -37,9 +37,6 @@ from mhaudit.stats.undefined import quiet_undefined, warn_undefined
 __all__ = ["confusion_matrix", "kappa_from_confusion", "kappa_reason", "cohen_kappa", "observed_agreement",
            "bootstrap_kappa", "krippendorff_alpha", "draw_tables"]
 
-# Resamples per block for count-matrix bootstraps (resamples x items counts, int32).
-_BLOCK_CELLS = 1 << 20
-
 
 # ----------------------------------------------------------------------------------------- inputs
 def _vector(values, name: str) -> np.ndarray:
@@ -275,8 +272,7 @@ def krippendorff_alpha(data, *, n_boot: int = 0, alpha: float = 0.05, rng=None, 
         if clusters is not None:
             tables = resample_clusters(flat, np.asarray(clusters, dtype=object)[pairable], n_boot, rng)
         else:
-            tables = resampled_sums(np.zeros(len(counts)), flat, n_boot, np.random.default_rng(rng), stratified=False,
-                                    block_cells=_BLOCK_CELLS)
+            tables = resampled_sums(np.zeros(len(counts)), flat, n_boot, np.random.default_rng(rng), stratified=False)
         boot = _alpha_from_coincidence(tables.reshape(n_boot, k, k))
         result.update({key: summarise(boot, alpha)[key] for key in ("ci_low", "ci_high", "se", "n_boot", "n_failed")})
     return result

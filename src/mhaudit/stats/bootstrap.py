@@ -157,13 +157,13 @@ def resample_clusters(contributions, clusters, n_boot: int, rng=None, strata=Non
     per_unit = np.zeros((len(uniques), values.shape[1]))
     np.add.at(per_unit, codes, values)
     unit_strata = pd.factorize(uniques.get_level_values(0))[0] if len(uniques) else np.zeros(0, dtype=int)
-    return resampled_sums(unit_strata, per_unit, n_boot, rng)
+    return resampled_sums(unit_strata, per_unit, n_boot, rng, block_cells=_CHUNK_CELLS)
 
 
 def resampled_sums(codes, table: np.ndarray, n_boot: int, rng, *, stratified: bool = True,
-                   block_cells: int = _CHUNK_CELLS) -> np.ndarray:
+                   block_cells: int = 1 << 20) -> np.ndarray:
     """(n_boot, k): each resample's draw counts (`resample_counts` of `codes`) times `table` (n, k), drawn in
-    blocks of about `block_cells` counts. The block size fixes which draws the generator gives."""
+    blocks of about `block_cells` counts (4 MB of int32 by default). The block size fixes the generator's draws."""
     out = np.empty((n_boot, table.shape[1]))
     step = max(1, block_cells // max(len(codes), 1))
     for start in range(0, n_boot, step):
@@ -221,19 +221,18 @@ class _Sorted:
         return divide(twice_won, pairs)
 
 
-def _check_counts(counts, n: int) -> tuple[np.ndarray, type]:
-    """Validated counts and the narrowest safe dtype for their running sums along a row."""
+def check_counts(counts, n: int) -> np.ndarray:
+    """`counts` as a (n_boot, n) matrix of non-negative integers (how often each example is drawn)."""
     counts = np.asarray(counts)
     if counts.ndim != 2 or counts.shape[1] != n:
-        raise ValueError(f"counts must have shape (n_boot, n) with n = {n}, got {counts.shape}")
-    if not np.issubdtype(counts.dtype, np.integer):
-        raise ValueError(f"counts must be integers (times each example is drawn), got dtype {counts.dtype}")
-    if counts.size and counts.min() < 0:
-        raise ValueError("counts must be non-negative")
-    return counts, _cum_dtype(counts, n)
+        raise ValueError(f"counts must have shape (n_boot, {n}), got {counts.shape}")
+    if not np.issubdtype(counts.dtype, np.integer) or (counts.size and counts.min() < 0):
+        raise ValueError(f"counts must hold non-negative integers (times each example is drawn), got {counts.dtype}")
+    return counts
 
 
 def _cum_dtype(counts: np.ndarray, n: int) -> type:
+    """The narrowest safe dtype for the counts' running sums along a row."""
     small = not counts.size or int(counts.max()) * n < np.iinfo(np.int32).max
     return np.int32 if small else np.int64
 
@@ -250,8 +249,8 @@ def weighted_auc(y_bin, score, counts) -> np.ndarray:
     """
     y = check_binary(y_bin, "y_bin")
     score = check_scores(score, y.size)
-    counts, cum_dtype = _check_counts(counts, y.size)
-    problem = _Sorted(y, score)
+    counts = check_counts(counts, y.size)
+    cum_dtype, problem = _cum_dtype(counts, y.size), _Sorted(y, score)
     out = np.empty(counts.shape[0])
     step = _rows_per_chunk(y.size)
     for start in range(0, counts.shape[0], step):
@@ -278,8 +277,7 @@ def bootstrap_macro_auc(y_codes, probs, n_classes: int, counts) -> np.ndarray:
     array([0.8611,    nan, 0.7778])
     """
     y, probs = check_codes(y_codes, probs, n_classes, "probs")
-    counts, _ = _check_counts(counts, y.size)
-    out = macro_auc_of_counts(y, probs, n_classes)(counts)
+    out = macro_auc_of_counts(y, probs, n_classes)(check_counts(counts, y.size))
     _warn_lost(out, "bootstrap macro-AUC")
     return out
 

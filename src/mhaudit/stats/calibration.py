@@ -24,6 +24,7 @@ import warnings
 
 import numpy as np
 
+from mhaudit.stats.bootstrap import check_counts
 from mhaudit.stats.brent import bounded_minimum
 
 ROW_SUM_TOL = 1e-6
@@ -238,11 +239,7 @@ _MIN_BLOCK_ROWS = 8
 
 
 def _check_counts(counts, n: int) -> np.ndarray:
-    w = np.asarray(counts)
-    if w.ndim != 2 or w.shape[1] != n:
-        raise ValueError(f"counts must be a 2-D (n_boot, {n}) matrix of draw counts; got shape {w.shape}")
-    if not np.issubdtype(w.dtype, np.integer) or (w.size and w.min() < 0):
-        raise ValueError("counts must hold non-negative integers (how often each row is drawn)")
+    w = check_counts(counts, n)
     empty = w.sum(axis=1) == 0
     if empty.any():
         raise ValueError(f"counts row {int(np.flatnonzero(empty)[0])} draws no example; a resample needs at least one")

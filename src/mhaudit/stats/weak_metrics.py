@@ -24,9 +24,6 @@ from mhaudit.stats.undefined import quiet_undefined, warn_undefined
 
 __all__ = ["BINARY_METRICS", "binary_metrics", "binary_reasons", "weak_vs_reference"]
 
-# Resamples per block for the stratified count-matrix bootstrap (resamples x items counts, int32).
-_BLOCK_CELLS = 1 << 20
-
 BINARY_METRICS = ("observed_agreement", "kappa", "precision", "recall", "f1", "f1_negative", "macro_f1",
                   "specificity", "weak_positive_rate", "reference_positive_rate")
 
@@ -140,7 +137,7 @@ def weak_vs_reference(reference, weak, *, n_boot: int = 2000, alpha: float = 0.0
     if clusters is not None:
         boot = resample_clusters(onehot, clusters, n_boot, rng, strata=groups)
     elif weights is not None:
-        boot = resampled_sums(groups, onehot, n_boot, rng, block_cells=_BLOCK_CELLS)
+        boot = resampled_sums(groups, onehot, n_boot, rng)
     with quiet_undefined():  # rows carry `reason` and `n_failed`
         point = binary_metrics(tallies[3], tallies[1], tallies[2], tallies[0])
         draws = binary_metrics(boot[:, 3], boot[:, 1], boot[:, 2], boot[:, 0])
