@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,25 +98,21 @@ def open_session(sample: str | Path, labels: str | Path, annotators: list[str], 
     people = _people(annotators, adjudicator)
     items = load_sample(sample, keep_order=keep_order, posts=posts)
     AnnotationServer.check_host(host, public)
-    store = LabelStore(labels, durable=True)  # an answer acknowledged to a person is on disk
-    try:
+    with ExitStack() as undo:  # on any error: close what was opened
+        store = LabelStore(labels, durable=True)  # an answer acknowledged to a person is on disk
+        undo.callback(store.close)
         # an annotator's name must not already belong to a model or lexicon labeler (their labels would be replaced)
         check_labeler_kinds(store, [{"labeler": p.name, "kind": "human"} for p in people if p.role == "annotator"]
                             + [{"labeler": CONSENSUS, "kind": ADJUDICATED}],
                             advice="choose another name so that no label is overwritten")
         server = AnnotationServer(None, host, port, public=public)
-        try:
-            tokens = TokenFile(tokens_path(labels))
-            issued = tokens.issue(people, rotate=new_tokens)
-            settings = Settings(annotators=[p.name for p in people if p.role == "annotator"], notify=notify,
-                                log_requests=log_requests)
-            server.app = AnnotationApp(items, store, tokens.resolver(people), settings, guidelines=guidelines)
-        except BaseException:
-            server.server_close()
-            raise
-    except BaseException:
-        store.close()
-        raise
+        undo.callback(server.server_close)
+        tokens = TokenFile(tokens_path(labels))
+        issued = tokens.issue(people, rotate=new_tokens)
+        settings = Settings(annotators=[p.name for p in people if p.role == "annotator"], notify=notify,
+                            log_requests=log_requests)
+        server.app = AnnotationApp(items, store, tokens.resolver(people), settings, guidelines=guidelines)
+        undo.pop_all()
     return Session(server=server, app=server.app, store=store, people=people, issued=issued, tokens=tokens)
 
 

@@ -28,7 +28,7 @@ from mhaudit.weak_supervision.annotate.adjudication import (
     summary,
 )
 from mhaudit.weak_supervision.annotate.sample import Item
-from mhaudit.weak_supervision.annotate.tokens import Person, TokenResolver
+from mhaudit.weak_supervision.annotate.tokens import Person
 
 HERE = Path(__file__).resolve().parent
 GUIDELINES = HERE / "guidelines" / "binary.md"
@@ -57,8 +57,8 @@ class Settings:
 class AnnotationApp:
     """Everything a request needs: the sample, the label store, who holds which token, the pages."""
 
-    def __init__(self, items: list[Item], store: LabelStore, resolver: TokenResolver, settings: Settings,
-                 *, guidelines: str | Path | None = None):
+    def __init__(self, items: list[Item], store: LabelStore, resolver: Callable[[str], Person | None],
+                 settings: Settings, *, guidelines: str | Path | None = None):
         if not items:
             raise InputError("the sample has no items")
         self.items = items
@@ -103,9 +103,8 @@ class AnnotationApp:
         return next((item.position for item in self.items if item.key not in done), None)
 
     def cases(self):
-        human = self.store.frame(kind="human")
-        consensus = self.store.frame(labeler=CONSENSUS)
-        return build_cases(self.items, human, consensus, self.settings.annotators)
+        return build_cases(self.items, self.store.frame(kind="human"), self.store.frame(labeler=CONSENSUS),
+                           self.settings.annotators)
 
     def item_at(self, raw: str) -> Item:
         # ASCII digits only: str.isdigit() also accepts '²', which int() refuses

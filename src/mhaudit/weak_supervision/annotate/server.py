@@ -114,14 +114,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_request(self, code="-", size="-") -> None:
         if self.app.settings.log_requests:
-            route = self._route_for_log()
-            self.app.notify(f"{self.command} {route} {int(code) if str(code).isdigit() else code}")
-
-    def _route_for_log(self) -> str:
-        parts = urlsplit(getattr(self, "path", "")).path.split("/")  # no path: the request line was unreadable
-        if len(parts) > 2 and parts[1] == "s":
-            parts[2] = "…"
-        return "/".join(parts)[:200]
+            parts = urlsplit(getattr(self, "path", "")).path.split("/")  # no path: the request line was unreadable
+            if len(parts) > 2 and parts[1] == "s":
+                parts[2] = "…"
+            self.app.notify(f"{self.command} {'/'.join(parts)[:200]} {int(code) if str(code).isdigit() else code}")
 
     # --- responses -------------------------------------------------------------------------------
     def _send(self, status: int, body: bytes, content_type: str, extra: dict[str, str] | None = None) -> None:
@@ -139,9 +135,6 @@ class Handler(BaseHTTPRequestHandler):
 
     def _json(self, status: int, payload: dict, extra: dict[str, str] | None = None) -> None:
         self._send(status, json.dumps(payload).encode("utf-8"), "application/json", extra)
-
-    def _redirect(self, location: str) -> None:
-        self._send(303, b"", "text/plain; charset=utf-8", {"Location": location})
 
     def _error(self, status: int, message: str, *, api: bool) -> None:
         extra = {"Allow": "GET, HEAD, POST"} if status == 405 else None
@@ -243,7 +236,8 @@ class Handler(BaseHTTPRequestHandler):
                             "This link belongs to the adjudicator, who sees the disagreements only.")
         if rest == []:
             position = app.resume_position(person.name)
-            return self._redirect(f"{base}item/{position}" if position else f"{base}done")
+            return self._send(303, b"", "text/plain; charset=utf-8",
+                              {"Location": f"{base}item/{position}" if position else f"{base}done"})
         if len(rest) == 2 and rest[0] == "item":
             return self._html(200, app.item_page(person, base, app.item_at(rest[1])))
         if rest == ["done"]:

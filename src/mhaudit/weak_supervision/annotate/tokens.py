@@ -12,6 +12,7 @@ import hmac
 import json
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,16 +75,12 @@ class TokenFile:
 
         Writes the file (mode 0600) when anything changed.
         """
-        issued: dict[Person, str | None] = {}
-        for person in people:
-            key = self._key(person)
-            if key in self.entries and not rotate:
-                issued[person] = None
-                continue
-            token = secrets.token_urlsafe(32)
-            self.entries[key] = {"name": person.name, "role": person.role, "sha256": digest(token),
-                                 "issued_at": now()}
-            issued[person] = token
+        issued = {person: None if self._key(person) in self.entries and not rotate else secrets.token_urlsafe(32)
+                  for person in people}
+        for person, token in issued.items():
+            if token is not None:
+                self.entries[self._key(person)] = {"name": person.name, "role": person.role, "sha256": digest(token),
+                                                   "issued_at": now()}
         if any(token is not None for token in issued.values()):
             self.save()
         return issued
@@ -97,7 +94,7 @@ class TokenFile:
         with atomic_path(self.path, mode=0o600) as tmp:  # token hashes: the owner only
             tmp.write_text(payload + "\n", encoding="utf-8")
 
-    def resolver(self, people: list[Person]) -> TokenResolver:
+    def resolver(self, people: list[Person]) -> Callable[[str], Person | None]:
         """Look tokens up among these people only (someone not named in this run has no access)."""
         hashes = {}
         for person in people:
@@ -105,19 +102,15 @@ class TokenFile:
             if entry is None:
                 raise InputError(f"{person.role} '{person.name}' has no token yet", path=self.path)
             hashes[entry["sha256"]] = person
-        return TokenResolver(hashes)
 
+        def resolve(token: str) -> Person | None:
+            if not token or len(token) > 200:
+                return None
+            presented = digest(token)
+            found = None
+            for stored, person in hashes.items():  # constant time per entry; a handful of people
+                if hmac.compare_digest(stored, presented):
+                    found = person
+            return found
 
-class TokenResolver:
-    def __init__(self, hashes: dict[str, Person]):
-        self._hashes = hashes
-
-    def __call__(self, token: str) -> Person | None:
-        if not token or len(token) > 200:
-            return None
-        presented = digest(token)
-        found = None
-        for stored, person in self._hashes.items():  # constant time per entry; a handful of people
-            if hmac.compare_digest(stored, presented):
-                found = person
-        return found
+        return resolve
