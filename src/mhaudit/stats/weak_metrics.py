@@ -20,7 +20,7 @@ import pandas as pd
 from mhaudit.stats.agreement import draw_tables
 from mhaudit.stats.bootstrap import resample_clusters, resampled_sums, summarise
 from mhaudit.stats.f1 import binary_tallies, class_scores_unchecked, macro_f1_unchecked
-from mhaudit.stats.undefined import quiet_undefined, warn_undefined
+from mhaudit.stats.undefined import divide, quiet_undefined, warn_undefined
 
 __all__ = ["BINARY_METRICS", "binary_metrics", "binary_reasons", "weak_vs_reference"]
 
@@ -43,22 +43,17 @@ def binary_metrics(tp, fp, fn, tn) -> dict[str, np.ndarray]:
     tp, fp, fn, tn = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (tp, fp, fn, tn)))
     if any(v.size and v.min() < 0 for v in (tp, fp, fn, tn)):
         raise ValueError("confusion tallies must be non-negative")
-
-    def ratio(num, den):
-        out = np.full(den.shape, np.nan)
-        np.divide(num, den, out=out, where=den > 0)
-        return out
-
     n = tp + fp + fn + tn
     ref_pos, weak_pos = tp + fn, tp + fp
     chance = ref_pos * weak_pos + (n - ref_pos) * (n - weak_pos)
     tallies = binary_tallies(tp, fp, fn, tn)  # precision, recall and F1 as everywhere: mhaudit.stats.f1
     per_class = class_scores_unchecked(tallies)
-    out = {"observed_agreement": ratio(tp + tn, n), "kappa": ratio(n * (tp + tn) - chance, n * n - chance),
+    kappa_den = np.maximum(n * n - chance, 0)  # >= 0; rounding below 0 counts as 0: undefined
+    out = {"observed_agreement": divide(tp + tn, n), "kappa": divide(n * (tp + tn) - chance, kappa_den),
            "precision": per_class["precision"][..., 1], "recall": per_class["recall"][..., 1],
            "f1": per_class["f1"][..., 1], "f1_negative": per_class["f1"][..., 0],
-           "macro_f1": macro_f1_unchecked(tallies), "specificity": ratio(tn, fp + tn),
-           "weak_positive_rate": ratio(weak_pos, n), "reference_positive_rate": ratio(ref_pos, n)}
+           "macro_f1": macro_f1_unchecked(tallies), "specificity": divide(tn, fp + tn),
+           "weak_positive_rate": divide(weak_pos, n), "reference_positive_rate": divide(ref_pos, n)}
     undefined = [key for key, value in out.items() if np.isnan(value).any()]
     if undefined:
         warn_undefined(f"{', '.join(undefined)} undefined for some tallies (a zero denominator; binary_reasons "
