@@ -5,19 +5,12 @@ returning ``.logits``) whose ``get_input_embeddings()`` is the word-embedding ta
 WordPiece (BERT, MiniLM, DistilBERT), byte-level BPE (RoBERTa, GPT-2) or SentencePiece (XLM-R, T5,
 ALBERT). No mhaudit model class is needed, so a tiny random BERT or RoBERTa tests it.
 
-- ``token_saliency``: s_i = ||dP(y=t|x)/dE_i||_2, E_i the word-embedding vector of token i (the output
-  of ``get_input_embeddings()``, before position/type embeddings and LayerNorm), P the softmax
-  probability of the target class t. Plain autograd (the CPFE paper's eq. 4; Captum's ``Saliency``
-  computes the same gradient).
-- ``token_integrated_gradients``: Captum ``LayerIntegratedGradients`` on that embedding layer, from a
-  baseline with every non-special token replaced by [PAD] (or [MASK]); a token's attribution is the
-  sum over the embedding dimension. Its target is the softmax probability by default (``output=
-  "logit"`` for the logit), so the attributions of a text sum to P(t|x) - P(t|baseline) up to the
-  convergence delta, which is returned too (computed along the path actually integrated, which keeps
-  the text's position ids: see ``_path_change``).
+- ``token_saliency``: plain autograd, the CPFE paper's eq. 4 (Captum's ``Saliency`` computes the same
+  gradient), on the output of ``get_input_embeddings()`` (before position/type embeddings and LayerNorm).
+- ``token_integrated_gradients``: Captum ``LayerIntegratedGradients`` on that embedding layer.
 - ``saliency_pieces``, ``integrated_gradients_pieces``: the same per text as ``(token, score, word)``,
   ``word`` the piece's ``(word index, start, end)`` from a fast tokenizer (None from a slow one), for
-  ``mhaudit.attribution.words.merge_words`` (which ``mhaudit.attribution.table`` uses).
+  ``mhaudit.attribution.words.merge_words``.
 
 Special tokens ([CLS], [SEP], <s>, </s>) and padding are never returned; [UNK] is (it is a real input
 position). Inputs are truncated to ``max_length`` tokens, so a word cut by truncation keeps only its

@@ -1,10 +1,5 @@
-"""Word-type attributions per class: the ``class, word, score, count, method`` part of the Attributions table.
-
-``attribution_table`` attributes a seeded sample of texts to their true or predicted class (saliency or
-Integrated Gradients, ``mhaudit.attribution.gradients``), merges the pieces into words
-(``mhaudit.attribution.words``) and averages per (class, word type); the caller adds model, seed,
-platform and dataset.
-"""
+"""Word-type attributions per class: the ``class, word, score, count, method`` part of the Attributions table
+(``attribution_table``; the caller adds model, seed, platform and dataset)."""
 
 from __future__ import annotations
 

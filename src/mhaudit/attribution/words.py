@@ -1,12 +1,5 @@
-"""Sub-word pieces into words, for word-level attributions (any tokenizer).
-
-- ``merge_subwords``: pieces summed into lower-cased words by the tokenizer's piece convention: WordPiece
-  ``##`` continuations, byte-level BPE ``Ġ`` word starts (bytes decoded back to text), SentencePiece
-  ``▁`` word starts.
-- ``merge_words``: with a fast tokenizer the words come from the tokenizer itself, whatever its kind:
-  ``word_ids()`` says which pieces form a word and the offset mapping gives its text (the span of the
-  original text the pieces cover, lower-cased); without them it falls back to ``merge_subwords``.
-"""
+"""Sub-word pieces into words, for word-level attributions (any tokenizer): from a fast tokenizer's own word
+ids and offsets (``merge_words``), else by the tokenizer's piece convention (``merge_subwords``)."""
 
 from __future__ import annotations
 

@@ -68,31 +68,16 @@ def _import(exp: Experiment, spec: CorpusSpec, progress: Progress) -> Corpus:
 
 
 def build_corpus(exp: Experiment, out: Path, progress: Progress | None = None) -> tuple[Corpus, Path, str]:
-    """Import and merge the experiment's corpora once (binary targets apart: `build_binary_targets`);
-    cached by the specs and the files' contents at the path returned, which the caller writes (`keep`) once the
-    whole experiment is checked."""
-    progress = ensure(progress)
-    specs = [spec for spec in exp.corpus if spec.binary is None]
-    # Fine-tuning on a target (adapt_epochs) needs its calibration rows before training: they are stored, as
-    # `mhaudit data split --calibration` stores them, so temperature scaling uses the same rows. Otherwise the
-    # audit draws them itself, as on every other route.
+    """Import and merge the experiment's corpora once (binary targets apart: `build_binary_targets`), as
+    `import_corpora` does.
+
+    Fine-tuning on a target (adapt_epochs) needs its calibration rows before training: they are stored, as
+    `mhaudit data split --calibration` stores them, so temperature scaling uses the same rows. Otherwise the
+    audit draws them itself, as on every other route."""
     adapting = exp.design == "reference" and any(m.adapt_epochs > 0 for m in exp.model)
     calibration = (exp.reference, exp.audit.calibration_fraction, exp.audit.seed) if adapting else None
-    key = step_key([c.key_dump() for c in specs], _files(exp, specs), calibration)
-    path = out / "corpus" / f"{key}.parquet"
-    if path.exists():
-        progress.note(f"corpus: cached {path}")
-        return Corpus.read(path), path, key
-    corpora, frame, classes = _merged(exp, specs, progress)
-    for platform in sorted(set(frame["platform"]) - {exp.reference}) if adapting else ():
-        if not (frame.loc[frame["platform"] == platform, "split"] == "calibration").any():
-            frame = assign_calibration(frame, platform, fraction=exp.audit.calibration_fraction, seed=exp.audit.seed)
-            n = ((frame["platform"] == platform) & (frame["split"] == "calibration")).sum()
-            progress.note(f"corpus: stored a calibration split of {platform} for fine-tuning (adapt_epochs): "
-                          f"{n:,} rows")
-    merged = Corpus.build(frame, classes,
-                          meta={"mapping": " | ".join(c.meta["mapping"] for c in corpora), "synthetic": False})
-    return merged, path, key
+    return import_corpora(exp, [spec for spec in exp.corpus if spec.binary is None], out, progress,
+                          key_extra=(calibration,), calibrate=adapting)
 
 
 def keep(corpus: Corpus, path: Path) -> None:
@@ -101,28 +86,30 @@ def keep(corpus: Corpus, path: Path) -> None:
         corpus.write(path)
 
 
-def _merged(exp: Experiment, specs: list[CorpusSpec],
-            progress: Progress) -> tuple[list[Corpus], pd.DataFrame, list[str]]:
-    """The specs imported, their rows in one frame, and their one set of classes."""
+def import_corpora(exp: Experiment, specs: list[CorpusSpec], out: Path, progress: Progress | None = None, *,
+                   key_extra: tuple = (), calibrate: bool = False) -> tuple[Corpus, Path, str]:
+    """The specs imported into one corpus (one set of classes); cached by the specs, the files' contents and
+    `key_extra` at the path returned, which the caller writes (`keep`) once the whole experiment is checked.
+    `calibrate`: each target platform without a calibration split gets one stored."""
+    progress = ensure(progress)
+    key = step_key([c.key_dump() for c in specs], _files(exp, specs), *key_extra)
+    path = out / "corpus" / f"{key}.parquet"
+    if path.exists():
+        progress.note(f"corpus: cached {path}")
+        return Corpus.read(path), path, key
     corpora = [_import(exp, spec, progress) for spec in specs]
     classes = corpora[0].classes
     for spec, c in zip(specs[1:], corpora[1:]):
         if c.classes != classes:
             raise InputError(f"corpus '{spec.source}' maps to classes {c.classes}, not {classes}; every corpus of "
                              "an experiment must map to the same classes")
-    return corpora, pd.concat([c.frame for c in corpora], ignore_index=True), classes
-
-
-def import_corpora(exp: Experiment, specs: list[CorpusSpec], out: Path,
-                   progress: Progress | None = None) -> tuple[Corpus, Path, str]:
-    """Specs imported as they are (no calibration split added) into one corpus, cached like `build_corpus`."""
-    progress = ensure(progress)
-    key = step_key([c.key_dump() for c in specs], _files(exp, specs))
-    path = out / "corpus" / f"{key}.parquet"
-    if path.exists():
-        progress.note(f"corpus: cached {path}")
-        return Corpus.read(path), path, key
-    corpora, frame, classes = _merged(exp, specs, progress)
+    frame = pd.concat([c.frame for c in corpora], ignore_index=True)
+    for platform in sorted(set(frame["platform"]) - {exp.reference}) if calibrate else ():
+        if not (frame.loc[frame["platform"] == platform, "split"] == "calibration").any():
+            frame = assign_calibration(frame, platform, fraction=exp.audit.calibration_fraction, seed=exp.audit.seed)
+            n = ((frame["platform"] == platform) & (frame["split"] == "calibration")).sum()
+            progress.note(f"corpus: stored a calibration split of {platform} for fine-tuning (adapt_epochs): "
+                          f"{n:,} rows")
     return Corpus.build(frame, classes, meta={"mapping": " | ".join(c.meta["mapping"] for c in corpora),
                                               "synthetic": False}), path, key
 

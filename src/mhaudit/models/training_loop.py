@@ -132,4 +132,4 @@ def _should_stop(run: TrainingRun, best: _Best, epoch: int, f1: float) -> bool:
                       for name, module in run.modules.items()} if epoch < run.epochs else None
         return False
     best.stale += 1
-    return bool(run.patience) and run.patience > 0 and best.stale >= run.patience and epoch < run.epochs
+    return run.patience > 0 and best.stale >= run.patience and epoch < run.epochs
