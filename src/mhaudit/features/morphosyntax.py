@@ -45,7 +45,7 @@ from sklearn.model_selection import KFold, StratifiedKFold
 
 from mhaudit.core.errors import InputError
 from mhaudit.features.word_lists import load as load_lexicon
-from mhaudit.text.parse import Parses
+from mhaudit.text.parse import Parses, parses_for
 
 __all__ = ["MorphosyntaxChannel", "Patterns", "extract_patterns", "adaptive_lambda", "FEATURE_NAMES",
            "SUBJECT_DEPS", "OBJECT_DEPS"]
@@ -198,7 +198,7 @@ class MorphosyntaxChannel:
         return out
 
     def fit_transform(self, texts, parses: Parses | None, y, folds=None) -> np.ndarray:
-        parses = self._parses(texts, parses)
+        parses = parses_for(texts, parses, "B")
         y = np.asarray(y).astype(np.int64)
         if y.shape != (len(parses),):
             raise InputError(f"channel B: {len(parses)} documents but {y.size} labels")
@@ -225,7 +225,7 @@ class MorphosyntaxChannel:
     def transform(self, texts, parses: Parses | None) -> np.ndarray:
         if self.log_odds_ is None:
             raise RuntimeError("channel B is not fitted")
-        parses = self._parses(texts, parses)
+        parses = parses_for(texts, parses, "B")
         pat = extract_patterns(parses, self.window)
         counts = pat.counts({s: i for i, s in enumerate(self.pattern_names_)})
         return self._features(counts, self.log_odds_, self.seen_, pat.n_tokens, pat.n_absolutist)
@@ -248,12 +248,3 @@ class MorphosyntaxChannel:
             np.log1p(total) / np.maximum(np.log1p(cnt), 1.0),
             n_abs / l_eff,
         ]).astype(np.float64)
-
-    @staticmethod
-    def _parses(texts, parses: Parses | None) -> Parses:
-        if parses is None:
-            from mhaudit.text.parse import parse_texts
-            return parse_texts(list(texts))
-        if texts is not None and len(texts) != len(parses):
-            raise InputError(f"channel B: {len(texts)} texts but {len(parses)} parsed documents")
-        return parses

@@ -28,7 +28,7 @@ from mhaudit.features import style_families as families
 from mhaudit.features.style_families import TAG_RATIOS, UPOS, YULE_CAP
 from mhaudit.features.style_tokens import Tokens
 from mhaudit.features.style_word_lists import EMOTIONS, LIWC_CATEGORIES, PRONOUNS
-from mhaudit.text.parse import MAX_CHARS, Parses
+from mhaudit.text.parse import MAX_CHARS, Parses, parses_for
 
 __all__ = ["FAMILIES", "FEATURE_NAMES", "FAMILY_FUNCTIONS", "style_features", "yule_i", "StyleChannel"]
 
@@ -162,19 +162,12 @@ class StyleChannel:
         """Raw features of the training texts, fit the scaling on them, return them squashed.
         `y` and `folds` are unused (channel C learns no label-dependent parameters). `parses` None:
         parse `texts` here (through the shared cache)."""
-        raw = style_features(texts, self._parses(texts, parses))
+        raw = style_features(texts, parses_for(texts, parses, "C"))
         return self.fit_raw(raw).squash(raw)
 
     def transform(self, texts, parses: Parses | None) -> np.ndarray:
         """Squashed features of any documents with the scaling fitted on the training rows."""
-        return self.squash(style_features(texts, self._parses(texts, parses)))
-
-    @staticmethod
-    def _parses(texts, parses: Parses | None) -> Parses:
-        if parses is None:
-            from mhaudit.text.parse import parse_texts
-            return parse_texts([str(t) for t in texts])
-        return parses
+        return self.squash(style_features(texts, parses_for(texts, parses, "C")))
 
     @staticmethod
     def _check(raw) -> np.ndarray:

@@ -28,7 +28,7 @@ from mhaudit.text.parse_cache import FLAG_COLUMNS as _FLAG_COLUMNS
 from mhaudit.text.parse_cache import STRING_COLUMNS as _STRING_COLUMNS
 from mhaudit.text.parse_cache import ParseCache, decode, encode, text_key
 
-__all__ = ["Parses", "parse_texts", "cache_parses", "load_nlp", "model_id", "MAX_CHARS"]
+__all__ = ["Parses", "parse_texts", "parses_for", "cache_parses", "load_nlp", "model_id", "MAX_CHARS"]
 
 # Texts longer than this are parsed on their first MAX_CHARS characters (and counted as truncated):
 # spaCy's own limit is 1,000,000 characters, and no post in the supported corpora comes near 20,000.
@@ -267,6 +267,15 @@ def parse_texts(texts, *, n_process: int = 2, batch_size: int = 256, use_cache: 
         return _parse(load_nlp(), texts, n_process, batch_size)
     model, keys, found, parsed_now = filled
     return _from_cache([found[k] for k in keys], model, parsed_now)
+
+
+def parses_for(texts, parses: Parses | None, channel: str) -> Parses:
+    """A channel's `parses`, checked to hold one document per text, or the parse of `texts` when None."""
+    if parses is None:
+        return parse_texts(texts)
+    if texts is not None and len(texts) != len(parses):
+        raise InputError(f"channel {channel}: {len(texts)} texts but {len(parses)} parsed documents")
+    return parses
 
 
 def cache_parses(texts, *, n_process: int = 2, batch_size: int = 256) -> int:
