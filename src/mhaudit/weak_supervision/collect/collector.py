@@ -1,27 +1,12 @@
 """The Bluesky collection loop: connect, stream, filter, commit in batches, reconnect, stop.
 
 Durability rule (with `PostStore.commit_batch`): a batch of kept posts is committed together with the cursor
-of the LAST EVENT PROCESSED before the commit (matching or not), in one transaction. So a saved cursor never
-runs ahead of a post that has not been committed; a crash loses at most the uncommitted batch, and a restart
-subscribes from the saved cursor, receives those events again and stores them (replayed posts that were
-already stored are ignored by the store's primary key): no gap, no duplicate.
-A restarting PostgreSQL store is waited for inside `commit_batch` (reconnect.py), the cursor still with its batch.
-
-Wire (`jetstream.choose_wires`): given, or `auto`, by the relay URL's path; on a URL that names none, xrpc
-first, and a 400/404 handshake refusal switches to subscribe, once, before any event (`settle_wire`).
-
-Resume point (`jetstream.resume_point`): each wire has its own cursor key. The subscribe wire's cursor is a time
-(`time_us`) whose exact-boundary replay is not guaranteed gapless, so each of its (re)connects subscribes
-`rewind_s` (default 5 s) before the last processed cursor, as Jetstream advises; the overlap adds no duplicate
-(primary key) and the cursors never move back. A connection that delivered only overlap halves the next rewind
-(down to 0), so a relay that drops more often than the rewind window holds events cannot stall the run; the
-first connection that makes progress restores the full rewind. xrpc and firehose `seq`s are exact (no rewind).
-
-Retry policy (`RetryPolicy`): after a failed connect, a drop or a relay error frame the pending batch is
-committed, then the collector waits `min(max_s, base_s * 2**(n-1))`, jittered to [half, all] of it, and
-reconnects; `n` counts consecutive failures, reset only by a connection that moved the cursor forward (malformed,
-error or info frames and a replayed overlap do not). After `max_failures` in a row it stops with
-`RelayUnreachable` (an InputError: one sentence, exit 2), everything processed before committed.
+of the LAST EVENT PROCESSED before the commit (matching or not), in one transaction, so a saved cursor never
+runs ahead of a post that has not been committed: a restart replays what a crash lost, with no gap and no
+duplicate (the store's primary key). The wire (`jetstream.choose_wires`, `settle_wire`), where each (re)connect
+resumes (the subscribe wire rewinds `rewind_s`, halved after a connection that brought only overlap) and the
+retry policy (`RetryPolicy`; `RelayUnreachable` after `max_failures` failures in a row without progress):
+docs/collect.md, "Wires", "Durability and resume" and "Retry policy".
 """
 
 from __future__ import annotations
@@ -138,12 +123,10 @@ class PostFilter:
         self.langs = frozenset(lang.strip().lower() for lang in langs if lang.strip())
         self.replies = replies
 
-    def language_ok(self, langs: Iterable[str]) -> bool:
-        # 'en-US', 'en-GB' count as 'en': compare primary subtags.
-        return not self.langs or any(lang.split("-", 1)[0].lower() in self.langs for lang in langs)
-
     def __call__(self, post: dict) -> dict | None:
-        if not self.language_ok(post["langs"]) or (post["reply"] and not self.replies):
+        # 'en-US', 'en-GB' count as 'en': compare primary subtags.
+        language_ok = not self.langs or any(lang.split("-", 1)[0].lower() in self.langs for lang in post["langs"])
+        if not language_ok or (post["reply"] and not self.replies):
             return None
         matches = [match for lexicon in self.lexicons for match in lexicon.match(post["text"])]
         if not matches:

@@ -56,14 +56,6 @@ CREATE TABLE runs (
 """
 
 
-def _postgres_url(text: str) -> str | None:
-    """The URL if `text` is a postgresql:// or postgres:// URL (also as a Path that collapsed '//' to '/')."""
-    match = _URL.match(text)
-    if not match or match.group(1).lower() not in POSTGRES_SCHEMES:
-        return None
-    return f"{match.group(1)}://{text[match.end():].lstrip('/')}"
-
-
 def redact_url(url: str) -> str:
     """scheme://host[:port]/dbname of a database URL: no user, no password, no query."""
     parts = urlsplit(url)
@@ -77,10 +69,9 @@ def check_store_path(path: str | Path) -> Path | str:
     """The post store's file path, or a postgresql:// / postgres:// URL as a string; another URL (mysql://,
     sqlite:///, ...) is an InputError."""
     text = str(path)
-    url = _postgres_url(text)
-    if url is not None:
-        return url
     match = _URL.match(text)
+    if match and match.group(1).lower() in POSTGRES_SCHEMES:  # also as a Path that collapsed '//' to '/'
+        return f"{match.group(1)}://{text[match.end():].lstrip('/')}"
     if match:
         # Only the scheme is echoed: the rest of a URL may hold a password.
         raise InputError(f"{match.group(1)}://… is a database URL of a kind the post store does not support; give "
@@ -115,11 +106,10 @@ class SQLiteDialect:
             raise InputError(f"cannot open the post store: {exc}", path=path) from None
         try:
             self._open(synchronous)
-        except sqlite3.DatabaseError as exc:
+        except BaseException as exc:
             self.conn.close()
-            raise InputError(f"cannot open the post store: {exc} ({_sqlite_advice(exc)})", path=path) from None
-        except InputError:
-            self.conn.close()
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise InputError(f"cannot open the post store: {exc} ({_sqlite_advice(exc)})", path=path) from None
             raise
 
     def _check_header(self) -> None:
@@ -214,12 +204,11 @@ class PostgresDialect:
         self.conn = _PgConnection(conn)
         try:
             self._open()
-        except psycopg.Error as exc:
+        except BaseException as exc:
             conn.close()
-            raise InputError(f"cannot open the PostgreSQL post store {self.location}: {_pg_reason(exc, url)}") \
-                from None
-        except BaseException:
-            conn.close()
+            if isinstance(exc, psycopg.Error):
+                raise InputError(f"cannot open the PostgreSQL post store {self.location}: {_pg_reason(exc, url)}") \
+                    from None
             raise
 
     def _connect(self):

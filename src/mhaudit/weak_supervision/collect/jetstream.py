@@ -1,34 +1,12 @@
 """Stream wires of the Bluesky collector: subscription URLs, frame parsing into post dicts, the wire choice.
 
 Three wires, each a `Wire` (URL builder + frame parser) that the collector's one connection loop drives:
-
-* **subscribe** (`SUBSCRIBE`, alias `JETSTREAM`): Jetstream's `/subscribe` JSON wire (the public
-  jetstream1/2.* hosts), `{"did", "time_us", "kind": "commit", "commit": {"operation": "create", "collection":
-  "app.bsky.feed.post", "rkey", "cid", "record": {"text", "createdAt", "langs", "reply"?}}}`. The cursor is
-  `time_us`, a wall-clock time in microseconds, comparable across Jetstream instances, so it is saved under one
-  key, `jetstream`; `?wantedCollections=...&cursor=<time_us>` replays from it (inclusive) and the collector
-  resumes a few seconds before it (`rewind_s`).
-* **xrpc** (`XRPC`): the wire of atproto's `JetstreamClient` (checked against atproto 0.0.73): path
-  `/xrpc/network.bsky.jetstream.subscribeEvents`, websocket subprotocol `xrpc.v1.json`, text frames
-  `{"$type": "message", "payload": {"$type": "network.bsky.jetstream.subscribeEvents#commit", "seq", "did",
-  "collection", "operation", "rkey", "cid", "record", "time"}}` (also `#identity`, `#account`, `#sync`, and
-  `#info` notices without a seq) or `{"$type": "error", "error", "message"}`; `?collections=...&cursor=<seq>`.
-  `seq` is the instance's exact per-event counter (replayed inclusively, so no rewind), not a time and not valid
-  on another instance, so it is saved per host, `jetstream-xrpc:<host[:port]>`. The relay also reads a cursor of
-  10^15 or more as a unix-microseconds time, which lets a first xrpc run start from a saved `jetstream` time.
-* **firehose** (`FIREHOSE`): the relay's `com.atproto.sync.subscribeRepos`, DAG-CBOR frames whose `#commit`
-  bodies carry the records as CAR blocks; the cursor is the relay's `seq`, saved per host (`firehose:<host>`).
-
-`choose_wires` picks the wire for a relay URL: by its path (`/subscribe`, the xrpc method or the SDK's
-`.../xrpc` base), or, for a URL that names none (a bare host), xrpc first and subscribe if the relay refuses it.
-
-Why not the atproto SDK's clients: `JetstreamClient` speaks only the xrpc wire (it states that the `/subscribe`
-hosts do not work with it), and both it and `FirehoseSubscribeReposClient` run their own callback loop that
-reconnects forever and prints-and-swallows exceptions raised in the callback, so a failed database commit would
-not stop the stream and there is no hook for a time-based batch commit or for giving up after N failed
-connects. The collector therefore owns the connection (`websockets`, which atproto itself uses), speaks the
-xrpc wire itself (the tests check that the SDK's own client and models read the frames of the tests' relay),
-and decodes firehose frames with `libipld`, atproto's own DAG-CBOR/CAR codec.
+`SUBSCRIBE` (alias `JETSTREAM`: Jetstream's `/subscribe` JSON wire, cursor `time_us`), `XRPC` (the wire of atproto's
+`JetstreamClient`, `network.bsky.jetstream.subscribeEvents`, cursor the instance's `seq`) and `FIREHOSE`
+(`com.atproto.sync.subscribeRepos`, DAG-CBOR frames read with `libipld`, cursor the relay's `seq`). A `seq` is valid
+only on the relay that issued it, so it is saved per host (`cursor_stream`). `choose_wires` picks the wire by the
+relay URL's path; a URL that names none gets xrpc first, subscribe if the relay refuses it. The frame formats, the
+cursor keys and why the SDK's own clients are not used: docs/collect.md, "Wires" and the sections after it.
 
 A frame that is not a valid event (bad JSON or CBOR, a missing field, a wrong type) raises `MalformedFrame`;
 the collector counts and skips it. Events that are not post creates (identity, account, likes, deletes, ...)

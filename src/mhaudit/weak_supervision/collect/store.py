@@ -1,26 +1,12 @@
-"""The post store of the Bluesky collector: one embedded SQLite file (see docs/collect.md, "Post store").
+"""The post store of the Bluesky collector: one embedded SQLite file or a PostgreSQL database (docs/collect.md,
+"Post store": the durability rule, the journal mode, privacy, restarts and failover).
 
 Durability rule: `commit_batch` writes a batch of posts and advances the stream cursor in ONE transaction,
-so the saved cursor never runs ahead of the posts before it. A crash (even kill -9) loses at most the batch
-in flight, posts and cursor together; a restart resumes from the saved cursor, and a replay of posts that
-were already stored is ignored (the URI is the primary key), so there is no gap and no duplicate.
-
-Privacy: authors are stored as `mhaudit.core.privacy` pseudonyms (HMAC-SHA256 with the local secret). The raw
-DID also sits inside a post's at:// URI, so the stored URI has the DID replaced by the pseudonym. The raw
-DID and URI are kept (column `raw_did`, original `uri`) only with `keep_raw_ids=True`.
-
-Journal mode WAL, synchronous=NORMAL: in WAL mode a commit with NORMAL is written to the WAL before
-`commit_batch` returns, so it survives a crash of the collector process (kill -9); only an OS crash or
-power loss can roll back the last few commits, and then posts and cursor roll back together (same
-transaction), so the rule above still holds: the collector re-reads those events from the older cursor.
-FULL would fsync on every batch for no gain in correctness; pass `synchronous="FULL"` to have it anyway.
-
-PostgreSQL: `PostStore("postgresql://user:password@host:port/dbname")` (or `postgres://`) keeps the same tables
-in that database (its current schema); `mhaudit.weak_supervision.collect.dialects` holds what differs. A commit
-on the server is durable before `commit_batch` returns, and a client killed mid-transaction leaves nothing of it
-(the server rolls it back). A server that restarts or fails over under a running store is ridden out: every
-statement and transaction runs through the dialect's `retrying` (reconnect.py), which reconnects within a retry
-budget and redoes the whole transaction; redoing is idempotent (posts keyed by uri, cursor never moving back).
+so the saved cursor never runs ahead of the posts before it; a replay of stored posts is ignored (the URI is
+the primary key). Authors are stored as `mhaudit.core.privacy` pseudonyms, and the DID inside a post's at://
+URI is replaced by the pseudonym, unless `keep_raw_ids=True`. On PostgreSQL (`dialects.py` holds what differs)
+every statement and transaction runs through the dialect's `retrying` (reconnect.py), which redoes it whole on a
+new connection after a restart; redoing is idempotent (posts keyed by uri, cursor never moving back).
 """
 
 from __future__ import annotations
@@ -146,8 +132,6 @@ class PostStore:
         for i, post in enumerate(posts):
             if not post.get("uri") or not post.get("did"):
                 raise InputError(f"post {i} of the batch has no 'uri' or no 'did'")
-        if not posts:
-            return []
         dids = [str(p["did"]) for p in posts]
         authors = pseudonymise(dids, secret=self._secret)
         stored_at = _now()
