@@ -67,9 +67,7 @@ def check_codes(y_codes, scores, n_classes: int, name: str = "scores") -> tuple[
     scores = np.asarray(scores, dtype=float)
     if scores.shape != (y.size, n_classes):
         raise ValueError(f"{name} must have shape (n, n_classes) = ({y.size}, {n_classes}), got {scores.shape}")
-    if not np.isfinite(scores).all():
-        raise ValueError(f"{name} has {int((~np.isfinite(scores)).sum())} non-finite values")
-    return y, scores
+    return y, check_scores(scores.ravel(), scores.size, name).reshape(scores.shape)
 
 
 def placements(y: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
