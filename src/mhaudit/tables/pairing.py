@@ -8,7 +8,7 @@ rows come out in id order, so the order of the files' rows changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -58,12 +58,11 @@ def reference_runs(references: Iterable[Group], runs: Iterable[tuple[str, int]],
     return found
 
 
-def _run_name(run: Hashable) -> str:
+def _run_name(run: tuple) -> str:
     return f"{run[0]} seed {run[1]}"  # a (model, seed) key, as Group.run
 
 
-def aligned_codes(groups: dict[Hashable, Group], runs: list, where: str,
-                  name: Callable[[Hashable], str] = _run_name) -> np.ndarray | None:
+def aligned_codes(groups: dict, runs: list, where: str, name: Callable[..., str] = _run_name) -> np.ndarray | None:
     """(runs, rows) predicted class codes (the argmax of each run's scores) with the rows in id order; None when
     a run has no group. `name` says a run's key in words. One sentence when a run repeats an id or covers other
     rows than the first run."""

@@ -39,7 +39,7 @@ def read_authors(path: Path) -> pd.DataFrame:
 
 def _author_column(frame: pd.DataFrame | None) -> pd.Series:
     id_col = next((c for c in ("item_id", "id") if frame is not None and c in frame.columns), None)
-    if id_col is None or "author" not in frame.columns:
+    if id_col is None or frame is None or "author" not in frame.columns:
         return pd.Series(dtype=object)
     known = frame[frame["author"].notna() & (frame["author"].astype(str).str.strip() != "")]
     return pd.Series(known["author"].astype(str).to_numpy(), index=known[id_col].astype(str).to_numpy())
@@ -77,9 +77,9 @@ def cluster_labels(item_ids, authors: pd.Series | None) -> np.ndarray | None:
 
 def bootstrap_unit(item_ids, authors: pd.Series | None) -> str:
     """How the report's bootstraps resample, in words."""
-    if authors is None:
-        return "item-bootstrap"
     labels = cluster_labels(item_ids, authors)
+    if labels is None:  # no authors
+        return "item-bootstrap"
     by_author = [label for label in labels if label.startswith("author:")]
     alone = len(labels) - len(by_author)
     return (f"author-clustered bootstrap ({len(set(by_author))} authors, {len(labels)} items"

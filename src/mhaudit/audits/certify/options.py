@@ -80,7 +80,13 @@ class CertifyInputs:
     @property
     def drawn(self) -> tuple[str, int]:
         """The run the sample was drawn to certify."""
-        return drawn_run(self.design, self.run)
+        return drawn_run(self.design, self.certified)
+
+    @property
+    def certified(self) -> tuple[str, int]:
+        """The run to certify: `run` as __post_init__ settled it (None before, never after)."""
+        assert self.run is not None
+        return self.run
 
     def __post_init__(self) -> None:
         from mhaudit.tables.sample_design import certified_run, predictions_digest

@@ -96,7 +96,7 @@ def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, progress: P
         raise InputError("the sampling design holds items the predictions do not score")
     membership = labelled[None, :].astype(float)
     n_labels = int(labelled.sum())
-    subject, drawn = (f"{model} seed {seed}" for model, seed in (inputs.run, inputs.drawn))
+    subject, drawn = (f"{model} seed {seed}" for model, seed in (inputs.certified, inputs.drawn))
     with progress.stage(f"certify {subject} on {n_labels} labels"):
         estimates = {t: pool_estimates(membership, y, pred, probs, strata, tuning=t, population=options.population)
                      for t in ESTIMATORS}
@@ -142,7 +142,7 @@ def _predicted(inputs: CertifyInputs, design: pd.DataFrame) -> np.ndarray:
     if inputs.run == inputs.drawn:
         return label_codes(design["predicted"], inputs.predictions.classes)
     frame = inputs.predictions.frame
-    rows = frame[(frame["model"] == inputs.run[0]) & (frame["seed"] == inputs.run[1])]
+    rows = frame[(frame["model"] == inputs.certified[0]) & (frame["seed"] == inputs.certified[1])]
     rows = rows.assign(id=rows["id"].astype(str)).set_index("id").loc[design["item_id"]]
     return scores(rows, inputs.predictions.classes).argmax(axis=1)
 

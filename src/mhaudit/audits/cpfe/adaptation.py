@@ -33,7 +33,7 @@ def adaptation_rows(model, model_label: str, seed: int, corpus_frame: pd.DataFra
     tuned = model.adapt(cal, epochs=epochs)
     probs = {"before": softmax(logits), "ts": softmax(logits, t),
              "ft": softmax(tuned.predict_logits(rest["text"].tolist()))}
-    out = {**base, "temperature": t, "reason": "", "note": "; ".join(str(w.message) for w in caught)}
+    out: dict = {**base, "temperature": t, "reason": "", "note": "; ".join(str(w.message) for w in caught)}
     for stage, p in probs.items():
         out[f"auc_{stage}"] = macro_auc(y, p, k)
         out[f"ece_{stage}"] = ece(p, y, n_bins)

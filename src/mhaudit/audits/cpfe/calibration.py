@@ -64,11 +64,11 @@ def calibration_rows(group: Group, fraction: float, seed: int) -> tuple[np.ndarr
     if stored.size:  # rows with ids, in id order
         return stored, "stored calibration split"
     keys = content_keys(group, seed)
-    drawn = []
+    by_class = []
     for c in np.unique(group.y):
         members = np.flatnonzero(group.y == c)
-        drawn.append(members[np.argsort(keys[members], kind="stable")[:int(np.rint(fraction * members.size))]])
-    drawn = np.concatenate(drawn)
+        by_class.append(members[np.argsort(keys[members], kind="stable")[:int(np.rint(fraction * members.size))]])
+    drawn = np.concatenate(by_class)
     return drawn[np.argsort(keys[drawn], kind="stable")], \
         f"drawn: stratified {fraction:.0%} of the evaluation rows by content, seed {seed}"
 

@@ -26,7 +26,7 @@ def judged_note(predictions: PredictionSet, groups: list[Group], reference: str)
     """One sentence: which rows were judged, how many per place (its first run's) and why."""
     frame = predictions.frame
     left_out = int((~judged_rows(frame, reference)).sum())
-    counts = {}
+    counts: dict[tuple[str, str], int] = {}
     for g in groups:
         counts.setdefault((g.platform, g.dataset), g.n)
     home = [f"{p} ({d}): {n:,}" for (p, d), n in counts.items() if reference in (p, d)]

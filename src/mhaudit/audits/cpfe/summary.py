@@ -36,7 +36,7 @@ def _select(table: pd.DataFrame, row) -> pd.DataFrame:
     return table[mask]
 
 
-def _pair(significance: pd.DataFrame, target, home):
+def _pair(significance: pd.DataFrame, target, home) -> tuple[pd.Series, int] | None:
     """The significance row comparing a target group with its reference, and the sign that turns its
     difference into reference minus target."""
     if significance.empty:

@@ -83,9 +83,9 @@ def phenotypes(features: np.ndarray, datasets: np.ndarray, *, k: int = 3, n_boot
     rng = np.random.default_rng(seed)
     reference = KMeans(n_clusters=k, n_init=10, random_state=seed).fit(features)
     labels = reference.labels_
-    resamples, seeds = [], []
+    resamples, seeds, n = [], [], len(features)
     for _ in range(n_boot):  # drawn in the order one-fit-at-a-time drew them: rows, then the fit's seed
-        resamples.append(rng.integers(0, features.shape[0], size=features.shape[0]))
+        resamples.append(rng.integers(0, n, size=n))
         seeds.append(int(rng.integers(1 << 31)))
     refits = bootstrap_kmeans(features, resamples, seeds, k=k, n_init=3)
     ari = adjusted_rand_indices(labels, refits)

@@ -158,6 +158,7 @@ def _choose(f: ChannelFit, configs: list[dict], oof: dict) -> tuple[float, float
         threshold, score = _best_threshold(f.y, prob)
         if best is None or score > best[1] + 1e-12:
             best = (threshold, score, config)
+    assert best is not None, "a channel has at least one config"
     return best
 
 
@@ -176,7 +177,9 @@ def fit_many(fits: list[ChannelFit], *, n_jobs: int = 2) -> list[FittedChannel]:
     jobs = sorted([((-total[i], -_cost(x, config)), (i, c, k), (_held_out_prob, x, f.y, f.folds == k, config))
                    for i, (f, x) in enumerate(zip(fits, xs)) for c, config in enumerate(configs[i])
                    for k in np.unique(f.folds)], key=lambda job: job[0])
-    chosen, finals, oof = {}, {}, [{} for _ in fits]
+    chosen: dict[int, tuple[float, float, dict]] = {}  # by channel: its _choose and its _fit
+    finals: dict[int, tuple[StandardScaler | None, LogisticRegression | ElasticNetLogistic]] = {}
+    oof: list[dict] = [{} for _ in fits]
     left = [len(configs[i]) * np.unique(f.folds).size for i, f in enumerate(fits)]
 
     def finish(i):  # choose the config and fit on all training rows, here
@@ -195,7 +198,7 @@ def fit_many(fits: list[ChannelFit], *, n_jobs: int = 2) -> list[FittedChannel]:
     for i in range(len(fits)):  # channels without any fold (none in practice)
         if i not in finals:
             finish(i)
-    return [FittedChannel(f.name, parse_channel(f.name), *finals[i], *chosen[i],
+    return [FittedChannel(f.name, parse_channel(f.name), *finals[i] + chosen[i],
                           {c: f.blocks[c].shape[1] for c in parse_channel(f.name)}, xs[i].mean(axis=0))
             for i, f in enumerate(fits)]
 

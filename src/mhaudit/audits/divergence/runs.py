@@ -3,6 +3,7 @@ repeat), its masked refits, channel A with the other n-gram kind, and external b
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -116,7 +117,7 @@ def fit_other_lexical(runs: Runs, design: Design, folds: np.ndarray, parses: Par
     runs.add(f"A_{other}", _scores(model, view, datasets), model.threshold)
 
 
-def add_baselines(runs: Runs, baselines: dict[str, pd.DataFrame], design: Design) -> None:
+def add_baselines(runs: Runs, baselines: Mapping[str, pd.DataFrame], design: Design) -> None:
     """Each baseline's scores and predictions joined to the scored rows by id, as run "baseline:<name>"."""
     datasets = design.human + design.auto
     for name, table in baselines.items():

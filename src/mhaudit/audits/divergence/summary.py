@@ -18,7 +18,7 @@ def _p(row) -> str:
     return f"p = {row['p']:.2g}" + (f", FDR q = {q:.2g}" if q is not None and q == q else "")
 
 
-def summarise(tables: dict[str, pd.DataFrame], design: Design, n_tests: int, notes: list[str] = ()) -> str:
+def summarise(tables: dict[str, pd.DataFrame], design: Design, n_tests: int, notes: list[str]) -> str:
     human, auto = ", ".join(design.human), ", ".join(design.auto)
     lines = [f"Channels were fitted on {len(design.train):,} training rows of {design.train_dataset}; human-labelled: "
              f"{human}; auto-labelled: {auto}. Positive class: {design.positive}."]

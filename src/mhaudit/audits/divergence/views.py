@@ -115,7 +115,7 @@ def build_view(design: Design, letters: tuple[str, ...], mask: str, datasets: li
     memo = memo if memo is not None else FeatureMemo()
     prepared = _texts_and_parses(_view_texts(design, datasets), mask, seed, original)
     y = design.y_train
-    train, evaluation, names = {}, {d: {} for d in datasets}, {}
+    train, evaluation, names = {}, {d: dict[str, np.ndarray]() for d in datasets}, {}
     for letter in letters:
         channel = _channel(letter, lexical, memo)
         texts, parses = prepared["train"]

@@ -29,7 +29,7 @@ def ensemble_estimates(reference: PredictionSet, targets: PredictionSet, *, n_bo
     agreements). Empty when fewer than three runs are scored on both the reference and a target."""
     ref_groups = {key[:2]: group for key, group in reference.groups().items()}
     runs = sorted(ref_groups)
-    estimates, lines, pairs = [], [], []
+    estimates, lines, pairs = list[dict](), list[dict](), list[dict]()  # the rows of the three tables
     if len(runs) < 3:
         return _tables(estimates, lines, pairs)
     try:
@@ -48,7 +48,7 @@ def ensemble_estimates(reference: PredictionSet, targets: PredictionSet, *, n_bo
         except InputError as error:
             lines.append({**keys, "n_runs": len(runs), "trusted": False, "untrusted_because": str(error)})
             continue
-        if pred_tgt is None:
+        if pred_tgt is None or pred_ref is None:  # a target without some run (pred_ref: never, runs are its keys)
             continue
         distinct, twin = distinct_runs(pred_ref, pred_tgt)
         row = {**keys, "n_runs": len(runs), "n_distinct_runs": len(distinct), "n_reference": pred_ref.shape[1],

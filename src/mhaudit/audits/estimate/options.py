@@ -67,6 +67,6 @@ class EstimateInputs:
         `model`, `name_pattern`: read_predictions' keywords, for both."""
         from mhaudit.tables.prediction_files import PredictionColumns, read_predictions
 
-        read = dict(columns=columns or PredictionColumns(), model=model, name_pattern=name_pattern)
+        read: dict = dict(columns=columns or PredictionColumns(), model=model, name_pattern=name_pattern)
         ref = read_predictions(reference, classes=classes, **read)
         return cls(ref, read_predictions(targets, classes=ref.classes, labelled=False, **read))

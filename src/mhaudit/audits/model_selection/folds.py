@@ -59,7 +59,8 @@ def stratified_take(y: np.ndarray, fraction: float | None = None, n: int | None 
     left out (so the rows not taken still hold both classes)."""
     y = np.asarray(y)
     rng = np.random.default_rng(seed)
-    share = fraction if fraction is not None else min(1.0, n / len(y))
+    share = min(1.0, n / len(y)) if fraction is None and n is not None else fraction
+    assert share is not None, "stratified_take takes a fraction or a count n"
     taken = []
     for cls in np.unique(y):
         rows = np.flatnonzero(y == cls)

@@ -93,7 +93,7 @@ def _job_key(payload: dict) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
-def _hash_rows(ids: Sequence[str], labels: Sequence[str], texts: Sequence[str]) -> str:
+def _hash_rows(ids: Sequence[str], labels: Sequence[str] | np.ndarray, texts: Sequence[str]) -> str:
     return hashlib.sha256("".join(f"{i}\x1f{y}\x1f{t}\x1e" for i, y, t in zip(ids, labels, texts)).encode()).hexdigest()
 
 

@@ -13,7 +13,7 @@ METRICS = ("f1", "auc")
 
 
 def model_selection_verdicts(effect: pd.DataFrame, train_source: str) -> pd.DataFrame:
-    rows = []
+    rows: list[dict] = []
     if effect.empty:  # one protocol only: nothing to compare
         return verdict_table(rows)
     own = effect[(effect["scored_against"] == train_source) & effect["metric"].isin(METRICS)]

@@ -78,7 +78,7 @@ def audit_monitor(inputs: MonitorInputs, options: MonitorOptions, *,
     sections = _sections(table, ref, runs, options) + coverage_section(inputs.collection)
     alerts = table[(table["change_alarm"] | (table["psi_score"] >= options.psi_warn))
                    & (table["n_posts"] >= options.min_posts)]
-    alert_window, outputs = (alerts["window"].iat[-1] if len(alerts) else None), {}
+    alert_window, outputs = (alerts["window"].iat[-1] if len(alerts) else None), dict[str, pd.DataFrame]()
     if alert_window is not None:
         note, outputs = suggest_sample(posts, alert_window, window, inputs.model, classes, reference, options)
         sections.append(Section("Suggested validation sample", note, {}))

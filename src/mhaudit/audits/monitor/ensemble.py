@@ -109,6 +109,7 @@ def ensemble_reference(reference: PredictionSet, ensemble: MonitorEnsemble) -> E
     pred = aligned_codes(groups, list(ensemble.runs), "reference", name=lambda run: f"{run} (seed {seed_of[run]})")
     y = labels_in_id_order(groups[ensemble.deployed])
     check_reference_labels(y, (), f"the reference predictions of {ensemble.deployed}")
+    assert pred is not None, "_by_run gives every run a group"
     return EnsembleReference(pred, y)
 
 

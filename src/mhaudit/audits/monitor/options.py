@@ -91,7 +91,7 @@ class MonitorInputs:
     scored_now: int = 0
     synthetic: bool = False
     ensemble: MonitorEnsemble | None = None
-    collection: tuple = ()  # the collection filters: lexicon name -> SHA-256 each (audits.monitor.coverage)
+    collection: tuple | list = ()  # the collection filters: lexicon name -> SHA-256 each (audits.monitor.coverage)
     cached_windows: pd.DataFrame | None = None
 
     def __post_init__(self):

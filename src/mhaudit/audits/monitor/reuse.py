@@ -48,7 +48,7 @@ class WindowReuse:
     windows in order, the costly columns' names and how many windows were computed afresh."""
 
     def __init__(self, context: str, cached: pd.DataFrame | None = None):
-        self.context, self.keys, self.columns, self.recomputed = context, [], [], 0
+        self.context, self.keys, self.columns, self.recomputed = context, list[str](), list[str](), 0
         self._rows = {} if cached is None or cached.empty else \
             dict(zip(cached["key"], cached.drop(columns="key").to_dict("records")))
 
