@@ -12,7 +12,6 @@ requests in flight.
 from __future__ import annotations
 
 import math
-import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -194,7 +193,6 @@ class _Labelling:
                  progress: Progress):
         self.store, self.backend, self.prompt, self.examples = store, backend, prompt, examples
         self.report, self.progress = report, progress
-        self.lock = threading.Lock()
 
     def run(self, todo: pd.DataFrame, concurrency: int) -> BaseException | None:
         """Ask every item, at most 2 x concurrency queued; the fatal error that stopped submitting, if any."""
@@ -235,24 +233,19 @@ class _Labelling:
         return answer
 
     def settle(self, future: Future, item_id: str) -> None:
+        """Count a finished request into the report (in the submitting thread only: no lock)."""
         report = self.report
         try:
             answer = future.result()
         except RequestFailed as exc:
-            with self.lock:
-                report.n_failed += 1
-                report.failures.append(f"{item_id}: {exc}")
+            report.n_failed += 1
+            report.failures.append(f"{item_id}: {exc}")
         else:
-            with self.lock:
-                report.n_answered += 1
-                report.n_invalid += answer.value is None
-                report.n_positive += answer.value == 1
-                report.n_retried += answer.attempts > 1
-                report.latencies_ms.append(answer.latency_ms)
-        self._advance()
-
-    def _advance(self) -> None:
-        report = self.report
+            report.n_answered += 1
+            report.n_invalid += answer.value is None
+            report.n_positive += answer.value == 1
+            report.n_retried += answer.attempts > 1
+            report.latencies_ms.append(answer.latency_ms)
         rate = report.n_answered / max(1, report.n_answered + report.n_failed)
         self.progress.advance(status=f"invalid {report.n_invalid} failed {report.n_failed} positive "
                                      f"{report.n_positive} ({rate:.0%} answered)")

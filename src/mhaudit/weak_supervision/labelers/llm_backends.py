@@ -1,14 +1,10 @@
 """LLM servers: one client per backend that asks for 1 or 0 and applies the retry policy (`llm_retry`).
 
-Two backends speak HTTP through httpx:
-
-- `OllamaBackend`: Ollama's `/api/chat` (default http://127.0.0.1:11434, model `llama3:8b` as in the Bluesky
-  paper), options temperature 0, seed, num_predict 2; `constrain="schema"` sends a JSON-schema `format`
-  allowing only the integers 0 and 1 (Ollama's structured outputs).
-- `OpenAIBackend`: any OpenAI-compatible `/v1/chat/completions` server, temperature 0, seed, max_tokens 2;
-  the output is constrained where the server supports it: llama.cpp servers take a GBNF `grammar`
-  (`root ::= "0" | "1"`), vLLM takes `guided_choice`. `constrain="auto"` picks by the `owned_by` field
-  of `/v1/models` (vllm -> choice; llama.cpp / llama-cpp-python -> grammar; anything else -> none).
+Two backends speak HTTP through httpx: `OllamaBackend` (Ollama's `/api/chat`; model `llama3:8b` as in the Bluesky
+paper) and `OpenAIBackend` (any OpenAI-compatible `/v1/chat/completions`). Both decode at temperature 0 with a
+seed and 2 tokens, and constrain the output to 0/1 where the server can (docs/labels.md, the backends' table):
+Ollama by a JSON-schema `format`, llama.cpp by a GBNF `grammar`, vLLM by `guided_choice`; `constrain="auto"`
+picks by the `owned_by` field of `/v1/models`.
 """
 
 from __future__ import annotations
@@ -215,8 +211,7 @@ class OllamaBackend(Backend):
             body, _, _ = self._request("GET", "/api/tags")
         except RequestFailed as exc:
             raise InputError(f"the Ollama server at {self.url} did not list its models ({exc})") from None
-        names = {str(m.get("name")) for m in body.get("models", []) if isinstance(m, dict)}
-        names |= {str(m.get("model")) for m in body.get("models", []) if isinstance(m, dict)}
+        names = {str(m.get(key)) for m in body.get("models", []) if isinstance(m, dict) for key in ("name", "model")}
         if self.model not in names and f"{self.model}:latest" not in names:
             raise ServerRejected(f"the Ollama server at {self.url} has no model '{self.model}' "
                                  f"(it has {', '.join(sorted(names)) or 'none'}); run `ollama pull {self.model}` "

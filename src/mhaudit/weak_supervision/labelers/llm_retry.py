@@ -1,11 +1,9 @@
-"""How an LLM request fails and is retried: the errors that stop a run or fail one item, and `RetryPolicy`.
+"""How an LLM request fails and is retried: the errors that stop a run or fail one item, and `RetryPolicy`
+(docs/labels.md, "Retry policy and failures").
 
-Retry policy (`RetryPolicy`): a request that fails with a connection error, a timeout, HTTP 429 or any 5xx
-is retried up to `retries` times (default 3), waiting `backoff` seconds (default 0.5) doubled after each
-try, at most 30 s (0.5, 1, 2 s). Other 4xx answers are not retried. When the server cannot be reached at
-all (connection refused / timed out after every retry), the run stops with one sentence naming the URL and
-this policy; an item whose request still fails after its retries (5xx, timeout) is counted as failed, not
-stored, and is asked again by the next run.
+A connection error, a timeout, HTTP 429 or any 5xx is retried with a doubling wait; other 4xx are not. A server
+that cannot be reached at all stops the run with one sentence naming the URL and this policy; an item whose
+request still fails after its retries is counted as failed, not stored, and asked again by the next run.
 
 Privacy: a server's response body is never copied into a failure, a note or the run report (an error body
 can echo the prompt, i.e. the post): they keep the URL, the HTTP status code or the exception class. Only the

@@ -1,20 +1,10 @@
 """Lexicon filter for stream collection: which SI / MH terms a post contains, in one regex pass.
 
-A lexicon is a TOML file (see `lexicons/si.toml`, `lexicons/mh.toml` and docs/collect.md):
-
-    [lexicon]                      # name, version, description, language
-    [categories.<name>]            # description, terms = ["want to die", "can't sleep", ...]
-
-Matching rules (documented in docs/collect.md, "Lexicon filter"):
-
-* case-insensitive; the apostrophes ' ’ ‘ ʼ ‛ ′ ` (and the fullwidth ＇) are all the same character;
-* on word boundaries: a match may not be preceded or followed by a word character (`\\w`), so
-  "die" does not match "diet" or "studied", and "kill myself" does not match "skill myselfie";
-* a space inside a term matches any run of whitespace (spaces, tabs, line breaks);
-* no stemming: inflections ("panicking") and apostrophe-less spellings ("cant sleep") match only
-  when the lexicon lists them;
-* the whole lexicon is ONE compiled alternation, longest terms first, so a text is scanned once; of
-  overlapping candidates the leftmost wins, then the longest ("panic attack" over "panic").
+A lexicon is a TOML file (`[lexicon]` name, version, description, language; `[categories.<name>]` description,
+terms): the built-in `si.toml`, `mh.toml`, `wide.toml`, or one given by path. The matching rules (docs/collect.md,
+"Matching rules"): case-insensitive, every apostrophe-like character read as "'", on word boundaries, a space in a
+term matching any run of whitespace, no stemming; the whole lexicon is ONE compiled alternation, longest terms
+first, so a text is scanned once and of overlapping candidates the leftmost, then the longest, wins.
 
 `Lexicon.sha256` is the SHA-256 of the file's bytes, so a stored post can record exactly which
 lexicon matched it (together with `name` and `version`).

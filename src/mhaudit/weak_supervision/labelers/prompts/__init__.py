@@ -1,20 +1,11 @@
 """LLM labelling prompts: one TOML data file per task (si, mh, stress), loaded by name or path.
 
-A prompt file has `task`, `version`, `description`, a `system` and a `user` template, and a `[shots]` table:
-
-    [shots]
-    default = 0            # k used when the command gives no --shots
-    style = "turns"        # each example = a user turn (the user template) + an assistant turn ("1" / "0")
-    # style = "inline"     # examples listed at the end of the system message:
-    # header = "Examples:"
-    # example = "Post: {text}\\nAnswer: {label}"
-
-The post goes where the user template says `{text}` (plain substitution: other braces are kept as they
-are, so a post containing braces cannot break the template). The answer is always 1 (positive) or 0.
-
-The prompt hash (`Prompt.hash`) is the SHA-256 of the rendered messages (with `{text}` left as the slot,
-k-shot examples included) plus the model settings (backend, model, temperature, seed, max tokens, output
-constraint), so two labels with the same hash were asked exactly the same question the same way.
+A prompt file has `task`, `version`, `description`, a `system` and a `user` template, and a `[shots]` table
+(`default` k, `style` "turns" or "inline", and for inline a `header` and an `example` template); docs/labels.md,
+"Prompts and hashes". The post goes where the user template says `{text}` by plain substitution, so a post
+containing braces cannot break the template. `Prompt.hash` covers the rendered messages (`{text}` left as the
+slot, k-shot examples included) and the model settings: two labels with the same hash were asked exactly the
+same question the same way.
 """
 
 from __future__ import annotations
