@@ -1,21 +1,12 @@
-"""Annotation sheets: labels that were made elsewhere, in and out of the labels table (docs/annotation.md).
+"""Annotation sheets: labels that were made elsewhere, in and out of the labels table (docs/annotation.md,
+"Annotation sheets: export and import", with a table per format).
 
-Three input formats, each read into rows for `LabelStore.add`:
-
-- ``mhaudit``: a CSV, JSONL or Parquet sheet with the labels-table columns (item_id, task, labeler,
-  kind, value, tags, note, ...); `task`, `labeler` and `kind` may come from options instead. A row
-  without a value (and without a raw answer) is an item not labelled yet and is skipped. Extra
-  columns (the text of a sheet exported with --sample) are ignored.
-- ``label-studio``: Label Studio's JSON export (tasks with `annotations[].result[]`) or its JSON-MIN
-  export (one flat object per annotation).
-- ``argilla``: Argilla 2.x records as `dataset.records.to_json()` / `to_list()` write them (nested
-  `responses`: question -> [{value, user_id, status}]) or flattened (`label.responses`,
-  `label.responses.users`, `label.responses.status`), as a JSON list or JSONL.
-
-Choices map to 0/1 through a `ChoiceMap`: by default, case-insensitively, 1, positive, yes, true, pos -> 1
-and 0, negative, no, false, neg -> 0; `--positive` / `--negative` add a project's own choice names. A
-choice that maps to neither is an error naming it, never a silent drop. Model predictions (Label Studio
-`predictions`, Argilla `suggestions`) are never imported as human labels.
+Three input formats, each read into rows for `LabelStore.add`: ``mhaudit`` (a CSV, JSONL or Parquet sheet with
+the labels-table columns; a row without a value is an item not labelled yet and is skipped), ``label-studio``
+(Label Studio's JSON or JSON-MIN export) and ``argilla`` (Argilla 2.x records, nested or flattened). Choices map
+to 0/1 through a `ChoiceMap`: the default names, and a project's own with `--positive` / `--negative`; a choice
+that maps to neither is an error naming it, never a silent drop. Model predictions (Label Studio `predictions`,
+Argilla `suggestions`) are never imported as human labels.
 """
 
 from __future__ import annotations
@@ -347,8 +338,7 @@ def check_labeler_kinds(store: LabelStore, rows: list[dict], advice: str = "choo
 
 def blank_sheet(items: list, store: LabelStore, labeler: str, task: str | None = None) -> pd.DataFrame:
     """A sheet to label elsewhere: one row per sample item (`load_sample`), prefilled with this labeler's labels."""
-    existing = store.frame(labeler=labeler)
-    known = {(r["task"], r["item_id"]): r for r in existing.to_dict("records")}
+    known = {(r["task"], r["item_id"]): r for r in store.frame(labeler=labeler).to_dict("records")}
     rows = []
     for item in items:
         if task is not None and item.task != task:

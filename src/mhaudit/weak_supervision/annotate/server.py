@@ -13,11 +13,8 @@ Routes (TOKEN is a person's secret; every page and call of a person lives under 
     POST /s/TOKEN/api/consensus     adjudicator: record a consensus  {token, item_id, task, value, tags, note}
     POST /s/TOKEN/api/agreed        adjudicator: record the agreed items as consensus  {token}
 
-Safety: loopback only unless `public`; the Host header must name the bound host (no DNS rebinding);
-a POST must be JSON, carry the token in its body (CSRF-lite) and, when the browser sends an Origin,
-come from this server; every page is rendered with autoescaping under a strict Content-Security-
-Policy (no inline script or style); nothing is logged unless asked, and then only the method, the
-route with the token replaced by '…', and the status.
+Safety (docs/annotation.md, "Tokens and privacy"): loopback only unless `public`, the Host header checked, a POST
+carries the token in its JSON body, strict security headers, and no token or text in any log line.
 
 Hostile input (tests/weak_supervision/annotate/test_annotate_fuzz.py, docs/faults.md): a POST body is capped
 at MAX_BODY bytes (413) and read before any other check; input left unread by a refusal is drained before the

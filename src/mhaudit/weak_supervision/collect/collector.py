@@ -16,7 +16,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress
@@ -102,9 +102,6 @@ class CollectStats:
     @property
     def events_per_s(self) -> float:
         return self.events / self.elapsed_s if self.elapsed_s > 0 else 0.0
-
-    def as_dict(self) -> dict:
-        return {**asdict(self), "events_per_s": self.events_per_s}
 
     def status(self) -> str:  # for a progress display
         return (f"{self.events:,} events ({self.events_per_s:,.0f}/s) · posts {self.posts:,} · matched "

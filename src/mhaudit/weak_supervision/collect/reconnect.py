@@ -1,11 +1,10 @@
 """Riding out a restart or failover of the post store's PostgreSQL server (docs/collect.md, "Restarts and failover").
 
 One policy and one loop for every statement the store sends: when an action fails because the connection is
-lost (the server shut down, restarted or failed over), the store reconnects with a bounded, growing back-off
-and runs the whole action again. That is safe because every action is idempotent: a transaction either
-committed or left nothing, and the store's writes are `INSERT … ON CONFLICT DO NOTHING` (posts by uri, scores
-by uri and model) plus a cursor that never moves back, so redoing a batch that did commit adds nothing. Only
-after the budget (`MHAUDIT_DB_RETRY_S`, default 30 s) is spent does the store give up, with one sentence.
+lost, the store reconnects with a bounded, growing back-off and runs the whole action again. That is safe because
+every action is idempotent: a transaction either committed or left nothing, and the store's writes are `INSERT …
+ON CONFLICT DO NOTHING` plus a cursor that never moves back. Once the budget is spent the store gives up, with one
+sentence.
 """
 
 from __future__ import annotations

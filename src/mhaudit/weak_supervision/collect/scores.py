@@ -1,15 +1,10 @@
 """The scores table: one row per post and model, in the post store's own database, and its typed readers.
 
-`scores(uri, model_digest, scores, predicted, scored_at)`, keyed by post and model digest (a hash of the
-model folder's files), so a re-run scores only posts without a row for this model, and another model gets
-its own rows. Each batch of scores is one transaction: a kill -9 loses at most the batch in flight, and
-the next run scores it again. The schema version sits in the database's `mhaudit_meta` table (key
-`scores_schema_version`), created beside the post store's tables on first use (SQLite; PostgreSQL has it).
-
-The collector may write posts at the same time: SQLite in WAL mode lets the monitor read while a batch is
-written, and each side's write waits for the other's (the store's busy timeout); PostgreSQL serialises
-them on the server. This module, store.py and window_cache.py (the monitor's windows) hold every SQL
-statement on the post store.
+`scores(uri, model_digest, scores, predicted, scored_at)`, keyed by post and model digest, so a re-run scores only
+posts without a row for this model and another model gets its own rows; its schema version sits in `mhaudit_meta`
+(key `scores_schema_version`). The collector may write posts meanwhile (docs/monitor.md, "Scores": one
+transaction per batch, and how SQLite and PostgreSQL let the two sides share the store). This module, store.py
+and window_cache.py hold every SQL statement on the post store.
 """
 
 from __future__ import annotations

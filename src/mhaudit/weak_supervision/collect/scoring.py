@@ -1,14 +1,10 @@
 """Scoring the posts of a post store with a model: every post it has not scored yet, batch by batch.
 
-Each batch is one job of `core.executors.run_jobs` (in this process, local processes or Ray: one path for
-the whole project) that scores its texts and commits their scores in one transaction (scores.store_scores),
-so a kill -9 loses at most the batches in flight and the next run scores them again. The batches are cut
-here, in uri order, the same wherever they run, so the numbers are too. A job loads the model once per
-process (`loaded_model`, a cache keyed by model folder) with the `load` function it is given (e.g.
-`mhaudit.models.load_model`: anything that turns a folder into an object with `predict_logits`), so this
-module knows no model and imports no torch; it limits torch to one thread only where the model loaded it.
-A PostgreSQL server that restarts or fails over meanwhile is waited for within the retry budget (reconnect.py);
-the batch it interrupted is committed on the new connection, and a post scored twice keeps its first row.
+Each batch is one job of `core.executors.run_jobs` (in this process, local processes or Ray) that scores its
+texts and commits their scores in one transaction, so a kill -9 loses at most the batches in flight. The batches
+are cut here, in uri order, so the numbers are the same wherever they run. A job loads the model once per process
+(`loaded_model`) with the `load` function it is given (anything that turns a folder into an object with
+`predict_logits`), so this module knows no model and imports no torch (docs/monitor.md, "--executor ray").
 """
 
 from __future__ import annotations

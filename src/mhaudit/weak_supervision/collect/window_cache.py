@@ -1,12 +1,9 @@
 """The monitor's window cache: each window's costly statistics from the last round, in the post store's database.
 
-`monitor_windows(context, key, cells, written_at)`, created beside the scores table on first use. `context` is a
-digest of what every window's statistics depend on (model, reference predictions, options: audits.monitor.reuse
-.window_context), `key` a digest of that and of one window (its start, its posts' uris and scores), `cells` the
-window's statistics as JSON (floats as Python writes them, so they read back bit for bit; NaN as NaN). Each
-round replaces its context's rows in one transaction, so the table holds the windows of the contexts last used;
-rows of other contexts (another model, other options) stay for when they come back. The table is only a cache:
-dropping it costs one full recompute.
+`monitor_windows(context, key, cells, written_at)` (docs/monitor.md, "Where"): `context` is a digest of what every
+window's statistics depend on (audits.monitor.reuse.window_context), `key` a digest of that and of one window,
+`cells` the window's statistics as JSON (floats as Python writes them, so they read back bit for bit; NaN as
+NaN). Each round replaces its context's rows in one transaction; the table is only a cache.
 """
 
 from __future__ import annotations
