@@ -4,17 +4,8 @@ Names load from `mhaudit.models.base` on first use, so importing a light submodu
 for the CLI's help) does not load numpy and pandas.
 """
 
-from __future__ import annotations
+from mhaudit.core.lazy import lazy_names
 
-import importlib
-
-__all__ = ["REGISTRY", "Model", "create", "is_deterministic", "load_model", "model_names", "register", "save_model",
-           "training_seeds"]
-
-
-def __getattr__(name: str):
-    if name not in __all__:
-        raise AttributeError(f"module 'mhaudit.models' has no attribute '{name}'")
-    value = getattr(importlib.import_module("mhaudit.models.base"), name)
-    globals()[name] = value
-    return value
+__all__, __getattr__, __dir__ = lazy_names(__name__, dict.fromkeys(
+    ["REGISTRY", "Model", "create", "is_deterministic", "load_model", "model_names", "register", "save_model",
+     "training_seeds"], ".base"))
