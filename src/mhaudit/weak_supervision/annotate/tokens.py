@@ -71,10 +71,8 @@ class TokenFile:
         return f"{person.role}:{person.name}"
 
     def issue(self, people: list[Person], *, rotate: bool = False) -> dict[Person, str | None]:
-        """A new token for each person without one (or for everyone when `rotate`); None means unchanged.
-
-        Writes the file (mode 0600) when anything changed.
-        """
+        """A new token for each person without one (or for everyone when `rotate`); None means unchanged. Writes
+        the file (mode 0600) when anything changed."""
         issued = {person: None if self._key(person) in self.entries and not rotate else secrets.token_urlsafe(32)
                   for person in people}
         for person, token in issued.items():

@@ -99,7 +99,12 @@ class SQLiteDialect:
     def __init__(self, path: Path, *, synchronous: str, timeout: float):
         self.path, self.location = path, path
         self.backup: Path | None = None  # the copy kept when opening migrated the store (migrations.py)
-        self._check_header()
+        if path.is_dir():
+            raise InputError("is a folder, not a post store file", path=path)
+        if path.exists() and path.stat().st_size > 0:
+            with open(path, "rb") as handle:
+                if handle.read(len(SQLITE_MAGIC)) != SQLITE_MAGIC:
+                    raise InputError("is not an SQLite database, so not an mhaudit post store", path=path)
         try:
             self.conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
         except sqlite3.Error as exc:
@@ -111,15 +116,6 @@ class SQLiteDialect:
             if isinstance(exc, sqlite3.DatabaseError):
                 raise InputError(f"cannot open the post store: {exc} ({_sqlite_advice(exc)})", path=path) from None
             raise
-
-    def _check_header(self) -> None:
-        if self.path.is_dir():
-            raise InputError("is a folder, not a post store file", path=self.path)
-        if self.path.exists() and self.path.stat().st_size > 0:
-            with open(self.path, "rb") as handle:
-                head = handle.read(len(SQLITE_MAGIC))
-            if head != SQLITE_MAGIC:
-                raise InputError("is not an SQLite database, so not an mhaudit post store", path=self.path)
 
     def _open(self, synchronous: str) -> None:
         conn = self.conn

@@ -1,14 +1,10 @@
 """Schema versions of the post store and its scores table, and the steps between them (the rule in
-core.store_versions; docs/faults.md, "Stores written by an earlier version").
+core.store_versions; docs/faults.md, "Stores written by an earlier version"; docs/collect.md, "Upgrading").
 
-Post store: version 1 since the first one (46e0db0: SQLite, `PRAGMA user_version = 1`; PostgreSQL since
-700669c: `mhaudit_meta` schema_version 1). Scores table: version 1 since it was created (1bc55dc; `mhaudit_meta`
-key scores_schema_version). No mhaudit has written another version of either, so there is no step yet: a store
-of version 1 is read as it is, a newer one is refused (upgrade mhaudit), and an older one cannot exist.
-
-A version N + 1 adds its step here, `POST_STORE_STEPS[N]` (SQLite, run after a backup copy, in one transaction
-with the new stamp). On PostgreSQL a step runs in the transaction that opens the store, so it commits whole or
-not at all; back up first with `pg_dump` (docs/collect.md, "Upgrading").
+Both are version 1 since they were created, so there is no step yet: a store of version 1 is read as it is, a
+newer one is refused (upgrade mhaudit), and an older one cannot exist. A version N + 1 adds its step here,
+`POST_STORE_STEPS[N]` (SQLite, run after a backup copy, in one transaction with the new stamp; on PostgreSQL in
+the transaction that opens the store, so it commits whole or not at all).
 """
 
 from __future__ import annotations

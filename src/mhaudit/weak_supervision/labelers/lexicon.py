@@ -1,14 +1,8 @@
 """A lexicon as a weak labeler: an item is positive when its text contains any lexicon term.
 
-The weak labeler of the real-data check in docs/validation.md. Its labels go into the labels table
-(mhaudit.tables.label_store) like any other labeler's:
-
-* `kind` = "lexicon";
-* `labeler` = "lexicon:<name>@<first 12 hex digits of the lexicon file's SHA-256>", so a changed lexicon
-  is a different labeler and can never be mixed up with the one that was validated;
-* `value` = 1 if any term matches (the matching rules of mhaudit.weak_supervision.lexicons), else 0;
-  None when the item has no text;
-* `raw_answer` = the matched terms as a JSON list (an empty list for 0), `prompt_hash` = the full SHA-256.
+The weak labeler of the real-data check in docs/validation.md ("The lexicon weak labeler" lists its columns). Its
+labeler name carries the first 12 hex digits of the lexicon file's SHA-256, so a changed lexicon is a different
+labeler and can never be mixed up with the one that was validated.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """The labelled sets a collection filter's recall is measured on, and the table of it (`recall_tables`).
 
 Each set is read in place from a data folder (`../shared/data` in the project; absent for most users) by its
-registered importer (tables.corpus.sources), and one raw label marks its positive posts. The Bluesky
-depression set (clinicians' labels) is what a depression monitor is meant to see; it is split in two halves
-by a hash of each post's id, because the `wide` lexicon was tuned on the first and is judged on the second.
-The stress sets measure the anxiety-side filters; the Kaggle Combined Data's Suicidal and Depression statuses
-the SI and MH ones where that file is present. GoEmotions has no target: its keep share is a proxy for the
-share of a general stream (Reddit comments) a filter lets through.
+registered importer (tables.corpus.sources), and one raw label marks its positive posts; what each set measures:
+docs/collect.md, "The sets". The Bluesky depression set is split in two halves by a hash of each post's id,
+because the `wide` lexicon was tuned on the first and is judged on the second.
 """
 
 from __future__ import annotations

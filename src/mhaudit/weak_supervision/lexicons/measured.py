@@ -1,10 +1,8 @@
 """The measured recall of the built-in filters, packaged (`recall.toml`), for users without the labelled sets.
 
-`benchmarks/lexicon_recall.py` measures each built-in filter on the Bluesky depression set (all posts, and the
-held-out half the `wide` lexicon was not tuned on) and on GoEmotions (the share of a general stream it keeps),
-and writes `recall.toml` here. `measured_recall` looks a filter up by its lexicons' SHA-256: an edited or a
-custom lexicon has no measured recall, and says so. `collection_filters` reads which filters a post store's
-runs used (the `runs` table records each lexicon's name and SHA-256).
+`benchmarks/lexicon_recall.py` measures each built-in filter and writes `recall.toml` here (docs/collect.md,
+"Recall of the collection"). `measured_recall` looks a filter up by its lexicons' SHA-256: an edited or a custom
+lexicon has no measured recall, and says so. `collection_filters` reads which filters a post store's runs used.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """Recall of a collection filter on a labelled set: how much of the target a lexicon lets the stream show.
 
-`filter_recall(kept, positive)` takes, for each post of a labelled set, whether the filter keeps it and whether it
-is a positive (e.g. depressive by the clinicians' label), and returns the counts with four proportions, each with
-its Wilson 95% interval (stats.proportion): recall (share of the positive posts kept), keep share (share of all
-posts kept), precision (share positive among the kept posts) and the base rate (share positive among all). A
-proportion of nothing (precision when nothing is kept) is NaN with the reason in `reason` (docs/statistics.md).
-
-A filter is one or more lexicons joined by "+" ("si+mh"): a post is kept when any of them matches, as
-`collect bluesky --lexicon si --lexicon mh` keeps it (weak_supervision.collect.collector.PostFilter).
+`filter_recall(kept, positive)` takes, for each post of a labelled set, whether the filter keeps it and whether
+it is a positive, and returns the counts with four proportions (recall, keep share, precision, base rate), each
+with its Wilson 95% interval (docs/collect.md, "Recall of the collection"). A proportion of nothing (precision
+when nothing is kept) is NaN with the reason in `reason` (docs/statistics.md). A filter is one or more lexicons
+joined by "+" ("si+mh"): a post is kept when any of them matches, as the collector's `PostFilter` keeps it.
 """
 
 from __future__ import annotations
