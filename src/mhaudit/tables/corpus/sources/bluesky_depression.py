@@ -2,8 +2,7 @@
 
 Columns: unnamed index, text (quoted, with newlines), repostCount, replyCount, likeCount, link, image,
 createdAt, depressive. `created_at` comes from createdAt. The `link` column is never read into the corpus
-(privacy: in the published data set it can point at accounts). No official split.
-Ids are '<dataset>-<index value>' (the row number where the index column is absent).
+(privacy: in the published data set it can point at accounts). No official split; ids as kaggle_mh's.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """GoEmotions (Demszky et al. 2020): Reddit comments, 27 emotions + neutral, multi-label, human raters.
 
-Two layouts: the official headerless TSVs (`text`, comma-separated label ids, comment id; names from
-`emotions.txt` beside them, else the 28 official names) and a Hugging Face `go_emotions` export
-(.parquet / .csv / .jsonl with columns `text`, `labels`, `id`; labels a list of ids or a "[3, 27]" string).
-The split comes from the file name (train / dev or validation -> val / test). raw_labels are emotion names,
-in the order the file lists them (the 'first' policy takes the first). Ids are '<dataset>-<comment id>'
-(e.g. 'goemotions-eecwqtt'; until issue 17 the bare comment id), '<dataset>-<split or file stem>-<row>'
-where the id cell is empty.
+The official headerless TSVs or a Hugging Face `go_emotions` export (labels a list of ids or a "[3, 27]"
+string); layouts and ids: docs/sources.md. The split comes from the file name. raw_labels are emotion names,
+in the order the file lists them (the 'first' policy takes the first). Where the id cell is empty the id is
+'<dataset>-<split or file stem>-<row>'.
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ import pandas as pd
 
 from mhaudit.core.errors import InputError
 from mhaudit.tables.corpus.sources.registry import ReadOptions, Source, register
-from mhaudit.tables.corpus.sources.records import as_text, is_absent, records, split_from_name
+from mhaudit.tables.corpus.sources.records import as_text, is_absent, per_file, records, split_from_name
 from mhaudit.tables.io import SOURCE_FILE, SOURCE_ROW, read_delimited, read_table, with_place
 
 EMOTIONS = ["admiration", "amusement", "anger", "annoyance", "approval", "caring", "confusion", "curiosity",
@@ -56,24 +53,20 @@ def _label_names(frame: pd.DataFrame, column: str, names: list[str]) -> list[lis
     return out
 
 
-def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
-    parts = []
-    for path in paths:
-        if path.suffix.lower() == ".tsv":
-            frame = with_place(read_delimited(path, sep="\t", encoding=options.encoding, header=False,
-                                              names=["text", "labels", "id"]), path)
-        else:
-            frame = read_table(path, encoding=options.encoding, required=["text", "labels", "id"], place=True)
-        split = split_from_name(path)
-        dataset = options.dataset or "goemotions"
-        ids = [f"{dataset}-{i}" if i.strip() else f"{dataset}-{split or path.stem}-{r}"
-               for i, r in zip(as_text(frame["id"].fillna("")), frame[SOURCE_ROW], strict=True)]
-        parts.append(records(frame, ids=ids, texts=as_text(frame["text"]),
-                             labels=_label_names(frame, "labels", _names(path.parent)), dataset=dataset,
-                             platform=options.platform or "reddit", label_source=options.label_source or "human",
-                             split=split))
-    return pd.concat(parts, ignore_index=True)
+def _read(path: Path, options: ReadOptions, _several: bool) -> pd.DataFrame:
+    if path.suffix.lower() == ".tsv":
+        frame = with_place(read_delimited(path, sep="\t", encoding=options.encoding, header=False,
+                                          names=["text", "labels", "id"]), path)
+    else:
+        frame = read_table(path, encoding=options.encoding, required=["text", "labels", "id"], place=True)
+    split = split_from_name(path)
+    dataset = options.dataset or "goemotions"
+    ids = [f"{dataset}-{i}" if i.strip() else f"{dataset}-{split or path.stem}-{r}"
+           for i, r in zip(as_text(frame["id"].fillna("")), frame[SOURCE_ROW], strict=True)]
+    return records(frame, ids=ids, texts=as_text(frame["text"]),
+                   labels=_label_names(frame, "labels", _names(path.parent)), dataset=dataset,
+                   platform=options.platform or "reddit", label_source=options.label_source or "human", split=split)
 
 
 SOURCE = register(Source("goemotions", "GoEmotions TSVs or HF go_emotions export (Reddit, 28 emotions, "
-                         "multi-label, human labels)", read, classes=list(EMOTIONS), multi_label=True))
+                         "multi-label, human labels)", per_file(_read), classes=list(EMOTIONS), multi_label=True))

@@ -1,12 +1,10 @@
 """Hugging Face `datasets`: a hub id (with the internet) or a local file / folder that `load_dataset` reads.
 
-`mhaudit data import hf dair-ai/emotion --platform twitter` loads every split of a hub data set (a config as
-`<hub-id>:<config>`, e.g. `go_emotions:simplified`). A local `.csv` / `.tsv` / `.json(l)` / `.parquet` file is
-read with the matching packaged builder; a local folder with `load_dataset(folder)` (split names from the
-file names), or `load_from_disk` if it was written by `save_to_disk`. ClassLabel ids become their names
-(also inside lists: multi-label). Columns: --text-col (`text`), --label-col (`label`, else `labels`),
---id-col (default '<dataset>-<split>-<row>'). --platform is required. Splits train / validation (-> val) /
-test are kept; any other split name is treated as no official split.
+Every split of a hub data set is loaded (a config as `<hub-id>:<config>`). A local file is read with the
+matching packaged builder; a local folder with `load_dataset(folder)`, or `load_from_disk` if it was written
+by `save_to_disk`. ClassLabel ids become their names (also inside lists: multi-label). Columns: --text-col
+(`text`), --label-col (`label`, else `labels`), --id-col (defaults: docs/sources.md). Splits train /
+validation (-> val) / test are kept; any other split name is treated as no official split.
 """
 
 from __future__ import annotations

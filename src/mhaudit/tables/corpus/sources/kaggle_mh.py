@@ -1,9 +1,7 @@
 """Kaggle "Sentiment Analysis for Mental Health" (`Combined Data.csv`): ~53k statements, 7 statuses.
 
-Columns: an unnamed pandas index, `statement`, `status` (Normal, Depression, Suicidal, Anxiety, Bipolar,
-Stress, Personality disorder). No official split. The released file has some empty statements; like every
-empty text they are an input error unless the import is given --drop-empty, which drops and counts them.
-Ids are '<dataset>-<index value>' (the row number where the index column is absent).
+Columns: an unnamed pandas index, `statement`, `status`; no official split. The released file has some empty
+statements: import it with --drop-empty. Ids are '<dataset>-<index value>' (the row number without an index).
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """Rastogi, Liu & Cambria 2022 stress corpora (CSV conversions of the xlsx): Reddit and Twitter, stress 0/1,
-labels from an automatic DNN labeller. The file name says which of the four files it is.
-No official split. Ids are '<dataset>-<row>': the data set is --dataset, else named from the file
-(`rastogi_reddit_combi`, ...); when several files share one data-set name, '<dataset>-<file stem>-<row>'.
+labels from an automatic DNN labeller. The file name says which of the four files it is (data-set names and
+ids: docs/sources.md).
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -34,25 +35,29 @@ def records(frame: pd.DataFrame, *, ids, texts, labels, dataset: str | list, pla
     return out.assign(**{name: list(values) for name, values in optional.items()})
 
 
+def per_file(read_file: Callable[[Path, ReadOptions, bool], pd.DataFrame]):
+    """A source's reader from `read_file(path, options, several)`, which reads one file's raw records (`several`:
+    more than one file is read, so row numbers repeat across files); the files' records are stacked in order."""
+    def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
+        return pd.concat([read_file(path, options, len(paths) > 1) for path in paths], ignore_index=True)
+    return read
+
+
 def table_reader(dataset: str, platform: str, label_source: str, text: str, label: str, *, sep: str = ",",
                  created_at: str | None = None, indexed: bool = False):
     """A source's reader for delimited files of one text and one label column and no official split. Ids are
     '<dataset>-<row>', or '<dataset>-<index value>' where the file is `indexed` and has its pandas index column;
     '<dataset>-<file stem>-...' when several files are read. `created_at`: a column of ISO 8601 times."""
-    def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
-        parts = []
-        for path in paths:
-            frame = read_table(path, sep=sep, encoding=options.encoding, place=True,
-                               required=[c for c in (text, created_at, label) if c])
-            name = options.dataset or dataset
-            prefix = name if len(paths) == 1 else f"{name}-{path.stem}"
-            index = frame[INDEX] if indexed and INDEX in frame.columns else frame[SOURCE_ROW]
-            times = {"created_at": parse_times(frame, created_at)} if created_at else {}
-            parts.append(records(frame, ids=[f"{prefix}-{i}" for i in index], texts=frame[text], labels=frame[label],
-                                 dataset=name, platform=options.platform or platform,
-                                 label_source=options.label_source or label_source, split=None, **times))
-        return pd.concat(parts, ignore_index=True)
-    return read
+    def read(path: Path, options: ReadOptions, several: bool) -> pd.DataFrame:
+        frame = read_table(path, sep=sep, encoding=options.encoding, place=True,
+                           required=[c for c in (text, created_at, label) if c])
+        name = options.dataset or dataset
+        index = frame[INDEX] if indexed and INDEX in frame.columns else frame[SOURCE_ROW]
+        times = {"created_at": parse_times(frame, created_at)} if created_at else {}
+        return records(frame, ids=[f"{name}-{path.stem}-{i}" if several else f"{name}-{i}" for i in index],
+                       texts=frame[text], labels=frame[label], dataset=name, platform=options.platform or platform,
+                       label_source=options.label_source or label_source, split=None, **times)
+    return per_file(read)
 
 
 def split_from_name(path: Path) -> str | None:

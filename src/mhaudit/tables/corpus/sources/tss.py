@@ -5,7 +5,6 @@
   TSS's loader effectively did (mojibake in the UTF-8 lines).
 - `tss_full`: `Twitter_Full.csv`, `;`-separated, header `text;hashtags;labels;;` (the first three kept;
   hashtags are not a corpus column). Its export truncated 3 texts to nothing: import with --drop-empty.
-No official split. Ids are '<dataset>-<row>'.
 """
 
 from __future__ import annotations
