@@ -84,7 +84,7 @@ def test_imported_sheet_errors_name_the_row(tmp_path):
     with pytest.raises(InputError, match="item 'p1' has two labels from 'ann1'"):
         read_labels(sheet)
     sheet.write_text("item_id,task,value\np1,si,1\n")
-    with pytest.raises(InputError, match="missing column 'labeler'"):
+    with pytest.raises(InputError, match=r"missing column\(s\) labeler, kind"):
         read_labels(sheet)
 
 

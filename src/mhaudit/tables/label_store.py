@@ -1,13 +1,8 @@
-"""The labels table: many labels per item, one writer per labeler (docs/labels.md).
-
-Columns: item_id, task, labeler, kind (llm | human | adjudicated | lexicon | model: a classifier's predicted
-labels, in label files only, not the store), value (0/1, or null when the
-labeler's answer was invalid), raw_answer, prompt_hash, latency_ms, tags (JSON list), note, created_at.
+"""The labels table: many labels per item, one writer per labeler (docs/labels.md lists the columns).
 
 `LabelStore` keeps the table in one SQLite file (WAL) so that labelers can write one item at a time and
 resume: (item_id, task, labeler) is the key, and every `add` is its own transaction, so an interrupted
-run loses nothing it already wrote. `read_labels` / `write_labels` move the table to and from Parquet,
-CSV and JSONL for teams that label elsewhere; `read_label_files` joins several.
+run loses nothing it already wrote. Label files may also hold kind `model` (a classifier's predicted labels).
 """
 
 from __future__ import annotations
@@ -27,7 +22,7 @@ import pandas as pd
 
 from mhaudit.core.errors import InputError
 from mhaudit.core.store_versions import migrate_sqlite
-from mhaudit.tables.io import TABLE_SUFFIXES, is_missing, read_table, write_table
+from mhaudit.tables.io import TABLE_SUFFIXES, is_missing, read_table, require_file, write_table
 
 STORE_KINDS = ("llm", "human", "adjudicated", "lexicon")  # what the labelers write to the store
 KINDS = (*STORE_KINDS, "model")  # label files may also hold a classifier's predicted labels
@@ -266,18 +261,12 @@ def read_labels(path: str | Path) -> pd.DataFrame:
     """
     path = Path(path)
     if path.suffix.lower() in STORE_SUFFIXES:
-        if not path.exists():
-            raise InputError("no such file", path=path)
-        with LabelStore(path) as store:
+        with LabelStore(require_file(path)) as store:
             return store.frame()
     if path.suffix.lower() not in TABLE_SUFFIXES:
         raise InputError(f"unknown label file type '{path.suffix.lower()}'; expected .sqlite, .parquet, .csv, .tsv "
                          "or .jsonl", path=path)
-    frame = read_table(path, what="the labels")
-    missing = [c for c in (*KEY, "kind", "value") if c not in frame.columns]
-    if missing:
-        raise InputError(f"missing column '{missing[0]}'; a labels table needs {', '.join((*KEY, 'kind', 'value'))}",
-                         path=path)
+    frame = read_table(path, what="the labels", required=(*KEY, "kind", "value"))
     # row n is the n-th data row, header not counted, whatever the file type (as every reader here says it)
     rows = [_row(record, f"{path} row {i + 1}") for i, record in enumerate(frame.to_dict("records"))]
     result = pd.DataFrame(rows, columns=list(COLUMNS)).astype({"value": "Int64"})
