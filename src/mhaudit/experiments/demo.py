@@ -1,16 +1,9 @@
 """`mhaudit demo`: the whole job on the built-in synthetic corpora, offline, as one trust report.
 
-`run_trust_demo` writes three audits of the same two models and the report that combines them:
-- cross-platform/: the synthetic corpus (three platforms, four classes); each model trained on the reference
-  platform and audited on every platform (`run_demo`);
-- label-source/: the label-source audit on a second, binary synthetic corpus whose automatic labels follow a
-  keyword rule, with the same two models (fitted to its human training split) as baselines, so each model has
-  a DoD against the lexical channel (`run_divergence_demo`);
-- expected/: the label-free estimate of each model on the other platforms, their labels hidden, before the
-  cross-platform audit's measured numbers (`run_estimate_demo`);
-- validation/: two synthetic annotators and an adjudicator label a sample of that corpus's human-labelled
-  tweets; the keyword rule (the weak labeler) and both models are scored against them (`run_validation_demo`);
-- report.html/.md/.json: the combined trust report, one scorecard over all three.
+`run_trust_demo` writes three audits of the same two models, the label-free estimate and the report that
+combines them; docs/report.md ("The demo") says what each folder holds. The folders come from `run_demo`
+(cross-platform/), `run_divergence_demo` (label-source/), `run_estimate_demo` (expected/) and
+`run_validation_demo` (validation/).
 """
 
 from __future__ import annotations

@@ -2,19 +2,11 @@
 
 Every step writes under the output folder, keyed by a hash of its inputs and options, so a re-run
 skips what is finished (a trained seed, its predictions, its attributions). Training jobs go through
-the executor seam (`mhaudit.core.executors`). Two designs: 'reference' (train on one platform, audit every
-other: the CPFE paper's) and 'all-pairs' (train on every platform, evaluate on every platform: a
-transfer matrix whose diagonal is in-platform). A deterministic model (`mhaudit.models.is_deterministic`) is
-trained once, for the first seed.
-
-Binary targets (reference design): a corpus with `binary = { positive = [...], negative = [...] | "rest" }`
-maps to two classes of its own (negative first, positive last, e.g. no_stress / stress) and is only
-scored, never trained on; `mhaudit.experiments.binary_targets` collapses the models' logits and audits
-the two-class problem (report section "Binary targets").
-
-With `[label_source]` and `[validation]` (reference design) the label-source audit and the human validation
-run beside the cross-platform audit with the models in them (`mhaudit.experiments.other_audits`), each
-report in its own folder and their combination, the trust report, in the output folder (docs/report.md).
+the executor seam (`mhaudit.core.executors`). The designs ('reference', 'all-pairs') and binary targets
+(`mhaudit.experiments.binary_targets`): docs/models.md. A deterministic model
+(`mhaudit.models.is_deterministic`) is trained once, for the first seed. With `[label_source]` and
+`[validation]` the other audits run beside the cross-platform one (`mhaudit.experiments.other_audits`), their
+combination, the trust report, in the output folder (docs/report.md).
 """
 
 from __future__ import annotations

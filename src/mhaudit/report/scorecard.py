@@ -1,14 +1,10 @@
 """The scorecard at the top of a report, built from the verdict rows alone: one row per subject x target,
-one column per axis, each cell the worst severity of its checks with the headline number.
+one column per axis, each cell the worst severity of its checks with the headline number (docs/report.md, "The
+page, top to bottom", says how seeds fold into one row and what a cell shows).
 
-A seed run's subject is "<model> seed <n>" (the CPFE verdicts); its seeds are folded into one row per model,
-and the number is the mean +/- SD (ddof 1) of the seeds' values, with the seed count; p values are not
-averaged: the cell says in how many runs the check gave its severity, and the largest p. A single run shows
-its value and, when the verdict has one, its CI. The headline statistic of an axis is its first verdict
-row's; the axis's second statistic follows it (its mean over runs, e.g. ECE after temperature scaling), and so
-does any other that did not pass, each with its worst severity where that is not pass. So a cell has one
-severity word that judges the subject, and a word beside a second number only says why the cell is not pass;
-the second number's name says what it is (the label-source audit's "also on AUC").
+A seed run's subject is "<model> seed <n>" (the CPFE verdicts). The headline statistic of an axis is its first
+verdict row's; the axis's second statistic follows it, and so does any other that did not pass. So a cell has one
+severity word that judges the subject, and a word beside a second number only says why the cell is not pass.
 """
 
 from __future__ import annotations

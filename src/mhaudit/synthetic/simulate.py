@@ -1,16 +1,8 @@
 """The built-in SYNTHETIC multi-platform corpus: seeded, written from templates and word lists in
-`simulate_data/`, with every distribution shift a knob so tests know the ground truth.
-
-Three platforms write in different registers (long forum posts, short comments, tweets) about four
-classes (normal, depression, anxiety, stress). Shifts, each in [0, 1] and 0 = switched off:
-
-- label shift: class priors move from the reference platform's towards each platform's own;
-- covariate shift: length, template register and register words move towards each platform's own,
-  and each platform prefers its own third of every class vocabulary;
-- shortcut: every post on a platform carries a platform-specific marker (a forum flair, a comment
-  badge, a tweet hashtag) that names the true class with this probability, else a random class;
-- automatic labels: a second copy of some platforms' rows labelled by a noisy "automatic" labeller
-  that disagrees with the true label at exactly `auto_noise` of rows.
+`simulate_data/`, with every distribution shift a knob in [0, 1] (0 = switched off) so tests know the ground
+truth; docs/report.md ("The synthetic corpus") lists the platforms, classes and knobs. The shortcut marker (a
+forum flair, a comment badge, a tweet hashtag) names the true class with probability `shortcut`, else a random
+class.
 
 Everything it writes is marked synthetic: platform and data-set names start with 'synthetic'.
 """

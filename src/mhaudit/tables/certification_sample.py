@@ -2,11 +2,8 @@
 posts people should label to certify a model on a target.
 
 The validation set has the columns of the weak-label sample (`tables.validation_set.SAMPLE_COLUMNS`;
-`stratum` is the stratum's name, `weight` = N_h / n_h) plus `strategy`, `model` and `predictions_digest`, so the
-annotation app serves it unchanged (it reads item_id, task and text only) and the report can tell a sample
-drawn for another model. Beside it, `<name>.design.parquet` keeps the design for every pooled item (id,
-stratum, the posteriors the allocation used; the certified run's seed, how many runs the predictions hold and
-what predicted the labels): the report needs the whole pool, not just the sample.
+`stratum` is the stratum's name, `weight` = N_h / n_h) plus `strategy`, `model` and `predictions_digest`;
+beside it, `<name>.design.parquet` keeps the design for every pooled item (docs/certify.md, "The sample").
 """
 
 from __future__ import annotations

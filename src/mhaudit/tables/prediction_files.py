@@ -1,17 +1,8 @@
-"""Prediction files as researchers publish them, read into one validated PredictionSet (docs/cpfe.md, "Inputs").
+"""Prediction files as researchers publish them, read into one validated PredictionSet.
 
-A source is a path, a glob, a DataFrame or a Hugging Face `datasets.Dataset`. Each row's model, seed,
-platform and data set come from its file's columns when present, else from `name_pattern` over the file
-name (e.g. "{model}_{platform}_seed{seed}_predictions"), else from the `model` / `seed` / `platform`
-arguments, else the file name is the model and the platform and the seed is 0. Integer labels index the
-score columns in their order (or `classes`). A file without ids has its rows matched across models by
-position: the audit pairs two such groups only when their labels (and texts, when the files carry them)
-agree row by row, and says so.
-
-Refused with one sentence: a glob matching nothing, a file name the pattern does not match, two files in
-one (model, seed, platform, data set) group, a repeated id in a group, files with different columns or
-score columns, NaN scores, probabilities that do not sum to 1, prob_ and logit_ columns that disagree,
-and a label index beyond the score columns.
+A source is a path, a glob, a DataFrame or a Hugging Face `datasets.Dataset`. docs/cpfe.md ("Inputs") says
+where each row's model, seed, platform and data set come from, how rows without ids are matched, and which
+inputs are refused with one sentence.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """The sampling design that certifies a model on a target: strata, Neyman allocation, the drawn sample.
 
-The pool is one model's scored target items. Its posteriors are the scores calibrated on the labelled
-reference (bias-corrected temperature scaling, as the label-free estimate) or, without a reference, the
-scores' softmax. Strata: predicted class x confidence (equal-count bins of the predicted class's posterior
-within the class; at most `max_bins`, fewer when the budget would give a stratum fewer than ~10 labels). The
-budget is shared by Neyman allocation, n_h ∝ N_h S_h, with S_h the SD of the macro-F1 residual the posteriors
-anticipate (stats.ppi.anticipated_sd) shrunk halfway to its pool-wide mean, at least two items per stratum.
-The shrinkage is the guard against posteriors that are wrong on the target: measured on the real transfers
-(docs/benchmarks.md), plain Neyman starved strata the model was confidently wrong about.
-
-An ensemble: predictions holding several runs (model, seed) of models scored on the same items. One run is
-the certified model (its predicted class is what is certified); the posteriors become the mean of every
-run's posteriors (each calibrated on its own reference rows), so the strata bin the ensemble's probability
-that the certified prediction is right, the allocation follows the ensemble, and so does PPI++'s predictor.
-Everything is still a function of the pooled items' scores alone, so the design stays a stratified simple
+The pool is one model's scored target items; docs/certify.md ("The sample") gives the posteriors, the strata
+(predicted class x confidence bin), the allocation (Neyman, each S_h shrunk halfway to its pool-wide mean, at
+least two items per stratum) and why the shrinkage. An ensemble (several runs scored on the same items) only
+changes the posteriors, to the mean of every run's calibrated posteriors: the design stays a stratified simple
 random sample and the estimator is unchanged.
 """
 
