@@ -1,10 +1,5 @@
-"""Audits: functions from one input and one typed options object to an `AuditResult` (report/result.py).
-
-Every audit has one door, `audit_<name>(inputs, <Name>Options(...), *, progress=None)`, and its options (and,
-where it reads several tables, its `<Name>Inputs`) in `audits/<name>/options.py`, checked on construction.
-`AUDITS` names every audit's entry point ("module:function"); the common audit test
-(tests/audits/test_contract.py) runs each of them through one contract.
-"""
+"""The audits, each `tables -> AuditResult` through one door; the contract they share is in docs/architecture.md
+(tests/audits/test_contract.py holds every entry of `AUDITS` to it)."""
 
 AUDITS = {
     "cpfe": "mhaudit.audits.cpfe:audit_cpfe",

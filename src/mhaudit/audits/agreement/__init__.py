@@ -1,9 +1,5 @@
-"""Weak-label validation (Bluesky paper, section on human validation; issue 7; docs/validation.md): draw a
-stratified sample of items by their weak label for blind human annotation (`sample`, written and read by
-`write_validation_set` / `read_validation_set`), then measure agreement (`audit_agreement`): human-human
-kappa and alpha before adjudication, the weak labeler against the reference labels (`reference`), design-weighted
-estimates for the sampled pool (`design`) and the weak labeler's error sources. `labels` reads one task's
-labels and names the weak labeler; `labels_from_corpus` enters a data set's own labels as a reference.
+"""Weak-label validation (docs/validation.md): a stratified sample of items by their weak label for blind human
+annotation (`sample_for_validation`), then the agreement report on their labels (`audit_agreement`).
 """
 
 from mhaudit.core.lazy import lazy_names

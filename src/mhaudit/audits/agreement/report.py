@@ -132,10 +132,9 @@ def _human_agreement(matrix: pd.DataFrame, annotators: list[str], n_boot: int, a
 
 # --------------------------------------------------------------------- weak labeler vs reference
 def _confusion_table(table: np.ndarray) -> pd.DataFrame:
-    return pd.DataFrame({"reference": ["0 (negative)", "1 (positive)", "total"],
-                         "weak_0": [int(table[0, 0]), int(table[1, 0]), int(table[:, 0].sum())],
-                         "weak_1": [int(table[0, 1]), int(table[1, 1]), int(table[:, 1].sum())],
-                         "total": [int(table[0].sum()), int(table[1].sum()), int(table.sum())]})
+    counts = np.vstack([table, table.sum(axis=0)]).astype(np.int64)  # the 2 x 2 table and its column totals
+    return pd.DataFrame({"reference": ["0 (negative)", "1 (positive)", "total"], "weak_0": counts[:, 0],
+                         "weak_1": counts[:, 1], "total": counts.sum(axis=1)})
 
 
 def _positive_rates(scored: pd.DataFrame, matrix: pd.DataFrame, weak: str, annotators: list[str]) -> pd.DataFrame:
@@ -248,10 +247,9 @@ def _add_figures(sections: list[Section], pairs: pd.DataFrame, metrics: pd.DataF
                  models: pd.DataFrame) -> None:
     from mhaudit.audits.agreement import figures
 
-    human, weak_section = sections[1], sections[2]
-    columns = ["annotator_a", "annotator_b", "kappa", "ci_low", "ci_high"]
-    shown = pairs[pairs["kappa"].notna()][columns] if "kappa" in pairs else pd.DataFrame(columns=columns)
-    human.figures["Cohen's kappa with bootstrap CIs"] = figures.kappa_forest(shown, metrics, weak, models)
+    shown = pairs[pairs["kappa"].notna()]  # every pairs table has a kappa column, NaN where there is none
+    sections[1].figures["Cohen's kappa with bootstrap CIs"] = figures.kappa_forest(shown, metrics, weak, models)
+    weak_section = sections[2]
     weak_section.figures["Weak labeler against the reference"] = figures.weak_metrics(metrics, weak)
     weak_section.figures["Confusion matrix"] = figures.confusion(weak_section.tables["confusion_matrix"], weak)
 

@@ -1,10 +1,5 @@
-"""Certify a model on a target with the fewest human labels (docs/validation.md, "Certify a model").
-
-`mhaudit labels sample --strategy estimate` draws the posts to label (tables.certification_sample on the design
-of tables.sample_design, where the monitor draws its suggested samples too); `mhaudit audit certify` combines
-their human labels with the model's scores on every pooled post (`audit_certify`):
-prediction-powered estimates of the target's prevalence, accuracy and macro-F1 (stats.ppi) beside the
-labels-only estimate from the same labels, and a verdict "certified on the target with N human labels".
+"""Certify a model on a target with the fewest human labels (docs/validation.md, "Certify a model"): the sample's
+human labels and the model's scores on every pooled post give prediction-powered estimates (`audit_certify`).
 """
 
 from mhaudit.core.lazy import lazy_names

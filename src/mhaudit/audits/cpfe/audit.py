@@ -205,9 +205,7 @@ def _seed_summary(tables: dict[str, pd.DataFrame], one_run: dict[str, list[int]]
 def _first_seed_only(table: pd.DataFrame, one_run: dict[str, list[int]]) -> pd.DataFrame:
     if table.empty or "seed" not in table or "model" not in table:
         return table
-    repeated = pd.Series([s != one_run[m][0] if m in one_run else False for m, s in zip(table["model"], table["seed"])],
-                         index=table.index)
-    return table[~repeated]
+    return table[[m not in one_run or s == one_run[m][0] for m, s in zip(table["model"], table["seed"])]]
 
 
 def _seed_note(one_run: dict[str, list[int]]) -> str:

@@ -11,17 +11,8 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.stats.auc import macro_auc_unchecked
-from mhaudit.stats.calibration import (
-    brier,
-    classwise_ece_unchecked,
-    cross_fitted_temperature,
-    ece_unchecked,
-    fit_temperature,
-    mce_unchecked,
-    nll,
-    reliability_unchecked,
-    softmax,
-)
+from mhaudit.stats.calibration import (brier, classwise_ece_unchecked, cross_fitted_temperature, ece_unchecked,
+                                      fit_temperature, mce_unchecked, nll, reliability_unchecked, softmax)
 from mhaudit.tables.predictions import Group
 
 

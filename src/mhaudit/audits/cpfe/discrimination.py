@@ -54,6 +54,5 @@ def per_class_rows(group: Group, classes: list[str]) -> list[dict]:
     rows = []
     for stats in per_class_auc_unchecked(group.y, group.probs, len(classes)):
         c = stats.pop("class_index")
-        rows.append({**group.key(), "n": group.n, "class": classes[c], **stats,
-                     "f1": float(f1[c])})
+        rows.append({**group.key(), "n": group.n, "class": classes[c], **stats, "f1": float(f1[c])})
     return rows

@@ -27,9 +27,6 @@ from mhaudit.stats.macro_delong import macro_row_terms, stratified_variance
 from mhaudit.stats.normal import quantile, two_sided_p
 from mhaudit.tables.predictions import Group
 
-CORRECTIONS = ("bonferroni", "bh")
-
-
 def _place(g: Group) -> tuple:
     return g.platform, g.dataset, g.seed, g.n, hash(tuple(g.ids))
 

@@ -11,14 +11,8 @@ import pandas as pd
 
 from mhaudit.audits.divergence.baselines import join_baseline
 from mhaudit.audits.divergence.design import Design
-from mhaudit.audits.divergence.fitting import (
-    ChannelFit,
-    FittedChannel,
-    combine,
-    fit_channel,
-    fit_many,
-    stratified_folds,
-)
+from mhaudit.audits.divergence.fitting import (ChannelFit, FittedChannel, combine, fit_channel, fit_many,
+                                               stratified_folds)
 from mhaudit.audits.divergence.views import FeatureMemo, View, build_view, masked_texts
 from mhaudit.text.parse import Parses, cache_parses
 

@@ -102,8 +102,7 @@ def _texts_and_parses(parts: dict[str, list[str]], mask: str, seed: int, origina
 
 
 def original_parses(design: Design, datasets: list[str]) -> Parses:
-    texts = list(design.train["text"]) + [t for d in datasets for t in design.evaluation[d]["text"]]
-    return parse_texts(texts)
+    return parse_texts([t for part in _view_texts(design, datasets).values() for t in part])
 
 
 def build_view(design: Design, letters: tuple[str, ...], mask: str, datasets: list[str], folds: np.ndarray, *,

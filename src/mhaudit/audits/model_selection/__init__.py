@@ -1,8 +1,5 @@
-"""Model selection under a stratified holdout and cross-validation (the Bluesky paper's "Benchmarking";
-the command `mhaudit audit model-selection`): several models on one labelled binary corpus, on folds drawn once so
-that every model sees the same rows, each (protocol, fold, model) one cacheable job, scored against the
-training labels and every reference label source, with the protocol effect (CV minus holdout), the
-efficiency frontier and the recall / precision trade-off in one report (docs/model_selection.md).
+"""Model selection under a stratified holdout and cross-validation (docs/model_selection.md): several models on
+one labelled binary corpus, on folds drawn once so that every model sees the same rows.
 """
 
 from mhaudit.core.lazy import lazy_names

@@ -82,9 +82,7 @@ def summarise(fold_scores: pd.DataFrame) -> pd.DataFrame:
     keys = ["model", "protocol", "scored_against", "role"]
     out = []
     for key, group in fold_scores.groupby(keys, sort=False):
-        row = dict(zip(keys, key))
-        row["folds"] = len(group)
-        row["n_test"] = int(group["n"].sum())
+        row = {**dict(zip(keys, key)), "folds": len(group), "n_test": int(group["n"].sum())}
         for metric in (*METRICS, *TIMES):
             values = group[metric].to_numpy(dtype=float)
             ok = values[~np.isnan(values)]
