@@ -1,37 +1,13 @@
 """An LLM as a zero-/few-shot binary classifier in the models layer (registered as "llm-zero-shot").
 
-It asks the same prompt as `mhaudit labels llm` (mhaudit.weak_supervision.labelers.prompts) through the same
-backends, but returns scores so its predictions enter the predictions table and the audits as a baseline (the
-CPFE paper's "zero-shot LLM baseline", its limitation 8).
+It asks the same prompt as `mhaudit labels llm` through the same backends, but returns scores, so its predictions
+enter the audits as a baseline (the CPFE paper's limitation 8). The score of the positive class is the 0/1 mass at
+the first answer token where the server returns log-probabilities (a missing answer's mass bounded from above),
+else the hard answer; an invalid answer or a failed request scores 0.5, and notes count each. Logits are
+[log p(0), log p(1)]. The rules, with worked examples: docs/labels.md, "The LLM as a classifier".
 
-Scores: where the backend returns log-probabilities (OpenAI-compatible `top_logprobs`; Ollama's `logprobs`)
-the score of the positive class is the 0/1 mass renormalised at the first answer token:
-
-    p(1) = exp(lp_1) / (exp(lp_0) + exp(lp_1))
-
-with lp_a the log-sum-exp over the listed alternatives that are `a` after stripping whitespace. When only
-one of 0/1 is among the top alternatives, the other's mass is bounded from above by
-
-    m_missing = min(smallest listed probability, 1 - sum of all listed probabilities)
-
-(every listed token counts, answer variants included: a token outside the top k is no likelier than the
-least likely listed one, and all unlisted tokens together have what the listed ones leave), and
-p(1) = m_1 / (m_0 + m_1) with the listed answer's pooled mass; so the score is not over-confident, and a
-note says how often. The missing answer is taken as one token: were it split over several unlisted
-whitespace variants, each is below the bound's first term and all of them below its second. Listed
-probabilities that already sum to 1 (or more, by rounding) leave nothing, and the score is 1 or 0.
-Without any log-probabilities the score is the hard answer (p = 1 or 0, clipped at 1e-12 like imported
-probabilities), and an invalid answer scores 0.5; notes count both. Logits are the log-probabilities
-[log p(0), log p(1)] in the classes' order (the negative class first, as the binary mappings order them).
-
-Failures: an item whose request fails after the retry policy (a 5xx, a timeout, a body that is not JSON, a
-4xx other than 401/403/404) scores 0.5 like an invalid answer, and a note (also a warning) counts them with
-the first failure's status code or exception class (never the server's body). A server that goes away
-mid-run fails the items not yet asked without sending them. It is an InputError (one sentence, exit 2) only
-when the server cannot be reached at the start, rejects the requests (401/403/404), or every item failed.
-
-`fit` draws k-shot examples from the training rows when `shots` > 0 (seeded, stratified), else does
-nothing but record the classes; the examples are saved with the model so a reloaded model asks the same.
+`fit` draws k-shot examples from the training rows when `shots` > 0 (seeded, stratified), else only records the
+classes; the examples are saved with the model, so a reloaded model asks the same.
 """
 
 from __future__ import annotations
