@@ -53,16 +53,15 @@ def _app_for(argv: list[str]) -> typer.Typer:
     audit (~1 s for all seven). For anything else (a root command, an option, nothing, a group's listing) the whole
     app or group, its audits listed without their flags (`listing`), so --help and the errors read as before."""
     groups = [group for group in app.registered_groups if argv and group.name == argv[0]]
-    if len(groups) != 1:
+    if len(groups) != 1 or (sub := groups[0].typer_instance) is None:
         return listing(app)
-    group = groups[0]
-    commands = [c for c in group.typer_instance.registered_commands if len(argv) > 1 and _name(c) == argv[1]]
-    group = copy.copy(group)
+    commands = [c for c in sub.registered_commands if len(argv) > 1 and _name(c) == argv[1]]
+    group = copy.copy(groups[0])
     if len(commands) == 1:
-        group.typer_instance = copy.copy(group.typer_instance)
-        group.typer_instance.registered_commands, group.typer_instance.registered_groups = commands, []
+        group.typer_instance = sub = copy.copy(sub)
+        sub.registered_commands, sub.registered_groups = commands, []
     else:
-        group.typer_instance = listing(group.typer_instance)
+        group.typer_instance = listing(sub)
     one = copy.copy(app)
     one.registered_groups, one.registered_commands = [group], []
     return one
@@ -78,10 +77,10 @@ def listing(root: typer.Typer) -> typer.Typer:
             command.callback = command.callback.listed()
     one.registered_groups = [copy.copy(g) for g in root.registered_groups]
     for group in one.registered_groups:
-        group.typer_instance = listing(group.typer_instance)
+        group.typer_instance = listing(group.typer_instance) if group.typer_instance else None
     return one
 
 
 def _name(command: typer.models.CommandInfo) -> str:
     """The name a registered command is called by (typer's own rule for an unnamed one)."""
-    return command.name or typer.main.get_command_name(command.callback.__name__)
+    return command.name or typer.main.get_command_name(getattr(command.callback, "__name__", ""))

@@ -67,8 +67,8 @@ def bluesky(
     db: Annotated[str, typer.Option("--db", metavar="PATH|URL", help="Post store: an SQLite file path, or a "
                                     "postgresql://user:password@host:port/dbname URL; created if absent, resumed "
                                     "if not.")],
-    lexicon: Annotated[list[str], typer.Option("--lexicon", help="'si', 'mh', 'wide' or a lexicon TOML file; "
-                                               "repeat for several.")] = None,  # type: ignore[assignment]
+    lexicon: Annotated[list[str], typer.Option("--lexicon", help="'si', 'mh', 'wide' or a lexicon TOML file; repeat "
+                                               "for several.")] = None,  # type: ignore[assignment]  # None: not given
     relay: Annotated[str | None, typer.Option(help="Websocket URL (default: public Jetstream's /subscribe host, "
                                               "its xrpc host with --wire xrpc, or bsky.network with "
                                               "--firehose).")] = None,
@@ -205,8 +205,8 @@ def _with_intervals(table):
 @guarded
 def recall(lexicon: Annotated[list[str], typer.Option("--lexicon", metavar="FILTER", help="A filter: 'mh', 'si', "
                                                       "'wide', lexicons joined by '+' ('si+mh'), or a lexicon TOML "
-                                                      "file; repeat for several (default: mh, si, si+mh, wide, "
-                                                      "si+mh+wide).")] = None,  # type: ignore[assignment]
+                                                      "file; repeat for several (default: mh, si, si+mh, wide, si+mh+"
+                                                      "wide).")] = None,  # type: ignore[assignment]  # None: not given
            data: Annotated[Path, typer.Option(help="The folder of labelled sets (each read in place).")]
            = Path("../shared/data")) -> None:
     """Print what each collection filter keeps of the labelled sets found under --data: recall on the positive

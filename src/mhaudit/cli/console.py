@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperOption
 
 from mhaudit.core.errors import InputError, os_fault
 from mhaudit.cli.progress import for_console
@@ -61,7 +61,7 @@ def _gathered_warnings():
     if _raised is not None:  # a command called from a command: the outer one gathers
         yield
         return
-    _raised = kinds = {}
+    _raised = kinds = dict[str, list]()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("always")  # every occurrence, so each kind can say how often it came
@@ -171,14 +171,14 @@ class ManyValues(TyperCommand):
     next token that starts with '-', so positional arguments go before such a flag."""
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:
-        many = {name for p in self.params if p.param_type_name == "option" and p.multiple and not p.is_flag
+        many = {name for p in self.params if isinstance(p, TyperOption) and p.multiple and not p.is_flag
                 for name in p.opts}
         return super().parse_args(ctx, spread(args, many))
 
 
 def spread(args: list[str], many: set[str]) -> list[str]:
     """`args` with every value after the first that follows a flag in `many` given its own copy of the flag."""
-    out, flag, first = [], None, False
+    out, flag, first = list[str](), None, False
     for i, token in enumerate(args):
         if token == "--":
             return out + args[i:]
@@ -198,8 +198,8 @@ def many_values(app: typer.Typer) -> None:
     for info in app.registered_commands:
         if info.cls in (None, TyperCommand):
             info.cls = ManyValues
-    for group in app.registered_groups:
-        many_values(group.typer_instance)
+    for sub in (group.typer_instance for group in app.registered_groups if group.typer_instance):
+        many_values(sub)
 
 
 def _plain_table(gap: int) -> Table:

@@ -136,7 +136,7 @@ class OptionsCommand:
         return inspect.Signature(self._parameters)
 
     @property
-    def __annotations__(self) -> dict:
+    def __annotations__(self) -> dict:  # type: ignore[override]  # read-only on purpose: inspect reads it
         return {p.name: p.annotation for p in self._parameters}
 
     def listed(self):
@@ -146,7 +146,7 @@ class OptionsCommand:
             raise AssertionError(f"{self.__name__} was built for a listing only")
 
         listed.__name__, listed.__doc__ = self.__name__, self.__doc__
-        listed.__signature__ = inspect.Signature(self._own)
+        setattr(listed, "__signature__", inspect.Signature(self._own))  # what typer reads (functions have no slot)
         listed.__annotations__ = {p.name: p.annotation for p in self._own}
         return listed
 

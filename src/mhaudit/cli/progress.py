@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from datetime import datetime
-from typing import TYPE_CHECKING, TextIO
+from typing import IO, TYPE_CHECKING
 
 from mhaudit.core.progress import Announce, Event
 
@@ -21,7 +21,7 @@ class PlainLines:
     """Timestamped lines for logs and pipes (`steps=False`: no lines for steps); `clock` (seconds) decides when
     a step line is due."""
 
-    def __init__(self, stream: TextIO, every_s: float = 60.0, *, steps: bool = True, clock=time.monotonic):
+    def __init__(self, stream: IO[str], every_s: float = 60.0, *, steps: bool = True, clock=time.monotonic):
         self.stream, self.every_s, self.steps, self.clock = stream, every_s, steps, clock
         self._shown: dict[str, tuple[int, float]] = {}  # stage -> (tenths of its total shown, time of its last line)
         self._status: dict[str, str] = {}
@@ -84,7 +84,7 @@ class LiveBar:
                 self.bars.start()
             self.tasks.append((event.name, self.bars.add_task(escape(event.name), total=event.total, status="")))
         elif event.kind == "advance" and (task := self._task(event.name)) is not None:
-            status = {} if event.status is None else {"status": escape(event.status)}
+            status: dict = {} if event.status is None else {"status": escape(event.status)}
             self.bars.update(task, completed=event.done, total=event.total, **status)
         elif event.kind == "done" and (task := self._task(event.name)) is not None:
             self.tasks = [(name, t) for name, t in self.tasks if t != task]

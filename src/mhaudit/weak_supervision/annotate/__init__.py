@@ -116,7 +116,7 @@ def open_session(sample: str | Path, labels: str | Path, annotators: list[str], 
     return Session(server=server, app=server.app, store=store, people=people, issued=issued, tokens=tokens)
 
 
-def progress(session: Session) -> dict[str, object]:
+def progress(session: Session) -> dict:
     """Labelled items per annotator and the adjudication counts, for the CLI's closing summary."""
     app = session.app
     per_person = {name: len(app.labelled(name) & app.by_key.keys()) for name in app.settings.annotators}

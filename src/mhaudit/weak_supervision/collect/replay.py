@@ -90,15 +90,17 @@ class ReplayRelay:
         return self
 
     def wait(self) -> None:
+        assert self._thread is not None, "start() first"
         self._thread.join()
 
     @property
     def url(self) -> str:
+        assert self._server is not None, "start() first"
         return f"ws://{self.host}:{self._server.socket.getsockname()[1]}{PATH}"
 
     def stop(self) -> None:
         self._stopped.set()
-        if self._server is not None:
+        if self._server is not None and self._thread is not None:
             self._server.shutdown()
             self._thread.join(timeout=5)
 
