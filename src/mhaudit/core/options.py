@@ -59,7 +59,7 @@ def check(options: Any) -> None:
     """Raise one InputError sentence for the first field whose value breaks its rule. A tuple field given one
     string holds that one item (`human="dreaddit"` is `("dreaddit",)`, not its letters), and given a list, the
     same items as a tuple."""
-    for name in _tuple_fields(type(options)):
+    for name in _tuple_fields(options.__class__):  # not type(options): mypy takes type[Any] as unhashable
         value = getattr(options, name)
         if isinstance(value, (str, list)):
             object.__setattr__(options, name, (value,) if isinstance(value, str) else tuple(value))

@@ -78,7 +78,7 @@ class LexicalChannel:
         return self.selector_.transform(matrix).toarray()  # float64, as the counts
 
     def transform(self, texts, parses=None) -> np.ndarray:
-        if self.vocabulary_ is None:
+        if self.vocabulary_ is None or self.tfidf_ is None or self.selector_ is None:
             raise RuntimeError(f"channel {self.name} is not fitted")
         counts = self.index.transform_counts([str(t) for t in texts], self.vocabulary_)
         return self.selector_.transform(self.tfidf_.transform(counts, copy=False)).toarray()

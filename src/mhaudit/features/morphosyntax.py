@@ -1,37 +1,13 @@
 """Channel B of the label-source (TSS) audit: six mostly content-free morpho-syntactic features.
 
-Per document, only the tokens that start in its first `window` = 500 characters count (token `idx` <
-500; whitespace tokens, UPOS "SPACE", are dropped everywhere). Their L is the document length. Patterns:
-
-* Penn Treebank tag bigrams of consecutive counted tokens: "PRP_VBP" ("I feel"). Punctuation tags
-  count (".", ","); a dropped whitespace token does not break a bigram.
-* POS-only subject-verb-object patterns from the dependency arcs: for every counted token with UPOS
-  VERB or AUX that has a counted nsubj/nsubjpass child (the leftmost one), "SVO:<subj>_<verb>_<obj>"
-  with the Penn tags of subject, verb and object, where the object is the leftmost counted child
-  with dep dobj/obj/attr/acomp/oprd, else the leftmost counted pobj of a counted prep child (as the
-  paper's released code falls back to), else the pattern is "SV:<subj>_<verb>".
-
-Log-odds per pattern w, fitted on a set of labelled documents (alpha = 1, Laplace):
-
-    lo(w) = log((c1(w) + a) / (N1 + a|V|)) - log((c0(w) + a) / (N0 + a|V|))
-
-c1, c0: occurrences of w in positive / negative documents; N1, N0: all pattern occurrences per class;
-V: the patterns seen in the fitting documents. Patterns unseen there have no score (they add nothing,
-not even to cnt). For a document with pattern counts n(w):
-
-    M_pos = sum_w n(w) max(lo(w), 0),  M_neg = sum_w n(w) max(-lo(w), 0),  cnt = sum_{w in V} n(w)
-    lambda = 3 + 17 min(L/50, 1),  L_eff = L + lambda                     (paper Appendix A.2)
-    B_pos_mass = log(1+M_pos)/log(1+L_eff)     B_neg_mass = log(1+M_neg)/log(1+L_eff)   (A.3)
-    B_polarity = M_pos/(M_pos+M_neg+eps)       B_load = ln(1+M_pos+M_neg)/max(ln(1+cnt), 1)
-    B_density  = (M_pos+M_neg)/L_eff          (density="mass"; density="count": cnt/L_eff, the
-                                               released code's reading, nearly a function of L alone)
-    B_abs      = #absolutist tokens / L_eff   (the only lexical feature; same counted tokens)
-
-Cross-fitting (the released implementation's pitfall is scoring training documents with log-odds
-fitted on those same documents, which leaks their labels into the features): `fit_transform` scores
-each training document with log-odds fitted on the other folds only; the log-odds kept for
-`transform` are then fitted on all training documents. Counts sit in one sparse document x pattern
-matrix, so each fit is a column sum and each scoring a sparse matrix-vector product.
+The counted tokens of a document start in its first `window` = 500 characters; its patterns are the Penn Treebank
+tag bigrams of consecutive counted tokens and the POS-only subject-verb-(object) patterns of its dependency arcs.
+Laplace log-odds of each pattern, fitted on labelled documents, give its positive and negative masses; the features
+(`B_pos_mass`, `B_neg_mass`, `B_polarity`, `B_density`, `B_load`, `B_abs`) follow the paper's Appendix A.2-A.3.
+`fit_transform` cross-fits (each training document is scored with log-odds fitted on the other folds: the released
+implementation leaks the labels here); `transform` uses the log-odds fitted on all training documents. Counts sit in
+one sparse document x pattern matrix, so each fit is a column sum and each scoring a sparse matrix-vector product.
+The formulas, the reading choices and the cross-fitting: docs/channels_ab.md, "Channel B".
 """
 
 from __future__ import annotations
@@ -223,7 +199,7 @@ class MorphosyntaxChannel:
         return out
 
     def transform(self, texts, parses: Parses | None) -> np.ndarray:
-        if self.log_odds_ is None:
+        if self.log_odds_ is None or self.seen_ is None or self.pattern_names_ is None:
             raise RuntimeError("channel B is not fitted")
         parses = parses_for(texts, parses, "B")
         pat = extract_patterns(parses, self.window)

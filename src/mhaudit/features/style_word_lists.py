@@ -41,7 +41,7 @@ class Lexicon:
 
 @lru_cache(maxsize=1)
 def load_lexicon() -> Lexicon:
-    exact, prefix, phrases = {}, {}, {}
+    exact, prefix, phrases = dict[str, tuple](), dict[int, dict](), dict[int, dict]()  # as Lexicon's fields
     for k, name in enumerate(LEXICONS):
         for entry in word_lists.load(name):
             words = entry.split()

@@ -198,7 +198,7 @@ class Panel:
     def line(self, xs, ys, colour: str, marker: str = "circle") -> None:
         """A polyline through the finite points, broken where a value is NaN, with a marker at each point."""
         def draw(px, py):
-            runs, out = [[]], []
+            runs, out = [list[tuple[float, float]]()], []
             for x, y in zip(xs, ys):
                 if _finite(x, y):
                     runs[-1].append((px(x), py(y)))
@@ -284,7 +284,7 @@ class Panel:
             out += mark(px, py)
         out += self._axes(px, py, left, top)
         if self.scale:
-            out += self._scale(left + w + 14, top)
+            out += self._scale(self.scale, left + w + 14, top)
         return out
 
     def _axes(self, px, py, left: float, top: float) -> list[str]:
@@ -307,9 +307,9 @@ class Panel:
         return out + [_text(left + self.width / 2, first + (TITLE + 4) * i, line, TITLE, bold=True)
                       for i, line in enumerate(wrap(self.title, self.width + 16, TITLE) if self.title else [])]
 
-    def _scale(self, left: float, top: float) -> list[str]:
+    def _scale(self, scale: tuple[float, float, str], left: float, top: float) -> list[str]:
         """A heatmap's colour scale: a bar of 40 stripes with nice ticks and its label beside it."""
-        lo, hi, label = self.scale
+        lo, hi, label = scale
         stripes, h = 40, self.height
         out = [f'<rect x="{num(left)}" y="{num(top + h * (1 - (k + 1) / stripes))}" width="12" '
                f'height="{num(h / stripes + 0.5)}" fill="{viridis((k + 0.5) / stripes)}"/>' for k in range(stripes)]

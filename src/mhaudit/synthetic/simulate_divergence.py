@@ -97,8 +97,8 @@ MARKERS: dict[str, tuple[float, float]] = {
 }
 
 # Sentences per post: 1 + Poisson(mean - 1), capped; forum posts also get an opener / closer sometimes.
-REGISTERS = {"forum": {"sentences": 7.0, "cap": 14, "frame": 0.3},
-             "tweets": {"sentences": 2.0, "cap": 4, "frame": 0.0}}
+REGISTERS: dict[str, dict] = {"forum": {"sentences": 7.0, "cap": 14, "frame": 0.3},
+                              "tweets": {"sentences": 2.0, "cap": 4, "frame": 0.0}}
 
 SLOT = re.compile(r"\{([SPODLTKAE])\}")
 VERB = re.compile(r"\[([^/\]]+)/([^\]]+)\]")
@@ -150,7 +150,7 @@ def _lists() -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:
         return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("# ")]
 
     sections: dict[str, list[str]] = {}
-    current = None
+    current: list[str] = []  # the file starts with a [section]
     for line in lines("words.txt"):
         if line.startswith("[") and line.endswith("]"):
             current = sections.setdefault(line[1:-1], [])
@@ -264,18 +264,18 @@ class _Writer:
         """One post; with t, at least `topic.mentions` keyword mentions (at most one per sentence forced)."""
         spec = REGISTERS[register]
         n = min(1 + int(self.rng.poisson(spec["sentences"] - 1)), spec["cap"])
-        sentences = []
+        drafts = []  # (sentence, its keyword mentions)
         for _ in range(n):
             state = {"keywords": 0}
-            sentences.append((self._sentence(z, t, domain, state), state["keywords"]))
+            drafts.append((self._sentence(z, t, domain, state), state["keywords"]))
         if t:
             for i in self.rng.permutation(n):
-                if sum(k for _, k in sentences) >= self.topic.mentions:
+                if sum(k for _, k in drafts) >= self.topic.mentions:
                     break
-                if sentences[i][1] == 0:  # a sentence without a keyword becomes one with
+                if drafts[i][1] == 0:  # a sentence without a keyword becomes one with
                     state = {"keywords": 0}
-                    sentences[i] = (self._sentence(z, t, domain, state, force_topic=True), state["keywords"])
-        sentences = [x for x, _ in sentences]
+                    drafts[i] = (self._sentence(z, t, domain, state, force_topic=True), state["keywords"])
+        sentences = [x for x, _ in drafts]
         if self.rng.random() < spec["frame"]:
             sentences.insert(0, self._pick(word_list("opener")) + ".")
         if self.rng.random() < spec["frame"]:

@@ -44,7 +44,7 @@ def simulate_annotators(items, truth, errors: tuple[float, ...], task: str, rng:
     """Labels rows of human annotators 'annotator-1', ... who each flip the true 0/1 label with their own error
     rate, and of an 'adjudicator' who resolves the first two annotators' disagreements to the truth."""
     truth = np.asarray(truth, dtype=int)
-    values = {f"annotator-{i}": ("human", truth ^ (rng.random(len(truth)) < error))
+    values: dict[str, tuple] = {f"annotator-{i}": ("human", truth ^ (rng.random(len(truth)) < error))
               for i, error in enumerate(errors, start=1)}
     disagree = values["annotator-1"][1] != values["annotator-2"][1]
     values["adjudicator"] = ("adjudicated", truth, disagree)

@@ -68,7 +68,7 @@ def check_label_value(value: object, where: str) -> int | None:
         with contextlib.suppress(ValueError):
             number = float(value)  # float() ignores the spaces around the number
     if isinstance(number, numbers.Real) and float(number) in (0.0, 1.0):
-        return int(number)
+        return int(float(number))
     raise InputError(f"{where}: label value {value!r} is not 0, 1 or empty")
 
 
@@ -117,7 +117,7 @@ def _text(value: object) -> str | None:
     return None if is_missing(value) else str(value)
 
 
-def _row(label: Mapping[str, object], where: str) -> tuple:
+def _row(label: Mapping, where: str) -> tuple:
     for column in (*KEY, "kind"):
         if is_missing(label.get(column)) or str(label[column]) == "":
             raise InputError(f"{where}: column '{column}' is empty")
@@ -125,7 +125,7 @@ def _row(label: Mapping[str, object], where: str) -> tuple:
         raise InputError(f"{where}: kind {label['kind']!r} is not one of {', '.join(KINDS)}")
     latency = label.get("latency_ms")
     try:
-        latency = None if is_missing(latency) or str(latency).strip() == "" else float(latency)
+        latency = None if latency is None or is_missing(latency) or str(latency).strip() == "" else float(latency)
     except (TypeError, ValueError):
         raise InputError(f"{where}: latency_ms {latency!r} is not a number") from None
     created = _text(label.get("created_at")) or now()

@@ -215,7 +215,7 @@ def read_predictions(sources, *, classes: list[str] | None = None, columns: Pred
     classes = list(classes) if classes else order
     if len(set(classes)) != len(classes):
         raise InputError(f"the classes {', '.join(classes)} repeat a name")
-    notes, frames = [], []
+    notes, frames = list[str](), []
     for source, (source_kind, found) in zip(loaded, scored):
         if sorted(found) != sorted(classes):
             first = source is loaded[0]

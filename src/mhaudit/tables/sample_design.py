@@ -51,7 +51,7 @@ class Pool:
         """What predicts the labels and sets the strata, in words."""
         if len(self.runs) <= 1:
             return "the certified model's posteriors"
-        by_model = {}
+        by_model: dict[str, list[str]] = {}
         for model, seed in sorted(self.runs):
             by_model.setdefault(model, []).append(str(seed))
         listing = "; ".join(f"{m} seed{'s' if len(s) > 1 else ''} {', '.join(s)}" for m, s in by_model.items())
@@ -134,7 +134,7 @@ def confidence_strata(probs: np.ndarray, pred: np.ndarray, classes: list[str], n
     (fewer bins for a class with few items: at least 4 items per bin). The name says whose posterior it is
     ("predicted x, ensemble P(x) bin 1 of 4 (0.303-0.790)"): an ensemble's can fall under 0.5."""
     conf = probs[np.arange(pred.size), pred]  # the posterior of the predicted class
-    codes, names = np.empty(pred.size, dtype=np.int64), []
+    codes, names = np.empty(pred.size, dtype=np.int64), list[str]()
     for c, name in enumerate(classes):
         rows = np.flatnonzero(pred == c)
         if rows.size == 0:

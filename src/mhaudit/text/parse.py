@@ -86,7 +86,7 @@ class Parses:
 
     @classmethod
     def concat(cls, parts: list[Parses]) -> Parses:
-        offsets, columns, base = [np.zeros(1, dtype=np.int64)], {k: [] for k in parts[0].columns}, 0
+        offsets, columns, base = [np.zeros(1, dtype=np.int64)], {k: list[np.ndarray]() for k in parts[0].columns}, 0
         for part in parts:
             offsets.append(part.offsets[1:] + base)
             for k, v in part.columns.items():
@@ -142,12 +142,12 @@ def _columns(nlp, docs) -> tuple[np.ndarray, dict]:
 
     names = [*_STRING_ATTRS.values(), "HEAD", "IDX", "SENT_START", *_FLAG_ATTRS.values()]
     ids = [getattr(attrs, n) for n in names]
-    lengths, tables = [], [np.zeros((0, len(ids)), dtype=np.uint64)]
+    sizes, tables = [], [np.zeros((0, len(ids)), dtype=np.uint64)]
     for doc in docs:  # streamed: a Doc holds its tok2vec tensor, too much to keep for every text
-        lengths.append(len(doc))
+        sizes.append(len(doc))
         if len(doc):
             tables.append(doc.to_array(ids).reshape(len(doc), len(ids)))
-    lengths = np.asarray(lengths, dtype=np.int64)
+    lengths = np.asarray(sizes, dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     col = dict(zip(names, np.concatenate(tables).T))
     columns = {}

@@ -172,7 +172,7 @@ def cache_report(path: Path | None = None) -> dict:
     cache reports zeros."""
     path = Path(path) if path is not None else cache_path()
     files = [path, path.with_name(path.name + "-wal")]
-    report = {"path": str(path), "bytes": sum(f.stat().st_size for f in files if f.exists()), "texts": 0,
+    report: dict = {"path": str(path), "bytes": sum(f.stat().st_size for f in files if f.exists()), "texts": 0,
               "tokens": 0, "models": {}, "legacy_files": len(list(path.parent.glob("*.parquet")))}
     if not path.exists():
         return report

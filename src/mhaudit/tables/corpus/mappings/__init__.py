@@ -41,15 +41,15 @@ class Mapping:
         """Compose: apply self, then other (e.g. a data set's 4-class mapping, then coarsening B)."""
         targets, dropped = {}, dict(self.dropped)
         for raw, cls in self.targets.items():
-            if other.knows(cls) and other.target(cls) is not None:
-                targets[raw] = other.target(cls)
+            if other.knows(cls) and (mapped := other.target(cls)) is not None:
+                targets[raw] = mapped
             elif other.knows(cls):
                 dropped[raw] = other.dropped[cls]
             else:
                 raise InputError(f"mapping '{other.name}' does not know class '{cls}' produced by "
                                  f"'{self.name}'; it expects {', '.join(sorted({*other.targets, *other.dropped}))}")
         # Keep self's priority, carried through `other`, then other's own order for what is left.
-        carried = [other.target(c) for c in self.priority if other.knows(c) and other.target(c)]
+        carried = [mapped for c in self.priority if other.knows(c) and (mapped := other.target(c))]
         priority = list(dict.fromkeys([*carried, *(other.priority or other.classes)]))
         return Mapping(f"{self.name}+{other.name}", f"{self.summary}; then {other.summary}",
                        f"{self.source}; {other.source}", other.classes, targets, dropped, priority)
