@@ -47,7 +47,7 @@ class MonitorEnsemble:
         object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
         object.__setattr__(self, "digests", tuple(self.digests))
         runs, seeds = self.runs, self.seeds
-        first = {}
+        first: dict[int, str] = {}  # each seed's first run
         twins = [(first.setdefault(s, r), r) for r, s in zip(runs, seeds) if first.setdefault(s, r) != r]
         checks = [(len(runs) >= 2 and len(set(runs)) == len(runs), f"an ensemble needs two or more runs with distinct "
                                                                    f"names, got {', '.join(runs) or 'none'}"),
