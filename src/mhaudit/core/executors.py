@@ -1,10 +1,10 @@
-"""One executor seam for independent jobs (model x seed training, prediction, attribution).
+"""One executor seam for independent jobs (model x seed training, prediction, attribution): local processes by
+default, Ray on request (docs/models.md).
 
-Local processes by default; Ray on request (`executor="ray"`), joining RAY_ADDRESS when set or starting
-a local instance, so an experiment file runs unchanged on a cluster. Jobs are top-level functions with
-picklable arguments that write their results to disk and return something small. A Ray worker imports only the
-job's module and what the job itself imports (a TF-IDF model's scoring job never imports torch), and an InputError
-raised in a job reaches the caller as itself, one sentence (e.g. the extra a model needs), not a Ray traceback.
+Jobs are top-level functions with picklable arguments that write their results to disk and return something
+small. A Ray worker imports only the job's module and what the job itself imports (a TF-IDF model's scoring job
+never imports torch), and an InputError raised in a job reaches the caller as itself, one sentence (e.g. the
+extra a model needs), not a Ray traceback.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """One progress interface for everything long: stages are timed, counted and announced; library code never prints.
 
-Audits, training, labelling, collecting and job runs take `progress: Progress | None`. `Progress()` is silent
-and only records stage timings (they go into an audit result's provenance). A stage may have a `total` number of
-steps that `advance` counts. Each event goes to the `announce` callback as an `Event`; only the CLI renders
-them (`mhaudit.cli.progress`: a live bar on a terminal, timestamped lines in a log).
-
-Nesting: `stage` nests; `advance` counts in the innermost open stage; leaving a stage ends every stage opened
-inside it first; `step` ends the stage the last `step` opened (if it is the innermost) and opens the next.
+`Progress()` alone is silent and only records stage timings (they go into an audit result's provenance); only
+the CLI renders the `Event`s its `announce` callback is told (docs/architecture.md says who takes a Progress).
+Nesting: leaving a stage ends every stage opened inside it first; `step` ends the stage the last `step` opened
+(if it is the innermost) and opens the next.
 """
 
 from __future__ import annotations

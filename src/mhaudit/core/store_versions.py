@@ -1,10 +1,6 @@
 """Schema versions of mhaudit's stores: one rule for the post store, the scores table, the label store and the
-parse cache (docs/faults.md, "Stores written by an earlier version").
-
-Each store records the schema version that wrote it. On open: the current version is read as it is; an older
-version with a migration path is migrated in place, after a consistent copy of the file `<name>.v<old>.bak`
-(SQLite); an older version without a path, or a newer one, is refused with one sentence that says what to do.
-No store of another version is ever read as if it were this one.
+parse cache (docs/faults.md, "Stores written by an earlier version", says what it does on open). No store of
+another version is ever read as if it were this one.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
-"""Binary targets: a corpus scored as a two-class problem by the experiment's multi-class models.
+"""Binary targets: a corpus scored as a two-class problem by the experiment's multi-class models (docs/models.md).
 
-Each model's logits on a target's test and calibration rows are collapsed to one binary logit,
-log-sum-exp over the positive classes minus log-sum-exp over the negative ones (`collapse_binary`), and
-a CPFE audit runs on the two-class problem: the reference platform's rows collapsed the same way (rows
-of classes on neither side dropped) against the binary targets. Its tables join the report as
-`binary_*` (section "Binary targets", `binary_section`).
+Each model's logits on a target's test and calibration rows are collapsed to one binary logit
+(`collapse_binary`), and a CPFE audit runs on the two-class problem against the reference platform's rows
+collapsed the same way (rows of classes on neither side dropped). Its tables join the report as `binary_*`
+(`binary_section`).
 """
 
 from __future__ import annotations

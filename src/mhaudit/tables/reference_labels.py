@@ -1,14 +1,9 @@
 """One task's rows of the labels table, and the reference label of each item (docs/validation.md, "The reference").
 
 `task_labels` checks the table and keeps one task (one label per labeler and item). The agreement and the
-certify audits both judge against the reference labels, so the rule lives here, once.
-
-An item's reference label is its adjudicated label (kind 'adjudicated') where there is one (a consensus
-with raw_answer 'agreed' only while the annotators' current labels still agree with it); otherwise the
-annotators' label where every annotator who labelled it gave the same valid label (one annotator
-suffices, which covers a data set that carries one expert consensus label as kind 'human'); items the
-annotators disagree on and nobody adjudicated are left out and counted. A named reference labeler
-replaces this rule.
+certify audits both judge against the reference labels, so the rule lives here, once. A consensus with
+raw_answer 'agreed' counts as adjudicated only while the annotators' current labels still agree with it; a
+named reference labeler replaces the rule.
 """
 
 from __future__ import annotations
