@@ -2,61 +2,12 @@
 written from templates and word lists in `simulate_divergence_data/`, with a planted divergence between
 what human labels reward (style) and what automatic labels reward (topical keywords).
 
-Binary classes ("no_stress", "stress") and four data sets, crossing two platforms with two label sources
-as in the paper's design:
-
-===========================  =================  ============  =======================================
-data set                     platform           label_source  split
-===========================  =================  ============  =======================================
-synthetic_forum              synthetic-forum    human         train / test, stratified (~2/3, ~1/3)
-synthetic_tweets_gold        synthetic-tweets   human         test
-synthetic_tweets_auto        synthetic-tweets   auto          test
-synthetic_forum_auto         synthetic-forum    auto          test
-===========================  =================  ============  =======================================
-
-Forum posts are long (about seven sentences, sometimes with an opener and a closer); tweets are one to
-four sentences (two on average), often drop apostrophes ("cant", "didnt") and may end in a hashtag. Every post is about
-one of five stressor domains (column `domain`: work, money, health, family, social), which chooses its
-domain nouns and places; leave-one-domain-out uses it.
-
-Generative story, per post:
-
-1. A latent distress state s ~ Bernoulli(`distress_rate`) and a latent style intensity
-   z ~ Beta(c m_s, c (1 - m_s)) with c = `style_concentration`, m_1 = (1 + `style_contrast`) / 2 and
-   m_0 = (1 - `style_contrast`) / 2: the two z distributions overlap, so some distressed posts read calm
-   and some calm posts read distressed.
-2. A topic indicator t: whether the post names stress-topic vocabulary (`stress_keywords()`: stressors
-   such as "deadline", "backlog", "coursework", "frazzled", in none of channel C's word lists). On human-labelled
-   data sets P(t = 1 | s = 1) = `topic_given_stress` and P(t = 1 | s = 0) = `topic_given_calm`: distressed
-   writers name the topic more often, but the keywords alone predict the human label much worse than
-   style does. On auto-labelled data sets t ~ Bernoulli(`auto_topic_rate`) whatever s (the collection is
-   about the topic, not the writer's state), so both auto classes are well represented. A human post
-   with t = 1 fills each topic slot with a stress keyword with probability `keyword_share` (at least one
-   mention); an auto post with t = 1 was harvested by keyword search, so it fills every topic slot
-   (`auto_keyword_share`) and names the topic at least `auto_mentions` times, and an auto tweet always
-   carries a hashtag (`auto_hashtag_rate`; human tweets `hashtag_rate`), a stress-topic one iff t = 1.
-   A post with t = 0 uses only other topical words ("plans", "schedule", "trip", "#weekend", ...).
-3. The text. s is expressed through STYLE only, every marker drawn with a probability that rises
-   linearly with z (`MARKERS`), so no single marker decides the class: first-person singular subjects,
-   possessives and objects; negated verb phrases ("couldn't sleep", "didn't go"); absolutist tails ("like
-   always", "and nothing helped"); hedges ("maybe", "i guess"); short fragments ("can't sleep", "too
-   much") instead of long two-clause sentences, and "and ... and" run-ons; ellipses and "!!"; distressed
-   instead of calm emotion words; sentences left in lower case. Domain and topic words do not depend on
-   s except through the s-t link above.
-4. Labels. Human label = s, with exactly round(`human_noise` * n) labels of each human data set flipped.
-   Automatic label = the keyword rule (`mentions_stress_topic`: 1 if the text contains a stress-topic
-   keyword, whatever s), with exactly round(`auto_noise` * n) labels of each auto data set flipped.
-
-The audit trains its channels on the human train split of synthetic_forum and evaluates every data set.
-On human labels a style channel recovers s from pooled, partly non-lexical markers (sentence length,
-capitalisation, absolutist and negation rates) better than a character n-gram channel, which sees case
-folded away and each marker word separately; the keywords' link to s is what the lexical channel learns
-on top. On automatic labels style carries no information about the label, while the keywords the lexical
-channel learned now are the label, named densely: DoD = mean_human[F1(style) - F1(lexical)] -
-mean_auto[F1(style) - F1(lexical)] > 0 by construction (about +0.2 with simple scikit-learn proxies for
-the two channels; see tests/synthetic/test_simulate_divergence.py). With a much weaker s-t link (e.g.
-0.55 / 0.40) the lexical channel barely learns the keywords and the planted DoD shrinks to about +0.1.
-The latent s, t and z are not stored; `mentions_stress_topic(text)` recovers t exactly.
+Four data sets cross two platforms (synthetic-forum, synthetic-tweets) with two label sources (human, auto). A
+latent distress state s is expressed through style markers only, drawn with a probability that rises with a
+latent style intensity z; a topic indicator t decides the stress-topic keywords, linked to s on human data sets
+and drawn whatever s on auto ones. The human label is s, the automatic label the keyword rule
+(`mentions_stress_topic`), each with an exact share flipped; so DoD > 0 by construction. The data sets, the
+generative story and each knob: docs/report.md, "The synthetic label-source corpus".
 
 Everything it writes is marked synthetic: meta {"synthetic": True, ...}, and platform and data-set names
 start with 'synthetic'.
