@@ -4,21 +4,10 @@
   crash or a validation error never leaves a half-written file under the final name; a full disk or a
   read-only folder is one sentence (`OutputError`) and leaves the earlier file as it was.
   `write_files_atomic`: several files, none renamed until all are written (a report).
-* `read_table` / `write_table`: one table (a corpus source, predictions, labels, a validation sample, an
-  items table, a sheet) as Parquet, CSV, TSV or JSONL, chosen by the file's suffix (or `sep` for another
-  delimited file); a `.json` file may also hold one array of objects. One rule for every reader:
-
-  - only an empty cell (CSV/TSV) or a JSON ``null`` (JSONL) is missing; the strings "NA", "null",
-    "None", "nan" are text like any other (an item called "NA" stays "NA");
-  - CSV/TSV cells are read as text (the caller converts the columns it needs as numbers); JSONL values
-    keep their JSON types; Parquet columns their stored types;
-  - id columns (`id`, `item_id`, `sample_id`) are strings whatever the format ("007" stays "007");
-  - an unknown suffix, a missing, unreadable or undecodable file, a wrong delimiter or a missing required
-    column is an `InputError` naming the file (and the line, byte or column where it can).
-
-  `place=True` adds `_file` and `_row` (1-based data row, header not counted), so later checks can name
-  the row. `write_table` writes atomically; in CSV/TSV a list cell (tags) is written as a JSON list, in
-  JSONL every value keeps its full precision.
+* `read_table` / `write_table`: one table as Parquet, CSV, TSV or JSONL, by the file's suffix (or `sep`), with one
+  rule for every reader (docs/cli.md, "Reading tables": only an empty cell or a JSON null is missing, CSV cells are
+  text, ids are strings, every fault one `InputError` naming the file). `place=True` adds `_file` and `_row` (the
+  1-based data row), so later checks can name the row.
 """
 
 from __future__ import annotations
