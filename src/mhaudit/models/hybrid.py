@@ -12,14 +12,11 @@ training and validation texts and train the BiLSTM on the cached token states, w
 the hybrids cheaper than fine-tuning. With `freeze_encoder=False` the encoder is fine-tuned too, at
 `encoder_lr` (2e-5, the paper's transformer rate) in its own Adam parameter group, and runs every step.
 
-Early stopping and the kept epoch follow the transformer model (both train in
-`mhaudit.models.training_loop`): the validation rows (split 'val') are scored each epoch by macro-F1;
-the best epoch's weights are kept; training stops after `patience` epochs without a better score.
-Without validation rows every epoch runs and the last is kept.
+Early stopping on the validation rows (split 'val') and the kept epoch are the transformer's: both train in
+`mhaudit.models.training_loop`.
 
 Padding: the hybrid pads on the right whatever the tokenizer says (its own encoder calls), so a row's
-real tokens are its first `length` positions; the BiLSTM runs on packed sequences, so padding never
-enters its state, and the pooling and attention masks exclude it.
+real tokens are its first `length` positions, as `LSTMHead` expects.
 """
 
 from __future__ import annotations
@@ -91,7 +88,7 @@ class HybridClassifier(TorchClassifier):
         self.batch_size, self.eval_batch_size, self.seed = batch_size, eval_batch_size, seed
         self.name = "bert-lstm-attention" if attention else "bert-lstm"
         self.encoder: Any = None  # once fitted or loaded: a transformers encoder, of the class the checkpoint names
-        self.head: Any = None  # an LSTMHead once fitted or loaded; None before (see _require_fitted)
+        self.head: Any = None  # an LSTMHead once fitted or loaded; None before
         self.encode_seconds = 0.0
 
     # ------------------------------------------------------------------ building blocks
@@ -285,7 +282,3 @@ class HybridClassifier(TorchClassifier):
                              path=directory / HEAD_FILE) from None
         self.head.eval()
         self.encode_seconds = self._load_state(directory).get("encode_seconds", 0.0)
-
-    def _require_fitted(self) -> None:
-        if self.head is None or self.encoder is None:
-            raise RuntimeError("the hybrid model is not fitted; call fit() or load it with load_model()")

@@ -72,6 +72,7 @@ class TorchClassifier:
 
     STATE_FILE: str  # beside the saved weights: history, notes, best_epoch
     max_length: int
+    name: str
 
     def _setup(self, kind: str, device: str, **counts: object) -> None:
         """InputError unless each of `counts` (options of model `kind`) is a positive integer; the device and
@@ -87,6 +88,10 @@ class TorchClassifier:
         self.history: list[dict] = []
         self.notes: list[str] = []
         self.best_epoch: int | None = None
+
+    def _require_fitted(self) -> None:
+        if self.tokenizer is None:  # fit and load_artifacts set it with the weights
+            raise RuntimeError(f"the {self.name} model is not fitted; call fit() or load it with load_model()")
 
     def _tokenize(self, texts: list[str]) -> list[list[int]]:
         return self.tokenizer([str(t) for t in texts], truncation=True, max_length=self.max_length,

@@ -288,7 +288,3 @@ class TransformerClassifier(TorchClassifier):
                              f"{len(self.classes)} classes", path=hf)
         self.hf_model, self.tokenizer = model.float().to(self.device).eval(), tokenizer
         self._load_state(directory)
-
-    def _require_fitted(self) -> None:
-        if self.hf_model is None:
-            raise RuntimeError("the transformer model is not fitted; call fit() or load it with load_model()")
