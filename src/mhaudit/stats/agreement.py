@@ -177,8 +177,7 @@ def _boot_tables(table, a, b, labels, clusters, n_boot: int, rng) -> np.ndarray:
 
 def bootstrap_kappa(a, b, *, labels: Sequence | None = None, n_boot: int = 2000, alpha: float = 0.05,
                     rng=None, clusters=None) -> dict:
-    """Cohen's kappa with an item-bootstrap percentile CI (a cluster bootstrap with `clusters`, one label per
-    item, e.g. its author).
+    """Cohen's kappa with an item-bootstrap percentile CI (a cluster bootstrap with `clusters`, one label per item).
 
     Returns `estimate, ci_low, ci_high, se, n, n_boot, n_failed, observed_agreement,
     expected_agreement, reason` (reason None when kappa is defined). Resamples whose kappa is

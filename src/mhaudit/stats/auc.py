@@ -26,6 +26,12 @@ def _absent(y: np.ndarray) -> str:
     return "no positives" if not y.any() else "no negatives" if y.all() else ""
 
 
+def _macro_absent(y: np.ndarray, n_classes: int) -> str:
+    """Why the macro-AUC is undefined ('' when every class has positives and negatives)."""
+    missing = [k for k in range(n_classes) if not 0 < (y == k).sum() < y.size]
+    return f"class(es) {missing} lack positives or negatives: macro-AUC undefined" if missing else ""
+
+
 def _z(alpha: float) -> float:
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
@@ -132,9 +138,9 @@ def macro_auc(y_codes, probs, n_classes: int) -> float:
     0.8611111111111112
     """
     y, probs = check_codes(y_codes, probs, n_classes, "probs")
-    missing = [k for k in range(n_classes) if not 0 < (y == k).sum() < y.size]
-    if missing:
-        warn_undefined(f"macro-AUC undefined: class(es) {missing} lack positives or negatives; NaN returned")
+    reason = _macro_absent(y, n_classes)
+    if reason:
+        warn_undefined(f"{reason}; NaN returned")
     return macro_auc_unchecked(y, probs, n_classes)
 
 
@@ -142,6 +148,6 @@ def macro_auc_unchecked(y: np.ndarray, probs: np.ndarray, n_classes: int) -> flo
     """The macro one-vs-rest AUC (`macro_auc`) for inputs validated at the door (codes in range, finite scores):
     no checks and no warning, for hot paths whose caller records the reason (NaN when a class lacks positives or
     negatives)."""
-    if any(not 0 < (y == k).sum() < y.size for k in range(n_classes)):
+    if _macro_absent(y, n_classes):
         return NAN
     return float(np.mean([auc_only(y == k, probs[:, k]) for k in range(n_classes)]))

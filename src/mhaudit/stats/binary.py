@@ -246,11 +246,8 @@ def bootstrap_macro_f1(y, preds, n_boot: int = 2000, rng=None, stratified: bool 
     """Macro-F1 of k prediction vectors over the same instances in each of `n_boot` resamples: (n_boot, k).
 
     `preds` is (k, n) (or one vector of n). All k vectors are scored on the same resamples, so any
-    difference of columns is a paired bootstrap. Resamples are drawn as count rows
-    (`resample_counts`; stratified keeps the class sizes) in blocks; each block's tp/fp/fn/tn
-    tallies are one BLAS product counts @ indicators (n x 4k). `rng`: a Generator or a seed. A
-    resample that drew no instance of a class a vector never predicts has no Macro-F1: NaN (one
-    UndefinedStatisticWarning per call), or with `zero_division=0` that class's F1 counts as 0.
+    difference of columns is a paired bootstrap. `stratified` keeps the class sizes; `rng`: a Generator or a
+    seed. An undefined Macro-F1 (module docstring) is NaN, with one UndefinedStatisticWarning per call.
 
     >>> bootstrap_macro_f1([0, 0, 1, 1, 1, 0], [[0, 0, 1, 1, 1, 0], [0, 1, 1, 0, 1, 0]], 3, rng=0).shape
     (3, 2)

@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from mhaudit.stats.auc import _z
+from mhaudit.stats.auc import _macro_absent, _z
 from mhaudit.stats.delong import check_codes, placements
 
 __all__ = ["macro_auc_delong", "paired_macro_auc_delong", "macro_row_terms", "stratified_variance"]
@@ -57,11 +57,6 @@ def stratified_covariance(y: np.ndarray, terms: np.ndarray, n_classes: int) -> n
     return cov
 
 
-def _absent(y: np.ndarray, n_classes: int) -> str:
-    missing = [c for c in range(n_classes) if not 0 < int((y == c).sum()) < y.size]
-    return f"class(es) {missing} lack positives or negatives: macro-AUC undefined" if missing else ""
-
-
 def macro_auc_delong(y_codes, probs, n_classes: int, alpha: float = 0.05) -> dict:
     """The macro one-vs-rest AUC with its DeLong SE and a normal (1 - alpha) CI, clipped to [0, 1].
 
@@ -77,7 +72,7 @@ def macro_auc_delong(y_codes, probs, n_classes: int, alpha: float = 0.05) -> dic
     y, probs = check_codes(y_codes, probs, n_classes, "probs")
     z = _z(alpha)
     out = {"macro_auc": NAN, "se": NAN, "ci_low": NAN, "ci_high": NAN, "aucs": [NAN] * n_classes,
-           "cov": np.full((n_classes, n_classes), NAN), "reason": _absent(y, n_classes)}
+           "cov": np.full((n_classes, n_classes), NAN), "reason": _macro_absent(y, n_classes)}
     if out["reason"]:
         return out
     aucs, terms = macro_terms(y, probs, n_classes)
@@ -100,7 +95,7 @@ def paired_macro_auc_delong(y_codes, probs_a, probs_b, n_classes: int) -> dict:
     """
     y, probs_a = check_codes(y_codes, probs_a, n_classes, "probs_a")
     _, probs_b = check_codes(y, probs_b, n_classes, "probs_b")
-    reason = _absent(y, n_classes)
+    reason = _macro_absent(y, n_classes)
     if reason:
         return {"auc_a": NAN, "auc_b": NAN, "diff": NAN, "se": NAN, "reason": reason}
     auc_a, terms_a = macro_row_terms(y, probs_a, n_classes)

@@ -95,11 +95,10 @@ def weak_vs_reference(reference, weak, *, n_boot: int = 2000, alpha: float = 0.0
     `metric, estimate, ci_low, ci_high, se, n, n_boot, n_failed, reason`; `confusion` is the 2 x 2
     table of item counts, rows reference 0/1, columns weak 0/1.
 
-    Without weights the CI is the item bootstrap (multinomial confusion tables). With `weights`
-    (design weights, e.g. stratum pool size / stratum sample size) the estimates come from the
-    weighted table, and the bootstrap resamples items within `strata` (default: one stratum), the
-    design's own sampling, so the stratum sizes stay fixed. With `clusters` (one label per item, e.g. its
-    author) the bootstrap draws whole clusters (within strata when weighted): `resample_clusters`.
+    With `weights` (design weights, e.g. stratum pool size / stratum sample size) the estimates come from the
+    weighted table and the bootstrap resamples items within `strata` (default: one stratum), so the stratum
+    sizes stay fixed. With `clusters` (one label per item, e.g. its author) the bootstrap draws whole clusters
+    (within strata when weighted): `resample_clusters`.
 
     >>> metrics, table = weak_vs_reference([1, 1, 0, 0, 0, 1], [1, 0, 0, 1, 0, 1], n_boot=200, rng=0)
     >>> table.tolist()
