@@ -138,6 +138,8 @@ class HybridClassifier(TorchClassifier):
         """Inference over `ids` in length-sorted batches of `eval_batch_size` (halved on out-of-memory);
         `consume(index, states_or_logits, mask, weights)` gets each batch's results."""
         order = longest_first(ids)
+        self.head.eval()  # no dropout; training puts its modules back in train mode each epoch
+        self.encoder.eval()
 
         def run(index):
             states, mask = self._states([ids[i] for i in index])
@@ -233,9 +235,6 @@ class HybridClassifier(TorchClassifier):
         self._require_fitted()
         out = np.empty((len(texts), len(self.classes)), dtype=np.float64)
         if len(texts):
-            self.head.eval()
-            self.encoder.eval()
-
             def keep(index, logits, _mask, _weights):
                 out[index] = logits
 
@@ -248,8 +247,6 @@ class HybridClassifier(TorchClassifier):
         if not self.attention:
             raise InputError(f"model '{self.name}' has no attention layer; use bert-lstm-attention")
         out: list[np.ndarray | None] = [None] * len(texts)
-        self.head.eval()
-        self.encoder.eval()
 
         def keep(index, _logits, mask, weights):
             for row, i in enumerate(index):
