@@ -58,6 +58,10 @@ class Scored:
     def has(self, key: str) -> bool:
         return key in self.keys
 
+    def against_a(self, channels: list[str]) -> list[str]:
+        """The channels with a DoD against the lexical channel A: those scored, when A is scored too."""
+        return [x for x in channels if x != "A" and self.has(x) and self.has("A")]
+
     @property
     def datasets(self) -> list[str]:
         return list(self.y)
@@ -137,9 +141,7 @@ def dod(s: Scored, channels: list[str]) -> pd.DataFrame:
     `channels` may name baselines ("baseline:<model>"): a model's DoD against the lexical channel."""
     rows = []
     human, auto = s.on("human"), s.on("auto")
-    for x in channels:
-        if x == "A" or not s.has(x) or not s.has("A"):
-            continue
+    for x in s.against_a(channels):
         h_est, h_draws = _diff_row(s, human, x, "A")
         a_est, a_draws = _diff_row(s, auto, x, "A")
         draws = h_draws - a_draws
@@ -167,9 +169,7 @@ def _permutation(deltas: dict[str, float], human: list[str], alternative: str) -
 def dod_by_dataset(s: Scored, channels: list[str]) -> pd.DataFrame:
     """The per-data-set differences behind every DoD (label source is confounded with domain: show them)."""
     rows = []
-    for x in channels:
-        if x == "A" or not s.has(x) or not s.has("A"):
-            continue
+    for x in s.against_a(channels):
         for d in s.datasets:
             fx, fa = s.point[d][s.col(x)], s.point[d][s.col("A")]
             rows.append({"channel": x, "dataset": d, "side": s.side[d], "macro_f1_x": fx, "macro_f1_a": fa,
@@ -185,9 +185,7 @@ def dod_platform_stratified(s: Scored, channels: list[str]) -> pd.DataFrame:
         auto = [d for d in s.on("auto") if s.platform[d] == platform]
         if not human or not auto:
             continue
-        for x in channels:
-            if x == "A" or not s.has(x) or not s.has("A"):
-                continue
+        for x in s.against_a(channels):
             h_est, h_draws = _diff_row(s, human, x, "A")
             a_est, a_draws = _diff_row(s, auto, x, "A")
             lo, hi, se = _interval(h_draws - a_draws)

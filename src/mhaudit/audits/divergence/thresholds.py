@@ -55,9 +55,7 @@ def dod_threshold_free(s: Scored, channels: list[str]) -> pd.DataFrame:
     """One row per contrast X-A and metric; `apart`: its 95% CI excludes 0; `survives` (on the Macro-F1 row, when
     that DoD is apart): both threshold-free DoDs are apart with its sign (`holds`)."""
     rows = []
-    for x in channels:
-        if x == "A" or x not in s.scored or "A" not in s.scored:
-            continue
+    for x in s.against_a(channels):
         alt = alternative_for(x)
         block = []
         for metric in PANEL:
