@@ -14,6 +14,5 @@ __all__, __getattr__, __dir__ = lazy_names(__name__, {
     "alert_folder": ".alert",
     "audit_monitor": ".audit",
     "check_reference": ".audit",
-    "reference_of": ".audit",
     "window_context": ".reuse",
 })

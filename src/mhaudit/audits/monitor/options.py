@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -17,12 +18,17 @@ if TYPE_CHECKING:  # imported where used: the command line imports these options
 
 __all__ = ["MonitorOptions", "MonitorInputs"]
 
+_UNITS = {"s": "s", "sec": "s", "m": "min", "min": "min", "h": "h", "d": "D", "w": "W"}
+
 
 def parse_window(text: str) -> pd.Timedelta:
-    """audits.monitor.windows.parse_window, imported when first needed."""
-    from mhaudit.audits.monitor.windows import parse_window as parse
+    """'1d', '6h', '30min', '90s', '2w' -> a Timedelta; one sentence for anything else."""
+    import pandas as pd
 
-    return parse(text)
+    match = re.fullmatch(r"\s*(\d+)\s*([a-z]+)\s*", str(text).lower())
+    if not match or match.group(2) not in _UNITS or int(match.group(1)) < 1:
+        raise InputError(f"the window '{text}' must be a number and a unit: s, min, h, d or w (e.g. 1d, 6h, 30min)")
+    return pd.Timedelta(int(match.group(1)), unit=_UNITS[match.group(2)])
 
 
 @dataclass(frozen=True)

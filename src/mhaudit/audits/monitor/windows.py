@@ -11,7 +11,6 @@ prevalence more closely than the share predicted positive when the model is weak
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,20 +26,10 @@ from mhaudit.report.trust import untrusted_because
 from mhaudit.stats.pair_estimate import ReferenceDraws, estimate_pair, reference_draws
 from mhaudit.tables.predictions import logit_column
 
-__all__ = ["parse_window", "check_resolution", "Reference", "in_time_order", "window_table",
-           "history_start", "in_history"]
+__all__ = ["check_resolution", "Reference", "in_time_order", "window_table", "history_start", "in_history"]
 
-_UNITS = {"s": "s", "sec": "s", "m": "min", "min": "min", "h": "h", "d": "D", "w": "W"}
 _RESOLUTIONS = {pd.Timedelta("1D"): "1 day", pd.Timedelta("1h"): "1 hour", pd.Timedelta("1min"): "1 minute",
                 pd.Timedelta("1s"): "1 second"}
-
-
-def parse_window(text: str) -> pd.Timedelta:
-    """'1d', '6h', '30min', '90s', '2w' -> a Timedelta; one sentence for anything else."""
-    match = re.fullmatch(r"\s*(\d+)\s*([a-z]+)\s*", str(text).lower())
-    if not match or match.group(2) not in _UNITS or int(match.group(1)) < 1:
-        raise InputError(f"the window '{text}' must be a number and a unit: s, min, h, d or w (e.g. 1d, 6h, 30min)")
-    return pd.Timedelta(int(match.group(1)), unit=_UNITS[match.group(2)])
 
 
 def parse_times(created_at) -> pd.Series:
