@@ -5,19 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mhaudit.report.figures import plt, png_bytes
+from mhaudit.report.figures import forest, plt, png_bytes
 
 __all__ = ["kappa_forest", "weak_metrics", "confusion"]
-
-
-def _forest(ax, labels, estimate, low, high, xlabel: str) -> None:
-    y = np.arange(len(labels))[::-1]
-    estimate, low, high = (np.asarray(v, dtype=float) for v in (estimate, low, high))
-    ax.errorbar(estimate, y, xerr=[np.nan_to_num(estimate - low), np.nan_to_num(high - estimate)], fmt="o", ms=5,
-                capsize=3, ecolor="grey")
-    ax.set_yticks(y, labels, fontsize=8)
-    ax.set_xlim(min(0.0, np.nanmin(low) - 0.05) if np.isfinite(low).any() else 0.0, 1.0)
-    ax.set_xlabel(xlabel)
 
 
 def kappa_forest(pairs: pd.DataFrame, metrics: pd.DataFrame, weak: str, models: pd.DataFrame | None = None) -> bytes:
@@ -29,8 +19,8 @@ def kappa_forest(pairs: pd.DataFrame, metrics: pd.DataFrame, weak: str, models: 
     labels += [f"{r.name} vs reference" for r in rows]
     fig, ax = plt.subplots(figsize=(5.5, 1.3 + 0.45 * len(labels)))
     column = lambda pair, row: [*pairs[pair], *(r[row] for r in rows)]  # noqa: E731
-    _forest(ax, labels, column("kappa", "estimate"), column("ci_low", "ci_low"), column("ci_high", "ci_high"),
-            "Cohen's kappa, bootstrap CI")
+    forest(ax, labels, column("kappa", "estimate"), column("ci_low", "ci_low"), column("ci_high", "ci_high"),
+           "Cohen's kappa, bootstrap CI", unit_range=True)
     ax.set_ylim(-0.9, len(labels) - 0.4)
     for edge in (0.41, 0.61):  # Landis & Koch, the verdicts' bands
         ax.axvline(edge, color="grey", lw=0.7, ls=":")
@@ -45,7 +35,8 @@ def weak_metrics(metrics: pd.DataFrame, weak: str) -> bytes:
     """Precision, recall, F1 and macro-F1 of the weak labeler against the reference, with CIs."""
     shown = metrics.set_index("metric").loc[["precision", "recall", "f1", "macro_f1", "specificity"]]
     fig, ax = plt.subplots(figsize=(5.5, 2.6))
-    _forest(ax, list(shown.index), shown["estimate"], shown["ci_low"], shown["ci_high"], "estimate, bootstrap CI")
+    forest(ax, list(shown.index), shown["estimate"], shown["ci_low"], shown["ci_high"], "estimate, bootstrap CI",
+           unit_range=True)
     ax.set_title(f"{weak} against the reference labels (positive class = 1)", fontsize=9)
     fig.tight_layout()
     return png_bytes(fig)

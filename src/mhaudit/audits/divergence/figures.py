@@ -5,18 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mhaudit.report.figures import plt, png_bytes
+from mhaudit.report.figures import forest, plt, png_bytes
 
 __all__ = ["dod_forest", "channel_heatmap", "masking_effects"]
-
-
-def _forest(ax, labels: list[str], estimate, low, high) -> None:
-    y = np.arange(len(labels))[::-1]
-    estimate, low, high = (np.asarray(v, dtype=float) for v in (estimate, low, high))
-    ax.errorbar(estimate, y, xerr=[estimate - low, high - estimate], fmt="o", ms=4, capsize=3,
-                ecolor="grey", color="C0")
-    ax.axvline(0, color="red", lw=0.8, ls="--")
-    ax.set_yticks(y, labels, fontsize=8)
 
 
 def dod_forest(dod: pd.DataFrame, stratified: pd.DataFrame) -> bytes:
@@ -28,9 +19,9 @@ def dod_forest(dod: pd.DataFrame, stratified: pd.DataFrame) -> bytes:
                              squeeze=False)
     for ax, (title, table) in zip(axes[0], parts):
         table = table.set_index("contrast").reindex(dod["contrast"])
-        _forest(ax, list(dod["contrast"]), table["estimate"], table["ci_low"], table["ci_high"])
+        forest(ax, list(dod["contrast"]), table["estimate"], table["ci_low"], table["ci_high"],
+               "DoD (Macro-F1), 95% CI")
         ax.set_title(title, fontsize=9)
-        ax.set_xlabel("DoD (Macro-F1), 95% CI")
     axes[0][0].set_ylabel("contrast X-A")
     fig.tight_layout()
     return png_bytes(fig)
@@ -60,8 +51,8 @@ def masking_effects(masking: pd.DataFrame) -> bytes:
     masked = masking[masking["mask"] != "none"]
     labels = [f"{r.channel} · {r.mask} · {r.dataset}" for r in masked.itertuples()]
     fig, ax = plt.subplots(figsize=(5.5, 0.7 + 0.35 * len(masked)))
-    _forest(ax, labels, masked["delta_vs_none"], masked["delta_ci_low"], masked["delta_ci_high"])
-    ax.set_xlabel("Macro-F1 masked minus unmasked, 95% CI")
+    forest(ax, labels, masked["delta_vs_none"], masked["delta_ci_low"], masked["delta_ci_high"],
+           "Macro-F1 masked minus unmasked, 95% CI")
     ax.set_title("Masking effects (human-labelled data)", fontsize=9)
     fig.tight_layout()
     return png_bytes(fig)
