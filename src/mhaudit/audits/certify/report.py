@@ -16,6 +16,7 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 
+from mhaudit.attribution.stability import place_name
 from mhaudit.audits.certify.options import CertifyInputs, CertifyOptions, design_runs
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
@@ -114,7 +115,7 @@ def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, progress: P
                                  "labelled": per_stratum})
     strata_table["weight"] = strata_table["pool_size"] / strata_table["labelled"]
     needed = _labels_needed(table, y, pred, strata, labelled, len(classes), options)
-    target = _target(frame)
+    target = place_name(str(frame["platform"].iat[0]), str(frame["dataset"].iat[0]))
     verdicts = _verdicts(table, needed, subject, target, n_labels, options)
     dropped = len(sample_ids) - n_labels
     note = (f"Human reference: {description}. {n_labels} of the {len(sample_ids)} sampled items have a reference "
@@ -163,11 +164,6 @@ def _design_text(design: pd.DataFrame, subject: str, drawn: str) -> str:
             f"PPI++'s predictor use {_predictor(design)}.")
 
 
-def _target(frame: pd.DataFrame) -> str:
-    platform, dataset = str(frame["platform"].iat[0]), str(frame["dataset"].iat[0])
-    return platform if platform == dataset else f"{platform} ({dataset})"
-
-
 def _labels_needed(table: pd.DataFrame, y, pred, strata, labelled, k: int, options: CertifyOptions) -> pd.DataFrame:
     """Per estimator, and for a simple random sample of the pool with its labels alone (its pool SD estimated
     from these labels): the macro-F1 half-width at hand and the labels that reach ± tolerance, with the
@@ -205,9 +201,14 @@ def _needed_text(needed: pd.DataFrame, options: CertifyOptions) -> str:
     return text + f", both {correction}."
 
 
+def _row(table: pd.DataFrame, estimator: str, metric: str = "macro_f1") -> pd.Series:
+    """The estimates table's row of one estimator (a key of ESTIMATORS) and metric."""
+    return table[(table["estimator"] == ESTIMATORS[estimator]) & (table["metric"] == metric)].iloc[0]
+
+
 def _verdicts(table: pd.DataFrame, needed: pd.DataFrame, subject: str, target: str, n_labels: int,
               options: CertifyOptions) -> pd.DataFrame:
-    head = table[(table["estimator"] == ESTIMATORS["power"]) & (table["metric"] == "macro_f1")].iloc[0]
+    head = _row(table, "power")
     hw, tol = head["half_width"], options.tolerance
     if not np.isfinite(hw):
         severity, reason = "undefined", (f"macro-F1 undefined with {n_labels} human labels: a class has no true and "
@@ -227,14 +228,11 @@ def _verdicts(table: pd.DataFrame, needed: pd.DataFrame, subject: str, target: s
 
 
 def _summary(table: pd.DataFrame, target: str, n_labels: int, options: CertifyOptions, synthetic: bool) -> str:
-    def line(estimator: str) -> str:
-        r = table[(table["estimator"] == ESTIMATORS[estimator]) & (table["metric"] == "macro_f1")].iloc[0]
+    def line(estimator: str, metric: str = "macro_f1") -> str:
+        r = _row(table, estimator, metric)
         return f"{r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
 
-    acc = table[(table["estimator"] == ESTIMATORS["power"]) & (table["metric"] == "accuracy")].iloc[0]
-    head = table[(table["estimator"] == ESTIMATORS["power"]) & (table["metric"] == "macro_f1")].iloc[0]
-    status = "Certified" if head["half_width"] <= options.tolerance else "Not certified yet"
+    status = "Certified" if _row(table, "power")["half_width"] <= options.tolerance else "Not certified yet"
     return (("SYNTHETIC data. " if synthetic else "")
             + f"{status} on {target} with {n_labels} human labels: macro-F1 {line('power')} with the model's scores "
-            f"(PPI++), {line('labels')} from the labels alone; accuracy {acc['estimate']:.3f} "
-            f"[{acc['ci_low']:.3f}, {acc['ci_high']:.3f}].")
+            f"(PPI++), {line('labels')} from the labels alone; accuracy {line('power', 'accuracy')}.")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from mhaudit.attribution.stability import place_name
 from mhaudit.report.result import verdict, verdict_table
 
 __all__ = ["AXIS", "estimate_verdicts", "summarise"]
@@ -22,7 +23,7 @@ HEADLINE_ENSEMBLE = "aline-d"  # fixed before the real transfers were scored: Ba
 
 
 def _target(row) -> str:
-    return row["platform"] if row["dataset"] == row["platform"] else f"{row['platform']} ({row['dataset']})"
+    return place_name(row["platform"], row["dataset"])
 
 
 def estimate_verdicts(tables: dict, options) -> pd.DataFrame:
