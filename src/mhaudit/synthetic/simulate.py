@@ -70,8 +70,9 @@ class SimulationConfig:
 
 
 @cache
-def word_list(name: str) -> tuple[str, ...]:
-    text = (resources.files("mhaudit.synthetic") / "simulate_data" / f"{name}.txt").read_text("utf-8")
+def word_list(name: str, folder: str = "simulate_data") -> tuple[str, ...]:
+    """The entries of the packaged list `<folder>/<name>.txt`: its lines, without blank lines and '# ' comments."""
+    text = (resources.files("mhaudit.synthetic") / folder / f"{name}.txt").read_text("utf-8")
     return tuple(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("# "))
 
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 from functools import cache
-from importlib import resources
 
 import numpy as np
 import pandas as pd
 
+from mhaudit.synthetic import simulate
 from mhaudit.tables.corpus.schema import Corpus
 from mhaudit.tables.corpus.splits import stratified_assign
 
@@ -94,20 +94,14 @@ class DivergenceConfig:
 @cache
 def _lists() -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:
     """(clause templates, {section: entries}) from the data folder."""
-    folder = resources.files("mhaudit.synthetic") / DATA
-
-    def lines(name: str) -> list[str]:
-        text = (folder / name).read_text("utf-8")
-        return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("# ")]
-
     sections: dict[str, list[str]] = {}
     current: list[str] = []  # the file starts with a [section]
-    for line in lines("words.txt"):
+    for line in simulate.word_list("words", DATA):
         if line.startswith("[") and line.endswith("]"):
             current = sections.setdefault(line[1:-1], [])
         else:
             current.append(line)
-    return tuple(lines("clauses.txt")), {k: tuple(v) for k, v in sections.items()}
+    return simulate.word_list("clauses", DATA), {k: tuple(v) for k, v in sections.items()}
 
 
 def word_list(name: str) -> tuple[str, ...]:

@@ -97,8 +97,7 @@ def current_umask() -> int:
 
 
 def write_text_atomic(final: str | os.PathLike, text: str) -> None:
-    with atomic_path(final) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+    write_files_atomic({Path(final): text})
 
 
 def is_missing(value: object) -> bool:
