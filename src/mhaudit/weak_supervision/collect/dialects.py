@@ -16,7 +16,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from mhaudit.core.errors import InputError
-from mhaudit.weak_supervision.collect.migrations import check_postgres_post_store, open_sqlite_post_store
+from mhaudit.core.store_versions import check_version, migrate_sqlite
+from mhaudit.weak_supervision.collect.migrations import POST_STORE, POST_STORE_STEPS
 from mhaudit.weak_supervision.collect.reconnect import ReconnectPolicy, retrying
 
 SCHEMA_VERSION = 1
@@ -137,7 +138,8 @@ class SQLiteDialect:
             raise InputError("is an SQLite database but not an mhaudit post store (no post-store "
                              "application id); give a new file name", path=self.path)
         else:
-            self.backup = open_sqlite_post_store(conn, self.path, version, SCHEMA_VERSION, "collect into a new file")
+            self.backup = migrate_sqlite(conn, self.path, version, SCHEMA_VERSION, POST_STORE_STEPS, what=POST_STORE,
+                                         advice="collect into a new file")
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             raise InputError(f"cannot switch the post store to WAL mode (got {mode})", path=self.path)
@@ -252,8 +254,8 @@ class PostgresDialect:
                 if meta.get("application_id") != str(APPLICATION_ID):
                     raise InputError(f"{self.location} has a mhaudit_meta table that does not mark an mhaudit "
                                      "post store; use another database or schema")
-                check_postgres_post_store(int(meta.get("schema_version", 0)), SCHEMA_VERSION, self.location,
-                                          "collect into another database or schema")
+                check_version(int(meta.get("schema_version", 0)), SCHEMA_VERSION, what=POST_STORE,
+                              where=self.location, advice="collect into another database or schema")
             elif existing:
                 raise InputError(f"{self.location} already has tables named {', '.join(sorted(existing))} that "
                                  "are not an mhaudit post store (no mhaudit_meta table); use another database or "

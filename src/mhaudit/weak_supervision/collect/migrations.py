@@ -9,24 +9,12 @@ the transaction that opens the store, so it commits whole or not at all).
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from mhaudit.core.store_versions import Step, check_version, migrate_sqlite
+from mhaudit.core.store_versions import Step, check_version
 
 POST_STORE = "this post store"
-SCORES = "its scores table"
 POST_STORE_STEPS: dict[int, Step] = {}  # version -> its step to version + 1
 
 
-def open_sqlite_post_store(conn, path: Path, found: int, current: int, advice: str) -> Path | None:
-    """Read, migrate (returning the backup's path) or refuse an SQLite post store stamped `found`."""
-    return migrate_sqlite(conn, path, found, current, POST_STORE_STEPS, what=POST_STORE, advice=advice)
-
-
-def check_postgres_post_store(found: int, current: int, where: str, advice: str) -> None:
-    check_version(found, current, what=POST_STORE, where=where, advice=advice)
-
-
 def check_scores_table(found: int, current: int, where: object) -> None:
-    check_version(found, current, what=SCORES, where=where,
+    check_version(found, current, what="its scores table", where=where,
                   advice="score into a new post store, or drop its scores table to score its posts again")
