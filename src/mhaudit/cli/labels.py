@@ -26,6 +26,7 @@ app = typer.Typer(help="Label tables: LLM and lexicon labelers, samples for peop
 LabelsOpt = Annotated[list[Path], typer.Option("--labels", help="Labels table(s): .sqlite store, .parquet, .csv "
                                                                  "or .jsonl; several (after one --labels) are joined.")]
 TaskOpt = Annotated[str, typer.Option(help="Task name in the labels table (e.g. si, mh).")]
+_PER_STRATUM = {"pool": ("pool_size", "first"), "sampled": ("sample_size", "first"), "weight": ("weight", "first")}
 
 
 def register(root: typer.Typer) -> None:
@@ -114,8 +115,7 @@ def sample(items: Annotated[Path, typer.Option(help="Corpus or items table with 
                                   positive_share=positive_share, sizes=_parse_sizes(sizes) if sizes else None,
                                   seed=seed)
     write_validation_set(frame, out_path)
-    strata = frame.groupby("stratum").agg(pool=("pool_size", "first"), sampled=("sample_size", "first"),
-                                          weight=("weight", "first")).reset_index()
+    strata = frame.groupby("stratum").agg(**_PER_STRATUM).reset_index()
     print_table(f"Validation set for task {task}: weak labeler {frame['weak_labeler'].iat[0]}, seed {seed}", strata)
     out.print(f"wrote {len(frame)} items to {out_path}. The 'stratum' column is the weak label: keep it from the "
               "annotators (they label blind).")
@@ -146,8 +146,7 @@ def _sample_to_certify(items, task, out_path, labels, predictions, reference, bu
                                          labelled=_human_labelled(labels, task))
     sample_file, design_file = write_certification_sample(frame, design, out_path)
     order = list(dict.fromkeys(design["stratum"]))  # predicted class, then confidence
-    strata = frame.groupby("stratum").agg(pool=("pool_size", "first"), sampled=("sample_size", "first"),
-                                          weight=("weight", "first")).reindex(order).reset_index()
+    strata = frame.groupby("stratum").agg(**_PER_STRATUM).reindex(order).reset_index()
     print_table(f"Certification sample for task {task}: model {frame['model'].iat[0]} seed {pool.seed}, draw seed "
                 f"{seed}", strata)
     if len(pool.runs) > 1:

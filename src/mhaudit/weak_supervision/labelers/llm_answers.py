@@ -44,13 +44,13 @@ def answer_logprobs(top: Sequence[tuple[str, float]] | None) -> dict[str, float]
     return out
 
 
-def first_answer_token(entries: Sequence[dict] | None, token_key: str = "token") -> list[tuple[str, float]] | None:
+def first_answer_token(entries: Sequence[dict] | None) -> list[tuple[str, float]] | None:
     """Top alternatives at the first generated token that is not blank, as (token, logprob) pairs."""
     for entry in entries or ():
-        if str(entry.get(token_key, "")).strip():
+        if str(entry.get("token", "")).strip():
             top = entry.get("top_logprobs") or []
             pairs = [(str(t.get("token", "")), float(t["logprob"])) for t in top if t.get("logprob") is not None]
-            if entry.get("logprob") is not None and all(p[0] != entry.get(token_key) for p in pairs):
-                pairs.append((str(entry.get(token_key)), float(entry["logprob"])))
+            if entry.get("logprob") is not None and all(p[0] != entry["token"] for p in pairs):
+                pairs.append((str(entry["token"]), float(entry["logprob"])))
             return pairs
     return None
