@@ -56,28 +56,12 @@ def _pair(significance: pd.DataFrame, target, home) -> tuple[pd.Series, int] | N
 def flags(discrimination: pd.DataFrame, significance: pd.DataFrame, calibration: pd.DataFrame,
           equity: pd.DataFrame, temperature: pd.DataFrame | None = None,
           attribution: pd.DataFrame | None = None, alpha: float = 0.05) -> pd.DataFrame:
-    """Named flags per model, seed and target platform, each with its value and (where it has one) CI.
-
-    - home_auc_at_chance / home_ece_above_0.10, each target's baseline (so the scorecard shows it beside the
-      target's drop): the reference's macro-AUC no better than chance (0.5); its debiased ECE above 0.10, so the
-      ECE flags compare the target with a miscalibrated reference;
-    - auc_drop_beyond_ci: the reference's macro-AUC exceeds the target's and the difference is significant after
-      the correction within the reference-vs-target family (`rule`: the test and correction in words); CI: the
-      difference's normal CI at the corrected level (alpha_adjusted), which excludes 0 exactly when it is;
-    - significant_difference: the same test's corrected p, raised for a significant drop (the significance axis);
-    - ece_above_0.10: the target's debiased ECE is above 0.10 and its bias-corrected CI lies above the
-      reference's debiased ECE (`ece_raised`: calibration worse than at home beyond noise, not merely a model
-      that is miscalibrated everywhere);
-    - ece_after_ts_above_0.10: ECE still above 0.10 after temperature scaling on the target (not repaired);
-    - temperature_degenerate: the fitted T sits at its search bound, or leaves near-uniform probabilities
-      (`calibration.degenerate_temperature`): its low ECE is no repair;
-    - di_below_0.80 / di_below_0.50: for some class, the whole 95% CI of the symmetric disparate impact
-      lies below four-fifths / one half. The point estimates alone (the paper's rule) are in the equity
-      table; at a few hundred rows per platform they fall under 0.80 by chance for small classes;
-    - jaccard_below_0.30 / jaccard_below_0.10: the mean over classes of the top-10 attribution Jaccard
-      between the reference and the target (each a platform and data set) lies below 0.30 / 0.10 (the paper
-      saw 0 to 0.18); no row where either has no attributions.
-    """
+    """Named flags per model, seed and target platform, each with its value and (where it has one) CI: the home
+    baselines (macro-AUC at chance, debiased ECE above 0.10), the macro-AUC drop beyond its corrected CI and its
+    significance, the ECE above 0.10 beyond the home value, the ECE after temperature scaling and a degenerate
+    temperature, the worst class's disparate-impact CI below 0.80 / 0.50, and the top-10 attribution Jaccard below
+    0.30 / 0.10. Each flag becomes one verdict; the rules, in the verdicts' names, are the table of docs/cpfe.md,
+    "Verdicts and the summary"."""
     rows = []
     jaccards = _mean_jaccards(attribution)
     is_ref = discrimination["is_reference"].astype(bool)
