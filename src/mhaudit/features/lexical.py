@@ -1,17 +1,10 @@
 """Channel A of the label-source (TSS) audit: lexical surface form.
 
-`LexicalChannel("char")` (name "A"): TF-IDF of lower-cased character n-grams of length 3-5 (scikit-learn
-analyzer "char", i.e. n-grams may span word boundaries) followed by chi-squared selection of the k = 500
-n-grams most associated with the label (`SelectKBest(chi2)`), both fitted on the training documents only.
-`LexicalChannel("word")` (name "A_word"): the same with word unigrams + bigrams, the word-level lexical
-baseline the paper lists as missing (its Limitations). See docs/channels_ab.md.
-
-Choices: `min_df=2` (an n-gram must occur in two training documents; drops hapaxes that chi2 could only
-select by chance and keeps fitting fast), default TfidfVectorizer weighting otherwise (smooth idf, l2
-rows). Word tokens keep one-character words ("i", "a"): token pattern `\\b\\w+\\b` instead of scikit-
-learn's default two-character minimum, since the first-person "i" is among the best-studied markers in
-mental-health text. When k exceeds the vocabulary every n-gram is kept. `parses` and `folds` are accepted
-for the common channel interface and unused (the selection is fitted once on all training documents).
+`LexicalChannel("char")` (name "A"): TF-IDF of lower-cased character 3-5-grams, then the k = 500 n-grams most
+associated with the label (`SelectKBest(chi2)`), both fitted on the training documents only.
+`LexicalChannel("word")` (name "A_word"): the same with word unigrams + bigrams, the word-level lexical baseline the
+paper lists as missing. The choices (min_df, the token pattern that keeps "i", the released code's differences):
+docs/channels_ab.md, "Channel A".
 """
 
 from __future__ import annotations
