@@ -1,17 +1,9 @@
 """Ensembles of runs: N diverse runs of one model on one platform, the same runs for the same base seed.
 
-Agreement-on-the-line needs several runs of a model whose errors differ. What varies depends on the model:
-
-- a deterministic model (the TF-IDF models: lbfgs on fixed features, a seed changes nothing) fits run k on a
-  bootstrap resample of the train rows, drawn per label so every class keeps its count (the val rows are left
-  alone: they fit the temperature), with a regularisation C drawn log-uniformly from `C_RANGE`; both come from
-  `numpy.random.default_rng(base_seed + k)`;
-- any other model (transformer, hybrids) runs with seed base_seed + k, which draws the classification head's
-  initialisation and the order of the batches: the diversity that the 2024 "Agreement-on-the-Line for
-  foundation models" study finds makes the line hold.
-
-Run k is the folder `run-<k>/`; its manifest keeps the recipe (run, seed, resample_seed, C, platform, rows,
-seconds), and its seed, base_seed + k, is its `seed` in the predictions table, so every run is its own group.
+A deterministic model (the TF-IDF models) fits run k on a per-label bootstrap resample of the train rows with a
+regularisation C drawn log-uniformly from `C_RANGE`, both from `numpy.random.default_rng(base_seed + k)`; any other
+model runs with seed base_seed + k. Run k is the folder `run-<k>/`, its manifest keeps the recipe, and its seed is
+its `seed` in the predictions table. Why these sources of diversity: docs/models.md, "Ensembles of runs".
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """The masking suite: text interventions applied before featurising (TSS paper section 4.6).
 
-A mask rewrites each text from its parse; every channel then featurises the masked text (re-parsed
-for channels B and C), so no feature of a masked run sees the unmasked words.
-
-- none: the text as it is.
-- pos_only: content words replaced by their universal POS tag (NOUN, VERB, ...); function words
-  and punctuation kept. Lexical content is destroyed, syntactic traces survive.
-- content_only: only content words kept (function words and punctuation removed).
-- function_only: only function words and punctuation kept.
-- random_pos: the negative control: content words replaced by a POS tag drawn at random (seeded)
-  from the content tags, so both the words and their syntactic roles are destroyed.
-
-Content words are tokens whose universal POS is in CONTENT_POS.
+A mask rewrites each text from its parse; every channel then featurises the masked text (re-parsed for channels B
+and C), so no feature of a masked run sees the unmasked words. The masks (none, pos_only, content_only,
+function_only, random_pos, the negative control) are described in docs/divergence.md; content words are tokens
+whose universal POS is in CONTENT_POS.
 """
 
 from __future__ import annotations
