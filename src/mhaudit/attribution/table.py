@@ -24,23 +24,15 @@ def attribution_table(model, tokenizer, texts, classes, *, method: str = "salien
                       only=None, batch_size: int = 16, n_steps: int = 50, baseline: str = "pad") -> pd.DataFrame:
     """Word-type attributions per class: the ``class, word, score, count, method`` part of the table.
 
-    ``classes`` names the model's outputs in logit order (its length must equal the number of logits).
-    At most ``sample`` texts are drawn without replacement with ``numpy.random.default_rng(seed)``
-    (all when ``sample`` is None or not smaller than the number of texts) and each is attributed
-    (``method`` "saliency" or "integrated_gradients") to its target class: the true label
-    (``target="true"``; ``labels`` are class names or indices, aligned by position with ``texts``) or
-    the model's predicted class (``target="predicted"``); the default is "true" when labels are given,
-    else "predicted". ``only`` restricts the output to those class names (texts whose target is another
-    class are not attributed). Tokens are merged into words and a word's score is the sum of its pieces'
-    (``merge_words``): with a fast tokenizer (any kind: WordPiece, byte-level BPE, SentencePiece) by its
-    ``word_ids()``, each word named by the text span its pieces cover, lower-cased; with a slow one by the
-    piece convention (``merge_subwords`` with ``piece_scheme(tokenizer)``), where a word that is only the
-    unknown token ([UNK]) is dropped because it names no word.
-
-    Per (class, word): ``score`` = mean attribution of the word over its occurrences in that class's
-    sampled texts, ``count`` = number of occurrences. Rows come ordered by class (logit order), score
-    descending, then word. ``frame.attrs`` records the method, target, the sampled text positions and,
-    for Integrated Gradients, the largest absolute convergence delta.
+    ``classes`` names the model's outputs in logit order. At most ``sample`` texts (all when None) are drawn with
+    ``numpy.random.default_rng(seed)`` and each is attributed (``method`` "saliency" or "integrated_gradients") to
+    its target class: the true label (``target="true"``, ``labels`` class names or indices aligned with ``texts``;
+    the default when labels are given) or the predicted class; ``only`` keeps some classes. Pieces are merged into
+    words, a word's score the sum of its pieces' (``merge_words``; with a slow tokenizer ``merge_subwords``).
+    Per (class, word): ``score`` is the mean attribution over the word's occurrences, ``count`` their number;
+    rows by class (logit order), score descending, then word. ``frame.attrs`` records the method, target, sampled
+    positions and, for Integrated Gradients, the largest absolute convergence delta. docs/attributions.md
+    ("Merging and aggregation") gives the rules in full.
     """
     target = _checked_target(method, target, labels)
     texts = as_texts(texts)
