@@ -9,13 +9,14 @@ import sys
 
 def lazy_names(package: str, where: dict[str, str]):
     """`__all__`, `__getattr__` and `__dir__` for `package`: each name of `where` is read from its module (relative
-    to the package) when first asked for, then kept."""
+    to the package; "module:attribute" where the attribute has another name) when first asked for, then kept."""
     module = sys.modules[package]
 
     def __getattr__(name: str):
         if name not in where:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(where[name], package), name)
+        path, _, attribute = where[name].partition(":")
+        value = getattr(importlib.import_module(path, package), attribute or name)
         setattr(module, name, value)
         return value
 
