@@ -27,9 +27,6 @@ from mhaudit.stats.macro_delong import macro_row_terms, stratified_variance
 from mhaudit.stats.normal import quantile, two_sided_p
 from mhaudit.tables.predictions import Group
 
-def _place(g: Group) -> tuple:
-    return g.platform, g.dataset, g.seed, g.n, hash(tuple(g.ids))
-
 
 def place_bootstraps(groups: list[Group], n_classes: int, n_boot_auc: int, n_boot_ece: int, n_bins: int,
                      rng: np.random.Generator) -> tuple[dict[int, np.ndarray], dict[int, dict]]:
@@ -44,8 +41,8 @@ def place_bootstraps(groups: list[Group], n_classes: int, n_boot_auc: int, n_boo
     the pieces give the same floats). At most two blocks are in flight.
     """
     places: dict[tuple, list[Group]] = {}
-    for g in groups:
-        places.setdefault((*_place(g), hash(g.y.tobytes())), []).append(g)
+    for g in groups:  # a place: one platform, data set and seed, with the same rows (ids and labels)
+        places.setdefault((g.platform, g.dataset, g.seed, g.n, hash(tuple(g.ids)), hash(g.y.tobytes())), []).append(g)
     aucs = {id(g): np.empty(n_boot_auc) for g in groups}
     boot_eces = {id(g): np.empty(n_boot_ece) for g in groups}
     workers = min(2, available_cores())

@@ -52,12 +52,8 @@ def combine(blocks: dict[str, np.ndarray], letters: tuple[str, ...]) -> np.ndarr
     return np.hstack([_l2_rows(np.asarray(blocks[c], dtype=np.float64)) * scale for c in letters])
 
 
-def _macro_f1_by_threshold(y: np.ndarray, prob: np.ndarray) -> np.ndarray:
-    return macro_f1_from_counts(*confusion_counts(y == 1, prob[None, :] >= THRESHOLDS[:, None]))
-
-
 def _best_threshold(y: np.ndarray, prob: np.ndarray) -> tuple[float, float]:
-    scores = _macro_f1_by_threshold(y, prob)
+    scores = macro_f1_from_counts(*confusion_counts(y == 1, prob[None, :] >= THRESHOLDS[:, None]))  # per threshold
     best = np.flatnonzero(scores >= scores.max() - 1e-12)
     pick = best[np.argmin(np.abs(THRESHOLDS[best] - 0.5))]  # ties: the threshold nearest 0.5
     return float(THRESHOLDS[pick]), float(scores[pick])
