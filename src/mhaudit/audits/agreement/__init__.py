@@ -4,7 +4,6 @@ annotation (`sample_for_validation`), then the agreement report on their labels 
 
 from mhaudit.core.lazy import lazy_names
 
-# each name loads from its module when first used: the command line imports an audit's options alone
 __all__, __getattr__, __dir__ = lazy_names(__name__, {
     "AgreementInputs": ".options",
     "AgreementOptions": ".options",

@@ -4,7 +4,6 @@ human labels and the model's scores on every pooled post give prediction-powered
 
 from mhaudit.core.lazy import lazy_names
 
-# each name loads from its module when first used: the command line imports an audit's options alone
 __all__, __getattr__, __dir__ = lazy_names(__name__, {
     "AXIS": ".report",
     "CertifyInputs": ".options",

@@ -7,7 +7,6 @@ definition and the choices made where the paper is ambiguous.
 
 from mhaudit.core.lazy import lazy_names
 
-# each name loads from its module when first used: the command line imports an audit's options alone
 __all__, __getattr__, __dir__ = lazy_names(__name__, {
     "CPFEInputs": ".options",
     "CPFEOptions": ".options",

@@ -8,7 +8,6 @@ rewards channel X over the lexicon. See docs/divergence.md for every definition 
 
 from mhaudit.core.lazy import lazy_names
 
-# each name loads from its module when first used: the command line imports an audit's options alone
 __all__, __getattr__, __dir__ = lazy_names(__name__, {
     "DivergenceInputs": ".options",
     "DivergenceOptions": ".options",

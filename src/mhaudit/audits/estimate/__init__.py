@@ -8,7 +8,6 @@ CIs, and mark each target trusted or untrusted by a shift diagnostic fixed in ad
 
 from mhaudit.core.lazy import lazy_names
 
-# each name loads from its module when first used: the command line imports an audit's options alone
 __all__, __getattr__, __dir__ = lazy_names(__name__, {
     "EstimateInputs": ".options",
     "EstimateOptions": ".options",

@@ -4,7 +4,6 @@ one labelled binary corpus, on folds drawn once so that every model sees the sam
 
 from mhaudit.core.lazy import lazy_names
 
-# each name loads from its module when first used: the command line imports an audit's options alone
 __all__, __getattr__, __dir__ = lazy_names(__name__, {
     "ModelSelectionInputs": ".options",
     "ModelSelectionOptions": ".options",

@@ -5,7 +5,6 @@ pseudonymous post ids only: no post text, no DID.
 
 from mhaudit.core.lazy import lazy_names
 
-# each name loads from its module when first used: the command line imports an audit's options alone
 __all__, __getattr__, __dir__ = lazy_names(__name__, {
     "AXIS": ".verdicts",
     "MonitorEnsemble": ".ensemble",
