@@ -99,8 +99,7 @@ def _recorded_options(specs: list[ModelSpec], protocols: list[Protocol], options
                       positive: str, train_source: str, sources: Mapping[str, pd.Series]) -> dict:
     """Every option, models with their settled options, protocols by name, the positive class and label sources."""
     return {**asdict(options), "cache_dir": None if options.cache_dir is None else str(options.cache_dir),
-            "models": [dict(label=s.label, name=s.name, options=s.options, val=s.val, subsample=s.subsample)
-                       for s in specs],
+            "models": [asdict(s) for s in specs],
             "protocols": [p.label for p in protocols], "positive": positive, "train_source": train_source,
             "references": [s for s in sources if s != train_source]}
 
