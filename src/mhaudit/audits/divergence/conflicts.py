@@ -69,9 +69,8 @@ def write_conflicts(counts: pd.DataFrame, sample: pd.DataFrame, out_dir: Path) -
     out_dir.mkdir(parents=True, exist_ok=True)
     csv, xlsx = out_dir / "conflicts.csv", out_dir / "conflicts.xlsx"
     write_table(sample, csv)
-    with atomic_path(xlsx) as tmp:
-        with pd.ExcelWriter(tmp, engine="openpyxl") as writer:
-            counts.to_excel(writer, sheet_name="counts", index=False)
-            for d, rows in sample.groupby("dataset", sort=False):
-                rows.to_excel(writer, sheet_name=re.sub(r"[\[\]:*?/\\]", "_", str(d))[:31], index=False)
+    with atomic_path(xlsx) as tmp, pd.ExcelWriter(tmp, engine="openpyxl") as writer:
+        counts.to_excel(writer, sheet_name="counts", index=False)
+        for d, rows in sample.groupby("dataset", sort=False):
+            rows.to_excel(writer, sheet_name=re.sub(r"[\[\]:*?/\\]", "_", str(d))[:31], index=False)
     return [csv, xlsx]
