@@ -12,6 +12,7 @@ named-entity recogniser and the lemmatiser are disabled (neither is used; ~2x fa
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import sqlite3
 from dataclasses import dataclass
@@ -251,10 +252,8 @@ def _fill(texts: list[str], n_process: int, batch_size: int) -> tuple[str, list[
                      encode(fresh.columns, int(fresh.offsets[i]), int(fresh.offsets[i + 1])))
                     for i, key in enumerate(missing)]
             found.update({key: row[1:] for key, row in zip(missing, rows)})
-            try:
+            with contextlib.suppress(sqlite3.Error):  # a locked or read-only cache costs speed, not correctness
                 cache.put(model, rows)
-            except sqlite3.Error:
-                pass  # a locked or read-only cache costs speed, not correctness
     return model, keys, found, len(missing)
 
 

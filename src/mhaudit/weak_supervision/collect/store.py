@@ -11,6 +11,7 @@ new connection after a restart; redoing is idempotent (posts keyed by uri, curso
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
@@ -183,10 +184,8 @@ class PostStore:
             result = action(conn)
             conn.execute("COMMIT")
         except BaseException as exc:
-            try:
+            with contextlib.suppress(*errors):  # the connection is gone: the server rolls the transaction back itself
                 conn.execute("ROLLBACK")
-            except errors:
-                pass  # the connection is gone: the server rolls the transaction back itself
             if isinstance(exc, errors) and not lost(exc):
                 raise InputError(f"cannot write to the post store: {_one_line(exc)}; the batch was rolled back",
                                  path=self.location) from None

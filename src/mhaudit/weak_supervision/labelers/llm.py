@@ -11,6 +11,7 @@ requests in flight.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Sequence
@@ -254,10 +255,8 @@ class _Labelling:
         """After Ctrl-C: cancel what has not started; let the requests in flight finish and store."""
         in_flight = [(future, item_id) for future, item_id in pending.items() if not future.cancel()]
         for future, item_id in in_flight:  # let them finish and store
-            try:
+            with contextlib.suppress(Exception):  # the run is ending anyway
                 self.settle(future, item_id)
-            except Exception:  # noqa: BLE001 - the run is ending anyway
-                pass
 
 
 def _stored(report: RunReport, store) -> None:
