@@ -60,9 +60,8 @@ def design_weighted(validation_set: pd.DataFrame, scored: pd.DataFrame, ref: pd.
         notes.append(f" {dropped} of the {len(vs)} sampled items were not scored; their strata's pools are spread over "
                      "the scored items of the same stratum (see design_strata).")
     empty = strata[strata["scored"] == 0]
-    for row in empty.itertuples():
-        notes.append(f" Stratum {row.stratum} has no scored item: its pool of {row.pool_size:g} items is not "
-                     "covered by the weighted estimates.")
+    notes.extend(f" Stratum {row.stratum} has no scored item: its pool of {row.pool_size:g} items is not covered by "
+                 "the weighted estimates." for row in empty.itertuples())
     if "weak_labeler" in vs.columns and (vs["weak_labeler"].astype(str) != weak).any():
         notes.append(f" The sample was stratified by '{vs['weak_labeler'].iloc[0]}', not by '{weak}'; the weights "
                      "still follow the sampling design.")
