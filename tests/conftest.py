@@ -67,8 +67,10 @@ CHROMEDRIVER = Path("/usr/bin/chromedriver")
 def open_browser():
     """A function (width, height) -> a headless Chromium WebDriver, quit after the test."""
     if not CHROMIUM.exists() or not CHROMEDRIVER.exists():
-        pytest.skip(f"the browser test needs the Debian packages chromium and chromium-driver "
-                    f"({CHROMIUM} / {CHROMEDRIVER} absent)")
+        pytest.skip(
+            f"the browser test needs the Debian packages chromium and chromium-driver "
+            f"({CHROMIUM} / {CHROMEDRIVER} absent)"
+        )
     webdriver = pytest.importorskip("selenium.webdriver", reason="the browser test needs selenium (dev extra)")
     from selenium.webdriver.chrome.service import Service
 
@@ -77,8 +79,14 @@ def open_browser():
     def start(width: int, height: int):
         options = webdriver.ChromeOptions()
         options.binary_location = str(CHROMIUM)
-        for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                     "--disable-dev-shm-usage", f"--window-size={width},{height}"):
+        for flag in (
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-dev-shm-usage",
+            f"--window-size={width},{height}",
+        ):
             options.add_argument(flag)
         options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
         driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
@@ -104,19 +112,35 @@ def _skip_allowed(nodeid: str) -> bool:
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
-    if (os.environ.get("CI") == "true" and report.skipped and not hasattr(report, "wasxfail")
-            and not _skip_allowed(report.nodeid)):
+    if (
+        os.environ.get("CI") == "true"
+        and report.skipped
+        and not hasattr(report, "wasxfail")
+        and not _skip_allowed(report.nodeid)
+    ):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
-        report.longrepr = (f"skipped under CI=true ({reason}); .ci/run must install what this test needs, "
-                           "or tests/conftest.py SKIP_ALLOWED_IN_CI must say why it may skip")
+        report.longrepr = (
+            f"skipped under CI=true ({reason}); .ci/run must install what this test needs, "
+            "or tests/conftest.py SKIP_ALLOWED_IN_CI must say why it may skip"
+        )
 
 
 # --- the parallel run: `-n auto --dist loadgroup` (pyproject.toml); `-n0` runs in one process, for debugging ---
 # Tests that need one of these expensive fixtures run on one xdist worker, so it is built once per run: module
 # fixtures that train models or run audits (a group per file), then session fixtures that several files share.
-MODULE_FIXTURES = ("trust_run", "setup", "runs", "run", "fitted", "trained", "published", "released_audit",
-                   "two_audits", "sdist_and_wheel")
+MODULE_FIXTURES = (
+    "trust_run",
+    "setup",
+    "runs",
+    "run",
+    "fitted",
+    "trained",
+    "published",
+    "released_audit",
+    "two_audits",
+    "sdist_and_wheel",
+)
 SESSION_FIXTURES = ("trust_demo", "dreaddit_train_parsed", "llama_url", "pg_server")
 
 

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 CONFTEST = Path(__file__).with_name("conftest.py")
-TESTS = '''
+TESTS = """
 import pytest
 
 def test_runs():
@@ -18,17 +18,23 @@ def test_needs_a_browser():
 @pytest.mark.xfail(reason="known")
 def test_expected_to_fail():
     assert False
-'''
+"""
 
 
 def _run(tmp_path: Path, ci: str, allowed: str = "{}", *options: str) -> subprocess.CompletedProcess:
-    conftest = CONFTEST.read_text().replace("SKIP_ALLOWED_IN_CI: dict[str, str] = {}",
-                                            f"SKIP_ALLOWED_IN_CI: dict[str, str] = {allowed}")
+    conftest = CONFTEST.read_text().replace(
+        "SKIP_ALLOWED_IN_CI: dict[str, str] = {}", f"SKIP_ALLOWED_IN_CI: dict[str, str] = {allowed}"
+    )
     (tmp_path / "conftest.py").write_text(conftest)
     (tmp_path / "test_x.py").write_text(TESTS)
     env = {**os.environ, "CI": ci}
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options, str(tmp_path)],
-                          cwd=tmp_path, env=env, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options, str(tmp_path)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_a_skip_fails_under_ci(tmp_path):

@@ -18,16 +18,21 @@ REFERENCE = REPO / "docs" / "reference"
 
 def _rendered() -> list[str]:
     """The identifiers the API reference pages render (their `::: path` lines)."""
-    return [m for page in sorted(REFERENCE.glob("*.md"))
-            for m in re.findall(r"^::: ([\w.]+)$", page.read_text(), re.M)]
+    return [m for page in sorted(REFERENCE.glob("*.md")) for m in re.findall(r"^::: ([\w.]+)$", page.read_text(), re.M)]
 
 
 @pytest.mark.slow
 def test_the_site_builds_with_strict(tmp_path):
     pytest.importorskip("mkdocs", reason="mkdocs is in the dev extra (pip install -e '.[dev]')")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # the theme's banner about its future, not about these docs
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-                          cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stdout}{done.stderr}"
     page = (tmp_path / "site" / "reference" / "cli" / "index.html").read_text()
     assert 'id="mhaudit-audit-cpfe"' in page and "--reference" in page  # the commands were rendered from the app
@@ -65,6 +70,7 @@ def test_the_api_reference_renders_every_public_name_and_statistics_module():
             if not {f"{value.__module__}.{value.__qualname__}", value.__module__} & rendered:
                 missing.append(name)
     stats = {f"mhaudit.stats.{p.stem}" for p in (REPO / "src" / "mhaudit" / "stats").glob("*.py")} - {
-        "mhaudit.stats.__init__"}
+        "mhaudit.stats.__init__"
+    }
     missing += sorted(stats - rendered)
     assert not missing, f"public names or statistics modules missing from docs/reference/: {missing}"

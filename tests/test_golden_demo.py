@@ -27,8 +27,9 @@ def _differences(name: str, want: list[dict], got: list[dict], tolerance: float)
         for column, value in w.items():
             other = g[column]
             if isinstance(value, float) and isinstance(other, (int, float)):
-                same = (math.isnan(value) and math.isnan(other)) or math.isclose(value, other, rel_tol=tolerance,
-                                                                                    abs_tol=tolerance)
+                same = (math.isnan(value) and math.isnan(other)) or math.isclose(
+                    value, other, rel_tol=tolerance, abs_tol=tolerance
+                )
             else:
                 same = value == other
             if not same:
@@ -43,11 +44,14 @@ def test_demo_tables_match_the_golden_file(trust_demo):
     tolerance = SAME_ENVIRONMENT_TOLERANCE if same else OTHER_ENVIRONMENT_TOLERANCE
     tables = json.loads(json.dumps(demo_tables(trust_demo[0]), sort_keys=True))  # the same JSON round trip
     assert sorted(tables) == sorted(golden["tables"])
-    differences = [d for name, rows in golden["tables"].items()
-                   for d in _differences(name, rows, tables[name], tolerance)]
+    differences = [
+        d for name, rows in golden["tables"].items() for d in _differences(name, rows, tables[name], tolerance)
+    ]
     moved = {k: (golden["environment"].get(k), v) for k, v in environment.items() if golden["environment"].get(k) != v}
-    assert not differences, (f"tolerance {tolerance} ({'same' if same else 'other'} numerical environment"
-                             f"{'' if same else f': {moved}'}):\n" + "\n".join(differences[:20]))
+    assert not differences, (
+        f"tolerance {tolerance} ({'same' if same else 'other'} numerical environment"
+        f"{'' if same else f': {moved}'}):\n" + "\n".join(differences[:20])
+    )
 
 
 def test_the_other_environment_tolerance_covers_what_was_seen_between_machines():

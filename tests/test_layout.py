@@ -38,8 +38,13 @@ def _imports(path: Path) -> set[str]:
     """The mhaudit packages a module imports (first level below mhaudit), lazy imports inside functions included."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
-            [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        names = (
+            [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else []
+        )
         found |= {n.split(".")[1] for n in names if n.startswith("mhaudit.") and n.count(".") >= 1}
     return found
 
@@ -47,8 +52,21 @@ def _imports(path: Path) -> set[str]:
 def test_imports_flow_down_the_layers():
     """A package imports only packages on a lower layer (docs/architecture.md), or itself; stats may use core's
     plumbing (core.threads), never the other way round."""
-    layer = {"core": 0, "stats": 0, "tables": 1, "report": 2, "synthetic": 2, "text": 2, "weak_supervision": 2,
-             "features": 3, "attribution": 3, "models": 3, "audits": 4, "experiments": 5, "cli": 6}
+    layer = {
+        "core": 0,
+        "stats": 0,
+        "tables": 1,
+        "report": 2,
+        "synthetic": 2,
+        "text": 2,
+        "weak_supervision": 2,
+        "features": 3,
+        "attribution": 3,
+        "models": 3,
+        "audits": 4,
+        "experiments": 5,
+        "cli": 6,
+    }
     assert set(layer) == {p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     upward = []
     for path in _modules():
@@ -71,7 +89,7 @@ def _private_imports(source: str, package: str) -> list[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                up = package.split(".")[:len(package.split(".")) - node.level + 1]
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*up, base] if base else up)
             targets = [(base, a.name) for a in node.names]
         else:
@@ -97,11 +115,16 @@ def test_no_package_imports_another_ones_private_names():
 
 
 def test_the_private_import_check_sees_names_modules_relative_and_lazy_imports():
-    source = ("from mhaudit.stats.auc import _macro_auc, macro_auc\nfrom mhaudit.audits.cpfe._kernels import k\n"
-              "from mhaudit import __version__\nfrom ._local import x\n\ndef f():\n    import mhaudit.stats._normal\n"
-              "    from ...stats import _brent, binary\n    from mhaudit.audits.divergence import _private\n")
+    source = (
+        "from mhaudit.stats.auc import _macro_auc, macro_auc\nfrom mhaudit.audits.cpfe._kernels import k\n"
+        "from mhaudit import __version__\nfrom ._local import x\n\ndef f():\n    import mhaudit.stats._normal\n"
+        "    from ...stats import _brent, binary\n    from mhaudit.audits.divergence import _private\n"
+    )
     assert _private_imports(source, "mhaudit.audits.cpfe") == [
-        "1 mhaudit.stats.auc._macro_auc", "7 mhaudit.stats._normal", "8 mhaudit.stats._brent"]
+        "1 mhaudit.stats.auc._macro_auc",
+        "7 mhaudit.stats._normal",
+        "8 mhaudit.stats._brent",
+    ]
 
 
 def _prints_or_draws(source: str) -> list[str]:
@@ -110,11 +133,20 @@ def _prints_or_draws(source: str) -> list[str]:
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
             found.append(f"{node.lineno} print(")
-        elif isinstance(node, ast.Attribute) and node.attr in ("stdout", "stderr") and \
-                isinstance(node.value, ast.Name) and node.value.id == "sys":
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr in ("stdout", "stderr")
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "sys"
+        ):
             found.append(f"{node.lineno} sys.{node.attr}")
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-            [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom) and not node.level
+            else []
+        )
         found += [f"{node.lineno} import {name}" for name in names if name.split(".")[0] in ("rich", "tqdm")]
     return sorted(found)
 
@@ -122,8 +154,12 @@ def _prints_or_draws(source: str) -> list[str]:
 def test_library_code_never_prints_or_draws():
     """Only the CLI renders (docs/architecture.md): outside cli/ no print(), no sys.stdout/stderr, no rich or tqdm;
     long work reports to a mhaudit.core.progress.Progress."""
-    found = [f"{path.relative_to(SRC)}:{hit}" for path in _modules() if path.relative_to(SRC).parts[0] != "cli"
-             for hit in _prints_or_draws(path.read_text())]
+    found = [
+        f"{path.relative_to(SRC)}:{hit}"
+        for path in _modules()
+        if path.relative_to(SRC).parts[0] != "cli"
+        for hit in _prints_or_draws(path.read_text())
+    ]
     assert not found, f"library code that prints or draws: {found}"
 
 
@@ -166,7 +202,7 @@ def _import_graph() -> dict[str, set[str]]:
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
-                    up = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
                     base = ".".join([*up, base] if base else up)
                 if base.split(".")[0] == "mhaudit":
                     found |= {f"{base}.{a.name}" if f"{base}.{a.name}" in modules else known(base) for a in node.names}

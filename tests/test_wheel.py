@@ -76,14 +76,18 @@ def test_the_wheel_holds_every_file_git_tracks_under_src(sdist_and_wheel):
     tracked = _tracked_files()
     data = [path for path in tracked if not path.endswith(".py")]
     # the kinds of package data there are: a listing that lost them (not a checkout, a moved folder) fails here
-    for expected in ("mhaudit/weak_supervision/lexicons/recall.toml",
-                     "mhaudit/weak_supervision/labelers/prompts/mh.toml",
-                     "mhaudit/weak_supervision/annotate/templates/item.html",
-                     "mhaudit/weak_supervision/annotate/static/app.js",
-                     "mhaudit/weak_supervision/annotate/static/app.css",
-                     "mhaudit/weak_supervision/annotate/guidelines/binary.md",
-                     "mhaudit/features/word_lists/negation.txt", "mhaudit/tables/corpus/mappings/kaggle-cpfe.toml",
-                     "mhaudit/synthetic/simulate_data/neutral.txt", "mhaudit/attribution/proxy_clinical.txt"):
+    for expected in (
+        "mhaudit/weak_supervision/lexicons/recall.toml",
+        "mhaudit/weak_supervision/labelers/prompts/mh.toml",
+        "mhaudit/weak_supervision/annotate/templates/item.html",
+        "mhaudit/weak_supervision/annotate/static/app.js",
+        "mhaudit/weak_supervision/annotate/static/app.css",
+        "mhaudit/weak_supervision/annotate/guidelines/binary.md",
+        "mhaudit/features/word_lists/negation.txt",
+        "mhaudit/tables/corpus/mappings/kaggle-cpfe.toml",
+        "mhaudit/synthetic/simulate_data/neutral.txt",
+        "mhaudit/attribution/proxy_clinical.txt",
+    ):
         assert expected in data, f"{expected} is not tracked by git under src/"
     in_wheel = set(zipfile.ZipFile(wheel).namelist())
     assert not [path for path in tracked if path not in in_wheel], "tracked files missing from the wheel"
@@ -97,8 +101,11 @@ def test_the_wheel_holds_every_file_git_tracks_under_src(sdist_and_wheel):
 
 def test_the_installed_wheel_is_imported_from_its_venv_not_from_src(wheel_venv, tmp_path):
     venv, env = wheel_venv
-    where = _run([venv / "bin" / "python", "-c", "import mhaudit.cli, sys; print(mhaudit.cli.__file__, sys.prefix)"],
-                 cwd=tmp_path, env=env).stdout.split()
+    where = _run(
+        [venv / "bin" / "python", "-c", "import mhaudit.cli, sys; print(mhaudit.cli.__file__, sys.prefix)"],
+        cwd=tmp_path,
+        env=env,
+    ).stdout.split()
     assert Path(where[0]).is_relative_to(venv / "lib") and Path(where[1]) == venv, where
     assert not Path(where[0]).is_relative_to(ROOT), where
 
@@ -117,10 +124,31 @@ def test_the_installed_wheel_runs_a_small_audit(wheel_venv, tmp_path):
         label = rng.integers(0, 2, 300)
         depression = 1 / (1 + np.exp(-(2 * label - 1 + rng.normal(0, noise, 300))))
         pd.DataFrame({"label": label, "prob_normal": 1 - depression, "prob_depression": depression}).to_csv(
-            tmp_path / f"tfidf_{platform}.csv", index=False)
-    run = _run([venv / "bin" / "mhaudit", "audit", "cpfe", "--predictions", "tfidf_reddit.csv", "tfidf_twitter.csv",
-                "--name-pattern", "{model}_{platform}", "--reference", "reddit", "--out", "audit",
-                "--n-boot-significance", "50", "--n-boot-ece", "50", "--no-figures"], cwd=tmp_path, env=env)
+            tmp_path / f"tfidf_{platform}.csv", index=False
+        )
+    run = _run(
+        [
+            venv / "bin" / "mhaudit",
+            "audit",
+            "cpfe",
+            "--predictions",
+            "tfidf_reddit.csv",
+            "tfidf_twitter.csv",
+            "--name-pattern",
+            "{model}_{platform}",
+            "--reference",
+            "reddit",
+            "--out",
+            "audit",
+            "--n-boot-significance",
+            "50",
+            "--n-boot-ece",
+            "50",
+            "--no-figures",
+        ],
+        cwd=tmp_path,
+        env=env,
+    )
     report = json.loads((tmp_path / "audit" / "report.json").read_text())
     assert report["mhaudit_version"] == mhaudit.__version__
     assert "tfidf" in run.stdout and (tmp_path / "audit" / "report.html").is_file()

@@ -50,7 +50,12 @@ _PUBLIC_BY_MODULE = {
     "mhaudit.synthetic.simulate_scores": ("simulate_scores",),
     "mhaudit.synthetic.simulate_stream": ("simulate_stream", "StreamConfig"),
 }
-_names, __getattr__, __dir__ = lazy_names(__name__, {
-    **{name: module for module, names in _PUBLIC_BY_MODULE.items() for name in names},
-    "create_model": "mhaudit.models:create", "register_model": "mhaudit.models:register"})
+_names, __getattr__, __dir__ = lazy_names(
+    __name__,
+    {
+        **{name: module for module, names in _PUBLIC_BY_MODULE.items() for name in names},
+        "create_model": "mhaudit.models:create",
+        "register_model": "mhaudit.models:register",
+    },
+)
 __all__ = ["__version__", *_names]

@@ -18,8 +18,12 @@ from mhaudit.attribution.gradients import baseline_ids, token_integrated_gradien
 from mhaudit.attribution.table import attribution_table  # noqa: E402
 from mhaudit.attribution.words import merge_subwords  # noqa: E402
 
-TEXTS = ["I feel unbelievably sad today.", "overthinking everything again",
-         "the weather is nice", "nobody cares about me anymore and i am so tired of it all"]
+TEXTS = [
+    "I feel unbelievably sad today.",
+    "overthinking everything again",
+    "the weather is nice",
+    "nobody cares about me anymore and i am so tired of it all",
+]
 TARGETS = [0, 1, 2, 1]
 
 
@@ -33,9 +37,16 @@ def model(tokenizer):
     torch.manual_seed(0)
     # initializer_range 0.2 (BERT's default is 0.02) so the random model is not flat: with 0.02 every
     # probability sits within 1e-3 of 1/3 and the checks below would compare numbers near zero.
-    config = transformers.BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=128, num_hidden_layers=2,
-                                     num_attention_heads=2, intermediate_size=256, num_labels=3,
-                                     max_position_embeddings=128, initializer_range=0.2)
+    config = transformers.BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=256,
+        num_labels=3,
+        max_position_embeddings=128,
+        initializer_range=0.2,
+    )
     return transformers.BertForSequenceClassification(config).eval()
 
 
@@ -61,6 +72,7 @@ def forward(model, ids, mask, output):
 
 
 # ------------------------------------------------------------------------------------------- saliency
+
 
 def test_saliency_is_the_norm_of_the_embedding_gradient(model, tokenizer):
     model.train()  # the function must switch dropout off and give the mode back
@@ -91,10 +103,12 @@ def test_saliency_excludes_special_tokens_and_truncates(model, tokenizer):
 
 # ---------------------------------------------------------------------------------- integrated gradients
 
+
 @pytest.mark.parametrize("output", ["probability", "logit"])
 def test_integrated_gradients_completeness(model, tokenizer, output):
-    attributions, deltas = token_integrated_gradients(model, tokenizer, TEXTS, TARGETS, n_steps=50, output=output,
-                                                      batch_size=3)
+    attributions, deltas = token_integrated_gradients(
+        model, tokenizer, TEXTS, TARGETS, n_steps=50, output=output, batch_size=3
+    )
     assert len(deltas) == len(TEXTS)
     for text, target, pairs, delta in zip(TEXTS, TARGETS, attributions, deltas):
         ids, mask = encode(tokenizer, text)
@@ -125,13 +139,18 @@ def test_integrated_gradients_mask_baseline(model, tokenizer):
 
 # ------------------------------------------------------------------------------------------- merging
 
+
 def test_merge_subwords_on_words_the_tokenizer_splits(model, tokenizer):
     assert tokenizer.tokenize("unbelievably") == ["un", "##bel", "##ie", "##va", "##bly"]
     assert tokenizer.tokenize("overthinking") == ["over", "##thi", "##nk", "##ing"]
     tokens = ["i", "un", "##bel", "##ie", "##va", "##bly", "Sad", "over", "##thi", "##nk", "##ing"]
     scores = [0.5, 0.5, 0.25, 0.125, 1.0, 2.0, -1.5, 1.0, -0.25, 0.0625, 4.0]
-    assert merge_subwords(tokens, scores) == [("i", 0.5), ("unbelievably", 3.875), ("sad", -1.5),
-                                              ("overthinking", 4.8125)]
+    assert merge_subwords(tokens, scores) == [
+        ("i", 0.5),
+        ("unbelievably", 3.875),
+        ("sad", -1.5),
+        ("overthinking", 4.8125),
+    ]
     assert merge_subwords(["##ing", "over"], [1.0, 2.0]) == [("ing", 1.0), ("over", 2.0)]  # cut by truncation
     assert merge_subwords([], []) == []
     with pytest.raises(ValueError, match="2 tokens but 1 scores"):
@@ -153,18 +172,33 @@ CLASSES = ["normal", "depression", "anxiety"]
 
 
 def test_attribution_table_aggregates_by_word_type(model, tokenizer):
-    table = attribution_table(model, tokenizer, pd.Series(TABLE_TEXTS), CLASSES, method="saliency",
-                              labels=["normal", 1, "normal"], sample=200, seed=0)
+    table = attribution_table(
+        model,
+        tokenizer,
+        pd.Series(TABLE_TEXTS),
+        CLASSES,
+        method="saliency",
+        labels=["normal", 1, "normal"],
+        sample=200,
+        seed=0,
+    )
     assert list(table.columns) == ["class", "word", "score", "count", "method"]
     # by hand, from each text alone
     alone = [token_saliency(model, tokenizer, [text], [label])[0] for text, label in zip(TABLE_TEXTS, [0, 1, 0])]
-    assert [[t for t, _ in pairs] for pairs in alone] == [["sad", "sad", "day"],
-                                                          ["un", "##bel", "##ie", "##va", "##bly", "sad", "night"],
-                                                          ["happy", "day"]]
+    assert [[t for t, _ in pairs] for pairs in alone] == [
+        ["sad", "sad", "day"],
+        ["un", "##bel", "##ie", "##va", "##bly", "sad", "night"],
+        ["happy", "day"],
+    ]
     s0, s1, s2 = ([s for _, s in pairs] for pairs in alone)
-    expected = {("normal", "sad"): ((s0[0] + s0[1]) / 2, 2), ("normal", "day"): ((s0[2] + s2[1]) / 2, 2),
-                ("normal", "happy"): (s2[0], 1), ("depression", "unbelievably"): (sum(s1[:5]), 1),
-                ("depression", "sad"): (s1[5], 1), ("depression", "night"): (s1[6], 1)}
+    expected = {
+        ("normal", "sad"): ((s0[0] + s0[1]) / 2, 2),
+        ("normal", "day"): ((s0[2] + s2[1]) / 2, 2),
+        ("normal", "happy"): (s2[0], 1),
+        ("depression", "unbelievably"): (sum(s1[:5]), 1),
+        ("depression", "sad"): (s1[5], 1),
+        ("depression", "night"): (s1[6], 1),
+    }
     got = {(r["class"], r["word"]): (r["score"], r["count"]) for _, r in table.iterrows()}
     assert set(got) == set(expected)  # no row for anxiety: no text has it
     for key, (score, count) in expected.items():
@@ -182,8 +216,9 @@ def test_attribution_table_aggregates_by_word_type(model, tokenizer):
 
 def test_attribution_table_integrated_gradients_keeps_completeness(model, tokenizer):
     labels = [0, 1, 0]
-    table = attribution_table(model, tokenizer, TABLE_TEXTS, CLASSES, method="integrated_gradients",
-                              labels=labels, n_steps=64)
+    table = attribution_table(
+        model, tokenizer, TABLE_TEXTS, CLASSES, method="integrated_gradients", labels=labels, n_steps=64
+    )
     assert table.attrs["convergence_delta_max"] < 1e-5
     for cls in (0, 1):  # a class's score x count summed over words = its texts' f(x) - f(baseline)
         change = 0.0
@@ -192,8 +227,9 @@ def test_attribution_table_integrated_gradients_keeps_completeness(model, tokeni
                 ids, mask = encode(tokenizer, text)
                 base = ids.clone()
                 base[0, 1:-1] = tokenizer.pad_token_id
-                change += float(forward(model, ids, mask, "probability")[cls]
-                                - forward(model, base, mask, "probability")[cls])
+                change += float(
+                    forward(model, ids, mask, "probability")[cls] - forward(model, base, mask, "probability")[cls]
+                )
         rows = table[table["class"] == CLASSES[cls]]
         assert float((rows["score"] * rows["count"]).sum()) == pytest.approx(change, rel=1e-3)
     assert table["method"].eq("integrated_gradients").all()
@@ -210,8 +246,9 @@ def test_attribution_table_predicted_class_and_seeded_sample(model, tokenizer):
     assert set(full["class"]) == {CLASSES[p] for p in predicted}
     for word, cls in (("nice", predicted[2]), ("tired", predicted[3]), ("happy", predicted[6])):
         assert full.loc[full["word"] == word, "class"].tolist() == [CLASSES[cls]]
-    assert int(full["count"].sum()) == sum(len(merge_subwords(tokenizer.tokenize(t), [0] * len(tokenizer.tokenize(t))))
-                                           for t in texts)
+    assert int(full["count"].sum()) == sum(
+        len(merge_subwords(tokenizer.tokenize(t), [0] * len(tokenizer.tokenize(t)))) for t in texts
+    )
 
     a = attribution_table(model, tokenizer, texts, CLASSES, sample=3, seed=1)
     b = attribution_table(model, tokenizer, texts, CLASSES, sample=3, seed=1)

@@ -23,14 +23,20 @@ from mhaudit.attribution.table import attribution_table  # noqa: E402
 from mhaudit.attribution.words import merge_subwords, merge_words, piece_scheme  # noqa: E402
 
 SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # RoBERTa's order: <pad> is id 1, as RobertaConfig expects
-VOCABULARY = ("i feel so sad today and nobody cares about me anymore the weather is nice we went to the park with "
-              "friends work deadline stress boss bills tired anxious worried panic sleep cannot breathe happy calm "
-              "coffee morning evening everything again").split()
+VOCABULARY = (
+    "i feel so sad today and nobody cares about me anymore the weather is nice we went to the park with "
+    "friends work deadline stress boss bills tired anxious worried panic sleep cannot breathe happy calm "
+    "coffee morning evening everything again"
+).split()
 CLASSES = ["normal", "depression", "anxiety"]
 # words the tokenizers never saw whole ("unbelievably", "overthinking") split into many pieces; "café"
 # has a byte (é) outside the training alphabet; "Sad" is upper-case
-TEXTS = ["i feel unbelievably sad today", "overthinking everything again at work", "Sad coffee at the café",
-         "we went to the park with friends"]
+TEXTS = [
+    "i feel unbelievably sad today",
+    "overthinking everything again at work",
+    "Sad coffee at the café",
+    "we went to the park with friends",
+]
 LABELS = [1, 2, 1, 0]
 
 
@@ -46,11 +52,19 @@ def byte_level():
 
     raw = ByteLevelBPETokenizer()
     raw.train_from_iterator(sentences(), vocab_size=400, min_frequency=2, special_tokens=SPECIALS, show_progress=False)
-    raw.post_processor = RobertaProcessing(("</s>", raw.token_to_id("</s>")), ("<s>", raw.token_to_id("<s>")),
-                                           trim_offsets=True)
-    return transformers.PreTrainedTokenizerFast(tokenizer_object=raw._tokenizer, bos_token="<s>", eos_token="</s>",
-                                                cls_token="<s>", sep_token="</s>", pad_token="<pad>",
-                                                unk_token="<unk>", mask_token="<mask>")
+    raw.post_processor = RobertaProcessing(
+        ("</s>", raw.token_to_id("</s>")), ("<s>", raw.token_to_id("<s>")), trim_offsets=True
+    )
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=raw._tokenizer,
+        bos_token="<s>",
+        eos_token="</s>",
+        cls_token="<s>",
+        sep_token="</s>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        mask_token="<mask>",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +75,14 @@ def sentencepiece():
     raw = SentencePieceBPETokenizer()  # Metaspace pre-tokenizer ('▁' word starts) + BPE, as XLM-R/T5 files
     raw.train_from_iterator(sentences(), vocab_size=400, min_frequency=2, special_tokens=SPECIALS, show_progress=False)
     raw.post_processor = TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
-    return transformers.PreTrainedTokenizerFast(tokenizer_object=raw._tokenizer, bos_token="<s>", eos_token="</s>",
-                                                pad_token="<pad>", unk_token="<unk>", mask_token="<mask>")
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=raw._tokenizer,
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        mask_token="<mask>",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -70,19 +90,29 @@ def unigram():
     from tokenizers import SentencePieceUnigramTokenizer
 
     raw = SentencePieceUnigramTokenizer()
-    raw.train_from_iterator(sentences(), vocab_size=150, special_tokens=SPECIALS, unk_token="<unk>",
-                            show_progress=False)
+    raw.train_from_iterator(
+        sentences(), vocab_size=150, special_tokens=SPECIALS, unk_token="<unk>", show_progress=False
+    )
     return transformers.PreTrainedTokenizerFast(tokenizer_object=raw._tokenizer, pad_token="<pad>", unk_token="<unk>")
 
 
 def roberta(tokenizer, seed=0):
     torch.manual_seed(seed)
     # initializer_range 0.2 (not 0.02) so the random model's probabilities are not all within 1e-3 of 1/3
-    config = transformers.RobertaConfig(vocab_size=len(tokenizer), hidden_size=64, num_hidden_layers=2,
-                                        num_attention_heads=2, intermediate_size=128, max_position_embeddings=80,
-                                        type_vocab_size=1, num_labels=3, initializer_range=0.2,
-                                        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
-                                        eos_token_id=tokenizer.eos_token_id)
+    config = transformers.RobertaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=128,
+        max_position_embeddings=80,
+        type_vocab_size=1,
+        num_labels=3,
+        initializer_range=0.2,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
     return transformers.RobertaForSequenceClassification(config).eval()
 
 
@@ -143,6 +173,7 @@ def check_table(table, expected):
 
 # ------------------------------------------------------------------------------------ conventions
 
+
 def test_piece_schemes_are_read_from_the_tokenizer(byte_level, sentencepiece, unigram):
     assert piece_scheme(byte_level) == "byte-bpe"
     assert piece_scheme(sentencepiece) == "sentencepiece"
@@ -153,7 +184,7 @@ def test_merge_subwords_byte_level_pieces(byte_level):
     tokens = byte_level.tokenize("I feel unbelievably sad café")
     assert tokens[:2] == ["I", "Ġfeel"]  # the first word has no 'Ġ' (no space before it)
     assert "Ã" in tokens and "©" in tokens  # é is two bytes, two pieces
-    scores = [2.0 ** -i for i in range(len(tokens))]  # distinct powers of two: any wrong grouping shows
+    scores = [2.0**-i for i in range(len(tokens))]  # distinct powers of two: any wrong grouping shows
     merged = merge_subwords(tokens, scores, "byte-bpe")
     assert [w for w, _ in merged] == ["i", "feel", "unbelievably", "sad", "café"]
     starts = [i for i, t in enumerate(tokens) if i == 0 or t.startswith("Ġ")] + [len(tokens)]
@@ -168,7 +199,7 @@ def test_merge_subwords_sentencepiece_pieces(request, name):
     tokenizer = request.getfixturevalue(name)
     tokens = tokenizer.tokenize("overthinking everything again")
     assert tokens[0] == "▁" and len(tokens) > 4  # "overthinking" was never seen whole: '▁' then pieces
-    scores = [2.0 ** -i for i in range(len(tokens))]
+    scores = [2.0**-i for i in range(len(tokens))]
     merged = merge_subwords(tokens, scores, "sentencepiece")
     assert [w for w, _ in merged] == ["overthinking", "everything", "again"]
     starts = [i for i, t in enumerate(tokens) if t.startswith("▁")] + [len(tokens)]
@@ -180,8 +211,14 @@ def test_merge_subwords_sentencepiece_pieces(request, name):
 
 def test_merge_words_uses_spans_and_falls_back_to_pieces():
     text = "Sad, café"
-    pieces = [("▁S", 1.0, (0, 0, 1)), ("ad", 2.0, (0, 1, 3)), ("<unk>", 4.0, (0, 3, 4)),
-              ("▁ca", 8.0, (1, 5, 7)), ("f", 16.0, (1, 7, 8)), ("<unk>", 32.0, (1, 8, 9))]
+    pieces = [
+        ("▁S", 1.0, (0, 0, 1)),
+        ("ad", 2.0, (0, 1, 3)),
+        ("<unk>", 4.0, (0, 3, 4)),
+        ("▁ca", 8.0, (1, 5, 7)),
+        ("f", 16.0, (1, 7, 8)),
+        ("<unk>", 32.0, (1, 8, 9)),
+    ]
     # the span names the word even where a piece is <unk>; case folded
     assert merge_words(text, pieces) == [("sad,", 7.0), ("café", 56.0)]
     no_words = [(t, s, None) for t, s, _ in pieces]
@@ -190,6 +227,7 @@ def test_merge_words_uses_spans_and_falls_back_to_pieces():
 
 
 # ------------------------------------------------------------------------------- end to end: RoBERTa
+
 
 def test_byte_level_attribution_table_sums_pieces_into_words(byte_model, byte_level):
     table = attribution_table(byte_model, byte_level, TEXTS, CLASSES, method="saliency", labels=LABELS)
@@ -212,8 +250,9 @@ def test_byte_level_attribution_table_sums_pieces_into_words(byte_model, byte_le
 
 
 def test_byte_level_integrated_gradients_keep_completeness(byte_model, byte_level):
-    table = attribution_table(byte_model, byte_level, TEXTS, CLASSES, method="integrated_gradients", labels=LABELS,
-                              n_steps=64)
+    table = attribution_table(
+        byte_model, byte_level, TEXTS, CLASSES, method="integrated_gradients", labels=LABELS, n_steps=64
+    )
     # RoBERTa puts a [PAD] at the padding position; the path keeps the text's positions, so f(baseline) is
     # the model on the text's embeddings with every word embedding replaced by <pad>'s (inputs_embeds)
     embed = byte_model.get_input_embeddings()
@@ -238,16 +277,19 @@ def test_byte_level_integrated_gradients_keep_completeness(byte_model, byte_leve
 def test_integrated_gradients_delta_is_the_integration_gap_for_roberta(byte_model, byte_level):
     """Captum's own delta runs the baseline ids, whose [PAD]s RoBERTa moves to the padding position; ours is
     the sum of attributions minus the change along the path actually integrated."""
-    attributions, deltas = token_integrated_gradients(byte_model, byte_level, TEXTS, LABELS, n_steps=64,
-                                                      output="logit", batch_size=3)
+    attributions, deltas = token_integrated_gradients(
+        byte_model, byte_level, TEXTS, LABELS, n_steps=64, output="logit", batch_size=3
+    )
     embed = byte_model.get_input_embeddings()
     for text, label, pairs, delta in zip(TEXTS, LABELS, attributions, deltas):
         ids = byte_level(text, return_tensors="pt")["input_ids"]
         base = ids.clone()
         base[0, 1:-1] = byte_level.pad_token_id
         with torch.no_grad():
-            change = float(byte_model(inputs_embeds=embed(ids)).logits[0, label]
-                           - byte_model(inputs_embeds=embed(base)).logits[0, label])
+            change = float(
+                byte_model(inputs_embeds=embed(ids)).logits[0, label]
+                - byte_model(inputs_embeds=embed(base)).logits[0, label]
+            )
         total = sum(s for _, s in pairs)
         assert abs(change) > 0.01
         assert total == pytest.approx(change, rel=1e-4, abs=1e-5)

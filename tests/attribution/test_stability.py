@@ -16,8 +16,21 @@ from mhaudit.attribution.stability import (
 def table(entries, model="bert", seed=0, cls="depression", platform=None):
     """entries: {platform: {word: score}} -> an Attributions table; with `platform`, the keys name data sets
     of that one platform."""
-    rows = [{"model": model, "seed": seed, "platform": platform or p, "dataset": p, "class": cls, "word": w,
-             "score": s, "count": 1, "method": "saliency"} for p, words in entries.items() for w, s in words.items()]
+    rows = [
+        {
+            "model": model,
+            "seed": seed,
+            "platform": platform or p,
+            "dataset": p,
+            "class": cls,
+            "word": w,
+            "score": s,
+            "count": 1,
+            "method": "saliency",
+        }
+        for p, words in entries.items()
+        for w, s in words.items()
+    ]
     return pd.DataFrame(rows)
 
 
@@ -46,8 +59,20 @@ def test_ties_do_not_depend_on_row_order():
 
 def test_jaccard_by_hand():
     out = jaccard_stability(table({"kaggle": KAGGLE, "reddit": REDDIT, "twitter": TWITTER}), ks=(2, 3, 5))
-    assert list(out.columns) == ["model", "seed", "class", "platform_a", "dataset_a", "platform_b", "dataset_b",
-                                 "k", "jaccard", "n_a", "n_b", "reason"]
+    assert list(out.columns) == [
+        "model",
+        "seed",
+        "class",
+        "platform_a",
+        "dataset_a",
+        "platform_b",
+        "dataset_b",
+        "k",
+        "jaccard",
+        "n_a",
+        "n_b",
+        "reason",
+    ]
     assert len(out) == 3 * 3  # 3 unordered pairs x 3 values of k
     kr = out[(out["platform_a"] == "kaggle") & (out["platform_b"] == "reddit")].set_index("k")
     # k=2: {a,b} vs {a,c} -> 1/3; k=3: {a,b,c} vs {a,c,x} -> 2/4; k=5: {a..e} vs {a,c,x,y,e} -> 3/7
@@ -69,16 +94,23 @@ def test_one_shared_word_in_two_top_10_sets_gives_the_papers_0_053():
 
 
 def test_missing_class_on_a_platform_is_undefined_not_zero():
-    frame = pd.concat([table({"kaggle": KAGGLE, "reddit": REDDIT}),
-                       table({"kaggle": {"worry": 1.0}}, cls="anxiety"),
-                       table({"twitter": TWITTER}, cls="stress")], ignore_index=True)
+    frame = pd.concat(
+        [
+            table({"kaggle": KAGGLE, "reddit": REDDIT}),
+            table({"kaggle": {"worry": 1.0}}, cls="anxiety"),
+            table({"twitter": TWITTER}, cls="stress"),
+        ],
+        ignore_index=True,
+    )
     out = jaccard_stability(frame, ks=(5,))
     anx = out[out["class"] == "anxiety"].set_index(["platform_a", "platform_b"])
     assert math.isnan(anx.loc[("kaggle", "reddit"), "jaccard"])
-    assert anx.loc[("kaggle", "reddit"), "reason"] == ("no attributed words for class on platform(s) reddit: "
-                                                      "Jaccard undefined")
-    assert anx.loc[("reddit", "twitter"), "reason"] == ("no attributed words for class on platform(s) reddit, "
-                                                       "twitter: Jaccard undefined")
+    assert anx.loc[("kaggle", "reddit"), "reason"] == (
+        "no attributed words for class on platform(s) reddit: Jaccard undefined"
+    )
+    assert anx.loc[("reddit", "twitter"), "reason"] == (
+        "no attributed words for class on platform(s) reddit, twitter: Jaccard undefined"
+    )
     assert anx.loc[("kaggle", "reddit"), ["n_a", "n_b"]].tolist() == [1, 0]
     dep = out[out["class"] == "depression"].set_index(["platform_a", "platform_b"])
     assert dep.loc[("kaggle", "reddit"), "jaccard"] == pytest.approx(3 / 7)
@@ -86,9 +118,14 @@ def test_missing_class_on_a_platform_is_undefined_not_zero():
 
 
 def test_platforms_pair_only_within_model_and_seed():
-    frame = pd.concat([table({"kaggle": KAGGLE, "reddit": REDDIT, "twitter": TWITTER}, seed=0),
-                       table({"kaggle": KAGGLE, "reddit": KAGGLE}, seed=1),
-                       table({"kaggle": REDDIT}, model="roberta", seed=0)], ignore_index=True)
+    frame = pd.concat(
+        [
+            table({"kaggle": KAGGLE, "reddit": REDDIT, "twitter": TWITTER}, seed=0),
+            table({"kaggle": KAGGLE, "reddit": KAGGLE}, seed=1),
+            table({"kaggle": REDDIT}, model="roberta", seed=0),
+        ],
+        ignore_index=True,
+    )
     out = jaccard_stability(frame, ks=(5,))
     assert out.groupby(["model", "seed"]).size().to_dict() == {("bert", 0): 3, ("bert", 1): 1}
     assert out[out["seed"] == 1]["jaccard"].tolist() == [1.0]
@@ -105,16 +142,22 @@ def test_duplicate_words_within_a_group_are_refused():
 
 def test_two_data_sets_on_one_platform_are_two_places():
     """TSS gold and Rastogi are both Twitter: their words are ranked and paired apart, not merged or refused."""
-    frame = pd.concat([table({"reddit": KAGGLE}),
-                       table({"tss_gold": REDDIT, "rastogi": TWITTER | {"shared": 0.1}}, platform="twitter")],
-                      ignore_index=True)
+    frame = pd.concat(
+        [
+            table({"reddit": KAGGLE}),
+            table({"tss_gold": REDDIT, "rastogi": TWITTER | {"shared": 0.1}}, platform="twitter"),
+        ],
+        ignore_index=True,
+    )
     twice = pd.concat([frame, table({"rastogi": {"p": 2}}, platform="twitter")], ignore_index=True)
     top = top_k_words(frame, 5).groupby(["platform", "dataset"])["word"].apply(list)
     assert top[("twitter", "tss_gold")] == ["a", "c", "x", "y", "e"] and top[("twitter", "rastogi")][0] == "p"
     out = jaccard_stability(frame, ks=(5,)).set_index(["dataset_a", "dataset_b"])
     assert list(out.index) == [("reddit", "rastogi"), ("reddit", "tss_gold"), ("rastogi", "tss_gold")]
-    assert (out["platform_a"].tolist(), out["platform_b"].tolist()) == (["reddit", "reddit", "twitter"],
-                                                                       ["twitter"] * 3)
+    assert (out["platform_a"].tolist(), out["platform_b"].tolist()) == (
+        ["reddit", "reddit", "twitter"],
+        ["twitter"] * 3,
+    )
     assert out.loc[("reddit", "tss_gold"), "jaccard"] == pytest.approx(3 / 7)  # KAGGLE vs REDDIT, as by platform
     assert out.loc[("reddit", "rastogi"), "jaccard"] == 0.0  # other words: another number, not tss_gold's
     assert out.loc[("rastogi", "tss_gold"), "jaccard"] == 0.0
@@ -122,8 +165,10 @@ def test_two_data_sets_on_one_platform_are_two_places():
         jaccard_stability(twice)
     retention = clinical_retention(frame, ["a", "p"], k=5).set_index("dataset")
     assert retention[["platform", "retained"]].to_dict("index") == {
-        "rastogi": {"platform": "twitter", "retained": 1}, "reddit": {"platform": "reddit", "retained": 1},
-        "tss_gold": {"platform": "twitter", "retained": 1}}
+        "rastogi": {"platform": "twitter", "retained": 1},
+        "reddit": {"platform": "reddit", "retained": 1},
+        "tss_gold": {"platform": "twitter", "retained": 1},
+    }
 
 
 def test_a_table_without_data_sets_takes_the_platform_as_its_data_set():
@@ -157,7 +202,6 @@ def test_proxy_clinical_vocabulary():
     text = files("mhaudit.attribution").joinpath("proxy_clinical.txt").read_text(encoding="utf-8")
     terms = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
     assert len(terms) == len(set(terms)) == len(vocab)  # no duplicates in the file
-    assert {"hopeless", "worthless", "insomnia", "fatigue", "panic", "worry", "restless", "irritable",
-            "tense"} <= vocab
+    assert {"hopeless", "worthless", "insomnia", "fatigue", "panic", "worry", "restless", "irritable", "tense"} <= vocab
     header = text.split("\n\n")[0].lower()
     assert "proxy" in header and "not a diagnostic" in header and "dsm-5" in header

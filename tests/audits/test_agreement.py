@@ -38,8 +38,15 @@ def frame(rows):
 
 
 def lab(item, labeler, kind, value, task="si", tags=None):
-    return {"item_id": str(item), "task": task, "labeler": labeler, "kind": kind, "value": value,
-            "tags": json.dumps(tags) if tags else None, "created_at": "2026-01-01T00:00:00Z"}
+    return {
+        "item_id": str(item),
+        "task": task,
+        "labeler": labeler,
+        "kind": kind,
+        "value": value,
+        "tags": json.dumps(tags) if tags else None,
+        "created_at": "2026-01-01T00:00:00Z",
+    }
 
 
 def from_counts(tn, tp, fn, fp, task):
@@ -53,14 +60,18 @@ def from_counts(tn, tp, fn, fp, task):
 
 
 # ------------------------------------------------------------------------- the paper's Table 1
-@pytest.mark.parametrize("task, counts, expected", [
-    # counts from ../shared/papers/README.md (tn, tp, fn, fp); the paper's kappa, precision, recall
-    ("si", (209, 36, 29, 2), {"kappa": 0.636, "precision": 0.947, "recall": 0.554}),
-    ("mh", (97, 42, 1, 110), {"kappa": 0.222, "precision": 0.276, "recall": 0.977}),
-])
+@pytest.mark.parametrize(
+    "task, counts, expected",
+    [
+        # counts from ../shared/papers/README.md (tn, tp, fn, fp); the paper's kappa, precision, recall
+        ("si", (209, 36, 29, 2), {"kappa": 0.636, "precision": 0.947, "recall": 0.554}),
+        ("mh", (97, 42, 1, 110), {"kappa": 0.222, "precision": 0.276, "recall": 0.977}),
+    ],
+)
 def test_reproduces_bluesky_table_1(task, counts, expected):
-    result = audit_agreement(AgreementInputs(from_counts(*counts, task)),
-                             AgreementOptions(task, weak_labeler="llm-weak", n_boot=500))
+    result = audit_agreement(
+        AgreementInputs(from_counts(*counts, task)), AgreementOptions(task, weak_labeler="llm-weak", n_boot=500)
+    )
     m = result.table("weak_vs_reference").set_index("metric")
     for metric, value in expected.items():
         assert round(m.loc[metric, "estimate"], 3) == value, metric
@@ -101,11 +112,14 @@ def two_annotators():
 
 def test_two_annotators_adjudication_and_error_sources():
     labels, truth, a, b, weak = two_annotators()
-    result = audit_agreement(AgreementInputs(labels),
-                             AgreementOptions("si", weak_labeler="llm-weak", n_boot=400, seed=3))
+    result = audit_agreement(
+        AgreementInputs(labels), AgreementOptions("si", weak_labeler="llm-weak", n_boot=400, seed=3)
+    )
     figures = {section.title: sorted(section.figures) for section in result.sections if section.figures}
-    assert figures == {"Human-human agreement (before adjudication)": ["Cohen's kappa with bootstrap CIs"],
-                       "Weak labeler against the reference": ["Confusion matrix", "Weak labeler against the reference"]}
+    assert figures == {
+        "Human-human agreement (before adjudication)": ["Cohen's kappa with bootstrap CIs"],
+        "Weak labeler against the reference": ["Confusion matrix", "Weak labeler against the reference"],
+    }
     assert all(png[:4] == b"\x89PNG" for s in result.sections for png in s.figures.values())
     pair = result.table("human_agreement").iloc[0]
     assert (pair["annotator_a"], pair["annotator_b"], pair["n"]) == ("A", "B", 40)
@@ -136,16 +150,20 @@ def test_two_annotators_adjudication_and_error_sources():
     comp = comp.set_index("source")["items"]
     assert comp["annotators disagree, not adjudicated: left out"] == 6 and comp["adjudicated"] == 0
     # Consensus rows that record agreement (raw_answer 'agreed', as the annotation app writes them) are counted apart.
-    agreed = frame([{**lab(i, "adjudicator", "adjudicated", int(truth[i])), "raw_answer": "agreed"}
-                    for i in range(6, 10)])
-    comp = audit_agreement(AgreementInputs(pd.concat([labels, agreed], ignore_index=True)),
-                            AgreementOptions("si", n_boot=0)).table("reference")
+    agreed = frame(
+        [{**lab(i, "adjudicator", "adjudicated", int(truth[i])), "raw_answer": "agreed"} for i in range(6, 10)]
+    )
+    comp = audit_agreement(
+        AgreementInputs(pd.concat([labels, agreed], ignore_index=True)), AgreementOptions("si", n_boot=0)
+    ).table("reference")
     comp = comp.set_index("source")["items"]
     assert comp["adjudicated (adjudicator)"] == 4 and comp["consensus recording agreement (adjudicator)"] == 4
     assert comp["annotators agree (2 or more labels)"] == 30
     # A named reference labeler replaces the rule.
-    ref_a = audit_agreement(AgreementInputs(labels), AgreementOptions("si", weak_labeler="llm-weak", annotators=("B",),
-                                                                      reference="A", n_boot=0))
+    ref_a = audit_agreement(
+        AgreementInputs(labels),
+        AgreementOptions("si", weak_labeler="llm-weak", annotators=("B",), reference="A", n_boot=0),
+    )
     m = ref_a.table("weak_vs_reference").set_index("metric")
     assert m.loc["kappa", "estimate"] == pytest.approx(cohen_kappa_score(a, weak))
 
@@ -154,8 +172,12 @@ def test_outdated_agreed_consensus_is_not_the_reference():
     """An 'agreed' consensus recorded while the annotators agreed no longer holds once one changes their label."""
     rows = []
     for i in range(10):
-        rows += [lab(i, "llm", "llm", i % 2), lab(i, "alice", "human", i % 2), lab(i, "bob", "human", i % 2),
-                 {**lab(i, "consensus", "adjudicated", i % 2), "raw_answer": "agreed"}]
+        rows += [
+            lab(i, "llm", "llm", i % 2),
+            lab(i, "alice", "human", i % 2),
+            lab(i, "bob", "human", i % 2),
+            {**lab(i, "consensus", "adjudicated", i % 2), "raw_answer": "agreed"},
+        ]
     labels = frame(rows)
     labels.loc[(labels["item_id"] == "1") & (labels["labeler"] == "bob"), "value"] = 0  # now a disagreement
     labels.loc[labels["item_id"].isin(["2", "3"]) & (labels["kind"] == "human"), "value"] = 1  # 2: both changed
@@ -205,8 +227,9 @@ def test_three_annotators_report_krippendorff_alpha():
     assert len(result.table("human_agreement")) == 3
     alpha = result.table("krippendorff_alpha").iloc[0]
     matrix = labels[labels["kind"] == "human"].pivot(index="item_id", columns="labeler", values="value")
-    expected = krippendorff.alpha(reliability_data=matrix[["A", "B", "C"]].to_numpy(dtype=float).T,
-                                  level_of_measurement="nominal")
+    expected = krippendorff.alpha(
+        reliability_data=matrix[["A", "B", "C"]].to_numpy(dtype=float).T, level_of_measurement="nominal"
+    )
     assert alpha["alpha"] == pytest.approx(expected)
     assert alpha["ci_low"] < alpha["alpha"] < alpha["ci_high"] and alpha["n_items"] == 40
 
@@ -277,8 +300,9 @@ def test_sample_sizes_proportional_share_and_explicit():
 def test_sample_is_seeded_and_ignores_input_order():
     labels, items = pool()
     a = sample_for_validation(labels, items, "si", 20, seed=7)
-    b = sample_for_validation(labels.sample(frac=1, random_state=3), items.sample(frac=1, random_state=4), "si", 20,
-                              seed=7)
+    b = sample_for_validation(
+        labels.sample(frac=1, random_state=3), items.sample(frac=1, random_state=4), "si", 20, seed=7
+    )
     pd.testing.assert_frame_equal(a, b)
     c = sample_for_validation(labels, items, "si", 20, seed=8)
     assert set(c["item_id"]) != set(a["item_id"])
@@ -346,8 +370,9 @@ def test_weights_follow_the_scored_items_of_each_stratum():
             rows += [lab(item, "alice", "human", stratum), lab(item, "bob", "human", bob)]
     rows.append(lab("0-0", "llm", "llm", None))  # and one invalid weak label among the negatives
     labels = frame([r for r in rows if not (r["item_id"] == "0-0" and r["labeler"] == "llm" and r["value"] == 0)])
-    result = audit_agreement(AgreementInputs(labels, validation_set=pd.DataFrame(design)),
-                             AgreementOptions("si", n_boot=200))
+    result = audit_agreement(
+        AgreementInputs(labels, validation_set=pd.DataFrame(design)), AgreementOptions("si", n_boot=200)
+    )
     weighted = result.table("weak_vs_reference_weighted").set_index("metric")
     assert weighted.loc["weak_positive_rate", "estimate"] == pytest.approx(0.5)
     assert weighted.loc["reference_positive_rate", "estimate"] == pytest.approx(0.5)
@@ -382,8 +407,12 @@ def test_invalid_and_missing_weak_labels_are_counted_and_left_out():
 
 def test_lexicon_labels_and_corpus_labels():
     lex = Lexicon.load("mh")
-    items = pd.DataFrame({"id": ["a", "b", "c", "d"],
-                          "text": ["my depression is back", "a diet for summer", "Panic attacks again", "  "]})
+    items = pd.DataFrame(
+        {
+            "id": ["a", "b", "c", "d"],
+            "text": ["my depression is back", "a diet for summer", "Panic attacks again", "  "],
+        }
+    )
     out = lexicon_labels(items, lex, "mh")
     assert out["value"].tolist()[:3] == [1, 0, 1] and pd.isna(out["value"].iloc[3])
     assert (out["labeler"] == f"lexicon:mh@{lex.sha256[:12]}").all() and (out["kind"] == "lexicon").all()
@@ -403,13 +432,40 @@ def test_lexicon_labels_and_corpus_labels():
 def write_corpus(tmp_path):
     from mhaudit.tables.corpus.schema import Corpus
 
-    texts = ["my depression is back", "I feel empty and worthless", "great match today", "new diet plan",
-             "anxiety all week", "read this article about depression", "lovely weather", "cant sleep again",
-             "lunch was fine", "so tired of everything"] * 3
-    labels = ["depression", "depression", "no_depression", "no_depression", "depression", "no_depression",
-              "no_depression", "depression", "no_depression", "depression"] * 3
-    frame_ = pd.DataFrame({"id": [f"t{i}" for i in range(30)], "text": texts, "label": labels, "platform": "bluesky",
-                           "dataset": "toy", "split": "test"})
+    texts = [
+        "my depression is back",
+        "I feel empty and worthless",
+        "great match today",
+        "new diet plan",
+        "anxiety all week",
+        "read this article about depression",
+        "lovely weather",
+        "cant sleep again",
+        "lunch was fine",
+        "so tired of everything",
+    ] * 3
+    labels = [
+        "depression",
+        "depression",
+        "no_depression",
+        "no_depression",
+        "depression",
+        "no_depression",
+        "no_depression",
+        "depression",
+        "no_depression",
+        "depression",
+    ] * 3
+    frame_ = pd.DataFrame(
+        {
+            "id": [f"t{i}" for i in range(30)],
+            "text": texts,
+            "label": labels,
+            "platform": "bluesky",
+            "dataset": "toy",
+            "split": "test",
+        }
+    )
     path = tmp_path / "corpus.parquet"
     Corpus.build(frame_, ["no_depression", "depression"], meta={"synthetic": False}).write(path)
     return path
@@ -421,12 +477,44 @@ def test_cli_end_to_end(tmp_path):
     r = runner.invoke(app, ["labels", "lexicon", "--items", str(corpus), "--task", "mh", "--labels", str(labels)])
     assert r.exit_code == 0, r.output
     assert "lexicon:mh@" in r.output
-    r = runner.invoke(app, ["labels", "from-corpus", "--corpus", str(corpus), "--task", "mh", "--labeler",
-                            "experts", "--labels", str(labels)])
+    r = runner.invoke(
+        app,
+        [
+            "labels",
+            "from-corpus",
+            "--corpus",
+            str(corpus),
+            "--task",
+            "mh",
+            "--labeler",
+            "experts",
+            "--labels",
+            str(labels),
+        ],
+    )
     assert r.exit_code == 0, r.output
     sample = tmp_path / "sample.parquet"
-    r = runner.invoke(app, ["labels", "sample", "--labels", str(labels), "--items", str(corpus), "--task", "mh",
-                            "--n", "12", "--sizes", "0=6,1=6", "--seed", "3", "--out", str(sample)])
+    r = runner.invoke(
+        app,
+        [
+            "labels",
+            "sample",
+            "--labels",
+            str(labels),
+            "--items",
+            str(corpus),
+            "--task",
+            "mh",
+            "--n",
+            "12",
+            "--sizes",
+            "0=6,1=6",
+            "--seed",
+            "3",
+            "--out",
+            str(sample),
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert "keep it from the annotators" in r.output
     drawn = pd.read_parquet(sample)
@@ -435,17 +523,41 @@ def test_cli_end_to_end(tmp_path):
     sheet = []
     for i, item in enumerate(drawn["item_id"]):
         truth = int(pd.read_parquet(labels).set_index(["labeler", "item_id"]).loc[("experts", item), "value"])
-        sheet += [lab(item, "ann1", "human", truth, "mh"),
-                  lab(item, "ann2", "human", truth if i % 4 else 1 - truth, "mh")]
+        sheet += [
+            lab(item, "ann1", "human", truth, "mh"),
+            lab(item, "ann2", "human", truth if i % 4 else 1 - truth, "mh"),
+        ]
         if i % 4 == 0:
             sheet.append(lab(item, "adj", "adjudicated", truth, "mh"))
     sheet_path = tmp_path / "sheet.csv"
     write_labels(frame(sheet), sheet_path)
     weak = [n for n in pd.read_parquet(labels)["labeler"].unique() if n.startswith("lexicon:")][0]
     out_dir = tmp_path / "report"
-    r = runner.invoke(app, ["audit", "agreement", "--labels", str(labels), "--labels", str(sheet_path), "--task", "mh",
-                            "--weak-labeler", weak, "--annotator", "ann1", "--annotator", "ann2",
-                            "--sample", str(sample), "--n-boot", "200", "--out", str(out_dir)])
+    r = runner.invoke(
+        app,
+        [
+            "audit",
+            "agreement",
+            "--labels",
+            str(labels),
+            "--labels",
+            str(sheet_path),
+            "--task",
+            "mh",
+            "--weak-labeler",
+            weak,
+            "--annotator",
+            "ann1",
+            "--annotator",
+            "ann2",
+            "--sample",
+            str(sample),
+            "--n-boot",
+            "200",
+            "--out",
+            str(out_dir),
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert "Human-human agreement" in r.output and "Design-weighted" in r.output
     report = json.loads((out_dir / "report.json").read_text())
@@ -477,14 +589,47 @@ def test_cli_other_bad_input(tmp_path):
     write_labels(labels, lpath)
     items.to_csv(ipath, index=False)
     out = tmp_path / "s.parquet"
-    r = runner.invoke(app, ["labels", "sample", "--labels", str(lpath), "--items", str(ipath), "--task", "si",
-                            "--n", "500", "--out", str(out)])
+    r = runner.invoke(
+        app,
+        [
+            "labels",
+            "sample",
+            "--labels",
+            str(lpath),
+            "--items",
+            str(ipath),
+            "--task",
+            "si",
+            "--n",
+            "500",
+            "--out",
+            str(out),
+        ],
+    )
     assert r.exit_code == 2 and "larger than the pool" in r.stderr and not out.exists()
-    r = runner.invoke(app, ["labels", "sample", "--labels", str(lpath), "--items", str(ipath), "--task", "si",
-                            "--sizes", "zero=3", "--out", str(out)])
+    r = runner.invoke(
+        app,
+        [
+            "labels",
+            "sample",
+            "--labels",
+            str(lpath),
+            "--items",
+            str(ipath),
+            "--task",
+            "si",
+            "--sizes",
+            "zero=3",
+            "--out",
+            str(out),
+        ],
+    )
     assert r.exit_code == 2 and "--sizes" in r.stderr
-    no_overlap = frame([lab(i, "A", "human", i % 2) for i in range(4)] + [lab(i, "B", "human", 1) for i in range(4, 8)]
-                       + [lab(i, "w", "llm", 1) for i in range(8)])
+    no_overlap = frame(
+        [lab(i, "A", "human", i % 2) for i in range(4)]
+        + [lab(i, "B", "human", 1) for i in range(4, 8)]
+        + [lab(i, "w", "llm", 1) for i in range(8)]
+    )
     write_labels(no_overlap, lpath)
     r = runner.invoke(app, ["audit", "agreement", "--labels", str(lpath), "--task", "si", "--out", str(tmp_path / "r")])
     assert r.exit_code == 2 and "no labelled item in common" in r.stderr
@@ -497,13 +642,23 @@ def test_real_data_bluesky_depression_lexicon_vs_experts(tmp_path):
     start = time.perf_counter()
     corpus = tmp_path / "corpus.parquet"
     labels = tmp_path / "labels.parquet"
-    for args in (["data", "import", "bluesky_depression", str(folder / "bluesky-depression-dataset.csv"),
-                  "--out", str(corpus)],
-                 ["labels", "lexicon", "--items", str(corpus), "--lexicon", "mh", "--task", "mh",
-                  "--labels", str(labels)],
-                 ["labels", "from-corpus", "--corpus", str(corpus), "--task", "mh", "--labeler", "experts",
-                  "--labels", str(labels)],
-                 ["audit", "agreement", "--labels", str(labels), "--task", "mh", "--out", str(tmp_path / "report")]):
+    for args in (
+        ["data", "import", "bluesky_depression", str(folder / "bluesky-depression-dataset.csv"), "--out", str(corpus)],
+        ["labels", "lexicon", "--items", str(corpus), "--lexicon", "mh", "--task", "mh", "--labels", str(labels)],
+        [
+            "labels",
+            "from-corpus",
+            "--corpus",
+            str(corpus),
+            "--task",
+            "mh",
+            "--labeler",
+            "experts",
+            "--labels",
+            str(labels),
+        ],
+        ["audit", "agreement", "--labels", str(labels), "--task", "mh", "--out", str(tmp_path / "report")],
+    ):
         r = runner.invoke(app, args)
         assert r.exit_code == 0, r.output
     report = json.loads((tmp_path / "report" / "report.json").read_text())
@@ -516,8 +671,16 @@ def test_real_data_bluesky_depression_lexicon_vs_experts(tmp_path):
     assert [confusion["0 (negative)"]["weak_0"], confusion["0 (negative)"]["weak_1"]] == [3428, 626]
     assert [confusion["1 (positive)"]["weak_0"], confusion["1 (positive)"]["weak_1"]] == [378, 136]
     m = {row["metric"]: row for row in tables["weak_vs_reference"]}
-    expected = {"observed_agreement": 0.780, "kappa": 0.091, "precision": 0.178, "recall": 0.265, "f1": 0.213,
-                "macro_f1": 0.543, "weak_positive_rate": 0.167, "reference_positive_rate": 0.113}
+    expected = {
+        "observed_agreement": 0.780,
+        "kappa": 0.091,
+        "precision": 0.178,
+        "recall": 0.265,
+        "f1": 0.213,
+        "macro_f1": 0.543,
+        "weak_positive_rate": 0.167,
+        "reference_positive_rate": 0.113,
+    }
     for metric, value in expected.items():
         assert round(m[metric]["estimate"], 3) == value, metric
     assert m["kappa"]["ci_low"] == pytest.approx(0.059, abs=0.002)
@@ -526,20 +689,57 @@ def test_real_data_bluesky_depression_lexicon_vs_experts(tmp_path):
     assert "one human label source only ('experts')" in tables["human_agreement"][0]["reason"]
     # The sampling step on real data: 250 items, half from the lexicon's positives, labelled by the experts.
     sample = tmp_path / "sample.parquet"
-    r = runner.invoke(app, ["labels", "sample", "--labels", str(labels), "--items", str(corpus), "--task", "mh",
-                            "--weak", "mh", "--n", "250", "--positive-share", "0.5", "--seed", "0",
-                            "--out", str(sample)])
+    r = runner.invoke(
+        app,
+        [
+            "labels",
+            "sample",
+            "--labels",
+            str(labels),
+            "--items",
+            str(corpus),
+            "--task",
+            "mh",
+            "--weak",
+            "mh",
+            "--n",
+            "250",
+            "--positive-share",
+            "0.5",
+            "--seed",
+            "0",
+            "--out",
+            str(sample),
+        ],
+    )
     assert r.exit_code == 0, r.output
     drawn = pd.read_parquet(sample)
     assert drawn.groupby("stratum")["pool_size"].first().to_dict() == {0: 3806, 1: 762}
     all_labels = pd.read_parquet(labels)
     write_labels(all_labels[all_labels["item_id"].isin(drawn["item_id"])], tmp_path / "sampled.parquet")
-    r = runner.invoke(app, ["audit", "agreement", "--labels", str(tmp_path / "sampled.parquet"), "--task", "mh",
-                            "--weak-labeler", "mh", "--sample", str(sample), "--out", str(tmp_path / "sample_report")])
+    r = runner.invoke(
+        app,
+        [
+            "audit",
+            "agreement",
+            "--labels",
+            str(tmp_path / "sampled.parquet"),
+            "--task",
+            "mh",
+            "--weak-labeler",
+            "mh",
+            "--sample",
+            str(sample),
+            "--out",
+            str(tmp_path / "sample_report"),
+        ],
+    )
     assert r.exit_code == 0, r.output
     report = json.loads((tmp_path / "sample_report" / "report.json").read_text())
-    assert report["options"]["weak_labeler"] == "lexicon:mh@ee7f3c894ccc" and drawn["weak_labeler"].eq(
-        "lexicon:mh@ee7f3c894ccc").all()  # `mh` names the lexicon labeler, and the report says its full name
+    assert (
+        report["options"]["weak_labeler"] == "lexicon:mh@ee7f3c894ccc"
+        and drawn["weak_labeler"].eq("lexicon:mh@ee7f3c894ccc").all()
+    )  # `mh` names the lexicon labeler, and the report says its full name
     tables = {name: t for s in report["sections"] for name, t in s["tables"].items()}
     naive = {row["metric"]: row for row in tables["weak_vs_reference"]}
     weighted = {row["metric"]: row for row in tables["weak_vs_reference_weighted"]}
@@ -550,11 +750,38 @@ def test_real_data_bluesky_depression_lexicon_vs_experts(tmp_path):
     assert not naive["recall"]["ci_low"] <= m["recall"]["estimate"] <= naive["recall"]["ci_high"]
     # The experts' labels entered twice under two names (the same file given twice): kappa 1, and a warning.
     copy = tmp_path / "experts-copy.parquet"
-    r = runner.invoke(app, ["labels", "from-corpus", "--corpus", str(corpus), "--task", "mh", "--labeler",
-                            "experts-copy", "--labels", str(copy)])
+    r = runner.invoke(
+        app,
+        [
+            "labels",
+            "from-corpus",
+            "--corpus",
+            str(corpus),
+            "--task",
+            "mh",
+            "--labeler",
+            "experts-copy",
+            "--labels",
+            str(copy),
+        ],
+    )
     assert r.exit_code == 0, r.output
-    r = runner.invoke(app, ["audit", "agreement", "--labels", str(labels), str(copy), "--task", "mh", "--n-boot",
-                            "200", "--out", str(tmp_path / "copied")])
+    r = runner.invoke(
+        app,
+        [
+            "audit",
+            "agreement",
+            "--labels",
+            str(labels),
+            str(copy),
+            "--task",
+            "mh",
+            "--n-boot",
+            "200",
+            "--out",
+            str(tmp_path / "copied"),
+        ],
+    )
     assert r.exit_code == 0, r.output
     copied = json.loads((tmp_path / "copied" / "report.json").read_text())
     pair = {name: t for s in copied["sections"] for name, t in s["tables"].items()}["human_agreement"][0]
@@ -574,12 +801,28 @@ def test_cli_scores_a_models_labels_against_the_reference(tmp_path):
     model = labels_rows(truth["item_id"].to_numpy(), {"bert": ("model", truth["value"].to_numpy(int))}, "si")
     path = tmp_path / "labels.csv"
     write_labels(pd.concat([labels, model], ignore_index=True), path)
-    r = runner.invoke(app, ["audit", "agreement", "--labels", str(path), "--task", "si", "--model", "bert",
-                            "--n-boot", "200", "--out", str(tmp_path / "r")])
+    r = runner.invoke(
+        app,
+        [
+            "audit",
+            "agreement",
+            "--labels",
+            str(path),
+            "--task",
+            "si",
+            "--model",
+            "bert",
+            "--n-boot",
+            "200",
+            "--out",
+            str(tmp_path / "r"),
+        ],
+    )
     assert r.exit_code == 0, r.output
     report = json.loads((tmp_path / "r" / "report.json").read_text())
-    scored = pd.DataFrame(next(s["tables"]["models_vs_reference"] for s in report["sections"]
-                               if "models_vs_reference" in s["tables"])).set_index("metric")
+    scored = pd.DataFrame(
+        next(s["tables"]["models_vs_reference"] for s in report["sections"] if "models_vs_reference" in s["tables"])
+    ).set_index("metric")
     assert scored.loc["kappa", "labeler"] == "bert" and scored.loc["kappa", "n"] == 120
     assert [v["axis"] for v in report["verdicts"] if v["subject"] == "bert"] == ["human validation"]
     with LabelStore(tmp_path / "store.sqlite") as store:
@@ -596,8 +839,10 @@ def _authored_labels(ids):
     for i, item in enumerate(ids):
         ref = int(rng.uniform() < 0.5)
         wrong = 0.40 if (i // 10) % 3 == 0 else 0.02
-        rows += [lab(item, "llm-weak", "llm", 1 - ref if rng.uniform() < wrong else ref),
-                 lab(item, "consensus", "adjudicated", ref)]
+        rows += [
+            lab(item, "llm-weak", "llm", 1 - ref if rng.uniform() < wrong else ref),
+            lab(item, "consensus", "adjudicated", ref),
+        ]
     return frame(rows)
 
 
@@ -619,26 +864,75 @@ def test_cli_items_with_authors_and_the_sample_keeps_them(tmp_path):
     labels = tmp_path / "labels.parquet"
     write_labels(_authored_labels(ids), labels)
     items = tmp_path / "items.csv"
-    pd.DataFrame({"id": ids, "text": [f"text {i}" for i in range(120)],
-                  "author": [f"a{i // 10}" for i in range(120)]}).to_csv(items, index=False)
+    pd.DataFrame(
+        {"id": ids, "text": [f"text {i}" for i in range(120)], "author": [f"a{i // 10}" for i in range(120)]}
+    ).to_csv(items, index=False)
     out_dir = tmp_path / "report"
-    r = runner.invoke(app, ["audit", "agreement", "--labels", str(labels), "--task", "si",
-                            "--weak-labeler", "llm-weak", "--items", str(items), "--n-boot", "200",
-                            "--out", str(out_dir)])
+    r = runner.invoke(
+        app,
+        [
+            "audit",
+            "agreement",
+            "--labels",
+            str(labels),
+            "--task",
+            "si",
+            "--weak-labeler",
+            "llm-weak",
+            "--items",
+            str(items),
+            "--n-boot",
+            "200",
+            "--out",
+            str(out_dir),
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert "bootstrap: author-clustered bootstrap (12 authors, 120 items)" in r.output
     assert json.loads((out_dir / "report.json").read_text())["options"]["bootstrap_unit"].startswith("author-clustered")
     sample = tmp_path / "sample.csv"
-    r = runner.invoke(app, ["labels", "sample", "--labels", str(labels), "--items", str(items), "--task", "si",
-                            "--weak", "llm-weak", "--n", "30", "--out", str(sample)])
+    r = runner.invoke(
+        app,
+        [
+            "labels",
+            "sample",
+            "--labels",
+            str(labels),
+            "--items",
+            str(items),
+            "--task",
+            "si",
+            "--weak",
+            "llm-weak",
+            "--n",
+            "30",
+            "--out",
+            str(sample),
+        ],
+    )
     assert r.exit_code == 0, r.output
     drawn = pd.read_csv(sample)
     assert list(drawn.columns[:5]) == ["sample_id", "item_id", "task", "text", "author"]
     assert (drawn["author"] == drawn["item_id"].str[4:].astype(int).floordiv(10).map("a{}".format)).all()
     no_author = tmp_path / "no_author.csv"
     pd.DataFrame({"id": ids, "text": ids}).to_csv(no_author, index=False)
-    r = runner.invoke(app, ["audit", "agreement", "--labels", str(labels), "--task", "si",
-                            "--weak-labeler", "llm-weak", "--items", str(no_author), "--out", str(tmp_path / "r2")])
+    r = runner.invoke(
+        app,
+        [
+            "audit",
+            "agreement",
+            "--labels",
+            str(labels),
+            "--task",
+            "si",
+            "--weak-labeler",
+            "llm-weak",
+            "--items",
+            str(no_author),
+            "--out",
+            str(tmp_path / "r2"),
+        ],
+    )
     assert r.exit_code == 2 and "an 'author' column" in r.output and "Traceback" not in r.output
     assert not (tmp_path / "r2").exists()
 
@@ -649,14 +943,17 @@ def test_a_labeler_is_named_by_its_short_name_where_that_names_one():
     numbers and the report's names are those of the full name; none or several is one sentence."""
     labels, *_ = two_annotators()
     full = "lexicon:mh@ee7f3c894ccc"
-    labels = labels.assign(labeler=labels["labeler"].replace({"llm-weak": full, "A": "human:anna@sheet1"}),
-                           kind=labels["kind"].replace({"llm": "lexicon"}))
+    labels = labels.assign(
+        labeler=labels["labeler"].replace({"llm-weak": full, "A": "human:anna@sheet1"}),
+        kind=labels["kind"].replace({"llm": "lexicon"}),
+    )
     model = labels[labels["labeler"] == full].assign(labeler="model:tfidf-lr@1", kind="model")
     labels = pd.concat([labels, model], ignore_index=True)
     named = {"full": AgreementOptions("si", weak_labeler=full, models=("model:tfidf-lr@1",), n_boot=50)}
     named["mh"] = AgreementOptions("si", weak_labeler="mh", models=("tfidf-lr",), n_boot=50)
-    named["lexicon:mh"] = AgreementOptions("si", weak_labeler="lexicon:mh", models=("model:tfidf-lr",),
-                                           annotators=("anna", "B"), n_boot=50)
+    named["lexicon:mh"] = AgreementOptions(
+        "si", weak_labeler="lexicon:mh", models=("model:tfidf-lr",), annotators=("anna", "B"), n_boot=50
+    )
     results = {name: audit_agreement(AgreementInputs(labels), options) for name, options in named.items()}
     for result in results.values():
         assert result.options["weak_labeler"] == full and result.options["models"] == ("model:tfidf-lr@1",)
@@ -664,17 +961,25 @@ def test_a_labeler_is_named_by_its_short_name_where_that_names_one():
         assert result.table("weak_vs_reference").equals(results["full"].table("weak_vs_reference"))
         assert result.table("models_vs_reference").equals(results["full"].table("models_vs_reference"))
     assert results["lexicon:mh"].options["annotators"] == ["human:anna@sheet1", "B"]
-    ref = audit_agreement(AgreementInputs(labels), AgreementOptions("si", weak_labeler="mh", annotators=("B",),
-                                                                    reference="human:anna", n_boot=0))
+    ref = audit_agreement(
+        AgreementInputs(labels),
+        AgreementOptions("si", weak_labeler="mh", annotators=("B",), reference="human:anna", n_boot=0),
+    )
     assert ref.options["reference"] == "human:anna@sheet1" and "the labels of 'human:anna@sheet1'" in ref.summary
     twice = pd.concat([labels, labels[labels["labeler"] == full].assign(labeler="lexicon:mh@0123456789ab")])
-    with pytest.raises(InputError, match=r"^weak labeler 'mh' names several labelers for task 'si' "
-                                         r"\(lexicon:mh@0123456789ab, lexicon:mh@ee7f3c894ccc\); give its full name$"):
+    with pytest.raises(
+        InputError,
+        match=r"^weak labeler 'mh' names several labelers for task 'si' "
+        r"\(lexicon:mh@0123456789ab, lexicon:mh@ee7f3c894ccc\); give its full name$",
+    ):
         audit_agreement(AgreementInputs(twice), AgreementOptions("si", weak_labeler="mh"))
-    with pytest.raises(InputError, match=r"^weak labeler 'mhh' has no labels for task 'si' \(did you mean 'mh'\?\); "
-                                         r"labelers: B \(human\), adjudicator \(adjudicated\), human:anna@sheet1 "
-                                         r"\(human\), lexicon:mh@ee7f3c894ccc \(lexicon\), "
-                                         r"model:tfidf-lr@1 \(model\)$"):
+    with pytest.raises(
+        InputError,
+        match=r"^weak labeler 'mhh' has no labels for task 'si' \(did you mean 'mh'\?\); "
+        r"labelers: B \(human\), adjudicator \(adjudicated\), human:anna@sheet1 "
+        r"\(human\), lexicon:mh@ee7f3c894ccc \(lexicon\), "
+        r"model:tfidf-lr@1 \(model\)$",
+    ):
         audit_agreement(AgreementInputs(labels), AgreementOptions("si", weak_labeler="mhh"))
     with pytest.raises(InputError, match="^annotator 'Z' has no labels for task 'si'; labelers: B"):
         audit_agreement(AgreementInputs(labels), AgreementOptions("si", annotators=("anna", "Z")))
@@ -686,26 +991,49 @@ def test_identical_annotators_get_a_warning_and_a_note_beside_their_kappa(tmp_pa
     labels, truth, a, _, _ = two_annotators()
     copied = labels.copy()
     copied.loc[copied["labeler"] == "B", "value"] = a
-    with pytest.warns(UserWarning, match=r"annotators 'A' and 'B': the two label sets are identical on all 40 shared "
-                                         r"items, often the same file given twice or one annotator copied; their kappa "
-                                         r"says nothing about human agreement"):
+    with pytest.warns(
+        UserWarning,
+        match=r"annotators 'A' and 'B': the two label sets are identical on all 40 shared "
+        r"items, often the same file given twice or one annotator copied; their kappa "
+        r"says nothing about human agreement",
+    ):
         result = audit_agreement(AgreementInputs(copied), AgreementOptions("si", n_boot=200))
     pair = result.table("human_agreement").iloc[0]
     assert pair["kappa"] == 1.0 and pair["status"] == "ok"
-    assert pair["reason"] == ("the two label sets are identical on all 40 shared items, often the same file given "
-                              "twice or one annotator copied")
+    assert pair["reason"] == (
+        "the two label sets are identical on all 40 shared items, often the same file given "
+        "twice or one annotator copied"
+    )
     assert f"Cohen's kappa 1.000 [95% CI 1.000, 1.000] ({pair['reason']})." in result.summary
     verdict = result.verdicts[result.verdicts["axis"] == "human agreement"].iloc[0]
     assert verdict["severity"] == "pass" and verdict["reason"] == pair["reason"]
     import warnings
+
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # two annotators who disagree somewhere: no warning
-        assert audit_agreement(AgreementInputs(labels), AgreementOptions("si", n_boot=0)).table(
-            "human_agreement")["reason"].iat[0] == ""
+        assert (
+            audit_agreement(AgreementInputs(labels), AgreementOptions("si", n_boot=0))
+            .table("human_agreement")["reason"]
+            .iat[0]
+            == ""
+        )
     path = tmp_path / "labels.parquet"
     write_labels(copied, path)
-    r = runner.invoke(app, ["audit", "agreement", "--labels", str(path), "--task", "si", "--n-boot", "50",
-                            "--out", str(tmp_path / "report")])
+    r = runner.invoke(
+        app,
+        [
+            "audit",
+            "agreement",
+            "--labels",
+            str(path),
+            "--task",
+            "si",
+            "--n-boot",
+            "50",
+            "--out",
+            str(tmp_path / "report"),
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert "identical on all 40 shared items" in " ".join(r.output.split())
     notes = json.loads((tmp_path / "report" / "report.json").read_text())["notes"]

@@ -10,8 +10,15 @@ import pandas as pd
 import pytest
 
 from mhaudit.audits.agreement import read_validation_set
-from mhaudit.audits.certify import (CertifyInputs, CertifyOptions, audit_certify, certification_sample, pool_of,
-                                    read_design, write_certification_sample)
+from mhaudit.audits.certify import (
+    CertifyInputs,
+    CertifyOptions,
+    audit_certify,
+    certification_sample,
+    pool_of,
+    read_design,
+    write_certification_sample,
+)
 from mhaudit.core.errors import InputError
 from mhaudit.tables.prediction_files import read_predictions
 from mhaudit.weak_supervision.annotate import load_sample
@@ -36,9 +43,16 @@ def human_labels(ids, truth, *, flip_every=7):
     rows = []
     for i, item in enumerate(ids):
         value = int(truth[item])
-        rows += [{"item_id": item, "task": "mh", "labeler": "ann1", "kind": "human", "value": value},
-                 {"item_id": item, "task": "mh", "labeler": "ann2", "kind": "human",
-                  "value": 1 - value if i % flip_every == 0 else value}]
+        rows += [
+            {"item_id": item, "task": "mh", "labeler": "ann1", "kind": "human", "value": value},
+            {
+                "item_id": item,
+                "task": "mh",
+                "labeler": "ann2",
+                "kind": "human",
+                "value": 1 - value if i % flip_every == 0 else value,
+            },
+        ]
         if i % flip_every == 0:
             rows.append({"item_id": item, "task": "mh", "labeler": "adj", "kind": "adjudicated", "value": value})
     return pd.DataFrame(rows)
@@ -81,8 +95,10 @@ def test_report_covers_the_truth_and_beats_labels_alone_over_repeated_samples(tm
     hits, widths = [], {"ppi": [], "labels": []}
     for seed in range(25):
         sample, design = certification_sample(pool, items, "mh", 150, seed=seed)
-        result = audit_certify(CertifyInputs(human_labels(sample["item_id"], truth), sample, design, preds,
-                                             synthetic=True), CertifyOptions("mh", population=population))
+        result = audit_certify(
+            CertifyInputs(human_labels(sample["item_id"], truth), sample, design, preds, synthetic=True),
+            CertifyOptions("mh", population=population),
+        )
         table = result.table("certified").set_index(["estimator", "metric"])
         head = table.loc[("prediction-powered (PPI++, tuned λ)", "macro_f1")]
         hits.append(head["ci_low"] <= true_f1 <= head["ci_high"])
@@ -102,8 +118,10 @@ def test_verdict_certifies_once_the_interval_is_narrow_enough(tmp_path):
     pool = pool_of(preds)
     wide = certification_sample(pool, items, "mh", 60, seed=0)
     narrow = certification_sample(pool, items, "mh", 1500, seed=0)
-    results = [audit_certify(CertifyInputs(human_labels(s["item_id"], truth), s, d, preds), CertifyOptions("mh"))
-               for s, d in (wide, narrow)]
+    results = [
+        audit_certify(CertifyInputs(human_labels(s["item_id"], truth), s, d, preds), CertifyOptions("mh"))
+        for s, d in (wide, narrow)
+    ]
     assert results[0].verdicts["severity"].iat[0] == "warn" and "about" in results[0].verdicts["reason"].iat[0]
     assert results[1].verdicts["severity"].iat[0] == "pass"
     assert results[1].verdicts["reason"].iat[0].startswith("certified on the target with 1500 human labels")
@@ -125,15 +143,20 @@ def test_bad_inputs_say_one_thing(tmp_path):
     sample, design = certification_sample(pool, items, "mh", 100)
     outside = human_labels([pool.ids[i] for i in range(3000) if pool.ids[i] not in set(sample["item_id"])][:3], truth)
     with pytest.raises(InputError, match="3 items have human labels .* not in the sample"):
-        audit_certify(CertifyInputs(pd.concat([human_labels(sample["item_id"], truth), outside]), sample, design,
-                                    preds), CertifyOptions("mh"))
+        audit_certify(
+            CertifyInputs(pd.concat([human_labels(sample["item_id"], truth), outside]), sample, design, preds),
+            CertifyOptions("mh"),
+        )
     other_path, _, _ = synthetic_target(tmp_path, seed=9, name="roberta_bluesky.csv")
     with pytest.raises(InputError, match="drawn for other predictions"):
-        CertifyInputs(human_labels(sample["item_id"], truth), sample, design,
-                      read_predictions([str(other_path)], labelled=False))
+        CertifyInputs(
+            human_labels(sample["item_id"], truth), sample, design, read_predictions([str(other_path)], labelled=False)
+        )
     with pytest.raises(InputError, match="not a class"):
-        audit_certify(CertifyInputs(human_labels(sample["item_id"], truth), sample, design, preds),
-                      CertifyOptions("mh", positive="stress"))
+        audit_certify(
+            CertifyInputs(human_labels(sample["item_id"], truth), sample, design, preds),
+            CertifyOptions("mh", positive="stress"),
+        )
     with pytest.raises(InputError, match="tolerance 0.7 must be strictly between 0 and 0.5"):
         CertifyOptions("mh", tolerance=0.7)
     with pytest.raises(InputError, match="population 'world' must be one of pool, platform"):
@@ -165,8 +188,9 @@ def test_labels_needed_counts_the_finite_population_correction(tmp_path):
     path, items, truth = synthetic_target(tmp_path, n=655, seed=5)
     preds = read_predictions([str(path)], labelled=False)
     sample, design = certification_sample(pool_of(preds), items, "mh", 100, seed=0)
-    result = audit_certify(CertifyInputs(human_labels(sample["item_id"], truth), sample, design, preds),
-                           CertifyOptions("mh"))
+    result = audit_certify(
+        CertifyInputs(human_labels(sample["item_id"], truth), sample, design, preds), CertifyOptions("mh")
+    )
     needed = result.table("labels_needed").set_index("design")
     ours = needed.loc["this sample's design"].iloc[0]
     hw = ours["half_width"]
@@ -177,8 +201,10 @@ def test_labels_needed_counts_the_finite_population_correction(tmp_path):
     srs = needed.loc["simple random sample, labels only"]
     assert 100 < srs["labels_needed"] <= 655 and srs["reason"] == ""
     assert "a simple random sample of the pool, its labels alone, about" in result.sections[0].text
-    platform = audit_certify(CertifyInputs(human_labels(sample["item_id"], truth), sample, design, preds),
-                             CertifyOptions("mh", population="platform")).table("labels_needed")
+    platform = audit_certify(
+        CertifyInputs(human_labels(sample["item_id"], truth), sample, design, preds),
+        CertifyOptions("mh", population="platform"),
+    ).table("labels_needed")
     assert not platform["fpc"].any()
 
 
@@ -202,14 +228,20 @@ def test_annotators_and_the_reference_may_be_named_by_a_short_name(tmp_path):
     preds = read_predictions([str(path)], labelled=False)
     sample, design = certification_sample(pool_of(preds), items, "mh", 100, seed=0)
     labels = human_labels(sample["item_id"], truth).replace({"labeler": {"ann1": "human:ann1@sheet"}})
-    full, short = (audit_certify(CertifyInputs(labels, sample, design, preds), CertifyOptions("mh", **named))
-                   for named in ({"reference": "human:ann1@sheet"}, {"reference": "ann1"}))
+    full, short = (
+        audit_certify(CertifyInputs(labels, sample, design, preds), CertifyOptions("mh", **named))
+        for named in ({"reference": "human:ann1@sheet"}, {"reference": "ann1"})
+    )
     assert short.table("certified").equals(full.table("certified"))
     assert short.options["reference"] == "human:ann1@sheet"
-    by_annotators = audit_certify(CertifyInputs(labels, sample, design, preds),
-                                  CertifyOptions("mh", annotators=("ann1", "ann2")))
+    by_annotators = audit_certify(
+        CertifyInputs(labels, sample, design, preds), CertifyOptions("mh", annotators=("ann1", "ann2"))
+    )
     assert by_annotators.options["annotators"] == ("human:ann1@sheet", "ann2")
-    with pytest.raises(InputError, match=r"^reference labeler 'ann3' has no labels for task 'mh' "
-                                         r"\(did you mean 'ann2'\?\); labelers: adj \(adjudicated\), ann2 \(human\), "
-                                         r"human:ann1@sheet \(human\)$"):
+    with pytest.raises(
+        InputError,
+        match=r"^reference labeler 'ann3' has no labels for task 'mh' "
+        r"\(did you mean 'ann2'\?\); labelers: adj \(adjudicated\), ann2 \(human\), "
+        r"human:ann1@sheet \(human\)$",
+    ):
         audit_certify(CertifyInputs(labels, sample, design, preds), CertifyOptions("mh", reference="ann3"))

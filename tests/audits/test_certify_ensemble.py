@@ -28,12 +28,24 @@ def runs_on(n: int, n_runs: int, seed: int, *, labelled: bool, models=("tfidf-lr
     for model in models:
         for run in range(n_runs):
             margin = shared + rng.normal(size=n) * 0.9 + rng.normal() * 0.2
-            frames.append(pd.DataFrame({"id": [f"post-{i}" for i in range(n)], "model": model, "seed": run,
-                                        "platform": "synthetic", "dataset": "synthetic", "split": "test",
-                                        "label": [CLASSES[v] for v in y] if labelled else None,
-                                        logit_column(CLASSES[0]): -margin / 2, logit_column(CLASSES[1]): margin / 2}))
-    return PredictionSet(pd.concat(frames, ignore_index=True), CLASSES), pd.Series(y, index=[f"post-{i}" for i in
-                                                                                            range(n)])
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "id": [f"post-{i}" for i in range(n)],
+                        "model": model,
+                        "seed": run,
+                        "platform": "synthetic",
+                        "dataset": "synthetic",
+                        "split": "test",
+                        "label": [CLASSES[v] for v in y] if labelled else None,
+                        logit_column(CLASSES[0]): -margin / 2,
+                        logit_column(CLASSES[1]): margin / 2,
+                    }
+                )
+            )
+    return PredictionSet(pd.concat(frames, ignore_index=True), CLASSES), pd.Series(
+        y, index=[f"post-{i}" for i in range(n)]
+    )
 
 
 def _codes(frame):
@@ -67,11 +79,16 @@ def test_the_ensemble_mean_posterior_and_which_run_is_certified():
     assert np.allclose(pool.probs, np.mean(expected, axis=0), atol=1e-12)
     assert (pool.pred == certified).all()  # the certified run's predictions, not the ensemble's
     assert "per run" in pool.calibration
-    assert pool.predictor == ("the mean posterior of an ensemble of 8 runs (char-tfidf-lr seeds 0, 1, 2, 3; tfidf-lr "
-                              "seeds 0, 1, 2, 3)")
+    assert pool.predictor == (
+        "the mean posterior of an ensemble of 8 runs (char-tfidf-lr seeds 0, 1, 2, 3; tfidf-lr seeds 0, 1, 2, 3)"
+    )
     with pytest.raises(InputError, match="reference predictions hold no run char-tfidf-lr seed 0"):
-        pool_of(target, PredictionSet(reference.frame[reference.frame["model"] == "tfidf-lr"], CLASSES),
-                model="tfidf-lr", seed=2)
+        pool_of(
+            target,
+            PredictionSet(reference.frame[reference.frame["model"] == "tfidf-lr"], CLASSES),
+            model="tfidf-lr",
+            seed=2,
+        )
     short = PredictionSet(frame.drop(index=frame.index[(frame["seed"] == 3) & (frame["id"] == "post-7")]), CLASSES)
     with pytest.raises(InputError, match="every run of an ensemble must score the same items"):
         pool_of(short, model="tfidf-lr", seed=2)
@@ -85,15 +102,20 @@ def test_certify_with_an_ensemble_reports_the_run_and_covers(tmp_path):
     reference, _ = runs_on(500, 5, seed=3, labelled=True)
     pool = pool_of(target, reference, model="tfidf-lr", seed=0)
     y = truth.reindex(pool.ids).to_numpy()
-    true_f1 = np.mean([2 * ((y == c) & (pool.pred == c)).sum() / ((y == c).sum() + (pool.pred == c).sum())
-                       for c in (0, 1)])
+    true_f1 = np.mean(
+        [2 * ((y == c) & (pool.pred == c)).sum() / ((y == c).sum() + (pool.pred == c).sum()) for c in (0, 1)]
+    )
     hits = []
     for draw in range(20):
         sample, design = certification_sample(pool, _items(2000), "mh", 150, seed=draw)
-        result = audit_certify(CertifyInputs(human_labels(sample["item_id"], truth), sample, design, target),
-                               CertifyOptions("mh"))
-        head = result.table("certified").set_index(["estimator", "metric"]).loc[
-            ("prediction-powered (PPI++, tuned λ)", "macro_f1")]
+        result = audit_certify(
+            CertifyInputs(human_labels(sample["item_id"], truth), sample, design, target), CertifyOptions("mh")
+        )
+        head = (
+            result.table("certified")
+            .set_index(["estimator", "metric"])
+            .loc[("prediction-powered (PPI++, tuned λ)", "macro_f1")]
+        )
         hits.append(head["ci_low"] <= true_f1 <= head["ci_high"])
     assert np.mean(hits) >= 0.8  # 20 draws: a 95% interval misses 4 or more with probability ~1.6%
     assert (design["runs"] == 5).all() and (design["certified_seed"] == 0).all()
@@ -199,15 +221,19 @@ def test_one_run_of_an_ensemble_certified_alone_with_the_ensembles_sample():
         assert table[("labels only (design-weighted)", "accuracy")] == pytest.approx(acc_labels, abs=1e-12)
         assert table[("prediction-powered (PPI, λ = 1)", "accuracy")] == pytest.approx(acc_ppi, abs=1e-12)
         assert table[("labels only (design-weighted)", "macro_f1")] == pytest.approx(f1_labels, abs=1e-12)
-        head = result.table("certified").set_index(["estimator", "metric"]).loc[
-            ("prediction-powered (PPI++, tuned λ)", "macro_f1")]
+        head = (
+            result.table("certified")
+            .set_index(["estimator", "metric"])
+            .loc[("prediction-powered (PPI++, tuned λ)", "macro_f1")]
+        )
         hits.append(head["ci_low"] <= true_f1 <= head["ci_high"])
     assert np.mean(hits) >= 0.8  # 20 draws: a 95% interval misses 4 or more with probability ~1.6%
     assert (inputs.run, inputs.drawn) == (("tfidf-lr", 3), ("tfidf-lr", 0))
     assert result.verdicts["subject"].iat[0] == "tfidf-lr seed 3" and result.options["drawn_for"] == "tfidf-lr seed 0"
     assert "The sample was drawn for tfidf-lr seed 0: its strata, weights and posteriors" in result.sections[0].text
-    drawn = audit_certify(CertifyInputs(human_labels(sample["item_id"], truth), sample, design, target),
-                          CertifyOptions("mh")).table("certified")
+    drawn = audit_certify(
+        CertifyInputs(human_labels(sample["item_id"], truth), sample, design, target), CertifyOptions("mh")
+    ).table("certified")
     assert drawn["estimate"].iat[-1] != table.iat[-1]  # run 0's numbers are not run 3's
     with pytest.raises(InputError, match="no run of tfidf-lr seed 9 in the predictions"):
         CertifyInputs(human_labels(sample["item_id"], truth), sample, design, target, run=("tfidf-lr", 9))

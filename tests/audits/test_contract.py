@@ -34,14 +34,19 @@ def _cpfe_inputs():
 
     corpus = simulate(SimulationConfig(n_per_platform=300, seed=0))
     f = corpus.frame
-    model = create("tfidf-lr").fit(f[(f["platform"] == "synthetic-forum") & f["split"].isin(["train", "val"])],
-                                   corpus.classes)
-    preds = PredictionSet(predict_corpus(model, corpus, model_name="tfidf-lr", seed=0, splits=("test",)),
-                          corpus.classes)
+    model = create("tfidf-lr").fit(
+        f[(f["platform"] == "synthetic-forum") & f["split"].isin(["train", "val"])], corpus.classes
+    )
+    preds = PredictionSet(
+        predict_corpus(model, corpus, model_name="tfidf-lr", seed=0, splits=("test",)), corpus.classes
+    )
     options = CPFEOptions(reference="synthetic-forum", n_boot_significance=100, n_boot_ece=100, figures=False)
     good = dict(inputs=CPFEInputs(preds, synthetic=True), options=options)
-    bad = dict(good, inputs=lambda: CPFEInputs(preds, synthetic=True),
-               options=CPFEOptions(reference="kaggle", n_boot_significance=100, n_boot_ece=100))
+    bad = dict(
+        good,
+        inputs=lambda: CPFEInputs(preds, synthetic=True),
+        options=CPFEOptions(reference="kaggle", n_boot_significance=100, n_boot_ece=100),
+    )
     return good, bad, "kaggle"
 
 
@@ -55,10 +60,17 @@ def _divergence_inputs():
     from mhaudit.audits.divergence import DivergenceInputs, DivergenceOptions
 
     corpus = _divergence_frame()
-    options = DivergenceOptions(human=("synthetic_forum", "synthetic_tweets_gold"),
-                                auto=("synthetic_tweets_auto", "synthetic_forum_auto"), channels=("A", "C"),
-                                masks=("none",), mask_channels=(), lodo_channels=(), n_boot=100, n_boot_clusters=3,
-                                conflicts_per_dataset=5)
+    options = DivergenceOptions(
+        human=("synthetic_forum", "synthetic_tweets_gold"),
+        auto=("synthetic_tweets_auto", "synthetic_forum_auto"),
+        channels=("A", "C"),
+        masks=("none",),
+        mask_channels=(),
+        lodo_channels=(),
+        n_boot=100,
+        n_boot_clusters=3,
+        conflicts_per_dataset=5,
+    )
     good = dict(inputs=DivergenceInputs(corpus), options=options)
     bad = dict(good, inputs=lambda: DivergenceInputs(replace(corpus, frame=corpus.frame.drop(columns="text"))))
     return good, bad, "text"
@@ -104,8 +116,15 @@ def _certify_inputs():
     target = replace(target, frame=target.frame.assign(label=None))  # a new set: its codes follow
     items = pd.DataFrame({"id": target.frame["id"], "text": "synthetic post"})
     sample, design = certification_sample(pool_of(target), items, "t", 120, seed=0)
-    labels = pd.DataFrame({"item_id": sample["item_id"], "task": "t", "labeler": "ann", "kind": "human",
-                           "value": (truth.reindex(sample["item_id"]) == "c1").astype(int).to_numpy()})
+    labels = pd.DataFrame(
+        {
+            "item_id": sample["item_id"],
+            "task": "t",
+            "labeler": "ann",
+            "kind": "human",
+            "value": (truth.reindex(sample["item_id"]) == "c1").astype(int).to_numpy(),
+        }
+    )
     inputs = CertifyInputs(labels, sample, design, target, synthetic=True)
     good = dict(inputs=inputs, options=CertifyOptions("t"))
     return good, dict(good, inputs=lambda: inputs, options=CertifyOptions("t", positive="c7")), "c7"
@@ -123,29 +142,48 @@ def _monitor_inputs():
     corpus = simulate(SimulationConfig(n_per_platform=300, seed=0))
     f = corpus.frame
     model = create("tfidf-lr").fit(f[(f["platform"] == "synthetic-forum") & (f["split"] == "train")], corpus.classes)
-    reference = PredictionSet(predict_corpus(model, corpus, model_name="tfidf-lr", seed=0, splits=("test",)),
-                              corpus.classes)
+    reference = PredictionSet(
+        predict_corpus(model, corpus, model_name="tfidf-lr", seed=0, splits=("test",)), corpus.classes
+    )
     pool = f[f["split"] == "val"]
-    posts = pd.DataFrame(simulate_stream(pool.loc[pool["label"] == corpus.classes[-1], "text"].tolist(),
-                                         pool.loc[pool["label"] != corpus.classes[-1], "text"].tolist(),
-                                         StreamConfig(n_windows=4, per_window=150, change_at=3, seed=0)))
+    posts = pd.DataFrame(
+        simulate_stream(
+            pool.loc[pool["label"] == corpus.classes[-1], "text"].tolist(),
+            pool.loc[pool["label"] != corpus.classes[-1], "text"].tolist(),
+            StreamConfig(n_windows=4, per_window=150, change_at=3, seed=0),
+        )
+    )
     logits = model.predict_logits(posts["text"].tolist())  # as weak_supervision.collect.scores.scored_posts reads
     uris = posts["uri"].str.replace("did:plc:", "a-", regex=False)  # pseudonymised, as the store keeps them
-    scored = pd.DataFrame({"uri": uris, "created_at": posts["created_at"], "length": posts["text"].str.len(),
-                           "langs": posts["langs"], "categories": posts["categories"],
-                           **{f"logit_{c}": logits[:, i] for i, c in enumerate(corpus.classes)}})
+    scored = pd.DataFrame(
+        {
+            "uri": uris,
+            "created_at": posts["created_at"],
+            "length": posts["text"].str.len(),
+            "langs": posts["langs"],
+            "categories": posts["categories"],
+            **{f"logit_{c}": logits[:, i] for i, c in enumerate(corpus.classes)},
+        }
+    )
     digest = hashlib.sha256(b"synthetic tfidf-lr").hexdigest()
-    good = dict(inputs=MonitorInputs(scored, reference, "tfidf-lr", digest, corpus.classes, synthetic=True),
-                options=MonitorOptions(n_boot=100, min_posts=50, figures=False))
+    good = dict(
+        inputs=MonitorInputs(scored, reference, "tfidf-lr", digest, corpus.classes, synthetic=True),
+        options=MonitorOptions(n_boot=100, min_posts=50, figures=False),
+    )
     other = PredictionSet(reference.frame.assign(logit_extra=0.0), [*corpus.classes, "extra"])
     bad = dict(good, inputs=lambda: MonitorInputs(scored, other, "tfidf-lr", digest, corpus.classes, synthetic=True))
     return good, bad, "differ"
 
 
-INPUTS = {"cpfe": _cpfe_inputs, "certify": _certify_inputs, "estimate": _estimate_inputs,
-          "divergence": _divergence_inputs, "agreement": _agreement_inputs, "model_selection": _model_selection_inputs,
-          "monitor": _monitor_inputs,
-          }
+INPUTS = {
+    "cpfe": _cpfe_inputs,
+    "certify": _certify_inputs,
+    "estimate": _estimate_inputs,
+    "divergence": _divergence_inputs,
+    "agreement": _agreement_inputs,
+    "model_selection": _model_selection_inputs,
+    "monitor": _monitor_inputs,
+}
 
 
 def _options_classes():
@@ -157,20 +195,27 @@ def _options_classes():
     from mhaudit.audits.model_selection import ModelSelectionOptions
     from mhaudit.audits.monitor import MonitorOptions
 
-    return {"cpfe": (CPFEOptions, dict(reference="home")),
-            "divergence": (DivergenceOptions, dict(human=("h",), auto=("a",))),
-            "agreement": (AgreementOptions, dict(task="si")), "estimate": (EstimateOptions, {}),
-            "certify": (CertifyOptions, dict(task="si")),
-            "model_selection": (ModelSelectionOptions, dict(models=("tfidf-lr",))),
-            "monitor": (MonitorOptions, {}),
-            }
+    return {
+        "cpfe": (CPFEOptions, dict(reference="home")),
+        "divergence": (DivergenceOptions, dict(human=("h",), auto=("a",))),
+        "agreement": (AgreementOptions, dict(task="si")),
+        "estimate": (EstimateOptions, {}),
+        "certify": (CertifyOptions, dict(task="si")),
+        "model_selection": (ModelSelectionOptions, dict(models=("tfidf-lr",))),
+        "monitor": (MonitorOptions, {}),
+    }
 
 
 # audit -> (field, a bad value of it): each must fail when the options are made
-BAD_OPTIONS = {"cpfe": ("n_boot_ece", 1), "divergence": ("n_folds", 1), "agreement": ("alpha", 1.5),
-               "estimate": ("n_boot", 10), "certify": ("population", "everyone"), "model_selection": ("workers", 0),
-               "monitor": ("n_boot", 0),
-               }
+BAD_OPTIONS = {
+    "cpfe": ("n_boot_ece", 1),
+    "divergence": ("n_folds", 1),
+    "agreement": ("alpha", 1.5),
+    "estimate": ("n_boot", 10),
+    "certify": ("population", "everyone"),
+    "model_selection": ("workers", 0),
+    "monitor": ("n_boot", 0),
+}
 
 
 @pytest.mark.parametrize("name", sorted(AUDITS))
@@ -180,8 +225,11 @@ def test_the_door_takes_one_frozen_input_and_one_options_object(name):
     door = audit_function(name)
     parameters = [(p.name, p.kind, p.default) for p in inspect.signature(door).parameters.values()]
     positional, empty = inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.empty
-    assert parameters == [("inputs", positional, empty), ("options", positional, empty),
-                          ("progress", inspect.Parameter.KEYWORD_ONLY, None)]
+    assert parameters == [
+        ("inputs", positional, empty),
+        ("options", positional, empty),
+        ("progress", inspect.Parameter.KEYWORD_ONLY, None),
+    ]
     hints = typing.get_type_hints(door)
     inputs, options = hints["inputs"], hints["options"]
     assert inputs.__name__.endswith("Inputs") and options.__name__.endswith("Options")

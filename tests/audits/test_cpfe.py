@@ -28,8 +28,11 @@ def synthetic_predictions(n=400, models=("m1", "m2"), seeds=(0, 1), shift=1.0, r
     """SYNTHETIC logits: the reference 'home' is separable; targets 'away1/away2' lose signal with `shift`."""
     rng = np.random.default_rng(rng)
     rows = []
-    for platform, noise, priors in (("home", 0.0, [.25, .25, .25, .25]), ("away1", shift, [.55, .15, .15, .15]),
-                                    ("away2", shift, [.4, .3, .15, .15])):
+    for platform, noise, priors in (
+        ("home", 0.0, [0.25, 0.25, 0.25, 0.25]),
+        ("away1", shift, [0.55, 0.15, 0.15, 0.15]),
+        ("away2", shift, [0.4, 0.3, 0.15, 0.15]),
+    ):
         y = rng.choice(4, size=n, p=priors)
         for model in models:
             for seed in seeds:
@@ -72,9 +75,20 @@ def test_report_has_every_named_table(result, tmp_path):
     write_report(result, tmp_path)
     report = json.loads((tmp_path / "report.json").read_text())
     names = {name for s in report["sections"] for name in s["tables"]}
-    assert {"discrimination", "per_class_auc", "calibration", "per_class_calibration", "temperature_scaling",
-            "significance", "equity", "attribution_stability", "sensitivity", "length", "label_shift",
-            "model_comparison"} <= names
+    assert {
+        "discrimination",
+        "per_class_auc",
+        "calibration",
+        "per_class_calibration",
+        "temperature_scaling",
+        "significance",
+        "equity",
+        "attribution_stability",
+        "sensitivity",
+        "length",
+        "label_shift",
+        "model_comparison",
+    } <= names
     assert "flags" not in names  # the flags are the verdict rows now, not a second table
     verdicts = pd.DataFrame(report["verdicts"])
     assert list(verdicts.columns) == VERDICT_COLUMNS and set(verdicts["audit"]) == {"cpfe"}
@@ -82,8 +96,10 @@ def test_report_has_every_named_table(result, tmp_path):
     assert list(dict.fromkeys(verdicts["axis"])) == ["discrimination", "calibration", "significance", "equity"]
     drop = verdicts[verdicts["statistic"] == "macro_auc_drop"]
     assert (drop["ci_low"] <= drop["value"]).all() and (drop["value"] <= drop["ci_high"]).all()
-    ece = verdicts[verdicts["statistic"] == "ece_debiased"].merge(result.table("calibration").assign(
-        subject=lambda t: t["model"] + " seed " + t["seed"].astype(str)), on="subject")
+    ece = verdicts[verdicts["statistic"] == "ece_debiased"].merge(
+        result.table("calibration").assign(subject=lambda t: t["model"] + " seed " + t["seed"].astype(str)),
+        on="subject",
+    )
     ece = ece[ece["target"] == ece["platform"]]
     assert len(ece) and np.allclose(ece["value"], ece["ece_debiased"]) and np.allclose(ece["ci_low"], ece["ece_ci_low"])
     cal = result.table("calibration")  # the debiased ECE lies in its interval
@@ -120,8 +136,10 @@ def test_sensitivity_schemes_and_d_equals_b(result):
     sens = result.table("sensitivity").set_index(["model", "seed", "platform", "scheme"])["macro_auc"]
     for key in {k[:3] for k in sens.index}:
         assert sens[(*key, "D")] == sens[(*key, "B")]
-        assert sens[(*key, "A")] == result.table("discrimination").set_index(
-            ["model", "seed", "platform"]).loc[key, "macro_auc"]
+        assert (
+            sens[(*key, "A")]
+            == result.table("discrimination").set_index(["model", "seed", "platform"]).loc[key, "macro_auc"]
+        )
 
 
 def test_label_shift_estimates_sum_to_one(result):
@@ -135,8 +153,9 @@ def test_label_shift_estimates_sum_to_one(result):
 def test_seed_summary_is_mean_and_sd(result):
     summary = result.table("mean and SD over seeds")
     disc = result.table("discrimination")
-    row = summary[(summary["model"] == "m1") & (summary["platform"] == "away2")
-                  & (summary["metric"] == "macro_auc")].iloc[0]
+    row = summary[
+        (summary["model"] == "m1") & (summary["platform"] == "away2") & (summary["metric"] == "macro_auc")
+    ].iloc[0]
     values = disc[(disc["model"] == "m1") & (disc["platform"] == "away2")]["macro_auc"]
     assert row["mean"] == pytest.approx(values.mean()) and row["sd"] == pytest.approx(values.std(ddof=1))
     assert row["n_seeds"] == 2
@@ -160,8 +179,11 @@ def test_undefined_values_are_marked_not_invented():
 
 def test_missing_reference_and_different_example_sets():
     preds = synthetic_predictions(models=("m1", "m2"), seeds=(0,))
-    with pytest.raises(InputError, match="reference platform 'kaggle' is neither a platform nor a data set in the "
-                                         r"predictions; platforms: away1, away2, home; data sets: away1, away2, home"):
+    with pytest.raises(
+        InputError,
+        match="reference platform 'kaggle' is neither a platform nor a data set in the "
+        r"predictions; platforms: away1, away2, home; data sets: away1, away2, home",
+    ):
         audit_cpfe(CPFEInputs(preds), CPFEOptions(reference="kaggle", **FAST))
     with pytest.raises(InputError, match=r"'hme' is neither .* \(did you mean 'home'\?\)"):
         audit_cpfe(CPFEInputs(preds), CPFEOptions(reference="hme", **FAST))
@@ -172,13 +194,17 @@ def test_missing_reference_and_different_example_sets():
 
 
 def test_non_independent_rows_are_marked_and_left_out_of_the_summary():
-    result = audit_cpfe(CPFEInputs(synthetic_predictions(models=("m1",), seeds=(0,))),
-                        CPFEOptions(reference="home", non_independent=(("m1", "away1"),), **FAST))
+    result = audit_cpfe(
+        CPFEInputs(synthetic_predictions(models=("m1",), seeds=(0,))),
+        CPFEOptions(reference="home", non_independent=(("m1", "away1"),), **FAST),
+    )
     disc = result.table("discrimination").set_index("platform")
     assert disc.loc["away1", "non_independent"] and not disc.loc["away2", "non_independent"]
     away2 = disc.loc["away2"]  # one run: one value, not "x to x"; absolute as in the verdicts, percent labelled
-    assert (f"changes by {away2['delta_macro_auc']:+.3f} on the other platforms ({away2['delta_auc_pct']:+.1f}% of "
-            "its home value)") in result.summary
+    assert (
+        f"changes by {away2['delta_macro_auc']:+.3f} on the other platforms ({away2['delta_auc_pct']:+.1f}% of "
+        "its home value)"
+    ) in result.summary
     home = result.table("calibration").set_index("platform").loc["home", "ece_debiased"]
     assert f"(home: macro-AUC {disc.loc['home', 'macro_auc']:.3f}, debiased ECE {home:.3f})" in result.summary
     assert "on average (range" not in result.summary
@@ -194,9 +220,12 @@ def audit_simulated(config, n_boot=300):
     preds = predict_corpus(model, corpus, model_name="tfidf-lr", seed=config.seed, splits=("test",))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the audit reports problems in its tables, never as stray warnings
-        result = audit_cpfe(CPFEInputs(PredictionSet(preds, corpus.classes)),
-                            CPFEOptions(reference="synthetic-forum", seed=config.seed, n_boot_significance=n_boot,
-                                        n_boot_ece=200, figures=False))
+        result = audit_cpfe(
+            CPFEInputs(PredictionSet(preds, corpus.classes)),
+            CPFEOptions(
+                reference="synthetic-forum", seed=config.seed, n_boot_significance=n_boot, n_boot_ece=200, figures=False
+            ),
+        )
     return result.verdicts.assign(raised=lambda v: v["severity"] != "pass")
 
 
@@ -210,8 +239,12 @@ def test_planted_shift_raises_every_named_flag():
 
 @pytest.mark.slow
 def test_no_shift_raises_at_most_5pct_false_flags_over_20_seeds():
-    verdicts = pd.concat([audit_simulated(SimulationConfig.no_shift(seed=s, n_per_platform=1200, auto_platforms=()),
-                                       n_boot=200) for s in range(20)])
+    verdicts = pd.concat(
+        [
+            audit_simulated(SimulationConfig.no_shift(seed=s, n_per_platform=1200, auto_platforms=()), n_boot=200)
+            for s in range(20)
+        ]
+    )
     # seeds x target platforms x (flags + the reference's macro-AUC and ECE); no attributions: no Jaccard flags
     assert len(verdicts) == 20 * 2 * (7 + 2)
     assert verdicts["raised"].mean() <= 0.05, verdicts[verdicts["raised"]]
@@ -227,8 +260,25 @@ def test_cli_audit_on_a_users_probability_file(tmp_path):
     user.to_csv(path, index=False)
     out = tmp_path / "report"
     runner = CliRunner()
-    done = runner.invoke(app, ["audit", "cpfe", "--predictions", str(path), "--reference", "home", "--out", str(out),
-                               "--n-boot-significance", "200", "--n-boot-ece", "100", "--model", "mine"])
+    done = runner.invoke(
+        app,
+        [
+            "audit",
+            "cpfe",
+            "--predictions",
+            str(path),
+            "--reference",
+            "home",
+            "--out",
+            str(out),
+            "--n-boot-significance",
+            "200",
+            "--n-boot-ece",
+            "100",
+            "--model",
+            "mine",
+        ],
+    )
     assert done.exit_code == 0, done.output
     # not a terminal: one timestamped line per stage start and end, with its seconds
     stages = re.findall(r"^\[\d\d:\d\d:\d\d\] done  (.+) \((\d+\.\d) s\)$", done.stderr, flags=re.M)
@@ -236,13 +286,15 @@ def test_cli_audit_on_a_users_probability_file(tmp_path):
     report = json.loads((out / "report.json").read_text())
     assert set(report["provenance"]["stage_seconds"]) == {s for s, _ in stages}
     assert report["options"]["score_kind"].startswith("log-probabilities")
-    disc = pd.DataFrame(next(s["tables"]["discrimination"] for s in report["sections"]
-                             if "discrimination" in s["tables"]))
+    disc = pd.DataFrame(
+        next(s["tables"]["discrimination"] for s in report["sections"] if "discrimination" in s["tables"])
+    )
     assert set(disc["model"]) == {"mine"} and len(disc) == 3
     assert (out / "figures").is_dir() and "data:image/svg+xml;base64" in (out / "report.html").read_text()
     assert {p.suffix for p in (out / "figures").iterdir()} == {".svg"}
-    bad = runner.invoke(app, ["audit", "cpfe", "--predictions", str(path), "--reference", "kaggle", "--out",
-                              str(tmp_path / "nope")])
+    bad = runner.invoke(
+        app, ["audit", "cpfe", "--predictions", str(path), "--reference", "kaggle", "--out", str(tmp_path / "nope")]
+    )
     assert bad.exit_code == 2 and "reference platform 'kaggle'" in bad.stderr
     assert not (tmp_path / "nope").exists()
 
@@ -285,8 +337,9 @@ def test_macro_averages_are_undefined_when_a_class_is_absent_not_averaged_over_t
 def test_reference_without_a_class_is_reported_not_a_crash():
     preds = synthetic_predictions(models=("m1",), seeds=(0,)).frame
     preds = preds[~((preds["platform"] == "home") & (preds["label"] == "stress"))]
-    shift = audit_cpfe(CPFEInputs(PredictionSet(preds, CLASSES)),
-                       CPFEOptions(reference="home", **FAST)).table("label_shift")
+    shift = audit_cpfe(CPFEInputs(PredictionSet(preds, CLASSES)), CPFEOptions(reference="home", **FAST)).table(
+        "label_shift"
+    )
     assert shift["prevalence_em"].isna().all() and shift["em_note"].str.contains("absent on the reference").all()
 
 
@@ -294,14 +347,32 @@ def test_length_and_attribution_axes_with_texts_and_attributions():
     preds = synthetic_predictions(models=("m1",), seeds=(0, 1), n=40)
     ids = preds.frame["id"].unique()
     texts = pd.Series([" ".join(["w"] * (1 + i % 80)) for i in range(len(ids))], index=ids)
-    words = {"home": ["sad", "tired", "empty", "alone"], "away1": ["sad", "lol", "tbh", "ok"],
-             "away2": ["sad", "tired", "ok", "meh"]}
-    attributions = pd.DataFrame([
-        {"model": "m1", "seed": s, "platform": p, "dataset": p, "class": "depression", "word": w,
-         "score": 10.0 - r, "count": 3, "method": "linear"}
-        for s in (0, 1) for p, ws in words.items() for r, w in enumerate(ws)])
-    result = audit_cpfe(CPFEInputs(preds, texts=texts, attributions=attributions),
-                        CPFEOptions(reference="home", top_ks=(2, 4), **FAST))
+    words = {
+        "home": ["sad", "tired", "empty", "alone"],
+        "away1": ["sad", "lol", "tbh", "ok"],
+        "away2": ["sad", "tired", "ok", "meh"],
+    }
+    attributions = pd.DataFrame(
+        [
+            {
+                "model": "m1",
+                "seed": s,
+                "platform": p,
+                "dataset": p,
+                "class": "depression",
+                "word": w,
+                "score": 10.0 - r,
+                "count": 3,
+                "method": "linear",
+            }
+            for s in (0, 1)
+            for p, ws in words.items()
+            for r, w in enumerate(ws)
+        ]
+    )
+    result = audit_cpfe(
+        CPFEInputs(preds, texts=texts, attributions=attributions), CPFEOptions(reference="home", top_ks=(2, 4), **FAST)
+    )
     stab = result.table("attribution_stability").query("seed == 0").set_index(["platform_a", "platform_b", "k"])
     assert stab.loc[("away1", "home", 4), "jaccard"] == pytest.approx(1 / 7)
     assert stab.loc[("away2", "home", 2), "jaccard"] == pytest.approx(1.0)
@@ -318,11 +389,16 @@ def test_length_and_attribution_axes_with_texts_and_attributions():
         audit_cpfe(CPFEInputs(preds, texts=texts.drop(texts.index[40:80])), CPFEOptions(reference="home", **FAST))
 
 
-@pytest.mark.parametrize("change, message", [
-    (dict(n_bins=0), "n_bins 0"), (dict(n_boot_ece=1), "n_boot_ece 1 must be at least 2"),
-    (dict(calibration_fraction=-0.2), "strictly between 0 and 1"), (dict(correction="holm"), "bonferroni"),
-    (dict(reference=" "), "reference ' ' must be a platform or data set name"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(n_bins=0), "n_bins 0"),
+        (dict(n_boot_ece=1), "n_boot_ece 1 must be at least 2"),
+        (dict(calibration_fraction=-0.2), "strictly between 0 and 1"),
+        (dict(correction="holm"), "bonferroni"),
+        (dict(reference=" "), "reference ' ' must be a platform or data set name"),
+    ],
+)
 def test_options_are_checked_when_made(change, message):
     with pytest.raises(InputError, match=message):
         CPFEOptions(**{"reference": "home", **FAST, **change})
@@ -332,8 +408,11 @@ def test_equity_summary_names_the_worst_class(result):
     equity, summary = result.table("equity"), result.table("equity_summary")
     assert len(summary) == 4 * 2  # (model, seed) x targets
     for _, row in summary.iterrows():
-        cells = equity[(equity["model"] == row["model"]) & (equity["seed"] == row["seed"])
-                       & (equity["platform"] == row["platform"])].set_index("class")
+        cells = equity[
+            (equity["model"] == row["model"])
+            & (equity["seed"] == row["seed"])
+            & (equity["platform"] == row["platform"])
+        ].set_index("class")
         assert row["min_disparate_impact"] == cells["disparate_impact"].min()
         assert cells.loc[row["min_disparate_impact_class"], "disparate_impact"] == row["min_disparate_impact"]
         assert row["max_equal_opportunity_gap"] == cells["equal_opportunity_gap"].max()
@@ -377,8 +456,10 @@ def test_a_degenerate_temperature_is_its_own_verdict_and_no_repair():
     # its ECE after scaling is no "pass": undefined, and the reason says why
     after = result.verdicts.query("statistic == 'ece_after_ts'").set_index("target")
     assert after.loc["away1", "severity"] == "undefined" and np.isnan(after.loc["away1", "value"])
-    assert "undefined: the temperature is degenerate (T = 148.4 at its search bound), so its ECE is no repair" == \
-        after.loc["away1", "reason"]
+    assert (
+        "undefined: the temperature is degenerate (T = 148.4 at its search bound), so its ECE is no repair"
+        == after.loc["away1", "reason"]
+    )
     assert after.loc["away2", "value"] == scaled.loc["away2", "ece_after"]
     assert "Of 2 temperature fits off the reference platform, 1 degenerate (at the search bound" in result.summary
     assert "m1 seed 0 on away1; they are left out of what follows." in result.summary
@@ -406,6 +487,7 @@ def test_the_predictions_are_validated_once_at_the_door(monkeypatch):
         def wrapper(*args, **kwargs):
             calls[name] += 1
             return function(*args, **kwargs)
+
         return wrapper
 
     monkeypatch.setattr(predictions, "check_predictions", counted("predictions", predictions.check_predictions))
@@ -437,9 +519,17 @@ def test_place_bootstraps_in_blocks_equal_the_whole_count_matrix(monkeypatch):
     rng = np.random.default_rng(4)
     n, k = 120, 3
     y = rng.integers(0, k, n)
-    frame = pd.DataFrame({"id": [f"r{i}" for i in range(n)] * 2, "model": ["a"] * n + ["b"] * n, "seed": 0,
-                          "platform": "home", "dataset": "home", "split": "test",
-                          "label": np.array(["x", "y", "z"])[np.r_[y, y]]})
+    frame = pd.DataFrame(
+        {
+            "id": [f"r{i}" for i in range(n)] * 2,
+            "model": ["a"] * n + ["b"] * n,
+            "seed": 0,
+            "platform": "home",
+            "dataset": "home",
+            "split": "test",
+            "label": np.array(["x", "y", "z"])[np.r_[y, y]],
+        }
+    )
     logits = rng.normal(size=(2 * n, k))
     for c, name in enumerate(["x", "y", "z"]):
         frame[f"logit_{name}"] = logits[:, c]
@@ -449,5 +539,6 @@ def test_place_bootstraps_in_blocks_equal_the_whole_count_matrix(monkeypatch):
     counts = resample_counts(groups[0].y, 50, np.random.default_rng(9))
     for g in groups:
         assert np.array_equal(aucs[id(g)], bootstrap_macro_auc(g.y, g.probs, k, counts))
-        assert eces[id(g)] == bias_corrected(ece(g.probs, g.y, 10), bootstrap_ece(g.probs, g.y, counts[:30], 10),
-                                             floor=0.0)
+        assert eces[id(g)] == bias_corrected(
+            ece(g.probs, g.y, 10), bootstrap_ece(g.probs, g.y, counts[:30], 10), floor=0.0
+        )

@@ -32,7 +32,8 @@ def write_two_platforms(folder) -> None:
         z[np.arange(n), y] += 1.5
         p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
         pd.DataFrame({"label": y, **{f"prob_{c}": p[:, c].round(6) for c in range(4)}}).to_csv(
-            folder / f"bert_seed0_{platform}.csv", index=False)
+            folder / f"bert_seed0_{platform}.csv", index=False
+        )
 
 
 def modules_after_a_cpfe_run(folder) -> set[str]:

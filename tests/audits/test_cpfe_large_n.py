@@ -27,9 +27,10 @@ def _codes_probs(frame: pd.DataFrame, model: str, platform: str) -> tuple[np.nda
 @pytest.fixture(scope="module")
 def runs():
     preds = synthetic_predictions(n=N, seeds=(0,))
-    return preds, {threshold: audit_cpfe(CPFEInputs(preds),
-                                         CPFEOptions(reference="home", delong_min_rows=threshold, **FAST))
-                   for threshold in (N, N + 1)}
+    return preds, {
+        threshold: audit_cpfe(CPFEInputs(preds), CPFEOptions(reference="home", delong_min_rows=threshold, **FAST))
+        for threshold in (N, N + 1)
+    }
 
 
 def test_every_group_at_the_threshold_uses_delong(runs):

@@ -32,8 +32,17 @@ def predictions(signal: dict[str, float], n=300, scale: dict[str, float] | None 
         y = (rng.uniform(size=(size, 1)) > probs.cumsum(axis=1)).sum(axis=1)
         logits = logits * (scale or {}).get(platform, 1.0)
         frame = pd.DataFrame(logits, columns=[f"logit_{c}" for c in CLASSES])
-        parts.append(frame.assign(id=[f"{platform}-{i}" for i in range(size)], model="m", seed=0, platform=platform,
-                                  dataset=platform, split="test", label=np.array(CLASSES)[y]))
+        parts.append(
+            frame.assign(
+                id=[f"{platform}-{i}" for i in range(size)],
+                model="m",
+                seed=0,
+                platform=platform,
+                dataset=platform,
+                split="test",
+                label=np.array(CLASSES)[y],
+            )
+        )
     return PredictionSet(pd.concat(parts, ignore_index=True), CLASSES)
 
 
@@ -42,23 +51,54 @@ def test_a_cell_that_passes_on_the_adjusted_p_shows_the_ci_at_the_corrected_leve
     over 3 comparisons: a pass, so its CI (at 1 - 0.05/3) must hold 0 and its words must name the rule."""
     se = 0.017
     p = two_sided_p(0.040 / se)
-    discrimination = pd.DataFrame([{"model": "m", "seed": 0, "platform": p_, "dataset": p_,
-                                    "is_reference": p_ == "home", "macro_auc": 0.9 - (0.04 if p_ == "t1" else 0)}
-                                   for p_ in ("home", "t1")])
-    significance = pd.DataFrame([{"model": "m", "seed": 0, "platform_a": "t1", "dataset_a": "t1", "platform_b": "home",
-                                  "dataset_b": "home", "difference": -0.040, "se": se, "ci_low": -0.040 - 1.96 * se,
-                                  "ci_high": -0.040 + 1.96 * se, "p": p, "test": "two-sided Z test, bootstrap SE",
-                                  "family": "reference vs target", "correction": "bonferroni", "family_size": 3,
-                                  "alpha_adjusted": 0.05 / 3, "p_adjusted": 3 * p, "significant": False}])
+    discrimination = pd.DataFrame(
+        [
+            {
+                "model": "m",
+                "seed": 0,
+                "platform": p_,
+                "dataset": p_,
+                "is_reference": p_ == "home",
+                "macro_auc": 0.9 - (0.04 if p_ == "t1" else 0),
+            }
+            for p_ in ("home", "t1")
+        ]
+    )
+    significance = pd.DataFrame(
+        [
+            {
+                "model": "m",
+                "seed": 0,
+                "platform_a": "t1",
+                "dataset_a": "t1",
+                "platform_b": "home",
+                "dataset_b": "home",
+                "difference": -0.040,
+                "se": se,
+                "ci_low": -0.040 - 1.96 * se,
+                "ci_high": -0.040 + 1.96 * se,
+                "p": p,
+                "test": "two-sided Z test, bootstrap SE",
+                "family": "reference vs target",
+                "correction": "bonferroni",
+                "family_size": 3,
+                "alpha_adjusted": 0.05 / 3,
+                "p_adjusted": 3 * p,
+                "significant": False,
+            }
+        ]
+    )
     assert -0.040 + 1.96 * se < 0  # the unadjusted 95% CI of the drop, [0.007, 0.073], excludes 0
     table = flags(discrimination, significance, pd.DataFrame(), pd.DataFrame()).set_index("flag")
     drop = table.loc["auc_drop_beyond_ci"]
     assert not drop["raised"] and drop["value"] == pytest.approx(0.040)
     assert drop["ci_low"] == pytest.approx(0.040 - 2.394 * se, abs=1e-4) and drop["ci_low"] < 0 < drop["ci_high"]
     assert drop["reason"] == f"the drop is not significant: Bonferroni-adjusted p {3 * p:.3f} >= 0.05"
-    assert drop["threshold"] == ("drop > 0 with Bonferroni-adjusted p < 0.05 (two-sided Z test, bootstrap SE; family: "
-                                 "the 3 reference-vs-target comparisons of this model and seed); CI at the corrected "
-                                 "level 98.33%")
+    assert drop["threshold"] == (
+        "drop > 0 with Bonferroni-adjusted p < 0.05 (two-sided Z test, bootstrap SE; family: "
+        "the 3 reference-vs-target comparisons of this model and seed); CI at the corrected "
+        "level 98.33%"
+    )
     assert table.loc["significant_difference", "statistic"] == "bonferroni_p"
 
 
@@ -94,11 +134,18 @@ def test_the_verdicts_ci_excludes_0_exactly_when_the_corrected_test_rejects(weak
     name = {"bonferroni": "Bonferroni", "bh": "Benjamini-Hochberg"}[correction]
     cells = result.verdicts[result.verdicts["axis"] == "significance"]
     assert set(cells["statistic"]) == {f"{correction}_p"}
-    assert cells["threshold"].str.contains(f"{name}-adjusted p < 0.05 \\(two-sided Z test, bootstrap SE; family: "
-                                           "the 4 reference-vs-target comparisons").all()
+    assert (
+        cells["threshold"]
+        .str.contains(
+            f"{name}-adjusted p < 0.05 \\(two-sided Z test, bootstrap SE; family: the 4 reference-vs-target comparisons"
+        )
+        .all()
+    )
     assert cells["reason"].str.contains(f"{name}-adjusted p ").all()
-    assert f"a macro-AUC drop with {name}-adjusted p < 0.05 (two-sided Z test, bootstrap SE; family: each model " \
-           "and seed's reference-vs-target comparisons) in" in result.summary
+    assert (
+        f"a macro-AUC drop with {name}-adjusted p < 0.05 (two-sided Z test, bootstrap SE; family: each model "
+        "and seed's reference-vs-target comparisons) in" in result.summary
+    )
     assert "95% CI" not in result.summary
 
 
@@ -109,14 +156,16 @@ def test_drops_are_absolute_in_table_verdict_and_summary_with_the_percent_labell
     assert disc.loc["away", "delta_macro_auc"] == pytest.approx(change) and disc.loc["home", "delta_macro_auc"] == 0
     drop = result.verdicts.set_index("statistic").loc["macro_auc_drop", "value"]
     assert drop == pytest.approx(-change)
-    assert (f"changes by {change:+.3f} on the other platforms ({disc.loc['away', 'delta_auc_pct']:+.1f}% of its home "
-            "value)") in result.summary
+    assert (
+        f"changes by {change:+.3f} on the other platforms ({disc.loc['away', 'delta_auc_pct']:+.1f}% of its home value)"
+    ) in result.summary
 
 
 def test_each_target_shows_the_reference_macro_auc_and_ece_it_is_compared_with():
     """Beside each target's drop on the scorecard, not as a row of its own: the first screen holds the scorecard."""
-    result = audit_cpfe(CPFEInputs(predictions({"home": 2.0, "a1": 1.0, "a2": 1.5})), CPFEOptions(reference="home",
-                                                                                                  **FAST))
+    result = audit_cpfe(
+        CPFEInputs(predictions({"home": 2.0, "a1": 1.0, "a2": 1.5})), CPFEOptions(reference="home", **FAST)
+    )
     disc = result.table("discrimination").set_index("platform").loc["home"]
     cal = result.table("calibration").set_index("platform").loc["home"]
     for target in ("a1", "a2"):
@@ -142,10 +191,12 @@ def test_a_home_not_calibrated_is_a_warning_in_the_verdicts_and_the_reports_note
     assert home.loc["home_ece_debiased", "severity"] == "warn"
     card = scorecard(result.verdicts).set_index("target")  # a baseline not passing shows in the cell
     assert card.loc["away", "calibration"].endswith(f"; home_ece_debiased {ece:.3f} (warn)")
-    assert result.notes == [f"warning: m seed 0 is not calibrated at home (home: debiased ECE {ece:.3f} > 0.1), so "
-                            "the ECE verdicts compare each target with a miscalibrated reference. A model fits its "
-                            "home temperature on the validation rows (split 'val') of the platform it is trained on; "
-                            "trained without them it fits none."]
+    assert result.notes == [
+        f"warning: m seed 0 is not calibrated at home (home: debiased ECE {ece:.3f} > 0.1), so "
+        "the ECE verdicts compare each target with a miscalibrated reference. A model fits its "
+        "home temperature on the validation rows (split 'val') of the platform it is trained on; "
+        "trained without them it fits none."
+    ]
     assert "debiased ECE above 0.10 at home (the ECE verdicts' baseline) in 1 of 1 runs" in result.summary
     write_report(result, tmp_path)
     assert json.loads((tmp_path / "report.json").read_text())["notes"] == result.notes
@@ -159,8 +210,10 @@ def test_no_temperature_at_home_and_none_on_a_target_are_said_not_repaired():
     result = audit_cpfe(CPFEInputs(preds), CPFEOptions(reference="home", **FAST))
     reason = "calibration split too small or one class: temperature not fitted"
     assert f"warning: no temperature was fitted on the reference for m seed 0: {reason}." in result.notes
-    assert (f"Of 2 temperature fits off the reference platform, 1 not fitted ({reason}): m seed 0 on small; they are "
-            "left out of what follows.") in result.summary
+    assert (
+        f"Of 2 temperature fits off the reference platform, 1 not fitted ({reason}): m seed 0 on small; they are "
+        "left out of what follows."
+    ) in result.summary
     assert "On the 1 target run with a usable fit, temperature scaling" in result.summary
     assert "calibration can be repaired" not in result.summary
     only_small = predictions({"home": 2.0, "small": 1.0}, n=10)

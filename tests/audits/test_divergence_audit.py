@@ -11,8 +11,18 @@ import pandas as pd
 import pytest
 
 
-REQUIRED = ("channel_scores", "interference", "dod", "dod_platform_stratified", "masking", "mcnemar", "lodo",
-            "phenotypes", "orthogonality", "concentration")
+REQUIRED = (
+    "channel_scores",
+    "interference",
+    "dod",
+    "dod_platform_stratified",
+    "masking",
+    "mcnemar",
+    "lodo",
+    "phenotypes",
+    "orthogonality",
+    "concentration",
+)
 
 
 @pytest.fixture(scope="module")
@@ -29,14 +39,25 @@ def test_report_has_every_table_and_is_marked_synthetic(demo):
     for name in REQUIRED:
         assert name in tables and not tables[name].empty, name
     scores = tables["channel_scores"]
-    assert set(scores["channel"]) == {"A", "B", "C", "AB", "AC", "BC", "ABC", "A_word", "baseline:tfidf-lr",
-                                      "baseline:char-tfidf-lr"}
+    assert set(scores["channel"]) == {
+        "A",
+        "B",
+        "C",
+        "AB",
+        "AC",
+        "BC",
+        "ABC",
+        "A_word",
+        "baseline:tfidf-lr",
+        "baseline:char-tfidf-lr",
+    }
     assert (scores["macro_f1"] > scores["majority_macro_f1"]).all()  # every channel learns something
     figures = {s["title"]: [f["file"] for f in s["figures"]] for s in report["sections"] if s["figures"]}
     assert figures == {
         "Channel scores": ["figures/macro-f1-by-channel-and-data-set.png"],
         "Degree of Divergence": ["figures/degree-of-divergence-with-95--cis--overall-and-per-platform.png"],
-        "Masking suite": ["figures/masking-effects-against-the-unmasked-run.png"]}
+        "Masking suite": ["figures/masking-effects-against-the-unmasked-run.png"],
+    }
     assert all((out / f).stat().st_size > 10_000 for names in figures.values() for f in names)
 
 
@@ -56,8 +77,10 @@ def test_a_baseline_model_gets_its_dod_against_channel_a(demo):
         # the second verdict's name says what its number is to the first: the divergence seen on AUC too, or not
         apart = verdict[0]["severity"] == "fail"
         same_side = auc["ci_low"] * row["estimate"] > 0 and auc["ci_high"] * row["estimate"] > 0
-        assert [v["statistic"] for v in verdict] == ["dod vs A", "dod on AUC" if not apart else
-                                                     "also on AUC" if same_side else "not on AUC"]
+        assert [v["statistic"] for v in verdict] == [
+            "dod vs A",
+            "dod on AUC" if not apart else "also on AUC" if same_side else "not on AUC",
+        ]
         assert verdict[0]["value"] == pytest.approx(row["estimate"])
         assert verdict[1]["value"] == pytest.approx(auc["estimate"])
 
@@ -75,8 +98,11 @@ def test_threshold_free_dod_is_the_dod_of_each_metric_by_hand(demo):
             want = np.mean([gain[d] for d in human]) - np.mean([gain[d] for d in auto])
             assert free.loc[(f"{x}-A", metric), "estimate"] == pytest.approx(want, abs=1e-12)
         prev = {d: scores.loc[(x, d), "prevalence"] for d in human + auto}
-        gain = {d: (scores.loc[(x, d), "pr_auc"] - prev[d]) / (1 - prev[d])
-                - (scores.loc[("A", d), "pr_auc"] - prev[d]) / (1 - prev[d]) for d in human + auto}
+        gain = {
+            d: (scores.loc[(x, d), "pr_auc"] - prev[d]) / (1 - prev[d])
+            - (scores.loc[("A", d), "pr_auc"] - prev[d]) / (1 - prev[d])
+            for d in human + auto
+        }
         want = np.mean([gain[d] for d in human]) - np.mean([gain[d] for d in auto])
         assert free.loc[(f"{x}-A", "pr_auc_gain"), "estimate"] == pytest.approx(want, abs=1e-12)
         row = free.loc[(f"{x}-A", "auc")]
@@ -124,20 +150,56 @@ def test_masks_lodo_phenotypes_and_conflicts(demo):
     assert set(weights.query("channel == 'ABC'")["block"]) == {"A", "B", "C"}
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--human", "synthetic_forum", "--auto", "synthetic_forum"], "named both human and auto"),
-    (["--human", "synthetic_forum", "--auto", "synthetic_tweets_auto", "--train-dataset", "synthetic_tweets_auto"],
-     "is auto-labelled"),
-    (["--human", "synthetic_forum", "--auto", "synthetic_tweets_auto", "--channels", "A,C", "--mask-channels", "BC"],
-     "not among channels"),
-    (["--human", "synthetic_forum", "--auto", "synthetic_tweets_auto", "--channels", "A,D"], "letters A, B, C"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--human", "synthetic_forum", "--auto", "synthetic_forum"], "named both human and auto"),
+        (
+            [
+                "--human",
+                "synthetic_forum",
+                "--auto",
+                "synthetic_tweets_auto",
+                "--train-dataset",
+                "synthetic_tweets_auto",
+            ],
+            "is auto-labelled",
+        ),
+        (
+            [
+                "--human",
+                "synthetic_forum",
+                "--auto",
+                "synthetic_tweets_auto",
+                "--channels",
+                "A,C",
+                "--mask-channels",
+                "BC",
+            ],
+            "not among channels",
+        ),
+        (["--human", "synthetic_forum", "--auto", "synthetic_tweets_auto", "--channels", "A,D"], "letters A, B, C"),
+    ],
+)
 def test_cli_bad_options(demo, tmp_path, args, message):
     out, _, _ = demo
     target = tmp_path / "never"
-    done = subprocess.run([sys.executable, "-m", "mhaudit", "audit", "divergence",
-                           "--corpus", str(out / "corpus.parquet"),
-                           *args, "--out", str(target)], capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mhaudit",
+            "audit",
+            "divergence",
+            "--corpus",
+            str(out / "corpus.parquet"),
+            *args,
+            "--out",
+            str(target),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 2 and message in done.stderr.replace("\n", " ")
     assert "Traceback" not in done.stderr and not target.exists()
 
@@ -145,10 +207,25 @@ def test_cli_bad_options(demo, tmp_path, args, message):
 def test_cli_refuses_a_data_set_on_both_sides(demo, tmp_path):
     out, _, _ = demo
     target = tmp_path / "never"
-    done = subprocess.run([sys.executable, "-m", "mhaudit", "audit", "divergence",
-                           "--corpus", str(out / "corpus.parquet"),
-                           "--human", "synthetic_forum", "--auto", "synthetic_forum", "--out", str(target)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mhaudit",
+            "audit",
+            "divergence",
+            "--corpus",
+            str(out / "corpus.parquet"),
+            "--human",
+            "synthetic_forum",
+            "--auto",
+            "synthetic_forum",
+            "--out",
+            str(target),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 2
     assert "named both human and auto" in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) <= 2 and not target.exists()
@@ -156,11 +233,37 @@ def test_cli_refuses_a_data_set_on_both_sides(demo, tmp_path):
 
 def test_cli_runs_a_small_audit_with_repeats(demo, tmp_path):
     out, _, _ = demo
-    done = subprocess.run([sys.executable, "-m", "mhaudit", "audit", "divergence",
-                           "--corpus", str(out / "corpus.parquet"),
-                           "--human", "synthetic_forum", "--human", "synthetic_tweets_gold", "--auto",
-                           "synthetic_tweets_auto", "--channels", "A,C", "--masks", "none", "--lodo-channels", "",
-                           "--n-boot", "500", "--repeats", "2", "--out", str(tmp_path)], capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mhaudit",
+            "audit",
+            "divergence",
+            "--corpus",
+            str(out / "corpus.parquet"),
+            "--human",
+            "synthetic_forum",
+            "--human",
+            "synthetic_tweets_gold",
+            "--auto",
+            "synthetic_tweets_auto",
+            "--channels",
+            "A,C",
+            "--masks",
+            "none",
+            "--lodo-channels",
+            "",
+            "--n-boot",
+            "500",
+            "--repeats",
+            "2",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "report.json").read_text())
     dod = pd.DataFrame(next(s["tables"]["dod"] for s in report["sections"] if "dod" in s["tables"]))
@@ -180,14 +283,40 @@ def test_cli_compares_a_baseline_model(demo, tmp_path):
     corpus = Corpus.read(out / "corpus.parquet").frame
     hit = corpus["text"].map(mentions_stress_topic).to_numpy()
     preds = corpus[["id", "platform", "dataset", "split", "label"]].assign(
-        model="keyword-rule", seed=0, prob_no_stress=np.where(hit, 0.1, 0.9), prob_stress=np.where(hit, 0.9, 0.1))
+        model="keyword-rule", seed=0, prob_no_stress=np.where(hit, 0.1, 0.9), prob_stress=np.where(hit, 0.9, 0.1)
+    )
     preds.to_parquet(tmp_path / "baseline.parquet", index=False)
-    done = subprocess.run([sys.executable, "-m", "mhaudit", "audit", "divergence",
-                           "--corpus", str(out / "corpus.parquet"),
-                           "--human", "synthetic_forum", "--human", "synthetic_tweets_gold", "--auto",
-                           "synthetic_tweets_auto", "--channels", "A,C", "--masks", "none", "--lodo-channels", "",
-                           "--n-boot", "500", "--baseline", str(tmp_path / "baseline.parquet"), "--out",
-                           str(tmp_path / "report")], capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mhaudit",
+            "audit",
+            "divergence",
+            "--corpus",
+            str(out / "corpus.parquet"),
+            "--human",
+            "synthetic_forum",
+            "--human",
+            "synthetic_tweets_gold",
+            "--auto",
+            "synthetic_tweets_auto",
+            "--channels",
+            "A,C",
+            "--masks",
+            "none",
+            "--lodo-channels",
+            "",
+            "--n-boot",
+            "500",
+            "--baseline",
+            str(tmp_path / "baseline.parquet"),
+            "--out",
+            str(tmp_path / "report"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     tables = {name: pd.DataFrame(rows) for s in report["sections"] for name, rows in s["tables"].items()}

@@ -31,8 +31,9 @@ def problem(n: int, p: int, seed: int, balance: float = 0.5) -> tuple[np.ndarray
 def saga(x, y, C, l1_ratio, tol):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return LogisticRegression(C=C, l1_ratio=l1_ratio, solver="saga", class_weight="balanced", tol=tol,
-                                  max_iter=200_000, random_state=0).fit(x, y)
+        return LogisticRegression(
+            C=C, l1_ratio=l1_ratio, solver="saga", class_weight="balanced", tol=tol, max_iter=200_000, random_state=0
+        ).fit(x, y)
 
 
 @pytest.mark.parametrize("C, l1_ratio", ELASTIC_NET_GRID)

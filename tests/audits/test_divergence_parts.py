@@ -20,11 +20,24 @@ from mhaudit.stats.divergence import degree_of_divergence
 
 def frame() -> pd.DataFrame:
     rows = []
-    for dataset, split, n in (("forum", "train", 40), ("forum", "test", 20), ("tweets", "test", 20),
-                              ("tweets_auto", "test", 20), ("forum_auto", "test", 20)):
+    for dataset, split, n in (
+        ("forum", "train", 40),
+        ("forum", "test", 20),
+        ("tweets", "test", 20),
+        ("tweets_auto", "test", 20),
+        ("forum_auto", "test", 20),
+    ):
         for i in range(n):
-            rows.append({"id": f"{dataset}-{split}-{i}", "text": f"post {i}", "label": ("calm", "stress")[i % 2],
-                         "platform": dataset.split("_")[0], "dataset": dataset, "split": split})
+            rows.append(
+                {
+                    "id": f"{dataset}-{split}-{i}",
+                    "text": f"post {i}",
+                    "label": ("calm", "stress")[i % 2],
+                    "platform": dataset.split("_")[0],
+                    "dataset": dataset,
+                    "split": split,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -36,26 +49,42 @@ def test_design_splits_rows_and_sides():
     assert design.y_train.sum() == 20
 
 
-@pytest.mark.parametrize("human, auto, classes, message", [
-    (["forum", "tweets"], ["tweets"], ["calm", "stress"], "named both --human and --auto"),
-    (["forum"], [], ["calm", "stress"], "name at least one data set with --auto"),
-    (["forum"], ["nowhere"], ["calm", "stress"], "not in the corpus"),
-    (["forum"], ["tweets_auto"], ["calm", "stress", "other"], "needs a binary corpus"),
-])
+@pytest.mark.parametrize(
+    "human, auto, classes, message",
+    [
+        (["forum", "tweets"], ["tweets"], ["calm", "stress"], "named both --human and --auto"),
+        (["forum"], [], ["calm", "stress"], "name at least one data set with --auto"),
+        (["forum"], ["nowhere"], ["calm", "stress"], "not in the corpus"),
+        (["forum"], ["tweets_auto"], ["calm", "stress", "other"], "needs a binary corpus"),
+    ],
+)
 def test_design_errors(human, auto, classes, message):
     with pytest.raises(InputError, match=message):
         build_design(frame(), classes, human, auto)
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--human", "forum", "--auto", "tweets_auto", "--train-dataset", "forun"],
-     ("--train-dataset data set 'forun' (did you mean 'forum'?) is not in the corpus; "
-      "its data sets are forum, forum_auto, tweets, tweets_auto")),
-    (["--human", "forum", "--human", "tweet", "--auto", "twets_auto", "--auto", "reddit"],
-     "--human data set 'tweet' (did you mean 'tweets'?) is not in the corpus; its data sets are forum, forum_auto"),
-    (["--human", "forum", "--auto", "twets_auto", "--auto", "reddit"],
-     "--auto data sets 'twets_auto' (did you mean 'tweets_auto'?), 'reddit' are not in the corpus; its data sets"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (
+            ["--human", "forum", "--auto", "tweets_auto", "--train-dataset", "forun"],
+            (
+                "--train-dataset data set 'forun' (did you mean 'forum'?) is not in the corpus; "
+                "its data sets are forum, forum_auto, tweets, tweets_auto"
+            ),
+        ),
+        (
+            ["--human", "forum", "--human", "tweet", "--auto", "twets_auto", "--auto", "reddit"],
+            "--human data set 'tweet' (did you mean 'tweets'?) is not in the corpus; "
+            "its data sets are forum, forum_auto",
+        ),
+        (
+            ["--human", "forum", "--auto", "twets_auto", "--auto", "reddit"],
+            "--auto data sets 'twets_auto' (did you mean 'tweets_auto'?), 'reddit' are not in the corpus; "
+            "its data sets",
+        ),
+    ],
+)
 def test_cli_names_a_misspelt_data_set_and_the_ones_there_are(tmp_path, flags, message):
     from typer.testing import CliRunner
 
@@ -64,8 +93,9 @@ def test_cli_names_a_misspelt_data_set_and_the_ones_there_are(tmp_path, flags, m
     from tests.cli_checks import assert_one_sentence_failure
 
     Corpus.build(frame(), ["calm", "stress"]).write(tmp_path / "c.parquet")
-    result = CliRunner().invoke(app, ["audit", "divergence", "--corpus", str(tmp_path / "c.parquet"), *flags,
-                                      "--out", str(tmp_path / "never")])
+    result = CliRunner().invoke(
+        app, ["audit", "divergence", "--corpus", str(tmp_path / "c.parquet"), *flags, "--out", str(tmp_path / "never")]
+    )
     assert_one_sentence_failure(result, message)
     assert not (tmp_path / "never").exists()
 
@@ -130,9 +160,16 @@ def scored(seed=0, n_boot=2000):
         return np.where(rng.random(v.size) < acc, v, 1 - v).astype(np.int8)
 
     keys = ["A", "C", "AC"]
-    preds = {d: np.vstack([noisy(y[d], 0.8 if side[d] == "auto" else 0.65),
-                           noisy(y[d], 0.78 if side[d] == "human" else 0.6),
-                           noisy(y[d], 0.7)]) for d in sizes}
+    preds = {
+        d: np.vstack(
+            [
+                noisy(y[d], 0.8 if side[d] == "auto" else 0.65),
+                noisy(y[d], 0.78 if side[d] == "human" else 0.6),
+                noisy(y[d], 0.7),
+            ]
+        )
+        for d in sizes
+    }
     probs = {d: p.astype(float) for d, p in preds.items()}
     return T.Scored(keys, y, preds, probs, side, {"h1": "r", "h2": "t", "a1": "t", "a2": "r"}, n_boot, seed)
 
@@ -170,26 +207,34 @@ def test_mcnemar_table_and_fdr_family():
     table = T.mcnemar_table(s, [("C", "A")]).set_index("dataset")
     d = "h1"
     right_c, right_a = s.preds[d][1] == s.y[d], s.preds[d][0] == s.y[d]
-    contingency = [[np.sum(right_c & right_a), np.sum(right_c & ~right_a)],
-                   [np.sum(~right_c & right_a), np.sum(~right_c & ~right_a)]]
+    contingency = [
+        [np.sum(right_c & right_a), np.sum(right_c & ~right_a)],
+        [np.sum(~right_c & right_a), np.sum(~right_c & ~right_a)],
+    ]
     assert table.loc[d, "p"] == pytest.approx(sm_mcnemar(contingency, exact=False, correction=True).pvalue, abs=1e-12)
     tables = {"dod": T.dod(s, ["C", "AC"]), "mcnemar": T.mcnemar_table(s, [("C", "A")])}
     family = T.apply_fdr(tables, {"dod": "p", "mcnemar": "p"})
     p = np.concatenate([tables["dod"]["p"], tables["mcnemar"]["p"]])
     assert family == p.size
-    assert np.allclose(np.concatenate([tables["dod"]["q"], tables["mcnemar"]["q"]]),
-                       multipletests(p, method="fdr_bh")[1])
+    assert np.allclose(
+        np.concatenate([tables["dod"]["q"], tables["mcnemar"]["q"]]), multipletests(p, method="fdr_bh")[1]
+    )
 
 
 def test_conflict_types_counts_and_privacy(tmp_path):
     frames = {"d": pd.DataFrame({"id": list("abcdef"), "text": ["secret"] * 6})}
     y = {"d": np.array([0, 1, 0, 1, 1, 0])}
-    preds = {"d": {"A": np.array([1, 0, 0, 1, 1, 0]), "C": np.array([0, 1, 1, 0, 1, 0]),
-                   "BC": np.array([0, 1, 1, 0, 1, 0])}}
+    preds = {
+        "d": {"A": np.array([1, 0, 0, 1, 1, 0]), "C": np.array([0, 1, 1, 0, 1, 0]), "BC": np.array([0, 1, 1, 0, 1, 0])}
+    }
     counts, sample = conflicts(frames, preds, y, ["A", "C", "BC"], per_dataset=10)
     got = counts.set_index("failure_type")["count"].to_dict()
-    assert got == {"keyword_false_positive": 1, "implicit_false_negative": 1, "structural_false_positive": 1,
-                   "structural_false_negative": 1}
+    assert got == {
+        "keyword_false_positive": 1,
+        "implicit_false_negative": 1,
+        "structural_false_positive": 1,
+        "structural_false_negative": 1,
+    }
     assert "text" not in sample.columns and len(sample) == 4
     _, with_text = conflicts(frames, preds, y, ["A", "C", "BC"], per_dataset=2, include_text=True)
     assert len(with_text) == 2 and set(with_text["text"]) == {"secret"}
@@ -229,4 +274,5 @@ def test_data_notes_count_truncation_and_training_overlap():
     assert "2 text(s) longer than 20,000 characters" in notes[0]
     assert notes[1].endswith("forum 20, tweets 20, tweets_auto 20.")  # frame()'s texts repeat the training ones
     assert _data_notes(build_design(f, ["calm", "stress"], ["forum"], ["forum_auto"]), truncated=0) == [
-        "Training texts also in scored data sets (decontaminate with `mhaudit data clean --against`): forum 20."]
+        "Training texts also in scored data sets (decontaminate with `mhaudit data clean --against`): forum 20."
+    ]

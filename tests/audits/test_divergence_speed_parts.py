@@ -15,8 +15,15 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_mutual_info_score, adjusted_rand_score
 
 from mhaudit.audits.divergence.extras import phenotypes
-from mhaudit.audits.divergence.fitting import (ChannelFit, _best_threshold, _configs, _fit, _held_out_prob, combine,
-                                               fit_many)
+from mhaudit.audits.divergence.fitting import (
+    ChannelFit,
+    _best_threshold,
+    _configs,
+    _fit,
+    _held_out_prob,
+    combine,
+    fit_many,
+)
 from mhaudit.audits.divergence.kmeans import _kmeans_plusplus, _same_clustering, _uniform_choice, bootstrap_kmeans
 
 
@@ -121,8 +128,11 @@ def test_fit_many_equals_each_channel_fitted_alone():
     fits = []
     for n in (240, 180):  # two training sets, as leave-one-domain-out has
         y = rng.integers(0, 2, n)
-        blocks = {"A": rng.random((n, 30)) + 0.3 * y[:, None], "B": rng.normal(size=(n, 6)) + 0.5 * y[:, None],
-                  "C": np.tanh(rng.normal(size=(n, 15)) + 0.2 * y[:, None])}
+        blocks = {
+            "A": rng.random((n, 30)) + 0.3 * y[:, None],
+            "B": rng.normal(size=(n, 6)) + 0.5 * y[:, None],
+            "C": np.tanh(rng.normal(size=(n, 15)) + 0.2 * y[:, None]),
+        }
         fits += [ChannelFit(name, blocks, y, np.arange(n) % 5) for name in ("A", "C", "BC", "AB")]
     for f, model in zip(fits, fit_many(fits, n_jobs=2)):
         x = combine(f.blocks, model.letters)
@@ -152,16 +162,26 @@ def test_memo_features_equal_fresh_ones():
     from mhaudit.audits.divergence.views import FeatureMemo, build_view
     from mhaudit.synthetic.simulate_divergence import DivergenceConfig, simulate_divergence
 
-    corpus = simulate_divergence(DivergenceConfig(n_forum=240, n_tweets_gold=60, n_tweets_auto=60, n_forum_auto=60,
-                                                  seed=4))
-    design = build_design(corpus.frame, corpus.classes, ["synthetic_forum", "synthetic_tweets_gold"],
-                          ["synthetic_tweets_auto", "synthetic_forum_auto"])
+    corpus = simulate_divergence(
+        DivergenceConfig(n_forum=240, n_tweets_gold=60, n_tweets_auto=60, n_forum_auto=60, seed=4)
+    )
+    design = build_design(
+        corpus.frame,
+        corpus.classes,
+        ["synthetic_forum", "synthetic_tweets_gold"],
+        ["synthetic_tweets_auto", "synthetic_forum_auto"],
+    )
     folds = stratified_folds(design.y_train, 5, 0)
     memo = FeatureMemo()
     build_view(design, ("A", "C"), "none", design.human + design.auto, folds, memo=memo)
     rows = np.arange(len(design.train)) % 3 != 0  # a subset of the same texts, as leave-one-domain-out fits
-    sub = type(design)(design.train_dataset, design.positive, design.train[rows].reset_index(drop=True),
-                       {d: design.evaluation[d] for d in design.human}, {d: "human" for d in design.human})
+    sub = type(design)(
+        design.train_dataset,
+        design.positive,
+        design.train[rows].reset_index(drop=True),
+        {d: design.evaluation[d] for d in design.human},
+        {d: "human" for d in design.human},
+    )
     sub_folds = stratified_folds(sub.y_train, 5, 0)
     shared = build_view(sub, ("A", "B", "C"), "none", sub.human, sub_folds, memo=memo)
     fresh = build_view(sub, ("A", "B", "C"), "none", sub.human, sub_folds)

@@ -75,8 +75,19 @@ def test_verdict_rules():
     shift = pd.DataFrame([{**keys, "trusted": True, "untrusted_because": "", "domain_auc": 0.5, "prior_gap": 0.01}])
 
     def severity(estimate, low, high, trusted=True):
-        est = pd.DataFrame([{**keys, "method": "cbpe", "metric": "macro_f1", "estimate": estimate, "ci_low": low,
-                             "ci_high": high, "reference_value": 0.80}])
+        est = pd.DataFrame(
+            [
+                {
+                    **keys,
+                    "method": "cbpe",
+                    "metric": "macro_f1",
+                    "estimate": estimate,
+                    "ci_low": low,
+                    "ci_high": high,
+                    "reference_value": 0.80,
+                }
+            ]
+        )
         tables = {"estimates": est, "shift": shift.assign(trusted=trusted, untrusted_because="" if trusted else "x")}
         v = estimate_verdicts(tables, EstimateOptions()).set_index("statistic")
         return v.loc["estimated_macro_f1", "severity"]
@@ -104,8 +115,9 @@ def test_bad_inputs_say_what_is_wrong():
     other_model = PredictionSet(ref.frame.assign(model="a"), ref.classes)
     two = PredictionSet(pd.concat([other_model.frame, ref.frame.assign(model="b")]), ref.classes)
     with pytest.raises(InputError, match="no reference predictions of that model"):
-        audit_estimate(EstimateInputs(two, PredictionSet(target.frame.assign(model="c"), target.classes)),
-                       EstimateOptions())
+        audit_estimate(
+            EstimateInputs(two, PredictionSet(target.frame.assign(model="c"), target.classes)), EstimateOptions()
+        )
     with pytest.raises(InputError, match="n_boot 39 must be at least 40, a resample in each tail"):
         EstimateOptions(n_boot=39)
     with pytest.raises(InputError, match=r"prior_gap_cutoff 0 must be in \(0, 1\]"):
@@ -116,8 +128,9 @@ def test_one_reference_serves_every_seed_of_a_target():
     """A lone reference run estimates each target run apart: two seeds on one platform are two rows, named by
     the target's own seed (they once collided on the reference's seed)."""
     ref = simulate_scores(400, [0.5, 0.5], platform="home", seed=0)
-    away = [simulate_scores(400, [0.3, 0.7], platform="away", seed=s, labelled=False).frame.assign(seed=s)
-            for s in (0, 42)]
+    away = [
+        simulate_scores(400, [0.3, 0.7], platform="away", seed=s, labelled=False).frame.assign(seed=s) for s in (0, 42)
+    ]
     targets = PredictionSet(pd.concat(away, ignore_index=True), ref.classes)
     result = audit_estimate(EstimateInputs(ref, targets, synthetic=True), EstimateOptions(n_boot=100))
     assert sorted(result.verdicts["subject"]) == ["synthetic-model seed 0", "synthetic-model seed 42"]
@@ -128,15 +141,20 @@ def test_a_pairs_numbers_do_not_depend_on_the_other_targets():
     """The reference's side of the draws is shared by its targets, and each pair draws from a generator seeded by
     its names: a target alone, or after another, or before it, gets the same estimates, CIs and priors."""
     ref = simulate_scores(600, [0.4, 0.3, 0.3], platform="home", seed=0)
-    away = [simulate_scores(500, [0.2, 0.4, 0.4], platform=name, seed=s, labelled=False)
-            for s, name in enumerate(["away", "other"])]
+    away = [
+        simulate_scores(500, [0.2, 0.4, 0.4], platform=name, seed=s, labelled=False)
+        for s, name in enumerate(["away", "other"])
+    ]
 
     def tables(*sets):
         targets = PredictionSet(pd.concat([t.frame for t in sets], ignore_index=True), ref.classes)
-        result = audit_estimate(EstimateInputs(ref, targets, synthetic=True),
-                                EstimateOptions(n_boot=100, ensemble=False))
-        return {name: result.table(name).query("platform == 'away'").reset_index(drop=True)
-                for name in ("estimates", "priors")}
+        result = audit_estimate(
+            EstimateInputs(ref, targets, synthetic=True), EstimateOptions(n_boot=100, ensemble=False)
+        )
+        return {
+            name: result.table(name).query("platform == 'away'").reset_index(drop=True)
+            for name in ("estimates", "priors")
+        }
 
     alone, after, before = tables(away[0]), tables(away[1], away[0]), tables(away[0], away[1])
     for name in alone:
@@ -145,6 +163,7 @@ def test_a_pairs_numbers_do_not_depend_on_the_other_targets():
 
 
 # The ensemble estimate: several runs on the same rows (SYNTHETIC runs, mhaudit.synthetic.simulate_runs).
+
 
 def _ensemble(**kwargs):
     from mhaudit.synthetic.simulate_runs import simulate_runs
@@ -164,8 +183,9 @@ def test_the_ensemble_estimate_is_close_and_trusted_on_the_line():
     rows = result.verdicts
     assert len(rows) == 8 and set(rows["statistic"]) == {"estimated_accuracy"}
     low, high = aline_d["estimate"].min(), aline_d["estimate"].max()
-    assert result.summary.startswith(f"Ensemble of 8 runs on synthetic-away: accuracy expected {low:.3f}–{high:.3f} "
-                                     "over the runs (reference ")
+    assert result.summary.startswith(
+        f"Ensemble of 8 runs on synthetic-away: accuracy expected {low:.3f}–{high:.3f} over the runs (reference "
+    )
     assert result.summary.endswith("; agreement line trusted.") and "\n" not in result.summary
 
 
@@ -182,8 +202,9 @@ def test_runs_on_other_rows_get_no_line_and_a_reason():
     reference, targets, _ = _ensemble(n_runs=4, n_ref=500, n_tgt=300, seed=3)
     frame = targets.frame
     fewer = frame[~((frame["seed"] == 2) & (frame["id"] == "synthetic-away-7"))]
-    result = audit_estimate(EstimateInputs(reference, PredictionSet(fewer, targets.classes)),
-                            EstimateOptions(per_run=False, n_boot=100))
+    result = audit_estimate(
+        EstimateInputs(reference, PredictionSet(fewer, targets.classes)), EstimateOptions(per_run=False, n_boot=100)
+    )
     line = result.tables["agreement_line"]
     assert not line["trusted"].iat[0] and "cover other rows" in line["untrusted_because"].iat[0]
 
@@ -215,15 +236,18 @@ def test_the_summary_answers_first_and_folds_each_models_seeds():
         return PredictionSet(preds.frame.assign(model=models[preds.frame["seed"].to_numpy() // 5]), preds.classes)
 
     reference, targets, _ = _ensemble(n_runs=20, n_ref=600, n_tgt=500, seed=5)
-    result = audit_estimate(EstimateInputs(named(reference), named(targets), synthetic=True),
-                            EstimateOptions(n_boot=100))
+    result = audit_estimate(
+        EstimateInputs(named(reference), named(targets), synthetic=True), EstimateOptions(n_boot=100)
+    )
     lines = result.summary.split("\n")
     assert len(lines) == 6 and len(result.summary.split()) < 160  # was one paragraph of 20 clauses
     aline = result.table("ensemble").query("method == 'aline-d'")
     est, ref = aline["estimate"], aline["reference_value"]
-    assert lines[0].startswith(f"SYNTHETIC data. Ensemble of 20 runs on synthetic-away: accuracy expected "
-                               f"{est.min():.3f}–{est.max():.3f} over the runs (reference {ref.min():.3f}–"
-                               f"{ref.max():.3f}), 20 warn; agreement line untrusted: ")
+    assert lines[0].startswith(
+        f"SYNTHETIC data. Ensemble of 20 runs on synthetic-away: accuracy expected "
+        f"{est.min():.3f}–{est.max():.3f} over the runs (reference {ref.min():.3f}–"
+        f"{ref.max():.3f}), 20 warn; agreement line untrusted: "
+    )
     head = result.table("estimates").query("method == 'cbpe' and metric == 'macro_f1'")
     trusted = int(head["trusted"].sum())
     assert lines[1] == f"Per run, CBPE's macro-F1 without the target's labels ({trusted} of 20 trusted):"
@@ -232,15 +256,20 @@ def test_the_summary_answers_first_and_folds_each_models_seeds():
         runs = head[head["model"] == model]
         found = severity[[f"{model} seed {s}" for s in runs["seed"]]]
         counts = ", ".join(f"{(found == s).sum()} {s}" for s in ("fail", "warn", "pass") if (found == s).any())
-        assert line == (f"- {model} on synthetic-away: 5 seeds, {runs['estimate'].mean():.3f} ± "
-                        f"{runs['estimate'].std(ddof=1):.3f} (reference {runs['reference_value'].mean():.3f}), "
-                        f"{int(runs['trusted'].sum())} of 5 trusted; {counts}")
+        assert line == (
+            f"- {model} on synthetic-away: 5 seeds, {runs['estimate'].mean():.3f} ± "
+            f"{runs['estimate'].std(ddof=1):.3f} (reference {runs['reference_value'].mean():.3f}), "
+            f"{int(runs['trusted'].sum())} of 5 trusted; {counts}"
+        )
     assert sorted(zip(head["model"], head["seed"])) == [(models[s // 5], s) for s in range(20)]
     forest = result.figures["estimated_macro_f1"].decode()
     assert all(f"{models[s // 5]} seed {s} → synthetic-away" in forest for s in range(20))
-    one = audit_estimate(EstimateInputs(*(PredictionSet(p.frame.query("seed == 3"), p.classes)
-                                          for p in (reference, targets))), EstimateOptions(n_boot=100, ensemble=False))
+    one = audit_estimate(
+        EstimateInputs(*(PredictionSet(p.frame.query("seed == 3"), p.classes) for p in (reference, targets))),
+        EstimateOptions(n_boot=100, ensemble=False),
+    )
     row = one.table("estimates").query("method == 'cbpe' and metric == 'macro_f1'").iloc[0]
     assert one.summary.split("\n")[1].startswith(
         f"- synthetic-linear on synthetic-away: seed 3, {row['estimate']:.3f} [{row['ci_low']:.3f}, "
-        f"{row['ci_high']:.3f}] (reference {row['reference_value']:.3f}), ")
+        f"{row['ci_high']:.3f}] (reference {row['reference_value']:.3f}), "
+    )

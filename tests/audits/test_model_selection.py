@@ -43,8 +43,7 @@ def synthetic(n=160, seed=0, noise=0.1, rate=0.3):
     truth = rng.random(n) < rate
     texts = [" ".join([*rng.choice(POS if t else NEG, 2), *rng.choice(FILL, 3)]) for t in truth]
     noisy = truth ^ (rng.random(n) < noise)
-    frame = pd.DataFrame({"id": [f"r{i:03d}" for i in range(n)], "text": texts,
-                          "label": np.where(noisy, "dep", "no")})
+    frame = pd.DataFrame({"id": [f"r{i:03d}" for i in range(n)], "text": texts, "label": np.where(noisy, "dep", "no")})
     return frame, pd.Series(np.where(truth, "dep", "no"), index=frame["id"])
 
 
@@ -109,8 +108,9 @@ def test_fold_scores_and_summary_recomputed_with_sklearn(run):
     result, _, _ = run
     scores, preds = result.table("fold_scores"), result.outputs["predictions"]
     for _, row in scores.iterrows():
-        p = preds[(preds["model"] == row["model"]) & (preds["protocol"] == row["protocol"])
-                  & (preds["fold"] == row["fold"])]
+        p = preds[
+            (preds["model"] == row["model"]) & (preds["protocol"] == row["protocol"]) & (preds["fold"] == row["fold"])
+        ]
         truth = p[f"label_{row['scored_against']}"]
         p, truth = p[truth.notna()], truth[truth.notna()]
         y, yhat = (truth == "dep").to_numpy(), (p["predicted"] == "dep").to_numpy()
@@ -122,10 +122,16 @@ def test_fold_scores_and_summary_recomputed_with_sklearn(run):
         assert row["macro_f1"] == pytest.approx(f1_score(y, yhat, average="macro"))
         assert row["train_seconds"] > 0 and row["infer_seconds"] > 0
     summary = result.table("summary")
-    cv = scores[(scores["model"] == "char") & (scores["protocol"] == "stratified 5-fold CV")
-                & (scores["scored_against"] == "corpus")]
-    row = summary[(summary["model"] == "char") & (summary["protocol"] == "stratified 5-fold CV")
-                  & (summary["scored_against"] == "corpus")].iloc[0]
+    cv = scores[
+        (scores["model"] == "char")
+        & (scores["protocol"] == "stratified 5-fold CV")
+        & (scores["scored_against"] == "corpus")
+    ]
+    row = summary[
+        (summary["model"] == "char")
+        & (summary["protocol"] == "stratified 5-fold CV")
+        & (summary["scored_against"] == "corpus")
+    ].iloc[0]
     assert row["folds"] == 5 and row["f1"] == pytest.approx(cv["f1"].mean())
     assert row["f1_sd"] == pytest.approx(cv["f1"].std(ddof=1))
     assert row["train_seconds"] == pytest.approx(cv["train_seconds"].mean())
@@ -153,8 +159,9 @@ def test_scored_against_a_second_label_source_on_the_rows_it_labels(run):
     assert (ref["role"] == "reference").all() and len(ref) == len(scores) / 2
     preds = result.outputs["predictions"]
     for _, row in ref.iterrows():
-        p = preds[(preds["model"] == row["model"]) & (preds["protocol"] == row["protocol"])
-                  & (preds["fold"] == row["fold"])]
+        p = preds[
+            (preds["model"] == row["model"]) & (preds["protocol"] == row["protocol"]) & (preds["fold"] == row["fold"])
+        ]
         assert row["n"] == p["id"].isin(reference.index).sum()
     # trained on noisy labels, scored against the clean truth: the models beat their own training labels
     summary = result.table("summary")
@@ -169,11 +176,22 @@ def test_scored_against_a_second_label_source_on_the_rows_it_labels(run):
 
 
 def test_efficiency_frontier():
-    summary = pd.DataFrame({
-        "model": ["a", "b", "c", "d"], "protocol": "cv", "scored_against": "corpus",
-        "f1": [0.9, 0.8, 0.7, 0.95], "f1_sd": 0.0, "auc": 0.9, "recall": 0.5,
-        "train_seconds": [10.0, 1.0, 5.0, 100.0], "train_seconds_sd": 0.0, "infer_seconds": 1.0, "n_test": 10,
-        "folds": 5})
+    summary = pd.DataFrame(
+        {
+            "model": ["a", "b", "c", "d"],
+            "protocol": "cv",
+            "scored_against": "corpus",
+            "f1": [0.9, 0.8, 0.7, 0.95],
+            "f1_sd": 0.0,
+            "auc": 0.9,
+            "recall": 0.5,
+            "train_seconds": [10.0, 1.0, 5.0, 100.0],
+            "train_seconds_sd": 0.0,
+            "infer_seconds": 1.0,
+            "n_test": 10,
+            "folds": 5,
+        }
+    )
     table = efficiency_table(summary, "corpus").set_index("model")
     assert table["on_frontier"].to_dict() == {"a": True, "b": True, "c": False, "d": True}
     assert table.loc["a", "test_rows_per_second"] == pytest.approx(2.0)
@@ -181,17 +199,26 @@ def test_efficiency_frontier():
 
 def test_model_specs_and_presets():
     spec = ModelSpec.parse("tfidf-lr:ngram_range=[1,3],C=2.5,label=wide,val=false")
-    assert (spec.label, spec.name, spec.options, spec.val) == ("wide", "tfidf-lr", {"ngram_range": [1, 3], "C": 2.5},
-                                                                False)
+    assert (spec.label, spec.name, spec.options, spec.val) == (
+        "wide",
+        "tfidf-lr",
+        {"ngram_range": [1, 3], "C": 2.5},
+        False,
+    )
     mini = ModelSpec.parse("minilm:epochs=1,subsample=50")
-    assert (mini.label, mini.name, mini.options, mini.subsample) == ("minilm@50", "transformer",
-                                                                     {"checkpoint": "minilm", "epochs": 1}, 50)
+    assert (mini.label, mini.name, mini.options, mini.subsample) == (
+        "minilm@50",
+        "transformer",
+        {"checkpoint": "minilm", "epochs": 1},
+        50,
+    )
     si = mini.with_preset(PRESETS["si"])
     assert si.options["epochs"] == 1 and si.options["batch_size"] == 16 and si.options["lr"] == 2e-5
     assert si.val is False  # SI: all three epochs run, the last kept
     mh = ModelSpec.parse("minilm").with_preset(PRESETS["mh"])
-    assert {k: mh.options[k] for k in ("epochs", "patience", "max_length", "batch_size", "eval_batch_size")} == \
-        dict(epochs=5, patience=2, max_length=512, batch_size=8, eval_batch_size=16) and mh.val
+    assert {k: mh.options[k] for k in ("epochs", "patience", "max_length", "batch_size", "eval_batch_size")} == dict(
+        epochs=5, patience=2, max_length=512, batch_size=8, eval_batch_size=16
+    ) and mh.val
     hy = ModelSpec.parse("bert-lstm").with_preset(PRESETS["si"])
     assert (hy.options["lr"], hy.options["weight_decay"], hy.options["patience"]) == (1e-3, 1e-4, 3)
     assert ModelSpec.parse("tfidf-lr").with_preset(PRESETS["mh"]).options == {}
@@ -202,21 +229,26 @@ def test_model_specs_and_presets():
     assert Protocol.parse("holdout:0.2").label == "holdout 80/20"
 
 
-@pytest.mark.parametrize("options, message", [
-    (dict(protocols=["cv:9"]), "needs at least 9 rows of every class; the positive class has 8"),
-    (dict(models=["gpt-9"]), "unknown model 'gpt-9'"),
-    (dict(protocols=["loo"]), "protocol 'loo' is not one of"),
-    (dict(models=["tfidf-lr", "tfidf-lr"]), "two models are labelled 'tfidf-lr'"),
-    (dict(models=["tfidf-lr:C"]), "must be KEY=VALUE"),
-    (dict(models=["tfidf-lr:bogus=1"]), "model 'tfidf-lr'"),
-    (dict(preset="xx"), "preset 'xx' must be one of si, mh"),
-    (dict(seed=-1), "seed must be an integer from 0 to"),
-    (dict(models=["tfidf-lr:C=abc"]), "model 'tfidf-lr': TF-IDF option C must be a positive number, got 'abc'"),
-    (dict(models=["tfidf-lr:C=-1"]), "TF-IDF option C must be a positive number, got -1"),
-    (dict(models=["char-tfidf-lr:min_df=500"]),
-     r"model 'char-tfidf-lr' could not be trained \(holdout 70/30, fold 1\): .*min_df"),
-    (dict(models=["tfidf-lr:seed=-1"]), r"model 'tfidf-lr' could not be trained .*random_state"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(protocols=["cv:9"]), "needs at least 9 rows of every class; the positive class has 8"),
+        (dict(models=["gpt-9"]), "unknown model 'gpt-9'"),
+        (dict(protocols=["loo"]), "protocol 'loo' is not one of"),
+        (dict(models=["tfidf-lr", "tfidf-lr"]), "two models are labelled 'tfidf-lr'"),
+        (dict(models=["tfidf-lr:C"]), "must be KEY=VALUE"),
+        (dict(models=["tfidf-lr:bogus=1"]), "model 'tfidf-lr'"),
+        (dict(preset="xx"), "preset 'xx' must be one of si, mh"),
+        (dict(seed=-1), "seed must be an integer from 0 to"),
+        (dict(models=["tfidf-lr:C=abc"]), "model 'tfidf-lr': TF-IDF option C must be a positive number, got 'abc'"),
+        (dict(models=["tfidf-lr:C=-1"]), "TF-IDF option C must be a positive number, got -1"),
+        (
+            dict(models=["char-tfidf-lr:min_df=500"]),
+            r"model 'char-tfidf-lr' could not be trained \(holdout 70/30, fold 1\): .*min_df",
+        ),
+        (dict(models=["tfidf-lr:seed=-1"]), r"model 'tfidf-lr' could not be trained .*random_state"),
+    ],
+)
 def test_bad_options(options, message):
     frame, _ = synthetic(n=40, rate=0.2)
     frame["label"] = np.where(np.arange(40) < 8, "dep", "no")
@@ -235,13 +267,15 @@ def test_one_class_and_non_binary():
 # --------------------------------------------------------------------------- the command
 def write_inputs(tmp_path, n=120):
     frame, truth = synthetic(n=n, noise=0.0)
-    corpus = Corpus.build(frame.assign(platform="bluesky", dataset="synth", split="train"), CLASSES,
-                          meta={"synthetic": True})
+    corpus = Corpus.build(
+        frame.assign(platform="bluesky", dataset="synth", split="train"), CLASSES, meta={"synthetic": True}
+    )
     corpus.write(tmp_path / "c.parquet")
     rng = np.random.default_rng(5)
     weak = (truth == "dep").to_numpy() ^ (rng.random(n) < 0.15)  # a noisy weak labeler over every row
-    labels = pd.DataFrame({"item_id": frame["id"], "task": "mh", "labeler": "weak", "kind": "lexicon",
-                           "value": weak.astype(int)})
+    labels = pd.DataFrame(
+        {"item_id": frame["id"], "task": "mh", "labeler": "weak", "kind": "lexicon", "value": weak.astype(int)}
+    )
     labels.to_csv(tmp_path / "labels.csv", index=False)
     return tmp_path / "c.parquet", tmp_path / "labels.csv"
 
@@ -253,10 +287,28 @@ def test_cli_end_to_end_with_a_hybrid_and_resume(tmp_path):
 
     encoder = tiny_checkpoint(tmp_path / "tiny", None)
     corpus, labels = write_inputs(tmp_path)
-    args = ["audit", "model-selection", "--corpus", str(corpus), "--model", "tfidf-lr:min_df=1",
-            "--model", f"bert-lstm-attention:checkpoint={encoder},epochs=2,lstm_hidden=8,max_length=16,label=hybrid",
-            "--labels", str(labels), "--train-labeler", "weak", "--reference-labeler", "corpus",
-            "--protocol", "holdout", "--protocol", "cv:3", "--out", str(tmp_path / "out")]
+    args = [
+        "audit",
+        "model-selection",
+        "--corpus",
+        str(corpus),
+        "--model",
+        "tfidf-lr:min_df=1",
+        "--model",
+        f"bert-lstm-attention:checkpoint={encoder},epochs=2,lstm_hidden=8,max_length=16,label=hybrid",
+        "--labels",
+        str(labels),
+        "--train-labeler",
+        "weak",
+        "--reference-labeler",
+        "corpus",
+        "--protocol",
+        "holdout",
+        "--protocol",
+        "cv:3",
+        "--out",
+        str(tmp_path / "out"),
+    ]
     first = runner.invoke(app, args)
     assert first.exit_code == 0, first.output
     assert "Scores (mean ± SD over folds)" in first.output and "Protocol effect on F1" in first.output
@@ -275,8 +327,11 @@ def test_cli_end_to_end_with_a_hybrid_and_resume(tmp_path):
     assert notes["notes"].str.contains("kept epoch").any() and not notes["cached"].any()
     again = runner.invoke(app, args)  # every fold job is read back, none retrained
     assert again.exit_code == 0, again.output
-    tables2 = {n: r for s in json.loads((tmp_path / "out" / "report.json").read_text())["sections"]
-               for n, r in s["tables"].items()}
+    tables2 = {
+        n: r
+        for s in json.loads((tmp_path / "out" / "report.json").read_text())["sections"]
+        for n, r in s["tables"].items()
+    }
     assert pd.DataFrame(tables2["model_notes"])["cached"].all()
     assert pd.DataFrame(tables2["summary"])["f1"].tolist() == summary["f1"].tolist()
 
@@ -286,29 +341,40 @@ def test_a_label_source_may_be_named_by_a_short_name(tmp_path):
     corpus, labels = write_inputs(tmp_path, n=60)
     table = pd.read_csv(labels)
     table.assign(labeler="lexicon:weak@0123456789ab").to_csv(labels, index=False)
-    inputs = ModelSelectionInputs.from_files(corpus, labels=[labels], train_labeler="weak",
-                                             reference_labelers=["corpus"])
+    inputs = ModelSelectionInputs.from_files(
+        corpus, labels=[labels], train_labeler="weak", reference_labelers=["corpus"]
+    )
     assert inputs.train_source == "lexicon:weak@0123456789ab" and list(inputs.sources)[1] == "corpus"
     expected = table.set_index(table["item_id"].astype(str))["value"].map({1: "dep", 0: "no"})
     assert inputs.sources["lexicon:weak@0123456789ab"].sort_index().tolist() == expected.sort_index().tolist()
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--model", "no-such-model"], "unknown model 'no-such-model'"),
-    (["--model", "tfidf-lr", "--folds", "50"], "needs at least 50 rows of every class"),
-    (["--model", "tfidf-lr", "--train-labeler", "llm"], "needs a labels table"),
-    (["--model", "tfidf-lr", "--labels", "LABELS", "--train-labeler", "nobody"], "label source 'nobody' has no labels"),
-    (["--model", "tfidf-lr:C=abc"], "model 'tfidf-lr': TF-IDF option C must be a positive number"),
-    (["--model", "tfidf-lr:C=-1"], "TF-IDF option C must be a positive number, got -1"),
-    (["--model", "char-tfidf-lr:min_df=500", "--protocol", "holdout"],
-     "model 'char-tfidf-lr' could not be trained (holdout 70/30, fold 1): max_df corresponds to < documents than"),
-    (["--model", "tfidf-lr", "--seed", "-1"], "seed must be an integer from 0 to"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--model", "no-such-model"], "unknown model 'no-such-model'"),
+        (["--model", "tfidf-lr", "--folds", "50"], "needs at least 50 rows of every class"),
+        (["--model", "tfidf-lr", "--train-labeler", "llm"], "needs a labels table"),
+        (
+            ["--model", "tfidf-lr", "--labels", "LABELS", "--train-labeler", "nobody"],
+            "label source 'nobody' has no labels",
+        ),
+        (["--model", "tfidf-lr:C=abc"], "model 'tfidf-lr': TF-IDF option C must be a positive number"),
+        (["--model", "tfidf-lr:C=-1"], "TF-IDF option C must be a positive number, got -1"),
+        (
+            ["--model", "char-tfidf-lr:min_df=500", "--protocol", "holdout"],
+            "model 'char-tfidf-lr' could not be trained (holdout 70/30, fold 1): "
+            "max_df corresponds to < documents than",
+        ),
+        (["--model", "tfidf-lr", "--seed", "-1"], "seed must be an integer from 0 to"),
+    ],
+)
 def test_cli_bad_input_exits_2_with_one_sentence(tmp_path, extra, message):
     corpus, labels = write_inputs(tmp_path, n=60)
     extra = [str(labels) if x == "LABELS" else x for x in extra]
-    result = runner.invoke(app, ["audit", "model-selection", "--corpus", str(corpus), *extra,
-                                 "--out", str(tmp_path / "o")])
+    result = runner.invoke(
+        app, ["audit", "model-selection", "--corpus", str(corpus), *extra, "--out", str(tmp_path / "o")]
+    )
     assert result.exit_code == 2, result.output
     assert message in " ".join(result.output.split()) and "Traceback" not in result.output
 
@@ -317,8 +383,19 @@ def test_cli_one_class_corpus(tmp_path):
     frame, _ = synthetic(n=30)
     one_class = frame.assign(label="no", platform="p", dataset="d", split="train")
     Corpus.build(one_class, CLASSES).write(tmp_path / "c.parquet")
-    result = runner.invoke(app, ["audit", "model-selection", "--corpus", str(tmp_path / "c.parquet"),
-                                 "--model", "tfidf-lr", "--out", str(tmp_path / "o")])
+    result = runner.invoke(
+        app,
+        [
+            "audit",
+            "model-selection",
+            "--corpus",
+            str(tmp_path / "c.parquet"),
+            "--model",
+            "tfidf-lr",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    )
     assert result.exit_code == 2 and "hold only one class" in " ".join(result.output.split())
 
 
@@ -365,8 +442,9 @@ def test_the_cache_key_covers_options_class_order_checkpoint_and_version(recorde
     (checkpoint / "bias.txt").write_text("0.0")
 
     def go(model=f"recorder:checkpoint={checkpoint}", classes=CLASSES):
-        options = ModelSelectionOptions(models=[model], protocols=["holdout"], figures=False,
-                                        positive="dep", cache_dir=tmp_path / "jobs")
+        options = ModelSelectionOptions(
+            models=[model], protocols=["holdout"], figures=False, positive="dep", cache_dir=tmp_path / "jobs"
+        )
         return audit_model_selection(corpus_of(frame, classes), options)
 
     first = go()
@@ -390,8 +468,9 @@ def test_class_order_flipped_with_tfidf_reads_no_stale_logits(tmp_path):
     frame, _ = synthetic(n=120, noise=0.0)
 
     def go(classes, cache_dir):
-        options = ModelSelectionOptions(models=["tfidf-lr:min_df=1"], protocols=["holdout"], positive="dep",
-                                        figures=False, cache_dir=cache_dir)
+        options = ModelSelectionOptions(
+            models=["tfidf-lr:min_df=1"], protocols=["holdout"], positive="dep", figures=False, cache_dir=cache_dir
+        )
         return audit_model_selection(corpus_of(frame, classes), options).table("summary")["f1"].iloc[0]
 
     assert go(["no", "dep"], tmp_path) == go(["dep", "no"], None) == go(["dep", "no"], tmp_path) == 1.0
@@ -401,8 +480,9 @@ def test_no_resume_retrains_and_still_writes_the_cache(recorder, tmp_path):
     frame, _ = synthetic(n=60, noise=0.0)
 
     def go(resume):
-        options = ModelSelectionOptions(models=["recorder"], protocols=["holdout"], figures=False,
-                                        cache_dir=tmp_path, resume=resume)
+        options = ModelSelectionOptions(
+            models=["recorder"], protocols=["holdout"], figures=False, cache_dir=tmp_path, resume=resume
+        )
         return audit_model_selection(corpus_of(frame), options)
 
     go(True)
@@ -419,22 +499,35 @@ def test_no_resume_retrains_and_still_writes_the_cache(recorder, tmp_path):
 
 def test_cli_no_resume_writes_the_jobs_it_trains(tmp_path):
     corpus, _ = write_inputs(tmp_path, n=60)
-    args = ["audit", "model-selection", "--corpus", str(corpus), "--model", "tfidf-lr:min_df=1",
-            "--protocol", "holdout",
-            "--out", str(tmp_path / "o")]
+    args = [
+        "audit",
+        "model-selection",
+        "--corpus",
+        str(corpus),
+        "--model",
+        "tfidf-lr:min_df=1",
+        "--protocol",
+        "holdout",
+        "--out",
+        str(tmp_path / "o"),
+    ]
     assert runner.invoke(app, [*args, "--no-resume"]).exit_code == 0
     assert len(list((tmp_path / "o" / "jobs").glob("*.json"))) == 1
     assert runner.invoke(app, args).exit_code == 0
-    notes = {n: r for s in json.loads((tmp_path / "o" / "report.json").read_text())["sections"]
-             for n, r in s["tables"].items()}["model_notes"]
+    notes = {
+        n: r
+        for s in json.loads((tmp_path / "o" / "report.json").read_text())["sections"]
+        for n, r in s["tables"].items()
+    }["model_notes"]
     assert [n["cached"] for n in notes] == [True]
 
 
 def test_validation_rows_lie_inside_the_training_rows_and_never_in_the_test_rows(recorder):
     frame, _ = synthetic(n=100)
     frame["text"] = frame["id"] + " " + frame["text"]  # each text names its row
-    options = ModelSelectionOptions(models=["recorder:val=true", "tfidf-lr:min_df=1"], protocols=["holdout", "cv"],
-                                    figures=False)
+    options = ModelSelectionOptions(
+        models=["recorder:val=true", "tfidf-lr:min_df=1"], protocols=["holdout", "cv"], figures=False
+    )
     result = audit_model_selection(corpus_of(frame), options)
     design = result.table("design")
     assert len(recorder.fits) == len(design) == 6
@@ -454,8 +547,9 @@ def test_validation_rows_lie_inside_the_training_rows_and_never_in_the_test_rows
 
 
 def test_val_defaults_by_family_and_the_specs_value_wins_over_a_preset():
-    _, specs, _ = ModelSelectionOptions(models=["tfidf-lr", "char-tfidf-lr", "minilm", "bert-lstm",
-                                                "tfidf-lr:val=true,label=t2"]).resolved()
+    _, specs, _ = ModelSelectionOptions(
+        models=["tfidf-lr", "char-tfidf-lr", "minilm", "bert-lstm", "tfidf-lr:val=true,label=t2"]
+    ).resolved()
     assert [s.val for s in specs] == [False, False, True, True, True]
     si = PRESETS["si"]
     assert ModelSpec.parse("minilm:val=true,patience=2").with_preset(si).val is True
@@ -470,7 +564,7 @@ def test_true_and_false_in_any_spelling_are_booleans():
     assert ModelSpec.parse("tfidf-lr:label=False").label == "False"
 
 
-SLOW_MODULE = '''
+SLOW_MODULE = """
 import time
 
 import numpy as np
@@ -491,7 +585,7 @@ class SlowImport:
 
     def predict_logits(self, texts):
         return np.zeros((len(texts), len(self.classes)))
-'''
+"""
 
 
 def test_training_time_leaves_out_importing_the_models_module(tmp_path, monkeypatch):
@@ -502,8 +596,15 @@ def test_training_time_leaves_out_importing_the_models_module(tmp_path, monkeypa
     monkeypatch.setitem(model_base.BUILTIN, "slow-import", "slow_import_model")
     monkeypatch.delitem(sys.modules, "slow_import_model", raising=False)
     started = time.perf_counter()
-    result = fit_and_predict(name="slow-import", options={}, classes=CLASSES, train_text=["a", "b"],
-                             train_label=CLASSES, train_split=["train", "train"], test_text=["c"])
+    result = fit_and_predict(
+        name="slow-import",
+        options={},
+        classes=CLASSES,
+        train_text=["a", "b"],
+        train_label=CLASSES,
+        train_split=["train", "train"],
+        test_text=["c"],
+    )
     assert time.perf_counter() - started >= 0.6  # the module was imported in the job ...
     assert result["train_seconds"] < 0.3  # ... and not billed as training
 
@@ -515,8 +616,9 @@ def test_a_max_length_beyond_the_checkpoints_positions_fails_before_any_training
 
     encoder = tiny_checkpoint(tmp_path / "tiny", None)  # 128 positions
     frame, _ = synthetic(n=40)
-    options = ModelSelectionOptions(models=["tfidf-lr", f"bert-lstm:checkpoint={encoder},max_length=256"],
-                                    cache_dir=tmp_path / "jobs")
+    options = ModelSelectionOptions(
+        models=["tfidf-lr", f"bert-lstm:checkpoint={encoder},max_length=256"], cache_dir=tmp_path / "jobs"
+    )
     with pytest.raises(InputError, match=r"model 'bert-lstm\[tiny\]': max_length 256 exceeds the 128 tokens"):
         audit_model_selection(corpus_of(frame), options)
     assert not (tmp_path / "jobs").exists() or not list((tmp_path / "jobs").glob("*.json"))

@@ -43,8 +43,13 @@ def fixture_setup(tmp_path_factory):
     model = mh.create_model("tfidf-lr").fit(tweets[tweets["split"] == "train"], CLASSES)
     mh.save_model(model, work / "model")
     ref_rows = tweets[tweets["split"] == "test"]
-    reference = predict_corpus(model, mh.Corpus.build(ref_rows, CLASSES, meta={"synthetic": True}),
-                               model_name="tfidf-lr", seed=0, splits=("test",))
+    reference = predict_corpus(
+        model,
+        mh.Corpus.build(ref_rows, CLASSES, meta={"synthetic": True}),
+        model_name="tfidf-lr",
+        seed=0,
+        splits=("test",),
+    )
     reference.to_parquet(work / "reference.parquet")
     pool = tweets[tweets["split"] == "val"]
     texts = {c: pool.loc[pool["label"] == c, "text"].tolist() for c in CLASSES}
@@ -54,14 +59,33 @@ def fixture_setup(tmp_path_factory):
 def _store(path: Path, posts: list[dict]) -> Path:
     with PostStore(path) as store:
         for i in range(0, len(posts), 500):
-            store.commit_batch(posts[i:i + 500], cursor=i + 500)
+            store.commit_batch(posts[i : i + 500], cursor=i + 500)
     return path
 
 
 def _monitor(work, store, out, *extra):
-    return runner.invoke(app, ["audit", "monitor", "--store", str(store), "--model", str(work / "model"), "--reference",
-                               str(work / "reference.parquet"), "--window", "1d", "--positive", "depression",
-                               "--n-boot", "100", "--out", str(out), *extra])
+    return runner.invoke(
+        app,
+        [
+            "audit",
+            "monitor",
+            "--store",
+            str(store),
+            "--model",
+            str(work / "model"),
+            "--reference",
+            str(work / "reference.parquet"),
+            "--window",
+            "1d",
+            "--positive",
+            "depression",
+            "--n-boot",
+            "100",
+            "--out",
+            str(out),
+            *extra,
+        ],
+    )
 
 
 def _windows(out: Path) -> pd.DataFrame:
@@ -93,6 +117,7 @@ def test_doubled_prevalence_alarms_in_its_window_and_suggests_a_sample(setup, tm
     assert set(sample["item_id"]) <= set(pd.read_parquet(folder / "predictions.parquet")["id"])
     # the annotation app resolves the ids to text from the store
     from mhaudit.weak_supervision.annotate import load_sample
+
     items = load_sample(folder / "sample.parquet", posts=store)
     assert len(items) == 200 and all(item.text for item in items)
     _assert_private(out, posts)
@@ -111,9 +136,11 @@ def _assert_em_prevalence(windows: pd.DataFrame, posts: list[dict], summary: str
     assert np.abs(em - truth).max() < 0.07
     jump = {name: v[8:].mean() - v[:8].mean() for name, v in (("truth", truth), ("em", em), ("mean", mean))}
     assert abs(jump["em"] - jump["truth"]) < 0.03 and jump["mean"] < 0.6 * jump["truth"], jump
-    first = (f"Prevalence of depression (EM estimate, 95% CI): {em[-1]:.3f} [{low[-1]:.3f}, {high[-1]:.3f}] in the "
-             f"latest judged window ({windows['window'].iat[-1]}), from {em[:3].mean():.3f} in the first 3 judged "
-             "windows (mean).")
+    first = (
+        f"Prevalence of depression (EM estimate, 95% CI): {em[-1]:.3f} [{low[-1]:.3f}, {high[-1]:.3f}] in the "
+        f"latest judged window ({windows['window'].iat[-1]}), from {em[:3].mean():.3f} in the first 3 judged "
+        "windows (mean)."
+    )
     assert summary.startswith(first), summary
 
 
@@ -128,19 +155,35 @@ def _label_shift_stream(n_windows: int = 10, per_window: int = 1000, change_at: 
     classes = ["other", "depression"]
     y_ref = (rng.random(4000) < 0.15).astype(int)
     x_ref = rng.normal(2.0 * y_ref - 1.0, 1.0)
-    reference = predictions_from_arrays(np.asarray(classes, dtype=object)[y_ref], np.c_[np.zeros(4000), 2 * x_ref],
-                                        "synthetic-home", model="gaussian", seed=0, classes=classes, kind="logits",
-                                        ids=[f"ref-{i}" for i in range(4000)])
+    reference = predictions_from_arrays(
+        np.asarray(classes, dtype=object)[y_ref],
+        np.c_[np.zeros(4000), 2 * x_ref],
+        "synthetic-home",
+        model="gaussian",
+        seed=0,
+        classes=classes,
+        kind="logits",
+        ids=[f"ref-{i}" for i in range(4000)],
+    )
     prevalence = np.repeat(np.where(np.arange(n_windows) >= change_at, 0.30, 0.15), per_window)
     y = (rng.random(prevalence.size) < prevalence).astype(int)
     x = rng.normal(2.0 * y - 1.0, 1.0)
     n = y.size
     times = pd.Timestamp("2026-01-01", tz="UTC") + pd.to_timedelta(np.arange(n) * 86400 // per_window, unit="s")
-    posts = pd.DataFrame({"uri": [f"at://a-synthetic/app.bsky.feed.post/l{i:06d}" for i in range(n)],
-                          "created_at": times.strftime("%Y-%m-%dT%H:%M:%SZ"), "length": 80, "langs": [["en"]] * n,
-                          "categories": [["synthetic"]] * n, "logit_other": 0.0, "logit_depression": 2 * x})
-    inputs = mh.MonitorInputs(posts, mh.PredictionSet(reference.frame, classes), "gaussian", "d" * 64, classes,
-                              synthetic=True)
+    posts = pd.DataFrame(
+        {
+            "uri": [f"at://a-synthetic/app.bsky.feed.post/l{i:06d}" for i in range(n)],
+            "created_at": times.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "length": 80,
+            "langs": [["en"]] * n,
+            "categories": [["synthetic"]] * n,
+            "logit_other": 0.0,
+            "logit_depression": 2 * x,
+        }
+    )
+    inputs = mh.MonitorInputs(
+        posts, mh.PredictionSet(reference.frame, classes), "gaussian", "d" * 64, classes, synthetic=True
+    )
     return inputs, y.reshape(n_windows, per_window).mean(axis=1)
 
 
@@ -163,11 +206,15 @@ def test_em_prevalence_and_its_interval_follow_a_label_shift():
     assert result.summary.startswith(
         f"SYNTHETIC data. Prevalence of depression (EM estimate, 95% CI): {em[-1]:.3f} [{low[-1]:.3f}, "
         f"{high[-1]:.3f}] in the latest judged window (2026-01-10 00:00), from {em[:3].mean():.3f} in the first 3 "
-        "judged windows (mean)."), result.summary
+        "judged windows (mean)."
+    ), result.summary
     # windows too small to estimate get no interval
-    small = mh.audit_monitor(mh.MonitorInputs(inputs.posts.iloc[:10], inputs.reference, "gaussian", "d" * 64,
-                                              inputs.classes, synthetic=True),
-                             mh.MonitorOptions(n_boot=50, figures=False))
+    small = mh.audit_monitor(
+        mh.MonitorInputs(
+            inputs.posts.iloc[:10], inputs.reference, "gaussian", "d" * 64, inputs.classes, synthetic=True
+        ),
+        mh.MonitorOptions(n_boot=50, figures=False),
+    )
     row = small.table("windows").iloc[0]
     assert np.isnan(row["em_ci_low_depression"]) and np.isnan(row["em_ci_high_depression"])
     assert np.isfinite(row["em_prior_depression"])
@@ -191,8 +238,23 @@ def test_rerun_scores_only_new_posts_and_kill_9_loses_nothing(setup, tmp_path):
     posts = simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=6, per_window=800, seed=3))
     store = _store(tmp_path / "posts.sqlite", posts[:3000])
     env = dict(os.environ, MHAUDIT_MONITOR_BATCH_DELAY="0.05")  # slow batches, so the kill lands mid-run
-    cmd = [sys.executable, "-m", "mhaudit", "audit", "monitor", "--store", str(store), "--model", str(work / "model"),
-           "--reference", str(work / "reference.parquet"), "--n-boot", "100", "--out", str(tmp_path / "killed")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mhaudit",
+        "audit",
+        "monitor",
+        "--store",
+        str(store),
+        "--model",
+        str(work / "model"),
+        "--reference",
+        str(work / "reference.parquet"),
+        "--n-boot",
+        "100",
+        "--out",
+        str(tmp_path / "killed"),
+    ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 600  # only a guard against a hung process: a loaded machine is slow to start one
     while time.time() < deadline and _scored(store) < 600:
@@ -218,17 +280,25 @@ def test_rerun_scores_only_new_posts_and_kill_9_loses_nothing(setup, tmp_path):
 def _writer(store: str, posts: list[dict], tmp_path: Path) -> subprocess.Popen:
     """Another process committing `posts` to the store in batches of 100, as the collector does."""
     (tmp_path / "rest.json").write_text(json.dumps(posts))
-    return subprocess.Popen([sys.executable, "-c", (
-        "import json, time\n"
-        "from mhaudit.weak_supervision.collect.store import PostStore\n"
-        f"posts = json.load(open({str(tmp_path / 'rest.json')!r}))\n"
-        f"with PostStore({store!r}) as s:\n"
-        "    for i in range(0, len(posts), 100):\n"
-        "        s.commit_batch(posts[i:i + 100], cursor=10_000 + i); time.sleep(0.02)\n")])
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import json, time\n"
+                "from mhaudit.weak_supervision.collect.store import PostStore\n"
+                f"posts = json.load(open({str(tmp_path / 'rest.json')!r}))\n"
+                f"with PostStore({store!r}) as s:\n"
+                "    for i in range(0, len(posts), 100):\n"
+                "        s.commit_batch(posts[i:i + 100], cursor=10_000 + i); time.sleep(0.02)\n"
+            ),
+        ]
+    )
 
 
 def _scored(store: Path) -> int:
     import sqlite3
+
     with sqlite3.connect(store) as conn:
         try:
             return conn.execute("SELECT count(*) FROM scores").fetchone()[0]
@@ -281,11 +351,15 @@ def _no_torch_env(tmp_path: Path) -> tuple[dict, Path]:
     (folder / "torch").mkdir(parents=True)
     marks.mkdir()
     (folder / "torch" / "__init__.py").write_text(
-        _NO_TORCH.replace("{kind}", "torch") + "raise ModuleNotFoundError(\"No module named 'torch'\", name='torch')\n")
+        _NO_TORCH.replace("{kind}", "torch") + "raise ModuleNotFoundError(\"No module named 'torch'\", name='torch')\n"
+    )
     (folder / "sitecustomize.py").write_text(_NO_TORCH.replace("{kind}", "python"))
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    env |= {"PYTHONPATH": os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")])),
-            "NO_TORCH_MARKS": str(marks), "RAY_AUTH_MODE": "disabled"}
+    env |= {
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")])),
+        "NO_TORCH_MARKS": str(marks),
+        "RAY_AUTH_MODE": "disabled",
+    }
     return env, marks
 
 
@@ -301,10 +375,29 @@ def test_ray_executor_without_torch_gives_the_same_numbers(setup, tmp_path):
     r = _monitor(work, processes, tmp_path / "processes", "--workers", "2")
     assert r.exit_code == 0, r.output
     env, marks = _no_torch_env(tmp_path)
-    args = ["audit", "monitor", "--store", str(distributed), "--reference", str(work / "reference.parquet"),
-            "--window", "1d", "--positive", "depression", "--n-boot", "100", "--executor", "ray"]
-    done = subprocess.run([sys.executable, "-c", _RAY_DRIVER, *args, "--model", str(work / "model"), "--out",
-                           str(tmp_path / "ray")], env=env, capture_output=True, text=True, timeout=240)
+    args = [
+        "audit",
+        "monitor",
+        "--store",
+        str(distributed),
+        "--reference",
+        str(work / "reference.parquet"),
+        "--window",
+        "1d",
+        "--positive",
+        "depression",
+        "--n-boot",
+        "100",
+        "--executor",
+        "ray",
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", _RAY_DRIVER, *args, "--model", str(work / "model"), "--out", str(tmp_path / "ray")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     seen = [p.read_text() for p in marks.iterdir()]
     assert any("default_worker.py" in argv for argv in seen), seen  # the workers ran with the stand-in
@@ -314,10 +407,25 @@ def test_ray_executor_without_torch_gives_the_same_numbers(setup, tmp_path):
     for folder in ("processes", "ray"):
         pd.testing.assert_frame_equal(_windows(tmp_path / "local"), _windows(tmp_path / folder))
     (tmp_path / "transformer").mkdir()
-    (tmp_path / "transformer" / "mhaudit-model.json").write_text(json.dumps({"name": "transformer", "options": {},
-                                                                             "classes": CLASSES}))
-    done = subprocess.run([sys.executable, "-m", "mhaudit", *args, "--model", str(tmp_path / "transformer"), "--out",
-                           str(tmp_path / "no")], env=env, capture_output=True, text=True, timeout=120)
+    (tmp_path / "transformer" / "mhaudit-model.json").write_text(
+        json.dumps({"name": "transformer", "options": {}, "classes": CLASSES})
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mhaudit",
+            *args,
+            "--model",
+            str(tmp_path / "transformer"),
+            "--out",
+            str(tmp_path / "no"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     message = done.stderr.strip()
     assert done.returncode == 2 and "\n" not in message and "Traceback" not in done.stdout + message, message
     assert message == "error: model 'transformer' needs an optional dependency (torch); install mhaudit[transformers]"
@@ -345,18 +453,53 @@ def test_bad_inputs(setup, tmp_path):
     empty = tmp_path / "empty.sqlite"
     PostStore(empty).close()
     assert_one_sentence_failure(_monitor(work, empty, tmp_path / "o1"), "no posts")
-    daily = [dict(p, created_at=p["created_at"][:10]) for p in
-             simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=3, per_window=100, seed=6))]
-    assert_one_sentence_failure(runner.invoke(app, [
-        "audit", "monitor", "--store", str(_store(tmp_path / "daily.sqlite", daily)), "--model", str(work / "model"),
-        "--reference", str(work / "reference.parquet"), "--window", "6h", "--out", str(tmp_path / "o2")]),
-        "shorter than the posts' time resolution")
+    daily = [
+        dict(p, created_at=p["created_at"][:10])
+        for p in simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=3, per_window=100, seed=6))
+    ]
+    assert_one_sentence_failure(
+        runner.invoke(
+            app,
+            [
+                "audit",
+                "monitor",
+                "--store",
+                str(_store(tmp_path / "daily.sqlite", daily)),
+                "--model",
+                str(work / "model"),
+                "--reference",
+                str(work / "reference.parquet"),
+                "--window",
+                "6h",
+                "--out",
+                str(tmp_path / "o2"),
+            ],
+        ),
+        "shorter than the posts' time resolution",
+    )
     three = pd.read_parquet(work / "reference.parquet").assign(logit_anxiety=0.0)
     three.to_parquet(tmp_path / "three.parquet")
     store = _store(tmp_path / "posts.sqlite", daily)
-    assert_one_sentence_failure(runner.invoke(app, [
-        "audit", "monitor", "--store", str(store), "--model", str(work / "model"), "--reference",
-        str(tmp_path / "three.parquet"), "--window", "1d", "--out", str(tmp_path / "o3")]), "differ")
+    assert_one_sentence_failure(
+        runner.invoke(
+            app,
+            [
+                "audit",
+                "monitor",
+                "--store",
+                str(store),
+                "--model",
+                str(work / "model"),
+                "--reference",
+                str(tmp_path / "three.parquet"),
+                "--window",
+                "1d",
+                "--out",
+                str(tmp_path / "o3"),
+            ],
+        ),
+        "differ",
+    )
     assert_one_sentence_failure(_monitor(work, store, tmp_path / "o4", "--window", "fortnight"), "window 'fortnight'")
     assert_one_sentence_failure(_monitor(work, store, tmp_path / "o5", "--n-boot", "0"), "n_boot")
     for folder in ("o1", "o2", "o3", "o4", "o5"):
@@ -404,21 +547,30 @@ def test_audit_monitor_from_python_equals_the_command(setup, tmp_path):
     from mhaudit.weak_supervision.collect.scoring import model_digest, score_posts
 
     work, texts = setup
-    posts = simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=5, per_window=400, change_at=3,
-                                                                              seed=9))
+    posts = simulate_stream(
+        texts["depression"], texts["other"], StreamConfig(n_windows=5, per_window=400, change_at=3, seed=9)
+    )
     store = _store(tmp_path / "posts.sqlite", posts)
     digest = model_digest(work / "model")
     assert score_posts(store, load_model, work / "model", digest, batch_size=300) == len(posts)
     with PostStore(store) as s:
         scored = scored_posts(s, digest, CLASSES)
-    assert list(scored.columns) == ["uri", "created_at", "length", "langs", "categories", "logit_other",
-                                    "logit_depression"]
+    assert list(scored.columns) == [
+        "uri",
+        "created_at",
+        "length",
+        "langs",
+        "categories",
+        "logit_other",
+        "logit_depression",
+    ]
     reference = mh.read_predictions([work / "reference.parquet"], classes=CLASSES)
     inputs = mh.MonitorInputs(scored, reference, "tfidf-lr", digest, CLASSES)
     result = mh.audit_monitor(inputs, mh.MonitorOptions(positive="depression", n_boot=100, figures=False))
     assert _monitor(work, store, tmp_path / "cli").exit_code == 0
-    pd.testing.assert_frame_equal(result.table("windows").reset_index(drop=True), _windows(tmp_path / "cli"),
-                                  check_dtype=False)
+    pd.testing.assert_frame_equal(
+        result.table("windows").reset_index(drop=True), _windows(tmp_path / "cli"), check_dtype=False
+    )
     folder = tmp_path / "cli" / alert_folder(result.outputs["alert_window"])
     pd.testing.assert_frame_equal(result.outputs["suggested_sample"], pd.read_parquet(folder / "sample.parquet"))
     assert result.options["seed"] == 0 and result.options["positive"] == "depression"

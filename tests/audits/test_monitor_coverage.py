@@ -17,9 +17,11 @@ from tests.audits.test_monitor import _label_shift_stream, _monitor, _store
 fixture_setup = test_monitor.fixture_setup  # the module's `setup`: a tfidf-lr model on SYNTHETIC tweets, its reference
 
 SI_MH = {"si": Lexicon.load("si").sha256, "mh": Lexicon.load("mh").sha256}
-SENTENCE = ("The collection's filter (si+mh) keeps an estimated 0.613 (95% CI 0.570–0.654) of the depressive posts "
-            "of the Bluesky depression set (precision 0.153 at a base rate of 0.113; it keeps 0.7% of a general "
-            "stream, GoEmotions).")
+SENTENCE = (
+    "The collection's filter (si+mh) keeps an estimated 0.613 (95% CI 0.570–0.654) of the depressive posts "
+    "of the Bluesky depression set (precision 0.153 at a base rate of 0.113; it keeps 0.7% of a general "
+    "stream, GoEmotions)."
+)
 
 
 def test_the_report_states_the_filters_recall():
@@ -42,8 +44,9 @@ def test_the_report_states_the_filters_recall():
 
 def test_audit_monitor_reads_the_filter_from_the_store(setup, tmp_path):
     work, texts = setup
-    posts = simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=2, per_window=150,
-                                                                              change_at=1, seed=4))
+    posts = simulate_stream(
+        texts["depression"], texts["other"], StreamConfig(n_windows=2, per_window=150, change_at=1, seed=4)
+    )
     store = tmp_path / "posts.sqlite"
     with PostStore(store) as s:
         s.start_run("r1", lexicons=SI_MH)

@@ -33,18 +33,42 @@ def build_ensemble(work: Path) -> list[dict]:
     frame = corpus.frame.assign(label=np.where(corpus.frame["label"] == "depression", "depression", "other"))
     tweets = frame[frame["platform"] == "synthetic-tweets"]
     mh.Corpus.build(tweets, CLASSES, meta={"synthetic": True}).write(work / "corpus.parquet")
-    for args in (["train", "--corpus", str(work / "corpus.parquet"), "--model", "tfidf-lr", "--runs", "5", "--out",
-                  str(work / "models")],
-                 ["predict", "--model", str(work / "models"), "--corpus", str(work / "corpus.parquet"), "--splits",
-                  "test", "--out", str(work / "reference.parquet")]):
+    for args in (
+        [
+            "train",
+            "--corpus",
+            str(work / "corpus.parquet"),
+            "--model",
+            "tfidf-lr",
+            "--runs",
+            "5",
+            "--out",
+            str(work / "models"),
+        ],
+        [
+            "predict",
+            "--model",
+            str(work / "models"),
+            "--corpus",
+            str(work / "corpus.parquet"),
+            "--splits",
+            "test",
+            "--out",
+            str(work / "reference.parquet"),
+        ],
+    ):
         result = runner.invoke(app, args)
         assert result.exit_code == 0, result.output
     pool = tweets[tweets["split"] == "val"]
     texts = {c: pool.loc[pool["label"] == c, "text"].tolist() for c in CLASSES}
-    posts = simulate_stream(texts["depression"], texts["other"],
-                            StreamConfig(n_windows=4, per_window=300, shift_at=2, seed=11))
-    tail = simulate_stream(texts["depression"], texts["other"],
-                           StreamConfig(n_windows=1, per_window=15, start="2026-01-05T00:00:00Z", seed=12))
+    posts = simulate_stream(
+        texts["depression"], texts["other"], StreamConfig(n_windows=4, per_window=300, shift_at=2, seed=11)
+    )
+    tail = simulate_stream(
+        texts["depression"],
+        texts["other"],
+        StreamConfig(n_windows=1, per_window=15, start="2026-01-05T00:00:00Z", seed=12),
+    )
     posts += [dict(p, uri=p["uri"].replace("/s", "/t")) for p in tail]
     with PostStore(work / "posts.sqlite") as store:
         store.commit_batch(posts, cursor=len(posts))
@@ -66,9 +90,28 @@ def _store(work: Path, tmp_path: Path) -> Path:
 
 
 def _monitor(store: Path, model: Path, reference: Path, out: Path, *extra):
-    return runner.invoke(app, ["audit", "monitor", "--store", str(store), "--model", str(model), "--reference",
-                               str(reference), "--window", "1d", "--positive", "depression", "--n-boot", "100",
-                               "--out", str(out), *extra])
+    return runner.invoke(
+        app,
+        [
+            "audit",
+            "monitor",
+            "--store",
+            str(store),
+            "--model",
+            str(model),
+            "--reference",
+            str(reference),
+            "--window",
+            "1d",
+            "--positive",
+            "depression",
+            "--n-boot",
+            "100",
+            "--out",
+            str(out),
+            *extra,
+        ],
+    )
 
 
 def _report(out: Path) -> dict:
@@ -156,6 +199,7 @@ def test_every_run_scores_and_each_big_window_gets_the_deployed_runs_accuracy(ru
     assert report["options"]["model_digest"] == model_digest(work / "models" / "run-2")
     assert report["title"].startswith("Monitoring tfidf-lr run-2 on the stream")
     import sqlite3
+
     with sqlite3.connect(store) as conn:  # every run scored every post, under its own digest
         counts = conn.execute("SELECT model_digest, count(*) FROM scores GROUP BY model_digest").fetchall()
     assert sorted(n for _, n in counts) == [len(posts)] * 5
@@ -186,8 +230,10 @@ def test_every_run_scores_and_each_big_window_gets_the_deployed_runs_accuracy(ru
 
     runs_table = pd.DataFrame(report["sections"][1]["tables"]["runs"])
     reference = pd.read_parquet(work / "reference.parquet")
-    right = reference.assign(right=reference[["logit_other", "logit_depression"]].to_numpy().argmax(axis=1)
-                             == (reference["label"] == "depression").to_numpy())
+    right = reference.assign(
+        right=reference[["logit_other", "logit_depression"]].to_numpy().argmax(axis=1)
+        == (reference["label"] == "depression").to_numpy()
+    )
     np.testing.assert_allclose(runs_table["accuracy_reference"], right.groupby("seed")["right"].mean().to_numpy())
     assert runs_table["deployed"].tolist() == [False, False, True, False, False]
 
@@ -215,13 +261,17 @@ def test_a_reference_missing_a_run_is_one_sentence(runs, tmp_path):
     reference = pd.read_parquet(work / "reference.parquet")
     reference[reference["seed"] != 3].to_parquet(tmp_path / "four.parquet")
     store = _store(work, tmp_path)
-    message = assert_one_sentence_failure(_monitor(store, work / "models", tmp_path / "four.parquet", tmp_path / "o1"),
-                                          "hold no rows of run-3 (seed 3)")
+    message = assert_one_sentence_failure(
+        _monitor(store, work / "models", tmp_path / "four.parquet", tmp_path / "o1"), "hold no rows of run-3 (seed 3)"
+    )
     assert "run-0" not in message
-    assert_one_sentence_failure(_monitor(store, work / "models", work / "reference.parquet", tmp_path / "o2",
-                                         "--deployed", "run-9"), "the deployed run run-9 is not one of the 5 runs")
+    assert_one_sentence_failure(
+        _monitor(store, work / "models", work / "reference.parquet", tmp_path / "o2", "--deployed", "run-9"),
+        "the deployed run run-9 is not one of the 5 runs",
+    )
     assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()
     import sqlite3
+
     with sqlite3.connect(store) as conn:  # said before anything was scored
         assert not conn.execute("SELECT name FROM sqlite_master WHERE name = 'scores'").fetchall()
 
@@ -259,17 +309,37 @@ def _gaussian_stream(deployed: int = 1, n_windows: int = 2, per_window: int = 10
 
     arrays = gaussian_runs(n_runs=6, n_ref=2000, n_tgt=n_windows * per_window, shrink=0.8, seed=1)
     classes, y_ref = ["c0", "c1"], arrays["y_ref"]
-    reference = pd.concat([predictions_from_arrays(
-        np.asarray(classes, dtype=object)[y_ref], np.c_[np.zeros_like(m), m], "synthetic-home", model="linear", seed=r,
-        classes=classes, kind="logits", ids=[f"ref-{i}" for i in range(len(y_ref))]).frame
-        for r, m in enumerate(arrays["margin_ref"])], ignore_index=True)
+    reference = pd.concat(
+        [
+            predictions_from_arrays(
+                np.asarray(classes, dtype=object)[y_ref],
+                np.c_[np.zeros_like(m), m],
+                "synthetic-home",
+                model="linear",
+                seed=r,
+                classes=classes,
+                kind="logits",
+                ids=[f"ref-{i}" for i in range(len(y_ref))],
+            ).frame
+            for r, m in enumerate(arrays["margin_ref"])
+        ],
+        ignore_index=True,
+    )
     n = n_windows * per_window
     times = pd.Timestamp("2026-01-01", tz="UTC") + pd.to_timedelta(np.arange(n) * 86400 // per_window, unit="s")
     uris = [f"at://a-synthetic/app.bsky.feed.post/g{i:06d}" for i in range(n)]
     margin = arrays["margin_tgt"][deployed]
-    posts = pd.DataFrame({"uri": uris, "created_at": times.strftime("%Y-%m-%dT%H:%M:%SZ"), "length": 80,
-                          "langs": [["en"]] * n, "categories": [["synthetic"]] * n,
-                          "logit_c0": 0.0, "logit_c1": margin})
+    posts = pd.DataFrame(
+        {
+            "uri": uris,
+            "created_at": times.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "length": 80,
+            "langs": [["en"]] * n,
+            "categories": [["synthetic"]] * n,
+            "logit_c0": 0.0,
+            "logit_c1": margin,
+        }
+    )
     runs = tuple(f"run-{k}" for k in range(6))
     predicted = pd.DataFrame({"uri": uris, **{r: (m > 0).astype(np.int64) for r, m in zip(runs, arrays["margin_tgt"])}})
     ensemble = mh.MonitorEnsemble(runs, range(6), runs[deployed], predicted)
@@ -294,9 +364,11 @@ def test_on_the_line_the_deployed_runs_accuracy_is_close_and_trusted():
     assert runs["deployed"].tolist() == [False, True, False, False, False, False]
     row = result.verdicts[result.verdicts["statistic"] == "ensemble_accuracy_latest"].iloc[0]
     assert row["severity"] == "pass" and row["value"] == est[-1] and row["subject"] == "linear run-1"
-    assert (f"accuracy {est[-1]:.3f} [{windows['ensemble_ci_low'].iat[-1]:.3f}, "
-            f"{windows['ensemble_ci_high'].iat[-1]:.3f}] in 2026-01-02 00:00, "
-            "the latest judged window") in result.summary
+    assert (
+        f"accuracy {est[-1]:.3f} [{windows['ensemble_ci_low'].iat[-1]:.3f}, "
+        f"{windows['ensemble_ci_high'].iat[-1]:.3f}] in 2026-01-02 00:00, "
+        "the latest judged window"
+    ) in result.summary
 
 
 def test_the_ensemble_is_checked_when_the_inputs_are_built():
@@ -306,18 +378,35 @@ def test_the_ensemble_is_checked_when_the_inputs_are_built():
     from mhaudit.core.errors import InputError
 
     posts, reference, ensemble, _ = _gaussian_stream(n_windows=1, per_window=200)
-    build = lambda **kw: mh.MonitorInputs(posts, kw.get("reference", reference), "linear", "d" * 64,  # noqa: E731
-                                          ["c0", "c1"], ensemble=kw.get("ensemble", ensemble))
+
+    def build(**kw):
+        return mh.MonitorInputs(
+            posts,
+            kw.get("reference", reference),
+            "linear",
+            "d" * 64,
+            ["c0", "c1"],
+            ensemble=kw.get("ensemble", ensemble),
+        )
+
     missing = reference.frame[reference.frame["seed"] != 4].reset_index(drop=True)
     cases = [
-        (dict(reference=mh.PredictionSet(missing, ["c0", "c1"])), "the reference predictions hold no rows of run-4 "
-                                                                 "(seed 4)"),
-        (dict(ensemble=dataclasses.replace(ensemble, predicted=ensemble.predicted.iloc[5:])),
-         "miss 5 of the 200 scored posts"),
-        (dict(ensemble=dataclasses.replace(ensemble, deployed="run-2")),
-         "predictions of the deployed run run-2 differ from the scored posts'"),
-        (dict(reference=mh.PredictionSet(reference.frame.drop(index=[0]).reset_index(drop=True), ["c0", "c1"])),
-         "cover other rows than those of run-0 (seed 0)"),
+        (
+            dict(reference=mh.PredictionSet(missing, ["c0", "c1"])),
+            "the reference predictions hold no rows of run-4 (seed 4)",
+        ),
+        (
+            dict(ensemble=dataclasses.replace(ensemble, predicted=ensemble.predicted.iloc[5:])),
+            "miss 5 of the 200 scored posts",
+        ),
+        (
+            dict(ensemble=dataclasses.replace(ensemble, deployed="run-2")),
+            "predictions of the deployed run run-2 differ from the scored posts'",
+        ),
+        (
+            dict(reference=mh.PredictionSet(reference.frame.drop(index=[0]).reset_index(drop=True), ["c0", "c1"])),
+            "cover other rows than those of run-0 (seed 0)",
+        ),
     ]
     for kwargs, fragment in cases:
         with pytest.raises(InputError, match=re.escape(fragment)):

@@ -56,14 +56,15 @@ def test_history_equals_the_monitor_on_the_history_posts_only():
         assert f"only the whole windows within {history}" in bounded.sections[0].text
         # a window's costly statistics do not depend on the history: the last round's cached rows are reused
         assert window_context(inputs, replace(options, history=history)) == window_context(inputs, options)
-        again = mh.audit_monitor(replace(inputs, cached_windows=full.outputs["window_rows"]),
-                                 replace(options, history=history))
+        again = mh.audit_monitor(
+            replace(inputs, cached_windows=full.outputs["window_rows"]), replace(options, history=history)
+        )
         assert again.outputs["windows_recomputed"] == 0
         _same(again, bounded)
         # the CUSUM and the length/language baseline start at the history's first window, and the prevalence
         # the summary moves from is the history's first judged windows'
         em = full.table("windows")["em_prior_depression"].to_numpy()
-        assert f"from {em[-n_windows:3 - n_windows].mean():.3f} in the first 3 judged windows" in bounded.summary
+        assert f"from {em[-n_windows : 3 - n_windows].mean():.3f} in the first 3 judged windows" in bounded.summary
 
 
 def test_bad_history_is_one_sentence():
@@ -72,9 +73,11 @@ def test_bad_history_is_one_sentence():
     import mhaudit as mh
     from mhaudit.core.errors import InputError
 
-    for history, says in (("soon", "the history 'soon' must be a number and a unit"),
-                          ("0d", "the history '0d' must be a number and a unit"),
-                          ("6h", "the history 6h is shorter than the window 1d; keep at least one window")):
+    for history, says in (
+        ("soon", "the history 'soon' must be a number and a unit"),
+        ("0d", "the history '0d' must be a number and a unit"),
+        ("6h", "the history 6h is shorter than the window 1d; keep at least one window"),
+    ):
         with pytest.raises(InputError) as caught:
             mh.MonitorOptions(history=history)
         assert str(caught.value).startswith(says)
@@ -103,8 +106,9 @@ def test_command_reads_only_the_history_from_the_store(setup, tmp_path):
     from mhaudit.weak_supervision.collect.scoring import model_digest
 
     work, texts = setup
-    posts = _with_offsets(simulate_stream(texts["depression"], texts["other"],
-                                          StreamConfig(n_windows=8, per_window=150, seed=12)))
+    posts = _with_offsets(
+        simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=8, per_window=150, seed=12))
+    )
     store = _store(tmp_path / "posts.sqlite", posts)
     r = _monitor(work, store, tmp_path / "report", "--history", "3d")
     assert r.exit_code == 0, r.output
@@ -122,8 +126,10 @@ def test_command_reads_only_the_history_from_the_store(setup, tmp_path):
     assert len(every) == 1200 and len(mine) == 600 and set(mine["uri"]) <= set(read["uri"])
     assert set(read["uri"]) <= set(uris) and len(uris) < len(every)
     reference = mh.read_predictions([work / "reference.parquet"], classes=CLASSES)
-    alone = mh.audit_monitor(mh.MonitorInputs(mine, reference, "tfidf-lr", digest, CLASSES),
-                             mh.MonitorOptions(positive="depression", n_boot=100, figures=False))
+    alone = mh.audit_monitor(
+        mh.MonitorInputs(mine, reference, "tfidf-lr", digest, CLASSES),
+        mh.MonitorOptions(positive="depression", n_boot=100, figures=False),
+    )
     windows = _windows(tmp_path / "report")
     pd.testing.assert_frame_equal(alone.table("windows").reset_index(drop=True), windows, check_dtype=False)
     assert np.array_equal(windows["n_posts"], [150] * 4)
@@ -141,8 +147,9 @@ def test_postgres_reads_the_same_history_as_sqlite(setup, tmp_path, pg_url):
     from mhaudit.weak_supervision.collect.scoring import model_digest, score_posts
 
     work, texts = setup
-    posts = _with_offsets(simulate_stream(texts["depression"], texts["other"],
-                                          StreamConfig(n_windows=6, per_window=50, seed=13)))
+    posts = _with_offsets(
+        simulate_stream(texts["depression"], texts["other"], StreamConfig(n_windows=6, per_window=50, seed=13))
+    )
     digest = model_digest(work / "model")
     read = {}
     for name, store in (("sqlite", _store(tmp_path / "posts.sqlite", posts)), ("postgres", _store(pg_url, posts))):
@@ -150,8 +157,11 @@ def test_postgres_reads_the_same_history_as_sqlite(setup, tmp_path, pg_url):
         with PostStore(store) as s:
             newest = newest_scored(s, digest)
             since = history_start(newest, pd.Timedelta("2D"), pd.Timedelta("1D"))
-            read[name] = (newest, scored_posts(s, digest, CLASSES, since),
-                          run_predictions(s, {"deployed": digest}, since))
+            read[name] = (
+                newest,
+                scored_posts(s, digest, CLASSES, since),
+                run_predictions(s, {"deployed": digest}, since),
+            )
     assert read["sqlite"][0] == read["postgres"][0]
     pd.testing.assert_frame_equal(read["sqlite"][1], read["postgres"][1])
     pd.testing.assert_frame_equal(read["sqlite"][2], read["postgres"][2])

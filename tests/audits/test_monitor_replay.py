@@ -40,43 +40,86 @@ def test_replayed_bluesky_stream_is_collected_scored_and_tracked(tmp_path):
     raw = pd.read_csv(data_dir("bluesky_depression") / "bluesky-depression-dataset.csv")
     raw = raw.assign(time=pd.to_datetime(raw["createdAt"], utc=True, format="ISO8601"), text=raw["text"].astype(str))
     raw = raw[raw["text"].str.strip() != ""].sort_values("time", kind="stable").reset_index(drop=True)
-    reddit = import_source("depression_reddit", [data_dir("depression_reddit_cleaned") /
-                                                 "depression_dataset_reddit_cleaned.csv"], ImportOptions(seed=0)).corpus
+    reddit = import_source(
+        "depression_reddit",
+        [data_dir("depression_reddit_cleaned") / "depression_dataset_reddit_cleaned.csv"],
+        ImportOptions(seed=0),
+    ).corpus
     model = create("tfidf-lr").fit(reddit.frame[reddit.frame["split"].isin(["train", "val"])], reddit.classes)
     save_model(model, tmp_path / "model")
     classes = reddit.classes  # no_depression, depression
     validated = raw[raw["time"] < CUT]
     logits = model.predict_logits(validated["text"].tolist())
-    pd.DataFrame({"label": validated["depressive"].map({0: classes[0], 1: classes[1]}),
-                  **{f"prob_{c}": softmax(logits, axis=1)[:, i] for i, c in enumerate(classes)}}
-                 ).to_csv(tmp_path / "validated.csv", index=False)
+    pd.DataFrame(
+        {
+            "label": validated["depressive"].map({0: classes[0], 1: classes[1]}),
+            **{f"prob_{c}": softmax(logits, axis=1)[:, i] for i, c in enumerate(classes)},
+        }
+    ).to_csv(tmp_path / "validated.csv", index=False)
 
     stream = raw[raw["time"] >= CUT].reset_index(drop=True)
     lexicon_file = tmp_path / "common.toml"
     lexicon_file.write_text(COMMON)
     post_filter = PostFilter([Lexicon.load(str(lexicon_file))])
-    kept = [i for i, text in enumerate(stream["text"]) if post_filter(
-        {"uri": "at://x/p/1", "did": "x", "langs": ["en"], "text": text, "reply": False}) is not None]
+    kept = [
+        i
+        for i, text in enumerate(stream["text"])
+        if post_filter({"uri": "at://x/p/1", "did": "x", "langs": ["en"], "text": text, "reply": False}) is not None
+    ]
     store = tmp_path / "posts.sqlite"
     csv = data_dir("bluesky_depression") / "bluesky-depression-dataset.csv"
     with ReplayRelay.from_file(csv, since=str(CUT.date())) as relay:
-        r = runner.invoke(app, ["collect", "bluesky", "--db", str(store), "--relay", relay.url, "--lexicon",
-                                str(lexicon_file), "--max-posts", str(len(kept)), "--duration", "60s"])
+        r = runner.invoke(
+            app,
+            [
+                "collect",
+                "bluesky",
+                "--db",
+                str(store),
+                "--relay",
+                relay.url,
+                "--lexicon",
+                str(lexicon_file),
+                "--max-posts",
+                str(len(kept)),
+                "--duration",
+                "60s",
+            ],
+        )
         assert r.exit_code == 0, r.output
     with PostStore(store) as posts:
         assert posts.count() == len(kept) > 3000
 
     out = tmp_path / "monitor"
-    r = runner.invoke(app, ["audit", "monitor", "--store", str(store), "--model", str(tmp_path / "model"),
-                            "--reference", str(tmp_path / "validated.csv"), "--window", "7d", "--n-boot", "100",
-                            "--out", str(out)])
+    r = runner.invoke(
+        app,
+        [
+            "audit",
+            "monitor",
+            "--store",
+            str(store),
+            "--model",
+            str(tmp_path / "model"),
+            "--reference",
+            str(tmp_path / "validated.csv"),
+            "--window",
+            "7d",
+            "--n-boot",
+            "100",
+            "--out",
+            str(out),
+        ],
+    )
     assert r.exit_code == 0, r.output
     report = json.loads((out / "report.json").read_text())
     windows = pd.DataFrame(report["sections"][0]["tables"]["windows"])
     assert windows["n_posts"].sum() == len(kept)
     # The known truth per window: the data set's labels of the posts that window holds.
-    truth = stream.loc[kept].assign(window=lambda d: pd.to_datetime(
-        (d["time"].astype("int64") // pd.Timedelta("7D").value) * pd.Timedelta("7D").value, utc=True))
+    truth = stream.loc[kept].assign(
+        window=lambda d: pd.to_datetime(
+            (d["time"].astype("int64") // pd.Timedelta("7D").value) * pd.Timedelta("7D").value, utc=True
+        )
+    )
     weekly = truth.groupby("window")["depressive"].agg(["size", "mean"])
     assert weekly["size"].tolist() == windows["n_posts"].tolist()
     big = windows["n_posts"].to_numpy() >= 50
@@ -101,11 +144,18 @@ def test_collect_replay_command_serves_the_table_on_loopback(tmp_path):
     from websockets.sync.client import connect
 
     table = tmp_path / "posts.csv"
-    pd.DataFrame({"text": ["second post", "first post", ""], "createdAt": ["2025-01-02T00:00:00Z",
-                                                                          "2025-01-01T00:00:00Z", "2025-01-03"]}
-                 ).to_csv(table, index=False)
-    proc = subprocess.Popen([sys.executable, "-m", "mhaudit", "collect", "replay", str(table), "--port", "0"],
-                            stdout=subprocess.PIPE, text=True, env=dict(os.environ, COLUMNS="200"))
+    pd.DataFrame(
+        {
+            "text": ["second post", "first post", ""],
+            "createdAt": ["2025-01-02T00:00:00Z", "2025-01-01T00:00:00Z", "2025-01-03"],
+        }
+    ).to_csv(table, index=False)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mhaudit", "collect", "replay", str(table), "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, COLUMNS="200"),
+    )
     try:
         line = proc.stdout.readline()  # the event: it prints this line once it listens ("" if it died)
         assert "replaying 2 posts at ws://127.0.0.1:" in line  # the empty post is not replayed

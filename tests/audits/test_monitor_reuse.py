@@ -27,8 +27,11 @@ def _scored(setup, tmp_path, per_window: int = 250):
     from mhaudit.weak_supervision.collect.scoring import model_digest, score_posts
 
     work, texts = setup
-    posts = simulate_stream(texts["depression"], texts["other"],
-                            StreamConfig(n_windows=N_WINDOWS, per_window=per_window, change_at=2, seed=11))
+    posts = simulate_stream(
+        texts["depression"],
+        texts["other"],
+        StreamConfig(n_windows=N_WINDOWS, per_window=per_window, change_at=2, seed=11),
+    )
     store = _store(tmp_path / "posts.sqlite", posts)
     digest = model_digest(work / "model")
     score_posts(store, load_model, work / "model", digest)
@@ -72,12 +75,21 @@ def test_unchanged_windows_are_read_not_recomputed_and_equal_a_full_recompute(se
     assert changed.tolist() == [False, True, False]
 
     # another n_boot recomputes every window; options read after the windows (PSI thresholds) reuse them all
-    assert mh.audit_monitor(replace(inputs, cached_windows=rows),
-                            replace(options, n_boot=41)).outputs["windows_recomputed"] == N_WINDOWS
+    assert (
+        mh.audit_monitor(replace(inputs, cached_windows=rows), replace(options, n_boot=41)).outputs[
+            "windows_recomputed"
+        ]
+        == N_WINDOWS
+    )
     context = window_context(inputs, options)
     assert window_context(inputs, replace(options, psi_warn=0.2, psi_fail=0.3, figures=True)) == context
-    for other in (replace(options, seed=1), replace(options, min_posts=50), replace(options, window="12h"),
-                  replace(options, positive="other"), replace(options, trust=TrustOptions(domain_auc_cutoff=0.7))):
+    for other in (
+        replace(options, seed=1),
+        replace(options, min_posts=50),
+        replace(options, window="12h"),
+        replace(options, positive="other"),
+        replace(options, trust=TrustOptions(domain_auc_cutoff=0.7)),
+    ):
         assert window_context(inputs, other) != context, other
     # another model (digest) or another reference: another context, so no cached key matches
     assert window_context(replace(inputs, model_digest="0" * 64), options) != context
@@ -94,8 +106,9 @@ def test_the_command_keeps_the_windows_in_the_post_store(setup, tmp_path):
     from mhaudit.weak_supervision.collect.scoring import model_digest
 
     work, texts = setup
-    posts = simulate_stream(texts["depression"], texts["other"],
-                            StreamConfig(n_windows=N_WINDOWS, per_window=250, change_at=2, seed=12))
+    posts = simulate_stream(
+        texts["depression"], texts["other"], StreamConfig(n_windows=N_WINDOWS, per_window=250, change_at=2, seed=12)
+    )
     store = _store(tmp_path / "posts.sqlite", posts[1:])
     reports, computed = [], []
     for round_ in range(3):
@@ -111,8 +124,9 @@ def test_the_command_keeps_the_windows_in_the_post_store(setup, tmp_path):
     pd.testing.assert_frame_equal(_windows(tmp_path / "round0"), _windows(tmp_path / "round1"), check_exact=True)
     with sqlite3.connect(store) as db:  # one row per window of the one context used; a row damaged by hand
         assert db.execute("SELECT count(*), count(DISTINCT context) FROM monitor_windows").fetchone() == (N_WINDOWS, 1)
-        db.execute("UPDATE monitor_windows SET cells = '{\"em_prior' "
-                   "WHERE key = (SELECT min(key) FROM monitor_windows)")
+        db.execute(
+            "UPDATE monitor_windows SET cells = '{\"em_prior' WHERE key = (SELECT min(key) FROM monitor_windows)"
+        )
     r = _monitor(work, store, tmp_path / "round3", "--seed", "1")  # is a miss: that window is computed again
     assert f"1 of {N_WINDOWS} windows computed; {N_WINDOWS - 1} read from the store" in r.output, r.output
     pd.testing.assert_frame_equal(_windows(tmp_path / "round2"), _windows(tmp_path / "round3"), check_exact=True)
@@ -120,7 +134,10 @@ def test_the_command_keeps_the_windows_in_the_post_store(setup, tmp_path):
     with PostStore(store) as s:
         scored = scored_posts(s, digest, CLASSES)
     reference = mh.read_predictions([work / "reference.parquet"], classes=CLASSES)
-    full = mh.audit_monitor(mh.MonitorInputs(scored, reference, "tfidf-lr", digest, CLASSES),
-                            mh.MonitorOptions(positive="depression", n_boot=100, seed=1, figures=False))
-    pd.testing.assert_frame_equal(full.table("windows").reset_index(drop=True), _windows(tmp_path / "round2"),
-                                  check_dtype=False, check_exact=True)
+    full = mh.audit_monitor(
+        mh.MonitorInputs(scored, reference, "tfidf-lr", digest, CLASSES),
+        mh.MonitorOptions(positive="depression", n_boot=100, seed=1, figures=False),
+    )
+    pd.testing.assert_frame_equal(
+        full.table("windows").reset_index(drop=True), _windows(tmp_path / "round2"), check_dtype=False, check_exact=True
+    )

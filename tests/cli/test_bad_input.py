@@ -16,8 +16,9 @@ def run_import(tmp_path, content: bytes | str, *extra, name="posts.csv"):
     src = tmp_path / name
     src.write_bytes(content if isinstance(content, bytes) else content.encode())
     out = tmp_path / "out" / "corpus.parquet"
-    result = runner.invoke(app, ["data", "import", "generic", str(src), "--platform", "reddit",
-                                 "--out", str(out), *extra])
+    result = runner.invoke(
+        app, ["data", "import", "generic", str(src), "--platform", "reddit", "--out", str(out), *extra]
+    )
     return result, out
 
 
@@ -29,8 +30,9 @@ def assert_clean_failure(result, out, *fragments):
 
 def test_missing_file(tmp_path):
     out = tmp_path / "c.parquet"
-    result = runner.invoke(app, ["data", "import", "generic", str(tmp_path / "nope.csv"), "--platform", "x",
-                                 "--out", str(out)])
+    result = runner.invoke(
+        app, ["data", "import", "generic", str(tmp_path / "nope.csv"), "--platform", "x", "--out", str(out)]
+    )
     assert_clean_failure(result, out, "nope.csv: no such file")
 
 
@@ -45,22 +47,24 @@ def test_missing_column(tmp_path):
 
 
 def test_empty_or_whitespace_text(tmp_path):
-    result, out = run_import(tmp_path, "text,label\nhello,1\n\"   \",0\n")
+    result, out = run_import(tmp_path, 'text,label\nhello,1\n"   ",0\n')
     assert_clean_failure(result, out, "posts.csv: row 2: text is empty or whitespace only")
 
 
 def test_bytes_invalid_in_the_declared_encoding(tmp_path):
     result, out = run_import(tmp_path, b"text,label\nfine,1\ncaf\xe9 \x93quoted\x94,0\n")
     assert_clean_failure(result, out, "posts.csv", "line 3", "not valid utf-8", "--encoding")
-    ok, out = run_import(tmp_path, b"text,label\nfine,1\ncaf\xe9 \x93quoted\x94,0\n", "--encoding", "cp1252",
-                         "--split", "test")
+    ok, out = run_import(
+        tmp_path, b"text,label\nfine,1\ncaf\xe9 \x93quoted\x94,0\n", "--encoding", "cp1252", "--split", "test"
+    )
     assert ok.exit_code == 0, ok.output
 
 
 def test_label_unknown_to_the_mapping(tmp_path):
     result, out = run_import(tmp_path, "text,label\na,1\nb,0\nc,2\n", "--mapping", "stress-binary")
-    assert_clean_failure(result, out, "posts.csv: row 3", "label '2' is not known to mapping 'stress-binary'",
-                         "expected one of 0, 1")
+    assert_clean_failure(
+        result, out, "posts.csv: row 3", "label '2' is not known to mapping 'stress-binary'", "expected one of 0, 1"
+    )
 
 
 def test_duplicate_ids(tmp_path):
@@ -91,25 +95,31 @@ def test_a_failed_import_keeps_the_previous_output_and_the_input(tmp_path):
     result, out = run_import(tmp_path, good)
     assert result.exit_code == 0, result.output
     before = out.read_bytes()
-    result, out = run_import(tmp_path, "text,label\na,1\n\"  \",0\n")
+    result, out = run_import(tmp_path, 'text,label\na,1\n"  ",0\n')
     assert result.exit_code == 2
     assert out.read_bytes() == before  # nothing the user had is lost
-    assert (tmp_path / "posts.csv").read_text() == "text,label\na,1\n\"  \",0\n"
+    assert (tmp_path / "posts.csv").read_text() == 'text,label\na,1\n"  ",0\n'
     assert sorted(p.name for p in out.parent.iterdir()) == ["corpus.parquet"]
 
 
 def test_the_installed_entry_point_prints_one_line_and_exits_2(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "mhaudit", "data", "describe", str(tmp_path / "none.parquet")],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "mhaudit", "data", "describe", str(tmp_path / "none.parquet")],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "no such file" in done.stderr
     assert "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (["data", "import", "nosuchsource", "x.csv", "--out", "o.parquet"], "unknown source 'nosuchsource'"),
-    (["data", "import", "dreaddit", "x.csv", "--out", "o.parquet", "--mapping", "nope"], "x.csv: no such file"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["data", "import", "nosuchsource", "x.csv", "--out", "o.parquet"], "unknown source 'nosuchsource'"),
+        (["data", "import", "dreaddit", "x.csv", "--out", "o.parquet", "--mapping", "nope"], "x.csv: no such file"),
+    ],
+)
 def test_unknown_names(args, fragment):
     result = runner.invoke(app, args)
     assert result.exit_code == 2 and fragment in result.stderr

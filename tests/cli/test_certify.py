@@ -28,10 +28,16 @@ def corpora():
     """The home corpus (Depression Reddit) and the target (Bluesky depression), as imported."""
     from mhaudit.tables.corpus.importing import ImportOptions, import_source
 
-    reddit = import_source("depression_reddit", [data_dir("depression_reddit_cleaned") /
-                                                 "depression_dataset_reddit_cleaned.csv"], ImportOptions(seed=0)).corpus
-    bluesky = import_source("bluesky_depression", [data_dir("bluesky_depression") / "bluesky-depression-dataset.csv"],
-                            ImportOptions(seed=0, drop_empty=True)).corpus
+    reddit = import_source(
+        "depression_reddit",
+        [data_dir("depression_reddit_cleaned") / "depression_dataset_reddit_cleaned.csv"],
+        ImportOptions(seed=0),
+    ).corpus
+    bluesky = import_source(
+        "bluesky_depression",
+        [data_dir("bluesky_depression") / "bluesky-depression-dataset.csv"],
+        ImportOptions(seed=0, drop_empty=True),
+    ).corpus
     return reddit, bluesky
 
 
@@ -48,16 +54,24 @@ def published(tmp_path_factory, corpora):
     ref = predict_corpus(model, reddit, model_name="tfidf-lr", seed=0, splits=("test",))
     tgt = predict_corpus(model, bluesky, model_name="tfidf-lr", seed=0, splits=tuple(bluesky.frame["split"].unique()))
     probs = {name: softmax(scores(frame, classes), axis=1) for name, frame in (("ref", ref), ("tgt", tgt))}
-    reference = pd.DataFrame({"label": pd.Categorical(ref["label"], categories=classes).codes,
-                              **{f"prob_{c}": probs["ref"][:, i] for i, c in enumerate(classes)}})
+    reference = pd.DataFrame(
+        {
+            "label": pd.Categorical(ref["label"], categories=classes).codes,
+            **{f"prob_{c}": probs["ref"][:, i] for i, c in enumerate(classes)},
+        }
+    )
     reference.to_csv(work / "tfidf_reddit.csv", index=False)  # integer labels, no ids
     target = pd.DataFrame({"id": tgt["id"], **{f"prob_{c}": probs["tgt"][:, i] for i, c in enumerate(classes)}})
     target.to_csv(work / "tfidf_bluesky.csv", index=False)  # ids, no labels
     bluesky.frame[["id", "text"]].to_csv(work / "posts.csv", index=False)
     y, pred = (tgt["label"] == classes[1]).to_numpy(), probs["tgt"].argmax(axis=1) == 1
     f1 = [2 * (a & b).sum() / (a.sum() + b.sum()) for a, b in ((y, pred), (~y, ~pred))]
-    truth = {"macro_f1": float(np.mean(f1)), "accuracy": float((y == pred).mean()), "prevalence": float(y.mean()),
-             "labels": {i: int(v) for i, v in zip(tgt["id"].astype(str), y)}}
+    truth = {
+        "macro_f1": float(np.mean(f1)),
+        "accuracy": float((y == pred).mean()),
+        "prevalence": float(y.mean()),
+        "labels": {i: int(v) for i, v in zip(tgt["id"].astype(str), y)},
+    }
     return work, classes, truth
 
 
@@ -70,12 +84,16 @@ def _label_in_the_app(work, sample_file, truth):
         for i, item in enumerate(session.app.items):
             value = truth["labels"][item.item_id]
             for name, given in (("ann1", value), ("ann2", 1 - value if i % 10 == 0 else value)):
-                r = httpx.post(urls[name] + "api/label", json={"token": token[name], "item_id": item.item_id,
-                                                              "task": "dep", "value": given})
+                r = httpx.post(
+                    urls[name] + "api/label",
+                    json={"token": token[name], "item_id": item.item_id, "task": "dep", "value": given},
+                )
                 assert r.status_code == 200, r.text
             if i % 10 == 0:
-                r = httpx.post(urls["adj"] + "api/consensus", json={"token": token["adj"], "item_id": item.item_id,
-                                                                   "task": "dep", "value": value})
+                r = httpx.post(
+                    urls["adj"] + "api/consensus",
+                    json={"token": token["adj"], "item_id": item.item_id, "task": "dep", "value": value},
+                )
                 assert r.json() == {"ok": True}
         assert httpx.post(urls["adj"] + "api/agreed", json={"token": token["adj"]}).json()["ok"]
     finally:
@@ -85,10 +103,29 @@ def _label_in_the_app(work, sample_file, truth):
 def test_sample_annotate_report_on_real_data(published):
     work, classes, truth = published
     sample = work / "sample.csv"
-    r = runner.invoke(app, ["labels", "sample", "--strategy", "estimate",
-                            "--predictions", str(work / "tfidf_bluesky.csv"),
-                            "--reference", str(work / "tfidf_reddit.csv"), "--items", str(work / "posts.csv"),
-                            "--task", "dep", "--budget", "200", "--seed", "0", "--out", str(sample)])
+    r = runner.invoke(
+        app,
+        [
+            "labels",
+            "sample",
+            "--strategy",
+            "estimate",
+            "--predictions",
+            str(work / "tfidf_bluesky.csv"),
+            "--reference",
+            str(work / "tfidf_reddit.csv"),
+            "--items",
+            str(work / "posts.csv"),
+            "--task",
+            "dep",
+            "--budget",
+            "200",
+            "--seed",
+            "0",
+            "--out",
+            str(sample),
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert "Certification sample for task dep" in r.output and (work / "sample.design.parquet").exists()
     drawn = pd.read_csv(sample)
@@ -97,9 +134,23 @@ def test_sample_annotate_report_on_real_data(published):
     with LabelStore(work / "labels.sqlite") as store:
         assert len(store.frame(labeler="ann1")) == 200
     out = work / "report"
-    r = runner.invoke(app, ["audit", "certify", "--labels", str(work / "labels.sqlite"), "--task", "dep",
-                            "--sample", str(sample), "--predictions", str(work / "tfidf_bluesky.csv"),
-                            "--out", str(out)])
+    r = runner.invoke(
+        app,
+        [
+            "audit",
+            "certify",
+            "--labels",
+            str(work / "labels.sqlite"),
+            "--task",
+            "dep",
+            "--sample",
+            str(sample),
+            "--predictions",
+            str(work / "tfidf_bluesky.csv"),
+            "--out",
+            str(out),
+        ],
+    )
     assert r.exit_code == 0, r.output
     report = json.loads((out / "report.json").read_text())
     table = pd.DataFrame(report["sections"][0]["tables"]["certified"]).set_index(["estimator", "metric"])
@@ -121,26 +172,74 @@ def test_sample_annotate_report_on_real_data(published):
 def test_bad_inputs(published, tmp_path):
     work, _, _ = published
     pred, items = str(work / "tfidf_bluesky.csv"), str(work / "posts.csv")
-    base = ["labels", "sample", "--strategy", "estimate", "--predictions", pred, "--items", items, "--task", "dep",
-            "--out", str(tmp_path / "s.csv")]
+    base = [
+        "labels",
+        "sample",
+        "--strategy",
+        "estimate",
+        "--predictions",
+        pred,
+        "--items",
+        items,
+        "--task",
+        "dep",
+        "--out",
+        str(tmp_path / "s.csv"),
+    ]
     assert_one_sentence_failure(runner.invoke(app, [*base, "--budget", "5000"]), "larger than the pool")
     assert_one_sentence_failure(runner.invoke(app, [*base]), "--budget")
     assert not (tmp_path / "s.csv").exists() and not (tmp_path / "s.design.parquet").exists()
-    assert_one_sentence_failure(runner.invoke(app, ["labels", "sample", "--strategy", "neyman", "--items", items,
-                                                    "--task", "dep", "--out", str(tmp_path / "s.csv")]),
-                                "weak or estimate")
+    assert_one_sentence_failure(
+        runner.invoke(
+            app,
+            [
+                "labels",
+                "sample",
+                "--strategy",
+                "neyman",
+                "--items",
+                items,
+                "--task",
+                "dep",
+                "--out",
+                str(tmp_path / "s.csv"),
+            ],
+        ),
+        "weak or estimate",
+    )
     # a report with a sample drawn for another model's predictions
     r = runner.invoke(app, [*base, "--budget", "60"])
     assert r.exit_code == 0, r.output
     other = pd.read_csv(pred)
     other.iloc[:, 1:] = other.iloc[:, 1:].to_numpy()[:, ::-1]  # another model: the scores swapped
     other.to_csv(tmp_path / "roberta_bluesky.csv", index=False)
-    labels = pd.DataFrame({"item_id": pd.read_csv(tmp_path / "s.csv")["item_id"], "task": "dep", "labeler": "ann1",
-                           "kind": "human", "value": 1})
+    labels = pd.DataFrame(
+        {
+            "item_id": pd.read_csv(tmp_path / "s.csv")["item_id"],
+            "task": "dep",
+            "labeler": "ann1",
+            "kind": "human",
+            "value": 1,
+        }
+    )
     labels.to_csv(tmp_path / "labels.csv", index=False)
-    r = runner.invoke(app, ["audit", "certify", "--labels", str(tmp_path / "labels.csv"), "--task",
-                            "dep", "--sample", str(tmp_path / "s.csv"), "--predictions",
-                            str(tmp_path / "roberta_bluesky.csv"), "--out", str(tmp_path / "r")])
+    r = runner.invoke(
+        app,
+        [
+            "audit",
+            "certify",
+            "--labels",
+            str(tmp_path / "labels.csv"),
+            "--task",
+            "dep",
+            "--sample",
+            str(tmp_path / "s.csv"),
+            "--predictions",
+            str(tmp_path / "roberta_bluesky.csv"),
+            "--out",
+            str(tmp_path / "r"),
+        ],
+    )
     assert_one_sentence_failure(r, "drawn for other predictions")
     assert not (tmp_path / "r").exists()
 
@@ -155,22 +254,59 @@ def test_an_ensemble_through_the_commands(tmp_path):
     target.frame.to_parquet(tmp_path / "runs.parquet")
     reference.frame.to_parquet(tmp_path / "ref_runs.parquet")
     pd.DataFrame({"id": truth.index, "text": [f"synthetic post {i}" for i in range(800)]}).to_csv(
-        tmp_path / "posts.csv", index=False)
-    base = ["labels", "sample", "--strategy", "estimate", "--predictions", str(tmp_path / "runs.parquet"),
-            "--reference", str(tmp_path / "ref_runs.parquet"), "--items", str(tmp_path / "posts.csv"), "--task", "mh",
-            "--budget", "120", "--out", str(tmp_path / "sample.csv")]
+        tmp_path / "posts.csv", index=False
+    )
+    base = [
+        "labels",
+        "sample",
+        "--strategy",
+        "estimate",
+        "--predictions",
+        str(tmp_path / "runs.parquet"),
+        "--reference",
+        str(tmp_path / "ref_runs.parquet"),
+        "--items",
+        str(tmp_path / "posts.csv"),
+        "--task",
+        "mh",
+        "--budget",
+        "120",
+        "--out",
+        str(tmp_path / "sample.csv"),
+    ]
     assert_one_sentence_failure(runner.invoke(app, base), "several runs", "MODEL:SEED or by its run-<k> folder")
     assert_one_sentence_failure(runner.invoke(app, [*base, "--certify", "tfidf-lr:x"]), "MODEL:SEED")
     r = runner.invoke(app, [*base, "--certify", "tfidf-lr:1"])
     assert r.exit_code == 0, r.output
     assert "model tfidf-lr seed 1" in r.output and "ensemble of 4 runs" in r.output
     drawn = pd.read_csv(tmp_path / "sample.csv")
-    labels = pd.DataFrame({"item_id": drawn["item_id"], "task": "mh", "labeler": "ann1", "kind": "human",
-                           "value": truth.reindex(drawn["item_id"]).to_numpy()})
+    labels = pd.DataFrame(
+        {
+            "item_id": drawn["item_id"],
+            "task": "mh",
+            "labeler": "ann1",
+            "kind": "human",
+            "value": truth.reindex(drawn["item_id"]).to_numpy(),
+        }
+    )
     labels.to_csv(tmp_path / "labels.csv", index=False)
-    r = runner.invoke(app, ["audit", "certify", "--labels", str(tmp_path / "labels.csv"), "--task", "mh", "--sample",
-                            str(tmp_path / "sample.csv"), "--predictions", str(tmp_path / "runs.parquet"), "--out",
-                            str(tmp_path / "report")])
+    r = runner.invoke(
+        app,
+        [
+            "audit",
+            "certify",
+            "--labels",
+            str(tmp_path / "labels.csv"),
+            "--task",
+            "mh",
+            "--sample",
+            str(tmp_path / "sample.csv"),
+            "--predictions",
+            str(tmp_path / "runs.parquet"),
+            "--out",
+            str(tmp_path / "report"),
+        ],
+    )
     assert r.exit_code == 0, r.output
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     assert report["verdicts"][0]["subject"] == "tfidf-lr seed 1"
@@ -186,20 +322,60 @@ def test_runs_trained_with_train_runs_certified_one_by_one(corpora, tmp_path):
     reddit.write(tmp_path / "reddit.parquet")
     bluesky.write(tmp_path / "bluesky.parquet")
     bluesky.frame[["id", "text"]].to_csv(tmp_path / "posts.csv", index=False)
-    r = runner.invoke(app, ["train", "--corpus", str(tmp_path / "reddit.parquet"), "--model", "tfidf-lr", "--runs",
-                            "3", "--out", str(tmp_path / "runs")])
+    r = runner.invoke(
+        app,
+        [
+            "train",
+            "--corpus",
+            str(tmp_path / "reddit.parquet"),
+            "--model",
+            "tfidf-lr",
+            "--runs",
+            "3",
+            "--out",
+            str(tmp_path / "runs"),
+        ],
+    )
     assert r.exit_code == 0, r.output
     splits = ",".join(bluesky.frame["split"].unique())
     for corpus, name, what in (("bluesky", "target", splits), ("reddit", "home", "test")):
-        r = runner.invoke(app, ["predict", "--model", str(tmp_path / "runs"), "--corpus", str(tmp_path /
-                                f"{corpus}.parquet"), "--splits", what, "--out", str(tmp_path / f"{name}.parquet")])
+        r = runner.invoke(
+            app,
+            [
+                "predict",
+                "--model",
+                str(tmp_path / "runs"),
+                "--corpus",
+                str(tmp_path / f"{corpus}.parquet"),
+                "--splits",
+                what,
+                "--out",
+                str(tmp_path / f"{name}.parquet"),
+            ],
+        )
         assert r.exit_code == 0, r.output
     home = pd.read_parquet(tmp_path / "home.parquet")
     home.assign(label=pd.Categorical(home["label"], categories=reddit.classes).codes).to_csv(
-        tmp_path / "home.csv", index=False)  # integer labels, as published files often have them
-    draw = ["labels", "sample", "--strategy", "estimate", "--predictions", str(tmp_path / "target.parquet"),
-            "--reference", str(tmp_path / "home.csv"), "--items", str(tmp_path / "posts.csv"), "--task", "dep",
-            "--budget", "160", "--seed", "0"]
+        tmp_path / "home.csv", index=False
+    )  # integer labels, as published files often have them
+    draw = [
+        "labels",
+        "sample",
+        "--strategy",
+        "estimate",
+        "--predictions",
+        str(tmp_path / "target.parquet"),
+        "--reference",
+        str(tmp_path / "home.csv"),
+        "--items",
+        str(tmp_path / "posts.csv"),
+        "--task",
+        "dep",
+        "--budget",
+        "160",
+        "--seed",
+        "0",
+    ]
     for run, out in ((str(tmp_path / "runs" / "run-1"), "by_path.csv"), ("run-1", "by_name.csv")):
         r = runner.invoke(app, [*draw, "--certify", run, "--out", str(tmp_path / out)])
         assert r.exit_code == 0, r.output
@@ -211,10 +387,27 @@ def test_runs_trained_with_train_runs_certified_one_by_one(corpora, tmp_path):
     assert (design["certified_seed"] == 1).all() and (design["runs"] == 3).all()
     target = pd.read_parquet(tmp_path / "target.parquet")
     truth = (target[target["seed"] == 0].set_index("id")["label"] == reddit.classes[1]).astype(int)
-    pd.DataFrame({"item_id": sample["item_id"], "task": "dep", "labeler": "ann1", "kind": "human",
-                  "value": truth.reindex(sample["item_id"]).to_numpy()}).to_csv(tmp_path / "labels.csv", index=False)
-    certify = ["audit", "certify", "--labels", str(tmp_path / "labels.csv"), "--task", "dep", "--sample",
-               str(tmp_path / "by_path.csv"), "--predictions", str(tmp_path / "target.parquet")]
+    pd.DataFrame(
+        {
+            "item_id": sample["item_id"],
+            "task": "dep",
+            "labeler": "ann1",
+            "kind": "human",
+            "value": truth.reindex(sample["item_id"]).to_numpy(),
+        }
+    ).to_csv(tmp_path / "labels.csv", index=False)
+    certify = [
+        "audit",
+        "certify",
+        "--labels",
+        str(tmp_path / "labels.csv"),
+        "--task",
+        "dep",
+        "--sample",
+        str(tmp_path / "by_path.csv"),
+        "--predictions",
+        str(tmp_path / "target.parquet"),
+    ]
     tables = {}
     for run in ("run-2", "tfidf-lr:2"):
         r = runner.invoke(app, [*certify, "--run", run, "--out", str(tmp_path / run.replace(":", "_"))])
@@ -225,11 +418,14 @@ def test_runs_trained_with_train_runs_certified_one_by_one(corpora, tmp_path):
         tables[run] = pd.DataFrame(report["sections"][0]["tables"]["certified"])
     assert tables["run-2"].equals(tables["tfidf-lr:2"])
     run2 = target[target["seed"] == 2].set_index("id").loc[design["item_id"]]
-    right = (run2.filter(like="logit_").to_numpy().argmax(axis=1) == truth.reindex(design["item_id"]).to_numpy())
+    right = run2.filter(like="logit_").to_numpy().argmax(axis=1) == truth.reindex(design["item_id"]).to_numpy()
     drawn = design["item_id"].isin(sample["item_id"]).to_numpy()
-    hand = sum((design["stratum"] == h).mean() * right[drawn & (design["stratum"] == h).to_numpy()].mean()
-               for h in design["stratum"].unique())
+    hand = sum(
+        (design["stratum"] == h).mean() * right[drawn & (design["stratum"] == h).to_numpy()].mean()
+        for h in design["stratum"].unique()
+    )
     table = tables["run-2"].set_index(["estimator", "metric"])
     assert table.loc[("labels only (design-weighted)", "accuracy"), "estimate"] == pytest.approx(hand, abs=1e-12)
-    assert_one_sentence_failure(runner.invoke(app, [*certify, "--run", "run-7", "--out", str(tmp_path / "r7")]),
-                                "no run of any model seed 7")
+    assert_one_sentence_failure(
+        runner.invoke(app, [*certify, "--run", "run-7", "--out", str(tmp_path / "r7")]), "no run of any model seed 7"
+    )

@@ -34,8 +34,20 @@ def test_every_command_is_in_docs_cli_md():
     assert not stale, f"docs/cli.md lists commands the app does not have: {stale}"
 
 
-@pytest.mark.parametrize("old", ["estimate", "monitor", "benchmark", "label llm", "label prompts", "validate sample",
-                                 "validate weak-lexicon", "validate corpus-labels", "validate report"])
+@pytest.mark.parametrize(
+    "old",
+    [
+        "estimate",
+        "monitor",
+        "benchmark",
+        "label llm",
+        "label prompts",
+        "validate sample",
+        "validate weak-lexicon",
+        "validate corpus-labels",
+        "validate report",
+    ],
+)
 def test_an_old_name_is_a_usage_error(old):
     result = CliRunner().invoke(app, [*old.split(), "--help"])
     assert result.exit_code == 2 and "No such command" in result.output

@@ -19,8 +19,9 @@ runner = CliRunner()
 
 def test_collect_recall_prints_a_table_per_set_found(tmp_path):
     (tmp_path / "bluesky_depression").symlink_to(data_dir("bluesky_depression"))
-    result = runner.invoke(app, ["collect", "recall", "--data", str(tmp_path), "--lexicon", "mh", "--lexicon",
-                                 "wide"], terminal_width=100)
+    result = runner.invoke(
+        app, ["collect", "recall", "--data", str(tmp_path), "--lexicon", "mh", "--lexicon", "wide"], terminal_width=100
+    )
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "bluesky_depression: 4,568 posts, 514 depressive by two clinical psychologists" in out
@@ -34,12 +35,16 @@ def test_collect_recall_prints_a_table_per_set_found(tmp_path):
 
 
 def test_collect_recall_bad_inputs(tmp_path):
-    assert_one_sentence_failure(runner.invoke(app, ["collect", "recall", "--data", str(tmp_path / "nope")]),
-                                "no such folder of labelled sets")
-    assert_one_sentence_failure(runner.invoke(app, ["collect", "recall", "--data", str(tmp_path)]),
-                                "none of the labelled sets is in this folder")
-    assert_one_sentence_failure(runner.invoke(app, ["collect", "recall", "--data", str(tmp_path), "--lexicon",
-                                                    "si+"]), "names no lexicon")
+    assert_one_sentence_failure(
+        runner.invoke(app, ["collect", "recall", "--data", str(tmp_path / "nope")]), "no such folder of labelled sets"
+    )
+    assert_one_sentence_failure(
+        runner.invoke(app, ["collect", "recall", "--data", str(tmp_path)]),
+        "none of the labelled sets is in this folder",
+    )
+    assert_one_sentence_failure(
+        runner.invoke(app, ["collect", "recall", "--data", str(tmp_path), "--lexicon", "si+"]), "names no lexicon"
+    )
 
 
 def test_collect_summary_states_the_recall_of_the_lexicons_used(tmp_path):
@@ -50,20 +55,38 @@ def test_collect_summary_states_the_recall_of_the_lexicons_used(tmp_path):
     result = runner.invoke(app, ["collect", "summary", "--db", str(store)])
     assert result.exit_code == 0, result.output
     text = " ".join(result.stdout.split())  # the console wraps long lines
-    assert ("recall: the collection's filter (si+mh) keeps an estimated 0.613 (95% CI 0.570–0.654) of the depressive "
-            "posts of the Bluesky depression set") in text
+    assert (
+        "recall: the collection's filter (si+mh) keeps an estimated 0.613 (95% CI 0.570–0.654) of the depressive "
+        "posts of the Bluesky depression set"
+    ) in text
     assert "recall: the collection's filter (mine) has no measured recall" in text
 
 
 def test_collect_bluesky_states_the_recall_of_its_filter(tmp_path):
     events, _ = stream(5)
     with StreamServer(jetstream_frames(events)) as server:
-        result = runner.invoke(app, ["collect", "bluesky", "--db", str(tmp_path / "posts.sqlite"), "--lexicon", "wide",
-                                     "--relay", server.url, "--max-posts", "5", "--duration", "20s"])
+        result = runner.invoke(
+            app,
+            [
+                "collect",
+                "bluesky",
+                "--db",
+                str(tmp_path / "posts.sqlite"),
+                "--lexicon",
+                "wide",
+                "--relay",
+                server.url,
+                "--max-posts",
+                "5",
+                "--duration",
+                "20s",
+            ],
+        )
     assert result.exit_code == 0, result.output
-    assert ("recall: the collection's filter (wide) keeps an estimated 0.914 (95% CI 0.887–0.936) of the depressive "
-            "posts of the Bluesky depression set (0.911 on the half it was not tuned on;") \
-        in " ".join(result.stderr.split())
+    assert (
+        "recall: the collection's filter (wide) keeps an estimated 0.914 (95% CI 0.887–0.936) of the depressive "
+        "posts of the Bluesky depression set (0.911 on the half it was not tuned on;"
+    ) in " ".join(result.stderr.split())
 
 
 def test_every_lexicon_flag_lists_every_built_in_lexicon():

@@ -22,10 +22,28 @@ finally:
 def test_the_cpfe_command_imports_no_scipy_matplotlib_or_pydantic(tmp_path):
     write_two_platforms(tmp_path)
     listing = tmp_path / "modules.json"
-    done = subprocess.run([sys.executable, "-c", RUN, str(listing), "audit", "cpfe", "--predictions",
-                           *sorted(map(str, tmp_path.glob("*.csv"))), "--name-pattern", "{model}_seed{seed}_{platform}",
-                           "--reference", "reddit", "--n-boot-significance", "200", "--out", str(tmp_path / "out")],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            RUN,
+            str(listing),
+            "audit",
+            "cpfe",
+            "--predictions",
+            *sorted(map(str, tmp_path.glob("*.csv"))),
+            "--name-pattern",
+            "{model}_seed{seed}_{platform}",
+            "--reference",
+            "reddit",
+            "--n-boot-significance",
+            "200",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "out" / "report.html").is_file()
     modules = set(json.loads(listing.read_text()))

@@ -22,18 +22,30 @@ def invoke(*args):
 def test_import_describe_clean_split_merge(tmp_path):
     dreaddit = data_dir("dreaddit")
     corpus = tmp_path / "dreaddit.parquet"
-    shown = invoke("data", "import", "dreaddit", dreaddit / "dreaddit-train.csv", dreaddit / "dreaddit-test.csv",
-                   "--out", corpus).stdout
+    shown = invoke(
+        "data", "import", "dreaddit", dreaddit / "dreaddit-train.csv", dreaddit / "dreaddit-test.csv", "--out", corpus
+    ).stdout
     assert "read 3553 rows; wrote 3553 rows" in shown and "mapping report" in shown
     described = json.loads(invoke("data", "describe", corpus, "--json").stdout)
     rows = pd.DataFrame(described["rows"]).set_index(["split", "label"])["rows"].to_dict()
-    assert rows == {("test", "no_stress"): 346, ("test", "stress"): 369,
-                    ("train", "no_stress"): 1350, ("train", "stress"): 1488}
+    assert rows == {
+        ("test", "no_stress"): 346,
+        ("test", "stress"): 369,
+        ("train", "no_stress"): 1350,
+        ("train", "stress"): 1488,
+    }
     length = described["text_length"][0]
     assert length["n"] == 3553 and 80 < length["mean_words"] < 100
     # Dreaddit's official split: trained here, a model is judged on its 715 test rows; as a target, on all 3,553
-    assert described["judged"] == [{"platform": "reddit", "dataset": "dreaddit", "rows": 3553,
-                                    "judged_if_trained_here": 715, "judged_as_target": 3553}]
+    assert described["judged"] == [
+        {
+            "platform": "reddit",
+            "dataset": "dreaddit",
+            "rows": 3553,
+            "judged_if_trained_here": 715,
+            "judged_as_target": 3553,
+        }
+    ]
     assert "judged on every row it did not train on" in invoke("data", "describe", corpus).stdout
 
     cleaned = tmp_path / "clean.parquet"
@@ -67,20 +79,41 @@ def test_import_describe_clean_split_merge(tmp_path):
 def test_listing_commands():
     assert "goemotions-cpfe-code" in invoke("data", "mappings").stdout
     shown = invoke("data", "sources").stdout
-    for name in ("goemotions", "dair_emotion", "kaggle_mh", "dreaddit", "tss_gold", "tss_full", "rastogi",
-                 "depression_reddit", "bluesky_depression", "generic", "hf"):
+    for name in (
+        "goemotions",
+        "dair_emotion",
+        "kaggle_mh",
+        "dreaddit",
+        "tss_gold",
+        "tss_full",
+        "rastogi",
+        "depression_reddit",
+        "bluesky_depression",
+        "generic",
+        "hf",
+    ):
         assert name in shown
 
 
 EVERY_DATA_SET = [  # (source, folder, files, extra flags, rows written) — counts from each SOURCE.md
-    ("goemotions", "goemotions", ["train.tsv", "dev.tsv", "test.tsv"], ["--mapping", "goemotions-cpfe-text"],
-     43410 + 5426 + 5427),
+    (
+        "goemotions",
+        "goemotions",
+        ["train.tsv", "dev.tsv", "test.tsv"],
+        ["--mapping", "goemotions-cpfe-text"],
+        43410 + 5426 + 5427,
+    ),
     ("dair_emotion", "dair_emotion", ["train.txt", "val.txt", "test.txt"], [], 20000),
     ("dreaddit", "dreaddit", ["dreaddit-train.csv", "dreaddit-test.csv"], [], 3553),
     ("tss_gold", "tss_probe", ["Twitter_sample_gold.utf8.csv"], [], 2872),
     ("tss_full", "tss_probe", ["Twitter_Full.csv"], ["--drop-empty"], 8897),
-    ("rastogi", "stress_rastogi2022", ["Reddit_Combi.csv", "Reddit_Title.csv", "Twitter_Full.csv",
-                                       "Twitter_Non-Advert.csv"], [], 3123 + 5556 + 8900 + 2051),
+    (
+        "rastogi",
+        "stress_rastogi2022",
+        ["Reddit_Combi.csv", "Reddit_Title.csv", "Twitter_Full.csv", "Twitter_Non-Advert.csv"],
+        [],
+        3123 + 5556 + 8900 + 2051,
+    ),
     ("depression_reddit", "depression_reddit_cleaned", ["depression_dataset_reddit_cleaned.csv"], [], 7731),
     ("bluesky_depression", "bluesky_depression", ["bluesky-depression-dataset.csv"], [], 4568),
 ]

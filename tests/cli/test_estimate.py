@@ -34,9 +34,24 @@ def test_estimate_on_published_style_files(tmp_path):
     bluesky = _write(tmp_path / "bert_bluesky.csv", 700, [0.5, 0.5], 2, labelled=False)
     out = tmp_path / "report"
     # a glob after --reference, two files after one --target (as a shell expands "bert_*.csv")
-    result = runner.invoke(app, ["audit", "estimate", "--reference", str(tmp_path / "bert_red*.csv"),
-                                 "--target", str(twitter), str(bluesky), "--name-pattern", "{model}_{platform}",
-                                 "--n-boot", "200", "--out", str(out)])
+    result = runner.invoke(
+        app,
+        [
+            "audit",
+            "estimate",
+            "--reference",
+            str(tmp_path / "bert_red*.csv"),
+            "--target",
+            str(twitter),
+            str(bluesky),
+            "--name-pattern",
+            "{model}_{platform}",
+            "--n-boot",
+            "200",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "note: the 'label' column of bert_twitter.csv is ignored (read as unlabelled)" in result.output
     report = json.loads((out / "report.json").read_text())
@@ -54,9 +69,11 @@ def test_bad_inputs(tmp_path):
     target = _write(tmp_path / "t.csv", 300, [0.5, 0.5], 1, labelled=False)
     three = _write(tmp_path / "t3.csv", 300, [0.4, 0.3, 0.3], 1, labelled=False, classes=("normal", "stress", "other"))
     unlabelled_ref = _write(tmp_path / "ref_nolabel.csv", 300, [0.5, 0.5], 0, labelled=False)
-    cases = [(["--reference", str(ref), "--target", str(three)], ["t3.csv", "score columns", "differ"]),
-             (["--reference", str(unlabelled_ref), "--target", str(target)], ["ref_nolabel.csv", "label"]),
-             (["--reference", str(ref), "--target", str(tmp_path / "missing.csv")], ["missing.csv"])]
+    cases = [
+        (["--reference", str(ref), "--target", str(three)], ["t3.csv", "score columns", "differ"]),
+        (["--reference", str(unlabelled_ref), "--target", str(target)], ["ref_nolabel.csv", "label"]),
+        (["--reference", str(ref), "--target", str(tmp_path / "missing.csv")], ["missing.csv"]),
+    ]
     for args, fragments in cases:
         out = tmp_path / "out"
         result = runner.invoke(app, ["audit", "estimate", *args, "--out", str(out)])
@@ -71,8 +88,10 @@ def test_an_ensemble_of_runs_in_files_without_ids(tmp_path):
 
     runs = gaussian_runs(n_runs=5, n_ref=1500, n_tgt=1000, shrink=0.8, seed=5)  # SYNTHETIC
     for seed in range(5):
-        for platform, margin, y in (("reddit", runs["margin_ref"][seed], runs["y_ref"]),
-                                    ("twitter", runs["margin_tgt"][seed], None)):
+        for platform, margin, y in (
+            ("reddit", runs["margin_ref"][seed], runs["y_ref"]),
+            ("twitter", runs["margin_tgt"][seed], None),
+        ):
             p = 1 / (1 + np.exp(-margin))
             frame = pd.DataFrame({"prob_normal": (1 - p).round(6), "prob_stress": p.round(6)})
             frame["prob_stress"] = 1 - frame["prob_normal"]
@@ -80,9 +99,24 @@ def test_an_ensemble_of_runs_in_files_without_ids(tmp_path):
                 frame.insert(0, "label", y)
             frame.to_csv(tmp_path / f"minilm_seed{seed}_{platform}.csv", index=False)
     out = tmp_path / "report"
-    result = runner.invoke(app, ["audit", "estimate", "--reference", str(tmp_path / "*_reddit.csv"),
-                                 "--target", str(tmp_path / "*_twitter.csv"), "--name-pattern",
-                                 "{model}_seed{seed}_{platform}", "--no-per-run", "--n-boot", "200", "--out", str(out)])
+    result = runner.invoke(
+        app,
+        [
+            "audit",
+            "estimate",
+            "--reference",
+            str(tmp_path / "*_reddit.csv"),
+            "--target",
+            str(tmp_path / "*_twitter.csv"),
+            "--name-pattern",
+            "{model}_seed{seed}_{platform}",
+            "--no-per-run",
+            "--n-boot",
+            "200",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "Ensemble of 5 runs on twitter: accuracy expected" in result.output
     report = json.loads((out / "report.json").read_text())

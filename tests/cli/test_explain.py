@@ -24,8 +24,24 @@ def trained(tmp_path_factory):
     folder = tmp_path_factory.mktemp("explain")
     corpus = folder / "c.parquet"
     simulate(SimulationConfig(n_per_platform=300, auto_platforms=())).write(corpus)
-    done = runner.invoke(app, ["train", "--corpus", str(corpus), "--platform", "synthetic-forum", "--model",
-                               "tfidf-lr", "--seed", "42", "--option", "min_df=1", "--out", str(folder / "lr")])
+    done = runner.invoke(
+        app,
+        [
+            "train",
+            "--corpus",
+            str(corpus),
+            "--platform",
+            "synthetic-forum",
+            "--model",
+            "tfidf-lr",
+            "--seed",
+            "42",
+            "--option",
+            "min_df=1",
+            "--out",
+            str(folder / "lr"),
+        ],
+    )
     assert done.exit_code == 0, done.output
     return corpus, folder / "lr"
 
@@ -43,8 +59,10 @@ def test_linear_attributions_of_a_seeded_sample_per_platform(trained, tmp_path):
     assert list(table.columns) == COLUMNS and set(table["method"]) == {"linear"}
     assert set(table["model"]) == {"tfidf-lr"} and set(table["seed"]) == {42}
     assert set(table["platform"]) == {"synthetic-forum", "synthetic-comments", "synthetic-tweets"}
-    said = re.search(r"wrote ([\d,]+) attribution rows \(linear; 1 model folder\(s\); (\d+) texts from 3 platform",
-                     " ".join(done.output.split()))
+    said = re.search(
+        r"wrote ([\d,]+) attribution rows \(linear; 1 model folder\(s\); (\d+) texts from 3 platform",
+        " ".join(done.output.split()),
+    )
     assert said and int(said[1].replace(",", "")) == len(table) and int(said[2]) == 3 * 10
     # the numbers are model.explain on the 10 texts pandas draws with the seed, platform by platform
     frame, fitted = Corpus.read(corpus).frame, load_model(model / "seed-42")
@@ -70,13 +88,16 @@ def test_every_text_when_n_exceeds_the_split_and_other_splits(trained, tmp_path)
     assert f"{n_rows} texts from 3 platform(s)" in " ".join(done.output.split())
 
 
-@pytest.mark.parametrize(("args", "fragments"), [
-    (["--method", "saliency"], ["model 'tfidf-lr' supports only linear, not 'saliency'"]),
-    (["--method", "integrated_gradients"], ["supports only linear, not 'integrated_gradients'"]),
-    (["--method", "shap"], ["unknown attribution method 'shap'", "linear, saliency, integrated_gradients"]),
-    (["--method", "linear", "--n", "0"], ["must be a positive integer, got 0"]),
-    (["--method", "linear", "--splits", "holdout"], ["no rows in split(s) holdout"]),
-])
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["--method", "saliency"], ["model 'tfidf-lr' supports only linear, not 'saliency'"]),
+        (["--method", "integrated_gradients"], ["supports only linear, not 'integrated_gradients'"]),
+        (["--method", "shap"], ["unknown attribution method 'shap'", "linear, saliency, integrated_gradients"]),
+        (["--method", "linear", "--n", "0"], ["must be a positive integer, got 0"]),
+        (["--method", "linear", "--splits", "holdout"], ["no rows in split(s) holdout"]),
+    ],
+)
 def test_bad_input_is_one_sentence_and_writes_nothing(trained, tmp_path, args, fragments):
     corpus, model = trained
     out = tmp_path / "attributions.parquet"
@@ -92,9 +113,26 @@ def test_saliency_on_a_tiny_transformer(tmp_path):
     corpus = tmp_path / "c.parquet"
     Corpus.build(full.frame[full.frame["platform"] != "synthetic-comments"], full.classes, meta=full.meta).write(corpus)
     checkpoint = tiny_checkpoint(tmp_path / "tiny", len(full.classes))
-    trained = runner.invoke(app, ["train", "--corpus", str(corpus), "--platform", "synthetic-forum", "--model",
-                                  "transformer", "--seed", "0", "--out", str(tmp_path / "tf"), "--option",
-                                  f"checkpoint={checkpoint}", "--option", "epochs=1"])
+    trained = runner.invoke(
+        app,
+        [
+            "train",
+            "--corpus",
+            str(corpus),
+            "--platform",
+            "synthetic-forum",
+            "--model",
+            "transformer",
+            "--seed",
+            "0",
+            "--out",
+            str(tmp_path / "tf"),
+            "--option",
+            f"checkpoint={checkpoint}",
+            "--option",
+            "epochs=1",
+        ],
+    )
     assert trained.exit_code == 0, trained.output
     out = tmp_path / "saliency.parquet"
     done = explain(corpus, tmp_path / "tf", out, "--method", "saliency", "--n", "4")

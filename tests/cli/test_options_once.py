@@ -18,9 +18,15 @@ from mhaudit.audits import AUDITS, audit_function
 from mhaudit.cli.options import flags, options_from
 from mhaudit.core.options import described
 
-REQUIRED = {"cpfe": dict(reference="home"), "divergence": dict(human=("h",), auto=("a",)),
-            "agreement": dict(task="si"), "certify": dict(task="si"), "estimate": {}, "monitor": {},
-            "model_selection": dict(models=("tfidf-lr",))}
+REQUIRED = {
+    "cpfe": dict(reference="home"),
+    "divergence": dict(human=("h",), auto=("a",)),
+    "agreement": dict(task="si"),
+    "certify": dict(task="si"),
+    "estimate": {},
+    "monitor": {},
+    "model_selection": dict(models=("tfidf-lr",)),
+}
 
 
 def _options_type(audit: str) -> type:
@@ -94,13 +100,16 @@ def test_the_experiment_file_and_python_make_the_same_options():
     from mhaudit.experiments.config import AuditSpec, LabelSourceSpec, ValidationSpec, options_of
 
     assert options_of(AuditSpec(), CPFEOptions, reference="home") == CPFEOptions(reference="home")
-    table = LabelSourceSpec(corpus=[{"source": "generic", "paths": ["x.csv"]}], binary={"positive": ["stress"]},
-                            human=["h"], auto=["a"])
+    table = LabelSourceSpec(
+        corpus=[{"source": "generic", "paths": ["x.csv"]}], binary={"positive": ["stress"]}, human=["h"], auto=["a"]
+    )
     assert options_of(table, DivergenceOptions) == DivergenceOptions(human=("h",), auto=("a",))
     assert options_of(ValidationSpec(labels=["l.csv"], task="si"), AgreementOptions) == AgreementOptions(task="si")
-    for spec, options_type, skipped in ((AuditSpec, CPFEOptions, {"reference"}),
-                                        (LabelSourceSpec, DivergenceOptions, set()),
-                                        (ValidationSpec, AgreementOptions, {"models"})):
+    for spec, options_type, skipped in (
+        (AuditSpec, CPFEOptions, {"reference"}),
+        (LabelSourceSpec, DivergenceOptions, set()),
+        (ValidationSpec, AgreementOptions, {"models"}),
+    ):
         keys = set(spec.model_fields) - {"corpus", "binary", "labels", "items"}
         assert keys == {f.name for f in described(options_type)} - skipped
 
@@ -114,11 +123,12 @@ def test_divergence_from_the_command_line_and_an_experiment_file_gives_the_same_
     from mhaudit.report.render import to_json
     from mhaudit.synthetic.simulate_divergence import DivergenceConfig, simulate_divergence
 
-    corpus = simulate_divergence(DivergenceConfig(n_forum=160, n_tweets_gold=80, n_tweets_auto=80,
-                                                  n_forum_auto=80, seed=0))
+    corpus = simulate_divergence(
+        DivergenceConfig(n_forum=160, n_tweets_gold=80, n_tweets_auto=80, n_forum_auto=80, seed=0)
+    )
     corpus.write(tmp_path / "corpus.parquet")
     human, auto = ("synthetic_forum", "synthetic_tweets_gold"), ("synthetic_tweets_auto", "synthetic_forum_auto")
-    (tmp_path / "exp.toml").write_text(f'''name = "same"
+    (tmp_path / "exp.toml").write_text(f"""name = "same"
 reference = "synthetic-forum"
 [[corpus]]
 source = "generic"
@@ -133,17 +143,34 @@ n_boot = 200
 [[label_source.corpus]]
 source = "generic"
 paths = ["x.csv"]
-''')
+""")
     options = load_experiment(tmp_path / "exp.toml").divergence_options()
     from_file = to_json(audit_divergence(DivergenceInputs(corpus), options))
-    run = subprocess.run([sys.executable, "-m", "mhaudit", "audit", "divergence", "--corpus",
-                          str(tmp_path / "corpus.parquet"), *_args(dict(human=human, auto=auto)), "--n-boot", "200",
-                          "--out", str(tmp_path / "cli")], capture_output=True, text=True)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mhaudit",
+            "audit",
+            "divergence",
+            "--corpus",
+            str(tmp_path / "corpus.parquet"),
+            *_args(dict(human=human, auto=auto)),
+            "--n-boot",
+            "200",
+            "--out",
+            str(tmp_path / "cli"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr
     from_cli = json.loads((tmp_path / "cli" / "report.json").read_text())
     assert from_cli["options"] == json.loads(json.dumps(from_file["options"]))
-    tables = lambda record: {name: rows for s in record["sections"] for name, rows in s["tables"].items()  # noqa: E731
-                             if "seconds" not in name}
+
+    def tables(record):
+        return {name: rows for s in record["sections"] for name, rows in s["tables"].items() if "seconds" not in name}
+
     assert json.loads(json.dumps(tables(from_file), default=str)) == tables(from_cli)
     dod = {row["contrast"]: row for row in tables(from_cli)["dod"]}
     assert set(dod) >= {"B-A", "C-A", "BC-A"} and dod["C-A"]["n_boot"] == 200  # every channel, as the defaults say

@@ -36,8 +36,10 @@ def test_plain_lines_without_a_total_show_steps_every_so_many_seconds():
             now[0] = second
             progress.advance(3, status=f"{second} s")
     steps = [line[11:] for line in stream.getvalue().splitlines() if "·" in line]
-    assert steps == [f"      collect posts (si) from wss://relay.example: {n:,} · {s} s"
-                     for n, s in ((39, 60), (75, 120), (111, 180), (147, 240))]
+    assert steps == [
+        f"      collect posts (si) from wss://relay.example: {n:,} · {s} s"
+        for n, s in ((39, 60), (75, 120), (111, 180), (147, 240))
+    ]
 
 
 def test_without_steps_only_stages_and_notes_are_lines():

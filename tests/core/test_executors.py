@@ -1,6 +1,5 @@
 """The executor seam: in-process, local processes and a local Ray instance give the same results."""
 
-
 import pytest
 
 from mhaudit.core.errors import InputError

@@ -34,14 +34,17 @@ class Made:
         check(self)
 
 
-@pytest.mark.parametrize("change, message", [
-    (dict(share=1.0), "share 1.0 must be strictly between 0 and 1"),
-    (dict(level=0.4), "level 0.4 must be between 0.5 and 1"),
-    (dict(gap=0), "gap 0 must be in (0, 1]"),
-    (dict(count=1), "count 1 must be at least 2"),
-    (dict(kind="c"), "kind 'c' must be one of a, b"),
-    (dict(ks=(3, 0)), "ks 3, 0 must each be at least 1"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(share=1.0), "share 1.0 must be strictly between 0 and 1"),
+        (dict(level=0.4), "level 0.4 must be between 0.5 and 1"),
+        (dict(gap=0), "gap 0 must be in (0, 1]"),
+        (dict(count=1), "count 1 must be at least 2"),
+        (dict(kind="c"), "kind 'c' must be one of a, b"),
+        (dict(ks=(3, 0)), "ks 3, 0 must each be at least 1"),
+    ],
+)
 def test_a_bad_value_is_one_sentence_naming_the_field(change, message):
     with pytest.raises(InputError) as error:
         Made(names=("x",), **change)
@@ -60,10 +63,20 @@ def test_a_string_or_a_list_for_a_tuple_field():
 
 
 def test_flags_are_the_fields_dashed_and_their_values_make_the_options():
-    assert [f.flag for f in flags(Made)] == ["--names", "--share", "--level", "--gap", "--count", "--kind", "--ks",
-                                             "--pairs", "--note"]
-    made = options_from(Made, {"names": ["a,b", "c"], "ks": ["1,2"], "pairs": ["m:reddit"], "count": 3,
-                               "share": 0.2, "note": None})
+    assert [f.flag for f in flags(Made)] == [
+        "--names",
+        "--share",
+        "--level",
+        "--gap",
+        "--count",
+        "--kind",
+        "--ks",
+        "--pairs",
+        "--note",
+    ]
+    made = options_from(
+        Made, {"names": ["a,b", "c"], "ks": ["1,2"], "pairs": ["m:reddit"], "count": 3, "share": 0.2, "note": None}
+    )
     assert made == Made(names=("a", "b", "c"), ks=(1, 2), pairs=(("m", "reddit"),), count=3, share=0.2)
     assert options_from(Made, {"names": ["a"], "ks": ()}).ks == (5, 10)  # a repeatable flag left unset: the default
     with pytest.raises(InputError, match="--ks takes int values, got x"):

@@ -15,8 +15,9 @@ def test_import_pseudonymises_authors_with_the_local_secret(tmp_path, monkeypatc
     monkeypatch.delenv("MHAUDIT_SECRET", raising=False)
     monkeypatch.setenv("MHAUDIT_SECRET_FILE", str(tmp_path / "cfg" / "secret"))
     src = tmp_path / "posts.csv"
-    pd.DataFrame({"text": [f"t{i}" for i in range(20)], "label": [i % 2 for i in range(20)],
-                  "author": ["alice", "bob"] * 10}).to_csv(src, index=False)
+    pd.DataFrame(
+        {"text": [f"t{i}" for i in range(20)], "label": [i % 2 for i in range(20)], "author": ["alice", "bob"] * 10}
+    ).to_csv(src, index=False)
     frame = import_source("generic", [src], ImportOptions(platform="p", split="test")).corpus.frame
     assert (tmp_path / "cfg" / "secret").stat().st_mode & 0o777 == 0o600
     assert set(frame["author"]) == set(pseudonymise(["alice", "bob"]))
@@ -27,6 +28,7 @@ def test_a_short_secret_is_refused(monkeypatch, tmp_path):
     import pytest
 
     from mhaudit.core.errors import InputError
+
     monkeypatch.setenv("MHAUDIT_SECRET", "short")
     with pytest.raises(InputError, match="needs at least 16"):
         pseudonymise(["x"])

@@ -37,8 +37,10 @@ n_boot_ece = 100
     result = run_experiment(load_experiment(tmp_path / "exp.toml"), tmp_path / "out")  # once stopped: "appears twice"
     twitter = {"tss_twitter_gold", "rastogi_twitter_non_advert"}
     retention = result.table("clinical_retention")
-    assert set(zip(retention["platform"], retention["dataset"])) == {("reddit", "dreaddit"),
-                                                                      *(("twitter", d) for d in twitter)}
+    assert set(zip(retention["platform"], retention["dataset"])) == {
+        ("reddit", "dreaddit"),
+        *(("twitter", d) for d in twitter),
+    }
     stab = result.table("attribution_stability").query("k == 10")
     home = stab[stab["dataset_a"] == "dreaddit"]
     assert set(home["dataset_b"]) == twitter and set(home["platform_b"]) == {"twitter"}

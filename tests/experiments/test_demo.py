@@ -10,15 +10,30 @@ import pytest
 from mhaudit.tables.corpus.schema import Corpus
 
 
-MODEL_AXES = ("discrimination", "calibration", "significance", "equity", "attribution",
-              "expected on the target, before labels", "label source", "human validation")
+MODEL_AXES = (
+    "discrimination",
+    "calibration",
+    "significance",
+    "equity",
+    "attribution",
+    "expected on the target, before labels",
+    "label source",
+    "human validation",
+)
 
 
 def test_demo_writes_a_synthetic_report_that_finds_the_shift(trust_demo):
     out, results, told = trust_demo
     done = [stage for event, stage, *_ in told if event == "done"]
-    assert done[:3] == ["synthetic corpus, seed 0", "train tfidf-lr seed 0 on synthetic-forum",
-                        "train char-tfidf-lr seed 0 on synthetic-forum"] and "figures" in done
+    assert (
+        done[:3]
+        == [
+            "synthetic corpus, seed 0",
+            "train tfidf-lr seed 0 on synthetic-forum",
+            "train char-tfidf-lr seed 0 on synthetic-forum",
+        ]
+        and "figures" in done
+    )
     cross = out / "cross-platform"
     report = json.loads((cross / "report.json").read_text())
     assert report["synthetic"] is True
@@ -51,8 +66,10 @@ def test_demo_writes_a_synthetic_report_that_finds_the_shift(trust_demo):
     assert verdicts["target"].nunique() == 3
     for _, v in verdicts.drop_duplicates(["subject", "target"]).iterrows():
         model, dataset = v["subject"].removesuffix(" seed 0"), v["target"].split(" (")[1].rstrip(")")
-        pair = stability[(stability["model"] == model) & stability[["dataset_a", "dataset_b"]].isin(
-            ["synthetic_forum", dataset]).all(axis=1)]
+        pair = stability[
+            (stability["model"] == model)
+            & stability[["dataset_a", "dataset_b"]].isin(["synthetic_forum", dataset]).all(axis=1)
+        ]
         assert len(pair) == 4 and v["value"] == pytest.approx(pair["jaccard"].mean(), abs=1e-12)
 
 
@@ -67,8 +84,10 @@ def test_the_combined_report_checks_every_axis_of_both_models(trust_demo):
             assert (rows[axis] != "").any(), (model, axis)
     assert combined["summary"].startswith("In every audit: char-tfidf-lr, tfidf-lr.")
     # its verdicts are the four audits' verdicts, each once
-    parts = [json.loads((out / f / "report.json").read_text())["verdicts"] for f in
-             ("cross-platform", "expected", "label-source", "validation")]
+    parts = [
+        json.loads((out / f / "report.json").read_text())["verdicts"]
+        for f in ("cross-platform", "expected", "label-source", "validation")
+    ]
     assert len(combined["verdicts"]) == sum(map(len, parts))
     assert {v["audit"] for v in combined["verdicts"]} == {"cpfe", "estimate", "divergence", "agreement"}
     titles = [s["title"] for s in combined["sections"]]
@@ -79,14 +98,16 @@ def test_the_combined_report_checks_every_axis_of_both_models(trust_demo):
 
 
 def test_base_install_needs_no_torch(tmp_path):
-    code = ("import sys\n"
-            "class Block:\n"
-            "    def find_spec(self, name, path=None, target=None):\n"
-            "        if name.split('.')[0] in ('torch', 'transformers'):\n"
-            "            raise ImportError(name + ' is blocked: the base install has no torch')\n"
-            "sys.meta_path.insert(0, Block())\n"
-            "from mhaudit.cli import main; sys.argv = ['mhaudit', 'demo', '--out', sys.argv[1], "
-            "'--n-per-platform', '400']\nmain()")
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('torch', 'transformers'):\n"
+        "            raise ImportError(name + ' is blocked: the base install has no torch')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from mhaudit.cli import main; sys.argv = ['mhaudit', 'demo', '--out', sys.argv[1], "
+        "'--n-per-platform', '400']\nmain()"
+    )
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "report.html").exists()

@@ -39,8 +39,15 @@ def test_a_round_is_the_audit_of_the_scored_posts_and_the_next_round_reuses_ever
     assert deployment.classes == CLASSES
     reference = mh.read_predictions([work / "reference.parquet"], classes=CLASSES)
     told = []
-    first = mh.monitor_round(store, deployment, reference, OPTIONS, out_dir=tmp_path / "out",
-                             notes=lambda: ["warning: a note"], progress=mh.Progress(told.append))
+    first = mh.monitor_round(
+        store,
+        deployment,
+        reference,
+        OPTIONS,
+        out_dir=tmp_path / "out",
+        notes=lambda: ["warning: a note"],
+        progress=mh.Progress(told.append),
+    )
     assert first.options["scored_now"] == 2000 and _count(store, "SELECT count(*) FROM scores") == 2000
     assert first.outputs["windows_recomputed"] == 5 and first.outputs["alert_window"] == "2026-01-05 00:00"
     assert "5 of 5 windows computed; 0 read from the store" in [e.name for e in told if e.kind == "note"]
@@ -48,8 +55,9 @@ def test_a_round_is_the_audit_of_the_scored_posts_and_the_next_round_reuses_ever
     # the same as the audit of the scored posts, which writes nothing
     with PostStore(store) as posts:
         scored = scored_posts(posts, deployment.deployed.digest, CLASSES)
-    audit = mh.audit_monitor(mh.MonitorInputs(scored, reference, "tfidf-lr", deployment.deployed.digest, CLASSES,
-                                              scored_now=2000), OPTIONS)
+    audit = mh.audit_monitor(
+        mh.MonitorInputs(scored, reference, "tfidf-lr", deployment.deployed.digest, CLASSES, scored_now=2000), OPTIONS
+    )
     pd.testing.assert_frame_equal(first.table("windows"), audit.table("windows"), check_exact=True)
     pd.testing.assert_frame_equal(first.verdicts, audit.verdicts, check_exact=True)
     assert first.summary == audit.summary
@@ -59,8 +67,11 @@ def test_a_round_is_the_audit_of_the_scored_posts_and_the_next_round_reuses_ever
     assert report["notes"] == ["warning: a note"] and first.notes == ["warning: a note"]
     assert "alert_window" not in report["options"] and "windows_recomputed" not in report["options"]
     folder = tmp_path / "out" / "alert" / "2026-01-05T00-00"
-    assert sorted(p.name for p in folder.iterdir()) == ["predictions.parquet", "sample.design.parquet",
-                                                        "sample.parquet"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "predictions.parquet",
+        "sample.design.parquet",
+        "sample.parquet",
+    ]
     sample = pd.read_parquet(folder / "sample.parquet")
     pd.testing.assert_frame_equal(sample, first.outputs["suggested_sample"])
     assert len(sample) == 200 and len(pd.read_parquet(folder / "predictions.parquet")) == 400
@@ -78,11 +89,11 @@ def test_a_store_that_keeps_raw_ids_alerts_without_a_sample(setup, tmp_path):
     with PostStore(tmp_path / "raw.sqlite", keep_raw_ids=True) as store:
         store.commit_batch(_stream(texts, n_windows=5, per_window=400, change_at=3, seed=9), cursor=1)
     reference = mh.read_predictions([work / "reference.parquet"], classes=CLASSES)
-    result = mh.monitor_round(tmp_path / "raw.sqlite", mh.load_deployment(work / "model"), reference, OPTIONS,
-                              out_dir=tmp_path / "out")
+    result = mh.monitor_round(
+        tmp_path / "raw.sqlite", mh.load_deployment(work / "model"), reference, OPTIONS, out_dir=tmp_path / "out"
+    )
     assert result.outputs["alert_window"] == "2026-01-05 00:00" and "suggested_sample" not in result.outputs
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["report.html", "report.json", "report.md",
-                                                                    "tables"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["report.html", "report.json", "report.md", "tables"]
 
 
 @pytest.fixture(scope="module")
@@ -117,8 +128,13 @@ def test_a_folder_of_runs_is_loaded_deployed_first_and_every_run_scores(runs, tm
 
     store = _store(tmp_path / "posts.sqlite", posts)
     reference = mh.read_predictions([work / "reference.parquet"], classes=CLASSES)
-    result = mh.monitor_round(store, deployment, reference, mh.MonitorOptions(n_boot=100, min_posts=50, figures=False),
-                              out_dir=tmp_path / "out")
+    result = mh.monitor_round(
+        store,
+        deployment,
+        reference,
+        mh.MonitorOptions(n_boot=100, min_posts=50, figures=False),
+        out_dir=tmp_path / "out",
+    )
     assert result.options["deployed"] == "run-1" and result.options["scored_now"] == 360
     assert result.options["model_digest"] == model_digest(work / "models" / "run-1")
     assert _count(store, "SELECT count(*) FROM scores") == 3 * 360
@@ -130,8 +146,9 @@ def test_bad_deployments_are_one_sentence(runs, setup, tmp_path):
     work, _ = runs
     with pytest.raises(InputError) as bad:
         mh.load_deployment(work / "models", deployed="run-9")
-    assert str(bad.value) == (f"the deployed run run-9 is not one of the 3 runs in {work / 'models'} "
-                              "(run-0, run-1, run-2)")
+    assert str(bad.value) == (
+        f"the deployed run run-9 is not one of the 3 runs in {work / 'models'} (run-0, run-1, run-2)"
+    )
     one, _ = setup
     with pytest.raises(InputError) as bad:
         mh.load_deployment(one / "model", deployed="run-2")
@@ -139,10 +156,14 @@ def test_bad_deployments_are_one_sentence(runs, setup, tmp_path):
     # a run of other classes: four classes beside the deployed run's two
     corpus = mh.simulate(mh.SimulationConfig(n_per_platform=200, seed=0))
     import shutil
+
     shutil.copytree(work / "models", tmp_path / "models")
     mh.save_model(mh.create_model("tfidf-lr").fit(corpus.frame, corpus.classes), tmp_path / "models" / "run-3")
-    with pytest.raises(InputError, match=r"^run run-3's classes \(.+\) differ from the deployed run-0's "
-                                         r"\(other, depression\)$"):
+    with pytest.raises(
+        InputError,
+        match=r"^run run-3's classes \(.+\) differ from the deployed run-0's "
+        r"\(other, depression\)$",
+    ):
         mh.load_deployment(tmp_path / "models")
 
 
@@ -151,10 +172,15 @@ def test_bad_input_is_said_before_anything_is_scored_or_written(setup, tmp_path)
     store = _store(tmp_path / "posts.sqlite", _stream(texts, n_windows=2, per_window=100, seed=6))
     deployment = mh.load_deployment(work / "model")
     reference = mh.read_predictions([work / "reference.parquet"], classes=CLASSES)
-    cases = [({"executor": "spark"}, OPTIONS, "the executor 'spark' must be local or ray"),
-             ({"workers": 0}, OPTIONS, "workers must be at least 1, got 0"),
-             ({}, mh.MonitorOptions(positive="anxiety"),
-              "the positive class 'anxiety' is not a class of the model (other, depression)")]
+    cases = [
+        ({"executor": "spark"}, OPTIONS, "the executor 'spark' must be local or ray"),
+        ({"workers": 0}, OPTIONS, "workers must be at least 1, got 0"),
+        (
+            {},
+            mh.MonitorOptions(positive="anxiety"),
+            "the positive class 'anxiety' is not a class of the model (other, depression)",
+        ),
+    ]
     for keywords, options, message in cases:
         with pytest.raises(InputError) as bad:
             mh.monitor_round(store, deployment, reference, options, out_dir=tmp_path / "out", **keywords)

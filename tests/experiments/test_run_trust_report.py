@@ -21,23 +21,34 @@ HUMAN, AUTO = ("synthetic_forum", "synthetic_tweets_gold"), ("synthetic_tweets_a
 def write_label_source_files(folder):
     """The divergence corpus as one CSV per data set (0/1 labels, its splits), and a labels table for 150 of the
     gold tweets: the keyword rule as weak labeler, two annotators (5% and 8% error), an adjudicator."""
-    frame = simulate_divergence(DivergenceConfig(seed=0, n_forum=600, n_forum_auto=300, n_tweets_gold=300,
-                                                 n_tweets_auto=300)).frame
+    frame = simulate_divergence(
+        DivergenceConfig(seed=0, n_forum=600, n_forum_auto=300, n_tweets_gold=300, n_tweets_auto=300)
+    ).frame
     specs = []
     for dataset in (*HUMAN, *AUTO):
         rows = frame[frame["dataset"] == dataset]
-        pd.DataFrame({"id": rows["id"], "text": rows["text"], "label": (rows["label"] == "stress").astype(int),
-                      "split": rows["split"]}).to_csv(folder / f"{dataset}.csv", index=False)
+        pd.DataFrame(
+            {
+                "id": rows["id"],
+                "text": rows["text"],
+                "label": (rows["label"] == "stress").astype(int),
+                "split": rows["split"],
+            }
+        ).to_csv(folder / f"{dataset}.csv", index=False)
         side = "human" if dataset in HUMAN else "auto"
-        specs.append(f'[[label_source.corpus]]\nsource = "generic"\npaths = ["{dataset}.csv"]\n'
-                     f'platform = "{rows["platform"].iat[0]}"\ndataset = "{dataset}"\nlabel_source = "{side}"\n'
-                     f'mapping = "stress-binary"\nid_col = "id"\n')
+        specs.append(
+            f'[[label_source.corpus]]\nsource = "generic"\npaths = ["{dataset}.csv"]\n'
+            f'platform = "{rows["platform"].iat[0]}"\ndataset = "{dataset}"\nlabel_source = "{side}"\n'
+            f'mapping = "stress-binary"\nid_col = "id"\n'
+        )
     gold = frame[frame["dataset"] == "synthetic_tweets_gold"].iloc[:150]
     rng = np.random.default_rng(1)
-    weak = labels_rows(gold["id"].to_numpy(), {WEAK: ("lexicon", gold["text"].map(mentions_stress_topic)
-                                                                .to_numpy(int))}, "stress")
-    people = simulate_annotators(gold["id"].to_numpy(), (gold["label"] == "stress").to_numpy(int), (0.05, 0.08),
-                                 "stress", rng)
+    weak = labels_rows(
+        gold["id"].to_numpy(), {WEAK: ("lexicon", gold["text"].map(mentions_stress_topic).to_numpy(int))}, "stress"
+    )
+    people = simulate_annotators(
+        gold["id"].to_numpy(), (gold["label"] == "stress").to_numpy(int), (0.05, 0.08), "stress", rng
+    )
     pd.concat([weak, people]).to_csv(folder / "labels.csv", index=False)
     return "\n".join(specs)
 
@@ -47,7 +58,9 @@ def trust_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("run")
     path = experiment(folder)
     corpora = write_label_source_files(folder)
-    path.write_text(path.read_text() + f'''
+    path.write_text(
+        path.read_text()
+        + f"""
 [label_source]
 human = {list(HUMAN)}
 auto = {list(AUTO)}
@@ -70,7 +83,8 @@ mapping = "stress-binary"
 id_col = "id"
 dataset = "synthetic_tweets_gold"
 platform = "synthetic-tweets"
-'''.replace("'", '"'))
+""".replace("'", '"')
+    )
     logs = []
     result = run_experiment(load_experiment(path), folder / "out", progress=noting(logs))
     return folder, result, logs
@@ -86,8 +100,15 @@ def test_one_trust_report_of_three_audits(trust_run):
     assert report["title"] == "tiny: trust report" and report["summary"].startswith("In every audit: tfidf-lr.")
     card = pd.DataFrame(report["scorecard"])
     model = card[card["subject"] == "tfidf-lr"]
-    for axis in ("discrimination", "calibration", "significance", "equity", "attribution", "label source",
-                 "human validation"):
+    for axis in (
+        "discrimination",
+        "calibration",
+        "significance",
+        "equity",
+        "attribution",
+        "label source",
+        "human validation",
+    ):
         assert (model[axis] != "").any(), axis
     assert not result.table("discrimination").empty  # the combined result still finds every table by name
 
@@ -111,8 +132,9 @@ def test_the_model_enters_the_label_source_audit_and_the_validation(trust_run):
     binary = next((folder / "out" / "models").rglob("binary-*.parquet"))
     scored = pd.read_parquet(binary).set_index("id").loc[reference.index]
     predicted = (scored["logit_stress"] > scored["logit_no_stress"]).astype(int)  # the model's own two classes
-    assert model.loc["kappa", "estimate"] == pytest.approx(cohen_kappa_score(reference.astype(int), predicted),
-                                                           abs=1e-12)
+    assert model.loc["kappa", "estimate"] == pytest.approx(
+        cohen_kappa_score(reference.astype(int), predicted), abs=1e-12
+    )
 
 
 def test_a_rerun_reuses_the_models_scores(trust_run):
@@ -125,7 +147,9 @@ def test_a_rerun_reuses_the_models_scores(trust_run):
 
 def test_validation_items_without_binary_is_one_sentence(tmp_path):
     path = experiment(tmp_path)
-    path.write_text(path.read_text() + '\n[validation]\nlabels = ["l.csv"]\ntask = "t"\n[validation.items]\n'
-                    'source = "generic"\npaths = ["forum.csv"]\n')
+    path.write_text(
+        path.read_text() + '\n[validation]\nlabels = ["l.csv"]\ntask = "t"\n[validation.items]\n'
+        'source = "generic"\npaths = ["forum.csv"]\n'
+    )
     with pytest.raises(InputError, match="validation.items and validation.binary go together"):
         load_experiment(path)

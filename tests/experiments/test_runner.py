@@ -38,9 +38,10 @@ def write_platform(folder, name, n, shift, seed):
 def experiment(tmp_path, design="reference"):
     for i, (name, shift) in enumerate((("forum", 0.0), ("tweets", 1.0), ("comments", 0.5))):
         write_platform(tmp_path, name, 200, shift, i)
-    corpora = "\n".join(f'[[corpus]]\nsource = "generic"\npaths = ["{n}.csv"]\nplatform = "{n}"\n'
-                        'mapping = "stress-binary"\n'
-                        for n in ("forum", "tweets", "comments"))
+    corpora = "\n".join(
+        f'[[corpus]]\nsource = "generic"\npaths = ["{n}.csv"]\nplatform = "{n}"\nmapping = "stress-binary"\n'
+        for n in ("forum", "tweets", "comments")
+    )
     (tmp_path / "exp.toml").write_text(f'''name = "tiny"
 design = "{design}"
 reference = "forum"
@@ -93,23 +94,30 @@ def test_cli_run_and_bad_experiment_files(tmp_path):
     assert done.exit_code == 0, done.output
     assert (tmp_path / "cli" / "report.html").exists()
     bad = tmp_path / "bad.toml"
-    bad.write_text('name = "x"\ndesign = "reference"\n[[corpus]]\nsource = "generic"\npaths = []\n'
-                   '[[model]]\nname = "tfidf-lr"\nbogus = 1\n')
+    bad.write_text(
+        'name = "x"\ndesign = "reference"\n[[corpus]]\nsource = "generic"\npaths = []\n'
+        '[[model]]\nname = "tfidf-lr"\nbogus = 1\n'
+    )
     with pytest.raises(InputError, match="reference|bogus"):
         load_experiment(bad)
     result = CliRunner().invoke(app, ["run", str(bad)])
     assert result.exit_code == 2 and "\n" not in result.stderr.strip()
 
 
-@pytest.mark.parametrize("audit, message", [
-    ("n_boot = 200", "audit.n_boot: not a key; did you mean n_boot_ece or n_boot_significance?"),  # renamed in 0.2
-    ("n_boot_ece = 1", "[audit] n_boot_ece 1 must be at least 2"),  # the options' own rule, before any work
-    ("correction = \"holm\"", "[audit] correction 'holm' must be one of bonferroni, bh"),
-])
+@pytest.mark.parametrize(
+    "audit, message",
+    [
+        ("n_boot = 200", "audit.n_boot: not a key; did you mean n_boot_ece or n_boot_significance?"),  # renamed in 0.2
+        ("n_boot_ece = 1", "[audit] n_boot_ece 1 must be at least 2"),  # the options' own rule, before any work
+        ('correction = "holm"', "[audit] correction 'holm' must be one of bonferroni, bh"),
+    ],
+)
 def test_a_bad_audit_option_is_said_when_the_file_is_loaded(tmp_path, audit, message):
     path = tmp_path / "exp.toml"
-    path.write_text(f'name = "x"\nreference = "r"\n[[corpus]]\nsource = "generic"\npaths = ["a.csv"]\n'
-                    f'[[model]]\nname = "tfidf-lr"\n[audit]\n{audit}\n')
+    path.write_text(
+        f'name = "x"\nreference = "r"\n[[corpus]]\nsource = "generic"\npaths = ["a.csv"]\n'
+        f'[[model]]\nname = "tfidf-lr"\n[audit]\n{audit}\n'
+    )
     with pytest.raises(InputError) as error:
         load_experiment(path)
     assert str(error.value) == f"{path}: {message}" + (" (1 problem(s) in all)" if "not a key" in message else "")
@@ -118,6 +126,7 @@ def test_a_bad_audit_option_is_said_when_the_file_is_loaded(tmp_path, audit, mes
 @pytest.mark.parametrize("name", ["cpfe_open", "cpfe_paper"])
 def test_example_experiment_files_validate(name):
     from pathlib import Path
+
     exp = load_experiment(Path(__file__).resolve().parents[2] / "examples" / f"{name}.toml")
     assert exp.design == "reference" and exp.corpus and exp.model
 
@@ -129,18 +138,25 @@ def test_transformer_in_an_experiment_with_gradients_and_target_adaptation(tmp_p
 
     path = experiment(tmp_path)
     checkpoint = tiny_checkpoint(tmp_path / "tiny", 2)
-    text = path.read_text().replace('''[[model]]
+    text = (
+        path.read_text()
+        .replace(
+            """[[model]]
 name = "tfidf-lr"
 options = { min_df = 1, ngram_range = [1, 1] }
 explain = "linear"
-explain_sample = 50''', f'''[[model]]
+explain_sample = 50""",
+            f'''[[model]]
 name = "transformer"
 label = "tiny"
 options = {{ checkpoint = "{checkpoint}", epochs = 2, lr = 1e-3, batch_size = 16 }}
 subsample = 120
 explain = "saliency"
 explain_sample = 10
-adapt_epochs = 1''').replace("seeds = [0, 1]", "seeds = [0]")
+adapt_epochs = 1''',
+        )
+        .replace("seeds = [0, 1]", "seeds = [0]")
+    )
     path.write_text(text)
     result = run_experiment(load_experiment(path), tmp_path / "out")
     disc = result.table("discrimination").set_index("platform")
@@ -163,30 +179,48 @@ def test_two_data_sets_on_one_platform_get_their_own_attributions(tmp_path):
     rng = np.random.default_rng(7)
     labels = rng.choice(["stress", "no_stress"], size=200)
     few = {"stress": ["deadline", "bills"], "no_stress": ["garden", "movie"]}
-    pd.DataFrame({"text": [" ".join(rng.choice(few[y], size=4)) for y in labels],
-                  "label": np.where(labels == "stress", 1, 0)}).to_csv(tmp_path / "retweets.csv", index=False)
-    path.write_text(path.read_text().replace("[[model]]", '[[corpus]]\nsource = "generic"\npaths = ["retweets.csv"]\n'
-                                             'platform = "tweets"\nmapping = "stress-binary"\n\n[[model]]'))
+    pd.DataFrame(
+        {"text": [" ".join(rng.choice(few[y], size=4)) for y in labels], "label": np.where(labels == "stress", 1, 0)}
+    ).to_csv(tmp_path / "retweets.csv", index=False)
+    path.write_text(
+        path.read_text().replace(
+            "[[model]]",
+            '[[corpus]]\nsource = "generic"\npaths = ["retweets.csv"]\n'
+            'platform = "tweets"\nmapping = "stress-binary"\n\n[[model]]',
+        )
+    )
     result = run_experiment(load_experiment(path), tmp_path / "out")
     words = pd.read_parquet(next((tmp_path / "out" / "models").rglob("attributions-linear.parquet")))
     assert set(words.groupby(["platform", "dataset"]).groups) == {
-        ("forum", "forum"), ("tweets", "tweets"), ("tweets", "retweets"), ("comments", "comments")}
+        ("forum", "forum"),
+        ("tweets", "tweets"),
+        ("tweets", "retweets"),
+        ("comments", "comments"),
+    }
     assert set(words.loc[words["dataset"] == "retweets", "word"]) == {"deadline", "bills", "garden", "movie"}
     stab = result.table("attribution_stability").query("dataset_a == 'forum' or dataset_b == 'forum'")
     other = stab["dataset_b"].where(stab["dataset_a"] == "forum", stab["dataset_a"])
     jaccard = stab.groupby(["k", other])["jaccard"].mean()  # mean over classes, per k and data set paired with forum
     assert jaccard[(5, "retweets")] != jaccard[(5, "tweets")]  # other words, another number
     verdicts = result.verdicts.query("statistic == 'jaccard_top10'").groupby("target")["value"].first()
-    assert verdicts.to_dict() == pytest.approx({"comments": jaccard[(10, "comments")],
-                                                "tweets": jaccard[(10, "tweets")],
-                                                "tweets (retweets)": jaccard[(10, "retweets")]})
+    assert verdicts.to_dict() == pytest.approx(
+        {
+            "comments": jaccard[(10, "comments")],
+            "tweets": jaccard[(10, "tweets")],
+            "tweets (retweets)": jaccard[(10, "retweets")],
+        }
+    )
     assert verdicts["tweets (retweets)"] != verdicts["tweets"]
 
 
 # ------------------------------------------------------------------------------------------ binary targets
 
-FOUR = {"normal": ["garden", "movie", "lunch", "walk"], "depression": ["hopeless", "empty", "lonely", "tears"],
-        "anxiety": ["nervous", "panic", "worried", "dread"], "stress": ["deadline", "bills", "boss", "overtime"]}
+FOUR = {
+    "normal": ["garden", "movie", "lunch", "walk"],
+    "depression": ["hopeless", "empty", "lonely", "tears"],
+    "anxiety": ["nervous", "panic", "worried", "dread"],
+    "stress": ["deadline", "bills", "boss", "overtime"],
+}
 
 
 def write_rows(path, labels, words_of, n_signal, seed, platform=None):
@@ -207,9 +241,10 @@ def binary_experiment(tmp_path):
     # stress 1/0: "0" rows talk like any of the three other classes
     other = [w for c in ("normal", "depression", "anxiety") for w in FOUR[c]]
     write_rows(tmp_path / "stressforum.csv", rng.choice(["0", "1"], size=200), {"1": FOUR["stress"], "0": other}, 2, 3)
-    write_rows(tmp_path / "sky.csv", rng.choice(["0", "1"], size=200),
-               {"1": FOUR["depression"], "0": FOUR["normal"]}, 1, 4)
-    (tmp_path / "exp.toml").write_text('''name = "binary"
+    write_rows(
+        tmp_path / "sky.csv", rng.choice(["0", "1"], size=200), {"1": FOUR["depression"], "0": FOUR["normal"]}, 1, 4
+    )
+    (tmp_path / "exp.toml").write_text("""name = "binary"
 reference = "forum"
 seeds = [0]
 
@@ -246,7 +281,7 @@ options = { min_df = 1, ngram_range = [1, 1] }
 [audit]
 n_boot_significance = 100
 n_boot_ece = 50
-''')
+""")
     return tmp_path / "exp.toml"
 
 
@@ -286,8 +321,10 @@ def test_binary_targets_collapse_the_four_class_scores(tmp_path):
     disc = result.table("binary_discrimination").set_index("dataset")
     # the stress target shares the reference's platform name, so the reference's data set is marked
     assert set(disc.index) == {"forum", "forum (reference)", "stressforum", "sky"}
-    assert set(disc["binary"]) == {"stress vs no_stress: stress vs rest",
-                                   "depression vs no_depression: depression vs normal"}
+    assert set(disc["binary"]) == {
+        "stress vs no_stress: stress vs rest",
+        "depression vs no_depression: depression vs normal",
+    }
     row = disc.loc["stressforum"]
     assert row["macro_auc"] == pytest.approx(roc_auc_score(stress["label"] == "stress", z), abs=1e-12)
     assert row["macro_auc"] > 0.9 and not row["is_reference"]
@@ -301,15 +338,18 @@ def test_binary_targets_collapse_the_four_class_scores(tmp_path):
     kept = home[home["label"].isin(["normal", "depression"])]
     assert refs.loc["depression vs no_depression: depression vs normal", "n"] == len(kept)
     assert refs.loc["depression vs no_depression: depression vs normal", "macro_auc"] == pytest.approx(
-        roc_auc_score(kept["label"] == "depression", by_hand(kept, ["depression"], ["normal"])), abs=1e-12)
+        roc_auc_score(kept["label"] == "depression", by_hand(kept, ["depression"], ["normal"])), abs=1e-12
+    )
     # the other axes ran on the two-class problem; the four-class audit is untouched by the binary targets
     assert set(result.table("binary_calibration")["dataset"]) == {"forum", "forum (reference)", "stressforum", "sky"}
     assert set(result.table("binary_equity")["class"]) == {"no_stress", "stress", "no_depression", "depression"}
     assert set(result.table("discrimination")["platform"]) == {"forum", "twitter"}
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     section = next(s for s in report["sections"] if s["title"] == "Binary targets")
-    assert any(r["dataset"] == "stressforum" and r["macro_auc"] == pytest.approx(row["macro_auc"])
-               for r in section["tables"]["binary_discrimination"])
+    assert any(
+        r["dataset"] == "stressforum" and r["macro_auc"] == pytest.approx(row["macro_auc"])
+        for r in section["tables"]["binary_discrimination"]
+    )
 
     again = []
     rerun = run_experiment(exp, tmp_path / "out", progress=noting(again))
@@ -320,8 +360,11 @@ def test_binary_targets_collapse_the_four_class_scores(tmp_path):
 def test_binary_target_specs_are_checked(tmp_path):
     path = binary_experiment(tmp_path)
     text = path.read_text()
-    path.write_text(text.replace('positive = ["depression"], negative = ["normal"]',
-                                 'positive = ["depression"], negative = ["depression"]'))
+    path.write_text(
+        text.replace(
+            'positive = ["depression"], negative = ["normal"]', 'positive = ["depression"], negative = ["depression"]'
+        )
+    )
     with pytest.raises(InputError, match="both positive and negative"):
         load_experiment(path)
     path.write_text(text.replace('reference = "forum"', 'design = "all-pairs"'))
@@ -331,8 +374,11 @@ def test_binary_target_specs_are_checked(tmp_path):
     with pytest.raises(InputError, match="burnout in binary are not model classes"):
         run_experiment(load_experiment(path), tmp_path / "out")
     assert not (tmp_path / "out").exists()
-    path.write_text(text.replace('paths = ["sky.csv"]', 'paths = ["tweets.csv"]').replace(
-        'mapping = "depression-binary"', 'mapping = "cpfe-a"'))
+    path.write_text(
+        text.replace('paths = ["sky.csv"]', 'paths = ["tweets.csv"]').replace(
+            'mapping = "depression-binary"', 'mapping = "cpfe-a"'
+        )
+    )
     with pytest.raises(InputError, match="maps to 4 classes .* needs a two-class mapping"):
         run_experiment(load_experiment(path), tmp_path / "out")
     assert not (tmp_path / "out").exists()  # found before training: nothing written
@@ -344,7 +390,7 @@ def test_a_mapping_file_is_read_beside_the_experiment_and_its_edits_reimport(tmp
     folder = tmp_path / "exp"
     folder.mkdir()
     path = experiment(folder)
-    mapping = ('name = "mine"\nclasses = ["calm", "stressed"]\n[map]\ncalm = ["0"]\nstressed = ["1"]\n')
+    mapping = 'name = "mine"\nclasses = ["calm", "stressed"]\n[map]\ncalm = ["0"]\nstressed = ["1"]\n'
     (folder / "mine.toml").write_text(mapping)
     path.write_text(path.read_text().replace('mapping = "stress-binary"', 'mapping = "mine.toml"'))
     monkeypatch.chdir(tmp_path)  # not the experiment's folder: the mapping is still found

@@ -15,10 +15,17 @@ def rows() -> pd.DataFrame:
     """70 'a' and 30 'b' train rows, then 10 of each in val; each text carries a token naming its row."""
     labels = ["a"] * 70 + ["b"] * 30 + ["a", "b"] * 10
     words = {"a": "sunny garden", "b": "tired empty"}
-    return pd.DataFrame({"id": [f"r{i}" for i in range(120)],
-                         "text": [f"{words[y]} row{i}" for i, y in enumerate(labels)], "label": labels,
-                         "platform": "forum", "dataset": "forum", "split": ["train"] * 100 + ["val"] * 20},
-                        index=range(1000, 1120))
+    return pd.DataFrame(
+        {
+            "id": [f"r{i}" for i in range(120)],
+            "text": [f"{words[y]} row{i}" for i, y in enumerate(labels)],
+            "label": labels,
+            "platform": "forum",
+            "dataset": "forum",
+            "split": ["train"] * 100 + ["val"] * 20,
+        },
+        index=range(1000, 1120),
+    )
 
 
 def test_n_training_rows_by_label_share_and_every_validation_row():
@@ -49,7 +56,9 @@ def test_the_training_job_fits_on_n_training_rows(tmp_path):
 
 def test_subsample_must_be_a_positive_number_of_rows(tmp_path):
     path = tmp_path / "exp.toml"
-    path.write_text('name = "x"\nreference = "forum"\n[[corpus]]\nsource = "generic"\npaths = ["f.csv"]\n'
-                    '[[model]]\nname = "tfidf-lr"\nsubsample = 0\n')
+    path.write_text(
+        'name = "x"\nreference = "forum"\n[[corpus]]\nsource = "generic"\npaths = ["f.csv"]\n'
+        '[[model]]\nname = "tfidf-lr"\nsubsample = 0\n'
+    )
     with pytest.raises(InputError, match="model.0.subsample: Input should be greater than or equal to 1"):
         load_experiment(path)

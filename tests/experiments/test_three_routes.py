@@ -16,8 +16,12 @@ TIMING = ("seconds",)
 
 def tables(record: dict) -> dict:
     """The cross-platform audit's tables of a report.json (timings aside), as JSON gives them."""
-    found = {name: rows for s in record["sections"] for name, rows in s["tables"].items()
-             if not any(t in name for t in TIMING)}
+    found = {
+        name: rows
+        for s in record["sections"]
+        for name, rows in s["tables"].items()
+        if not any(t in name for t in TIMING)
+    }
     return json.loads(json.dumps(found, default=str))
 
 
@@ -41,11 +45,34 @@ def test_the_cli_the_runner_and_python_give_the_same_tables(tmp_path):
     mhaudit("data", "import", "dreaddit", *dreaddit, "--out", "reddit.parquet", cwd=tmp_path)
     mhaudit("data", "import", "tss_gold", gold, "--out", "gold.parquet", cwd=tmp_path)
     mhaudit("data", "merge", "reddit.parquet", "gold.parquet", "--out", "all.parquet", cwd=tmp_path)
-    mhaudit("train", "--corpus", "all.parquet", "--platform", "reddit", "--model", "tfidf-lr", "--seed", "0",
-            "--out", "models", cwd=tmp_path)
+    mhaudit(
+        "train",
+        "--corpus",
+        "all.parquet",
+        "--platform",
+        "reddit",
+        "--model",
+        "tfidf-lr",
+        "--seed",
+        "0",
+        "--out",
+        "models",
+        cwd=tmp_path,
+    )
     mhaudit("predict", "--model", "models", "--corpus", "all.parquet", "--out", "preds.parquet", cwd=tmp_path)
-    shown = mhaudit("audit", "cpfe", "--predictions", "preds.parquet", "--corpus", "all.parquet", "--reference",
-                    "reddit", "--out", "cli", cwd=tmp_path)
+    shown = mhaudit(
+        "audit",
+        "cpfe",
+        "--predictions",
+        "preds.parquet",
+        "--corpus",
+        "all.parquet",
+        "--reference",
+        "reddit",
+        "--out",
+        "cli",
+        cwd=tmp_path,
+    )
     from_cli = json.loads((tmp_path / "cli" / "report.json").read_text())
 
     # 2. an experiment file
@@ -65,10 +92,13 @@ name = "tfidf-lr"
     from_runner = json.loads((tmp_path / "run" / "report.json").read_text())
 
     # 3. Python, through the functions the commands call
-    parts = [import_source("dreaddit", dreaddit, ImportOptions()).corpus,
-             import_source("tss_gold", [gold], ImportOptions()).corpus]
-    corpus = Corpus.build(pd.concat([c.frame for c in parts], ignore_index=True), parts[0].classes,
-                          meta={"synthetic": False})
+    parts = [
+        import_source("dreaddit", dreaddit, ImportOptions()).corpus,
+        import_source("tss_gold", [gold], ImportOptions()).corpus,
+    ]
+    corpus = Corpus.build(
+        pd.concat([c.frame for c in parts], ignore_index=True), parts[0].classes, meta={"synthetic": False}
+    )
     folders = train_platform(corpus, "reddit", "tfidf-lr", [0], tmp_path / "py-models")
     predictions = PredictionSet(predict_folders(folders, corpus), corpus.classes)
     result = audit_cpfe(CPFEInputs(predictions, corpus.frame.set_index("id")["text"]), CPFEOptions(reference="reddit"))
@@ -81,7 +111,8 @@ name = "tfidf-lr"
     # every row TSS gold has is judged (a target), Dreaddit's 715 test rows at home
     n = {(row["platform"], row["dataset"]): row["n"] for row in want["discrimination"]}
     assert n == {("reddit", "dreaddit"): 715, ("twitter", "tss_twitter_gold"): 2872}
-    assert ("outside train and val (reddit (dreaddit): 715), elsewhere every scored row (twitter (tss_twitter_gold): "
-            "2,872)") in from_cli["summary"]
+    assert (
+        "outside train and val (reddit (dreaddit): 715), elsewhere every scored row (twitter (tss_twitter_gold): 2,872)"
+    ) in from_cli["summary"]
     # each route prints the scorecard
     assert "Scorecard" in shown and "Scorecard" in ran

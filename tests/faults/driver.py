@@ -79,9 +79,18 @@ def post_store(path: str, n: int, cursor: int) -> None:
 
 
 def fake_posts(n: int, *, start: int = 0) -> list[dict]:
-    return [{"uri": f"at://did:plc:a{i % 7}/app.bsky.feed.post/{start}-{i}", "did": f"did:plc:a{i % 7}",
-             "text": f"post {start}-{i} " + "words of a post " * 12, "created_at": "2024-05-01T12:00:00Z",
-             "langs": ["en"], "terms": ["sad"], "categories": ["mh"]} for i in range(n)]
+    return [
+        {
+            "uri": f"at://did:plc:a{i % 7}/app.bsky.feed.post/{start}-{i}",
+            "did": f"did:plc:a{i % 7}",
+            "text": f"post {start}-{i} " + "words of a post " * 12,
+            "created_at": "2024-05-01T12:00:00Z",
+            "langs": ["en"],
+            "terms": ["sad"],
+            "categories": ["mh"],
+        }
+        for i in range(n)
+    ]
 
 
 def main() -> None:

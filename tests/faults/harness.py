@@ -41,8 +41,9 @@ def driver_command(writer_args: list[str], *, pause: str | None = None, marker: 
     return command + writer_args
 
 
-def run(writer_args: list[str], *, fsize: int | None = None, drop_caps: bool = False,
-        timeout: float = 120) -> subprocess.CompletedProcess:
+def run(
+    writer_args: list[str], *, fsize: int | None = None, drop_caps: bool = False, timeout: float = 120
+) -> subprocess.CompletedProcess:
     """Run the writer to its end (under a file-size limit, or without the capabilities that let root write)."""
     command = driver_command(writer_args)
     if drop_caps and os.geteuid() == 0:
@@ -52,22 +53,37 @@ def run(writer_args: list[str], *, fsize: int | None = None, drop_caps: bool = F
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
 
-    return subprocess.run(command, check=False, capture_output=True, text=True, env=env(), timeout=timeout,
-                          preexec_fn=limit if fsize is not None else None, cwd=REPO)
+    return subprocess.run(
+        command,
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=timeout,
+        preexec_fn=limit if fsize is not None else None,
+        cwd=REPO,
+    )
 
 
 def kill_at(writer_args: list[str], pause: str, workdir: Path, timeout: float = 120) -> subprocess.CompletedProcess:
     """Start the writer, wait until it reports the hook, SIGKILL it there; returns the finished process."""
     marker = workdir / f"paused-{time.monotonic_ns()}"
-    proc = subprocess.Popen(driver_command(writer_args, pause=pause, marker=marker), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env(), cwd=REPO)
+    proc = subprocess.Popen(
+        driver_command(writer_args, pause=pause, marker=marker),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env(),
+        cwd=REPO,
+    )
     deadline = time.monotonic() + timeout
     try:
         while not marker.exists():
             if proc.poll() is not None:
                 out, err = proc.communicate()
-                raise AssertionError(f"the writer ended (exit {proc.returncode}) before the hook '{pause}':"
-                                     f"\n{out}{err}")
+                raise AssertionError(
+                    f"the writer ended (exit {proc.returncode}) before the hook '{pause}':\n{out}{err}"
+                )
             if time.monotonic() > deadline:
                 raise AssertionError(f"the writer did not reach the hook '{pause}' in {timeout} s")
             time.sleep(0.01)

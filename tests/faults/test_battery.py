@@ -121,8 +121,10 @@ def test_a_real_enospc_is_one_sentence_and_keeps_the_earlier_file(tmp_path):
         with open("/dev/full", "w") as full:
             full.write("x" * 10_000)
             full.flush()
-    assert str(caught.value) == (f"{final}: cannot write it: the disk is full; free some space (or raise the "
-                                 "file-size limit, ulimit -f) and run again; the earlier file, if any, is unchanged")
+    assert str(caught.value) == (
+        f"{final}: cannot write it: the disk is full; free some space (or raise the "
+        "file-size limit, ulimit -f) and run again; the earlier file, if any, is unchanged"
+    )
     assert final.read_text() == "earlier\n" and [p.name for p in tmp_path.iterdir()] == ["table.csv"]
 
 

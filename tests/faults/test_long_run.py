@@ -19,8 +19,22 @@ def long_run():
 
 
 def test_collect_stores_every_planted_post_and_leaks_no_fd_or_thread(long_run, tmp_path):
-    args = long_run.parse(["--part", "collect", "--events", "40000", "--templates", "4000", "--match-share", "0.1",
-                           "--sample-s", "0.1", "--work", str(tmp_path)])
+    args = long_run.parse(
+        [
+            "--part",
+            "collect",
+            "--events",
+            "40000",
+            "--templates",
+            "4000",
+            "--match-share",
+            "0.1",
+            "--sample-s",
+            "0.1",
+            "--work",
+            str(tmp_path),
+        ]
+    )
     c = long_run.run(args)["collect"]
     assert c["exit_code"] == 0 and "stopped (stopped)" in c["stopped_line"]
     assert c["events"] == 40_000 and c["stored"] == c["expected_matches"] > 2_000
@@ -33,8 +47,26 @@ def test_collect_stores_every_planted_post_and_leaks_no_fd_or_thread(long_run, t
 
 
 def test_monitor_follow_rounds_leak_no_fd_thread_or_child(long_run, tmp_path):
-    args = long_run.parse(["--part", "monitor", "--windows", "30", "--initial-windows", "10", "--full-every", "0",
-                           "--write-rate", "40", "--steady-rounds", "3", "--sample-s", "0.1", "--work", str(tmp_path)])
+    args = long_run.parse(
+        [
+            "--part",
+            "monitor",
+            "--windows",
+            "30",
+            "--initial-windows",
+            "10",
+            "--full-every",
+            "0",
+            "--write-rate",
+            "40",
+            "--steady-rounds",
+            "3",
+            "--sample-s",
+            "0.1",
+            "--work",
+            str(tmp_path),
+        ]
+    )
     m = long_run.run(args)["monitor"]
     assert m["exit_code"] == 0 and m["stopped_line"].startswith("stopped after")
     assert m["windows_in_store"] == m["windows_in_last_report"] == 30 and m["steady_rounds"] == 3

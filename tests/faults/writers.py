@@ -24,10 +24,18 @@ from tests.faults.harness import truncate_copy
 runner = CliRunner()
 PART = (".part",)  # atomic writers leave at most their hidden temporary file when killed, never the final name
 
-POSITIVE = ["i feel hopeless and sad", "cannot sleep again, everything is dark", "so tired of feeling empty",
-            "nothing helps and i cannot stop crying"]
-NEGATIVE = ["great game last night", "a new recipe for pasta", "the weather is lovely today",
-            "my cat knocked over a plant"]
+POSITIVE = [
+    "i feel hopeless and sad",
+    "cannot sleep again, everything is dark",
+    "so tired of feeling empty",
+    "nothing helps and i cannot stop crying",
+]
+NEGATIVE = [
+    "great game last night",
+    "a new recipe for pasta",
+    "the weather is lovely today",
+    "my cat knocked over a plant",
+]
 
 
 def cli(*args: object) -> None:
@@ -43,8 +51,12 @@ def binary_csv(path: Path, n: int, seed: int) -> Path:
         writer.writerow(["text", "label"])
         for i in range(n):
             words = POSITIVE if i % 2 else NEGATIVE
-            writer.writerow([f"{rng.choice(words)} ({seed}-{i}) " + " ".join(rng.choice(words) for _ in range(3)),
-                             "yes" if i % 2 else "no"])
+            writer.writerow(
+                [
+                    f"{rng.choice(words)} ({seed}-{i}) " + " ".join(rng.choice(words) for _ in range(3)),
+                    "yes" if i % 2 else "no",
+                ]
+            )
     return path
 
 
@@ -107,29 +119,66 @@ class CorpusImport(Writer):
         self.inputs["parquet"] = parquet
 
     def args(self, out: Path) -> list[str]:
-        return ["cli", "data", "import", "generic", str(self.inputs["posts"]), "--platform", "reddit",
-                "--out", str(out / "corpus.parquet")]
+        return [
+            "cli",
+            "data",
+            "import",
+            "generic",
+            str(self.inputs["posts"]),
+            "--platform",
+            "reddit",
+            "--out",
+            str(out / "corpus.parquet"),
+        ]
 
     def corrupt(self, out: Path, scratch: Path) -> tuple[list[str], str]:
         bad = truncate_copy(self.inputs["parquet"], scratch / "cut-posts.parquet")
-        return ["cli", "data", "import", "generic", str(bad), "--platform", "reddit",
-                "--out", str(out / "corpus.parquet")], "cut-posts.parquet"
+        return [
+            "cli",
+            "data",
+            "import",
+            "generic",
+            str(bad),
+            "--platform",
+            "reddit",
+            "--out",
+            str(out / "corpus.parquet"),
+        ], "cut-posts.parquet"
 
 
 class Predictions(Writer):
     def prepare(self, root: Path) -> None:
         corpus = root / "corpus.parquet"
         cli("data", "simulate", "--out", corpus, "--n-per-platform", "60")
-        cli("train", "--corpus", corpus, "--model", "tfidf-lr", "--out", root / "model", "--platform",
-            "synthetic-forum")
-        cli("predict", "--model", root / "model", "--corpus", corpus,
-            "--out", root / "template" / "predictions.parquet", "--splits", "test")
+        cli(
+            "train", "--corpus", corpus, "--model", "tfidf-lr", "--out", root / "model", "--platform", "synthetic-forum"
+        )
+        cli(
+            "predict",
+            "--model",
+            root / "model",
+            "--corpus",
+            corpus,
+            "--out",
+            root / "template" / "predictions.parquet",
+            "--splits",
+            "test",
+        )
         self.inputs.update(corpus=corpus, model=root / "model")
 
     def args(self, out: Path, corpus: Path | None = None) -> list[str]:
-        return ["cli", "predict", "--model", str(self.inputs["model"]),
-                "--corpus", str(corpus or self.inputs["corpus"]), "--out", str(out / "predictions.parquet"),
-                "--splits", "train,val,test"]
+        return [
+            "cli",
+            "predict",
+            "--model",
+            str(self.inputs["model"]),
+            "--corpus",
+            str(corpus or self.inputs["corpus"]),
+            "--out",
+            str(out / "predictions.parquet"),
+            "--splits",
+            "train,val,test",
+        ]
 
     def corrupt(self, out: Path, scratch: Path) -> tuple[list[str], str]:
         bad = truncate_copy(self.inputs["corpus"], scratch / "cut-corpus.parquet")
@@ -144,10 +193,14 @@ class Report(Writer):
 
         png = b"\x89PNG\r\n\x1a\n" + os.urandom(12_000)  # report.html embeds it: the one file over `fsize`
         table = pd.DataFrame({"model": ["m1", "m2"], "f1": [0.71, 0.64]})
-        result = AuditResult("An audit", [Section("Scores", "Two models.", {"scores": table}, {"F1 by model": png})],
-                             summary="Two models were scored.",
-                             verdicts=pd.DataFrame([verdict("cpfe", "performance", "m1", "forum", "f1", 0.71,
-                                                            ">= 0.5", "pass", "good enough")]))
+        result = AuditResult(
+            "An audit",
+            [Section("Scores", "Two models.", {"scores": table}, {"F1 by model": png})],
+            summary="Two models were scored.",
+            verdicts=pd.DataFrame(
+                [verdict("cpfe", "performance", "m1", "forum", "f1", 0.71, ">= 0.5", "pass", "good enough")]
+            ),
+        )
         write_report(result, root / "audit")
         cli("report", "combine", root / "audit", "--out", root / "template", "--title", "Earlier")
         self.inputs["audit"] = root / "audit"
@@ -156,8 +209,16 @@ class Report(Writer):
         assert sizes.pop("report.html") > self.fsize > max(sizes.values()), sizes
 
     def args(self, out: Path, audit: Path | None = None) -> list[str]:
-        return ["cli", "report", "combine", str(audit or self.inputs["audit"]), "--out", str(out),
-                "--title", "A later title"]
+        return [
+            "cli",
+            "report",
+            "combine",
+            str(audit or self.inputs["audit"]),
+            "--out",
+            str(out),
+            "--title",
+            "A later title",
+        ]
 
     def corrupt(self, out: Path, scratch: Path) -> tuple[list[str], str]:
         import shutil
@@ -169,8 +230,13 @@ class Report(Writer):
 
 class LabelStoreImport(Writer):
     def prepare(self, root: Path) -> None:
-        cli("labels", "import", label_sheet(root / "earlier.csv", 20, "alice"), "--labels",
-            root / "template" / "labels.sqlite")
+        cli(
+            "labels",
+            "import",
+            label_sheet(root / "earlier.csv", 20, "alice"),
+            "--labels",
+            root / "template" / "labels.sqlite",
+        )
         self.inputs["sheet"] = label_sheet(root / "sheet.csv", 3000, "bob")
         cli("labels", "export", "--labels", root / "template" / "labels.sqlite", "--out", root / "sheet.parquet")
         self.inputs["parquet"] = root / "sheet.parquet"
@@ -215,16 +281,32 @@ class AnnotationSession(Writer):
         (root / "template").mkdir()
         session = open_session(sample, root / "template" / "labels.sqlite", ["alice", "bob"], port=0)
         try:
-            session.store.add([{"item_id": f"s{i}", "task": "mh", "labeler": "alice", "kind": "human",
-                                "value": i % 2} for i in range(6)])
+            session.store.add(
+                [
+                    {"item_id": f"s{i}", "task": "mh", "labeler": "alice", "kind": "human", "value": i % 2}
+                    for i in range(6)
+                ]
+            )
         finally:
             session.close()
         self.inputs.update(sample=sample)
 
     def args(self, out: Path, sample: Path | None = None) -> list[str]:
-        return ["cli", "annotate", "--sample", str(sample or self.inputs["sample"]), "--labels",
-                str(out / "labels.sqlite"), "--annotator", "alice", "--annotator", "bob", "--new-tokens",
-                "--port", "0"]
+        return [
+            "cli",
+            "annotate",
+            "--sample",
+            str(sample or self.inputs["sample"]),
+            "--labels",
+            str(out / "labels.sqlite"),
+            "--annotator",
+            "alice",
+            "--annotator",
+            "bob",
+            "--new-tokens",
+            "--port",
+            "0",
+        ]
 
     def corrupt(self, out: Path, scratch: Path) -> tuple[list[str], str]:
         import pandas as pd
@@ -237,15 +319,35 @@ class AnnotationSession(Writer):
 class BenchmarkCache(Writer):
     def prepare(self, root: Path) -> None:
         corpus = root / "corpus.parquet"
-        cli("data", "import", "generic", binary_csv(root / "bench.csv", 60, seed=3), "--platform", "reddit",
-            "--out", corpus)
+        cli(
+            "data",
+            "import",
+            "generic",
+            binary_csv(root / "bench.csv", 60, seed=3),
+            "--platform",
+            "reddit",
+            "--out",
+            corpus,
+        )
         cli(*self.args(root / "template", corpus)[1:])
         self.inputs["corpus"] = corpus
 
     def args(self, out: Path, corpus: Path | None = None) -> list[str]:
         # --no-resume: the finished fold job is trained again and its cache entry written over
-        return ["cli", "audit", "model-selection", "--corpus", str(corpus or self.inputs["corpus"]),
-                "--model", "tfidf-lr", "--protocol", "holdout", "--out", str(out), "--no-resume"]
+        return [
+            "cli",
+            "audit",
+            "model-selection",
+            "--corpus",
+            str(corpus or self.inputs["corpus"]),
+            "--model",
+            "tfidf-lr",
+            "--protocol",
+            "holdout",
+            "--out",
+            str(out),
+            "--no-resume",
+        ]
 
     def corrupt(self, out: Path, scratch: Path) -> tuple[list[str], str]:
         bad = truncate_copy(self.inputs["corpus"], scratch / "cut-corpus.parquet")
@@ -253,18 +355,42 @@ class BenchmarkCache(Writer):
 
 
 WRITERS = [
-    CorpusImport("corpus", "atomic rename: the Parquet file is written to a hidden temporary name beside it, "
-                           "then renamed over the final name"),
+    CorpusImport(
+        "corpus",
+        "atomic rename: the Parquet file is written to a hidden temporary name beside it, "
+        "then renamed over the final name",
+    ),
     Predictions("predictions", "atomic rename (mhaudit.tables.io.write_table)"),
-    Report("report", "every file (figures, tables, report.json/.md/.html) written to its temporary name first, "
-                     "then all renamed: a failed write publishes none of them", fsize=15_000),
-    LabelStoreImport("label-store", "one SQLite transaction per import (WAL): all rows or none",
-                     pause="sqlite:200", fsize=32_768, sqlite=("labels.sqlite", ("labels",))),
-    PostStoreBatch("post-store", "one SQLite transaction per batch, posts and cursor together (WAL)",
-                   pause="sqlite:200", fsize=32_768, sqlite=("posts.sqlite", ("posts", "cursor"))),
-    AnnotationSession("annotation-store", "answers: one SQLite transaction each (the label store); the token "
-                                          "file: atomic rename, mode 0600",
-                      fsize=300, sqlite=("labels.sqlite", ("labels",))),
-    BenchmarkCache("benchmark-cache", "one JSON file per finished fold job (OUT/jobs/KEY.json), atomic rename; a "
-                                      "damaged entry is trained again and written over", fsize=256),
+    Report(
+        "report",
+        "every file (figures, tables, report.json/.md/.html) written to its temporary name first, "
+        "then all renamed: a failed write publishes none of them",
+        fsize=15_000,
+    ),
+    LabelStoreImport(
+        "label-store",
+        "one SQLite transaction per import (WAL): all rows or none",
+        pause="sqlite:200",
+        fsize=32_768,
+        sqlite=("labels.sqlite", ("labels",)),
+    ),
+    PostStoreBatch(
+        "post-store",
+        "one SQLite transaction per batch, posts and cursor together (WAL)",
+        pause="sqlite:200",
+        fsize=32_768,
+        sqlite=("posts.sqlite", ("posts", "cursor")),
+    ),
+    AnnotationSession(
+        "annotation-store",
+        "answers: one SQLite transaction each (the label store); the token file: atomic rename, mode 0600",
+        fsize=300,
+        sqlite=("labels.sqlite", ("labels",)),
+    ),
+    BenchmarkCache(
+        "benchmark-cache",
+        "one JSON file per finished fold job (OUT/jobs/KEY.json), atomic rename; a "
+        "damaged entry is trained again and written over",
+        fsize=256,
+    ),
 ]

@@ -34,10 +34,13 @@ def reference(texts, y, k, **vectorizer):
     return tfidf, selector
 
 
-@pytest.mark.parametrize("kind, vectorizer", [
-    ("char", dict(analyzer="char", ngram_range=(3, 5))),
-    ("word", dict(analyzer="word", ngram_range=(1, 2), token_pattern=r"(?u)\b\w+\b")),
-])
+@pytest.mark.parametrize(
+    "kind, vectorizer",
+    [
+        ("char", dict(analyzer="char", ngram_range=(3, 5))),
+        ("word", dict(analyzer="word", ngram_range=(1, 2), token_pattern=r"(?u)\b\w+\b")),
+    ],
+)
 def test_selection_and_values_equal_sklearn(kind, vectorizer):
     texts, y = corpus(60, seed=1)
     channel = LexicalChannel(kind, k=40)
@@ -75,8 +78,11 @@ def test_k_larger_than_the_vocabulary_keeps_everything():
     texts, y = corpus(30, seed=3)
     channel = LexicalChannel("word", k=10_000)
     X = channel.fit_transform(texts, None, y, None)
-    vocabulary = TfidfVectorizer(analyzer="word", ngram_range=(1, 2), min_df=2,
-                                 token_pattern=r"(?u)\b\w+\b").fit(texts).get_feature_names_out()
+    vocabulary = (
+        TfidfVectorizer(analyzer="word", ngram_range=(1, 2), min_df=2, token_pattern=r"(?u)\b\w+\b")
+        .fit(texts)
+        .get_feature_names_out()
+    )
     assert X.shape == (30, vocabulary.size) and vocabulary.size < 10_000
     assert channel.feature_names == vocabulary.tolist()
     assert "i" in channel.feature_names  # one-character words are kept

@@ -12,10 +12,39 @@ from sklearn.feature_selection import SelectKBest, chi2
 from mhaudit.features.lexical import LexicalChannel
 from mhaudit.features.lexical_index import WORD_TOKEN_PATTERN, NgramIndex
 
-SETTINGS = {"char": dict(analyzer="char", ngram_range=(3, 5)), "char_wb": dict(analyzer="char_wb", ngram_range=(3, 5)),
-            "word": dict(analyzer="word", ngram_range=(1, 2), token_pattern=WORD_TOKEN_PATTERN)}
-VOCABULARY = ("I", "i", "can't", "sleep", "anxious", "Deadline", "!!", "...", "work", "café", "naïve", "the", "a",
-              "my", "exam", "panic", "😅", "LOL", "so", "tired", "\n", "  ", "rent", "boss", "why", "?")
+SETTINGS = {
+    "char": dict(analyzer="char", ngram_range=(3, 5)),
+    "char_wb": dict(analyzer="char_wb", ngram_range=(3, 5)),
+    "word": dict(analyzer="word", ngram_range=(1, 2), token_pattern=WORD_TOKEN_PATTERN),
+}
+VOCABULARY = (
+    "I",
+    "i",
+    "can't",
+    "sleep",
+    "anxious",
+    "Deadline",
+    "!!",
+    "...",
+    "work",
+    "café",
+    "naïve",
+    "the",
+    "a",
+    "my",
+    "exam",
+    "panic",
+    "😅",
+    "LOL",
+    "so",
+    "tired",
+    "\n",
+    "  ",
+    "rent",
+    "boss",
+    "why",
+    "?",
+)
 
 
 def texts_and_labels(n: int, seed: int) -> tuple[list[str], np.ndarray]:

@@ -15,8 +15,19 @@ from mhaudit.text.parse import Parses
 
 # -- hand-built parses -----------------------------------------------------------------------------------
 
-POS_OF = {"PRP": "PRON", "VBP": "VERB", "VBD": "VERB", "VBZ": "AUX", "JJ": "ADJ", "DT": "DET", "NN": "NOUN",
-          "RB": "ADV", "IN": "ADP", ".": "PUNCT", "_SP": "SPACE"}
+POS_OF = {
+    "PRP": "PRON",
+    "VBP": "VERB",
+    "VBD": "VERB",
+    "VBZ": "AUX",
+    "JJ": "ADJ",
+    "DT": "DET",
+    "NN": "NOUN",
+    "RB": "ADV",
+    "IN": "ADP",
+    ".": "PUNCT",
+    "_SP": "SPACE",
+}
 
 
 def make_parses(docs) -> Parses:
@@ -47,8 +58,12 @@ I_FEEL_BAD = [("I", "PRP", "nsubj", 1, 0), ("feel", "VBP", "ROOT", 1, 2), ("bad"
 THE_CAT_SAT = [("The", "DT", "det", 1, 0), ("cat", "NN", "nsubj", 2, 4), ("sat", "VBD", "ROOT", 2, 8)]
 I_NEVER_SLEEP = [("I", "PRP", "nsubj", 2, 0), ("never", "RB", "neg", 2, 2), ("sleep", "VBP", "ROOT", 2, 8)]
 # "I feel the cat": PRP_VBP (+), VBP_DT (unseen), DT_NN (-), SVO:PRP_VBP_NN (unseen)
-I_FEEL_THE_CAT = [("I", "PRP", "nsubj", 1, 0), ("feel", "VBP", "ROOT", 1, 2), ("the", "DT", "det", 3, 7),
-                  ("cat", "NN", "dobj", 1, 11)]
+I_FEEL_THE_CAT = [
+    ("I", "PRP", "nsubj", 1, 0),
+    ("feel", "VBP", "ROOT", 1, 2),
+    ("the", "DT", "det", 3, 7),
+    ("cat", "NN", "dobj", 1, 11),
+]
 
 
 def patterns_by_doc(parses: Parses) -> list[list[str]]:
@@ -87,15 +102,26 @@ def test_features_by_hand():
     X = channel.transform(None, make_parses([I_FEEL_THE_CAT, I_NEVER_SLEEP]))
     # "I feel the cat": L = 4, lambda = 3 + 17 * 4/50 = 4.36, L_eff = 8.36; scored patterns PRP_VBP, DT_NN
     m_pos, m_neg, cnt, l_eff = math.log(1.6), -math.log(0.4), 2, 8.36
-    expected = [math.log(1 + m_pos) / math.log(1 + l_eff), math.log(1 + m_neg) / math.log(1 + l_eff),
-                m_pos / (m_pos + m_neg), (m_pos + m_neg) / l_eff,
-                math.log(1 + m_pos + m_neg) / max(math.log(1 + cnt), 1), 0.0]
+    expected = [
+        math.log(1 + m_pos) / math.log(1 + l_eff),
+        math.log(1 + m_neg) / math.log(1 + l_eff),
+        m_pos / (m_pos + m_neg),
+        (m_pos + m_neg) / l_eff,
+        math.log(1 + m_pos + m_neg) / max(math.log(1 + cnt), 1),
+        0.0,
+    ]
     np.testing.assert_allclose(X[0], expected, rtol=1e-7)
     np.testing.assert_allclose(X[0], [0.17226662, 0.29081481, 0.33903595, 0.16582468, 0.791673, 0.0], rtol=1e-6)
     # "I never sleep": three positive patterns, one absolutist word; L = 3, L_eff = 3 + 3 + 17*3/50 = 7.02
     m_pos, l_eff = 3 * math.log(1.6), 7.02
-    expected = [math.log(1 + m_pos) / math.log(1 + l_eff), 0.0, m_pos / m_pos, m_pos / l_eff,
-                math.log(1 + m_pos) / max(math.log(1 + 3), 1), 1 / l_eff]
+    expected = [
+        math.log(1 + m_pos) / math.log(1 + l_eff),
+        0.0,
+        m_pos / m_pos,
+        m_pos / l_eff,
+        math.log(1 + m_pos) / max(math.log(1 + 3), 1),
+        1 / l_eff,
+    ]
     np.testing.assert_allclose(X[1], expected, rtol=1e-7)
     assert channel.feature_names == FEATURE_NAMES
 
@@ -119,8 +145,7 @@ def test_log_odds_match_a_counting_reference():
         (c1 if label else c0).update(pats)
     vocab = sorted(set(c1) | set(c0))
     n1, n0, a = sum(c1.values()), sum(c0.values()), 0.5
-    ref = [math.log((c1[w] + a) / (n1 + a * len(vocab))) - math.log((c0[w] + a) / (n0 + a * len(vocab)))
-           for w in vocab]
+    ref = [math.log((c1[w] + a) / (n1 + a * len(vocab))) - math.log((c0[w] + a) / (n0 + a * len(vocab))) for w in vocab]
     assert channel.pattern_names_ == vocab
     np.testing.assert_allclose(channel.log_odds_, ref, rtol=1e-12)
 
@@ -198,23 +223,37 @@ def test_bad_folds_and_labels():
 
 # -- the 500-character window and empty documents -----------------------------------------------------------
 
+
 def test_only_the_first_500_characters_count():
     words = []
     for k in range(100):  # "I feel bad. " repeated: tokens up to char 499
         base = 12 * k
         if base + 10 >= 500:
             break
-        words += [(f"I{k}", "PRP", "nsubj", len(words) + 1, base), ("feel", "VBP", "ROOT", len(words) + 1, base + 2),
-                  ("bad", "JJ", "acomp", len(words) + 1, base + 7), (".", ".", "punct", len(words) + 1, base + 10)]
+        words += [
+            (f"I{k}", "PRP", "nsubj", len(words) + 1, base),
+            ("feel", "VBP", "ROOT", len(words) + 1, base + 2),
+            ("bad", "JJ", "acomp", len(words) + 1, base + 7),
+            (".", ".", "punct", len(words) + 1, base + 10),
+        ]
     assert words[-1][4] < 500
     n = len(words)
-    tail = [("never", "RB", "advmod", n + 2, 500), ("all", "DT", "det", n + 2, 506), ("cat", "NN", "nsubj", n - 3, 510),
-            ("always", "RB", "advmod", n - 3, 514), ("\n", "_SP", "dep", n, 521)]
+    tail = [
+        ("never", "RB", "advmod", n + 2, 500),
+        ("all", "DT", "det", n + 2, 506),
+        ("cat", "NN", "nsubj", n - 3, 510),
+        ("always", "RB", "advmod", n - 3, 514),
+        ("\n", "_SP", "dep", n, 521),
+    ]
     short, long_ = make_parses([words]), make_parses([words + tail])
     assert patterns_by_doc(short) == patterns_by_doc(long_)
     channel = MorphosyntaxChannel()
-    channel.fit_transform(None, make_parses([I_FEEL_BAD, THE_CAT_SAT, I_NEVER_SLEEP, I_FEEL_THE_CAT]),
-                          np.array([1, 0, 1, 0]), np.array([0, 1, 0, 1]))
+    channel.fit_transform(
+        None,
+        make_parses([I_FEEL_BAD, THE_CAT_SAT, I_NEVER_SLEEP, I_FEEL_THE_CAT]),
+        np.array([1, 0, 1, 0]),
+        np.array([0, 1, 0, 1]),
+    )
     np.testing.assert_array_equal(channel.transform(None, short), channel.transform(None, long_))
     # a wider window sees the tail: three absolutist words (never, all, always), a subject of an earlier verb
     wide = extract_patterns(long_, window=1000)
@@ -224,6 +263,7 @@ def test_only_the_first_500_characters_count():
 
 def test_window_with_spacy():
     from mhaudit.text.parse import parse_texts
+
     head = ("I feel tired all the time and I cannot focus on my work. " * 9).strip()
     assert 500 < len(head) < 560
     texts = [head, head + "\n\nEverything is always wrong, nothing ever works and I never sleep."]
@@ -236,8 +276,12 @@ def test_window_with_spacy():
     assert counts["SVO:PRP_VBP_JJ"] == 9 and counts["SVO:PRP_VB_NN"] == 8 and counts["SV:PRP_VB"] == 1
     assert counts["PDT_DT"] == 9 and counts["._PRP"] == 8 and counts["PRP$_NN"] == 8
     channel = MorphosyntaxChannel()
-    channel.fit_transform(None, make_parses([I_FEEL_BAD, THE_CAT_SAT, I_NEVER_SLEEP, I_FEEL_THE_CAT]),
-                          np.array([1, 0, 1, 0]), np.array([0, 1, 0, 1]))
+    channel.fit_transform(
+        None,
+        make_parses([I_FEEL_BAD, THE_CAT_SAT, I_NEVER_SLEEP, I_FEEL_THE_CAT]),
+        np.array([1, 0, 1, 0]),
+        np.array([0, 1, 0, 1]),
+    )
     X = channel.transform(texts, parses)
     np.testing.assert_array_equal(X[0], X[1])
     assert X[0, 5] > 0  # "all" x 9 in the window
@@ -255,6 +299,7 @@ def test_zero_token_documents_give_finite_zeros():
 
 
 # -- real data -------------------------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_dreaddit_train_features_carry_signal(dreaddit_train_parsed):  # tests/features/conftest.py

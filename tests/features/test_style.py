@@ -59,8 +59,14 @@ def test_docs_table_lists_every_feature_once():
 
 # -- hand-computed values ---------------------------------------------------------------------------------
 def test_negation_scope_and_neg_balance():
-    f = features(["I can't sleep. I am not happy.", "I can't sleep. I don't eat.", "He is not nice. She is not kind.",
-                  "The test went well."])
+    f = features(
+        [
+            "I can't sleep. I am not happy.",
+            "I can't sleep. I don't eat.",
+            "He is not nice. She is not kind.",
+            "The test went well.",
+        ]
+    )
     # "n't" -> sleep (VERB); "not" -> am, a copula whose predicate is the adjective happy: NEG->ADJ. 8 words.
     assert f["cog_neg_verb_count"].tolist() == [1, 2, 0, 0]
     assert f["cog_neg_scope_count"].tolist() == [2, 2, 2, 0]
@@ -78,21 +84,23 @@ def test_yule_i_matches_brute_force():
     freq = Counter(words)
     m1, m2 = len(freq), sum(v * v for v in freq.values())
     assert (m1, m2) == (6, 30)
-    assert features([text])["read_yule_i"][0] == pytest.approx(m1 ** 2 / (m2 - m1)) == pytest.approx(1.5)
+    assert features([text])["read_yule_i"][0] == pytest.approx(m1**2 / (m2 - m1)) == pytest.approx(1.5)
     assert yule_i(list(freq.values())) == pytest.approx(1.5)
     assert yule_i([1, 1, 1]) == 1e3 and yule_i([]) == 0.0  # M2 == M1 is capped, like very large values
     assert yule_i([2, 1]) == pytest.approx(4 / 3)
     assert features(["Just three words"])["read_yule_i"][0] == 1e3
     # brute force over the parse's own word tokens (lower case, punctuation excluded) of longer posts
-    posts = ["Honestly I don't know what to do anymore. Work is hard, home is hard, and I can't sleep at all.",
-             "We went to the lake, and then we went to the lake again because the lake was so calm."]
+    posts = [
+        "Honestly I don't know what to do anymore. Work is hard, home is hard, and I can't sleep at all.",
+        "We went to the lake, and then we went to the lake again because the lake was so calm.",
+    ]
     parses = parse_texts(posts, use_cache=False)
     got = style_features(posts, parses)[:, FEATURE_NAMES.index("read_yule_i")]
     for i in range(len(posts)):
         doc = parses.doc(i)
         counted = doc.loc[~doc["is_punct"] & (doc["pos"] != "SPACE"), "lower"]
         freq = np.array(list(Counter(counted).values()), dtype=float)
-        assert got[i] == pytest.approx(min(freq.size ** 2 / ((freq ** 2).sum() - freq.size), 1e3))
+        assert got[i] == pytest.approx(min(freq.size**2 / ((freq**2).sum() - freq.size), 1e3))
 
 
 def test_pronouns_sentences_and_capitals():
@@ -138,7 +146,7 @@ def test_documents_without_tokens_get_zeros_and_masks_reach_the_lexicon():
 def test_scaling_learns_median_and_robust_spread_on_training_rows():
     rng = np.random.default_rng(0)
     raw = rng.normal(5, 2, size=(400, 154))
-    raw[:, 1] = 3.0                                 # constant: spread 1
+    raw[:, 1] = 3.0  # constant: spread 1
     raw[:, 2] = 0.0
     raw[:320, 2], raw[320:, 2] = 0.0, rng.uniform(1, 3, 80)  # sparse: IQR 0, MAD of the non-zero rows
     channel = StyleChannel().fit_raw(raw)
@@ -159,8 +167,12 @@ def test_scaling_learns_median_and_robust_spread_on_training_rows():
 
 def test_text_level_fit_transform_and_transform(monkeypatch, tmp_path):
     monkeypatch.setenv("MHAUDIT_CACHE", str(tmp_path))
-    texts = ["I can't do this anymore.", "We had a great day at the beach!", "why does nobody ever listen??",
-             "The meeting moved to Friday. Fine."]
+    texts = [
+        "I can't do this anymore.",
+        "We had a great day at the beach!",
+        "why does nobody ever listen??",
+        "The meeting moved to Friday. Fine.",
+    ]
     parses = parse_texts(texts, use_cache=False)
     channel = StyleChannel()
     out = channel.fit_transform(texts, parses, y=[1, 0, 1, 0], folds=None)

@@ -45,8 +45,13 @@ def numerical_environment() -> dict:
     import torch
 
     versions = {name: metadata.version(name) for name in NUMERICAL_PACKAGES}
-    blas = sorted({f"{i['internal_api']} {i.get('version')} {i.get('architecture')}"
-                   for i in threadpoolctl.threadpool_info() if i.get("user_api") == "blas"})
+    blas = sorted(
+        {
+            f"{i['internal_api']} {i.get('version')} {i.get('architecture')}"
+            for i in threadpoolctl.threadpool_info()
+            if i.get("user_api") == "blas"
+        }
+    )
     return {**versions, "blas": blas, "torch_cpu": torch.backends.cpu.get_cpu_capability()}
 
 

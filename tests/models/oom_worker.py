@@ -127,7 +127,7 @@ def main(checkpoint: str, out: str) -> None:
     torch.save(accumulated.hf_model.state_dict(), out_dir / "accumulated.pt")
     del accumulated
     lap("accumulated")
-    one_row, _, error = fit(checkpoint, 32, 2 * 2 ** 20)
+    one_row, _, error = fit(checkpoint, 32, 2 * 2**20)
     result["one_row_error"] = error
     result["one_row_notes"] = one_row.notes
     lap("one-row")

@@ -25,13 +25,21 @@ def options(name, tmp_path_factory):
     if name == "transformer":
         pytest.importorskip("torch")
         tiny = pytest.importorskip("tests.models.tiny_bert")
-        return {"checkpoint": str(tiny.tiny_checkpoint(tmp_path_factory.mktemp("tiny"), len(CLASSES))),
-                "epochs": 8, "patience": 8, "lr": 2e-3, "batch_size": 8}
+        return {
+            "checkpoint": str(tiny.tiny_checkpoint(tmp_path_factory.mktemp("tiny"), len(CLASSES))),
+            "epochs": 8,
+            "patience": 8,
+            "lr": 2e-3,
+            "batch_size": 8,
+        }
     if name.startswith("bert-lstm"):
         pytest.importorskip("torch")
         tiny = pytest.importorskip("tests.models.tiny_bert")
-        return {"checkpoint": str(tiny.tiny_checkpoint(tmp_path_factory.mktemp("tiny"), None)),
-                "epochs": 8, "patience": 8}
+        return {
+            "checkpoint": str(tiny.tiny_checkpoint(tmp_path_factory.mktemp("tiny"), None)),
+            "epochs": 8,
+            "patience": 8,
+        }
     return {"min_df": 1}
 
 
@@ -58,12 +66,17 @@ def test_every_registered_model(name, tmp_path, tmp_path_factory):
 
 
 def test_deterministic_models_are_trained_for_the_first_seed_only():
-    assert [n for n in sorted(set(BUILTIN) - {"transformer", "bert-lstm", "bert-lstm-attention"})
-            if is_deterministic(n)] == ["char-tfidf-lr", "tfidf-lr"]
+    assert [
+        n for n in sorted(set(BUILTIN) - {"transformer", "bert-lstm", "bert-lstm-attention"}) if is_deterministic(n)
+    ] == ["char-tfidf-lr", "tfidf-lr"]
     assert training_seeds("tfidf-lr", [42, 0, 1]) == (
-        [42], "tfidf-lr is deterministic: trained once (seed 42), not per seed")
+        [42],
+        "tfidf-lr is deterministic: trained once (seed 42), not per seed",
+    )
     assert training_seeds("char-tfidf-lr", (7, 1), label="char") == (
-        [7], "char is deterministic: trained once (seed 7), not per seed")
+        [7],
+        "char is deterministic: trained once (seed 7), not per seed",
+    )
     assert training_seeds("tfidf-lr", [5]) == ([5], None)  # one seed asked: nothing to say
     assert training_seeds("llm-zero-shot", [42, 0]) == ([42, 0], None)  # its few-shot examples follow the seed
     with pytest.raises(InputError, match="unknown model 'gpt-9'"):

@@ -41,8 +41,13 @@ def test_registered_with_the_papers_settings():
     for name in NAMES:
         cls, defaults = REGISTRY[name]
         assert cls is hybrid.HybridClassifier
-        assert (defaults["lr"], defaults["weight_decay"], defaults["batch_size"], defaults["patience"],
-                defaults["epochs"]) == (1e-3, 1e-4, 16, 3, 5)
+        assert (
+            defaults["lr"],
+            defaults["weight_decay"],
+            defaults["batch_size"],
+            defaults["patience"],
+            defaults["epochs"],
+        ) == (1e-3, 1e-4, 16, 3, 5)
         assert defaults["freeze_encoder"] is True
     assert REGISTRY["bert-lstm-attention"][1]["attention"] and not REGISTRY["bert-lstm"][1]["attention"]
 
@@ -62,7 +67,7 @@ def test_head_shapes_and_padding_is_ignored(attention):
     torch.testing.assert_close(logits, again)
     # each row alone, without padding, gives the same logits
     for i, n in enumerate(lengths.tolist()):
-        alone, _ = head(states[i:i + 1, :n], mask[i:i + 1, :n])
+        alone, _ = head(states[i : i + 1, :n], mask[i : i + 1, :n])
         torch.testing.assert_close(alone[0], logits[i], rtol=1e-5, atol=1e-6)
     if attention:
         assert weights.shape == (4, 7)
@@ -151,8 +156,9 @@ def test_frozen_encoder_stays_fixed_and_fine_tuning_moves_it(encoder):
 
     rows = frame(n=48, n_val=8)
     frozen = create("bert-lstm", checkpoint=str(encoder), **{**FAST, "epochs": 1}).fit(rows, CLASSES)
-    tuned = create("bert-lstm", checkpoint=str(encoder), **{**FAST, "epochs": 1, "freeze_encoder": False,
-                                                            "encoder_lr": 1e-3}).fit(rows, CLASSES)
+    tuned = create(
+        "bert-lstm", checkpoint=str(encoder), **{**FAST, "epochs": 1, "freeze_encoder": False, "encoder_lr": 1e-3}
+    ).fit(rows, CLASSES)
     reference = create("bert-lstm", checkpoint=str(encoder), **{**FAST, "epochs": 1})
     reference._load_encoder(str(encoder))
     start = encoder_weights(reference)

@@ -36,8 +36,10 @@ def test_recipes_of_a_deterministic_model_draw_a_resample_and_c_per_run():
 
 
 def test_recipes_of_other_models_vary_only_the_seed():
-    assert run_recipes("llm-zero-shot", 2, base_seed=7) == [{"run": 0, "seed": 7, "resample_seed": None, "C": None},
-                                                            {"run": 1, "seed": 8, "resample_seed": None, "C": None}]
+    assert run_recipes("llm-zero-shot", 2, base_seed=7) == [
+        {"run": 0, "seed": 7, "resample_seed": None, "C": None},
+        {"run": 1, "seed": 8, "resample_seed": None, "C": None},
+    ]
 
 
 @pytest.mark.parametrize("n", [0, -2, True, 2.5, "3"])
@@ -59,8 +61,10 @@ def test_bootstrap_keeps_each_class_count_and_the_val_rows(corpus):
     drawn = bootstrap_rows(rows, 11)
     train, val = rows[rows["split"] == "train"], rows[rows["split"] == "val"]
     assert len(drawn) == len(rows)
-    pd.testing.assert_series_equal(drawn.loc[drawn["split"] == "train", "label"].value_counts().sort_index(),
-                                   train["label"].value_counts().sort_index())
+    pd.testing.assert_series_equal(
+        drawn.loc[drawn["split"] == "train", "label"].value_counts().sort_index(),
+        train["label"].value_counts().sort_index(),
+    )
     pd.testing.assert_frame_equal(drawn[drawn["split"] == "val"].reset_index(drop=True), val.reset_index(drop=True))
     ids = drawn.loc[drawn["split"] == "train", "id"]
     assert ids.duplicated().any() and ids.nunique() < len(train)  # with replacement: about 63% are distinct
@@ -92,12 +96,15 @@ def test_train_runs_folders_rerun_predictions_and_reproducibility(corpus, tmp_pa
     assert len(table) == 4 * n_test and sorted(table["seed"].unique()) == [0, 1, 2, 3]
     logits = {s: g.filter(like="logit_").to_numpy() for s, g in table.groupby("seed")}
     assert not np.allclose(logits[0], logits[1])  # another resample and C: other scores
-    assert all((g["id"].to_numpy() == table[table["seed"] == 0]["id"].to_numpy()).all()
-               for _, g in table.groupby("seed"))  # the runs pair by id, row for row
+    assert all(
+        (g["id"].to_numpy() == table[table["seed"] == 0]["id"].to_numpy()).all() for _, g in table.groupby("seed")
+    )  # the runs pair by id, row for row
     again = predict_folders(train_runs(corpus, "synthetic-forum", "tfidf-lr", 2, tmp_path / "again"), corpus, ("test",))
     np.testing.assert_array_equal(again[again["seed"] == 1].filter(like="logit_").to_numpy(), logits[1])
-    assert summarize_runs(more) == (f"4 runs of tfidf-lr (seeds 0-3): bootstrap resamples, C "
-                                    f"{read_recipes(more)['C'].min():.3g}-{read_recipes(more)['C'].max():.3g}")
+    assert summarize_runs(more) == (
+        f"4 runs of tfidf-lr (seeds 0-3): bootstrap resamples, C "
+        f"{read_recipes(more)['C'].min():.3g}-{read_recipes(more)['C'].max():.3g}"
+    )
 
 
 def test_a_kept_run_must_match_the_recipe_asked_for(corpus, tmp_path):

@@ -103,8 +103,9 @@ def test_save_then_load_gives_identical_logits(fitted, tmp_path):
     assert loaded.classes == CLASSES and loaded.history == fitted.history and loaded.notes == fitted.notes
     assert np.array_equal(loaded.predict_logits(PROBE), fitted.predict_logits(PROBE))
     manifest = tmp_path / "m" / MODEL_FILE  # a model saved while `progress` was a model option still loads
-    manifest.write_text(json.dumps({**json.loads(manifest.read_text()),
-                                    "options": {**fitted.options, "progress": True}}))
+    manifest.write_text(
+        json.dumps({**json.loads(manifest.read_text()), "options": {**fitted.options, "progress": True}})
+    )
     assert load_model(tmp_path / "m").options == fitted.options
 
 
@@ -147,8 +148,12 @@ def test_adapt_returns_a_tuned_copy_and_leaves_the_original(fitted):
     before = fitted.predict_logits(PROBE)
     history, notes = list(fitted.history), list(fitted.notes)
     # a "target platform" whose classes use other words; its calibration rows
-    target = frame(60, 0, seed=1, words={"calm": "beach sunshine cozy", "sad": "numb worthless tears",
-                                           "worry": "dread shaking overthinking"}).assign(split="calibration")
+    target = frame(
+        60,
+        0,
+        seed=1,
+        words={"calm": "beach sunshine cozy", "sad": "numb worthless tears", "worry": "dread shaking overthinking"},
+    ).assign(split="calibration")
     probe = ["numb tears today", "beach cozy week", "dread overthinking again"]
     adapted = fitted.adapt(target, epochs=2)
     assert adapted is not fitted and adapted.hf_model is not fitted.hf_model
@@ -160,8 +165,13 @@ def test_adapt_returns_a_tuned_copy_and_leaves_the_original(fitted):
     assert any("adapted on 60 row(s) for 2 epoch(s)" in note for note in adapted.notes)
 
 
-@pytest.mark.parametrize("error", [torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
-                                   RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried 8 GB")])
+@pytest.mark.parametrize(
+    "error",
+    [
+        torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
+        RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried 8 GB"),
+    ],
+)
 def test_out_of_memory_halves_the_batch_and_retries(fitted, monkeypatch, error):
     texts = [f"{t} {i}" for i, t in enumerate(PROBE * 5)]
     expected = fitted.predict_logits(texts)
@@ -222,5 +232,12 @@ def test_registry_defaults_are_the_papers_protocol():
     _, defaults = REGISTRY["transformer"]
     signature = {k: p.default for k, p in inspect.signature(TransformerClassifier).parameters.items()}
     assert defaults == signature
-    assert (defaults["lr"], defaults["weight_decay"], defaults["warmup_ratio"], defaults["max_grad_norm"],
-            defaults["epochs"], defaults["max_length"], defaults["seed"]) == (2e-5, 0.01, 0.1, 1.0, 5, 64, 42)
+    assert (
+        defaults["lr"],
+        defaults["weight_decay"],
+        defaults["warmup_ratio"],
+        defaults["max_grad_norm"],
+        defaults["epochs"],
+        defaults["max_length"],
+        defaults["seed"],
+    ) == (2e-5, 0.01, 0.1, 1.0, 5, 64, 42)

@@ -37,8 +37,20 @@ def tiny_checkpoint(folder: str | Path, num_labels: int | None = 3, *, seed: int
         if (source / name).exists():
             shutil.copy2(source / name, folder / name)
     vocab_size = sum(1 for _ in (source / "vocab.txt").open(encoding="utf-8"))
-    config = BertConfig(**{**dict(vocab_size=vocab_size, hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
-                                  intermediate_size=256, max_position_embeddings=128, pad_token_id=0), **config})
+    config = BertConfig(
+        **{
+            **dict(
+                vocab_size=vocab_size,
+                hidden_size=128,
+                num_hidden_layers=2,
+                num_attention_heads=2,
+                intermediate_size=256,
+                max_position_embeddings=128,
+                pad_token_id=0,
+            ),
+            **config,
+        }
+    )
     torch.manual_seed(seed)
     if num_labels is None:
         model = BertModel(config)

@@ -27,15 +27,21 @@ from tests.tables.test_prediction_files import PATTERN, published
 def two_audits(tmp_path_factory):
     """A cross-platform audit of bert and roberta, and a validation in which bert's labels are scored too."""
     root = tmp_path_factory.mktemp("combine")
-    cpfe = audit_cpfe(CPFEInputs(read_predictions(published(root / "files", seeds=(42,)), name_pattern=PATTERN),
-                                 synthetic=True),
-                      CPFEOptions(reference="reddit", n_boot_significance=200, n_boot_ece=100))
+    cpfe = audit_cpfe(
+        CPFEInputs(read_predictions(published(root / "files", seeds=(42,)), name_pattern=PATTERN), synthetic=True),
+        CPFEOptions(reference="reddit", n_boot_significance=200, n_boot_ece=100),
+    )
     labels = simulate_labels(LabelsConfig(n_items=200))
     truth = labels[labels["labeler"] == "annotator-1"]
-    bert = labels_rows(truth["item_id"].to_numpy(), {"bert": ("model", truth["value"].to_numpy(int) ^
-                                                              (np.arange(len(truth)) % 7 == 0))}, "si")
-    agreement = audit_agreement(AgreementInputs(pd.concat([labels, bert], ignore_index=True), synthetic=True),
-                                 AgreementOptions(task="si", models=("bert",), n_boot=200))
+    bert = labels_rows(
+        truth["item_id"].to_numpy(),
+        {"bert": ("model", truth["value"].to_numpy(int) ^ (np.arange(len(truth)) % 7 == 0))},
+        "si",
+    )
+    agreement = audit_agreement(
+        AgreementInputs(pd.concat([labels, bert], ignore_index=True), synthetic=True),
+        AgreementOptions(task="si", models=("bert",), n_boot=200),
+    )
     write_report(cpfe, root / "cpfe")
     write_report(agreement, root / "validation")
     return root, cpfe, agreement
@@ -90,8 +96,9 @@ def test_combined_verdicts_sections_and_scorecard(two_audits):
 
 def test_report_combine_command(two_audits, tmp_path):
     root, cpfe, agreement = two_audits
-    done = CliRunner().invoke(app, ["report", "combine", str(root / "cpfe"), str(root / "validation"), "--out",
-                                    str(tmp_path / "both")])
+    done = CliRunner().invoke(
+        app, ["report", "combine", str(root / "cpfe"), str(root / "validation"), "--out", str(tmp_path / "both")]
+    )
     assert done.exit_code == 0, done.output
     written = json.loads((tmp_path / "both" / "report.json").read_text())
     assert len(written["verdicts"]) == len(cpfe.verdicts) + len(agreement.verdicts)
@@ -101,13 +108,14 @@ def test_report_combine_command(two_audits, tmp_path):
 def test_report_combine_refuses_what_it_cannot_read_and_keeps_the_inputs(two_audits, tmp_path):
     root, _, _ = two_audits
     before = (root / "cpfe" / "report.json").read_bytes()
-    for args, says in ((["report", "combine", root / "cpfe", tmp_path / "nothing", "--out", tmp_path / "o"],
-                        "has no report.json"),
-                       (["report", "combine", root / "cpfe", "--out", root / "cpfe"], "is one of the reports")):
+    for args, says in (
+        (["report", "combine", root / "cpfe", tmp_path / "nothing", "--out", tmp_path / "o"], "has no report.json"),
+        (["report", "combine", root / "cpfe", "--out", root / "cpfe"], "is one of the reports"),
+    ):
         assert_one_sentence_failure(CliRunner().invoke(app, list(map(str, args))), says)
     assert not (tmp_path / "o").exists() and (root / "cpfe" / "report.json").read_bytes() == before
     broken = tmp_path / "broken"
     broken.mkdir()
-    (broken / "report.json").write_text("{\"title\": 1}")
+    (broken / "report.json").write_text('{"title": 1}')
     with pytest.raises(InputError, match="not a report"):
         read_report(broken)

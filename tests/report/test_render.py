@@ -13,8 +13,10 @@ def test_every_format_carries_the_same_numbers(tmp_path):
     result = AuditResult("T", [Section("S", "words <b>", {"numbers": table})], synthetic=False, options={"seed": 1})
     write_report(result, tmp_path)
     data = json.loads((tmp_path / "report.json").read_text())
-    assert data["sections"][0]["tables"]["numbers"] == [{"platform": "a|b", "auc": 0.91234, "n": 3},
-                                                        {"platform": "c", "auc": None, "n": 4}]
+    assert data["sections"][0]["tables"]["numbers"] == [
+        {"platform": "a|b", "auc": 0.91234, "n": 3},
+        {"platform": "c", "auc": None, "n": 4},
+    ]
     md = (tmp_path / "report.md").read_text()
     assert "| a\\|b | 0.912 | 3 |" in md and "| c | n/a | 4 |" in md and "SYNTHETIC" not in md
     html = (tmp_path / "report.html").read_text()
@@ -25,11 +27,18 @@ def test_every_format_carries_the_same_numbers(tmp_path):
 
 
 def test_summary_and_verdicts_lead_every_format_failures_first(tmp_path):
-    rows = [verdict("x", "axis", "m", "p1", "stat", 0.9, "> 0.5", "pass", "fine"),
-            verdict("x", "axis", "m", "p2", "stat", 0.1, "> 0.5", "fail", "too low"),
-            verdict("x", "axis", "m", "p3", "stat", None, "> 0.5", "pass", "no rows")]
-    result = AuditResult("T", [Section("S", "", {"numbers": pd.DataFrame({"a": [1]})})], summary="It failed once.",
-                         verdicts=verdict_table(rows), provenance={"inputs": {"x": "0" * 64}})
+    rows = [
+        verdict("x", "axis", "m", "p1", "stat", 0.9, "> 0.5", "pass", "fine"),
+        verdict("x", "axis", "m", "p2", "stat", 0.1, "> 0.5", "fail", "too low"),
+        verdict("x", "axis", "m", "p3", "stat", None, "> 0.5", "pass", "no rows"),
+    ]
+    result = AuditResult(
+        "T",
+        [Section("S", "", {"numbers": pd.DataFrame({"a": [1]})})],
+        summary="It failed once.",
+        verdicts=verdict_table(rows),
+        provenance={"inputs": {"x": "0" * 64}},
+    )
     write_report(result, tmp_path)
     data = json.loads((tmp_path / "report.json").read_text())
     assert data["summary"] == "It failed once." and data["provenance"]["inputs"] == {"x": "0" * 64}
@@ -54,12 +63,36 @@ def test_verdict_table_refuses_an_unknown_severity_and_a_missing_value_that_pass
 def seed_verdicts():
     rows = []
     for seed, auc_drop, di in ((0, 0.20, 0.85), (1, 0.24, 0.95)):
-        rows += [verdict("cpfe", "discrimination", f"bert seed {seed}", "twitter", "macro_auc_drop", auc_drop,
-                         "> 0", "fail", "drop"),
-                 verdict("cpfe", "equity", f"bert seed {seed}", "twitter", "disparate_impact", di, "< 0.8", "pass", ""),
-                 verdict("cpfe", "equity", f"bert seed {seed}", "twitter", "disparate_impact", di, "< 0.5", "pass", "")]
-    rows.append(verdict("cpfe", "calibration", "roberta seed 0", "twitter", "ece", 0.12, "> 0.1", "warn", "",
-                        ci_low=0.10, ci_high=0.15))
+        rows += [
+            verdict(
+                "cpfe",
+                "discrimination",
+                f"bert seed {seed}",
+                "twitter",
+                "macro_auc_drop",
+                auc_drop,
+                "> 0",
+                "fail",
+                "drop",
+            ),
+            verdict("cpfe", "equity", f"bert seed {seed}", "twitter", "disparate_impact", di, "< 0.8", "pass", ""),
+            verdict("cpfe", "equity", f"bert seed {seed}", "twitter", "disparate_impact", di, "< 0.5", "pass", ""),
+        ]
+    rows.append(
+        verdict(
+            "cpfe",
+            "calibration",
+            "roberta seed 0",
+            "twitter",
+            "ece",
+            0.12,
+            "> 0.1",
+            "warn",
+            "",
+            ci_low=0.10,
+            ci_high=0.15,
+        )
+    )
     return verdict_table(rows)
 
 
@@ -72,9 +105,14 @@ def test_the_scorecard_folds_seeds_and_leads_the_page(tmp_path):
     assert card.loc["bert", "equity"] == "pass: disparate_impact 0.900 ± 0.071 (n = 2)"  # two checks per seed, once
     assert card.loc["roberta", "calibration"] == "warn: ece 0.120 [0.100, 0.150]"
     assert card.loc["roberta", "equity"] == ""
-    result = AuditResult("T", [Section("S", "", {"numbers": pd.DataFrame({"a": [1]})})], summary="Words.",
-                         verdicts=seed_verdicts(), provenance={"inputs": {"preds.csv": "ab" * 32}, "created": "now"},
-                         options={"seed": 3})
+    result = AuditResult(
+        "T",
+        [Section("S", "", {"numbers": pd.DataFrame({"a": [1]})})],
+        summary="Words.",
+        verdicts=seed_verdicts(),
+        provenance={"inputs": {"preds.csv": "ab" * 32}, "created": "now"},
+        options={"seed": 3},
+    )
     write_report(result, tmp_path)
     html = (tmp_path / "report.html").read_text()
     assert html.index("<h2>Scorecard</h2>") < html.index("Words.") < html.index("<h2>Verdicts</h2>")
@@ -85,8 +123,11 @@ def test_the_scorecard_folds_seeds_and_leads_the_page(tmp_path):
 
 
 def test_p_values_empty_and_long_tables(tmp_path):
-    tables = {"tests": pd.DataFrame({"z": [5.0, 0.5], "p": [1e-4, 0.62], "p_adjusted": [3e-5, 1.0]}),
-              "nothing": pd.DataFrame({"a": []}), "long": pd.DataFrame({"i": range(40)})}
+    tables = {
+        "tests": pd.DataFrame({"z": [5.0, 0.5], "p": [1e-4, 0.62], "p_adjusted": [3e-5, 1.0]}),
+        "nothing": pd.DataFrame({"a": []}),
+        "long": pd.DataFrame({"i": range(40)}),
+    }
     write_report(AuditResult("T", [Section("S", "", tables)]), tmp_path)
     html = (tmp_path / "report.html").read_text()
     assert "<td class='num'>1.0e-04</td>" in html and "<td class='num'>3.0e-05</td>" in html  # not 0.000
@@ -97,10 +138,12 @@ def test_p_values_empty_and_long_tables(tmp_path):
 
 
 def test_one_value_checked_against_two_thresholds_shows_once_at_its_worst(tmp_path):
-    rows = [verdict("cpfe", "equity", "bert seed 0", "twitter", "disparate_impact", 0.41, "< 0.8", "warn", "4/5"),
-            verdict("cpfe", "equity", "bert seed 0", "twitter", "disparate_impact", 0.41, "< 0.5", "fail", "half"),
-            verdict("cpfe", "equity", "bert seed 1", "twitter", "disparate_impact", 0.90, "< 0.8", "pass", "fine"),
-            verdict("cpfe", "equity", "bert seed 1", "twitter", "disparate_impact", 0.90, "< 0.5", "pass", "fine")]
+    rows = [
+        verdict("cpfe", "equity", "bert seed 0", "twitter", "disparate_impact", 0.41, "< 0.8", "warn", "4/5"),
+        verdict("cpfe", "equity", "bert seed 0", "twitter", "disparate_impact", 0.41, "< 0.5", "fail", "half"),
+        verdict("cpfe", "equity", "bert seed 1", "twitter", "disparate_impact", 0.90, "< 0.8", "pass", "fine"),
+        verdict("cpfe", "equity", "bert seed 1", "twitter", "disparate_impact", 0.90, "< 0.5", "pass", "fine"),
+    ]
     write_report(AuditResult("T", [], verdicts=verdict_table(rows)), tmp_path)
     html = (tmp_path / "report.html").read_text()
     assert "1 fail, 1 pass of 2 checks." in html and "4/5" not in html and "< 0.5" not in html
@@ -115,11 +158,31 @@ def test_scorecard_cells_fold_p_values_and_give_each_statistic_its_severity():
     rows = []
     for seed, p, ece, after in ((0, 3e-5, 0.20, 0.04), (1, 2e-3, 0.22, 0.12), (2, 0.3, 0.18, 0.05)):
         subject = f"bert seed {seed}"
-        rows += [verdict("cpfe", "significance", subject, "twitter", "p_adjusted", p, "< 0.05",
-                         "fail" if p < 0.05 else "pass", ""),
-                 verdict("cpfe", "calibration", subject, "twitter", "ece_debiased", ece, "> 0.1", "fail", ""),
-                 verdict("cpfe", "calibration", subject, "twitter", "ece_after_ts", after, "> 0.1",
-                         "warn" if after > 0.1 else "pass", "")]
+        rows += [
+            verdict(
+                "cpfe",
+                "significance",
+                subject,
+                "twitter",
+                "p_adjusted",
+                p,
+                "< 0.05",
+                "fail" if p < 0.05 else "pass",
+                "",
+            ),
+            verdict("cpfe", "calibration", subject, "twitter", "ece_debiased", ece, "> 0.1", "fail", ""),
+            verdict(
+                "cpfe",
+                "calibration",
+                subject,
+                "twitter",
+                "ece_after_ts",
+                after,
+                "> 0.1",
+                "warn" if after > 0.1 else "pass",
+                "",
+            ),
+        ]
     card = scorecard(verdict_table(rows)).set_index("subject")
     assert card.loc["bert", "significance"] == "fail: p_adjusted in 2 of 3 runs (largest p 0.300)"
     assert card.loc["bert", "calibration"] == "fail: ece_debiased 0.200 ± 0.020 (n = 3); ece_after_ts 0.070 (warn)"
@@ -132,14 +195,27 @@ def test_a_scorecard_cell_has_one_severity_word_and_a_second_number_says_what_it
     from mhaudit.audits.divergence.verdicts import divergence_verdicts
     from mhaudit.report.scorecard import scorecard
 
-    dod = pd.DataFrame([{"contrast": c, "estimate": e, "ci_low": lo, "ci_high": hi}
-                        for c, e, lo, hi in (("C-A", 0.107, 0.051, 0.163), ("B-A", 0.090, 0.020, 0.160),
-                                             ("AC-A", 0.010, -0.030, 0.050))])
-    free = pd.DataFrame([{"contrast": c, "metric": m, "estimate": e, "ci_low": e - 0.02, "ci_high": e + 0.02,
-                          "apart": abs(e) > 0.02}
-                         for c, values in (("C-A", (0.107, 0.036, 0.050)), ("B-A", (0.090, 0.004, 0.060)),
-                                           ("AC-A", (0.010, 0.001, 0.002)))
-                         for m, e in zip(("macro_f1", "auc", "pr_auc_gain"), values)])
+    dod = pd.DataFrame(
+        [
+            {"contrast": c, "estimate": e, "ci_low": lo, "ci_high": hi}
+            for c, e, lo, hi in (
+                ("C-A", 0.107, 0.051, 0.163),
+                ("B-A", 0.090, 0.020, 0.160),
+                ("AC-A", 0.010, -0.030, 0.050),
+            )
+        ]
+    )
+    free = pd.DataFrame(
+        [
+            {"contrast": c, "metric": m, "estimate": e, "ci_low": e - 0.02, "ci_high": e + 0.02, "apart": abs(e) > 0.02}
+            for c, values in (
+                ("C-A", (0.107, 0.036, 0.050)),
+                ("B-A", (0.090, 0.004, 0.060)),
+                ("AC-A", (0.010, 0.001, 0.002)),
+            )
+            for m, e in zip(("macro_f1", "auc", "pr_auc_gain"), values)
+        ]
+    )
     card = scorecard(divergence_verdicts(dod, free)).set_index("subject")["label source"]
     assert card["C-A"] == "fail: dod 0.107 [0.051, 0.163]; also on AUC 0.036"
     assert card["B-A"] == "fail: dod 0.090 [0.020, 0.160]; not on AUC 0.004 (warn)"  # maybe a threshold effect
@@ -147,14 +223,20 @@ def test_a_scorecard_cell_has_one_severity_word_and_a_second_number_says_what_it
 
 
 def test_footer_lists_notes_and_collapses_inputs_and_options(tmp_path):
-    inputs = {"predictions": "c" * 64, **{f"/data/released/bert_reddit_seed{s}_predictions.csv": "d" * 64
-                                          for s in range(40)}}
-    result = AuditResult("T", [Section("S", "", {"t": pd.DataFrame({"a": [1]})}), Section("Empty", "", {})],
-                         provenance={"inputs": inputs}, options={"reference": "reddit"},
-                         notes=["warning: macro-F1 undefined (3 times)"])
+    inputs = {
+        "predictions": "c" * 64,
+        **{f"/data/released/bert_reddit_seed{s}_predictions.csv": "d" * 64 for s in range(40)},
+    }
+    result = AuditResult(
+        "T",
+        [Section("S", "", {"t": pd.DataFrame({"a": [1]})}), Section("Empty", "", {})],
+        provenance={"inputs": inputs},
+        options={"reference": "reddit"},
+        notes=["warning: macro-F1 undefined (3 times)"],
+    )
     write_report(result, tmp_path)
     html = (tmp_path / "report.html").read_text()
-    footer = html[html.index("<footer>"):]
+    footer = html[html.index("<footer>") :]
     assert "<ul class='notes'><li>warning: macro-F1 undefined (3 times)</li></ul>" in footer
     assert "<summary>Inputs (41), with the start of each SHA-256</summary>" in footer and "/data/" not in footer
     assert "<li>bert_reddit_seed39_predictions.csv sha256 dddddddddddd</li>" in footer
@@ -172,8 +254,9 @@ def test_svg_and_png_figures_are_written_linked_and_read_back_as_they_are(tmp_pa
 
     svg = figure([[Panel(Axis(0, 1), Axis(0, 1))]], "AUC <by> model")
     png = b"\x89PNG\r\n\x1a\n" + bytes(range(40))
-    result = AuditResult("T", [Section("S", "", {"t": pd.DataFrame({"a": [1]})},
-                                       {"AUC <by> model": svg, "F1 by model": png})])
+    result = AuditResult(
+        "T", [Section("S", "", {"t": pd.DataFrame({"a": [1]})}, {"AUC <by> model": svg, "F1 by model": png})]
+    )
     write_report(result, tmp_path)
     assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == ["auc--by--model.svg", "f1-by-model.png"]
     assert (tmp_path / "figures" / "auc--by--model.svg").read_bytes() == svg

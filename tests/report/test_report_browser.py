@@ -23,14 +23,17 @@ def assert_links_resolve(page, folder):
 
 def test_the_cpfe_report_reads_in_a_browser(tmp_path, open_browser):
     paths = published(tmp_path / "files", seeds=(42, 7))  # 2 models x 2 seeds x 2 platforms
-    result = audit_cpfe(CPFEInputs(read_predictions(paths, name_pattern=PATTERN), synthetic=True),
-                        CPFEOptions(reference="reddit", n_boot_significance=200, n_boot_ece=100))
+    result = audit_cpfe(
+        CPFEInputs(read_predictions(paths, name_pattern=PATTERN), synthetic=True),
+        CPFEOptions(reference="reddit", n_boot_significance=200, n_boot_ece=100),
+    )
     write_report(result, tmp_path / "report")
     driver = open_browser(WIDTH, HEIGHT)
     driver.get((tmp_path / "report" / "report.html").as_uri())
     page = driver.execute_script
-    card = page("const t = document.querySelector('table.scorecard').getBoundingClientRect();"
-                "return [t.top, t.bottom, t.right];")
+    card = page(
+        "const t = document.querySelector('table.scorecard').getBoundingClientRect();return [t.top, t.bottom, t.right];"
+    )
     assert 0 < card[0] < card[1] <= HEIGHT and card[2] <= WIDTH  # the scorecard is seen first, whole
     assert page("return document.querySelectorAll('table.scorecard tbody tr').length") == 2  # bert, roberta
     header = page("return [...document.querySelectorAll('table.scorecard th')].map(th => th.firstChild.textContent)")
@@ -55,15 +58,29 @@ def test_the_demos_combined_report_reads_in_a_browser(trust_demo, open_browser):
     driver = open_browser(WIDTH, HEIGHT)
     driver.get((out / "report.html").as_uri())
     page = driver.execute_script
-    card = page("const t = document.querySelector('table.scorecard').getBoundingClientRect();"
-                "return [t.top, t.bottom, t.right];")
+    card = page(
+        "const t = document.querySelector('table.scorecard').getBoundingClientRect();return [t.top, t.bottom, t.right];"
+    )
     assert 0 < card[0] < card[1] <= HEIGHT and card[2] <= WIDTH
-    header = page("return [...document.querySelectorAll('table.scorecard:not(.others) th')]"
-                  ".map(th => th.firstChild.textContent)")
-    assert header == ["subject", "target", "discrimination", "calibration", "significance", "equity", "attribution",
-                      "expected on the target, before labels", "label source", "human validation"]
-    rows = page("return [...document.querySelectorAll('table.scorecard:not(.others) tbody tr')]"
-                ".map(tr => [...tr.cells].map(td => td.textContent.trim()))")
+    header = page(
+        "return [...document.querySelectorAll('table.scorecard:not(.others) th')].map(th => th.firstChild.textContent)"
+    )
+    assert header == [
+        "subject",
+        "target",
+        "discrimination",
+        "calibration",
+        "significance",
+        "equity",
+        "attribution",
+        "expected on the target, before labels",
+        "label source",
+        "human validation",
+    ]
+    rows = page(
+        "return [...document.querySelectorAll('table.scorecard:not(.others) tbody tr')]"
+        ".map(tr => [...tr.cells].map(td => td.textContent.trim()))"
+    )
     for model in ("tfidf-lr", "char-tfidf-lr"):
         cells = [r[2:] for r in rows if r[0] == model]
         assert all(any(c[i] for c in cells) for i in range(len(header) - 2)), model  # every axis has a verdict

@@ -57,8 +57,12 @@ def test_text_is_estimated_and_wrapped():
 
 
 def discrimination() -> pd.DataFrame:
-    rows = [{"model": m, "seed": s, "platform": p, "dataset": p, "macro_auc": 0.9 - 0.1 * i - 0.01 * s}
-            for m in ("m1", "m2") for s in (0, 1) for i, p in enumerate(("home", "away1", "away2"))]
+    rows = [
+        {"model": m, "seed": s, "platform": p, "dataset": p, "macro_auc": 0.9 - 0.1 * i - 0.01 * s}
+        for m in ("m1", "m2")
+        for s in (0, 1)
+        for i, p in enumerate(("home", "away1", "away2"))
+    ]
     rows[-1]["macro_auc"] = rows[-4]["macro_auc"] = math.nan  # m2 on away2 has no value in any seed
     return pd.DataFrame(rows)
 
@@ -78,8 +82,21 @@ def test_auc_bars_one_per_model_and_platform_with_whiskers_and_a_note():
 
 
 def per_class() -> pd.DataFrame:
-    rows = [{"model": HOSTILE, "seed": s, "platform": p, "dataset": p, "class": c, "auc": 0.8 + 0.01 * j,
-             "ci_low": 0.75, "ci_high": 0.9} for s in (3, 4) for p in ("home", "away") for j, c in enumerate("abc")]
+    rows = [
+        {
+            "model": HOSTILE,
+            "seed": s,
+            "platform": p,
+            "dataset": p,
+            "class": c,
+            "auc": 0.8 + 0.01 * j,
+            "ci_low": 0.75,
+            "ci_high": 0.9,
+        }
+        for s in (3, 4)
+        for p in ("home", "away")
+        for j, c in enumerate("abc")
+    ]
     rows[1]["auc"] = math.nan
     return pd.DataFrame(rows)
 
@@ -96,8 +113,16 @@ def test_forest_one_point_per_class_of_the_first_seed_escaping_names():
 
 
 def test_heatmap_cells_values_and_na():
-    table = pd.DataFrame({"model": "m", "seed": [0, 0, 1, 1], "platform": ["away"] * 4, "dataset": ["away"] * 4,
-                          "class": ["<b>", "c2"] * 2, "disparate_impact": [0.5, math.nan, 0.7, math.nan]})
+    table = pd.DataFrame(
+        {
+            "model": "m",
+            "seed": [0, 0, 1, 1],
+            "platform": ["away"] * 4,
+            "dataset": ["away"] * 4,
+            "class": ["<b>", "c2"] * 2,
+            "disparate_impact": [0.5, math.nan, 0.7, math.nan],
+        }
+    )
     root = parse(figures.heatmap(table, "disparate_impact", "disparate impact (1 = parity)"))
     shown = texts(root)
     assert "0.60" in shown and "n/a" in shown and "<b>" in shown  # the mean over seeds; a class name as text
@@ -107,10 +132,24 @@ def test_heatmap_cells_values_and_na():
 
 
 def test_reliability_grid_and_lengths_histograms():
-    curves = pd.DataFrame([{"model": m, "seed": 0, "platform": p, "dataset": p, "stage": st, "n": n,
-                            "confidence": c, "accuracy": c - 0.05}
-                           for m in ("m1", "m2") for p in ("a", "b", "c") for st in ("before", "after")
-                           for c, n in ((0.3, 5), (0.6, 0), (0.9, 7))])
+    curves = pd.DataFrame(
+        [
+            {
+                "model": m,
+                "seed": 0,
+                "platform": p,
+                "dataset": p,
+                "stage": st,
+                "n": n,
+                "confidence": c,
+                "accuracy": c - 0.05,
+            }
+            for m in ("m1", "m2")
+            for p in ("a", "b", "c")
+            for st in ("before", "after")
+            for c, n in ((0.3, 5), (0.6, 0), (0.9, 7))
+        ]
+    )
     root = parse(figures.reliability(curves))
     assert sum(t.startswith(("m1, seed 0", "m2, seed 0")) for t in texts(root)) == 6  # 2 models x 3 platforms
     assert len(list(root.iter("{http://www.w3.org/2000/svg}polyline"))) == 12  # before and after, n > 0 bins only
@@ -134,25 +173,46 @@ def test_a_panel_skips_nan_and_clips_to_its_box():
 
 def test_the_cpfe_audit_draws_its_figures_without_importing_matplotlib():
     """Importing matplotlib cost `audit cpfe` 0.35 s and drawing with it 0.4-0.7 s; every figure is SVG now."""
-    code = ("import sys, threading; from tests.audits.test_cpfe import synthetic_predictions; "
-            "from mhaudit.audits.cpfe import CPFEInputs, CPFEOptions, audit_cpfe; "
-            "before = 'matplotlib' in sys.modules; "
-            "r = audit_cpfe(CPFEInputs(synthetic_predictions(n=150, models=('m1',), seeds=(0,))), "
-            "CPFEOptions(reference='home', n_boot_significance=50, n_boot_ece=50)); "
-            "[t.join() for t in threading.enumerate() if t is not threading.main_thread()]; "  # the import thread
-            "print(before, sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'), "
-            "all(f.startswith(b'<svg ') for f in r.figures.values()), len(r.figures))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          cwd=Path(__file__).resolve().parents[2])
+    code = (
+        "import sys, threading; from tests.audits.test_cpfe import synthetic_predictions; "
+        "from mhaudit.audits.cpfe import CPFEInputs, CPFEOptions, audit_cpfe; "
+        "before = 'matplotlib' in sys.modules; "
+        "r = audit_cpfe(CPFEInputs(synthetic_predictions(n=150, models=('m1',), seeds=(0,))), "
+        "CPFEOptions(reference='home', n_boot_significance=50, n_boot_ece=50)); "
+        "[t.join() for t in threading.enumerate() if t is not threading.main_thread()]; "  # the import thread
+        "print(before, sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'), "
+        "all(f.startswith(b'<svg ') for f in r.figures.values()), len(r.figures))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert done.stdout.split() == ["False", "[]", "True", "5"]  # AUC bars, forest, reliability, two heatmaps
 
 
 def test_the_estimate_forest_marks_untrusted_targets_open_and_the_reference_as_a_tick():
     from mhaudit.audits.estimate.figures import COLOURS as METHOD, estimate_forest
 
-    rows = [{"model": "m", "seed": 0, "dataset": target, "method": method, "metric": metric, "estimate": 0.6,
-             "ci_low": 0.5, "ci_high": 0.7, "reference_value": 0.8, "trusted": target == "a"}
-            for target in ("a", "b") for method in ("cbpe", "atc", "doc") for metric in ("accuracy", "macro_f1")]
+    rows = [
+        {
+            "model": "m",
+            "seed": 0,
+            "dataset": target,
+            "method": method,
+            "metric": metric,
+            "estimate": 0.6,
+            "ci_low": 0.5,
+            "ci_high": 0.7,
+            "reference_value": 0.8,
+            "trusted": target == "a",
+        }
+        for target in ("a", "b")
+        for method in ("cbpe", "atc", "doc")
+        for metric in ("accuracy", "macro_f1")
+    ]
     root = parse(estimate_forest(pd.DataFrame(rows)))
     circles = list(root.iter("{http://www.w3.org/2000/svg}circle"))
     plotted = [c for c in circles if c.get("r") == "3.2"]  # not the legend's (2.8)
@@ -166,12 +226,33 @@ def test_the_estimate_forest_marks_untrusted_targets_open_and_the_reference_as_a
 def test_agreement_lines_one_panel_per_target_on_probit_axes():
     from mhaudit.audits.estimate.figures import agreement_lines
 
-    pairs = pd.DataFrame({"platform": ["t1"] * 3 + ["t2"] * 3, "dataset": ["t1"] * 3 + ["t2"] * 3,
-                          "agreement_reference": [0.5, 0.7, 0.9] * 2, "agreement_target": [0.45, 0.6, 0.8] * 2})
-    ensemble = pd.DataFrame({"platform": ["t1", "t2"], "dataset": ["t1", "t2"], "method": "aline-d",
-                             "reference_value": [0.8, 0.85], "estimate": [0.7, 0.75]})
-    lines = pd.DataFrame({"platform": ["t1", "t2"], "dataset": ["t1", "t2"], "slope": [0.9, math.nan],
-                          "intercept": [-0.1, math.nan], "r2": [0.97, math.nan], "trusted": [True, False]})
+    pairs = pd.DataFrame(
+        {
+            "platform": ["t1"] * 3 + ["t2"] * 3,
+            "dataset": ["t1"] * 3 + ["t2"] * 3,
+            "agreement_reference": [0.5, 0.7, 0.9] * 2,
+            "agreement_target": [0.45, 0.6, 0.8] * 2,
+        }
+    )
+    ensemble = pd.DataFrame(
+        {
+            "platform": ["t1", "t2"],
+            "dataset": ["t1", "t2"],
+            "method": "aline-d",
+            "reference_value": [0.8, 0.85],
+            "estimate": [0.7, 0.75],
+        }
+    )
+    lines = pd.DataFrame(
+        {
+            "platform": ["t1", "t2"],
+            "dataset": ["t1", "t2"],
+            "slope": [0.9, math.nan],
+            "intercept": [-0.1, math.nan],
+            "r2": [0.97, math.nan],
+            "trusted": [True, False],
+        }
+    )
     root = parse(agreement_lines(pairs, ensemble, lines))
     shown = texts(root)
     assert "t1: R² 0.97, trusted" in shown and "t2: no line, untrusted" in shown

@@ -26,8 +26,9 @@ from mhaudit.stats.agreement import (
 from mhaudit.stats.bootstrap import resample_counts
 from mhaudit.stats.weak_metrics import binary_metrics, binary_reasons, weak_vs_reference
 
-krippendorff = pytest.importorskip("krippendorff",
-                                   reason="the krippendorff package (dev extra) is the reference for alpha")
+krippendorff = pytest.importorskip(
+    "krippendorff", reason="the krippendorff package (dev extra) is the reference for alpha"
+)
 
 
 def test_doctests():
@@ -41,8 +42,11 @@ def sk_kappa(a, b):
         return cohen_kappa_score(a, b)
 
 
-pairs = st.integers(1, 60).flatmap(lambda n: st.tuples(
-    st.lists(st.integers(0, 3), min_size=n, max_size=n), st.lists(st.integers(0, 3), min_size=n, max_size=n)))
+pairs = st.integers(1, 60).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.integers(0, 3), min_size=n, max_size=n), st.lists(st.integers(0, 3), min_size=n, max_size=n)
+    )
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -178,9 +182,13 @@ def brute_alpha(data):
     return 1 - (n - 1) * d_o / d_e if d_e else float("nan")
 
 
-reliability = st.tuples(st.integers(2, 5), st.integers(2, 25)).flatmap(lambda shape: st.lists(
-    st.lists(st.one_of(st.none(), st.integers(0, 2)), min_size=shape[1], max_size=shape[1]),
-    min_size=shape[0], max_size=shape[0]))
+reliability = st.tuples(st.integers(2, 5), st.integers(2, 25)).flatmap(
+    lambda shape: st.lists(
+        st.lists(st.one_of(st.none(), st.integers(0, 2)), min_size=shape[1], max_size=shape[1]),
+        min_size=shape[0],
+        max_size=shape[0],
+    )
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -218,8 +226,11 @@ def test_alpha_undefined_and_bootstrap():
 
 
 # --------------------------------------------------------------------------- weak vs reference
-binary_pairs = st.integers(1, 80).flatmap(lambda n: st.tuples(
-    st.lists(st.integers(0, 1), min_size=n, max_size=n), st.lists(st.integers(0, 1), min_size=n, max_size=n)))
+binary_pairs = st.integers(1, 80).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.integers(0, 1), min_size=n, max_size=n), st.lists(st.integers(0, 1), min_size=n, max_size=n)
+    )
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -231,11 +242,14 @@ def test_binary_metrics_match_sklearn(pair):
     m, reasons = binary_metrics(tp, fp, fn, tn), binary_reasons(tp, fp, fn, tn)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        expected = {"precision": precision_score(ref, weak, zero_division=np.nan),
-                    "recall": recall_score(ref, weak, zero_division=np.nan),
-                    "f1": f1_score(ref, weak, zero_division=np.nan),
-                    "f1_negative": f1_score(ref, weak, pos_label=0, zero_division=np.nan),
-                    "kappa": sk_kappa(ref, weak), "observed_agreement": np.mean(ref == weak)}
+        expected = {
+            "precision": precision_score(ref, weak, zero_division=np.nan),
+            "recall": recall_score(ref, weak, zero_division=np.nan),
+            "f1": f1_score(ref, weak, zero_division=np.nan),
+            "f1_negative": f1_score(ref, weak, pos_label=0, zero_division=np.nan),
+            "kappa": sk_kappa(ref, weak),
+            "observed_agreement": np.mean(ref == weak),
+        }
     for key, value in expected.items():
         if np.isnan(value):
             assert np.isnan(m[key]) and reasons[key], key

@@ -67,8 +67,7 @@ def test_the_interval_equals_a_loop_over_explicit_resamples():
         x = probit(line.estimates[m])
         low, high = probit(np.quantile(d, 0.025, axis=0)), probit(np.quantile(d, 0.975, axis=0))
         np.testing.assert_allclose(line.ci_low[m], norm.cdf(x - np.hypot(np.maximum(x - low, 0), misfit)), atol=1e-9)
-        np.testing.assert_allclose(line.ci_high[m], norm.cdf(x + np.hypot(np.maximum(high - x, 0), misfit)),
-                                   atol=1e-9)
+        np.testing.assert_allclose(line.ci_high[m], norm.cdf(x + np.hypot(np.maximum(high - x, 0), misfit)), atol=1e-9)
 
 
 def test_no_shift_gives_the_reference_accuracies():
@@ -133,8 +132,10 @@ def test_row_blocks_and_bool_indicators_give_the_one_float32_product(monkeypatch
     ind = aline_module._indicators(pred, y, pairs)
     assert ind.dtype == bool and ind.shape == (300, 5 + 10)
     assert np.array_equal(ind[:, :5], (pred == y).T) and np.array_equal(ind[:, 5 + 3], pred[0] == pred[4])
-    one = (np.random.default_rng(7).multinomial(300, np.full(300, 1 / 300), size=4).astype(np.float32)
-           @ ind.astype(np.float32)) / 300
+    one = (
+        np.random.default_rng(7).multinomial(300, np.full(300, 1 / 300), size=4).astype(np.float32)
+        @ ind.astype(np.float32)
+    ) / 300
     runs = simulate.gaussian_runs(n_runs=5, n_ref=300, n_tgt=200, seed=3)
     pred_ref, pred_tgt = (runs["margin_ref"] > 0).astype(int), (runs["margin_tgt"] > 0).astype(int)
     whole = agreement_line(pred_ref, runs["y_ref"], pred_tgt, n_boot=50, rng=1)
@@ -142,6 +143,9 @@ def test_row_blocks_and_bool_indicators_give_the_one_float32_product(monkeypatch
     assert np.array_equal(aline_module._resampled_means(ind, 4, np.random.default_rng(7)), one)
     blocked = agreement_line(pred_ref, runs["y_ref"], pred_tgt, n_boot=50, rng=1)
     for m in ("aline-s", "aline-d"):
-        for got, want in ((blocked.estimates, whole.estimates), (blocked.ci_low, whole.ci_low),
-                          (blocked.ci_high, whole.ci_high)):
+        for got, want in (
+            (blocked.estimates, whole.estimates),
+            (blocked.ci_low, whole.ci_low),
+            (blocked.ci_high, whole.ci_high),
+        ):
             assert np.array_equal(got[m], want[m])

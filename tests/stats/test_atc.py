@@ -59,8 +59,9 @@ def test_vectorised_bootstrap_equals_one_resample_at_a_time(method):
     together = thresholded_estimates(method, p.max(1), y, pred, wr, pt.max(1), predt, wt, 3)
     for b in range(5):
         r, t = np.repeat(np.arange(300), wr[b]), np.repeat(np.arange(200), wt[b])
-        alone = thresholded_estimates(method, p.max(1)[r], y[r], pred[r], np.ones((1, len(r))), pt.max(1)[t],
-                                      predt[t], np.ones((1, len(t))), 3)
+        alone = thresholded_estimates(
+            method, p.max(1)[r], y[r], pred[r], np.ones((1, len(r))), pt.max(1)[t], predt[t], np.ones((1, len(t))), 3
+        )
         for key in ("accuracy", "macro_f1"):
             assert together[key][b] == pytest.approx(alone[key][0], abs=1e-9)
 
@@ -92,8 +93,9 @@ def test_bcts_is_the_maximum_likelihood_and_matches_the_priors():
     def nll(v):
         return -log_softmax(v[0] * z + np.r_[0, v[1:]], axis=1)[np.arange(600), y].mean()
 
-    brute = minimize(nll, [1.0, 0.0, 0.0], method="Nelder-Mead", options={"xatol": 1e-9, "fatol": 1e-12,
-                                                                           "maxiter": 5000})
+    brute = minimize(
+        nll, [1.0, 0.0, 0.0], method="Nelder-Mead", options={"xatol": 1e-9, "fatol": 1e-12, "maxiter": 5000}
+    )
     assert nll(np.r_[m.slope, m.bias[1:]]) <= brute.fun + 1e-9
     assert m.slope == pytest.approx(brute.x[0], abs=1e-3)
 
@@ -115,15 +117,17 @@ def test_the_two_sides_equal_each_class_with_zero_weights_on_the_others(method):
     hit = (pred == y).astype(float)
     got = thresholded_estimates(method, p.max(1), y, pred, wr, pt.max(1), predt, wt, 3)
     with np.errstate(invalid="ignore", divide="ignore"):
-        precision = np.stack([share(p.max(1), hit, wr * (pred == c), pt.max(1), wt * (predt == c))
-                              for c in range(3)], axis=1)
+        precision = np.stack(
+            [share(p.max(1), hit, wr * (pred == c), pt.max(1), wt * (predt == c)) for c in range(3)], axis=1
+        )
     n_pred = np.stack([wt @ (predt == c) for c in range(3)], axis=1)
     precision = np.where(n_pred > 0, np.nan_to_num(precision), 0.0)
     cells = np.stack([wr @ ((y == j) & (pred == i)) for j in range(3) for i in range(3)], axis=1).reshape(6, 3, 3)
     errors = cells * (1 - np.eye(3))
     spread = errors / errors.sum(axis=1, keepdims=True)
-    cm = n_pred[:, None, :] * (np.eye(3) * precision[:, None, :]
-                               + (1 - np.eye(3)) * (1 - precision[:, None, :]) * spread)
+    cm = n_pred[:, None, :] * (
+        np.eye(3) * precision[:, None, :] + (1 - np.eye(3)) * (1 - precision[:, None, :]) * spread
+    )
     np.testing.assert_allclose(got["macro_f1"], macro_f1(confusion_tallies(cm)), rtol=0, atol=1e-12)
     np.testing.assert_allclose(got["priors"], cm.sum(2) / cm.sum((1, 2))[:, None], rtol=0, atol=1e-12)
     np.testing.assert_allclose(got["accuracy"], share(p.max(1), hit, wr, pt.max(1), wt), rtol=0, atol=1e-12)

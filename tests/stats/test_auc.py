@@ -22,6 +22,7 @@ TOL = 1e-12
 
 # --- brute force: placement values / structural components straight from DeLong et al. (1988) ---
 
+
 def psi(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Kernel matrix: 1 when the positive outscores the negative, 1/2 on a tie."""
     return (x[:, None] > y[None, :]) + 0.5 * (x[:, None] == y[None, :])

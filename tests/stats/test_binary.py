@@ -54,9 +54,12 @@ def materialised(y, preds, row) -> np.ndarray:
 
 def binary_case(n_min=2, n_max=30, k_max=1):
     """(y, preds (k, n)) of small binary arrays."""
-    return st.integers(n_min, n_max).flatmap(lambda n: st.tuples(
-        st.lists(st.integers(0, 1), min_size=n, max_size=n),
-        st.lists(st.lists(st.integers(0, 1), min_size=n, max_size=n), min_size=1, max_size=k_max)))
+    return st.integers(n_min, n_max).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.integers(0, 1), min_size=n, max_size=n),
+            st.lists(st.lists(st.integers(0, 1), min_size=n, max_size=n), min_size=1, max_size=k_max),
+        )
+    )
 
 
 @pytest.mark.parametrize("module", [binary, divergence, significance])
@@ -88,9 +91,11 @@ def test_binary_scores_equal_sklearn(case, seed):
             "pr_auc": average_precision_score(y, prob) if y.any() else math.nan,
             "roc_auc": roc_auc_score(y, prob) if both else math.nan,
         }
-        nan_ref = {"f1_pos": f1_score(y, pred, zero_division=np.nan),
-                   "precision": precision_score(y, pred, zero_division=np.nan),
-                   "recall": recall_score(y, pred, zero_division=np.nan)}
+        nan_ref = {
+            "f1_pos": f1_score(y, pred, zero_division=np.nan),
+            "precision": precision_score(y, pred, zero_division=np.nan),
+            "recall": recall_score(y, pred, zero_division=np.nan),
+        }
     assert zero["n"] == y.size and zero["prevalence"] == pytest.approx(y.mean(), abs=TOL)
     for key, value in ref.items():
         assert (math.isnan(zero[key]) and math.isnan(value)) or abs(zero[key] - value) <= TOL, key
@@ -99,7 +104,8 @@ def test_binary_scores_equal_sklearn(case, seed):
         assert (math.isnan(got[key]) and math.isnan(value)) or abs(got[key] - value) <= TOL, key
     per_class = f1_score(y, pred, average=None, labels=[0, 1], zero_division=np.nan)
     assert (math.isnan(got["macro_f1"]) and np.isnan(per_class).any()) or got["macro_f1"] == pytest.approx(
-        per_class.mean(), abs=TOL)
+        per_class.mean(), abs=TOL
+    )
     marginals_missing = not both or pred.all() or not pred.any()
     assert math.isnan(got["mcc"]) == marginals_missing
     undefined = [k for k, v in got.items() if isinstance(v, float) and math.isnan(v)]
@@ -346,9 +352,11 @@ def test_regime_permutation_properties(values, data):
     assert g["p"] + less["p"] >= 1 - TOL  # the observed assignment counts on both sides
     # independent count over the integer-scaled deltas (exact, no tolerance needed)
     ints = np.array(values)
+
     def dod(side):  # scaled by h (n - h) so that it stays an integer
         mask = np.isin(names, side)
         return ints[mask].sum() * (len(names) - h) - ints[~mask].sum() * h
+
     observed = dod(human)
     stats = [dod([names[i] for i in c]) for c in itertools.combinations(range(len(names)), h)]
     assert g["p"] == pytest.approx(np.mean([s >= observed for s in stats]), abs=TOL)
@@ -393,8 +401,7 @@ def test_mcnemar_hand_counts():
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.one_of(st.sampled_from([0.0, 0.01, 0.05, 1.0, math.nan]), st.floats(0, 1)), min_size=0,
-                max_size=25))
+@given(st.lists(st.one_of(st.sampled_from([0.0, 0.01, 0.05, 1.0, math.nan]), st.floats(0, 1)), min_size=0, max_size=25))
 def test_benjamini_hochberg_equals_statsmodels(pvalues):
     p = np.array(pvalues, dtype=float)
     got = benjamini_hochberg(p)

@@ -37,10 +37,15 @@ def close(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.integers(2, 25).flatmap(lambda n: st.tuples(
-    st.lists(st.booleans(), min_size=n, max_size=n),
-    st.lists(st.integers(0, 3), min_size=n, max_size=n),  # heavy ties
-    st.lists(st.lists(st.integers(0, 3), min_size=n, max_size=n), min_size=1, max_size=6))))
+@given(
+    st.integers(2, 25).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.booleans(), min_size=n, max_size=n),
+            st.lists(st.integers(0, 3), min_size=n, max_size=n),  # heavy ties
+            st.lists(st.lists(st.integers(0, 3), min_size=n, max_size=n), min_size=1, max_size=6),
+        )
+    )
+)
 def test_weighted_auc_equals_sklearn_on_materialised_resamples(case):
     y, score, counts = (np.array(v) for v in case)
     score = score.astype(float)
@@ -152,7 +157,7 @@ def test_failed_resamples_counted_on_tiny_unbalanced_input():
     s = summarise(weighted_auc(y, score, counts))
     lost = int((counts[:, 9] == 0).sum())  # draws without the one positive
     assert s["n_failed"] == lost and s["n_boot"] == 2000
-    assert lost / 2000 == pytest.approx(0.9 ** 10, abs=0.04)  # P(never drawn) = (9/10)^10 = 0.349
+    assert lost / 2000 == pytest.approx(0.9**10, abs=0.04)  # P(never drawn) = (9/10)^10 = 0.349
     assert summarise(weighted_auc(y, score, resample_counts(y, 2000, 42)))["n_failed"] == 0
 
 
@@ -160,8 +165,13 @@ def test_summarise_numbers():
     est = np.array([0.6, 0.7, np.nan, 0.8, 0.9, 0.75, np.inf])
     ok = est[np.isfinite(est)]
     s = summarise(est)
-    assert s == {"se": pytest.approx(np.std(ok, ddof=1)), "ci_low": pytest.approx(np.percentile(ok, 2.5)),
-                 "ci_high": pytest.approx(np.percentile(ok, 97.5)), "n_boot": 7, "n_failed": 2}
+    assert s == {
+        "se": pytest.approx(np.std(ok, ddof=1)),
+        "ci_low": pytest.approx(np.percentile(ok, 2.5)),
+        "ci_high": pytest.approx(np.percentile(ok, 97.5)),
+        "n_boot": 7,
+        "n_failed": 2,
+    }
     empty = summarise([np.nan, np.nan])
     assert math.isnan(empty["se"]) and math.isnan(empty["ci_low"]) and empty["n_failed"] == 2
     assert math.isnan(summarise([0.5])["se"]) and summarise([0.5])["ci_low"] == 0.5
@@ -197,10 +207,15 @@ def test_the_draws_are_the_stream_they_were():
     """The counts a seed gives are pinned (they decide every bootstrap number in the reports and the golden file):
     a faster tally must make the same draws in the same order."""
     y = [0, 0, 1, 1, 1, 2, 0, 1]
-    assert resample_counts(y, 3, rng=0).tolist() == [[0, 2, 0, 0, 2, 1, 1, 2], [3, 0, 0, 0, 3, 1, 0, 1],
-                                                     [3, 0, 0, 1, 2, 1, 0, 1]]
-    assert resample_counts(y, 2, rng=0, stratified=False).tolist() == [[3, 0, 2, 0, 1, 1, 1, 0],
-                                                                       [0, 1, 0, 0, 2, 2, 1, 2]]
+    assert resample_counts(y, 3, rng=0).tolist() == [
+        [0, 2, 0, 0, 2, 1, 1, 2],
+        [3, 0, 0, 0, 3, 1, 0, 1],
+        [3, 0, 0, 1, 2, 1, 0, 1],
+    ]
+    assert resample_counts(y, 2, rng=0, stratified=False).tolist() == [
+        [3, 0, 2, 0, 1, 1, 1, 0],
+        [0, 1, 0, 0, 2, 2, 1, 2],
+    ]
 
 
 @pytest.mark.parametrize("stratified", [True, False])
@@ -216,8 +231,11 @@ def test_grouped_blocks_are_count_blocks_in_the_draws_column_order(monkeypatch, 
         assert start == same_start and g.dtype == b.dtype == np.int8
         assert np.array_equal(g[:, layout.column], b)
         # the statistics gather through the columns: the same floats as from the row-ordered block
-        assert np.array_equal(bootstrap.macro_auc_of_counts(y, probs, 4, layout.column)(g),
-                              bootstrap.macro_auc_of_counts(y, probs, 4)(b), equal_nan=True)
+        assert np.array_equal(
+            bootstrap.macro_auc_of_counts(y, probs, 4, layout.column)(g),
+            bootstrap.macro_auc_of_counts(y, probs, 4)(b),
+            equal_nan=True,
+        )
 
 
 class _AllZeros:

@@ -26,15 +26,18 @@ def _counted(f):
     return g, calls
 
 
-@pytest.mark.parametrize("f, lo, hi", [
-    (lambda x: (x - 0.3) ** 2, -5.0, 5.0),
-    (lambda x: math.cosh(x - 2.0) + 0.1 * x, -5.0, 5.0),
-    (lambda x: abs(x - 1.0), -3.0, 4.0),  # a kink: golden-section steps
-    (lambda x: x, -2.0, 2.0),  # the minimum at the lower bound
-    (lambda x: -x, -2.0, 2.0),  # ... at the upper bound
-    (lambda x: 1.0, 0.0, 1.0),  # flat
-    (lambda x: (x - 4.999) ** 4, -5.0, 5.0),  # near a bound: the step kept off it
-])
+@pytest.mark.parametrize(
+    "f, lo, hi",
+    [
+        (lambda x: (x - 0.3) ** 2, -5.0, 5.0),
+        (lambda x: math.cosh(x - 2.0) + 0.1 * x, -5.0, 5.0),
+        (lambda x: abs(x - 1.0), -3.0, 4.0),  # a kink: golden-section steps
+        (lambda x: x, -2.0, 2.0),  # the minimum at the lower bound
+        (lambda x: -x, -2.0, 2.0),  # ... at the upper bound
+        (lambda x: 1.0, 0.0, 1.0),  # flat
+        (lambda x: (x - 4.999) ** 4, -5.0, 5.0),  # near a bound: the step kept off it
+    ],
+)
 def test_the_same_points_and_floats_as_scipy(f, lo, hi):
     ours_f, ours_calls = _counted(f)
     theirs_f, theirs_calls = _counted(f)

@@ -64,6 +64,7 @@ def top_label(p, y):
 
 # --- ECE / MCE / reliability --------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("n_bins", [1, 5, 10, 15])
 def test_ece_mce_match_brute_force(n_bins):
     rng = np.random.default_rng(1)
@@ -136,8 +137,9 @@ def test_edge_values_follow_the_convention():
     assert ours["count"][4] == 1 and ours["count"][5] == 1
 
 
-prob_rows = st.integers(1, 40).flatmap(lambda n: st.integers(2, 6).flatmap(
-    lambda c: arrays(np.float64, (n, c), elements=st.floats(1e-3, 1.0))))
+prob_rows = st.integers(1, 40).flatmap(
+    lambda n: st.integers(2, 6).flatmap(lambda c: arrays(np.float64, (n, c), elements=st.floats(1e-3, 1.0)))
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -171,6 +173,7 @@ def test_property_perfectly_calibrated_gives_zero(tenths, reps):
 
 # --- Brier and NLL ------------------------------------------------------------------------------
 
+
 def test_brier_brute_force_and_sklearn():
     rng = np.random.default_rng(3)
     p, y = random_probs(rng, 200, 4)
@@ -192,6 +195,7 @@ def test_nll_matches_sklearn_log_loss_and_clips():
 
 # --- softmax ------------------------------------------------------------------------------------
 
+
 def test_softmax_is_stable_and_consistent():
     z = np.array([[1000.0, 999.0, -1000.0], [0.0, 0.0, 0.0]])
     p = softmax(z)
@@ -205,6 +209,7 @@ def test_softmax_is_stable_and_consistent():
 
 
 # --- temperature scaling ------------------------------------------------------------------------
+
 
 def planted(n=20000, c=4, t0=2.5, seed=5):
     rng = np.random.default_rng(seed)
@@ -294,6 +299,7 @@ def test_cross_fitted_temperature_excludes_own_fold():
 
 # --- bootstrap ----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("block_rows", [None, 3])  # 3 rows a block: 40 resamples in 14 blocks, last one short
 def test_bootstrap_equals_explicit_resamples(monkeypatch, block_rows):
     if block_rows:
@@ -324,6 +330,7 @@ def test_bootstrap_rejects_bad_counts():
 
 # --- input validation ---------------------------------------------------------------------------
 
+
 def test_validation_messages():
     good = np.array([[0.2, 0.8], [0.5, 0.5], [1.0, 0.0], [0.3, 0.7]])
     y = np.array([0, 1, 0, 1])
@@ -350,6 +357,7 @@ def test_validation_messages():
 
 
 # --- references outside scikit-learn ------------------------------------------------------------
+
 
 def test_doctests():
     result = doctest.testmod(cal, raise_on_error=False)

@@ -74,8 +74,7 @@ def test_weak_metrics_and_alpha_use_the_same_clusters():
     row = metrics.set_index("metric").loc["kappa"]
     assert row["estimate"] == pytest.approx(kappa["estimate"])
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((kappa["ci_low"], kappa["ci_high"]))  # same draws
-    weighted, _ = weak_vs_reference(a, b, n_boot=300, rng=7, clusters=author, weights=np.full(a.size, 2.0),
-                                    strata=a)
+    weighted, _ = weak_vs_reference(a, b, n_boot=300, rng=7, clusters=author, weights=np.full(a.size, 2.0), strata=a)
     assert weighted.set_index("metric").loc["kappa", "estimate"] == pytest.approx(kappa["estimate"])
     item = krippendorff_alpha(np.vstack([a, b]), n_boot=500, rng=8)
     clustered = krippendorff_alpha(np.vstack([a, b]), n_boot=500, rng=8, clusters=author)

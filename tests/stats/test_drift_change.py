@@ -68,5 +68,5 @@ def test_cusum_of_means_equals_the_binomial_case_for_0_1_values_and_takes_the_va
     a, b = self_starting_cusum(hits, n), self_starting_cusum(hits, n, hits)
     np.testing.assert_allclose(a.z, b.z, equal_nan=True)
     values = rng.beta(2, 5, size=(50, 400))  # stationary means of values in (0, 1)
-    result = self_starting_cusum(values.sum(axis=1), n, (values ** 2).sum(axis=1))
+    result = self_starting_cusum(values.sum(axis=1), n, (values**2).sum(axis=1))
     assert np.nanstd(result.z) == pytest.approx(1, abs=0.3) and not result.alarm.any()

@@ -56,8 +56,10 @@ def test_bcts_expansion_refits_are_close_to_exact_refits_above_the_exact_limit()
     spread = np.c_[exact_slopes, exact_biases[:, 1:]].std(axis=0)
     error = np.abs(np.c_[slopes - exact_slopes, biases[:, 1:] - exact_biases[:, 1:]]) / spread
     assert error.max() < 0.1 and error.mean() < 0.01
-    quantiles = [np.quantile(a, [0.025, 0.975], axis=0) for a in (np.c_[slopes, biases[:, 1:]],
-                                                                   np.c_[exact_slopes, exact_biases[:, 1:]])]
+    quantiles = [
+        np.quantile(a, [0.025, 0.975], axis=0)
+        for a in (np.c_[slopes, biases[:, 1:]], np.c_[exact_slopes, exact_biases[:, 1:]])
+    ]
     assert (np.abs(quantiles[0] - quantiles[1]) / spread).max() < 0.03
 
 
@@ -79,11 +81,14 @@ def test_bcts_expansion_derivatives_by_finite_differences():
     steps = h * np.eye(3)
     numeric_gradient = [(nll(theta + e) - nll(theta - e)) / (2 * h) for e in steps]
     np.testing.assert_allclose(mean[:3], numeric_gradient, atol=1e-8)
-    numeric_hessian = np.stack([(at(theta + e).rows.mean(0)[:3] - at(theta - e).rows.mean(0)[:3]) / (2 * h)
-                                for e in steps], axis=1)
+    numeric_hessian = np.stack(
+        [(at(theta + e).rows.mean(0)[:3] - at(theta - e).rows.mean(0)[:3]) / (2 * h) for e in steps], axis=1
+    )
     np.testing.assert_allclose(mean[3:].reshape(3, 3), numeric_hessian, atol=1e-7)
-    numeric_third = np.stack([(at(theta + e).rows.mean(0)[3:] - at(theta - e).rows.mean(0)[3:]).reshape(3, 3) / (2 * h)
-                              for e in steps], axis=2)
+    numeric_third = np.stack(
+        [(at(theta + e).rows.mean(0)[3:] - at(theta - e).rows.mean(0)[3:]).reshape(3, 3) / (2 * h) for e in steps],
+        axis=2,
+    )
     np.testing.assert_allclose(at(theta).third, numeric_third, atol=1e-7)
     assert np.abs(at(np.r_[fit.slope, fit.bias[1:]]).rows.mean(axis=0)[:3]).max() < 1e-6  # the fit is the optimum
 
@@ -136,8 +141,9 @@ def test_em_batch_equals_plain_em_on_each_resample():
     pi = np.array([0.5, 0.3, 0.2])
     counts = rng.multinomial(300, np.full(300, 1 / 300), size=5).astype(float)
     shared = em_batch(np.ascontiguousarray(p.T)[None], pi[None], counts, np.tile(pi, (5, 1)), 1e-13, 100_000)
-    per_draw = em_batch(np.broadcast_to(p.T, (5, 3, 300)), np.tile(pi, (5, 1)), counts, np.tile(pi, (5, 1)),
-                        1e-13, 100_000)
+    per_draw = em_batch(
+        np.broadcast_to(p.T, (5, 3, 300)), np.tile(pi, (5, 1)), counts, np.tile(pi, (5, 1)), 1e-13, 100_000
+    )
     for b, c in enumerate(counts.astype(int)):
         reference = em_priors(np.repeat(p, c, axis=0), pi, tol=1e-13, max_iter=100_000).priors
         np.testing.assert_allclose(shared[b], reference, atol=1e-9)
@@ -162,11 +168,13 @@ def test_domain_auc_equals_the_classifier_on_raw_features():
     folds, out = stratified_folds(is_target, 5, 0), np.empty(1400)
     for fold in range(5):
         held = folds == fold
-        model = HistGradientBoostingClassifier(max_iter=100, max_leaf_nodes=15, learning_rate=0.1,
-                                               early_stopping=False, random_state=0)
+        model = HistGradientBoostingClassifier(
+            max_iter=100, max_leaf_nodes=15, learning_rate=0.1, early_stopping=False, random_state=0
+        )
         out[held] = model.fit(x[~held], is_target[~held], sample_weight=w[~held]).predict_proba(x[held])[:, 1]
-    assert domain_auc(ref, w_ref, tgt, seed=0) == pytest.approx(roc_auc_score(is_target, out, sample_weight=w),
-                                                                abs=1e-12)
+    assert domain_auc(ref, w_ref, tgt, seed=0) == pytest.approx(
+        roc_auc_score(is_target, out, sample_weight=w), abs=1e-12
+    )
 
 
 def test_thread_budget_limits_and_restores():
@@ -180,4 +188,4 @@ def test_draw_chunks_stay_within_the_byte_budget():
     assert draws_per_chunk(4 * 9_000) == 50  # the usual sizes keep 50 draws a chunk (and their random stream)
     step = draws_per_chunk(4 * 1_000_000)
     assert 1 <= step < 50 and step * 8 * 4 * 1_000_000 <= MAX_CHUNK_BYTES
-    assert draws_per_chunk(10 ** 12) == 1
+    assert draws_per_chunk(10**12) == 1

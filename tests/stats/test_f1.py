@@ -62,8 +62,9 @@ def test_explicit_zero_division_is_sklearns_and_does_not_warn(zero_division):
         np.testing.assert_allclose(got[name], want[name], atol=TOL, err_msg=name)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert mine == pytest.approx(f1_score(y, pred, labels=range(3), average="macro",
-                                              zero_division=zero_division), abs=TOL)
+        assert mine == pytest.approx(
+            f1_score(y, pred, labels=range(3), average="macro", zero_division=zero_division), abs=TOL
+        )
 
 
 def test_edge_cases_never_predicted_never_true_and_both():

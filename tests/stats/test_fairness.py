@@ -38,7 +38,10 @@ def test_every_field_by_hand():
     assert [r["di_below_0_50"] for r in (r0, r1, r2)] == [False, False, True]  # 0.5 is not below 0.5
     assert [r["reason"] for r in (r0, r1, r2)] == ["", "", ""]
     assert [(r["n_ref"], r["n_tgt"], r["support_ref"], r["support_tgt"]) for r in (r0, r1, r2)] == [
-        (10, 10, 4, 2), (10, 10, 3, 5), (10, 10, 3, 3)]
+        (10, 10, 4, 2),
+        (10, 10, 3, 5),
+        (10, 10, 3, 3),
+    ]
 
     summary = summarise_classes([r0, r1, r2])
     assert summary["max_equal_opportunity_gap"] == pytest.approx(1 / 3)
@@ -127,8 +130,9 @@ def test_reasons_combine_and_summary_ignores_undefined_classes():
     # target holds only class 0, predicted as 0 or 1; class 2 is never predicted anywhere
     rows = equity_by_class([0, 1, 2, 2], [0, 1, 0, 1], [0, 0, 0, 0], [0, 0, 1, 1], 3)
     assert rows[0]["reason"] == "only this class on target: FPR undefined"
-    assert rows[2]["reason"] == ("class absent on target: TPR undefined; "
-                                 "no rows predicted as class on either platform: DI undefined")
+    assert rows[2]["reason"] == (
+        "class absent on target: TPR undefined; no rows predicted as class on either platform: DI undefined"
+    )
     s = summarise_classes(rows)
     assert math.isnan(s["max_equalized_odds_gap"]) and s["max_equalized_odds_gap_class"] is None
     assert s["reason"] == "equalized odds gap undefined for every class"
@@ -150,8 +154,9 @@ def test_prior_adjustment_undefined_when_a_reference_class_is_missing_on_target(
 
 def test_summary_all_undefined_and_ties_take_the_first_class():
     nan = float("nan")
-    rows = [{"class": c, "equal_opportunity_gap": nan, "equalized_odds_gap": 0.4, "disparate_impact": 0.5}
-            for c in range(3)]
+    rows = [
+        {"class": c, "equal_opportunity_gap": nan, "equalized_odds_gap": 0.4, "disparate_impact": 0.5} for c in range(3)
+    ]
     s = summarise_classes(rows)
     assert math.isnan(s["max_equal_opportunity_gap"]) and s["max_equal_opportunity_gap_class"] is None
     assert s["reason"] == "equal opportunity gap undefined for every class"
@@ -167,10 +172,13 @@ def test_bad_input_is_refused():
         equity_by_class([0, 1], [0], [0], [0], 2)
 
 
-platform = st.integers(3, 4).flatmap(lambda k: st.tuples(
-    st.just(k),
-    st.lists(st.tuples(st.integers(0, k - 1), st.integers(0, k - 1)), min_size=1, max_size=25),
-    st.lists(st.tuples(st.integers(0, k - 1), st.integers(0, k - 1)), min_size=1, max_size=25)))
+platform = st.integers(3, 4).flatmap(
+    lambda k: st.tuples(
+        st.just(k),
+        st.lists(st.tuples(st.integers(0, k - 1), st.integers(0, k - 1)), min_size=1, max_size=25),
+        st.lists(st.tuples(st.integers(0, k - 1), st.integers(0, k - 1)), min_size=1, max_size=25),
+    )
+)
 
 
 def _split(pairs):
@@ -219,8 +227,9 @@ def test_agrees_with_fairscope_where_both_are_defined():
     TPR gap when a platform lacks the class (we: NaN). One zero rate gives DI = 0 in both. It has no
     FPR / full equalized-odds gap. Its inputs are probabilities; it takes the argmax itself.
     """
-    nlp = pytest.importorskip("fairscope.nlp.metrics",
-                              reason="fairscope is not installed (optional reference: pip install fairscope==0.3.0)")
+    nlp = pytest.importorskip(
+        "fairscope.nlp.metrics", reason="fairscope is not installed (optional reference: pip install fairscope==0.3.0)"
+    )
     rng = np.random.default_rng(7)
     edge_di = edge_tpr = 0
     for _ in range(300):
@@ -248,8 +257,10 @@ def test_agrees_with_fairscope_where_both_are_defined():
 def _ratio_score_ci(x_tgt, n_tgt, x_ref, n_ref):
     """The reference: statsmodels' score interval of rate_tgt / rate_ref (Koopman), mapped to DI = min(R, 1/R)."""
     from statsmodels.stats.proportion import confint_proportions_2indep
-    low, high = confint_proportions_2indep(x_tgt, n_tgt, x_ref, n_ref, method="score", compare="ratio",
-                                           correction=False)
+
+    low, high = confint_proportions_2indep(
+        x_tgt, n_tgt, x_ref, n_ref, method="score", compare="ratio", correction=False
+    )
     if high < 1:
         return low, high
     if low > 1:
@@ -261,6 +272,7 @@ def _ratio_score_ci(x_tgt, n_tgt, x_ref, n_ref):
 @given(st.integers(20, 600), st.integers(20, 600), st.data())
 def test_di_interval_is_the_score_interval_of_the_rate_ratio(n_ref, n_tgt, data):
     from mhaudit.stats.fairness import di_interval
+
     x_ref = data.draw(st.integers(1, n_ref - 1))
     x_tgt = data.draw(st.integers(1, n_tgt - 1))
     low, high = di_interval(x_ref, n_ref, x_tgt, n_tgt)
@@ -275,14 +287,16 @@ def test_di_interval_is_the_score_interval_of_the_rate_ratio(n_ref, n_tgt, data)
 
 def test_di_interval_holds_a_zero_di_and_matches_statsmodels_there():
     from mhaudit.stats.fairness import di_interval
+
     # The target never predicts the class: DI = 0 (the old Haldane interval gave [0.00077, 0.198] around it).
     low, high = di_interval(40, 300, 0, 300)
     assert low == 0.0 and high == pytest.approx(_ratio_score_ci(40, 300, 0, 300)[1], rel=1e-9)
     assert di_interval(0, 300, 40, 300) == pytest.approx((low, high), rel=1e-9)
     # Brute force: the upper bound is the largest ratio whose score test (z^2) stays under 1.96^2.
     from mhaudit.stats.fairness import _score_z
+
     grid = np.linspace(1e-4, 0.3, 300_001)
-    kept = grid[_score_z(grid, 0.0, 300.0, 40.0, 300.0) ** 2 <= 1.959963984540054 ** 2]
+    kept = grid[_score_z(grid, 0.0, 300.0, 40.0, 300.0) ** 2 <= 1.959963984540054**2]
     assert high == pytest.approx(kept.max(), abs=2e-6)
     assert di_interval(50, 100, 50, 100)[1] == 1.0  # the CI of equal rates reaches parity
     assert all(math.isnan(v) for v in di_interval(0, 100, 0, 80))

@@ -18,7 +18,7 @@ def draw(priors, n, rng):
 
 
 def posterior(x, priors):
-    return softmax(x @ MEANS.T - 0.5 * (MEANS ** 2).sum(axis=1) + np.log(priors), axis=1)
+    return softmax(x @ MEANS.T - 0.5 * (MEANS**2).sum(axis=1) + np.log(priors), axis=1)
 
 
 @pytest.fixture(scope="module")

@@ -32,11 +32,17 @@ def brute_covariance(y: np.ndarray, probs: np.ndarray, k: int) -> np.ndarray:
     for c in range(k):
         pos, neg = np.flatnonzero(y == c), np.flatnonzero(y != c)
         for i in pos:
-            phi[i, c] = sum(1.0 if probs[i, c] > probs[j, c] else 0.5 if probs[i, c] == probs[j, c] else 0.0
-                            for j in neg) / neg.size / pos.size
+            phi[i, c] = (
+                sum(1.0 if probs[i, c] > probs[j, c] else 0.5 if probs[i, c] == probs[j, c] else 0.0 for j in neg)
+                / neg.size
+                / pos.size
+            )
         for j in neg:
-            phi[j, c] = sum(1.0 if probs[i, c] > probs[j, c] else 0.5 if probs[i, c] == probs[j, c] else 0.0
-                            for i in pos) / pos.size / neg.size
+            phi[j, c] = (
+                sum(1.0 if probs[i, c] > probs[j, c] else 0.5 if probs[i, c] == probs[j, c] else 0.0 for i in pos)
+                / pos.size
+                / neg.size
+            )
     cov = np.zeros((k, k))
     for label in range(k):
         rows = phi[y == label]

@@ -15,19 +15,24 @@ TRUSTED = {"domain_auc": 0.55, "prior_gap": 0.04, "vanishing_class": -1, "assump
 
 def test_trust_returns_the_failed_checks_with_their_values_in_order():
     assert trust(TRUSTED, TrustOptions()) == {}
-    failed = trust({"domain_auc": 0.71, "prior_gap": np.nan, "vanishing_class": 2, "assumption_gap": 0.08},
-                   TrustOptions())
+    failed = trust(
+        {"domain_auc": 0.71, "prior_gap": np.nan, "vanishing_class": 2, "assumption_gap": 0.08}, TrustOptions()
+    )
     assert list(failed) == ["domain_auc", "prior_gap", "vanishing_class", "assumption_gap"]
     assert failed["domain_auc"] == 0.71 and math.isnan(failed["prior_gap"]) and failed["vanishing_class"] == 2
     assert failed["assumption_gap"] == 0.08
     # at the cut-off is trusted; a stricter cut-off fails the same diagnostic
     assert trust(dict(TRUSTED, domain_auc=0.60), TrustOptions()) == {}
     assert trust(TRUSTED, TrustOptions(domain_auc_cutoff=0.5, assumption_gap_cutoff=0.005)) == {
-        "domain_auc": 0.55, "assumption_gap": 0.01}
+        "domain_auc": 0.55,
+        "assumption_gap": 0.01,
+    }
 
 
-@pytest.mark.parametrize("field, value", [("domain_auc_cutoff", 0.49), ("domain_auc_cutoff", 1.01),
-                                          ("prior_gap_cutoff", 0), ("assumption_gap_cutoff", 1.5)])
+@pytest.mark.parametrize(
+    "field, value",
+    [("domain_auc_cutoff", 0.49), ("domain_auc_cutoff", 1.01), ("prior_gap_cutoff", 0), ("assumption_gap_cutoff", 1.5)],
+)
 def test_trust_options_are_checked_when_made(field, value):
     """Domain AUC cut-off in [0.5, 1] (below 0.5 no target could be trusted), gaps in (0, 1] (differences of
     shares)."""

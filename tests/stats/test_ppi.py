@@ -55,11 +55,12 @@ def test_platform_variance_matches_resampling_of_the_pool_itself():
         for _ in range(1500):
             logits = rng.normal(size=(200, 2)) * 1.5
             probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
-            true = probs ** distortion / (probs ** distortion).sum(axis=1, keepdims=True)
+            true = probs**distortion / (probs**distortion).sum(axis=1, keepdims=True)
             y = (rng.random(200) > true[:, 0]).astype(int)
             m = _srs(200, 100, rng)
-            est = pool_estimates(m, y, probs.argmax(axis=1), probs, np.zeros(200, dtype=int), tuning="ppi",
-                                 population="platform")
+            est = pool_estimates(
+                m, y, probs.argmax(axis=1), probs, np.zeros(200, dtype=int), tuning="ppi", population="platform"
+            )
             estimates.append(est.estimate["prevalence"][0, 1])
             variances.append(est.se["prevalence"][0, 1] ** 2)
         assert np.mean(variances) == pytest.approx(np.var(np.array(estimates) - 0.5), rel=0.12), distortion
@@ -88,8 +89,13 @@ def test_power_tuned_lambda_is_ppi_pythons_without_its_unlabelled_term():
     z, f = label_coordinates(y, pred, 2), predicted_coordinates(probs, pred)
     ours = pool_estimates(m, y, pred, probs, np.zeros(y.size, dtype=int), tuning="power")
     for j in (2, 3):  # the true-class coordinates (the prevalence estimates)
-        lam = ppi_py.ppi._calc_lam_glm(z[rows, j] - z[rows, j].mean(), f[rows, j] - f[rows, j].mean(),
-                                        f[:, j] - f[:, j].mean(), np.eye(1), clip=False)
+        lam = ppi_py.ppi._calc_lam_glm(
+            z[rows, j] - z[rows, j].mean(),
+            f[rows, j] - f[rows, j].mean(),
+            f[:, j] - f[:, j].mean(),
+            np.eye(1),
+            clip=False,
+        )
         assert ours.lam[0, j] == pytest.approx(min(1.0, lam * (1 + 500 / y.size)), abs=0.03)
 
 
@@ -169,6 +175,7 @@ def test_anticipated_sd_matches_a_monte_carlo_of_the_linearised_residual():
     sd = anticipated_sd(probs, pred, strata)
     rng = np.random.default_rng(12)
     from mhaudit.stats.ppi import macro_f1_gradient
+
     f = predicted_coordinates(probs, pred)
     mean = f.mean(axis=0)
     grad = macro_f1_gradient(mean[:3], mean[3:], np.bincount(pred, minlength=3) / 1000)

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 from mhaudit.stats.ppi import pool_estimates
-from mhaudit.stats.sample_size import (labels_for_tolerance, macro_f1_pool_sd, pool_variance,
-                                       srs_labels_for_tolerance)
+from mhaudit.stats.sample_size import labels_for_tolerance, macro_f1_pool_sd, pool_variance, srs_labels_for_tolerance
 
 
 def _brute_labels(half_width, n, big_n, tol, fpc=True):
@@ -27,8 +26,9 @@ def test_labels_for_tolerance_is_the_brute_force_smallest_n(seed):
     n = int(rng.integers(2, big_n))
     half_width, tol = float(rng.uniform(0.005, 0.3)), float(rng.choice([0.02, 0.05, 0.1]))
     assert labels_for_tolerance(half_width, n, big_n, tol) == _brute_labels(half_width, n, big_n, tol)
-    assert labels_for_tolerance(half_width, n, big_n, tol, fpc=False) == _brute_labels(half_width, n, big_n, tol,
-                                                                                         fpc=False)
+    assert labels_for_tolerance(half_width, n, big_n, tol, fpc=False) == _brute_labels(
+        half_width, n, big_n, tol, fpc=False
+    )
 
 
 def test_labels_for_tolerance_edges():
@@ -60,8 +60,9 @@ def test_srs_labels_for_tolerance_is_the_brute_force_smallest_n(seed):
 
     rng = np.random.default_rng(seed)
     big_n, sd, tol = int(rng.integers(30, 2000)), float(rng.uniform(0.05, 1.0)), 0.05
-    fits = [m for m in range(2, big_n + 1)
-            if m == big_n or t.ppf(0.975, m - 1) * sd * math.sqrt(1 / m - 1 / big_n) <= tol]
+    fits = [
+        m for m in range(2, big_n + 1) if m == big_n or t.ppf(0.975, m - 1) * sd * math.sqrt(1 / m - 1 / big_n) <= tol
+    ]
     assert srs_labels_for_tolerance(sd, big_n, tol) == fits[0]
 
 
@@ -89,8 +90,9 @@ def test_a_simple_random_sample_interval_with_the_correction_covers_on_a_small_p
     300 items, 2,000 draws. Its SE matches the spread of the estimates and its 95% CI covers about 95%; the same
     interval without the correction (SE / sqrt(1 − n/N)) is 1.7 times as wide and covers nearly always."""
     y, pred, probs = _pool(300, 0.75, 0.35, seed=0)
-    est = pool_estimates(_srs(300, 200, 2000, np.random.default_rng(1)), y, pred, probs, np.zeros(300, dtype=int),
-                         tuning="labels")
+    est = pool_estimates(
+        _srs(300, 200, 2000, np.random.default_rng(1)), y, pred, probs, np.zeros(300, dtype=int), tuning="labels"
+    )
     truth = {"accuracy": (y == pred).mean(), "macro_f1": _truth(y, pred)}
     for metric, value in truth.items():
         low, high = est.interval(metric)
@@ -108,8 +110,9 @@ def test_the_gap_between_labels_needed_with_and_without_the_correction():
     one, rng = np.zeros(655, dtype=int), np.random.default_rng(1)
 
     def mean_half_width(n):
-        return float(np.mean(pool_estimates(_srs(655, n, 400, rng), y, pred, probs, one, tuning="labels")
-                             .half_width("macro_f1")))
+        return float(
+            np.mean(pool_estimates(_srs(655, n, 400, rng), y, pred, probs, one, tuning="labels").half_width("macro_f1"))
+        )
 
     h = mean_half_width(100)
     without, with_fpc = math.ceil(100 * (h / 0.05) ** 2), labels_for_tolerance(h, 100, 655, 0.05)

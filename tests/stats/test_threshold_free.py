@@ -11,8 +11,12 @@ from mhaudit.stats.threshold_free import bootstrap_panel, pr_auc_gain, weighted_
 def _data(seed, n=120):
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 2, n)
-    scores = np.stack([np.round(np.clip(y * 0.3 + rng.uniform(size=n) * 0.7, 0, 1), 2),  # ties
-                       rng.uniform(size=n)])
+    scores = np.stack(
+        [
+            np.round(np.clip(y * 0.3 + rng.uniform(size=n) * 0.7, 0, 1), 2),  # ties
+            rng.uniform(size=n),
+        ]
+    )
     preds = (scores >= 0.5).astype(int)
     return y, preds, scores
 
@@ -33,6 +37,7 @@ def test_panel_matches_sklearn_on_explicit_resamples_and_keeps_the_macro_f1_draw
     assert panel["auc"].shape == (40, 2)
     # the same resamples, drawn explicitly: regenerate them from the same generator state
     from mhaudit.stats.binary import _count_blocks
+
     counts = np.vstack([c for _, c in _count_blocks(y.astype(bool), 300, np.random.default_rng(5), False)])[:40]
     for b in (0, 17, 39):
         idx = np.repeat(np.arange(y.size), counts[b])

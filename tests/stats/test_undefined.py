@@ -19,9 +19,31 @@ import pandas as pd
 import pytest
 
 import mhaudit.stats
-from mhaudit.stats import (agreement, agreement_line, atc, auc, binary, bootstrap, calibration, cbpe, cluster_agreement,
-                           delong, domain_shift, drift, f1, fairness, label_shift, macro_delong, pair_estimate, ppi,
-                           proportion, sample_size, significance, threshold_free, weak_metrics)
+from mhaudit.stats import (
+    agreement,
+    agreement_line,
+    atc,
+    auc,
+    binary,
+    bootstrap,
+    calibration,
+    cbpe,
+    cluster_agreement,
+    delong,
+    domain_shift,
+    drift,
+    f1,
+    fairness,
+    label_shift,
+    macro_delong,
+    pair_estimate,
+    ppi,
+    proportion,
+    sample_size,
+    significance,
+    threshold_free,
+    weak_metrics,
+)
 from mhaudit.stats.undefined import UndefinedStatisticWarning, check_zero_division, divide
 
 N = 6
@@ -48,87 +70,132 @@ def reason_of(result) -> str:
 # Numbers and arrays (and dicts of arrays: WARNS) warn; records say why in `reason`.
 UNDEFINED = {
     # macro-F1 of a pool whose labelled sample and predictions are all class 0: class 1's F1 is 0 / 0
-    "ppi.pool_estimates": (lambda: ppi.pool_estimates(np.ones((1, N)), Y, PRED, PROBS, np.zeros(N, dtype=int))
-                           .estimate["macro_f1"], ["value"]),
+    "ppi.pool_estimates": (
+        lambda: ppi.pool_estimates(np.ones((1, N)), Y, PRED, PROBS, np.zeros(N, dtype=int)).estimate["macro_f1"],
+        ["value"],
+    ),
     # the same pool: class 1's F1 is 0 / 0, so macro-F1 has no linearised value to take the SD of
-    "sample_size.macro_f1_pool_sd": (lambda: sample_size.macro_f1_pool_sd(Y, PRED, np.arange(N) % 2,
-                                                                           np.ones(N, bool), 2), ["value"]),
-    "binary.binary_scores": (lambda: binary.binary_scores(Y, PRED, SCORE),
-                             ["macro_f1", "f1_pos", "precision", "recall", "balanced_accuracy", "mcc", "pr_auc",
-                              "roc_auc"]),
+    "sample_size.macro_f1_pool_sd": (
+        lambda: sample_size.macro_f1_pool_sd(Y, PRED, np.arange(N) % 2, np.ones(N, bool), 2),
+        ["value"],
+    ),
+    "binary.binary_scores": (
+        lambda: binary.binary_scores(Y, PRED, SCORE),
+        ["macro_f1", "f1_pos", "precision", "recall", "balanced_accuracy", "mcc", "pr_auc", "roc_auc"],
+    ),
     "binary.majority_macro_f1": (lambda: binary.majority_macro_f1(Y), ["value"]),
     "binary.macro_f1_from_counts": (lambda: binary.macro_f1_from_counts(0, 0, 0, N), ["value"]),
     "binary.bootstrap_macro_f1": (lambda: binary.bootstrap_macro_f1(Y, PRED, 20, rng=0), ["value"]),
-    "binary.paired_difference": (lambda: binary.paired_difference(Y, PRED, PRED, 20, rng=0),
-                                 ["delta", "mf1_x", "mf1_ref", "ci_low", "ci_high", "p_greater"]),
+    "binary.paired_difference": (
+        lambda: binary.paired_difference(Y, PRED, PRED, 20, rng=0),
+        ["delta", "mf1_x", "mf1_ref", "ci_low", "ci_high", "p_greater"],
+    ),
     "auc.delong": (lambda: auc.delong(Y, SCORE), ["value"]),
     "delong.delong": (lambda: delong.delong(Y, SCORE), ["value"]),
-    "auc.paired_delong_unchecked": (lambda: auc.paired_delong_unchecked(Y == 1, SCORE, SCORE / 2),
-                                    ["auc_a", "auc_b", "diff", "p"]),
+    "auc.paired_delong_unchecked": (
+        lambda: auc.paired_delong_unchecked(Y == 1, SCORE, SCORE / 2),
+        ["auc_a", "auc_b", "diff", "p"],
+    ),
     "auc.per_class_auc_unchecked": (lambda: auc.per_class_auc_unchecked(Y, PROBS, 2)[1], ["auc"]),
     # the kernels (QUIET): NaN without a warning
     "auc.macro_auc_unchecked": (lambda: auc.macro_auc_unchecked(Y, PROBS, 2), ["value"]),
     "bootstrap.macro_auc_of_counts": (lambda: bootstrap.macro_auc_of_counts(Y, PROBS, 2)(COUNTS), ["value"]),
     "f1.macro_f1_unchecked": (lambda: f1.macro_f1_unchecked(f1.tallies(Y, PRED, 2)), ["value"]),
-    "f1.class_scores_unchecked": (lambda: {k: v[1] for k, v in
-                                           f1.class_scores_unchecked(f1.tallies(Y, PRED, 2)).items()},
-                                  ["precision", "recall", "f1"]),
+    "f1.class_scores_unchecked": (
+        lambda: {k: v[1] for k, v in f1.class_scores_unchecked(f1.tallies(Y, PRED, 2)).items()},
+        ["precision", "recall", "f1"],
+    ),
     "auc.auc_ci": (lambda: auc.auc_ci(Y, SCORE), ["auc", "se", "ci_low", "ci_high"]),
     "auc.paired_delong": (lambda: auc.paired_delong(Y, SCORE, SCORE / 2), ["auc_a", "auc_b", "diff", "p"]),
     "auc.per_class_auc": (lambda: auc.per_class_auc(Y, PROBS, 2)[1], ["auc"]),
     "auc.macro_auc": (lambda: auc.macro_auc(Y, PROBS, 2), ["value"]),
-    "macro_delong.macro_auc_delong": (lambda: macro_delong.macro_auc_delong(Y, PROBS, 2),
-                                      ["macro_auc", "se", "ci_low", "ci_high"]),
-    "macro_delong.paired_macro_auc_delong": (lambda: macro_delong.paired_macro_auc_delong(Y, PROBS, PROBS, 2),
-                                             ["auc_a", "auc_b", "diff", "se"]),
+    "macro_delong.macro_auc_delong": (
+        lambda: macro_delong.macro_auc_delong(Y, PROBS, 2),
+        ["macro_auc", "se", "ci_low", "ci_high"],
+    ),
+    "macro_delong.paired_macro_auc_delong": (
+        lambda: macro_delong.paired_macro_auc_delong(Y, PROBS, PROBS, 2),
+        ["auc_a", "auc_b", "diff", "se"],
+    ),
     # the share of positives among predicted positives: none predicted, no trials
-    "proportion.wilson_interval": (lambda: dict(zip(["ci_low", "ci_high"],
-                                                    proportion.wilson_interval(int(Y[PRED == 1].sum()),
-                                                                               int((PRED == 1).sum())))),
-                                   ["ci_low", "ci_high"]),
+    "proportion.wilson_interval": (
+        lambda: dict(
+            zip(["ci_low", "ci_high"], proportion.wilson_interval(int(Y[PRED == 1].sum()), int((PRED == 1).sum())))
+        ),
+        ["ci_low", "ci_high"],
+    ),
     "bootstrap.weighted_auc": (lambda: bootstrap.weighted_auc(Y, SCORE, COUNTS), ["value"]),
     "bootstrap.bootstrap_macro_auc": (lambda: bootstrap.bootstrap_macro_auc(Y, PROBS, 2, COUNTS), ["value"]),
     "agreement.kappa_from_confusion": (lambda: agreement.kappa_from_confusion([[N, 0], [0, 0]]), ["value"]),
     "agreement.cohen_kappa": (lambda: agreement.cohen_kappa(Y, PRED), ["value"]),
-    "agreement.bootstrap_kappa": (lambda: agreement.bootstrap_kappa(Y, PRED, n_boot=20, rng=0),
-                                  ["estimate", "ci_low", "ci_high"]),
+    "agreement.bootstrap_kappa": (
+        lambda: agreement.bootstrap_kappa(Y, PRED, n_boot=20, rng=0),
+        ["estimate", "ci_low", "ci_high"],
+    ),
     "agreement.krippendorff_alpha": (lambda: agreement.krippendorff_alpha([Y, PRED]), ["estimate"]),
-    "weak_metrics.binary_metrics": (lambda: weak_metrics.binary_metrics(0, 0, 0, N),
-                                    ["kappa", "precision", "recall", "f1", "macro_f1"]),
-    "weak_metrics.weak_vs_reference": (lambda: weak_metrics.weak_vs_reference(Y, PRED, n_boot=20, rng=0)[0]
-                                       .set_index("metric")["estimate"].to_dict() | {"reason": "rows"},
-                                       ["kappa", "precision", "recall", "f1", "macro_f1"]),
+    "weak_metrics.binary_metrics": (
+        lambda: weak_metrics.binary_metrics(0, 0, 0, N),
+        ["kappa", "precision", "recall", "f1", "macro_f1"],
+    ),
+    "weak_metrics.weak_vs_reference": (
+        lambda: (
+            weak_metrics.weak_vs_reference(Y, PRED, n_boot=20, rng=0)[0].set_index("metric")["estimate"].to_dict()
+            | {"reason": "rows"}
+        ),
+        ["kappa", "precision", "recall", "f1", "macro_f1"],
+    ),
     "fairness.di_interval": (lambda: fairness.di_interval(0, N, 0, N), ["value"]),
-    "fairness.equity_by_class": (lambda: fairness.equity_by_class(Y, PRED, Y, PRED, 2)[1],
-                                 ["disparate_impact", "tpr_ref", "equal_opportunity_gap"]),
-    "fairness.summarise_classes": (lambda: fairness.summarise_classes(fairness.equity_by_class(Y, PRED, Y, PRED, 2)),
-                                   ["max_equalized_odds_gap"]),
+    "fairness.equity_by_class": (
+        lambda: fairness.equity_by_class(Y, PRED, Y, PRED, 2)[1],
+        ["disparate_impact", "tpr_ref", "equal_opportunity_gap"],
+    ),
+    "fairness.summarise_classes": (
+        lambda: fairness.summarise_classes(fairness.equity_by_class(Y, PRED, Y, PRED, 2)),
+        ["max_equalized_odds_gap"],
+    ),
     "label_shift.bbse_priors": (lambda: label_shift.bbse_priors(Y, PRED, PRED, 2), []),  # not identified: noted
-    "threshold_free.weighted_average_precision": (lambda: threshold_free.weighted_average_precision(Y, SCORE, COUNTS),
-                                                  ["value"]),
+    "threshold_free.weighted_average_precision": (
+        lambda: threshold_free.weighted_average_precision(Y, SCORE, COUNTS),
+        ["value"],
+    ),
     "threshold_free.pr_auc_gain": (lambda: threshold_free.pr_auc_gain(0.5, Y.mean()), ["value"]),
     # class 1 neither occurs nor is predicted: its precision, recall and F1 are 0 / 0, and so macro-F1
-    "f1.class_scores": (lambda: {k: v[1] for k, v in f1.class_scores(f1.tallies(Y, PRED, 2)).items()},
-                        ["precision", "recall", "f1"]),
+    "f1.class_scores": (
+        lambda: {k: v[1] for k, v in f1.class_scores(f1.tallies(Y, PRED, 2)).items()},
+        ["precision", "recall", "f1"],
+    ),
     "f1.macro_f1": (lambda: f1.macro_f1(f1.tallies(Y, PRED, 2)), ["value"]),
     "f1.macro_f1 (a confusion matrix)": (lambda: f1.macro_f1(f1.confusion_tallies([[N, 0], [0, 0]])), ["value"]),
     "f1.macro_f1 (binary tallies)": (lambda: f1.macro_f1(f1.binary_tallies(0, 0, 0, N)), ["value"]),
-    "pair_estimate.reference_metrics": (lambda: pair_estimate.reference_metrics(Y, np.log(PROBS)),
-                                        ["macro_f1", "macro_auc"]),
+    "pair_estimate.reference_metrics": (
+        lambda: pair_estimate.reference_metrics(Y, np.log(PROBS)),
+        ["macro_f1", "macro_auc"],
+    ),
     "cbpe.expected_macro_auc": (lambda: cbpe.expected_macro_auc(np.eye(2)[Y], PROBS), ["value"]),
     "cbpe.expected_metrics": (lambda: cbpe.expected_metrics(np.eye(2)[Y], PROBS), ["macro_f1", "macro_auc"]),
-    "cbpe.draw_metrics": (lambda: {k: v[0] for k, v in cbpe.draw_metrics(np.eye(2)[Y][None], PROBS,
-                                                                          np.random.default_rng(0)).items()},
-                          ["macro_f1", "macro_auc"]),
-    "atc.thresholded_estimates": (lambda: {k: v[0] for k, v in atc.thresholded_estimates(
-        "atc", CONF, Y, PRED, COUNTS[:1], CONF, PRED, COUNTS[:1], 2).items() if k != "priors"}, ["macro_f1"]),
+    "cbpe.draw_metrics": (
+        lambda: {k: v[0] for k, v in cbpe.draw_metrics(np.eye(2)[Y][None], PROBS, np.random.default_rng(0)).items()},
+        ["macro_f1", "macro_auc"],
+    ),
+    "atc.thresholded_estimates": (
+        lambda: {
+            k: v[0]
+            for k, v in atc.thresholded_estimates("atc", CONF, Y, PRED, COUNTS[:1], CONF, PRED, COUNTS[:1], 2).items()
+            if k != "priors"
+        },
+        ["macro_f1"],
+    ),
     # three runs that all predict class 0 agree on every row alike: no line, so no accuracy (a note says why)
-    "agreement_line.agreement_line": (lambda: (lambda line: {"slope": line.slope, "note": line.note,
-                                                             "aline_d": line.estimates["aline-d"][0]})(
-        agreement_line.agreement_line(np.tile(PRED, (3, 1)), Y, np.tile(PRED, (3, 1)), n_boot=20)),
-        ["slope", "aline_d"]),
-    "threshold_free.bootstrap_panel": (lambda: threshold_free.bootstrap_panel(Y, PRED[None], SCORE[None], 20, rng=0)
-                                       ["auc"], ["value"]),
+    "agreement_line.agreement_line": (
+        lambda: (lambda line: {"slope": line.slope, "note": line.note, "aline_d": line.estimates["aline-d"][0]})(
+            agreement_line.agreement_line(np.tile(PRED, (3, 1)), Y, np.tile(PRED, (3, 1)), n_boot=20)
+        ),
+        ["slope", "aline_d"],
+    ),
+    "threshold_free.bootstrap_panel": (
+        lambda: threshold_free.bootstrap_panel(Y, PRED[None], SCORE[None], 20, rng=0)["auc"],
+        ["value"],
+    ),
 }
 
 # Defined on the all-negative case: a number, and no warning.
@@ -172,69 +239,149 @@ DEFINED = {
 # Not statistics of labels and predictions: transforms, resamplers, fitters, reason helpers, types.
 NOT_METRICS = {
     "threshold_free.PANEL",
-    "agreement.confusion_matrix", "agreement.kappa_reason", "agreement.draw_tables",
-    "bootstrap.resample_counts", "bootstrap.count_blocks", "bootstrap.resample_clusters", "bootstrap.summarise",
-    "bootstrap.bias_corrected", "bootstrap.grouped_count_blocks",
+    "agreement.confusion_matrix",
+    "agreement.kappa_reason",
+    "agreement.draw_tables",
+    "bootstrap.resample_counts",
+    "bootstrap.count_blocks",
+    "bootstrap.resample_clusters",
+    "bootstrap.summarise",
+    "bootstrap.bias_corrected",
+    "bootstrap.grouped_count_blocks",
     "binary.bootstrap_p",  # p values of draws: NaN in, out
-    "calibration.softmax", "calibration.log_softmax", "calibration.fit_temperature", "calibration.stratified_folds",
+    "calibration.softmax",
+    "calibration.log_softmax",
+    "calibration.fit_temperature",
+    "calibration.stratified_folds",
     "calibration.cross_fitted_temperature",
     "divergence.degree_of_divergence",  # refuses a one-class data set (ValueError): DoD compares two classes
     "divergence.regime_permutation",  # takes per-data-set differences, not labels
-    "label_shift.EMResult", "label_shift.BBSEResult", "label_shift.em_batch",
-    "cbpe.METRICS", "atc.METHODS", "bcts.BCTS",
-    "cbpe.score_ranks", "cbpe_interval.TargetRows", "cbpe_interval.target_rows",  # ranks and rows a chunk reads
-    "bcts.fit_bcts", "bcts.fit_bcts_resampled",  # fitters: refuse a class without a labelled row (ValueError)
-    "bcts.BCTSExpansion", "bcts.bcts_expansion", "bcts.newton_refits",  # the refits' parts: derivatives, a solver
+    "label_shift.EMResult",
+    "label_shift.BBSEResult",
+    "label_shift.em_batch",
+    "cbpe.METRICS",
+    "atc.METHODS",
+    "bcts.BCTS",
+    "cbpe.score_ranks",
+    "cbpe_interval.TargetRows",
+    "cbpe_interval.target_rows",  # ranks and rows a chunk reads
+    "bcts.fit_bcts",
+    "bcts.fit_bcts_resampled",  # fitters: refuse a class without a labelled row (ValueError)
+    "bcts.BCTSExpansion",
+    "bcts.bcts_expansion",
+    "bcts.newton_refits",  # the refits' parts: derivatives, a solver
     # a resampler's last step (NaN where no weight survives), a solver's
-    "label_shift.bbse_draws", "label_shift.em_chord",
+    "label_shift.bbse_draws",
+    "label_shift.em_chord",
     # parts of atc.thresholded_estimates (its case above): the reference's side and the target's, per subset of rows
-    "atc.atc_threshold", "atc.share_above", "atc.ReferenceSide", "atc.reference_side", "atc.target_side",
+    "atc.atc_threshold",
+    "atc.share_above",
+    "atc.ReferenceSide",
+    "atc.reference_side",
+    "atc.target_side",
     # the estimate's bootstrap draws, split at the reference: resamplers of the estimators above
-    "estimate_draws.ReferenceDraws", "estimate_draws.reference_draws", "estimate_draws.target_draws",
+    "estimate_draws.ReferenceDraws",
+    "estimate_draws.reference_draws",
+    "estimate_draws.target_draws",
     "cbpe_interval.cbpe_draws",  # a chunk of the interval's draws; its undefined draws are dropped from the interval
-    "cbpe_interval.draws_per_chunk", "cbpe_interval.MAX_CHUNK_BYTES", "domain_shift.bin_thresholds",  # sizes, edges
+    "cbpe_interval.draws_per_chunk",
+    "cbpe_interval.MAX_CHUNK_BYTES",
+    "domain_shift.bin_thresholds",  # sizes, edges
     "significance.benjamini_hochberg",  # NaN p-values in, NaN out
-    "weak_metrics.BINARY_METRICS", "weak_metrics.binary_reasons",
-    "undefined.UndefinedStatisticWarning", "undefined.warn_undefined", "undefined.check_zero_division",
-    "undefined.divide", "undefined.quiet_undefined",
+    "weak_metrics.BINARY_METRICS",
+    "weak_metrics.binary_reasons",
+    "undefined.UndefinedStatisticWarning",
+    "undefined.warn_undefined",
+    "undefined.check_zero_division",
+    "undefined.divide",
+    "undefined.quiet_undefined",
     # the certification's design and its prediction-powered parts: coordinates, gradients, allocation, types
-    "ppi.TUNINGS", "ppi.POPULATIONS", "ppi.PoolEstimate", "ppi.label_coordinates", "ppi.predicted_coordinates",
-    "ppi.macro_f1_gradient", "ppi.anticipated_sd", "neyman.neyman_allocation", "neyman.stratified_variance",
+    "ppi.TUNINGS",
+    "ppi.POPULATIONS",
+    "ppi.PoolEstimate",
+    "ppi.label_coordinates",
+    "ppi.predicted_coordinates",
+    "ppi.macro_f1_gradient",
+    "ppi.anticipated_sd",
+    "neyman.neyman_allocation",
+    "neyman.stratified_variance",
     # labels needed from a half-width or a pool variance, and that variance: sizes, not statistics of labels
-    "sample_size.labels_for_tolerance", "sample_size.srs_labels_for_tolerance", "sample_size.pool_variance",
+    "sample_size.labels_for_tolerance",
+    "sample_size.srs_labels_for_tolerance",
+    "sample_size.pool_variance",
     "sample_size.srs_half_width",
     # the monitor's binning and its change detector (over window counts, not labels)
-    "drift.EPS", "drift.decile_edges", "drift.binned_shares", "drift.category_shares",
-    "change.CusumResult", "change.self_starting_cusum",
+    "drift.EPS",
+    "drift.decile_edges",
+    "drift.binned_shares",
+    "drift.category_shares",
+    "change.CusumResult",
+    "change.self_starting_cusum",
     "cluster_agreement.contingency_tables",  # counts
-    "f1.Tallies", "f1.tallies", "f1.confusion_tallies", "f1.binary_tallies", "f1.tallies_unchecked",  # counts
+    "f1.Tallies",
+    "f1.tallies",
+    "f1.confusion_tallies",
+    "f1.binary_tallies",
+    "f1.tallies_unchecked",  # counts
     "binary.confusion_counts",  # counts
-    "delong.check_binary", "delong.check_scores", "delong.check_codes_only", "delong.check_codes",  # input checks
+    "delong.check_binary",
+    "delong.check_scores",
+    "delong.check_codes_only",
+    "delong.check_codes",  # input checks
     # DeLong's kernels need both classes, which their callers check first (auc.delong's case above)
-    "delong.placements", "delong.auc_and_variance", "delong.paired", "delong.auc_only", "macro_delong.macro_row_terms",
+    "delong.placements",
+    "delong.auc_and_variance",
+    "delong.paired",
+    "delong.auc_only",
+    "macro_delong.macro_row_terms",
     "macro_delong.stratified_variance",
-    "normal.two_sided_p", "normal.quantile", "brent.bounded_minimum",  # the normal distribution, a minimiser
+    "normal.two_sided_p",
+    "normal.quantile",
+    "brent.bounded_minimum",  # the normal distribution, a minimiser
     # one reference x target pair: composed of the estimators above, each with its case here; it needs every class
     # in the reference, which EstimateInputs and MonitorInputs check first. trust: a rule over its diagnostic, with
     # its cut-offs; MIN_BOOT: the fewest resamples
-    "pair_estimate.PairEstimate", "pair_estimate.estimate_pair", "pair_estimate.trust", "pair_estimate.TrustOptions",
-    "pair_estimate.MIN_BOOT", "trust_rule.TrustOptions", "trust_rule.MIN_BOOT",
-    "pair_estimate.ReferenceDraws", "pair_estimate.reference_draws",
+    "pair_estimate.PairEstimate",
+    "pair_estimate.estimate_pair",
+    "pair_estimate.trust",
+    "pair_estimate.TrustOptions",
+    "pair_estimate.MIN_BOOT",
+    "trust_rule.TrustOptions",
+    "trust_rule.MIN_BOOT",
+    "pair_estimate.ReferenceDraws",
+    "pair_estimate.reference_draws",
     # the agreement line's record type, its trust rule and the rule's cut-offs
-    "agreement_line.AgreementLine", "agreement_line.line_trust", "agreement_line.MIN_RUNS", "agreement_line.MIN_R2",
-    "agreement_line.MAX_RESIDUAL_SD", "agreement_line.MIN_SPREAD", "agreement_line.MAX_AGREEMENT",
-    "agreement_line.MAX_METHOD_GAP", "agreement_line.distinct_runs",  # which runs are copies: indices, not a statistic
+    "agreement_line.AgreementLine",
+    "agreement_line.line_trust",
+    "agreement_line.MIN_RUNS",
+    "agreement_line.MIN_R2",
+    "agreement_line.MAX_RESIDUAL_SD",
+    "agreement_line.MIN_SPREAD",
+    "agreement_line.MAX_AGREEMENT",
+    "agreement_line.MAX_METHOD_GAP",
+    "agreement_line.distinct_runs",  # which runs are copies: indices, not a statistic
 }
 
 
 # vectorised kernels returning a dict of numbers or arrays: they warn, as bare numbers do
-WARNS = {"weak_metrics.binary_metrics", "cbpe.expected_metrics", "pair_estimate.reference_metrics", "cbpe.draw_metrics",
-         "f1.class_scores", "atc.thresholded_estimates", "proportion.wilson_interval"}
+WARNS = {
+    "weak_metrics.binary_metrics",
+    "cbpe.expected_metrics",
+    "pair_estimate.reference_metrics",
+    "cbpe.draw_metrics",
+    "f1.class_scores",
+    "atc.thresholded_estimates",
+    "proportion.wilson_interval",
+}
 
 
 # kernels for callers that validated the inputs and record the reason themselves: NaN, never a warning
-QUIET = {"auc.macro_auc_unchecked", "bootstrap.macro_auc_of_counts", "f1.macro_f1_unchecked",
-         "f1.class_scores_unchecked"}
+QUIET = {
+    "auc.macro_auc_unchecked",
+    "bootstrap.macro_auc_of_counts",
+    "f1.macro_f1_unchecked",
+    "f1.class_scores_unchecked",
+}
 
 
 def public_names() -> set[str]:

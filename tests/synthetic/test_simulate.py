@@ -19,9 +19,14 @@ def cross_platform_aucs(config):
     model = create("tfidf-lr").fit(train, corpus.classes)
     preds = predict_corpus(model, corpus, model_name="tfidf-lr", seed=0)
     preds = preds[~preds["dataset"].str.endswith("_auto")]
-    auc = {platform: macro_auc(pd.Categorical(rows["label"], categories=corpus.classes).codes,
-                               softmax(scores(rows, corpus.classes)), len(corpus.classes))
-           for platform, rows in preds.groupby("platform")}
+    auc = {
+        platform: macro_auc(
+            pd.Categorical(rows["label"], categories=corpus.classes).codes,
+            softmax(scores(rows, corpus.classes)),
+            len(corpus.classes),
+        )
+        for platform, rows in preds.groupby("platform")
+    }
     home = auc.pop("synthetic-forum")
     return home, float(np.mean(list(auc.values())))
 

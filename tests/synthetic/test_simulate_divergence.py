@@ -32,8 +32,10 @@ WORD = re.compile(r"[a-z']+")
 ABSOLUTIST = re.compile(r"\b(?:" + "|".join(sorted(load("absolutist"))) + r")\b")
 FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself)\b")
 # Negations with or without the apostrophe ("didn't", "didnt"), as a parser's norms would count them.
-NEGATION = re.compile(r"\b(?:not|no|never|nothing|nobody|(?:ca|do|does|did|could|would|wo|should|is|are|was|"
-                      r"were|has|have|had)n'?t)\b")
+NEGATION = re.compile(
+    r"\b(?:not|no|never|nothing|nobody|(?:ca|do|does|did|could|would|wo|should|is|are|was|"
+    r"were|has|have|had)n'?t)\b"
+)
 HEDGE = re.compile(r"\b(?:maybe|perhaps|probably|i guess|i think|i suppose|kind of|sort of|it seems)\b")
 
 
@@ -47,8 +49,7 @@ def sentences(text: str) -> list[str]:
 
 
 def mean_sentence_length(text: str) -> float:
-    return float(np.mean([len(WORD.findall(s.lower())) for s in re.split(r"[.!?]+", text)
-                          if WORD.search(s.lower())]))
+    return float(np.mean([len(WORD.findall(s.lower())) for s in re.split(r"[.!?]+", text) if WORD.search(s.lower())]))
 
 
 def style_counts(text: str) -> list[float]:
@@ -56,10 +57,15 @@ def style_counts(text: str) -> list[float]:
     low = text.lower()
     n = max(len(WORD.findall(low)), 1)
     parts = sentences(text)
-    return [len(FIRST_PERSON.findall(low)) / n, len(ABSOLUTIST.findall(low)) / n,
-            len(NEGATION.findall(low)) / n, len(HEDGE.findall(low)) / n,
-            mean_sentence_length(text), low.count("...") / len(parts),
-            float(np.mean([s[0].islower() for s in parts]))]
+    return [
+        len(FIRST_PERSON.findall(low)) / n,
+        len(ABSOLUTIST.findall(low)) / n,
+        len(NEGATION.findall(low)) / n,
+        len(HEDGE.findall(low)) / n,
+        mean_sentence_length(text),
+        low.count("...") / len(parts),
+        float(np.mean([s[0].islower() for s in parts])),
+    ]
 
 
 def test_seeded():
@@ -77,12 +83,19 @@ def test_data_sets_sizes_splits_balance_and_synthetic_flag():
     assert corpus.synthetic and corpus.meta["source"] == "mhaudit.synthetic.simulate_divergence"
     assert corpus.meta["mapping"] == "synthetic" and corpus.meta["simulation"]["seed"] == 0
     assert f["id"].is_unique
-    design = f.groupby("dataset").agg(n=("id", "size"), platform=("platform", "first"),
-                                      source=("label_source", "first"), sources=("label_source", "nunique"))
+    design = f.groupby("dataset").agg(
+        n=("id", "size"),
+        platform=("platform", "first"),
+        source=("label_source", "first"),
+        sources=("label_source", "nunique"),
+    )
     assert (design["sources"] == 1).all()
     assert design.loc[list(HUMAN + AUTO), ["n", "platform", "source"]].values.tolist() == [
-        [1500, "synthetic-forum", "human"], [600, "synthetic-tweets", "human"],
-        [600, "synthetic-tweets", "auto"], [600, "synthetic-forum", "auto"]]
+        [1500, "synthetic-forum", "human"],
+        [600, "synthetic-tweets", "human"],
+        [600, "synthetic-tweets", "auto"],
+        [600, "synthetic-forum", "auto"],
+    ]
     forum = f[f["dataset"] == "synthetic_forum"]
     assert forum["split"].value_counts().to_dict() == {"train": 1000, "test": 500}
     by_split = pd.crosstab(forum["split"], forum["label"], normalize="index")["stress"]
@@ -100,8 +113,17 @@ def test_data_sets_sizes_splits_balance_and_synthetic_flag():
 def test_keyword_rule_is_exact_for_the_word_lists():
     for section in ("topic_noun_stress", "topic_adj_stress", "hashtag_stress"):
         assert all(mentions_stress_topic(w) for w in word_list(section)), section
-    for section in ("topic_noun_other", "topic_adj_other", "hashtag_other", "emotion_distress",
-                    "fragment_distress", "absolutist_tail", "hedge", "domain_work", "opener"):
+    for section in (
+        "topic_noun_other",
+        "topic_adj_other",
+        "hashtag_other",
+        "emotion_distress",
+        "fragment_distress",
+        "absolutist_tail",
+        "hedge",
+        "domain_work",
+        "opener",
+    ):
         assert not any(mentions_stress_topic(w) for w in word_list(section)), section
     assert not any(mentions_stress_topic(t) for t in clause_templates())
     assert {"deadline", "backlog", "coursework", "frazzled", "harried"} <= stress_keywords()
@@ -147,15 +169,16 @@ def test_style_markers_differ_clearly_on_human_data_but_none_decides():
     features = np.array([style_counts(t) for t in forum["text"]])
     for j in range(features.shape[1]):
         assert features[y, j].mean() != pytest.approx(features[~y, j].mean(), rel=0.05), j
-        best = max(max(np.mean((features[:, j] > c) == y), np.mean((features[:, j] <= c) == y))
-                   for c in np.quantile(features[:, j], np.linspace(0.02, 0.98, 49)))
+        best = max(
+            max(np.mean((features[:, j] > c) == y), np.mean((features[:, j] <= c) == y))
+            for c in np.quantile(features[:, j], np.linspace(0.02, 0.98, 49))
+        )
         assert best < 0.72, j  # no single marker decides the class (measured 0.59 - 0.71)
 
 
 @pytest.mark.parametrize("noise", [0.05, 0.2])
 def test_auto_labels_follow_the_keyword_rule_at_exactly_one_minus_noise(noise):
-    cfg = DivergenceConfig(n_forum=60, n_tweets_gold=30, n_tweets_auto=250, n_forum_auto=150,
-                           auto_noise=noise)
+    cfg = DivergenceConfig(n_forum=60, n_tweets_gold=30, n_tweets_auto=250, n_forum_auto=150, auto_noise=noise)
     f = simulate_divergence(cfg).frame
     for dataset in AUTO:
         rows = f[f["dataset"] == dataset]
@@ -165,8 +188,16 @@ def test_auto_labels_follow_the_keyword_rule_at_exactly_one_minus_noise(noise):
 
 
 def test_signals_switched_off_still_write_both_classes_and_bad_settings_are_refused():
-    cfg = DivergenceConfig(n_forum=90, n_tweets_gold=60, n_tweets_auto=60, n_forum_auto=60, human_noise=0.0,
-                           style_contrast=0.0, topic_given_stress=0.5, topic_given_calm=0.5)
+    cfg = DivergenceConfig(
+        n_forum=90,
+        n_tweets_gold=60,
+        n_tweets_auto=60,
+        n_forum_auto=60,
+        human_noise=0.0,
+        style_contrast=0.0,
+        topic_given_stress=0.5,
+        topic_given_calm=0.5,
+    )
     f = simulate_divergence(cfg).frame
     assert set(f["label"]) == set(CLASSES)
     with pytest.raises(ValueError):
@@ -181,8 +212,10 @@ def test_planted_divergence_shows_with_simple_channel_proxies():
     f = default_frame()
     y = (f["label"] == "stress").to_numpy().astype(int)
     train = ((f["dataset"] == "synthetic_forum") & (f["split"] == "train")).to_numpy()
-    lexical = make_pipeline(TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5)),
-                            LogisticRegression(class_weight="balanced", max_iter=2000))
+    lexical = make_pipeline(
+        TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5)),
+        LogisticRegression(class_weight="balanced", max_iter=2000),
+    )
     style = make_pipeline(StandardScaler(), LogisticRegression(class_weight="balanced", max_iter=2000))
     counts = np.array([style_counts(t) for t in f["text"]])
     lexical.fit(f.loc[train, "text"], y[train])

@@ -13,8 +13,14 @@ import pytest
 from mhaudit.core.errors import InputError
 from mhaudit.tables.io import SOURCE_FILE, SOURCE_ROW, read_table, write_table
 
-FRAME = pd.DataFrame({"item_id": ["007", "NA", "x"], "text": ["a, \"quoted\" b", "", "ü"],
-                      "score": [0.125, 1e-17, 2.0], "tags": [["a", "b"], [], ["c"]]})
+FRAME = pd.DataFrame(
+    {
+        "item_id": ["007", "NA", "x"],
+        "text": ['a, "quoted" b', "", "ü"],
+        "score": [0.125, 1e-17, 2.0],
+        "tags": [["a", "b"], [], ["c"]],
+    }
+)
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".csv", ".tsv", ".jsonl"])
@@ -60,16 +66,23 @@ def test_sep_overrides_the_suffix(tmp_path):
     assert read_table(tmp_path / "t.txt", sep=";").to_dict("list") == {"text": ["a"], "label": ["1"]}
 
 
-@pytest.mark.parametrize("name, content, expected", [
-    ("t.xml", "<a/>", "unknown file type '.xml' for the table; expected .parquet, .csv, .tsv or .jsonl"),
-    ("t.jsonl", '{"a": 1}\n{"a": \n', "line 2 of the table is not valid JSON"),
-    ("t.jsonl", '{"a": 1}\n[1, 2]\n', "line 2 of the table is not a JSON object"),
-    ("t.json", '[{"a": 1}, 2]', "item 2 of the JSON array is not an object"),
-    ("t.json", '[{"a": 1},\n {"a": }]', "is not valid JSON (line 2"),
-    ("t.csv", "text;label\na;1\n", "missing column(s) text, label; found text;label; the header is one column "
-                                   "'text;label', is the delimiter ';'?"),
-    ("t.parquet", "not parquet", "cannot read the table ("),
-])
+@pytest.mark.parametrize(
+    "name, content, expected",
+    [
+        ("t.xml", "<a/>", "unknown file type '.xml' for the table; expected .parquet, .csv, .tsv or .jsonl"),
+        ("t.jsonl", '{"a": 1}\n{"a": \n', "line 2 of the table is not valid JSON"),
+        ("t.jsonl", '{"a": 1}\n[1, 2]\n', "line 2 of the table is not a JSON object"),
+        ("t.json", '[{"a": 1}, 2]', "item 2 of the JSON array is not an object"),
+        ("t.json", '[{"a": 1},\n {"a": }]', "is not valid JSON (line 2"),
+        (
+            "t.csv",
+            "text;label\na;1\n",
+            "missing column(s) text, label; found text;label; the header is one column "
+            "'text;label', is the delimiter ';'?",
+        ),
+        ("t.parquet", "not parquet", "cannot read the table ("),
+    ],
+)
 def test_bad_files_are_one_sentence_naming_the_file(tmp_path, name, content, expected):
     path = tmp_path / name
     path.write_text(content)

@@ -38,11 +38,14 @@ def test_reopen_keeps_labels_and_threads_can_write(tmp_path):
     assert len(frame) == 20 and frame["value"].sum() == 10
 
 
-@pytest.mark.parametrize("bad, message", [
-    (label("p1", 2), "label value 2 is not 0, 1 or empty"),
-    (label("p1", 1, kind="robot"), "kind 'robot' is not one of"),
-    (label("", 1), "column 'item_id' is empty"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (label("p1", 2), "label value 2 is not 0, 1 or empty"),
+        (label("p1", 1, kind="robot"), "kind 'robot' is not one of"),
+        (label("", 1), "column 'item_id' is empty"),
+    ],
+)
 def test_bad_labels_are_refused_whole(tmp_path, bad, message):
     with LabelStore(tmp_path / "labels.sqlite") as store:
         with pytest.raises(InputError, match=message):
@@ -64,8 +67,13 @@ def test_not_a_label_store(tmp_path):
 @pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl"])
 def test_round_trip_through_files(tmp_path, suffix):
     with LabelStore(tmp_path / "labels.sqlite") as store:
-        store.add([label("p1", 1, labeler="ann1", kind="human", tags=["sarcasm", "news"], note="x, y"),
-                   label("p2", None, raw_answer="I think 1"), label("007", 0)])
+        store.add(
+            [
+                label("p1", 1, labeler="ann1", kind="human", tags=["sarcasm", "news"], note="x, y"),
+                label("p2", None, raw_answer="I think 1"),
+                label("007", 0),
+            ]
+        )
         frame = store.frame()
     back = read_labels(write_labels(frame, tmp_path / f"labels{suffix}"))
     pd.testing.assert_frame_equal(back.reset_index(drop=True), frame.reset_index(drop=True), check_dtype=False)
@@ -107,8 +115,16 @@ def test_parse_tags_one_rule_for_every_form():
 def test_parquet_list_tags_including_empty_lists(tmp_path):
     """A Parquet round trip turns list tags into NumPy arrays; an empty one used to crash read_labels."""
     path = tmp_path / "labels.parquet"
-    pd.DataFrame({"item_id": ["p1", "p2", "p3"], "task": "si", "labeler": "ann1", "kind": "human",
-                  "value": [1, 0, 1], "tags": [["news"], [], None]}).to_parquet(path)
+    pd.DataFrame(
+        {
+            "item_id": ["p1", "p2", "p3"],
+            "task": "si",
+            "labeler": "ann1",
+            "kind": "human",
+            "value": [1, 0, 1],
+            "tags": [["news"], [], None],
+        }
+    ).to_parquet(path)
     frame = read_labels(path)
     assert frame["tags"].fillna("-").tolist() == ['["news"]', "[]", "-"]
     with LabelStore(tmp_path / "labels.sqlite") as store:
@@ -119,8 +135,10 @@ def test_parquet_list_tags_including_empty_lists(tmp_path):
 def test_na_strings_are_text_not_missing(tmp_path):
     """Only an empty cell is missing: an item called "NA" and a note "null" are kept, in every format."""
     sheet = tmp_path / "sheet.csv"
-    sheet.write_text('item_id,task,labeler,kind,value,note\nNA,si,ann1,human,1,null\n007,si,ann1,human,,\n'
-                     'None,si,ann1,human,1.0,NaN\n')
+    sheet.write_text(
+        "item_id,task,labeler,kind,value,note\nNA,si,ann1,human,1,null\n007,si,ann1,human,,\n"
+        "None,si,ann1,human,1.0,NaN\n"
+    )
     frame = read_labels(sheet)
     assert frame["item_id"].tolist() == ["NA", "007", "None"]
     assert frame["note"].fillna("-").tolist() == ["null", "-", "NaN"] and frame["value"].tolist()[0] == 1
@@ -134,8 +152,9 @@ def test_na_strings_are_text_not_missing(tmp_path):
 def test_read_table_and_write_table(tmp_path):
     from mhaudit.tables.io import read_table, write_table
 
-    frame = pd.DataFrame({"item_id": ["007", "NA"], "text": ["null", "a, b"], "tags": [["news"], []],
-                          "weight": [1 / 3, 2.0]})
+    frame = pd.DataFrame(
+        {"item_id": ["007", "NA"], "text": ["null", "a, b"], "tags": [["news"], []], "weight": [1 / 3, 2.0]}
+    )
     for suffix in (".csv", ".tsv", ".jsonl", ".parquet"):
         back = read_table(write_table(frame, tmp_path / f"t{suffix}"))
         assert back["item_id"].tolist() == ["007", "NA"] and back["text"].tolist() == ["null", "a, b"], suffix

@@ -27,15 +27,19 @@ from mhaudit.tables import label_store
 from mhaudit.tables.label_store import LabelStore, read_labels
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "stores" / "labels.2b85693.sqlite"
-NEWER = ("this label store was written by a newer mhaudit (schema version 2; this mhaudit reads version 1); "
-         "upgrade mhaudit (pip install -U mhaudit) to open it")
+NEWER = (
+    "this label store was written by a newer mhaudit (schema version 2; this mhaudit reads version 1); "
+    "upgrade mhaudit (pip install -U mhaudit) to open it"
+)
 runner = CliRunner()
 
 
 def _raw(path: Path) -> tuple[int, list]:
     with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:  # `with conn` alone does not close
-        return (conn.execute("PRAGMA user_version").fetchone()[0],
-                conn.execute("SELECT * FROM labels ORDER BY item_id, labeler").fetchall())
+        return (
+            conn.execute("PRAGMA user_version").fetchone()[0],
+            conn.execute("SELECT * FROM labels ORDER BY item_id, labeler").fetchall(),
+        )
 
 
 def _flat(text: str) -> str:
@@ -46,9 +50,14 @@ def test_unstamped_label_store_is_migrated_with_a_backup(tmp_path):
     path = Path(shutil.copy(FIXTURE, tmp_path / "labels.sqlite"))
     version, rows = _raw(path)
     assert version == 0 and len(rows) == 600
-    with pytest.warns(StoreMigratedWarning, match=re.escape("labels.sqlite: this label store was migrated from "
-                                                            "schema version 0 to 1; the file as it was is kept as "
-                                                            "labels.sqlite.v0.bak")):
+    with pytest.warns(
+        StoreMigratedWarning,
+        match=re.escape(
+            "labels.sqlite: this label store was migrated from "
+            "schema version 0 to 1; the file as it was is kept as "
+            "labels.sqlite.v0.bak"
+        ),
+    ):
         store = LabelStore(path)
     with store:
         assert store.backup == tmp_path / "labels.sqlite.v0.bak"
@@ -104,24 +113,44 @@ def test_a_migration_that_cannot_finish_leaves_the_store_as_it_was(tmp_path):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (40960, 40960))
 
-    result = subprocess.run([sys.executable, "-m", "mhaudit", "labels", "export", "--labels", str(path), "--out",
-                             str(tmp_path / "out.csv")], capture_output=True, text=True, timeout=120,
-                            preexec_fn=small_files, env={**os.environ, "COLUMNS": "500"})
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mhaudit",
+            "labels",
+            "export",
+            "--labels",
+            str(path),
+            "--out",
+            str(tmp_path / "out.csv"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=small_files,
+        env={**os.environ, "COLUMNS": "500"},
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert ("labels.sqlite: this label store has schema version 0 and migrating it to version 1 failed (disk I/O "
-            "error); it is unchanged: make the file and its folder writable (or free some disk space) and "
-            "run again") in result.stderr
+    assert (
+        "labels.sqlite: this label store has schema version 0 and migrating it to version 1 failed (disk I/O "
+        "error); it is unchanged: make the file and its folder writable (or free some disk space) and "
+        "run again"
+    ) in result.stderr
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["labels.sqlite"]
 
 
 def test_four_processes_opening_it_at_once_migrate_it_once(tmp_path):
     path = Path(shutil.copy(FIXTURE, tmp_path / "labels.sqlite"))
     rows = _raw(path)[1]
-    code = ("import sys, warnings; from mhaudit.tables.label_store import LabelStore; "
-            "warnings.simplefilter('ignore'); store = LabelStore(sys.argv[1]); "
-            "print(len(store.frame()), store.backup is not None); store.close()")
-    opened = [subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE, text=True)
-              for _ in range(4)]
+    code = (
+        "import sys, warnings; from mhaudit.tables.label_store import LabelStore; "
+        "warnings.simplefilter('ignore'); store = LabelStore(sys.argv[1]); "
+        "print(len(store.frame()), store.backup is not None); store.close()"
+    )
+    opened = [
+        subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE, text=True) for _ in range(4)
+    ]
     answers = sorted(p.communicate(timeout=120)[0].split() for p in opened)
     assert all(p.returncode == 0 for p in opened)
     assert answers == [["600", "False"]] * 3 + [["600", "True"]]  # one of them migrated, the others read

@@ -16,9 +16,22 @@ from mhaudit.tables.predictions import PredictionSet
 def _groups(runs: list[tuple[str, int, str]], labels=("a", "b", "a", "b"), ids=("1", "2", "3", "4")) -> dict:
     """One group of four rows per (model, seed, platform); its logits put row i in class i % 2."""
     odd = np.arange(len(ids)) % 2
-    frames = [pd.DataFrame({"id": list(ids), "model": m, "seed": s, "platform": p, "dataset": p, "split": "test",
-                            "label": list(labels), "logit_a": 1.0 - odd, "logit_b": odd.astype(float)})
-              for m, s, p in runs]
+    frames = [
+        pd.DataFrame(
+            {
+                "id": list(ids),
+                "model": m,
+                "seed": s,
+                "platform": p,
+                "dataset": p,
+                "split": "test",
+                "label": list(labels),
+                "logit_a": 1.0 - odd,
+                "logit_b": odd.astype(float),
+            }
+        )
+        for m, s, p in runs
+    ]
     return PredictionSet(pd.concat(frames, ignore_index=True), ["a", "b"]).groups()
 
 
@@ -32,21 +45,35 @@ def test_each_run_pairs_with_its_own_reference_or_the_lone_one():
     assert [g.run for g in lone.values()] == [("m", 0), ("m", 0)]
 
 
-@pytest.mark.parametrize("references, runs, message", [
-    ([("m", 0, "home"), ("m", 0, "home2")], [("m", 0)],
-     "the reference holds model m, seed 0 on 2 data sets (home, home2); a run needs one reference"),
-    ([("m", 0, "home"), ("m", 1, "home")], [("n", 0)],
-     "model n, seed 0 has no reference predictions of that model and seed, and the reference holds several runs "
-     "(m seed 0, m seed 1), not one for all"),
-])
+@pytest.mark.parametrize(
+    "references, runs, message",
+    [
+        (
+            [("m", 0, "home"), ("m", 0, "home2")],
+            [("m", 0)],
+            "the reference holds model m, seed 0 on 2 data sets (home, home2); a run needs one reference",
+        ),
+        (
+            [("m", 0, "home"), ("m", 1, "home")],
+            [("n", 0)],
+            "model n, seed 0 has no reference predictions of that model and seed, and the reference holds several runs "
+            "(m seed 0, m seed 1), not one for all",
+        ),
+    ],
+)
 def test_a_run_needs_one_reference(references, runs, message):
     with pytest.raises(InputError, match=re.escape(message)):
         reference_runs(_groups(references).values(), runs)
 
 
 def test_a_reference_needs_every_label_and_where_calibrated_every_class():
-    with pytest.raises(InputError, match=re.escape("the reference predictions of model m, seed 0 have 1 of its 4 "
-                                                   "rows without a label; a reference is labelled data")):
+    with pytest.raises(
+        InputError,
+        match=re.escape(
+            "the reference predictions of model m, seed 0 have 1 of its 4 "
+            "rows without a label; a reference is labelled data"
+        ),
+    ):
         reference_runs(_groups([("m", 0, "home")], labels=("a", None, "a", "b")).values(), [("m", 0)])
     with pytest.raises(InputError, match="seed 0 have no labels"):
         reference_runs(_groups([("m", 0, "home")], labels=(None,) * 4).values(), [("m", 0)])
@@ -60,9 +87,19 @@ def test_a_reference_needs_every_label_and_where_calibrated_every_class():
 
 def test_runs_align_by_id_whatever_their_row_order():
     groups = _groups([("m", 0, "x"), ("m", 1, "x")])
-    backwards = pd.DataFrame({"id": ["4", "3", "2", "1"], "model": "m", "seed": 2, "platform": "x", "dataset": "x",
-                              "split": "test", "label": ["b", "a", "b", "a"], "logit_a": [0.0, 0.0, 1.0, 1.0],
-                              "logit_b": [1.0, 1.0, 0.0, 0.0]})
+    backwards = pd.DataFrame(
+        {
+            "id": ["4", "3", "2", "1"],
+            "model": "m",
+            "seed": 2,
+            "platform": "x",
+            "dataset": "x",
+            "split": "test",
+            "label": ["b", "a", "b", "a"],
+            "logit_a": [0.0, 0.0, 1.0, 1.0],
+            "logit_b": [1.0, 1.0, 0.0, 0.0],
+        }
+    )
     groups |= PredictionSet(backwards, ["a", "b"]).groups()
     runs = [("m", 0), ("m", 1), ("m", 2)]
     codes = aligned_codes({g.run: g for g in groups.values()}, runs, "target")
@@ -70,6 +107,8 @@ def test_runs_align_by_id_whatever_their_row_order():
     assert labels_in_id_order(groups[("m", 2, "x", "x")]).tolist() == [0, 1, 0, 1]
     assert aligned_codes({g.run: g for g in groups.values()}, [*runs, ("m", 9)], "target") is None
     short = _groups([("m", 0, "x")]) | _groups([("m", 1, "x")], labels=("a", "b", "a"), ids=("1", "2", "3"))
-    with pytest.raises(InputError, match=re.escape("the target predictions of m seed 1 cover other rows than those "
-                                                   "of m seed 0 (3 vs 4 rows)")):
+    with pytest.raises(
+        InputError,
+        match=re.escape("the target predictions of m seed 1 cover other rows than those of m seed 0 (3 vs 4 rows)"),
+    ):
         aligned_codes({g.run: g for g in short.values()}, [("m", 0), ("m", 1)], "target")

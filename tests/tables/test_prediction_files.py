@@ -19,15 +19,25 @@ PATTERN = "{model}_{platform}_seed{seed}_predictions"
 FAST = dict(n_boot_significance=200, n_boot_ece=100, figures=False)
 
 
-def published(tmp_path, models=("bert", "roberta"), seeds=(42, 7), platforms=("reddit", "twitter"), n=300,
-              fmt="csv", ids=False, text=False, platform_column=False, rng=0):
+def published(
+    tmp_path,
+    models=("bert", "roberta"),
+    seeds=(42, 7),
+    platforms=("reddit", "twitter"),
+    n=300,
+    fmt="csv",
+    ids=False,
+    text=False,
+    platform_column=False,
+    rng=0,
+):
     """SYNTHETIC files named like `bert_reddit_seed42_predictions.csv`: integer label, prob_ and logit_
     columns, no model/seed/platform columns; every model scores the same examples in the same order."""
     rng = np.random.default_rng(rng)
     tmp_path.mkdir(parents=True, exist_ok=True)
     paths = []
     for platform in platforms:
-        y = rng.choice(4, size=n, p=[.4, .2, .2, .2])
+        y = rng.choice(4, size=n, p=[0.4, 0.2, 0.2, 0.2])
         texts = [f"synthetic post {platform} {i}" for i in range(n)]
         for model in models:
             for seed in seeds:
@@ -53,7 +63,8 @@ def test_published_files_read_with_a_name_pattern(tmp_path):
     frame = preds.frame
     assert preds.classes == CLASSES and preds.score_kind == "logits"
     assert frame.groupby(["model", "seed", "platform"]).size().to_dict() == {
-        (m, s, p): 300 for m in ("bert", "roberta") for s in (7, 42) for p in ("reddit", "twitter")}
+        (m, s, p): 300 for m in ("bert", "roberta") for s in (7, 42) for p in ("reddit", "twitter")
+    }
     assert set(frame["label"]) == set(CLASSES) and len(preds.fingerprints) == len(paths) == 8
     assert any("0 = normal, 1 = depression, 2 = anxiety, 3 = stress" in n for n in preds.notes)
     assert any("matched across models by position" in n for n in preds.notes)
@@ -71,19 +82,40 @@ def test_the_same_file_set_in_one_command(tmp_path):
     """`--predictions a b c ...` (several paths after one flag) with --name-pattern: the whole audit."""
     paths = published(tmp_path, seeds=(42,))
     out = tmp_path / "report"
-    result = CliRunner().invoke(app, ["audit", "cpfe", "--predictions", *map(str, paths), "--name-pattern", PATTERN,
-                                      "--reference", "reddit", "--out", str(out), "--n-boot-significance", "200",
-                                      "--n-boot-ece", "100"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "audit",
+            "cpfe",
+            "--predictions",
+            *map(str, paths),
+            "--name-pattern",
+            PATTERN,
+            "--reference",
+            "reddit",
+            "--out",
+            str(out),
+            "--n-boot-significance",
+            "200",
+            "--n-boot-ece",
+            "100",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert (out / "report.json").exists()
     import json
+
     written = json.loads((out / "report.json").read_text())
     tables = {name: rows for s in written["sections"] for name, rows in s["tables"].items()}
     comparison = [r for r in tables["model_comparison"] if r["test"] == "paired bootstrap, macro-AUC"]
     assert len(comparison) == 2 and {r["paired_by"] for r in comparison} == {"position"}
     assert "integer labels were read as indices" in written["summary"]
     assert {(r["model"], r["platform"]) for r in tables["discrimination"]} == {
-        ("bert", "reddit"), ("bert", "twitter"), ("roberta", "reddit"), ("roberta", "twitter")}
+        ("bert", "reddit"),
+        ("bert", "twitter"),
+        ("roberta", "reddit"),
+        ("roberta", "twitter"),
+    }
 
 
 def test_silent_pooling_is_an_error_naming_both_files(tmp_path):
@@ -93,8 +125,23 @@ def test_silent_pooling_is_an_error_naming_both_files(tmp_path):
     message = str(error.value)
     assert "bert_reddit_seed42_predictions.csv and " in message
     assert "both hold predictions of model x, seed 0" in message
-    result = CliRunner().invoke(app, ["audit", "cpfe", "--predictions", *map(str, paths), "--model", "x",
-                                      "--model-seed", "0", "--reference", "reddit", "--out", str(tmp_path / "o")])
+    result = CliRunner().invoke(
+        app,
+        [
+            "audit",
+            "cpfe",
+            "--predictions",
+            *map(str, paths),
+            "--model",
+            "x",
+            "--model-seed",
+            "0",
+            "--reference",
+            "reddit",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    )
     assert result.exit_code == 2 and "both hold predictions" in result.output and "Traceback" not in result.output
     assert not (tmp_path / "o").exists()
 
@@ -123,8 +170,9 @@ def test_rows_without_ids_pair_only_when_they_line_up(tmp_path):
     paths = published(tmp_path, seeds=(42,), text=True)
     shuffled = pd.read_csv(paths[1]).sample(frac=1.0, random_state=0)  # roberta on reddit, rows reordered
     shuffled.to_csv(paths[1], index=False)
-    result = audit_cpfe(CPFEInputs(read_predictions(paths, name_pattern=PATTERN)),
-                        CPFEOptions(reference="reddit", **FAST))
+    result = audit_cpfe(
+        CPFEInputs(read_predictions(paths, name_pattern=PATTERN)), CPFEOptions(reference="reddit", **FAST)
+    )
     comparison = result.table("model_comparison").set_index("platform")
     assert comparison.loc["reddit", "paired_by"] == ""
     assert "rows without ids do not line up (first at row" in comparison.loc["reddit", "reason"]
@@ -132,10 +180,16 @@ def test_rows_without_ids_pair_only_when_they_line_up(tmp_path):
     assert set(twitter["paired_by"]) == {"position"} and (twitter["reason"] == "").all()
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda paths: [str(paths[0].parent / "nothing_*.csv")], "the glob '.*nothing_\\*.csv' matches no file"),
-    (lambda paths: [paths[0], paths[0].with_name("other.csv")], "the file name 'other' does not match --name-pattern"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda paths: [str(paths[0].parent / "nothing_*.csv")], "the glob '.*nothing_\\*.csv' matches no file"),
+        (
+            lambda paths: [paths[0], paths[0].with_name("other.csv")],
+            "the file name 'other' does not match --name-pattern",
+        ),
+    ],
+)
 def test_globs_and_patterns_that_match_nothing(tmp_path, change, message):
     paths = published(tmp_path, models=("bert",), seeds=(42,))
     pd.read_csv(paths[0]).to_csv(paths[0].with_name("other.csv"), index=False)
@@ -149,8 +203,10 @@ def test_bad_files_in_a_set(tmp_path):
     broken = {
         "index": (frame.assign(label=[7] + frame["label"].tolist()[1:]), "row 1: label index 7 is beyond the 4 score"),
         "nan": (frame.assign(prob_stress=np.nan), "row 1: score column 'prob_stress' is empty"),
-        "disagree": (frame.assign(prob_normal=frame["prob_depression"], prob_depression=frame["prob_normal"]),
-                     "softmax of the logit_ columns differs from the prob_ columns"),
+        "disagree": (
+            frame.assign(prob_normal=frame["prob_depression"], prob_depression=frame["prob_normal"]),
+            "softmax of the logit_ columns differs from the prob_ columns",
+        ),
         "columns": (frame.drop(columns=["logit_stress", "prob_stress"]), "have different columns"),
     }
     for what, (bad, message) in broken.items():
@@ -158,7 +214,8 @@ def test_bad_files_in_a_set(tmp_path):
         with pytest.raises(InputError, match=message):
             read_predictions(paths, name_pattern=PATTERN)
     frame.drop(columns=[c for c in frame.columns if c.startswith("logit_")]).assign(
-        prob_normal=frame["prob_normal"] + 0.1).to_csv(paths[0], index=False)
+        prob_normal=frame["prob_normal"] + 0.1
+    ).to_csv(paths[0], index=False)
     only_probs = pd.read_csv(paths[1]).drop(columns=[c for c in frame.columns if c.startswith("logit_")])
     only_probs.to_csv(paths[1], index=False)
     with pytest.raises(InputError, match="probabilities sum to"):
@@ -172,8 +229,11 @@ def test_csv_and_parquet_mixed(tmp_path):
     assert preds.frame.groupby("platform").size().to_dict() == {"reddit": 300, "twitter": 300}
     frame = pd.read_parquet(parquet[0])
     frame.assign(extra=1).to_parquet(parquet[0])
-    with pytest.raises(InputError, match=r"twitter_seed42_predictions.parquet and .*reddit_seed42_predictions.csv "
-                                         r"have different columns \(it has extra\)"):
+    with pytest.raises(
+        InputError,
+        match=r"twitter_seed42_predictions.parquet and .*reddit_seed42_predictions.csv "
+        r"have different columns \(it has extra\)",
+    ):
         read_predictions([*csv, *parquet], name_pattern=PATTERN)
 
 
@@ -184,12 +244,15 @@ def test_arrays_and_frames_the_way_fairlearn_takes_them():
     platform = np.where(np.arange(200) < 100, "reddit", "bluesky")
     preds = predictions_from_arrays(y, scores, platform, model="mine", seed=1, classes=["a", "b", "c"])
     assert preds.classes == ["a", "b", "c"] and preds.frame.groupby("platform").size().to_dict() == {
-        "bluesky": 100, "reddit": 100}
+        "bluesky": 100,
+        "reddit": 100,
+    }
     np.testing.assert_allclose(softmax(preds.frame[["logit_a", "logit_b", "logit_c"]].to_numpy()), scores, atol=1e-9)
     assert (preds.frame["label"].to_numpy() == np.array(["a", "b", "c"])[y]).all()
     result = audit_cpfe(CPFEInputs(preds), CPFEOptions(reference="reddit", **FAST))
     auc = result.table("discrimination").set_index("platform")["macro_auc"]
     from sklearn.metrics import roc_auc_score
+
     assert auc["bluesky"] == pytest.approx(roc_auc_score(y[100:], scores[100:], multi_class="ovr"), abs=1e-12)
     frame = pd.DataFrame({"label": y, "platform": platform, **{f"prob_{c}": scores[:, i] for i, c in enumerate("abc")}})
     assert read_predictions(frame).frame["label"].tolist() == preds.frame["label"].tolist()
@@ -202,8 +265,15 @@ def test_a_hugging_face_dataset():
     rng = np.random.default_rng(1)
     y = rng.integers(0, 2, 50)
     p = rng.uniform(0.05, 0.95, 50)
-    data = datasets.Dataset.from_dict({"label": y.tolist(), "platform": ["reddit"] * 50, "prob_neg": (1 - p).tolist(),
-                                       "prob_pos": p.tolist(), "id": [f"r{i}" for i in range(50)]})
+    data = datasets.Dataset.from_dict(
+        {
+            "label": y.tolist(),
+            "platform": ["reddit"] * 50,
+            "prob_neg": (1 - p).tolist(),
+            "prob_pos": p.tolist(),
+            "id": [f"r{i}" for i in range(50)],
+        }
+    )
     preds = read_predictions(data)
     assert preds.classes == ["neg", "pos"] and len(preds.frame) == 50 and not preds.positional
     assert (preds.frame["label"] == np.array(["neg", "pos"])[y]).all()
@@ -216,8 +286,9 @@ def test_identical_seeds_count_as_one_run(tmp_path):
         copy = path.with_name(path.name.replace("seed42", "seed7"))
         copy.write_bytes(path.read_bytes())
         paths.append(copy)
-    result = audit_cpfe(CPFEInputs(read_predictions(paths, name_pattern=PATTERN)),
-                        CPFEOptions(reference="reddit", **FAST))
+    result = audit_cpfe(
+        CPFEInputs(read_predictions(paths, name_pattern=PATTERN)), CPFEOptions(reference="reddit", **FAST)
+    )
     with pytest.raises(KeyError):  # one run per model: no "mean and SD over seeds" of n/a
         result.table("mean and SD over seeds")
     assert "counted as one run" in result.summary and "tfidf (seeds 7, 42)" in result.summary

@@ -20,8 +20,15 @@ def write(tmp_path, frame, name="preds.csv"):
 def probs_frame(n=6):
     rng = np.random.default_rng(0)
     p = rng.dirichlet([1, 1, 1], size=n)
-    return pd.DataFrame({"label": ["b", "a", "c", "1", "0", "2"][:n], "platform": ["x"] * 3 + ["y"] * 3,
-                         "prob_a": p[:, 0], "prob_b": p[:, 1], "prob_c": p[:, 2]}), p
+    return pd.DataFrame(
+        {
+            "label": ["b", "a", "c", "1", "0", "2"][:n],
+            "platform": ["x"] * 3 + ["y"] * 3,
+            "prob_a": p[:, 0],
+            "prob_b": p[:, 1],
+            "prob_c": p[:, 2],
+        }
+    ), p
 
 
 @pytest.mark.parametrize("name", ["preds.csv", "preds.parquet"])
@@ -47,18 +54,27 @@ def test_class_order_flag_and_one_file_per_platform(tmp_path):
     assert len(result.fingerprints) == 2 and all(len(v) == 64 for v in result.fingerprints.values())
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda f: f.assign(prob_a=[np.nan] + f["prob_a"].tolist()[1:]), "row 1: score column 'prob_a' is empty"),
-    (lambda f: f.assign(prob_b=[np.inf] + f["prob_b"].tolist()[1:]), "score column 'prob_b' is 'inf'"),
-    (lambda f: f.assign(prob_a=f["prob_a"] + 0.01), f"tolerance {PROB_SUM_TOLERANCE}"),
-    (lambda f: f.assign(label=["b", "a", "z", "1", "0", "2"]), "row 3: label 'z' is not one of the classes a, b, c"),
-    (lambda f: f.assign(label=["b", "a", "7", "1", "0", "2"]), "row 3: label index 7 is beyond the 3 score columns"),
-    (lambda f: f.assign(platform=["x", None, "x", "y", "y", "y"]), "row 2: column 'platform' is empty"),
-    (lambda f: f.assign(seed=[0, 1.5, 0, 0, 0, 0]), "row 2: seed is not an integer"),
-    (lambda f: f.drop(columns=["prob_a", "prob_b", "prob_c"]), "has no score columns"),
-    (lambda f: f.drop(columns=["label"]), "missing column(s) label"),
-    (lambda f: f.iloc[:0], "has no rows"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda f: f.assign(prob_a=[np.nan] + f["prob_a"].tolist()[1:]), "row 1: score column 'prob_a' is empty"),
+        (lambda f: f.assign(prob_b=[np.inf] + f["prob_b"].tolist()[1:]), "score column 'prob_b' is 'inf'"),
+        (lambda f: f.assign(prob_a=f["prob_a"] + 0.01), f"tolerance {PROB_SUM_TOLERANCE}"),
+        (
+            lambda f: f.assign(label=["b", "a", "z", "1", "0", "2"]),
+            "row 3: label 'z' is not one of the classes a, b, c",
+        ),
+        (
+            lambda f: f.assign(label=["b", "a", "7", "1", "0", "2"]),
+            "row 3: label index 7 is beyond the 3 score columns",
+        ),
+        (lambda f: f.assign(platform=["x", None, "x", "y", "y", "y"]), "row 2: column 'platform' is empty"),
+        (lambda f: f.assign(seed=[0, 1.5, 0, 0, 0, 0]), "row 2: seed is not an integer"),
+        (lambda f: f.drop(columns=["prob_a", "prob_b", "prob_c"]), "has no score columns"),
+        (lambda f: f.drop(columns=["label"]), "missing column(s) label"),
+        (lambda f: f.iloc[:0], "has no rows"),
+    ],
+)
 def test_bad_input_names_file_row_and_column(tmp_path, change, message):
     frame, _ = probs_frame()
     with pytest.raises(InputError) as exc:
@@ -89,21 +105,33 @@ def test_duplicate_ids_for_one_model_and_platform(tmp_path):
 
 
 def _set_frame():
-    return pd.DataFrame({"id": ["1", "2", "3", "4"], "model": ["m", "m", "m", "n"], "seed": [0, 0, 1, 0],
-                         "platform": ["x", "y", "x", "x"], "dataset": ["x", "y", "x", "x"], "split": "test",
-                         "label": ["a", None, "b", "a"], "logit_a": [0.1, 0.2, 0.3, 0.4],
-                         "logit_b": [1.0, 0.0, 2.0, 1.0]})
+    return pd.DataFrame(
+        {
+            "id": ["1", "2", "3", "4"],
+            "model": ["m", "m", "m", "n"],
+            "seed": [0, 0, 1, 0],
+            "platform": ["x", "y", "x", "x"],
+            "dataset": ["x", "y", "x", "x"],
+            "split": "test",
+            "label": ["a", None, "b", "a"],
+            "logit_a": [0.1, 0.2, 0.3, 0.4],
+            "logit_b": [1.0, 0.0, 2.0, 1.0],
+        }
+    )
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda f: f.drop(columns="platform"), "no 'platform' column"),
-    (lambda f: f.drop(columns="logit_b"), "no 'logit_b' column"),
-    (lambda f: f.assign(logit_c=0.0), "a column 'logit_c' of no class"),
-    (lambda f: f[[*f.columns[:7], "logit_b", "logit_a"]], "in the order logit_b, logit_a"),
-    (lambda f: f.assign(logit_a=[0.1, np.inf, 0.0, 0.0]), "row 2: column 'logit_a' is inf"),
-    (lambda f: f.assign(logit_b=["1", "x", "0", "0"]), "column 'logit_b' is not numeric"),
-    (lambda f: f.assign(label=["a", "b", "c", None]), "row 3: column 'label' holds 'c'"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda f: f.drop(columns="platform"), "no 'platform' column"),
+        (lambda f: f.drop(columns="logit_b"), "no 'logit_b' column"),
+        (lambda f: f.assign(logit_c=0.0), "a column 'logit_c' of no class"),
+        (lambda f: f[[*f.columns[:7], "logit_b", "logit_a"]], "in the order logit_b, logit_a"),
+        (lambda f: f.assign(logit_a=[0.1, np.inf, 0.0, 0.0]), "row 2: column 'logit_a' is inf"),
+        (lambda f: f.assign(logit_b=["1", "x", "0", "0"]), "column 'logit_b' is not numeric"),
+        (lambda f: f.assign(label=["a", "b", "c", None]), "row 3: column 'label' holds 'c'"),
+    ],
+)
 def test_a_prediction_set_checks_itself_when_built(change, message):
     with pytest.raises(InputError, match=re.escape(message)):
         PredictionSet(change(_set_frame()), ["a", "b"])
@@ -123,9 +151,19 @@ def test_codes_groups_and_subsets_carry_the_checked_labels():
 def test_a_groups_rows_in_id_order_unless_its_files_had_no_ids():
     """In id order, two runs on the same ids line up row by row whatever the files' row order; a group without ids
     keeps its file order (it pairs by position)."""
-    frame = pd.DataFrame({"id": ["b", "c", "a", "row-1", "row-0"], "model": ["m", "m", "m", "p", "p"], "seed": 0,
-                          "platform": "x", "dataset": "x", "split": "test", "label": ["a", "b", "a", "b", "a"],
-                          "logit_a": [0.0, 1.0, 2.0, 3.0, 4.0], "logit_b": 0.5})
+    frame = pd.DataFrame(
+        {
+            "id": ["b", "c", "a", "row-1", "row-0"],
+            "model": ["m", "m", "m", "p", "p"],
+            "seed": 0,
+            "platform": "x",
+            "dataset": "x",
+            "split": "test",
+            "label": ["a", "b", "a", "b", "a"],
+            "logit_a": [0.0, 1.0, 2.0, 3.0, 4.0],
+            "logit_b": 0.5,
+        }
+    )
     preds = PredictionSet(frame, ["a", "b"], positional=frozenset({("p", 0, "x", "x")}))
     assert preds.groups()[("m", 0, "x", "x")].ids.tolist() == ["b", "c", "a"]  # by default, the files' order
     groups = preds.groups(id_order=True)

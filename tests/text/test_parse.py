@@ -13,8 +13,12 @@ from mhaudit.text.masks import MASKS, apply_mask
 from mhaudit.text.parse import MAX_CHARS, Parses, load_nlp, parse_texts
 from mhaudit.text.parse_cache import cache_report
 
-TEXTS = ["I can't sleep anymore. I don't feel good, never happy!", "My boss hates me", "",
-         "Nothing ever works...   I always fail"]
+TEXTS = [
+    "I can't sleep anymore. I don't feel good, never happy!",
+    "My boss hates me",
+    "",
+    "Nothing ever works...   I always fail",
+]
 
 
 @pytest.fixture
@@ -83,12 +87,17 @@ def test_damaged_cache_file_is_set_aside_and_rebuilt(cache):
 def test_two_writer_processes_share_one_cache(cache, tmp_path):
     import subprocess
     import sys
-    script = ("import sys; from mhaudit.text.parse import parse_texts; "
-              "p = parse_texts([f'post {i} number {sys.argv[1]}' for i in range(40)] + "
-              "[f'shared text {i}' for i in range(60)]); print(p.parsed_now)")
+
+    script = (
+        "import sys; from mhaudit.text.parse import parse_texts; "
+        "p = parse_texts([f'post {i} number {sys.argv[1]}' for i in range(40)] + "
+        "[f'shared text {i}' for i in range(60)]); print(p.parsed_now)"
+    )
     env = {**__import__("os").environ, "MHAUDIT_CACHE": str(cache.parent)}
-    procs = [subprocess.Popen([sys.executable, "-c", script, str(k)], env=env, stdout=subprocess.PIPE, text=True)
-             for k in (1, 2)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script, str(k)], env=env, stdout=subprocess.PIPE, text=True)
+        for k in (1, 2)
+    ]
     parsed = [int(p.communicate(timeout=120)[0]) for p in procs]
     assert all(p.returncode == 0 for p in procs)
     assert all(40 <= n <= 100 for n in parsed)  # its own 40, and the shared 60 unless the other stored them first
@@ -101,6 +110,7 @@ def test_cache_info_and_clear_commands(cache):
     from typer.testing import CliRunner
 
     from mhaudit.cli import app
+
     parse_texts(TEXTS)
     (cache / "0123abcd.parquet").write_bytes(b"x" * 10)  # what an earlier version left
     runner = CliRunner()

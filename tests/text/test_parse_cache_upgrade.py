@@ -28,8 +28,10 @@ from mhaudit.text.parse_cache import ParseCache, cache_report
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "stores"
 TEXTS = [f"SYNTHETIC post {i}: I could not sleep again and everything feels heavy." for i in range(3)]
-NEWER = ("this parse cache was written by a newer mhaudit (schema version 2; this mhaudit reads version 1); "
-         "upgrade mhaudit (pip install -U mhaudit) to open it")
+NEWER = (
+    "this parse cache was written by a newer mhaudit (schema version 2; this mhaudit reads version 1); "
+    "upgrade mhaudit (pip install -U mhaudit) to open it"
+)
 runner = CliRunner()
 
 
@@ -39,8 +41,10 @@ def _flat(text: str) -> str:
 
 def _raw(path: Path) -> tuple[int, list]:
     with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:  # `with conn` alone does not close
-        return (conn.execute("PRAGMA user_version").fetchone()[0],
-                conn.execute("SELECT key, model, n_tokens, truncated, tokens FROM parses ORDER BY key").fetchall())
+        return (
+            conn.execute("PRAGMA user_version").fetchone()[0],
+            conn.execute("SELECT key, model, n_tokens, truncated, tokens FROM parses ORDER BY key").fetchall(),
+        )
 
 
 @pytest.fixture
@@ -54,9 +58,14 @@ def test_unstamped_cache_is_migrated_and_its_parses_read_back(cache_dir):
     path = Path(shutil.copy(FIXTURES / "parses.2b85693.sqlite", cache_dir / "parses.sqlite"))
     version, rows = _raw(path)
     assert version == 0 and len(rows) == 3
-    with pytest.warns(StoreMigratedWarning, match=re.escape("this parse cache was migrated from schema version 0 "
-                                                            "to 1; the file as it was is kept as "
-                                                            "parses.sqlite.v0.bak")):
+    with pytest.warns(
+        StoreMigratedWarning,
+        match=re.escape(
+            "this parse cache was migrated from schema version 0 "
+            "to 1; the file as it was is kept as "
+            "parses.sqlite.v0.bak"
+        ),
+    ):
         ParseCache(path).close()
     assert _raw(path) == (1, rows) and _raw(cache_dir / "parses.sqlite.v0.bak") == (0, rows)
     cached = parse_texts(TEXTS, n_process=1)
@@ -76,8 +85,10 @@ def test_parquet_cache_is_never_read_and_cleared(cache_dir):
     assert report["texts"] == 3 and report["legacy_files"] == 1
     info = runner.invoke(app, ["cache", "info"])
     assert info.exit_code == 0 and _flat("3 texts") in _flat(info.output)
-    assert _flat("1 Parquet files beside it are an older mhaudit's parse cache, which this one never reads; "
-                 "mhaudit cache clear removes them") in _flat(info.output)
+    assert _flat(
+        "1 Parquet files beside it are an older mhaudit's parse cache, which this one never reads; "
+        "mhaudit cache clear removes them"
+    ) in _flat(info.output)
     assert runner.invoke(app, ["cache", "clear"]).exit_code == 0
     assert list(cache_dir.iterdir()) == []  # the cache, its backup and the Parquet file
 
@@ -94,5 +105,6 @@ def test_newer_cache_is_refused_untouched(cache_dir, monkeypatch):
         parse_texts(TEXTS, n_process=1)  # an audit stops with the sentence, it does not go on without its cache
     info = runner.invoke(app, ["cache", "info"])
     assert info.exit_code == 2 and "Traceback" not in info.output and _flat(NEWER) in _flat(info.output)
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == digest and sorted(p.name for p in cache_dir.iterdir()) \
-        == ["parses.sqlite"]
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == digest and sorted(p.name for p in cache_dir.iterdir()) == [
+        "parses.sqlite"
+    ]

@@ -10,22 +10,57 @@ pytest.importorskip("spacy")
 
 from mhaudit.text.parse import _columns, _join, _parse, cache_parses, load_nlp, parse_texts  # noqa: E402
 
-TEXTS = ["I can't sleep.  Exams tomorrow!!! 😅", "", "   ", "ok", "Why?\n\nNobody answers... NOUN VERB the",
-         "My boss said: \"rent is due\" -- 3rd time, 100%.", "İstanbul naïve café\tcoöperate", "a\n", "42"]
+TEXTS = [
+    "I can't sleep.  Exams tomorrow!!! 😅",
+    "",
+    "   ",
+    "ok",
+    "Why?\n\nNobody answers... NOUN VERB the",
+    'My boss said: "rent is due" -- 3rd time, 100%.',
+    "İstanbul naïve café\tcoöperate",
+    "a\n",
+    "42",
+]
 
 
 def by_token(docs) -> tuple[np.ndarray, dict[str, list]]:
     """The columns as spaCy's Token attributes give them, one token at a time (the reference)."""
-    rows = {k: [] for k in ("word", "lower", "tag", "pos", "dep", "head", "idx", "is_stop", "is_punct", "is_alpha",
-                            "like_num", "sent_start", "space_after")}
+    rows = {
+        k: []
+        for k in (
+            "word",
+            "lower",
+            "tag",
+            "pos",
+            "dep",
+            "head",
+            "idx",
+            "is_stop",
+            "is_punct",
+            "is_alpha",
+            "like_num",
+            "sent_start",
+            "space_after",
+        )
+    }
     offsets, total = [0], 0
     for doc in docs:
         for t in doc:
-            for name, value in (("word", t.text), ("lower", t.lower_), ("tag", t.tag_), ("pos", t.pos_),
-                                ("dep", t.dep_), ("head", total + t.head.i), ("idx", t.idx), ("is_stop", t.is_stop),
-                                ("is_punct", t.is_punct), ("is_alpha", t.is_alpha), ("like_num", t.like_num),
-                                ("sent_start", t.i == 0 or bool(t.is_sent_start)),
-                                ("space_after", bool(t.whitespace_))):
+            for name, value in (
+                ("word", t.text),
+                ("lower", t.lower_),
+                ("tag", t.tag_),
+                ("pos", t.pos_),
+                ("dep", t.dep_),
+                ("head", total + t.head.i),
+                ("idx", t.idx),
+                ("is_stop", t.is_stop),
+                ("is_punct", t.is_punct),
+                ("is_alpha", t.is_alpha),
+                ("like_num", t.like_num),
+                ("sent_start", t.i == 0 or bool(t.is_sent_start)),
+                ("space_after", bool(t.whitespace_)),
+            ):
                 rows[name].append(value)
         total += len(doc)
         offsets.append(total)

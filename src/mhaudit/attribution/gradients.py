@@ -27,6 +27,7 @@ import torch
 
 # --------------------------------------------------------------------------------------------- helpers
 
+
 def as_texts(texts) -> list[str]:
     """``texts`` as a list; TypeError for one string or an item that is not a string."""
     if isinstance(texts, str):
@@ -78,13 +79,24 @@ def _encode_words(tokenizer, texts: list[str], max_length: int, device):
     which has no word ids or offsets."""
     if tokenizer.pad_token_id is None:
         raise ValueError("the tokenizer has no padding token; set tokenizer.pad_token first")
-    enc = tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt",
-                    return_offsets_mapping=bool(getattr(tokenizer, "is_fast", False)))
+    enc = tokenizer(
+        texts,
+        padding=True,
+        truncation=True,
+        max_length=max_length,
+        return_tensors="pt",
+        return_offsets_mapping=bool(getattr(tokenizer, "is_fast", False)),
+    )
     offsets = enc.pop("offset_mapping", None)
     try:
-        words = None if offsets is None else [
-            [None if w is None else (int(w), int(a), int(b)) for w, (a, b) in zip(enc.word_ids(i), spans.tolist())]
-            for i, spans in enumerate(offsets)]
+        words = (
+            None
+            if offsets is None
+            else [
+                [None if w is None else (int(w), int(a), int(b)) for w, (a, b) in zip(enc.word_ids(i), spans.tolist())]
+                for i, spans in enumerate(offsets)
+            ]
+        )
     except (ValueError, AttributeError):  # not backed by a Rust tokenizer after all
         words = None
     return enc["input_ids"].to(device), enc["attention_mask"].to(device), words
@@ -101,8 +113,10 @@ def _token_rows(tokenizer, input_ids, fixed, scores, words=None) -> list[list[tu
     """Per text, ``(token, score, word)`` for every position that is not special or padding; ``word`` is
     the position's ``(word index, start, end)`` from ``_encode_words`` or None."""
     spans = words if words is not None else [[None] * input_ids.shape[1]] * len(input_ids)
-    return [[(tok, float(s), w) for tok, f, s, w in zip(tokenizer.convert_ids_to_tokens(ids), fix, sc, span) if not f]
-            for ids, fix, sc, span in zip(input_ids.tolist(), fixed.tolist(), scores.tolist(), spans)]
+    return [
+        [(tok, float(s), w) for tok, f, s, w in zip(tokenizer.convert_ids_to_tokens(ids), fix, sc, span) if not f]
+        for ids, fix, sc, span in zip(input_ids.tolist(), fixed.tolist(), scores.tolist(), spans)
+    ]
 
 
 def _pairs(rows: list[list[tuple]]) -> list[list[tuple[str, float]]]:
@@ -118,8 +132,10 @@ def _batches(n: int, size: int) -> Iterator[slice]:
 
 # ------------------------------------------------------------------------------------------ token level
 
-def token_saliency(model, tokenizer, texts, target_classes, max_length: int = 64,
-                   batch_size: int = 16) -> list[list[tuple[str, float]]]:
+
+def token_saliency(
+    model, tokenizer, texts, target_classes, max_length: int = 64, batch_size: int = 16
+) -> list[list[tuple[str, float]]]:
     """Gradient saliency per token: s_i = ||dP(y=target|x)/dE_i||_2.
 
     ``target_classes`` is one class index per text (or one int for all). Returns, per text, the
@@ -133,8 +149,7 @@ def token_saliency(model, tokenizer, texts, target_classes, max_length: int = 64
     return _pairs(saliency_pieces(model, tokenizer, texts, target_classes, max_length, batch_size))
 
 
-def saliency_pieces(model, tokenizer, texts, target_classes, max_length: int,
-                    batch_size: int) -> list[list[tuple]]:
+def saliency_pieces(model, tokenizer, texts, target_classes, max_length: int, batch_size: int) -> list[list[tuple]]:
     """``token_saliency`` as ``(token, score, word)`` per piece (see the module docstring)."""
     texts = as_texts(texts)
     targets = _targets(target_classes, len(texts), output_count(model))
@@ -164,8 +179,9 @@ def saliency_pieces(model, tokenizer, texts, target_classes, max_length: int,
     return out
 
 
-def baseline_ids(tokenizer, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                 baseline: str = "pad") -> torch.Tensor:
+def baseline_ids(
+    tokenizer, input_ids: torch.Tensor, attention_mask: torch.Tensor, baseline: str = "pad"
+) -> torch.Tensor:
     """The IG baseline: the same length, special tokens and padding kept, every other id [PAD]/[MASK]."""
     if baseline not in ("pad", "mask"):
         raise ValueError(f"baseline must be 'pad' or 'mask', got {baseline!r}")
@@ -175,10 +191,19 @@ def baseline_ids(tokenizer, input_ids: torch.Tensor, attention_mask: torch.Tenso
     return torch.where(_fixed(tokenizer, input_ids, attention_mask), input_ids, torch.full_like(input_ids, fill))
 
 
-def token_integrated_gradients(model, tokenizer, texts, target_classes, max_length: int = 64,
-                               n_steps: int = 50, baseline: str = "pad", *, output: str = "probability",
-                               batch_size: int = 8, internal_batch_size: int | None = None
-                               ) -> tuple[list[list[tuple[str, float]]], list[float]]:
+def token_integrated_gradients(
+    model,
+    tokenizer,
+    texts,
+    target_classes,
+    max_length: int = 64,
+    n_steps: int = 50,
+    baseline: str = "pad",
+    *,
+    output: str = "probability",
+    batch_size: int = 8,
+    internal_batch_size: int | None = None,
+) -> tuple[list[list[tuple[str, float]]], list[float]]:
     """Integrated Gradients per token on the word-embedding layer (Captum ``LayerIntegratedGradients``).
 
     The path runs from the baseline (``baseline_ids``: [PAD] or [MASK] in place of every non-special
@@ -196,13 +221,15 @@ def token_integrated_gradients(model, tokenizer, texts, target_classes, max_leng
     Returns ``(attributions, deltas)``: per text its ``(token, attribution)`` pairs, and one delta per
     text. ``internal_batch_size`` bounds how many interpolated inputs Captum runs at once.
     """
-    rows, deltas = integrated_gradients_pieces(model, tokenizer, texts, target_classes, max_length, n_steps,
-                                               baseline, output, batch_size, internal_batch_size)
+    rows, deltas = integrated_gradients_pieces(
+        model, tokenizer, texts, target_classes, max_length, n_steps, baseline, output, batch_size, internal_batch_size
+    )
     return _pairs(rows), deltas
 
 
-def integrated_gradients_pieces(model, tokenizer, texts, target_classes, max_length, n_steps, baseline, output,
-                                batch_size, internal_batch_size) -> tuple[list[list[tuple]], list[float]]:
+def integrated_gradients_pieces(
+    model, tokenizer, texts, target_classes, max_length, n_steps, baseline, output, batch_size, internal_batch_size
+) -> tuple[list[list[tuple]], list[float]]:
     """``token_integrated_gradients`` as ``(token, score, word)`` per piece, and the deltas."""
     from captum.attr import LayerIntegratedGradients
 
@@ -226,9 +253,14 @@ def integrated_gradients_pieces(model, tokenizer, texts, target_classes, max_len
             input_ids, attention_mask, words = _encode_words(tokenizer, texts[part], max_length, device)
             base = baseline_ids(tokenizer, input_ids, attention_mask, baseline)
             with torch.enable_grad():
-                attr = ig.attribute(inputs=input_ids, baselines=base, additional_forward_args=(attention_mask,),
-                                    target=targets[part], n_steps=int(n_steps),
-                                    internal_batch_size=internal_batch_size)
+                attr = ig.attribute(
+                    inputs=input_ids,
+                    baselines=base,
+                    additional_forward_args=(attention_mask,),
+                    target=targets[part],
+                    n_steps=int(n_steps),
+                    internal_batch_size=internal_batch_size,
+                )
             change = _path_change(forward, layer, input_ids, attention_mask, base, targets[part])
             scores = attr.detach().float().sum(dim=-1)
             out += _token_rows(tokenizer, input_ids, _fixed(tokenizer, input_ids, attention_mask), scores, words)

@@ -39,14 +39,18 @@ def _check(attributions: pd.DataFrame) -> pd.DataFrame:
     attributions = with_datasets(attributions)
     missing = [c for c in REQUIRED if c not in attributions.columns]
     if missing:
-        raise ValueError(f"attributions table lacks column(s) {', '.join(missing)}; expected "
-                         "model, seed, platform, dataset, class, word, score, count, method")
+        raise ValueError(
+            f"attributions table lacks column(s) {', '.join(missing)}; expected "
+            "model, seed, platform, dataset, class, word, score, count, method"
+        )
     frame = attributions[REQUIRED].copy()
     null = frame.isna().any(axis=1)
     if null.any():
         col = frame.columns[frame[null].iloc[0].isna().to_numpy()][0]
-        raise ValueError(f"attributions row {frame.index[null][0]!r} has no {col}; every row needs "
-                         f"{', '.join(REQUIRED)} (a finite score)")
+        raise ValueError(
+            f"attributions row {frame.index[null][0]!r} has no {col}; every row needs "
+            f"{', '.join(REQUIRED)} (a finite score)"
+        )
     frame["score"] = pd.to_numeric(frame["score"], errors="raise").astype(float)
     if not np.all(np.isfinite(frame["score"])):
         raise ValueError("attributions hold an infinite score; scores must be finite numbers")
@@ -54,9 +58,11 @@ def _check(attributions: pd.DataFrame) -> pd.DataFrame:
     dup = frame.duplicated([*GROUP, "word"])
     if dup.any():
         row = frame[dup].iloc[0]
-        raise ValueError(f"word '{row['word']}' appears twice for model '{row['model']}', seed {row['seed']}, "
-                         f"platform '{row['platform']}', data set '{row['dataset']}', class '{row['class']}'; give "
-                         "one method per data set (filter on the method column first)")
+        raise ValueError(
+            f"word '{row['word']}' appears twice for model '{row['model']}', seed {row['seed']}, "
+            f"platform '{row['platform']}', data set '{row['dataset']}', class '{row['class']}'; give "
+            "one method per data set (filter on the method column first)"
+        )
     return frame
 
 
@@ -109,19 +115,45 @@ def jaccard_stability(attributions: pd.DataFrame, ks=(5, 10, 15, 20)) -> pd.Data
                         reason = f"no attributed words for class on platform(s) {', '.join(empty)}: Jaccard undefined"
                     else:
                         jaccard, reason = len(set_a & set_b) / len(set_a | set_b), ""
-                    rows.append({"model": model, "seed": seed, "class": cls, "platform_a": a[0], "dataset_a": a[1],
-                                 "platform_b": b[0], "dataset_b": b[1], "k": k, "jaccard": jaccard,
-                                 "n_a": len(set_a), "n_b": len(set_b), "reason": reason})
-    columns = ["model", "seed", "class", "platform_a", "dataset_a", "platform_b", "dataset_b", "k", "jaccard", "n_a",
-               "n_b", "reason"]
+                    rows.append(
+                        {
+                            "model": model,
+                            "seed": seed,
+                            "class": cls,
+                            "platform_a": a[0],
+                            "dataset_a": a[1],
+                            "platform_b": b[0],
+                            "dataset_b": b[1],
+                            "k": k,
+                            "jaccard": jaccard,
+                            "n_a": len(set_a),
+                            "n_b": len(set_b),
+                            "reason": reason,
+                        }
+                    )
+    columns = [
+        "model",
+        "seed",
+        "class",
+        "platform_a",
+        "dataset_a",
+        "platform_b",
+        "dataset_b",
+        "k",
+        "jaccard",
+        "n_a",
+        "n_b",
+        "reason",
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 
 def load_proxy_clinical() -> frozenset[str]:
     """The proxy-clinical vocabulary shipped with mhaudit (see docs/proxy_clinical.md)."""
     text = files("mhaudit.attribution").joinpath("proxy_clinical.txt").read_text(encoding="utf-8")
-    return frozenset(line.strip().lower() for line in text.splitlines()
-                     if line.strip() and not line.lstrip().startswith("#"))
+    return frozenset(
+        line.strip().lower() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")
+    )
 
 
 def clinical_retention(attributions: pd.DataFrame, vocabulary, k: int = 10) -> pd.DataFrame:
@@ -138,4 +170,3 @@ def clinical_retention(attributions: pd.DataFrame, vocabulary, k: int = 10) -> p
     out["retained"] = out["retained"].astype(int)
     out["share"] = out["retained"] / out["n_top"]
     return out
-

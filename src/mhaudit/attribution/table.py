@@ -19,9 +19,23 @@ METHODS = ("saliency", "integrated_gradients")
 COLUMNS = ["class", "word", "score", "count", "method"]
 
 
-def attribution_table(model, tokenizer, texts, classes, *, method: str = "saliency", target: str | None = None,
-                      labels=None, max_length: int = 64, sample: int | None = 200, seed: int = 0,
-                      only=None, batch_size: int = 16, n_steps: int = 50, baseline: str = "pad") -> pd.DataFrame:
+def attribution_table(
+    model,
+    tokenizer,
+    texts,
+    classes,
+    *,
+    method: str = "saliency",
+    target: str | None = None,
+    labels=None,
+    max_length: int = 64,
+    sample: int | None = 200,
+    seed: int = 0,
+    only=None,
+    batch_size: int = 16,
+    n_steps: int = 50,
+    baseline: str = "pad",
+) -> pd.DataFrame:
     """Word-type attributions per class: the ``class, word, score, count, method`` part of the table.
 
     ``classes`` names the model's outputs in logit order. At most ``sample`` texts (all when None) are drawn with
@@ -52,17 +66,26 @@ def attribution_table(model, tokenizer, texts, classes, *, method: str = "salien
     elif method == "saliency":
         per_text = saliency_pieces(model, tokenizer, chosen, targets, max_length, batch_size)
     else:
-        per_text, deltas = integrated_gradients_pieces(model, tokenizer, chosen, targets, max_length, n_steps,
-                                                       baseline, "probability", batch_size, None)
+        per_text, deltas = integrated_gradients_pieces(
+            model, tokenizer, chosen, targets, max_length, n_steps, baseline, "probability", batch_size, None
+        )
         delta_max = float(np.max(np.abs(deltas)))
 
     scheme = piece_scheme(tokenizer)
     totals, spans_used = _word_totals(chosen, targets, per_text, scheme, (tokenizer.unk_token or "").lower())
     frame = _frame(totals, classes, method)
-    frame.attrs.update({"method": method, "target": target, "seed": int(seed), "max_length": int(max_length),
-                        "sample_index": [int(i) for i in picked], "n_attributed": len(chosen),
-                        "words": ("word_ids" if spans_used else f"pieces ({scheme})") if chosen else None,
-                        "convergence_delta_max": delta_max})
+    frame.attrs.update(
+        {
+            "method": method,
+            "target": target,
+            "seed": int(seed),
+            "max_length": int(max_length),
+            "sample_index": [int(i) for i in picked],
+            "n_attributed": len(chosen),
+            "words": ("word_ids" if spans_used else f"pieces ({scheme})") if chosen else None,
+            "convergence_delta_max": delta_max,
+        }
+    )
     return frame
 
 
@@ -140,8 +163,10 @@ def _word_totals(texts: list[str], targets: list[int], per_text, scheme: str, un
 
 def _frame(totals: dict[tuple[int, str], list], classes: list[str], method: str) -> pd.DataFrame:
     """The table's rows: mean score and count per (class, word), by class (logit order), score, word."""
-    rows = [{"class": classes[t], "word": w, "score": s / c, "count": c, "method": method, "_t": t}
-            for (t, w), (s, c) in totals.items()]
+    rows = [
+        {"class": classes[t], "word": w, "score": s / c, "count": c, "method": method, "_t": t}
+        for (t, w), (s, c) in totals.items()
+    ]
     frame = pd.DataFrame(rows, columns=[*COLUMNS, "_t"])
     frame = frame.sort_values(["_t", "score", "word"], ascending=[True, False, True], kind="mergesort")
     return frame.drop(columns="_t").reset_index(drop=True).astype({"count": int, "score": float})

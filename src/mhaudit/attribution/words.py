@@ -13,8 +13,10 @@ _BYTE_START, _SP_START = "\u0120", "\u2581"  # 'Ġ' (a space byte in GPT-2's byt
 # GPT-2's byte-to-unicode table inverted: the character a byte-level BPE piece shows for each byte (a printable
 # byte shows as itself, the others as 256, 257, ... in byte order)
 _PRINTABLE = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-_BYTES = {**{chr(b): b for b in _PRINTABLE},
-          **{chr(256 + i): b for i, b in enumerate(b for b in range(256) if b not in _PRINTABLE)}}
+_BYTES = {
+    **{chr(b): b for b in _PRINTABLE},
+    **{chr(256 + i): b for i, b in enumerate(b for b in range(256) if b not in _PRINTABLE)},
+}
 
 
 def _decode_byte_level(text: str) -> str:
@@ -107,7 +109,7 @@ def merge_words(text: str, pieces: Sequence[tuple], scheme: str = "auto") -> lis
     out = []
     for _, group in groupby(pieces, key=lambda piece: piece[2][0]):  # the consecutive pieces of one word index
         tokens, scores, spans = zip(*group)
-        word = text[min(s[1] for s in spans):max(s[2] for s in spans)].strip()
+        word = text[min(s[1] for s in spans) : max(s[2] for s in spans)].strip()
         if not word:  # no span (an added token): name it by its pieces
             word = " ".join(w for w, _ in merge_subwords(tokens, [0.0] * len(tokens), scheme))
         out.append((word.lower(), sum(float(score) for score in scores)))

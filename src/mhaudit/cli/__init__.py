@@ -15,16 +15,50 @@ from typing import Annotated
 
 import typer
 
-from mhaudit.cli import (agreement, annotate, audit, cache, collect, data, demo, estimate, explain, labels, llm_labels,
-                         model_selection, models, monitor, report)
+from mhaudit.cli import (
+    agreement,
+    annotate,
+    audit,
+    cache,
+    collect,
+    data,
+    demo,
+    estimate,
+    explain,
+    labels,
+    llm_labels,
+    model_selection,
+    models,
+    monitor,
+    report,
+)
 from mhaudit.cli.console import many_values
 from mhaudit.cli.options import OptionsCommand
 
-app = typer.Typer(help="Audit mental-health text classifiers across platforms and label sources.",
-                  no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
+app = typer.Typer(
+    help="Audit mental-health text classifiers across platforms and label sources.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
 # registration order is the order of `mhaudit audit --help` and the other groups
-for group in (demo, data, models, explain, audit, agreement, model_selection, estimate, monitor, report, collect,
-              labels, llm_labels, annotate, cache):
+for group in (
+    demo,
+    data,
+    models,
+    explain,
+    audit,
+    agreement,
+    model_selection,
+    estimate,
+    monitor,
+    report,
+    collect,
+    labels,
+    llm_labels,
+    annotate,
+    cache,
+):
     group.register(app)
 many_values(app)
 
@@ -38,8 +72,12 @@ def _print_version(asked: bool) -> None:
 
 
 @app.callback()
-def _root(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
-                                                help="Print mhaudit's version and exit.")] = False) -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print mhaudit's version and exit."),
+    ] = False,
+) -> None:
     """The root's own options (the app's help is its `help=` above)."""
 
 

@@ -24,12 +24,22 @@ OutOpt = Annotated[Path, typer.Option("--out", help="Folder for report.{json,htm
 
 
 @with_options("mhaudit.audits.agreement.options:AgreementOptions")
-def agreement(labels: LabelsOpt, out_dir: OutOpt, options,
-              sample_path: Annotated[Path | None, typer.Option(
-                  "--sample", help="Validation set the items were drawn in: adds design-weighted estimates.")] = None,
-              items: Annotated[Path | None, typer.Option(
-                  help="Post store or corpus / items table with an 'author' column: the bootstraps then resample "
-                       "authors, not posts.")] = None) -> None:
+def agreement(
+    labels: LabelsOpt,
+    out_dir: OutOpt,
+    options,
+    sample_path: Annotated[
+        Path | None,
+        typer.Option("--sample", help="Validation set the items were drawn in: adds design-weighted estimates."),
+    ] = None,
+    items: Annotated[
+        Path | None,
+        typer.Option(
+            help="Post store or corpus / items table with an 'author' column: the bootstraps then resample "
+            "authors, not posts."
+        ),
+    ] = None,
+) -> None:
     """Agreement: human-human kappa (and alpha), the weak labeler against the reference, error sources.
 
     The bootstraps resample authors when the items have them (--items, an 'author' column in --sample, or
@@ -40,35 +50,55 @@ def agreement(labels: LabelsOpt, out_dir: OutOpt, options,
     result = audit_agreement(inputs, options, progress=stage_progress())
     out.print(result.summary, highlight=False)
     out.print(f"bootstrap: {result.options['bootstrap_unit']}", highlight=False)
-    print_table("Weak labeler against the reference",
-                result.table("weak_vs_reference")[["metric", "estimate", "ci_low", "ci_high", "n"]])
+    print_table(
+        "Weak labeler against the reference",
+        result.table("weak_vs_reference")[["metric", "estimate", "ci_low", "ci_high", "n"]],
+    )
     print_table("Confusion matrix (rows: reference)", result.table("confusion_matrix"))
     human = result.table("human_agreement")
     if (human["status"] != "unavailable").any():
-        print_table("Human-human agreement (before adjudication)",
-                    human[["annotator_a", "annotator_b", "n", "observed_agreement", "kappa", "ci_low", "ci_high",
-                           "status"]])
+        print_table(
+            "Human-human agreement (before adjudication)",
+            human[["annotator_a", "annotator_b", "n", "observed_agreement", "kappa", "ci_low", "ci_high", "status"]],
+        )
     if "weak_vs_reference_weighted" in result.tables:
-        print_table("Design-weighted estimates for the sampled pool",
-                    result.table("weak_vs_reference_weighted")[["metric", "estimate", "ci_low", "ci_high", "n"]])
+        print_table(
+            "Design-weighted estimates for the sampled pool",
+            result.table("weak_vs_reference_weighted")[["metric", "estimate", "ci_low", "ci_high", "n"]],
+        )
     if options.models:
-        print_table("Models against the reference",
-                    result.table("models_vs_reference")[["labeler", "metric", "estimate", "ci_low", "ci_high", "n"]])
+        print_table(
+            "Models against the reference",
+            result.table("models_vs_reference")[["labeler", "metric", "estimate", "ci_low", "ci_high", "n"]],
+        )
     paths = write_report(result, out_dir)
     out.print(f"report: {paths[0].parent / 'report.html'} (also .md and .json)")
 
 
 @with_options("mhaudit.audits.certify.options:CertifyOptions")
-def certify(labels: LabelsOpt, out_dir: OutOpt,
-            sample_path: Annotated[Path, typer.Option(
-                "--sample", help="The sample from `labels sample --strategy estimate` (its design beside it).")],
-            predictions: Annotated[list[str], typer.Option(
-                help="The model's scores on every pooled item (the files the sample was drawn from; several may "
-                     "follow one --predictions).")],
-            options,
-            run: Annotated[str | None, typer.Option(
-                help="The run to certify when --predictions hold several: MODEL:SEED, MODEL, or its run-<k> folder "
-                     "(default: the run the sample was drawn for).")] = None) -> None:
+def certify(
+    labels: LabelsOpt,
+    out_dir: OutOpt,
+    sample_path: Annotated[
+        Path,
+        typer.Option("--sample", help="The sample from `labels sample --strategy estimate` (its design beside it)."),
+    ],
+    predictions: Annotated[
+        list[str],
+        typer.Option(
+            help="The model's scores on every pooled item (the files the sample was drawn from; several may "
+            "follow one --predictions)."
+        ),
+    ],
+    options,
+    run: Annotated[
+        str | None,
+        typer.Option(
+            help="The run to certify when --predictions hold several: MODEL:SEED, MODEL, or its run-<k> folder "
+            "(default: the run the sample was drawn for)."
+        ),
+    ] = None,
+) -> None:
     """Certify a model on a target: its prevalence, accuracy and macro-F1 from people's labels on the sample
     and the model's scores on the pool (prediction-powered inference; docs/validation.md)."""
     from mhaudit.audits.certify import CertifyInputs, audit_certify

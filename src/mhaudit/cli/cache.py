@@ -28,11 +28,19 @@ def info() -> None:
         out.print(f"parse cache {report['path']}: empty", highlight=False)
     else:
         models = ", ".join(f"{model}: {n:,}" for model, n in report["models"].items())
-        out.print(f"parse cache {report['path']}: {report['texts']:,} texts, {report['tokens']:,} tokens, "
-                  f"{_size(report['bytes'])} ({models})", highlight=False, soft_wrap=True)
+        out.print(
+            f"parse cache {report['path']}: {report['texts']:,} texts, {report['tokens']:,} tokens, "
+            f"{_size(report['bytes'])} ({models})",
+            highlight=False,
+            soft_wrap=True,
+        )
     if report["legacy_files"]:
-        out.print(f"{report['legacy_files']:,} Parquet files beside it are an older mhaudit's parse cache, which "
-                  "this one never reads; mhaudit cache clear removes them", highlight=False, soft_wrap=True)
+        out.print(
+            f"{report['legacy_files']:,} Parquet files beside it are an older mhaudit's parse cache, which "
+            "this one never reads; mhaudit cache clear removes them",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 @app.command()
@@ -42,5 +50,6 @@ def clear() -> None:
     from mhaudit.text.parse_cache import cache_path, clear_cache
 
     freed = clear_cache()
-    out.print(f"removed the parse cache under {cache_path().parent}: freed {_size(freed)}", highlight=False,
-              soft_wrap=True)
+    out.print(
+        f"removed the parse cache under {cache_path().parent}: freed {_size(freed)}", highlight=False, soft_wrap=True
+    )

@@ -13,8 +13,9 @@ import typer
 from mhaudit.cli.console import ctrl_c_stops, err, guarded, out, print_table, stage_progress
 from mhaudit.core.errors import InputError
 
-app = typer.Typer(help="Collect posts from the Bluesky stream (Jetstream, either wire, or the firehose).",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Collect posts from the Bluesky stream (Jetstream, either wire, or the firehose).", no_args_is_help=True
+)
 JETSTREAM_WIRES = ("auto", "subscribe", "xrpc")
 LOG_EVERY_S = 60.0  # in a log (not a terminal), a line of counts this often
 
@@ -34,8 +35,10 @@ def _wire(wire: str, firehose: bool) -> str:
     if name not in JETSTREAM_WIRES:
         raise InputError(f"unknown --wire {wire!r}: use auto, subscribe or xrpc (the firehose is --firehose)")
     if firehose and name != "auto":
-        raise InputError(f"--wire {name} and --firehose exclude each other: the firehose is a wire of its own "
-                         "(com.atproto.sync.subscribeRepos)")
+        raise InputError(
+            f"--wire {name} and --firehose exclude each other: the firehose is a wire of its own "
+            "(com.atproto.sync.subscribeRepos)"
+        )
     return "firehose" if firehose else name
 
 
@@ -64,39 +67,80 @@ def _print_summary(store) -> None:
 @app.command("bluesky")
 @guarded
 def bluesky(
-    db: Annotated[str, typer.Option("--db", metavar="PATH|URL", help="Post store: an SQLite file path, or a "
-                                    "postgresql://user:password@host:port/dbname URL; created if absent, resumed "
-                                    "if not.")],
-    lexicon: Annotated[list[str], typer.Option("--lexicon", help="'si', 'mh', 'wide' or a lexicon TOML file; repeat "
-                                               "for several.")] = None,  # type: ignore[assignment]  # None: not given
-    relay: Annotated[str | None, typer.Option(help="Websocket URL (default: public Jetstream's /subscribe host, "
-                                              "its xrpc host with --wire xrpc, or bsky.network with "
-                                              "--firehose).")] = None,
-    wire: Annotated[str, typer.Option("--wire", metavar="auto|subscribe|xrpc", help="Jetstream wire: 'subscribe' "
-                                      "(the /subscribe JSON wire), 'xrpc' (network.bsky.jetstream.subscribeEvents,"
-                                      " as atproto's JetstreamClient), or 'auto': by the URL's path; a bare host "
-                                      "tries xrpc, then subscribe if refused.")] = "auto",
-    firehose: Annotated[bool, typer.Option("--firehose", help="Read the relay's raw firehose (CBOR/CAR) "
-                                           "instead of Jetstream.")] = False,
+    db: Annotated[
+        str,
+        typer.Option(
+            "--db",
+            metavar="PATH|URL",
+            help="Post store: an SQLite file path, or a "
+            "postgresql://user:password@host:port/dbname URL; created if absent, resumed "
+            "if not.",
+        ),
+    ],
+    lexicon: Annotated[
+        list[str], typer.Option("--lexicon", help="'si', 'mh', 'wide' or a lexicon TOML file; repeat for several.")
+    ] = None,  # type: ignore[assignment]  # None: not given
+    relay: Annotated[
+        str | None,
+        typer.Option(
+            help="Websocket URL (default: public Jetstream's /subscribe host, "
+            "its xrpc host with --wire xrpc, or bsky.network with "
+            "--firehose)."
+        ),
+    ] = None,
+    wire: Annotated[
+        str,
+        typer.Option(
+            "--wire",
+            metavar="auto|subscribe|xrpc",
+            help="Jetstream wire: 'subscribe' "
+            "(the /subscribe JSON wire), 'xrpc' (network.bsky.jetstream.subscribeEvents,"
+            " as atproto's JetstreamClient), or 'auto': by the URL's path; a bare host "
+            "tries xrpc, then subscribe if refused.",
+        ),
+    ] = "auto",
+    firehose: Annotated[
+        bool, typer.Option("--firehose", help="Read the relay's raw firehose (CBOR/CAR) instead of Jetstream.")
+    ] = False,
     duration: Annotated[str | None, typer.Option(help="Stop after this long: 30s, 10m, 2h, 14d.")] = None,
     max_posts: Annotated[int | None, typer.Option(help="Stop after storing this many new posts.")] = None,
-    langs: Annotated[list[str], typer.Option("--langs", help="Keep posts whose langs include one of these "
-                                             "(primary subtag; comma-separated or repeated; 'any' = no "
-                                             "filter).")] = ["en"],  # noqa: B006
+    langs: Annotated[
+        list[str],
+        typer.Option(
+            "--langs",
+            help="Keep posts whose langs include one of these "
+            "(primary subtag; comma-separated or repeated; 'any' = no "
+            "filter).",
+        ),
+    ] = ["en"],  # noqa: B006
     replies: Annotated[bool, typer.Option("--replies/--no-replies", help="Keep replies.")] = True,
-    keep_raw_ids: Annotated[bool, typer.Option("--keep-raw-ids", help="Also store raw DIDs and URIs (off: "
-                                               "authors are pseudonymised).")] = False,
-    batch_size: Annotated[int, typer.Option(help="Commit after this many posts (and at least every second).")]
-    = 500,
+    keep_raw_ids: Annotated[
+        bool, typer.Option("--keep-raw-ids", help="Also store raw DIDs and URIs (off: authors are pseudonymised).")
+    ] = False,
+    batch_size: Annotated[int, typer.Option(help="Commit after this many posts (and at least every second).")] = 500,
     max_retries: Annotated[int, typer.Option(help="Give up after this many failed connects in a row.")] = 10,
-    rewind: Annotated[float, typer.Option(help="Subscribe wire: resume this many seconds before the saved "
-                                          "cursor (the overlap adds no duplicate).")] = 5.0,
-    db_retry: Annotated[float | None, typer.Option(help="PostgreSQL --db: seconds to wait for a server that restarts "
-                                                   "or fails over (default 30, or MHAUDIT_DB_RETRY_S).")] = None,
+    rewind: Annotated[
+        float,
+        typer.Option(
+            help="Subscribe wire: resume this many seconds before the saved cursor (the overlap adds no duplicate)."
+        ),
+    ] = 5.0,
+    db_retry: Annotated[
+        float | None,
+        typer.Option(
+            help="PostgreSQL --db: seconds to wait for a server that restarts "
+            "or fails over (default 30, or MHAUDIT_DB_RETRY_S)."
+        ),
+    ] = None,
 ) -> None:
     """Stream posts matching the lexicons into --db; resumable from the saved cursor (rerun the same command)."""
-    from mhaudit.weak_supervision.collect.collector import (CollectOptions, Collector, PostFilter, RetryPolicy,
-                                                            parse_duration)
+    from mhaudit.weak_supervision.collect.collector import (
+        CollectOptions,
+        Collector,
+        PostFilter,
+        RetryPolicy,
+        parse_duration,
+    )
     from mhaudit.weak_supervision.collect.dialects import check_store_path
     from mhaudit.weak_supervision.collect.store import PostStore
     from mhaudit.weak_supervision.lexicons import Lexicon
@@ -106,39 +150,61 @@ def bluesky(
     _check_flags(lexicon, max_retries, rewind)
     chosen = _wire(wire, firehose)
     lexicons = [Lexicon.load(name) for name in lexicon]
-    options = CollectOptions(langs=_langs(langs), replies=replies, batch_size=batch_size,
-                             duration_s=parse_duration(duration) if duration else None, max_posts=max_posts,
-                             retry=RetryPolicy(max_failures=max_retries), rewind_s=rewind)
+    options = CollectOptions(
+        langs=_langs(langs),
+        replies=replies,
+        batch_size=batch_size,
+        duration_s=parse_duration(duration) if duration else None,
+        max_posts=max_posts,
+        retry=RetryPolicy(max_failures=max_retries),
+        rewind_s=rewind,
+    )
     post_filter = PostFilter(lexicons, langs=options.langs, replies=replies)
     with PostStore(db_path, keep_raw_ids=keep_raw_ids, retry_s=db_retry) as store:
         progress = stage_progress(every_s=LOG_EVERY_S)
         collector = Collector(store, post_filter, wire=chosen, relay=relay, options=options, progress=progress)
         wire_note = collector.settle_wire()  # auto on a bare host: learn the wire before the run line names it
         run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(3)
-        store.start_run(run_id, relay_url=collector.relay,
-                        lexicons={lex.name: lex.sha256 for lex in lexicons},
-                        options={"wire": collector.wire.name, "langs": list(options.langs), "replies": replies,
-                                 "duration_s": options.duration_s, "max_posts": max_posts,
-                                 "keep_raw_ids": keep_raw_ids, "batch_size": batch_size, "rewind_s": rewind})
+        store.start_run(
+            run_id,
+            relay_url=collector.relay,
+            lexicons={lex.name: lex.sha256 for lex in lexicons},
+            options={
+                "wire": collector.wire.name,
+                "langs": list(options.langs),
+                "replies": replies,
+                "duration_s": options.duration_s,
+                "max_posts": max_posts,
+                "keep_raw_ids": keep_raw_ids,
+                "batch_size": batch_size,
+                "rewind_s": rewind,
+            },
+        )
         if collector.resume_note:
             err.print(f"note: {collector.resume_note}", highlight=False)
         how = f" ({wire_note})" if wire_note else ""
-        err.print(f"run {run_id}: {collector.wire.name} wire at {collector.relay}{how}, {_where(collector, rewind)}"
-                  "; lexicons " + ", ".join(f"{lex.name} v{lex.version}" for lex in lexicons), highlight=False)
+        err.print(
+            f"run {run_id}: {collector.wire.name} wire at {collector.relay}{how}, {_where(collector, rewind)}"
+            "; lexicons " + ", ".join(f"{lex.name} v{lex.version}" for lex in lexicons),
+            highlight=False,
+        )
         err.print("recall: " + recall_sentence({lex.name: lex.sha256 for lex in lexicons}), highlight=False)
         # Ctrl-C and SIGTERM commit the pending batch and end the run cleanly.
         previous = {sig: signal.signal(sig, lambda *_: collector.stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
-            with progress.stage(f"collect posts ({', '.join(lex.name for lex in lexicons)}) from {collector.relay}",
-                                total=max_posts):
+            with progress.stage(
+                f"collect posts ({', '.join(lex.name for lex in lexicons)}) from {collector.relay}", total=max_posts
+            ):
                 stats = collector.run()
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-        out.print(f"stopped ({stats.stop_reason}) after {stats.elapsed_s:,.1f} s: {stats.events:,} events, "
-                  f"{stats.posts:,} posts, {stats.matched:,} matched, {stats.stored:,} stored "
-                  f"({stats.duplicates:,} already stored), {stats.malformed:,} malformed frames skipped, "
-                  f"{stats.failures:,} connection failures; cursor {stats.cursor}")
+        out.print(
+            f"stopped ({stats.stop_reason}) after {stats.elapsed_s:,.1f} s: {stats.events:,} events, "
+            f"{stats.posts:,} posts, {stats.matched:,} matched, {stats.stored:,} stored "
+            f"({stats.duplicates:,} already stored), {stats.malformed:,} malformed frames skipped, "
+            f"{stats.failures:,} connection failures; cursor {stats.cursor}"
+        )
         _print_summary(store)
 
 
@@ -153,8 +219,14 @@ def _check_flags(lexicon: list[str] | None, max_retries: int, rewind: float) -> 
 
 @app.command("summary")
 @guarded
-def summary(db: Annotated[str, typer.Option("--db", metavar="PATH|URL", help="Post store written by `collect "
-                                            "bluesky` (file path or postgresql:// URL).")]) -> None:
+def summary(
+    db: Annotated[
+        str,
+        typer.Option(
+            "--db", metavar="PATH|URL", help="Post store written by `collect bluesky` (file path or postgresql:// URL)."
+        ),
+    ],
+) -> None:
     """Print the Table-4-like summary of a post store: per category and per day, posts and unique authors."""
     from mhaudit.weak_supervision.collect.dialects import check_store_path
     from mhaudit.weak_supervision.collect.store import PostStore
@@ -169,12 +241,19 @@ def summary(db: Annotated[str, typer.Option("--db", metavar="PATH|URL", help="Po
 
 @app.command("replay")
 @guarded
-def replay(posts: Annotated[Path, typer.Argument(help="A table of posts (.csv, .parquet, .jsonl) with a text and a "
-                                                     "createdAt column, e.g. a published data set.")],
-           port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0: any free port).")] = 8800,
-           since: Annotated[str | None, typer.Option(help="Only posts created on or after this date (UTC).")] = None,
-           text_column: Annotated[str, typer.Option(help="Column with the post text.")] = "text",
-           time_column: Annotated[str, typer.Option(help="Column with the post's createdAt.")] = "createdAt") -> None:
+def replay(
+    posts: Annotated[
+        Path,
+        typer.Argument(
+            help="A table of posts (.csv, .parquet, .jsonl) with a text and a "
+            "createdAt column, e.g. a published data set."
+        ),
+    ],
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0: any free port).")] = 8800,
+    since: Annotated[str | None, typer.Option(help="Only posts created on or after this date (UTC).")] = None,
+    text_column: Annotated[str, typer.Option(help="Column with the post text.")] = "text",
+    time_column: Annotated[str, typer.Option(help="Column with the post's createdAt.")] = "createdAt",
+) -> None:
     """Serve a table of posts as a Jetstream /subscribe relay on 127.0.0.1, in createdAt order with compressed
     time, for `collect bluesky --relay` (docs/monitor.md). Stops with Ctrl-C."""
     import contextlib
@@ -196,19 +275,30 @@ def _with_intervals(table):
     for column in ("recall", "keep_share", "precision"):
         if column in table:
             triples = table[[column, f"{column}_ci_low", f"{column}_ci_high"]].to_numpy()
-            shown[column.replace("_", " ")] = [f"{v:.3f} ({lo:.3f}–{hi:.3f})" if v == v else "n/a"
-                                               for v, lo, hi in triples]
+            shown[column.replace("_", " ")] = [
+                f"{v:.3f} ({lo:.3f}–{hi:.3f})" if v == v else "n/a" for v, lo, hi in triples
+            ]
     return pd.DataFrame(shown)
 
 
 @app.command("recall")
 @guarded
-def recall(lexicon: Annotated[list[str], typer.Option("--lexicon", metavar="FILTER", help="A filter: 'mh', 'si', "
-                                                      "'wide', lexicons joined by '+' ('si+mh'), or a lexicon TOML "
-                                                      "file; repeat for several (default: mh, si, si+mh, wide, si+mh+"
-                                                      "wide).")] = None,  # type: ignore[assignment]  # None: not given
-           data: Annotated[Path, typer.Option(help="The folder of labelled sets (each read in place).")]
-           = Path("../shared/data")) -> None:
+def recall(
+    lexicon: Annotated[
+        list[str],
+        typer.Option(
+            "--lexicon",
+            metavar="FILTER",
+            help="A filter: 'mh', 'si', "
+            "'wide', lexicons joined by '+' ('si+mh'), or a lexicon TOML "
+            "file; repeat for several (default: mh, si, si+mh, wide, si+mh+"
+            "wide).",
+        ),
+    ] = None,  # type: ignore[assignment]  # None: not given
+    data: Annotated[Path, typer.Option(help="The folder of labelled sets (each read in place).")] = Path(
+        "../shared/data"
+    ),
+) -> None:
     """Print what each collection filter keeps of the labelled sets found under --data: recall on the positive
     posts, share of all posts kept and precision of the kept posts, with Wilson 95% CIs (docs/collect.md,
     "Recall of the collection")."""
@@ -218,15 +308,22 @@ def recall(lexicon: Annotated[list[str], typer.Option("--lexicon", metavar="FILT
         raise InputError("no such folder of labelled sets (give --data, e.g. ../shared/data)", path=data)
     tables, absent = recall_tables(data, lexicon or DEFAULT_FILTERS)
     if not tables:
-        raise InputError("none of the labelled sets is in this folder; expected e.g. "
-                         f"{LABELLED_SETS[0].files[0]}", path=data)
+        raise InputError(
+            f"none of the labelled sets is in this folder; expected e.g. {LABELLED_SETS[0].files[0]}", path=data
+        )
     for name, table in tables.items():
         spec = next(spec for spec in LABELLED_SETS if spec.name == name)
-        what = (f"{table['n_positive'].iat[0]:,} {spec.target} by {spec.labels_by}" if spec.positive is not None
-                else spec.labels_by)
+        what = (
+            f"{table['n_positive'].iat[0]:,} {spec.target} by {spec.labels_by}"
+            if spec.positive is not None
+            else spec.labels_by
+        )
         print_table(f"{name}: {table['n_posts'].iat[0]:,} posts, {what}", _with_intervals(table))
-        if (tuned := list(table.loc[table["tuned_here"], "filter"])):
-            out.print(f"note: {', '.join(tuned)} {'was' if len(tuned) == 1 else 'were'} tuned on posts of this set, so "
-                      "the recall here is optimistic; the held-out half judges it", highlight=False)
+        if tuned := list(table.loc[table["tuned_here"], "filter"]):
+            out.print(
+                f"note: {', '.join(tuned)} {'was' if len(tuned) == 1 else 'were'} tuned on posts of this set, so "
+                "the recall here is optimistic; the held-out half judges it",
+                highlight=False,
+            )
     if absent:
         out.print("not found under " + str(data) + ": " + ", ".join(absent), highlight=False)

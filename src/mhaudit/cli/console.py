@@ -87,8 +87,10 @@ def _count(kinds: dict, category: type[Warning], message: Warning | str) -> None
 
 def warning_lines(kinds: dict) -> list[str]:
     """One line per kind of warning: its (first) message, and how many times it came when more than once."""
-    return [first + (f" ({n} times{', the first shown' if differed else ''})" if n > 1 else "")
-            for n, first, differed in kinds.values()]
+    return [
+        first + (f" ({n} times{', the first shown' if differed else ''})" if n > 1 else "")
+        for n, first, differed in kinds.values()
+    ]
 
 
 def guarded(fn):
@@ -138,10 +140,17 @@ def print_table(title: str, frame: pd.DataFrame) -> None:
     from mhaudit.report.numbers import format_number
 
     headers = [str(col) for col in frame.columns]
-    numeric = [pd.api.types.is_numeric_dtype(frame[col]) and not pd.api.types.is_bool_dtype(frame[col])
-               for col in frame.columns]
-    rows = [[("n/a" if pd.isna(v) else format_number(float(v), name)) if isinstance(v, float) else str(v)
-             for v, name in zip(row, headers)] for row in frame.itertuples(index=False)]
+    numeric = [
+        pd.api.types.is_numeric_dtype(frame[col]) and not pd.api.types.is_bool_dtype(frame[col])
+        for col in frame.columns
+    ]
+    rows = [
+        [
+            ("n/a" if pd.isna(v) else format_number(float(v), name)) if isinstance(v, float) else str(v)
+            for v, name in zip(row, headers)
+        ]
+        for row in frame.itertuples(index=False)
+    ]
     longest = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
     wraps = [not number and width > _PROSE for number, width in zip(numeric, longest)]
     least = [max(len(h), _PROSE // 2) if wrap else width for h, wrap, width in zip(headers, wraps, longest)]
@@ -152,8 +161,9 @@ def print_table(title: str, frame: pd.DataFrame) -> None:
         return
     table = _plain_table(gap=2)
     for header, number, wrap, width in zip(headers, numeric, wraps, least):
-        table.add_column(escape(header), justify="right" if number else "left", no_wrap=not wrap, min_width=width,
-                         overflow="fold")
+        table.add_column(
+            escape(header), justify="right" if number else "left", no_wrap=not wrap, min_width=width, overflow="fold"
+        )
     for row in rows:
         table.add_row(*map(escape, row))
     out.print(table)
@@ -171,8 +181,9 @@ class ManyValues(TyperCommand):
     next token that starts with '-', so positional arguments go before such a flag."""
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:
-        many = {name for p in self.params if isinstance(p, TyperOption) and p.multiple and not p.is_flag
-                for name in p.opts}
+        many = {
+            name for p in self.params if isinstance(p, TyperOption) and p.multiple and not p.is_flag for name in p.opts
+        }
         return super().parse_args(ctx, spread(args, many))
 
 
@@ -206,12 +217,15 @@ def _plain_table(gap: int) -> Table:
     """No borders: `gap` spaces between columns and a rule under the bold header."""
     from rich import box
 
-    return Table(box=box.SIMPLE_HEAD, padding=(0, gap - 1, 0, 0), pad_edge=False, show_edge=False,
-                 header_style="bold")
+    return Table(box=box.SIMPLE_HEAD, padding=(0, gap - 1, 0, 0), pad_edge=False, show_edge=False, header_style="bold")
 
 
-_SEVERITY_CELL = {"fail": "[red]fail[/]", "warn": "[yellow]warn[/]", "pass": "[green]pass[/]",
-                  "undefined": "[dim]n/a[/]"}
+_SEVERITY_CELL = {
+    "fail": "[red]fail[/]",
+    "warn": "[yellow]warn[/]",
+    "pass": "[green]pass[/]",
+    "undefined": "[dim]n/a[/]",
+}
 
 
 def print_summary(result: AuditResult) -> None:
@@ -248,9 +262,14 @@ def _print_card(title: str, rows: list[dict]) -> None:
     subject_width, target_width = (max(len(str(r[key])) for r in rows) for key in ("subject", "target"))
     layouts = [(names, True) for names in ({a: a for a in axes}, {a: short_axis(a) for a in axes})]
     widths = lambda names: [max(4, len(names[axis])) for axis in axes]  # noqa: E731
-    names, side_by_side = next(((names, flat) for names, flat in layouts
-                                if subject_width + 1 + target_width + sum(w + 1 for w in widths(names)) <= out.width),
-                               (layouts[1][0], False))
+    names, side_by_side = next(
+        (
+            (names, flat)
+            for names, flat in layouts
+            if subject_width + 1 + target_width + sum(w + 1 for w in widths(names)) <= out.width
+        ),
+        (layouts[1][0], False),
+    )
     table = _plain_table(gap=1)
     for header in ("subject", "target") if side_by_side else ("",):
         table.add_column(header, no_wrap=True)
@@ -261,8 +280,9 @@ def _print_card(title: str, rows: list[dict]) -> None:
     for row in rows:
         cells = [_SEVERITY_CELL[row[axis].severity] if row[axis] else "[dim]-[/]" for axis in axes]
         if side_by_side:
-            table.add_row(escape(str(row["subject"])) if row["subject"] != subject else "", escape(str(row["target"])),
-                          *cells)
+            table.add_row(
+                escape(str(row["subject"])) if row["subject"] != subject else "", escape(str(row["target"])), *cells
+            )
         else:
             if row["subject"] != subject:
                 table.add_row(f"[bold]{escape(str(row['subject']))}[/]", *[""] * len(axes))

@@ -17,29 +17,44 @@ def register(root: typer.Typer) -> None:
 
 
 @with_options("mhaudit.audits.estimate.options:EstimateOptions")
-def estimate(reference: Annotated[list[str], typer.Option(
-                 help="The model's predictions on its labelled home test set (files or globs; several may follow "
-                      "one --reference).")],
-             target: Annotated[list[str], typer.Option(
-                 help="Its predictions on unlabelled targets (files or globs; several may follow one --target); a "
-                      "label column is ignored.")],
-             out_dir: Annotated[Path, typer.Option("--out", help="Folder for report.{json,html,md} and figures.")],
-             options,
-             classes: Annotated[str | None, typer.Option(help="Class order, comma-separated (default: score columns).")]
-             = None,
-             label_col: str = "label", platform_col: str = "platform",
-             name_pattern: Annotated[str | None, typer.Option(
-                 help="Model, seed and platform from file names, e.g. '{model}_{platform}_seed{seed}'.")] = None,
-             model: Annotated[str | None, typer.Option(help="Model name for files without a model column.")] = None,
-             ) -> None:
+def estimate(
+    reference: Annotated[
+        list[str],
+        typer.Option(
+            help="The model's predictions on its labelled home test set (files or globs; several may follow "
+            "one --reference)."
+        ),
+    ],
+    target: Annotated[
+        list[str],
+        typer.Option(
+            help="Its predictions on unlabelled targets (files or globs; several may follow one --target); a "
+            "label column is ignored."
+        ),
+    ],
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for report.{json,html,md} and figures.")],
+    options,
+    classes: Annotated[str | None, typer.Option(help="Class order, comma-separated (default: score columns).")] = None,
+    label_col: str = "label",
+    platform_col: str = "platform",
+    name_pattern: Annotated[
+        str | None, typer.Option(help="Model, seed and platform from file names, e.g. '{model}_{platform}_seed{seed}'.")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model name for files without a model column.")] = None,
+) -> None:
     """Estimate accuracy, macro-F1 and macro-AUC on targets nobody has labelled (CBPE, ATC, DoC per run; with
     several runs, accuracy from their agreement, ALine), with a trust verdict per target (docs/estimate.md)."""
     from mhaudit.audits.estimate import EstimateInputs, audit_estimate
     from mhaudit.tables.prediction_files import PredictionColumns
 
-    inputs = EstimateInputs.from_files(reference, target, classes=classes.split(",") if classes else None,
-                                       columns=PredictionColumns(label=label_col, platform=platform_col), model=model,
-                                       name_pattern=name_pattern)
+    inputs = EstimateInputs.from_files(
+        reference,
+        target,
+        classes=classes.split(",") if classes else None,
+        columns=PredictionColumns(label=label_col, platform=platform_col),
+        model=model,
+        name_pattern=name_pattern,
+    )
     for note in inputs.targets.notes:
         if "is ignored" in note:
             out.print(f"note: {note}", highlight=False)
@@ -48,6 +63,7 @@ def estimate(reference: Annotated[list[str], typer.Option(
     out.print(result.summary, highlight=False)
     raised = result.verdicts[result.verdicts["severity"] != "pass"]
     if not raised.empty:
-        print_table("verdicts other than pass",
-                    raised[["severity", "subject", "target", "statistic", "value", "reason"]])
+        print_table(
+            "verdicts other than pass", raised[["severity", "subject", "target", "statistic", "value", "reason"]]
+        )
     out.print(f"report: {out_dir / 'report.html'} (also report.md, report.json, figures/)")

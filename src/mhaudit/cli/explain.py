@@ -17,20 +17,20 @@ def register(root: typer.Typer) -> None:
 
 
 @guarded
-def explain(model_dir: Annotated[Path, typer.Option("--model", help="A trained model folder (or seed-* parent).")],
-            corpus: Annotated[Path, typer.Option(help="Corpus Parquet file whose texts are attributed.")],
-            method: Annotated[str, typer.Option(
-                help="linear (TF-IDF models), saliency or integrated_gradients (transformer models).")],
-            out_path: Annotated[Path, typer.Option(
-                "--out", help="Attributions table to write (.parquet, .csv, .tsv or .jsonl).")],
-            n: Annotated[int, typer.Option("--n", help="At most this many texts per platform and data set.")]
-            = EXPLAIN_SAMPLE,
-            seed: Annotated[int, typer.Option(help="Seed of the text selection (the same texts for every "
-                                                   "model seed).")] = 0,
-            splits: Annotated[str, typer.Option(help="Splits whose texts are attributed, comma-separated.")]
-            = "test",
-            name: Annotated[str | None, typer.Option(help="Model name in the table (default: registry name).")]
-            = None) -> None:
+def explain(
+    model_dir: Annotated[Path, typer.Option("--model", help="A trained model folder (or seed-* parent).")],
+    corpus: Annotated[Path, typer.Option(help="Corpus Parquet file whose texts are attributed.")],
+    method: Annotated[
+        str, typer.Option(help="linear (TF-IDF models), saliency or integrated_gradients (transformer models).")
+    ],
+    out_path: Annotated[
+        Path, typer.Option("--out", help="Attributions table to write (.parquet, .csv, .tsv or .jsonl).")
+    ],
+    n: Annotated[int, typer.Option("--n", help="At most this many texts per platform and data set.")] = EXPLAIN_SAMPLE,
+    seed: Annotated[int, typer.Option(help="Seed of the text selection (the same texts for every model seed).")] = 0,
+    splits: Annotated[str, typer.Option(help="Splits whose texts are attributed, comma-separated.")] = "test",
+    name: Annotated[str | None, typer.Option(help="Model name in the table (default: registry name).")] = None,
+) -> None:
     """Attribute a seeded sample of a corpus's texts with trained model(s): one attributions table (axis 5)."""
     import pandas as pd
 
@@ -45,10 +45,16 @@ def explain(model_dir: Annotated[Path, typer.Option("--model", help="A trained m
         raise InputError(f"unknown attribution method '{method}'; choose {', '.join(ATTRIBUTION_METHODS)}")
     table_format(out_path, "the attributions")
     folders, loaded = model_folders(model_dir), Corpus.read(corpus)
-    tables = [explain_corpus(load_model(folder), loaded, method, n=n, seed=seed, splits=tuple(splits.split(",")),
-                             model_name=name) for folder in folders]
+    tables = [
+        explain_corpus(
+            load_model(folder), loaded, method, n=n, seed=seed, splits=tuple(splits.split(",")), model_name=name
+        )
+        for folder in folders
+    ]
     table = pd.concat(tables, ignore_index=True)
     write_table(table, out_path, what="the attributions")
-    out.print(f"wrote {len(table):,} attribution rows ({method}; {len(folders)} model folder(s); "
-              f"{tables[0].attrs['texts']:,} texts from {table['platform'].nunique()} platform(s), at most {n} "
-              f"per platform and data set) to {out_path}")
+    out.print(
+        f"wrote {len(table):,} attribution rows ({method}; {len(folders)} model folder(s); "
+        f"{tables[0].attrs['texts']:,} texts from {table['platform'].nunique()} platform(s), at most {n} "
+        f"per platform and data set) to {out_path}"
+    )

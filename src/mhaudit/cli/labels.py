@@ -20,11 +20,17 @@ import typer
 from mhaudit.cli.console import err, guarded, out, print_table
 from mhaudit.core.errors import InputError
 
-app = typer.Typer(help="Label tables: LLM and lexicon labelers, samples for people, imports and exports.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Label tables: LLM and lexicon labelers, samples for people, imports and exports.", no_args_is_help=True
+)
 
-LabelsOpt = Annotated[list[Path], typer.Option("--labels", help="Labels table(s): .sqlite store, .parquet, .csv "
-                                                                 "or .jsonl; several (after one --labels) are joined.")]
+LabelsOpt = Annotated[
+    list[Path],
+    typer.Option(
+        "--labels",
+        help="Labels table(s): .sqlite store, .parquet, .csv or .jsonl; several (after one --labels) are joined.",
+    ),
+]
 TaskOpt = Annotated[str, typer.Option(help="Task name in the labels table (e.g. si, mh).")]
 _PER_STRATUM = {"pool": ("pool_size", "first"), "sampled": ("sample_size", "first"), "weight": ("weight", "first")}
 
@@ -72,34 +78,55 @@ def _parse_sizes(text: str) -> dict[int, int]:
 
 @app.command("sample")
 @guarded
-def sample(items: Annotated[Path, typer.Option(help="Corpus or items table with id and text.")],
-           task: TaskOpt,
-           out_path: Annotated[Path, typer.Option("--out", help="Validation set to write (.parquet, .csv, .jsonl).")],
-           labels: Annotated[list[Path] | None, typer.Option(
-               "--labels", help="Labels table(s); the weak labels to stratify by (strategy weak), or people's "
-                                "earlier labels, whose items leave the pool (strategy estimate).")] = None,
-           strategy: Annotated[str, typer.Option(
-               help="weak: stratified by weak label; estimate: by the model's predicted class and confidence, "
-                    "Neyman-allocated to certify its macro-F1 (--predictions, --budget).")] = "weak",
-           n: Annotated[int | None, typer.Option(help="Sample size (strategy weak).")] = None,
-           positive_share: Annotated[float | None, typer.Option(
-               help="Share of the sample drawn from weak positives (default: the pool's share).")] = None,
-           sizes: Annotated[str | None, typer.Option(help="Items per weak label, e.g. '0=150,1=126'.")] = None,
-           weak: Annotated[str | None, typer.Option(help="Weak labeler (default: the only llm/lexicon one).")] = None,
-           predictions: Annotated[list[str] | None, typer.Option(
-               help="Strategy estimate: the model's scores on the target's items (files or globs, with ids).")]
-           = None,
-           reference: Annotated[list[str] | None, typer.Option(
-               help="Strategy estimate: its scores on a labelled home test set, to calibrate on (optional).")]
-           = None,
-           budget: Annotated[int | None, typer.Option(help="Strategy estimate: how many items people will label.")]
-           = None,
-           bins: Annotated[int, typer.Option(help="Strategy estimate: confidence bins per predicted class, at most "
-                                                  "(fewer for a small budget).")] = 4,
-           certify: Annotated[str | None, typer.Option(
-               help="Strategy estimate, predictions of several runs (an ensemble): the run to certify, MODEL:SEED "
-                    "(MODEL alone if it has one run) or its run-<k> folder; the others join the ensemble.")] = None,
-           seed: Annotated[int, typer.Option(help="Seed of the random draw.")] = 0) -> None:
+def sample(
+    items: Annotated[Path, typer.Option(help="Corpus or items table with id and text.")],
+    task: TaskOpt,
+    out_path: Annotated[Path, typer.Option("--out", help="Validation set to write (.parquet, .csv, .jsonl).")],
+    labels: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--labels",
+            help="Labels table(s); the weak labels to stratify by (strategy weak), or people's "
+            "earlier labels, whose items leave the pool (strategy estimate).",
+        ),
+    ] = None,
+    strategy: Annotated[
+        str,
+        typer.Option(
+            help="weak: stratified by weak label; estimate: by the model's predicted class and confidence, "
+            "Neyman-allocated to certify its macro-F1 (--predictions, --budget)."
+        ),
+    ] = "weak",
+    n: Annotated[int | None, typer.Option(help="Sample size (strategy weak).")] = None,
+    positive_share: Annotated[
+        float | None, typer.Option(help="Share of the sample drawn from weak positives (default: the pool's share).")
+    ] = None,
+    sizes: Annotated[str | None, typer.Option(help="Items per weak label, e.g. '0=150,1=126'.")] = None,
+    weak: Annotated[str | None, typer.Option(help="Weak labeler (default: the only llm/lexicon one).")] = None,
+    predictions: Annotated[
+        list[str] | None,
+        typer.Option(help="Strategy estimate: the model's scores on the target's items (files or globs, with ids)."),
+    ] = None,
+    reference: Annotated[
+        list[str] | None,
+        typer.Option(help="Strategy estimate: its scores on a labelled home test set, to calibrate on (optional)."),
+    ] = None,
+    budget: Annotated[int | None, typer.Option(help="Strategy estimate: how many items people will label.")] = None,
+    bins: Annotated[
+        int,
+        typer.Option(
+            help="Strategy estimate: confidence bins per predicted class, at most (fewer for a small budget)."
+        ),
+    ] = 4,
+    certify: Annotated[
+        str | None,
+        typer.Option(
+            help="Strategy estimate, predictions of several runs (an ensemble): the run to certify, MODEL:SEED "
+            "(MODEL alone if it has one run) or its run-<k> folder; the others join the ensemble."
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the random draw.")] = 0,
+) -> None:
     """Draw the items people should label: stratified by weak label, or (--strategy estimate) to certify a
     model's performance on the target with the fewest labels (docs/validation.md)."""
     if strategy == "estimate":
@@ -111,14 +138,23 @@ def sample(items: Annotated[Path, typer.Option(help="Corpus or items table with 
     from mhaudit.audits.agreement import sample_for_validation, write_validation_set
     from mhaudit.tables.label_store import read_label_files
 
-    frame = sample_for_validation(read_label_files(labels), read_items(items), task, n, weak_labeler=weak,
-                                  positive_share=positive_share, sizes=_parse_sizes(sizes) if sizes else None,
-                                  seed=seed)
+    frame = sample_for_validation(
+        read_label_files(labels),
+        read_items(items),
+        task,
+        n,
+        weak_labeler=weak,
+        positive_share=positive_share,
+        sizes=_parse_sizes(sizes) if sizes else None,
+        seed=seed,
+    )
     write_validation_set(frame, out_path)
     strata = frame.groupby("stratum").agg(**_PER_STRATUM).reset_index()
     print_table(f"Validation set for task {task}: weak labeler {frame['weak_labeler'].iat[0]}, seed {seed}", strata)
-    out.print(f"wrote {len(frame)} items to {out_path}. The 'stratum' column is the weak label: keep it from the "
-              "annotators (they label blind).")
+    out.print(
+        f"wrote {len(frame)} items to {out_path}. The 'stratum' column is the weak label: keep it from the "
+        "annotators (they label blind)."
+    )
 
 
 def _human_labelled(labels: list[Path] | None, task: str) -> set[str]:
@@ -142,26 +178,32 @@ def _sample_to_certify(items, task, out_path, labels, predictions, reference, bu
     ref = read_predictions(reference, classes=target.classes) if reference else None
     model, model_seed = run_key(certify) if certify else (None, None)
     pool = pool_of(target, ref, model=model, seed=model_seed)
-    frame, design = certification_sample(pool, read_items(items), task, budget, seed=seed, max_bins=bins,
-                                         labelled=_human_labelled(labels, task))
+    frame, design = certification_sample(
+        pool, read_items(items), task, budget, seed=seed, max_bins=bins, labelled=_human_labelled(labels, task)
+    )
     sample_file, design_file = write_certification_sample(frame, design, out_path)
     order = list(dict.fromkeys(design["stratum"]))  # predicted class, then confidence
     strata = frame.groupby("stratum").agg(**_PER_STRATUM).reindex(order).reset_index()
-    print_table(f"Certification sample for task {task}: model {frame['model'].iat[0]} seed {pool.seed}, draw seed "
-                f"{seed}", strata)
+    print_table(
+        f"Certification sample for task {task}: model {frame['model'].iat[0]} seed {pool.seed}, draw seed {seed}",
+        strata,
+    )
     if len(pool.runs) > 1:
         out.print(f"strata and allocation by {pool.predictor}")
-    out.print(f"wrote {len(frame)} items to {sample_file} and the design of all {len(design):,} pooled items to "
-              f"{design_file}. Keep the 'stratum' column from the annotators (it shows the model's prediction).")
+    out.print(
+        f"wrote {len(frame)} items to {sample_file} and the design of all {len(design):,} pooled items to "
+        f"{design_file}. Keep the 'stratum' column from the annotators (it shows the model's prediction)."
+    )
 
 
 @app.command("lexicon")
 @guarded
-def lexicon_labeler(items: Annotated[Path, typer.Option(help="Corpus or items table with id and text.")],
-                 task: TaskOpt,
-                 labels: Annotated[Path, typer.Option("--labels", help="Labels table to write or add to.")],
-                 lexicon: Annotated[str, typer.Option(help="Built-in lexicon (si, mh, wide) or a TOML file.")]
-                 = "mh") -> None:
+def lexicon_labeler(
+    items: Annotated[Path, typer.Option(help="Corpus or items table with id and text.")],
+    task: TaskOpt,
+    labels: Annotated[Path, typer.Option("--labels", help="Labels table to write or add to.")],
+    lexicon: Annotated[str, typer.Option(help="Built-in lexicon (si, mh, wide) or a TOML file.")] = "mh",
+) -> None:
     """Label items with a lexicon (1 if any term matches) as a weak labeler."""
     from mhaudit.weak_supervision.labelers.lexicon import lexicon_labels
     from mhaudit.weak_supervision.lexicons import Lexicon
@@ -170,23 +212,27 @@ def lexicon_labeler(items: Annotated[Path, typer.Option(help="Corpus or items ta
     frame = lexicon_labels(read_items(items), lex, task)
     _save_labels(frame, labels)
     positives, invalid = int(frame["value"].sum()), int(frame["value"].isna().sum())
-    out.print(f"{frame['labeler'].iat[0]} labelled {len(frame):,} items for task {task}: {positives:,} positive "
-              f"({positives / max(len(frame) - invalid, 1):.1%}), {invalid} without text; written to {labels}",
-              highlight=False)
+    out.print(
+        f"{frame['labeler'].iat[0]} labelled {len(frame):,} items for task {task}: {positives:,} positive "
+        f"({positives / max(len(frame) - invalid, 1):.1%}), {invalid} without text; written to {labels}",
+        highlight=False,
+    )
 
 
 @app.command("from-corpus")
 @guarded
-def from_corpus(corpus: Annotated[Path, typer.Option(help="Binary corpus (Parquet from mhaudit data import).")],
-                  task: TaskOpt,
-                  labeler: Annotated[str, typer.Option(help="Name of the label source, e.g. experts.")],
-                  labels: Annotated[Path, typer.Option("--labels", help="Labels table to write or add to.")],
-                  kind: Annotated[str, typer.Option(help="human or adjudicated.")] = "human",
-                  positive: Annotated[str | None, typer.Option(help="Positive class (default: the last class).")]
-                  = None,
-                  sample_path: Annotated[Path | None, typer.Option(
-                      "--sample", help="Only the items of this validation set (to stand in for its annotators).")]
-                  = None) -> None:
+def from_corpus(
+    corpus: Annotated[Path, typer.Option(help="Binary corpus (Parquet from mhaudit data import).")],
+    task: TaskOpt,
+    labeler: Annotated[str, typer.Option(help="Name of the label source, e.g. experts.")],
+    labels: Annotated[Path, typer.Option("--labels", help="Labels table to write or add to.")],
+    kind: Annotated[str, typer.Option(help="human or adjudicated.")] = "human",
+    positive: Annotated[str | None, typer.Option(help="Positive class (default: the last class).")] = None,
+    sample_path: Annotated[
+        Path | None,
+        typer.Option("--sample", help="Only the items of this validation set (to stand in for its annotators)."),
+    ] = None,
+) -> None:
     """Enter a corpus's own labels (e.g. a data set's expert labels) into a labels table as a reference."""
     from mhaudit.audits.agreement import labels_from_corpus, read_validation_set
     from mhaudit.tables.corpus.schema import Corpus
@@ -199,10 +245,14 @@ def from_corpus(corpus: Annotated[Path, typer.Option(help="Binary corpus (Parque
         drawn = set(read_validation_set(sample_path)["item_id"].astype(str))
         frame = frame[frame["item_id"].astype(str).isin(drawn)]
         if frame.empty:
-            raise InputError("none of the sample's items is in the corpus; is it the sample of this corpus?",
-                             path=sample_path)
+            raise InputError(
+                "none of the sample's items is in the corpus; is it the sample of this corpus?", path=sample_path
+            )
     _save_labels(frame, labels)
     if c.synthetic:
         err.print("[yellow]note:[/] the corpus is SYNTHETIC", highlight=False)
-    out.print(f"{labeler} ({kind}): {len(frame):,} labels for task {task}, {int(frame['value'].sum()):,} positive; "
-              f"written to {labels}", highlight=False)
+    out.print(
+        f"{labeler} ({kind}): {len(frame):,} labels for task {task}, {int(frame['value'].sum()):,} positive; "
+        f"written to {labels}",
+        highlight=False,
+    )

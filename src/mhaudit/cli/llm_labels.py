@@ -24,40 +24,55 @@ def register(root: typer.Typer) -> None:
 
 
 @guarded
-def llm(items: Annotated[Path, typer.Option("--items", help="Post store (.sqlite from mhaudit collect) or a "
-                                                           "corpus/table (.parquet, .csv, .jsonl) with id and text.")],
-        task: Annotated[str, typer.Option(help="Task: si, mh or stress (the built-in prompt of that name).")],
-        labels: Annotated[Path, typer.Option("--labels", help="Label store (SQLite) to write; created if absent.")],
-        backend: Annotated[str, typer.Option(help="openai (any /v1/chat/completions server) or ollama.")] = "ollama",
-        url: Annotated[str | None, typer.Option(help="Server URL [ollama: http://127.0.0.1:11434, "
-                                                     "openai: http://127.0.0.1:8080].")] = None,
-        model: Annotated[str | None, typer.Option(help="Model name [ollama: llama3:8b; openai: the server's "
-                                                       "first model].")] = None,
-        labeler: Annotated[str | None, typer.Option(help="Labeler name in the table [the model name].")] = None,
-        prompt: Annotated[str | None, typer.Option(help="Prompt name or .toml file [the task's built-in].")] = None,
-        shots: Annotated[int | None, typer.Option(help="k-shot examples [the prompt's default: 0, stress 3].")] = None,
-        pool: Annotated[Path | None, typer.Option(help="Labelled pool (corpus .parquet/.csv with text and "
-                                                       "label) for k-shot examples.")] = None,
-        positive: Annotated[str | None, typer.Option(help="Positive class name in the pool (when labels are "
-                                                          "not 0/1).")] = None,
-        seed: Annotated[int, typer.Option(help="Seed for the server and the k-shot draw.")] = 0,
-        concurrency: Annotated[int, typer.Option(help="Requests in flight.")] = 4,
-        timeout: Annotated[float, typer.Option(help="Seconds per request.")] = 60.0,
-        retries: Annotated[int, typer.Option(help="Retries per request on connection errors, timeouts, "
-                                                  "429 and 5xx.")] = 3,
-        backoff: Annotated[float, typer.Option(help="First retry wait in seconds; doubles each retry.")] = 0.5,
-        constrain: Annotated[str, typer.Option(help="Output constraint: auto, grammar (llama.cpp), choice "
-                                                    "(vLLM), schema (Ollama), none.")] = "auto",
-        max_tokens: Annotated[int, typer.Option(help="Answer tokens at most.")] = 2,
-        limit: Annotated[int | None, typer.Option(help="Label at most N new items this run.")] = None,
-        id_col: Annotated[str, typer.Option(help="Id column of a table input.")] = "id",
-        text_col: Annotated[str, typer.Option(help="Text column of a table input.")] = "text",
-        api_key: Annotated[str | None, typer.Option(help="Bearer token, if the server wants one.",
-                                                    envvar="MHAUDIT_LLM_API_KEY")] = None,
-        report_json: Annotated[Path | None, typer.Option("--report-json", help="Also write the run report "
-                                                                                "as JSON here.")] = None,
-        progress: Annotated[bool, typer.Option(help="Show the count of items asked (a bar on a terminal, "
-                                                     "timed lines in a log).")] = True) -> None:
+def llm(
+    items: Annotated[
+        Path,
+        typer.Option(
+            "--items",
+            help="Post store (.sqlite from mhaudit collect) or a "
+            "corpus/table (.parquet, .csv, .jsonl) with id and text.",
+        ),
+    ],
+    task: Annotated[str, typer.Option(help="Task: si, mh or stress (the built-in prompt of that name).")],
+    labels: Annotated[Path, typer.Option("--labels", help="Label store (SQLite) to write; created if absent.")],
+    backend: Annotated[str, typer.Option(help="openai (any /v1/chat/completions server) or ollama.")] = "ollama",
+    url: Annotated[
+        str | None, typer.Option(help="Server URL [ollama: http://127.0.0.1:11434, openai: http://127.0.0.1:8080].")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(help="Model name [ollama: llama3:8b; openai: the server's first model].")
+    ] = None,
+    labeler: Annotated[str | None, typer.Option(help="Labeler name in the table [the model name].")] = None,
+    prompt: Annotated[str | None, typer.Option(help="Prompt name or .toml file [the task's built-in].")] = None,
+    shots: Annotated[int | None, typer.Option(help="k-shot examples [the prompt's default: 0, stress 3].")] = None,
+    pool: Annotated[
+        Path | None, typer.Option(help="Labelled pool (corpus .parquet/.csv with text and label) for k-shot examples.")
+    ] = None,
+    positive: Annotated[
+        str | None, typer.Option(help="Positive class name in the pool (when labels are not 0/1).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed for the server and the k-shot draw.")] = 0,
+    concurrency: Annotated[int, typer.Option(help="Requests in flight.")] = 4,
+    timeout: Annotated[float, typer.Option(help="Seconds per request.")] = 60.0,
+    retries: Annotated[int, typer.Option(help="Retries per request on connection errors, timeouts, 429 and 5xx.")] = 3,
+    backoff: Annotated[float, typer.Option(help="First retry wait in seconds; doubles each retry.")] = 0.5,
+    constrain: Annotated[
+        str, typer.Option(help="Output constraint: auto, grammar (llama.cpp), choice (vLLM), schema (Ollama), none.")
+    ] = "auto",
+    max_tokens: Annotated[int, typer.Option(help="Answer tokens at most.")] = 2,
+    limit: Annotated[int | None, typer.Option(help="Label at most N new items this run.")] = None,
+    id_col: Annotated[str, typer.Option(help="Id column of a table input.")] = "id",
+    text_col: Annotated[str, typer.Option(help="Text column of a table input.")] = "text",
+    api_key: Annotated[
+        str | None, typer.Option(help="Bearer token, if the server wants one.", envvar="MHAUDIT_LLM_API_KEY")
+    ] = None,
+    report_json: Annotated[
+        Path | None, typer.Option("--report-json", help="Also write the run report as JSON here.")
+    ] = None,
+    progress: Annotated[
+        bool, typer.Option(help="Show the count of items asked (a bar on a terminal, timed lines in a log).")
+    ] = True,
+) -> None:
     """Label items with an LLM (1 = positive, 0 = negative), resumably, one stored label per item."""
     from mhaudit.weak_supervision.labelers.llm import check_run_options
     from mhaudit.weak_supervision.labelers.llm_backends import make_backend
@@ -67,17 +82,41 @@ def llm(items: Annotated[Path, typer.Option("--items", help="Post store (.sqlite
 
     spec = load_prompt(prompt or task)
     if spec.task != task:
-        err.print(f"note: prompt {escape(spec.source)} was written for task '{escape(spec.task)}'; labels are "
-                  f"stored under task '{escape(task)}'", highlight=False, soft_wrap=True)
+        err.print(
+            f"note: prompt {escape(spec.source)} was written for task '{escape(spec.task)}'; labels are "
+            f"stored under task '{escape(task)}'",
+            highlight=False,
+            soft_wrap=True,
+        )
     frame = read_items(items, id_col=id_col, text_col=text_col)
     examples = shot_examples(frame, shots, default_shots=spec.default_shots, pool=pool, positive=positive, seed=seed)
-    client = make_backend(backend, url, model, timeout=timeout, policy=RetryPolicy(retries, backoff), seed=seed,
-                          max_tokens=max_tokens, constrain=constrain, api_key=api_key, concurrency=concurrency)
+    client = make_backend(
+        backend,
+        url,
+        model,
+        timeout=timeout,
+        policy=RetryPolicy(retries, backoff),
+        seed=seed,
+        max_tokens=max_tokens,
+        constrain=constrain,
+        api_key=api_key,
+        concurrency=concurrency,
+    )
     check_run_options(concurrency, limit)
     _prepare(client, report_json, task=task, labeler=labeler, shots=len(examples), n_items=len(frame))
-    report, code = _label(client, labels, report_json, frame=frame, task=task, prompt=spec, examples=examples,
-                          labeler=labeler, concurrency=concurrency, limit=limit,
-                          progress=stage_progress(steps=progress))
+    report, code = _label(
+        client,
+        labels,
+        report_json,
+        frame=frame,
+        task=task,
+        prompt=spec,
+        examples=examples,
+        labeler=labeler,
+        concurrency=concurrency,
+        limit=limit,
+        progress=stage_progress(steps=progress),
+    )
     if report is not None:
         _show(report)
         _write_report(report_json, report)
@@ -95,11 +134,18 @@ def _failure_code(report) -> int:
         return 0
     first = f" (first: {escape(report.failures[0])})" if report.failures else ""
     if not report.n_answered:
-        err.print(f"[red]error:[/] no item got an answer: all {report.n_failed} request(s) failed{first}; "
-                  "nothing was stored", highlight=False, soft_wrap=True)
+        err.print(
+            f"[red]error:[/] no item got an answer: all {report.n_failed} request(s) failed{first}; nothing was stored",
+            highlight=False,
+            soft_wrap=True,
+        )
         return 2
-    err.print(f"{report.n_failed} of {report.n_failed + report.n_answered} request(s) failed (exit code "
-              f"{SOME_FAILED}); run the same command again to ask for those items", highlight=False, soft_wrap=True)
+    err.print(
+        f"{report.n_failed} of {report.n_failed + report.n_answered} request(s) failed (exit code "
+        f"{SOME_FAILED}); run the same command again to ask for those items",
+        highlight=False,
+        soft_wrap=True,
+    )
     return SOME_FAILED
 
 
@@ -125,8 +171,11 @@ def _label(client, labels: Path, report_json: Path | None, *, frame, **run) -> t
         try:
             return label_items(frame, store=store, backend=client, **run), 0
         except KeyboardInterrupt as exc:
-            err.print("interrupted: every answer received so far is stored; run the same command again to go on",
-                      highlight=False, soft_wrap=True)
+            err.print(
+                "interrupted: every answer received so far is stored; run the same command again to go on",
+                highlight=False,
+                soft_wrap=True,
+            )
             return getattr(exc, "report", None), 130
         except InputError as exc:  # a fatal stop (server gone, model unloaded): the partial report, marked stopped
             if (report := getattr(exc, "report", None)) is not None:
@@ -144,13 +193,18 @@ def _write_report(report_json: Path | None, report) -> None:
 
 
 def _show(report) -> None:
-    print_table(f"LLM labels: task {report.task}, labeler {report.labeler}, prompt {report.prompt_hash[:12]}",
-                report.table())
+    print_table(
+        f"LLM labels: task {report.task}, labeler {report.labeler}, prompt {report.prompt_hash[:12]}", report.table()
+    )
     for note in report.notes:
         err.print(f"note: {escape(note)}", highlight=False, soft_wrap=True)
     if report.failures:
-        err.print(f"{len(report.failures)} request(s) failed after retries (not stored; the next run asks again), "
-                  f"first: {escape(report.failures[0])}", highlight=False, soft_wrap=True)
+        err.print(
+            f"{len(report.failures)} request(s) failed after retries (not stored; the next run asks again), "
+            f"first: {escape(report.failures[0])}",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 @guarded
@@ -161,9 +215,19 @@ def prompts() -> None:
     from mhaudit.weak_supervision.labelers.prompts import available, load_prompt
 
     specs = {name: load_prompt(name) for name in available()}
-    rows = [{"prompt": name, "task": spec.task, "version": spec.version, "shots": spec.default_shots,
-             "template hash": spec.hash()[:12], "description": spec.description} for name, spec in specs.items()]
-    print_table("Labelling prompts (hash of the template alone; a run's hash adds examples and model settings)",
-                pd.DataFrame(rows))
+    rows = [
+        {
+            "prompt": name,
+            "task": spec.task,
+            "version": spec.version,
+            "shots": spec.default_shots,
+            "template hash": spec.hash()[:12],
+            "description": spec.description,
+        }
+        for name, spec in specs.items()
+    ]
+    print_table(
+        "Labelling prompts (hash of the template alone; a run's hash adds examples and model settings)",
+        pd.DataFrame(rows),
+    )
     out.print("pass --prompt FILE.toml to use your own (see docs/labels.md)")
-

@@ -48,12 +48,20 @@ class Flag:
         required = default is dataclasses.MISSING
         if self.element is None:
             names = f"{self.flag}/--no-{self.flag[2:]}" if self.hint is bool else self.flag
-            return inspect.Parameter(self.name, _KEYWORD, default=... if required else default,
-                                     annotation=Annotated[self.hint, typer.Option(names, help=help_text)])
+            return inspect.Parameter(
+                self.name,
+                _KEYWORD,
+                default=... if required else default,
+                annotation=Annotated[self.hint, typer.Option(names, help=help_text)],
+            )
         shown = ", ".join(map(str, default)) if isinstance(default, tuple) and default else False
         option = typer.Option(self.flag, help=help_text, show_default=shown or False)
-        return inspect.Parameter(self.name, _KEYWORD, default=... if required else None,
-                                 annotation=Annotated[list[str] if required else list[str] | None, option])
+        return inspect.Parameter(
+            self.name,
+            _KEYWORD,
+            default=... if required else None,
+            annotation=Annotated[list[str] if required else list[str] | None, option],
+        )
 
     def value(self, given: Any) -> Any:
         """The field's value from what the flag got (a tuple from repeated or comma-separated values)."""
@@ -61,8 +69,12 @@ class Flag:
             return given if self.element is None else None
         parse = self.field.metadata["parse"] or self.element
         split = self.field.metadata["split"]
-        items = [item.strip() for value in given for item in (str(value).split(",") if split else [str(value)])
-                 if item.strip()]
+        items = [
+            item.strip()
+            for value in given
+            for item in (str(value).split(",") if split else [str(value)])
+            if item.strip()
+        ]
         try:
             return tuple(parse(item) for item in items)
         except ValueError:
@@ -121,8 +133,11 @@ class OptionsCommand:
     def _own(self) -> list[inspect.Parameter]:
         """The command's own parameters, without `options`."""
         hints = typing.get_type_hints(self.command, include_extras=True)
-        return [p.replace(kind=_KEYWORD, annotation=hints.get(p.name, p.annotation))
-                for p in inspect.signature(self.command).parameters.values() if p.name != "options"]
+        return [
+            p.replace(kind=_KEYWORD, annotation=hints.get(p.name, p.annotation))
+            for p in inspect.signature(self.command).parameters.values()
+            if p.name != "options"
+        ]
 
     @functools.cached_property
     def _parameters(self) -> list[inspect.Parameter]:
@@ -142,6 +157,7 @@ class OptionsCommand:
     def listed(self):
         """The command as a listing shows it (cli._app_for): its name, help and own parameters, without the flags, so
         its options class is not imported. It is never run."""
+
         def listed(**kwargs):
             raise AssertionError(f"{self.__name__} was built for a listing only")
 

@@ -70,9 +70,15 @@ class LiveBar:
     def __init__(self, console: Console):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self.bars = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                             TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console,
-                             transient=True)
+        self.bars = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[status]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
         self.tasks: list[tuple[str, object]] = []  # the open stages, innermost last
 
     def __call__(self, event: Event) -> None:

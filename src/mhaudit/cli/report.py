@@ -11,8 +11,7 @@ import typer
 from mhaudit.cli.console import guarded, out, write_report
 from mhaudit.core.errors import InputError
 
-app = typer.Typer(help="Work with written reports: combine several audits into one trust report.",
-                  no_args_is_help=True)
+app = typer.Typer(help="Work with written reports: combine several audits into one trust report.", no_args_is_help=True)
 
 
 def register(root: typer.Typer) -> None:
@@ -21,15 +20,19 @@ def register(root: typer.Typer) -> None:
 
 @app.command()
 @guarded
-def combine(folders: Annotated[list[Path], typer.Argument(help="Report folders written by mhaudit audits (--out).")],
-            out_dir: Annotated[Path, typer.Option("--out", help="Folder for the combined report.")],
-            title: Annotated[str | None, typer.Option(help="The combined report's title.")] = None) -> None:
+def combine(
+    folders: Annotated[list[Path], typer.Argument(help="Report folders written by mhaudit audits (--out).")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for the combined report.")],
+    title: Annotated[str | None, typer.Option(help="The combined report's title.")] = None,
+) -> None:
     """Merge the reports of several audits (cross-platform, label source, validation, ...) into one."""
     from mhaudit.report.combine import combine_results, read_report
 
     if any(folder.resolve() == out_dir.resolve() for folder in folders):
-        raise InputError("is one of the reports to combine; write the combined report to another folder "
-                         "so the input report is kept", path=out_dir)
+        raise InputError(
+            "is one of the reports to combine; write the combined report to another folder so the input report is kept",
+            path=out_dir,
+        )
     results = [read_report(folder) for folder in folders]
     combined = combine_results(results, title=title)
     write_report(combined, out_dir)

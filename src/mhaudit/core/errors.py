@@ -44,8 +44,9 @@ class OutputError(InputError, OSError):
         self.errno = errno
 
 
-def os_fault(exc: BaseException, path: object | None = None, *, kept: bool = False,
-             writing: bool = True) -> OutputError | None:
+def os_fault(
+    exc: BaseException, path: object | None = None, *, kept: bool = False, writing: bool = True
+) -> OutputError | None:
     """The one sentence for an OSError the user can fix (disk full, not writable), naming `path` (else the
     error's file); None for any other error, which stays a bug with its traceback. `kept`: the writer
     guarantees that the earlier file is untouched, and the sentence says so; `writing=False`: the error may

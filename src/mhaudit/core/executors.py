@@ -20,8 +20,9 @@ from mhaudit.core.threads import limit_worker
 EXECUTORS = ("local", "ray")
 
 
-def run_jobs(fn: Callable, jobs: Sequence[dict], *, executor: str = "local", workers: int = 1,
-             progress: Progress | None = None) -> list:
+def run_jobs(
+    fn: Callable, jobs: Sequence[dict], *, executor: str = "local", workers: int = 1, progress: Progress | None = None
+) -> list:
     """Call fn(**job) for every job and return the results in job order; `progress` advances by one in this
     process as each result arrives, in job order (within the caller's stage, whose total is the jobs)."""
     if executor not in EXECUTORS:

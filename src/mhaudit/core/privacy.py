@@ -41,13 +41,18 @@ def local_secret() -> bytes:
             handle.write(secrets.token_hex(32))
     secret = path.read_text().strip().encode()
     if len(secret) < MIN_SECRET_BYTES:
-        raise InputError(f"the secret holds {len(secret)} bytes; it needs at least {MIN_SECRET_BYTES} or anyone "
-                         "could recompute the pseudonyms (delete the file to have a new one made)", path=path)
+        raise InputError(
+            f"the secret holds {len(secret)} bytes; it needs at least {MIN_SECRET_BYTES} or anyone "
+            "could recompute the pseudonyms (delete the file to have a new one made)",
+            path=path,
+        )
     return secret
 
 
 def pseudonymise(values: Iterable[object], secret: bytes | None = None) -> list[str | None]:
     """'a-' + the first 16 hex digits of HMAC-SHA256(secret, id); absent ids stay None."""
     key = secret if secret is not None else local_secret()
-    return [None if pd.isna(v) or str(v) == "" else
-            PREFIX + hmac.new(key, str(v).encode(), hashlib.sha256).hexdigest()[:16] for v in values]
+    return [
+        None if pd.isna(v) or str(v) == "" else PREFIX + hmac.new(key, str(v).encode(), hashlib.sha256).hexdigest()[:16]
+        for v in values
+    ]

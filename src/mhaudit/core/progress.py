@@ -18,12 +18,12 @@ from typing import NamedTuple
 class Event(NamedTuple):
     """What `announce` is told: a stage starts, advances or is done, or a note within it."""
 
-    kind: str                      # "start" | "advance" | "note" | "done"
-    name: str                      # the stage's name (a note's text)
-    done: int = 0                  # steps done so far in the stage
-    total: int | None = None       # the stage's steps, when known
-    seconds: float | None = None   # how long the stage took ("done")
-    status: str | None = None      # a short state of the stage ("advance"; None: unchanged), e.g. "loss 0.41"
+    kind: str  # "start" | "advance" | "note" | "done"
+    name: str  # the stage's name (a note's text)
+    done: int = 0  # steps done so far in the stage
+    total: int | None = None  # the stage's steps, when known
+    seconds: float | None = None  # how long the stage took ("done")
+    status: str | None = None  # a short state of the stage ("advance"; None: unchanged), e.g. "loss 0.41"
 
 
 Announce = Callable[[Event], None]

@@ -25,15 +25,21 @@ def check_version(found: int, current: int, *, what: str, where: object, advice:
     """Refuse a store whose version is not `current` (used where no migration exists, e.g. PostgreSQL). `what`
     names the store as a sentence's subject ("this post store"); `advice` says what to do with an older one."""
     if found > current:
-        raise InputError(f"{what} was written by a newer mhaudit (schema version {found}; this mhaudit reads "
-                         f"version {current}); upgrade mhaudit (pip install -U mhaudit) to open it", path=where)
+        raise InputError(
+            f"{what} was written by a newer mhaudit (schema version {found}; this mhaudit reads "
+            f"version {current}); upgrade mhaudit (pip install -U mhaudit) to open it",
+            path=where,
+        )
     if found < current:
-        raise InputError(f"{what} has schema version {found}, which this mhaudit (version {current}) cannot "
-                         f"migrate; {advice}", path=where)
+        raise InputError(
+            f"{what} has schema version {found}, which this mhaudit (version {current}) cannot migrate; {advice}",
+            path=where,
+        )
 
 
-def migrate_sqlite(conn: sqlite3.Connection, path: Path, found: int, current: int, steps: Mapping[int, Step], *,
-                   what: str, advice: str) -> Path | None:
+def migrate_sqlite(
+    conn: sqlite3.Connection, path: Path, found: int, current: int, steps: Mapping[int, Step], *, what: str, advice: str
+) -> Path | None:
     """Bring an SQLite store stamped `PRAGMA user_version = found` to `current`: a backup copy first, then every
     step from `found` up and the new stamp in one transaction. Returns the backup's path (None: nothing to do).
     `conn` is in autocommit mode (isolation_level=None)."""
@@ -58,11 +64,18 @@ def migrate_sqlite(conn: sqlite3.Connection, path: Path, found: int, current: in
                 conn.execute("ROLLBACK")
             raise
     except (sqlite3.Error, OSError) as exc:
-        raise InputError(f"{what} has schema version {found} and migrating it to version {current} failed "
-                         f"({' '.join(str(exc).split())}); it is unchanged: make the file and its folder writable "
-                         "(or free some disk space) and run again", path=path) from None
-    warnings.warn(f"{path}: {what} was migrated from schema version {found} to {current}; the file as it was is "
-                  f"kept as {backup.name}", StoreMigratedWarning, stacklevel=3)
+        raise InputError(
+            f"{what} has schema version {found} and migrating it to version {current} failed "
+            f"({' '.join(str(exc).split())}); it is unchanged: make the file and its folder writable "
+            "(or free some disk space) and run again",
+            path=path,
+        ) from None
+    warnings.warn(
+        f"{path}: {what} was migrated from schema version {found} to {current}; the file as it was is "
+        f"kept as {backup.name}",
+        StoreMigratedWarning,
+        stacklevel=3,
+    )
     return backup
 
 

@@ -39,8 +39,9 @@ class BinaryTarget:
         return f"{positive} vs {negative} ({self.binary.describe()})"
 
 
-def collapse_binary(predictions: pd.DataFrame, classes: list[str], binary: BinarySpec, names: list[str],
-                    relabel: bool) -> pd.DataFrame:
+def collapse_binary(
+    predictions: pd.DataFrame, classes: list[str], binary: BinarySpec, names: list[str], relabel: bool
+) -> pd.DataFrame:
     """Multi-class predictions (one `logit_<class>` per model class) as a binary problem `names` =
     [negative, positive]: `logit_<positive>` = logsumexp(positive classes' logits) - logsumexp(negative
     classes' logits), `logit_<negative>` = 0, so the softmax of the two is P(positive side) over
@@ -61,25 +62,42 @@ def collapse_binary(predictions: pd.DataFrame, classes: list[str], binary: Binar
     return out
 
 
-BINARY_TABLES = ("verdicts", "discrimination", "per_class_auc", "calibration", "temperature_scaling", "significance",
-                 "equity_summary", "equity", "label_shift")
+BINARY_TABLES = (
+    "verdicts",
+    "discrimination",
+    "per_class_auc",
+    "calibration",
+    "temperature_scaling",
+    "significance",
+    "equity_summary",
+    "equity",
+    "label_shift",
+)
 
 
-def binary_section(exp: Experiment, classes: list[str], reference: pd.DataFrame, targets: list[BinaryTarget],
-                    predictions: dict[str, list[pd.DataFrame]]) -> Section:
+def binary_section(
+    exp: Experiment,
+    classes: list[str],
+    reference: pd.DataFrame,
+    targets: list[BinaryTarget],
+    predictions: dict[str, list[pd.DataFrame]],
+) -> Section:
     """One CPFE audit per binary problem (targets sharing the collapse and class names are audited
     together): the reference platform's rows collapsed and relabelled, the targets' rows collapsed."""
     from mhaudit.audits.cpfe import CPFEInputs, audit_cpfe
 
     problems: dict[tuple, list[BinaryTarget]] = {}
     for t in targets:
-        problems.setdefault((tuple(t.binary.positive), tuple(t.binary.negative_classes(classes)),
-                             tuple(t.corpus.classes)), []).append(t)
+        problems.setdefault(
+            (tuple(t.binary.positive), tuple(t.binary.negative_classes(classes)), tuple(t.corpus.classes)), []
+        ).append(t)
     home = reference[(reference["platform"] == exp.reference) | (reference["dataset"] == exp.reference)]
     datasets = sorted(home["dataset"].unique())
     if len(datasets) != 1:
-        raise InputError(f"binary targets need one data set on the reference platform '{exp.reference}'; it holds "
-                         f"{', '.join(datasets) or 'none'}")
+        raise InputError(
+            f"binary targets need one data set on the reference platform '{exp.reference}'; it holds "
+            f"{', '.join(datasets) or 'none'}"
+        )
     tables: dict[str, list[pd.DataFrame]] = {}
     for group in problems.values():
         first = group[0]
@@ -87,10 +105,14 @@ def binary_section(exp: Experiment, classes: list[str], reference: pd.DataFrame,
         ref = collapse_binary(home, classes, first.binary, names, relabel=True)
         missing = sorted(set(names) - set(ref.loc[ref["split"].isin(["test", "calibration"]), "label"]))
         if missing:
-            raise InputError(f"binary target {first.describe()}: the reference platform's test rows have no "
-                             f"row for {', '.join(missing)} once collapsed; its AUC is undefined")
-        rows = [collapse_binary(pd.concat(predictions[t.key], ignore_index=True), classes, t.binary, names,
-                                relabel=False) for t in group]
+            raise InputError(
+                f"binary target {first.describe()}: the reference platform's test rows have no "
+                f"row for {', '.join(missing)} once collapsed; its AUC is undefined"
+            )
+        rows = [
+            collapse_binary(pd.concat(predictions[t.key], ignore_index=True), classes, t.binary, names, relabel=False)
+            for t in group
+        ]
         # the reference's data set names the reference, as a target may share its platform (Dreaddit is
         # Reddit); where a target's platform or data set has that name too, the reference's is marked
         reference_name = datasets[0]
@@ -108,10 +130,15 @@ def binary_section(exp: Experiment, classes: list[str], reference: pd.DataFrame,
                 continue
             if not table.empty:
                 tables.setdefault(name, []).append(table.assign(binary=label)[["binary", *table.columns]])
-    text = ("Binary targets scored by the multi-class models: each model's binary logit is log-sum-exp of the "
-            "positive classes' logits minus log-sum-exp of the negative ones (P(positive) / (P(positive) + "
-            "P(negative)) under its softmax). The reference platform's rows are collapsed the same way (rows of "
-            "classes on neither side dropped) and serve as the reference; the CPFE axes run on the two-class "
-            "problem (binary_discrimination: AUC of the positive class).")
-    return Section("Binary targets", text, {f"binary_{name}": pd.concat(parts, ignore_index=True)
-                                            for name, parts in tables.items()})
+    text = (
+        "Binary targets scored by the multi-class models: each model's binary logit is log-sum-exp of the "
+        "positive classes' logits minus log-sum-exp of the negative ones (P(positive) / (P(positive) + "
+        "P(negative)) under its softmax). The reference platform's rows are collapsed the same way (rows of "
+        "classes on neither side dropped) and serve as the reference; the CPFE axes run on the two-class "
+        "problem (binary_discrimination: AUC of the positive class)."
+    )
+    return Section(
+        "Binary targets",
+        text,
+        {f"binary_{name}": pd.concat(parts, ignore_index=True) for name, parts in tables.items()},
+    )

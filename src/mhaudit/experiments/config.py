@@ -45,8 +45,11 @@ def options_table(options_type: type, name: str, *, base: type[BaseModel] = Stri
 def options_of(table: BaseModel, options_type: type, **fixed):
     """`options_type` made from an `options_table` (and the fields the experiment sets elsewhere)."""
     hints = typing.get_type_hints(options_type)
-    values = {f.name: getattr(table, f.name) for f in described(options_type)
-              if f.name in type(table).model_fields and f.name not in fixed}
+    values = {
+        f.name: getattr(table, f.name)
+        for f in described(options_type)
+        if f.name in type(table).model_fields and f.name not in fixed
+    }
     for name, value in values.items():
         if dataclasses.is_dataclass(hints[name]):
             values[name] = options_of(value, hints[name])
@@ -102,7 +105,8 @@ class CorpusFiles(Strict):
 
 
 CorpusSpec: TypeAlias = options_table(  # type: ignore[valid-type]  # a model made at run time: Any to mypy
-    ImportOptions, "CorpusSpec", base=CorpusFiles)
+    ImportOptions, "CorpusSpec", base=CorpusFiles
+)
 
 
 class ModelSpec(Strict):
@@ -121,7 +125,8 @@ class ModelSpec(Strict):
 
 # [audit]: the cross-platform audit's options; the reference platform is the experiment's
 AuditSpec: TypeAlias = options_table(  # type: ignore[valid-type]  # made at run time, as CorpusSpec
-    CPFEOptions, "AuditSpec", exclude=("reference",))
+    CPFEOptions, "AuditSpec", exclude=("reference",)
+)
 
 
 class LabelSourceCorpora(Strict):
@@ -135,7 +140,8 @@ class LabelSourceCorpora(Strict):
 
 
 LabelSourceSpec: TypeAlias = options_table(  # type: ignore[valid-type]  # made at run time, as CorpusSpec
-    DivergenceOptions, "LabelSourceSpec", base=LabelSourceCorpora)
+    DivergenceOptions, "LabelSourceSpec", base=LabelSourceCorpora
+)
 
 
 class ValidationFiles(Strict):
@@ -151,13 +157,16 @@ class ValidationFiles(Strict):
     @model_validator(mode="after")
     def _models_need_both(self) -> ValidationFiles:
         if (self.items is None) != (self.binary is None):
-            raise ValueError("validation.items and validation.binary go together: the models score the items and "
-                             "binary says which model classes are label 1")
+            raise ValueError(
+                "validation.items and validation.binary go together: the models score the items and "
+                "binary says which model classes are label 1"
+            )
         return self
 
 
 ValidationSpec: TypeAlias = options_table(  # type: ignore[valid-type]  # made at run time, as CorpusSpec
-    AgreementOptions, "ValidationSpec", base=ValidationFiles, exclude=("models",))
+    AgreementOptions, "ValidationSpec", base=ValidationFiles, exclude=("models",)
+)
 
 
 class FileAuditSpec(Strict):
@@ -188,28 +197,35 @@ class Experiment(Strict):
     def _reference_for_design(self) -> Experiment:
         if not self.corpus:
             if not (self.label_source or self.validation or self.audits):
-                raise ValueError("nothing to audit: give [[corpus]] and [[model]] tables (the cross-platform audit), "
-                                 "[label_source], [validation] or [[audits]]")
+                raise ValueError(
+                    "nothing to audit: give [[corpus]] and [[model]] tables (the cross-platform audit), "
+                    "[label_source], [validation] or [[audits]]"
+                )
             if self.model:
                 raise ValueError("[[model]] tables need [[corpus]] tables to train on")
             if self.validation and self.validation.items:
-                raise ValueError("validation.items are scored by the experiment's models: give [[corpus]] and "
-                                 "[[model]] tables, or leave items out")
+                raise ValueError(
+                    "validation.items are scored by the experiment's models: give [[corpus]] and "
+                    "[[model]] tables, or leave items out"
+                )
         elif not self.model:
             raise ValueError("[[corpus]] tables need at least one [[model]] to train on them")
         elif self.design == "reference" and not self.reference:
             raise ValueError("design 'reference' needs reference = \"<platform>\"")
         if self.label_source and self.model and self.label_source.binary is None:
-            raise ValueError("[label_source] needs binary = { positive = [...] }: which model classes the experiment's "
-                             "models score as the positive side")
+            raise ValueError(
+                "[label_source] needs binary = { positive = [...] }: which model classes the experiment's "
+                "models score as the positive side"
+            )
         if (self.label_source or self.validation) and self.design != "reference":
             raise ValueError("[label_source] and [validation] run beside design 'reference' only")
         if any(c.binary for c in self.corpus):
             if self.design != "reference":
                 raise ValueError("binary targets (corpus.binary) need design 'reference'")
             if all(c.binary for c in self.corpus):
-                raise ValueError("every corpus is a binary target; the models need a corpus without 'binary' "
-                                 "to train on")
+                raise ValueError(
+                    "every corpus is a binary target; the models need a corpus without 'binary' to train on"
+                )
         return self
 
     def cpfe_options(self, reference: str | None = None, **fixed) -> CPFEOptions:
@@ -242,13 +258,18 @@ def load_experiment(path: str | Path) -> Experiment:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "the file"
         raise InputError(f"{where}: {_message(first)} ({exc.error_count()} problem(s) in all)", path=path) from None
-    corpora = [*experiment.corpus, *(experiment.label_source.corpus if experiment.label_source else ()),
-               *((experiment.validation.items,) if experiment.validation and experiment.validation.items else ())]
+    corpora = [
+        *experiment.corpus,
+        *(experiment.label_source.corpus if experiment.label_source else ()),
+        *((experiment.validation.items,) if experiment.validation and experiment.validation.items else ()),
+    ]
     tables: dict[str, typing.Callable[[], object]] = {
         "audit": lambda: experiment.cpfe_options(reference=experiment.reference or "reference"),
-        "label_source": experiment.divergence_options, "validation": experiment.validation_options,
+        "label_source": experiment.divergence_options,
+        "validation": experiment.validation_options,
         "corpus": lambda: [options_of(spec, ImportOptions) for spec in corpora],
-        "audits": lambda: list(map(file_audits.check, experiment.audits))}
+        "audits": lambda: list(map(file_audits.check, experiment.audits)),
+    }
     for table, make in tables.items():  # a bad value is said before any work
         try:
             make()

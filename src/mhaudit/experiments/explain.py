@@ -12,8 +12,16 @@ from mhaudit.tables.corpus.schema import Corpus
 ATTRIBUTION_COLUMNS = ["class", "word", "score", "count", "method"]
 
 
-def explain_corpus(model, corpus: Corpus, method: str, *, n: int = EXPLAIN_SAMPLE, seed: int = 0,
-                   splits=("test",), model_name: str | None = None) -> pd.DataFrame:
+def explain_corpus(
+    model,
+    corpus: Corpus,
+    method: str,
+    *,
+    n: int = EXPLAIN_SAMPLE,
+    seed: int = 0,
+    splits=("test",),
+    model_name: str | None = None,
+) -> pd.DataFrame:
     """The attributions table of a trained model (docs/attributions.md): at most `n` texts per (platform,
     data set) of `splits`, drawn with `seed` (pandas `sample`), attributed with `method` ('linear': the
     model's `explain`; 'saliency' or 'integrated_gradients' to each text's true label: `attribution_table`).
@@ -37,11 +45,25 @@ def explain_corpus(model, corpus: Corpus, method: str, *, n: int = EXPLAIN_SAMPL
         else:
             from mhaudit.attribution.table import attribution_table
 
-            table = attribution_table(model.hf_model, model.tokenizer, rows["text"].tolist(), corpus.classes,
-                                      method=method, labels=rows["label"].tolist(), sample=len(rows),
-                                      seed=seed, max_length=model.options.get("max_length", 64))
-        tables.append(table.assign(model=model_name or model.name, seed=int(model.options.get("seed", 0)),
-                                   platform=platform, dataset=dataset))
+            table = attribution_table(
+                model.hf_model,
+                model.tokenizer,
+                rows["text"].tolist(),
+                corpus.classes,
+                method=method,
+                labels=rows["label"].tolist(),
+                sample=len(rows),
+                seed=seed,
+                max_length=model.options.get("max_length", 64),
+            )
+        tables.append(
+            table.assign(
+                model=model_name or model.name,
+                seed=int(model.options.get("seed", 0)),
+                platform=platform,
+                dataset=dataset,
+            )
+        )
     table = pd.concat(tables, ignore_index=True)[["model", "seed", "platform", "dataset", *ATTRIBUTION_COLUMNS]]
     table.attrs["texts"] = texts
     return table

@@ -9,8 +9,15 @@ from typing import Callable, Iterable
 
 import pandas as pd
 
-from mhaudit.audits.monitor import (MonitorEnsemble, MonitorInputs, MonitorOptions, alert_folder, audit_monitor,
-                                    check_reference, window_context)
+from mhaudit.audits.monitor import (
+    MonitorEnsemble,
+    MonitorInputs,
+    MonitorOptions,
+    alert_folder,
+    audit_monitor,
+    check_reference,
+    window_context,
+)
 from mhaudit.audits.monitor.windows import check_resolution
 from mhaudit.core.errors import InputError
 from mhaudit.core.executors import EXECUTORS
@@ -60,30 +67,49 @@ def load_deployment(model_dir: str | Path, deployed: str | None = None) -> Deplo
     folders = model_folders(Path(model_dir))
     names = [f.name for f in folders]
     if deployed is not None and deployed not in names:
-        raise InputError(f"the deployed run {deployed} is not one of the {len(folders)} runs in {model_dir} "
-                         f"({', '.join(names)})" if len(folders) > 1 else
-                         f"the deployed run {deployed}: {model_dir} holds one model, not a folder of runs")
+        raise InputError(
+            f"the deployed run {deployed} is not one of the {len(folders)} runs in {model_dir} ({', '.join(names)})"
+            if len(folders) > 1
+            else f"the deployed run {deployed}: {model_dir} holds one model, not a folder of runs"
+        )
     chosen = names.index(deployed) if deployed is not None else 0
     order = [chosen, *(i for i in range(len(folders)) if i != chosen)]
     # loaded once per process: the scoring jobs in this process use the same copies
-    runs = tuple(Run(names[i], loaded_model(load_model, folders[i]), folders[i], model_digest(folders[i]))
-                 for i in order)
+    runs = tuple(
+        Run(names[i], loaded_model(load_model, folders[i]), folders[i], model_digest(folders[i])) for i in order
+    )
     if len(runs) == 1:
         return Deployment(runs)
     for run in runs[1:]:
         if list(run.model.classes) != list(runs[0].model.classes):
-            raise InputError(f"run {run.name}'s classes ({', '.join(run.model.classes)}) differ from the deployed "
-                             f"{runs[0].name}'s ({', '.join(runs[0].model.classes)})")
+            raise InputError(
+                f"run {run.name}'s classes ({', '.join(run.model.classes)}) differ from the deployed "
+                f"{runs[0].name}'s ({', '.join(runs[0].model.classes)})"
+            )
     by_folder = sorted(runs, key=lambda r: names.index(r.name))
     seeds = [int(r.model.options.get("seed", 0)) for r in by_folder]  # a run's seed is its seed in predictions
-    return Deployment(runs, MonitorEnsemble(names, seeds, runs[0].name, pd.DataFrame(columns=["uri", *names]),
-                                            tuple(r.digest for r in by_folder)))
+    return Deployment(
+        runs,
+        MonitorEnsemble(
+            names, seeds, runs[0].name, pd.DataFrame(columns=["uri", *names]), tuple(r.digest for r in by_folder)
+        ),
+    )
 
 
-def monitor_round(store: str | Path, deployment: Deployment, reference: PredictionSet, options: MonitorOptions, *,
-                  out_dir: str | Path, executor: str = "local", workers: int = 1, first: bool = True,
-                  synthetic: bool = False, notes: Callable[[], Iterable[str]] | None = None,
-                  progress: Progress | None = None) -> AuditResult:
+def monitor_round(
+    store: str | Path,
+    deployment: Deployment,
+    reference: PredictionSet,
+    options: MonitorOptions,
+    *,
+    out_dir: str | Path,
+    executor: str = "local",
+    workers: int = 1,
+    first: bool = True,
+    synthetic: bool = False,
+    notes: Callable[[], Iterable[str]] | None = None,
+    progress: Progress | None = None,
+) -> AuditResult:
     """Score the posts of `store` (a SQLite path or postgresql:// URL) that a run has not scored yet (the deployed
     run first; `executor` and `workers` as core.executors.run_jobs), audit every scored post against `reference`
     (the deployed model's predictions on its labelled sample; with an ensemble, every run's, told apart by seed),
@@ -100,25 +126,38 @@ def monitor_round(store: str | Path, deployment: Deployment, reference: Predicti
     progress = ensure(progress)
     with PostStore(store, wait_for_server=not first) as posts:
         if posts.count() == 0:
-            raise InputError("the post store has no posts; collect some first (mhaudit collect bluesky)",
-                             path=posts.location)
+            raise InputError(
+                "the post store has no posts; collect some first (mhaudit collect bluesky)", path=posts.location
+            )
         check_resolution(post_times(posts), options.window_length, options.window)
     # Closed while scoring, which opens the store again: in a process holding an SQLite store, opening a second one
     # (its header check opens and closes the file) drops the first's POSIX locks, and a write by another process
     # then leaves the first a "malformed" database (seen with Ray workers).
     scored_now: list[int] = []
     for run in deployment.runs:  # the deployed run first: every post it scored, the others score after
-        with progress.stage("score new posts" if deployment.ensemble is None else
-                            f"score new posts with {run.name}" + ("" if scored_now else " (deployed)")):
-            scored_now.append(score_posts(store, load_model, run.folder, run.digest, executor=executor,
-                                          workers=workers))
+        with progress.stage(
+            "score new posts"
+            if deployment.ensemble is None
+            else f"score new posts with {run.name}" + ("" if scored_now else " (deployed)")
+        ):
+            scored_now.append(
+                score_posts(store, load_model, run.folder, run.digest, executor=executor, workers=workers)
+            )
     if len(scored_now) > 1:
         progress.note(f"the other {len(scored_now) - 1} runs scored {sum(scored_now[1:]):,} new posts")
     with PostStore(store, wait_for_server=True) as posts:  # reached above: a restart since is waited out
         digests = {r.name: r.digest for r in deployment.runs}  # the deployed run first
-        inputs = MonitorInputs.from_store(posts, reference, deployment.deployed.model.name, digests,
-                                          deployment.classes, options, ensemble=deployment.ensemble,
-                                          scored_now=scored_now[0], synthetic=synthetic)
+        inputs = MonitorInputs.from_store(
+            posts,
+            reference,
+            deployment.deployed.model.name,
+            digests,
+            deployment.classes,
+            options,
+            ensemble=deployment.ensemble,
+            scored_now=scored_now[0],
+            synthetic=synthetic,
+        )
         context = window_context(inputs, options)  # the last round's unchanged windows are not recomputed
         inputs = replace(inputs, cached_windows=read_windows(posts, context))
     # no connection is held through the audit, the long part: a database restart meanwhile is waited out below
@@ -129,12 +168,13 @@ def monitor_round(store: str | Path, deployment: Deployment, reference: Predicti
     progress.note(f"{computed:,} of {total:,} windows computed; {total - computed:,} read from the store")
     if "suggested_sample" in result.outputs:  # none when the store keeps raw DIDs in its post ids
         folder = Path(out_dir) / alert_folder(result.outputs["alert_window"])
-        write_table(result.outputs["suggested_predictions"], folder / "predictions.parquet",
-                    what="the window's predictions")
-        write_certification_sample(result.outputs["suggested_sample"], result.outputs["suggested_design"],
-                                   folder / "sample.parquet")
+        write_table(
+            result.outputs["suggested_predictions"], folder / "predictions.parquet", what="the window's predictions"
+        )
+        write_certification_sample(
+            result.outputs["suggested_sample"], result.outputs["suggested_design"], folder / "sample.parquet"
+        )
     if notes is not None:
         result = replace(result, notes=[*result.notes, *notes()])
     write_report(result, out_dir)
     return result
-

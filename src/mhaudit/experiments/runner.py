@@ -32,6 +32,7 @@ from mhaudit.tables.corpus.schema import Corpus
 from mhaudit.tables.corpus.splits import assign_calibration
 from mhaudit.tables.predictions import PredictionSet, sha256_file
 
+
 def step_key(*parts) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
@@ -40,8 +41,9 @@ def _mapping(exp: Experiment, spec: CorpusSpec) -> str | None:
     """The spec's mapping with each .toml file of a chain 'a+b.toml' resolved against the experiment's folder."""
     if not spec.mapping:
         return spec.mapping
-    parts = [str(exp.folder / p) if p.endswith(".toml") and (exp.folder / p).exists() else p
-             for p in spec.mapping.split("+")]
+    parts = [
+        str(exp.folder / p) if p.endswith(".toml") and (exp.folder / p).exists() else p for p in spec.mapping.split("+")
+    ]
     return "+".join(parts)
 
 
@@ -68,8 +70,14 @@ def build_corpus(exp: Experiment, out: Path, progress: Progress | None = None) -
     audit draws them itself, as on every other route."""
     adapting = exp.design == "reference" and any(m.adapt_epochs > 0 for m in exp.model)
     calibration = (exp.reference, exp.audit.calibration_fraction, exp.audit.seed) if adapting else None
-    return import_corpora(exp, [spec for spec in exp.corpus if spec.binary is None], out, progress,
-                          key_extra=(calibration,), calibrate=adapting)
+    return import_corpora(
+        exp,
+        [spec for spec in exp.corpus if spec.binary is None],
+        out,
+        progress,
+        key_extra=(calibration,),
+        calibrate=adapting,
+    )
 
 
 def keep(corpus: Corpus, path: Path) -> None:
@@ -78,8 +86,15 @@ def keep(corpus: Corpus, path: Path) -> None:
         corpus.write(path)
 
 
-def import_corpora(exp: Experiment, specs: list[CorpusSpec], out: Path, progress: Progress | None = None, *,
-                   key_extra: tuple = (), calibrate: bool = False) -> tuple[Corpus, Path, str]:
+def import_corpora(
+    exp: Experiment,
+    specs: list[CorpusSpec],
+    out: Path,
+    progress: Progress | None = None,
+    *,
+    key_extra: tuple = (),
+    calibrate: bool = False,
+) -> tuple[Corpus, Path, str]:
     """The specs imported into one corpus (one set of classes); cached by the specs, the files' contents and
     `key_extra` at the path returned, which the caller writes (`keep`) once the whole experiment is checked.
     `calibrate`: each target platform without a calibration split gets one stored."""
@@ -93,21 +108,30 @@ def import_corpora(exp: Experiment, specs: list[CorpusSpec], out: Path, progress
     classes = corpora[0].classes
     for spec, c in zip(specs[1:], corpora[1:]):
         if c.classes != classes:
-            raise InputError(f"corpus '{spec.source}' maps to classes {c.classes}, not {classes}; every corpus of "
-                             "an experiment must map to the same classes")
+            raise InputError(
+                f"corpus '{spec.source}' maps to classes {c.classes}, not {classes}; every corpus of "
+                "an experiment must map to the same classes"
+            )
     frame = pd.concat([c.frame for c in corpora], ignore_index=True)
     for platform in sorted(set(frame["platform"]) - {exp.reference}) if calibrate else ():
         if not (frame.loc[frame["platform"] == platform, "split"] == "calibration").any():
             frame = assign_calibration(frame, platform, fraction=exp.audit.calibration_fraction, seed=exp.audit.seed)
             n = ((frame["platform"] == platform) & (frame["split"] == "calibration")).sum()
-            progress.note(f"corpus: stored a calibration split of {platform} for fine-tuning (adapt_epochs): "
-                          f"{n:,} rows")
-    return Corpus.build(frame, classes, meta={"mapping": " | ".join(c.meta["mapping"] for c in corpora),
-                                              "synthetic": False}), path, key
+            progress.note(
+                f"corpus: stored a calibration split of {platform} for fine-tuning (adapt_epochs): {n:,} rows"
+            )
+    return (
+        Corpus.build(
+            frame, classes, meta={"mapping": " | ".join(c.meta["mapping"] for c in corpora), "synthetic": False}
+        ),
+        path,
+        key,
+    )
 
 
-def build_binary_targets(exp: Experiment, out: Path, classes: list[str],
-                         progress: Progress | None = None) -> list[BinaryTarget]:
+def build_binary_targets(
+    exp: Experiment, out: Path, classes: list[str], progress: Progress | None = None
+) -> list[BinaryTarget]:
     """Import each binary target corpus (cached like `build_corpus`, at `target.path`, which the caller writes)
     and check its spec against the models' `classes`."""
     progress = ensure(progress)
@@ -117,8 +141,9 @@ def build_binary_targets(exp: Experiment, out: Path, classes: list[str],
         b = spec.binary
         unknown = [c for c in [*b.positive, *([] if b.negative == "rest" else b.negative)] if c not in classes]
         if unknown:
-            raise InputError(f"{name}: class(es) {', '.join(unknown)} in binary are not model classes "
-                             f"({', '.join(classes)})")
+            raise InputError(
+                f"{name}: class(es) {', '.join(unknown)} in binary are not model classes ({', '.join(classes)})"
+            )
         if not b.negative_classes(classes):
             raise InputError(f'{name}: binary.positive names every model class; nothing is left for "rest"')
         key = step_key(spec.key_dump(), _files(exp, [spec]))
@@ -129,9 +154,11 @@ def build_binary_targets(exp: Experiment, out: Path, classes: list[str],
         else:
             corpus = _import(exp, spec, progress)
             if len(corpus.classes) != 2:
-                raise InputError(f"{name} maps to {len(corpus.classes)} classes ({', '.join(corpus.classes)}); a "
-                                 "binary target needs a two-class mapping, negative first and positive last "
-                                 "(e.g. stress-binary)")
+                raise InputError(
+                    f"{name} maps to {len(corpus.classes)} classes ({', '.join(corpus.classes)}); a "
+                    "binary target needs a two-class mapping, negative first and positive last "
+                    "(e.g. stress-binary)"
+                )
         targets.append(BinaryTarget(spec, corpus, key, path))
     return targets
 
@@ -150,8 +177,9 @@ def train_job(corpus_path: str, platform: str, spec: dict, seed: int, folder: st
     return folder
 
 
-def _predict_and_explain(folder: Path, spec: ModelSpec, corpus: Corpus, seed: int,
-                         binary_targets: list[BinaryTarget]) -> tuple[pd.DataFrame, pd.DataFrame | None, dict]:
+def _predict_and_explain(
+    folder: Path, spec: ModelSpec, corpus: Corpus, seed: int, binary_targets: list[BinaryTarget]
+) -> tuple[pd.DataFrame, pd.DataFrame | None, dict]:
     """Predictions on the corpus, attributions, and raw predictions (model-class logits, the target's own
     labels) on each binary target by its key; each cached in the model's folder."""
     from mhaudit.models import load_model
@@ -177,8 +205,9 @@ def _predict_and_explain(folder: Path, spec: ModelSpec, corpus: Corpus, seed: in
     return (pd.read_parquet(preds_path), pd.read_parquet(attr_path) if spec.explain != "none" else None, binary)
 
 
-def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", workers: int = 1,
-                   progress: Progress | None = None) -> AuditResult:
+def run_experiment(
+    exp: Experiment, out: Path, *, executor: str = "local", workers: int = 1, progress: Progress | None = None
+) -> AuditResult:
     """Run `exp` into `out`. The whole experiment is checked first (models, files, every platform and data set it
     names), so a mistake is one sentence with nothing written; then each long step is a stage of `progress`, what
     was cached or written a note."""
@@ -186,8 +215,9 @@ def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", worke
     out = Path(out)
     check_models_and_files(exp)
     imported = {"cross-platform": build_corpus(exp, out, progress)} if exp.corpus else {}
-    binary_targets = build_binary_targets(exp, out, imported["cross-platform"][0].classes, progress) \
-        if exp.corpus else []
+    binary_targets = (
+        build_binary_targets(exp, out, imported["cross-platform"][0].classes, progress) if exp.corpus else []
+    )
     if exp.label_source:
         imported["label-source"] = import_corpora(exp, exp.label_source.corpus, out, progress)
     if exp.validation and exp.validation.items:
@@ -198,8 +228,9 @@ def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", worke
     result, classes = None, []
     places: list[tuple] = []  # (spec, platform, seed, folder) of each trained model
     if exp.corpus:
-        result, places = _cross_platform(exp, out, imported["cross-platform"], binary_targets, executor, workers,
-                                         progress)
+        result, places = _cross_platform(
+            exp, out, imported["cross-platform"], binary_targets, executor, workers, progress
+        )
         classes = imported["cross-platform"][0].classes
     if exp.label_source or exp.validation or exp.audits:
         result = _with_other_audits(exp, out, result, classes, places, imported, progress)
@@ -209,14 +240,24 @@ def run_experiment(exp: Experiment, out: Path, *, executor: str = "local", worke
     return result
 
 
-def _cross_platform(exp: Experiment, out: Path, imported: tuple[Corpus, Path, str], binary_targets: list[BinaryTarget],
-                    executor: str, workers: int, progress: Progress) -> tuple[AuditResult, list]:
+def _cross_platform(
+    exp: Experiment,
+    out: Path,
+    imported: tuple[Corpus, Path, str],
+    binary_targets: list[BinaryTarget],
+    executor: str,
+    workers: int,
+    progress: Progress,
+) -> tuple[AuditResult, list]:
     """Train, predict, explain and audit; the result and each trained (spec, platform, seed, folder)."""
     from mhaudit.models import training_seeds
 
     corpus, corpus_path, corpus_key = imported
-    platforms = [exp.reference] if exp.design == "reference" and exp.reference else sorted(
-        corpus.frame.loc[corpus.frame["split"] == "train", "platform"].unique())
+    platforms = (
+        [exp.reference]
+        if exp.design == "reference" and exp.reference
+        else sorted(corpus.frame.loc[corpus.frame["split"] == "train", "platform"].unique())
+    )
     places, jobs = [], []
     for spec in exp.model:
         seeds, note = training_seeds(spec.name, exp.seeds, spec.key)  # a deterministic model: the first seed only
@@ -230,13 +271,22 @@ def _cross_platform(exp: Experiment, out: Path, imported: tuple[Corpus, Path, st
                 if (folder / "mhaudit-model.json").exists():
                     progress.note(f"train {spec.key} seed {seed} on {platform}: done before, kept")
                 else:
-                    jobs.append({"corpus_path": str(corpus_path), "platform": platform, "spec": spec.model_dump(),
-                                 "seed": seed, "folder": str(folder)})
+                    jobs.append(
+                        {
+                            "corpus_path": str(corpus_path),
+                            "platform": platform,
+                            "spec": spec.model_dump(),
+                            "seed": seed,
+                            "folder": str(folder),
+                        }
+                    )
     with progress.stage(f"train {len(jobs)} model x seed job(s) of {exp.name}", total=len(jobs)):
         run_jobs(train_job, jobs, executor=executor, workers=workers, progress=progress)
     for job in jobs:
-        progress.note(f"trained {job['spec']['label'] or job['spec']['name']} seed {job['seed']} on "
-                      f"{job['platform']}: {job['folder']}")
+        progress.note(
+            f"trained {job['spec']['label'] or job['spec']['name']} seed {job['seed']} on "
+            f"{job['platform']}: {job['folder']}"
+        )
     predictions: dict[str, list[pd.DataFrame]] = {}  # by platform
     binary: dict[str, list[pd.DataFrame]] = {}  # by binary target
     attributions = []
@@ -252,13 +302,21 @@ def _cross_platform(exp: Experiment, out: Path, imported: tuple[Corpus, Path, st
     if exp.design != "reference":
         return transfer_report(exp, corpus, predictions), places
     reference = pd.concat(predictions[platforms[0]], ignore_index=True)  # the reference design's one platform
-    result = _reference_audit(exp, corpus, reference,
-                              pd.concat(attributions, ignore_index=True) if attributions else None, progress)
+    result = _reference_audit(
+        exp, corpus, reference, pd.concat(attributions, ignore_index=True) if attributions else None, progress
+    )
     return _with_extras(exp, corpus, result, reference, binary_targets, binary, places), places
 
 
-def _with_extras(exp: Experiment, corpus: Corpus, result: AuditResult, reference: pd.DataFrame, binary_targets,
-                 binary: dict, places: list) -> AuditResult:
+def _with_extras(
+    exp: Experiment,
+    corpus: Corpus,
+    result: AuditResult,
+    reference: pd.DataFrame,
+    binary_targets,
+    binary: dict,
+    places: list,
+) -> AuditResult:
     """The cross-platform result with the binary targets' section and verdicts and the fine-tuning comparison: a
     new result (the audit's stays as it returned)."""
     sections, verdicts = [], result.verdicts
@@ -269,21 +327,37 @@ def _with_extras(exp: Experiment, corpus: Corpus, result: AuditResult, reference
             found = found.assign(target=found["target"] + " [" + found["binary"] + "]").drop(columns="binary")
             verdicts = verdict_table([*verdicts.to_dict("records"), *found.to_dict("records")])
         sections.append(section)
-    adapted = [_adaptation(folder, spec, corpus, seed, exp) for spec, _, seed, folder in places
-               if spec.adapt_epochs > 0]
+    adapted = [
+        _adaptation(folder, spec, corpus, seed, exp) for spec, _, seed, folder in places if spec.adapt_epochs > 0
+    ]
     if adapted:
-        sections.append(Section(
-            "Temperature scaling vs fine-tuning", "On each target's stored calibration split: a temperature "
-            "fitted there (ts) vs the model fine-tuned there (ft), both evaluated on the target's other rows "
-            "(CPFE paper, section 4.6).",
-            {"temperature_vs_finetuning": pd.concat(adapted, ignore_index=True)}))
-    return replace(result, title=f"{exp.name}: {result.title}", verdicts=verdicts,
-                   sections=[*result.sections, *sections],
-                   options={**result.options, "experiment": exp.model_dump(mode="json")})
+        sections.append(
+            Section(
+                "Temperature scaling vs fine-tuning",
+                "On each target's stored calibration split: a temperature "
+                "fitted there (ts) vs the model fine-tuned there (ft), both evaluated on the target's other rows "
+                "(CPFE paper, section 4.6).",
+                {"temperature_vs_finetuning": pd.concat(adapted, ignore_index=True)},
+            )
+        )
+    return replace(
+        result,
+        title=f"{exp.name}: {result.title}",
+        verdicts=verdicts,
+        sections=[*result.sections, *sections],
+        options={**result.options, "experiment": exp.model_dump(mode="json")},
+    )
 
 
-def _with_other_audits(exp: Experiment, out: Path, cross: AuditResult | None, classes: list[str], places: list,
-                       imported: dict, progress: Progress) -> AuditResult:
+def _with_other_audits(
+    exp: Experiment,
+    out: Path,
+    cross: AuditResult | None,
+    classes: list[str],
+    places: list,
+    imported: dict,
+    progress: Progress,
+) -> AuditResult:
     """[label_source], [validation] and [[audits]]: each audit's report in its own folder (cross-platform/,
     label-source/, validation/, <audit>/) and their combination returned, for the trust report in `out`; alone, the
     one audit's result."""
@@ -322,20 +396,38 @@ def _adaptation(folder: Path, spec: ModelSpec, corpus: Corpus, seed: int, exp: E
     if not path.exists():
         model = load_model(folder)
         if not has_adapt(model):
-            raise InputError(f"model '{spec.key}' cannot be fine-tuned on a target (adapt_epochs); only "
-                             "transformer models can")
+            raise InputError(
+                f"model '{spec.key}' cannot be fine-tuned on a target (adapt_epochs); only transformer models can"
+            )
         targets = sorted(set(corpus.frame["platform"]) - {exp.reference})
-        write_table(pd.DataFrame([adaptation_rows(model, spec.key, seed, corpus.frame, corpus.classes, p,
-                                                  epochs=spec.adapt_epochs, n_bins=exp.audit.n_bins)
-                                  for p in targets]), path)
+        write_table(
+            pd.DataFrame(
+                [
+                    adaptation_rows(
+                        model,
+                        spec.key,
+                        seed,
+                        corpus.frame,
+                        corpus.classes,
+                        p,
+                        epochs=spec.adapt_epochs,
+                        n_bins=exp.audit.n_bins,
+                    )
+                    for p in targets
+                ]
+            ),
+            path,
+        )
     return pd.read_parquet(path)
 
 
-def _reference_audit(exp: Experiment, corpus: Corpus, predictions: pd.DataFrame,
-                     attributions: pd.DataFrame | None, progress: Progress) -> AuditResult:
+def _reference_audit(
+    exp: Experiment, corpus: Corpus, predictions: pd.DataFrame, attributions: pd.DataFrame | None, progress: Progress
+) -> AuditResult:
     from mhaudit.audits.cpfe import CPFEInputs, audit_cpfe
 
     options = exp.cpfe_options()
-    inputs = CPFEInputs(PredictionSet(predictions, corpus.classes), corpus.frame.set_index("id")["text"], attributions,
-                        corpus.synthetic)
+    inputs = CPFEInputs(
+        PredictionSet(predictions, corpus.classes), corpus.frame.set_index("id")["text"], attributions, corpus.synthetic
+    )
     return audit_cpfe(inputs, options, progress=progress)

@@ -30,8 +30,15 @@ class LexicalChannel:
     The matrices equal scikit-learn's TfidfVectorizer + SelectKBest(chi2) on the same texts exactly.
     """
 
-    def __init__(self, kind: str = "char", k: int = 500, *, min_df: int = 2, analyzer: str | None = None,
-                 index: NgramIndex | None = None):
+    def __init__(
+        self,
+        kind: str = "char",
+        k: int = 500,
+        *,
+        min_df: int = 2,
+        analyzer: str | None = None,
+        index: NgramIndex | None = None,
+    ):
         if kind not in ("char", "word"):
             raise ValueError(f"kind must be 'char' or 'word', not {kind!r}")
         if k < 1:

@@ -39,8 +39,12 @@ class NgramIndex:
         if analyzer not in ANALYZERS:
             raise ValueError(f"analyzer must be one of {', '.join(ANALYZERS)}, not {analyzer!r}")
         self.analyzer, words = analyzer, analyzer == "word"  # channel A's n-grams: lower-cased, one-letter words kept
-        self._analyze = CountVectorizer(analyzer=analyzer, ngram_range=(1, 2) if words else (3, 5), lowercase=True,
-                                        token_pattern=WORD_TOKEN_PATTERN if words else None).build_analyzer()
+        self._analyze = CountVectorizer(
+            analyzer=analyzer,
+            ngram_range=(1, 2) if words else (3, 5),
+            lowercase=True,
+            token_pattern=WORD_TOKEN_PATTERN if words else None,
+        ).build_analyzer()
         self._row: dict[str, int] = {}  # text -> row
         self._id: dict[str, int] = {}  # n-gram -> column, numbered in the order first seen (dict order)
         self._indptr, self._ids, self._counts = array("q", [0]), array("q"), array("q")
@@ -80,8 +84,13 @@ class NgramIndex:
         if self._matrix is None:
             indptr = np.frombuffer(self._indptr, dtype=np.int64)
             self._matrix = sparse.csr_matrix(
-                (np.frombuffer(self._counts, dtype=np.int64).astype(np.float64),
-                 np.frombuffer(self._ids, dtype=np.int64), indptr), shape=(indptr.size - 1, max(self.n_terms, 1)))
+                (
+                    np.frombuffer(self._counts, dtype=np.int64).astype(np.float64),
+                    np.frombuffer(self._ids, dtype=np.int64),
+                    indptr,
+                ),
+                shape=(indptr.size - 1, max(self.n_terms, 1)),
+            )
         return self._matrix[rows]
 
     def fit_counts(self, texts, min_df: int) -> tuple[sparse.csr_matrix, np.ndarray]:

@@ -23,8 +23,15 @@ from mhaudit.core.errors import InputError
 from mhaudit.features.word_lists import load as load_lexicon
 from mhaudit.text.parse import Parses, parses_for
 
-__all__ = ["MorphosyntaxChannel", "Patterns", "extract_patterns", "adaptive_lambda", "FEATURE_NAMES",
-           "SUBJECT_DEPS", "OBJECT_DEPS"]
+__all__ = [
+    "MorphosyntaxChannel",
+    "Patterns",
+    "extract_patterns",
+    "adaptive_lambda",
+    "FEATURE_NAMES",
+    "SUBJECT_DEPS",
+    "OBJECT_DEPS",
+]
 
 FEATURE_NAMES = ["B_pos_mass", "B_neg_mass", "B_polarity", "B_density", "B_load", "B_abs"]
 SUBJECT_DEPS = ("nsubj", "nsubjpass")
@@ -54,8 +61,11 @@ class Patterns:
         column = np.array([vocabulary.get(name, -1) for name in self.names], dtype=np.int64)
         col = column[self.code] if self.code.size else np.zeros(0, dtype=np.int64)
         known = col >= 0
-        return sparse.csr_matrix((np.ones(int(known.sum())), (self.doc[known], col[known])),
-                                 shape=(self.n_tokens.size, len(vocabulary)), dtype=np.float64)  # duplicates summed
+        return sparse.csr_matrix(
+            (np.ones(int(known.sum())), (self.doc[known], col[known])),
+            shape=(self.n_tokens.size, len(vocabulary)),
+            dtype=np.float64,
+        )  # duplicates summed
 
 
 def _in(values: np.ndarray, allowed) -> np.ndarray:
@@ -132,9 +142,19 @@ class MorphosyntaxChannel:
 
     name = "B"
 
-    def __init__(self, *, window: int = 500, alpha: float = 1.0, n_folds: int = 5, seed: int = 0,
-                 density: str = "mass", lambda_min: float = 3.0, lambda_max: float = 20.0,
-                 l_ref: float = 50.0, eps: float = 1e-9):
+    def __init__(
+        self,
+        *,
+        window: int = 500,
+        alpha: float = 1.0,
+        n_folds: int = 5,
+        seed: int = 0,
+        density: str = "mass",
+        lambda_min: float = 3.0,
+        lambda_max: float = 20.0,
+        l_ref: float = 50.0,
+        eps: float = 1e-9,
+    ):
         if density not in ("mass", "count"):
             raise ValueError(f"density must be 'mass' or 'count', not {density!r}")
         self.window, self.alpha, self.n_folds, self.seed, self.density = window, alpha, n_folds, seed, density
@@ -166,8 +186,11 @@ class MorphosyntaxChannel:
         if n < 2:
             raise InputError("channel B: cross-fitting needs at least two training documents")
         smallest = np.bincount(y, minlength=2).min()
-        splitter = (StratifiedKFold(min(self.n_folds, int(smallest)), shuffle=True, random_state=self.seed)
-                    if smallest >= 2 else KFold(min(self.n_folds, n), shuffle=True, random_state=self.seed))
+        splitter = (
+            StratifiedKFold(min(self.n_folds, int(smallest)), shuffle=True, random_state=self.seed)
+            if smallest >= 2
+            else KFold(min(self.n_folds, n), shuffle=True, random_state=self.seed)
+        )
         out = np.empty(n, dtype=np.int64)
         for f, (_, test) in enumerate(splitter.split(np.zeros(n), y)):
             out[test] = f
@@ -207,8 +230,9 @@ class MorphosyntaxChannel:
         return self._features(counts, self.log_odds_, self.seen_, pat.n_tokens, pat.n_absolutist)
 
     # -- scoring ------------------------------------------------------------------------------------
-    def _features(self, counts: sparse.csr_matrix, lo: np.ndarray, seen: np.ndarray, L: np.ndarray,
-                  n_abs: np.ndarray) -> np.ndarray:
+    def _features(
+        self, counts: sparse.csr_matrix, lo: np.ndarray, seen: np.ndarray, L: np.ndarray, n_abs: np.ndarray
+    ) -> np.ndarray:
         m_pos = counts @ np.maximum(lo, 0.0)
         m_neg = counts @ np.maximum(-lo, 0.0)
         cnt = counts @ seen.astype(np.float64)
@@ -216,11 +240,13 @@ class MorphosyntaxChannel:
         l_eff = L + adaptive_lambda(L, self.lambda_min, self.lambda_max, self.l_ref)
         total = m_pos + m_neg
         density = total / l_eff if self.density == "mass" else cnt / l_eff
-        return np.column_stack([
-            np.log1p(m_pos) / np.log1p(l_eff),
-            np.log1p(m_neg) / np.log1p(l_eff),
-            m_pos / (total + self.eps),
-            density,
-            np.log1p(total) / np.maximum(np.log1p(cnt), 1.0),
-            n_abs / l_eff,
-        ]).astype(np.float64)
+        return np.column_stack(
+            [
+                np.log1p(m_pos) / np.log1p(l_eff),
+                np.log1p(m_neg) / np.log1p(l_eff),
+                m_pos / (total + self.eps),
+                density,
+                np.log1p(total) / np.maximum(np.log1p(cnt), 1.0),
+                n_abs / l_eff,
+            ]
+        ).astype(np.float64)

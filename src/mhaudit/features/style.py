@@ -35,33 +35,95 @@ __all__ = ["FAMILIES", "FEATURE_NAMES", "FAMILY_FUNCTIONS", "style_features", "y
 _TINY = 1e-12
 
 FAMILIES: dict[str, tuple[str, ...]] = {
-    "pos": (*(f"pos_{p.lower()}_ratio" for p in UPOS), *(f"pos_{t}_ratio" for t in TAG_RATIOS),
-            "pos_past_share_of_finite", "pos_lexical_density"),
-    "frag": ("frag_sentence_cv", "frag_short_burst_ratio", "frag_long_sentence_ratio", "frag_rhythm",
-             "frag_mean_sentence_len_scaled", "frag_max_sentence_len_ratio", "frag_log_sentence_count",
-             "frag_log_word_count", "frag_verbless_sentence_ratio", "frag_initial_conjunction_ratio",
-             "frag_clauses_per_sentence", "frag_subordination_per_sentence", "frag_coordination_per_sentence",
-             "frag_tree_depth", "frag_dependency_distance", "frag_words_per_clause", "frag_burst_pair_ratio",
-             "frag_abrupt_shift_ratio"),
-    "punct": ("punct_exclamation_rate", "punct_question_rate", "punct_ellipsis_rate", "punct_repeated_rate",
-              "punct_comma_rate", "punct_period_rate", "punct_colon_semicolon_rate", "punct_dash_rate",
-              "punct_parenthesis_rate", "punct_quote_rate", "punct_asterisk_rate", "punct_contraction_rate",
-              "punct_missing_apostrophe_rate", "punct_missing_space_rate", "punct_allcaps_word_ratio",
-              "punct_titlecase_word_ratio", "punct_uppercase_char_ratio", "punct_lowercase_sentence_start_ratio",
-              "punct_lowercase_i_ratio", "punct_emoji_emoticon_rate", "punct_elongation_rate",
-              "punct_unterminated_sentence_ratio"),
-    "read": ("read_syllables_per_word", "read_flesch_ease", "read_long_word_ratio", "read_polysyllable_ratio",
-             "read_mean_word_length", "read_word_length_sd", "read_smog_grade", "read_yule_i",
-             "read_yule_i_content", "read_yule_k", "read_herdan_c", "read_maas_a2", "read_hapax_ratio",
-             "read_dislegomena_ratio"),
-    "emo": (*(f"emo_{e}_rate" for e in ("positive", "negative", *EMOTIONS, "intensifier")), "emo_polarity",
-            "emo_negated_positive_rate", "emo_negated_negative_rate", "emo_category_diversity"),
-    "cog": ("cog_absolutist_ratio", *(f"cog_{p}_ratio" for p in (*PRONOUNS, "impersonal_pronoun")),
-            "cog_self_focus_share", "cog_i_subject_share", "cog_self_description_rate", "cog_neg_verb_count",
-            "cog_neg_scope_count", "cog_neg_verb_rate", "cog_neg_adj_rate", "cog_neg_other_rate", "cog_neg_balance",
-            "cog_negation_word_rate", "cog_inability_rate",
-            *(f"cog_{c}_rate" for c in ("hedge", "certainty", "should", "catastrophizing", "self_criticism",
-                                        "rumination"))),
+    "pos": (
+        *(f"pos_{p.lower()}_ratio" for p in UPOS),
+        *(f"pos_{t}_ratio" for t in TAG_RATIOS),
+        "pos_past_share_of_finite",
+        "pos_lexical_density",
+    ),
+    "frag": (
+        "frag_sentence_cv",
+        "frag_short_burst_ratio",
+        "frag_long_sentence_ratio",
+        "frag_rhythm",
+        "frag_mean_sentence_len_scaled",
+        "frag_max_sentence_len_ratio",
+        "frag_log_sentence_count",
+        "frag_log_word_count",
+        "frag_verbless_sentence_ratio",
+        "frag_initial_conjunction_ratio",
+        "frag_clauses_per_sentence",
+        "frag_subordination_per_sentence",
+        "frag_coordination_per_sentence",
+        "frag_tree_depth",
+        "frag_dependency_distance",
+        "frag_words_per_clause",
+        "frag_burst_pair_ratio",
+        "frag_abrupt_shift_ratio",
+    ),
+    "punct": (
+        "punct_exclamation_rate",
+        "punct_question_rate",
+        "punct_ellipsis_rate",
+        "punct_repeated_rate",
+        "punct_comma_rate",
+        "punct_period_rate",
+        "punct_colon_semicolon_rate",
+        "punct_dash_rate",
+        "punct_parenthesis_rate",
+        "punct_quote_rate",
+        "punct_asterisk_rate",
+        "punct_contraction_rate",
+        "punct_missing_apostrophe_rate",
+        "punct_missing_space_rate",
+        "punct_allcaps_word_ratio",
+        "punct_titlecase_word_ratio",
+        "punct_uppercase_char_ratio",
+        "punct_lowercase_sentence_start_ratio",
+        "punct_lowercase_i_ratio",
+        "punct_emoji_emoticon_rate",
+        "punct_elongation_rate",
+        "punct_unterminated_sentence_ratio",
+    ),
+    "read": (
+        "read_syllables_per_word",
+        "read_flesch_ease",
+        "read_long_word_ratio",
+        "read_polysyllable_ratio",
+        "read_mean_word_length",
+        "read_word_length_sd",
+        "read_smog_grade",
+        "read_yule_i",
+        "read_yule_i_content",
+        "read_yule_k",
+        "read_herdan_c",
+        "read_maas_a2",
+        "read_hapax_ratio",
+        "read_dislegomena_ratio",
+    ),
+    "emo": (
+        *(f"emo_{e}_rate" for e in ("positive", "negative", *EMOTIONS, "intensifier")),
+        "emo_polarity",
+        "emo_negated_positive_rate",
+        "emo_negated_negative_rate",
+        "emo_category_diversity",
+    ),
+    "cog": (
+        "cog_absolutist_ratio",
+        *(f"cog_{p}_ratio" for p in (*PRONOUNS, "impersonal_pronoun")),
+        "cog_self_focus_share",
+        "cog_i_subject_share",
+        "cog_self_description_rate",
+        "cog_neg_verb_count",
+        "cog_neg_scope_count",
+        "cog_neg_verb_rate",
+        "cog_neg_adj_rate",
+        "cog_neg_other_rate",
+        "cog_neg_balance",
+        "cog_negation_word_rate",
+        "cog_inability_rate",
+        *(f"cog_{c}_rate" for c in ("hedge", "certainty", "should", "catastrophizing", "self_criticism", "rumination")),
+    ),
     "liwc": (*(f"liwc_{c}_ratio" for c in LIWC_CATEGORIES), "liwc_category_coverage", "liwc_category_diversity"),
 }
 FEATURE_NAMES: tuple[str, ...] = tuple(n for names in FAMILIES.values() for n in names)
@@ -87,8 +149,8 @@ def yule_i(frequencies) -> float:
     f = f[f > 0]
     if f.size == 0:
         return 0.0
-    m1, m2 = float(f.size), float((f ** 2).sum())
-    return YULE_CAP if m2 <= m1 else min(m1 ** 2 / (m2 - m1), YULE_CAP)
+    m1, m2 = float(f.size), float((f**2).sum())
+    return YULE_CAP if m2 <= m1 else min(m1**2 / (m2 - m1), YULE_CAP)
 
 
 def style_features(texts, parses: Parses) -> np.ndarray:
@@ -106,8 +168,10 @@ def style_features(texts, parses: Parses) -> np.ndarray:
     tokens = Tokens(texts, parses)
     feats = {name: value for compute in FAMILY_FUNCTIONS.values() for name, value in compute(tokens).items()}
     if set(feats) != set(FEATURE_NAMES):  # pragma: no cover - a programming error
-        raise RuntimeError(f"style features out of sync: missing {sorted(set(FEATURE_NAMES) - set(feats))}, "
-                           f"extra {sorted(set(feats) - set(FEATURE_NAMES))}")
+        raise RuntimeError(
+            f"style features out of sync: missing {sorted(set(FEATURE_NAMES) - set(feats))}, "
+            f"extra {sorted(set(feats) - set(FEATURE_NAMES))}"
+        )
     for j, name in enumerate(FEATURE_NAMES):
         out[:, j] = feats[name]
     out[~np.isfinite(out)] = 0.0

@@ -14,21 +14,54 @@ import numpy as np
 from mhaudit.features.style_tokens import Tokens, code_mask, depths, div, type_counts
 from mhaudit.features.style_word_lists import EMOTIONS, LIWC_CATEGORIES, PRONOUNS
 
-__all__ = ["EPS", "YULE_CAP", "UPOS", "TAG_RATIOS", "pos_ratios", "fragmentation", "punctuation", "readability",
-           "emotion", "cognitive_markers", "liwc_categories"]
+__all__ = [
+    "EPS",
+    "YULE_CAP",
+    "UPOS",
+    "TAG_RATIOS",
+    "pos_ratios",
+    "fragmentation",
+    "punctuation",
+    "readability",
+    "emotion",
+    "cognitive_markers",
+    "liwc_categories",
+]
 
-EPS = 1e-9            # only keeps 0/0 finite (NegBalance, polarity)
-YULE_CAP = 1e3        # Appendix A.6: Yule's I capped at 10^3 (also when M2 == M1)
-SHORT_BURST = 4       # a sentence of <= 4 words is a short burst
-LONG_SENTENCE = 30    # a sentence of >= 30 words is long
-ABRUPT = 3.0          # consecutive sentence lengths differing by this factor or more are an abrupt shift
-NEG_WINDOW = 3        # a sentiment word is negated when a negator precedes it within 3 tokens (same sentence)
-LONG_WORD = 7         # letters in a long word (LIWC's "more than six letters")
+EPS = 1e-9  # only keeps 0/0 finite (NegBalance, polarity)
+YULE_CAP = 1e3  # Appendix A.6: Yule's I capped at 10^3 (also when M2 == M1)
+SHORT_BURST = 4  # a sentence of <= 4 words is a short burst
+LONG_SENTENCE = 30  # a sentence of >= 30 words is long
+ABRUPT = 3.0  # consecutive sentence lengths differing by this factor or more are an abrupt shift
+NEG_WINDOW = 3  # a sentiment word is negated when a negator precedes it within 3 tokens (same sentence)
+LONG_WORD = 7  # letters in a long word (LIWC's "more than six letters")
 
-UPOS = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN", "PUNCT",
-        "SCONJ", "SYM", "VERB")
-TAG_RATIOS = {"past_vbd": ("VBD",), "present_vbp_vbz": ("VBP", "VBZ"), "gerund_vbg": ("VBG",), "modal_md": ("MD",),
-              "possessive_prp": ("PRP$",), "wh_word": ("WDT", "WP", "WP$", "WRB")}  # pos_<name>_ratio: Penn tags
+UPOS = (
+    "ADJ",
+    "ADP",
+    "ADV",
+    "AUX",
+    "CCONJ",
+    "DET",
+    "INTJ",
+    "NOUN",
+    "NUM",
+    "PART",
+    "PRON",
+    "PROPN",
+    "PUNCT",
+    "SCONJ",
+    "SYM",
+    "VERB",
+)
+TAG_RATIOS = {
+    "past_vbd": ("VBD",),
+    "present_vbp_vbz": ("VBP", "VBZ"),
+    "gerund_vbg": ("VBG",),
+    "modal_md": ("MD",),
+    "possessive_prp": ("PRP$",),
+    "wh_word": ("WDT", "WP", "WP$", "WRB"),
+}  # pos_<name>_ratio: Penn tags
 CONTENT_POS = ("NOUN", "PROPN", "VERB", "ADJ", "ADV")
 SUBORDINATE_DEPS = ("advcl", "ccomp", "csubj", "csubjpass", "relcl", "acl", "xcomp")
 _CAN = ("ca", "can", "could")
@@ -77,8 +110,7 @@ def _sentence_rhythm(t: Tokens) -> Features:
         "frag_log_sentence_count": np.log1p(n_sent),
         "frag_log_word_count": np.log1p(t.n_words),
         "frag_burst_pair_ratio": np.where(multi, div(s.per_doc(short_pair), n_sent - 1), 0.0),
-        "frag_abrupt_shift_ratio": np.where(multi, div(s.per_doc((ratio_prev >= ABRUPT) & same_prev), n_sent - 1),
-                                            0.0),
+        "frag_abrupt_shift_ratio": np.where(multi, div(s.per_doc((ratio_prev >= ABRUPT) & same_prev), n_sent - 1), 0.0),
     }
 
 
@@ -108,22 +140,36 @@ def _clause_structure(t: Tokens) -> Features:
 _RX = {
     "ellipsis": re.compile(r"\.{2,}|…"),
     "repeated": re.compile(r"[!?]{2,}"),
-    "period": re.compile(r"\.(?<![.\d]\.)(?![.\d])"),               # a lone full stop (not .. nor 3.5)
-    "colon_semicolon": re.compile(r"[;:](?=\s|$)"),                   # not the colon of :) or http:
-    "dash": re.compile(r"-(?:-+|(?<=\s-)(?=\s))|[—–]+"),              # " - ", "--", an en or em dash
-    "parenthesis": re.compile(r"\((?<![:;=]\()"),                      # an opening bracket, not :( or =(
+    "period": re.compile(r"\.(?<![.\d]\.)(?![.\d])"),  # a lone full stop (not .. nor 3.5)
+    "colon_semicolon": re.compile(r"[;:](?=\s|$)"),  # not the colon of :) or http:
+    "dash": re.compile(r"-(?:-+|(?<=\s-)(?=\s))|[—–]+"),  # " - ", "--", an en or em dash
+    "parenthesis": re.compile(r"\((?<![:;=]\()"),  # an opening bracket, not :( or =(
     "asterisk": re.compile(r"\*+"),
     "missing_space": re.compile(r"[,;!?](?=[A-Za-z])|\.(?<=[a-z]\.)\.{0,2}(?=[A-Z])"),
-    "elongation": re.compile(r"([A-Za-z])\1{2,}"),                     # sooo, nooo
+    "elongation": re.compile(r"([A-Za-z])\1{2,}"),  # sooo, nooo
 }
-_EMOJI = re.compile("[\U0001F300-\U0001FAFF\U0001F1E6-\U0001F1FF\u2600-\u27BF\u2B50\u2B55]")
+_EMOJI = re.compile("[\U0001f300-\U0001faff\U0001f1e6-\U0001f1ff\u2600-\u27bf\u2b50\u2b55]")
 # an emoticon stands alone: whitespace before it (a space is prepended to each text) and after it
 _EMOTICON = re.compile(r"\s(?:[:;=][-'o*]?[)(\]\[DPp/\\|3@*]+|<3+|[xX][dD]+|\^_*\^|[tT]_[tT]|;_;)(?=\s|$|[.,!?])")
 _NO_UPPER = str.maketrans("", "", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _NO_LETTER = str.maketrans("", "", "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 _TERMINAL = re.compile(r"^[.!?…]+$")
-_MARK_RATES = ("exclamation", "question", "ellipsis", "repeated", "comma", "period", "colon_semicolon", "dash",
-               "parenthesis", "quote", "asterisk", "missing_space", "emoji_emoticon", "elongation")
+_MARK_RATES = (
+    "exclamation",
+    "question",
+    "ellipsis",
+    "repeated",
+    "comma",
+    "period",
+    "colon_semicolon",
+    "dash",
+    "parenthesis",
+    "quote",
+    "asterisk",
+    "missing_space",
+    "emoji_emoticon",
+    "elongation",
+)
 
 
 def _emoji_emoticons(text: str) -> int:
@@ -191,10 +237,10 @@ def _diversity(counts) -> dict[str, np.ndarray]:
     row = np.repeat(np.arange(n_docs), np.diff(counts.indptr))
     v = np.bincount(row, minlength=n_docs).astype(np.float64)
     n = np.bincount(row, weights=f, minlength=n_docs)
-    m2 = np.bincount(row, weights=f ** 2, minlength=n_docs)
+    m2 = np.bincount(row, weights=f**2, minlength=n_docs)
     hapax = np.bincount(row, weights=(f == 1), minlength=n_docs)
     dis = np.bincount(row, weights=(f == 2), minlength=n_docs)
-    yule = np.where(m2 > v, np.minimum(div(v ** 2, m2 - v), YULE_CAP), YULE_CAP)
+    yule = np.where(m2 > v, np.minimum(div(v**2, m2 - v), YULE_CAP), YULE_CAP)
     yule[v == 0] = 0.0
     return {"v": v, "n": n, "m2": m2, "hapax": hapax, "dis": dis, "yule": yule}
 
@@ -220,9 +266,10 @@ def _word_length(t: Tokens) -> Features:
         "read_long_word_ratio": div(per_doc(wlen >= LONG_WORD), n_alpha),
         "read_polysyllable_ratio": div(polysyllables, n_alpha),
         "read_mean_word_length": mean_wlen,
-        "read_word_length_sd": np.sqrt(np.maximum(div(per_doc(wlen ** 2), n_alpha) - mean_wlen ** 2, 0.0)),
-        "read_smog_grade": np.where(has_alpha, 1.0430 * np.sqrt(div(polysyllables * 30.0, t.sentences.count))
-                                    + 3.1291, 0.0),
+        "read_word_length_sd": np.sqrt(np.maximum(div(per_doc(wlen**2), n_alpha) - mean_wlen**2, 0.0)),
+        "read_smog_grade": np.where(
+            has_alpha, 1.0430 * np.sqrt(div(polysyllables * 30.0, t.sentences.count)) + 3.1291, 0.0
+        ),
     }
 
 
@@ -235,9 +282,9 @@ def _lexical_diversity(t: Tokens) -> Features:
     return {
         "read_yule_i": d["yule"],
         "read_yule_i_content": _diversity(type_counts(t.doc[content], t.low_c[content], t.n, len(t.low_u)))["yule"],
-        "read_yule_k": 1e4 * div(d["m2"] - ntok, ntok ** 2),
+        "read_yule_k": 1e4 * div(d["m2"] - ntok, ntok**2),
         "read_herdan_c": np.where(ntok >= 2, div(log_v, log_n), np.where(ntok == 1, 1.0, 0.0)),
-        "read_maas_a2": np.where(ntok >= 2, div(log_n - log_v, log_n ** 2), 0.0),
+        "read_maas_a2": np.where(ntok >= 2, div(log_n - log_v, log_n**2), 0.0),
         "read_hapax_ratio": div(d["hapax"], v),
         "read_dislegomena_ratio": div(d["dis"], v),
     }
@@ -246,8 +293,10 @@ def _lexical_diversity(t: Tokens) -> Features:
 # -- emo: sentiment and emotion rates --------------------------------------------------------------------------
 def emotion(t: Tokens) -> Features:
     hits = t.lexicon
-    f = {f"emo_{name}_rate": div(hits.count(name), t.n_words) for name in ("positive", "negative", *EMOTIONS,
-                                                                          "intensifier")}
+    f = {
+        f"emo_{name}_rate": div(hits.count(name), t.n_words)
+        for name in ("positive", "negative", *EMOTIONS, "intensifier")
+    }
     positive, negative = hits.count("positive"), hits.count("negative")
     f["emo_polarity"] = (positive - negative) / (positive + negative + EPS)
     negator = t.in_lexicon("negation")
@@ -264,8 +313,9 @@ def emotion(t: Tokens) -> Features:
 # -- cog: cognitive markers -----------------------------------------------------------------------------------
 def cognitive_markers(t: Tokens) -> Features:
     hits, per_doc, n_words = t.lexicon, t.per_doc, t.n_words
-    f = {f"cog_{name}_ratio": div(hits.count(name), n_words)
-         for name in ("absolutist", *PRONOUNS, "impersonal_pronoun")}
+    f = {
+        f"cog_{name}_ratio": div(hits.count(name), n_words) for name in ("absolutist", *PRONOUNS, "impersonal_pronoun")
+    }
     personal = sum(hits.count(name) for name in PRONOUNS)
     f["cog_self_focus_share"] = div(hits.count("first_singular"), personal)
     subject = t.dep_is("nsubj", "nsubjpass")
@@ -276,8 +326,10 @@ def cognitive_markers(t: Tokens) -> Features:
     f["cog_self_description_rate"] = div(per_doc(predicative_adj & head_has_i_subject[t.head]), n_words)
     f.update(_negation_scope(t, predicative_adj))
     f["cog_negation_word_rate"] = div(hits.count("negation"), n_words)
-    return f | {f"cog_{name}_rate": div(hits.count(name), n_words)
-                for name in ("hedge", "certainty", "should", "catastrophizing", "self_criticism", "rumination")}
+    return f | {
+        f"cog_{name}_rate": div(hits.count(name), n_words)
+        for name in ("hedge", "certainty", "should", "catastrophizing", "self_criticism", "rumination")
+    }
 
 
 def _negation_scope(t: Tokens, predicative_adj: np.ndarray) -> Features:
@@ -288,18 +340,18 @@ def _negation_scope(t: Tokens, predicative_adj: np.ndarray) -> Features:
     has_attr = np.bincount(head[t.dep_is("attr")], minlength=t.N) > 0
     aux = t.is_pos("AUX")
     verbal = t.is_pos("VERB") | aux
-    target_adj = t.is_pos("ADJ") | (aux & has_adj_complement)    # "not happy", "am not happy"
-    target_other = aux & has_attr & ~has_adj_complement         # "am not a failure": a nominal predicate
+    target_adj = t.is_pos("ADJ") | (aux & has_adj_complement)  # "not happy", "am not happy"
+    target_other = aux & has_attr & ~has_adj_complement  # "am not a failure": a nominal predicate
     neg_adj = neg & target_adj[head]
     neg_verb = neg & verbal[head] & ~target_adj[head] & ~target_other[head]
     neg_other = neg & ~neg_adj & ~neg_verb
     n_neg_verb, n_neg_adj = per_doc(neg_verb), per_doc(neg_adj)
     can = code_mask(t.low_c, t.low_u, _CAN)
     head_has_can = np.bincount(head[can & t.dep_is("aux", "auxpass")], minlength=t.N) > 0
-    head_has_can |= can                                          # "I can't." : the modal is the head
+    head_has_can |= can  # "I can't." : the modal is the head
     return {
         "cog_neg_verb_count": n_neg_verb,
-        "cog_neg_scope_count": n_neg_verb + n_neg_adj,   # NegBalance's denominator N_neg_verb + N_neg_adj
+        "cog_neg_scope_count": n_neg_verb + n_neg_adj,  # NegBalance's denominator N_neg_verb + N_neg_adj
         "cog_neg_verb_rate": div(n_neg_verb, n_words),
         "cog_neg_adj_rate": div(n_neg_adj, n_words),
         "cog_neg_other_rate": div(per_doc(neg_other), n_words),

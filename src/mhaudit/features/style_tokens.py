@@ -67,14 +67,15 @@ def depths(head: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class Sentences:
     """spaCy's sentences; the per-sentence arrays cover the valid ones (with at least one word)."""
-    starts: np.ndarray       # first token of every sentence
-    sid: np.ndarray          # sentence index of every token
-    valid: np.ndarray        # per sentence: it has a word
-    doc: np.ndarray          # document of each valid sentence
-    length: np.ndarray       # words in each valid sentence
-    count: np.ndarray        # valid sentences per document
-    first_word: np.ndarray   # first word of each valid sentence
-    last_tok: np.ndarray     # last non-space token of each valid sentence
+
+    starts: np.ndarray  # first token of every sentence
+    sid: np.ndarray  # sentence index of every token
+    valid: np.ndarray  # per sentence: it has a word
+    doc: np.ndarray  # document of each valid sentence
+    length: np.ndarray  # words in each valid sentence
+    count: np.ndarray  # valid sentences per document
+    first_word: np.ndarray  # first word of each valid sentence
+    last_tok: np.ndarray  # last non-space token of each valid sentence
     n_docs: int
 
     def per_doc(self, w) -> np.ndarray:
@@ -135,11 +136,16 @@ class Tokens:
         valid = sent_len > 0
         vs_doc = self.doc[starts][valid]
         return Sentences(
-            starts=starts, sid=np.cumsum(sent_start) - 1, valid=valid, doc=vs_doc,
+            starts=starts,
+            sid=np.cumsum(sent_start) - 1,
+            valid=valid,
+            doc=vs_doc,
             length=sent_len[valid].astype(np.float64),
             count=np.bincount(vs_doc, minlength=self.n).astype(np.float64),
             first_word=np.minimum.reduceat(np.where(word, self.rows, self.N), starts)[valid],
-            last_tok=np.maximum.reduceat(np.where(self.tok, self.rows, -1), starts)[valid], n_docs=self.n)
+            last_tok=np.maximum.reduceat(np.where(self.tok, self.rows, -1), starts)[valid],
+            n_docs=self.n,
+        )
 
     @cached_property
     def word_types(self) -> sparse.csr_matrix:
@@ -149,9 +155,10 @@ class Tokens:
     @cached_property
     def lexicon(self) -> LexiconHits:
         lex = load_lexicon()
-        member = type_matrix(self.low_u, lex)                         # types x lexicons
-        lex_counts = (np.asarray((self.word_types @ member).todense()) if member.nnz
-                      else np.zeros((self.n, len(LEXICONS))))
+        member = type_matrix(self.low_u, lex)  # types x lexicons
+        lex_counts = (
+            np.asarray((self.word_types @ member).todense()) if member.nnz else np.zeros((self.n, len(LEXICONS)))
+        )
         total = lex_counts + self._phrase_counts(lex)
         return LexiconHits(total=total, member=member, member_by_lexicon=member.tocsc())
 
@@ -170,7 +177,7 @@ class Tokens:
                 continue
             firsts = {key.split(" ", 1)[0] for key in table}
             start = type_flags(low_u, lambda w: w in firsts)[token_codes[: rows.size - length + 1]]
-            start &= sents[length - 1:] == sents[: rows.size - length + 1]
+            start &= sents[length - 1 :] == sents[: rows.size - length + 1]
             cand = np.flatnonzero(start)
             if cand.size == 0:
                 continue

@@ -15,18 +15,81 @@ from scipy import sparse
 
 from mhaudit.features import word_lists
 
-__all__ = ["EMOTIONS", "COGNITIVE", "LIWC_CATEGORIES", "LEXICONS", "PRONOUNS", "Lexicon", "load_lexicon",
-           "type_matrix", "LexiconHits"]
+__all__ = [
+    "EMOTIONS",
+    "COGNITIVE",
+    "LIWC_CATEGORIES",
+    "LEXICONS",
+    "PRONOUNS",
+    "Lexicon",
+    "load_lexicon",
+    "type_matrix",
+    "LexiconHits",
+]
 
-EMOTIONS = ("anger", "anxiety", "sadness", "joy", "disgust", "shame", "loneliness", "hopelessness", "stress",
-            "fatigue", "affection", "calm", "gratitude")
-COGNITIVE = ("absolutist", "first_singular", "first_plural", "second_person", "third_singular", "third_plural",
-             "impersonal_pronoun", "negation", "hedge", "certainty", "should", "catastrophizing", "self_criticism",
-             "rumination")
-LIWC_CATEGORIES = ("family", "friends", "romance", "work", "school", "money", "health", "body", "sleep", "food",
-                   "death", "home", "leisure", "religion", "time", "swear", "social", "insight", "causation",
-                   "tentative", "see", "hear", "feel", "motion", "achievement", "risk", "netspeak", "filler",
-                   "differentiation", "future")
+EMOTIONS = (
+    "anger",
+    "anxiety",
+    "sadness",
+    "joy",
+    "disgust",
+    "shame",
+    "loneliness",
+    "hopelessness",
+    "stress",
+    "fatigue",
+    "affection",
+    "calm",
+    "gratitude",
+)
+COGNITIVE = (
+    "absolutist",
+    "first_singular",
+    "first_plural",
+    "second_person",
+    "third_singular",
+    "third_plural",
+    "impersonal_pronoun",
+    "negation",
+    "hedge",
+    "certainty",
+    "should",
+    "catastrophizing",
+    "self_criticism",
+    "rumination",
+)
+LIWC_CATEGORIES = (
+    "family",
+    "friends",
+    "romance",
+    "work",
+    "school",
+    "money",
+    "health",
+    "body",
+    "sleep",
+    "food",
+    "death",
+    "home",
+    "leisure",
+    "religion",
+    "time",
+    "swear",
+    "social",
+    "insight",
+    "causation",
+    "tentative",
+    "see",
+    "hear",
+    "feel",
+    "motion",
+    "achievement",
+    "risk",
+    "netspeak",
+    "filler",
+    "differentiation",
+    "future",
+)
 LEXICONS = ("positive", "negative", *EMOTIONS, "intensifier", *COGNITIVE, *LIWC_CATEGORIES)
 PRONOUNS = ("first_singular", "first_plural", "second_person", "third_singular", "third_plural")  # personal
 
@@ -34,9 +97,9 @@ PRONOUNS = ("first_singular", "first_plural", "second_person", "third_singular",
 @dataclass(frozen=True)
 class Lexicon:
     names: tuple[str, ...]
-    exact: dict            # word -> tuple of lexicon indices
-    prefix: dict           # stem length -> {stem: tuple of lexicon indices}  (entries "stem*")
-    phrases: dict          # n -> {"w1 ... wn": tuple of lexicon indices}
+    exact: dict  # word -> tuple of lexicon indices
+    prefix: dict  # stem length -> {stem: tuple of lexicon indices}  (entries "stem*")
+    phrases: dict  # n -> {"w1 ... wn": tuple of lexicon indices}
 
 
 @lru_cache(maxsize=1)
@@ -81,8 +144,9 @@ def type_matrix(uniques, lex: Lexicon) -> sparse.csr_matrix:
 @dataclass(frozen=True)
 class LexiconHits:
     """Per-document lexicon counts (words, stems and phrases) and the types x lexicons membership."""
-    total: np.ndarray                # documents x LEXICONS counts
-    member: sparse.csr_matrix        # types x LEXICONS membership (single-word and stem entries)
+
+    total: np.ndarray  # documents x LEXICONS counts
+    member: sparse.csr_matrix  # types x LEXICONS membership (single-word and stem entries)
     member_by_lexicon: sparse.csc_matrix
 
     def count(self, name: str) -> np.ndarray:

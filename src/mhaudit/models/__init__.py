@@ -6,6 +6,20 @@ for the CLI's help) does not load numpy and pandas.
 
 from mhaudit.core.lazy import lazy_names
 
-__all__, __getattr__, __dir__ = lazy_names(__name__, dict.fromkeys(
-    ["REGISTRY", "Model", "create", "is_deterministic", "load_model", "model_names", "register", "save_model",
-     "training_seeds"], ".base"))
+__all__, __getattr__, __dir__ = lazy_names(
+    __name__,
+    dict.fromkeys(
+        [
+            "REGISTRY",
+            "Model",
+            "create",
+            "is_deterministic",
+            "load_model",
+            "model_names",
+            "register",
+            "save_model",
+            "training_seeds",
+        ],
+        ".base",
+    ),
+)

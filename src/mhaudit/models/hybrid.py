@@ -64,19 +64,45 @@ class HybridClassifier(TorchClassifier):
 
     STATE_FILE = "hybrid-history.json"
 
-    def __init__(self, *, checkpoint: str = "minilm", max_length: int = 64, attention: bool = False,
-                 lstm_hidden: int = 128, lstm_layers: int = 1, dropout: float = 0.1, freeze_encoder: bool = True,
-                 encoder_lr: float = 2e-5, lr: float = 1e-3, weight_decay: float = 1e-4, max_grad_norm: float = 0.0,
-                 epochs: int = 5, patience: int = 3, batch_size: int = 16, eval_batch_size: int = 64,
-                 seed: int = 42, device: str = "auto"):
-        self._setup("hybrid", device, max_length=max_length, lstm_hidden=lstm_hidden, lstm_layers=lstm_layers,
-                    epochs=epochs, batch_size=batch_size, eval_batch_size=eval_batch_size)
+    def __init__(
+        self,
+        *,
+        checkpoint: str = "minilm",
+        max_length: int = 64,
+        attention: bool = False,
+        lstm_hidden: int = 128,
+        lstm_layers: int = 1,
+        dropout: float = 0.1,
+        freeze_encoder: bool = True,
+        encoder_lr: float = 2e-5,
+        lr: float = 1e-3,
+        weight_decay: float = 1e-4,
+        max_grad_norm: float = 0.0,
+        epochs: int = 5,
+        patience: int = 3,
+        batch_size: int = 16,
+        eval_batch_size: int = 64,
+        seed: int = 42,
+        device: str = "auto",
+    ):
+        self._setup(
+            "hybrid",
+            device,
+            max_length=max_length,
+            lstm_hidden=lstm_hidden,
+            lstm_layers=lstm_layers,
+            epochs=epochs,
+            batch_size=batch_size,
+            eval_batch_size=eval_batch_size,
+        )
         if lr <= 0 or encoder_lr <= 0 or weight_decay < 0 or max_grad_norm < 0 or not 0 <= dropout < 1:
-            raise InputError("hybrid options lr and encoder_lr must be > 0, weight_decay and max_grad_norm >= 0, "
-                             "dropout in [0, 1)")
+            raise InputError(
+                "hybrid options lr and encoder_lr must be > 0, weight_decay and max_grad_norm >= 0, dropout in [0, 1)"
+            )
         if not isinstance(patience, int) or patience < 0:
-            raise InputError(f"hybrid option patience must be a non-negative integer (0: never stop early), "
-                             f"got {patience!r}")
+            raise InputError(
+                f"hybrid option patience must be a non-negative integer (0: never stop early), got {patience!r}"
+            )
         for key, value in dict(attention=attention, freeze_encoder=freeze_encoder).items():
             if not isinstance(value, (bool, np.bool_)):  # bool('False') is True: a string must not pass
                 raise InputError(f"hybrid option {key} must be true or false, got {value!r}")
@@ -106,8 +132,14 @@ class HybridClassifier(TorchClassifier):
             self.encoder.requires_grad_(False)
 
     def _new_head(self, num_labels: int) -> LSTMHead:
-        return LSTMHead(self.encoder.config.hidden_size, num_labels, hidden=self.lstm_hidden,
-                        layers=self.lstm_layers, dropout=self.dropout, attention=self.attention).to(self.device)
+        return LSTMHead(
+            self.encoder.config.hidden_size,
+            num_labels,
+            hidden=self.lstm_hidden,
+            layers=self.lstm_layers,
+            dropout=self.dropout,
+            attention=self.attention,
+        ).to(self.device)
 
     def _states(self, ids: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Encoder token states (B, T, H) float32 and the right-padded mask (B, T) for token id lists."""
@@ -123,7 +155,7 @@ class HybridClassifier(TorchClassifier):
 
         def keep(index, states, mask, _weights=None):
             for row, i in enumerate(index):
-                out[i] = states[row, :int(mask[row].sum())].cpu()
+                out[i] = states[row, : int(mask[row].sum())].cpu()
 
         self._batches(ids, keep, heads=False)
         return out  # type: ignore[return-value]  # keep() has filled every slot
@@ -145,8 +177,12 @@ class HybridClassifier(TorchClassifier):
             states, mask = self._states([ids[i] for i in index])
             if heads:
                 logits, weights = self.head(states, mask)
-                consume(index, logits.float().cpu().numpy(), mask.cpu(),
-                        None if weights is None else weights.float().cpu().numpy())
+                consume(
+                    index,
+                    logits.float().cpu().numpy(),
+                    mask.cpu(),
+                    None if weights is None else weights.float().cpu().numpy(),
+                )
             else:
                 consume(index, states, mask)
 
@@ -163,8 +199,11 @@ class HybridClassifier(TorchClassifier):
         seed_everything(self.seed)
         self._load_encoder(resolve_checkpoint(self.checkpoint))
         self.head = self._new_head(len(classes))
-        self.notes.append("encoder frozen: token states computed once, only the BiLSTM head trains"
-                          if self.freeze_encoder else f"encoder fine-tuned at lr {self.encoder_lr}")
+        self.notes.append(
+            "encoder frozen: token states computed once, only the BiLSTM head trains"
+            if self.freeze_encoder
+            else f"encoder fine-tuned at lr {self.encoder_lr}"
+        )
         self._train(texts, codes, val, progress)
         return self
 
@@ -185,17 +224,30 @@ class HybridClassifier(TorchClassifier):
                 val_cached = self._cache(self._tokenize(val[0]))
             self.encode_seconds = time.perf_counter() - start
         modules = {"head": self.head} if self.freeze_encoder else {"head": self.head, "encoder": self.encoder}
-        self.best_epoch = train_epochs(TrainingRun(
-            rows=len(ids), batch_size=self.batch_size, epochs=self.epochs, seed=self.seed, patience=self.patience,
-            max_grad_norm=self.max_grad_norm, optimizer=self._optimizer(), modules=modules,
-            batch_loss=lambda index: self._backward(ids, cached, labels, index.tolist()),
-            val_macro_f1=None if val is None else lambda: self._val_macro_f1(val, val_cached),
-            label=f"train {self.name} seed {self.seed}", progress=progress), self.history, self.notes)
+        self.best_epoch = train_epochs(
+            TrainingRun(
+                rows=len(ids),
+                batch_size=self.batch_size,
+                epochs=self.epochs,
+                seed=self.seed,
+                patience=self.patience,
+                max_grad_norm=self.max_grad_norm,
+                optimizer=self._optimizer(),
+                modules=modules,
+                batch_loss=lambda index: self._backward(ids, cached, labels, index.tolist()),
+                val_macro_f1=None if val is None else lambda: self._val_macro_f1(val, val_cached),
+                label=f"train {self.name} seed {self.seed}",
+                progress=progress,
+            ),
+            self.history,
+            self.notes,
+        )
         if val is None:
             self.notes.append(NO_VALIDATION)
 
-    def _backward(self, ids: list[list[int]], cached: list[torch.Tensor] | None, labels: torch.Tensor,
-                  index: list[int]) -> float:
+    def _backward(
+        self, ids: list[list[int]], cached: list[torch.Tensor] | None, labels: torch.Tensor, index: list[int]
+    ) -> float:
         """Forward and backward passes of one training batch (on the cached token states of a frozen
         encoder, else through the encoder); its mean loss. Out of memory is an InputError."""
         try:
@@ -210,9 +262,10 @@ class HybridClassifier(TorchClassifier):
         except (RuntimeError, MemoryError) as exc:
             if not is_out_of_memory(exc):
                 raise
-            raise InputError(f"out of memory while training the hybrid on {self.device} at batch size "
-                             f"{self.batch_size} (max_length {self.max_length}); lower batch_size or max_length"
-                             ) from None
+            raise InputError(
+                f"out of memory while training the hybrid on {self.device} at batch size "
+                f"{self.batch_size} (max_length {self.max_length}); lower batch_size or max_length"
+            ) from None
         return loss.item()
 
     def _val_macro_f1(self, val, cached: list[torch.Tensor] | None) -> float:
@@ -224,9 +277,9 @@ class HybridClassifier(TorchClassifier):
             predicted = np.empty(len(cached), dtype=np.int64)
             with torch.no_grad():
                 for start in range(0, len(cached), self.eval_batch_size):
-                    states, mask = self._pad_states(cached[start:start + self.eval_batch_size])
+                    states, mask = self._pad_states(cached[start : start + self.eval_batch_size])
                     logits, _ = self.head(states.to(self.device), mask.to(self.device))
-                    predicted[start:start + len(states)] = logits.argmax(dim=1).cpu().numpy()
+                    predicted[start : start + len(states)] = logits.argmax(dim=1).cpu().numpy()
         return self._macro_f1(codes, predicted)
 
     # ------------------------------------------------------------------ inference
@@ -235,6 +288,7 @@ class HybridClassifier(TorchClassifier):
         self._require_fitted()
         out = np.empty((len(texts), len(self.classes)), dtype=np.float64)
         if len(texts):
+
             def keep(index, logits, _mask, _weights):
                 out[index] = logits
 
@@ -250,7 +304,7 @@ class HybridClassifier(TorchClassifier):
 
         def keep(index, _logits, mask, weights):
             for row, i in enumerate(index):
-                out[i] = weights[row, :int(mask[row].sum())]
+                out[i] = weights[row, : int(mask[row].sum())]
 
         self._batches(self._tokenize(list(texts)), keep, heads=True)
         return out  # type: ignore[return-value]  # keep() has filled every slot
@@ -268,14 +322,16 @@ class HybridClassifier(TorchClassifier):
         directory = Path(directory)
         hf = directory / HF_DIR
         if not (hf / "config.json").is_file() or not (directory / HEAD_FILE).is_file():
-            raise InputError(f"no {HF_DIR}/config.json or {HEAD_FILE} here; expected a folder written by save_model",
-                             path=directory)
+            raise InputError(
+                f"no {HF_DIR}/config.json or {HEAD_FILE} here; expected a folder written by save_model", path=directory
+            )
         self._load_encoder(str(hf))
         self.head = self._new_head(len(self.classes))
         try:
             self.head.load_state_dict(torch.load(directory / HEAD_FILE, map_location=self.device, weights_only=True))
         except RuntimeError as exc:
-            raise InputError(f"the saved head does not fit these options ({first_line(exc)})",
-                             path=directory / HEAD_FILE) from None
+            raise InputError(
+                f"the saved head does not fit these options ({first_line(exc)})", path=directory / HEAD_FILE
+            ) from None
         self.head.eval()
         self.encode_seconds = self._load_state(directory).get("encode_seconds", 0.0)

@@ -22,22 +22,30 @@ from mhaudit.tables.corpus.schema import label_codes
 
 def _check_options(analyzer, ngram_range, C, class_weight, min_df, calibrate) -> None:
     """InputError for an option scikit-learn would reject only at fit time (or misread), named."""
+
     def number(x):
         return isinstance(x, (int, float)) and not isinstance(x, bool)
 
     if analyzer not in ("word", "char", "char_wb"):
         raise InputError(f"TF-IDF option analyzer must be word, char or char_wb, got {analyzer!r}")
-    if (not isinstance(ngram_range, (list, tuple)) or len(ngram_range) != 2
-            or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in ngram_range)
-            or ngram_range[0] > ngram_range[1]):
-        raise InputError(f"TF-IDF option ngram_range must be two positive integers [low, high] with low <= high, "
-                         f"got {ngram_range!r}")
+    if (
+        not isinstance(ngram_range, (list, tuple))
+        or len(ngram_range) != 2
+        or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in ngram_range)
+        or ngram_range[0] > ngram_range[1]
+    ):
+        raise InputError(
+            f"TF-IDF option ngram_range must be two positive integers [low, high] with low <= high, got {ngram_range!r}"
+        )
     if not number(C) or not 0 < C < float("inf"):
         raise InputError(f"TF-IDF option C must be a positive number, got {C!r}")
     if class_weight not in (None, "balanced") and not isinstance(class_weight, dict):
         raise InputError(f"TF-IDF option class_weight must be null, 'balanced' or a mapping, got {class_weight!r}")
-    if not number(min_df) or (isinstance(min_df, int) and min_df < 1) or (isinstance(min_df, float)
-                                                                           and not 0 < min_df <= 1):
+    if (
+        not number(min_df)
+        or (isinstance(min_df, int) and min_df < 1)
+        or (isinstance(min_df, float) and not 0 < min_df <= 1)
+    ):
         raise InputError(f"TF-IDF option min_df must be a document count >= 1 or a share in (0, 1], got {min_df!r}")
     if not isinstance(calibrate, bool):
         raise InputError(f"TF-IDF option calibrate must be true or false, got {calibrate!r}")
@@ -50,19 +58,41 @@ class TfidfLogistic:
 
     deterministic = True  # lbfgs on fixed features: `seed` changes nothing, so one fit stands for every seed
 
-    def __init__(self, *, analyzer: str = "word", ngram_range: tuple[int, int] = (1, 2), C: float = 10.0,
-                 class_weight: str | None = None, seed: int = 0, min_df: int = 2, calibrate: bool = True):
+    def __init__(
+        self,
+        *,
+        analyzer: str = "word",
+        ngram_range: tuple[int, int] = (1, 2),
+        C: float = 10.0,
+        class_weight: str | None = None,
+        seed: int = 0,
+        min_df: int = 2,
+        calibrate: bool = True,
+    ):
         _check_options(analyzer, ngram_range, C, class_weight, min_df, calibrate)
         ngrams = tuple(ngram_range)  # TOML and JSON give lists
-        self.params = dict(analyzer=analyzer, ngram_range=ngrams, C=C, class_weight=class_weight,
-                           seed=seed, min_df=min_df, calibrate=calibrate)
+        self.params = dict(
+            analyzer=analyzer,
+            ngram_range=ngrams,
+            C=C,
+            class_weight=class_weight,
+            seed=seed,
+            min_df=min_df,
+            calibrate=calibrate,
+        )
         self.temperature = 1.0
         self.notes: list[str] = []
         # token_pattern keeps '#tags' whole so a hashtag is one feature, as a reader sees it
         pattern = r"(?u)#?\b\w\w+\b" if analyzer == "word" else None
         self.pipeline = make_pipeline(
-            TfidfVectorizer(analyzer=analyzer, ngram_range=ngrams, min_df=min_df, sublinear_tf=True,
-                            token_pattern=pattern, lowercase=True),
+            TfidfVectorizer(
+                analyzer=analyzer,
+                ngram_range=ngrams,
+                min_df=min_df,
+                sublinear_tf=True,
+                token_pattern=pattern,
+                lowercase=True,
+            ),
             LogisticRegression(C=C, class_weight=class_weight, max_iter=2000, random_state=seed),
         )
         self.classes: list[str] = []
@@ -77,8 +107,10 @@ class TfidfLogistic:
         y = label_codes(fit_rows["label"], self.classes)
         missing = [c for i, c in enumerate(self.classes) if not (y == i).any()]
         if missing:
-            raise InputError(f"the training rows have no example of class(es) {', '.join(missing)}; "
-                             "every class needs training examples")
+            raise InputError(
+                f"the training rows have no example of class(es) {', '.join(missing)}; "
+                "every class needs training examples"
+            )
         self.pipeline.fit(fit_rows["text"].astype(str).tolist(), y)
         if self.params["calibrate"] and val.any():
             held = train[val]
@@ -89,8 +121,10 @@ class TfidfLogistic:
                 self.temperature = fit_temperature(logits, label_codes(held["label"], self.classes))
             self.notes = [str(w.message) for w in caught]
         elif self.params["calibrate"]:
-            self.notes = ["no home temperature: the training platform has no val rows to fit it on, so its "
-                          "probabilities are the raw model's (draw a val split with mhaudit data split)"]
+            self.notes = [
+                "no home temperature: the training platform has no val rows to fit it on, so its "
+                "probabilities are the raw model's (draw a val split with mhaudit data split)"
+            ]
             warnings.warn(self.notes[0], stacklevel=2)
         return self
 

@@ -48,13 +48,38 @@ def positive_probability(top: list[tuple[str, float]] | None) -> tuple[float | N
 class LLMClassifier:
     """Binary classifier from an LLM server's answer (and its 0/1 log-probabilities)."""
 
-    def __init__(self, *, backend: str = "openai", url: str | None = None, model: str | None = None,
-                 task: str = "mh", prompt: str | None = None, shots: int = 0, seed: int = 0, top_logprobs: int = 20,
-                 constrain: str = "auto", timeout: float = 60.0, retries: int = 3, backoff: float = 0.5,
-                 concurrency: int = 1):
-        self.params: dict = dict(backend=backend, url=url, model=model, task=task, prompt=prompt or task, shots=shots,
-                           seed=seed, top_logprobs=top_logprobs, constrain=constrain, timeout=timeout,
-                           retries=retries, backoff=backoff, concurrency=concurrency)
+    def __init__(
+        self,
+        *,
+        backend: str = "openai",
+        url: str | None = None,
+        model: str | None = None,
+        task: str = "mh",
+        prompt: str | None = None,
+        shots: int = 0,
+        seed: int = 0,
+        top_logprobs: int = 20,
+        constrain: str = "auto",
+        timeout: float = 60.0,
+        retries: int = 3,
+        backoff: float = 0.5,
+        concurrency: int = 1,
+    ):
+        self.params: dict = dict(
+            backend=backend,
+            url=url,
+            model=model,
+            task=task,
+            prompt=prompt or task,
+            shots=shots,
+            seed=seed,
+            top_logprobs=top_logprobs,
+            constrain=constrain,
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+            concurrency=concurrency,
+        )
         self.classes: list[str] = []
         self.examples: list[tuple[str, int]] = []
         self.notes: list[str] = []
@@ -63,17 +88,23 @@ class LLMClassifier:
     def fit(self, train: pd.DataFrame, classes: list[str], *, progress: Progress | None = None) -> LLMClassifier:
         """Keep the classes and draw the k-shot examples (`progress` is not told anything: nothing is asked)."""
         if len(classes) != 2:
-            raise InputError(f"llm-zero-shot is a binary classifier (answers 1 or 0); got {len(classes)} classes "
-                             f"({', '.join(classes)}); map the corpus to two classes, the positive one last")
+            raise InputError(
+                f"llm-zero-shot is a binary classifier (answers 1 or 0); got {len(classes)} classes "
+                f"({', '.join(classes)}); map the corpus to two classes, the positive one last"
+            )
         self.classes = list(classes)
         self.examples = []
         if self.params["shots"]:
             from mhaudit.weak_supervision.labelers.llm_items import draw_examples
 
             rows = train[train["split"] == "train"] if "split" in train else train
-            pool = pd.DataFrame({"id": rows["id"].astype(str) if "id" in rows else [str(i) for i in range(len(rows))],
-                                 "text": rows["text"].astype(str).to_numpy(),
-                                 "y": (rows["label"].astype(str) == self.classes[1]).astype(int).to_numpy()})
+            pool = pd.DataFrame(
+                {
+                    "id": rows["id"].astype(str) if "id" in rows else [str(i) for i in range(len(rows))],
+                    "text": rows["text"].astype(str).to_numpy(),
+                    "y": (rows["label"].astype(str) == self.classes[1]).astype(int).to_numpy(),
+                }
+            )
             self.examples = draw_examples(pool, int(self.params["shots"]), seed=int(self.params["seed"]))
         return self
 
@@ -82,9 +113,17 @@ class LLMClassifier:
         from mhaudit.weak_supervision.labelers.llm_retry import RetryPolicy
 
         p = self.params
-        return make_backend(p["backend"], p["url"], p["model"], timeout=p["timeout"], seed=p["seed"],
-                            policy=RetryPolicy(p["retries"], p["backoff"]), constrain=p["constrain"],
-                            top_logprobs=p["top_logprobs"], concurrency=p["concurrency"])
+        return make_backend(
+            p["backend"],
+            p["url"],
+            p["model"],
+            timeout=p["timeout"],
+            seed=p["seed"],
+            policy=RetryPolicy(p["retries"], p["backoff"]),
+            constrain=p["constrain"],
+            top_logprobs=p["top_logprobs"],
+            concurrency=p["concurrency"],
+        )
 
     def predict_proba_positive(self, texts: list[str]) -> tuple[np.ndarray, list[str]]:
         """p(positive) per text and how each was obtained ('logprobs', 'bound', 'hard', 'invalid', 'failed')."""
@@ -130,8 +169,10 @@ class LLMClassifier:
         n_failed = sum(a is None for a in answers)
         if answers and n_failed == len(answers):
             first = failures[0] if failures else "the server could not be reached"
-            raise InputError(f"all {len(answers)} requests to the {backend.name} server at {backend.url} failed "
-                             f"(first: {first}); no scores were written, check the server and its log")
+            raise InputError(
+                f"all {len(answers)} requests to the {backend.name} server at {backend.url} failed "
+                f"(first: {first}); no scores were written, check the server and its log"
+            )
         probs, hows = np.empty(len(answers)), []
         for i, answer in enumerate(answers):
             p, how = (0.5, "failed") if answer is None else positive_probability(answer.top_logprobs)
@@ -162,8 +203,10 @@ class LLMClassifier:
 def _failure_note(n: int, failed: int, first: str | None, unsent: int) -> str:
     """How many items got no answer, with the first failure's status code / exception class only."""
     if unsent:
-        detail = (f"({failed - unsent} after their retries, first: {first}; {unsent} not sent: the server could not "
-                  "be reached any more)")
+        detail = (
+            f"({failed - unsent} after their retries, first: {first}; {unsent} not sent: the server could not "
+            "be reached any more)"
+        )
     else:
         detail = f"after their retries (first: {first})"
     return f"{failed} of {n} requests failed {detail}; scored 0.5 like an invalid answer"
@@ -171,7 +214,7 @@ def _failure_note(n: int, failed: int, first: str | None, unsent: int) -> str:
 
 _HOW_NOTES = {  # what "<count> of <n> " is followed by in the notes
     "bound": "scores: only one of 0/1 was among the top log-probabilities; the other's mass was bounded by "
-             "min(smallest listed probability, 1 - listed mass), an upper bound",
+    "min(smallest listed probability, 1 - listed mass), an upper bound",
     "hard": "scores are hard 0/1 answers (the backend returned no log-probabilities for 0 or 1)",
     "invalid": "answers were not 0 or 1 and had no log-probabilities; scored 0.5",
 }

@@ -23,15 +23,29 @@ class LSTMHead(nn.Module):
     `forward(states (B, T, H), mask (B, T) bool, right-padded)` -> (logits (B, k), attention (B, T) or None).
     """
 
-    def __init__(self, input_size: int, num_labels: int, *, hidden: int = 128, layers: int = 1,
-                 dropout: float = 0.1, attention: bool = False):
+    def __init__(
+        self,
+        input_size: int,
+        num_labels: int,
+        *,
+        hidden: int = 128,
+        layers: int = 1,
+        dropout: float = 0.1,
+        attention: bool = False,
+    ):
         super().__init__()
-        self.lstm = nn.LSTM(input_size, hidden, num_layers=layers, batch_first=True, bidirectional=True,
-                            dropout=dropout if layers > 1 else 0.0)
+        self.lstm = nn.LSTM(
+            input_size,
+            hidden,
+            num_layers=layers,
+            batch_first=True,
+            bidirectional=True,
+            dropout=dropout if layers > 1 else 0.0,
+        )
         self.attention = attention
         width = 2 * hidden
         if attention:
-            self.score_proj = nn.Linear(width, width)        # W, b
+            self.score_proj = nn.Linear(width, width)  # W, b
             self.score_vec = nn.Linear(width, 1, bias=False)  # v
         self.dropout = nn.Dropout(dropout)
         self.out = nn.Linear(width if attention else 2 * width, num_labels)

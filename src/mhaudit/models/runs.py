@@ -27,8 +27,13 @@ RUN_PREFIX = "run-"
 RECIPE_KEYS = ("run", "seed", "resample_seed", "C", "platform")  # what makes a run; a kept run must match
 
 
-def run_recipes(model_name: str, n_runs: int, base_seed: int = 0, options: dict | None = None,
-                c_range: tuple[float, float] = C_RANGE) -> list[dict]:
+def run_recipes(
+    model_name: str,
+    n_runs: int,
+    base_seed: int = 0,
+    options: dict | None = None,
+    c_range: tuple[float, float] = C_RANGE,
+) -> list[dict]:
     """How each of `n_runs` runs is made: {run, seed, resample_seed, C}. A deterministic model gets a resample
     seed and, unless `options` fix C (or it has no C option), a C drawn log-uniformly from `c_range`; any other
     model only its seed (resample_seed None; C as `options` give it, else None)."""
@@ -45,9 +50,14 @@ def run_recipes(model_name: str, n_runs: int, base_seed: int = 0, options: dict 
     recipes = []
     for k in range(n_runs):
         rng = np.random.default_rng(base_seed + k)  # one stream per run: run k is the same whatever N is
-        recipes.append({"run": k, "seed": base_seed + k,  # the resample seed is drawn first, then C
-                        "resample_seed": int(rng.integers(2**31)) if resample else None,
-                        "C": float(np.exp(rng.uniform(np.log(low), np.log(high)))) if draw_c else fixed_c})
+        recipes.append(
+            {
+                "run": k,
+                "seed": base_seed + k,  # the resample seed is drawn first, then C
+                "resample_seed": int(rng.integers(2**31)) if resample else None,
+                "C": float(np.exp(rng.uniform(np.log(low), np.log(high)))) if draw_c else fixed_c,
+            }
+        )
     return recipes
 
 
@@ -77,14 +87,24 @@ def run_key(name: str) -> tuple[str | None, int | None]:
     model, _, seed = name.rpartition(":")
     run = re.fullmatch(rf"{RUN_PREFIX}(\d+)", seed)
     if not model or not (run or seed.strip().lstrip("-").isdigit()):
-        raise InputError(f"'{name}' names no run: give MODEL:SEED (e.g. tfidf-lr:0), MODEL alone, or a run folder "
-                         f"{RUN_PREFIX}<k>")
+        raise InputError(
+            f"'{name}' names no run: give MODEL:SEED (e.g. tfidf-lr:0), MODEL alone, or a run folder {RUN_PREFIX}<k>"
+        )
     return model, int(run.group(1) if run else seed)
 
 
-def train_runs(corpus: Corpus, platform: str | None, model_name: str, n_runs: int, out: Path, *,
-               base_seed: int = 0, options: dict | None = None, c_range: tuple[float, float] = C_RANGE,
-               progress: Progress | None = None) -> list[Path]:
+def train_runs(
+    corpus: Corpus,
+    platform: str | None,
+    model_name: str,
+    n_runs: int,
+    out: Path,
+    *,
+    base_seed: int = 0,
+    options: dict | None = None,
+    c_range: tuple[float, float] = C_RANGE,
+    progress: Progress | None = None,
+) -> list[Path]:
     """`mhaudit train --runs N`: `n_runs` diverse runs of `model_name` (`run_recipes`) on the train rows of
     `platform` (None: `default_platform`), its val rows given to every run untouched, one folder out/run-<k>/
     each. A finished run (a folder with a manifest) is kept if its recipe matches, else an InputError. Each run
@@ -98,15 +118,24 @@ def train_runs(corpus: Corpus, platform: str | None, model_name: str, n_runs: in
         recipe = {**recipe, "platform": platform}
         if (folder / MODEL_FILE).exists():
             _check_kept(folder, model_name, recipe)
-            progress.note(f"{model_name} run {recipe['run']} (seed {recipe['seed']}): already trained in {folder}, "
-                          "kept")
+            progress.note(
+                f"{model_name} run {recipe['run']} (seed {recipe['seed']}): already trained in {folder}, kept"
+            )
             continue
         _train_run(corpus, rows, model_name, recipe, n_runs, folder, options, progress)
     return folders
 
 
-def _train_run(corpus: Corpus, rows: pd.DataFrame, model_name: str, recipe: dict, n_runs: int, folder: Path,
-               options: dict | None, progress: Progress) -> None:
+def _train_run(
+    corpus: Corpus,
+    rows: pd.DataFrame,
+    model_name: str,
+    recipe: dict,
+    n_runs: int,
+    folder: Path,
+    options: dict | None,
+    progress: Progress,
+) -> None:
     fit_rows = rows if recipe["resample_seed"] is None else bootstrap_rows(rows, recipe["resample_seed"])
     opts = {**(options or {}), "seed": recipe["seed"]}
     if recipe["C"] is not None:
@@ -114,21 +143,31 @@ def _train_run(corpus: Corpus, rows: pd.DataFrame, model_name: str, recipe: dict
     n_train = int((fit_rows["split"] == "train").sum())
     name = f"{model_name} run {recipe['run']} (seed {recipe['seed']})"
     start = time.perf_counter()
-    with progress.stage(f"train {model_name} run {recipe['run'] + 1}/{n_runs} (seed {recipe['seed']}) "
-                        f"on {recipe['platform']}"):
+    with progress.stage(
+        f"train {model_name} run {recipe['run'] + 1}/{n_runs} (seed {recipe['seed']}) on {recipe['platform']}"
+    ):
         model = create(model_name, **opts)
         model.fit(fit_rows, corpus.classes, progress=progress)
     seconds = time.perf_counter() - start
-    save_model(model, folder, recipe={**recipe, "model": model_name, "n_train": n_train, "seconds": round(seconds, 3)},
-               trained_on=recipe["platform"])
-    progress.note(f"{name}: {describe_recipe(recipe)}; trained on {n_train:,} rows of {recipe['platform']} "
-                  f"in {seconds:.2f} s; saved to {folder}")
+    save_model(
+        model,
+        folder,
+        recipe={**recipe, "model": model_name, "n_train": n_train, "seconds": round(seconds, 3)},
+        trained_on=recipe["platform"],
+    )
+    progress.note(
+        f"{name}: {describe_recipe(recipe)}; trained on {n_train:,} rows of {recipe['platform']} "
+        f"in {seconds:.2f} s; saved to {folder}"
+    )
 
 
 def describe_recipe(recipe: dict) -> str:
     """One run's recipe in words, e.g. 'bootstrap resample 1234, C 12.3'."""
-    parts = [f"bootstrap resample {recipe['resample_seed']}"] if recipe.get("resample_seed") is not None else \
-        [f"seed {recipe['seed']} (head initialisation, batch order)"]
+    parts = (
+        [f"bootstrap resample {recipe['resample_seed']}"]
+        if recipe.get("resample_seed") is not None
+        else [f"seed {recipe['seed']} (head initialisation, batch order)"]
+    )
     if recipe.get("C") is not None:
         parts.append(f"C {recipe['C']:.3g}")
     return ", ".join(parts)
@@ -139,8 +178,10 @@ def _check_kept(folder: Path, model_name: str, recipe: dict) -> None:
     kept = manifest.get("recipe") or {}
     if manifest.get("name") != model_name or any(kept.get(k) != recipe[k] for k in RECIPE_KEYS):
         made, asked = ({k: r.get(k) for k in RECIPE_KEYS} for r in (kept, recipe))
-        raise InputError(f"{folder} already holds a run of {manifest.get('name')} made as {made}, not the "
-                         f"{model_name} run asked for ({asked}); write the runs to another folder")
+        raise InputError(
+            f"{folder} already holds a run of {manifest.get('name')} made as {made}, not the "
+            f"{model_name} run asked for ({asked}); write the runs to another folder"
+        )
 
 
 def read_recipes(folders: list[Path]) -> pd.DataFrame:

@@ -43,12 +43,21 @@ def default_platform(corpus: Corpus) -> str:
         if train[column].nunique() == 1:
             return str(train[column].iat[0])
     names = sorted(train["platform"].unique())
-    raise InputError(f"the corpus has training rows on {len(names)} platforms ({', '.join(names)}); "
-                     "name the one to train on (--platform)")
+    raise InputError(
+        f"the corpus has training rows on {len(names)} platforms ({', '.join(names)}); "
+        "name the one to train on (--platform)"
+    )
 
 
-def train_platform(corpus: Corpus, platform: str | None, model_name: str, seeds, out: Path,
-                   options: dict | None = None, progress: Progress | None = None) -> list[Path]:
+def train_platform(
+    corpus: Corpus,
+    platform: str | None,
+    model_name: str,
+    seeds,
+    out: Path,
+    options: dict | None = None,
+    progress: Progress | None = None,
+) -> list[Path]:
     """`mhaudit train`: fit `model_name` on the train rows of `platform` (None: `default_platform`), its val
     rows given to the model too (early stopping, temperature), one folder out/seed-<s>/ per seed; a
     deterministic model once, for the first seed. Finished seeds are kept. Each seed is a stage of `progress`;
@@ -71,9 +80,11 @@ def train_platform(corpus: Corpus, platform: str | None, model_name: str, seeds,
             model.fit(rows, corpus.classes, progress=progress)
         seconds = time.perf_counter() - start
         save_model(model, folder, trained_on=platform)
-        progress.note(f"{model_name} seed {seed}: trained on {n_train:,} rows of {platform} ({len(rows) - n_train:,} "
-                      f"validation rows for early stopping/temperature) in {seconds:.2f} s, "
-                      f"{n_train / max(seconds, 1e-9):,.0f} training rows/s; saved to {folder}")
+        progress.note(
+            f"{model_name} seed {seed}: trained on {n_train:,} rows of {platform} ({len(rows) - n_train:,} "
+            f"validation rows for early stopping/temperature) in {seconds:.2f} s, "
+            f"{n_train / max(seconds, 1e-9):,.0f} training rows/s; saved to {folder}"
+        )
     return folders
 
 
@@ -85,9 +96,12 @@ def subsample_training(rows: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
         return rows
     quota = rows.loc[train, "label"].value_counts().sort_index() * n / train.sum()
     take = quota.astype(int)
-    take[(quota - take).sort_values(ascending=False, kind="mergesort").index[:n - take.sum()]] += 1
-    picked = [i for label, group in rows[train].groupby("label")
-              for i in group.sample(n=int(take[label]), random_state=seed).index]
+    take[(quota - take).sort_values(ascending=False, kind="mergesort").index[: n - take.sum()]] += 1
+    picked = [
+        i
+        for label, group in rows[train].groupby("label")
+        for i in group.sample(n=int(take[label]), random_state=seed).index
+    ]
     return rows[~train | rows.index.isin(picked)]
 
 
@@ -97,15 +111,18 @@ def model_folders(path: Path) -> list[Path]:
     if (path / MODEL_FILE).exists():
         return [path]
     seeds = sorted(p for p in path.glob("seed-*") if (p / MODEL_FILE).exists())
-    runs = sorted((p for p in path.glob("run-*") if (p / MODEL_FILE).exists()),
-                  key=lambda p: (not p.name[4:].isdigit(), int(p.name[4:]) if p.name[4:].isdigit() else 0, p.name))
+    runs = sorted(
+        (p for p in path.glob("run-*") if (p / MODEL_FILE).exists()),
+        key=lambda p: (not p.name[4:].isdigit(), int(p.name[4:]) if p.name[4:].isdigit() else 0, p.name),
+    )
     if not seeds + runs:
         raise InputError("holds no trained model (no mhaudit-model.json here or in seed-*/ or run-*/)", path=path)
     return seeds + runs
 
 
-def predict_folders(folders: list[Path], corpus: Corpus, splits: tuple[str, ...] | None = None,
-                    name: str | None = None) -> pd.DataFrame:
+def predict_folders(
+    folders: list[Path], corpus: Corpus, splits: tuple[str, ...] | None = None, name: str | None = None
+) -> pd.DataFrame:
     """One predictions table of every model folder's scores on `splits` (None: the rows it did not train on), its
     seed (a run's: base + k) in the `seed` column; two folders of one model with one seed are an InputError (their
     groups would merge)."""
@@ -113,12 +130,15 @@ def predict_folders(folders: list[Path], corpus: Corpus, splits: tuple[str, ...]
     for folder in folders:
         model = load_model(folder)
         if model.classes != corpus.classes:
-            raise InputError(f"the model's classes {model.classes} differ from the corpus's {corpus.classes}",
-                             path=folder)
+            raise InputError(
+                f"the model's classes {model.classes} differ from the corpus's {corpus.classes}", path=folder
+            )
         key = (name or model.name, int(model.options.get("seed", 0)))
         if key in seen:
-            raise InputError(f"{seen[key]} and {folder} both hold {key[0]} seed {key[1]}; their predictions would "
-                             "be one group, so score them separately")
+            raise InputError(
+                f"{seen[key]} and {folder} both hold {key[0]} seed {key[1]}; their predictions would "
+                "be one group, so score them separately"
+            )
         seen[key] = folder
         tables.append(predict_corpus(model, corpus, model_name=key[0], seed=key[1], splits=splits))
     return pd.concat(tables, ignore_index=True)

@@ -35,8 +35,9 @@ def training_split(train: pd.DataFrame, classes: list[str]):
     texts, codes = texts_and_codes(fit_rows, classes)
     missing = [c for i, c in enumerate(classes) if not (codes == i).any()]
     if missing:
-        raise InputError(f"the training rows have no example of class(es) {', '.join(missing)}; "
-                         "every class needs training examples")
+        raise InputError(
+            f"the training rows have no example of class(es) {', '.join(missing)}; every class needs training examples"
+        )
     val = texts_and_codes(val_rows, classes) if not val_rows.empty else None
     ignored = len(train) - len(fit_rows) - len(val_rows)
     return (texts, codes), val, [f"{ignored} row(s) with a split other than train/val were not used"] if ignored else []

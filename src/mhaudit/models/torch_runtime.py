@@ -43,7 +43,8 @@ def is_out_of_memory(exc: BaseException) -> bool:
         return True
     message = str(exc).lower()
     return isinstance(exc, RuntimeError) and any(
-        s in message for s in ("out of memory", "can't allocate memory", "not enough memory"))
+        s in message for s in ("out of memory", "can't allocate memory", "not enough memory")
+    )
 
 
 def in_batches(order: np.ndarray, size: int, run, *, device: torch.device, notes: list[str]) -> None:
@@ -51,7 +52,7 @@ def in_batches(order: np.ndarray, size: int, run, *, device: torch.device, notes
     the CUDA cache, halve the batch, note it in `notes` and retry (re-raised once one row fails)."""
     start = 0
     while start < len(order):
-        index = order[start:start + size]
+        index = order[start : start + size]
         try:
             run(index)
         except (RuntimeError, MemoryError) as exc:
@@ -94,8 +95,9 @@ class TorchClassifier:
             raise RuntimeError(f"the {self.name} model is not fitted; call fit() or load it with load_model()")
 
     def _tokenize(self, texts: list[str]) -> list[list[int]]:
-        return self.tokenizer([str(t) for t in texts], truncation=True, max_length=self.max_length,
-                              add_special_tokens=True)["input_ids"]
+        return self.tokenizer(
+            [str(t) for t in texts], truncation=True, max_length=self.max_length, add_special_tokens=True
+        )["input_ids"]
 
     def _macro_f1(self, codes: np.ndarray, predicted: np.ndarray) -> float:
         return float(macro_f1(tallies(codes, predicted, len(self.classes))))  # NaN: a class absent and unpredicted

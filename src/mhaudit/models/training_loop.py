@@ -33,23 +33,23 @@ def epoch_entry(epoch: int, train_loss: float, train_seconds: float) -> dict:
 class TrainingRun:
     """One run of `train_epochs`: its settings and the parts the model supplies."""
 
-    rows: int                              # training rows, batched in a new shuffled order each epoch
+    rows: int  # training rows, batched in a new shuffled order each epoch
     batch_size: int
     epochs: int
-    seed: int                              # seeds the generator that shuffles the rows
-    patience: int                          # epochs without a better validation score before stopping; 0: never
-    max_grad_norm: float                   # 0: no clipping
+    seed: int  # seeds the generator that shuffles the rows
+    patience: int  # epochs without a better validation score before stopping; 0: never
+    max_grad_norm: float  # 0: no clipping
     optimizer: torch.optim.Optimizer
-    modules: dict[str, nn.Module]          # what trains: train mode each epoch; its weights kept for the best epoch
+    modules: dict[str, nn.Module]  # what trains: train mode each epoch; its weights kept for the best epoch
     # forward and backward passes of the rows at these positions; their mean loss, a float or a detached
     # tensor (summed on its device: no synchronisation per step)
     batch_loss: Callable[[torch.Tensor], torch.Tensor | float]
     val_macro_f1: Callable[[], float] | None = None  # None: no validation rows
     scheduler: torch.optim.lr_scheduler.LRScheduler | None = None  # stepped after each optimiser step
     entry: Callable[[int, float, float], dict] = epoch_entry  # (epoch, train_loss, train_seconds) -> entry
-    unvalidated_note: str | None = None    # the last entry's `note` when there are no validation rows
-    label: str = "train"                   # what the run is, e.g. "train transformer seed 42": names its stages
-    progress: Progress | None = None       # each epoch a stage of one step per batch
+    unvalidated_note: str | None = None  # the last entry's `note` when there are no validation rows
+    label: str = "train"  # what the run is, e.g. "train transformer seed 42": names its stages
+    progress: Progress | None = None  # each epoch a stage of one step per batch
 
 
 @dataclass
@@ -74,8 +74,10 @@ def train_epochs(run: TrainingRun, history: list[dict], notes: list[str]) -> int
             entry = _train_epoch(run, epoch, shuffle, progress)
         history.append(entry)
         if run.val_macro_f1 is not None and _should_stop(run, best, epoch, entry["val_macro_f1"]):
-            notes.append(f"early stopping after epoch {epoch}: no better validation macro-F1 "
-                         f"for {best.stale} epoch(s) (patience {run.patience})")
+            notes.append(
+                f"early stopping after epoch {epoch}: no better validation macro-F1 "
+                f"for {best.stale} epoch(s) (patience {run.patience})"
+            )
             progress.note(f"{run.label}: {notes[-1]}")
             break
     if run.val_macro_f1 is not None:
@@ -102,7 +104,7 @@ def _train_epoch(run: TrainingRun, epoch: int, shuffle: torch.Generator, progres
     params = [p for group in run.optimizer.param_groups for p in group["params"]]
     loss_sum: torch.Tensor | float = 0.0
     for step in range(math.ceil(n / size)):
-        index = order[step * size:(step + 1) * size]
+        index = order[step * size : (step + 1) * size]
         loss = run.batch_loss(index)
         if run.max_grad_norm:
             torch.nn.utils.clip_grad_norm_(params, run.max_grad_norm)
@@ -117,8 +119,10 @@ def _train_epoch(run: TrainingRun, epoch: int, shuffle: torch.Generator, progres
     if run.val_macro_f1 is not None:
         entry["val_macro_f1"] = float(run.val_macro_f1())
     entry["seconds"] = time.perf_counter() - start
-    progress.note(f"{run.label} epoch {epoch}/{run.epochs}: train loss {entry['train_loss']:.4f}" + (
-        f", validation macro-F1 {entry['val_macro_f1']:.3f}" if run.val_macro_f1 is not None else ""))
+    progress.note(
+        f"{run.label} epoch {epoch}/{run.epochs}: train loss {entry['train_loss']:.4f}"
+        + (f", validation macro-F1 {entry['val_macro_f1']:.3f}" if run.val_macro_f1 is not None else "")
+    )
     return entry
 
 
@@ -128,8 +132,14 @@ def _should_stop(run: TrainingRun, best: _Best, epoch: int, f1: float) -> bool:
     if best.epoch is None or f1 > best.f1 or (math.isnan(best.f1) and not math.isnan(f1)):
         best.f1, best.stale, best.epoch = f1, 0, epoch
         # a CPU copy of the weights, except after the last epoch, whose weights the modules hold already
-        best.state = {name: {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()}
-                      for name, module in run.modules.items()} if epoch < run.epochs else None
+        best.state = (
+            {
+                name: {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()}
+                for name, module in run.modules.items()
+            }
+            if epoch < run.epochs
+            else None
+        )
         return False
     best.stale += 1
     return run.patience > 0 and best.stale >= run.patience and epoch < run.epochs

@@ -60,12 +60,30 @@ class TransformerClassifier(TorchClassifier):
 
     STATE_FILE = "transformer-history.json"
 
-    def __init__(self, *, checkpoint: str = "minilm", max_length: int = 64, lr: float = 2e-5,
-                 weight_decay: float = 0.01, warmup_ratio: float = 0.1, max_grad_norm: float = 1.0,
-                 epochs: int = 5, patience: int = 2, batch_size: int = 32, eval_batch_size: int = 64,
-                 seed: int = 42, device: str = "auto"):
-        self._setup("transformer", device, max_length=max_length, epochs=epochs, batch_size=batch_size,
-                    eval_batch_size=eval_batch_size)
+    def __init__(
+        self,
+        *,
+        checkpoint: str = "minilm",
+        max_length: int = 64,
+        lr: float = 2e-5,
+        weight_decay: float = 0.01,
+        warmup_ratio: float = 0.1,
+        max_grad_norm: float = 1.0,
+        epochs: int = 5,
+        patience: int = 2,
+        batch_size: int = 32,
+        eval_batch_size: int = 64,
+        seed: int = 42,
+        device: str = "auto",
+    ):
+        self._setup(
+            "transformer",
+            device,
+            max_length=max_length,
+            epochs=epochs,
+            batch_size=batch_size,
+            eval_batch_size=eval_batch_size,
+        )
         if not 0 <= warmup_ratio < 1:
             raise InputError(f"transformer option warmup_ratio must be in [0, 1), got {warmup_ratio!r}")
         if lr <= 0 or weight_decay < 0 or max_grad_norm < 0:
@@ -78,8 +96,9 @@ class TransformerClassifier(TorchClassifier):
         self.hf_model: Any = None  # once fitted or loaded: a transformers model, of the class the checkpoint names
 
     # ------------------------------------------------------------------ training
-    def fit(self, train: pd.DataFrame, classes: list[str], *,
-            progress: Progress | None = None) -> TransformerClassifier:
+    def fit(
+        self, train: pd.DataFrame, classes: list[str], *, progress: Progress | None = None
+    ) -> TransformerClassifier:
         """Fine-tune on rows with split 'train'; rows with split 'val' choose the epoch (early stopping).
 
         Without a split column every row trains. Other splits (test, calibration) are ignored. Each epoch is
@@ -105,8 +124,10 @@ class TransformerClassifier(TorchClassifier):
             raise InputError("adapt was given no rows")
         twin = copy.deepcopy(self, memo={id(self.tokenizer): self.tokenizer})
         absent = [c for i, c in enumerate(self.classes) if not (codes == i).any()]
-        twin.notes.append(f"adapted on {len(texts)} row(s) for {epochs} epoch(s); the last epoch is kept"
-                          + (f"; no adaptation rows of class(es) {', '.join(absent)}" if absent else ""))
+        twin.notes.append(
+            f"adapted on {len(texts)} row(s) for {epochs} epoch(s); the last epoch is kept"
+            + (f"; no adaptation rows of class(es) {', '.join(absent)}" if absent else "")
+        )
         seed_everything(self.seed)
         twin._train(texts, codes, epochs=epochs, val=None, stage="adapt", progress=progress)
         return twin
@@ -119,19 +140,26 @@ class TransformerClassifier(TorchClassifier):
                 has_head = any(a.endswith("ForSequenceClassification") for a in (config.architectures or []))
                 mismatch = has_head and config.num_labels != num_labels
                 model, info = AutoModelForSequenceClassification.from_pretrained(
-                    source, id2label=dict(enumerate(self.classes)),
+                    source,
+                    id2label=dict(enumerate(self.classes)),
                     label2id={c: i for i, c in enumerate(self.classes)},
-                    ignore_mismatched_sizes=mismatch, output_loading_info=True)
+                    ignore_mismatched_sizes=mismatch,
+                    output_loading_info=True,
+                )
                 tokenizer = AutoTokenizer.from_pretrained(source)
         except (OSError, ValueError) as exc:
             raise InputError(f"cannot load checkpoint '{self.checkpoint}' ({first_line(exc)})") from None
         if mismatch:
-            self.notes.append(f"checkpoint '{self.checkpoint}' has a {config.num_labels}-label classification head; "
-                              f"loaded with ignore_mismatched_sizes=True and a new {num_labels}-label head")
+            self.notes.append(
+                f"checkpoint '{self.checkpoint}' has a {config.num_labels}-label classification head; "
+                f"loaded with ignore_mismatched_sizes=True and a new {num_labels}-label head"
+            )
         elif has_head and [str(v) for v in dict(sorted(config.id2label.items())).values()] != self.classes:
-            self.notes.append(f"reused the checkpoint's {num_labels}-label head; its outputs were named "
-                              f"{', '.join(map(str, dict(sorted(config.id2label.items())).values()))}, "
-                              f"now {', '.join(self.classes)} in that order")
+            self.notes.append(
+                f"reused the checkpoint's {num_labels}-label head; its outputs were named "
+                f"{', '.join(map(str, dict(sorted(config.id2label.items())).values()))}, "
+                f"now {', '.join(self.classes)} in that order"
+            )
         fresh = sorted(set(info.get("missing_keys", ())) | {k[0] for k in info.get("mismatched_keys", ())})
         if fresh:
             self.notes.append(f"newly initialised from seed {self.seed}: {', '.join(fresh)}")
@@ -142,21 +170,25 @@ class TransformerClassifier(TorchClassifier):
 
     def _optimizer(self) -> torch.optim.Optimizer:
         trained = [p for p in self.hf_model.parameters() if p.requires_grad]
-        groups = [{"params": [p for p in trained if p.ndim >= 2], "weight_decay": self.weight_decay},
-                  {"params": [p for p in trained if p.ndim < 2], "weight_decay": 0.0}]  # biases and norms: no decay
+        groups = [
+            {"params": [p for p in trained if p.ndim >= 2], "weight_decay": self.weight_decay},
+            {"params": [p for p in trained if p.ndim < 2], "weight_decay": 0.0},
+        ]  # biases and norms: no decay
         try:  # the fused kernel: same update rule, ~7x faster steps on CPU than the default foreach one
             return torch.optim.AdamW(groups, lr=self.lr, fused=True)
         except (RuntimeError, TypeError, ValueError):
             return torch.optim.AdamW(groups, lr=self.lr)
 
-    def _train(self, texts: list[str], codes: np.ndarray, *, epochs: int, val, stage: str,
-               progress: Progress | None) -> None:
+    def _train(
+        self, texts: list[str], codes: np.ndarray, *, epochs: int, val, stage: str, progress: Progress | None
+    ) -> None:
         ids = self._tokenize(texts)
         labels = torch.as_tensor(codes, dtype=torch.long)
         steps = math.ceil(len(ids) / self.batch_size)
         optimizer = self._optimizer()
         scheduler = transformers.get_linear_schedule_with_warmup(
-            optimizer, math.ceil(self.warmup_ratio * steps * epochs), steps * epochs)
+            optimizer, math.ceil(self.warmup_ratio * steps * epochs), steps * epochs
+        )
         pad_id, side = self.tokenizer.pad_token_id, self.tokenizer.padding_side
         micro = self.batch_size  # rows per forward/backward pass; halved on out-of-memory (see _backward)
 
@@ -167,26 +199,49 @@ class TransformerClassifier(TorchClassifier):
             return loss
 
         def entry(epoch: int, train_loss: float, train_seconds: float) -> dict:
-            return {"stage": stage, "epoch": epoch, "train_loss": train_loss, "val_macro_f1": None,
-                    "lr": scheduler.get_last_lr()[0], "train_seconds": train_seconds}
+            return {
+                "stage": stage,
+                "epoch": epoch,
+                "train_loss": train_loss,
+                "val_macro_f1": None,
+                "lr": scheduler.get_last_lr()[0],
+                "train_seconds": train_seconds,
+            }
 
-        kept = train_epochs(TrainingRun(
-            rows=len(ids), batch_size=self.batch_size, epochs=epochs, seed=self.seed, patience=self.patience,
-            max_grad_norm=self.max_grad_norm, optimizer=optimizer, scheduler=scheduler,
-            modules={"model": self.hf_model}, batch_loss=batch_loss, entry=entry,
-            val_macro_f1=None if val is None else lambda: self._val_macro_f1(*val),
-            unvalidated_note=("no validation rows: the last epoch's weights are kept" if stage == "fit"
-                              else "adaptation: the last epoch's weights are kept"),
-            label=f"{'train' if stage == 'fit' else stage} {self.name} seed {self.seed}", progress=progress),
-            self.history, self.notes)
+        kept = train_epochs(
+            TrainingRun(
+                rows=len(ids),
+                batch_size=self.batch_size,
+                epochs=epochs,
+                seed=self.seed,
+                patience=self.patience,
+                max_grad_norm=self.max_grad_norm,
+                optimizer=optimizer,
+                scheduler=scheduler,
+                modules={"model": self.hf_model},
+                batch_loss=batch_loss,
+                entry=entry,
+                val_macro_f1=None if val is None else lambda: self._val_macro_f1(*val),
+                unvalidated_note=(
+                    "no validation rows: the last epoch's weights are kept"
+                    if stage == "fit"
+                    else "adaptation: the last epoch's weights are kept"
+                ),
+                label=f"{'train' if stage == 'fit' else stage} {self.name} seed {self.seed}",
+                progress=progress,
+            ),
+            self.history,
+            self.notes,
+        )
         if val is not None:
             self.best_epoch = kept
         elif stage == "fit":
             self.best_epoch = None
             self.notes.append(NO_VALIDATION)
 
-    def _backward(self, ids: list[list[int]], labels: torch.Tensor, index: torch.Tensor, micro: int,
-                  pad_id: int, side: str) -> torch.Tensor | None:
+    def _backward(
+        self, ids: list[list[int]], labels: torch.Tensor, index: torch.Tensor, micro: int, pad_id: int, side: str
+    ) -> torch.Tensor | None:
         """Forward and backward passes of one training batch, `micro` rows at a time; returns the batch's
         mean loss, or None if the device ran out of memory (the caller clears the gradients and retries).
 
@@ -203,8 +258,10 @@ class TransformerClassifier(TorchClassifier):
                 input_ids, mask = pad_batch([ids[i] for i in chunk.tolist()], pad_id, side)
                 target = labels[chunk].to(device, non_blocking=True)
                 with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
-                    logits = model(input_ids=input_ids.to(device, non_blocking=True),
-                                   attention_mask=mask.to(device, non_blocking=True)).logits
+                    logits = model(
+                        input_ids=input_ids.to(device, non_blocking=True),
+                        attention_mask=mask.to(device, non_blocking=True),
+                    ).logits
                 loss = F.cross_entropy(logits.float(), target, reduction="sum") / len(index)
                 loss.backward()
                 total += loss.detach()
@@ -222,13 +279,17 @@ class TransformerClassifier(TorchClassifier):
             torch.cuda.empty_cache()
         failed = min(micro, rows)
         if failed == 1:
-            raise InputError(f"out of memory while training on {self.device} even one row at a time (max_length "
-                             f"{self.max_length}); lower max_length, use a smaller checkpoint or a device with "
-                             "more memory")
+            raise InputError(
+                f"out of memory while training on {self.device} even one row at a time (max_length "
+                f"{self.max_length}); lower max_length, use a smaller checkpoint or a device with "
+                "more memory"
+            )
         smaller = math.ceil(failed / 2)
         where = f"training batch size {failed}" if failed == rows else f"training micro-batches of {failed}"
-        self.notes.append(f"out of memory at {where}; continuing with micro-batches of {smaller} "
-                          f"(gradients accumulated over each batch of {self.batch_size})")
+        self.notes.append(
+            f"out of memory at {where}; continuing with micro-batches of {smaller} "
+            f"(gradients accumulated over each batch of {self.batch_size})"
+        )
         return smaller
 
     def _val_macro_f1(self, texts: list[str], codes: np.ndarray) -> float:
@@ -238,8 +299,9 @@ class TransformerClassifier(TorchClassifier):
     def encode(self, texts: list[str]) -> dict[str, torch.Tensor]:
         """`input_ids` and `attention_mask` for `texts`, padded to the longest, on `device` (for attribution)."""
         self._require_fitted()
-        input_ids, mask = pad_batch(self._tokenize([str(t) for t in texts]), self.tokenizer.pad_token_id,
-                                    self.tokenizer.padding_side)
+        input_ids, mask = pad_batch(
+            self._tokenize([str(t) for t in texts]), self.tokenizer.pad_token_id, self.tokenizer.padding_side
+        )
         return {"input_ids": input_ids.to(self.device), "attention_mask": mask.to(self.device)}
 
     def predict_logits(self, texts: list[str]) -> np.ndarray:
@@ -284,7 +346,10 @@ class TransformerClassifier(TorchClassifier):
         except (OSError, ValueError) as exc:
             raise InputError(f"cannot load the saved transformer ({first_line(exc)})", path=hf) from None
         if self.classes and model.config.num_labels != len(self.classes):
-            raise InputError(f"the saved model has {model.config.num_labels} outputs but the manifest names "
-                             f"{len(self.classes)} classes", path=hf)
+            raise InputError(
+                f"the saved model has {model.config.num_labels} outputs but the manifest names "
+                f"{len(self.classes)} classes",
+                path=hf,
+            )
         self.hf_model, self.tokenizer = model.float().to(self.device).eval(), tokenizer
         self._load_state(directory)

@@ -29,8 +29,16 @@ def forest(ax, labels: list[str], estimate, low, high, xlabel: str, unit_range: 
     line at 0; `unit_range` quantities (kappa, F1) an axis from 0, or just left of the lowest interval, to 1."""
     y = np.arange(len(labels))[::-1]
     estimate, low, high = (np.asarray(v, dtype=float) for v in (estimate, low, high))
-    ax.errorbar(estimate, y, xerr=[np.nan_to_num(estimate - low), np.nan_to_num(high - estimate)], fmt="o",
-                ms=5 if unit_range else 4, capsize=3, ecolor="grey", color="C0")
+    ax.errorbar(
+        estimate,
+        y,
+        xerr=[np.nan_to_num(estimate - low), np.nan_to_num(high - estimate)],
+        fmt="o",
+        ms=5 if unit_range else 4,
+        capsize=3,
+        ecolor="grey",
+        color="C0",
+    )
     ax.set_yticks(y, labels, fontsize=8)
     ax.set_xlabel(xlabel)
     if unit_range:

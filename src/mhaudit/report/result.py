@@ -16,8 +16,19 @@ import pandas as pd
 
 from mhaudit import __version__
 
-VERDICT_COLUMNS = ["audit", "axis", "subject", "target", "statistic", "value", "ci_low", "ci_high", "threshold",
-                   "severity", "reason"]
+VERDICT_COLUMNS = [
+    "audit",
+    "axis",
+    "subject",
+    "target",
+    "statistic",
+    "value",
+    "ci_low",
+    "ci_high",
+    "threshold",
+    "severity",
+    "reason",
+]
 SEVERITIES = ("pass", "warn", "fail", "undefined")
 
 
@@ -80,16 +91,41 @@ def verdict_table(rows: list[dict]) -> pd.DataFrame:
     return table.reset_index(drop=True)
 
 
-def verdict(audit: str, axis: str, subject: str, target: str, statistic: str, value, threshold: str, severity: str,
-            reason: str, ci_low=np.nan, ci_high=np.nan) -> dict:
+def verdict(
+    audit: str,
+    axis: str,
+    subject: str,
+    target: str,
+    statistic: str,
+    value,
+    threshold: str,
+    severity: str,
+    reason: str,
+    ci_low=np.nan,
+    ci_high=np.nan,
+) -> dict:
     """One verdict row; a missing or NaN value makes it undefined (the reason says why)."""
     value = np.nan if value is None else float(value)
-    return {"audit": audit, "axis": axis, "subject": subject, "target": target, "statistic": statistic,
-            "value": value, "ci_low": ci_low, "ci_high": ci_high, "threshold": threshold,
-            "severity": "undefined" if np.isnan(value) else severity, "reason": reason}
+    return {
+        "audit": audit,
+        "axis": axis,
+        "subject": subject,
+        "target": target,
+        "statistic": statistic,
+        "value": value,
+        "ci_low": ci_low,
+        "ci_high": ci_high,
+        "threshold": threshold,
+        "severity": "undefined" if np.isnan(value) else severity,
+        "reason": reason,
+    }
 
 
 def provenance(inputs: dict[str, str], stage_seconds: dict[str, float]) -> dict:
     """The provenance block: input digests, mhaudit version, when, and how long each stage took."""
-    return {"mhaudit_version": __version__, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "inputs": inputs, "stage_seconds": {k: round(v, 3) for k, v in stage_seconds.items()}}
+    return {
+        "mhaudit_version": __version__,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "inputs": inputs,
+        "stage_seconds": {k: round(v, 3) for k, v in stage_seconds.items()},
+    }

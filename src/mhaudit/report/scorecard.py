@@ -16,18 +16,37 @@ import pandas as pd
 
 from mhaudit.report.numbers import P_COLUMNS, format_number
 
-__all__ = ["scorecard", "scorecard_cells", "scorecard_frame", "shared_subjects", "distinct_checks", "short_axis",
-           "Cell", "model_of", "SEVERITY_RANK"]
+__all__ = [
+    "scorecard",
+    "scorecard_cells",
+    "scorecard_frame",
+    "shared_subjects",
+    "distinct_checks",
+    "short_axis",
+    "Cell",
+    "model_of",
+    "SEVERITY_RANK",
+]
 
 SEVERITY_RANK = {"fail": 0, "warn": 1, "undefined": 2, "pass": 3}
 _SEED = re.compile(r"^(?P<model>.+) seed (?P<seed>-?\d+)$")
 
 
 # Four-letter column headings for a terminal too narrow for the axes' names (the axes of docs/report.md).
-SHORT_AXES = {"discrimination": "disc", "calibration": "cal", "significance": "sig", "equity": "eq",
-              "attribution": "attr", "expected on the target, before labels": "exp", "drift on the stream": "drft",
-              "certified on the target with human labels": "cert", "label source": "lsrc", "human validation": "hval",
-              "weak labels": "weak", "human agreement": "hagr"}
+SHORT_AXES = {
+    "discrimination": "disc",
+    "calibration": "cal",
+    "significance": "sig",
+    "equity": "eq",
+    "attribution": "attr",
+    "expected on the target, before labels": "exp",
+    "drift on the stream": "drft",
+    "certified on the target with human labels": "cert",
+    "label source": "lsrc",
+    "human validation": "hval",
+    "weak labels": "weak",
+    "human agreement": "hagr",
+}
 
 
 def short_axis(axis: str) -> str:
@@ -64,15 +83,26 @@ def _headline(rows: list[dict], severity: str) -> Cell:
     values = pd.Series([r["value"] for r in measured], dtype=float)
     if len(values) > 1 and P_COLUMNS.match(statistic):  # a mean of p values is no p value
         runs = sum(r["severity"] == severity for r in measured)
-        return Cell(severity, statistic, f"in {runs} of {len(values)} runs",
-                    f"(largest p {format_number(float(values.max()), statistic)})")
+        return Cell(
+            severity,
+            statistic,
+            f"in {runs} of {len(values)} runs",
+            f"(largest p {format_number(float(values.max()), statistic)})",
+        )
     if len(values) == 1:
         row = measured[0]
-        ci = f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]" if pd.notna(row["ci_low"]) and pd.notna(row["ci_high"]) \
+        ci = (
+            f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+            if pd.notna(row["ci_low"]) and pd.notna(row["ci_high"])
             else ""
+        )
         return Cell(severity, statistic, format_number(float(values.iat[0]), statistic), ci)
-    return Cell(severity, statistic, format_number(float(values.mean()), statistic),
-                f"± {values.std(ddof=1):.3f} (n = {len(values)})")
+    return Cell(
+        severity,
+        statistic,
+        format_number(float(values.mean()), statistic),
+        f"± {values.std(ddof=1):.3f} (n = {len(values)})",
+    )
 
 
 def _worst(rows: list[dict]) -> str:
@@ -126,8 +156,10 @@ def _others(checks: list[dict], headline: str) -> list[str]:
         values = pd.Series([r["value"] for r in rows], dtype=float)
         if statistic != headline and values.notna().any() and (i == 1 or any(r["severity"] != "pass" for r in rows)):
             worst = _worst(rows)  # said where not pass: a "(pass)" beside the cell's "fail" reads as its opposite
-            out.append(f"{statistic} {format_number(float(values.mean()), statistic)}"
-                       + ("" if worst == "pass" else f" ({worst})"))
+            out.append(
+                f"{statistic} {format_number(float(values.mean()), statistic)}"
+                + ("" if worst == "pass" else f" ({worst})")
+            )
     return out
 
 

@@ -23,8 +23,18 @@ ZOOM = 1.25  # shown 1.25 times the layout's size: 11 px text reads as ~14 px be
 FAMILY = "'DejaVu Sans', Verdana, Arial, Helvetica, sans-serif"  # wide fonts first: the estimates assume them
 COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442")  # Okabe-Ito
 GREY, INK = "#666", "#222"
-_VIRIDIS = ((68, 1, 84), (72, 40, 120), (62, 73, 137), (49, 104, 142), (38, 130, 142), (31, 158, 137),
-            (53, 183, 121), (110, 206, 88), (181, 222, 43), (253, 231, 37))
+_VIRIDIS = (
+    (68, 1, 84),
+    (72, 40, 120),
+    (62, 73, 137),
+    (49, 104, 142),
+    (38, 130, 142),
+    (31, 158, 137),
+    (53, 183, 121),
+    (110, 206, 88),
+    (181, 222, 43),
+    (253, 231, 37),
+)
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")  # not allowed in XML, even escaped
 _NARROW, _WIDE = set("fijlrtI!|.,:;'()[] "), set("mwMW@%")
 _SLANT = math.radians(35)  # rotated category labels
@@ -45,8 +55,9 @@ def _finite(*values) -> bool:
 
 def text_width(text: str, size: float = FONT) -> float:
     """Estimated width in px (DejaVu Sans: narrow glyphs ~0.3 em, capitals and digits ~0.68, most others 0.6)."""
-    return size * sum(0.32 if c in _NARROW else 0.95 if c in _WIDE else 0.68 if c.isupper() or c.isdigit()
-                      else 0.6 for c in str(text))
+    return size * sum(
+        0.32 if c in _NARROW else 0.95 if c in _WIDE else 0.68 if c.isupper() or c.isdigit() else 0.6 for c in str(text)
+    )
 
 
 def wrap(text: str, width: float, size: float = FONT) -> list[str]:
@@ -97,8 +108,16 @@ def tick_label(value: float, ticks: Sequence[float]) -> str:
     return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
-def _text(x: float, y: float, text, size: float = FONT, anchor: str = "middle", rotate: float = 0,
-          bold: bool = False, fill: str = INK) -> str:
+def _text(
+    x: float,
+    y: float,
+    text,
+    size: float = FONT,
+    anchor: str = "middle",
+    rotate: float = 0,
+    bold: bool = False,
+    fill: str = INK,
+) -> str:
     attrs = f'x="{num(x)}" y="{num(y)}" font-size="{size}" text-anchor="{anchor}"'
     attrs += f' transform="rotate({rotate:g} {num(x)} {num(y)})"' if rotate else ""
     attrs += ' font-weight="bold"' if bold else ""
@@ -117,8 +136,10 @@ def _marker(x: float, y: float, colour: str, kind: str, r: float = 3.2) -> str:
 
 def _segment(x0, y0, x1, y1, colour: str = INK, width: float = 1, dashed: bool = False) -> str:
     dash = ' stroke-dasharray="5 3"' if dashed else ""
-    return (f'<line x1="{num(x0)}" y1="{num(y0)}" x2="{num(x1)}" y2="{num(y1)}" stroke="{colour}" '
-            f'stroke-width="{width:g}"{dash}/>')
+    return (
+        f'<line x1="{num(x0)}" y1="{num(y0)}" x2="{num(x1)}" y2="{num(y1)}" stroke="{colour}" '
+        f'stroke-width="{width:g}"{dash}/>'
+    )
 
 
 def viridis(share: float) -> str:
@@ -133,6 +154,7 @@ def viridis(share: float) -> str:
 class Axis:
     """A linear axis over [lo, hi], its label, and its ticks: nice ones unless given as (value, label) pairs. On an
     x axis, tick labels that would not fit side by side are slanted."""
+
     lo: float
     hi: float
     label: str = ""
@@ -155,8 +177,7 @@ class Panel:
     """A plot box of `width` x `height` px on axes `x` and `y`. Marks take data coordinates; a value outside an
     axis is drawn at its edge, so the caller sets ranges that hold the data."""
 
-    def __init__(self, x: Axis, y: Axis, width: float = 300, height: float = 220, title: str = "",
-                 grid: bool = True):
+    def __init__(self, x: Axis, y: Axis, width: float = 300, height: float = 220, title: str = "", grid: bool = True):
         self.x, self.y, self.width, self.height, self.title, self.grid = x, y, width, height, title, grid
         self.marks: list[Callable] = []
         self.scale: tuple[float, float, str] | None = None  # a heatmap's colour scale: lo, hi, label
@@ -172,12 +193,17 @@ class Panel:
                     continue
                 (x0, x1), (y0, y1) = (px(x - width / 2), px(x + width / 2)), sorted((py(base), py(h)))
                 if y1 - y0 >= 0.05:  # an empty bin draws nothing
-                    out.append(f'<rect x="{num(x0)}" y="{num(y0)}" width="{num(x1 - x0)}" '
-                               f'height="{num(y1 - y0)}" fill="{colour}"/>')
+                    out.append(
+                        f'<rect x="{num(x0)}" y="{num(y0)}" width="{num(x1 - x0)}" '
+                        f'height="{num(y1 - y0)}" fill="{colour}"/>'
+                    )
                 if _finite(e) and e > 0:
-                    out += [_segment(px(x), py(h - e), px(x), py(h + e)),
-                            *(_segment(px(x) - 3, py(v), px(x) + 3, py(v)) for v in (h - e, h + e))]
+                    out += [
+                        _segment(px(x), py(h - e), px(x), py(h + e)),
+                        *(_segment(px(x) - 3, py(v), px(x) + 3, py(v)) for v in (h - e, h + e)),
+                    ]
             return out
+
         self.marks.append(draw)
 
     def points(self, xs, ys, colour: str, low=None, high=None, marker: str = "circle") -> None:
@@ -189,14 +215,18 @@ class Panel:
             for x, y, a, b in zip(xs, ys, low, high):
                 if _finite(x, y):
                     if _finite(a, b):
-                        out += [_segment(px(a), py(y), px(b), py(y), colour, 1.2),
-                                *(_segment(px(v), py(y) - 3, px(v), py(y) + 3, colour, 1.2) for v in (a, b))]
+                        out += [
+                            _segment(px(a), py(y), px(b), py(y), colour, 1.2),
+                            *(_segment(px(v), py(y) - 3, px(v), py(y) + 3, colour, 1.2) for v in (a, b)),
+                        ]
                     out.append(_marker(px(x), py(y), colour, marker))
             return out
+
         self.marks.append(draw)
 
     def line(self, xs, ys, colour: str, marker: str = "circle") -> None:
         """A polyline through the finite points, broken where a value is NaN, with a marker at each point."""
+
         def draw(px, py):
             runs, out = [list[tuple[float, float]]()], []
             for x, y in zip(xs, ys):
@@ -208,12 +238,14 @@ class Panel:
                 path = " ".join(f"{num(a)},{num(b)}" for a, b in run)
                 out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
             return out + [_marker(a, b, colour, marker, 2.6) for run in runs for a, b in run] if marker else out
+
         self.marks.append(draw)
 
     def reference(self, x: float | None = None, y: float | None = None, points=None) -> None:
         """A dashed grey reference line: vertical at x, horizontal at y, or through two (x, y) points."""
-        (x0, y0), (x1, y1) = points or (((x, self.y.lo), (x, self.y.hi)) if x is not None else
-                                        ((self.x.lo, y), (self.x.hi, y)))
+        (x0, y0), (x1, y1) = points or (
+            ((x, self.y.lo), (x, self.y.hi)) if x is not None else ((self.x.lo, y), (self.x.hi, y))
+        )
         self.marks.append(lambda px, py: [_segment(px(x0), py(y0), px(x1), py(y1), GREY, 1, dashed=True)])
 
     def cells(self, values: Sequence[Sequence[float]], lo: float, hi: float, label: str, digits: int = 2) -> None:
@@ -229,12 +261,21 @@ class Panel:
                     x0, x1, y0, y1 = px(j - 0.5), px(j + 0.5), py(rows - 0.5 - i), py(rows - 1.5 - i)
                     share = (v - lo) / (hi - lo) if _finite(v) else math.nan
                     fill = viridis(share) if _finite(v) else "#e0e0e0"
-                    out.append(f'<rect x="{num(x0)}" y="{num(y0)}" width="{num(x1 - x0)}" height="{num(y1 - y0)}" '
-                               f'fill="{fill}" stroke="#fff"/>')
+                    out.append(
+                        f'<rect x="{num(x0)}" y="{num(y0)}" width="{num(x1 - x0)}" height="{num(y1 - y0)}" '
+                        f'fill="{fill}" stroke="#fff"/>'
+                    )
                     dark = _finite(v) and share < 0.6  # viridis turns light (yellow-green) above ~0.6
-                    out.append(_text((x0 + x1) / 2, (y0 + y1) / 2 + FONT * 0.35, f"{v:.{digits}f}" if _finite(v)
-                                     else "n/a", fill="#fff" if dark else INK))
+                    out.append(
+                        _text(
+                            (x0 + x1) / 2,
+                            (y0 + y1) / 2 + FONT * 0.35,
+                            f"{v:.{digits}f}" if _finite(v) else "n/a",
+                            fill="#fff" if dark else INK,
+                        )
+                    )
             return out
+
         self.marks.append(draw)
 
     def _rotated(self) -> bool:
@@ -261,8 +302,13 @@ class Panel:
             right = max([10.0] + [w / 2 - (self.width - at) + 4 for at, w in offsets])
             bottom = FONT + 12.0
         if self.scale:
-            right += 36 + max(text_width(tick_label(v, nice_ticks(*self.scale[:2])))
-                              for v in nice_ticks(*self.scale[:2]) or [0]) + 15 * len(wrap(self.scale[2], self.height))
+            right += (
+                36
+                + max(
+                    text_width(tick_label(v, nice_ticks(*self.scale[:2]))) for v in nice_ticks(*self.scale[:2]) or [0]
+                )
+                + 15 * len(wrap(self.scale[2], self.height))
+            )
         bottom += 15 * len(wrap(self.x.label, self.width + 16)) + 4 if self.x.label else 0
         top = 6 + (TITLE + 4) * len(wrap(self.title, self.width + 16, TITLE)) if self.title else 6
         return left, right, top, bottom
@@ -292,44 +338,77 @@ class Panel:
         out, bottom, slant = [], top + self.height, self._rotated()
         margin_left, _, margin_top, margin_bottom = self.margins()
         for v, label in self.y.marks():
-            out += [_segment(left - 4, py(v), left, py(v), GREY),
-                    _text(left - 6, py(v) + FONT * 0.35, label, anchor="end")]
+            out += [
+                _segment(left - 4, py(v), left, py(v), GREY),
+                _text(left - 6, py(v) + FONT * 0.35, label, anchor="end"),
+            ]
         for v, label in self.x.marks():
-            out += [_segment(px(v), bottom, px(v), bottom + 4, GREY),
-                    _text(px(v) + 3, bottom + FONT + 4, label, anchor="end", rotate=-35) if slant else
-                    _text(px(v), bottom + FONT + 5, label)]
+            out += [
+                _segment(px(v), bottom, px(v), bottom + 4, GREY),
+                _text(px(v) + 3, bottom + FONT + 4, label, anchor="end", rotate=-35)
+                if slant
+                else _text(px(v), bottom + FONT + 5, label),
+            ]
         below, outer = bottom + margin_bottom - 6, left - margin_left + FONT + 2
-        out += [_text(left + self.width / 2, below - 15 * i, line)
-                for i, line in enumerate(reversed(wrap(self.x.label, self.width + 16)) if self.x.label else [])]
-        out += [_text(outer + 15 * i, top + self.height / 2, line, rotate=-90)
-                for i, line in enumerate(self._ylabel_lines())]
+        out += [
+            _text(left + self.width / 2, below - 15 * i, line)
+            for i, line in enumerate(reversed(wrap(self.x.label, self.width + 16)) if self.x.label else [])
+        ]
+        out += [
+            _text(outer + 15 * i, top + self.height / 2, line, rotate=-90)
+            for i, line in enumerate(self._ylabel_lines())
+        ]
         first = top - margin_top + TITLE + 4
-        return out + [_text(left + self.width / 2, first + (TITLE + 4) * i, line, TITLE, bold=True)
-                      for i, line in enumerate(wrap(self.title, self.width + 16, TITLE) if self.title else [])]
+        return out + [
+            _text(left + self.width / 2, first + (TITLE + 4) * i, line, TITLE, bold=True)
+            for i, line in enumerate(wrap(self.title, self.width + 16, TITLE) if self.title else [])
+        ]
 
     def _scale(self, scale: tuple[float, float, str], left: float, top: float) -> list[str]:
         """A heatmap's colour scale: a bar of 40 stripes with nice ticks and its label beside it."""
         lo, hi, label = scale
         stripes, h = 40, self.height
-        out = [f'<rect x="{num(left)}" y="{num(top + h * (1 - (k + 1) / stripes))}" width="12" '
-               f'height="{num(h / stripes + 0.5)}" fill="{viridis((k + 0.5) / stripes)}"/>' for k in range(stripes)]
+        out = [
+            f'<rect x="{num(left)}" y="{num(top + h * (1 - (k + 1) / stripes))}" width="12" '
+            f'height="{num(h / stripes + 0.5)}" fill="{viridis((k + 0.5) / stripes)}"/>'
+            for k in range(stripes)
+        ]
         ticks = nice_ticks(lo, hi)
         for v in ticks:
             at = top + h * (1 - (v - lo) / (hi - lo))
-            out += [_segment(left + 12, at, left + 16, at, GREY),
-                    _text(left + 18, at + FONT * 0.35, tick_label(v, ticks), anchor="start")]
+            out += [
+                _segment(left + 12, at, left + 16, at, GREY),
+                _text(left + 18, at + FONT * 0.35, tick_label(v, ticks), anchor="start"),
+            ]
         width = max(text_width(tick_label(v, ticks)) for v in ticks) if ticks else 0
-        return out + [_text(left + 30 + width + FONT + 15 * i, top + h / 2, line, rotate=-90)
-                      for i, line in enumerate(wrap(label, h))]
+        return out + [
+            _text(left + 30 + width + FONT + 15 * i, top + h / 2, line, rotate=-90)
+            for i, line in enumerate(wrap(label, h))
+        ]
 
 
-def heatmap(values: Sequence[Sequence[float]], rows: Sequence, columns: Sequence, lo: float, hi: float,
-            scale_label: str, x_label: str = "", y_label: str = "", title: str = "") -> Panel:
+def heatmap(
+    values: Sequence[Sequence[float]],
+    rows: Sequence,
+    columns: Sequence,
+    lo: float,
+    hi: float,
+    scale_label: str,
+    x_label: str = "",
+    y_label: str = "",
+    title: str = "",
+) -> Panel:
     """A panel of cells (rows top to bottom), each wide enough for its column's name or value, and tall enough
     that the colour scale beside them reads (120 px at least)."""
     cell = max(52.0, min(120.0, max((text_width(c) + 10 for c in columns), default=0)))
-    panel = Panel(categories(columns, x_label), categories(rows, y_label, reverse=True),
-                  width=cell * max(1, len(columns)), height=max(120.0, 28.0 * len(rows)), title=title, grid=False)
+    panel = Panel(
+        categories(columns, x_label),
+        categories(rows, y_label, reverse=True),
+        width=cell * max(1, len(columns)),
+        height=max(120.0, 28.0 * len(rows)),
+        title=title,
+        grid=False,
+    )
     panel.cells(values, lo, hi, scale_label)
     return panel
 
@@ -353,8 +432,13 @@ def _legend(entries: Sequence[tuple[str, str, str]], width: float, top: float) -
     return out, (y - top + 12 if entries else 0)
 
 
-def figure(grid: Sequence[Sequence[Panel | None]], title: str = "", legend: Sequence[tuple[str, str, str]] = (),
-           note: str = "", alt: str = "") -> bytes:
+def figure(
+    grid: Sequence[Sequence[Panel | None]],
+    title: str = "",
+    legend: Sequence[tuple[str, str, str]] = (),
+    note: str = "",
+    alt: str = "",
+) -> bytes:
     """The panels (rows of columns; None leaves a cell empty) as one SVG document in UTF-8 bytes, under `title`
     and a legend of (label, colour, kind) entries, with `note` beneath. `alt` (else the title) is its <title>."""
     cols = max(len(row) for row in grid)
@@ -380,7 +464,9 @@ def figure(grid: Sequence[Sequence[Panel | None]], title: str = "", legend: Sequ
     out += [_text(12, y + 14 + 15 * i, line, anchor="start", fill="#444") for i, line in enumerate(foot)]
     high = y + 15 * len(foot) + 10
     size = f'width="{num(total * ZOOM)}" height="{num(high * ZOOM)}" viewBox="0 0 {num(total)} {num(high)}"'
-    head = (f'<svg xmlns="http://www.w3.org/2000/svg" {size}'
-            f' role="img" font-family="{FAMILY}"><title>{esc(alt or title or "figure")}</title>'
-            '<rect width="100%" height="100%" fill="#fff"/>')
+    head = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" {size}'
+        f' role="img" font-family="{FAMILY}"><title>{esc(alt or title or "figure")}</title>'
+        '<rect width="100%" height="100%" fill="#fff"/>'
+    )
     return "\n".join([head, *out, "</svg>"]).encode("utf-8")

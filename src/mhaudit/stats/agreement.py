@@ -34,8 +34,16 @@ import pandas as pd
 from mhaudit.stats.bootstrap import resample_clusters, resampled_sums, summarise
 from mhaudit.stats.undefined import quiet_undefined, warn_undefined
 
-__all__ = ["confusion_matrix", "kappa_from_confusion", "kappa_reason", "cohen_kappa", "observed_agreement",
-           "bootstrap_kappa", "krippendorff_alpha", "draw_tables"]
+__all__ = [
+    "confusion_matrix",
+    "kappa_from_confusion",
+    "kappa_reason",
+    "cohen_kappa",
+    "observed_agreement",
+    "bootstrap_kappa",
+    "krippendorff_alpha",
+    "draw_tables",
+]
 
 
 # ----------------------------------------------------------------------------------------- inputs
@@ -109,8 +117,11 @@ def kappa_from_confusion(tables) -> np.ndarray | float:
     np.divide(num, den, out=out, where=den > 0)
     undefined = int(np.count_nonzero(np.isnan(out)))
     if undefined:
-        warn_undefined(f"Cohen's kappa undefined for {undefined} of {out.size} table(s) (no items, or chance "
-                       "agreement 1: both labelers used one and the same class); NaN returned", stacklevel=3)
+        warn_undefined(
+            f"Cohen's kappa undefined for {undefined} of {out.size} table(s) (no items, or chance "
+            "agreement 1: both labelers used one and the same class); NaN returned",
+            stacklevel=3,
+        )
     return float(out) if out.ndim == 0 else out
 
 
@@ -175,8 +186,9 @@ def _boot_tables(table, a, b, labels, clusters, n_boot: int, rng) -> np.ndarray:
     return resample_clusters(np.eye(k * k)[cells], clusters, n_boot, rng).reshape(n_boot, k, k)
 
 
-def bootstrap_kappa(a, b, *, labels: Sequence | None = None, n_boot: int = 2000, alpha: float = 0.05,
-                    rng=None, clusters=None) -> dict:
+def bootstrap_kappa(
+    a, b, *, labels: Sequence | None = None, n_boot: int = 2000, alpha: float = 0.05, rng=None, clusters=None
+) -> dict:
     """Cohen's kappa with an item-bootstrap percentile CI (a cluster bootstrap with `clusters`, one label per item).
 
     Returns `estimate, ci_low, ci_high, se, n, n_boot, n_failed, observed_agreement,
@@ -200,10 +212,18 @@ def bootstrap_kappa(a, b, *, labels: Sequence | None = None, n_boot: int = 2000,
         boot = kappa_from_confusion(_boot_tables(table, a, b, labels, clusters, n_boot, rng))
     summary = summarise(boot, alpha)
     expected = (float((table.sum(axis=1) * table.sum(axis=0)).sum()) / n**2) if n else float("nan")
-    return {"estimate": estimate, "ci_low": summary["ci_low"], "ci_high": summary["ci_high"], "se": summary["se"],
-            "n": n, "n_boot": summary["n_boot"], "n_failed": summary["n_failed"],
-            "observed_agreement": float(np.trace(table)) / n if n else float("nan"),
-            "expected_agreement": expected, "reason": kappa_reason(table, labels)}
+    return {
+        "estimate": estimate,
+        "ci_low": summary["ci_low"],
+        "ci_high": summary["ci_high"],
+        "se": summary["se"],
+        "n": n,
+        "n_boot": summary["n_boot"],
+        "n_failed": summary["n_failed"],
+        "observed_agreement": float(np.trace(table)) / n if n else float("nan"),
+        "expected_agreement": expected,
+        "reason": kappa_reason(table, labels),
+    }
 
 
 # ---------------------------------------------------------------------------------- Krippendorff
@@ -252,7 +272,7 @@ def krippendorff_alpha(data, *, n_boot: int = 0, alpha: float = 0.05, rng=None, 
     counts, m = counts[pairable], m[pairable]
     k = len(values)
     # Each pairable item adds (n_uc n_uk - [c == k] n_uc) / (m_u - 1) to the coincidence matrix.
-    contrib = (counts[:, :, None] * counts[:, None, :] - counts[:, :, None] * np.eye(k, dtype=np.int64)[None])
+    contrib = counts[:, :, None] * counts[:, None, :] - counts[:, :, None] * np.eye(k, dtype=np.int64)[None]
     contrib = contrib / (m - 1)[:, None, None]
     o = contrib.sum(axis=0) if counts.size else np.zeros((k, k))
     estimate = float(_alpha_from_coincidence(o)) if k else float("nan")
@@ -263,9 +283,18 @@ def krippendorff_alpha(data, *, n_boot: int = 0, alpha: float = 0.05, rng=None, 
         reason = f"undefined: every pairable value is {values[int(np.argmax(o.sum(axis=1)))]!r} (no variation)"
     else:
         reason = None
-    result = {"estimate": estimate, "ci_low": np.nan, "ci_high": np.nan, "se": np.nan, "n_boot": 0, "n_failed": 0,
-              "n_coders": int(np.asarray(data, dtype=object).shape[0]), "n_items": int(pairable.sum()),
-              "n_values": n_values, "reason": reason}
+    result = {
+        "estimate": estimate,
+        "ci_low": np.nan,
+        "ci_high": np.nan,
+        "se": np.nan,
+        "n_boot": 0,
+        "n_failed": 0,
+        "n_coders": int(np.asarray(data, dtype=object).shape[0]),
+        "n_items": int(pairable.sum()),
+        "n_values": n_values,
+        "reason": reason,
+    }
     if n_boot > 0 and counts.size:
         flat = contrib.reshape(len(counts), k * k)
         if clusters is not None:

@@ -28,8 +28,18 @@ from scipy.special import ndtr, ndtri
 
 from mhaudit.core.threads import thread_budget
 
-__all__ = ["AgreementLine", "agreement_line", "distinct_runs", "line_trust", "MIN_RUNS", "MIN_R2",
-           "MAX_RESIDUAL_SD", "MIN_SPREAD", "MAX_AGREEMENT", "MAX_METHOD_GAP"]
+__all__ = [
+    "AgreementLine",
+    "agreement_line",
+    "distinct_runs",
+    "line_trust",
+    "MIN_RUNS",
+    "MIN_R2",
+    "MAX_RESIDUAL_SD",
+    "MIN_SPREAD",
+    "MAX_AGREEMENT",
+    "MAX_METHOD_GAP",
+]
 
 Z95 = 1.959963984540054
 _CHUNK_CELLS = 1 << 21  # draws x rows per block of resampling counts: 8 MB of float32
@@ -73,8 +83,9 @@ def _line(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Least-squares slope and intercept of y on x along the last axis (x, y: (..., pairs))."""
     xc = x - x.mean(axis=-1, keepdims=True)
     var = (xc * xc).sum(axis=-1)
-    slope = np.divide((xc * (y - y.mean(axis=-1, keepdims=True))).sum(axis=-1), var,
-                      out=np.full(var.shape, np.nan), where=var > 1e-12)  # rounding, not spread
+    slope = np.divide(
+        (xc * (y - y.mean(axis=-1, keepdims=True))).sum(axis=-1), var, out=np.full(var.shape, np.nan), where=var > 1e-12
+    )  # rounding, not spread
     return slope, y.mean(axis=-1) - slope * x.mean(axis=-1)
 
 
@@ -86,8 +97,9 @@ def _pair_solver(n_runs: int, pairs: list[tuple[int, int]]) -> np.ndarray:
     return np.linalg.pinv(design)
 
 
-def aline_estimates(acc_ref: np.ndarray, agr_ref: np.ndarray, agr_tgt: np.ndarray, pairs, n_ref: int, n_tgt: int,
-                    solver: np.ndarray) -> dict[str, np.ndarray]:
+def aline_estimates(
+    acc_ref: np.ndarray, agr_ref: np.ndarray, agr_tgt: np.ndarray, pairs, n_ref: int, n_tgt: int, solver: np.ndarray
+) -> dict[str, np.ndarray]:
     """ALine-S and ALine-D target accuracies from reference accuracies (..., runs) and the pairs' reference and
     target agreements (..., pairs); leading axes (bootstrap draws) broadcast. Also the line: slope, intercept."""
     u_acc, u_ref, u_tgt = _probit(acc_ref, n_ref), _probit(agr_ref, n_ref), _probit(agr_tgt, n_tgt)
@@ -123,12 +135,18 @@ def _resampled_means(indicators: np.ndarray, draws: int, rng: np.random.Generato
     total = np.zeros((draws, indicators.shape[1]))
     step = max(1, _ROW_BLOCK_BYTES // (4 * indicators.shape[1]))
     for start in range(0, n, step):
-        total += counts[:, start:start + step] @ indicators[start:start + step].astype(np.float32)
+        total += counts[:, start : start + step] @ indicators[start : start + step].astype(np.float32)
     return total.astype(np.float32) / n
 
 
-def agreement_line(pred_ref: np.ndarray, y_ref: np.ndarray, pred_tgt: np.ndarray, *, n_boot: int = 1000,
-                   rng: np.random.Generator | int | None = 0) -> AgreementLine:
+def agreement_line(
+    pred_ref: np.ndarray,
+    y_ref: np.ndarray,
+    pred_tgt: np.ndarray,
+    *,
+    n_boot: int = 1000,
+    rng: np.random.Generator | int | None = 0,
+) -> AgreementLine:
     """ALine-S and ALine-D estimates of each run's accuracy on the target, with 95% intervals.
 
     `pred_ref` (runs, n_ref) and `pred_tgt` (runs, n_tgt): each run's predicted class codes on the same
@@ -139,8 +157,10 @@ def agreement_line(pred_ref: np.ndarray, y_ref: np.ndarray, pred_tgt: np.ndarray
     n_runs, n_ref = pred_ref.shape
     n_tgt = pred_tgt.shape[1]
     if n_runs < 3 or pred_tgt.shape[0] != n_runs or y_ref.shape != (n_ref,):
-        raise ValueError(f"need (runs >= 3, n) predictions on both sides and n reference labels; got "
-                         f"{pred_ref.shape}, {pred_tgt.shape}, {y_ref.shape}")
+        raise ValueError(
+            f"need (runs >= 3, n) predictions on both sides and n reference labels; got "
+            f"{pred_ref.shape}, {pred_tgt.shape}, {y_ref.shape}"
+        )
     rng = np.random.default_rng(rng)
     pairs = list(combinations(range(n_runs), 2))
     ref_ind, tgt_ind = _indicators(pred_ref, y_ref, pairs), _indicators(pred_tgt, None, pairs)
@@ -152,12 +172,20 @@ def agreement_line(pred_ref: np.ndarray, y_ref: np.ndarray, pred_tgt: np.ndarray
     u_ref, u_tgt = _probit(agr_ref, n_ref), _probit(agr_tgt, n_tgt)
     residuals = u_tgt - (point["slope"] * u_ref + point["intercept"])
     total = ((u_tgt - u_tgt.mean()) ** 2).sum()
-    residual_sd = float(np.sqrt((residuals ** 2).sum() / (len(pairs) - 2))) if len(pairs) > 2 else np.nan
+    residual_sd = float(np.sqrt((residuals**2).sum() / (len(pairs) - 2))) if len(pairs) > 2 else np.nan
     line = AgreementLine(
-        slope=float(point["slope"]), intercept=float(point["intercept"]),
-        r2=float(1 - (residuals ** 2).sum() / total) if total > 0 else np.nan, residual_sd=residual_sd,
-        spread=float(u_ref.std()), n_runs=n_runs, n_pairs=len(pairs), accuracy_reference=acc_ref,
-        agreement_reference=agr_ref, agreement_target=agr_tgt, pairs=pairs)
+        slope=float(point["slope"]),
+        intercept=float(point["intercept"]),
+        r2=float(1 - (residuals**2).sum() / total) if total > 0 else np.nan,
+        residual_sd=residual_sd,
+        spread=float(u_ref.std()),
+        n_runs=n_runs,
+        n_pairs=len(pairs),
+        accuracy_reference=acc_ref,
+        agreement_reference=agr_ref,
+        agreement_target=agr_tgt,
+        pairs=pairs,
+    )
 
     if not np.isfinite(line.slope):
         line.note = "the runs agree equally on every reference pair: no line can be fitted, accuracy undefined"
@@ -173,8 +201,9 @@ def agreement_line(pred_ref: np.ndarray, y_ref: np.ndarray, pred_tgt: np.ndarray
             stop = min(n_boot, start + step)
             acc_b, agr_ref_b = np.split(_resampled_means(ref_ind, stop - start, rng), [n_runs], axis=1)
             agr_tgt_b = _resampled_means(tgt_ind, stop - start, rng)
-            est = aline_estimates(acc_b.astype(float), agr_ref_b.astype(float), agr_tgt_b.astype(float), pairs,
-                                  n_ref, n_tgt, solver)
+            est = aline_estimates(
+                acc_b.astype(float), agr_ref_b.astype(float), agr_tgt_b.astype(float), pairs, n_ref, n_tgt, solver
+            )
             for m in draws:
                 draws[m][start:stop] = est[m]
     misfit = Z95 * (residual_sd if np.isfinite(residual_sd) else 0.0)
@@ -215,9 +244,11 @@ def line_trust(line: AgreementLine) -> dict:
     or below MIN_SPREAD), r2, residual_sd and method_gap beyond their cut-offs (NaN fails). Empty: trusted;
     report.trust says it in words."""
     agreement, gap = float(np.mean(line.agreement_reference)), line.method_gap
-    checks = {"n_runs": (line.n_runs, line.n_runs >= MIN_RUNS),  # (the numbers, whether the check holds)
-              "too_similar": ((agreement, line.spread), line.spread >= MIN_SPREAD and agreement <= MAX_AGREEMENT),
-              "r2": (line.r2, line.r2 >= MIN_R2),
-              "residual_sd": (line.residual_sd, line.residual_sd <= MAX_RESIDUAL_SD),
-              "method_gap": (gap, gap <= MAX_METHOD_GAP)}
+    checks = {
+        "n_runs": (line.n_runs, line.n_runs >= MIN_RUNS),  # (the numbers, whether the check holds)
+        "too_similar": ((agreement, line.spread), line.spread >= MIN_SPREAD and agreement <= MAX_AGREEMENT),
+        "r2": (line.r2, line.r2 >= MIN_R2),
+        "residual_sd": (line.residual_sd, line.residual_sd <= MAX_RESIDUAL_SD),
+        "method_gap": (gap, gap <= MAX_METHOD_GAP),
+    }
     return {name: value for name, (value, holds) in checks.items() if not holds}

@@ -24,8 +24,17 @@ import numpy as np
 from mhaudit.stats.f1 import confusion_tallies, macro_f1
 from mhaudit.stats.undefined import divide
 
-__all__ = ["atc_share", "doc_share", "atc_threshold", "share_above", "ReferenceSide", "reference_side", "target_side",
-           "thresholded_estimates", "METHODS"]
+__all__ = [
+    "atc_share",
+    "doc_share",
+    "atc_threshold",
+    "share_above",
+    "ReferenceSide",
+    "reference_side",
+    "target_side",
+    "thresholded_estimates",
+    "METHODS",
+]
 
 METHODS = ("atc", "doc")
 
@@ -65,8 +74,9 @@ def share_above(conf_tgt, w_tgt, threshold) -> np.ndarray:
     sorted_tgt, w_sorted = _in_order(conf_tgt, w_tgt, descending=False)
     cumulative = np.cumsum(w_sorted, axis=1)
     at_or_below = np.searchsorted(sorted_tgt, np.nan_to_num(threshold, nan=-np.inf), side="right")
-    below_weight = np.where(at_or_below > 0, np.take_along_axis(cumulative, np.maximum(at_or_below - 1, 0)[:, None],
-                                                                axis=1)[:, 0], 0.0)
+    below_weight = np.where(
+        at_or_below > 0, np.take_along_axis(cumulative, np.maximum(at_or_below - 1, 0)[:, None], axis=1)[:, 0], 0.0
+    )
     total = cumulative[:, -1]
     with np.errstate(invalid="ignore", divide="ignore"):
         out = (total - below_weight) / total
@@ -122,8 +132,13 @@ def reference_side(conf_ref, y_ref, pred_ref, w_ref, k: int, cells: np.ndarray |
     parts = []
     for rows in _subsets(pred_ref, k):  # a class's own columns only: one pass over them, not over all rows
         w = w_ref[:, rows] if not rows.all() else w_ref
-        parts.append((_weighted_mean(hit[rows], w), _weighted_mean(conf_ref[rows], w),
-                      atc_threshold(conf_ref[rows], hit[rows], w)))
+        parts.append(
+            (
+                _weighted_mean(hit[rows], w),
+                _weighted_mean(conf_ref[rows], w),
+                atc_threshold(conf_ref[rows], hit[rows], w),
+            )
+        )
     rate, confidence, threshold = (np.stack(column, axis=1) for column in zip(*parts))
     return ReferenceSide(rate, confidence, threshold, _error_spread(cells))
 
@@ -151,8 +166,9 @@ def target_side(method: str, reference: ReferenceSide, conf_tgt, pred_tgt, w_tgt
     return {"accuracy": accuracy, "macro_f1": macro_f1(confusion_tallies(cm)), "priors": priors}
 
 
-def thresholded_estimates(method: str, conf_ref, y_ref, pred_ref, w_ref, conf_tgt, pred_tgt, w_tgt,
-                          k: int) -> dict[str, np.ndarray]:
+def thresholded_estimates(
+    method: str, conf_ref, y_ref, pred_ref, w_ref, conf_tgt, pred_tgt, w_tgt, k: int
+) -> dict[str, np.ndarray]:
     """Accuracy, macro-F1 and the implied target priors per draw, by ATC or DoC (module docstring)."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")

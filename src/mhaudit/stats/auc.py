@@ -15,8 +15,16 @@ from mhaudit.stats.delong import auc_and_variance, auc_only, check_binary, check
 from mhaudit.stats.normal import quantile, two_sided_p
 from mhaudit.stats.undefined import warn_undefined
 
-__all__ = ["delong", "auc_ci", "paired_delong", "per_class_auc", "macro_auc", "paired_delong_unchecked",
-           "per_class_auc_unchecked", "macro_auc_unchecked"]
+__all__ = [
+    "delong",
+    "auc_ci",
+    "paired_delong",
+    "per_class_auc",
+    "macro_auc",
+    "paired_delong_unchecked",
+    "per_class_auc_unchecked",
+    "macro_auc_unchecked",
+]
 
 NAN = float("nan")
 
@@ -58,8 +66,15 @@ def auc_ci(y, score, alpha: float = 0.05) -> dict:
 def _auc_ci(y: np.ndarray, score: np.ndarray, z: float) -> dict:
     """`auc_ci` for a validated bool vector and finite scores, with the normal quantile z: no checks."""
     n_pos, n_neg = int(y.sum()), int((~y).sum())
-    out: dict = {"auc": NAN, "se": NAN, "ci_low": NAN, "ci_high": NAN, "n_pos": n_pos, "n_neg": n_neg,
-           "reason": _absent(y)}
+    out: dict = {
+        "auc": NAN,
+        "se": NAN,
+        "ci_low": NAN,
+        "ci_high": NAN,
+        "n_pos": n_pos,
+        "n_neg": n_neg,
+        "reason": _absent(y),
+    }
     if out["reason"]:
         return out
     out["auc"], var = auc_and_variance(y, score)  # both classes present: no check again
@@ -83,8 +98,9 @@ def paired_delong(y, score_a, score_b) -> dict:
     (0.8889, 1.0, -0.1111, -0.707, 0.48)
     """
     y = check_binary(y)
-    return paired_delong_unchecked(y, check_scores(score_a, y.size, "score_a"),
-                                   check_scores(score_b, y.size, "score_b"))
+    return paired_delong_unchecked(
+        y, check_scores(score_a, y.size, "score_a"), check_scores(score_b, y.size, "score_b")
+    )
 
 
 def paired_delong_unchecked(y: np.ndarray, score_a: np.ndarray, score_b: np.ndarray) -> dict:

@@ -19,6 +19,7 @@ __all__ = ["BCTS", "BCTSExpansion", "fit_bcts", "fit_bcts_resampled", "bcts_expa
 
 class BCTS(NamedTuple):
     """A fitted bias-corrected temperature scaling: softmax(slope · logits + bias)."""
+
     slope: float  # 1 / T
     bias: np.ndarray  # one per class, bias[0] = 0
 
@@ -116,8 +117,8 @@ def newton_refits(logits, y, counts, slopes, biases, n_iter: int = 25) -> tuple[
         first = np.matmul(rows, wa[..., None])[..., 0]  # sum w u, sum w p.z^2, sum w p_j z_j
         hess = -np.matmul(u * wa[:, None], np.swapaxes(u, 1, 2))
         hess[:, 0, 0] += first[:, k]
-        hess[:, 0, 1:] += first[:, k + 1:]
-        hess[:, 1:, 0] += first[:, k + 1:]
+        hess[:, 0, 1:] += first[:, k + 1 :]
+        hess[:, 1:, 0] += first[:, k + 1 :]
         hess[:, np.arange(1, k), np.arange(1, k)] += first[:, 1:k]
         size = total[active, None]
         g = (first[:, :k] - observed[active]) / size

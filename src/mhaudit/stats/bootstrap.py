@@ -19,8 +19,17 @@ import numpy as np
 from mhaudit.stats.delong import check_binary, check_codes, check_scores
 from mhaudit.stats.undefined import divide, warn_undefined
 
-__all__ = ["resample_counts", "count_blocks", "resample_clusters", "weighted_auc", "bootstrap_macro_auc", "summarise",
-           "bias_corrected", "macro_auc_of_counts", "grouped_count_blocks"]
+__all__ = [
+    "resample_counts",
+    "count_blocks",
+    "resample_clusters",
+    "weighted_auc",
+    "bootstrap_macro_auc",
+    "summarise",
+    "bias_corrected",
+    "macro_auc_of_counts",
+    "grouped_count_blocks",
+]
 
 # Resamples x examples per block: 2 MB per int64 work array. Cache-sized blocks ran twice as fast as
 # 16 MB ones (benchmarks/bootstrap_speed.py) and keep the working memory to a few MB.
@@ -64,7 +73,7 @@ def _tally(layout: _Layout, n_boot: int, rng: np.random.Generator, out: np.ndarr
             if k > top and counts.max() > top:  # a count above k cannot be: small strata never widen
                 out = out.astype(np.int32)
                 top = np.iinfo(np.int32).max
-            out[start:start + rows, offset:offset + k] = counts
+            out[start : start + rows, offset : offset + k] = counts
             offset += k
     return out
 
@@ -151,8 +160,11 @@ def resample_clusters(contributions, clusters, n_boot: int, rng=None, strata=Non
     keys = np.asarray(clusters, dtype=object)
     if keys.shape != (values.shape[0],):
         raise ValueError(f"clusters must hold one label per item ({values.shape[0]}), got shape {keys.shape}")
-    units = pd.MultiIndex.from_arrays([np.zeros(keys.size, dtype=int) if strata is None else np.asarray(strata),
-                                       keys]) if keys.size else pd.MultiIndex.from_arrays([[], []])
+    units = (
+        pd.MultiIndex.from_arrays([np.zeros(keys.size, dtype=int) if strata is None else np.asarray(strata), keys])
+        if keys.size
+        else pd.MultiIndex.from_arrays([[], []])
+    )
     codes, uniques = pd.factorize(units)
     per_unit = np.zeros((len(uniques), values.shape[1]))
     np.add.at(per_unit, codes, values)
@@ -160,15 +172,16 @@ def resample_clusters(contributions, clusters, n_boot: int, rng=None, strata=Non
     return resampled_sums(unit_strata, per_unit, n_boot, rng, block_cells=_CHUNK_CELLS)
 
 
-def resampled_sums(codes, table: np.ndarray, n_boot: int, rng, *, stratified: bool = True,
-                   block_cells: int = 1 << 20) -> np.ndarray:
+def resampled_sums(
+    codes, table: np.ndarray, n_boot: int, rng, *, stratified: bool = True, block_cells: int = 1 << 20
+) -> np.ndarray:
     """(n_boot, k): each resample's draw counts (`resample_counts` of `codes`) times `table` (n, k), drawn in
     blocks of about `block_cells` counts (4 MB of int32 by default). The block size fixes the generator's draws."""
     out = np.empty((n_boot, table.shape[1]))
     step = max(1, block_cells // max(len(codes), 1))
     for start in range(0, n_boot, step):
         rows = min(n_boot, start + step) - start
-        out[start:start + rows] = resample_counts(codes, rows, rng, stratified) @ table
+        out[start : start + rows] = resample_counts(codes, rows, rng, stratified) @ table
     return out
 
 
@@ -211,8 +224,9 @@ class _Sorted:
         # `cum`, not two, and einsum's row sums, ~2x faster than one product matrix and its sum. The sums are at
         # most (look weight) x (run weight) <= total^2 / 4: in int32 (~20% faster) while that fits.
         dot = np.int32 if totals.max(initial=0) < 92_681 else np.int64
-        s = 2 * np.einsum("ij,ij->i", w_look, np.take(cum, self.below, axis=1), dtype=dot,
-                          casting="unsafe").astype(np.int64)  # unsafe: every count and sum is below the bound
+        s = 2 * np.einsum("ij,ij->i", w_look, np.take(cum, self.below, axis=1), dtype=dot, casting="unsafe").astype(
+            np.int64
+        )  # unsafe: every count and sum is below the bound
         if self.tied.size:
             ties = np.take(cum, self.upto[self.tied], axis=1) - np.take(cum, self.below[self.tied], axis=1)
             s += np.einsum("ij,ij->i", np.take(w_look, self.tied, axis=1), ties, dtype=dot, casting="unsafe")
@@ -254,7 +268,7 @@ def weighted_auc(y_bin, score, counts) -> np.ndarray:
     out = np.empty(counts.shape[0])
     step = _rows_per_chunk(y.size)
     for start in range(0, counts.shape[0], step):
-        out[start:start + step] = problem.auc(counts[start:start + step], cum_dtype)
+        out[start : start + step] = problem.auc(counts[start : start + step], cum_dtype)
     _warn_lost(out, "bootstrap AUC")
     return out
 
@@ -294,11 +308,11 @@ def macro_auc_of_counts(y: np.ndarray, probs: np.ndarray, n_classes: int, column
         cum_dtype = _cum_dtype(counts, y.size)
         out = np.empty(counts.shape[0])
         for start in range(0, counts.shape[0], step):
-            block = counts[start:start + step]
+            block = counts[start : start + step]
             totals = block.sum(axis=1, dtype=np.int64)
             # (n_classes, rows); NaN: a side not drawn
             aucs = np.stack([p.auc(block, cum_dtype, totals) for p in problems])
-            out[start:start + step] = aucs.mean(axis=0)
+            out[start : start + step] = aucs.mean(axis=0)
         return out
 
     return macro_auc
@@ -349,5 +363,12 @@ def bias_corrected(point: float, estimates, alpha: float = 0.05, floor: float | 
     values = [point - bias, summary["ci_low"] - bias, summary["ci_high"] - bias]
     if floor is not None:
         values = [max(floor, v) if np.isfinite(v) else v for v in values]
-    return {"estimate": values[0], "bias": bias, "se": summary["se"], "ci_low": values[1], "ci_high": values[2],
-            "n_boot": summary["n_boot"], "n_failed": summary["n_failed"]}
+    return {
+        "estimate": values[0],
+        "bias": bias,
+        "se": summary["se"],
+        "ci_low": values[1],
+        "ci_high": values[2],
+        "n_boot": summary["n_boot"],
+        "n_failed": summary["n_failed"],
+    }

@@ -31,13 +31,29 @@ ROW_SUM_TOL = 1e-6
 NLL_CLIP = 1e-15
 
 __all__ = [
-    "softmax", "log_softmax", "ece", "mce", "classwise_ece", "brier", "nll", "reliability", "bootstrap_ece",
-    "bootstrap_classwise_ece", "fit_temperature", "stratified_folds", "cross_fitted_temperature", "ece_unchecked",
-    "mce_unchecked", "classwise_ece_unchecked", "reliability_unchecked", "ece_of_counts",
+    "softmax",
+    "log_softmax",
+    "ece",
+    "mce",
+    "classwise_ece",
+    "brier",
+    "nll",
+    "reliability",
+    "bootstrap_ece",
+    "bootstrap_classwise_ece",
+    "fit_temperature",
+    "stratified_folds",
+    "cross_fitted_temperature",
+    "ece_unchecked",
+    "mce_unchecked",
+    "classwise_ece_unchecked",
+    "reliability_unchecked",
+    "ece_of_counts",
 ]
 
 
 # --- validation ---------------------------------------------------------------------------------
+
 
 def _check_matrix(a, name: str) -> np.ndarray:
     a = np.asarray(a, dtype=float)
@@ -58,8 +74,10 @@ def _check_probs(probs) -> np.ndarray:
     off = np.abs(p.sum(axis=1) - 1.0) > ROW_SUM_TOL
     if off.any():
         row = int(np.flatnonzero(off)[0])
-        raise ValueError(f"probs rows must sum to 1 within {ROW_SUM_TOL:g}; {int(off.sum())} rows do not, "
-                         f"the first is row {row} (sum {p[row].sum():.9g})")
+        raise ValueError(
+            f"probs rows must sum to 1 within {ROW_SUM_TOL:g}; {int(off.sum())} rows do not, "
+            f"the first is row {row} (sum {p[row].sum():.9g})"
+        )
     return p
 
 
@@ -91,6 +109,7 @@ def _check_temperature(temperature: float) -> float:
 
 # --- softmax ------------------------------------------------------------------------------------
 
+
 def log_softmax(logits, temperature: float = 1.0) -> np.ndarray:
     """Row-wise log softmax of logits / temperature (max-shifted, so large logits do not overflow)."""
     from scipy.special import logsumexp  # here: the audits never need scipy.special's import (~0.1 s)
@@ -107,6 +126,7 @@ def softmax(logits, temperature: float = 1.0) -> np.ndarray:
 
 
 # --- binned statistics --------------------------------------------------------------------------
+
 
 def _edges(n_bins: int) -> np.ndarray:
     return np.linspace(0.0, 1.0, n_bins + 1)
@@ -209,6 +229,7 @@ def reliability_unchecked(p: np.ndarray, y: np.ndarray, n_bins: int, cls: int | 
 
 # --- proper scores ------------------------------------------------------------------------------
 
+
 def brier(probs, y) -> float:
     """Multi-class Brier score (Brier 1950): mean over rows of sum_k (p_k - 1[y = k])^2, in [0, 2].
 
@@ -264,11 +285,11 @@ def _weighted_abs_bins(w: np.ndarray, groups: list[tuple]) -> np.ndarray:
     out = np.empty((n_boot, len(groups)))
     step = max(_MIN_BLOCK_ROWS, _BLOCK_BYTES // (8 * n))
     for start in range(0, n_boot, step):
-        wb = w[start:start + step]
+        wb = w[start : start + step]
         total = wb.sum(axis=1, keepdims=True)
         for g, (order, starts, gaps) in enumerate(groups):
             per_bin = np.add.reduceat(np.take(wb, order, axis=1) * gaps, starts, axis=1)
-            out[start:start + step, g] = (np.abs(per_bin) / total).sum(axis=1)
+            out[start : start + step, g] = (np.abs(per_bin) / total).sum(axis=1)
     return out
 
 
@@ -299,6 +320,7 @@ def bootstrap_classwise_ece(probs, y, counts, n_bins: int = 10) -> np.ndarray:
 
 
 # --- temperature scaling ------------------------------------------------------------------------
+
 
 def _mean_nll_logits(z: np.ndarray, y: np.ndarray, temperature: float) -> float:
     s = z / temperature
@@ -352,8 +374,12 @@ def fit_temperature(logits, y, bounds: tuple[float, float] = (-5.0, 5.0)) -> flo
     f_lo, f_hi = loss(lo), loss(hi)
     edge = lo if f_lo <= f_hi else hi
     if min(f_lo, f_hi) <= f_best:
-        warnings.warn(f"the NLL is least at the bound log T = {edge:g} of {bounds} and may keep falling "
-                      "beyond it; T is returned at that bound", RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"the NLL is least at the bound log T = {edge:g} of {bounds} and may keep falling "
+            "beyond it; T is returned at that bound",
+            RuntimeWarning,
+            stacklevel=2,
+        )
         return float(np.exp(edge))
     return float(np.exp(best))
 
@@ -376,8 +402,9 @@ def stratified_folds(y, k: int = 5, seed: int = 0) -> np.ndarray:
     return fold
 
 
-def cross_fitted_temperature(logits, y, k: int = 5, seed: int = 0,
-                             bounds: tuple[float, float] = (-5.0, 5.0)) -> tuple[np.ndarray, np.ndarray]:
+def cross_fitted_temperature(
+    logits, y, k: int = 5, seed: int = 0, bounds: tuple[float, float] = (-5.0, 5.0)
+) -> tuple[np.ndarray, np.ndarray]:
     """Calibrated probs (n, c) where each row uses the T fitted on the other k-1 folds; and the k temperatures.
 
     Folds are stratified_folds(y, k, seed), so a row's own label never informs its temperature.

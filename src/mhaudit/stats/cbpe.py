@@ -19,8 +19,7 @@ from scipy.stats import rankdata
 from mhaudit.stats.f1 import confusion_tallies, macro_f1
 from mhaudit.stats.undefined import warn_undefined
 
-__all__ = ["expected_confusion", "expected_macro_auc", "expected_metrics",
-           "draw_metrics", "score_ranks", "METRICS"]
+__all__ = ["expected_confusion", "expected_macro_auc", "expected_metrics", "draw_metrics", "score_ranks", "METRICS"]
 
 METRICS = ("accuracy", "macro_f1", "macro_auc")
 
@@ -63,8 +62,11 @@ def expected_metrics(probs: np.ndarray, scores: np.ndarray) -> dict[str, float]:
     """CBPE point estimates of accuracy, macro-F1 and macro-AUC of predictions argmax(scores)."""
     pred = scores.argmax(axis=1)
     cm = expected_confusion(probs, pred)
-    return {"accuracy": float(np.trace(cm) / len(probs)), "macro_f1": float(macro_f1(confusion_tallies(cm))),
-            "macro_auc": expected_macro_auc(probs, scores)}
+    return {
+        "accuracy": float(np.trace(cm) / len(probs)),
+        "macro_f1": float(macro_f1(confusion_tallies(cm))),
+        "macro_auc": expected_macro_auc(probs, scores),
+    }
 
 
 def _draw_labels(probs: np.ndarray, n_draws: int, rng: np.random.Generator) -> np.ndarray:
@@ -100,8 +102,9 @@ def _auc_of_draws(labels: np.ndarray, ranks: np.ndarray) -> np.ndarray:
     return out
 
 
-def draw_metrics(posterior: np.ndarray, scores: np.ndarray, rng: np.random.Generator,
-                 ranks: np.ndarray | None = None) -> dict[str, np.ndarray]:
+def draw_metrics(
+    posterior: np.ndarray, scores: np.ndarray, rng: np.random.Generator, ranks: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
     """One label draw per posterior in `posterior` (B, n, k), and the metrics each draw realises, (B,) each.
     `ranks`: `score_ranks(scores)`, where the caller draws chunk after chunk on the same rows."""
     size, k = len(posterior), scores.shape[1]
@@ -109,5 +112,8 @@ def draw_metrics(posterior: np.ndarray, scores: np.ndarray, rng: np.random.Gener
     labels = _draw_labels(posterior, size, rng)
     cell = labels * k + pred[None, :] + np.arange(size)[:, None] * k * k
     cm = np.bincount(cell.ravel(), minlength=size * k * k).reshape(size, k, k).astype(float)
-    return {"accuracy": np.trace(cm, axis1=1, axis2=2) / len(pred), "macro_f1": macro_f1(confusion_tallies(cm)),
-            "macro_auc": _auc_of_draws(labels, score_ranks(scores) if ranks is None else ranks)}
+    return {
+        "accuracy": np.trace(cm, axis1=1, axis2=2) / len(pred),
+        "macro_f1": macro_f1(confusion_tallies(cm)),
+        "macro_auc": _auc_of_draws(labels, score_ranks(scores) if ranks is None else ranks),
+    }

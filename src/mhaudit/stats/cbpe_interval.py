@@ -21,7 +21,7 @@ from mhaudit.stats.undefined import quiet_undefined
 
 __all__ = ["TargetRows", "target_rows", "cbpe_draws", "draws_per_chunk", "MAX_CHUNK_BYTES"]
 
-MAX_CHUNK_BYTES = 256 * 2 ** 20  # one float array of a chunk of draws; bounds the memory at any number of rows
+MAX_CHUNK_BYTES = 256 * 2**20  # one float array of a chunk of draws; bounds the memory at any number of rows
 
 
 def draws_per_chunk(cells_per_draw: int, most: int = 50) -> int:
@@ -45,9 +45,18 @@ def target_rows(z_tgt: np.ndarray, scores: np.ndarray) -> TargetRows:
     return TargetRows(np.ascontiguousarray((z - z.max(axis=1, keepdims=True)).T), scores, score_ranks(scores))
 
 
-def cbpe_draws(target: TargetRows, slopes: np.ndarray, biases: np.ndarray, priors: np.ndarray, w_tgt: np.ndarray,
-               em_start: np.ndarray, rng: np.random.Generator, *, adjust_priors: bool = True,
-               chord: np.ndarray | None = None) -> dict[str, np.ndarray]:
+def cbpe_draws(
+    target: TargetRows,
+    slopes: np.ndarray,
+    biases: np.ndarray,
+    priors: np.ndarray,
+    w_tgt: np.ndarray,
+    em_start: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    adjust_priors: bool = True,
+    chord: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
     """Steps (b) and (c) for one chunk of B draws: each metric (METRICS) and the EM target priors ("priors", (B, k)).
 
     From each draw's refitted calibration (slopes (B,), biases (B, k)) and source priors (B, k), the target's draw

@@ -32,14 +32,14 @@ __all__ = ["CusumResult", "self_starting_cusum"]
 @dataclass
 class CusumResult:
     """The self-starting CUSUM per window: the standardised mean z, the upper and lower sums, the alarms."""
+
     z: np.ndarray  # per window (NaN while burning in)
     upper: np.ndarray
     lower: np.ndarray
     alarm: np.ndarray  # bool per window
 
 
-def self_starting_cusum(sums, counts, squares=None, *, k: float = 0.5, h: float = 5.0,
-                        burn_in: int = 3) -> CusumResult:
+def self_starting_cusum(sums, counts, squares=None, *, k: float = 0.5, h: float = 5.0, burn_in: int = 3) -> CusumResult:
     """Per window: the sum of its items' values, their count, and the sum of their squares (None: 0/1 values)."""
     sums, counts = np.asarray(sums, dtype=float), np.asarray(counts, dtype=float)
     squares = sums if squares is None else np.asarray(squares, dtype=float)  # x² = x for 0/1 values
@@ -55,8 +55,10 @@ def self_starting_cusum(sums, counts, squares=None, *, k: float = 0.5, h: float 
             continue
         if len(means) >= burn_in:
             mean = pooled[0] / pooled[2]
-            var = max(max(pooled[1] / pooled[2] - mean ** 2, 0.0) * (1 / counts[t] + 1 / pooled[2]),
-                      float(np.var(means, ddof=1)) * (1 + 1 / len(means)))
+            var = max(
+                max(pooled[1] / pooled[2] - mean**2, 0.0) * (1 / counts[t] + 1 / pooled[2]),
+                float(np.var(means, ddof=1)) * (1 + 1 / len(means)),
+            )
             z[t] = (sums[t] / counts[t] - mean) / np.sqrt(var) if var > 0 else 0.0
             s_up, s_low = max(0.0, s_up + z[t] - k), max(0.0, s_low - z[t] - k)
         upper[t], lower[t] = s_up, s_low

@@ -37,7 +37,7 @@ def adjusted_rand_indices(reference: np.ndarray, labelings: np.ndarray) -> np.nd
     `adjusted_rand_score(reference, labeling)` for each, from the same integer pair counts."""
     tables = contingency_tables(reference, labelings).astype(np.int64)
     n = int(np.asarray(reference).size)
-    sum_squares = (tables ** 2).sum(axis=(1, 2))
+    sum_squares = (tables**2).sum(axis=(1, 2))
     row_sums, col_sums = tables.sum(axis=2), tables.sum(axis=1)
     same_row = (tables * col_sums[:, None, :]).sum(axis=(1, 2)) - sum_squares  # pairs apart in the labeling only
     same_col = (tables * row_sums[:, :, None]).sum(axis=(1, 2)) - sum_squares

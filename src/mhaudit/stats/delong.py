@@ -18,8 +18,17 @@ import numpy as np
 
 from mhaudit.stats.undefined import warn_undefined
 
-__all__ = ["check_binary", "check_scores", "check_codes_only", "check_codes", "placements", "delong",
-           "auc_and_variance", "paired", "auc_only"]
+__all__ = [
+    "check_binary",
+    "check_scores",
+    "check_codes_only",
+    "check_codes",
+    "placements",
+    "delong",
+    "auc_and_variance",
+    "paired",
+    "auc_only",
+]
 
 
 def _midranks(x: np.ndarray) -> np.ndarray:

@@ -57,8 +57,15 @@ def _check_sides(groups: Mapping, human, auto) -> tuple[list[str], list[str]]:
     return human, auto
 
 
-def degree_of_divergence(groups: Mapping, human: Sequence[str], auto: Sequence[str], n_boot: int = 10000,
-                         rng=None, alternative: str = "greater", zero_division: float = math.nan) -> dict:
+def degree_of_divergence(
+    groups: Mapping,
+    human: Sequence[str],
+    auto: Sequence[str],
+    n_boot: int = 10000,
+    rng=None,
+    alternative: str = "greater",
+    zero_division: float = math.nan,
+) -> dict:
     """Degree of Divergence (paper Eq. 3) of channel x against channel a, with an instance bootstrap.
 
     `groups` maps a data-set name to (y, pred_x, pred_a), binary arrays over that data set's
@@ -90,16 +97,27 @@ def degree_of_divergence(groups: Mapping, human: Sequence[str], auto: Sequence[s
             raise ValueError(f"groups[{name!r}] must be a triple (y, pred_x, pred_a)") from None
         y = check_binary(y, f"y of {name!r}")
         if y.size == 0 or y.all() or not y.any():
-            raise ValueError(f"Data set {name!r} has a single class in y (or no instance); its Macro-F1 "
-                             "difference is not a comparison of two classes, so DoD would be meaningless.")
-        preds = np.stack([check_pred(pred_x, y.size, f"pred_x of {name!r}"),
-                          check_pred(pred_a, y.size, f"pred_a of {name!r}")])
+            raise ValueError(
+                f"Data set {name!r} has a single class in y (or no instance); its Macro-F1 "
+                "difference is not a comparison of two classes, so DoD would be meaningless."
+            )
+        preds = np.stack(
+            [check_pred(pred_x, y.size, f"pred_x of {name!r}"), check_pred(pred_a, y.size, f"pred_a of {name!r}")]
+        )
         with quiet_undefined():  # n_failed counts them
             full = full_macro_f1(y, preds, zero_division)  # y has both classes: always defined
             boot = bootstrap_macro_f1(y, preds, n_boot, child, stratified=False, zero_division=zero_division)
         draws[:, j] = boot[:, 0] - boot[:, 1]
-        rows.append({"dataset": name, "side": "human" if j < len(human) else "auto", "n": int(y.size),
-                     "mf1_x": float(full[0]), "mf1_a": float(full[1]), "delta": float(full[0] - full[1])})
+        rows.append(
+            {
+                "dataset": name,
+                "side": "human" if j < len(human) else "auto",
+                "n": int(y.size),
+                "mf1_x": float(full[0]),
+                "mf1_a": float(full[1]),
+                "delta": float(full[0] - full[1]),
+            }
+        )
     per_dataset = pd.DataFrame(rows)
     h = len(human)
     estimate = float(per_dataset["delta"].iloc[:h].mean() - per_dataset["delta"].iloc[h:].mean())
@@ -107,10 +125,20 @@ def degree_of_divergence(groups: Mapping, human: Sequence[str], auto: Sequence[s
     s = summarise(dod_draws)
     p = bootstrap_p(dod_draws)
     se = s["se"]
-    return {"estimate": estimate, "ci_low": s["ci_low"], "ci_high": s["ci_high"], "se": se,
-            "z": estimate / se if se > 0 else float("nan"), "p": p[f"p_{alternative}"],
-            "p_two_sided": p["p_two_sided"], "alternative": alternative, "n_boot": int(n_boot),
-            "n_failed": s["n_failed"], "per_dataset": per_dataset, "draws": dod_draws}
+    return {
+        "estimate": estimate,
+        "ci_low": s["ci_low"],
+        "ci_high": s["ci_high"],
+        "se": se,
+        "z": estimate / se if se > 0 else float("nan"),
+        "p": p[f"p_{alternative}"],
+        "p_two_sided": p["p_two_sided"],
+        "alternative": alternative,
+        "n_boot": int(n_boot),
+        "n_failed": s["n_failed"],
+        "per_dataset": per_dataset,
+        "draws": dod_draws,
+    }
 
 
 def regime_permutation(deltas: Mapping[str, float], human: Sequence[str], alternative: str = "greater") -> dict:
@@ -151,10 +179,18 @@ def regime_permutation(deltas: Mapping[str, float], human: Sequence[str], altern
     tol = 1e-12 * max(1.0, float(np.abs(values).max()))
     hits = stats >= observed - tol if alternative == "greater" else stats <= observed + tol
     min_p = 1 / n_assign
-    note = (f"{n_assign} assignments of {len(names)} data sets to sides of {h} and {len(names) - h}: "
-            f"the smallest attainable p is 1/{n_assign} = {min_p:.4f}")
+    note = (
+        f"{n_assign} assignments of {len(names)} data sets to sides of {h} and {len(names) - h}: "
+        f"the smallest attainable p is 1/{n_assign} = {min_p:.4f}"
+    )
     note += ", above 0.05, so this diagnostic cannot reach the 5% level whatever the data." if min_p > 0.05 else "."
     table = pd.DataFrame({"human": [tuple(names[i] for i in c) for c in combos], "dod": stats})
-    return {"observed": observed, "p": float(hits.mean()), "min_p": min_p, "n_assignments": n_assign,
-            "alternative": alternative, "note": note, "assignments": table}
-
+    return {
+        "observed": observed,
+        "p": float(hits.mean()),
+        "min_p": min_p,
+        "n_assignments": n_assign,
+        "alternative": alternative,
+        "note": note,
+        "assignments": table,
+    }

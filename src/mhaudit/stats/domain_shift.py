@@ -48,12 +48,14 @@ def bin_thresholds(column: np.ndarray, weights: np.ndarray) -> np.ndarray:
 def _binned(x_fit: np.ndarray, w_fit: np.ndarray, x: np.ndarray) -> np.ndarray:
     """x as bin codes of the edges found on (x_fit, w_fit): the classifier then finds one bin per code and grows
     the trees it would on the raw features (up to bins no fitting row falls in)."""
-    return np.stack([np.searchsorted(bin_thresholds(x_fit[:, j], w_fit), x[:, j]) for j in range(x.shape[1])],
-                    axis=1).astype(float)
+    return np.stack(
+        [np.searchsorted(bin_thresholds(x_fit[:, j], w_fit), x[:, j]) for j in range(x.shape[1])], axis=1
+    ).astype(float)
 
 
-def domain_auc(features_ref: np.ndarray, weights_ref: np.ndarray, features_tgt: np.ndarray, *, n_folds: int = 5,
-               seed: int = 0) -> float:
+def domain_auc(
+    features_ref: np.ndarray, weights_ref: np.ndarray, features_tgt: np.ndarray, *, n_folds: int = 5, seed: int = 0
+) -> float:
     """Out-of-fold AUC of reference (weighted) vs target rows; the two sides carry equal total weight."""
     x = np.vstack([features_ref, features_tgt])
     is_target = np.r_[np.zeros(len(features_ref), int), np.ones(len(features_tgt), int)]
@@ -64,8 +66,9 @@ def domain_auc(features_ref: np.ndarray, weights_ref: np.ndarray, features_tgt: 
         for fold in range(n_folds):
             held = folds == fold
             codes = _binned(x[~held], w[~held], x)
-            model = HistGradientBoostingClassifier(max_iter=100, max_leaf_nodes=15, learning_rate=0.1,
-                                                   early_stopping=False, random_state=seed)
+            model = HistGradientBoostingClassifier(
+                max_iter=100, max_leaf_nodes=15, learning_rate=0.1, early_stopping=False, random_state=seed
+            )
             model.fit(codes[~held], is_target[~held], sample_weight=w[~held])
             out[held] = model.predict_proba(codes[held])[:, 1]
     return float(roc_auc_score(is_target, out, sample_weight=w))

@@ -25,8 +25,7 @@ def decile_edges(reference: np.ndarray, n_bins: int = 10) -> np.ndarray:
 
 def binned_shares(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """Share of `values` in each bin (−inf, e_1], (e_1, e_2], …, (e_last, inf)."""
-    counts = np.bincount(np.searchsorted(edges, np.asarray(values, dtype=float), side="left"),
-                         minlength=edges.size + 1)
+    counts = np.bincount(np.searchsorted(edges, np.asarray(values, dtype=float), side="left"), minlength=edges.size + 1)
     return counts / max(counts.sum(), 1)
 
 

@@ -78,16 +78,36 @@ def _reference_draws(y: np.ndarray, logits: np.ndarray, n_boot: int, rng: np.ran
         w = _counts(n, chunk.stop - chunk.start, rng)
         sums = w @ tallies / w.sum(axis=1, keepdims=True)
         confusion = sums[:, k:].reshape(-1, k, k)  # [pred, y]: the same tallies, transposed, are ATC's cells
-        parts.append((*expansion.resampled(w), sums[:, :k],
-                      reference_side(conf, ys, pred, w, k, np.swapaxes(confusion, 1, 2)), confusion))
+        parts.append(
+            (
+                *expansion.resampled(w),
+                sums[:, :k],
+                reference_side(conf, ys, pred, w, k, np.swapaxes(confusion, 1, 2)),
+                confusion,
+            )
+        )
     slopes, biases, priors, sides, confusion = zip(*parts)
     side = ReferenceSide(*(np.concatenate(column) for column in zip(*sides)))
-    return ReferenceDraws(y, logits, calibration, np.concatenate(slopes), np.concatenate(biases),
-                          np.concatenate(priors), side, np.concatenate(confusion))
+    return ReferenceDraws(
+        y,
+        logits,
+        calibration,
+        np.concatenate(slopes),
+        np.concatenate(biases),
+        np.concatenate(priors),
+        side,
+        np.concatenate(confusion),
+    )
 
 
-def target_draws(reference: ReferenceDraws, logits: np.ndarray, em_start: np.ndarray, rng: np.random.Generator, *,
-                 adjust_priors: bool) -> dict:
+def target_draws(
+    reference: ReferenceDraws,
+    logits: np.ndarray,
+    em_start: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    adjust_priors: bool,
+) -> dict:
     """Each draw's estimates on the target (its scores `logits`): CBPE's metrics ("cbpe", metric), the EM and BBSE
     priors ("em", "bbse": (B, k)) and ATC's and DoC's accuracy and macro-F1 ((method, metric)), with the
     reference's side of the same draws. EM starts at `em_start` (the full-data estimate) with chord steps from
@@ -102,8 +122,17 @@ def target_draws(reference: ReferenceDraws, logits: np.ndarray, em_start: np.nda
     blocks = []
     for chunk in _chunks(r.n_boot, k * len(logits)):
         w = _counts(len(logits), chunk.stop - chunk.start, rng)
-        cbpe = cbpe_draws(rows, r.slopes[chunk], r.biases[chunk], r.priors[chunk], w, em_start, rng,
-                          adjust_priors=adjust_priors, chord=chord)
+        cbpe = cbpe_draws(
+            rows,
+            r.slopes[chunk],
+            r.biases[chunk],
+            r.priors[chunk],
+            w,
+            em_start,
+            rng,
+            adjust_priors=adjust_priors,
+            chord=chord,
+        )
         block = {("cbpe", m): v for m, v in cbpe.items() if m != "priors"} | {"em": cbpe["priors"]}
         block["bbse"] = bbse_draws(r.confusion[chunk], w @ predicted / w.sum(axis=1, keepdims=True))
         side = ReferenceSide(*(part[chunk] for part in r.thresholded))

@@ -27,8 +27,19 @@ import numpy as np
 from mhaudit.stats.delong import check_codes_only
 from mhaudit.stats.undefined import check_zero_division, divide, warn_undefined
 
-__all__ = ["Tallies", "tallies", "confusion_tallies", "binary_tallies", "class_scores", "macro_f1", "weighted_f1",
-           "tallies_unchecked", "class_scores_unchecked", "macro_f1_unchecked", "weighted_f1_unchecked"]
+__all__ = [
+    "Tallies",
+    "tallies",
+    "confusion_tallies",
+    "binary_tallies",
+    "class_scores",
+    "macro_f1",
+    "weighted_f1",
+    "tallies_unchecked",
+    "class_scores_unchecked",
+    "macro_f1_unchecked",
+    "weighted_f1_unchecked",
+]
 
 
 class Tallies(NamedTuple):
@@ -67,14 +78,18 @@ def binary_tallies(tp, fp, fn, tn) -> Tallies:
     """Two-class tallies (class 0 = negative, class 1 = positive, on the last axis) from a 2 x 2 table; arrays
     broadcast. Class 0's true positives are the true negatives."""
     tp, fp, fn, tn = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (tp, fp, fn, tn)))
-    return Tallies(np.stack([tn, tp], axis=-1), np.stack([tn + fp, tp + fn], axis=-1),
-                   np.stack([tn + fn, tp + fp], axis=-1))
+    return Tallies(
+        np.stack([tn, tp], axis=-1), np.stack([tn + fp, tp + fn], axis=-1), np.stack([tn + fn, tp + fp], axis=-1)
+    )
 
 
 def class_scores_unchecked(t: Tallies, zero_division: float = math.nan) -> dict[str, np.ndarray]:
     """Precision, recall and F1 per class (kernel: no checks, no warning)."""
-    return {"precision": divide(t.tp, t.predicted, zero_division), "recall": divide(t.tp, t.true, zero_division),
-            "f1": divide(2 * np.asarray(t.tp, dtype=float), np.add(t.true, t.predicted, dtype=float), zero_division)}
+    return {
+        "precision": divide(t.tp, t.predicted, zero_division),
+        "recall": divide(t.tp, t.true, zero_division),
+        "f1": divide(2 * np.asarray(t.tp, dtype=float), np.add(t.true, t.predicted, dtype=float), zero_division),
+    }
 
 
 def macro_f1_unchecked(t: Tallies, zero_division: float = math.nan) -> np.ndarray:
@@ -114,8 +129,10 @@ def class_scores(t: Tallies, zero_division: float = math.nan) -> dict[str, np.nd
     out = class_scores_unchecked(t, zero_division) | {"support": t.true}
     undefined = [name for name in ("precision", "recall", "f1") if np.isnan(out[name]).any()]
     if undefined and math.isnan(zero_division):
-        warn_undefined(f"{', '.join(undefined)} undefined for a class that is never predicted, never occurs, or "
-                       "neither (a zero denominator); NaN returned")
+        warn_undefined(
+            f"{', '.join(undefined)} undefined for a class that is never predicted, never occurs, or "
+            "neither (a zero denominator); NaN returned"
+        )
     return out
 
 
@@ -131,8 +148,10 @@ def macro_f1(t: Tallies, zero_division: float = math.nan) -> np.ndarray:
     out = macro_f1_unchecked(_checked(t), zero_division)
     undefined = int(np.count_nonzero(np.isnan(out)))
     if undefined:
-        warn_undefined(f"macro-F1 undefined in {undefined} of {np.size(out)} table(s): a class with no true and "
-                       "no predicted item has no F1; NaN returned")
+        warn_undefined(
+            f"macro-F1 undefined in {undefined} of {np.size(out)} table(s): a class with no true and "
+            "no predicted item has no F1; NaN returned"
+        )
     return out[()]
 
 

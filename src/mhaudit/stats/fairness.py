@@ -37,8 +37,9 @@ def _codes(values, n_classes: int, name: str) -> np.ndarray:
             raise ValueError(f"{name} must hold integer class codes 0..{n_classes - 1}")
         arr = arr.astype(np.int64)
     if arr.min() < 0 or arr.max() >= n_classes:
-        raise ValueError(f"{name} holds class code {arr.min() if arr.min() < 0 else arr.max()}; "
-                         f"expected 0..{n_classes - 1}")
+        raise ValueError(
+            f"{name} holds class code {arr.min() if arr.min() < 0 else arr.max()}; expected 0..{n_classes - 1}"
+        )
     return arr
 
 
@@ -129,8 +130,9 @@ def di_interval(x_ref, n_ref, x_tgt, n_tgt, z: float = 1.959963984540054) -> tup
     >>> [round(float(v), 4) for v in di_interval(30, 300, 40, 300)]
     [0.4816, 1.0]
     """
-    x_ref, n_ref, x_tgt, n_tgt = np.broadcast_arrays(*(np.asarray(v, dtype=float)
-                                                       for v in (x_ref, n_ref, x_tgt, n_tgt)))
+    x_ref, n_ref, x_tgt, n_tgt = np.broadcast_arrays(
+        *(np.asarray(v, dtype=float) for v in (x_ref, n_ref, x_tgt, n_tgt))
+    )
     undefined = (x_ref == 0) & (x_tgt == 0)
     if undefined.any():
         warn_undefined("disparate impact interval undefined: neither platform predicts the class; NaN returned")
@@ -145,8 +147,7 @@ def di_interval(x_ref, n_ref, x_tgt, n_tgt, z: float = 1.959963984540054) -> tup
     return low, high
 
 
-def equity_by_class(y_ref, pred_ref, y_tgt, pred_tgt, n_classes: int, *,
-                    adjust_priors: bool = False) -> list[dict]:
+def equity_by_class(y_ref, pred_ref, y_tgt, pred_tgt, n_classes: int, *, adjust_priors: bool = False) -> list[dict]:
     """One row per class k comparing the reference and the target platform.
 
     Fields: class, n_ref, n_tgt, support_ref, support_tgt (rows with y = k), rate_ref, rate_tgt,
@@ -204,13 +205,16 @@ def equity_by_class(y_ref, pred_ref, y_tgt, pred_tgt, n_classes: int, *,
             row["rate_tgt_prior_adjusted"] = float(adjusted[k])
             if missing:
                 row["disparate_impact_prior_adjusted"] = NAN
-                reasons.append(f"class(es) {', '.join(map(str, missing))} present on reference but absent on "
-                               "target: prior-adjusted DI undefined")
+                reasons.append(
+                    f"class(es) {', '.join(map(str, missing))} present on reference but absent on "
+                    "target: prior-adjusted DI undefined"
+                )
             else:
                 row["disparate_impact_prior_adjusted"] = _symmetric_di(row["rate_ref"], float(adjusted[k]))
                 if np.isnan(row["disparate_impact_prior_adjusted"]):
-                    reasons.append("no rows predicted as class on reference or reweighted target: "
-                                   "prior-adjusted DI undefined")
+                    reasons.append(
+                        "no rows predicted as class on reference or reweighted target: prior-adjusted DI undefined"
+                    )
         row["reason"] = "; ".join(reasons)
         rows.append(row)
     return rows
@@ -247,8 +251,10 @@ def summarise_classes(rows: list[dict]) -> dict:
         best = idx[np.argmax(values[idx]) if worst_is_max else np.argmin(values[idx])]
         out[name], out[f"{name}_class"] = float(values[best]), classes[best]
         if not defined.all():
-            notes.append(f"{field.replace('_', ' ')} undefined for class(es) "
-                         f"{', '.join(str(c) for c, d in zip(classes, defined) if not d)} (ignored)")
+            notes.append(
+                f"{field.replace('_', ' ')} undefined for class(es) "
+                f"{', '.join(str(c) for c, d in zip(classes, defined) if not d)} (ignored)"
+            )
     out["reason"] = "; ".join(reasons)
     out["note"] = "; ".join(notes)
     return out

@@ -17,12 +17,23 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["prior_corrected_probs", "em_priors", "bbse_priors", "em_priors_resampled", "bbse_priors_resampled",
-           "bbse_draws", "em_batch", "em_chord", "EMResult", "BBSEResult"]
+__all__ = [
+    "prior_corrected_probs",
+    "em_priors",
+    "bbse_priors",
+    "em_priors_resampled",
+    "bbse_priors_resampled",
+    "bbse_draws",
+    "em_batch",
+    "em_chord",
+    "EMResult",
+    "BBSEResult",
+]
 
 
 class EMResult(NamedTuple):
     """Saerens et al.'s EM: the target's priors, its posteriors corrected to them, the iterations run."""
+
     priors: np.ndarray  # estimated target priors
     probs: np.ndarray  # target posteriors corrected to those priors
     n_iter: int
@@ -30,6 +41,7 @@ class EMResult(NamedTuple):
 
 class BBSEResult(NamedTuple):
     """BBSE's target priors, its clipped importance weights, and a note ('' when nothing was amiss)."""
+
     priors: np.ndarray  # estimated target priors (NaN when no estimate exists; see note)
     weights: np.ndarray  # importance weights q/pi_src after clipping
     note: str  # '' when C was invertible and no weight was clipped
@@ -90,8 +102,11 @@ def em_priors(probs_tgt, priors_src, tol: float = 1e-8, max_iter: int = 1000) ->
         if moved < tol:
             break
     else:
-        warnings.warn(f"EM prior estimate did not converge in {max_iter} iterations "
-                      f"(last change {moved:.3g} >= tol {tol:g})", RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"EM prior estimate did not converge in {max_iter} iterations (last change {moved:.3g} >= tol {tol:g})",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return EMResult(q, prior_corrected_probs(p, pi, q), n_iter)
 
 
@@ -114,7 +129,7 @@ def bbse_priors(y_src, pred_src, pred_tgt, n_classes: int) -> BBSEResult:
     y, ps, pt = (a.astype(np.int64) for a in codes)
     if len(y) != len(ps):
         raise ValueError(f"y_src has {len(y)} rows but pred_src has {len(ps)}")
-    joint = np.bincount(ps * n_classes + y, minlength=n_classes ** 2).reshape(n_classes, n_classes) / len(y)
+    joint = np.bincount(ps * n_classes + y, minlength=n_classes**2).reshape(n_classes, n_classes) / len(y)
     mu = np.bincount(pt, minlength=n_classes) / len(pt)
     pi = joint.sum(axis=0)
     notes = []
@@ -123,8 +138,10 @@ def bbse_priors(y_src, pred_src, pred_tgt, n_classes: int) -> BBSEResult:
         w = np.linalg.solve(joint, mu)
     else:
         w = np.linalg.lstsq(joint, mu, rcond=None)[0]
-        notes.append(f"source confusion matrix is singular (rank {rank} of {n_classes}): minimum-norm "
-                     "least-squares solution used; the target priors are not identified")
+        notes.append(
+            f"source confusion matrix is singular (rank {rank} of {n_classes}): minimum-norm "
+            "least-squares solution used; the target priors are not identified"
+        )
         absent = np.flatnonzero(pi == 0).tolist()
         if absent:
             notes.append(f"class(es) {', '.join(map(str, absent))} absent from the source: target prior set to 0")
@@ -139,8 +156,9 @@ def bbse_priors(y_src, pred_src, pred_tgt, n_classes: int) -> BBSEResult:
     return BBSEResult(q / q.sum(), w, "; ".join(notes))
 
 
-def em_priors_resampled(probs_tgt, priors_src, counts, start=None, tol: float = 1e-6, max_iter: int = 500,
-                        chunk: int = 50) -> np.ndarray:
+def em_priors_resampled(
+    probs_tgt, priors_src, counts, start=None, tol: float = 1e-6, max_iter: int = 500, chunk: int = 50
+) -> np.ndarray:
     """EM priors of B bootstrap resamples at once: row b of `counts` (B, n) is how often each target row
     was drawn. Each resample starts from `start` (e.g. the full-data estimate, so few iterations are needed)
     and stops with the rest of its chunk when no prior of any of them moves by `tol`. Returns (B, k)."""
@@ -149,12 +167,25 @@ def em_priors_resampled(probs_tgt, priors_src, counts, start=None, tol: float = 
     counts = np.asarray(counts, dtype=float)
     q0 = pi if start is None else _priors(start, p.shape[1], "start")
     p = np.ascontiguousarray(p.T)[None]
-    return np.concatenate([em_batch(p, pi[None], counts[lo:lo + chunk], np.tile(q0, (len(counts[lo:lo + chunk]), 1)),
-                                    tol, max_iter) for lo in range(0, len(counts), chunk)])
+    return np.concatenate(
+        [
+            em_batch(
+                p, pi[None], counts[lo : lo + chunk], np.tile(q0, (len(counts[lo : lo + chunk]), 1)), tol, max_iter
+            )
+            for lo in range(0, len(counts), chunk)
+        ]
+    )
 
 
-def em_batch(p: np.ndarray, pi: np.ndarray, w: np.ndarray, q: np.ndarray, tol: float = 1e-6,
-             max_iter: int = 500, chord: np.ndarray | None = None) -> np.ndarray:
+def em_batch(
+    p: np.ndarray,
+    pi: np.ndarray,
+    w: np.ndarray,
+    q: np.ndarray,
+    tol: float = 1e-6,
+    max_iter: int = 500,
+    chord: np.ndarray | None = None,
+) -> np.ndarray:
     """The EM iteration for B problems at once: posteriors p class-major (B or 1, k, n) from source priors pi
     (B or 1, k), row weights w (B, n), starting priors q (B, k). Inputs are trusted (checked by the callers).
     Each problem stops when none of its priors moves by `tol`; the others go on without it.

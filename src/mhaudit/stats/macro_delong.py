@@ -71,17 +71,30 @@ def macro_auc_delong(y_codes, probs, n_classes: int, alpha: float = 0.05) -> dic
     """
     y, probs = check_codes(y_codes, probs, n_classes, "probs")
     z = _z(alpha)
-    out = {"macro_auc": NAN, "se": NAN, "ci_low": NAN, "ci_high": NAN, "aucs": [NAN] * n_classes,
-           "cov": np.full((n_classes, n_classes), NAN), "reason": _macro_absent(y, n_classes)}
+    out = {
+        "macro_auc": NAN,
+        "se": NAN,
+        "ci_low": NAN,
+        "ci_high": NAN,
+        "aucs": [NAN] * n_classes,
+        "cov": np.full((n_classes, n_classes), NAN),
+        "reason": _macro_absent(y, n_classes),
+    }
     if out["reason"]:
         return out
     aucs, terms = macro_terms(y, probs, n_classes)
     cov = stratified_covariance(y, terms, n_classes)
     point = float(aucs.mean())
     se = math.sqrt(cov.sum()) / n_classes if np.isfinite(cov).all() else NAN
-    out.update(macro_auc=point, se=se, aucs=aucs.tolist(), cov=cov,
-               ci_low=max(0.0, point - z * se), ci_high=min(1.0, point + z * se),
-               reason="" if se == se else "a label has a single row: no variance estimate")
+    out.update(
+        macro_auc=point,
+        se=se,
+        aucs=aucs.tolist(),
+        cov=cov,
+        ci_low=max(0.0, point - z * se),
+        ci_high=min(1.0, point + z * se),
+        reason="" if se == se else "a label has a single row: no variance estimate",
+    )
     return out
 
 
@@ -101,8 +114,13 @@ def paired_macro_auc_delong(y_codes, probs_a, probs_b, n_classes: int) -> dict:
     auc_a, terms_a = macro_row_terms(y, probs_a, n_classes)
     auc_b, terms_b = macro_row_terms(y, probs_b, n_classes)
     var = stratified_variance(y, terms_a - terms_b, n_classes)
-    return {"auc_a": auc_a, "auc_b": auc_b, "diff": auc_a - auc_b, "se": math.sqrt(var) if var == var else NAN,
-            "reason": "" if var == var else "a label has a single row: no variance estimate"}
+    return {
+        "auc_a": auc_a,
+        "auc_b": auc_b,
+        "diff": auc_a - auc_b,
+        "se": math.sqrt(var) if var == var else NAN,
+        "reason": "" if var == var else "a label has a single row: no variance estimate",
+    }
 
 
 def macro_row_terms(y: np.ndarray, probs: np.ndarray, n_classes: int) -> tuple[float, np.ndarray]:

@@ -39,7 +39,7 @@ def neyman_allocation(sizes, sds, budget: int, *, minimum: int = 2, shrink: floa
     whole = np.floor(alloc).astype(np.int64)
     room = whole < sizes
     order = np.argsort(-(alloc - whole) + np.where(room, 0, 2), kind="stable")  # largest remainder first
-    whole[order[:budget - whole.sum()]] += 1
+    whole[order[: budget - whole.sum()]] += 1
     return whole
 
 
@@ -47,4 +47,4 @@ def stratified_variance(sizes, sds, alloc) -> float:
     """Σ_h W_h² S_h² (1/n_h − 1/N_h): the variance of the stratified mean under the allocation."""
     sizes, sds, alloc = (np.asarray(a, dtype=float) for a in (sizes, sds, alloc))
     w = sizes / sizes.sum()
-    return float((w ** 2 * sds ** 2 * (1 / alloc - 1 / sizes)).sum())
+    return float((w**2 * sds**2 * (1 / alloc - 1 / sizes)).sum())

@@ -22,13 +22,22 @@ from mhaudit.stats.f1 import macro_f1, tallies
 from mhaudit.stats.label_shift import bbse_priors, em_priors, prior_corrected_probs
 from mhaudit.stats.trust_rule import MIN_BOOT, TrustOptions
 
-__all__ = ["MIN_BOOT", "PairEstimate", "ReferenceDraws", "TrustOptions", "estimate_pair", "reference_draws",
-           "reference_metrics", "trust"]
+__all__ = [
+    "MIN_BOOT",
+    "PairEstimate",
+    "ReferenceDraws",
+    "TrustOptions",
+    "estimate_pair",
+    "reference_draws",
+    "reference_metrics",
+    "trust",
+]
 
 
 @dataclass
 class PairEstimate:
     """One reference × target pair: label-free estimates, prior estimates, shift diagnostic, failed trust checks."""
+
     estimates: list[dict]  # method x metric: estimate, ci_low, ci_high
     priors: list[dict]  # per class: reference, predicted share, EM and BBSE with CIs
     shift: dict  # domain AUC, prior gap, the vanishing class's index (-1: none), n
@@ -40,8 +49,11 @@ def reference_metrics(y: np.ndarray, logits: np.ndarray) -> dict[str, float]:
     k = logits.shape[1]
     pred = logits.argmax(axis=1)
     onehot = np.eye(k)[y]
-    return {"accuracy": float((pred == y).mean()), "macro_f1": float(macro_f1(tallies(y, pred, k))),
-            "macro_auc": expected_metrics(onehot, softmax(logits, axis=1))["macro_auc"]}
+    return {
+        "accuracy": float((pred == y).mean()),
+        "macro_f1": float(macro_f1(tallies(y, pred, k))),
+        "macro_auc": expected_metrics(onehot, softmax(logits, axis=1))["macro_auc"],
+    }
 
 
 VANISHED, PRESENT = 0.02, 0.05
@@ -64,8 +76,14 @@ def _interval(draws: np.ndarray) -> tuple[float, float]:
     return (float(np.quantile(finite, 0.025)), float(np.quantile(finite, 0.975))) if len(finite) else (np.nan, np.nan)
 
 
-def estimate_pair(reference: ReferenceDraws, z_tgt: np.ndarray, *, rng: np.random.Generator, seed: int,
-                  cutoffs: TrustOptions = TrustOptions()) -> PairEstimate:
+def estimate_pair(
+    reference: ReferenceDraws,
+    z_tgt: np.ndarray,
+    *,
+    rng: np.random.Generator,
+    seed: int,
+    cutoffs: TrustOptions = TrustOptions(),
+) -> PairEstimate:
     """The estimates, priors, shift diagnostic and failed trust checks of one target (the model's scores z_tgt)
     against a reference and its side of the bootstrap draws (`reference_draws`, shared by every target of that
     reference); `rng` draws the target's side, `seed` seeds the domain classifier."""
@@ -86,33 +104,60 @@ def _estimate_pair(reference, z_tgt, *, rng, seed, cutoffs: TrustOptions) -> Pai
     bbse = bbse_priors(y_ref, pred_ref, pred_tgt, k)
 
     log_ref, log_tgt = (np.log(np.clip(p, 1e-12, None)) for p in (p_ref, p_tgt))
-    shift = {"n_reference": n_ref, "n_target": n_tgt,
-             "domain_auc": domain_auc(log_ref, (em / pi)[y_ref], log_tgt, seed=seed),
-             "prior_gap": float(np.nanmax(np.abs(em - bbse.priors))) if np.isfinite(bbse.priors).any() else np.nan,
-             "vanishing_class": _vanishing(pi, em, bbse.priors), "bbse_note": bbse.note,
-             "temperature": 1 / calibration.slope}
+    shift = {
+        "n_reference": n_ref,
+        "n_target": n_tgt,
+        "domain_auc": domain_auc(log_ref, (em / pi)[y_ref], log_tgt, seed=seed),
+        "prior_gap": float(np.nanmax(np.abs(em - bbse.priors))) if np.isfinite(bbse.priors).any() else np.nan,
+        "vanishing_class": _vanishing(pi, em, bbse.priors),
+        "bbse_note": bbse.note,
+        "temperature": 1 / calibration.slope,
+    }
     # Adjust for the prior shift only where the label-shift model fits the target; elsewhere EM's priors are
     # an artefact (seen on real transfers: a class driven to 0) and p(y | x) is carried over as it is.
-    shift["prior_adjusted"] = bool(shift["domain_auc"] <= cutoffs.domain_auc_cutoff
-                                   and shift["prior_gap"] <= cutoffs.prior_gap_cutoff and shift["vanishing_class"] < 0)
+    shift["prior_adjusted"] = bool(
+        shift["domain_auc"] <= cutoffs.domain_auc_cutoff
+        and shift["prior_gap"] <= cutoffs.prior_gap_cutoff
+        and shift["vanishing_class"] < 0
+    )
     scores = softmax(z_tgt, axis=1)
     adjusted = expected_metrics(prior_corrected_probs(p_tgt, pi, em), scores)
     unadjusted = expected_metrics(p_tgt, scores)
-    shift |= {"cbpe_f1_prior_adjusted": adjusted["macro_f1"], "cbpe_f1_unadjusted": unadjusted["macro_f1"],
-              "assumption_gap": abs(adjusted["macro_f1"] - unadjusted["macro_f1"])}
+    shift |= {
+        "cbpe_f1_prior_adjusted": adjusted["macro_f1"],
+        "cbpe_f1_unadjusted": unadjusted["macro_f1"],
+        "assumption_gap": abs(adjusted["macro_f1"] - unadjusted["macro_f1"]),
+    }
     point = adjusted if shift["prior_adjusted"] else unadjusted
     draws = target_draws(reference, z_tgt, em, rng, adjust_priors=shift["prior_adjusted"])
-    estimates = [{"method": "cbpe", "metric": m, "estimate": point[m],
-                  **dict(zip(("ci_low", "ci_high"), _interval(draws["cbpe", m])))} for m in point]
+    estimates = [
+        {
+            "method": "cbpe",
+            "metric": m,
+            "estimate": point[m],
+            **dict(zip(("ci_low", "ci_high"), _interval(draws["cbpe", m]))),
+        }
+        for m in point
+    ]
     estimates += _thresholded(p_ref, y_ref, pred_ref, p_tgt, pred_tgt, draws)
     predicted = np.bincount(pred_tgt, minlength=k) / n_tgt
     priors = []
     for c in range(k):
         em_low, em_high = _interval(draws["em"][:, c])
         bb_low, bb_high = _interval(draws["bbse"][:, c])
-        priors.append({"class_index": c, "prevalence_reference": float(pi[c]), "predicted_share": float(predicted[c]),
-                       "prevalence_em": float(em[c]), "em_ci_low": em_low, "em_ci_high": em_high,
-                       "prevalence_bbse": float(bbse.priors[c]), "bbse_ci_low": bb_low, "bbse_ci_high": bb_high})
+        priors.append(
+            {
+                "class_index": c,
+                "prevalence_reference": float(pi[c]),
+                "predicted_share": float(predicted[c]),
+                "prevalence_em": float(em[c]),
+                "em_ci_low": em_low,
+                "em_ci_high": em_high,
+                "prevalence_bbse": float(bbse.priors[c]),
+                "bbse_ci_low": bb_low,
+                "bbse_ci_high": bb_high,
+            }
+        )
     return PairEstimate(estimates, priors, shift, trust(shift, cutoffs))
 
 
@@ -126,10 +171,19 @@ def _thresholded(p_ref, y_ref, pred_ref, p_tgt, pred_tgt, draws) -> list[dict]:
         at_point = thresholded_estimates(method, conf_ref, y_ref, pred_ref, ones_ref, conf_tgt, pred_tgt, ones_tgt, k)
         for m in ("accuracy", "macro_f1"):
             low, high = _interval(draws[method, m])
-            rows.append({"method": method, "metric": m, "estimate": float(at_point[m][0]), "ci_low": low,
-                         "ci_high": high})
-        rows.append({"method": method, "metric": "macro_auc", "estimate": np.nan, "ci_low": np.nan,
-                     "ci_high": np.nan, "note": f"{method.upper()} thresholds confidence and cannot rank: no AUC"})
+            rows.append(
+                {"method": method, "metric": m, "estimate": float(at_point[m][0]), "ci_low": low, "ci_high": high}
+            )
+        rows.append(
+            {
+                "method": method,
+                "metric": "macro_auc",
+                "estimate": np.nan,
+                "ci_low": np.nan,
+                "ci_high": np.nan,
+                "note": f"{method.upper()} thresholds confidence and cannot rank: no AUC",
+            }
+        )
     return rows
 
 
@@ -138,8 +192,10 @@ def trust(shift: dict, cutoffs: TrustOptions) -> dict:
     reasons are given, each with its value: domain_auc, prior_gap (NaN, BBSE undefined, fails) and assumption_gap
     above their cut-offs, and vanishing_class, the index of a class the reference has that an estimated prior drives
     near 0. Empty: the estimate is trusted."""
-    fails = {"domain_auc": not shift["domain_auc"] <= cutoffs.domain_auc_cutoff,
-             "prior_gap": not shift["prior_gap"] <= cutoffs.prior_gap_cutoff,
-             "vanishing_class": shift["vanishing_class"] >= 0,
-             "assumption_gap": not shift["assumption_gap"] <= cutoffs.assumption_gap_cutoff}
+    fails = {
+        "domain_auc": not shift["domain_auc"] <= cutoffs.domain_auc_cutoff,
+        "prior_gap": not shift["prior_gap"] <= cutoffs.prior_gap_cutoff,
+        "vanishing_class": shift["vanishing_class"] >= 0,
+        "assumption_gap": not shift["assumption_gap"] <= cutoffs.assumption_gap_cutoff,
+    }
     return {name: shift[name] for name, failed in fails.items() if failed}

@@ -42,8 +42,16 @@ import numpy as np
 from mhaudit.stats.f1 import Tallies, macro_f1_unchecked
 from mhaudit.stats.undefined import warn_undefined
 
-__all__ = ["TUNINGS", "POPULATIONS", "PoolEstimate", "label_coordinates", "predicted_coordinates",
-           "pool_estimates", "anticipated_sd", "macro_f1_gradient"]
+__all__ = [
+    "TUNINGS",
+    "POPULATIONS",
+    "PoolEstimate",
+    "label_coordinates",
+    "predicted_coordinates",
+    "pool_estimates",
+    "anticipated_sd",
+    "macro_f1_gradient",
+]
 
 TUNINGS = ("power", "ppi", "labels")  # tuned λ, λ = 1, λ = 0
 POPULATIONS = ("pool", "platform")
@@ -115,11 +123,19 @@ def macro_f1_gradient(tp: np.ndarray, t: np.ndarray, q: np.ndarray) -> np.ndarra
     k = q.shape[-1]
     with np.errstate(invalid="ignore", divide="ignore"):
         denom = q + t
-        return np.concatenate([2 / denom / k, -2 * tp / denom ** 2 / k], axis=-1)
+        return np.concatenate([2 / denom / k, -2 * tp / denom**2 / k], axis=-1)
 
 
-def pool_estimates(membership: np.ndarray, y: np.ndarray, pred: np.ndarray, probs: np.ndarray, strata: np.ndarray,
-                   *, tuning: str = "power", population: str = "pool") -> PoolEstimate:
+def pool_estimates(
+    membership: np.ndarray,
+    y: np.ndarray,
+    pred: np.ndarray,
+    probs: np.ndarray,
+    strata: np.ndarray,
+    *,
+    tuning: str = "power",
+    population: str = "pool",
+) -> PoolEstimate:
     """Prevalence per class, accuracy and macro-F1 of the predictions `pred` on the pool, for each sample.
 
     membership: (samples x items) 0/1, the labelled items of each sample (drawn by stratified simple random
@@ -146,19 +162,19 @@ def pool_estimates(membership: np.ndarray, y: np.ndarray, pred: np.ndarray, prob
     floor = 0.5 / (count + 1)
     idx = np.arange(d)
     can_vary = np.stack([(f[strata == h] != 0).any(axis=0) for h in range(n_strata)])  # strata x coordinates
-    czz[..., idx, idx] = np.where(can_vary, np.maximum(czz[..., idx, idx], (floor * (1 - floor))[..., None]),
-                                  czz[..., idx, idx])
-    f_cov = np.stack([np.cov(f[strata == h].T, ddof=1) if sizes[h] > 1 else np.zeros((d, d))
-                      for h in range(n_strata)])
+    czz[..., idx, idx] = np.where(
+        can_vary, np.maximum(czz[..., idx, idx], (floor * (1 - floor))[..., None]), czz[..., idx, idx]
+    )
+    f_cov = np.stack([np.cov(f[strata == h].T, ddof=1) if sizes[h] > 1 else np.zeros((d, d)) for h in range(n_strata)])
     with np.errstate(invalid="ignore", divide="ignore"):
-        a = np.where(count > 0, w ** 2 * (1 - count / sizes) / count, np.nan)
+        a = np.where(count > 0, w**2 * (1 - count / sizes) / count, np.nan)
         lam = _lambda(tuning, a, czf, f_cov, membership.shape[0], d)
         mu = (w[:, None] * (lam[:, None] * f_mean + mean[..., :d] - lam[:, None] * mean[..., d:])).sum(axis=1)
         diag = lam[:, None, :, None] * np.eye(d)  # Λ per sample, broadcast over strata
         resid = czz - czf @ diag - diag @ np.swapaxes(czf, -1, -2) + diag @ cff @ diag  # Cov(z − Λf)
         sampled = a[..., None, None] * resid  # per stratum: the part estimated from the labels
         if population == "platform":  # the pool itself is a sample of the platform
-            sampled = sampled + (w ** 2 / sizes)[None, :, None, None] * czz
+            sampled = sampled + (w**2 / sizes)[None, :, None, None] * czz
     return _metrics(mu, sampled, count, np.bincount(pred, minlength=k) / pred.size, lam, k)
 
 
@@ -175,7 +191,7 @@ def _variance(parts: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndar
     (Σ_h v_h)² / Σ_h v_h² / (n_h − 1): few labels in the strata that carry the variance give a wide t quantile."""
     with np.errstate(invalid="ignore", divide="ignore"):
         total = parts.sum(axis=-1)
-        df = total ** 2 / (parts ** 2 / np.maximum(count - 1, 1)).sum(axis=-1)
+        df = total**2 / (parts**2 / np.maximum(count - 1, 1)).sum(axis=-1)
     return total, np.where(np.isfinite(df), df, np.inf)
 
 
@@ -190,9 +206,11 @@ def _metrics(mu, sampled, count, q, lam, k: int) -> PoolEstimate:
     if np.isnan(f1).any() and not np.isnan(mu).all(axis=1)[np.isnan(f1)].all():
         warn_undefined("macro-F1 undefined: a class has no true and no predicted item in the pool's estimate")
     prevalence = np.diagonal(sampled, axis1=-2, axis2=-1)[..., k:]  # (samples, strata, K)
-    parts = {"accuracy": np.einsum("i,bhij,j->bh", ones, sampled, ones),
-             "macro_f1": np.einsum("bi,bhij,bj->bh", grad, sampled, grad),
-             "prevalence": np.moveaxis(prevalence, 1, 2)}
+    parts = {
+        "accuracy": np.einsum("i,bhij,j->bh", ones, sampled, ones),
+        "macro_f1": np.einsum("bi,bhij,bj->bh", grad, sampled, grad),
+        "prevalence": np.moveaxis(prevalence, 1, 2),
+    }
     estimate = {"prevalence": mu[:, k:], "accuracy": mu[:, :k].sum(axis=1), "macro_f1": f1}
     se, df = {}, {}
     for metric, per_stratum in parts.items():
@@ -214,7 +232,7 @@ def anticipated_sd(probs: np.ndarray, pred: np.ndarray, strata: np.ndarray) -> n
     grad = macro_f1_gradient(f[:k], f[k:], q)
     grad = np.nan_to_num(grad)
     v = grad[k:][None, :] + grad[:k][None, :] * (pred[:, None] == np.arange(k))
-    variance = (probs * v ** 2).sum(axis=1) - (probs * v).sum(axis=1) ** 2
+    variance = (probs * v**2).sum(axis=1) - (probs * v).sum(axis=1) ** 2
     n_strata = int(np.max(strata)) + 1
     sums = np.bincount(strata, weights=np.maximum(variance, 0), minlength=n_strata)
     return np.sqrt(sums / np.maximum(np.bincount(strata, minlength=n_strata), 1))

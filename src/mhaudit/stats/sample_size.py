@@ -41,8 +41,8 @@ def labels_for_tolerance(half_width: float, n: int, pool_size: int, tolerance: f
     if fpc:
         if n == pool_size:
             return float(pool_size)  # a census: no sampling error left to shrink
-        c2 = half_width ** 2 / (1 / n - 1 / pool_size)
-        needed = 1 / (tolerance ** 2 / c2 + 1 / pool_size) if c2 > 0 else 0.0
+        c2 = half_width**2 / (1 / n - 1 / pool_size)
+        needed = 1 / (tolerance**2 / c2 + 1 / pool_size) if c2 > 0 else 0.0
     else:
         needed = n * (half_width / tolerance) ** 2
     return float(min(pool_size, max(1, math.ceil(needed - 1e-9))))  # 243.0000000001 is 243
@@ -60,12 +60,12 @@ def pool_variance(values, strata, sizes) -> float:
         return math.nan
     big_n, w = sizes.sum(), sizes / sizes.sum()
     mean = np.bincount(strata, weights=u, minlength=sizes.size) / count
-    square = np.bincount(strata, weights=u ** 2, minlength=sizes.size) / count
-    s2 = (square - mean ** 2) * count / (count - 1)
+    square = np.bincount(strata, weights=u**2, minlength=sizes.size) / count
+    s2 = (square - mean**2) * count / (count - 1)
     mean_st = (w * mean).sum()
-    var_mean = (w ** 2 * s2 * (1 / count - 1 / sizes)).sum()
+    var_mean = (w**2 * s2 * (1 / count - 1 / sizes)).sum()
     total_square = (sizes * square).sum()
-    return float(max(0.0, (total_square - big_n * (mean_st ** 2 - var_mean)) / (big_n - 1)))
+    return float(max(0.0, (total_square - big_n * (mean_st**2 - var_mean)) / (big_n - 1)))
 
 
 def srs_half_width(sd: float, n: int, pool_size: int, level: float = 0.95, *, fpc: bool = True) -> float:
@@ -74,8 +74,9 @@ def srs_half_width(sd: float, n: int, pool_size: int, level: float = 0.95, *, fp
     return float(student_t.ppf(0.5 + level / 2, n - 1) * sd * math.sqrt(1 / n - (1 / pool_size if fpc else 0)))
 
 
-def srs_labels_for_tolerance(sd: float, pool_size: int, tolerance: float, level: float = 0.95, *,
-                             fpc: bool = True) -> float:
+def srs_labels_for_tolerance(
+    sd: float, pool_size: int, tolerance: float, level: float = 0.95, *, fpc: bool = True
+) -> float:
     """The fewest labels n (2..N) whose simple random sample gives a Student-t interval (n − 1 df) of at most
     ± tolerance, `srs_half_width` ≤ tolerance, for a pool standard deviation `sd`; NaN (with a warning) when sd
     is not a number. The half-width falls as n grows, so a bisection finds it."""

@@ -82,8 +82,17 @@ def _balanced_accuracy(tallies: np.ndarray) -> np.ndarray:
         return np.where((tp + fn > 0) & (tn + fp > 0), (tp / (tp + fn) + tn / (tn + fp)) / 2, np.nan)
 
 
-def bootstrap_panel(y, preds, scores, n_boot: int, rng=None, *, n_boot_scores: int | None = None,
-                    scored=None, zero_division: float = math.nan) -> dict[str, np.ndarray]:
+def bootstrap_panel(
+    y,
+    preds,
+    scores,
+    n_boot: int,
+    rng=None,
+    *,
+    n_boot_scores: int | None = None,
+    scored=None,
+    zero_division: float = math.nan,
+) -> dict[str, np.ndarray]:
     """The panel of each prediction vector on the same instance resamples, and on the full data.
 
     `preds` (k, n) 0/1 and `scores` (k, n) their scores for class 1. Returns `macro_f1` (n_boot, k), equal
@@ -106,9 +115,9 @@ def bootstrap_panel(y, preds, scores, n_boot: int, rng=None, *, n_boot_scores: i
     sorted_ = [_Sorted(y, scores[j]) for j in scored]
     out = {"macro_f1": np.empty((n_boot, preds.shape[0])), **{name: np.empty((m, len(scored))) for name in PANEL[1:]}}
     for start, counts in _count_blocks(y, n_boot, rng, stratified=False):
-        out["macro_f1"][start:start + counts.shape[0]] = _block_macro_f1(indicators, counts, zero_division)
+        out["macro_f1"][start : start + counts.shape[0]] = _block_macro_f1(indicators, counts, zero_division)
         if start < m and scored:
-            _score_block(out, counts[:m - start], start, chosen, ranked, sorted_, y)
+            _score_block(out, counts[: m - start], start, chosen, ranked, sorted_, y)
     ones = np.ones((1, y.size), dtype=np.int32)
     point = {name: np.empty(0) for name in PANEL[1:]}
     if scored:
@@ -127,11 +136,13 @@ def _score_block(out: dict, counts: np.ndarray, start: int | None, indicators, r
     rows = counts.shape[0]
     tallies = (counts.astype(indicators.dtype) @ indicators).reshape(rows, -1, 4).astype(np.float64)
     prevalence = (counts @ y.astype(np.int64)) / counts.sum(axis=1)
-    values = {"balanced_accuracy": _balanced_accuracy(tallies),
-              "auc": np.column_stack([s.auc(counts) for s in sorted_]),
-              "pr_auc_gain": _gain(np.column_stack([r.average_precision(counts) for r in ranked]), prevalence[:, None])}
+    values = {
+        "balanced_accuracy": _balanced_accuracy(tallies),
+        "auc": np.column_stack([s.auc(counts) for s in sorted_]),
+        "pr_auc_gain": _gain(np.column_stack([r.average_precision(counts) for r in ranked]), prevalence[:, None]),
+    }
     for name, value in values.items():
         if start is None:
             out[name] = value[0]
         else:
-            out[name][start:start + rows] = value
+            out[name][start : start + rows] = value

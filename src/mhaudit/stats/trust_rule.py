@@ -22,13 +22,22 @@ class TrustOptions:
     two were fixed before any real-data run, the third added after the first (docs/estimate.md says which came
     when)."""
 
-    domain_auc_cutoff: float = option(0.60, help="Trusted only when the prior-shift-weighted domain classifier "
-                                      "tells reference from target scores with an AUC of at most this.",
-                                      rule=between(0.5, 1, low_open=False, high_open=False))
-    prior_gap_cutoff: float = option(0.10, help="Trusted only when the EM and BBSE class priors differ by at most "
-                                     "this.", rule=between(0, 1, high_open=False))
-    assumption_gap_cutoff: float = option(0.05, help="Trusted only when the label-shift-adjusted and unadjusted CBPE "
-                                          "macro-F1 differ by at most this.", rule=between(0, 1, high_open=False))
+    domain_auc_cutoff: float = option(
+        0.60,
+        help="Trusted only when the prior-shift-weighted domain classifier "
+        "tells reference from target scores with an AUC of at most this.",
+        rule=between(0.5, 1, low_open=False, high_open=False),
+    )
+    prior_gap_cutoff: float = option(
+        0.10,
+        help="Trusted only when the EM and BBSE class priors differ by at most this.",
+        rule=between(0, 1, high_open=False),
+    )
+    assumption_gap_cutoff: float = option(
+        0.05,
+        help="Trusted only when the label-shift-adjusted and unadjusted CBPE macro-F1 differ by at most this.",
+        rule=between(0, 1, high_open=False),
+    )
 
     def __post_init__(self) -> None:
         check(self)

@@ -24,8 +24,18 @@ from mhaudit.stats.undefined import divide, quiet_undefined, warn_undefined
 
 __all__ = ["BINARY_METRICS", "binary_metrics", "binary_reasons", "weak_vs_reference"]
 
-BINARY_METRICS = ("observed_agreement", "kappa", "precision", "recall", "f1", "f1_negative", "macro_f1",
-                  "specificity", "weak_positive_rate", "reference_positive_rate")
+BINARY_METRICS = (
+    "observed_agreement",
+    "kappa",
+    "precision",
+    "recall",
+    "f1",
+    "f1_negative",
+    "macro_f1",
+    "specificity",
+    "weak_positive_rate",
+    "reference_positive_rate",
+)
 
 
 def binary_metrics(tp, fp, fn, tn) -> dict[str, np.ndarray]:
@@ -49,15 +59,24 @@ def binary_metrics(tp, fp, fn, tn) -> dict[str, np.ndarray]:
     tallies = binary_tallies(tp, fp, fn, tn)  # precision, recall and F1 as everywhere: mhaudit.stats.f1
     per_class = class_scores_unchecked(tallies)
     kappa_den = np.maximum(n * n - chance, 0)  # >= 0; rounding below 0 counts as 0: undefined
-    out = {"observed_agreement": divide(tp + tn, n), "kappa": divide(n * (tp + tn) - chance, kappa_den),
-           "precision": per_class["precision"][..., 1], "recall": per_class["recall"][..., 1],
-           "f1": per_class["f1"][..., 1], "f1_negative": per_class["f1"][..., 0],
-           "macro_f1": macro_f1_unchecked(tallies), "specificity": divide(tn, fp + tn),
-           "weak_positive_rate": divide(weak_pos, n), "reference_positive_rate": divide(ref_pos, n)}
+    out = {
+        "observed_agreement": divide(tp + tn, n),
+        "kappa": divide(n * (tp + tn) - chance, kappa_den),
+        "precision": per_class["precision"][..., 1],
+        "recall": per_class["recall"][..., 1],
+        "f1": per_class["f1"][..., 1],
+        "f1_negative": per_class["f1"][..., 0],
+        "macro_f1": macro_f1_unchecked(tallies),
+        "specificity": divide(tn, fp + tn),
+        "weak_positive_rate": divide(weak_pos, n),
+        "reference_positive_rate": divide(ref_pos, n),
+    }
     undefined = [key for key, value in out.items() if np.isnan(value).any()]
     if undefined:
-        warn_undefined(f"{', '.join(undefined)} undefined for some tallies (a zero denominator; binary_reasons "
-                       "says which); NaN returned")
+        warn_undefined(
+            f"{', '.join(undefined)} undefined for some tallies (a zero denominator; binary_reasons "
+            "says which); NaN returned"
+        )
     return {key: value[()] for key, value in out.items()}
 
 
@@ -87,8 +106,9 @@ def binary_reasons(tp, fp, fn, tn) -> dict[str, str | None]:
     return reasons
 
 
-def weak_vs_reference(reference, weak, *, n_boot: int = 2000, alpha: float = 0.05, rng=None,
-                      weights=None, strata=None, clusters=None) -> tuple[pd.DataFrame, np.ndarray]:
+def weak_vs_reference(
+    reference, weak, *, n_boot: int = 2000, alpha: float = 0.05, rng=None, weights=None, strata=None, clusters=None
+) -> tuple[pd.DataFrame, np.ndarray]:
     """A binary weak labeler against reference labels (both 0/1, positive = 1): metrics with CIs.
 
     Returns (metrics, confusion): `metrics` has one row per metric in `BINARY_METRICS` with
@@ -139,7 +159,17 @@ def weak_vs_reference(reference, weak, *, n_boot: int = 2000, alpha: float = 0.0
     rows = []
     for metric in BINARY_METRICS:
         s = summarise(draws[metric], alpha)  # of no draws: NaN, with n_boot 0
-        rows.append({"metric": metric, "estimate": float(point[metric]), "ci_low": s["ci_low"],
-                     "ci_high": s["ci_high"], "se": s["se"], "n": int(ref.size), "n_boot": s["n_boot"],
-                     "n_failed": s["n_failed"], "reason": reasons[metric]})
+        rows.append(
+            {
+                "metric": metric,
+                "estimate": float(point[metric]),
+                "ci_low": s["ci_low"],
+                "ci_high": s["ci_high"],
+                "se": s["se"],
+                "n": int(ref.size),
+                "n_boot": s["n_boot"],
+                "n_failed": s["n_failed"],
+                "reason": reasons[metric],
+            }
+        )
     return pd.DataFrame(rows), table

@@ -38,18 +38,16 @@ class PlatformSpec:
 
 
 PLATFORMS = (
-    PlatformSpec("forum", 7.0, (0.25, 0.40, 0.17, 0.18),
-                 ("flairchat", "flairvent", "flairworry", "flairrant")),
-    PlatformSpec("comments", 1.4, (0.62, 0.14, 0.12, 0.12),
-                 ("badgeblue", "badgegreen", "badgegold", "badgered")),
-    PlatformSpec("tweets", 1.0, (0.44, 0.30, 0.12, 0.14),
-                 ("#nowplaying", "#longday", "#thoughts", "#grind")),
+    PlatformSpec("forum", 7.0, (0.25, 0.40, 0.17, 0.18), ("flairchat", "flairvent", "flairworry", "flairrant")),
+    PlatformSpec("comments", 1.4, (0.62, 0.14, 0.12, 0.12), ("badgeblue", "badgegreen", "badgegold", "badgered")),
+    PlatformSpec("tweets", 1.0, (0.44, 0.30, 0.12, 0.14), ("#nowplaying", "#longday", "#thoughts", "#grind")),
 )
 
 
 @dataclass(frozen=True)
 class SimulationConfig:
     """Sizes, seed and shift strengths of the built-in SYNTHETIC multi-platform corpus."""
+
     n_per_platform: int = 2000
     seed: int = 0
     reference: str = "forum"  # the register every shift is measured from
@@ -65,8 +63,7 @@ class SimulationConfig:
     @classmethod
     def no_shift(cls, **overrides) -> SimulationConfig:
         """Every shift switched off: all platforms draw from the reference platform's distribution."""
-        return replace(cls(label_shift=0.0, covariate_shift=0.0, vocabulary_shift=0.0, shortcut=0.0),
-                       **overrides)
+        return replace(cls(label_shift=0.0, covariate_shift=0.0, vocabulary_shift=0.0, shortcut=0.0), **overrides)
 
 
 @cache
@@ -89,8 +86,14 @@ def _mix(ref, own, amount: float) -> np.ndarray:
 class _Writer:
     """Writes posts for one platform; all randomness comes from the generator it is given."""
 
-    def __init__(self, spec: PlatformSpec, ref: PlatformSpec, config: SimulationConfig,
-                 thirds: dict[str, list[np.ndarray]], rng: np.random.Generator):
+    def __init__(
+        self,
+        spec: PlatformSpec,
+        ref: PlatformSpec,
+        config: SimulationConfig,
+        thirds: dict[str, list[np.ndarray]],
+        rng: np.random.Generator,
+    ):
         self.spec, self.ref, self.cfg, self.thirds, self.rng = spec, ref, config, thirds, rng
         s = config.covariate_shift
         self.sentences = float(_mix(ref.sentences, spec.sentences, s))
@@ -118,9 +121,11 @@ class _Writer:
             templates = word_list(f"templates_{style}")
             register = word_list(f"register_{style}")
             template = templates[self.rng.integers(len(templates))]
-            fill = {"c": lambda: self._class_word(cls),
-                    "n": lambda: str(self.neutral[self.rng.integers(len(self.neutral))]),
-                    "r": lambda: register[self.rng.integers(len(register))]}
+            fill = {
+                "c": lambda: self._class_word(cls),
+                "n": lambda: str(self.neutral[self.rng.integers(len(self.neutral))]),
+                "r": lambda: register[self.rng.integers(len(register))],
+            }
             parts.append(SLOT.sub(lambda m: fill[m.group(1)](), template))
         if self.cfg.shortcut > 0:
             marker_cls = cls if self.rng.random() < self.cfg.shortcut else CLASSES[self.rng.integers(4)]
@@ -139,18 +144,33 @@ def simulate(config: SimulationConfig = SimulationConfig()) -> Corpus:
         writer = _Writer(spec, ref, config, thirds, rng)
         priors = _mix(ref.priors, spec.priors, config.label_shift)
         labels = rng.choice(CLASSES, size=config.n_per_platform, p=priors / priors.sum())
-        frames.append(pd.DataFrame({
-            "id": [f"{spec.register}-{i:06d}" for i in range(config.n_per_platform)],
-            "text": [writer.post(c) for c in labels],
-            "label": labels, "platform": spec.name, "dataset": f"synthetic_{spec.register}", "split": None,
-            "label_source": "synthetic-true", "lang": "en", "raw_label": labels,
-        }))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "id": [f"{spec.register}-{i:06d}" for i in range(config.n_per_platform)],
+                    "text": [writer.post(c) for c in labels],
+                    "label": labels,
+                    "platform": spec.name,
+                    "dataset": f"synthetic_{spec.register}",
+                    "split": None,
+                    "label_source": "synthetic-true",
+                    "lang": "en",
+                    "raw_label": labels,
+                }
+            )
+        )
     human = assign_splits(pd.concat(frames, ignore_index=True), seed=config.seed)
-    autos = [_auto_labels(human[human["platform"] == by_register[r].name], config.auto_noise, rng)
-             for r in config.auto_platforms]
+    autos = [
+        _auto_labels(human[human["platform"] == by_register[r].name], config.auto_noise, rng)
+        for r in config.auto_platforms
+    ]
     frame = pd.concat([human, *autos], ignore_index=True)
-    meta = {"synthetic": True, "source": "mhaudit.synthetic.simulate", "mapping": "synthetic",
-            "simulation": {k: v for k, v in vars(config).items() if k != "platforms"}}
+    meta = {
+        "synthetic": True,
+        "source": "mhaudit.synthetic.simulate",
+        "mapping": "synthetic",
+        "simulation": {k: v for k, v in vars(config).items() if k != "platforms"},
+    }
     return Corpus.build(frame, list(CLASSES), meta=meta)
 
 
@@ -162,5 +182,6 @@ def _auto_labels(rows: pd.DataFrame, noise: float, rng: np.random.Generator) -> 
     shift = rng.integers(1, len(CLASSES), size=n_flip)  # never the true class
     index = np.array([CLASSES.index(c) for c in labels[flip]])
     labels[flip] = np.array(CLASSES)[(index + shift) % len(CLASSES)]
-    return rows.assign(label=labels, id="auto-" + rows["id"], dataset=rows["dataset"] + "_auto",
-                       label_source="synthetic-auto")
+    return rows.assign(
+        label=labels, id="auto-" + rows["id"], dataset=rows["dataset"] + "_auto", label_source="synthetic-auto"
+    )

@@ -48,8 +48,10 @@ MARKERS: dict[str, tuple[float, float]] = {
 }
 
 # Sentences per post: 1 + Poisson(mean - 1), capped; forum posts also get an opener / closer sometimes.
-REGISTERS: dict[str, dict] = {"forum": {"sentences": 7.0, "cap": 14, "frame": 0.3},
-                              "tweets": {"sentences": 2.0, "cap": 4, "frame": 0.0}}
+REGISTERS: dict[str, dict] = {
+    "forum": {"sentences": 7.0, "cap": 14, "frame": 0.3},
+    "tweets": {"sentences": 2.0, "cap": 4, "frame": 0.0},
+}
 
 SLOT = re.compile(r"\{([SPODLTKAE])\}")
 VERB = re.compile(r"\[([^/\]]+)/([^\]]+)\]")
@@ -60,6 +62,7 @@ NAMES = re.compile(r"\b(sam|alex|priya|tom|jess)\b")
 @dataclass(frozen=True)
 class DivergenceConfig:
     """Sizes, seed and label probabilities of the SYNTHETIC corpus with human and automatic labels."""
+
     n_forum: int = 1500
     n_tweets_gold: int = 600
     n_tweets_auto: int = 600
@@ -169,8 +172,7 @@ class _Writer:
             if slot in "DLT":
                 return self._pick(word_list({"D": f"domain_{domain}", "L": f"place_{domain}", "T": "time"}[slot]))
             if slot == "E":
-                return self._pick(word_list("emotion_distress" if self._yes("emotion_distress", z)
-                                            else "emotion_calm"))
+                return self._pick(word_list("emotion_distress" if self._yes("emotion_distress", z) else "emotion_calm"))
             kind = "noun" if slot == "K" else "adj"
             stress = t and (force_topic or self.rng.random() < self.topic.keyword_share)
             if stress:
@@ -184,8 +186,7 @@ class _Writer:
 
     def _sentence(self, z: float, t: bool, domain: str, state: dict, force_topic: bool = False) -> str:
         if not force_topic and self._yes("fragment", z):
-            body = self._pick(word_list("fragment_distress" if self._yes("fragment_distress", z)
-                                        else "fragment_calm"))
+            body = self._pick(word_list("fragment_distress" if self._yes("fragment_distress", z) else "fragment_calm"))
         else:
             body = self._clause(z, t, domain, state, force_topic)
             if self._yes("run_on", z):
@@ -248,8 +249,9 @@ def _flip(labels: np.ndarray, share: float, rng: np.random.Generator) -> np.ndar
     return out
 
 
-def _dataset(name: str, register: str, source: str, n: int, config: DivergenceConfig,
-             writer: _Writer, rng: np.random.Generator) -> pd.DataFrame:
+def _dataset(
+    name: str, register: str, source: str, n: int, config: DivergenceConfig, writer: _Writer, rng: np.random.Generator
+) -> pd.DataFrame:
     cfg, human = config, source == "human"
     s = (rng.random(n) < cfg.distress_rate).astype(int)
     if human or cfg.auto_topic_rate is None:
@@ -260,36 +262,56 @@ def _dataset(name: str, register: str, source: str, n: int, config: DivergenceCo
     mean = np.where(s == 1, 1 + cfg.style_contrast, 1 - cfg.style_contrast) / 2
     z = rng.beta(cfg.style_concentration * mean, cfg.style_concentration * (1 - mean))
     domains = np.array(DOMAINS)[rng.integers(len(DOMAINS), size=n)]
-    writer.topic = (_Topic(cfg.keyword_share, 1, cfg.hashtag_rate) if human
-                    else _Topic(cfg.auto_keyword_share, cfg.auto_mentions, cfg.auto_hashtag_rate))
+    writer.topic = (
+        _Topic(cfg.keyword_share, 1, cfg.hashtag_rate)
+        if human
+        else _Topic(cfg.auto_keyword_share, cfg.auto_mentions, cfg.auto_hashtag_rate)
+    )
     texts = [writer.post(float(z[i]), bool(t[i]), str(domains[i]), register) for i in range(n)]
     if human:
         y = _flip(s, cfg.human_noise, rng)
     else:
         y = _flip(np.array([int(mentions_stress_topic(x)) for x in texts]), cfg.auto_noise, rng)
     labels = np.array(CLASSES)[y]
-    return pd.DataFrame({
-        "id": [f"{name.removeprefix('synthetic_')}-{i:05d}" for i in range(n)],
-        "text": texts, "label": labels, "platform": f"synthetic-{register}", "dataset": name,
-        "split": "test", "label_source": source, "domain": domains, "lang": "en", "raw_label": labels,
-    })
+    return pd.DataFrame(
+        {
+            "id": [f"{name.removeprefix('synthetic_')}-{i:05d}" for i in range(n)],
+            "text": texts,
+            "label": labels,
+            "platform": f"synthetic-{register}",
+            "dataset": name,
+            "split": "test",
+            "label_source": source,
+            "domain": domains,
+            "lang": "en",
+            "raw_label": labels,
+        }
+    )
 
 
 def simulate_divergence(config: DivergenceConfig = DivergenceConfig()) -> Corpus:
     """Generate the synthetic divergence corpus (seeded): see the module docstring for the story."""
     rng = np.random.default_rng(config.seed)
     writer = _Writer(config, rng)
-    datasets = (("synthetic_forum", "forum", "human", config.n_forum),
-                ("synthetic_tweets_gold", "tweets", "human", config.n_tweets_gold),
-                ("synthetic_tweets_auto", "tweets", "auto", config.n_tweets_auto),
-                ("synthetic_forum_auto", "forum", "auto", config.n_forum_auto))
-    frame = pd.concat([_dataset(name, register, source, n, config, writer, rng)
-                       for name, register, source, n in datasets if n > 0], ignore_index=True)
+    datasets = (
+        ("synthetic_forum", "forum", "human", config.n_forum),
+        ("synthetic_tweets_gold", "tweets", "human", config.n_tweets_gold),
+        ("synthetic_tweets_auto", "tweets", "auto", config.n_tweets_auto),
+        ("synthetic_forum_auto", "forum", "auto", config.n_forum_auto),
+    )
+    frame = pd.concat(
+        [_dataset(name, register, source, n, config, writer, rng) for name, register, source, n in datasets if n > 0],
+        ignore_index=True,
+    )
     forum = frame["dataset"] == "synthetic_forum"
     if forum.any():
         frame.loc[forum, "split"] = stratified_assign(
-            frame.loc[forum, "label"], {"train": 1 - config.test_fraction, "test": config.test_fraction},
-            config.seed)
-    meta = {"synthetic": True, "source": "mhaudit.synthetic.simulate_divergence", "mapping": "synthetic",
-            "simulation": asdict(config)}
+            frame.loc[forum, "label"], {"train": 1 - config.test_fraction, "test": config.test_fraction}, config.seed
+        )
+    meta = {
+        "synthetic": True,
+        "source": "mhaudit.synthetic.simulate_divergence",
+        "mapping": "synthetic",
+        "simulation": asdict(config),
+    }
     return Corpus.build(frame, list(CLASSES), meta=meta)

@@ -32,20 +32,23 @@ def simulate_labels(config: LabelsConfig = LabelsConfig()) -> pd.DataFrame:
     rng = np.random.default_rng(config.seed)
     n = config.n_items
     truth = (rng.random(n) < config.positive_rate).astype(int)
-    flip_weak = np.where(truth == 1, rng.random(n) < config.weak_false_negative,
-                         rng.random(n) < config.weak_false_positive)
+    flip_weak = np.where(
+        truth == 1, rng.random(n) < config.weak_false_negative, rng.random(n) < config.weak_false_positive
+    )
     items = np.array([f"synthetic-{i:05d}" for i in range(n)])
     weak = labels_rows(items, {"synthetic-llm": ("llm", truth ^ flip_weak)}, config.task)
-    return pd.concat([weak, simulate_annotators(items, truth, config.annotator_error, config.task, rng)],
-                     ignore_index=True)
+    return pd.concat(
+        [weak, simulate_annotators(items, truth, config.annotator_error, config.task, rng)], ignore_index=True
+    )
 
 
 def simulate_annotators(items, truth, errors: tuple[float, ...], task: str, rng: np.random.Generator) -> pd.DataFrame:
     """Labels rows of human annotators 'annotator-1', ... who each flip the true 0/1 label with their own error
     rate, and of an 'adjudicator' who resolves the first two annotators' disagreements to the truth."""
     truth = np.asarray(truth, dtype=int)
-    values: dict[str, tuple] = {f"annotator-{i}": ("human", truth ^ (rng.random(len(truth)) < error))
-              for i, error in enumerate(errors, start=1)}
+    values: dict[str, tuple] = {
+        f"annotator-{i}": ("human", truth ^ (rng.random(len(truth)) < error)) for i, error in enumerate(errors, start=1)
+    }
     disagree = values["annotator-1"][1] != values["annotator-2"][1]
     values["adjudicator"] = ("adjudicated", truth, disagree)
     return labels_rows(np.asarray(items), values, task)

@@ -18,8 +18,16 @@ from mhaudit.tables.predictions import PredictionSet
 __all__ = ["gaussian_runs", "simulate_runs"]
 
 
-def gaussian_runs(*, n_runs: int = 10, n_ref: int = 4000, n_tgt: int = 3000, d: int = 20, shrink: float = 0.8,
-                  noise: float = 1.0, seed: int = 0) -> dict[str, np.ndarray]:
+def gaussian_runs(
+    *,
+    n_runs: int = 10,
+    n_ref: int = 4000,
+    n_tgt: int = 3000,
+    d: int = 20,
+    shrink: float = 0.8,
+    noise: float = 1.0,
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
     """Arrays: margins (runs, n) on the reference and the target, labels y_ref and y_tgt (0/1), and `truth`, each
     run's accuracy on the target."""
     rng = np.random.default_rng(seed)
@@ -33,8 +41,13 @@ def gaussian_runs(*, n_runs: int = 10, n_ref: int = 4000, n_tgt: int = 3000, d: 
 
     (x_ref, y_ref), (x_tgt, y_tgt) = rows(n_ref, 1.0, 1.0), rows(n_tgt, shrink, noise)
     m_ref, m_tgt = (x_ref @ w.T).T, (x_tgt @ w.T).T
-    return {"margin_ref": m_ref, "margin_tgt": m_tgt, "y_ref": y_ref, "y_tgt": y_tgt,
-            "truth": ((m_tgt > 0) == y_tgt[None]).mean(axis=1)}
+    return {
+        "margin_ref": m_ref,
+        "margin_tgt": m_tgt,
+        "y_ref": y_ref,
+        "y_tgt": y_tgt,
+        "truth": ((m_tgt > 0) == y_tgt[None]).mean(axis=1),
+    }
 
 
 def simulate_runs(*, model: str = "synthetic-linear", **kwargs) -> tuple[PredictionSet, PredictionSet, np.ndarray]:
@@ -45,10 +58,26 @@ def simulate_runs(*, model: str = "synthetic-linear", **kwargs) -> tuple[Predict
 
     def table(margins, y, platform, labelled):
         labels, ids = np.asarray(classes, dtype=object)[y], [f"{platform}-{i}" for i in range(len(y))]
-        frame = pd.concat([predictions_from_arrays(labels, np.c_[np.zeros_like(m), m], platform, model=model, seed=run,
-                                                   classes=classes, kind="logits", ids=ids).frame
-                           for run, m in enumerate(margins)], ignore_index=True)
+        frame = pd.concat(
+            [
+                predictions_from_arrays(
+                    labels,
+                    np.c_[np.zeros_like(m), m],
+                    platform,
+                    model=model,
+                    seed=run,
+                    classes=classes,
+                    kind="logits",
+                    ids=ids,
+                ).frame
+                for run, m in enumerate(margins)
+            ],
+            ignore_index=True,
+        )
         return PredictionSet(frame if labelled else frame.assign(label=None), classes)
 
-    return (table(arrays["margin_ref"], arrays["y_ref"], "synthetic-home", True),
-            table(arrays["margin_tgt"], arrays["y_tgt"], "synthetic-away", False), arrays["truth"])
+    return (
+        table(arrays["margin_ref"], arrays["y_ref"], "synthetic-home", True),
+        table(arrays["margin_tgt"], arrays["y_tgt"], "synthetic-away", False),
+        arrays["truth"],
+    )

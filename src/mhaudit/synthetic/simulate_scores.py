@@ -18,8 +18,17 @@ from mhaudit.tables.predictions import PredictionSet
 __all__ = ["simulate_scores"]
 
 
-def simulate_scores(n: int, priors, *, platform: str, seed: int, separation: float = 1.6,
-                    concept_shift: float = 0.0, model: str = "synthetic-model", labelled: bool = True) -> PredictionSet:
+def simulate_scores(
+    n: int,
+    priors,
+    *,
+    platform: str,
+    seed: int,
+    separation: float = 1.6,
+    concept_shift: float = 0.0,
+    model: str = "synthetic-model",
+    labelled: bool = True,
+) -> PredictionSet:
     """n rows of a k-class model's logits (k = len(priors)), labels drawn from `priors`; labels are
     missing when not `labelled`. Class names c0..c{k-1}."""
     rng = np.random.default_rng(seed)
@@ -32,6 +41,14 @@ def simulate_scores(n: int, priors, *, platform: str, seed: int, separation: flo
     z[moved] = 0.3 * rng.normal(size=(int(moved.sum()), k)) + separation * np.eye(k)[1]
     classes = [f"c{i}" for i in range(k)]
     labels = np.asarray(classes, dtype=object)[y]
-    preds = predictions_from_arrays(labels, z, platform, model=model, seed=0, classes=classes, kind="logits",
-                                    ids=[f"{platform}-{i}" for i in range(n)])
+    preds = predictions_from_arrays(
+        labels,
+        z,
+        platform,
+        model=model,
+        seed=0,
+        classes=classes,
+        kind="logits",
+        ids=[f"{platform}-{i}" for i in range(n)],
+    )
     return preds if labelled else replace(preds, frame=preds.frame.assign(label=None))

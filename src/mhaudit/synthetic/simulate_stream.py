@@ -17,13 +17,34 @@ import pandas as pd
 
 __all__ = ["StreamConfig", "simulate_stream", "SLANG"]
 
-SLANG = ("fr", "ngl", "lowkey", "bussin", "delulu", "mid", "slay", "rizz", "yeet", "vibe", "based", "cringe",
-         "sus", "bet", "cap", "finna", "periodt", "stan", "tea", "bruh")
+SLANG = (
+    "fr",
+    "ngl",
+    "lowkey",
+    "bussin",
+    "delulu",
+    "mid",
+    "slay",
+    "rizz",
+    "yeet",
+    "vibe",
+    "based",
+    "cringe",
+    "sus",
+    "bet",
+    "cap",
+    "finna",
+    "periodt",
+    "stan",
+    "tea",
+    "bruh",
+)
 
 
 @dataclass(frozen=True)
 class StreamConfig:
     """Windows, sizes, prevalence and planted changes of a SYNTHETIC stream of posts."""
+
     n_windows: int = 12
     per_window: int = 1000
     window: str = "1D"
@@ -59,7 +80,16 @@ def simulate_stream(positives: list[str], negatives: list[str], config: StreamCo
             n = w * config.per_window + i
             author = f"did:plc:synthetic{rng.integers(config.n_authors):05d}"
             when = start + pd.Timedelta(config.window) * w + step * i
-            posts.append({"uri": f"at://{author}/app.bsky.feed.post/s{n:07d}", "did": author, "text": text,
-                          "created_at": when.isoformat().replace("+00:00", "Z"), "langs": ["en"],
-                          "categories": ["synthetic"], "terms": [], "label": int(positive)})
+            posts.append(
+                {
+                    "uri": f"at://{author}/app.bsky.feed.post/s{n:07d}",
+                    "did": author,
+                    "text": text,
+                    "created_at": when.isoformat().replace("+00:00", "Z"),
+                    "langs": ["en"],
+                    "categories": ["synthetic"],
+                    "terms": [],
+                    "label": int(positive),
+                }
+            )
     return posts

@@ -28,8 +28,16 @@ from mhaudit.core.errors import InputError, first_line, os_fault
 if TYPE_CHECKING:
     import pandas as pd
 
-TABLE_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv",
-                  ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
+TABLE_SUFFIXES = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+}
 ID_COLUMNS = ("id", "item_id", "sample_id")
 SOURCE_FILE, SOURCE_ROW = "_file", "_row"  # where each row came from, for messages that name the row
 _EXPECTED = ".parquet, .csv, .tsv or .jsonl"
@@ -121,8 +129,10 @@ def table_format(path: str | os.PathLike, what: str = "table") -> str:
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
-        raise InputError(f"unknown file type '{suffix}' for {what}; expected {_EXPECTED} (or pass --sep for "
-                         "another delimited file)", path=path)
+        raise InputError(
+            f"unknown file type '{suffix}' for {what}; expected {_EXPECTED} (or pass --sep for another delimited file)",
+            path=path,
+        )
     return TABLE_SUFFIXES[suffix]
 
 
@@ -134,8 +144,14 @@ def require_file(path: Path) -> Path:
     return path
 
 
-def require_columns(frame: pd.DataFrame, required: Sequence[str], path: object = None, *, sep: str | None = None,
-                    argument: str | None = None) -> None:
+def require_columns(
+    frame: pd.DataFrame,
+    required: Sequence[str],
+    path: object = None,
+    *,
+    sep: str | None = None,
+    argument: str | None = None,
+) -> None:
     """Raise InputError naming the file (or, for a DataFrame passed in Python, the argument), the missing
     column(s) and the columns found."""
     missing = [c for c in required if c not in frame.columns]
@@ -148,8 +164,9 @@ def require_columns(frame: pd.DataFrame, required: Sequence[str], path: object =
         if other:
             hint = f"; the header is one column '{only[:60]}', is the delimiter {other!r}?"
     where = f"argument '{argument}': " if argument else ""
-    raise InputError(f"{where}missing column(s) {', '.join(missing)}; found {', '.join(map(str, frame.columns))}"
-                     f"{hint}", path=path)
+    raise InputError(
+        f"{where}missing column(s) {', '.join(missing)}; found {', '.join(map(str, frame.columns))}{hint}", path=path
+    )
 
 
 def _decode_error_place(path: Path, encoding: str, exc: UnicodeDecodeError) -> str:
@@ -173,27 +190,47 @@ def _suggest(path: Path) -> str:
     return "cp1252"
 
 
-def read_delimited(path: Path, *, sep: str, encoding: str = "utf-8", header: bool = True,
-                   names: list[str] | None = None, required: Sequence[str] = (),
-                   quoting: int = csv.QUOTE_MINIMAL) -> pd.DataFrame:
+def read_delimited(
+    path: Path,
+    *,
+    sep: str,
+    encoding: str = "utf-8",
+    header: bool = True,
+    names: list[str] | None = None,
+    required: Sequence[str] = (),
+    quoting: int = csv.QUOTE_MINIMAL,
+) -> pd.DataFrame:
     """A CSV/TSV (or any `sep`) as text cells, only empty cells missing; see `read_table`."""
     import pandas as pd
 
     require_file(path)
     try:
-        frame = pd.read_csv(path, sep=sep, header=0 if header else None, names=names, dtype=str,
-                            keep_default_na=False, na_values=[""], encoding=encoding, quoting=quoting)
+        frame = pd.read_csv(
+            path,
+            sep=sep,
+            header=0 if header else None,
+            names=names,
+            dtype=str,
+            keep_default_na=False,
+            na_values=[""],
+            encoding=encoding,
+            quoting=quoting,
+        )
     except UnicodeDecodeError as exc:
-        raise InputError(f"bytes at {_decode_error_place(path, encoding, exc)} are not valid {encoding}; "
-                         f"pass --encoding with the file's real encoding (e.g. --encoding {_suggest(path)})",
-                         path=path) from None
+        raise InputError(
+            f"bytes at {_decode_error_place(path, encoding, exc)} are not valid {encoding}; "
+            f"pass --encoding with the file's real encoding (e.g. --encoding {_suggest(path)})",
+            path=path,
+        ) from None
     except pd.errors.EmptyDataError:  # not even a header: an error only where columns are required
         if required:
             raise InputError("the file is empty; expected a header and data rows", path=path) from None
         return pd.DataFrame()
     except pd.errors.ParserError as exc:
-        raise InputError(f"cannot be parsed as '{sep}'-separated text ({str(exc).strip()}); "
-                         "check the delimiter and quoting", path=path) from None
+        raise InputError(
+            f"cannot be parsed as '{sep}'-separated text ({str(exc).strip()}); check the delimiter and quoting",
+            path=path,
+        ) from None
     except LookupError:
         raise InputError(f"unknown encoding '{encoding}'", path=path) from None
     except OSError as exc:
@@ -217,15 +254,19 @@ def _read_jsonl(path: Path, encoding: str, what: str) -> pd.DataFrame:
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError as exc:
-                    raise InputError(f"line {number} of {what} is not valid JSON ({exc.msg}); expected JSON Lines, "
-                                     "one object per line", path=path) from None
+                    raise InputError(
+                        f"line {number} of {what} is not valid JSON ({exc.msg}); expected JSON Lines, "
+                        "one object per line",
+                        path=path,
+                    ) from None
                 if not isinstance(record, dict):
-                    raise InputError(f"line {number} of {what} is not a JSON object; expected JSON Lines, one "
-                                     "object per line", path=path)
+                    raise InputError(
+                        f"line {number} of {what} is not a JSON object; expected JSON Lines, one object per line",
+                        path=path,
+                    )
                 records.append(record)
     except UnicodeDecodeError:
-        raise InputError(f"is not valid {encoding}; pass --encoding with the file's real encoding",
-                         path=path) from None
+        raise InputError(f"is not valid {encoding}; pass --encoding with the file's real encoding", path=path) from None
     except LookupError:
         raise InputError(f"unknown encoding '{encoding}'", path=path) from None
     return pd.DataFrame.from_records(records) if records else pd.DataFrame()
@@ -242,8 +283,9 @@ def _json_array(path: Path, encoding: str) -> list[dict] | None:
     try:
         array = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"is not valid JSON (line {exc.lineno}: {exc.msg}); expected an array of objects or "
-                         "JSON Lines", path=path) from None
+        raise InputError(
+            f"is not valid JSON (line {exc.lineno}: {exc.msg}); expected an array of objects or JSON Lines", path=path
+        ) from None
     bad = next((i for i, item in enumerate(array, start=1) if not isinstance(item, dict)), None)
     if bad is not None:
         raise InputError(f"item {bad} of the JSON array is not an object; expected one object per row", path=path)
@@ -275,8 +317,15 @@ def _id_text(value: object) -> object:
     return str(value)
 
 
-def read_table(path: str | os.PathLike, *, what: str = "the table", required: Sequence[str] = (),
-               encoding: str = "utf-8", sep: str | None = None, place: bool = False) -> pd.DataFrame:
+def read_table(
+    path: str | os.PathLike,
+    *,
+    what: str = "the table",
+    required: Sequence[str] = (),
+    encoding: str = "utf-8",
+    sep: str | None = None,
+    place: bool = False,
+) -> pd.DataFrame:
     """A table from Parquet, CSV, TSV or JSONL, read by the rules in the module docstring.
 
     `what` names the table in error messages ("the labels", "the validation set"); `required`: columns

@@ -129,9 +129,19 @@ def _row(label: Mapping, where: str) -> tuple:
     except (TypeError, ValueError):
         raise InputError(f"{where}: latency_ms {latency!r} is not a number") from None
     created = _text(label.get("created_at")) or now()
-    return (str(label["item_id"]), str(label["task"]), str(label["labeler"]), label["kind"],
-            check_label_value(label.get("value"), where), _text(label.get("raw_answer")),
-            _text(label.get("prompt_hash")), latency, _tags_json(label.get("tags")), _text(label.get("note")), created)
+    return (
+        str(label["item_id"]),
+        str(label["task"]),
+        str(label["labeler"]),
+        label["kind"],
+        check_label_value(label.get("value"), where),
+        _text(label.get("raw_answer")),
+        _text(label.get("prompt_hash")),
+        latency,
+        _tags_json(label.get("tags")),
+        _text(label.get("note")),
+        created,
+    )
 
 
 def sqlite_advice(exc: sqlite3.Error) -> str:
@@ -169,15 +179,23 @@ class LabelStore:
                 tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
                 if not tables:
                     self._conn.execute("PRAGMA journal_mode=WAL")
-                    self._conn.executescript(f"BEGIN; {_SCHEMA} PRAGMA application_id={APPLICATION_ID}; "
-                                             f"PRAGMA user_version={SCHEMA_VERSION}; COMMIT;")
+                    self._conn.executescript(
+                        f"BEGIN; {_SCHEMA} PRAGMA application_id={APPLICATION_ID}; "
+                        f"PRAGMA user_version={SCHEMA_VERSION}; COMMIT;"
+                    )
                 elif app_id != APPLICATION_ID or "labels" not in tables:
                     raise InputError("is an SQLite file but not an mhaudit label store", path=self.path)
                 else:
                     found = self._conn.execute("PRAGMA user_version").fetchone()[0]
-                    self.backup = migrate_sqlite(self._conn, self.path, found, SCHEMA_VERSION, MIGRATIONS,
-                                                 what="this label store", advice="export it with the mhaudit "
-                                                 "that wrote it (mhaudit labels export) and import the labels")
+                    self.backup = migrate_sqlite(
+                        self._conn,
+                        self.path,
+                        found,
+                        SCHEMA_VERSION,
+                        MIGRATIONS,
+                        what="this label store",
+                        advice="export it with the mhaudit that wrote it (mhaudit labels export) and import the labels",
+                    )
                 self._conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
             except BaseException:
                 self._conn.close()
@@ -193,8 +211,11 @@ class LabelStore:
         rows = [_row(label, f"{self.path} label {i + 1}") for i, label in enumerate(labels)]
         for i, row in enumerate(rows):
             if row[3] not in STORE_KINDS:
-                raise InputError(f"label {i + 1}: kind '{row[3]}' is kept in label files, not in the store "
-                                 f"(kinds here: {', '.join(STORE_KINDS)})", path=self.path)
+                raise InputError(
+                    f"label {i + 1}: kind '{row[3]}' is kept in label files, not in the store "
+                    f"(kinds here: {', '.join(STORE_KINDS)})",
+                    path=self.path,
+                )
         verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         with self._lock:
             try:
@@ -208,8 +229,10 @@ class LabelStore:
                     self._conn.execute("ROLLBACK")
                 if isinstance(exc, (sqlite3.IntegrityError, sqlite3.ProgrammingError)):
                     raise  # the rows were checked above: a bug
-                raise InputError(f"cannot write labels ({exc}); {sqlite_advice(exc)}; none of these labels "
-                                 "was stored", path=self.path) from None
+                raise InputError(
+                    f"cannot write labels ({exc}); {sqlite_advice(exc)}; none of these labels was stored",
+                    path=self.path,
+                ) from None
         return written
 
     def labelled(self, task: str, labeler: str) -> set[str]:
@@ -225,8 +248,11 @@ class LabelStore:
             raise ValueError(f"unknown label columns: {sorted(unknown)}")
         clause = " AND ".join(f"{column} = ?" for column in where) or "1"
         with self._lock:
-            frame = pd.read_sql_query(f"SELECT * FROM labels WHERE {clause} ORDER BY task, labeler, item_id",
-                                      self._conn, params=list(where.values()))
+            frame = pd.read_sql_query(
+                f"SELECT * FROM labels WHERE {clause} ORDER BY task, labeler, item_id",
+                self._conn,
+                params=list(where.values()),
+            )
         return frame.astype({"value": "Int64"})
 
     def close(self) -> None:
@@ -239,16 +265,20 @@ class LabelStore:
         self.close()
 
 
-def labels_frame(items, values: Mapping[str, tuple], task: str, *, note: str | None = None,
-                 created_at: str | None = None) -> pd.DataFrame:
+def labels_frame(
+    items, values: Mapping[str, tuple], task: str, *, note: str | None = None, created_at: str | None = None
+) -> pd.DataFrame:
     """A labels table (COLUMNS) from labeler -> (kind, 0/1 value per item[, which items]): e.g. a model's
     predicted labels entered as a labeler, or simulated annotators."""
     items = np.asarray(items).astype(str)
     parts = []
     for name, (kind, value, *where) in values.items():
         keep = where[0] if where else np.ones(len(items), dtype=bool)
-        parts.append(pd.DataFrame({"item_id": items[keep], "labeler": name, "kind": kind,
-                                   "value": np.asarray(value)[keep].astype(int)}))
+        parts.append(
+            pd.DataFrame(
+                {"item_id": items[keep], "labeler": name, "kind": kind, "value": np.asarray(value)[keep].astype(int)}
+            )
+        )
     table = pd.concat(parts, ignore_index=True).assign(task=task, created_at=created_at or now(), note=note)
     return table.reindex(columns=list(COLUMNS)).astype({"value": "Int64"})
 
@@ -264,8 +294,10 @@ def read_labels(path: str | Path) -> pd.DataFrame:
         with LabelStore(require_file(path)) as store:
             return store.frame()
     if path.suffix.lower() not in TABLE_SUFFIXES:
-        raise InputError(f"unknown label file type '{path.suffix.lower()}'; expected .sqlite, .parquet, .csv, .tsv "
-                         "or .jsonl", path=path)
+        raise InputError(
+            f"unknown label file type '{path.suffix.lower()}'; expected .sqlite, .parquet, .csv, .tsv or .jsonl",
+            path=path,
+        )
     frame = read_table(path, what="the labels", required=(*KEY, "kind", "value"))
     # row n is the n-th data row, header not counted, whatever the file type (as every reader here says it)
     rows = [_row(record, f"{path} row {i + 1}") for i, record in enumerate(frame.to_dict("records"))]
@@ -273,8 +305,11 @@ def read_labels(path: str | Path) -> pd.DataFrame:
     duplicated = result.duplicated(list(KEY))
     if duplicated.any():
         first = result[duplicated].iloc[0]
-        raise InputError(f"item '{first['item_id']}' has two labels from '{first['labeler']}' for task "
-                         f"'{first['task']}'; one labeler writes one label per item", path=path)
+        raise InputError(
+            f"item '{first['item_id']}' has two labels from '{first['labeler']}' for task "
+            f"'{first['task']}'; one labeler writes one label per item",
+            path=path,
+        )
     return result
 
 
@@ -286,8 +321,10 @@ def read_label_files(paths) -> pd.DataFrame:
     if dup.any():
         first = frame[dup].iloc[0]
         same = (frame[list(KEY)] == first[list(KEY)]).all(axis=1)
-        raise InputError(f"item '{first['item_id']}' has a label from '{first['labeler']}' for task '{first['task']}' "
-                         f"in more than one file ({', '.join(sorted(set(frame.loc[same, '_file'])))})")
+        raise InputError(
+            f"item '{first['item_id']}' has a label from '{first['labeler']}' for task '{first['task']}' "
+            f"in more than one file ({', '.join(sorted(set(frame.loc[same, '_file'])))})"
+        )
     return frame.drop(columns="_file")
 
 

@@ -39,13 +39,18 @@ def full_labeler_name(labels: pd.DataFrame, name: str, task: str | None = None, 
         raise InputError(f"{role} '{name}' names several labelers{where} ({', '.join(matches)}); give its full name")
     spellings = {short: labeler for labeler in kinds.index for short in (labeler, *_short_names(labeler))}
     near = difflib.get_close_matches(name, list(spellings), n=1)
-    raise InputError(f"{role} '{name}' has no labels{where}" + (f" (did you mean '{near[0]}'?)" if near else "")
-                     + "; labelers: " + ", ".join(f"{labeler} ({kind})" for labeler, kind in kinds.items()))
+    raise InputError(
+        f"{role} '{name}' has no labels{where}"
+        + (f" (did you mean '{near[0]}'?)" if near else "")
+        + "; labelers: "
+        + ", ".join(f"{labeler} ({kind})" for labeler, kind in kinds.items())
+    )
 
 
 def with_full_labeler_names(options, labels: pd.DataFrame, task: str, **roles: str):
     """`options` (a dataclass) with each of its fields in `roles` (field -> the role named in errors) resolved by
     `full_labeler_name`: a name, or a tuple of names; None stays None."""
+
     def full(value, role: str):
         if value is None or isinstance(value, str):
             return value if value is None else full_labeler_name(labels, value, task, role=role)

@@ -31,8 +31,9 @@ def check_reference_labels(y: np.ndarray, classes: Sequence[str], what: str) -> 
         raise InputError(f"{what} have no row of class(es) {', '.join(absent)}; calibration needs every class")
 
 
-def reference_runs(references: Iterable[Group], runs: Iterable[tuple[str, int]],
-                   classes: Sequence[str] = ()) -> dict[tuple[str, int], Group]:
+def reference_runs(
+    references: Iterable[Group], runs: Iterable[tuple[str, int]], classes: Sequence[str] = ()
+) -> dict[tuple[str, int], Group]:
     """Each run's (model, seed) reference group: the reference's group of the same model and seed or, where the
     reference holds one run only, that run (one labelled home set for every seed, or model names that differ
     between files). One sentence when a run has several reference groups or none, or when a reference breaks
@@ -42,18 +43,22 @@ def reference_runs(references: Iterable[Group], runs: Iterable[tuple[str, int]],
         by_run.setdefault(group.run, []).append(group)
     for (model, seed), groups in by_run.items():
         if len(groups) > 1:
-            raise InputError(f"the reference holds model {model}, seed {seed} on {len(groups)} data sets "
-                             f"({', '.join(g.dataset for g in groups)}); a run needs one reference: name one data "
-                             "set, or give one platform per model and seed")
+            raise InputError(
+                f"the reference holds model {model}, seed {seed} on {len(groups)} data sets "
+                f"({', '.join(g.dataset for g in groups)}); a run needs one reference: name one data "
+                "set, or give one platform per model and seed"
+            )
         check_reference_labels(groups[0].y, classes, f"the reference predictions of model {model}, seed {seed}")
     found = {}
     for model, seed in runs:
         match = by_run.get((model, seed)) or (next(iter(by_run.values())) if len(by_run) == 1 else None)
         if match is None:
             held = ", ".join(f"{m} seed {s}" for m, s in by_run) or "none"
-            raise InputError(f"model {model}, seed {seed} has no reference predictions of that model and seed, and "
-                             f"the reference holds several runs ({held}), not one for all; model and seed come from "
-                             "columns, --name-pattern or --model (without them each file's name is its model)")
+            raise InputError(
+                f"model {model}, seed {seed} has no reference predictions of that model and seed, and "
+                f"the reference holds several runs ({held}), not one for all; model and seed come from "
+                "columns, --name-pattern or --model (without them each file's name is its model)"
+            )
         found[(model, seed)] = match[0]
     return found
 
@@ -70,16 +75,19 @@ def aligned_codes(groups: dict, runs: list, where: str, name: Callable[..., str]
         return None
     order = pd.Index(np.sort(groups[runs[0]].ids))
     if not order.is_unique:
-        raise InputError(f"the {where} predictions of {name(runs[0])} repeat an id; the ensemble estimate pairs "
-                         "runs' rows by id")
+        raise InputError(
+            f"the {where} predictions of {name(runs[0])} repeat an id; the ensemble estimate pairs runs' rows by id"
+        )
     codes = np.empty((len(runs), len(order)), dtype=np.int64)
     for k, run in enumerate(runs):
         group = groups[run]
         at = order.get_indexer(group.ids)
         if group.n != len(order) or (at < 0).any():
-            raise InputError(f"the {where} predictions of {name(run)} cover other rows than those of "
-                             f"{name(runs[0])} ({group.n:,} vs {len(order):,} rows); the ensemble estimate needs "
-                             "every run scored on the same rows")
+            raise InputError(
+                f"the {where} predictions of {name(run)} cover other rows than those of "
+                f"{name(runs[0])} ({group.n:,} vs {len(order):,} rows); the ensemble estimate needs "
+                "every run scored on the same rows"
+            )
         codes[k, at] = group.pred
     return codes
 

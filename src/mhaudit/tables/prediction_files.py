@@ -87,8 +87,10 @@ def _load(source, number: int, label: str | None) -> _Source:
     if hasattr(source, "to_pandas"):  # a Hugging Face datasets.Dataset
         source = source.to_pandas()
     if not isinstance(source, pd.DataFrame):
-        raise InputError(f"prediction source {number} is a {type(source).__name__}; expected a path, a glob, "
-                         "a pandas DataFrame or a datasets.Dataset")
+        raise InputError(
+            f"prediction source {number} is a {type(source).__name__}; expected a path, a glob, "
+            "a pandas DataFrame or a datasets.Dataset"
+        )
     name = f"DataFrame {number}"
     frame = source.reset_index(drop=True).copy()
     if label and label not in frame.columns:
@@ -111,10 +113,14 @@ def name_regex(pattern: str) -> re.Pattern:
     fields = re.findall(r"{(\w*)}", pattern)
     unknown = [f for f in fields if f not in GROUP]
     if unknown or not fields or len(set(fields)) != len(fields):
-        raise InputError(f"--name-pattern '{pattern}' must name each of its fields once, from "
-                         f"{{{'}, {'.join(GROUP)}}}" + (f"; '{unknown[0]}' is not one" if unknown else ""))
-    regex = "".join(f"(?P<{p[1:-1]}>\\d+)" if p == "{seed}" else f"(?P<{p[1:-1]}>.+?)" if p.startswith("{")
-                    else re.escape(p) for p in re.split(r"({\w+})", pattern))
+        raise InputError(
+            f"--name-pattern '{pattern}' must name each of its fields once, from "
+            f"{{{'}, {'.join(GROUP)}}}" + (f"; '{unknown[0]}' is not one" if unknown else "")
+        )
+    regex = "".join(
+        f"(?P<{p[1:-1]}>\\d+)" if p == "{seed}" else f"(?P<{p[1:-1]}>.+?)" if p.startswith("{") else re.escape(p)
+        for p in re.split(r"({\w+})", pattern)
+    )
     return re.compile(f"^{regex}$")
 
 
@@ -123,31 +129,36 @@ def _fields_from_name(source: _Source, regex: re.Pattern | None, pattern: str | 
         return {}
     match = regex.match(source.stem)
     if match is None:
-        raise InputError(f"the file name '{source.stem}' does not match --name-pattern '{pattern}'",
-                         path=source.path)
+        raise InputError(f"the file name '{source.stem}' does not match --name-pattern '{pattern}'", path=source.path)
     return match.groupdict()
 
 
 def _score_columns(source: _Source) -> tuple[str, list[str]]:
     """The score kind used (logit_ preferred) and the classes in column order; both kinds must agree."""
     frame = source.frame
-    logits = [str(c)[len(LOGIT):] for c in frame.columns if str(c).startswith(LOGIT)]
-    probs = [str(c)[len(PROB):] for c in frame.columns if str(c).startswith(PROB)]
+    logits = [str(c)[len(LOGIT) :] for c in frame.columns if str(c).startswith(LOGIT)]
+    probs = [str(c)[len(PROB) :] for c in frame.columns if str(c).startswith(PROB)]
     if not logits and not probs:
-        raise InputError(f"{source.name} has no score columns; expected one 'logit_<class>' (preferred) or "
-                         f"'prob_<class>' column per class, found {', '.join(map(str, frame.columns[:-2]))}")
+        raise InputError(
+            f"{source.name} has no score columns; expected one 'logit_<class>' (preferred) or "
+            f"'prob_<class>' column per class, found {', '.join(map(str, frame.columns[:-2]))}"
+        )
     if logits and probs:
         if sorted(logits) != sorted(probs):
-            raise InputError(f"{source.name}: the logit_ columns ({', '.join(logits)}) and prob_ columns "
-                             f"({', '.join(probs)}) name different classes")
+            raise InputError(
+                f"{source.name}: the logit_ columns ({', '.join(logits)}) and prob_ columns "
+                f"({', '.join(probs)}) name different classes"
+            )
         z = _numbers(source, LOGIT, logits)
         p = np.exp(z - z.max(axis=1, keepdims=True))
         p /= p.sum(axis=1, keepdims=True)
         gap = np.abs(p - _numbers(source, PROB, logits)).max(axis=1)
         if (gap > BOTH_KINDS_TOLERANCE).any():
             i = int(np.argmax(gap > BOTH_KINDS_TOLERANCE))
-            raise InputError(f"{source.name}: row {frame[SOURCE_ROW].iat[i]}: softmax of the logit_ columns differs "
-                             f"from the prob_ columns by {gap[i]:.3g}; give one kind of score or make them agree")
+            raise InputError(
+                f"{source.name}: row {frame[SOURCE_ROW].iat[i]}: softmax of the logit_ columns differs "
+                f"from the prob_ columns by {gap[i]:.3g}; give one kind of score or make them agree"
+            )
     return (LOGIT, logits) if logits else (PROB, probs)
 
 
@@ -177,8 +188,10 @@ def _numbers(source: _Source, kind: str, classes: list[str]) -> np.ndarray:
         row, col = np.argwhere(bad)[0]
         raw = frame[f"{kind}{classes[col]}"].iat[row]
         shown = "empty" if str(raw).strip() in ("", "nan", "None") else repr(raw)
-        raise InputError(f"{source.name}: row {frame[SOURCE_ROW].iat[row]}: score column '{kind}{classes[col]}' is "
-                         f"{shown}; scores must be finite numbers")
+        raise InputError(
+            f"{source.name}: row {frame[SOURCE_ROW].iat[row]}: score column '{kind}{classes[col]}' is "
+            f"{shown}; scores must be finite numbers"
+        )
     return values
 
 
@@ -189,15 +202,32 @@ def _check_same_columns(sources: list[_Source], ignored: frozenset = frozenset()
         theirs = set(map(str, other.frame.columns)) - ignored
         if theirs != columns:
             extra, lacking = sorted(theirs - columns), sorted(columns - theirs)
-            detail = "; ".join(filter(None, [f"it has {', '.join(extra)}" if extra else "",
-                                             f"it lacks {', '.join(lacking)}" if lacking else ""]))
-            raise InputError(f"{other.name} and {first.name} have different columns ({detail}); every prediction "
-                             "file must have the same columns")
+            detail = "; ".join(
+                filter(
+                    None,
+                    [
+                        f"it has {', '.join(extra)}" if extra else "",
+                        f"it lacks {', '.join(lacking)}" if lacking else "",
+                    ],
+                )
+            )
+            raise InputError(
+                f"{other.name} and {first.name} have different columns ({detail}); every prediction "
+                "file must have the same columns"
+            )
 
 
-def read_predictions(sources, *, classes: list[str] | None = None, columns: PredictionColumns = PredictionColumns(),
-                     model: str | None = None, seed: int | None = None, platform: str | None = None,
-                     name_pattern: str | None = None, labelled: bool = True) -> PredictionSet:
+def read_predictions(
+    sources,
+    *,
+    classes: list[str] | None = None,
+    columns: PredictionColumns = PredictionColumns(),
+    model: str | None = None,
+    seed: int | None = None,
+    platform: str | None = None,
+    name_pattern: str | None = None,
+    labelled: bool = True,
+) -> PredictionSet:
     """Read prediction files (paths, globs, DataFrames or Datasets) into one validated PredictionSet.
 
     With `labelled=False` (a model's scores on unlabelled rows) the files need no label column; one they
@@ -220,11 +250,14 @@ def read_predictions(sources, *, classes: list[str] | None = None, columns: Pred
         if sorted(found) != sorted(classes):
             first = source is loaded[0]
             what = ("the classes " if first else f"{loaded[0].name}'s ") + ", ".join(classes if first else order)
-            raise InputError(f"{source.name}: score columns for {', '.join(found)} differ from {what}; every file "
-                             "needs one score column per class")
+            raise InputError(
+                f"{source.name}: score columns for {', '.join(found)} differ from {what}; every file "
+                "needs one score column per class"
+            )
         if source_kind != kind:
-            raise InputError(f"{source.name} has {source_kind} columns and {loaded[0].name} {kind} columns; give one "
-                             "kind of score")
+            raise InputError(
+                f"{source.name} has {source_kind} columns and {loaded[0].name} {kind} columns; give one kind of score"
+            )
         defaults = {"model": model, "seed": seed, "platform": platform} | _fields_from_name(source, regex, name_pattern)
         frames.append(_standardise(source, kind, classes, columns, defaults, notes, labelled))
     unlabelled = [s.name for s in loaded if not labelled and columns.label in s.frame.columns]
@@ -232,17 +265,24 @@ def read_predictions(sources, *, classes: list[str] | None = None, columns: Pred
         notes.append(f"the '{columns.label}' column of {_some(unlabelled)} is ignored (read as unlabelled)")
     frame = pd.concat(frames, ignore_index=True)
     _check_groups(frame)
-    positional = frozenset(tuple(k) for k in frame.loc[frame["_positional"], list(GROUP)].drop_duplicates()
-                           .itertuples(index=False))
+    positional = frozenset(
+        tuple(k) for k in frame.loc[frame["_positional"], list(GROUP)].drop_duplicates().itertuples(index=False)
+    )
     frame = frame.drop(columns=["_positional"])
     given = [f"{GIVEN}{c}" for c in classes] if kind == PROB else []
     probabilities = frame[given].to_numpy() if given else None
     frame = frame.drop(columns=[SOURCE_FILE, SOURCE_ROW, *given])
     # every score and label was checked above, file by file with its row: the set is not checked again
-    return PredictionSet.read(frame, classes, label_codes(frame["label"], classes), probabilities,
-                              score_kind="logits" if kind == LOGIT else "log-probabilities (from prob_ columns)",
-                              fingerprints={s.name: s.fingerprint for s in loaded}, notes=list(dict.fromkeys(notes)),
-                              positional=positional)
+    return PredictionSet.read(
+        frame,
+        classes,
+        label_codes(frame["label"], classes),
+        probabilities,
+        score_kind="logits" if kind == LOGIT else "log-probabilities (from prob_ columns)",
+        fingerprints={s.name: s.fingerprint for s in loaded},
+        notes=list(dict.fromkeys(notes)),
+        positional=positional,
+    )
 
 
 def _some(names: list[str], shown: int = 3) -> str:
@@ -254,8 +294,15 @@ def _some(names: list[str], shown: int = 3) -> str:
     return f"{len(names)} files ({', '.join(names[:shown])}{more})"
 
 
-def _standardise(source: _Source, kind: str, classes: list[str], columns: PredictionColumns, defaults: dict,
-                 notes: list[str], labelled: bool = True) -> pd.DataFrame:
+def _standardise(
+    source: _Source,
+    kind: str,
+    classes: list[str],
+    columns: PredictionColumns,
+    defaults: dict,
+    notes: list[str],
+    labelled: bool = True,
+) -> pd.DataFrame:
     frame = source.frame
     if len(frame) == 0:
         raise InputError(f"{source.name} has no rows; expected one row per example")
@@ -265,9 +312,11 @@ def _standardise(source: _Source, kind: str, classes: list[str], columns: Predic
         off = np.abs(values.sum(axis=1) - 1) > PROB_SUM_TOLERANCE
         if outside.any() or off.any():
             i = int(np.flatnonzero(outside | off)[0])
-            raise InputError(f"{source.name}: row {frame[SOURCE_ROW].iat[i]}: probabilities sum to "
-                             f"{values[i].sum():.6g}; each row of prob_ columns must lie in [0, 1] and sum to 1 "
-                             f"(tolerance {PROB_SUM_TOLERANCE})")
+            raise InputError(
+                f"{source.name}: row {frame[SOURCE_ROW].iat[i]}: probabilities sum to "
+                f"{values[i].sum():.6g}; each row of prob_ columns must lie in [0, 1] and sum to 1 "
+                f"(tolerance {PROB_SUM_TOLERANCE})"
+            )
         given = values / values.sum(axis=1, keepdims=True)  # kept as given: the statistics need no softmax of logs
         values = np.log(np.clip(values, 1e-12, None))  # log-probabilities serve as logits up to a constant
     labels = _labels(source, frame[columns.label], classes, notes) if labelled else np.full(len(frame), None, object)
@@ -276,28 +325,35 @@ def _standardise(source: _Source, kind: str, classes: list[str], columns: Predic
     else:
         ids, positional = [f"row-{r - 1}" for r in frame[SOURCE_ROW]], True
         notes.append("rows without an id column are matched across models by position")
-    out = pd.DataFrame({
-        "id": ids,
-        "model": _text(frame, columns.model, defaults.get("model") or source.stem),
-        "seed": pd.to_numeric(pd.Series(_text(frame, columns.seed, 0 if defaults.get("seed") is None
-                                              else defaults["seed"])), errors="coerce"),
-        "platform": _text(frame, columns.platform, defaults.get("platform") or source.stem),
-        "split": _text(frame, columns.split, "test"),
-        "label": labels,
-    })
+    out = pd.DataFrame(
+        {
+            "id": ids,
+            "model": _text(frame, columns.model, defaults.get("model") or source.stem),
+            "seed": pd.to_numeric(
+                pd.Series(_text(frame, columns.seed, 0 if defaults.get("seed") is None else defaults["seed"])),
+                errors="coerce",
+            ),
+            "platform": _text(frame, columns.platform, defaults.get("platform") or source.stem),
+            "split": _text(frame, columns.split, "test"),
+            "label": labels,
+        }
+    )
     seeds = out["seed"].to_numpy(dtype=float)
     bad_seed = ~np.isfinite(seeds) | (np.mod(seeds, 1) != 0)
     if bad_seed.any():
-        raise InputError(f"{source.name}: row {frame[SOURCE_ROW].iat[int(np.argmax(bad_seed))]}: seed is not an "
-                         "integer")
+        raise InputError(
+            f"{source.name}: row {frame[SOURCE_ROW].iat[int(np.argmax(bad_seed))]}: seed is not an integer"
+        )
     out["seed"] = out["seed"].astype(np.int64)
     out["dataset"] = _text(frame, columns.dataset, defaults.get("dataset"))
     out["dataset"] = out["dataset"].fillna(out["platform"])
     for name in ("id", "model", "platform", "dataset", "split"):
         blank = out[name].isna() | out[name].astype(str).str.strip().isin(["", "nan", "None", "<NA>"])
         if blank.any():
-            raise InputError(f"{source.name}: row {frame[SOURCE_ROW].iat[int(np.argmax(blank))]}: column '{name}' is "
-                             "empty; every row needs one")
+            raise InputError(
+                f"{source.name}: row {frame[SOURCE_ROW].iat[int(np.argmax(blank))]}: column '{name}' is "
+                "empty; every row needs one"
+            )
     if columns.text in frame.columns:  # a hash only: the text itself is not kept
         out[TEXT_HASH] = pd.util.hash_pandas_object(frame[columns.text].astype(str), index=False).to_numpy()
     out[SOURCE_FILE], out[SOURCE_ROW], out["_positional"] = source.name, frame[SOURCE_ROW].to_numpy(), positional
@@ -310,8 +366,9 @@ def _labels(source: _Source, raw: pd.Series, classes: list[str], notes: list[str
     if isinstance(raw.dtype, pd.StringDtype):  # text as read from CSV: only missing cells need a value
         labels = raw.fillna("").str.strip()
     else:
-        labels = raw.map(lambda v: "" if pd.isna(v) else str(int(v)) if isinstance(v, float) and float(v).is_integer()
-                         else str(v)).str.strip()
+        labels = raw.map(
+            lambda v: "" if pd.isna(v) else str(int(v)) if isinstance(v, float) and float(v).is_integer() else str(v)
+        ).str.strip()
     as_index = labels.str.fullmatch(r"\d+") & ~labels.isin(classes)
     if as_index.any():
         index = labels[as_index].astype(int)
@@ -319,17 +376,23 @@ def _labels(source: _Source, raw: pd.Series, classes: list[str], notes: list[str
         if beyond.any():
             i = int(np.flatnonzero(as_index.to_numpy())[np.argmax(beyond.to_numpy())])
             row = source.frame[SOURCE_ROW].iat[i]
-            raise InputError(f"{source.name}: row {row}: label index {index[beyond].iat[0]} is beyond the "
-                             f"{len(classes)} score columns ({', '.join(classes)}; indices 0-{len(classes) - 1})")
+            raise InputError(
+                f"{source.name}: row {row}: label index {index[beyond].iat[0]} is beyond the "
+                f"{len(classes)} score columns ({', '.join(classes)}; indices 0-{len(classes) - 1})"
+            )
         named = pd.Series(np.asarray(classes, dtype=object)[index.to_numpy()], index=index.index)
         labels = labels.where(~as_index, named)
-        notes.append("integer labels were read as indices of the score columns: "
-                     + ", ".join(f"{k} = {c}" for k, c in enumerate(classes)))
+        notes.append(
+            "integer labels were read as indices of the score columns: "
+            + ", ".join(f"{k} = {c}" for k, c in enumerate(classes))
+        )
     unknown = ~labels.isin(classes)
     if unknown.any():
         i = int(np.argmax(unknown.to_numpy()))
-        raise InputError(f"{source.name}: row {source.frame[SOURCE_ROW].iat[i]}: label '{labels.iat[i]}' is not one "
-                         f"of the classes {', '.join(classes)} (or their index 0-{len(classes) - 1})")
+        raise InputError(
+            f"{source.name}: row {source.frame[SOURCE_ROW].iat[i]}: label '{labels.iat[i]}' is not one "
+            f"of the classes {', '.join(classes)} (or their index 0-{len(classes) - 1})"
+        )
     return labels.to_numpy()
 
 
@@ -339,14 +402,18 @@ def _check_groups(frame: pd.DataFrame) -> None:
     shared = files[files.map(len) > 1]
     if len(shared):
         (model, seed, platform, dataset), names = shared.index[0], shared.iloc[0]
-        raise InputError(f"{names[0]} and {names[1]} both hold predictions of model {model}, seed {seed} on "
-                         f"{platform}" + (f" ({dataset})" if dataset != platform else "") + "; give each file its "
-                         "own model, seed or platform (columns, --name-pattern, or --model / --model-seed)")
+        raise InputError(
+            f"{names[0]} and {names[1]} both hold predictions of model {model}, seed {seed} on "
+            f"{platform}" + (f" ({dataset})" if dataset != platform else "") + "; give each file its "
+            "own model, seed or platform (columns, --name-pattern, or --model / --model-seed)"
+        )
     dup = frame.duplicated(["id", *GROUP])
     if dup.any():
         i = int(np.argmax(dup.to_numpy()))
-        raise InputError(f"{frame[SOURCE_FILE].iat[i]}: row {frame[SOURCE_ROW].iat[i]}: id '{frame['id'].iat[i]}' "
-                         "appears twice for the same model, seed and platform; ids must be unique there")
+        raise InputError(
+            f"{frame[SOURCE_FILE].iat[i]}: row {frame[SOURCE_ROW].iat[i]}: id '{frame['id'].iat[i]}' "
+            "appears twice for the same model, seed and platform; ids must be unique there"
+        )
 
 
 def _text(frame: pd.DataFrame, name: str | None, default) -> list:
@@ -356,8 +423,18 @@ def _text(frame: pd.DataFrame, name: str | None, default) -> list:
     return list(default) if isinstance(default, list) else [default] * len(frame)
 
 
-def predictions_from_arrays(y_true, scores, platform, *, model=None, seed=None, classes: list[str] | None = None,
-                            kind: str = "probs", ids=None, dataset=None) -> PredictionSet:
+def predictions_from_arrays(
+    y_true,
+    scores,
+    platform,
+    *,
+    model=None,
+    seed=None,
+    classes: list[str] | None = None,
+    kind: str = "probs",
+    ids=None,
+    dataset=None,
+) -> PredictionSet:
     """Predictions from arrays, as fairlearn takes them: `y_true` (class names or indices), `scores` (n x k
     probabilities, or logits with kind="logits"), `platform` (one per row, or one for all), optional `model`
     and `seed` (one per row or one for all), `ids` and `dataset`. `classes` names the score columns
@@ -367,15 +444,16 @@ def predictions_from_arrays(y_true, scores, platform, *, model=None, seed=None, 
     values = np.asarray(scores, dtype=float)
     y = pd.Series(np.asarray(y_true, dtype=object))
     if values.ndim != 2 or values.shape[0] != len(y):
-        raise InputError(f"scores must be an (n, k) array with one row per label ({len(y)}), got shape "
-                         f"{values.shape}")
+        raise InputError(f"scores must be an (n, k) array with one row per label ({len(y)}), got shape {values.shape}")
     if classes is None:
         names = sorted(set(map(str, y)))
         integer = all(re.fullmatch(r"\d+", n) for n in names)
         classes = [str(k) for k in range(values.shape[1])] if integer else names
     if len(classes) != values.shape[1]:
-        raise InputError(f"scores have {values.shape[1]} columns but there are {len(classes)} classes "
-                         f"({', '.join(map(str, classes))})")
+        raise InputError(
+            f"scores have {values.shape[1]} columns but there are {len(classes)} classes "
+            f"({', '.join(map(str, classes))})"
+        )
     frame = pd.DataFrame(values, columns=[f"{PROB if kind == 'probs' else LOGIT}{c}" for c in classes])
     frame.insert(0, "label", y.to_numpy())
     for name, value in (("platform", platform), ("model", model), ("seed", seed), ("id", ids), ("dataset", dataset)):

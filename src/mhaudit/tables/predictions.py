@@ -32,8 +32,9 @@ def logit_column(cls: str) -> str:
     return f"{LOGIT}{cls}"
 
 
-def predict_corpus(model, corpus: Corpus, *, model_name: str, seed: int,
-                   splits: tuple[str, ...] | None = None) -> pd.DataFrame:
+def predict_corpus(
+    model, corpus: Corpus, *, model_name: str, seed: int, splits: tuple[str, ...] | None = None
+) -> pd.DataFrame:
     """Score the rows of `corpus` in `splits` with a fitted model; classes in the corpus's mapping order. Default:
     every row it is judged on (`judged_rows`: all but the train and val rows where it was trained)."""
     frame = corpus.frame
@@ -75,8 +76,9 @@ class PredictionSet:
         object.__setattr__(self, "codes", check_predictions(self.frame, self.classes))
 
     @classmethod
-    def read(cls, frame: pd.DataFrame, classes: list[str], codes: np.ndarray, probabilities: np.ndarray | None = None,
-             **rest) -> PredictionSet:
+    def read(
+        cls, frame: pd.DataFrame, classes: list[str], codes: np.ndarray, probabilities: np.ndarray | None = None, **rest
+    ) -> PredictionSet:
         """A set from a reader that has checked every score and label already (read_predictions): the checks are
         not made twice."""
         made = object.__new__(cls)
@@ -113,9 +115,19 @@ class PredictionSet:
             if id_order and not positional:
                 index = index[np.argsort(ids[index], kind="stable")]
             model, seed, platform, dataset = key
-            groups[key] = Group(str(model), int(seed), str(platform), str(dataset), ids[index], self.codes[index],
-                                logits[index], split[index], positional, None if hashes is None else hashes[index],
-                                None if self.probabilities is None else self.probabilities[index])
+            groups[key] = Group(
+                str(model),
+                int(seed),
+                str(platform),
+                str(dataset),
+                ids[index],
+                self.codes[index],
+                logits[index],
+                split[index],
+                positional,
+                None if hashes is None else hashes[index],
+                None if self.probabilities is None else self.probabilities[index],
+            )
         return groups
 
 
@@ -168,10 +180,16 @@ def check_predictions(frame: pd.DataFrame, classes: list[str]) -> np.ndarray:
     found = [str(c) for c in frame.columns if str(c).startswith(LOGIT)]
     if found != expected:
         absent, extra = [c for c in expected if c not in found], [c for c in found if c not in expected]
-        problem = (f"have no '{absent[0]}' column" if absent else f"have a column '{extra[0]}' of no class" if extra
-                   else f"have their logit columns in the order {', '.join(found)}")
-        raise InputError(f"the predictions {problem}; expected one logit column per class, in class order: "
-                         f"{', '.join(expected)}")
+        problem = (
+            f"have no '{absent[0]}' column"
+            if absent
+            else f"have a column '{extra[0]}' of no class"
+            if extra
+            else f"have their logit columns in the order {', '.join(found)}"
+        )
+        raise InputError(
+            f"the predictions {problem}; expected one logit column per class, in class order: {', '.join(expected)}"
+        )
     for column in expected:
         try:
             values = frame[column].to_numpy(dtype=float, na_value=np.nan)
@@ -185,8 +203,10 @@ def check_predictions(frame: pd.DataFrame, classes: list[str]) -> np.ndarray:
     unknown = (codes < 0) & frame["label"].notna().to_numpy()
     if unknown.any():
         i = int(np.argmax(unknown))
-        raise InputError(f"row {i + 1}: column 'label' holds '{frame['label'].iat[i]}', not one of the classes "
-                         f"{', '.join(classes)} (or missing)")
+        raise InputError(
+            f"row {i + 1}: column 'label' holds '{frame['label'].iat[i]}', not one of the classes "
+            f"{', '.join(classes)} (or missing)"
+        )
     return codes
 
 

@@ -32,25 +32,33 @@ def task_labels(labels: pd.DataFrame, task: str) -> pd.DataFrame:
     duplicated = rows.duplicated(["item_id", "labeler"])
     if duplicated.any():
         first = rows[duplicated].iloc[0]
-        raise InputError(f"item '{first['item_id']}' has two labels from '{first['labeler']}' for task '{task}'; "
-                         "one labeler writes one label per item")
+        raise InputError(
+            f"item '{first['item_id']}' has two labels from '{first['labeler']}' for task '{task}'; "
+            "one labeler writes one label per item"
+        )
     return rows
 
 
-def reference_labels(rows: pd.DataFrame, annotators: list[str],
-                     reference: str | None) -> tuple[pd.Series, pd.DataFrame, str]:
+def reference_labels(
+    rows: pd.DataFrame, annotators: list[str], reference: str | None
+) -> tuple[pd.Series, pd.DataFrame, str]:
     """Reference value per item, the composition table, and a one-line description."""
     if reference is not None:
         ref = rows[(rows["labeler"] == reference) & rows["value"].notna()].set_index("item_id")["value"].astype(int)
         invalid = int(((rows["labeler"] == reference) & rows["value"].isna()).sum())
-        comp = pd.DataFrame([{"source": f"labeler {reference}", "items": len(ref)},
-                             {"source": "invalid (no 0/1 label), left out", "items": invalid}])
+        comp = pd.DataFrame(
+            [
+                {"source": f"labeler {reference}", "items": len(ref)},
+                {"source": "invalid (no 0/1 label), left out", "items": invalid},
+            ]
+        )
         return ref, comp, f"the labels of '{reference}'"
     adjudicated = rows[rows["kind"] == "adjudicated"]
     adjudicators = sorted(adjudicated["labeler"].unique())
     if len(adjudicators) > 1:
-        raise InputError(f"several adjudicated labelers ({', '.join(adjudicators)}); "
-                         "name the reference with --reference")
+        raise InputError(
+            f"several adjudicated labelers ({', '.join(adjudicators)}); name the reference with --reference"
+        )
     valid = rows[rows["labeler"].isin(annotators) & rows["value"].notna()]  # the annotators' valid labels
     stats = valid.groupby("item_id")["value"].agg(["min", "max", "count"])
     adj_rows = adjudicated[adjudicated["value"].notna()].set_index("item_id")
@@ -70,15 +78,31 @@ def reference_labels(rows: pd.DataFrame, annotators: list[str],
     from_agreement = agreed.index.difference(adj.index)
     several = agreed.loc[from_agreement, "count"] >= 2
     ref = pd.concat([adj, agreed.loc[from_agreement, "min"].astype(int)]).sort_index()
-    comp = pd.DataFrame([
-        {"source": "adjudicated" + (f" ({adjudicators[0]})" if adjudicators else ""), "items": len(adj) - n_agreed},
-        *([{"source": f"consensus recording agreement ({adjudicators[0]})", "items": n_agreed}] if n_agreed else []),
-        *([{"source": f"outdated 'agreed' consensus ({adjudicators[0]}): an annotator changed their label since; "
-                      "ignored", "items": len(outdated)}] if len(outdated) else []),
-        {"source": "annotators agree (2 or more labels)", "items": int(several.sum())},
-        {"source": "one annotator's label only", "items": int((~several).sum())},
-        {"source": "annotators disagree, not adjudicated: left out", "items": len(unresolved)},
-    ])
+    comp = pd.DataFrame(
+        [
+            {"source": "adjudicated" + (f" ({adjudicators[0]})" if adjudicators else ""), "items": len(adj) - n_agreed},
+            *(
+                [{"source": f"consensus recording agreement ({adjudicators[0]})", "items": n_agreed}]
+                if n_agreed
+                else []
+            ),
+            *(
+                [
+                    {
+                        "source": f"outdated 'agreed' consensus ({adjudicators[0]}): "
+                        "an annotator changed their label since; "
+                        "ignored",
+                        "items": len(outdated),
+                    }
+                ]
+                if len(outdated)
+                else []
+            ),
+            {"source": "annotators agree (2 or more labels)", "items": int(several.sum())},
+            {"source": "one annotator's label only", "items": int((~several).sum())},
+            {"source": "annotators disagree, not adjudicated: left out", "items": len(unresolved)},
+        ]
+    )
     if adjudicators and not len(from_agreement):
         desc = f"the adjudicated labels of '{adjudicators[0]}'"
     elif adjudicators:

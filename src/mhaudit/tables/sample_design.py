@@ -24,8 +24,17 @@ from mhaudit.tables.digest import digest_frame
 from mhaudit.tables.pairing import check_reference_labels
 from mhaudit.tables.predictions import PredictionSet, logit_column, scores
 
-__all__ = ["Pool", "pool_of", "certified_run", "confidence_strata", "bins_for", "allocate", "predictions_digest",
-           "SHRINK", "LABELS_PER_STRATUM"]
+__all__ = [
+    "Pool",
+    "pool_of",
+    "certified_run",
+    "confidence_strata",
+    "bins_for",
+    "allocate",
+    "predictions_digest",
+    "SHRINK",
+    "LABELS_PER_STRATUM",
+]
 
 SHRINK = 0.5  # weight of the pool-wide mean SD in each stratum's anticipated SD
 LABELS_PER_STRATUM = 10  # the fewest labels a stratum should expect, when the budget decides the bins
@@ -77,11 +86,16 @@ def certified_run(frame: pd.DataFrame, model: str | None = None, seed: int | Non
     named = [r for r in runs if (model is None or r[0] == model) and (seed is None or int(r[1]) == int(seed))]
     listing = ", ".join(f"{m} seed {s}" for m, s in runs)
     if not named:
-        raise InputError(f"no run of {model or 'any model'}" + (f" seed {seed}" if seed is not None else "")
-                         + f" in the predictions; they hold {listing}")
+        raise InputError(
+            f"no run of {model or 'any model'}"
+            + (f" seed {seed}" if seed is not None else "")
+            + f" in the predictions; they hold {listing}"
+        )
     if len(named) > 1:
-        raise InputError(f"the predictions hold several runs ({listing}); name the one to certify as MODEL:SEED "
-                         "or by its run-<k> folder")
+        raise InputError(
+            f"the predictions hold several runs ({listing}); name the one to certify as MODEL:SEED "
+            "or by its run-<k> folder"
+        )
     return named[0][0], int(named[0][1])
 
 
@@ -92,44 +106,54 @@ def _reference_rows(reference: PredictionSet, key: tuple[str, int], ensemble: bo
     if not ensemble:
         if len(_runs(frame)) != 1:
             names = ", ".join(f"{m} seed {s}" for m, s in _runs(frame))
-            raise InputError(f"the reference predictions hold several models ({names}); give the predictions of one "
-                             "model")
+            raise InputError(
+                f"the reference predictions hold several models ({names}); give the predictions of one model"
+            )
         return frame
     rows = frame[(frame["model"] == key[0]) & (frame["seed"] == key[1])]
     if rows.empty:
-        raise InputError(f"the reference predictions hold no run {key[0]} seed {key[1]}; give every run's scores "
-                         "on the labelled home test set, or none")
+        raise InputError(
+            f"the reference predictions hold no run {key[0]} seed {key[1]}; give every run's scores "
+            "on the labelled home test set, or none"
+        )
     return rows
 
 
-def _calibrated(run: pd.DataFrame, reference: PredictionSet | None, classes: list[str], key, ensemble: bool
-                ) -> np.ndarray:
+def _calibrated(
+    run: pd.DataFrame, reference: PredictionSet | None, classes: list[str], key, ensemble: bool
+) -> np.ndarray:
     z = scores(run, classes)
     if reference is None:
         return softmax(z, axis=1)
     ref = _reference_rows(reference, key, ensemble)
     y = label_codes(ref["label"], classes)
-    check_reference_labels(y, classes, "the reference predictions" + (f" of model {key[0]}, seed {key[1]}"
-                                                                      if ensemble else ""))
+    check_reference_labels(
+        y, classes, "the reference predictions" + (f" of model {key[0]}, seed {key[1]}" if ensemble else "")
+    )
     return fit_bcts(scores(ref, classes), y).probs(z)
 
 
 def _posteriors(runs: dict, reference: PredictionSet | None, classes: list[str]) -> tuple[np.ndarray, str]:
     """The mean of the runs' posteriors (one run: its own), each calibrated on its reference rows."""
     if reference is not None and reference.classes != classes:
-        raise InputError(f"the reference's classes ({', '.join(reference.classes)}) differ from the target's "
-                         f"({', '.join(classes)})")
+        raise InputError(
+            f"the reference's classes ({', '.join(reference.classes)}) differ from the target's ({', '.join(classes)})"
+        )
     ensemble = len(runs) > 1
     probs = np.mean([_calibrated(run, reference, classes, key, ensemble) for key, run in runs.items()], axis=0)
     if reference is None:
         return probs, "the scores' softmax (no reference to calibrate on)"
     rows = min(len(_reference_rows(reference, key, ensemble)) for key in runs)
-    return probs, (f"calibrated on {rows:,} labelled reference rows" + (" per run" if ensemble else "")
-                   + " (bias-corrected temperature scaling)")
+    return probs, (
+        f"calibrated on {rows:,} labelled reference rows"
+        + (" per run" if ensemble else "")
+        + " (bias-corrected temperature scaling)"
+    )
 
 
-def confidence_strata(probs: np.ndarray, pred: np.ndarray, classes: list[str], n_bins: int, whose: str = "model"
-                      ) -> tuple[np.ndarray, list[str]]:
+def confidence_strata(
+    probs: np.ndarray, pred: np.ndarray, classes: list[str], n_bins: int, whose: str = "model"
+) -> tuple[np.ndarray, list[str]]:
     """Stratum code per item and the names: predicted class x quantile bin of the predicted class's posterior
     (fewer bins for a class with few items: at least 4 items per bin). The name says whose posterior it is
     ("predicted x, ensemble P(x) bin 1 of 4 (0.303-0.790)"): an ensemble's can fall under 0.5."""
@@ -145,8 +169,10 @@ def confidence_strata(probs: np.ndarray, pred: np.ndarray, classes: list[str], n
         for b in range(bins):
             part = rows[within == b]
             codes[part] = len(names)
-            names.append(f"predicted {name}, {whose} P({name}) bin {b + 1} of {bins} "
-                         f"({conf[part].min():.3f}-{conf[part].max():.3f})")  # the bin makes the name unique
+            names.append(
+                f"predicted {name}, {whose} P({name}) bin {b + 1} of {bins} "
+                f"({conf[part].min():.3f}-{conf[part].max():.3f})"
+            )  # the bin makes the name unique
     return codes, names
 
 
@@ -155,8 +181,9 @@ def bins_for(budget: int, n_classes: int, max_bins: int) -> int:
     return int(np.clip(budget // (LABELS_PER_STRATUM * n_classes), 1, max_bins))
 
 
-def pool_of(target: PredictionSet, reference: PredictionSet | None = None, *, model: str | None = None,
-            seed: int | None = None) -> Pool:
+def pool_of(
+    target: PredictionSet, reference: PredictionSet | None = None, *, model: str | None = None, seed: int | None = None
+) -> Pool:
     """The pool of the certified model's target predictions, with its posteriors. Predictions of several runs
     on the same items (an ensemble): `model` and `seed` name the certified run (needed unless it is the only
     one), and the posteriors are the mean over every run, each calibrated on its own reference rows."""
@@ -164,21 +191,34 @@ def pool_of(target: PredictionSet, reference: PredictionSet | None = None, *, mo
         raise InputError("the target predictions have no ids; certification hands items out to people by id")
     frame, classes = target.frame, target.classes
     key = certified_run(frame, model, seed)
-    runs = {k: frame[(frame["model"] == k[0]) & (frame["seed"] == k[1])].assign(id=lambda f: f["id"].astype(str))
-            for k in [key, *[r for r in _runs(frame) if (r[0], int(r[1])) != key]]}
+    runs = {
+        k: frame[(frame["model"] == k[0]) & (frame["seed"] == k[1])].assign(id=lambda f: f["id"].astype(str))
+        for k in [key, *[r for r in _runs(frame) if (r[0], int(r[1])) != key]]
+    }
     first = runs[key]
     ids = first["id"].to_numpy()
     if len(set(ids)) != len(ids):
         raise InputError("the target predictions repeat an id; each pooled item needs its own")
     for (name, run_seed), run in runs.items():
         if len(run) != len(ids) or set(run["id"]) != set(ids):
-            raise InputError(f"run {name} seed {run_seed} scores {len(run):,} items, the certified run {len(ids):,} "
-                             "others; every run of an ensemble must score the same items")
+            raise InputError(
+                f"run {name} seed {run_seed} scores {len(run):,} items, the certified run {len(ids):,} "
+                "others; every run of an ensemble must score the same items"
+            )
     runs = {k: run.set_index("id").loc[ids].reset_index() for k, run in runs.items()}  # one row order
     probs, calibration = _posteriors(runs, reference, classes)
     pred = scores(first, classes).argmax(axis=1)
-    return Pool(ids, pred, probs, classes, key[0], predictions_digest(frame, classes), calibration, key[1],
-                [(m, int(s)) for m, s in runs])
+    return Pool(
+        ids,
+        pred,
+        probs,
+        classes,
+        key[0],
+        predictions_digest(frame, classes),
+        calibration,
+        key[1],
+        [(m, int(s)) for m, s in runs],
+    )
 
 
 def allocate(probs: np.ndarray, pred: np.ndarray, strata: np.ndarray, budget: int) -> np.ndarray:
@@ -187,6 +227,8 @@ def allocate(probs: np.ndarray, pred: np.ndarray, strata: np.ndarray, budget: in
     try:
         return neyman_allocation(sizes, anticipated_sd(probs, pred, strata), budget, shrink=SHRINK)
     except ValueError:
-        raise InputError(f"a budget of {budget} cannot give each of the {len(sizes)} strata 2 labels "
-                         f"(at least {int(np.minimum(sizes, 2).sum())} needed); "
-                         "raise the budget or lower --bins") from None
+        raise InputError(
+            f"a budget of {budget} cannot give each of the {len(sizes)} strata 2 labels "
+            f"(at least {int(np.minimum(sizes, 2).sum())} needed); "
+            "raise the budget or lower --bins"
+        ) from None

@@ -15,8 +15,18 @@ from mhaudit.tables.io import read_table
 
 __all__ = ["SAMPLE_COLUMNS", "item_texts", "read_validation_set"]
 
-SAMPLE_COLUMNS = ("sample_id", "item_id", "task", "text", "stratum", "weak_labeler", "pool_size", "sample_size",
-                  "weight", "seed")
+SAMPLE_COLUMNS = (
+    "sample_id",
+    "item_id",
+    "task",
+    "text",
+    "stratum",
+    "weak_labeler",
+    "pool_size",
+    "sample_size",
+    "weight",
+    "seed",
+)
 
 
 def item_texts(items: pd.DataFrame, id_col: str) -> pd.Series:

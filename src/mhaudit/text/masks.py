@@ -37,5 +37,7 @@ def apply_mask(texts, parses: Parses, mask: str, *, seed: int = 0) -> list[str]:
         rng = np.random.default_rng(seed)
         words[content] = np.asarray(CONTENT_POS, dtype=object)[rng.integers(len(CONTENT_POS), size=int(content.sum()))]
     offsets = parses.offsets
-    return [" ".join(w for w, k in zip(words[lo:hi], keep[lo:hi]) if k and not w.isspace())
-            for lo, hi in zip(offsets[:-1], offsets[1:])]
+    return [
+        " ".join(w for w, k in zip(words[lo:hi], keep[lo:hi]) if k and not w.isspace())
+        for lo, hi in zip(offsets[:-1], offsets[1:])
+    ]

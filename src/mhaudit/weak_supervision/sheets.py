@@ -55,8 +55,10 @@ class ChoiceMap:
             return 1
         if text in self.negative:
             return 0
-        raise InputError(f"{where}: label choice {choice!r} is neither positive ({', '.join(sorted(self.positive))}) "
-                         f"nor negative ({', '.join(sorted(self.negative))}); map it with --positive or --negative")
+        raise InputError(
+            f"{where}: label choice {choice!r} is neither positive ({', '.join(sorted(self.positive))}) "
+            f"nor negative ({', '.join(sorted(self.negative))}); map it with --positive or --negative"
+        )
 
 
 @dataclass
@@ -114,14 +116,18 @@ def _check_kind(kind: str, where: str) -> str:
 # --- mhaudit sheets ----------------------------------------------------------------------------------
 def _read_mhaudit(path: Path, opts: Options) -> SheetRows:
     if path.suffix.lower() == ".json":
-        raise InputError("a .json file: pass --format label-studio or --format argilla, or give an "
-                         "mhaudit sheet as .csv, .jsonl or .parquet", path=path)
+        raise InputError(
+            "a .json file: pass --format label-studio or --format argilla, or give an "
+            "mhaudit sheet as .csv, .jsonl or .parquet",
+            path=path,
+        )
     frame = read_table(path, what="the sheet")
     for column, option in (("item_id", None), ("value", None), ("task", opts.task), ("labeler", opts.labeler)):
         if column not in frame.columns and option is None:
             flag = f" (or pass --{column})" if column in ("task", "labeler") else ""
-            raise InputError(f"missing column '{column}'{flag}; a sheet needs item_id, task, labeler and value",
-                             path=path)
+            raise InputError(
+                f"missing column '{column}'{flag}; a sheet needs item_id, task, labeler and value", path=path
+            )
     result = SheetRows([])
     for i, record in enumerate(frame.to_dict("records")):
         where = f"{path} row {i + 1}"  # the n-th data row, header not counted, whatever the file type
@@ -129,11 +135,16 @@ def _read_mhaudit(path: Path, opts: Options) -> SheetRows:
         if _empty(value) and _empty(record.get("raw_answer")):
             result.skipped += 1
             continue
-        row: dict[str, object] = {name: _text(record.get(name))
-                                  for name in ("item_id", "raw_answer", "prompt_hash", "note", "created_at")}
-        row |= {"task": _text(record.get("task")) or opts.task, "labeler": _text(record.get("labeler")) or opts.labeler,
-                "kind": _check_kind(_text(record.get("kind")) or opts.kind, where),
-                "value": check_label_value(value, where), "tags": list(parse_tags(record.get("tags"))) or None}
+        row: dict[str, object] = {
+            name: _text(record.get(name)) for name in ("item_id", "raw_answer", "prompt_hash", "note", "created_at")
+        }
+        row |= {
+            "task": _text(record.get("task")) or opts.task,
+            "labeler": _text(record.get("labeler")) or opts.labeler,
+            "kind": _check_kind(_text(record.get("kind")) or opts.kind, where),
+            "value": check_label_value(value, where),
+            "tags": list(parse_tags(record.get("tags"))) or None,
+        }
         latency = record.get("latency_ms")
         if not _empty(latency):
             try:
@@ -168,11 +179,17 @@ def _ls_results(results: list, opts: Options, where: str) -> tuple[object, list[
         others = [r for r in choices if r.get("from_name") != opts.tags_field]
         if len(others) > 1:
             names = sorted({str(r.get("from_name")) for r in others})
-            raise InputError(f"{where}: several choice fields ({', '.join(names)}) and none named "
-                             f"'{opts.label_field}'; pass --label-field")
+            raise InputError(
+                f"{where}: several choice fields ({', '.join(names)}) and none named "
+                f"'{opts.label_field}'; pass --label-field"
+            )
         label = others
-    tags = [c for r in choices if r.get("from_name") == opts.tags_field
-            for c in (r.get("value") or {}).get("choices", []) or (r.get("value") or {}).get("taxonomy", [])]
+    tags = [
+        c
+        for r in choices
+        if r.get("from_name") == opts.tags_field
+        for c in (r.get("value") or {}).get("choices", []) or (r.get("value") or {}).get("taxonomy", [])
+    ]
     tags = [t if isinstance(t, str) else "/".join(map(str, t)) for t in tags]
     texts = [r for r in results if isinstance(r, dict) and r.get("type") == "textarea"]
     named = [r for r in texts if r.get("from_name") == opts.note_field] or (texts if len(texts) == 1 else [])
@@ -192,8 +209,10 @@ def _read_label_studio(path: Path, opts: Options) -> SheetRows:
         if _empty(item_id) and opts.id_field == "id":
             item_id = task.get("id")
         if _empty(item_id):
-            raise InputError(f"{where}: no '{opts.id_field}' in the task data; the sample's item ids must travel "
-                             "with the tasks (or pass --id-field)")
+            raise InputError(
+                f"{where}: no '{opts.id_field}' in the task data; the sample's item ids must travel "
+                "with the tasks (or pass --id-field)"
+            )
         task_name = _text(data.get("task")) or opts.task
         if task_name is None:
             raise InputError(f"{where}: no 'task' in the task data; pass --task")
@@ -202,21 +221,41 @@ def _read_label_studio(path: Path, opts: Options) -> SheetRows:
             entries = []
             for a in annotations:
                 value, tags, note = _ls_results(a.get("result") or [], opts, where)
-                entries.append((*_ls_user(a.get("completed_by")), value, tags, note, a.get("lead_time"),
-                                a.get("created_at")))
+                entries.append(
+                    (*_ls_user(a.get("completed_by")), value, tags, note, a.get("lead_time"), a.get("created_at"))
+                )
         else:  # JSON-MIN: one flat object per annotation
             value = data.get(opts.label_field)
             if isinstance(value, dict):
                 value = value.get("choices")
             tags = data.get(opts.tags_field)
             tags = tags.get("choices", []) if isinstance(tags, dict) else ([] if _empty(tags) else [tags])
-            entries = [(*_ls_user(data.get("annotator")), value, tags, _text(data.get(opts.note_field)),
-                        data.get("lead_time"), data.get("created_at"))]
+            entries = [
+                (
+                    *_ls_user(data.get("annotator")),
+                    value,
+                    tags,
+                    _text(data.get(opts.note_field)),
+                    data.get("lead_time"),
+                    data.get("created_at"),
+                )
+            ]
         for user, user_id, value, tags, note, lead_time, created in entries:
-            _add_answer(result, opts, value, f"{where} (item '{item_id}')", item_id=str(item_id), task=task_name,
-                        _user=user, _id=user_id, labeler=f"label-studio-{user_id}" if user_id is not None else None,
-                        tags=tags, note=note, created_at=_text(created),
-                        latency_ms=float(lead_time) * 1000 if isinstance(lead_time, (int, float)) else None)
+            _add_answer(
+                result,
+                opts,
+                value,
+                f"{where} (item '{item_id}')",
+                item_id=str(item_id),
+                task=task_name,
+                _user=user,
+                _id=user_id,
+                labeler=f"label-studio-{user_id}" if user_id is not None else None,
+                tags=tags,
+                note=note,
+                created_at=_text(created),
+                latency_ms=float(lead_time) * 1000 if isinstance(lead_time, (int, float)) else None,
+            )
     return result
 
 
@@ -228,9 +267,15 @@ def _add_answer(result: SheetRows, opts: Options, value: object, where: str, **r
     if _empty(value) if not isinstance(value, list) else not value:
         result.skipped += 1
         return
-    result.rows.append({**row, "kind": opts.kind, "value": opts.choices.value(value, where),
-                        "raw_answer": json.dumps(value) if isinstance(value, list) else str(value),
-                        "tags": [str(t) for t in row["tags"]] or None})
+    result.rows.append(
+        {
+            **row,
+            "kind": opts.kind,
+            "value": opts.choices.value(value, where),
+            "raw_answer": json.dumps(value) if isinstance(value, list) else str(value),
+            "tags": [str(t) for t in row["tags"]] or None,
+        }
+    )
 
 
 # --- Argilla ------------------------------------------------------------------------------------------
@@ -238,8 +283,9 @@ def _argilla_responses(record: dict, where: str) -> dict[str, list[dict]]:
     """question -> [{value, user_id, status}] for both the nested and the flattened export."""
     nested = record.get("responses")
     if isinstance(nested, dict):
-        return {q: [r for r in answers if isinstance(r, dict)] for q, answers in nested.items()
-                if isinstance(answers, list)}
+        return {
+            q: [r for r in answers if isinstance(r, dict)] for q, answers in nested.items() if isinstance(answers, list)
+        }
     flat: dict[str, list[dict]] = {}
     for key, values in record.items():
         if key.endswith(".responses") and isinstance(values, list):
@@ -247,10 +293,12 @@ def _argilla_responses(record: dict, where: str) -> dict[str, list[dict]]:
             users = record.get(f"{key}.users") or [None] * len(values)
             status = record.get(f"{key}.status") or [None] * len(values)
             if not len(values) == len(users) == len(status):
-                raise InputError(f"{where}: '{key}' has {len(values)} responses but {len(users)} users and "
-                                 f"{len(status)} statuses")
-            flat[question] = [{"value": v, "user_id": u, "status": s}
-                              for v, u, s in zip(values, users, status, strict=True)]
+                raise InputError(
+                    f"{where}: '{key}' has {len(values)} responses but {len(users)} users and {len(status)} statuses"
+                )
+            flat[question] = [
+                {"value": v, "user_id": u, "status": s} for v, u, s in zip(values, users, status, strict=True)
+            ]
     return flat
 
 
@@ -283,10 +331,19 @@ def _read_argilla(path: Path, opts: Options) -> SheetRows:
                 by_user.setdefault(str(answer.get("user_id")), {})[question] = answer.get("value")
         for user, given in by_user.items():
             tags = given.get(opts.tags_field)
-            _add_answer(result, opts, given.get(opts.label_field), f"{where} (item '{item_id}')",
-                        item_id=str(item_id), task=task_name, labeler=f"argilla-{user}", _user=user, _id=user,
-                        tags=tags if isinstance(tags, list) else ([] if _empty(tags) else [tags]),
-                        note=_text(given.get(opts.note_field)))
+            _add_answer(
+                result,
+                opts,
+                given.get(opts.label_field),
+                f"{where} (item '{item_id}')",
+                item_id=str(item_id),
+                task=task_name,
+                labeler=f"argilla-{user}",
+                _user=user,
+                _id=user,
+                tags=tags if isinstance(tags, list) else ([] if _empty(tags) else [tags]),
+                note=_text(given.get(opts.note_field)),
+            )
     return result
 
 
@@ -308,20 +365,29 @@ def read_sheet(path: str | Path, fmt: str = "mhaudit", opts: Options | None = No
         if opts.labeler is not None:
             if len(users) > 1:
                 named = ", ".join(ids) + (f"{' and ' if ids else ''}{no_id} without a user id" if no_id else "")
-                raise InputError(f"the file holds labels from {len(users)} annotators ({named}); --labeler names "
-                                 "one: add --user ID to import them one at a time", path=path)
+                raise InputError(
+                    f"the file holds labels from {len(users)} annotators ({named}); --labeler names "
+                    "one: add --user ID to import them one at a time",
+                    path=path,
+                )
             for row in result.rows:
                 row["labeler"] = opts.labeler
         elif no_id:
-            raise InputError(f"{no_id} annotator(s) in the file have no numeric Label Studio user id (the export "
-                             "names them by email, which mhaudit never stores); import them one at a time under a "
-                             "name with --user EMAIL --labeler NAME", path=path)
+            raise InputError(
+                f"{no_id} annotator(s) in the file have no numeric Label Studio user id (the export "
+                "names them by email, which mhaudit never stores); import them one at a time under a "
+                "name with --user EMAIL --labeler NAME",
+                path=path,
+            )
     seen: set[tuple] = set()
     for row in result.rows:
         key = tuple(row[k] for k in KEY)
         if key in seen:
-            raise InputError(f"item '{row['item_id']}' has two labels from '{row['labeler']}' for task "
-                             f"'{row['task']}'; one labeler writes one label per item", path=path)
+            raise InputError(
+                f"item '{row['item_id']}' has two labels from '{row['labeler']}' for task "
+                f"'{row['task']}'; one labeler writes one label per item",
+                path=path,
+            )
         seen.add(key)
     return result
 
@@ -332,8 +398,10 @@ def check_labeler_kinds(store: LabelStore, rows: list[dict], advice: str = "choo
     for labeler, kind in sorted(wanted):
         kinds = set(store.frame(labeler=labeler)["kind"]) - {kind}
         if kinds:
-            raise InputError(f"labeler '{labeler}' already has {sorted(kinds)[0]} labels in the label store, not "
-                             f"{kind}; {advice}", path=store.path)
+            raise InputError(
+                f"labeler '{labeler}' already has {sorted(kinds)[0]} labels in the label store, not {kind}; {advice}",
+                path=store.path,
+            )
 
 
 def blank_sheet(items: list, store: LabelStore, labeler: str, task: str | None = None) -> pd.DataFrame:
@@ -344,9 +412,18 @@ def blank_sheet(items: list, store: LabelStore, labeler: str, task: str | None =
         if task is not None and item.task != task:
             continue
         label = known.get(item.key, {})
-        rows.append({"item_id": item.item_id, "task": item.task, "labeler": labeler,
-                     "kind": label.get("kind", "human"), "value": label.get("value"),
-                     "tags": label.get("tags"), "note": label.get("note"), "text": item.text})
+        rows.append(
+            {
+                "item_id": item.item_id,
+                "task": item.task,
+                "labeler": labeler,
+                "kind": label.get("kind", "human"),
+                "value": label.get("value"),
+                "tags": label.get("tags"),
+                "note": label.get("note"),
+                "text": item.text,
+            }
+        )
     if not rows:
         raise InputError(f"the sample has no items for task '{task}'")
     frame = pd.DataFrame(rows)

@@ -6,13 +6,11 @@ from mhaudit.tables.corpus.dedup import decontaminate, deduplicate, normalise
 
 
 def frame(texts, labels, dataset="d", split="train"):
-    return pd.DataFrame({"id": range(len(texts)), "text": texts, "label": labels, "dataset": dataset,
-                         "split": split})
+    return pd.DataFrame({"id": range(len(texts)), "text": texts, "label": labels, "dataset": dataset, "split": split})
 
 
 def test_duplicates_and_conflicts_are_counted():
-    df = frame(["Hello  world", "hello world", "HELLO WORLD\n", "sad", "Sad ", "other"],
-               ["x", "x", "x", "x", "y", "z"])
+    df = frame(["Hello  world", "hello world", "HELLO WORLD\n", "sad", "Sad ", "other"], ["x", "x", "x", "x", "y", "z"])
     out, report = deduplicate(df)
     assert out["text"].tolist() == ["Hello  world", "other"]
     assert (report.duplicate_rows_removed, report.conflicting_texts, report.conflicting_rows_removed) == (2, 1, 2)
@@ -22,8 +20,10 @@ def test_duplicates_and_conflicts_are_counted():
 
 
 def test_texts_shared_between_data_sets_or_splits_are_not_duplicates():
-    df = pd.concat([frame(["a b"], ["x"], "gold"), frame(["A  b"], ["y"], "auto"),
-                    frame(["a b"], ["x"], "gold", "test")], ignore_index=True)
+    df = pd.concat(
+        [frame(["a b"], ["x"], "gold"), frame(["A  b"], ["y"], "auto"), frame(["a b"], ["x"], "gold", "test")],
+        ignore_index=True,
+    )
     out, report = deduplicate(df)
     assert len(out) == 3 and report.conflicting_texts == 0
 
@@ -35,8 +35,9 @@ def test_decontamination_removes_evaluation_texts_from_the_pool():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["a", "A ", "b", " B", "c"]), st.sampled_from("xy")), min_size=1,
-                max_size=25))
+@given(
+    st.lists(st.tuples(st.sampled_from(["a", "A ", "b", " B", "c"]), st.sampled_from("xy")), min_size=1, max_size=25)
+)
 def test_matches_brute_force(rows):
     df = frame([t for t, _ in rows], [lab for _, lab in rows])
     out, report = deduplicate(df)

@@ -7,17 +7,31 @@ from mhaudit.tables.corpus.schema import Corpus
 
 def corpus():
     texts = ["one two three", "a " * 70, "four five", "word " * 10 + "end"]
-    return Corpus.build(pd.DataFrame({
-        "id": list("abcd"), "text": texts, "label": ["y", "x", "x", "y"], "platform": ["p", "p", "q", "q"],
-        "dataset": ["dp", "dp", "dq", "dq"], "split": ["train", "test", "test", "test"],
-        "label_source": ["human", "human", "auto", "auto"]}), ["y", "x"])
+    return Corpus.build(
+        pd.DataFrame(
+            {
+                "id": list("abcd"),
+                "text": texts,
+                "label": ["y", "x", "x", "y"],
+                "platform": ["p", "p", "q", "q"],
+                "dataset": ["dp", "dp", "dq", "dq"],
+                "split": ["train", "test", "test", "test"],
+                "label_source": ["human", "human", "auto", "auto"],
+            }
+        ),
+        ["y", "x"],
+    )
 
 
 def test_counts_sources_and_lengths():
     tables = describe(corpus(), max_tokens=10)
     rows = tables["rows"]
     assert rows[["platform", "split", "label", "rows"]].values.tolist() == [
-        ["p", "test", "x", 1], ["p", "train", "y", 1], ["q", "test", "y", 1], ["q", "test", "x", 1]]
+        ["p", "test", "x", 1],
+        ["p", "train", "y", 1],
+        ["q", "test", "y", 1],
+        ["q", "test", "x", 1],
+    ]
     assert tables["label_sources"].set_index("dataset")["label_source"].to_dict() == {"dp": "human", "dq": "auto"}
     length = tables["text_length"].set_index("platform")
     assert length.loc["p", "mean_words"] == pytest.approx((3 + 70) / 2)

@@ -7,24 +7,45 @@ from mhaudit.core.errors import InputError
 from mhaudit.tables.corpus import mappings
 from mhaudit.tables.corpus.label_mapping import MultiLabelPolicy, apply_mapping
 
-GOEMOTIONS = ("admiration amusement anger annoyance approval caring confusion curiosity desire disappointment "
-              "disapproval disgust embarrassment excitement fear gratitude grief joy love nervousness optimism "
-              "pride realization relief remorse sadness surprise neutral").split()
+GOEMOTIONS = (
+    "admiration amusement anger annoyance approval caring confusion curiosity desire disappointment "
+    "disapproval disgust embarrassment excitement fear gratitude grief joy love nervousness optimism "
+    "pride realization relief remorse sadness surprise neutral"
+).split()
 DAIR = ["sadness", "joy", "love", "anger", "fear", "surprise"]
 KAGGLE = ["Normal", "Depression", "Suicidal", "Anxiety", "Bipolar", "Stress", "Personality disorder"]
 
 
 def test_every_shipped_mapping_loads_with_a_source_and_summary():
     names = [m.name for m in mappings.available()]
-    assert {"goemotions-cpfe-text", "goemotions-cpfe-code", "dair-cpfe-text", "dair-cpfe-code", "kaggle-cpfe",
-            "cpfe-a", "cpfe-b", "cpfe-c", "cpfe-d", "cpfe-e", "stress-binary", "depression-binary"} <= set(names)
+    assert {
+        "goemotions-cpfe-text",
+        "goemotions-cpfe-code",
+        "dair-cpfe-text",
+        "dair-cpfe-code",
+        "kaggle-cpfe",
+        "cpfe-a",
+        "cpfe-b",
+        "cpfe-c",
+        "cpfe-d",
+        "cpfe-e",
+        "stress-binary",
+        "depression-binary",
+    } <= set(names)
     for m in mappings.available():
         assert m.summary and m.source and m.classes
 
 
-@pytest.mark.parametrize("name, vocabulary", [
-    ("goemotions-cpfe-text", GOEMOTIONS), ("goemotions-cpfe-code", GOEMOTIONS),
-    ("dair-cpfe-text", DAIR), ("dair-cpfe-code", DAIR), ("kaggle-cpfe", KAGGLE)])
+@pytest.mark.parametrize(
+    "name, vocabulary",
+    [
+        ("goemotions-cpfe-text", GOEMOTIONS),
+        ("goemotions-cpfe-code", GOEMOTIONS),
+        ("dair-cpfe-text", DAIR),
+        ("dair-cpfe-code", DAIR),
+        ("kaggle-cpfe", KAGGLE),
+    ],
+)
 def test_mappings_cover_their_vocabulary_exactly(name, vocabulary):
     m = mappings.load(name)
     assert sorted(set(m.targets) | set(m.dropped)) == sorted(vocabulary)
@@ -39,8 +60,15 @@ def test_text_and_code_readings_differ_as_documented():
     assert mappings.load("dair-cpfe-text").target("surprise") == "normal"
     assert mappings.load("dair-cpfe-code").target("surprise") is None
     kaggle = mappings.load("kaggle-cpfe")
-    assert [kaggle.target(s) for s in KAGGLE] == ["normal", "depression", "depression", "anxiety", "depression",
-                                                  "stress", "stress"]
+    assert [kaggle.target(s) for s in KAGGLE] == [
+        "normal",
+        "depression",
+        "depression",
+        "anxiety",
+        "depression",
+        "stress",
+        "stress",
+    ]
 
 
 def test_coarsenings_chain_after_a_four_class_mapping():
@@ -48,8 +76,9 @@ def test_coarsenings_chain_after_a_four_class_mapping():
     d = mappings.load("kaggle-cpfe+cpfe-d")
     assert b.classes == ["normal", "condition"] and d.classes == ["normal", "distress"]
     # D as the released code computes it is B under another name: same partition of raw labels
-    assert ({k: b.classes.index(v) for k, v in b.targets.items()}
-            == {k: d.classes.index(v) for k, v in d.targets.items()})
+    assert {k: b.classes.index(v) for k, v in b.targets.items()} == {
+        k: d.classes.index(v) for k, v in d.targets.items()
+    }
     c = mappings.load("dair-cpfe-code+cpfe-c")
     assert c.target("fear") == c.target("anger") == "distress" and c.target("surprise") is None
     e = mappings.load("kaggle-cpfe+cpfe-e")
@@ -65,21 +94,32 @@ def test_unknown_mapping_and_user_mapping_file(tmp_path):
 
 
 def records(labels):
-    return pd.DataFrame({"id": [f"r{i}" for i in range(len(labels))], "text": [f"t{i}" for i in range(len(labels))],
-                         "raw_labels": labels})
+    return pd.DataFrame(
+        {
+            "id": [f"r{i}" for i in range(len(labels))],
+            "text": [f"t{i}" for i in range(len(labels))],
+            "raw_labels": labels,
+        }
+    )
 
 
 CODE = mappings.load("goemotions-cpfe-code")
 ROWS = [["sadness"], ["joy", "fear"], ["surprise", "anger"], ["fear", "nervousness"], ["confusion"]]
 
 
-@pytest.mark.parametrize("policy, ids, labels", [
-    (MultiLabelPolicy.first, ["r0", "r1", "r3"], ["depression", "normal", "anxiety"]),
-    (MultiLabelPolicy.expand, ["r0", "r1:joy", "r1:fear", "r2:anger", "r3:fear", "r3:nervousness"],
-     ["depression", "normal", "anxiety", "stress", "anxiety", "anxiety"]),
-    (MultiLabelPolicy.priority, ["r0", "r1", "r2", "r3"], ["depression", "anxiety", "stress", "anxiety"]),
-    (MultiLabelPolicy.drop_ambiguous, ["r0", "r2", "r3"], ["depression", "stress", "anxiety"]),
-])
+@pytest.mark.parametrize(
+    "policy, ids, labels",
+    [
+        (MultiLabelPolicy.first, ["r0", "r1", "r3"], ["depression", "normal", "anxiety"]),
+        (
+            MultiLabelPolicy.expand,
+            ["r0", "r1:joy", "r1:fear", "r2:anger", "r3:fear", "r3:nervousness"],
+            ["depression", "normal", "anxiety", "stress", "anxiety", "anxiety"],
+        ),
+        (MultiLabelPolicy.priority, ["r0", "r1", "r2", "r3"], ["depression", "anxiety", "stress", "anxiety"]),
+        (MultiLabelPolicy.drop_ambiguous, ["r0", "r2", "r3"], ["depression", "stress", "anxiety"]),
+    ],
+)
 def test_multi_label_policies(policy, ids, labels):
     out = apply_mapping(records(ROWS), CODE, policy)
     assert out.frame["id"].tolist() == ids
@@ -107,11 +147,14 @@ def test_a_chain_keeps_the_first_mappings_priority():
     assert out.frame["label"].tolist() == ["condition"]  # as depression would win under the 4-class mapping
 
 
-@pytest.mark.parametrize("text, message", [
-    ('name = "m"\nclasses = "xy"\n[map]\nx = ["1"]\n', "classes must be a list of strings"),
-    ('name = "m"\nclasses = ["x"]\nmap = "x"\n', "must be a table"),
-    ('name = "m"\nclasses = ["x"]\n[map]\nx = "10"\n', "[map] x must be a list of strings"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('name = "m"\nclasses = "xy"\n[map]\nx = ["1"]\n', "classes must be a list of strings"),
+        ('name = "m"\nclasses = ["x"]\nmap = "x"\n', "must be a table"),
+        ('name = "m"\nclasses = ["x"]\n[map]\nx = "10"\n', "[map] x must be a list of strings"),
+    ],
+)
 def test_malformed_mapping_files(tmp_path, text, message):
     path = tmp_path / "bad.toml"
     path.write_text(text)

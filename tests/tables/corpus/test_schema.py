@@ -6,8 +6,14 @@ from mhaudit.tables.corpus.schema import SCHEMA, Corpus
 
 
 def frame(**overrides):
-    base = {"id": ["a", "b", "c"], "text": ["one", "two", "three"], "label": ["x", "y", "x"],
-            "platform": "p", "dataset": "d", "split": ["train", "test", "calibration"]}
+    base = {
+        "id": ["a", "b", "c"],
+        "text": ["one", "two", "three"],
+        "label": ["x", "y", "x"],
+        "platform": "p",
+        "dataset": "d",
+        "split": ["train", "test", "calibration"],
+    }
     base.update(overrides)
     return pd.DataFrame(base)
 
@@ -27,12 +33,15 @@ def test_optional_columns_kept_in_schema_order():
     assert list(corpus.frame.columns) == [*SCHEMA.required, "domain", "lang"]
 
 
-@pytest.mark.parametrize("bad, message", [
-    (dict(text=["one", "  ", "three"]), "row 2: text is empty or whitespace only"),
-    (dict(id=["a", "b", "a"]), "row 3: id 'a' appears more than once"),
-    (dict(split=["train", "dev", "test"]), "row 2: split 'dev' is not one of train, val, test, calibration"),
-    (dict(label=["x", "y", "z"]), "row 3: label 'z' is not one of the corpus classes (x, y)"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (dict(text=["one", "  ", "three"]), "row 2: text is empty or whitespace only"),
+        (dict(id=["a", "b", "a"]), "row 3: id 'a' appears more than once"),
+        (dict(split=["train", "dev", "test"]), "row 2: split 'dev' is not one of train, val, test, calibration"),
+        (dict(label=["x", "y", "z"]), "row 3: label 'z' is not one of the corpus classes (x, y)"),
+    ],
+)
 def test_validation_names_the_row(bad, message):
     with pytest.raises(InputError) as exc:
         Corpus.build(frame(**bad), ["x", "y"], path="c.parquet")

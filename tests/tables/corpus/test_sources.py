@@ -33,17 +33,37 @@ def per_split(result) -> dict:
 
 def test_every_source_is_registered():
     assert [s.name for s in all_sources()] == [
-        "bluesky_depression", "dair_emotion", "depression_reddit", "dreaddit", "generic", "goemotions", "hf",
-        "kaggle_mh", "rastogi", "tss_full", "tss_gold"]
+        "bluesky_depression",
+        "dair_emotion",
+        "depression_reddit",
+        "dreaddit",
+        "generic",
+        "goemotions",
+        "hf",
+        "kaggle_mh",
+        "rastogi",
+        "tss_full",
+        "tss_gold",
+    ]
     assert get("goemotions").multi_label and get("goemotions").classes == EMOTIONS
 
 
-@pytest.mark.parametrize("source, classes", [
-    ("dreaddit", ["no_stress", "stress"]), ("tss_gold", ["no_stress", "stress"]),
-    ("tss_full", ["no_stress", "stress"]), ("rastogi", ["no_stress", "stress"]),
-    ("depression_reddit", ["no_depression", "depression"]), ("bluesky_depression", ["no_depression", "depression"]),
-    ("kaggle_mh", ["normal", "depression", "anxiety", "stress"]),
-    ("goemotions", None), ("dair_emotion", None), ("generic", None), ("hf", None)])
+@pytest.mark.parametrize(
+    "source, classes",
+    [
+        ("dreaddit", ["no_stress", "stress"]),
+        ("tss_gold", ["no_stress", "stress"]),
+        ("tss_full", ["no_stress", "stress"]),
+        ("rastogi", ["no_stress", "stress"]),
+        ("depression_reddit", ["no_depression", "depression"]),
+        ("bluesky_depression", ["no_depression", "depression"]),
+        ("kaggle_mh", ["normal", "depression", "anxiety", "stress"]),
+        ("goemotions", None),
+        ("dair_emotion", None),
+        ("generic", None),
+        ("hf", None),
+    ],
+)
 def test_default_mapping_classes(source, classes):
     mapping = get(source).default_mapping
     assert (load(mapping).classes if mapping else None) == classes
@@ -51,18 +71,57 @@ def test_default_mapping_classes(source, classes):
 
 # --- Dreaddit ---------------------------------------------------------------------------------------------
 
+
 def test_dreaddit_official_splits():
     folder = data_dir("dreaddit")
     result = import_source("dreaddit", [folder / "dreaddit-train.csv", folder / "dreaddit-test.csv"])
-    assert counts(result) == {("test", "no_stress"): 346, ("test", "stress"): 369,
-                              ("train", "no_stress"): 1350, ("train", "stress"): 1488}
+    assert counts(result) == {
+        ("test", "no_stress"): 346,
+        ("test", "stress"): 369,
+        ("train", "no_stress"): 1350,
+        ("train", "stress"): 1488,
+    }
     assert result.split_note == "official splits kept"
 
 
 # --- GoEmotions -------------------------------------------------------------------------------------------
 
-TEST_ASSIGNMENTS = dict(zip(EMOTIONS, [504, 264, 198, 320, 351, 135, 153, 284, 83, 151, 267, 123, 37, 103, 78, 352, 6,
-                                       161, 238, 23, 186, 16, 145, 11, 56, 156, 141, 1787], strict=True))
+TEST_ASSIGNMENTS = dict(
+    zip(
+        EMOTIONS,
+        [
+            504,
+            264,
+            198,
+            320,
+            351,
+            135,
+            153,
+            284,
+            83,
+            151,
+            267,
+            123,
+            37,
+            103,
+            78,
+            352,
+            6,
+            161,
+            238,
+            23,
+            186,
+            16,
+            145,
+            11,
+            56,
+            156,
+            141,
+            1787,
+        ],
+        strict=True,
+    )
+)
 
 
 def goemotions(*names):
@@ -76,8 +135,11 @@ def test_goemotions_native_first_and_expand():
     assert per_split(first) == {"train": 43410, "val": 5426, "test": 5427}
     assert first.corpus.classes == EMOTIONS
     frame = first.corpus.frame
-    assert frame["raw_label"].str.contains(",").groupby(frame["split"]).sum().to_dict() == \
-        {"test": 837, "train": 7102, "val": 878}
+    assert frame["raw_label"].str.contains(",").groupby(frame["split"]).sum().to_dict() == {
+        "test": 837,
+        "train": 7102,
+        "val": 878,
+    }
     # CSV-quoted in the TSV; unescaped, else unchanged
     elmo = frame.loc[frame["id"] == "goemotions-edtjpv6", "text"].item()
     assert elmo.startswith('Had to watch "Elmo in Grouchland" one time too many')
@@ -95,13 +157,11 @@ GOEMOTIONS_TEST = {
     ("goemotions-cpfe-text", Policy.first): {"normal": 4567, "depression": 287, "anxiety": 90, "stress": 483},
     ("goemotions-cpfe-text", Policy.expand): {"normal": 5341, "depression": 369, "anxiety": 101, "stress": 518},
     ("goemotions-cpfe-text", Policy.priority): {"normal": 4522, "depression": 345, "anxiety": 94, "stress": 466},
-    ("goemotions-cpfe-text", Policy.drop_ambiguous): {"normal": 4522, "depression": 257, "anxiety": 80,
-                                                      "stress": 351},
+    ("goemotions-cpfe-text", Policy.drop_ambiguous): {"normal": 4522, "depression": 257, "anxiety": 80, "stress": 351},
     ("goemotions-cpfe-code", Policy.first): {"normal": 3586, "depression": 287, "anxiety": 120, "stress": 567},
     ("goemotions-cpfe-code", Policy.expand): {"normal": 4108, "depression": 369, "anxiety": 138, "stress": 641},
     ("goemotions-cpfe-code", Policy.priority): {"normal": 3641, "depression": 345, "anxiety": 128, "stress": 560},
-    ("goemotions-cpfe-code", Policy.drop_ambiguous): {"normal": 3641, "depression": 277, "anxiety": 111,
-                                                      "stress": 499},
+    ("goemotions-cpfe-code", Policy.drop_ambiguous): {"normal": 3641, "depression": 277, "anxiety": 111, "stress": 499},
 }
 GOEMOTIONS_TEST_ROWS = {key: sum(v.values()) for key, v in GOEMOTIONS_TEST.items()}
 
@@ -116,10 +176,15 @@ def test_goemotions_test_split_under_cpfe_mappings(mapping, policy):
 
 def test_goemotions_test_rows_measured():
     assert GOEMOTIONS_TEST_ROWS == {
-        ("goemotions-cpfe-text", Policy.first): 5427, ("goemotions-cpfe-text", Policy.expand): 6329,
-        ("goemotions-cpfe-text", Policy.priority): 5427, ("goemotions-cpfe-text", Policy.drop_ambiguous): 5210,
-        ("goemotions-cpfe-code", Policy.first): 4560, ("goemotions-cpfe-code", Policy.expand): 5256,
-        ("goemotions-cpfe-code", Policy.priority): 4674, ("goemotions-cpfe-code", Policy.drop_ambiguous): 4528}
+        ("goemotions-cpfe-text", Policy.first): 5427,
+        ("goemotions-cpfe-text", Policy.expand): 6329,
+        ("goemotions-cpfe-text", Policy.priority): 5427,
+        ("goemotions-cpfe-text", Policy.drop_ambiguous): 5210,
+        ("goemotions-cpfe-code", Policy.first): 4560,
+        ("goemotions-cpfe-code", Policy.expand): 5256,
+        ("goemotions-cpfe-code", Policy.priority): 4674,
+        ("goemotions-cpfe-code", Policy.drop_ambiguous): 4528,
+    }
 
 
 def test_goemotions_6257_is_text_mapping_without_remorse_and_pride(tmp_path):
@@ -131,22 +196,32 @@ def test_goemotions_6257_is_text_mapping_without_remorse_and_pride(tmp_path):
         lines.append(f"{cls} = {raws!r}".replace("'", '"'))
     lines += ["[drop]", 'labels = ["remorse", "pride"]']
     (tmp_path / "m.toml").write_text("\n".join(lines))
-    result = import_source("goemotions", goemotions("test.tsv"),
-                           ImportOptions(mapping=str(tmp_path / "m.toml"), multi_label=Policy.expand))
+    result = import_source(
+        "goemotions", goemotions("test.tsv"), ImportOptions(mapping=str(tmp_path / "m.toml"), multi_label=Policy.expand)
+    )
     assert len(result.corpus.frame) == 6257
 
 
 def test_goemotions_pooled_released_code_reading():
     """The released code's reading (cpfe-code, first listed label) over all three splits, before its re-split."""
-    result = import_source("goemotions", goemotions("train.tsv", "dev.tsv", "test.tsv"),
-                           ImportOptions(mapping="goemotions-cpfe-code", multi_label=Policy.first))
+    result = import_source(
+        "goemotions",
+        goemotions("train.tsv", "dev.tsv", "test.tsv"),
+        ImportOptions(mapping="goemotions-cpfe-code", multi_label=Policy.first),
+    )
     assert len(result.corpus.frame) == 45881
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "jsonl", "csv"])
 def test_goemotions_hf_layout_matches_tsv(tmp_path, fmt):
-    tsv = pd.read_csv(goemotions("test.tsv")[0], sep="\t", header=None, names=["text", "labels", "id"], dtype=str,
-                      keep_default_na=False)
+    tsv = pd.read_csv(
+        goemotions("test.tsv")[0],
+        sep="\t",
+        header=None,
+        names=["text", "labels", "id"],
+        dtype=str,
+        keep_default_na=False,
+    )
     hf = tsv.assign(labels=tsv["labels"].map(lambda s: [int(x) for x in s.split(",")]))
     path = tmp_path / f"test-00000-of-00001.{fmt}"
     if fmt == "parquet":
@@ -171,9 +246,11 @@ def test_goemotions_builtin_names_and_bad_ids(tmp_path):
 
 # --- dair-ai/emotion --------------------------------------------------------------------------------------
 
-DAIR = {"train": {"joy": 5362, "sadness": 4666, "anger": 2159, "fear": 1937, "love": 1304, "surprise": 572},
-        "val": {"joy": 704, "sadness": 550, "anger": 275, "fear": 212, "love": 178, "surprise": 81},
-        "test": {"joy": 695, "sadness": 581, "anger": 275, "fear": 224, "love": 159, "surprise": 66}}
+DAIR = {
+    "train": {"joy": 5362, "sadness": 4666, "anger": 2159, "fear": 1937, "love": 1304, "surprise": 572},
+    "val": {"joy": 704, "sadness": 550, "anger": 275, "fear": 212, "love": 178, "surprise": 81},
+    "test": {"joy": 695, "sadness": 581, "anger": 275, "fear": 224, "love": 159, "surprise": 66},
+}
 
 
 def test_dair_emotion_official_splits():
@@ -185,8 +262,12 @@ def test_dair_emotion_official_splits():
     assert set(frame["platform"]) == {"twitter"} and set(frame["label_source"]) == {"distant"}
     assert frame["id"].iat[0] == "dair_emotion-train-1"
     code = import_source("dair_emotion", [folder / "test.txt"], ImportOptions(mapping="dair-cpfe-code"))
-    assert code.corpus.frame["label"].value_counts().to_dict() == \
-        {"normal": 695 + 159, "depression": 581, "stress": 275, "anxiety": 224}  # surprise (66) dropped
+    assert code.corpus.frame["label"].value_counts().to_dict() == {
+        "normal": 695 + 159,
+        "depression": 581,
+        "stress": 275,
+        "anxiety": 224,
+    }  # surprise (66) dropped
 
 
 def test_dair_emotion_hf_layout_ids(tmp_path):
@@ -198,6 +279,7 @@ def test_dair_emotion_hf_layout_ids(tmp_path):
 
 
 # --- Kaggle Combined Data (fixture written by hand) ---------------------------------------------------------
+
 
 def test_kaggle_fixture_mapped():
     result = import_source("kaggle_mh", [FIXTURES / "kaggle_combined_small.csv"])
@@ -220,6 +302,7 @@ def test_kaggle_empty_statement_is_an_error(tmp_path):
 
 
 # --- TSS probe --------------------------------------------------------------------------------------------
+
 
 def test_tss_gold_utf8():
     result = import_source("tss_gold", [data_dir("tss_probe") / "Twitter_sample_gold.utf8.csv"])
@@ -253,16 +336,21 @@ def test_tss_full_reads_8900_but_three_texts_are_empty():
 
 # --- Rastogi 2022 -----------------------------------------------------------------------------------------
 
+
 def test_rastogi_four_files():
     folder = data_dir("stress_rastogi2022")
     files = [folder / f"{n}.csv" for n in ("Reddit_Combi", "Reddit_Title", "Twitter_Full", "Twitter_Non-Advert")]
     result = import_source("rastogi", files, ImportOptions(split="test"))
     assert counts(result, ("dataset", "platform", "label")) == {
-        ("rastogi_reddit_combi", "reddit", "stress"): 2745, ("rastogi_reddit_combi", "reddit", "no_stress"): 378,
-        ("rastogi_reddit_title", "reddit", "stress"): 2745, ("rastogi_reddit_title", "reddit", "no_stress"): 2811,
-        ("rastogi_twitter_full", "twitter", "stress"): 4534, ("rastogi_twitter_full", "twitter", "no_stress"): 4366,
+        ("rastogi_reddit_combi", "reddit", "stress"): 2745,
+        ("rastogi_reddit_combi", "reddit", "no_stress"): 378,
+        ("rastogi_reddit_title", "reddit", "stress"): 2745,
+        ("rastogi_reddit_title", "reddit", "no_stress"): 2811,
+        ("rastogi_twitter_full", "twitter", "stress"): 4534,
+        ("rastogi_twitter_full", "twitter", "no_stress"): 4366,
         ("rastogi_twitter_non_advert", "twitter", "stress"): 1268,
-        ("rastogi_twitter_non_advert", "twitter", "no_stress"): 783}
+        ("rastogi_twitter_non_advert", "twitter", "no_stress"): 783,
+    }
     frame = result.corpus.frame
     assert frame["id"].iat[0] == "rastogi_reddit_combi-1" and set(frame["label_source"]) == {"auto"}
     with pytest.raises(InputError, match="is not one of the Rastogi 2022 files"):
@@ -270,6 +358,7 @@ def test_rastogi_four_files():
 
 
 # --- Depression Reddit (cleaned) ----------------------------------------------------------------------------
+
 
 def test_depression_reddit():
     path = data_dir("depression_reddit_cleaned") / "depression_dataset_reddit_cleaned.csv"
@@ -285,6 +374,7 @@ def test_depression_reddit_kaggle_header(tmp_path):
 
 
 # --- Bluesky depression -----------------------------------------------------------------------------------
+
 
 def test_bluesky_depression():
     path = data_dir("bluesky_depression") / "bluesky-depression-dataset.csv"
@@ -304,17 +394,26 @@ def test_bluesky_depression():
 
 # --- generic ----------------------------------------------------------------------------------------------
 
-GENERIC = pd.DataFrame({"body": ["first, with a comma", "two\nlines", "three", "four"], "y": ["0", "1", "0", "1"],
-                        "split": ["train", "train", "test", "test"], "author": ["a", "b", "c", "d"],
-                        "created_at": ["2024-01-01T10:00:00Z", "", "2024-02-01", "2024-03-01T10:00:00+01:00"]})
+GENERIC = pd.DataFrame(
+    {
+        "body": ["first, with a comma", "two\nlines", "three", "four"],
+        "y": ["0", "1", "0", "1"],
+        "split": ["train", "train", "test", "test"],
+        "author": ["a", "b", "c", "d"],
+        "created_at": ["2024-01-01T10:00:00Z", "", "2024-02-01", "2024-03-01T10:00:00+01:00"],
+    }
+)
 
 
 @pytest.mark.parametrize("ext", ["csv", "tsv", "jsonl", "parquet"])
 def test_generic_formats(tmp_path, ext):
     path = tmp_path / f"posts.{ext}"
-    {"csv": lambda: GENERIC.to_csv(path, index=False), "tsv": lambda: GENERIC.to_csv(path, sep="\t", index=False),
-     "jsonl": lambda: GENERIC.to_json(path, orient="records", lines=True),
-     "parquet": lambda: GENERIC.to_parquet(path)}[ext]()
+    {
+        "csv": lambda: GENERIC.to_csv(path, index=False),
+        "tsv": lambda: GENERIC.to_csv(path, sep="\t", index=False),
+        "jsonl": lambda: GENERIC.to_json(path, orient="records", lines=True),
+        "parquet": lambda: GENERIC.to_parquet(path),
+    }[ext]()
     options = ImportOptions(mapping="stress-binary", platform="reddit", text_col="body", label_col="y", split="auto")
     result = import_source("generic", [path], options)
     frame = result.corpus.frame
@@ -344,14 +443,19 @@ def test_generic_errors(tmp_path):
 
 def test_generic_columns_and_id_col(tmp_path):
     path = tmp_path / "mixed.jsonl"
-    path.write_text('{"uid": "p1", "text": "hi", "label": "x", "platform": "reddit", "dataset": "d1"}\n'
-                    '{"uid": "p2", "text": "yo", "label": "y", "platform": "twitter", "dataset": "d2"}\n')
+    path.write_text(
+        '{"uid": "p1", "text": "hi", "label": "x", "platform": "reddit", "dataset": "d1"}\n'
+        '{"uid": "p2", "text": "yo", "label": "y", "platform": "twitter", "dataset": "d2"}\n'
+    )
     frame = import_source("generic", [path], ImportOptions(id_col="uid", split="test")).corpus.frame
-    assert frame[["id", "platform", "dataset", "label"]].values.tolist() == [["p1", "reddit", "d1", "x"],
-                                                                              ["p2", "twitter", "d2", "y"]]
+    assert frame[["id", "platform", "dataset", "label"]].values.tolist() == [
+        ["p1", "reddit", "d1", "x"],
+        ["p2", "twitter", "d2", "y"],
+    ]
 
 
 # --- Hugging Face datasets --------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def hf_datasets(monkeypatch, tmp_path):
@@ -362,13 +466,18 @@ def hf_datasets(monkeypatch, tmp_path):
 
 def test_hf_local_parquet_folder_and_file(hf_datasets, tmp_path):
     ds = hf_datasets
-    features = ds.Features({"text": ds.Value("string"),
-                            "label": ds.ClassLabel(names=["sadness", "joy", "love", "anger", "fear", "surprise"])})
+    features = ds.Features(
+        {
+            "text": ds.Value("string"),
+            "label": ds.ClassLabel(names=["sadness", "joy", "love", "anger", "fear", "surprise"]),
+        }
+    )
     folder = tmp_path / "emotion"
     folder.mkdir()
     for split, n in (("train", 24), ("validation", 12), ("test", 12)):
-        ds.Dataset.from_dict({"text": [f"{split} text {i}" for i in range(n)], "label": [i % 6 for i in range(n)]},
-                             features=features).to_parquet(folder / f"{split}.parquet")
+        ds.Dataset.from_dict(
+            {"text": [f"{split} text {i}" for i in range(n)], "label": [i % 6 for i in range(n)]}, features=features
+        ).to_parquet(folder / f"{split}.parquet")
     options = ImportOptions(platform="twitter")
     result = import_source("hf", [folder], replace(options, mapping="dair-cpfe-text"))
     assert per_split(result) == {"train": 24, "val": 12, "test": 12}
@@ -380,15 +489,24 @@ def test_hf_local_parquet_folder_and_file(hf_datasets, tmp_path):
 
 def test_hf_multilabel_and_errors(hf_datasets, tmp_path):
     ds = hf_datasets
-    features = ds.Features({"text": ds.Value("string"), "labels": ds.Sequence(ds.ClassLabel(names=EMOTIONS)),
-                            "id": ds.Value("string")})
-    ds.Dataset.from_dict({"text": ["a", "b", "c"], "labels": [[17, 27], [25], [27]], "id": ["x", "y", "z"]},
-                         features=features).to_parquet(tmp_path / "go-test.parquet")
+    features = ds.Features(
+        {"text": ds.Value("string"), "labels": ds.Sequence(ds.ClassLabel(names=EMOTIONS)), "id": ds.Value("string")}
+    )
+    ds.Dataset.from_dict(
+        {"text": ["a", "b", "c"], "labels": [[17, 27], [25], [27]], "id": ["x", "y", "z"]}, features=features
+    ).to_parquet(tmp_path / "go-test.parquet")
     options = ImportOptions(platform="reddit", id_col="id")
-    frame = import_source("hf", [tmp_path / "go-test.parquet"], replace(options, mapping="goemotions-cpfe-code",
-                                                                        multi_label=Policy.expand)).corpus.frame
-    assert frame[["id", "label"]].values.tolist() == [["x:joy", "normal"], ["x:neutral", "normal"],
-                                                      ["y", "depression"], ["z", "normal"]]
+    frame = import_source(
+        "hf",
+        [tmp_path / "go-test.parquet"],
+        replace(options, mapping="goemotions-cpfe-code", multi_label=Policy.expand),
+    ).corpus.frame
+    assert frame[["id", "label"]].values.tolist() == [
+        ["x:joy", "normal"],
+        ["x:neutral", "normal"],
+        ["y", "depression"],
+        ["z", "normal"],
+    ]
     with pytest.raises(InputError, match="needs --platform"):
         import_source("hf", [tmp_path / "go-test.parquet"])
     with pytest.raises(InputError, match=r"go-test.parquet\[test\]: missing column\(s\) body; found text, labels"):

@@ -8,8 +8,15 @@ from mhaudit.tables.corpus.splits import assign_calibration, assign_splits
 
 def corpus(n_per_label=(500, 300, 200), platform="p"):
     labels = np.repeat(["a", "b", "c"], n_per_label)
-    return pd.DataFrame({"id": [f"{platform}{i}" for i in range(len(labels))], "label": labels,
-                         "platform": platform, "dataset": platform, "split": None})
+    return pd.DataFrame(
+        {
+            "id": [f"{platform}{i}" for i in range(len(labels))],
+            "label": labels,
+            "platform": platform,
+            "dataset": platform,
+            "split": None,
+        }
+    )
 
 
 def test_stratified_70_15_15_per_label_and_deterministic():
@@ -24,8 +31,9 @@ def test_stratified_70_15_15_per_label_and_deterministic():
 
 
 def test_calibration_split_is_stratified_and_only_from_the_platform():
-    both = pd.concat([assign_splits(corpus(platform="p"), seed=0), assign_splits(corpus(platform="q"), seed=0)],
-                     ignore_index=True)
+    both = pd.concat(
+        [assign_splits(corpus(platform="p"), seed=0), assign_splits(corpus(platform="q"), seed=0)], ignore_index=True
+    )
     out = assign_calibration(both, "q", fraction=0.10, seed=0)
     cal = out[out["split"] == "calibration"]
     assert set(cal["platform"]) == {"q"}

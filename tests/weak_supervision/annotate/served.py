@@ -40,16 +40,26 @@ def write_study(folder: Path, n_items: int, seed: int) -> tuple[Path, Path, dict
     ids = [f"syn{i:04d}" for i in range(n_items)]
     truth = rng.random(n_items) < 0.3
     sample = folder / "sample.parquet"
-    pd.DataFrame({"item_id": ids, "task": "mh",
-                  "text": [f"SYNTHETIC post {i}: a made-up sentence for the load test" for i in ids]}
-                 ).to_parquet(sample)
+    pd.DataFrame(
+        {
+            "item_id": ids,
+            "task": "mh",
+            "text": [f"SYNTHETIC post {i}: a made-up sentence for the load test" for i in ids],
+        }
+    ).to_parquet(sample)
     labels = folder / "labels.sqlite"
     weak = truth ^ (rng.random(n_items) < 0.2)
     with LabelStore(labels) as store:
-        store.add([{"item_id": i, "task": "mh", "labeler": WEAK, "kind": "llm", "value": int(v)}
-                   for i, v in zip(ids, weak, strict=True)])
-    answers = {name: dict(zip(ids, (truth ^ (rng.random(n_items) < rate)).astype(int).tolist(), strict=True))
-               for name, rate in ERROR_RATE.items()}
+        store.add(
+            [
+                {"item_id": i, "task": "mh", "labeler": WEAK, "kind": "llm", "value": int(v)}
+                for i, v in zip(ids, weak, strict=True)
+            ]
+        )
+    answers = {
+        name: dict(zip(ids, (truth ^ (rng.random(n_items) < rate)).astype(int).tolist(), strict=True))
+        for name, rate in ERROR_RATE.items()
+    }
     return sample, labels, answers
 
 
@@ -63,9 +73,20 @@ class Served:
     """One `mhaudit annotate` process; `start()` again after `kill()` serves the same store on the same port."""
 
     def __init__(self, sample: Path, labels: Path, annotators: list[str], adjudicator: str | None = None):
-        self.args = [sys.executable, "-m", "mhaudit", "annotate", "--sample", str(sample), "--labels", str(labels),
-                     *[a for name in annotators for a in ("--annotator", name)],
-                     *(["--adjudicator", adjudicator] if adjudicator else []), "--port", str(free_port())]
+        self.args = [
+            sys.executable,
+            "-m",
+            "mhaudit",
+            "annotate",
+            "--sample",
+            str(sample),
+            "--labels",
+            str(labels),
+            *[a for name in annotators for a in ("--annotator", name)],
+            *(["--adjudicator", adjudicator] if adjudicator else []),
+            "--port",
+            str(free_port()),
+        ]
         self.env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         self.links: dict[str, str] = {}
         self.stderr: list[str] = []
@@ -79,11 +100,14 @@ class Served:
         return f"http://127.0.0.1:{self.args[-1]}"
 
     def start(self) -> Served:
-        self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                        env=self.env)
+        self.process = subprocess.Popen(
+            self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env
+        )
         self.stdout = lines = queue.Queue()  # what it prints after the links stays here for the test
-        self.pumps = [threading.Thread(target=_pump, args=(self.process.stdout, lines.put), daemon=True),
-                      threading.Thread(target=_pump, args=(self.process.stderr, self.stderr.append), daemon=True)]
+        self.pumps = [
+            threading.Thread(target=_pump, args=(self.process.stdout, lines.put), daemon=True),
+            threading.Thread(target=_pump, args=(self.process.stderr, self.stderr.append), daemon=True),
+        ]
         for pump in self.pumps:
             pump.start()
         while True:
@@ -155,9 +179,16 @@ class Annotator:
                         self.asked_again.append(item_id)
                     time.sleep(rng.uniform(0, 0.004))  # reading the post
                     self.in_flight = item_id
-                    reply = client.post(self.link + "api/label", json={
-                        "token": token, "item_id": item_id, "task": "mh", "value": self.answers[item_id],
-                        "elapsed_ms": 1000})
+                    reply = client.post(
+                        self.link + "api/label",
+                        json={
+                            "token": token,
+                            "item_id": item_id,
+                            "task": "mh",
+                            "value": self.answers[item_id],
+                            "elapsed_ms": 1000,
+                        },
+                    )
                 except TRANSPORT_ERRORS:
                     url = self._resume(client, deadline)
                     continue

@@ -34,20 +34,38 @@ SECRETS = ("WEAKPOS", "WEAKNEG", "LLMSAYS", "smollm2")
 @pytest.fixture
 def sample(tmp_path) -> Path:
     path = tmp_path / "sample.parquet"
-    pd.DataFrame({"item_id": list(TEXTS), "task": "mh", "text": list(TEXTS.values()),
-                  "stratum": ["WEAKPOS", "WEAKNEG", "WEAKPOS", "WEAKNEG"],
-                  "platform": "bluesky"}).to_parquet(path)
+    pd.DataFrame(
+        {
+            "item_id": list(TEXTS),
+            "task": "mh",
+            "text": list(TEXTS.values()),
+            "stratum": ["WEAKPOS", "WEAKNEG", "WEAKPOS", "WEAKNEG"],
+            "platform": "bluesky",
+        }
+    ).to_parquet(path)
     with LabelStore(tmp_path / "labels.sqlite") as store:  # the weak labeler's answers are in the same store
-        store.add([{"item_id": i, "task": "mh", "labeler": "smollm2", "kind": "llm", "value": 1,
-                    "raw_answer": f"LLMSAYS-{i}"} for i in TEXTS])
+        store.add(
+            [
+                {
+                    "item_id": i,
+                    "task": "mh",
+                    "labeler": "smollm2",
+                    "kind": "llm",
+                    "value": 1,
+                    "raw_answer": f"LLMSAYS-{i}",
+                }
+                for i in TEXTS
+            ]
+        )
     return path
 
 
 @pytest.fixture
 def session(tmp_path, sample):
     notes: list[str] = []
-    s = open_session(sample, tmp_path / "labels.sqlite", ["alice", "bob"], "carol", port=0,
-                     notify=notes.append).start_background()
+    s = open_session(
+        sample, tmp_path / "labels.sqlite", ["alice", "bob"], "carol", port=0, notify=notes.append
+    ).start_background()
     s.notes = notes
     yield s
     s.close()
@@ -67,8 +85,7 @@ def post(url: str, payload: dict, **kw) -> httpx.Response:
 
 def label(session, name: str, item_id: str, value, **extra) -> httpx.Response:
     url = links(session)[name]
-    return post(url + "api/label", {"token": token_of(url), "item_id": item_id, "task": "mh", "value": value,
-                                    **extra})
+    return post(url + "api/label", {"token": token_of(url), "item_id": item_id, "task": "mh", "value": value, **extra})
 
 
 def positions(session) -> dict[str, int]:
@@ -80,7 +97,7 @@ def test_unknown_token_gets_403_page_and_a_terminal_message(session):
     assert session.server.server_address[0] == "127.0.0.1"
     response = httpx.get(f"{base}/s/{'x' * 43}/")
     assert response.status_code == 403
-    assert "This link is not valid" in response.text and "<script src=\"/static/app.js\">" in response.text
+    assert "This link is not valid" in response.text and '<script src="/static/app.js">' in response.text
     assert len(session.notes) == 1 and "unknown token (HTTP 403)" in session.notes[0]
     api = post(f"{base}/s/{'x' * 43}/api/label", {"token": "x" * 43, "item_id": "p1", "task": "mh", "value": 1})
     assert api.status_code == 403 and api.json()["ok"] is False
@@ -107,8 +124,7 @@ def test_post_saves_at_once_and_reopening_resumes_at_first_unlabelled(session):
     url = links(session)["alice"]
     order = sorted(TEXTS, key=positions(session).get)
     assert httpx.get(url).headers["location"].endswith("/item/1")
-    reply = label(session, "alice", order[0], 1, tags=["news", "third-person"], note="  first  ",
-                  elapsed_ms=1234)
+    reply = label(session, "alice", order[0], 1, tags=["news", "third-person"], note="  first  ", elapsed_ms=1234)
     assert reply.status_code == 200 and reply.json() == {"ok": True, "next": f"/s/{token_of(url)}/item/2"}
     assert label(session, "alice", order[1], 0).status_code == 200
     assert label(session, "alice", order[3], 0).status_code == 200  # skipped item 3
@@ -119,7 +135,11 @@ def test_post_saves_at_once_and_reopening_resumes_at_first_unlabelled(session):
     assert len(frame) == 3 and frame.loc[order[3], "value"] == 1  # the answer was changed, not duplicated
     first = frame.loc[order[0]]
     assert (first["value"], json.loads(first["tags"]), first["note"], first["latency_ms"]) == (
-        1, ["third-person", "news"], "first", 1234.0)  # tags in the guideline order
+        1,
+        ["third-person", "news"],
+        "first",
+        1234.0,
+    )  # tags in the guideline order
     assert label(session, "alice", order[2], 0).json()["next"].endswith("/item/4")
     assert httpx.get(url).headers["location"].endswith("/done")
     done = httpx.get(url + "done")
@@ -199,8 +219,14 @@ def test_adjudication_lists_disagreements_and_records_consensus(session):
     assert "joke?" in page.text and "sarcasm/humour" in page.text
     for secret in SECRETS:
         assert secret not in page.text
-    consensus = {"token": token_of(carol), "item_id": "p3", "task": "mh", "value": 1, "tags": ["sarcasm/humour"],
-                 "note": "dark humour around a real statement"}
+    consensus = {
+        "token": token_of(carol),
+        "item_id": "p3",
+        "task": "mh",
+        "value": 1,
+        "tags": ["sarcasm/humour"],
+        "note": "dark humour around a real statement",
+    }
     assert post(carol + "api/consensus", {**consensus, "item_id": "p1"}).status_code == 409  # agreed item
     assert post(carol + "api/consensus", consensus).json() == {"ok": True}
     assert post(carol + "api/agreed", {"token": token_of(carol)}).json() == {"ok": True, "written": 3}
@@ -210,7 +236,7 @@ def test_adjudication_lists_disagreements_and_records_consensus(session):
     assert frame["value"].to_dict() == {"p1": 1, "p2": 0, "p3": 1, "p4": 0}
     assert frame["raw_answer"].to_dict() == {"p1": "agreed", "p2": "agreed", "p3": "adjudicated", "p4": "agreed"}
     assert json.loads(frame.loc["p2", "tags"]) == ["advocacy/awareness"]
-    assert "id=\"n-resolved\">1<" in httpx.get(carol).text
+    assert 'id="n-resolved">1<' in httpx.get(carol).text
 
 
 def test_tokens_are_stored_hashed_and_kept_until_rotated(tmp_path, sample):
@@ -276,9 +302,19 @@ def test_tags_from_parquet_arrays_reach_the_adjudicator(tmp_path):
     """A Parquet round trip turns tag lists into NumPy arrays: empty ones must not crash, others stay tags."""
     items = load_sample(write_sample(tmp_path))
     path = tmp_path / "human.parquet"
-    pd.DataFrame({"item_id": ["p1", "p2", "p1"], "task": "mh", "labeler": ["alice", "alice", "bob"],
-                  "kind": "human", "value": [1, 0, 0], "tags": [["news"], [], ["news", "hypothetical"]],
-                  "note": None, "raw_answer": None, "created_at": "x"}).to_parquet(path)
+    pd.DataFrame(
+        {
+            "item_id": ["p1", "p2", "p1"],
+            "task": "mh",
+            "labeler": ["alice", "alice", "bob"],
+            "kind": "human",
+            "value": [1, 0, 0],
+            "tags": [["news"], [], ["news", "hypothetical"]],
+            "note": None,
+            "raw_answer": None,
+            "created_at": "x",
+        }
+    ).to_parquet(path)
     human = pd.read_parquet(path)
     assert isinstance(human["tags"].iloc[0], np.ndarray)
     cases = {c.item.item_id: c for c in build_cases(items, human, human.iloc[:0], ["alice", "bob"])}
@@ -371,13 +407,17 @@ def test_two_annotators_and_an_adjudicator_in_a_real_browser(session, browser):
         not belong to the document", which Selenium does not count as stale; any such WebDriverException
         here just means "not yet".
         """
+
         def loaded(driver) -> bool:
             try:
-                return (driver.current_url != old_url
-                        and driver.execute_script("return document.readyState") == "complete"
-                        and bool(driver.find_element(By.TAG_NAME, "body").get_attribute("data-page")))
+                return (
+                    driver.current_url != old_url
+                    and driver.execute_script("return document.readyState") == "complete"
+                    and bool(driver.find_element(By.TAG_NAME, "body").get_attribute("data-page"))
+                )
             except WebDriverException:
                 return False
+
         return loaded
 
     def answer(value: int, tag_keys: str = "", note: str = "") -> None:
@@ -391,8 +431,10 @@ def test_two_annotators_and_an_adjudicator_in_a_real_browser(session, browser):
         wait.until(next_page_loaded(old_url))  # saved, then the next page loaded
 
     # (value, tag keys, note) per item; p3 is the one disagreement, alice first answers it 0 and corrects it
-    plans = {"alice": {"p1": (1, "", ""), "p2": (0, "a", ""), "p3": (0, "", ""), "p4": (0, "p", "")},
-             "bob": {"p1": (1, "", ""), "p2": (0, "a", ""), "p3": (0, "s", "joke?"), "p4": (0, "", "")}}
+    plans = {
+        "alice": {"p1": (1, "", ""), "p2": (0, "a", ""), "p3": (0, "", ""), "p4": (0, "p", "")},
+        "bob": {"p1": (1, "", ""), "p2": (0, "a", ""), "p3": (0, "s", "joke?"), "p4": (0, "", "")},
+    }
     for name, plan in plans.items():
         browser.get(urls[name])
         for n in range(4):
@@ -430,8 +472,10 @@ def test_two_annotators_and_an_adjudicator_in_a_real_browser(session, browser):
     browser.get(urls["carol"])
     cases = browser.find_elements(By.CSS_SELECTOR, "section.case")
     assert [c.get_attribute("data-item-id") for c in cases] == ["p3"]
-    rows = {r.get_attribute("data-annotator"): r.text
-            for r in cases[0].find_elements(By.CSS_SELECTOR, "tr.annotator-answer")}
+    rows = {
+        r.get_attribute("data-annotator"): r.text
+        for r in cases[0].find_elements(By.CSS_SELECTOR, "tr.annotator-answer")
+    }
     assert rows["alice"].split()[:2] == ["alice", "1"] and rows["bob"].startswith("bob 0")
     assert "sarcasm/humour" in rows["bob"] and "joke?" in rows["bob"]
     press("1")
@@ -449,8 +493,12 @@ def test_two_annotators_and_an_adjudicator_in_a_real_browser(session, browser):
     values = {name: dict(zip(g["item_id"], g["value"], strict=True)) for name, g in human.groupby("labeler")}
     assert values == {"alice": {"p1": 1, "p2": 0, "p3": 1, "p4": 0}, "bob": {"p1": 1, "p2": 0, "p3": 0, "p4": 0}}
     tags = {(r.labeler, r.item_id): json.loads(r.tags) for r in human.itertuples() if json.loads(r.tags)}
-    assert tags == {("alice", "p2"): ["advocacy/awareness"], ("alice", "p4"): ["third-person"],
-                    ("bob", "p2"): ["advocacy/awareness"], ("bob", "p3"): ["sarcasm/humour"]}
+    assert tags == {
+        ("alice", "p2"): ["advocacy/awareness"],
+        ("alice", "p4"): ["third-person"],
+        ("bob", "p2"): ["advocacy/awareness"],
+        ("bob", "p3"): ["sarcasm/humour"],
+    }
     assert human.set_index(["labeler", "item_id"])["note"].dropna().to_dict() == {("bob", "p3"): "joke?"}
     consensus = frame[frame["labeler"] == "consensus"].set_index("item_id")
     assert consensus["kind"].eq("adjudicated").all() and len(consensus) == 4

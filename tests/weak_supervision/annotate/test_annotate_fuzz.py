@@ -27,19 +27,69 @@ from tests.weak_supervision.annotate.served import STOP_WITHIN_S, Served, token_
 N_REQUESTS = 2400
 PRIVATE = "PRIVATE-WORDS"  # in every body: must never reach the terminal
 METHODS = ("PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT", "FOO", "get", "PROPFIND", "GET\x00")
-TRAVERSALS = ("/static/../../../etc/passwd", "/static/..%2f..%2fpyproject.toml", "/static/app.js/../../app.py",
-              "/static/%2e%2e/%2e%2e/etc/passwd", "/static/", "/static/app.py", "/static/..\\..\\app.py",
-              "//etc/passwd", "/s/{tok}/../../static/app.js", "/s/{tok}/item/../../../etc/passwd",
-              "/s/{tok}/guidelines?from=../../../etc/passwd", "/s/{tok}/guidelines?from=https://evil.example",
-              "/templates/item.html", "/s/{tok}/%2e%2e/%2e%2e/labels.sqlite", "/labels.sqlite", "/..",
-              "/s/{tok}/item/%31", "/s/{tok}/item/-1", "/s/{tok}/item/0", "/s/{tok}/item/²", "/s/{tok}/item/١",
-              "/s/{tok}/item/" + "9" * 5000, "/s/{tok}/item/1e3", "/s/{tok}/item/ 1", "/s/{tok}/done/../item/1")
-JUNK = ("\u0000", "\ud800", "\udfff", "\ufeff", "\u202e", "ｅｖｉｌ", "💥", "\x7f", "é", "\u2028", "\\", "%00",
-        "<script>")
-CONTENT_TYPES = ("text/plain", "multipart/form-data; boundary=x", "application/x-www-form-urlencoded", "",
-                 "application/jsonx", "json", "application/xml", "application/json\x00")
-ORIGINS = ("http://evil.example", "https://127.0.0.1.evil.example", "http://[", "javascript:alert(1)",
-           "http://127.0.0.1", "file://", "http://localhost:1", "x" * 5000, "http://127.0.0.1:{port}.evil")
+TRAVERSALS = (
+    "/static/../../../etc/passwd",
+    "/static/..%2f..%2fpyproject.toml",
+    "/static/app.js/../../app.py",
+    "/static/%2e%2e/%2e%2e/etc/passwd",
+    "/static/",
+    "/static/app.py",
+    "/static/..\\..\\app.py",
+    "//etc/passwd",
+    "/s/{tok}/../../static/app.js",
+    "/s/{tok}/item/../../../etc/passwd",
+    "/s/{tok}/guidelines?from=../../../etc/passwd",
+    "/s/{tok}/guidelines?from=https://evil.example",
+    "/templates/item.html",
+    "/s/{tok}/%2e%2e/%2e%2e/labels.sqlite",
+    "/labels.sqlite",
+    "/..",
+    "/s/{tok}/item/%31",
+    "/s/{tok}/item/-1",
+    "/s/{tok}/item/0",
+    "/s/{tok}/item/²",
+    "/s/{tok}/item/١",
+    "/s/{tok}/item/" + "9" * 5000,
+    "/s/{tok}/item/1e3",
+    "/s/{tok}/item/ 1",
+    "/s/{tok}/done/../item/1",
+)
+JUNK = (
+    "\u0000",
+    "\ud800",
+    "\udfff",
+    "\ufeff",
+    "\u202e",
+    "ｅｖｉｌ",
+    "💥",
+    "\x7f",
+    "é",
+    "\u2028",
+    "\\",
+    "%00",
+    "<script>",
+)
+CONTENT_TYPES = (
+    "text/plain",
+    "multipart/form-data; boundary=x",
+    "application/x-www-form-urlencoded",
+    "",
+    "application/jsonx",
+    "json",
+    "application/xml",
+    "application/json\x00",
+)
+ORIGINS = (
+    "http://evil.example",
+    "https://127.0.0.1.evil.example",
+    "http://[",
+    "javascript:alert(1)",
+    "http://127.0.0.1",
+    "file://",
+    "http://localhost:1",
+    "x" * 5000,
+    "http://127.0.0.1:{port}.evil",
+)
 LENGTHS = ("-1", "1e3", "99999999999999999999", "+5", "0x10", "", "5 5", "-0", "१२", "9" * 40)
 HOSTS = ("evil.example", "[::1", "127.0.0.1.evil.example", "", "127.0.0.1:{port}@evil.example", "ｌｏｃａｌｈｏｓｔ")
 
@@ -72,8 +122,15 @@ class Fuzzer:
         status = int(head[1]) if len(head) >= 2 and head[0].startswith(b"HTTP/") and head[1].isdigit() else None
         return status, reply
 
-    def request(self, method: str, path: str, body: bytes | None = None, *, headers: dict | None = None,
-                content_type: str | None = "application/json") -> bytes:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        *,
+        headers: dict | None = None,
+        content_type: str | None = "application/json",
+    ) -> bytes:
         lines = [f"{method} {path} HTTP/1.1", f"Host: {self.host}", "Connection: close"]
         if body is not None:
             if content_type is not None:
@@ -97,14 +154,23 @@ class Fuzzer:
         return name, self.links[name]
 
     def answer(self, link: str, **change) -> dict:
-        body = {"token": token_of(link), "item_id": self.pick(self.items), "task": "mh",
-                "value": int(self.rng.integers(2)), "tags": [], "note": f"{PRIVATE} {self.rng.integers(1e6)}"}
+        body = {
+            "token": token_of(link),
+            "item_id": self.pick(self.items),
+            "task": "mh",
+            "value": int(self.rng.integers(2)),
+            "tags": [],
+            "note": f"{PRIVATE} {self.rng.integers(1e6)}",
+        }
         body.update(change)
         return body
 
     def post(self, link: str, call: str, payload, **kw) -> bytes:
-        body = payload if isinstance(payload, bytes) else json.dumps(payload, ensure_ascii=False).encode(
-            "utf-8", "surrogatepass")
+        body = (
+            payload
+            if isinstance(payload, bytes)
+            else json.dumps(payload, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        )
         return self.request("POST", link.split(self.host, 1)[1] + call, body, **kw)
 
     def valid(self) -> tuple[str, bytes, dict]:
@@ -116,50 +182,113 @@ class Fuzzer:
         name, link = self.person()
         path = link.split(self.host, 1)[1]
         tok = token_of(link)
-        kind = self.pick(("malformed json", "wrong types", "huge body", "unknown item", "other token",
-                          "traversal", "method", "origin", "content type", "unicode", "content length",
-                          "host", "request line"))
+        kind = self.pick(
+            (
+                "malformed json",
+                "wrong types",
+                "huge body",
+                "unknown item",
+                "other token",
+                "traversal",
+                "method",
+                "origin",
+                "content type",
+                "unicode",
+                "content length",
+                "host",
+                "request line",
+            )
+        )
         good = json.dumps(self.answer(link)).encode()
         if kind == "malformed json":
-            body = self.pick((good[: int(self.rng.integers(1, len(good)))], b"{", b"[]", b"null", b'"x"', b"1",
-                              b"[" * 60000, b'{"a":' * 20000, good + b"}", b"\xff\xfe" + good, b"{'token': 1}",
-                              bytes(self.rng.integers(0, 256, 300, dtype=np.uint8)), good.replace(b'"', b"'"),
-                              b'{"value": NaN}', b'{"value": 1' + b"0" * 5000 + b"}"))
+            body = self.pick(
+                (
+                    good[: int(self.rng.integers(1, len(good)))],
+                    b"{",
+                    b"[]",
+                    b"null",
+                    b'"x"',
+                    b"1",
+                    b"[" * 60000,
+                    b'{"a":' * 20000,
+                    good + b"}",
+                    b"\xff\xfe" + good,
+                    b"{'token': 1}",
+                    bytes(self.rng.integers(0, 256, 300, dtype=np.uint8)),
+                    good.replace(b'"', b"'"),
+                    b'{"value": NaN}',
+                    b'{"value": 1' + b"0" * 5000 + b"}",
+                )
+            )
             return kind, self.post(link, "api/label", body)
         if kind == "wrong types":
             field = self.pick(("value", "item_id", "task", "tags", "note", "token"))  # elapsed_ms: optional
-            junk = self.pick((1.0, True, [1], {"": 1}, -1, 10 ** 30, [["news"]], [None], {}, 1e308, "x" * 3000,
-                              *(("1", "news", None, 2) if field != "note" else ()),  # a note may be text or null
-                              *(([],) if field not in ("note", "tags") else ()),  # no tags: []
-                              *((["news"] * 100000,) if field == "tags" else ())))
+            junk = self.pick(
+                (
+                    1.0,
+                    True,
+                    [1],
+                    {"": 1},
+                    -1,
+                    10**30,
+                    [["news"]],
+                    [None],
+                    {},
+                    1e308,
+                    "x" * 3000,
+                    *(("1", "news", None, 2) if field != "note" else ()),  # a note may be text or null
+                    *(([],) if field not in ("note", "tags") else ()),  # no tags: []
+                    *((["news"] * 100000,) if field == "tags" else ()),
+                )
+            )
             return kind, self.post(link, "api/label", self.answer(link, **{field: junk}))
         if kind == "huge body":
             size = int(self.rng.integers(64 * 1024 + 1, 400 * 1024))
             return kind, self.post(link, "api/label", self.answer(link, note="x" * size))
         if kind == "unknown item":
-            return kind, self.post(link, "api/label", self.answer(link, item_id=self.pick(
-                ("syn9999", "", "syn0001 ", "../syn0001", "SYN0001", "syn0001\x00")), task=self.pick(("mh", "si"))))
+            return kind, self.post(
+                link,
+                "api/label",
+                self.answer(
+                    link,
+                    item_id=self.pick(("syn9999", "", "syn0001 ", "../syn0001", "SYN0001", "syn0001\x00")),
+                    task=self.pick(("mh", "si")),
+                ),
+            )
         if kind == "other token":
             other = self.links["bob" if name == "alice" else "alice"]
             carol = self.links["carol"]
-            return kind, self.pick((
-                self.post(link, "api/label", self.answer(other)),  # bob's token in alice's page
-                self.post(carol, "api/label", self.answer(carol)),  # the adjudicator labels
-                self.post(link, "api/consensus", self.answer(link)),  # an annotator adjudicates
-                self.post(link, "api/agreed", {"token": tok}),
-                self.post(carol, "api/consensus", self.answer(link)),  # alice's token on carol's page
-                # a tampered token: its last character changed (to "B" where it already is "A")
-                self.post(link.replace(tok, tok[:-1] + ("B" if tok.endswith("A") else "A")), "api/label",
-                          self.answer(link)),
-                self.post(link.replace(tok, "x" * 5000), "api/label", self.answer(link)),
-                self.request("GET", carol.split(self.host, 1)[1] + "item/1"),
-                self.request("GET", path + "adjudicate")))
+            return (
+                kind,
+                self.pick(
+                    (
+                        self.post(link, "api/label", self.answer(other)),  # bob's token in alice's page
+                        self.post(carol, "api/label", self.answer(carol)),  # the adjudicator labels
+                        self.post(link, "api/consensus", self.answer(link)),  # an annotator adjudicates
+                        self.post(link, "api/agreed", {"token": tok}),
+                        self.post(carol, "api/consensus", self.answer(link)),  # alice's token on carol's page
+                        # a tampered token: its last character changed (to "B" where it already is "A")
+                        self.post(
+                            link.replace(tok, tok[:-1] + ("B" if tok.endswith("A") else "A")),
+                            "api/label",
+                            self.answer(link),
+                        ),
+                        self.post(link.replace(tok, "x" * 5000), "api/label", self.answer(link)),
+                        self.request("GET", carol.split(self.host, 1)[1] + "item/1"),
+                        self.request("GET", path + "adjudicate"),
+                    )
+                ),
+            )
         if kind == "traversal":
-            return kind, self.request(self.pick(("GET", "HEAD", "POST")),
-                                      self.pick(TRAVERSALS).replace("{tok}", tok), good)
+            return kind, self.request(
+                self.pick(("GET", "HEAD", "POST")), self.pick(TRAVERSALS).replace("{tok}", tok), good
+            )
         if kind == "method":
-            return kind, self.request(self.pick(METHODS), self.pick((path, path + "api/label", "/", "/static/app.js")),
-                                      self.pick((None, good)))
+            return kind, self.request(
+                self.pick(METHODS),
+                self.pick((path, path + "api/label", "/", "/static/app.js")),
+                self.pick((None, good)),
+            )
         if kind == "origin":
             origin = self.pick(ORIGINS).replace("{port}", str(self.port))
             return kind, self.post(link, "api/label", self.answer(link), headers={"Origin": origin})
@@ -167,38 +296,62 @@ class Fuzzer:
             return kind, self.post(link, "api/label", self.answer(link), content_type=self.pick(CONTENT_TYPES))
         if kind == "unicode":
             junk = "".join(self.pick(JUNK) for _ in range(int(self.rng.integers(1, 8))))
-            return kind, self.pick((
-                self.post(link, "api/label", self.answer(link, note=junk, item_id=junk)),
-                self.post(link, "api/label", self.answer(link, token=junk)),
-                self.request("GET", path + "item/" + junk),
-                self.request("GET", "/s/" + junk + "/"),
-                self.request("GET", path, headers={"X-" + junk: junk}),
-                self.post(link, "api/label", self.answer(link, tags=[junk]))))
+            return kind, self.pick(
+                (
+                    self.post(link, "api/label", self.answer(link, note=junk, item_id=junk)),
+                    self.post(link, "api/label", self.answer(link, token=junk)),
+                    self.request("GET", path + "item/" + junk),
+                    self.request("GET", "/s/" + junk + "/"),
+                    self.request("GET", path, headers={"X-" + junk: junk}),
+                    self.post(link, "api/label", self.answer(link, tags=[junk])),
+                )
+            )
         if kind == "content length":
             value = self.pick(LENGTHS)
             if value == "":  # chunked: no Content-Length
                 chunked = hex(len(good))[2:].encode() + b"\r\n" + good + b"\r\n0\r\n\r\n"
-                return kind, self.request("POST", path + "api/label", chunked,
-                                          headers={"Transfer-Encoding": "chunked", "Content-Length": None})
+                return kind, self.request(
+                    "POST",
+                    path + "api/label",
+                    chunked,
+                    headers={"Transfer-Encoding": "chunked", "Content-Length": None},
+                )
             if value == "5 5":
-                return kind, self.request("POST", path + "api/label", good, headers={
-                    "Content-Length": str(len(good)), "content-length": "5"})
+                return kind, self.request(
+                    "POST", path + "api/label", good, headers={"Content-Length": str(len(good)), "content-length": "5"}
+                )
             return kind, self.post(link, "api/label", good, headers={"Content-Length": value})
         if kind == "host":
-            return kind, self.post(link, "api/label", self.answer(link), headers={
-                "Host": self.pick(HOSTS).replace("{port}", str(self.port))})
-        line = self.pick((b"\x00\x01\x02\r\n\r\n", b"GET\r\n\r\n", b"GET / HTTP/2.0\r\n\r\n",
-                          b"GET / HTTP/1.1 x\r\n\r\n",
-                          b"GET " + b"/a" * 40000 + b" HTTP/1.1\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n", b"\r\n\r\n",
-                          b"GET / HTTP/1.1\r\n" + b"X-A: 1\r\n" * 150 + b"\r\n", b"POST / HTTP/1.1\r\nHost: a\r\n",
-                          b"GET / HTTP/1.1\r\nHost: " + b"x" * 70000 + b"\r\n\r\n", b"GET /\r\n\r\n",
-                          b"GET / HTTP/1.1\r\nBad Header\r\n\r\n", "GÉT /é HTTP/1.1\r\n\r\n".encode()))
+            return kind, self.post(
+                link,
+                "api/label",
+                self.answer(link),
+                headers={"Host": self.pick(HOSTS).replace("{port}", str(self.port))},
+            )
+        line = self.pick(
+            (
+                b"\x00\x01\x02\r\n\r\n",
+                b"GET\r\n\r\n",
+                b"GET / HTTP/2.0\r\n\r\n",
+                b"GET / HTTP/1.1 x\r\n\r\n",
+                b"GET " + b"/a" * 40000 + b" HTTP/1.1\r\n\r\n",
+                b"GET / HTTP/9.9\r\n\r\n",
+                b"\r\n\r\n",
+                b"GET / HTTP/1.1\r\n" + b"X-A: 1\r\n" * 150 + b"\r\n",
+                b"POST / HTTP/1.1\r\nHost: a\r\n",
+                b"GET / HTTP/1.1\r\nHost: " + b"x" * 70000 + b"\r\n\r\n",
+                b"GET /\r\n\r\n",
+                b"GET / HTTP/1.1\r\nBad Header\r\n\r\n",
+                "GÉT /é HTTP/1.1\r\n\r\n".encode(),
+            )
+        )
         return "request line", line
 
 
 def store_state(conn: sqlite3.Connection, labels) -> tuple[list, str]:
-    rows = conn.execute("SELECT item_id, task, labeler, kind, value, tags, note FROM labels "
-                        "ORDER BY 1, 2, 3").fetchall()
+    rows = conn.execute(
+        "SELECT item_id, task, labeler, kind, value, tags, note FROM labels ORDER BY 1, 2, 3"
+    ).fetchall()
     digest = hashlib.sha256()
     for path in (labels, labels.with_name(labels.name + "-wal")):
         if path.exists():
@@ -228,14 +381,22 @@ def test_hostile_requests_get_4xx_and_change_nothing(tmp_path):
             statuses[status] += 1
             seen.setdefault(kind, set()).add(status or 0)
             # http.server answers nothing to an empty request line (there is no request); all else gets a status
-            assert (status is not None or raw.startswith(b"\r\n")) and (status or 0) < 500, (n, kind, raw[:300],
-                                                                                              reply[:500])
+            assert (status is not None or raw.startswith(b"\r\n")) and (status or 0) < 500, (
+                n,
+                kind,
+                raw[:300],
+                reply[:500],
+            )
             assert b"Traceback" not in reply
             assert not any(leak in reply for leak in (b"root:x:", b"SQLite format", b"[project]", b"import ")), n
             after, after_digest = store_state(conn, labels)
             if answer is None:
-                assert status is None or 400 <= status < 500 or not raw.startswith(b"POST"), (n, kind, raw[:300],
-                                                                                              reply[:300])
+                assert status is None or 400 <= status < 500 or not raw.startswith(b"POST"), (
+                    n,
+                    kind,
+                    raw[:300],
+                    reply[:300],
+                )
                 assert (after, after_digest) == (rows, digest), (n, kind, raw[:300], reply[:300])
             else:
                 assert status == 200, (n, reply[:300])
@@ -260,8 +421,10 @@ def test_hostile_requests_get_4xx_and_change_nothing(tmp_path):
     assert sum(kinds.values()) == N_REQUESTS and len(kinds) == 14 and stored >= 80
     assert not any(s and s >= 500 for s in statuses)
     shown = dict(sorted((str(s or "no answer"), n) for s, n in statuses.items()))
-    print(f"\n{N_REQUESTS} requests: {dict(sorted(kinds.items()))}; statuses {shown}; "
-          f"answers stored {stored}; per kind {({k: sorted(v) for k, v in sorted(seen.items())})}")
+    print(
+        f"\n{N_REQUESTS} requests: {dict(sorted(kinds.items()))}; statuses {shown}; "
+        f"answers stored {stored}; per kind { ({k: sorted(v) for k, v in sorted(seen.items())}) }"
+    )
 
 
 def _trickle(conn: socket.socket, stop: threading.Event) -> None:
@@ -285,8 +448,10 @@ def test_ctrl_c_stops_the_server_while_stalled_clients_hold_connections(tmp_path
         # stalled[0:2] never send a byte
         stalled[2].sendall(f"GET / HTTP/1.1\r\nHost: {host}\r\n".encode())  # the headers never end
         path = served.links["alice"].removeprefix(served.base)
-        stalled[3].sendall(f"POST {path}api/label HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-                           "Content-Length: 5000\r\n\r\n{\"token\": ".encode())  # the body never ends
+        stalled[3].sendall(
+            f"POST {path}api/label HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            'Content-Length: 5000\r\n\r\n{"token": '.encode()
+        )  # the body never ends
         for conn in stalled[4:6]:  # request after request, and never a read: the server's sends block
             conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             conn.sendall(f"GET /static/app.js HTTP/1.1\r\nHost: {host}\r\n\r\n".encode() * 200)

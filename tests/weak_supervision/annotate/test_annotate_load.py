@@ -52,9 +52,13 @@ class Browser:
             if self.driver.execute_script("return document.readyState") != "complete":
                 return None
             body = self.driver.find_element(By.TAG_NAME, "body")
-            return {"page": body.get_attribute("data-page") or "", "item": body.get_attribute("data-item-id") or "",
-                    "status": self.driver.find_element(By.ID, "status").text if body.get_attribute("data-page")
-                    == "item" else ""}
+            return {
+                "page": body.get_attribute("data-page") or "",
+                "item": body.get_attribute("data-item-id") or "",
+                "status": self.driver.find_element(By.ID, "status").text
+                if body.get_attribute("data-page") == "item"
+                else "",
+            }
         except WebDriverException:
             return None
 
@@ -116,15 +120,20 @@ def serial_store(tmp_path, sample, answers: dict[str, dict[str, int]], name: str
     labels.parent.mkdir()
     items = load_sample(sample)
     with LabelStore(labels) as store:
-        store.add([{"item_id": i.item_id, "task": "mh", "labeler": WEAK, "kind": "llm", "value": v}
-                   for i, v in zip(items, weak_values(tmp_path / "labels.sqlite", items), strict=True)])
+        store.add(
+            [
+                {"item_id": i.item_id, "task": "mh", "labeler": WEAK, "kind": "llm", "value": v}
+                for i, v in zip(items, weak_values(tmp_path / "labels.sqlite", items), strict=True)
+            ]
+        )
     session = open_session(sample, labels, EVERYONE, port=0)
     try:
         people = {p.name: p for p in session.people}
         for person, given in answers.items():
             for item_id, value in given.items():
-                session.app.save_label(people[person], {"item_id": item_id, "task": "mh", "value": value,
-                                                        "elapsed_ms": 1000}, "/s/x/")
+                session.app.save_label(
+                    people[person], {"item_id": item_id, "task": "mh", "value": value, "elapsed_ms": 1000}, "/s/x/"
+                )
         return session.store.frame()
     finally:
         session.close()
@@ -143,8 +152,10 @@ def report_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 def assert_same_report(concurrent: pd.DataFrame, serial: pd.DataFrame) -> dict[str, pd.DataFrame]:
     key = ["labeler", "item_id"]
-    pd.testing.assert_frame_equal(concurrent[COMPARED].sort_values(key).reset_index(drop=True),
-                                  serial[COMPARED].sort_values(key).reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        concurrent[COMPARED].sort_values(key).reset_index(drop=True),
+        serial[COMPARED].sort_values(key).reset_index(drop=True),
+    )
     ours, theirs = report_tables(concurrent), report_tables(serial)
     for name in ours:
         pd.testing.assert_frame_equal(ours[name], theirs[name], check_exact=True)
@@ -166,8 +177,7 @@ def test_three_annotators_and_a_browser_at_once(tmp_path, open_browser):
     served = Served(sample, labels, EVERYONE).start()
     started = time.monotonic()
     try:
-        clients = [Annotator(name, served.links[name], answers[name], seed=i)
-                   for i, name in enumerate(HTTP_ANNOTATORS)]
+        clients = [Annotator(name, served.links[name], answers[name], seed=i) for i, name in enumerate(HTTP_ANNOTATORS)]
         browser = Browser(open_browser(1000, 800), served.links["erin"], answers["erin"])
         failed: list[BaseException] = []
         labelling = threading.Thread(target=lambda: _catch(failed, browser.label, BROWSER_ITEMS), daemon=True)
@@ -188,8 +198,9 @@ def test_three_annotators_and_a_browser_at_once(tmp_path, open_browser):
         assert client.errors == [] and client.asked_again == []
         assert len(client.order) == N_ITEMS == len(set(client.order))  # every item once, in one pass
     assert browser.outages == 0 and browser.asked_again == [] and len(browser.acked) == BROWSER_ITEMS
-    assert failed == [] and at_start < BROWSER_ITEMS and at_end > at_start, \
+    assert failed == [] and at_start < BROWSER_ITEMS and at_end > at_start, (
         f"no overlap: the browser gave {at_end - at_start} answers while the HTTP annotators were at work"
+    )
     given = {c.name: c.acked for c in clients} | {"erin": browser.acked}
     human = check_stored(labels, given)
     assert len(human) == 3 * N_ITEMS + BROWSER_ITEMS == 920
@@ -199,8 +210,14 @@ def test_three_annotators_and_a_browser_at_once(tmp_path, open_browser):
     pairs = tables["human_agreement"]
     kappas = dict(zip(pairs["annotator_a"] + "-" + pairs["annotator_b"], pairs["kappa"].round(3), strict=True))
     # four annotators, six pairs; erin's pairs on her 20 items (the answers are seeded, so the kappas are fixed)
-    assert kappas == {"alice-bob": 0.496, "alice-dan": 0.425, "alice-erin": 0.7, "bob-dan": 0.44,
-                      "bob-erin": 0.5, "dan-erin": 0.1}, kappas
+    assert kappas == {
+        "alice-bob": 0.496,
+        "alice-dan": 0.425,
+        "alice-erin": 0.7,
+        "bob-dan": 0.44,
+        "bob-erin": 0.5,
+        "dan-erin": 0.1,
+    }, kappas
     print(f"\n920 answers from 4 annotators at once in {elapsed:.1f} s; kappa per pair {kappas}")
 
 
@@ -212,8 +229,9 @@ def test_server_killed_while_they_label_and_restarted(tmp_path, open_browser):
     snapshot: dict[str, dict[str, int]] = {}
     stored_after_kill: dict[tuple[str, str], int] = {}
     try:
-        clients = [Annotator(name, served.links[name], answers[name], seed=10 + i)
-                   for i, name in enumerate(HTTP_ANNOTATORS)]
+        clients = [
+            Annotator(name, served.links[name], answers[name], seed=10 + i) for i, name in enumerate(HTTP_ANNOTATORS)
+        ]
         browser = Browser(open_browser(1000, 800), served.links["erin"], answers["erin"])
 
         def killer() -> None:
@@ -254,8 +272,9 @@ def test_server_killed_while_they_label_and_restarted(tmp_path, open_browser):
     given = {c.name: c.acked for c in clients} | {"erin": browser.acked}
     human = human_rows(labels)
     extra = {(r.labeler, r.item_id) for r in human.itertuples()} - {(n, i) for n, a in given.items() for i in a}
-    in_flight_stored = {(c.name, item) for c in clients for done, position, item in c.resumes
-                        if int(position) == done + 2}
+    in_flight_stored = {
+        (c.name, item) for c in clients for done, position, item in c.resumes if int(position) == done + 2
+    }
     assert in_flight_stored <= extra and {name for name, _ in extra - in_flight_stored} <= {"erin"}
     assert len(extra) <= len(EVERYONE)
     for name, item in extra:
@@ -264,8 +283,10 @@ def test_server_killed_while_they_label_and_restarted(tmp_path, open_browser):
     with LabelStore(labels) as store:
         concurrent = store.frame()
     assert_same_report(concurrent, serial_store(tmp_path, sample, given, "serial"))
-    print(f"\nkilled after {kill_at} acknowledged answers ({len(acked_before)} with the browser's); lost 0; "
-          f"stored in flight without an acknowledgement: {len(extra)}; browser outages: {browser.outages}")
+    print(
+        f"\nkilled after {kill_at} acknowledged answers ({len(acked_before)} with the browser's); lost 0; "
+        f"stored in flight without an acknowledgement: {len(extra)}; browser outages: {browser.outages}"
+    )
 
 
 def test_the_app_syncs_every_answer_to_disk(tmp_path):

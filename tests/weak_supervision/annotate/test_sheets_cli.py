@@ -29,20 +29,38 @@ def invoke(*args: str):
 def store_path(tmp_path):
     path = tmp_path / "labels.sqlite"
     with LabelStore(path) as store:
-        store.add([{"item_id": f"p{i}", "task": "mh", "labeler": name, "kind": "human", "value": v,
-                    "tags": ["news"] if (name, i) == ("alice", 1) else [], "note": "hm" if i == 2 else None}
-                   for name, values in (("alice", (1, 0, 1)), ("bob", (1, 1, 1))) for i, v in enumerate(values, 1)])
-        store.add([{"item_id": "p1", "task": "si", "labeler": "smollm2", "kind": "llm", "value": None,
-                    "raw_answer": "maybe"}])
+        store.add(
+            [
+                {
+                    "item_id": f"p{i}",
+                    "task": "mh",
+                    "labeler": name,
+                    "kind": "human",
+                    "value": v,
+                    "tags": ["news"] if (name, i) == ("alice", 1) else [],
+                    "note": "hm" if i == 2 else None,
+                }
+                for name, values in (("alice", (1, 0, 1)), ("bob", (1, 1, 1)))
+                for i, v in enumerate(values, 1)
+            ]
+        )
+        store.add(
+            [{"item_id": "p1", "task": "si", "labeler": "smollm2", "kind": "llm", "value": None, "raw_answer": "maybe"}]
+        )
     return path
 
 
 @pytest.fixture
 def sample(tmp_path):
     path = tmp_path / "sample.csv"
-    pd.DataFrame({"item_id": ["p1", "p2", "p3", "p4"], "task": "mh", "text": ["one", "two, with comma", "three",
-                                                                             "four\nlines"],
-                  "stratum": [1, 0, 1, 0]}).to_csv(path, index=False)
+    pd.DataFrame(
+        {
+            "item_id": ["p1", "p2", "p3", "p4"],
+            "task": "mh",
+            "text": ["one", "two, with comma", "three", "four\nlines"],
+            "stratum": [1, 0, 1, 0],
+        }
+    ).to_csv(path, index=False)
     return path
 
 
@@ -88,8 +106,12 @@ def test_sheet_for_labelling_elsewhere_goes_out_and_back(tmp_path, store_path, s
     assert dave["kind"].eq("human").all() and json.loads(dave.loc["p2", "tags"]) == ["news", "hypothetical"]
     # exported again with --sample, the sheet is prefilled with dave's labels
     again = tmp_path / "dave2.jsonl"
-    assert invoke("labels", "export", "--labels", store_path, "--sample", sample, "--labeler", "dave",
-                  "--out", again).exit_code == 0
+    assert (
+        invoke(
+            "labels", "export", "--labels", store_path, "--sample", sample, "--labeler", "dave", "--out", again
+        ).exit_code
+        == 0
+    )
     assert pd.read_json(again, lines=True)["value"].tolist()[:3] == [1, 0, 1]
 
 
@@ -105,18 +127,25 @@ def test_import_refuses_a_label_outside_0_1_with_its_row(tmp_path):
 def test_import_bad_sheets(tmp_path, store_path):
     sheet = tmp_path / "s.csv"
     sheet.write_text("item_id,task,value\np1,mh,1\n")
-    assert_one_sentence_failure(invoke("labels", "import", sheet, "--labels", store_path),
-                                "missing column 'labeler' (or pass --labeler)")
-    assert_one_sentence_failure(invoke("labels", "import", sheet, "--labels", store_path, "--labeler", "smollm2"),
-                                "labeler 'smollm2' already has llm labels")
-    assert_one_sentence_failure(invoke("labels", "import", sheet, "--labels", store_path, "--labeler", "x",
-                                       "--format", "prodigy"), "unknown sheet format 'prodigy'")
+    assert_one_sentence_failure(
+        invoke("labels", "import", sheet, "--labels", store_path), "missing column 'labeler' (or pass --labeler)"
+    )
+    assert_one_sentence_failure(
+        invoke("labels", "import", sheet, "--labels", store_path, "--labeler", "smollm2"),
+        "labeler 'smollm2' already has llm labels",
+    )
+    assert_one_sentence_failure(
+        invoke("labels", "import", sheet, "--labels", store_path, "--labeler", "x", "--format", "prodigy"),
+        "unknown sheet format 'prodigy'",
+    )
     twice = tmp_path / "twice.csv"
     twice.write_text("item_id,task,labeler,value\np1,mh,eve,1\np1,mh,eve,0\n")
-    assert_one_sentence_failure(invoke("labels", "import", twice, "--labels", store_path),
-                                "item 'p1' has two labels from 'eve'")
-    assert_one_sentence_failure(invoke("labels", "import", tmp_path / "nope.csv", "--labels", store_path),
-                                "nope.csv: no such file")
+    assert_one_sentence_failure(
+        invoke("labels", "import", twice, "--labels", store_path), "item 'p1' has two labels from 'eve'"
+    )
+    assert_one_sentence_failure(
+        invoke("labels", "import", tmp_path / "nope.csv", "--labels", store_path), "nope.csv: no such file"
+    )
 
 
 def test_import_keeps_existing_labels_unless_replace(tmp_path, store_path):
@@ -132,23 +161,48 @@ def test_import_keeps_existing_labels_unless_replace(tmp_path, store_path):
 
 
 def ls_choice(name: str, *choices: str) -> dict:
-    return {"from_name": name, "to_name": "text", "type": "choices", "value": {"choices": list(choices)},
-            "origin": "manual"}
+    return {
+        "from_name": name,
+        "to_name": "text",
+        "type": "choices",
+        "value": {"choices": list(choices)},
+        "origin": "manual",
+    }
 
 
 LABEL_STUDIO = [
-    {"id": 101, "data": {"item_id": "p1", "task": "mh", "text": "..."},
-     "annotations": [
-         {"id": 1, "completed_by": 1, "was_cancelled": False, "lead_time": 4.5, "created_at": "2025-01-02T10:00:00Z",
-          "result": [ls_choice("label", "Positive"), ls_choice("tags", "news", "hypothetical"),
-                     {"from_name": "note", "to_name": "text", "type": "textarea", "value": {"text": ["unsure"]}}]},
-         {"id": 2, "completed_by": {"id": 2, "email": "b@example.org"}, "was_cancelled": False,
-          "result": [ls_choice("label", "Negative")]},
-         {"id": 3, "completed_by": 3, "was_cancelled": True, "result": [ls_choice("label", "Positive")]},
-         {"id": 5, "completed_by": 3, "was_cancelled": False, "result": []}],  # skipped: no label
-     "predictions": [{"model_version": "llm", "result": [ls_choice("label", "Positive")]}]},
-    {"id": 102, "data": {"item_id": "p2", "task": "mh", "text": "..."},
-     "annotations": [{"id": 4, "completed_by": 1, "result": [ls_choice("label", "Negative")]}]},
+    {
+        "id": 101,
+        "data": {"item_id": "p1", "task": "mh", "text": "..."},
+        "annotations": [
+            {
+                "id": 1,
+                "completed_by": 1,
+                "was_cancelled": False,
+                "lead_time": 4.5,
+                "created_at": "2025-01-02T10:00:00Z",
+                "result": [
+                    ls_choice("label", "Positive"),
+                    ls_choice("tags", "news", "hypothetical"),
+                    {"from_name": "note", "to_name": "text", "type": "textarea", "value": {"text": ["unsure"]}},
+                ],
+            },
+            {
+                "id": 2,
+                "completed_by": {"id": 2, "email": "b@example.org"},
+                "was_cancelled": False,
+                "result": [ls_choice("label", "Negative")],
+            },
+            {"id": 3, "completed_by": 3, "was_cancelled": True, "result": [ls_choice("label", "Positive")]},
+            {"id": 5, "completed_by": 3, "was_cancelled": False, "result": []},
+        ],  # skipped: no label
+        "predictions": [{"model_version": "llm", "result": [ls_choice("label", "Positive")]}],
+    },
+    {
+        "id": 102,
+        "data": {"item_id": "p2", "task": "mh", "text": "..."},
+        "annotations": [{"id": 4, "completed_by": 1, "result": [ls_choice("label", "Negative")]}],
+    },
 ]
 
 
@@ -161,20 +215,27 @@ def test_label_studio_json_export(tmp_path):
     assert "read 3 labels" in result.stdout and "skipped 1 rows" in result.stdout
     with LabelStore(labels) as store:
         frame = store.frame().set_index(["labeler", "item_id"])
-    assert frame["value"].to_dict() == {("label-studio-1", "p1"): 1, ("label-studio-1", "p2"): 0,
-                                        ("label-studio-2", "p1"): 0}
+    assert frame["value"].to_dict() == {
+        ("label-studio-1", "p1"): 1,
+        ("label-studio-1", "p2"): 0,
+        ("label-studio-2", "p1"): 0,
+    }
     first = frame.loc[("label-studio-1", "p1")]
     assert json.loads(first["tags"]) == ["news", "hypothetical"] and first["note"] == "unsure"
     assert first["latency_ms"] == 4500.0 and first["raw_answer"] == '["Positive"]' and first["kind"] == "human"
     # one annotator at a time under a readable name
     named = tmp_path / "named.sqlite"
-    result = invoke("labels", "import", export, "--labels", named, "--format", "label-studio", "--user", "1",
-                    "--labeler", "alice")
+    result = invoke(
+        "labels", "import", export, "--labels", named, "--format", "label-studio", "--user", "1", "--labeler", "alice"
+    )
     assert result.exit_code == 0, result.output
     with LabelStore(named) as store:
         assert store.frame()["labeler"].unique().tolist() == ["alice"] and len(store.frame()) == 2
-    assert_one_sentence_failure(invoke("labels", "import", export, "--labels", named, "--format", "label-studio",
-                                       "--labeler", "alice"), "labels from 2 annotators (1, 2)", "--user")
+    assert_one_sentence_failure(
+        invoke("labels", "import", export, "--labels", named, "--format", "label-studio", "--labeler", "alice"),
+        "labels from 2 annotators (1, 2)",
+        "--user",
+    )
 
 
 def test_label_studio_emails_are_never_stored(tmp_path):
@@ -185,11 +246,25 @@ def test_label_studio_emails_are_never_stored(tmp_path):
     export = tmp_path / "project.json"
     export.write_text(json.dumps(tasks))
     labels = tmp_path / "labels.sqlite"
-    message = assert_one_sentence_failure(invoke("labels", "import", export, "--labels", labels, "--format",
-                                                 "label-studio"), "no numeric Label Studio user id", "--labeler")
+    message = assert_one_sentence_failure(
+        invoke("labels", "import", export, "--labels", labels, "--format", "label-studio"),
+        "no numeric Label Studio user id",
+        "--labeler",
+    )
     assert "example.org" not in message and not labels.exists()
-    result = invoke("labels", "import", export, "--labels", labels, "--format", "label-studio", "--user",
-                    "b@example.org", "--labeler", "bea")
+    result = invoke(
+        "labels",
+        "import",
+        export,
+        "--labels",
+        labels,
+        "--format",
+        "label-studio",
+        "--user",
+        "b@example.org",
+        "--labeler",
+        "bea",
+    )
     assert result.exit_code == 0, result.output
     assert "example.org" not in result.output
     result = invoke("labels", "import", export, "--labels", labels, "--format", "label-studio", "--user", "1")
@@ -198,22 +273,39 @@ def test_label_studio_emails_are_never_stored(tmp_path):
         frame = store.frame()
     assert sorted(set(frame["labeler"])) == ["bea", "label-studio-1"]
     assert "example.org" not in labels.read_bytes().decode("latin-1")
-    assert_one_sentence_failure(invoke("labels", "import", export, "--labels", tmp_path / "x.sqlite", "--format",
-                                       "label-studio", "--labeler", "x"), "2 annotators (1 and 1 without a user id)")
+    assert_one_sentence_failure(
+        invoke(
+            "labels", "import", export, "--labels", tmp_path / "x.sqlite", "--format", "label-studio", "--labeler", "x"
+        ),
+        "2 annotators (1 and 1 without a user id)",
+    )
     minimal = [{"item_id": "p7", "task": "si", "label": "positive", "annotator": "c@example.org"}]
     export_min = tmp_path / "min.json"
     export_min.write_text(json.dumps(minimal))
-    assert_one_sentence_failure(invoke("labels", "import", export_min, "--labels", labels, "--format", "label-studio"),
-                                "no numeric Label Studio user id")
-    assert invoke("labels", "import", export_min, "--labels", labels, "--format", "label-studio",
-                  "--labeler", "cleo").exit_code == 0
+    assert_one_sentence_failure(
+        invoke("labels", "import", export_min, "--labels", labels, "--format", "label-studio"),
+        "no numeric Label Studio user id",
+    )
+    assert (
+        invoke(
+            "labels", "import", export_min, "--labels", labels, "--format", "label-studio", "--labeler", "cleo"
+        ).exit_code
+        == 0
+    )
     assert "example.org" not in labels.read_bytes().decode("latin-1")
 
 
 def test_import_a_parquet_sheet_with_list_tags(tmp_path):
     sheet = tmp_path / "sheet.parquet"
-    pd.DataFrame({"item_id": ["p1", "p2", "NA"], "task": "mh", "labeler": "dave", "value": [1, 0, 1],
-                  "tags": [["news"], [], ["news", "third-person"]]}).to_parquet(sheet)
+    pd.DataFrame(
+        {
+            "item_id": ["p1", "p2", "NA"],
+            "task": "mh",
+            "labeler": "dave",
+            "value": [1, 0, 1],
+            "tags": [["news"], [], ["news", "third-person"]],
+        }
+    ).to_parquet(sheet)
     labels = tmp_path / "labels.sqlite"
     result = invoke("labels", "import", sheet, "--labels", labels)
     assert result.exit_code == 0, result.output
@@ -225,20 +317,54 @@ def test_import_a_parquet_sheet_with_list_tags(tmp_path):
 
 
 def test_label_studio_custom_choices_and_json_min(tmp_path):
-    tasks = json.loads(json.dumps(LABEL_STUDIO).replace('"Positive"', '"Self-disclosure"')
-                       .replace('"Negative"', '"Not a disclosure"'))
+    tasks = json.loads(
+        json.dumps(LABEL_STUDIO).replace('"Positive"', '"Self-disclosure"').replace('"Negative"', '"Not a disclosure"')
+    )
     export = tmp_path / "custom.json"
     export.write_text(json.dumps(tasks))
     labels = tmp_path / "labels.sqlite"
-    assert_one_sentence_failure(invoke("labels", "import", export, "--labels", labels, "--format", "label-studio"),
-                                "label choice 'Self-disclosure' is neither positive", "--positive")
-    result = invoke("labels", "import", export, "--labels", labels, "--format", "label-studio",
-                    "--positive", "Self-disclosure", "--negative", "Not a disclosure")
+    assert_one_sentence_failure(
+        invoke("labels", "import", export, "--labels", labels, "--format", "label-studio"),
+        "label choice 'Self-disclosure' is neither positive",
+        "--positive",
+    )
+    result = invoke(
+        "labels",
+        "import",
+        export,
+        "--labels",
+        labels,
+        "--format",
+        "label-studio",
+        "--positive",
+        "Self-disclosure",
+        "--negative",
+        "Not a disclosure",
+    )
     assert result.exit_code == 0, result.output
-    minimal = [{"item_id": "p7", "task": "si", "text": "...", "id": 7, "label": "positive", "annotator": 4,
-                "annotation_id": 9, "lead_time": 1.5, "tags": {"choices": ["sarcasm/humour", "news"]}},
-               {"item_id": "p8", "task": "si", "text": "...", "id": 8, "label": "no", "annotator": 4,
-                "annotation_id": 10, "tags": "hypothetical"}]
+    minimal = [
+        {
+            "item_id": "p7",
+            "task": "si",
+            "text": "...",
+            "id": 7,
+            "label": "positive",
+            "annotator": 4,
+            "annotation_id": 9,
+            "lead_time": 1.5,
+            "tags": {"choices": ["sarcasm/humour", "news"]},
+        },
+        {
+            "item_id": "p8",
+            "task": "si",
+            "text": "...",
+            "id": 8,
+            "label": "no",
+            "annotator": 4,
+            "annotation_id": 10,
+            "tags": "hypothetical",
+        },
+    ]
     export_min = tmp_path / "min.json"
     export_min.write_text(json.dumps(minimal))
     assert invoke("labels", "import", export_min, "--labels", labels, "--format", "label-studio").exit_code == 0
@@ -250,23 +376,52 @@ def test_label_studio_custom_choices_and_json_min(tmp_path):
 
 
 ARGILLA_NESTED = [
-    {"id": "p1", "fields": {"text": "..."}, "metadata": {"task": "mh"},
-     "responses": {"label": [{"value": "positive", "user_id": "u-a", "status": "submitted"},
-                             {"value": "negative", "user_id": "u-b", "status": "submitted"}],
-                   "tags": [{"value": ["news"], "user_id": "u-a"}],
-                   "note": [{"value": "hm", "user_id": "u-b"}]},
-     "suggestions": {"label": {"value": "positive", "score": 0.9, "agent": "llama3"}}, "vectors": {},
-     "_server_id": "5a0c"},
-    {"id": "x-2", "fields": {"text": "...", "item_id": "p2"}, "metadata": {"task": "mh"},
-     "responses": {"label": [{"value": "negative", "user_id": "u-a", "status": "draft"},
-                             {"value": "yes", "user_id": "u-b", "status": "submitted"}]},
-     "suggestions": {}, "vectors": {}, "_server_id": "5a0d"},
+    {
+        "id": "p1",
+        "fields": {"text": "..."},
+        "metadata": {"task": "mh"},
+        "responses": {
+            "label": [
+                {"value": "positive", "user_id": "u-a", "status": "submitted"},
+                {"value": "negative", "user_id": "u-b", "status": "submitted"},
+            ],
+            "tags": [{"value": ["news"], "user_id": "u-a"}],
+            "note": [{"value": "hm", "user_id": "u-b"}],
+        },
+        "suggestions": {"label": {"value": "positive", "score": 0.9, "agent": "llama3"}},
+        "vectors": {},
+        "_server_id": "5a0c",
+    },
+    {
+        "id": "x-2",
+        "fields": {"text": "...", "item_id": "p2"},
+        "metadata": {"task": "mh"},
+        "responses": {
+            "label": [
+                {"value": "negative", "user_id": "u-a", "status": "draft"},
+                {"value": "yes", "user_id": "u-b", "status": "submitted"},
+            ]
+        },
+        "suggestions": {},
+        "vectors": {},
+        "_server_id": "5a0d",
+    },
 ]
 ARGILLA_FLAT = [
-    {"id": "p1", "text": "...", "task": "mh", "label.responses": ["positive", "negative"],
-     "label.responses.users": ["u-a", "u-b"], "label.responses.status": ["submitted", "discarded"],
-     "tags.responses": [["metaphorical use"]], "tags.responses.users": ["u-a"], "tags.responses.status": ["submitted"],
-     "label.suggestion": "positive", "label.suggestion.score": 0.9, "label.suggestion.agent": "llama3"},
+    {
+        "id": "p1",
+        "text": "...",
+        "task": "mh",
+        "label.responses": ["positive", "negative"],
+        "label.responses.users": ["u-a", "u-b"],
+        "label.responses.status": ["submitted", "discarded"],
+        "tags.responses": [["metaphorical use"]],
+        "tags.responses.users": ["u-a"],
+        "tags.responses.status": ["submitted"],
+        "label.suggestion": "positive",
+        "label.suggestion.score": 0.9,
+        "label.suggestion.agent": "llama3",
+    },
 ]
 
 
@@ -284,8 +439,9 @@ def test_argilla_exports_nested_and_flat(tmp_path):
     flat = tmp_path / "records.jsonl"
     flat.write_text("\n".join(json.dumps(r) for r in ARGILLA_FLAT))
     flat_labels = tmp_path / "flat.sqlite"
-    result = invoke("labels", "import", flat, "--labels", flat_labels, "--format", "argilla", "--user", "u-a",
-                    "--labeler", "alice")
+    result = invoke(
+        "labels", "import", flat, "--labels", flat_labels, "--format", "argilla", "--user", "u-a", "--labeler", "alice"
+    )
     assert result.exit_code == 0, result.output
     with LabelStore(flat_labels) as store:
         frame = store.frame()
@@ -300,8 +456,9 @@ def test_annotate_bad_input(tmp_path, sample):
     base = ("annotate", "--labels", labels, "--annotator", "alice", "--annotator", "bob", "--port", "0")
     assert_one_sentence_failure(invoke(*base, "--sample", tmp_path / "bad.csv"), "bad.csv: missing column 'task'")
     assert_one_sentence_failure(invoke(*base, "--sample", tmp_path / "none.parquet"), "none.parquet: no such file")
-    assert_one_sentence_failure(invoke(*base, "--sample", sample, "--host", "0.0.0.0"),
-                                "refusing to serve on '0.0.0.0'", "--public")
+    assert_one_sentence_failure(
+        invoke(*base, "--sample", sample, "--host", "0.0.0.0"), "refusing to serve on '0.0.0.0'", "--public"
+    )
     assert_one_sentence_failure(invoke(*base, "--sample", sample, "--annotator", "alice"), "named twice")
     assert_one_sentence_failure(invoke(*base, "--sample", sample, "--annotator", "bad name"), "person name 'bad name'")
     assert not labels.exists()
@@ -316,19 +473,43 @@ def _as_a_background_job() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # what a shell does to a job started with '&'
 
 
-@pytest.mark.parametrize("stop, start", [(signal.SIGINT, None), (signal.SIGTERM, None),
-                                         (signal.SIGINT, _as_a_background_job)],
-                         ids=["ctrl-c", "sigterm", "sigint-to-a-background-job"])
+@pytest.mark.parametrize(
+    "stop, start",
+    [(signal.SIGINT, None), (signal.SIGTERM, None), (signal.SIGINT, _as_a_background_job)],
+    ids=["ctrl-c", "sigterm", "sigint-to-a-background-job"],
+)
 def test_annotate_serves_prints_links_and_stops_on_ctrl_c(tmp_path, sample, stop, start):
     labels = tmp_path / "labels.sqlite"
-    process = subprocess.Popen([sys.executable, "-m", "mhaudit", "annotate", "--sample", str(sample), "--labels",
-                                str(labels), "--annotator", "alice", "--annotator", "bob", "--adjudicator", "carol",
-                                "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=start)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mhaudit",
+            "annotate",
+            "--sample",
+            str(sample),
+            "--labels",
+            str(labels),
+            "--annotator",
+            "alice",
+            "--annotator",
+            "bob",
+            "--adjudicator",
+            "carol",
+            "--port",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=start,
+    )
     stdout: queue.Queue = queue.Queue()
     stderr: queue.Queue = queue.Queue()
-    pumps = [threading.Thread(target=_lines, args=(process.stdout, stdout), daemon=True),
-             threading.Thread(target=_lines, args=(process.stderr, stderr), daemon=True)]
+    pumps = [
+        threading.Thread(target=_lines, args=(process.stdout, stdout), daemon=True),
+        threading.Thread(target=_lines, args=(process.stderr, stderr), daemon=True),
+    ]
     for pump in pumps:
         pump.start()
     try:
@@ -363,13 +544,51 @@ def test_annotate_serves_prints_links_and_stops_on_ctrl_c(tmp_path, sample, stop
     with LabelStore(labels) as store:
         assert store.frame()[["item_id", "labeler", "value"]].values.tolist() == [[item_id, "alice", 1]]
     # a non-loopback host is refused before anything is served
-    again = subprocess.run([sys.executable, "-m", "mhaudit", "annotate", "--sample", str(sample), "--labels",
-                            str(labels), "--annotator", "alice", "--port", "0", "--host", "10.1.2.3"],
-                           capture_output=True, text=True, timeout=120)
+    again = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mhaudit",
+            "annotate",
+            "--sample",
+            str(sample),
+            "--labels",
+            str(labels),
+            "--annotator",
+            "alice",
+            "--port",
+            "0",
+            "--host",
+            "10.1.2.3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert again.returncode == 2 and "not a loopback address" in again.stderr
     # nor is an adjudicator who is also an annotator (a subprocess: a server that started would never return)
-    again = subprocess.run([sys.executable, "-m", "mhaudit", "annotate", "--sample", str(sample), "--labels",
-                            str(labels), "--annotator", "alice", "--annotator", "bob", "--adjudicator", "bob",
-                            "--port", "0"], capture_output=True, text=True, timeout=120)
+    again = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mhaudit",
+            "annotate",
+            "--sample",
+            str(sample),
+            "--labels",
+            str(labels),
+            "--annotator",
+            "alice",
+            "--annotator",
+            "bob",
+            "--adjudicator",
+            "bob",
+            "--port",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert again.returncode == 2 and "'bob' is named as an annotator and as the adjudicator" in again.stderr
     assert again.stderr.count("\n") == 1 and again.stdout == ""

@@ -80,11 +80,11 @@ class PgServer:
 
     def pg_ctl(self, *args: str) -> None:
         """pg_ctl ACTION on this server's data folder (start, restart and stop wait until done)."""
-        command = [*self.prefix, str(self.bin_dir / "pg_ctl"), "-D", str(self.root / "data"), "-w", "-t", "30",
-                   *args]
+        command = [*self.prefix, str(self.bin_dir / "pg_ctl"), "-D", str(self.root / "data"), "-w", "-t", "30", *args]
         if args[-1] in ("start", "restart"):  # the log stays a file: pg_ctl's pipes would never close
-            options = (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c fsync=off "
-                       "-c full_page_writes=off")
+            options = (
+                f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c fsync=off -c full_page_writes=off"
+            )
             command[-1:-1] = ["-l", str(self.root / "log"), "-o", options]
         result = subprocess.run(command, capture_output=True, text=True, timeout=90)
         if result.returncode != 0:
@@ -117,15 +117,36 @@ def start_server() -> PgServer:
         os.chown(root, owner.pw_uid, owner.pw_gid)
         os.chown(root / "pw", owner.pw_uid, owner.pw_gid)
     try:
-        result = subprocess.run([*prefix, str(bin_dir / "initdb"), "-D", str(root / "data"), "-U", USER,
-                                 f"--pwfile={root / 'pw'}", "--auth-local=trust", "--auth-host=scram-sha-256", "-E",
-                                 "UTF8", "--no-sync", "--locale=C"], capture_output=True, text=True, timeout=60)
+        result = subprocess.run(
+            [
+                *prefix,
+                str(bin_dir / "initdb"),
+                "-D",
+                str(root / "data"),
+                "-U",
+                USER,
+                f"--pwfile={root / 'pw'}",
+                "--auth-local=trust",
+                "--auth-host=scram-sha-256",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "--locale=C",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         if result.returncode != 0:
             raise RuntimeError(f"initdb failed: {result.stdout}{result.stderr}")
         stop = [*prefix, str(bin_dir / "pg_ctl"), "-D", str(root / "data"), "-m", "immediate", "-w", "stop"]
-        server.watchdog = subprocess.Popen([sys.executable, "-c", _WATCHDOG, json.dumps(stop), str(root)],
-                                           start_new_session=True, stdin=subprocess.DEVNULL,
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server.watchdog = subprocess.Popen(
+            [sys.executable, "-c", _WATCHDOG, json.dumps(stop), str(root)],
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         server.pg_ctl("start")
     except BaseException:
         server.stop_and_remove()

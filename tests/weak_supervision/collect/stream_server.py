@@ -37,38 +37,81 @@ TIME_CURSOR_MIN = 10**15  # an xrpc cursor this large is a unix-microseconds tim
 
 
 # ------------------------------------------------------------------------------- Jetstream messages
-def post_event(time_us: int, did: str, rkey: str, text: str, *, langs=("en",), reply: bool = False,
-               created_at: str = "2025-05-20T12:00:00.000Z", cid: str | None = None) -> dict:
+def post_event(
+    time_us: int,
+    did: str,
+    rkey: str,
+    text: str,
+    *,
+    langs=("en",),
+    reply: bool = False,
+    created_at: str = "2025-05-20T12:00:00.000Z",
+    cid: str | None = None,
+) -> dict:
     record = {"$type": POST, "text": text, "createdAt": created_at, "langs": list(langs)}
     if reply:
         ref = {"uri": f"at://did:plc:parent/{POST}/3kparent", "cid": "bafyreiparent"}
         record["reply"] = {"root": ref, "parent": ref}
-    return {"did": did, "time_us": time_us, "kind": "commit",
-            "commit": {"rev": "3l3qo2vutsw2b", "operation": "create", "collection": POST, "rkey": rkey,
-                       "record": record, "cid": cid or f"bafyrei{rkey}"}}
+    return {
+        "did": did,
+        "time_us": time_us,
+        "kind": "commit",
+        "commit": {
+            "rev": "3l3qo2vutsw2b",
+            "operation": "create",
+            "collection": POST,
+            "rkey": rkey,
+            "record": record,
+            "cid": cid or f"bafyrei{rkey}",
+        },
+    }
 
 
 def like_event(time_us: int, did: str, rkey: str) -> dict:
-    return {"did": did, "time_us": time_us, "kind": "commit",
-            "commit": {"rev": "3l3qo2vutsw2c", "operation": "create", "collection": "app.bsky.feed.like",
-                       "rkey": rkey, "record": {"$type": "app.bsky.feed.like", "createdAt": "2025-05-20T12:00:00Z",
-                                                "subject": {"uri": f"at://did:plc:x/{POST}/1", "cid": "bafy"}},
-                       "cid": "bafyreilike"}}
+    return {
+        "did": did,
+        "time_us": time_us,
+        "kind": "commit",
+        "commit": {
+            "rev": "3l3qo2vutsw2c",
+            "operation": "create",
+            "collection": "app.bsky.feed.like",
+            "rkey": rkey,
+            "record": {
+                "$type": "app.bsky.feed.like",
+                "createdAt": "2025-05-20T12:00:00Z",
+                "subject": {"uri": f"at://did:plc:x/{POST}/1", "cid": "bafy"},
+            },
+            "cid": "bafyreilike",
+        },
+    }
 
 
 def delete_event(time_us: int, did: str, rkey: str) -> dict:
-    return {"did": did, "time_us": time_us, "kind": "commit",
-            "commit": {"rev": "3l3qo2vutsw2d", "operation": "delete", "collection": POST, "rkey": rkey}}
+    return {
+        "did": did,
+        "time_us": time_us,
+        "kind": "commit",
+        "commit": {"rev": "3l3qo2vutsw2d", "operation": "delete", "collection": POST, "rkey": rkey},
+    }
 
 
 def identity_event(time_us: int, did: str) -> dict:
-    return {"did": did, "time_us": time_us, "kind": "identity",
-            "identity": {"did": did, "handle": "someone.bsky.social", "seq": 1, "time": "2025-05-20T12:00:00Z"}}
+    return {
+        "did": did,
+        "time_us": time_us,
+        "kind": "identity",
+        "identity": {"did": did, "handle": "someone.bsky.social", "seq": 1, "time": "2025-05-20T12:00:00Z"},
+    }
 
 
 def account_event(time_us: int, did: str) -> dict:
-    return {"did": did, "time_us": time_us, "kind": "account",
-            "account": {"active": True, "did": did, "seq": 2, "time": "2025-05-20T12:00:00Z"}}
+    return {
+        "did": did,
+        "time_us": time_us,
+        "kind": "account",
+        "account": {"active": True, "did": did, "seq": 2, "time": "2025-05-20T12:00:00Z"},
+    }
 
 
 def jetstream_frames(events: list[dict]) -> list[tuple[int, str]]:
@@ -86,8 +129,7 @@ def xrpc_payload(event: dict, seq: int) -> dict:
     """A subscribe-wire event on the xrpc wire: the same event with Jetstream's `seq`, a commit's fields in the
     payload itself, identity/account events wrapping the upstream event (atproto 0.0.73's models)."""
     when = iso_time(event["time_us"])
-    payload = {"$type": f"{XRPC}#{event['kind']}", "did": event["did"], "seq": seq, "time": when,
-               "witnessedAt": when}
+    payload = {"$type": f"{XRPC}#{event['kind']}", "did": event["did"], "seq": seq, "time": when, "witnessedAt": when}
     if event["kind"] == "commit":
         payload.update(event["commit"])
     else:
@@ -150,20 +192,34 @@ def firehose_commit(seq: int, did: str, posts: list[tuple[str, dict]], *, likes:
     """A `#commit` frame creating the given (rkey, record) posts (and `likes` like records)."""
     ipld = _cbor()
     records = [(f"{POST}/{rkey}", rec) for rkey, rec in posts]
-    records += [(f"app.bsky.feed.like/like{seq}x{i}", {"$type": "app.bsky.feed.like", "createdAt": "2025"})
-                for i in range(likes)]
+    records += [
+        (f"app.bsky.feed.like/like{seq}x{i}", {"$type": "app.bsky.feed.like", "createdAt": "2025"})
+        for i in range(likes)
+    ]
     blocks = [ipld.encode_dag_cbor(rec) for _, rec in records]
     data, cids = car(blocks or [ipld.encode_dag_cbor({})])
     ops = [{"action": "create", "path": path, "cid": cid} for (path, _), cid in zip(records, cids)]
-    body = {"seq": seq, "repo": did, "rev": "3l3qo2vutsw2b", "since": None, "commit": cids[0], "blocks": data,
-            "ops": ops, "blobs": [], "time": "2025-05-20T12:00:00.000Z", "tooBig": False, "rebase": False}
+    body = {
+        "seq": seq,
+        "repo": did,
+        "rev": "3l3qo2vutsw2b",
+        "since": None,
+        "commit": cids[0],
+        "blocks": data,
+        "ops": ops,
+        "blobs": [],
+        "time": "2025-05-20T12:00:00.000Z",
+        "tooBig": False,
+        "rebase": False,
+    }
     return ipld.encode_dag_cbor({"op": 1, "t": "#commit"}) + ipld.encode_dag_cbor(body)
 
 
 def firehose_identity(seq: int, did: str) -> bytes:
     ipld = _cbor()
     return ipld.encode_dag_cbor({"op": 1, "t": "#identity"}) + ipld.encode_dag_cbor(
-        {"seq": seq, "did": did, "time": "2025-05-20T12:00:00.000Z"})
+        {"seq": seq, "did": did, "time": "2025-05-20T12:00:00.000Z"}
+    )
 
 
 def firehose_error(error: str, message: str) -> bytes:
@@ -225,7 +281,7 @@ class StreamServer:
     wrong_path: int | None = None
     missing: dict[int, set[int]] = field(default_factory=dict)
     requests: list[dict] = field(default_factory=list)  # query of every accepted connection
-    sent: list[int] = field(default_factory=list)       # frames sent per accepted connection
+    sent: list[int] = field(default_factory=list)  # frames sent per accepted connection
     refused: list[tuple[str, int]] = field(default_factory=list)  # (path, status) of every refused handshake
 
     def __post_init__(self):
@@ -240,9 +296,15 @@ class StreamServer:
 
     # -- lifecycle -------------------------------------------------------------------------------------------
     def start(self) -> StreamServer:
-        self._server = serve(self._handle, "127.0.0.1", 0, process_request=self._process_request,
-                             compression=None, max_size=None,
-                             subprotocols=[SUBPROTOCOL] if self.wire == "xrpc" else None)
+        self._server = serve(
+            self._handle,
+            "127.0.0.1",
+            0,
+            process_request=self._process_request,
+            compression=None,
+            max_size=None,
+            subprotocols=[SUBPROTOCOL] if self.wire == "xrpc" else None,
+        )
         self._thread = threading.Thread(target=self._server.serve_forever, name="stream-server", daemon=True)
         self._thread.start()
         return self

@@ -54,8 +54,13 @@ runner = CliRunner()
 MH = Lexicon.load("mh")
 REWIND_US = 5_000_000  # the default rewind (5 s) in time_us
 FAST_RETRY = RetryPolicy(max_failures=4, base_s=0.02, max_s=0.1)
-MATCHING = ["I can’t sleep again tonight", "another panic attack at work", "my therapist moved my appointment",
-            "so ANXIOUS about tomorrow", "Insomnia again, 4am"]
+MATCHING = [
+    "I can’t sleep again tonight",
+    "another panic attack at work",
+    "my therapist moved my appointment",
+    "so ANXIOUS about tomorrow",
+    "Insomnia again, 4am",
+]
 PLAIN = ["great coffee this morning", "the train is late again", "new album out today!", "diet starts monday"]
 
 
@@ -67,14 +72,14 @@ def stream(cycles: int) -> tuple[list[dict], dict[str, int]]:
         t, did = T0 + c * 8_000, f"did:plc:user{c % 13:04d}"
         m, p = MATCHING[c % len(MATCHING)], PLAIN[c % len(PLAIN)]
         events += [
-            post_event(t, did, f"a{c}", m),                                  # kept
-            post_event(t + 1000, did, f"b{c}", p),                           # no lexicon match
+            post_event(t, did, f"a{c}", m),  # kept
+            post_event(t + 1000, did, f"b{c}", p),  # no lexicon match
             like_event(t + 2000, did, f"l{c}") if c % 2 else identity_event(t + 2000, did),
-            post_event(t + 3000, did, f"c{c}", m, langs=["de"]),             # not English
-            post_event(t + 4000, did, f"d{c}", m, reply=True),               # a reply: kept by default
+            post_event(t + 3000, did, f"c{c}", m, langs=["de"]),  # not English
+            post_event(t + 4000, did, f"d{c}", m, reply=True),  # a reply: kept by default
             account_event(t + 5000, did) if c % 2 else delete_event(t + 5000, did, f"a{c}"),
-            post_event(t + 6000, did, f"e{c}", m, langs=["en-GB", "fr"]),    # kept: en-GB is English
-            post_event(t + 7000, did, f"f{c}", m, langs=[]),                 # no langs: not kept
+            post_event(t + 6000, did, f"e{c}", m, langs=["en-GB", "fr"]),  # kept: en-GB is English
+            post_event(t + 7000, did, f"f{c}", m, langs=[]),  # no langs: not kept
         ]
         expected.update({f"a{c}": t, f"d{c}": t + 4000, f"e{c}": t + 6000})
     return events, expected
@@ -84,8 +89,11 @@ def on_wire(wire: str, events: list[dict], expected: dict[str, int]) -> tuple[li
     """The events as `wire`'s relay sends them, and the expected posts' cursors on that wire (the subscribe
     wire's time_us, or the xrpc seq)."""
     frames = wire_frames(wire, events)
-    cursors = {e["commit"]["rkey"]: cursor for e, (cursor, _) in zip(events, frames)
-               if e["kind"] == "commit" and e["commit"]["operation"] == "create" and e["commit"]["collection"] == POST}
+    cursors = {
+        e["commit"]["rkey"]: cursor
+        for e, (cursor, _) in zip(events, frames)
+        if e["kind"] == "commit" and e["commit"]["operation"] == "create" and e["commit"]["collection"] == POST
+    }
     return frames, {k: cursors[k] for k in expected}
 
 
@@ -113,8 +121,13 @@ def test_filter_keeps_wanted_languages_replies_by_option_and_records_terms_and_c
     both = PostFilter([Lexicon.load("si"), MH])
 
     def post(text, langs=("en",), reply=False):
-        return {"uri": "at://did:plc:x/app.bsky.feed.post/1", "did": "did:plc:x", "text": text,
-                "langs": list(langs), "reply": reply}
+        return {
+            "uri": "at://did:plc:x/app.bsky.feed.post/1",
+            "did": "did:plc:x",
+            "text": text,
+            "langs": list(langs),
+            "reply": reply,
+        }
 
     kept = both(post("Feeling hopeless and I can’t sleep, I can't sleep at all"))
     assert kept["terms"] == ["hopeless", "can't sleep"] and kept["categories"] == ["hopelessness", "insomnia"]
@@ -128,8 +141,10 @@ def test_filter_keeps_wanted_languages_replies_by_option_and_records_terms_and_c
         PostFilter([])
 
 
-@pytest.mark.parametrize("text, seconds", [("30s", 30), ("10m", 600), ("2h", 7200), ("14d", 1_209_600),
-                                           ("90", 90), ("1.5h", 5400), (" 3D ", 259_200)])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [("30s", 30), ("10m", 600), ("2h", 7200), ("14d", 1_209_600), ("90", 90), ("1.5h", 5400), (" 3D ", 259_200)],
+)
 def test_parse_duration(text, seconds):
     assert parse_duration(text) == seconds
 
@@ -185,12 +200,17 @@ def test_reconnects_after_drops_with_no_gap_and_no_duplicate(tmp_path, wire):
         assert sorted(stored_rkeys(store)) == sorted(expected) and store.count() == 90
         assert stats.connections == 3 and stats.failures == 2 and server.sent[:2] == [37, 55]
         # Each reconnect resumes at the last event received (both wires replay it, inclusive: one repeat).
-        selected = [c for e, (c, _) in zip(events, frames)  # the cursors of what the server sends
-                    if e.get("commit", {}).get("collection", POST) == POST]
+        selected = [
+            c
+            for e, (c, _) in zip(events, frames)  # the cursors of what the server sends
+            if e.get("commit", {}).get("collection", POST) == POST
+        ]
         assert int(server.requests[1]["cursor"][0]) == selected[36]
         assert int(server.requests[2]["cursor"][0]) == selected[36 + 55 - 1]
-        assert stats.events == selected.index(frames[[e.get("commit", {}).get("rkey") for e in events]
-                                                     .index("e29")][0]) + 3
+        assert (
+            stats.events
+            == selected.index(frames[[e.get("commit", {}).get("rkey") for e in events].index("e29")][0]) + 3
+        )
         cursor = "jetstream" if wire == "subscribe" else f"jetstream-xrpc:127.0.0.1:{server.port}"
         assert set(store.cursors()) == {cursor}
 
@@ -198,9 +218,14 @@ def test_reconnects_after_drops_with_no_gap_and_no_duplicate(tmp_path, wire):
 def test_malformed_frames_are_counted_and_skipped(tmp_path):
     events, expected = stream(5)
     frames = jetstream_frames(events)
-    bad = ["{not json", "[]", '{"time_us": "soon", "kind": "commit"}', b"\xff\x00binary",
-           '{"did": "did:plc:x", "time_us": 1730000000000001, "kind": "commit", "commit": {"operation": '
-           '"create", "collection": "app.bsky.feed.post", "rkey": "zz", "record": {"text": 5}}}']
+    bad = [
+        "{not json",
+        "[]",
+        '{"time_us": "soon", "kind": "commit"}',
+        b"\xff\x00binary",
+        '{"did": "did:plc:x", "time_us": 1730000000000001, "kind": "commit", "commit": {"operation": '
+        '"create", "collection": "app.bsky.feed.post", "rkey": "zz", "record": {"text": 5}}}',
+    ]
     for i, frame in enumerate(bad):
         frames.insert(3 + 6 * i, (frames[2 + 6 * i][0], frame))
     with StreamServer(frames) as server, PostStore(tmp_path / "p.sqlite") as store:
@@ -242,8 +267,11 @@ def test_refused_connections_are_retried_with_backoff(tmp_path):
 def test_an_unreachable_relay_gives_up_after_the_stated_number_of_failures(tmp_path):
     with PostStore(tmp_path / "p.sqlite") as store:
         start = time.monotonic()
-        with pytest.raises(RelayUnreachable, match=r"cannot reach the relay ws://127\.0\.0\.1:\d+/subscribe "
-                                                   r"\(4 failed attempts in a row"):
+        with pytest.raises(
+            RelayUnreachable,
+            match=r"cannot reach the relay ws://127\.0\.0\.1:\d+/subscribe "
+            r"\(4 failed attempts in a row",
+        ):
             collect(store, f"ws://127.0.0.1:{free_port()}/subscribe")
         assert time.monotonic() - start < 2 and store.count() == 0 and store.cursor() is None
 
@@ -268,8 +296,10 @@ def test_firehose_wire_end_to_end_with_a_drop(tmp_path):
         if seq % 4 == 0:
             frames.append((seq, firehose_identity(seq, did)))
             continue
-        posts = [(f"p{seq}", post_record(MATCHING[seq % 5] if seq % 2 else PLAIN[seq % 4])),
-                 (f"q{seq}", post_record("so anxious", langs=["ja"]))]
+        posts = [
+            (f"p{seq}", post_record(MATCHING[seq % 5] if seq % 2 else PLAIN[seq % 4])),
+            (f"q{seq}", post_record("so anxious", langs=["ja"])),
+        ]
         frames.append((seq, firehose_commit(seq, did, posts, likes=1)))
         expected |= {f"p{seq}"} if seq % 2 else set()
     with StreamServer(frames, drops=[11], wire="firehose") as server, PostStore(tmp_path / "p.sqlite") as store:
@@ -375,8 +405,16 @@ class SimCollector(Collector):
     """The real collector, connected to a SimRelay and run on its clock."""
 
     def __init__(self, store, relay: SimRelay, **options):
-        super().__init__(store, PostFilter([MH]), wire=SUBSCRIBE, relay="ws://sim.invalid/subscribe", seed=0,
-                         clock=relay.clock, sleep=relay.sleep, options=CollectOptions(**options))
+        super().__init__(
+            store,
+            PostFilter([MH]),
+            wire=SUBSCRIBE,
+            relay="ws://sim.invalid/subscribe",
+            seed=0,
+            clock=relay.clock,
+            sleep=relay.sleep,
+            options=CollectOptions(**options),
+        )
         self._relay = relay
 
     def _connect(self, url: str):
@@ -420,8 +458,11 @@ def test_a_dropped_connection_resumes_5_s_early_so_a_late_event_is_not_lost_and_
     # Connection 0 misses a post whose time_us lies just before the last event it delivered (it reached the
     # relay's replay log late), then drops. Resuming at the exact cursor would skip that post for good.
     events, expected = stream(30)
-    selected = [e for e in events  # what the server sends for wantedCollections=app.bsky.feed.post
-                if e.get("commit", {}).get("collection", "app.bsky.feed.post") == "app.bsky.feed.post"]
+    selected = [
+        e
+        for e in events  # what the server sends for wantedCollections=app.bsky.feed.post
+        if e.get("commit", {}).get("collection", "app.bsky.feed.post") == "app.bsky.feed.post"
+    ]
     late = next(e for e in reversed(selected[30:39]) if e.get("commit", {}).get("rkey", "") in expected)
     late_rkey = late["commit"]["rkey"]
     last = selected[40]["time_us"]  # connection 0 sends 40 frames (the late one skipped), then drops
@@ -432,7 +473,7 @@ def test_a_dropped_connection_resumes_5_s_early_so_a_late_event_is_not_lost_and_
             start = last - round(rewind_s * 1e6)
             assert server.requests[1]["cursor"] == [str(start)]
             assert set(stored_rkeys(store)) == set(expected) - gap  # no gap with the rewind
-            assert store.count() == len(expected) - len(gap)      # and no post stored twice
+            assert store.count() == len(expected) - len(gap)  # and no post stored twice
             # The overlap's posts that connection 0 had stored came again and were ignored.
             replayed = {k for k, t in expected.items() if start <= t <= last and k != late_rkey}
             assert stats.duplicates == len(replayed) and (len(replayed) > 10 if rewind_s else True)
@@ -445,8 +486,14 @@ def test_a_firehose_cursor_is_kept_per_relay_and_another_relay_starts_fresh_with
     def relay_frames(prefix, n):
         frames, keys = [], []
         for seq in range(1, n + 1):
-            frames.append((seq, firehose_commit(seq, f"did:plc:{prefix}{seq % 3}",
-                                                [(f"{prefix}{seq}", post_record(MATCHING[seq % 5]))])))
+            frames.append(
+                (
+                    seq,
+                    firehose_commit(
+                        seq, f"did:plc:{prefix}{seq % 3}", [(f"{prefix}{seq}", post_record(MATCHING[seq % 5]))]
+                    ),
+                )
+            )
             keys.append(f"{prefix}{seq}")
         return frames, keys
 
@@ -459,8 +506,10 @@ def test_a_firehose_cursor_is_kept_per_relay_and_another_relay_starts_fresh_with
         result = _cli(*base, "--relay", b.base, "--max-posts", 5)
         assert result.exit_code == 0, result.output
         assert "cursor" not in b.requests[0]  # not A's seq 8
-        note = f"note: starting at the live tip of 127.0.0.1:{b.port}: the store's saved firehose cursor " \
-               f"belongs to 127.0.0.1:{a.port}"
+        note = (
+            f"note: starting at the live tip of 127.0.0.1:{b.port}: the store's saved firehose cursor "
+            f"belongs to 127.0.0.1:{a.port}"
+        )
         assert note in " ".join(result.stderr.split()), result.stderr
         result = _cli(*base[:-2], "--duration", "0.5s", "--relay", a.base)
         assert result.exit_code == 0 and "note:" not in result.stderr
@@ -495,8 +544,7 @@ def test_cli_collects_prints_the_summary_and_resumes(tmp_path):
     db = tmp_path / "posts.sqlite"
     events, expected = stream(20)
     with StreamServer(jetstream_frames(events)) as server:
-        command = ["bluesky", "--db", db, "--lexicon", "mh", "--relay", server.url, "--duration", "20s",
-                   "--no-replies"]
+        command = ["bluesky", "--db", db, "--lexicon", "mh", "--relay", server.url, "--duration", "20s", "--no-replies"]
         result = _cli(*command, "--max-posts", 25)
         assert result.exit_code == 0, result.output
         assert "25 stored" in result.stdout and "stopped (max_posts)" in result.stdout
@@ -527,8 +575,12 @@ def test_cli_bad_input_is_one_sentence_exit_2_and_loses_nothing(tmp_path):
     db = tmp_path / "posts.sqlite"
     events, _ = stream(5)
     with StreamServer(jetstream_frames(events)) as server:
-        assert _cli("bluesky", "--db", db, "--lexicon", "mh", "--relay", server.url, "--max-posts", 10,
-                    "--duration", "20s").exit_code == 0
+        assert (
+            _cli(
+                "bluesky", "--db", db, "--lexicon", "mh", "--relay", server.url, "--max-posts", 10, "--duration", "20s"
+            ).exit_code
+            == 0
+        )
     bad_toml = tmp_path / "bad.toml"
     bad_toml.write_text("[lexicon\nname = ")
     empty = tmp_path / "empty.toml"
@@ -603,8 +655,23 @@ def test_sigterm_then_kill_9_mid_stream_then_restart_stores_exactly_the_expected
     rewind = REWIND_US if wire == "subscribe" else 0  # an xrpc seq is exact: resumed as it is
     env = {**os.environ, "COLUMNS": "200"}
     with StreamServer(frames, delay_s=0.002, wire=wire) as server:
-        command = [sys.executable, "-m", "mhaudit", "collect", "bluesky", "--db", str(db), "--lexicon", "mh",
-                   "--relay", server.url, "--batch-size", "10", "--duration", "60s"]  # auto: the wire by the path
+        command = [
+            sys.executable,
+            "-m",
+            "mhaudit",
+            "collect",
+            "bluesky",
+            "--db",
+            str(db),
+            "--lexicon",
+            "mh",
+            "--relay",
+            server.url,
+            "--batch-size",
+            "10",
+            "--duration",
+            "60s",
+        ]  # auto: the wire by the path
         # SIGTERM: the pending batch is committed and the run ends normally.
         assert _run_until(command, env, db, 30, signal.SIGTERM) == 0
         cursor, stored = _stored_up_to_cursor(db, expected)
@@ -614,8 +681,9 @@ def test_sigterm_then_kill_9_mid_stream_then_restart_stores_exactly_the_expected
         assert server.requests[1]["cursor"] == [str(cursor - rewind)]
         cursor, stored = _stored_up_to_cursor(db, expected)
         assert 90 <= len(stored) < 450
-        done = subprocess.run(command + ["--max-posts", str(450 - len(stored))], env=env, capture_output=True,
-                              text=True, timeout=300)
+        done = subprocess.run(
+            command + ["--max-posts", str(450 - len(stored))], env=env, capture_output=True, text=True, timeout=300
+        )
         assert done.returncode == 0, done.stderr
         assert f"{wire} wire at {server.url}" in " ".join(done.stderr.split())
         assert server.requests[2]["cursor"] == [str(cursor - rewind)] and not server.refused

@@ -54,8 +54,12 @@ def _wait_for(url: str, table: str, at_least: int, *, proc=None, timeout: float 
 
 
 def _env(**extra: str) -> dict:
-    return {**os.environ, "PYTHONPATH": str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""), "COLUMNS": "200",
-            **extra}
+    return {
+        **os.environ,
+        "PYTHONPATH": str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "COLUMNS": "200",
+        **extra,
+    }
 
 
 def _one_sentence(stderr: str, *fragments: str) -> str:
@@ -73,8 +77,7 @@ def test_collector_rides_out_a_fast_and_an_immediate_restart(pg_server, pg_url):
     events, expected = stream(CYCLES)
     with StreamServer(jetstream_frames(events), delay_s=0.004) as relay, PostStore(pg_url) as store:
         options = CollectOptions(retry=FAST_RETRY, duration_s=40, batch_size=10, flush_every_s=0.2)
-        collector = Collector(store, PostFilter([MH], langs=options.langs), relay=relay.url, options=options,
-                              seed=0)
+        collector = Collector(store, PostFilter([MH], langs=options.langs), relay=relay.url, options=options, seed=0)
         thread = threading.Thread(target=collector.run)
         thread.start()
         at_restart = []
@@ -97,8 +100,25 @@ def test_collect_gives_up_in_one_sentence_after_the_budget_and_a_rerun_completes
     events, expected = stream(CYCLES)
     db = pg_url.rsplit("/", 1)[1]
     with StreamServer(jetstream_frames(events), delay_s=0.004) as relay:
-        command = [sys.executable, "-m", "mhaudit", "collect", "bluesky", "--db", pg_url, "--lexicon", "mh",
-                   "--relay", relay.url, "--batch-size", "10", "--duration", "60s", "--db-retry", "1"]
+        command = [
+            sys.executable,
+            "-m",
+            "mhaudit",
+            "collect",
+            "bluesky",
+            "--db",
+            pg_url,
+            "--lexicon",
+            "mh",
+            "--relay",
+            relay.url,
+            "--batch-size",
+            "10",
+            "--duration",
+            "60s",
+            "--db-retry",
+            "1",
+        ]
         proc = subprocess.Popen(command, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             before = _wait_for(pg_url, "posts", 100, proc=proc)
@@ -111,14 +131,16 @@ def test_collect_gives_up_in_one_sentence_after_the_budget_and_a_rerun_completes
                 proc.kill()
             pg_server.pg_ctl("start")
         assert proc.returncode == 2
-        _one_sentence(stderr, f"postgresql://127.0.0.1:{pg_server.port}/{db}", "within 1 s",
-                      "run the same command again")
+        _one_sentence(
+            stderr, f"postgresql://127.0.0.1:{pg_server.port}/{db}", "within 1 s", "run the same command again"
+        )
         assert 1 <= waited < 60  # its 1 s budget, then it stops (the sentence says 1 s; generous: a busy machine)
         with PostStore(pg_url) as store:
             stored = set(stored_rkeys(store))
         assert before <= len(stored) < 600 and stored <= set(expected)
-        done = subprocess.run(command + ["--max-posts", str(600 - len(stored))], env=_env(), capture_output=True,
-                              text=True, timeout=300)
+        done = subprocess.run(
+            command + ["--max-posts", str(600 - len(stored))], env=_env(), capture_output=True, text=True, timeout=300
+        )
         assert done.returncode == 0, done.stderr
     with PostStore(pg_url) as store:
         rkeys = stored_rkeys(store)
@@ -127,12 +149,17 @@ def test_collect_gives_up_in_one_sentence_after_the_budget_and_a_rerun_completes
 
 def test_a_bad_retry_budget_is_one_sentence(pg_url, monkeypatch):
     monkeypatch.setenv("MHAUDIT_DB_RETRY_S", "soon")
-    with pytest.raises(InputError, match=r"budget \(--db-retry or MHAUDIT_DB_RETRY_S\) must be 0 or more seconds, "
-                                         "not 'soon'"):
+    with pytest.raises(
+        InputError,
+        match=r"budget \(--db-retry or MHAUDIT_DB_RETRY_S\) must be 0 or more seconds, "
+        "not 'soon'",
+    ):
         PostStore(pg_url)
     monkeypatch.delenv("MHAUDIT_DB_RETRY_S")
-    _bad(_cli("bluesky", "--db", pg_url, "--lexicon", "mh", "--relay", "ws://127.0.0.1:1", "--db-retry", "-1"),
-         "must be 0 or more seconds, not -1.0")
+    _bad(
+        _cli("bluesky", "--db", pg_url, "--lexicon", "mh", "--relay", "ws://127.0.0.1:1", "--db-retry", "-1"),
+        "must be 0 or more seconds, not -1.0",
+    )
 
 
 def test_a_lock_timeout_on_a_live_connection_is_not_waited_for(pg_url):
@@ -165,13 +192,32 @@ def undisturbed(setup, posts, pg_server, tmp_path_factory):
 
 
 @pytest.mark.parametrize("fault", ["restart fast", "restart immediate", "stop"])
-def test_monitor_scores_through_a_restart_equal_to_an_undisturbed_run(setup, posts, undisturbed,
-                                                                      pg_server, pg_url, tmp_path, fault):
+def test_monitor_scores_through_a_restart_equal_to_an_undisturbed_run(
+    setup, posts, undisturbed, pg_server, pg_url, tmp_path, fault
+):
     work, _ = setup
     _store(pg_url, posts)
-    command = [sys.executable, "-m", "mhaudit", "audit", "monitor", "--store", pg_url, "--model", str(work / "model"),
-               "--reference", str(work / "reference.parquet"), "--window", "1d", "--positive", "depression",
-               "--n-boot", "100", "--out", str(tmp_path / "report")]
+    command = [
+        sys.executable,
+        "-m",
+        "mhaudit",
+        "audit",
+        "monitor",
+        "--store",
+        pg_url,
+        "--model",
+        str(work / "model"),
+        "--reference",
+        str(work / "reference.parquet"),
+        "--window",
+        "1d",
+        "--positive",
+        "depression",
+        "--n-boot",
+        "100",
+        "--out",
+        str(tmp_path / "report"),
+    ]
     # slow batches (0.2 s after each commit of 256), so the fault lands mid-run; a budget of 1 s for `stop`
     env = _env(MHAUDIT_MONITOR_BATCH_DELAY="0.2", MHAUDIT_DB_RETRY_S="1" if fault == "stop" else "30")
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

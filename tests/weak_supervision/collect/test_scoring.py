@@ -34,9 +34,17 @@ def load_length_model(folder: str) -> LengthModel:
 
 
 def _store(path, n=25):
-    posts = [{"uri": f"at://a-{i % 3}/post/{i:03d}", "did": f"did:plc:{i % 3}", "text": "x" * (i + 1),
-              "created_at": f"2026-01-{1 + i % 5:02d}T00:00:00Z", "langs": ["en"] if i % 2 else [],
-              "categories": ["si"]} for i in range(n)]
+    posts = [
+        {
+            "uri": f"at://a-{i % 3}/post/{i:03d}",
+            "did": f"did:plc:{i % 3}",
+            "text": "x" * (i + 1),
+            "created_at": f"2026-01-{1 + i % 5:02d}T00:00:00Z",
+            "langs": ["en"] if i % 2 else [],
+            "categories": ["si"],
+        }
+        for i in range(n)
+    ]
     with PostStore(path) as store:
         store.commit_batch(posts, cursor=n)
     return path

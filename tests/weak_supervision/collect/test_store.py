@@ -59,8 +59,12 @@ def _run_child(tmp_path: Path, db: Path, *, kill_after: int, stall_at: int = -1)
     script = tmp_path / "child.py"
     script.write_text(CHILD)
     env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.Popen([sys.executable, str(script), str(db), str(BATCH), str(STEP), str(stall_at)],
-                            stdout=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(db), str(BATCH), str(STEP), str(stall_at)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         start = int(proc.stdout.readline().split()[1])
         last, news = start - 1, []
@@ -133,8 +137,16 @@ def _all_bytes(db: Path) -> bytes:
 def test_authors_are_pseudonymised_and_raw_dids_stay_out_of_the_file(tmp_path, keep):
     did = "did:plc:ewvi7nxzyoun6zhxrhs64oiz"
     db = tmp_path / "p.sqlite"
-    post = {"uri": f"at://{did}/app.bsky.feed.post/3kabc", "did": did, "cid": "bafyrei", "text": "hello",
-            "created_at": "2025-01-01T10:00:00Z", "langs": ["en"], "terms": ["panic"], "categories": ["anxiety"]}
+    post = {
+        "uri": f"at://{did}/app.bsky.feed.post/3kabc",
+        "did": did,
+        "cid": "bafyrei",
+        "text": "hello",
+        "created_at": "2025-01-01T10:00:00Z",
+        "langs": ["en"],
+        "terms": ["panic"],
+        "categories": ["anxiety"],
+    }
     with PostStore(db, keep_raw_ids=keep) as store:
         store.start_run("r1", relay_url="wss://jetstream.example", lexicons={"mh": "h1"}, options={"replies": True})
         store.commit_batch([post], 1)
@@ -153,19 +165,35 @@ def test_authors_are_pseudonymised_and_raw_dids_stay_out_of_the_file(tmp_path, k
 def test_summary_counts_as_in_table_4(tmp_path):
     def post(n, author, cats, created):
         return {"uri": f"at://{author}/p/{n}", "did": author, "text": "x", "created_at": created, "categories": cats}
-    posts = [post(1, "did:a", ["si"], "2025-01-01T08:00:00Z"), post(2, "did:a", ["si", "mh"], "2025-01-01T09:00:00Z"),
-             post(3, "did:a", ["mh"], "2025-01-02T10:00:00Z"), post(4, "did:b", ["si"], "2025-01-02T11:00:00.123Z"),
-             post(5, "did:c", ["mh"], "2025-01-03T23:30:00-02:00"), post(6, "did:c", [], "not a date")]
+
+    posts = [
+        post(1, "did:a", ["si"], "2025-01-01T08:00:00Z"),
+        post(2, "did:a", ["si", "mh"], "2025-01-01T09:00:00Z"),
+        post(3, "did:a", ["mh"], "2025-01-02T10:00:00Z"),
+        post(4, "did:b", ["si"], "2025-01-02T11:00:00.123Z"),
+        post(5, "did:c", ["mh"], "2025-01-03T23:30:00-02:00"),
+        post(6, "did:c", [], "not a date"),
+    ]
     with PostStore(tmp_path / "p.sqlite") as store:
         store.commit_batch(posts, 6)
         summary = store.summary()
     cat = summary["per_category"].set_index("category")
     assert list(cat.index) == ["all", "mh", "si"]
-    assert cat.loc["all"].to_dict() == {"posts": 6, "unique_authors": 3, "posts_per_author_mean": 2.0,
-                                        "posts_per_author_median": 2.0, "posts_per_author_max": 3}
+    assert cat.loc["all"].to_dict() == {
+        "posts": 6,
+        "unique_authors": 3,
+        "posts_per_author_mean": 2.0,
+        "posts_per_author_median": 2.0,
+        "posts_per_author_max": 3,
+    }
     for name in ("si", "mh"):
-        assert cat.loc[name].to_dict() == {"posts": 3, "unique_authors": 2, "posts_per_author_mean": 1.5,
-                                           "posts_per_author_median": 1.5, "posts_per_author_max": 2}
+        assert cat.loc[name].to_dict() == {
+            "posts": 3,
+            "unique_authors": 2,
+            "posts_per_author_mean": 1.5,
+            "posts_per_author_median": 1.5,
+            "posts_per_author_max": 2,
+        }
     day = summary["per_day"]
     assert [str(d) for d in day["day"]] == ["2025-01-01", "2025-01-02", "2025-01-04"]  # UTC day; bad date left out
     assert day["posts"].tolist() == [2, 2, 1] and day["unique_authors"].tolist() == [1, 2, 1]
@@ -195,8 +223,11 @@ def test_bad_files_give_one_clear_input_error(tmp_path):
 def test_a_database_url_other_than_postgresql_is_refused(tmp_path, monkeypatch, url):
     monkeypatch.chdir(tmp_path)
     for given in (url, Path(url)):  # a Path collapses '//' to '/': still recognised
-        with pytest.raises(InputError, match=r"is a database URL of a kind the post store does not support; "
-                                             r"give a file path") as info:
+        with pytest.raises(
+            InputError,
+            match=r"is a database URL of a kind the post store does not support; "
+            r"give a file path",
+        ) as info:
             PostStore(given)
         assert "pw@" not in str(info.value)
     assert list(tmp_path.iterdir()) == []

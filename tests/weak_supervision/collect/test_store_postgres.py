@@ -21,10 +21,19 @@ DID = "did:plc:ewvi7nxzyoun6zhxrhs64oiz"
 
 
 def _posts(n: int, *, start: int = 0) -> list[dict]:
-    return [{"uri": f"at://did:plc:u{i % 7}/app.bsky.feed.post/{i}", "did": f"did:plc:u{i % 7}", "cid": f"c{i}",
-             "text": f"can’t sleep {i}", "created_at": f"2025-01-0{1 + i % 3}T0{i % 10}:00:00Z", "langs": ["en"],
-             "terms": ["can't sleep"], "categories": ["insomnia"] + (["panic"] if i % 4 == 0 else [])}
-            for i in range(start, start + n)]
+    return [
+        {
+            "uri": f"at://did:plc:u{i % 7}/app.bsky.feed.post/{i}",
+            "did": f"did:plc:u{i % 7}",
+            "cid": f"c{i}",
+            "text": f"can’t sleep {i}",
+            "created_at": f"2025-01-0{1 + i % 3}T0{i % 10}:00:00Z",
+            "langs": ["en"],
+            "terms": ["can't sleep"],
+            "categories": ["insomnia"] + (["panic"] if i % 4 == 0 else []),
+        }
+        for i in range(start, start + n)
+    ]
 
 
 def test_round_trip_replay_and_cursor_match_the_sqlite_store(pg_url, tmp_path):
@@ -64,8 +73,12 @@ def test_authors_are_pseudonymised_and_raw_dids_stay_out_of_the_database(pg_url,
     with PostStore(pg_url, keep_raw_ids=keep) as store:
         store.commit_batch([post], 1)
         row = store.posts().iloc[0]
-        dump = " ".join(str(r) for r in store._conn.execute(
-            "SELECT row_to_json(p)::text FROM posts p UNION ALL SELECT row_to_json(c)::text FROM cursor c"))
+        dump = " ".join(
+            str(r)
+            for r in store._conn.execute(
+                "SELECT row_to_json(p)::text FROM posts p UNION ALL SELECT row_to_json(c)::text FROM cursor c"
+            )
+        )
     pseudonym = pseudonymise([DID], secret=local_secret())[0]
     assert row["author"] == pseudonym and (DID in dump) is keep
     assert row["uri"] == (post["uri"] if keep else f"at://{pseudonym}/app.bsky.feed.post/3kabc")
@@ -90,8 +103,20 @@ def test_cli_collects_into_postgres_and_resumes(pg_server, pg_url):
     events, expected = stream(20)
     url = pg_url.replace("postgresql://", "postgres://")  # both schemes
     with StreamServer(jetstream_frames(events)) as server:
-        command = ["bluesky", "--db", url, "--lexicon", "mh", "--relay", server.url, "--duration", "20s",
-                   "--no-replies", "--batch-size", "7"]
+        command = [
+            "bluesky",
+            "--db",
+            url,
+            "--lexicon",
+            "mh",
+            "--relay",
+            server.url,
+            "--duration",
+            "20s",
+            "--no-replies",
+            "--batch-size",
+            "7",
+        ]
         result = _cli(*command, "--max-posts", 25)
         assert result.exit_code == 0, result.output
         assert "25 stored" in result.stdout and "starting at the live tip" in result.stderr
@@ -113,12 +138,16 @@ def test_bad_urls_and_servers_are_one_sentence_without_the_password(pg_server, p
     dead = f"postgresql://mhaudit:{PASSWORD}@127.0.0.1:1/posts"
     wrong_password = pg_server.url("postgres", password="not-the-password")
     missing_db = pg_server.url("no_such_db")
-    cases = [(dead, "cannot connect to the PostgreSQL post store postgresql://127.0.0.1:1/posts", "refused"),
-             (wrong_password, f"postgresql://127.0.0.1:{port}/postgres", "password authentication failed"),
-             (missing_db, f"postgresql://127.0.0.1:{port}/no_such_db", 'database "no_such_db" does not exist')]
+    cases = [
+        (dead, "cannot connect to the PostgreSQL post store postgresql://127.0.0.1:1/posts", "refused"),
+        (wrong_password, f"postgresql://127.0.0.1:{port}/postgres", "password authentication failed"),
+        (missing_db, f"postgresql://127.0.0.1:{port}/no_such_db", 'database "no_such_db" does not exist'),
+    ]
     for url, *fragments in cases:
-        for command in (["bluesky", "--db", url, "--lexicon", "mh", "--relay", "ws://127.0.0.1:1"],
-                        ["summary", "--db", url]):
+        for command in (
+            ["bluesky", "--db", url, "--lexicon", "mh", "--relay", "ws://127.0.0.1:1"],
+            ["summary", "--db", url],
+        ):
             result = _cli(*command)
             _bad(result, *fragments)
             assert PASSWORD not in result.output and "not-the-password" not in result.output

@@ -67,8 +67,19 @@ def test_post_store_of_46e0db0_is_read_as_it_was(tmp_path):
         assert store.cursors() == {"jetstream": 1_700_000_000_000_006}
         assert store.run_relays("jetstream") == {"jetstream.invalid"}
         # and it is still written to as before: a replayed post is no duplicate
-        assert store.commit_batch([{"uri": "at://did:plc:synthetic0/app.bsky.feed.post/0000",
-                                    "did": "did:plc:synthetic0", "text": TEXTS[0]}], cursor=1) == 0
+        assert (
+            store.commit_batch(
+                [
+                    {
+                        "uri": "at://did:plc:synthetic0/app.bsky.feed.post/0000",
+                        "did": "did:plc:synthetic0",
+                        "text": TEXTS[0],
+                    }
+                ],
+                cursor=1,
+            )
+            == 0
+        )
     after = _raw(path)
     assert after["posts"] == before["posts"] and after["runs"] == before["runs"]
     assert not list(tmp_path.glob("*.bak"))
@@ -98,8 +109,9 @@ def _newer_post_store(path, monkeypatch) -> str:
     with monkeypatch.context() as patch:
         patch.setattr(dialects, "SCHEMA_VERSION", 2)
         with PostStore(path, secret=SECRET) as store:
-            store.commit_batch([{"uri": "at://did:plc:synthetic0/p/1", "did": "did:plc:synthetic0",
-                                 "text": TEXTS[0]}], cursor=1)
+            store.commit_batch(
+                [{"uri": "at://did:plc:synthetic0/p/1", "did": "did:plc:synthetic0", "text": TEXTS[0]}], cursor=1
+            )
     return str(path)
 
 
@@ -107,8 +119,17 @@ def _newer_scores(path, monkeypatch) -> None:
     with monkeypatch.context() as patch:
         patch.setattr(scores, "SCORES_SCHEMA_VERSION", 2)
         with PostStore(path, secret=SECRET) as store:
-            store.commit_batch([{"uri": "at://did:plc:synthetic0/p/1", "did": "did:plc:synthetic0",
-                                 "text": TEXTS[0], "created_at": "2026-11-10T12:00:00Z"}], cursor=1)
+            store.commit_batch(
+                [
+                    {
+                        "uri": "at://did:plc:synthetic0/p/1",
+                        "did": "did:plc:synthetic0",
+                        "text": TEXTS[0],
+                        "created_at": "2026-11-10T12:00:00Z",
+                    }
+                ],
+                cursor=1,
+            )
             ensure_scores_table(store)
 
 
@@ -146,9 +167,25 @@ def test_newer_scores_table_is_refused_by_the_monitor_command(tmp_path, monkeypa
     store = tmp_path / "scored.sqlite"
     _newer_scores(store, monkeypatch)
     digest = _digest(store)
-    result = runner.invoke(app, ["audit", "monitor", "--store", str(store), "--model", str(tmp_path / "model"),
-                                 "--reference", str(tmp_path / "ref.parquet"), "--window", "1d", "--positive",
-                                 "depression", "--out", str(tmp_path / "out")])
+    result = runner.invoke(
+        app,
+        [
+            "audit",
+            "monitor",
+            "--store",
+            str(store),
+            "--model",
+            str(tmp_path / "model"),
+            "--reference",
+            str(tmp_path / "ref.parquet"),
+            "--window",
+            "1d",
+            "--positive",
+            "depression",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+    )
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert _flat(f"its scores table {NEWER}") in _flat(result.output)
     assert _digest(store) == digest and not (tmp_path / "out" / "report.json").exists()
@@ -158,8 +195,10 @@ def _pg_rows(url: str) -> dict[str, list]:
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
-        return {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
-                for t in ("posts", "cursor", "runs", "mhaudit_meta", "scores")}
+        return {
+            t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
+            for t in ("posts", "cursor", "runs", "mhaudit_meta", "scores")
+        }
 
 
 def test_postgres_store_and_scores_of_d8d61a2_are_read_as_they_were(pg_url):
@@ -177,8 +216,9 @@ def test_postgres_store_and_scores_of_d8d61a2_are_read_as_they_were(pg_url):
         assert pending_posts(store, DIGEST).empty
         frame = scored_posts(store, DIGEST, ["low", "high"])
     logits = {uri: json.loads(scores) for uri, _, scores, _, _ in before["scores"]}
-    assert [[low, high] for low, high in zip(frame["logit_low"], frame["logit_high"])] == \
-        [logits[uri] for uri in frame["uri"]]
+    assert [[low, high] for low, high in zip(frame["logit_low"], frame["logit_high"])] == [
+        logits[uri] for uri in frame["uri"]
+    ]
     assert _pg_rows(pg_url) == before
 
 
@@ -187,8 +227,9 @@ def test_newer_postgres_post_store_and_scores_are_refused_untouched(pg_server, m
 
     def meta(url):
         with psycopg.connect(url, autocommit=True) as conn:
-            return sorted(conn.execute("SELECT key, value FROM mhaudit_meta").fetchall()), \
-                conn.execute("SELECT count(*) FROM posts").fetchone()[0]
+            return sorted(conn.execute("SELECT key, value FROM mhaudit_meta").fetchall()), conn.execute(
+                "SELECT count(*) FROM posts"
+            ).fetchone()[0]
 
     newer = _newer_post_store(pg_server.url(pg_server.create_database()), monkeypatch)
     before = meta(newer)

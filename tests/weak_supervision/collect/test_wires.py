@@ -67,8 +67,19 @@ def test_auto_on_a_bare_host_falls_back_to_the_subscribe_wire_once_when_xrpc_is_
     probes = 1 if via == "cli" else 0  # settle_wire() also opens (and closes) one subscribe connection
     with StreamServer(jetstream_frames(events), drops=[0] * probes + [40], wrong_path=status) as server:
         if via == "cli":  # settle_wire() before the run line, which names the wire it found
-            result = _cli("bluesky", "--db", db, "--lexicon", "mh", "--relay", server.base, "--duration", "20s",
-                          "--max-posts", len(expected))
+            result = _cli(
+                "bluesky",
+                "--db",
+                db,
+                "--lexicon",
+                "mh",
+                "--relay",
+                server.base,
+                "--duration",
+                "20s",
+                "--max-posts",
+                len(expected),
+            )
             assert result.exit_code == 0, result.output
             line = " ".join(result.stderr.split())
             assert f"subscribe wire at {server.base} (auto: the relay refused xrpc: HTTP {status})" in line
@@ -87,8 +98,11 @@ def test_a_relay_that_refuses_both_wires_stops_at_once_with_one_sentence(tmp_pat
     with StreamServer([], wire="firehose") as server:
         start = time.monotonic()
         result = _cli("bluesky", "--db", tmp_path / "p.sqlite", "--lexicon", "mh", "--relay", server.base)
-        _bad(result, f"the relay {server.base} refused both Jetstream wires (xrpc: HTTP 404, subscribe: HTTP 404)",
-             "name the wire with --wire")
+        _bad(
+            result,
+            f"the relay {server.base} refused both Jetstream wires (xrpc: HTTP 404, subscribe: HTTP 404)",
+            "name the wire with --wire",
+        )
         # one attempt per wire, so no retry and no backoff; the time bound is generous (a busy machine)
         assert [path for path, _ in server.refused] == [XRPC_PATH, "/subscribe"] and time.monotonic() - start < 60
         assert "run " not in result.stderr  # settled before the run line: no run was started
@@ -108,9 +122,14 @@ def test_the_xrpc_relay_refuses_a_client_without_its_subprotocol_or_on_another_p
         with connect(server.url, subprotocols=[SUBPROTOCOL], open_timeout=120) as ws:
             assert ws.subprotocol == SUBPROTOCOL
         # The /subscribe wire named explicitly is refused like that on every attempt, and says why.
-        with PostStore(tmp_path / "p.sqlite") as store, pytest.raises(
-                RelayUnreachable, match=r"4 failed attempts in a row, last: server rejected WebSocket connection: "
-                                        r"HTTP 400 \(InvalidRequest: no such method or path: /subscribe\)"):
+        with (
+            PostStore(tmp_path / "p.sqlite") as store,
+            pytest.raises(
+                RelayUnreachable,
+                match=r"4 failed attempts in a row, last: server rejected WebSocket connection: "
+                r"HTTP 400 \(InvalidRequest: no such method or path: /subscribe\)",
+            ),
+        ):
             _collector(store, server.base, wire="subscribe").run()
 
 
@@ -121,8 +140,12 @@ def test_atprotos_jetstream_client_reads_the_test_relays_frames():
 
     events, expected = stream(3)
     with StreamServer(xrpc_frames(events), wire="xrpc") as server:
-        client = JetstreamClient(params={"collections": [POST], "cursor": 1}, base_uri=server.base + "/xrpc",
-                                 compress=False, recv_timeout=120)
+        client = JetstreamClient(
+            params={"collections": [POST], "cursor": 1},
+            base_uri=server.base + "/xrpc",
+            compress=False,
+            recv_timeout=120,
+        )
         received = []
 
         def on_message(message):
@@ -138,8 +161,9 @@ def test_atprotos_jetstream_client_reads_the_test_relays_frames():
     kinds = {type(m).__name__ for m in received}
     assert kinds == {"Commit", "Identity", "Account"} and client.cursor == len(events)
     posts = [m for m in received if isinstance(m, Events.Commit) and m.operation == "create"]
-    assert {m.rkey for m in posts} >= set(expected) and all(isinstance(m.record, models.AppBskyFeedPost.Record)
-                                                           for m in posts)
+    assert {m.rkey for m in posts} >= set(expected) and all(
+        isinstance(m.record, models.AppBskyFeedPost.Record) for m in posts
+    )
 
 
 # ---------------------------------------------------------------------------------------- cursors
@@ -147,8 +171,11 @@ def test_an_xrpc_run_starts_from_the_subscribe_wires_time_and_neither_wire_reads
     events, expected = stream(20)
     order = sorted(expected, key=expected.get)
     db = tmp_path / "p.sqlite"
-    with StreamServer(jetstream_frames(events)) as js, StreamServer(xrpc_frames(events), wire="xrpc") as xr, \
-            PostStore(db) as store:
+    with (
+        StreamServer(jetstream_frames(events)) as js,
+        StreamServer(xrpc_frames(events), wire="xrpc") as xr,
+        PostStore(db) as store,
+    ):
         collect(store, js.url, max_posts=25)
         time_us = store.cursor("jetstream")
         assert time_us == expected[order[24]]
@@ -176,10 +203,15 @@ def test_cli_wire_bad_input_is_one_sentence_exit_2(tmp_path):
     base = ["bluesky", "--db", tmp_path / "p.sqlite", "--lexicon", "mh"]
     _bad(_cli(*base, "--wire", "xrpc", "--firehose"), "--wire xrpc and --firehose exclude each other")
     _bad(_cli(*base, "--wire", "jetstream2"), "unknown --wire 'jetstream2': use auto, subscribe or xrpc")
-    _bad(_cli(*base, "--wire", "xrpc", "--relay", dead + "/subscribe"),
-         "names the subscribe wire's path, not the xrpc wire's")
+    _bad(
+        _cli(*base, "--wire", "xrpc", "--relay", dead + "/subscribe"),
+        "names the subscribe wire's path, not the xrpc wire's",
+    )
     _bad(_cli(*base, "--relay", dead + "/xrpc/com.atproto.sync.subscribeRepos"), "names the firehose", "--firehose")
-    _bad(_cli(*base, "--wire", "xrpc", "--relay", dead, "--max-retries", 2), "cannot reach the relay",
-         "2 failed attempts")
+    _bad(
+        _cli(*base, "--wire", "xrpc", "--relay", dead, "--max-retries", 2),
+        "cannot reach the relay",
+        "2 failed attempts",
+    )
     with PostStore(tmp_path / "p.sqlite") as store:  # created by the last run only, which stored nothing
         assert store.count() == 0 and store.cursors() == {}

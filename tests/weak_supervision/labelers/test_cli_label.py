@@ -19,8 +19,24 @@ def test_label_llm_limit_then_resume_with_report(llama_url, items, tmp_path):
     items_csv = tmp_path / "items.csv"
     items.iloc[:6].to_csv(items_csv, index=False)
     db, report = tmp_path / "labels.sqlite", tmp_path / "report.json"
-    args = ["llm", "--items", items_csv, "--task", "mh", "--labels", db, "--backend", "openai", "--url", llama_url,
-            "--concurrency", "2", "--no-progress", "--report-json", report]
+    args = [
+        "llm",
+        "--items",
+        items_csv,
+        "--task",
+        "mh",
+        "--labels",
+        db,
+        "--backend",
+        "openai",
+        "--url",
+        llama_url,
+        "--concurrency",
+        "2",
+        "--no-progress",
+        "--report-json",
+        report,
+    ]
     first = invoke(*args, "--limit", "2")
     assert first.exit_code == 0, first.output
     assert "labelling 2 of 6 items for task 'mh'" in first.output and "constrain grammar, 0-shot" in first.output
@@ -60,8 +76,24 @@ def test_unreachable_server_creates_no_store_and_writes_a_stopped_report(tmp_pat
     db, report = tmp_path / "labels.sqlite", tmp_path / "report.json"
     report.write_text('{"stale": true}')  # a previous run's report must not survive a failed run
     url = f"http://127.0.0.1:{free_port()}"
-    result = invoke("llm", "--items", items_csv, "--task", "si", "--labels", db, "--backend", "openai", "--url", url,
-                    "--retries", "0", "--no-progress", "--report-json", report)
+    result = invoke(
+        "llm",
+        "--items",
+        items_csv,
+        "--task",
+        "si",
+        "--labels",
+        db,
+        "--backend",
+        "openai",
+        "--url",
+        url,
+        "--retries",
+        "0",
+        "--no-progress",
+        "--report-json",
+        report,
+    )
     assert result.exit_code == 2 and f"cannot reach the openai server at {url}" in result.output
     assert not db.exists() and not list(tmp_path.glob("labels.sqlite*"))
     data = json.loads(report.read_text())
@@ -86,8 +118,24 @@ def test_fatal_error_mid_run_writes_the_partial_report(tmp_path, items):
     items.to_csv(items_csv, index=False)
     db, report = tmp_path / "labels.sqlite", tmp_path / "report.json"
     with FakeServer(handle) as server:
-        result = invoke("llm", "--items", items_csv, "--task", "si", "--labels", db, "--backend", "openai",
-                        "--url", server.url, "--concurrency", "1", "--no-progress", "--report-json", report)
+        result = invoke(
+            "llm",
+            "--items",
+            items_csv,
+            "--task",
+            "si",
+            "--labels",
+            db,
+            "--backend",
+            "openai",
+            "--url",
+            server.url,
+            "--concurrency",
+            "1",
+            "--no-progress",
+            "--report-json",
+            report,
+        )
     assert result.exit_code == 2 and "answered HTTP 404" in result.output
     data = json.loads(report.read_text())
     assert data["stopped"] is True and data["stop_reason"] == "ServerRejected (HTTP 404)"
@@ -120,8 +168,24 @@ def test_exit_codes_say_whether_the_requests_were_answered(tmp_path, items):
     few = tmp_path / "few.csv"
     items.iloc[:3].to_csv(few, index=False)
     with FakeServer(broken) as server:
-        result = invoke("llm", "--items", few, "--task", "si", "--labels", tmp_path / "a.sqlite", "--backend",
-                        "openai", "--url", server.url, "--concurrency", "1", "--retries", "0", "--no-progress")
+        result = invoke(
+            "llm",
+            "--items",
+            few,
+            "--task",
+            "si",
+            "--labels",
+            tmp_path / "a.sqlite",
+            "--backend",
+            "openai",
+            "--url",
+            server.url,
+            "--concurrency",
+            "1",
+            "--retries",
+            "0",
+            "--no-progress",
+        )
     assert result.exit_code == 2, result.output
     assert "no item got an answer: all 3 request(s) failed" in result.stderr and "Traceback" not in result.output
     served = {"n": 0}
@@ -133,8 +197,24 @@ def test_exit_codes_say_whether_the_requests_were_answered(tmp_path, items):
         return (200, chat_completion("1")) if served["n"] <= 2 else (500, {"error": {"message": "busy"}})
 
     with FakeServer(flaky) as server:
-        result = invoke("llm", "--items", few, "--task", "si", "--labels", tmp_path / "b.sqlite", "--backend",
-                        "openai", "--url", server.url, "--concurrency", "1", "--retries", "0", "--no-progress")
+        result = invoke(
+            "llm",
+            "--items",
+            few,
+            "--task",
+            "si",
+            "--labels",
+            tmp_path / "b.sqlite",
+            "--backend",
+            "openai",
+            "--url",
+            server.url,
+            "--concurrency",
+            "1",
+            "--retries",
+            "0",
+            "--no-progress",
+        )
     assert result.exit_code == 3, result.output
     assert "1 of 3 request(s) failed (exit code 3)" in result.stderr
     with LabelStore(tmp_path / "b.sqlite") as store:
@@ -148,8 +228,24 @@ def test_a_model_list_that_is_not_json_is_reported_as_such(tmp_path, items):
     items.iloc[:2].to_csv(few, index=False)
     report = tmp_path / "report.json"
     with FakeServer(lambda method, path, body: (200, b"<html>proxy error</html>")) as server:
-        result = invoke("llm", "--items", few, "--task", "si", "--labels", tmp_path / "l.sqlite", "--backend",
-                        "openai", "--url", server.url, "--retries", "0", "--no-progress", "--report-json", report)
+        result = invoke(
+            "llm",
+            "--items",
+            few,
+            "--task",
+            "si",
+            "--labels",
+            tmp_path / "l.sqlite",
+            "--backend",
+            "openai",
+            "--url",
+            server.url,
+            "--retries",
+            "0",
+            "--no-progress",
+            "--report-json",
+            report,
+        )
     assert result.exit_code == 2, result.output
     assert "gave no model at /v1/models" in result.stderr and "not JSON" in result.stderr
     assert "lists no models" not in result.stderr and "proxy error" not in result.stderr  # the body is not echoed

@@ -44,15 +44,30 @@ def run(server_url, items, store, *, policy=RetryPolicy(0, 0.0), timeout=5.0, co
     waits = []
     backend._sleep = waits.append  # record the backoff instead of sleeping
     try:
-        report = label_items(items, task="si", store=store, backend=backend, prompt=load_prompt("si"),
-                             concurrency=concurrency, **kwargs)
+        report = label_items(
+            items, task="si", store=store, backend=backend, prompt=load_prompt("si"), concurrency=concurrency, **kwargs
+        )
     finally:
         backend.close()
     return report, waits
 
 
-@pytest.mark.parametrize("raw, value", [("1", 1), ("0", 0), (" 1\n", 1), ("\t0 ", 0), ("1.", None), ("Yes", None),
-                                        ("10", None), ("", None), (None, None), ("0 1", None), ("１", None)])
+@pytest.mark.parametrize(
+    "raw, value",
+    [
+        ("1", 1),
+        ("0", 0),
+        (" 1\n", 1),
+        ("\t0 ", 0),
+        ("1.", None),
+        ("Yes", None),
+        ("10", None),
+        ("", None),
+        (None, None),
+        ("0 1", None),
+        ("１", None),
+    ],
+)
 def test_parse_answer_is_exact(raw, value):
     assert parse_answer(raw) == value
 
@@ -114,6 +129,7 @@ def test_timeouts_are_retried_and_4xx_is_not(tmp_path, items):
 
 def test_failures_and_the_report_never_carry_the_servers_body(tmp_path, items):
     """A server's error body can echo the prompt (post text): failures keep the status code / exception class."""
+
     def handle(method, path, body):
         if path == "/v1/models":
             return 200, MODELS
@@ -142,11 +158,31 @@ def test_unreachable_server_one_sentence_with_url_and_policy(tmp_path, items):
         run(url, items, store, policy=RetryPolicy(2, 0.01))
     message = str(caught.value)
     assert message.startswith(f"cannot reach the openai server at {url}: cannot connect")
-    assert "tried 3 times (2 retries on connection errors, timeouts, HTTP 429 and 5xx, waiting 0.01 s, 0.02 s" \
-        in message
-    result = CliRunner().invoke(app, ["labels", "llm", "--items", str(_csv(tmp_path, items)), "--task", "si",
-                                      "--labels", str(tmp_path / "cli.sqlite"), "--backend", "ollama", "--url", url,
-                                      "--retries", "1", "--backoff", "0", "--no-progress"])
+    assert (
+        "tried 3 times (2 retries on connection errors, timeouts, HTTP 429 and 5xx, waiting 0.01 s, 0.02 s" in message
+    )
+    result = CliRunner().invoke(
+        app,
+        [
+            "labels",
+            "llm",
+            "--items",
+            str(_csv(tmp_path, items)),
+            "--task",
+            "si",
+            "--labels",
+            str(tmp_path / "cli.sqlite"),
+            "--backend",
+            "ollama",
+            "--url",
+            url,
+            "--retries",
+            "1",
+            "--backoff",
+            "0",
+            "--no-progress",
+        ],
+    )
     assert result.exit_code == 2
     assert f"cannot reach the ollama server at {url}" in result.output and "Traceback" not in result.output
 
@@ -170,8 +206,15 @@ def test_server_dying_mid_run_stops_the_run_and_keeps_answers(tmp_path, items):
             server.close()  # the server goes away after 5 answers
 
     with pytest.raises(ServerUnreachable) as caught:
-        label_items(items, task="si", store=store, backend=backend, prompt=load_prompt("si"), concurrency=1,
-                    progress=Progress(on_event))
+        label_items(
+            items,
+            task="si",
+            store=store,
+            backend=backend,
+            prompt=load_prompt("si"),
+            concurrency=1,
+            progress=Progress(on_event),
+        )
     answered = caught.value.report.n_answered
     assert answered in (5, 6) and len(store.frame()) == answered == state["n"]  # nothing answered was lost
     assert f"cannot reach the openai server at {server.url}" in str(caught.value)
@@ -191,16 +234,25 @@ def test_model_not_found_stops_with_the_servers_reason(tmp_path, items):
 
 
 def test_openai_payload_and_constraint_by_server_kind():
-    for owner, constrain, field in [("me", "grammar", "grammar"), ("llamacpp", "grammar", "grammar"),
-                                    ("vllm", "choice", "guided_choice"), ("openai", "none", None)]:
+    for owner, constrain, field in [
+        ("me", "grammar", "grammar"),
+        ("llamacpp", "grammar", "grammar"),
+        ("vllm", "choice", "guided_choice"),
+        ("openai", "none", None),
+    ]:
         models = {"data": [{"id": "served", "owned_by": owner}]}
         with FakeServer(openai_handler(iter([]), models)) as server:
             backend = OpenAIBackend(server.url + "/v1/", seed=7, top_logprobs=5)
             backend.prepare()
         assert backend.url == server.url and backend.model == "served" and backend.constrain == constrain
         payload = backend.payload([{"role": "user", "content": "x"}])
-        assert {k: payload[k] for k in ("temperature", "seed", "max_tokens", "logprobs", "top_logprobs")} == \
-            {"temperature": 0, "seed": 7, "max_tokens": 2, "logprobs": True, "top_logprobs": 5}
+        assert {k: payload[k] for k in ("temperature", "seed", "max_tokens", "logprobs", "top_logprobs")} == {
+            "temperature": 0,
+            "seed": 7,
+            "max_tokens": 2,
+            "logprobs": True,
+            "top_logprobs": 5,
+        }
         if field == "grammar":
             assert payload["grammar"] == GRAMMAR == 'root ::= "0" | "1"'
         elif field:
@@ -219,8 +271,12 @@ def test_ollama_payload_and_missing_model():
         backend = OllamaBackend(server.url, seed=3)
         backend.prepare()
         assert backend.model == "llama3:8b" and backend.constrain == "none"
-        assert backend.payload([]) == {"model": "llama3:8b", "messages": [], "stream": False,
-                                       "options": {"temperature": 0, "seed": 3, "num_predict": 2}}
+        assert backend.payload([]) == {
+            "model": "llama3:8b",
+            "messages": [],
+            "stream": False,
+            "options": {"temperature": 0, "seed": 3, "num_predict": 2},
+        }
         payload = OllamaBackend(server.url, constrain="schema").payload([])
         assert payload["format"] == {"type": "integer", "enum": [0, 1]}
         with pytest.raises(ServerRejected, match="has no model 'mistral'.*ollama pull mistral"):
@@ -246,8 +302,13 @@ def test_read_items_from_tables_and_post_store(tmp_path, items):
         read_items(_csv(tmp_path, items.rename(columns={"text": "body"})))
     store_path = tmp_path / "posts.sqlite"
     with PostStore(store_path, secret=b"k") as posts:
-        posts.commit_batch([{"uri": f"at://did:plc:abc/app.bsky.feed.post/{i}", "did": "did:plc:abc",
-                             "text": f"post {i}"} for i in range(3)], cursor=5)
+        posts.commit_batch(
+            [
+                {"uri": f"at://did:plc:abc/app.bsky.feed.post/{i}", "did": "did:plc:abc", "text": f"post {i}"}
+                for i in range(3)
+            ],
+            cursor=5,
+        )
     got = read_items(store_path)
     assert len(got) == 3 and got["text"].tolist() == ["post 0", "post 1", "post 2"]
     assert all(i.startswith("at://") and "did:plc:abc" not in i for i in got["id"])  # pseudonymised URIs
@@ -261,16 +322,27 @@ def test_read_pool_labels(tmp_path):
     with pytest.raises(InputError, match="not 0/1; pass --positive"):
         read_pool(path)
     assert read_pool(path, positive="yes")["y"].tolist() == [1, 0, 1]
-    corpus = Corpus.build(pd.DataFrame({"id": ["1", "2", "3"], "text": ["a", "b", "c"],
-                                        "label": ["no_stress", "stress", "no_stress"], "platform": "reddit",
-                                        "dataset": "d", "split": "train"}), ["no_stress", "stress"])
+    corpus = Corpus.build(
+        pd.DataFrame(
+            {
+                "id": ["1", "2", "3"],
+                "text": ["a", "b", "c"],
+                "label": ["no_stress", "stress", "no_stress"],
+                "platform": "reddit",
+                "dataset": "d",
+                "split": "train",
+            }
+        ),
+        ["no_stress", "stress"],
+    )
     corpus.write(tmp_path / "pool.parquet")
     assert read_pool(tmp_path / "pool.parquet")["y"].tolist() == [0, 1, 0]  # the positive class is last
 
 
 def test_k_shot_draw_is_seeded_stratified_and_excludes_items():
-    pool = pd.DataFrame({"id": [f"p{i}" for i in range(20)], "text": [f"text {i}" for i in range(20)],
-                         "y": [1] * 4 + [0] * 16})
+    pool = pd.DataFrame(
+        {"id": [f"p{i}" for i in range(20)], "text": [f"text {i}" for i in range(20)], "y": [1] * 4 + [0] * 16}
+    )
     three = draw_examples(pool, 3, seed=0)
     assert three == draw_examples(pool, 3, seed=0) and three != draw_examples(pool, 3, seed=5)
     assert sorted(y for _, y in three) in ([0, 1, 1], [0, 0, 1])

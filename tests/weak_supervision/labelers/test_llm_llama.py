@@ -26,12 +26,31 @@ from tests.weak_supervision.labelers.servers import FakeServer, forward, ollama_
 REPO = Path(__file__).resolve().parents[2]
 
 
-def label(url, items, store, *, task="si", prompt=None, backend_cls=OpenAIBackend, concurrency=2, examples=(),
-          limit=None, **backend_kwargs):
+def label(
+    url,
+    items,
+    store,
+    *,
+    task="si",
+    prompt=None,
+    backend_cls=OpenAIBackend,
+    concurrency=2,
+    examples=(),
+    limit=None,
+    **backend_kwargs,
+):
     backend = backend_cls(url, policy=RetryPolicy(2, 0.1), timeout=60, concurrency=concurrency, **backend_kwargs)
     try:
-        return label_items(items, task=task, store=store, backend=backend, prompt=prompt or load_prompt(task),
-                           examples=examples, concurrency=concurrency, limit=limit), backend
+        return label_items(
+            items,
+            task=task,
+            store=store,
+            backend=backend,
+            prompt=prompt or load_prompt(task),
+            examples=examples,
+            concurrency=concurrency,
+            limit=limit,
+        ), backend
     finally:
         backend.close()
 
@@ -47,8 +66,14 @@ def test_constrained_run_labels_every_item_with_hash_and_latency(llama_url, item
     assert report.invalid_rate == 0.0
     expected_hash = load_prompt("si").hash((), backend.settings())
     assert (frame["prompt_hash"] == expected_hash).all() and report.prompt_hash == expected_hash
-    assert backend.settings() == {"backend": "openai", "model": backend.model, "temperature": 0, "seed": 0,
-                                  "max_tokens": 2, "constrain": "grammar"}
+    assert backend.settings() == {
+        "backend": "openai",
+        "model": backend.model,
+        "temperature": 0,
+        "seed": 0,
+        "max_tokens": 2,
+        "constrain": "grammar",
+    }
     assert (frame["latency_ms"] > 0).all() and (frame["kind"] == "llm").all()
     assert report.labeler == "SmolLM2-135M-Instruct.Q4_1.gguf" and (frame["labeler"] == report.labeler).all()
     assert report.positive_rate == pytest.approx(frame["value"].astype(float).mean())
@@ -63,7 +88,7 @@ def test_resume_after_a_limit_asks_only_the_rest(llama_url, items, tmp_path):
         first, _ = label(proxy.url, items, store, concurrency=1, limit=4)
         asked_first = [b["messages"][-1]["content"] for b in proxy.posts()]
         second, _ = label(proxy.url, items, store)
-        asked_second = [b["messages"][-1]["content"] for b in proxy.posts()][len(asked_first):]
+        asked_second = [b["messages"][-1]["content"] for b in proxy.posts()][len(asked_first) :]
         frame = store.frame()
     assert (first.n_todo, first.n_answered, second.n_skipped, second.n_answered) == (4, 4, 4, 6)
     assert len(asked_first) == 4 and len(asked_second) == 6
@@ -79,12 +104,29 @@ def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(llama_url, item
     items.iloc[:12].to_csv(items_csv, index=False)
     db = tmp_path / "labels.sqlite"
     LabelStore(db).close()  # exists before the labeler starts, so this test can read it while it writes
-    cmd = [sys.executable, "-m", "mhaudit", "labels", "llm", "--items", str(items_csv), "--task", "si",
-           "--labels", str(db), "--backend", "openai", "--concurrency", "1", "--no-progress"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mhaudit",
+        "labels",
+        "llm",
+        "--items",
+        str(items_csv),
+        "--task",
+        "si",
+        "--labels",
+        str(db),
+        "--backend",
+        "openai",
+        "--concurrency",
+        "1",
+        "--no-progress",
+    ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with FakeServer(forward(llama_url, delay=0.15)) as slow:
-        proc = subprocess.Popen([*cmd, "--url", slow.url], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [*cmd, "--url", slow.url], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
         # Only a guard against a labeller that hangs: under a load of 15 (a parallel run beside other jobs) two
         # items took 80 s, and the kill must still land after the fourth.
         deadline = time.monotonic() + 600
@@ -100,8 +142,9 @@ def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(llama_url, item
         before = store.frame()
     assert 4 <= len(before) < 12, proc.stdout.read().decode()
     with FakeServer(forward(llama_url)) as proxy:
-        done = subprocess.run([*cmd, "--url", proxy.url], cwd=REPO, env=env, capture_output=True, text=True,
-                              timeout=300)
+        done = subprocess.run(
+            [*cmd, "--url", proxy.url], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+        )
         asked = len(proxy.posts())
     assert done.returncode == 0, done.stdout + done.stderr
     with LabelStore(db) as store:
@@ -116,11 +159,14 @@ def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(llama_url, item
 
 def test_unconstrained_talkative_prompt_gives_invalid_answers_stored_raw(llama_url, items, tmp_path):
     talky = tmp_path / "talky.toml"
-    talky.write_text('task = "si"\nversion = "talky"\nsystem = "You are a friendly assistant who explains things."\n'
-                     'user = "Describe this post in one full sentence: {text}"\n')
+    talky.write_text(
+        'task = "si"\nversion = "talky"\nsystem = "You are a friendly assistant who explains things."\n'
+        'user = "Describe this post in one full sentence: {text}"\n'
+    )
     with LabelStore(tmp_path / "l.sqlite") as store:
-        report, backend = label(llama_url, items.iloc[:10], store, prompt=load_prompt(talky), constrain="none",
-                                max_tokens=4)
+        report, backend = label(
+            llama_url, items.iloc[:10], store, prompt=load_prompt(talky), constrain="none", max_tokens=4
+        )
         frame = store.frame()
     assert backend.constrain == "none" and len(frame) == 10
     invalid = frame[frame["value"].isna()]
@@ -154,8 +200,15 @@ def test_ollama_wire_format_through_a_proxy(llama_url, items, tmp_path):
         again, _ = label(proxy.url, items, store, backend_cls=OllamaBackend)
         n_plain = len(proxy.posts())
         backend = OllamaBackend(proxy.url, constrain="schema", concurrency=1)
-        schema = label_items(items, task="si", store=store, backend=backend, prompt=load_prompt("si"),
-                             labeler="llama3:8b-schema", concurrency=1)
+        schema = label_items(
+            items,
+            task="si",
+            store=store,
+            backend=backend,
+            prompt=load_prompt("si"),
+            labeler="llama3:8b-schema",
+            concurrency=1,
+        )
         backend.close()
         grammar, _ = label(llama_url, items, store, concurrency=1)
         requests = proxy.posts()

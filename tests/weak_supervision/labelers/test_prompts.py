@@ -8,11 +8,11 @@ import pytest
 from mhaudit.core.errors import InputError
 from mhaudit.weak_supervision.labelers.prompts import SLOT, available, load_prompt
 
-GOOD = '''task = "si"
+GOOD = """task = "si"
 version = "7"
 system = "Answer 1 or 0."
 user = "Post: {text}\\nAnswer:"
-'''
+"""
 
 
 def test_builtin_prompts_load():
@@ -39,8 +39,9 @@ def test_rendering_zero_and_k_shot(tmp_path):
     inline.write_text(GOOD + '[shots]\nstyle = "inline"\nheader = "Examples:"\nexample = "P: {text} -> {label}"\n')
     rendered = load_prompt(inline).messages("post", examples)
     assert len(rendered) == 2
-    assert rendered[0]["content"] == ("Answer 1 or 0.\n\nExamples:\n\nP: ex one -> 1\n\nP: ex two -> 0\n\n"
-                                      "P: ex three -> 0")
+    assert rendered[0]["content"] == (
+        "Answer 1 or 0.\n\nExamples:\n\nP: ex one -> 1\n\nP: ex two -> 0\n\nP: ex three -> 0"
+    )
 
 
 def test_prompt_hash_by_hand(tmp_path):
@@ -49,28 +50,49 @@ def test_prompt_hash_by_hand(tmp_path):
     spec = load_prompt(path)
     settings = {"backend": "openai", "model": "m", "temperature": 0, "seed": 0, "max_tokens": 2, "constrain": "grammar"}
     examples = [("a", 1)]
-    payload = {"task": "si", "version": "7", "settings": settings, "messages": [
-        {"role": "system", "content": "Answer 1 or 0."}, {"role": "user", "content": "Post: a\nAnswer:"},
-        {"role": "assistant", "content": "1"}, {"role": "user", "content": "Post: {text}\nAnswer:"}]}
-    expected = hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False,
-                                         separators=(",", ":")).encode()).hexdigest()
+    payload = {
+        "task": "si",
+        "version": "7",
+        "settings": settings,
+        "messages": [
+            {"role": "system", "content": "Answer 1 or 0."},
+            {"role": "user", "content": "Post: a\nAnswer:"},
+            {"role": "assistant", "content": "1"},
+            {"role": "user", "content": "Post: {text}\nAnswer:"},
+        ],
+    }
+    expected = hashlib.sha256(
+        json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+    ).hexdigest()
     assert spec.hash(examples, settings) == expected
-    assert len({spec.hash(examples, settings), spec.hash([], settings), spec.hash(examples, {**settings, "seed": 1}),
-                spec.hash([("b", 1)], settings)}) == 4  # examples and settings change the hash
+    assert (
+        len(
+            {
+                spec.hash(examples, settings),
+                spec.hash([], settings),
+                spec.hash(examples, {**settings, "seed": 1}),
+                spec.hash([("b", 1)], settings),
+            }
+        )
+        == 4
+    )  # examples and settings change the hash
     path.write_text(GOOD.replace('"7"', '"8"'))
     assert load_prompt(path).hash(examples, settings) != expected
 
 
-@pytest.mark.parametrize("text, message", [
-    (GOOD.replace("{text}", "{post}"), "the user template has no {text} placeholder"),
-    (GOOD.replace('"Answer 1 or 0."', '"{text}"'), "the system template contains {text}"),
-    (GOOD + "temperature = 0\n", "unknown key 'temperature'"),
-    (GOOD.replace('task = "si"\n', ""), "needs a non-empty text value 'task'"),
-    (GOOD + '[shots]\nstyle = "columns"\n', "shots.style 'columns' must be one of turns, inline"),
-    (GOOD + '[shots]\ndefault = -1\n', "shots.default must be a whole number >= 0"),
-    (GOOD + '[shots]\nstyle = "inline"\nexample = "P: {text}"\n', "must contain {text} and {label}"),
-    ('task = "si\n', "is not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (GOOD.replace("{text}", "{post}"), "the user template has no {text} placeholder"),
+        (GOOD.replace('"Answer 1 or 0."', '"{text}"'), "the system template contains {text}"),
+        (GOOD + "temperature = 0\n", "unknown key 'temperature'"),
+        (GOOD.replace('task = "si"\n', ""), "needs a non-empty text value 'task'"),
+        (GOOD + '[shots]\nstyle = "columns"\n', "shots.style 'columns' must be one of turns, inline"),
+        (GOOD + "[shots]\ndefault = -1\n", "shots.default must be a whole number >= 0"),
+        (GOOD + '[shots]\nstyle = "inline"\nexample = "P: {text}"\n', "must contain {text} and {label}"),
+        ('task = "si\n', "is not valid TOML"),
+    ],
+)
 def test_bad_prompt_files(tmp_path, text, message):
     path = tmp_path / "bad.toml"
     path.write_text(text)

@@ -33,12 +33,17 @@ def test_filter_recall_equals_a_brute_force_count():
         tally["kept"] += bool(k)
         tally["pos"] += bool(p)
     assert (counts.n_posts, counts.n_positive, counts.n_kept, counts.n_kept_positive) == (
-        997, tally["pos"], tally["kept"], tally["tp"])
+        997,
+        tally["pos"],
+        tally["kept"],
+        tally["tp"],
+    )
     row = counts.row()
     assert row["recall"] == tally["tp"] / tally["pos"] and row["precision"] == tally["tp"] / tally["kept"]
     assert row["keep_share"] == tally["kept"] / 997 and row["base_rate"] == tally["pos"] / 997
     assert (row["recall_ci_low"], row["recall_ci_high"]) == pytest.approx(
-        proportion_confint(tally["tp"], tally["pos"], method="wilson"), abs=1e-12)
+        proportion_confint(tally["tp"], tally["pos"], method="wilson"), abs=1e-12
+    )
     assert row["reason"] == ""
     nothing = filter_recall([False, False], [True, False]).row()
     assert math.isnan(nothing["precision"]) and nothing["reason"] == "precision is undefined: the filter keeps no post"
@@ -52,9 +57,15 @@ def test_filters_and_the_wide_lexicon():
     assert (wide.name, wide.version, len(wide.categories_terms)) == ("wide", "1.0.0", 7)
     assert [lex.name for lex in load_filter("si+mh")] == ["si", "mh"]
     assert kept_by(load_filter("si+mh"), ["I want to die", "panic attack again", "nice weather"]).tolist() == [
-        True, True, False]
+        True,
+        True,
+        False,
+    ]
     assert kept_by((wide,), ["I wish I could just disappear", "so tired of this", "lunch"]).tolist() == [
-        True, True, False]
+        True,
+        True,
+        False,
+    ]
     with pytest.raises(InputError, match="names no lexicon"):
         load_filter("si+")
 
@@ -73,8 +84,9 @@ def test_recall_on_the_bluesky_depression_set_and_the_packaged_table():
     data = data_dir("bluesky_depression").parent
     tables, absent = recall_tables(data, ("mh", "si", "si+mh", "wide", "si+mh+wide"), BLUESKY)
     assert absent == []
-    full, held = (tables[name].set_index("filter") for name in ("bluesky_depression",
-                                                                 "bluesky_depression (held-out half)"))
+    full, held = (
+        tables[name].set_index("filter") for name in ("bluesky_depression", "bluesky_depression (held-out half)")
+    )
     got = full[["recall", "keep_share", "precision"]].round(3)
     assert got.loc["mh"].tolist() == [0.265, 0.167, 0.178]
     assert got.loc["si"].tolist() == [0.446, 0.339, 0.148]
@@ -101,7 +113,8 @@ def test_packaged_table_and_its_sentence():
     assert recall_sentence({"mh": mh.sha256}) == (
         "the collection's filter (mh) keeps an estimated 0.265 (95% CI 0.228–0.304) of the depressive posts of the "
         "Bluesky depression set (precision 0.178 at a base rate of 0.113; it keeps 0.6% of a general stream, "
-        "GoEmotions)")
+        "GoEmotions)"
+    )
     wide = Lexicon.load("wide")
     assert "(0.911 on the half it was not tuned on; precision" in recall_sentence({"wide": wide.sha256})
     assert "no measured recall" in recall_sentence({"mh": "0" * 64})

@@ -4,12 +4,15 @@ annotation (`sample_for_validation`), then the agreement report on their labels 
 
 from mhaudit.core.lazy import lazy_names
 
-__all__, __getattr__, __dir__ = lazy_names(__name__, {
-    "AgreementInputs": ".options",
-    "AgreementOptions": ".options",
-    "audit_agreement": ".report",
-    "labels_from_corpus": ".labels",
-    "read_validation_set": ".sample",
-    "sample_for_validation": ".sample",
-    "write_validation_set": ".sample",
-})
+__all__, __getattr__, __dir__ = lazy_names(
+    __name__,
+    {
+        "AgreementInputs": ".options",
+        "AgreementOptions": ".options",
+        "audit_agreement": ".report",
+        "labels_from_corpus": ".labels",
+        "read_validation_set": ".sample",
+        "sample_for_validation": ".sample",
+        "write_validation_set": ".sample",
+    },
+)

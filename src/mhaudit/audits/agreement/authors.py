@@ -26,8 +26,9 @@ def read_authors(path: Path) -> pd.DataFrame:
     from mhaudit.tables.io import read_table
 
     if not path.is_file():
-        raise InputError("no such file; expected a post store (.sqlite) or a corpus / items table with an author "
-                         "column", path=path)
+        raise InputError(
+            "no such file; expected a post store (.sqlite) or a corpus / items table with an author column", path=path
+        )
     if path.suffix.lower() in (".sqlite", ".sqlite3", ".db"):
         from mhaudit.weak_supervision.collect.store import PostStore
 
@@ -49,8 +50,9 @@ def _uri_author(item_id: str) -> str | None:
     return (item_id.removeprefix(AT_URI).split("/", 1)[0] or None) if item_id.startswith(AT_URI) else None
 
 
-def item_authors(item_ids: Iterable, *, items: pd.DataFrame | None = None,
-                 validation_set: pd.DataFrame | None = None) -> pd.Series | None:
+def item_authors(
+    item_ids: Iterable, *, items: pd.DataFrame | None = None, validation_set: pd.DataFrame | None = None
+) -> pd.Series | None:
     """The author of each of `item_ids` that has one (index: item id as text), or None when none has.
 
     Sources, first found wins: the `author` column of `items` (a corpus or items table, `id` or `item_id`),
@@ -82,5 +84,6 @@ def bootstrap_unit(item_ids, authors: pd.Series | None) -> str:
         return "item-bootstrap"
     by_author = [label for label in labels if label.startswith("author:")]
     alone = len(labels) - len(by_author)
-    return (f"author-clustered bootstrap ({len(set(by_author))} authors, {len(labels)} items"
-            + (f", {alone} without an author drawn alone)" if alone else ")"))
+    return f"author-clustered bootstrap ({len(set(by_author))} authors, {len(labels)} items" + (
+        f", {alone} without an author drawn alone)" if alone else ")"
+    )

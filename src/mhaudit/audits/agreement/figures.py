@@ -19,8 +19,15 @@ def kappa_forest(pairs: pd.DataFrame, metrics: pd.DataFrame, weak: str, models: 
     labels += [f"{r.name} vs reference" for r in rows]
     fig, ax = plt.subplots(figsize=(5.5, 1.3 + 0.45 * len(labels)))
     column = lambda pair, row: [*pairs[pair], *(r[row] for r in rows)]  # noqa: E731
-    forest(ax, labels, column("kappa", "estimate"), column("ci_low", "ci_low"), column("ci_high", "ci_high"),
-           "Cohen's kappa, bootstrap CI", unit_range=True)
+    forest(
+        ax,
+        labels,
+        column("kappa", "estimate"),
+        column("ci_low", "ci_low"),
+        column("ci_high", "ci_high"),
+        "Cohen's kappa, bootstrap CI",
+        unit_range=True,
+    )
     ax.set_ylim(-0.9, len(labels) - 0.4)
     for edge in (0.41, 0.61):  # Landis & Koch, the verdicts' bands
         ax.axvline(edge, color="grey", lw=0.7, ls=":")
@@ -35,8 +42,15 @@ def weak_metrics(metrics: pd.DataFrame, weak: str) -> bytes:
     """Precision, recall, F1 and macro-F1 of the weak labeler against the reference, with CIs."""
     shown = metrics.set_index("metric").loc[["precision", "recall", "f1", "macro_f1", "specificity"]]
     fig, ax = plt.subplots(figsize=(5.5, 2.6))
-    forest(ax, list(shown.index), shown["estimate"], shown["ci_low"], shown["ci_high"], "estimate, bootstrap CI",
-           unit_range=True)
+    forest(
+        ax,
+        list(shown.index),
+        shown["estimate"],
+        shown["ci_low"],
+        shown["ci_high"],
+        "estimate, bootstrap CI",
+        unit_range=True,
+    )
     ax.set_title(f"{weak} against the reference labels (positive class = 1)", fontsize=9)
     fig.tight_layout()
     return png_bytes(fig)
@@ -49,8 +63,9 @@ def confusion(table: pd.DataFrame, weak: str) -> bytes:
     fig, ax = plt.subplots(figsize=(3.6, 3.0))
     ax.imshow(counts, cmap="Blues")
     for (i, j), v in np.ndenumerate(counts):
-        ax.text(j, i, f"{int(v)}", ha="center", va="center", fontsize=10,
-                color="white" if v > counts.max() / 2 else "black")
+        ax.text(
+            j, i, f"{int(v)}", ha="center", va="center", fontsize=10, color="white" if v > counts.max() / 2 else "black"
+        )
     ax.set_xticks([0, 1], ["0", "1"])
     ax.set_yticks([0, 1], ["0", "1"])
     ax.set_xlabel(f"{weak} label")

@@ -35,14 +35,23 @@ def choose_weak_labeler(labels: pd.DataFrame, task: str, weak_labeler: str | Non
         return full_labeler_name(rows, weak_labeler, task, role="weak labeler")
     weak = sorted(rows.loc[rows["kind"].isin(WEAK_KINDS), "labeler"].unique())
     if len(weak) != 1:
-        raise InputError(f"{'several' if weak else 'no'} weak labelers (kind llm or lexicon) for task '{task}'"
-                         f"{': ' + ', '.join(weak) if weak else ''}; name one with --weak "
-                         f"(labelers: {describe_labelers(rows)})")
+        raise InputError(
+            f"{'several' if weak else 'no'} weak labelers (kind llm or lexicon) for task '{task}'"
+            f"{': ' + ', '.join(weak) if weak else ''}; name one with --weak "
+            f"(labelers: {describe_labelers(rows)})"
+        )
     return weak[0]
 
 
-def labels_from_corpus(corpus: pd.DataFrame, task: str, labeler: str, *, kind: str = "human",
-                       positive: str | None = None, classes: Sequence[str] | None = None) -> pd.DataFrame:
+def labels_from_corpus(
+    corpus: pd.DataFrame,
+    task: str,
+    labeler: str,
+    *,
+    kind: str = "human",
+    positive: str | None = None,
+    classes: Sequence[str] | None = None,
+) -> pd.DataFrame:
     """A binary corpus's labels as a labels table: value 1 where `label` is the positive class.
 
     `positive` defaults to the last of `classes` (binary mappings put the positive class last, e.g.
@@ -56,13 +65,26 @@ def labels_from_corpus(corpus: pd.DataFrame, task: str, labeler: str, *, kind: s
     classes = list(classes) if classes else observed
     if positive is None:
         if len(classes) != 2:
-            raise InputError(f"the corpus has {len(classes)} classes ({', '.join(classes)}); name the positive "
-                             "class with --positive")
+            raise InputError(
+                f"the corpus has {len(classes)} classes ({', '.join(classes)}); name the positive class with --positive"
+            )
         positive = classes[-1]
     if positive not in classes and positive not in observed:
         raise InputError(f"positive class '{positive}' is not a class of the corpus ({', '.join(classes)})")
     values = (corpus["label"].astype(str) == positive).astype(int)
-    frame = pd.DataFrame({"item_id": corpus["id"].astype(str), "task": task, "labeler": labeler, "kind": kind,
-                          "value": values.astype("Int64"), "raw_answer": corpus["label"].astype(str),
-                          "prompt_hash": None, "latency_ms": None, "tags": None, "note": None, "created_at": now()})
+    frame = pd.DataFrame(
+        {
+            "item_id": corpus["id"].astype(str),
+            "task": task,
+            "labeler": labeler,
+            "kind": kind,
+            "value": values.astype("Int64"),
+            "raw_answer": corpus["label"].astype(str),
+            "prompt_hash": None,
+            "latency_ms": None,
+            "tags": None,
+            "note": None,
+            "created_at": now(),
+        }
+    )
     return frame.loc[:, list(COLUMNS)]

@@ -20,16 +20,23 @@ class AgreementOptions:
     reference. Bootstraps: `n_boot` resamples of items (of authors, when the items have authors: see
     `audit_agreement`), percentile (1 - alpha) CIs, seeded with `seed`."""
 
-    task: str = option(help="Task name in the labels table (e.g. si, mh).",
-                       rule=Rule(lambda v: bool(str(v).strip()), "the task's name in the labels table, e.g. si"))
+    task: str = option(
+        help="Task name in the labels table (e.g. si, mh).",
+        rule=Rule(lambda v: bool(str(v).strip()), "the task's name in the labels table, e.g. si"),
+    )
     weak_labeler: str | None = option(None, help="Weak labeler (default: the only llm/lexicon one).")
     # e.g. a classifier's predicted labels entered as a labeler (the human validation of a model): one verdict each
-    models: tuple[str, ...] = option((), help="Labeler holding a model's predicted labels, also scored against the "
-                                     "reference (several).", flag="model")
-    annotators: tuple[str, ...] | None = option(None, help="Human annotator (several, or repeat; default: every "
-                                                "labeler of kind human).", flag="annotator")
-    reference: str | None = option(None, help="Labeler whose labels are the reference (default: adjudicated, else "
-                                   "agreed human labels).")
+    models: tuple[str, ...] = option(
+        (),
+        help="Labeler holding a model's predicted labels, also scored against the reference (several).",
+        flag="model",
+    )
+    annotators: tuple[str, ...] | None = option(
+        None, help="Human annotator (several, or repeat; default: every labeler of kind human).", flag="annotator"
+    )
+    reference: str | None = option(
+        None, help="Labeler whose labels are the reference (default: adjudicated, else agreed human labels)."
+    )
     n_boot: int = option(2000, help="Bootstrap resamples for the CIs.", rule=at_least(0))
     alpha: float = option(0.05, help="1 minus the CIs' level (0.05: 95% CIs).", rule=between(0, 1))
     seed: int = option(0, help="Seed of the bootstraps.")
@@ -52,14 +59,17 @@ class AgreementInputs:
     files: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
-        if self.items is not None and (not {"id", "item_id"} & set(self.items.columns)
-                                       or "author" not in self.items.columns):
-            raise InputError("the items need an 'id' (or 'item_id') and an 'author' column to cluster the bootstrap "
-                             "by author")
+        if self.items is not None and (
+            not {"id", "item_id"} & set(self.items.columns) or "author" not in self.items.columns
+        ):
+            raise InputError(
+                "the items need an 'id' (or 'item_id') and an 'author' column to cluster the bootstrap by author"
+            )
 
     @classmethod
-    def from_files(cls, labels, *, validation_set: str | Path | None = None,
-                   items: str | Path | None = None) -> AgreementInputs:
+    def from_files(
+        cls, labels, *, validation_set: str | Path | None = None, items: str | Path | None = None
+    ) -> AgreementInputs:
         """From labels tables (joined; a label in two files is an InputError), the validation set file and the
         items: a post store (.sqlite, its posts' authors) or a corpus / items table with an author column."""
         from mhaudit.audits.agreement.authors import read_authors

@@ -25,8 +25,9 @@ from mhaudit.tables.validation_set import SAMPLE_COLUMNS, item_texts, read_valid
 __all__ = ["sample_for_validation", "write_validation_set", "read_validation_set"]
 
 
-def _allocate(n: int | None, pool: Mapping[int, int], positive_share: float | None,
-              sizes: Mapping[int, int] | None) -> dict[int, int]:
+def _allocate(
+    n: int | None, pool: Mapping[int, int], positive_share: float | None, sizes: Mapping[int, int] | None
+) -> dict[int, int]:
     """Items to draw per weak label, {0: n0, 1: n1}, checked against the options and the pool."""
     total = pool[0] + pool[1]
     if positive_share is not None and sizes is not None:
@@ -41,8 +42,10 @@ def _allocate(n: int | None, pool: Mapping[int, int], positive_share: float | No
     if n is None:
         raise InputError("give the sample size n (or stratum sizes)")
     if n > total:
-        raise InputError(f"a sample of {n} is larger than the pool: {total} items have a valid weak label and a text "
-                         f"({pool[1]} weak positive, {pool[0]} weak negative)")
+        raise InputError(
+            f"a sample of {n} is larger than the pool: {total} items have a valid weak label and a text "
+            f"({pool[1]} weak positive, {pool[0]} weak negative)"
+        )
     if n < 2:
         raise InputError(f"a sample of {n} cannot hold both classes; n must be at least 2")
     if sizes is None:
@@ -55,17 +58,28 @@ def _allocate(n: int | None, pool: Mapping[int, int], positive_share: float | No
         sizes = {0: n - n1, 1: n1}
     for value, word in ((0, "negative"), (1, "positive")):
         if sizes[value] < 1:
-            raise InputError(f"the sample has no weak {word} item; both classes must be present "
-                             f"(sizes {sizes[0]} negative / {sizes[1]} positive)")
+            raise InputError(
+                f"the sample has no weak {word} item; both classes must be present "
+                f"(sizes {sizes[0]} negative / {sizes[1]} positive)"
+            )
         if sizes[value] > pool[value]:
-            raise InputError(f"the sample asks for {sizes[value]} weak {word} items but the pool has only "
-                             f"{pool[value]}")
+            raise InputError(
+                f"the sample asks for {sizes[value]} weak {word} items but the pool has only {pool[value]}"
+            )
     return sizes
 
 
-def sample_for_validation(labels: pd.DataFrame, items: pd.DataFrame, task: str, n: int | None = None, *,
-                          weak_labeler: str | None = None, positive_share: float | None = None,
-                          sizes: Mapping[int, int] | None = None, seed: int = 0) -> pd.DataFrame:
+def sample_for_validation(
+    labels: pd.DataFrame,
+    items: pd.DataFrame,
+    task: str,
+    n: int | None = None,
+    *,
+    weak_labeler: str | None = None,
+    positive_share: float | None = None,
+    sizes: Mapping[int, int] | None = None,
+    seed: int = 0,
+) -> pd.DataFrame:
     """A stratified random sample of items by weak label: the validation set for human annotation.
 
     The pool is every item with a valid (0/1) label from the weak labeler for `task` and a text in
@@ -86,27 +100,33 @@ def sample_for_validation(labels: pd.DataFrame, items: pd.DataFrame, task: str, 
     rows = rows[(rows["labeler"] == weak) & rows["value"].notna()]
     id_col = "id" if "id" in items.columns else "item_id" if "item_id" in items.columns else None
     if id_col is None or "text" not in items.columns:
-        raise InputError(f"the items need an 'id' (or 'item_id') and a 'text' column; "
-                         f"got {', '.join(map(str, items.columns))}")
+        raise InputError(
+            f"the items need an 'id' (or 'item_id') and a 'text' column; got {', '.join(map(str, items.columns))}"
+        )
     texts = item_texts(items, id_col)
     rows = rows[rows["item_id"].isin(texts.index)]
     if rows.empty:
-        raise InputError(f"none of the items labelled by '{weak}' for task '{task}' has a text in the items table; "
-                         "are the ids the same?")
+        raise InputError(
+            f"none of the items labelled by '{weak}' for task '{task}' has a text in the items table; "
+            "are the ids the same?"
+        )
     values = rows["value"].astype(int)
     pool = {v: int((values == v).sum()) for v in (0, 1)}
     for value, word in ((0, "negative"), (1, "positive")):
         if pool[value] == 0:
-            raise InputError(f"the pool has no weak {word} item ({pool[1 - value]} items, all labelled {1 - value} "
-                             f"by '{weak}'); a stratified sample needs both classes")
+            raise InputError(
+                f"the pool has no weak {word} item ({pool[1 - value]} items, all labelled {1 - value} "
+                f"by '{weak}'); a stratified sample needs both classes"
+            )
     alloc = _allocate(n, pool, positive_share, sizes)
     rng = np.random.default_rng(seed)
     chosen = []
     for value in (0, 1):
         ids = np.sort(rows.loc[values == value, "item_id"].to_numpy(dtype=str))
         picked = rng.choice(ids, size=alloc[value], replace=False)
-        chosen.append(pd.DataFrame({"item_id": picked, "stratum": value, "pool_size": pool[value],
-                                    "sample_size": alloc[value]}))
+        chosen.append(
+            pd.DataFrame({"item_id": picked, "stratum": value, "pool_size": pool[value], "sample_size": alloc[value]})
+        )
     frame = pd.concat(chosen, ignore_index=True)
     frame = frame.iloc[rng.permutation(len(frame))].reset_index(drop=True)
     width = max(4, len(str(len(frame))))

@@ -21,21 +21,41 @@ def _row(axis: str, subject: str, target: str, estimate: float, low: float, high
     estimate = float(estimate) if estimate is not None else np.nan
     severity = _severity(estimate) if np.isfinite(estimate) else "undefined"
     said = reason or (f"kappa {estimate:.3f}" if np.isfinite(estimate) else "kappa undefined")
-    return verdict("agreement", axis, subject, target, "cohen_kappa", estimate, THRESHOLD, severity, said,
-                   ci_low=low, ci_high=high)
+    return verdict(
+        "agreement", axis, subject, target, "cohen_kappa", estimate, THRESHOLD, severity, said, ci_low=low, ci_high=high
+    )
 
 
-def agreement_verdicts(weak: str, metrics: pd.DataFrame, pairs: pd.DataFrame,
-                       models: pd.DataFrame | None = None) -> pd.DataFrame:
+def agreement_verdicts(
+    weak: str, metrics: pd.DataFrame, pairs: pd.DataFrame, models: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """The weak labeler's kappa against the reference, each model's (axis "human validation"), each annotator
     pair's."""
     k = metrics.set_index("metric").loc["kappa"]
     rows = [_row("weak labels", weak, "reference labels", k["estimate"], k["ci_low"], k["ci_high"], k["reason"])]
     if models is not None and not models.empty:
         for _, m in models[models["metric"] == "kappa"].iterrows():
-            rows.append(_row("human validation", m["labeler"], "reference labels", m["estimate"], m["ci_low"],
-                             m["ci_high"], m["reason"]))
+            rows.append(
+                _row(
+                    "human validation",
+                    m["labeler"],
+                    "reference labels",
+                    m["estimate"],
+                    m["ci_low"],
+                    m["ci_high"],
+                    m["reason"],
+                )
+            )
     for _, p in pairs.iterrows():
-        rows.append(_row("human agreement", p["annotator_a"], p["annotator_b"], p["kappa"], p["ci_low"],
-                         p["ci_high"], p["reason"] if isinstance(p["reason"], str) else ""))
+        rows.append(
+            _row(
+                "human agreement",
+                p["annotator_a"],
+                p["annotator_b"],
+                p["kappa"],
+                p["ci_low"],
+                p["ci_high"],
+                p["reason"] if isinstance(p["reason"], str) else "",
+            )
+        )
     return verdict_table(rows)

@@ -18,16 +18,22 @@ if TYPE_CHECKING:  # imported where used: the command line imports these options
 @dataclass(frozen=True)
 class CertifyOptions:
     """The certify audit's options: each field's default, help and rule, shared with its command's flags."""
-    task: str = option(help="Task name in the labels table (e.g. si, mh).",
-                       rule=Rule(lambda v: bool(str(v).strip()), "the task's name in the labels table, e.g. si"))
-    annotators: tuple[str, ...] | None = option(None, help="Human annotator (several, or repeat; default: every "
-                                                "labeler of kind human).", flag="annotator")
-    reference: str | None = option(None, help="Labeler whose labels are the reference (default: adjudicated, else "
-                                   "agreed human labels).")
+
+    task: str = option(
+        help="Task name in the labels table (e.g. si, mh).",
+        rule=Rule(lambda v: bool(str(v).strip()), "the task's name in the labels table, e.g. si"),
+    )
+    annotators: tuple[str, ...] | None = option(
+        None, help="Human annotator (several, or repeat; default: every labeler of kind human).", flag="annotator"
+    )
+    reference: str | None = option(
+        None, help="Labeler whose labels are the reference (default: adjudicated, else agreed human labels)."
+    )
     positive: str | None = option(None, help="The class a label value 1 stands for (default: the second class).")
     tolerance: float = option(0.05, help="Certified when the macro-F1 CI is at most ± this.", rule=between(0, 0.5))
-    population: str = option("pool", help="pool (the scored items themselves) or platform (items like them).",
-                             rule=one_of(*POPULATIONS))
+    population: str = option(
+        "pool", help="pool (the scored items themselves) or platform (items like them).", rule=one_of(*POPULATIONS)
+    )
 
     def __post_init__(self) -> None:
         check(self)
@@ -92,31 +98,46 @@ class CertifyInputs:
         from mhaudit.tables.sample_design import certified_run, predictions_digest
 
         sample, design, predictions = self.sample, self.design, self.predictions
-        if "predictions_digest" not in sample.columns or "strategy" not in sample.columns \
-                or (sample["strategy"] != "estimate").any():
-            raise InputError("the validation set was not drawn with --strategy estimate; certification needs the "
-                             "sample and design that `mhaudit labels sample --strategy estimate` writes")
+        if (
+            "predictions_digest" not in sample.columns
+            or "strategy" not in sample.columns
+            or (sample["strategy"] != "estimate").any()
+        ):
+            raise InputError(
+                "the validation set was not drawn with --strategy estimate; certification needs the "
+                "sample and design that `mhaudit labels sample --strategy estimate` writes"
+            )
         frame, drawn_runs = predictions.frame, design_runs(design)
         run = None if self.run is None else certified_run(frame, *self.run)
         if run is not None and drawn_runs == 1:  # drawn for this run alone: its rows are the predictions
             frame = frame[(frame["model"] == run[0]) & (frame["seed"] == run[1])]
         runs = frame.groupby(["model", "seed"]).ngroups
         if runs != drawn_runs:
-            raise InputError("the predictions hold several runs and the sample was drawn for one; name it with "
-                             "--run MODEL:SEED" if drawn_runs == 1 else f"the sample was drawn for an ensemble of "
-                             f"{drawn_runs} runs; these predictions hold {runs}: give every run the sample was drawn "
-                             "from (--run then names the one to certify)")
+            raise InputError(
+                "the predictions hold several runs and the sample was drawn for one; name it with --run MODEL:SEED"
+                if drawn_runs == 1
+                else f"the sample was drawn for an ensemble of "
+                f"{drawn_runs} runs; these predictions hold {runs}: give every run the sample was drawn "
+                "from (--run then names the one to certify)"
+            )
         digest, drawn = predictions_digest(frame, predictions.classes), str(sample["predictions_digest"].iat[0])
         if digest != drawn:
-            raise InputError(f"the sample was drawn for other predictions (model '{sample['model'].iat[0]}', digest "
-                             f"{drawn}); these are model '{frame['model'].iat[0]}' with digest {digest}")
-        object.__setattr__(self, "run", run or drawn_run(design, (str(frame["model"].iat[0]),
-                                                                  int(frame["seed"].iat[0]))))
+            raise InputError(
+                f"the sample was drawn for other predictions (model '{sample['model'].iat[0]}', digest "
+                f"{drawn}); these are model '{frame['model'].iat[0]}' with digest {digest}"
+            )
+        object.__setattr__(
+            self, "run", run or drawn_run(design, (str(frame["model"].iat[0]), int(frame["seed"].iat[0])))
+        )
         by_id = design.assign(item_id=design["item_id"].astype(str)).set_index("item_id")
         ids = sample["item_id"].astype(str)
         sizes = design["stratum"].value_counts()
-        if not ids.isin(by_id.index).all() \
-                or (by_id.loc[ids, "stratum"].to_numpy() != sample["stratum"].astype(str)).any() \
-                or (sample["pool_size"].to_numpy() != sizes.reindex(sample["stratum"].astype(str)).to_numpy()).any():
-            raise InputError("the sample and the design file beside it were not drawn together (their strata "
-                             "differ); draw them again with mhaudit labels sample --strategy estimate")
+        if (
+            not ids.isin(by_id.index).all()
+            or (by_id.loc[ids, "stratum"].to_numpy() != sample["stratum"].astype(str)).any()
+            or (sample["pool_size"].to_numpy() != sizes.reindex(sample["stratum"].astype(str)).to_numpy()).any()
+        ):
+            raise InputError(
+                "the sample and the design file beside it were not drawn together (their strata "
+                "differ); draw them again with mhaudit labels sample --strategy estimate"
+            )

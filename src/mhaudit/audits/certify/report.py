@@ -33,32 +33,43 @@ from mhaudit.tables.reference_labels import reference_labels, task_labels
 __all__ = ["AXIS", "ESTIMATORS", "CertifyInputs", "CertifyOptions", "audit_certify"]
 
 AXIS = "certified on the target with human labels"
-ESTIMATORS = {"power": "prediction-powered (PPI++, tuned λ)", "ppi": "prediction-powered (PPI, λ = 1)",
-              "labels": "labels only (design-weighted)"}
+ESTIMATORS = {
+    "power": "prediction-powered (PPI++, tuned λ)",
+    "ppi": "prediction-powered (PPI, λ = 1)",
+    "labels": "labels only (design-weighted)",
+}
 COLUMNS = ("estimate", "se", "ci_low", "ci_high", "half_width")  # of each estimate in the `certified` table
 
 
 def _human_reference(rows: pd.DataFrame, options: CertifyOptions, sample_ids: set[str], pool_ids: set[str]):
-    human = rows[rows["kind"].isin(["human", "adjudicated"])] if options.reference is None \
+    human = (
+        rows[rows["kind"].isin(["human", "adjudicated"])]
+        if options.reference is None
         else rows[rows["labeler"] == options.reference]
+    )
     if human.empty:
         raise InputError(f"no human label for task '{options.task}' in the labels")
     outside = sorted(set(human["item_id"].astype(str)) & (pool_ids - sample_ids))
     if outside:
-        raise InputError(f"{len(outside)} items have human labels for task '{options.task}' but are not in the "
-                         f"sample (e.g. '{outside[0]}'); only items the design drew can be used")
+        raise InputError(
+            f"{len(outside)} items have human labels for task '{options.task}' but are not in the "
+            f"sample (e.g. '{outside[0]}'); only items the design drew can be used"
+        )
     elsewhere = len(set(human["item_id"].astype(str)) - pool_ids)
     annotators = list(options.annotators or sorted(human.loc[human["kind"] == "human", "labeler"].unique()))
-    ref, _, description = reference_labels(human[human["item_id"].astype(str).isin(sample_ids)], annotators,
-                                           options.reference)
+    ref, _, description = reference_labels(
+        human[human["item_id"].astype(str).isin(sample_ids)], annotators, options.reference
+    )
     return ref.rename(index=str), description, elsewhere
 
 
 def _classes_of_values(classes: list[str], positive: str | None) -> list[int]:
     """Class index of label value 0 and 1 (the label store holds 0/1 only)."""
     if len(classes) != 2:
-        raise InputError(f"human labels are 0/1, so certification needs a two-class model; these predictions have "
-                         f"{len(classes)} classes ({', '.join(classes)})")
+        raise InputError(
+            f"human labels are 0/1, so certification needs a two-class model; these predictions have "
+            f"{len(classes)} classes ({', '.join(classes)})"
+        )
     if positive is None:
         return [0, 1]
     if positive not in classes:
@@ -66,8 +77,7 @@ def _classes_of_values(classes: list[str], positive: str | None) -> list[int]:
     return [1 - classes.index(positive), classes.index(positive)]
 
 
-def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, progress: Progress | None = None
-                  ) -> AuditResult:
+def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, progress: Progress | None = None) -> AuditResult:
     """The target's prevalence, accuracy and macro-F1 of the certified run (`inputs.run`) from the sample's
     human labels and the scores on the pool (`CertifyInputs`: the labels, the sample and its design, the
     predictions)."""
@@ -77,8 +87,9 @@ def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, progress: P
     design = design.assign(item_id=design["item_id"].astype(str)).reset_index(drop=True)
     sample_ids, pool_ids = set(sample["item_id"].astype(str)), set(design["item_id"])
     rows = task_labels(labels, options.task)
-    options = with_full_labeler_names(options, rows, options.task, annotators="annotator",
-                                      reference="reference labeler")
+    options = with_full_labeler_names(
+        options, rows, options.task, annotators="annotator", reference="reference labeler"
+    )
     ref, description, elsewhere = _human_reference(rows, options, sample_ids, pool_ids)
     value_class = _classes_of_values(classes, options.positive)
     pred = _predicted(inputs, design)
@@ -91,50 +102,90 @@ def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, progress: P
     per_stratum = np.bincount(strata[labelled], minlength=len(names))
     if (per_stratum == 0).any():
         empty = names[int(np.flatnonzero(per_stratum == 0)[0])]
-        raise InputError(f"stratum '{empty}' has no sampled item with a human label; label at least one (two for "
-                         "its variance) before estimating")
+        raise InputError(
+            f"stratum '{empty}' has no sampled item with a human label; label at least one (two for "
+            "its variance) before estimating"
+        )
     if not design["item_id"].isin(frame["id"].astype(str)).all():
         raise InputError("the sampling design holds items the predictions do not score")
     membership = labelled[None, :].astype(float)
     n_labels = int(labelled.sum())
     subject, drawn = (f"{model} seed {seed}" for model, seed in (inputs.certified, inputs.drawn))
     with progress.stage(f"certify {subject} on {n_labels} labels"):
-        estimates = {t: pool_estimates(membership, y, pred, probs, strata, tuning=t, population=options.population)
-                     for t in ESTIMATORS}
+        estimates = {
+            t: pool_estimates(membership, y, pred, probs, strata, tuning=t, population=options.population)
+            for t in ESTIMATORS
+        }
     rows = []
     for tuning, name in ESTIMATORS.items():
         est = estimates[tuning]
         for metric in ("prevalence", "accuracy", "macro_f1"):  # one value per class for the prevalence
             values = (est.estimate[metric], est.se[metric], *est.interval(metric), est.half_width(metric))
             metric_names = [f"prevalence of {c}" for c in classes] if metric == "prevalence" else [metric]
-            rows += [dict(estimator=name, metric=m, **{k: float(np.ravel(v)[i]) for k, v in zip(COLUMNS, values)},
-                          n_labels=n_labels) for i, m in enumerate(metric_names)]
+            rows += [
+                dict(
+                    estimator=name,
+                    metric=m,
+                    **{k: float(np.ravel(v)[i]) for k, v in zip(COLUMNS, values)},
+                    n_labels=n_labels,
+                )
+                for i, m in enumerate(metric_names)
+            ]
     table = pd.DataFrame(rows)
-    strata_table = pd.DataFrame({"stratum": names, "pool_size": np.bincount(strata, minlength=len(names)),
-                                 "sampled": [int(((sample["stratum"] == n)).sum()) for n in names],
-                                 "labelled": per_stratum})
+    strata_table = pd.DataFrame(
+        {
+            "stratum": names,
+            "pool_size": np.bincount(strata, minlength=len(names)),
+            "sampled": [int((sample["stratum"] == n).sum()) for n in names],
+            "labelled": per_stratum,
+        }
+    )
     strata_table["weight"] = strata_table["pool_size"] / strata_table["labelled"]
     needed = _labels_needed(table, y, pred, strata, labelled, len(classes), options)
     target = place_name(str(frame["platform"].iat[0]), str(frame["dataset"].iat[0]))
     verdicts = _verdicts(table, needed, subject, target, n_labels, options)
     dropped = len(sample_ids) - n_labels
-    note = (f"Human reference: {description}. {n_labels} of the {len(sample_ids)} sampled items have a reference "
-            f"label" + (f"; {dropped} dropped out, assumed missing at random within their stratum" if dropped else "")
-            + (f". {elsewhere} human-labelled items outside the pool were ignored" if elsewhere else "") + ".")
+    note = (
+        f"Human reference: {description}. {n_labels} of the {len(sample_ids)} sampled items have a reference "
+        f"label"
+        + (f"; {dropped} dropped out, assumed missing at random within their stratum" if dropped else "")
+        + (f". {elsewhere} human-labelled items outside the pool were ignored" if elsewhere else "")
+        + "."
+    )
     summary = _summary(table, target, n_labels, options, synthetic)
     return AuditResult(
         title=f"Certified on {target} with {n_labels} human labels" + (" (SYNTHETIC data)" if synthetic else ""),
-        sections=[Section("Estimates from the human labels and the model's scores", note + " Posteriors: "
-                          f"{design['calibration'].iat[0]}. Population: {options.population} (the pool of "
-                          f"{len(design):,} scored items" + (" itself)." if options.population == "pool"
-                                                             else " as a sample of its platform).") + " "
-                          + _design_text(design, subject, drawn) + " " + _needed_text(needed, options),
-                          {"certified": table, "strata": strata_table, "labels_needed": needed})],
-        summary=summary, verdicts=verdicts, synthetic=synthetic,
-        options={**asdict(options), "classes": classes, "n_labels": n_labels, "certified": subject,
-                 "drawn_for": drawn, "runs": design_runs(design), "predictor": _predictor(design)},
-        provenance=provenance({"predictions": digest_frame(frame), "sample": digest_frame(sample),
-                               "labels": digest_frame(labels)}, progress.seconds))
+        sections=[
+            Section(
+                "Estimates from the human labels and the model's scores",
+                note + " Posteriors: "
+                f"{design['calibration'].iat[0]}. Population: {options.population} (the pool of "
+                f"{len(design):,} scored items"
+                + (" itself)." if options.population == "pool" else " as a sample of its platform).")
+                + " "
+                + _design_text(design, subject, drawn)
+                + " "
+                + _needed_text(needed, options),
+                {"certified": table, "strata": strata_table, "labels_needed": needed},
+            )
+        ],
+        summary=summary,
+        verdicts=verdicts,
+        synthetic=synthetic,
+        options={
+            **asdict(options),
+            "classes": classes,
+            "n_labels": n_labels,
+            "certified": subject,
+            "drawn_for": drawn,
+            "runs": design_runs(design),
+            "predictor": _predictor(design),
+        },
+        provenance=provenance(
+            {"predictions": digest_frame(frame), "sample": digest_frame(sample), "labels": digest_frame(labels)},
+            progress.seconds,
+        ),
+    )
 
 
 def _predicted(inputs: CertifyInputs, design: pd.DataFrame) -> np.ndarray:
@@ -156,12 +207,16 @@ def _design_text(design: pd.DataFrame, subject: str, drawn: str) -> str:
     runs = design_runs(design)
     scope = f"Certified run: {subject}" + (f", one of {runs} runs scored on the pool" if runs > 1 else "")
     if subject != drawn:
-        scope += (f". The sample was drawn for {drawn}: its strata, weights and posteriors were fixed before any "
-                  f"label was seen, so they hold for {subject} too, but its allocation was tuned to {drawn}, so "
-                  "the interval can be wider than with a sample drawn for this run")
+        scope += (
+            f". The sample was drawn for {drawn}: its strata, weights and posteriors were fixed before any "
+            f"label was seen, so they hold for {subject} too, but its allocation was tuned to {drawn}, so "
+            "the interval can be wider than with a sample drawn for this run"
+        )
     whose = "the ensemble's" if runs > 1 else "the model's"
-    return (f"{scope}. The strata ({drawn}'s predicted class x bins of {whose} probability of that class) and "
-            f"PPI++'s predictor use {_predictor(design)}.")
+    return (
+        f"{scope}. The strata ({drawn}'s predicted class x bins of {whose} probability of that class) and "
+        f"PPI++'s predictor use {_predictor(design)}."
+    )
 
 
 def _labels_needed(table: pd.DataFrame, y, pred, strata, labelled, k: int, options: CertifyOptions) -> pd.DataFrame:
@@ -171,19 +226,34 @@ def _labels_needed(table: pd.DataFrame, y, pred, strata, labelled, k: int, optio
     fpc, n, pool_size, tol = options.population == "pool", int(labelled.sum()), int(strata.size), options.tolerance
     rows = []
     for tuning in ("power", "labels"):
-        hw = float(table.loc[(table["estimator"] == ESTIMATORS[tuning]) & (table["metric"] == "macro_f1"),
-                             "half_width"].iat[0])
+        hw = float(
+            table.loc[(table["estimator"] == ESTIMATORS[tuning]) & (table["metric"] == "macro_f1"), "half_width"].iat[0]
+        )
         with quiet_undefined():  # an undefined macro-F1 is the verdict's reason already
-            rows.append({"design": "this sample's design", "estimator": ESTIMATORS[tuning], "n_labels": n,
-                         "half_width": hw, "labels_needed": labels_for_tolerance(hw, n, pool_size, tol, fpc=fpc),
-                         "reason": "" if np.isfinite(hw) else "macro-F1 undefined"})
+            rows.append(
+                {
+                    "design": "this sample's design",
+                    "estimator": ESTIMATORS[tuning],
+                    "n_labels": n,
+                    "half_width": hw,
+                    "labels_needed": labels_for_tolerance(hw, n, pool_size, tol, fpc=fpc),
+                    "reason": "" if np.isfinite(hw) else "macro-F1 undefined",
+                }
+            )
     with quiet_undefined():  # the row says why instead
         sd = macro_f1_pool_sd(y, pred, strata, labelled, k)
-        rows.append({"design": "simple random sample, labels only", "estimator": "labels only (the sample's shares)",
-                     "n_labels": n, "half_width": srs_half_width(sd, n, pool_size, fpc=fpc) if n >= 2 else math.nan,
-                     "labels_needed": srs_labels_for_tolerance(sd, pool_size, tol, fpc=fpc),
-                     "reason": "" if np.isfinite(sd) else "its pool variance needs 2 labels in every stratum "
-                                                          "and a defined macro-F1"})
+        rows.append(
+            {
+                "design": "simple random sample, labels only",
+                "estimator": "labels only (the sample's shares)",
+                "n_labels": n,
+                "half_width": srs_half_width(sd, n, pool_size, fpc=fpc) if n >= 2 else math.nan,
+                "labels_needed": srs_labels_for_tolerance(sd, pool_size, tol, fpc=fpc),
+                "reason": ""
+                if np.isfinite(sd)
+                else "its pool variance needs 2 labels in every stratum and a defined macro-F1",
+            }
+        )
     table = pd.DataFrame(rows).assign(tolerance=tol, pool_size=pool_size, fpc=fpc)
     return table.astype({"labels_needed": "Int64"})  # a count: 325, not 325.000 (missing where undefined)
 
@@ -194,10 +264,15 @@ def _needed_text(needed: pd.DataFrame, options: CertifyOptions) -> str:
         return ""
     text = f"For ± {options.tolerance:.2f} on macro-F1 this design needs about {ours:,.0f} labels (PPI++)"
     if np.isfinite(srs):
-        text += (f"; a simple random sample of the pool, its labels alone, about {srs:,.0f} (its variance estimated "
-                 f"from these labels)")
-    correction = "with the finite-population correction" if options.population == "pool" else \
-        "without a finite-population correction (the pool stands for its platform)"
+        text += (
+            f"; a simple random sample of the pool, its labels alone, about {srs:,.0f} (its variance estimated "
+            f"from these labels)"
+        )
+    correction = (
+        "with the finite-population correction"
+        if options.population == "pool"
+        else "without a finite-population correction (the pool stands for its platform)"
+    )
     return text + f", both {correction}."
 
 
@@ -206,24 +281,44 @@ def _row(table: pd.DataFrame, estimator: str, metric: str = "macro_f1") -> pd.Se
     return table[(table["estimator"] == ESTIMATORS[estimator]) & (table["metric"] == metric)].iloc[0]
 
 
-def _verdicts(table: pd.DataFrame, needed: pd.DataFrame, subject: str, target: str, n_labels: int,
-              options: CertifyOptions) -> pd.DataFrame:
+def _verdicts(
+    table: pd.DataFrame, needed: pd.DataFrame, subject: str, target: str, n_labels: int, options: CertifyOptions
+) -> pd.DataFrame:
     head = _row(table, "power")
     hw, tol = head["half_width"], options.tolerance
     if not np.isfinite(hw):
-        severity, reason = "undefined", (f"macro-F1 undefined with {n_labels} human labels: a class has no true and "
-                                         "no predicted post in the estimate")
+        severity, reason = (
+            "undefined",
+            (
+                f"macro-F1 undefined with {n_labels} human labels: a class has no true and "
+                "no predicted post in the estimate"
+            ),
+        )
     elif hw <= tol:
         severity, reason = "pass", f"certified on the target with {n_labels} human labels: macro-F1 ± {hw:.3f}"
     else:
         severity = "warn"
-        reason = (f"not certified yet: macro-F1 ± {hw:.3f} with {n_labels} human labels; about "
-                  f"{needed['labels_needed'].iat[0]:,.0f} labels in all for ± {tol:.2f} (this design, "
-                  f"{needed['pool_size'].iat[0]:,} pooled items)")
-    rows = [verdict("certify", AXIS, subject, target, "certified_macro_f1", head["estimate"],
-                    f"95% CI at most ± {tol:.2f}", severity, reason, ci_low=head["ci_low"], ci_high=head["ci_high"]),
-            verdict("certify", AXIS, subject, target, "n_human_labels", n_labels, "", "pass",
-                    f"{n_labels} human labels")]
+        reason = (
+            f"not certified yet: macro-F1 ± {hw:.3f} with {n_labels} human labels; about "
+            f"{needed['labels_needed'].iat[0]:,.0f} labels in all for ± {tol:.2f} (this design, "
+            f"{needed['pool_size'].iat[0]:,} pooled items)"
+        )
+    rows = [
+        verdict(
+            "certify",
+            AXIS,
+            subject,
+            target,
+            "certified_macro_f1",
+            head["estimate"],
+            f"95% CI at most ± {tol:.2f}",
+            severity,
+            reason,
+            ci_low=head["ci_low"],
+            ci_high=head["ci_high"],
+        ),
+        verdict("certify", AXIS, subject, target, "n_human_labels", n_labels, "", "pass", f"{n_labels} human labels"),
+    ]
     return verdict_table(rows)
 
 
@@ -233,6 +328,8 @@ def _summary(table: pd.DataFrame, target: str, n_labels: int, options: CertifyOp
         return f"{r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
 
     status = "Certified" if _row(table, "power")["half_width"] <= options.tolerance else "Not certified yet"
-    return (("SYNTHETIC data. " if synthetic else "")
-            + f"{status} on {target} with {n_labels} human labels: macro-F1 {line('power')} with the model's scores "
-            f"(PPI++), {line('labels')} from the labels alone; accuracy {line('power', 'accuracy')}.")
+    return (
+        ("SYNTHETIC data. " if synthetic else "")
+        + f"{status} on {target} with {n_labels} human labels: macro-F1 {line('power')} with the model's scores "
+        f"(PPI++), {line('labels')} from the labels alone; accuracy {line('power', 'accuracy')}."
+    )

@@ -7,8 +7,11 @@ definition and the choices made where the paper is ambiguous.
 
 from mhaudit.core.lazy import lazy_names
 
-__all__, __getattr__, __dir__ = lazy_names(__name__, {
-    "CPFEInputs": ".options",
-    "CPFEOptions": ".options",
-    "audit_cpfe": ".audit",
-})
+__all__, __getattr__, __dir__ = lazy_names(
+    __name__,
+    {
+        "CPFEInputs": ".options",
+        "CPFEOptions": ".options",
+        "audit_cpfe": ".audit",
+    },
+)

@@ -16,12 +16,26 @@ from mhaudit.stats.calibration import ece, fit_temperature, softmax
 from mhaudit.tables.corpus.schema import label_codes
 
 
-def adaptation_rows(model, model_label: str, seed: int, corpus_frame: pd.DataFrame, classes: list[str],
-                    platform: str, epochs: int = 3, n_bins: int = 10) -> dict:
+def adaptation_rows(
+    model,
+    model_label: str,
+    seed: int,
+    corpus_frame: pd.DataFrame,
+    classes: list[str],
+    platform: str,
+    epochs: int = 3,
+    n_bins: int = 10,
+) -> dict:
     rows = corpus_frame[corpus_frame["platform"] == platform]  # a target: every row is judged
     cal, rest = rows[rows["split"] == "calibration"], rows[rows["split"] != "calibration"]
-    base = {"model": model_label, "seed": seed, "platform": platform, "n_calibration": len(cal),
-            "n_evaluated": len(rest), "adapt_epochs": epochs}
+    base = {
+        "model": model_label,
+        "seed": seed,
+        "platform": platform,
+        "n_calibration": len(cal),
+        "n_evaluated": len(rest),
+        "adapt_epochs": epochs,
+    }
     if cal.empty or rest.empty or cal["label"].nunique() < 2:
         return {**base, "reason": "no stored calibration split with two classes on this platform"}
     k = len(classes)
@@ -31,8 +45,11 @@ def adaptation_rows(model, model_label: str, seed: int, corpus_frame: pd.DataFra
         warnings.simplefilter("always")
         t = fit_temperature(model.predict_logits(cal["text"].tolist()), y_cal)
     tuned = model.adapt(cal, epochs=epochs)
-    probs = {"before": softmax(logits), "ts": softmax(logits, t),
-             "ft": softmax(tuned.predict_logits(rest["text"].tolist()))}
+    probs = {
+        "before": softmax(logits),
+        "ts": softmax(logits, t),
+        "ft": softmax(tuned.predict_logits(rest["text"].tolist())),
+    }
     out: dict = {**base, "temperature": t, "reason": "", "note": "; ".join(str(w.message) for w in caught)}
     for stage, p in probs.items():
         out[f"auc_{stage}"] = macro_auc(y, p, k)

@@ -11,8 +11,17 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.stats.auc import macro_auc_unchecked
-from mhaudit.stats.calibration import (brier, classwise_ece_unchecked, cross_fitted_temperature, ece_unchecked,
-                                      fit_temperature, mce_unchecked, nll, reliability_unchecked, softmax)
+from mhaudit.stats.calibration import (
+    brier,
+    classwise_ece_unchecked,
+    cross_fitted_temperature,
+    ece_unchecked,
+    fit_temperature,
+    mce_unchecked,
+    nll,
+    reliability_unchecked,
+    softmax,
+)
 from mhaudit.tables.predictions import Group
 
 
@@ -21,26 +30,46 @@ def calibration_row(group: Group, n_bins: int, boot: dict) -> dict:
 
     `ece` is the plug-in ECE (what papers report); `ece_debiased` = ece - bias, the bias estimated by the
     same bootstrap; `ece_ci_low/high` is the bias-corrected interval, which holds `ece_debiased`."""
-    return {**group.key(), "n": group.n, "ece": ece_unchecked(group.probs, group.y, n_bins),
-            "ece_debiased": boot["estimate"],
-            "ece_ci_low": boot["ci_low"], "ece_ci_high": boot["ci_high"], "ece_se": boot["se"],
-            "n_boot": boot["n_boot"], "n_failed": boot["n_failed"], "mce": mce_unchecked(group.probs, group.y, n_bins),
-            "brier": brier(group.probs, group.y), "nll": nll(group.probs, group.y), "n_bins": n_bins}
+    return {
+        **group.key(),
+        "n": group.n,
+        "ece": ece_unchecked(group.probs, group.y, n_bins),
+        "ece_debiased": boot["estimate"],
+        "ece_ci_low": boot["ci_low"],
+        "ece_ci_high": boot["ci_high"],
+        "ece_se": boot["se"],
+        "n_boot": boot["n_boot"],
+        "n_failed": boot["n_failed"],
+        "mce": mce_unchecked(group.probs, group.y, n_bins),
+        "brier": brier(group.probs, group.y),
+        "nll": nll(group.probs, group.y),
+        "n_bins": n_bins,
+    }
 
 
 def per_class_calibration_rows(group: Group, classes: list[str], n_bins: int) -> list[dict]:
     per_class = classwise_ece_unchecked(group.probs, group.y, n_bins)
-    return [{**group.key(), "n": group.n, "class": c, "n_class": int((group.y == i).sum()),
-             "ece_ovr": float(per_class[i])}
-            for i, c in enumerate(classes)]
+    return [
+        {**group.key(), "n": group.n, "class": c, "n_class": int((group.y == i).sum()), "ece_ovr": float(per_class[i])}
+        for i, c in enumerate(classes)
+    ]
 
 
 def reliability_rows(group: Group, probs: np.ndarray, y: np.ndarray, stage: str, n_bins: int) -> list[dict]:
     data = reliability_unchecked(probs, y, n_bins)
-    return [{**group.key(), "stage": stage, "bin": b, "lower": float(data["lower"][b]),
-             "upper": float(data["upper"][b]), "n": int(data["count"][b]),
-             "confidence": float(data["confidence"][b]), "accuracy": float(data["accuracy"][b])}
-            for b in range(n_bins)]
+    return [
+        {
+            **group.key(),
+            "stage": stage,
+            "bin": b,
+            "lower": float(data["lower"][b]),
+            "upper": float(data["upper"][b]),
+            "n": int(data["count"][b]),
+            "confidence": float(data["confidence"][b]),
+            "accuracy": float(data["accuracy"][b]),
+        }
+        for b in range(n_bins)
+    ]
 
 
 def calibration_rows(group: Group, fraction: float, seed: int) -> tuple[np.ndarray, str]:
@@ -58,10 +87,11 @@ def calibration_rows(group: Group, fraction: float, seed: int) -> tuple[np.ndarr
     by_class = []
     for c in np.unique(group.y):
         members = np.flatnonzero(group.y == c)
-        by_class.append(members[np.argsort(keys[members], kind="stable")[:int(np.rint(fraction * members.size))]])
+        by_class.append(members[np.argsort(keys[members], kind="stable")[: int(np.rint(fraction * members.size))]])
     drawn = np.concatenate(by_class)
-    return drawn[np.argsort(keys[drawn], kind="stable")], \
-        f"drawn: stratified {fraction:.0%} of the evaluation rows by content, seed {seed}"
+    return drawn[
+        np.argsort(keys[drawn], kind="stable")
+    ], f"drawn: stratified {fraction:.0%} of the evaluation rows by content, seed {seed}"
 
 
 def content_keys(group: Group, seed: int) -> np.ndarray:
@@ -89,20 +119,27 @@ def degenerate_temperature(t: float, scaled: np.ndarray) -> str:
     chance = 1.0 / scaled.shape[1]
     high = float(np.percentile(top, 95)) if top.size else np.nan
     if high < chance + FLAT_MARGIN:
-        return (f"near-uniform probabilities after scaling (95% of rows' top-label probability under {high:.3f}, "
-                f"chance {chance:.3f})")
+        return (
+            f"near-uniform probabilities after scaling (95% of rows' top-label probability under {high:.3f}, "
+            f"chance {chance:.3f})"
+        )
     return ""
 
 
-def temperature_row(group: Group, n_classes: int, n_bins: int, fraction: float, folds: int,
-                    seed: int) -> tuple[dict, list[dict]]:
+def temperature_row(
+    group: Group, n_classes: int, n_bins: int, fraction: float, folds: int, seed: int
+) -> tuple[dict, list[dict]]:
     cal_rows, source = calibration_rows(group, fraction, seed)
     cal = np.zeros(group.n, dtype=bool)
     cal[cal_rows] = True
     rest = ~cal
     if cal.sum() < 2 or rest.sum() < 2 or len(np.unique(group.y[cal])) < 2:
-        return {**group.key(), "calibration_source": source, "n_calibration": int(cal.sum()),
-                "reason": "calibration split too small or one class: temperature not fitted"}, []
+        return {
+            **group.key(),
+            "calibration_source": source,
+            "n_calibration": int(cal.sum()),
+            "reason": "calibration split too small or one class: temperature not fitted",
+        }, []
     with warnings.catch_warnings(record=True) as caught:  # a fit at the bound is reported, not printed
         warnings.simplefilter("always")
         t = fit_temperature(group.logits[cal_rows], group.y[cal_rows])
@@ -114,22 +151,33 @@ def temperature_row(group: Group, n_classes: int, n_bins: int, fraction: float, 
     before, after = group.probs[rest], softmax(group.logits[rest], t)
     y = group.y[rest]
     row = {
-        **group.key(), "n": group.n, "calibration_source": source, "n_calibration": int(cal.sum()),
+        **group.key(),
+        "n": group.n,
+        "calibration_source": source,
+        "n_calibration": int(cal.sum()),
         "n_evaluated": int(rest.sum()),
-        "temperature": t, "ece_before": ece_unchecked(before, y, n_bins),
-        "ece_after": ece_unchecked(after, y, n_bins), "auc_before": macro_auc_unchecked(y, before, n_classes),
+        "temperature": t,
+        "ece_before": ece_unchecked(before, y, n_bins),
+        "ece_after": ece_unchecked(after, y, n_bins),
+        "auc_before": macro_auc_unchecked(y, before, n_classes),
         "auc_after": macro_auc_unchecked(y, after, n_classes),
         "accuracy_before": float((before.argmax(1) == y).mean()),
         "accuracy_after": float((after.argmax(1) == y).mean()),
-        "crossfit_folds": folds, "crossfit_temperature_mean": float(np.mean(temps)),
+        "crossfit_folds": folds,
+        "crossfit_temperature_mean": float(np.mean(temps)),
         "crossfit_ece_after": np.nan if crossfit_probs is None else ece_unchecked(crossfit_probs, group.y, n_bins),
-        "crossfit_delta_auc": np.nan if crossfit_probs is None else (macro_auc_unchecked(
-            group.y, crossfit_probs, n_classes) - macro_auc_unchecked(group.y, group.probs, n_classes)),
+        "crossfit_delta_auc": np.nan
+        if crossfit_probs is None
+        else (
+            macro_auc_unchecked(group.y, crossfit_probs, n_classes)
+            - macro_auc_unchecked(group.y, group.probs, n_classes)
+        ),
         "reason": "",
         "note": "; ".join(dict.fromkeys(str(w.message) for w in caught)),
     }
-    row["ece_reduction_pct"] = 100 * (row["ece_before"] - row["ece_after"]) / row["ece_before"] \
-        if row["ece_before"] > 0 else float("nan")
+    row["ece_reduction_pct"] = (
+        100 * (row["ece_before"] - row["ece_after"]) / row["ece_before"] if row["ece_before"] > 0 else float("nan")
+    )
     row["delta_auc"] = row["auc_after"] - row["auc_before"]  # measured: one-vs-rest AUC can move with T
     row["degenerate"] = degenerate_temperature(t, after)
     curves = reliability_rows(group, before, y, "before", n_bins) + reliability_rows(group, after, y, "after", n_bins)

@@ -35,7 +35,9 @@ def discrimination_rows(group: Group, reference: Group, classes: list[str]) -> d
     if np.isnan(ref_auc) and not np.isnan(auc):
         reasons.append("AUC change undefined: the reference platform has no macro-AUC")
     return {
-        **group.key(), "n": group.n, "is_reference": group is reference,
+        **group.key(),
+        "n": group.n,
+        "is_reference": group is reference,
         "accuracy": float(np.average(group.y == group.pred)),  # sklearn's accuracy_score
         "macro_f1": float(macro_f1_unchecked(tallies)),
         "weighted_f1": float(weighted_f1_unchecked(tallies)),  # a class without support weighs 0

@@ -11,6 +11,8 @@ from mhaudit.tables.predictions import Group
 def equity_rows(group: Group, reference: Group, classes: list[str]) -> tuple[list[dict], dict]:
     """Per-class rows, and the group's worst class of each measure (max gaps, min DI) with its class."""
     rows = equity_by_class(reference.y, reference.pred, group.y, group.pred, len(classes), adjust_priors=True)
-    rows = [{**group.key(), "n": group.n, "reference": reference.platform, **row, "class": classes[row["class"]]}
-            for row in rows]
+    rows = [
+        {**group.key(), "n": group.n, "reference": reference.platform, **row, "class": classes[row["class"]]}
+        for row in rows
+    ]
     return rows, {**group.key(), "n": group.n, "reference": reference.platform, **summarise_classes(rows)}

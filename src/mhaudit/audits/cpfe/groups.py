@@ -17,8 +17,10 @@ def make_groups(predictions: PredictionSet, reference: str) -> list[Group]:
     judged = predictions.subset(np.flatnonzero(judged_rows(predictions.frame, reference)))
     groups = list(judged.groups(id_order=True).values())
     if not groups:
-        raise InputError(f"every prediction row is a training row (split train or val) of the reference '{reference}'; "
-                         "the audit judges the other rows")
+        raise InputError(
+            f"every prediction row is a training row (split train or val) of the reference '{reference}'; "
+            "the audit judges the other rows"
+        )
     return groups
 
 
@@ -31,17 +33,21 @@ def judged_note(predictions: PredictionSet, groups: list[Group], reference: str)
         counts.setdefault((g.platform, g.dataset), g.n)
     home = [f"{p} ({d}): {n:,}" for (p, d), n in counts.items() if reference in (p, d)]
     away = [f"{p} ({d}): {n:,}" for (p, d), n in counts.items() if reference not in (p, d)]
-    return (f" Rows judged, each row the model did not train on: at home its rows outside train and val "
-            f"({', '.join(home)}{f'; {left_out:,} training rows in the predictions left out' if left_out else ''}), "
-            f"elsewhere every scored row ({', '.join(away) or 'none'}).")
+    return (
+        f" Rows judged, each row the model did not train on: at home its rows outside train and val "
+        f"({', '.join(home)}{f'; {left_out:,} training rows in the predictions left out' if left_out else ''}), "
+        f"elsewhere every scored row ({', '.join(away) or 'none'})."
+    )
 
 
 def check_labelled(predictions: PredictionSet) -> None:
     """Every row has a label: the statistics trust the codes, and this is their one check."""
     unlabelled = np.flatnonzero(predictions.codes < 0)
     if unlabelled.size:
-        raise InputError(f"row {unlabelled.min() + 1} of the predictions has no label; the audit compares each "
-                         "judged row's prediction with its label")
+        raise InputError(
+            f"row {unlabelled.min() + 1} of the predictions has no label; the audit compares each "
+            "judged row's prediction with its label"
+        )
 
 
 def identical_seeds(groups: list[Group]) -> dict[str, list[int]]:
@@ -54,9 +60,16 @@ def identical_seeds(groups: list[Group]) -> dict[str, list[int]]:
     for model, seeds in by_model.items():
         runs = [sorted(gs, key=lambda g: (g.platform, g.dataset)) for _, gs in sorted(seeds.items())]
         first = runs[0]
-        if len(runs) > 1 and all(len(r) == len(first) and all(
-                (a.platform, a.dataset) == (b.platform, b.dataset) and np.array_equal(a.ids, b.ids)
-                and np.array_equal(a.logits, b.logits) for a, b in zip(first, r)) for r in runs[1:]):
+        if len(runs) > 1 and all(
+            len(r) == len(first)
+            and all(
+                (a.platform, a.dataset) == (b.platform, b.dataset)
+                and np.array_equal(a.ids, b.ids)
+                and np.array_equal(a.logits, b.logits)
+                for a, b in zip(first, r)
+            )
+            for r in runs[1:]
+        ):
             out[model] = sorted(seeds)
     return out
 
@@ -79,8 +92,14 @@ def pairing(a: Group, b: Group) -> tuple[str, str]:
 def reference_of(groups: list[Group], reference: str) -> dict[tuple[str, int], Group]:
     """The reference group of every (model, seed), by the one rule (tables.pairing.reference_runs); `reference`
     names a platform or a data set."""
-    check_place(reference, (g.platform for g in groups), (g.dataset for g in groups), what="reference platform",
-                where="in the predictions", hint=" (platforms come from a platform column, --name-pattern or "
-                "--platform; without them each file's name is its platform)")
+    check_place(
+        reference,
+        (g.platform for g in groups),
+        (g.dataset for g in groups),
+        what="reference platform",
+        where="in the predictions",
+        hint=" (platforms come from a platform column, --name-pattern or "
+        "--platform; without them each file's name is its platform)",
+    )
     found = [g for g in groups if reference in (g.platform, g.dataset)]
     return reference_runs(found, dict.fromkeys(g.run for g in groups))

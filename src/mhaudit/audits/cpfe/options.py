@@ -27,30 +27,44 @@ def _pair(text: str) -> tuple[str, str]:
 @dataclass(frozen=True)
 class CPFEOptions:
     """The cross-platform audit's options: each field's default, help and rule, shared with its command's flags."""
-    reference: str = option(help="The models' home platform (or data set); every other one is compared with it.",
-                            rule=Rule(lambda v: bool(str(v).strip()), "a platform or data set name"))
+
+    reference: str = option(
+        help="The models' home platform (or data set); every other one is compared with it.",
+        rule=Rule(lambda v: bool(str(v).strip()), "a platform or data set name"),
+    )
     n_bins: int = option(10, help="Equal-width confidence bins for ECE.", rule=at_least(1))
     n_boot_ece: int = option(1000, help="Bootstrap resamples for the ECE CIs.", rule=at_least(2))
-    n_boot_significance: int = option(2000, help="Bootstrap resamples for the significance tests.",
-                                      rule=at_least(2))
+    n_boot_significance: int = option(2000, help="Bootstrap resamples for the significance tests.", rule=at_least(2))
     # at 1M rows the resamples cost minutes and agree with DeLong's SE to about 1% (docs/cpfe.md)
-    delong_min_rows: int = option(100_000, help="With at least this many rows in every group, the macro-AUC's SE "
-                                  "comes from DeLong's placement values instead of the resamples.", rule=at_least(1))
+    delong_min_rows: int = option(
+        100_000,
+        help="With at least this many rows in every group, the macro-AUC's SE "
+        "comes from DeLong's placement values instead of the resamples.",
+        rule=at_least(1),
+    )
     seed: int = option(0, help="Seed for bootstraps and drawn calibration splits.")
-    calibration_fraction: float = option(0.10, help="Calibration split drawn when none is stored.",
-                                         rule=between(0, 1))
-    crossfit_folds: int = option(5, help="Folds of the cross-fitted temperature when a target has no calibration "
-                                 "split.", rule=at_least(2))
-    correction: str = option("bonferroni", help="Multiple-testing correction: bonferroni or bh (Benjamini-Hochberg).",
-                             rule=one_of("bonferroni", "bh"))
+    calibration_fraction: float = option(0.10, help="Calibration split drawn when none is stored.", rule=between(0, 1))
+    crossfit_folds: int = option(
+        5, help="Folds of the cross-fitted temperature when a target has no calibration split.", rule=at_least(2)
+    )
+    correction: str = option(
+        "bonferroni",
+        help="Multiple-testing correction: bonferroni or bh (Benjamini-Hochberg).",
+        rule=one_of("bonferroni", "bh"),
+    )
     alpha: float = option(0.05, help="Significance level.", rule=between(0, 1))
-    max_tokens: int = option(64, help="Words beyond which a text counts as long (the text-length table).",
-                             rule=at_least(1))
-    top_ks: tuple[int, ...] = option((5, 10, 15, 20), help="K of the top-K attribution Jaccard.",
-                                     rule=each(at_least(1)))
+    max_tokens: int = option(
+        64, help="Words beyond which a text counts as long (the text-length table).", rule=at_least(1)
+    )
+    top_ks: tuple[int, ...] = option(
+        (5, 10, 15, 20), help="K of the top-K attribution Jaccard.", rule=each(at_least(1))
+    )
     non_independent: tuple[tuple[str, str], ...] = option(
-        (), help="MODEL:PLATFORM pairs where the model saw the platform's source in training (marked †).", parse=_pair,
-        rule=each(Rule(lambda pair: len(pair) == 2, "a (model, platform) pair")))
+        (),
+        help="MODEL:PLATFORM pairs where the model saw the platform's source in training (marked †).",
+        parse=_pair,
+        rule=each(Rule(lambda pair: len(pair) == 2, "a (model, platform) pair")),
+    )
     figures: bool = option(True, help="Draw the figures.")
 
     def __post_init__(self) -> None:
@@ -96,8 +110,11 @@ class CPFEInputs:
             read_corpus = Corpus.read(corpus)
             texts, synthetic = read_corpus.frame.set_index("id")["text"], read_corpus.synthetic
         attribution_files = [Path(p) for p in expand_sources(attributions)] if attributions else []
-        attribution_table = pd.concat([read_attributions(p) for p in attribution_files], ignore_index=True) \
-            if attribution_files else None
+        attribution_table = (
+            pd.concat([read_attributions(p) for p in attribution_files], ignore_index=True)
+            if attribution_files
+            else None
+        )
         extras = [Path(corpus)] if corpus is not None else []
         files = tuple((str(p), sha256_file(p)) for p in [*extras, *attribution_files])
         return cls(preds, texts, attribution_table, synthetic, files)

@@ -28,8 +28,9 @@ from mhaudit.stats.normal import quantile, two_sided_p
 from mhaudit.tables.predictions import Group
 
 
-def place_bootstraps(groups: list[Group], n_classes: int, n_boot_auc: int, n_boot_ece: int, n_bins: int,
-                     rng: np.random.Generator) -> tuple[dict[int, np.ndarray], dict[int, dict]]:
+def place_bootstraps(
+    groups: list[Group], n_classes: int, n_boot_auc: int, n_boot_ece: int, n_bins: int, rng: np.random.Generator
+) -> tuple[dict[int, np.ndarray], dict[int, dict]]:
     """Label-stratified bootstraps of every group: macro-AUCs (for significance) and bias-corrected ECEs.
 
     One stream of resamples per place serves every model there and both statistics (ECE uses its first
@@ -52,12 +53,25 @@ def place_bootstraps(groups: list[Group], n_classes: int, n_boot_auc: int, n_boo
             # the counts in their draw's column order, the same integers as count_blocks without putting each
             # block back in row order: the sorting and binning of each group gather through layout.column, once
             layout, blocks = grouped_count_blocks(members[0].y, max(n_boot_auc, n_boot_ece), rng, stratified=True)
-            stats = [(g, macro_auc_of_counts(g.y, g.probs, n_classes, layout.column) if n_boot_auc else None,
-                      ece_of_counts(g.probs, g.y, n_bins, layout.column)) for g in members]
+            stats = [
+                (
+                    g,
+                    macro_auc_of_counts(g.y, g.probs, n_classes, layout.column) if n_boot_auc else None,
+                    ece_of_counts(g.probs, g.y, n_bins, layout.column),
+                )
+                for g in members
+            ]
             for start, counts in blocks:  # each block in a piece per worker: one model per place keeps both busy
                 piece = -(-counts.shape[0] // workers)
-                pending.append([pool.submit(_block, start + lo, counts[lo:lo + piece], aucs[id(g)], boot_eces[id(g)],
-                                            auc, ece) for g, auc, ece in stats for lo in range(0, len(counts), piece)])
+                pending.append(
+                    [
+                        pool.submit(
+                            _block, start + lo, counts[lo : lo + piece], aucs[id(g)], boot_eces[id(g)], auc, ece
+                        )
+                        for g, auc, ece in stats
+                        for lo in range(0, len(counts), piece)
+                    ]
+                )
                 if len(pending) > 1:
                     _wait(pending.popleft())
         while pending:
@@ -78,7 +92,7 @@ def _block(start: int, counts: np.ndarray, auc_out: np.ndarray, ece_out: np.ndar
     for out, statistic in ((auc_out, auc), (ece_out, ece)):
         rows = min(counts.shape[0], out.size - start)
         if rows > 0:
-            out[start:start + rows] = statistic(counts[:rows])
+            out[start : start + rows] = statistic(counts[:rows])
 
 
 class MacroAucSpread:
@@ -128,15 +142,21 @@ def adjust(p: np.ndarray, alpha: float, correction: str) -> tuple[np.ndarray, np
         ecdf = np.arange(1, m + 1) / float(m)
         sorted_reject = ranked <= ecdf * alpha
         if sorted_reject.any():
-            sorted_reject[:np.flatnonzero(sorted_reject).max()] = True
+            sorted_reject[: np.flatnonzero(sorted_reject).max()] = True
         sorted_adjusted = np.minimum.accumulate((ranked / ecdf)[::-1])[::-1]
         reject, adjusted = np.empty_like(sorted_reject), np.empty_like(sorted_adjusted)
         reject[order], adjusted[order] = sorted_reject, sorted_adjusted
     return reject, np.minimum(adjusted, 1.0)
 
 
-def platform_pair_rows(groups: list[Group], references: dict, spread: MacroAucSpread, n_classes: int,
-                       correction: str = "bonferroni", alpha: float = 0.05) -> list[dict]:
+def platform_pair_rows(
+    groups: list[Group],
+    references: dict,
+    spread: MacroAucSpread,
+    n_classes: int,
+    correction: str = "bonferroni",
+    alpha: float = 0.05,
+) -> list[dict]:
     """Every pair of data sets within each (model, seed), in two families for the correction: the reference's pairs
     with each target (what the verdicts judge) and the pairs of targets (descriptive, as the paper's Reddit vs
     Twitter; not counted in the first family). `references`: (model, seed) -> its reference group (reference_of).
@@ -158,13 +178,30 @@ def platform_pair_rows(groups: list[Group], references: dict, spread: MacroAucSp
             diff = auc_a - auc_b
             z, p = _z_test(diff, pooled)
             home = references[(model, seed)] in (a, b)
-            pairs.append({"model": model, "seed": seed, "platform_a": a.platform, "dataset_a": a.dataset,
-                          "platform_b": b.platform, "dataset_b": b.dataset, "n_a": a.n, "n_b": b.n,
-                          "auc_a": auc_a, "auc_b": auc_b, "difference": diff, "se": pooled,
-                          "ci_low": diff - z_crit * pooled, "ci_high": diff + z_crit * pooled, "z": z, "p": p,
-                          "n_boot": se[id(a)]["n_boot"], "n_failed": se[id(a)]["n_failed"] + se[id(b)]["n_failed"],
-                          "test": f"two-sided Z test, {spread.method} SE",
-                          "family": "reference vs target" if home else "between targets"})
+            pairs.append(
+                {
+                    "model": model,
+                    "seed": seed,
+                    "platform_a": a.platform,
+                    "dataset_a": a.dataset,
+                    "platform_b": b.platform,
+                    "dataset_b": b.dataset,
+                    "n_a": a.n,
+                    "n_b": b.n,
+                    "auc_a": auc_a,
+                    "auc_b": auc_b,
+                    "difference": diff,
+                    "se": pooled,
+                    "ci_low": diff - z_crit * pooled,
+                    "ci_high": diff + z_crit * pooled,
+                    "z": z,
+                    "p": p,
+                    "n_boot": se[id(a)]["n_boot"],
+                    "n_failed": se[id(a)]["n_failed"] + se[id(b)]["n_failed"],
+                    "test": f"two-sided Z test, {spread.method} SE",
+                    "family": "reference vs target" if home else "between targets",
+                }
+            )
         for family in ("reference vs target", "between targets"):
             _correct([r for r in pairs if r["family"] == family], correction, alpha)
         rows += pairs
@@ -181,8 +218,13 @@ def _correct(family: list[dict], correction: str, alpha: float) -> None:
     m = max(int(ok.sum()), 1)
     alpha_adjusted = alpha / m if correction == "bonferroni" else max(int(reject.sum()), 1) * alpha / m
     for row, p_adj, rej in zip(family, adjusted, reject):
-        row.update(correction=correction, family_size=int(ok.sum()), alpha_adjusted=alpha_adjusted,
-                   p_adjusted=float(p_adj), significant=bool(rej))
+        row.update(
+            correction=correction,
+            family_size=int(ok.sum()),
+            alpha_adjusted=alpha_adjusted,
+            p_adjusted=float(p_adj),
+            significant=bool(rej),
+        )
 
 
 def model_pair_rows(groups: list[Group], spread: MacroAucSpread, classes: list[str]) -> list[dict]:
@@ -196,18 +238,46 @@ def model_pair_rows(groups: list[Group], spread: MacroAucSpread, classes: list[s
     for (platform, dataset, seed), members in by_place.items():
         for a, b in combinations(sorted(members, key=lambda g: g.model), 2):
             paired_by, why_not = pairing(a, b)
-            base = {"platform": platform, "dataset": dataset, "seed": seed, "model_a": a.model, "model_b": b.model,
-                    "n": a.n, "paired_by": paired_by}
+            base = {
+                "platform": platform,
+                "dataset": dataset,
+                "seed": seed,
+                "model_a": a.model,
+                "model_b": b.model,
+                "n": a.n,
+                "paired_by": paired_by,
+            }
             if not paired_by:
                 rows.append({**base, "test": "paired", "class": "", "reason": why_not})
                 continue
             stats = spread.paired(a, b)
             diff = macro_auc_unchecked(a.y, a.probs, k) - macro_auc_unchecked(b.y, b.probs, k)
             z, p = _z_test(diff, stats["se"])
-            rows.append({**base, "test": f"paired {spread.method}, macro-AUC", "class": "", "difference": diff,
-                         "se": stats["se"], "z": z, "p": p, "n_boot": stats["n_boot"], "reason": ""})
+            rows.append(
+                {
+                    **base,
+                    "test": f"paired {spread.method}, macro-AUC",
+                    "class": "",
+                    "difference": diff,
+                    "se": stats["se"],
+                    "z": z,
+                    "p": p,
+                    "n_boot": stats["n_boot"],
+                    "reason": "",
+                }
+            )
             for c, name in enumerate(classes):
                 d = paired_delong_unchecked(a.y == c, a.probs[:, c], b.probs[:, c])
-                rows.append({**base, "test": "paired DeLong", "class": name, "difference": d["diff"],
-                             "se": d["se"], "z": d["z"], "p": d["p"], "reason": d.get("reason", "")})
+                rows.append(
+                    {
+                        **base,
+                        "test": "paired DeLong",
+                        "class": name,
+                        "difference": d["diff"],
+                        "se": d["se"],
+                        "z": d["z"],
+                        "p": d["p"],
+                        "reason": d.get("reason", ""),
+                    }
+                )
     return rows

@@ -43,19 +43,27 @@ def _pair(significance: pd.DataFrame, target, home) -> tuple[pd.Series, int] | N
         return None
     same = (significance["model"] == target["model"]) & (significance["seed"] == target["seed"])
     for a, b, sign in ((target, home, -1), (home, target, 1)):
-        hit = significance[same
-                           & (significance["platform_a"] == a["platform"])
-                           & (significance["dataset_a"] == a["dataset"])
-                           & (significance["platform_b"] == b["platform"])
-                           & (significance["dataset_b"] == b["dataset"])]
+        hit = significance[
+            same
+            & (significance["platform_a"] == a["platform"])
+            & (significance["dataset_a"] == a["dataset"])
+            & (significance["platform_b"] == b["platform"])
+            & (significance["dataset_b"] == b["dataset"])
+        ]
         if not hit.empty:
             return hit.iloc[0], sign
     return None
 
 
-def flags(discrimination: pd.DataFrame, significance: pd.DataFrame, calibration: pd.DataFrame,
-          equity: pd.DataFrame, temperature: pd.DataFrame | None = None,
-          attribution: pd.DataFrame | None = None, alpha: float = 0.05) -> pd.DataFrame:
+def flags(
+    discrimination: pd.DataFrame,
+    significance: pd.DataFrame,
+    calibration: pd.DataFrame,
+    equity: pd.DataFrame,
+    temperature: pd.DataFrame | None = None,
+    attribution: pd.DataFrame | None = None,
+    alpha: float = 0.05,
+) -> pd.DataFrame:
     """Named flags per model, seed and target platform, each with its value and (where it has one) CI: the home
     baselines (macro-AUC at chance, debiased ECE above 0.10), the macro-AUC drop beyond its corrected CI and its
     significance, the ECE above 0.10 beyond the home value, the ECE after temperature scaling and a degenerate
@@ -77,41 +85,73 @@ def flags(discrimination: pd.DataFrame, significance: pd.DataFrame, calibration:
         rows.append(baseline[0])
         if not cal.empty and not home_cal.empty:
             c, home_ece = cal.iloc[0], float(home_cal["ece_debiased"].iat[0])
-            rows.append({**key, "flag": "ece_above_0.10", "value": c["ece_debiased"], "ci_low": c["ece_ci_low"],
-                         "ci_high": c["ece_ci_high"],
-                         "threshold": f"debiased ECE > {ECE_LIMIT} and CI above the reference's {home_ece:.3f}",
-                         "raised": ece_raised(c["ece_debiased"], c["ece_ci_low"], home_ece)})
+            rows.append(
+                {
+                    **key,
+                    "flag": "ece_above_0.10",
+                    "value": c["ece_debiased"],
+                    "ci_low": c["ece_ci_low"],
+                    "ci_high": c["ece_ci_high"],
+                    "threshold": f"debiased ECE > {ECE_LIMIT} and CI above the reference's {home_ece:.3f}",
+                    "raised": ece_raised(c["ece_debiased"], c["ece_ci_low"], home_ece),
+                }
+            )
         scaled = _select(temperature, d) if temperature is not None else pd.DataFrame()
         if not scaled.empty:  # no temperature fitted (no column where none was anywhere): undefined, with why
             after, t = (float(scaled[c].iat[0]) if c in scaled else np.nan for c in ("ece_after", "temperature"))
             why = scaled["degenerate"].fillna("").astype(str).iat[0] if "degenerate" in scaled else ""
-            rows.append({**key, "flag": "ece_after_ts_above_0.10", "value": np.nan if why else after,  # no repair
-                         "why": f"the temperature is degenerate ({why}), so its ECE is no repair" if why
-                         else scaled["reason"].iat[0], "threshold": f"ECE after temperature scaling > {ECE_LIMIT}",
-                         "raised": bool(after > ECE_LIMIT) and not why})
-            rows.append({**key, "flag": "temperature_degenerate", "value": t, "why": why or scaled["reason"].iat[0],
-                         "threshold": "T inside its search bounds and scaled probabilities not flat",
-                         "raised": bool(why)})
+            rows.append(
+                {
+                    **key,
+                    "flag": "ece_after_ts_above_0.10",
+                    "value": np.nan if why else after,  # no repair
+                    "why": f"the temperature is degenerate ({why}), so its ECE is no repair"
+                    if why
+                    else scaled["reason"].iat[0],
+                    "threshold": f"ECE after temperature scaling > {ECE_LIMIT}",
+                    "raised": bool(after > ECE_LIMIT) and not why,
+                }
+            )
+            rows.append(
+                {
+                    **key,
+                    "flag": "temperature_degenerate",
+                    "value": t,
+                    "why": why or scaled["reason"].iat[0],
+                    "threshold": "T inside its search bounds and scaled probabilities not flat",
+                    "raised": bool(why),
+                }
+            )
         rows += baseline[1:]
         eq = _select(equity, d)
         for name, limit in (("di_below_0.80", DI_FOUR_FIFTHS), ("di_below_0.50", DI_SEVERE)):
             high = eq["di_ci_high"].astype(float) if not eq.empty else pd.Series(dtype=float)
             worst = eq.loc[high.idxmin()] if high.notna().any() else None
-            rows.append({**key, "flag": name,
-                         "value": float(worst["disparate_impact"]) if worst is not None else np.nan,
-                         "ci_low": worst["di_ci_low"] if worst is not None else np.nan,
-                         "ci_high": worst["di_ci_high"] if worst is not None else np.nan,
-                         "threshold": f"95% CI of DI below {limit}"
-                         + (f" (class {worst['class']}, CI upper {worst['di_ci_high']:.3f})" if worst is not None
-                            else ""),
-                         "raised": bool(worst is not None and worst["di_ci_high"] < limit)})
+            rows.append(
+                {
+                    **key,
+                    "flag": name,
+                    "value": float(worst["disparate_impact"]) if worst is not None else np.nan,
+                    "ci_low": worst["di_ci_low"] if worst is not None else np.nan,
+                    "ci_high": worst["di_ci_high"] if worst is not None else np.nan,
+                    "threshold": f"95% CI of DI below {limit}"
+                    + (f" (class {worst['class']}, CI upper {worst['di_ci_high']:.3f})" if worst is not None else ""),
+                    "raised": bool(worst is not None and worst["di_ci_high"] < limit),
+                }
+            )
         places = ((d["platform"], d["dataset"]), (home["platform"], home["dataset"]))
         jaccard = jaccards.get((d["model"], d["seed"], frozenset(places)))
         if jaccard is not None and places[0] != places[1]:
             for name, limit in (("jaccard_below_0.30", JACCARD_LOW), ("jaccard_below_0.10", JACCARD_NONE)):
-                rows.append({**key, "flag": name, "value": jaccard,
-                             "threshold": f"mean top-{JACCARD_K} Jaccard over classes < {limit}",
-                             "raised": bool(jaccard < limit)})
+                rows.append(
+                    {
+                        **key,
+                        "flag": name,
+                        "value": jaccard,
+                        "threshold": f"mean top-{JACCARD_K} Jaccard over classes < {limit}",
+                        "raised": bool(jaccard < limit),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -126,27 +166,62 @@ def _drop_flags(key: dict, p: pd.Series, sign: int, alpha: float) -> list[dict]:
     said = f"{CORRECTIONS[p['correction']]}-adjusted p {format_number(p['p_adjusted'], 'p')}"
     rule = f"{CORRECTIONS[p['correction']]}-adjusted p < {alpha:g}"
     family = f"{p['test']}; family: the {p['family_size']} reference-vs-target comparisons of this model and seed"
-    reason = (f"macro-AUC lower than at home by {drop:.3f}, {said} < {alpha:g}" if raised else
-              f"the drop is not significant: {said} >= {alpha:g}" if drop > 0 else
-              f"macro-AUC not lower than at home (drop {drop:.3f}, {said})")
-    return [{**key, "flag": "auc_drop_beyond_ci", "value": drop, "ci_low": drop - half, "ci_high": drop + half,
-             "threshold": f"drop > 0 with {rule} ({family}); CI at the corrected level "
-                          f"{1 - p['alpha_adjusted']:.2%}", "raised": raised, "reason": reason, "rule": rule,
-             "test": p["test"]},
-            {**key, "flag": "significant_difference", "value": p["p_adjusted"], "statistic": f"{p['correction']}_p",
-             "threshold": f"{rule} ({family})", "raised": raised, "reason": reason}]
+    reason = (
+        f"macro-AUC lower than at home by {drop:.3f}, {said} < {alpha:g}"
+        if raised
+        else f"the drop is not significant: {said} >= {alpha:g}"
+        if drop > 0
+        else f"macro-AUC not lower than at home (drop {drop:.3f}, {said})"
+    )
+    return [
+        {
+            **key,
+            "flag": "auc_drop_beyond_ci",
+            "value": drop,
+            "ci_low": drop - half,
+            "ci_high": drop + half,
+            "threshold": f"drop > 0 with {rule} ({family}); CI at the corrected level {1 - p['alpha_adjusted']:.2%}",
+            "raised": raised,
+            "reason": reason,
+            "rule": rule,
+            "test": p["test"],
+        },
+        {
+            **key,
+            "flag": "significant_difference",
+            "value": p["p_adjusted"],
+            "statistic": f"{p['correction']}_p",
+            "threshold": f"{rule} ({family})",
+            "raised": raised,
+            "reason": reason,
+        },
+    ]
 
 
 def _home_flags(key: dict, home, calibration: pd.DataFrame) -> list[dict]:
     """A target's baseline: the reference's macro-AUC, where its drop starts, and ECE, its ECE flag's baseline."""
-    rows = [{**key, "flag": "home_auc_at_chance", "value": home["macro_auc"],
-             "threshold": "the reference's macro-AUC > 0.5 (chance)", "raised": bool(home["macro_auc"] <= 0.5)}]
+    rows = [
+        {
+            **key,
+            "flag": "home_auc_at_chance",
+            "value": home["macro_auc"],
+            "threshold": "the reference's macro-AUC > 0.5 (chance)",
+            "raised": bool(home["macro_auc"] <= 0.5),
+        }
+    ]
     if not calibration.empty:
         c = calibration.iloc[0]
-        rows.append({**key, "flag": "home_ece_above_0.10", "value": c["ece_debiased"], "ci_low": c["ece_ci_low"],
-                     "ci_high": c["ece_ci_high"],
-                     "threshold": f"the reference's debiased ECE <= {ECE_LIMIT}",
-                     "raised": bool(c["ece_debiased"] > ECE_LIMIT)})
+        rows.append(
+            {
+                **key,
+                "flag": "home_ece_above_0.10",
+                "value": c["ece_debiased"],
+                "ci_low": c["ece_ci_low"],
+                "ci_high": c["ece_ci_high"],
+                "threshold": f"the reference's debiased ECE <= {ECE_LIMIT}",
+                "raised": bool(c["ece_debiased"] > ECE_LIMIT),
+            }
+        )
     return rows
 
 
@@ -164,8 +239,10 @@ def _mean_jaccards(attribution: pd.DataFrame | None) -> dict[tuple, float]:
     if attribution is None or attribution.empty:
         return {}
     top = attribution[attribution["k"] == JACCARD_K].dropna(subset=["jaccard"])
-    pair = [frozenset(((pa, da), (pb, db))) for pa, da, pb, db in
-            zip(top["platform_a"], top["dataset_a"], top["platform_b"], top["dataset_b"])]
+    pair = [
+        frozenset(((pa, da), (pb, db)))
+        for pa, da, pb, db in zip(top["platform_a"], top["dataset_a"], top["platform_b"], top["dataset_b"])
+    ]
     means = top["jaccard"].astype(float).groupby([top["model"], top["seed"], pair]).mean()
     return means.to_dict()
 
@@ -193,12 +270,17 @@ def _span(values: pd.Series, fmt: str, joiner: str = " to ") -> str:
 def _drop_rule(flag_table: pd.DataFrame) -> str:
     """The AUC-drop rule as the flags applied it (one correction, test and alpha per audit)."""
     said = flag_table.dropna(subset=["rule"]) if "rule" in flag_table else flag_table.iloc[:0]
-    return (f"with {said['rule'].iat[0]} ({said['test'].iat[0]}; family: each model and seed's reference-vs-target "
-            "comparisons)" if len(said) else "significant after the multiplicity correction")
+    return (
+        f"with {said['rule'].iat[0]} ({said['test'].iat[0]}; family: each model and seed's reference-vs-target "
+        "comparisons)"
+        if len(said)
+        else "significant after the multiplicity correction"
+    )
 
 
-def plain_words(discrimination: pd.DataFrame, flag_table: pd.DataFrame, temperature: pd.DataFrame,
-                reference: str) -> str:
+def plain_words(
+    discrimination: pd.DataFrame, flag_table: pd.DataFrame, temperature: pd.DataFrame, reference: str
+) -> str:
     """Two to four sentences saying what failed and how badly; non-independent rows are left out."""
     if discrimination.empty:
         return "No predictions to summarise."
@@ -208,28 +290,43 @@ def plain_words(discrimination: pd.DataFrame, flag_table: pd.DataFrame, temperat
         return f"Only the reference platform ({reference}) was scored; nothing to compare."
     if not flag_table.empty and "non_independent" in flag_table:
         flag_table = flag_table[~flag_table["non_independent"].astype(bool)]
-    home_ece = flag_table.loc[flag_table["flag"] == "home_ece_above_0.10", "value"].dropna() \
-        if not flag_table.empty else pd.Series(dtype=float)
+    home_ece = (
+        flag_table.loc[flag_table["flag"] == "home_ece_above_0.10", "value"].dropna()
+        if not flag_table.empty
+        else pd.Series(dtype=float)
+    )
     ref = independent[independent["is_reference"].astype(bool)]["macro_auc"].dropna()
     delta, pct = targets["delta_macro_auc"].dropna(), targets["delta_auc_pct"].dropna()
-    home = (f"macro-AUC {_span(ref, '.3f')}" if len(ref) else "macro-AUC undefined") + \
-        (f", debiased ECE {_span(home_ece, '.3f')}" if len(home_ece) else "")
+    home = (f"macro-AUC {_span(ref, '.3f')}" if len(ref) else "macro-AUC undefined") + (
+        f", debiased ECE {_span(home_ece, '.3f')}" if len(home_ece) else ""
+    )
     owner, models = ("their", "the models'") if independent["model"].nunique() > 1 else ("its", "the model's")
-    change = (f"changes by {_span(delta, '+.3f')} on the other platforms ({_span(pct, '+.1f', '% to ')}% of {owner} "
-              "home value)" if len(delta) else
-              "cannot be compared (undefined: see the reason column of the discrimination table)")
+    change = (
+        f"changes by {_span(delta, '+.3f')} on the other platforms ({_span(pct, '+.1f', '% to ')}% of {owner} "
+        "home value)"
+        if len(delta)
+        else "cannot be compared (undefined: see the reason column of the discrimination table)"
+    )
     parts = [f"Off {owner} home platform ({reference}: {home}), {models} macro-AUC {change}."]
     raised = flag_table[flag_table["raised"]] if not flag_table.empty else flag_table
     if raised.empty:
-        parts.append(f"No finding: no macro-AUC drop {_drop_rule(flag_table)}, no ECE above 0.10 beyond the "
-                     "reference's, no disparate impact under 0.80.")
+        parts.append(
+            f"No finding: no macro-AUC drop {_drop_rule(flag_table)}, no ECE above 0.10 beyond the "
+            "reference's, no disparate impact under 0.80."
+        )
     else:
         raised = raised[~raised["flag"].isin(SUMMARISED_APART)]
         counts, total = _count(raised), _count(flag_table)
         words = {**FINDINGS, "auc_drop_beyond_ci": f"a macro-AUC drop {_drop_rule(flag_table)}"}
-        parts.append("Found: " + "; ".join(f"{words.get(f, f)} in {counts[f]} of {total[f]} "
-                                           + ("runs" if f.startswith("home_") else "target runs")
-                                           for f in counts.index) + ".")
+        parts.append(
+            "Found: "
+            + "; ".join(
+                f"{words.get(f, f)} in {counts[f]} of {total[f]} "
+                + ("runs" if f.startswith("home_") else "target runs")
+                for f in counts.index
+            )
+            + "."
+        )
     if not temperature.empty:
         parts += _repair_words(temperature, independent)
     return " ".join(parts)
@@ -244,42 +341,73 @@ def _count(flag_table: pd.DataFrame) -> pd.Series:
 
 def _runs(rows: pd.DataFrame, most: int = 3) -> str:
     """'m seed 0 on twitter (tss); ...' for at most `most` rows, then how many more."""
-    named = [f"{m} seed {s} on {p}" + ("" if p == d else f" ({d})")
-             for m, s, p, d in zip(rows["model"], rows["seed"], rows["platform"], rows["dataset"])]
+    named = [
+        f"{m} seed {s} on {p}" + ("" if p == d else f" ({d})")
+        for m, s, p, d in zip(rows["model"], rows["seed"], rows["platform"], rows["dataset"])
+    ]
     return "; ".join(named[:most]) + (f"; and {len(named) - most} more" if len(named) > most else "")
 
 
 def _repair_words(temperature: pd.DataFrame, independent: pd.DataFrame) -> list[str]:
     """What temperature scaling repaired, said of the target runs where a usable temperature was fitted only."""
-    home = set(zip(independent.loc[independent["is_reference"].astype(bool), "platform"],
-                   independent.loc[independent["is_reference"].astype(bool), "dataset"]))
+    home = set(
+        zip(
+            independent.loc[independent["is_reference"].astype(bool), "platform"],
+            independent.loc[independent["is_reference"].astype(bool), "dataset"],
+        )
+    )
     off = temperature[[(p, d) not in home for p, d in zip(temperature["platform"], temperature["dataset"])]]
     if "non_independent" in off:
         off = off[~off["non_independent"].astype(bool)]
     fitted = off["temperature"].notna() if "temperature" in off else pd.Series(False, index=off.index)
     flat = fitted & (off["degenerate"].fillna("").astype(str) != "") if "degenerate" in off else fitted & False
     usable = off[fitted & ~flat]
-    left = ([f"{int(flat.sum())} degenerate (at the search bound, or flattening every probability): "
-             f"{_runs(off[flat])}"] if flat.any() else []) + \
-        ([f"{int((~fitted).sum())} not fitted ({off.loc[~fitted, 'reason'].iat[0]}): {_runs(off[~fitted])}"]
-         if (~fitted).any() else [])
-    out = [f"Of {len(off)} temperature fits off the reference platform, " + " and ".join(left) + "; they are left "
-           "out of what follows" + (", so there is no repair to report." if usable.empty else ".")] if left else []
+    left = (
+        [f"{int(flat.sum())} degenerate (at the search bound, or flattening every probability): {_runs(off[flat])}"]
+        if flat.any()
+        else []
+    ) + (
+        [f"{int((~fitted).sum())} not fitted ({off.loc[~fitted, 'reason'].iat[0]}): {_runs(off[~fitted])}"]
+        if (~fitted).any()
+        else []
+    )
+    out = (
+        [
+            f"Of {len(off)} temperature fits off the reference platform, " + " and ".join(left) + "; they are left "
+            "out of what follows" + (", so there is no repair to report." if usable.empty else ".")
+        ]
+        if left
+        else []
+    )
     if usable.empty:
         return out
     red, dauc = usable["ece_reduction_pct"].dropna(), usable["delta_auc"].dropna()
     ranged = f"range {_span(red, '.0f', '% to ')}%" if len(red) > 1 else ""
     repaired = int((usable["ece_after"] <= ECE_LIMIT).sum())
-    where = (f"On the {len(usable)} target run{'s' if len(usable) != 1 else ''} with a usable fit," if left
-             else "On the other platforms")
+    where = (
+        f"On the {len(usable)} target run{'s' if len(usable) != 1 else ''} with a usable fit,"
+        if left
+        else "On the other platforms"
+    )
     if len(red) and red.mean() > 0:
-        out.append(f"{where} temperature scaling cut ECE by {red.mean():.0f}%" + (f" on average ({ranged})" if ranged
-                   else "") + f" and brought it to {ECE_LIMIT:.2f} or under in {repaired} of {len(usable)}, while "
-                   f"macro-AUC moved by {_span(dauc, '+.3f')}: " + ("calibration was repaired there" if repaired ==
-                   len(usable) else f"calibration was repaired in {repaired} of them") + ", discrimination was not.")
+        out.append(
+            f"{where} temperature scaling cut ECE by {red.mean():.0f}%"
+            + (f" on average ({ranged})" if ranged else "")
+            + f" and brought it to {ECE_LIMIT:.2f} or under in {repaired} of {len(usable)}, while "
+            f"macro-AUC moved by {_span(dauc, '+.3f')}: "
+            + (
+                "calibration was repaired there"
+                if repaired == len(usable)
+                else f"calibration was repaired in {repaired} of them"
+            )
+            + ", discrimination was not."
+        )
     elif len(red):  # calibrated already, or too few calibration rows to fit a temperature on
-        out.append(f"{where} temperature scaling did not lower ECE on average (reduction {red.mean():.0f}%"
-                   + (f", {ranged}" if ranged else "") + ").")
+        out.append(
+            f"{where} temperature scaling did not lower ECE on average (reduction {red.mean():.0f}%"
+            + (f", {ranged}" if ranged else "")
+            + ")."
+        )
     return out
 
 
@@ -289,10 +417,12 @@ def home_notes(discrimination: pd.DataFrame, calibration: pd.DataFrame, temperat
     for _, h in discrimination[discrimination["is_reference"].astype(bool)].iterrows():
         run, cal, scaled = f"{h['model']} seed {h['seed']}", _select(calibration, h), _select(temperature, h)
         if not cal.empty and cal["ece_debiased"].iat[0] > ECE_LIMIT:
-            notes.append(f"warning: {run} is not calibrated at home ({h['platform']}: debiased ECE "
-                         f"{cal['ece_debiased'].iat[0]:.3f} > {ECE_LIMIT}), so the ECE verdicts compare each target "
-                         "with a miscalibrated reference. A model fits its home temperature on the validation rows "
-                         "(split 'val') of the platform it is trained on; trained without them it fits none.")
+            notes.append(
+                f"warning: {run} is not calibrated at home ({h['platform']}: debiased ECE "
+                f"{cal['ece_debiased'].iat[0]:.3f} > {ECE_LIMIT}), so the ECE verdicts compare each target "
+                "with a miscalibrated reference. A model fits its home temperature on the validation rows "
+                "(split 'val') of the platform it is trained on; trained without them it fits none."
+            )
         if not scaled.empty and isinstance(scaled["reason"].iat[0], str) and scaled["reason"].iat[0]:
             notes.append(f"warning: no temperature was fitted on the reference for {run}: {scaled['reason'].iat[0]}.")
     return notes

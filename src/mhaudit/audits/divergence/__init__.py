@@ -8,8 +8,11 @@ rewards channel X over the lexicon. See docs/divergence.md for every definition 
 
 from mhaudit.core.lazy import lazy_names
 
-__all__, __getattr__, __dir__ = lazy_names(__name__, {
-    "DivergenceInputs": ".options",
-    "DivergenceOptions": ".options",
-    "audit_divergence": ".audit",
-})
+__all__, __getattr__, __dir__ = lazy_names(
+    __name__,
+    {
+        "DivergenceInputs": ".options",
+        "DivergenceOptions": ".options",
+        "audit_divergence": ".audit",
+    },
+)

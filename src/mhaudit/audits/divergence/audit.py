@@ -29,16 +29,23 @@ from mhaudit.text.parse import Parses
 
 
 @quiet_undefined()  # the tables carry each undefined value's reason
-def audit_divergence(inputs: DivergenceInputs, options: DivergenceOptions, *,
-                     progress: Progress | None = None) -> AuditResult:
+def audit_divergence(
+    inputs: DivergenceInputs, options: DivergenceOptions, *, progress: Progress | None = None
+) -> AuditResult:
     """Run the whole audit on `inputs.corpus`, a binary corpus, with `inputs.baselines` beside the channels. The
     result's outputs hold conflict_counts and conflict_sample (rows where the channels disagree; texts only with
     options.include_text), for `write_conflicts`."""
     progress = ensure(progress)
     say = progress.step
     frame = inputs.corpus.frame
-    design = build_design(frame, inputs.corpus.classes, list(options.human), list(options.auto),
-                          train_dataset=options.train_dataset, positive=options.positive)
+    design = build_design(
+        frame,
+        inputs.corpus.classes,
+        list(options.human),
+        list(options.auto),
+        train_dataset=options.train_dataset,
+        positive=options.positive,
+    )
     channels = canonical(options.channels)
     mask_channels = canonical(options.mask_channels)
     masks = [m for m in options.masks if m != "none"] if mask_channels else []
@@ -57,50 +64,92 @@ def audit_divergence(inputs: DivergenceInputs, options: DivergenceOptions, *,
 
     say(f"bootstrap: {options.n_boot:,} resamples per data set over {len(runs.keys)} prediction vectors")
     platform = {d: str(design.evaluation[d]["platform"].iat[0]) for d in datasets}
-    scored = T.Scored(runs.keys, y, {d: np.vstack(runs.preds[d]) for d in datasets},
-                      {d: np.vstack(runs.probs[d]) for d in datasets}, design.side, platform, options.n_boot,
-                      options.seed, options.undefined_f1)
+    scored = T.Scored(
+        runs.keys,
+        y,
+        {d: np.vstack(runs.preds[d]) for d in datasets},
+        {d: np.vstack(runs.probs[d]) for d in datasets},
+        design.side,
+        platform,
+        options.n_boot,
+        options.seed,
+        options.undefined_f1,
+    )
     compared = channels + [k for k in runs.keys if k.startswith("baseline:")]  # each model's DoD against A, too
-    tables = _statistics(scored, channels, compared, mask_channels, ["none", *masks], design.human, views, options,
-                         repeat_scores, y)
+    tables = _statistics(
+        scored, channels, compared, mask_channels, ["none", *masks], design.human, views, options, repeat_scores, y
+    )
     tables |= _thresholds(scored, compared, mask_channels, design.human, fitted)
     if options.repeats > 1:
         fixed = {key: {d: runs.pred(key, d) for d in datasets} for key in runs.keys if key.startswith("baseline:")}
         tables["dod"] = _with_training_variance(tables["dod"], repeat_scores, fixed, design, options)
-    n_tests = T.apply_fdr(tables, {"interference": "p", "dod": "p", "dod_platform_stratified": "p",
-                                   "masking": "p", "mcnemar": "p"})
+    n_tests = T.apply_fdr(
+        tables, {"interference": "p", "dod": "p", "dod_platform_stratified": "p", "masking": "p", "mcnemar": "p"}
+    )
     tables["weights_kept"] = _weights_kept(fitted, channels)
     say("robustness: leave-one-domain-out, phenotypes, orthogonality, concentration")
     tables |= _robustness(design, options, runs, fitted, views["none"], parses, channels, y, memo)
-    counts, sample = conflicts({d: design.evaluation[d] for d in datasets},
-                               {d: {k: runs.pred(k, d) for k in channels} for d in datasets}, y, channels,
-                               per_dataset=options.conflicts_per_dataset, include_text=options.include_text,
-                               seed=options.seed)
+    counts, sample = conflicts(
+        {d: design.evaluation[d] for d in datasets},
+        {d: {k: runs.pred(k, d) for k in channels} for d in datasets},
+        y,
+        channels,
+        per_dataset=options.conflicts_per_dataset,
+        include_text=options.include_text,
+        seed=options.seed,
+    )
     tables["conflict_counts"] = counts
     notes = _data_notes(design, parses.truncated)
     summary = summarise(tables, design, n_tests, notes)
     progress.close()
     digests = {"corpus": digest_frame(frame), **{f"baseline {k}": digest_frame(v) for k, v in inputs.baselines.items()}}
-    return AuditResult("Label-source divergence audit (TSS probe)", _sections(tables, design, options, n_tests),
-                       summary=summary, verdicts=divergence_verdicts(tables["dod"], tables["dod_threshold_free"],
-                                                                     tables["random_pos_control"]),
-                       synthetic=inputs.corpus.synthetic, provenance=provenance(digests, progress.seconds),
-                       options={**asdict(options), "train_dataset": design.train_dataset, "positive": design.positive,
-                                "n_train": int(len(design.train))},
-                       outputs={"conflict_counts": counts, "conflict_sample": sample})
+    return AuditResult(
+        "Label-source divergence audit (TSS probe)",
+        _sections(tables, design, options, n_tests),
+        summary=summary,
+        verdicts=divergence_verdicts(tables["dod"], tables["dod_threshold_free"], tables["random_pos_control"]),
+        synthetic=inputs.corpus.synthetic,
+        provenance=provenance(digests, progress.seconds),
+        options={
+            **asdict(options),
+            "train_dataset": design.train_dataset,
+            "positive": design.positive,
+            "n_train": int(len(design.train)),
+        },
+        outputs={"conflict_counts": counts, "conflict_sample": sample},
+    )
 
 
 def _weights_kept(fitted: dict[str, FittedChannel], channels: list[str]) -> pd.DataFrame:
     """Per channel and block: the weights the fit kept, its regularisation and its tuned threshold."""
-    return pd.DataFrame([{"channel": ch, "block": b, "nonzero_weights": k, "features": fitted[ch].block_sizes[b],
-                          "C": fitted[ch].config["C"], "l1_ratio": fitted[ch].config["l1_ratio"],
-                          "threshold": fitted[ch].threshold}
-                         for ch in channels for b, k in fitted[ch].weights_kept().items()])
+    return pd.DataFrame(
+        [
+            {
+                "channel": ch,
+                "block": b,
+                "nonzero_weights": k,
+                "features": fitted[ch].block_sizes[b],
+                "C": fitted[ch].config["C"],
+                "l1_ratio": fitted[ch].config["l1_ratio"],
+                "threshold": fitted[ch].threshold,
+            }
+            for ch in channels
+            for b, k in fitted[ch].weights_kept().items()
+        ]
+    )
 
 
-def _robustness(design: Design, options: DivergenceOptions, runs: Runs, fitted: dict[str, FittedChannel], base: View,
-                parses: Parses, channels: list[str], y: dict[str, np.ndarray],
-                memo: FeatureMemo | None = None) -> dict[str, pd.DataFrame]:
+def _robustness(
+    design: Design,
+    options: DivergenceOptions,
+    runs: Runs,
+    fitted: dict[str, FittedChannel],
+    base: View,
+    parses: Parses,
+    channels: list[str],
+    y: dict[str, np.ndarray],
+    memo: FeatureMemo | None = None,
+) -> dict[str, pd.DataFrame]:
     """Leave-one-domain-out, phenotypes (with channel C), orthogonality and concentration tables."""
     datasets = design.human + design.auto
     tables = {}
@@ -109,8 +158,7 @@ def _robustness(design: Design, options: DivergenceOptions, runs: Runs, fitted: 
     # threads (one setting for the whole process) are held to half the cores, one on two: more would spin
     # against the workers. (OpenMP's setting is per thread: the reference KMeans keeps its default there.)
     # The limit is entered first, so it holds until the thread has joined.
-    with thread_budget(default_threads(workers=2), user_api="blas"), \
-            ThreadPoolExecutor(max_workers=1) as beside:
+    with thread_budget(default_threads(workers=2), user_api="blas"), ThreadPoolExecutor(max_workers=1) as beside:
         clusters = None
         if any("C" in ch for ch in channels):
             feats = np.vstack([base.evaluation[d]["C"] for d in datasets])
@@ -119,33 +167,58 @@ def _robustness(design: Design, options: DivergenceOptions, runs: Runs, fitted: 
         lodo_channels = canonical(options.lodo_channels)
         if lodo_channels and design.train_dataset in datasets:
             n_train = len(design.train)
-            start = n_train + sum(len(y[d]) for d in datasets[:datasets.index(design.train_dataset)])
-            tables["lodo"] = lodo(design, lodo_channels, lexical=options.lexical, n_folds=options.n_folds,
-                                  seed=options.seed, zero_division=options.undefined_f1,
-                                  train_parses=parses.take(np.arange(n_train)),
-                                  test_parses=parses.take(np.arange(start, start + len(y[design.train_dataset]))),
-                                  memo=memo)
+            start = n_train + sum(len(y[d]) for d in datasets[: datasets.index(design.train_dataset)])
+            tables["lodo"] = lodo(
+                design,
+                lodo_channels,
+                lexical=options.lexical,
+                n_folds=options.n_folds,
+                seed=options.seed,
+                zero_division=options.undefined_f1,
+                train_parses=parses.take(np.arange(n_train)),
+                test_parses=parses.take(np.arange(start, start + len(y[design.train_dataset]))),
+                memo=memo,
+            )
         if clusters is not None:
             tables["phenotypes"], tables["phenotype_sizes"] = clusters.result()
-    tables["orthogonality"] = orthogonality({ch: np.concatenate([runs.prob(ch, d) for d in datasets])
-                                             for ch in channels})
-    parts = [concentration(fitted[ch], [f"{b}:{n}" for b in fitted[ch].letters for n in base.feature_names[b]],
-                           {d: combine(base.evaluation[d], fitted[ch].letters) for d in datasets})
-             for ch in channels if sum(fitted[ch].block_sizes.values()) > 20]  # a top-10 share of B's 6 says nothing
+    tables["orthogonality"] = orthogonality(
+        {ch: np.concatenate([runs.prob(ch, d) for d in datasets]) for ch in channels}
+    )
+    parts = [
+        concentration(
+            fitted[ch],
+            [f"{b}:{n}" for b in fitted[ch].letters for n in base.feature_names[b]],
+            {d: combine(base.evaluation[d], fitted[ch].letters) for d in datasets},
+        )
+        for ch in channels
+        if sum(fitted[ch].block_sizes.values()) > 20
+    ]  # a top-10 share of B's 6 says nothing
     tables["concentration"] = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     return tables
 
 
-def _statistics(s: T.Scored, channels, compared, mask_channels, masks, human, views, options, repeat_scores,
-                y) -> dict:
+def _statistics(s: T.Scored, channels, compared, mask_channels, masks, human, views, options, repeat_scores, y) -> dict:
     tables = {"channel_scores": T.channel_scores(s, [k for k in s.keys if "/" not in k])}
     if options.repeats > 1:  # training variance of each channel's Macro-F1 over repeated cross-fitting
         from mhaudit.stats.binary import binary_scores
-        rep = pd.DataFrame([{"channel": ch, "dataset": d, "macro_f1": binary_scores(
-            y[d], (prob >= thr).astype(np.int8), zero_division=options.undefined_f1)["macro_f1"]}
-            for ch, d, r, prob, thr in repeat_scores])
-        sd = rep.groupby(["channel", "dataset"])["macro_f1"].agg(macro_f1_repeat_mean="mean",
-                                                                 macro_f1_repeat_sd="std").reset_index()
+
+        rep = pd.DataFrame(
+            [
+                {
+                    "channel": ch,
+                    "dataset": d,
+                    "macro_f1": binary_scores(y[d], (prob >= thr).astype(np.int8), zero_division=options.undefined_f1)[
+                        "macro_f1"
+                    ],
+                }
+                for ch, d, r, prob, thr in repeat_scores
+            ]
+        )
+        sd = (
+            rep.groupby(["channel", "dataset"])["macro_f1"]
+            .agg(macro_f1_repeat_mean="mean", macro_f1_repeat_sd="std")
+            .reset_index()
+        )
         tables["channel_scores"] = tables["channel_scores"].merge(sd, on=["channel", "dataset"], how="left")
     tables["interference"] = T.interference(s)
     tables["dod"] = T.dod(s, compared)
@@ -160,18 +233,24 @@ def _statistics(s: T.Scored, channels, compared, mask_channels, masks, human, vi
 def _thresholds(s: T.Scored, compared, mask_channels, human, fitted: dict[str, FittedChannel]) -> dict:
     """Threshold-free DoD, the per-data-set threshold diagnostic and the random-POS control (thresholds.py)."""
     free = thresholds.dod_threshold_free(s, compared)
-    return {"dod_by_metric": thresholds.dod_by_metric(free), "dod_threshold_free": free,
-            "threshold_diagnostic": thresholds.threshold_diagnostic(s, compared,
-                                                                    {ch: m.threshold for ch, m in fitted.items()}),
-            "random_pos_control": thresholds.random_pos_control(s, mask_channels, human)}
+    return {
+        "dod_by_metric": thresholds.dod_by_metric(free),
+        "dod_threshold_free": free,
+        "threshold_diagnostic": thresholds.threshold_diagnostic(
+            s, compared, {ch: m.threshold for ch, m in fitted.items()}
+        ),
+        "random_pos_control": thresholds.random_pos_control(s, mask_channels, human),
+    }
 
 
-def _with_training_variance(dod: pd.DataFrame, repeat_scores, fixed: dict, design: Design,
-                            options: DivergenceOptions) -> pd.DataFrame:
+def _with_training_variance(
+    dod: pd.DataFrame, repeat_scores, fixed: dict, design: Design, options: DivergenceOptions
+) -> pd.DataFrame:
     """Pool DoD bootstrap draws over the repeats (each repeat: its own folds, fits and thresholds, n_boot/R
     instance resamples), so the interval carries training variance too; the estimate is the repeats' mean.
     `fixed`: a baseline's predictions per data set, the same in every repeat (only A is refitted)."""
     from mhaudit.stats.divergence import degree_of_divergence
+
     by = {(key, r): preds for key, preds in fixed.items() for r in range(options.repeats)}
     for ch, d, r, prob, thr in repeat_scores:
         by.setdefault((ch, r), {})[d] = (prob >= thr).astype(np.int8)
@@ -179,10 +258,16 @@ def _with_training_variance(dod: pd.DataFrame, repeat_scores, fixed: dict, desig
     rng = np.random.default_rng(options.seed + 7919)
     for _, row in dod.iterrows():
         x = row["contrast"].removesuffix("-A")
-        groups = [{d: (design.y(d), by[(x, r)][d], by[("A", r)][d]) for d in design.human + design.auto}
-                  for r in range(options.repeats)]
-        results = [degree_of_divergence(g, design.human, design.auto, rng=rng,
-                                        n_boot=max(options.n_boot // options.repeats, 100)) for g in groups]
+        groups = [
+            {d: (design.y(d), by[(x, r)][d], by[("A", r)][d]) for d in design.human + design.auto}
+            for r in range(options.repeats)
+        ]
+        results = [
+            degree_of_divergence(
+                g, design.human, design.auto, rng=rng, n_boot=max(options.n_boot // options.repeats, 100)
+            )
+            for g in groups
+        ]
         estimates = [res["estimate"] for res in results]
         pooled = np.concatenate([res["draws"] for res in results])
         lo, hi = np.percentile(pooled, [2.5, 97.5])
@@ -191,9 +276,18 @@ def _with_training_variance(dod: pd.DataFrame, repeat_scores, fixed: dict, desig
         p = {"greater": p_greater, "less": p_less}.get(row["alternative"], min(1.0, 2 * min(p_greater, p_less)))
         # With repeats the headline estimate, CI and p carry training variance; repeat 0's instance-only
         # values stay beside them.
-        rows.append(row.to_dict() | {f"{k}_repeat0": row[k] for k in ("estimate", "ci_low", "ci_high", "p")} | {
-            "estimate": float(np.mean(estimates)), "estimate_repeat_sd": float(np.std(estimates, ddof=1)),
-            "ci_low": float(lo), "ci_high": float(hi), "p": float(p), "repeats": options.repeats})
+        rows.append(
+            row.to_dict()
+            | {f"{k}_repeat0": row[k] for k in ("estimate", "ci_low", "ci_high", "p")}
+            | {
+                "estimate": float(np.mean(estimates)),
+                "estimate_repeat_sd": float(np.std(estimates, ddof=1)),
+                "ci_low": float(lo),
+                "ci_high": float(hi),
+                "p": float(p),
+                "repeats": options.repeats,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -204,72 +298,112 @@ def _data_notes(design: Design, truncated: int) -> list[str]:
 
     notes = []
     if truncated:
-        notes.append(f"{truncated} text(s) longer than {MAX_CHARS:,} characters were parsed on their first "
-                     f"{MAX_CHARS:,} characters only.")
+        notes.append(
+            f"{truncated} text(s) longer than {MAX_CHARS:,} characters were parsed on their first "
+            f"{MAX_CHARS:,} characters only."
+        )
     norm = lambda texts: set(texts.astype(str).str.lower().str.split().str.join(" "))  # noqa: E731
     train = norm(design.train["text"])
     shared = {d: len(train & norm(rows["text"])) for d, rows in design.evaluation.items()}
     leaked = {d: n for d, n in shared.items() if n}
     if leaked:
-        notes.append("Training texts also in scored data sets (decontaminate with `mhaudit data clean --against`): "
-                     + ", ".join(f"{d} {n}" for d, n in leaked.items()) + ".")
+        notes.append(
+            "Training texts also in scored data sets (decontaminate with `mhaudit data clean --against`): "
+            + ", ".join(f"{d} {n}" for d, n in leaked.items())
+            + "."
+        )
     return notes
 
 
 def _sections(tables: dict, design: Design, o: DivergenceOptions, n_tests: int) -> list[Section]:
     get = lambda name: tables.get(name, pd.DataFrame())  # noqa: E731
     sections = [
-        Section("Channel scores", f"Macro-F1 (threshold tuned for Macro-F1 on out-of-fold training probabilities) with "
-                f"95% instance-bootstrap CIs (B = {o.n_boot:,}); PR-AUC, MCC and balanced accuracy beside it because "
-                "prevalence differs between data sets; majority_macro_f1 is the always-majority baseline.",
-                {"channel_scores": get("channel_scores"), "weights_kept": get("weights_kept")}),
-        Section("Lexical interference",
-                "Macro-F1(AC) - Macro-F1(C): what adding the lexical channel to style does, per "
-                "label source (mean over its data sets) and per data set; paired instance bootstrap.",
-                {"interference": get("interference")}),
-        Section("Degree of Divergence", "DoD_{X-A} = mean over human data sets of [F1(X) - F1(A)] minus the same over "
-                "auto data sets; instance bootstrap within each data set; one-sided p in the stated direction; z = "
-                "estimate / bootstrap SE (a z-score, not Cohen's d). The regime permutation recomputes DoD for every "
-                "assignment of the data sets to the two sides: with few data sets its smallest attainable p "
-                "(permutation_min_p) is large, so it is a diagnostic, not a test. Label source is confounded with "
-                "domain: read dod_by_dataset.",
-                {"dod": get("dod"), "dod_by_dataset": get("dod_by_dataset"),
-                 "dod_platform_stratified": get("dod_platform_stratified")}),
-        Section("Label source or threshold?", "The same DoD on balanced accuracy (prevalence-free), ROC AUC and "
-                "PR-AUC gain over prevalence, (AP - prevalence) / (1 - prevalence) (both threshold-free), beside "
-                f"Macro-F1, all on the first {min(o.n_boot, T.N_BOOT_SCORES):,} resamples of the same bootstrap. A "
-                "Macro-F1 divergence `survives` when both threshold-free DoDs exclude 0 with its sign; one that does "
-                "not may come from the training threshold meeting another prevalence or score scale. "
-                "threshold_diagnostic: recall and precision at the training threshold against those at each data "
-                "set's own best threshold (chosen on the labels it is scored on: a diagnostic, never the headline).",
-                {"dod_by_metric": get("dod_by_metric"), "dod_threshold_free": get("dod_threshold_free"),
-                 "threshold_diagnostic": get("threshold_diagnostic")}),
-        Section("Masking suite", "Text interventions before featurising (every feature from the masked text), on "
-                "human-labelled data; paired bootstrap difference against the unmasked run. random_pos_control: "
-                "random POS tags should cost a channel more than its own tags (pos_only) if it reads syntax; "
-                "'inconclusive' or 'fails' means the masks' drop is no evidence about syntax.",
-                {"masking": get("masking"), "random_pos_control": get("random_pos_control")}),
-        Section("Paired comparisons",
-                "McNemar (continuity-corrected) on discordant predictions and the paired-bootstrap "
-                f"Macro-F1 difference. q: Benjamini-Hochberg across the whole family of {n_tests} tests (interference, "
-                "DoD, platform-stratified DoD, masking, McNemar).", {"mcnemar": get("mcnemar")}),
-        Section("Robustness", f"Leave-one-domain-out on {design.train_dataset}'s domains (fit on the other domains' "
-                "training rows, score the held-out domain's test rows); K-means (K = 3) phenotypes on channel C with "
-                "bootstrap ARI and AMI against data set; Spearman correlation of instance scores between channels; "
-                "share of |linear SHAP| carried by the top-10 features.",
-                {"lodo": get("lodo"), "phenotypes": get("phenotypes"), "phenotype_sizes": get("phenotype_sizes"),
-                 "orthogonality": get("orthogonality"), "concentration": get("concentration")}),
-        Section("Conflict zone", "Where channel A and the structural verdict disagree, by who was wrong (counts over "
-                "every scored instance; the sample is exported as conflicts.csv/.xlsx).",
-                {"conflict_counts": get("conflict_counts")}),
+        Section(
+            "Channel scores",
+            f"Macro-F1 (threshold tuned for Macro-F1 on out-of-fold training probabilities) with "
+            f"95% instance-bootstrap CIs (B = {o.n_boot:,}); PR-AUC, MCC and balanced accuracy beside it because "
+            "prevalence differs between data sets; majority_macro_f1 is the always-majority baseline.",
+            {"channel_scores": get("channel_scores"), "weights_kept": get("weights_kept")},
+        ),
+        Section(
+            "Lexical interference",
+            "Macro-F1(AC) - Macro-F1(C): what adding the lexical channel to style does, per "
+            "label source (mean over its data sets) and per data set; paired instance bootstrap.",
+            {"interference": get("interference")},
+        ),
+        Section(
+            "Degree of Divergence",
+            "DoD_{X-A} = mean over human data sets of [F1(X) - F1(A)] minus the same over "
+            "auto data sets; instance bootstrap within each data set; one-sided p in the stated direction; z = "
+            "estimate / bootstrap SE (a z-score, not Cohen's d). The regime permutation recomputes DoD for every "
+            "assignment of the data sets to the two sides: with few data sets its smallest attainable p "
+            "(permutation_min_p) is large, so it is a diagnostic, not a test. Label source is confounded with "
+            "domain: read dod_by_dataset.",
+            {
+                "dod": get("dod"),
+                "dod_by_dataset": get("dod_by_dataset"),
+                "dod_platform_stratified": get("dod_platform_stratified"),
+            },
+        ),
+        Section(
+            "Label source or threshold?",
+            "The same DoD on balanced accuracy (prevalence-free), ROC AUC and "
+            "PR-AUC gain over prevalence, (AP - prevalence) / (1 - prevalence) (both threshold-free), beside "
+            f"Macro-F1, all on the first {min(o.n_boot, T.N_BOOT_SCORES):,} resamples of the same bootstrap. A "
+            "Macro-F1 divergence `survives` when both threshold-free DoDs exclude 0 with its sign; one that does "
+            "not may come from the training threshold meeting another prevalence or score scale. "
+            "threshold_diagnostic: recall and precision at the training threshold against those at each data "
+            "set's own best threshold (chosen on the labels it is scored on: a diagnostic, never the headline).",
+            {
+                "dod_by_metric": get("dod_by_metric"),
+                "dod_threshold_free": get("dod_threshold_free"),
+                "threshold_diagnostic": get("threshold_diagnostic"),
+            },
+        ),
+        Section(
+            "Masking suite",
+            "Text interventions before featurising (every feature from the masked text), on "
+            "human-labelled data; paired bootstrap difference against the unmasked run. random_pos_control: "
+            "random POS tags should cost a channel more than its own tags (pos_only) if it reads syntax; "
+            "'inconclusive' or 'fails' means the masks' drop is no evidence about syntax.",
+            {"masking": get("masking"), "random_pos_control": get("random_pos_control")},
+        ),
+        Section(
+            "Paired comparisons",
+            "McNemar (continuity-corrected) on discordant predictions and the paired-bootstrap "
+            f"Macro-F1 difference. q: Benjamini-Hochberg across the whole family of {n_tests} tests (interference, "
+            "DoD, platform-stratified DoD, masking, McNemar).",
+            {"mcnemar": get("mcnemar")},
+        ),
+        Section(
+            "Robustness",
+            f"Leave-one-domain-out on {design.train_dataset}'s domains (fit on the other domains' "
+            "training rows, score the held-out domain's test rows); K-means (K = 3) phenotypes on channel C with "
+            "bootstrap ARI and AMI against data set; Spearman correlation of instance scores between channels; "
+            "share of |linear SHAP| carried by the top-10 features.",
+            {
+                "lodo": get("lodo"),
+                "phenotypes": get("phenotypes"),
+                "phenotype_sizes": get("phenotype_sizes"),
+                "orthogonality": get("orthogonality"),
+                "concentration": get("concentration"),
+            },
+        ),
+        Section(
+            "Conflict zone",
+            "Where channel A and the structural verdict disagree, by who was wrong (counts over "
+            "every scored instance; the sample is exported as conflicts.csv/.xlsx).",
+            {"conflict_counts": get("conflict_counts")},
+        ),
     ]
     if o.figures:  # each drawn from a table of its section
         from mhaudit.audits.divergence import figures
 
         sections[0].figures["Macro-F1 by channel and data set"] = figures.channel_heatmap(get("channel_scores"))
         if not get("dod").empty:
-            sections[2].figures["Degree of Divergence with 95% CIs, overall and per platform"] = \
-                figures.dod_forest(get("dod"), get("dod_platform_stratified"))
+            sections[2].figures["Degree of Divergence with 95% CIs, overall and per platform"] = figures.dod_forest(
+                get("dod"), get("dod_platform_stratified")
+            )
         if not get("masking").empty and (get("masking")["mask"] != "none").any():
             sections[4].figures["Masking effects against the unmasked run"] = figures.masking_effects(get("masking"))
     return sections

@@ -21,8 +21,12 @@ from mhaudit.tables.io import atomic_path, write_table
 
 __all__ = ["structural_channel", "conflicts", "write_conflicts", "FAILURE_TYPES"]
 
-FAILURE_TYPES = ("keyword_false_positive", "implicit_false_negative",
-                 "structural_false_positive", "structural_false_negative")
+FAILURE_TYPES = (
+    "keyword_false_positive",
+    "implicit_false_negative",
+    "structural_false_positive",
+    "structural_false_negative",
+)
 
 
 def structural_channel(channels: list[str]) -> str | None:
@@ -38,9 +42,16 @@ def _types(y: np.ndarray, a: np.ndarray, s: np.ndarray) -> np.ndarray:
     return out
 
 
-def conflicts(frames: dict[str, pd.DataFrame], preds: dict[str, dict[str, np.ndarray]], y: dict[str, np.ndarray],
-              channels: list[str], *, per_dataset: int = 200, include_text: bool = False,
-              seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+def conflicts(
+    frames: dict[str, pd.DataFrame],
+    preds: dict[str, dict[str, np.ndarray]],
+    y: dict[str, np.ndarray],
+    channels: list[str],
+    *,
+    per_dataset: int = 200,
+    include_text: bool = False,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(counts per data set and failure type, sampled rows). `preds[d][channel]` are 0/1 vectors."""
     verdict = structural_channel(channels)
     if verdict is None or "A" not in channels:
@@ -51,13 +62,26 @@ def conflicts(frames: dict[str, pd.DataFrame], preds: dict[str, dict[str, np.nda
     for d, frame in frames.items():
         kinds = _types(y[d], preds[d]["A"], preds[d][verdict])
         for kind in FAILURE_TYPES:
-            counts.append({"dataset": d, "structural": verdict, "failure_type": kind,
-                           "count": int(np.count_nonzero(kinds == kind)), "scored": int(y[d].size)})
+            counts.append(
+                {
+                    "dataset": d,
+                    "structural": verdict,
+                    "failure_type": kind,
+                    "count": int(np.count_nonzero(kinds == kind)),
+                    "scored": int(y[d].size),
+                }
+            )
         rows = np.flatnonzero(kinds != "")
         pick = np.sort(rng.choice(rows, size=min(per_dataset, rows.size), replace=False)) if rows.size else rows
-        sample = pd.DataFrame({"dataset": d, "id": frame["id"].to_numpy()[pick], "gold": y[d][pick],
-                               **{f"pred_{c}": preds[d][c][pick] for c in shown},
-                               "failure_type": kinds[pick]})
+        sample = pd.DataFrame(
+            {
+                "dataset": d,
+                "id": frame["id"].to_numpy()[pick],
+                "gold": y[d][pick],
+                **{f"pred_{c}": preds[d][c][pick] for c in shown},
+                "failure_type": kinds[pick],
+            }
+        )
         if include_text:
             sample.insert(2, "text", frame["text"].to_numpy()[pick])
         samples.append(sample)

@@ -43,32 +43,44 @@ class Design:
         return [d for d, s in self.side.items() if s == "auto"]
 
 
-def build_design(frame: pd.DataFrame, classes: list[str], human: list[str], auto: list[str], *,
-                 train_dataset: str | None = None, positive: str | None = None) -> Design:
+def build_design(
+    frame: pd.DataFrame,
+    classes: list[str],
+    human: list[str],
+    auto: list[str],
+    *,
+    train_dataset: str | None = None,
+    positive: str | None = None,
+) -> Design:
     """Check the data-set names and classes and split the rows, or raise InputError with the reason."""
     require_columns(frame, ("id", "text", "label", "dataset", "split"), argument="frame")
     human, auto = list(dict.fromkeys(human)), list(dict.fromkeys(auto))
     both = sorted(set(human) & set(auto))
     if both:
-        raise InputError(f"data set(s) {', '.join(both)} named both --human and --auto; "
-                         "a data set has one label source")
+        raise InputError(
+            f"data set(s) {', '.join(both)} named both --human and --auto; a data set has one label source"
+        )
     if not human or not auto:
         missing = "--human" if not human else "--auto"
         raise InputError(f"the Degree of Divergence compares label sources: name at least one data set with {missing}")
     known = sorted(set(frame["dataset"].astype(str)))
     _check_names(known, {"--human": human, "--auto": auto, "--train-dataset": [train_dataset] if train_dataset else []})
     if len(classes) != 2:
-        raise InputError(f"the divergence audit needs a binary corpus (two classes); this one has {len(classes)}: "
-                         f"{', '.join(classes)}; import with a binary mapping such as stress-binary")
+        raise InputError(
+            f"the divergence audit needs a binary corpus (two classes); this one has {len(classes)}: "
+            f"{', '.join(classes)}; import with a binary mapping such as stress-binary"
+        )
     positive = positive or classes[-1]
     if positive not in classes:
         raise InputError(f"positive class '{positive}' is not one of the corpus classes {', '.join(classes)}")
     train_dataset = train_dataset or next((d for d in human if _has_split(frame, d, "train")), None)
     if train_dataset is None or not _has_split(frame, train_dataset, "train"):
         with_train = [d for d in known if _has_split(frame, d, "train")]
-        raise InputError("no data set to fit the channels on: name one with --train-dataset whose rows include a "
-                         "'train' split (the paper fits on Dreaddit train); data sets with one: "
-                         f"{', '.join(with_train) or 'none'}")
+        raise InputError(
+            "no data set to fit the channels on: name one with --train-dataset whose rows include a "
+            "'train' split (the paper fits on Dreaddit train); data sets with one: "
+            f"{', '.join(with_train) or 'none'}"
+        )
     in_train = frame["dataset"].astype(str) == train_dataset
     train = frame[in_train & (frame["split"] == "train")].reset_index(drop=True)
     evaluation = {}
@@ -82,8 +94,10 @@ def build_design(frame: pd.DataFrame, classes: list[str], human: list[str], auto
     for name, rows in [(f"{train_dataset} (train split)", train), *evaluation.items()]:
         present = set(rows["label"].astype(str))
         if len(present) < 2:
-            raise InputError(f"data set {name} has only class '{next(iter(present))}' ({len(rows)} rows); "
-                             "Macro-F1 and the divergence need both classes")
+            raise InputError(
+                f"data set {name} has only class '{next(iter(present))}' ({len(rows)} rows); "
+                "Macro-F1 and the divergence need both classes"
+            )
     side = {d: "human" for d in human} | {d: "auto" for d in auto}
     return Design(train_dataset, positive, train, evaluation, side)
 

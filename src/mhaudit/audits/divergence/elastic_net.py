@@ -47,8 +47,13 @@ class ElasticNetLogistic:
         if positives in (0, n):
             raise ValueError("elastic-net logistic regression needs both classes among the training labels")
         weights = np.where(y == 1, n / (2 * positives), n / (2 * (n - positives)))
-        model = GeneralizedLinearRegressor(family="binomial", alpha=1.0 / (self.C * weights.sum()),
-                                           l1_ratio=self.l1_ratio, gradient_tol=self.tol, max_iter=self.max_iter)
+        model = GeneralizedLinearRegressor(
+            family="binomial",
+            alpha=1.0 / (self.C * weights.sum()),
+            l1_ratio=self.l1_ratio,
+            gradient_tol=self.tol,
+            max_iter=self.max_iter,
+        )
         with _openmp_threads().limit(limits=1, user_api="openmp"):
             model.fit(np.ascontiguousarray(x, dtype=np.float64), y, sample_weight=weights)
         self.coef_ = np.asarray(model.coef_, dtype=np.float64)[None, :]

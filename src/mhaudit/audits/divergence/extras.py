@@ -27,8 +27,18 @@ def _domain(values: pd.Series) -> pd.Series:
     return values.astype("string").str.split("/").str[0]
 
 
-def lodo(design: Design, channels: list[str], *, lexical: str, n_folds: int, seed: int, zero_division: float,
-         train_parses: Parses, test_parses: Parses, memo: FeatureMemo | None = None) -> pd.DataFrame:
+def lodo(
+    design: Design,
+    channels: list[str],
+    *,
+    lexical: str,
+    n_folds: int,
+    seed: int,
+    zero_division: float,
+    train_parses: Parses,
+    test_parses: Parses,
+    memo: FeatureMemo | None = None,
+) -> pd.DataFrame:
     """Leave-one-domain-out on the training data set: fit on the training rows of the other domains,
     score the held-out domain's test rows. Parses are reused, never re-parsed, and with the audit's `memo`
     the texts' n-gram counts and style features too; every domain's fits share one pool of workers. Empty
@@ -42,16 +52,23 @@ def lodo(design: Design, channels: list[str], *, lexical: str, n_folds: int, see
     splits, fits = [], []
     for held in sorted(train_domain.dropna().unique()):
         fit_rows, score_rows = (train_domain != held).to_numpy(), (test_domain == held).to_numpy()
-        y_fit = (train["label"].to_numpy()[fit_rows] == design.positive)
+        y_fit = train["label"].to_numpy()[fit_rows] == design.positive
         if score_rows.sum() == 0 or min(y_fit.sum(), (~y_fit).sum()) < n_folds:
             continue  # nothing to score, or too few rows of a class left to fit (rows without a domain always fit)
-        sub = Design(design.train_dataset, design.positive, train[fit_rows].reset_index(drop=True),
-                     {"held_out": test[score_rows].reset_index(drop=True)}, {"held_out": "human"})
+        sub = Design(
+            design.train_dataset,
+            design.positive,
+            train[fit_rows].reset_index(drop=True),
+            {"held_out": test[score_rows].reset_index(drop=True)},
+            {"held_out": "human"},
+        )
         folds = stratified_folds(sub.y_train, n_folds, seed)
-        original = Parses.concat([train_parses.take(np.flatnonzero(fit_rows)),
-                                  test_parses.take(np.flatnonzero(score_rows))])
-        view = build_view(sub, letters, "none", ["held_out"], folds, lexical=lexical, seed=seed, original=original,
-                          memo=memo)
+        original = Parses.concat(
+            [train_parses.take(np.flatnonzero(fit_rows)), test_parses.take(np.flatnonzero(score_rows))]
+        )
+        view = build_view(
+            sub, letters, "none", ["held_out"], folds, lexical=lexical, seed=seed, original=original, memo=memo
+        )
         splits.append((held, sub, view, int(fit_rows.sum()), int(score_rows.sum())))
         fits += [ChannelFit(ch, view.train, sub.y_train, folds) for ch in channels]
     models = iter(fit_many(fits))
@@ -62,19 +79,30 @@ def lodo(design: Design, channels: list[str], *, lexical: str, n_folds: int, see
             model = next(models)
             prob = model.prob(combine(view.evaluation["held_out"], model.letters))
             scores = binary_scores(y_held, (prob >= model.threshold).astype(np.int8), prob, zero_division)
-            rows.append({"channel": ch, "held_out_domain": held, "n_train": n_train, "n_scored": n_scored,
-                         "macro_f1": scores["macro_f1"]})
+            rows.append(
+                {
+                    "channel": ch,
+                    "held_out_domain": held,
+                    "n_train": n_train,
+                    "n_scored": n_scored,
+                    "macro_f1": scores["macro_f1"],
+                }
+            )
     table = pd.DataFrame(rows)
     if table.empty:
         return table
-    summary = (table.groupby("channel", sort=False)["macro_f1"].agg(["mean", "std", "count"])
-               .reset_index()
-               .rename(columns={"mean": "ood_macro_f1_mean", "std": "ood_macro_f1_sd", "count": "domains"}))
+    summary = (
+        table.groupby("channel", sort=False)["macro_f1"]
+        .agg(["mean", "std", "count"])
+        .reset_index()
+        .rename(columns={"mean": "ood_macro_f1_mean", "std": "ood_macro_f1_sd", "count": "domains"})
+    )
     return table.merge(summary, on="channel")
 
 
-def phenotypes(features: np.ndarray, datasets: np.ndarray, *, k: int = 3, n_boot: int = 100, n_perm: int = 200,
-               seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+def phenotypes(
+    features: np.ndarray, datasets: np.ndarray, *, k: int = 3, n_boot: int = 100, n_perm: int = 200, seed: int = 0
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """K-means (K = 3) on channel C: cluster sizes per data set, bootstrap ARI stability, AMI with data set.
 
     Stability: refit on a bootstrap resample, assign every instance, ARI against the full-data clusters (all
@@ -96,10 +124,22 @@ def phenotypes(features: np.ndarray, datasets: np.ndarray, *, k: int = 3, n_boot
     shuffled = np.stack([codes, *(codes[rng.permutation(codes.size)] for _ in range(n_perm))])
     mi = mutual_informations(shuffled, labels)
     ami_p = (np.count_nonzero(mi[1:] >= mi[0]) + 1) / (n_perm + 1)
-    summary = pd.DataFrame([{"k": k, "n": int(features.shape[0]), "features": int(features.shape[1]),
-                             "bootstrap_ari_mean": float(ari.mean()), "ari_ci_low": float(np.percentile(ari, 2.5)),
-                             "ari_ci_high": float(np.percentile(ari, 97.5)), "n_boot": n_boot,
-                             "ami_dataset": float(ami), "ami_p": float(ami_p), "n_perm": n_perm}])
+    summary = pd.DataFrame(
+        [
+            {
+                "k": k,
+                "n": int(features.shape[0]),
+                "features": int(features.shape[1]),
+                "bootstrap_ari_mean": float(ari.mean()),
+                "ari_ci_low": float(np.percentile(ari, 2.5)),
+                "ari_ci_high": float(np.percentile(ari, 97.5)),
+                "n_boot": n_boot,
+                "ami_dataset": float(ami),
+                "ami_p": float(ami_p),
+                "n_perm": n_perm,
+            }
+        ]
+    )
     sizes = pd.crosstab(pd.Series(labels, name="cluster"), pd.Series(datasets, name="dataset")).reset_index()
     return summary, sizes
 
@@ -113,8 +153,9 @@ def orthogonality(scores: dict[str, np.ndarray]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def concentration(model: FittedChannel, names: list[str], x_by_dataset: dict[str, np.ndarray],
-                  top: int = 10) -> pd.DataFrame:
+def concentration(
+    model: FittedChannel, names: list[str], x_by_dataset: dict[str, np.ndarray], top: int = 10
+) -> pd.DataFrame:
     """Share of total |attribution| (linear SHAP) carried by the `top` features, per data set."""
     rows = []
     for d, x in x_by_dataset.items():
@@ -122,7 +163,16 @@ def concentration(model: FittedChannel, names: list[str], x_by_dataset: dict[str
         order = np.argsort(mass)[::-1][:top]
         total = mass.sum()
         share = float(mass[order].sum() / total) if total > 0 else float("nan")
-        rows.append({"channel": model.name, "dataset": d, "features": mass.size, "top": top, "top_share": share,
-                     "uniform_share": top / mass.size, "ratio_to_uniform": share / (top / mass.size),
-                     "top_features": ", ".join(names[i] for i in order)})
+        rows.append(
+            {
+                "channel": model.name,
+                "dataset": d,
+                "features": mass.size,
+                "top": top,
+                "top_share": share,
+                "uniform_share": top / mass.size,
+                "ratio_to_uniform": share / (top / mass.size),
+                "top_features": ", ".join(names[i] for i in order),
+            }
+        )
     return pd.DataFrame(rows)

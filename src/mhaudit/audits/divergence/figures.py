@@ -15,12 +15,14 @@ def dod_forest(dod: pd.DataFrame, stratified: pd.DataFrame) -> bytes:
     parts = [("all data sets", dod)]
     if not stratified.empty:
         parts += [(f"{platform} alone", g) for platform, g in stratified.groupby("platform", sort=True)]
-    fig, axes = plt.subplots(1, len(parts), figsize=(3.2 * len(parts), 0.6 + 0.35 * len(dod)), sharey=True,
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(parts), figsize=(3.2 * len(parts), 0.6 + 0.35 * len(dod)), sharey=True, squeeze=False
+    )
     for ax, (title, table) in zip(axes[0], parts):
         table = table.set_index("contrast").reindex(dod["contrast"])
-        forest(ax, list(dod["contrast"]), table["estimate"], table["ci_low"], table["ci_high"],
-               "DoD (Macro-F1), 95% CI")
+        forest(
+            ax, list(dod["contrast"]), table["estimate"], table["ci_low"], table["ci_high"], "DoD (Macro-F1), 95% CI"
+        )
         ax.set_title(title, fontsize=9)
     axes[0][0].set_ylabel("contrast X-A")
     fig.tight_layout()
@@ -34,8 +36,9 @@ def channel_heatmap(scores: pd.DataFrame) -> bytes:
     fig, ax = plt.subplots(figsize=(1.5 + 1.3 * grid.shape[1], 0.8 + 0.4 * grid.shape[0]))
     im = ax.imshow(grid.to_numpy(dtype=float), vmin=0, vmax=1, cmap="viridis", aspect="auto")
     side = scores.drop_duplicates("dataset").set_index("dataset")["side"]
-    ax.set_xticks(range(grid.shape[1]), [f"{d}\n({side[d]})" for d in grid.columns], rotation=20, ha="right",
-                  fontsize=8)
+    ax.set_xticks(
+        range(grid.shape[1]), [f"{d}\n({side[d]})" for d in grid.columns], rotation=20, ha="right", fontsize=8
+    )
     ax.set_yticks(range(grid.shape[0]), grid.index, fontsize=8)
     for (i, j), v in np.ndenumerate(grid.to_numpy(dtype=float)):
         ax.text(j, i, "n/a" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=7, color="white")
@@ -51,8 +54,14 @@ def masking_effects(masking: pd.DataFrame) -> bytes:
     masked = masking[masking["mask"] != "none"]
     labels = [f"{r.channel} · {r.mask} · {r.dataset}" for r in masked.itertuples()]
     fig, ax = plt.subplots(figsize=(5.5, 0.7 + 0.35 * len(masked)))
-    forest(ax, labels, masked["delta_vs_none"], masked["delta_ci_low"], masked["delta_ci_high"],
-           "Macro-F1 masked minus unmasked, 95% CI")
+    forest(
+        ax,
+        labels,
+        masked["delta_vs_none"],
+        masked["delta_ci_low"],
+        masked["delta_ci_high"],
+        "Macro-F1 masked minus unmasked, 95% CI",
+    )
     ax.set_title("Masking effects (human-labelled data)", fontsize=9)
     fig.tight_layout()
     return png_bytes(fig)

@@ -27,8 +27,18 @@ from mhaudit.audits.divergence.options import BLOCKS, parse_channel
 from mhaudit.core.threads import WORKER_THREADS
 from mhaudit.stats.binary import confusion_counts, macro_f1_from_counts
 
-__all__ = ["BLOCKS", "parse_channel", "stratified_folds", "combine", "FittedChannel", "fit_channel", "ChannelFit",
-           "fit_many", "THRESHOLDS", "ELASTIC_NET_GRID"]
+__all__ = [
+    "BLOCKS",
+    "parse_channel",
+    "stratified_folds",
+    "combine",
+    "FittedChannel",
+    "fit_channel",
+    "ChannelFit",
+    "fit_many",
+    "THRESHOLDS",
+    "ELASTIC_NET_GRID",
+]
 
 THRESHOLDS = np.round(np.arange(0.20, 0.8001, 0.01), 2)
 ELASTIC_NET_GRID = tuple((c, r) for c in (0.1, 1.0, 10.0) for r in (0.5, 0.95))
@@ -170,9 +180,15 @@ def fit_many(fits: list[ChannelFit], *, n_jobs: int = 2) -> list[FittedChannel]:
     # The costliest channel's fits first, so its final fit runs here while the workers go on with the
     # others; within a channel, the costliest fits first. The cheap channels finish last: a short tail.
     total = [sum(_cost(x, config) for config in configs[i]) for i, x in enumerate(xs)]
-    jobs = sorted([((-total[i], -_cost(x, config)), (i, c, k), (_held_out_prob, x, f.y, f.folds == k, config))
-                   for i, (f, x) in enumerate(zip(fits, xs)) for c, config in enumerate(configs[i])
-                   for k in np.unique(f.folds)], key=lambda job: job[0])
+    jobs = sorted(
+        [
+            ((-total[i], -_cost(x, config)), (i, c, k), (_held_out_prob, x, f.y, f.folds == k, config))
+            for i, (f, x) in enumerate(zip(fits, xs))
+            for c, config in enumerate(configs[i])
+            for k in np.unique(f.folds)
+        ],
+        key=lambda job: job[0],
+    )
     chosen: dict[int, tuple[float, float, dict]] = {}  # by channel: its _choose and its _fit
     finals: dict[int, tuple[StandardScaler | None, LogisticRegression | ElasticNetLogistic]] = {}
     oof: list[dict] = [{} for _ in fits]
@@ -185,7 +201,8 @@ def fit_many(fits: list[ChannelFit], *, n_jobs: int = 2) -> list[FittedChannel]:
     # each worker on core.threads' worker budget (loky's own default is cores // n_jobs: one on two cores)
     with parallel_config(backend="loky", inner_max_num_threads=WORKER_THREADS):
         pending = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
-            delayed(_keyed)(key, *call) for _, key, call in jobs)
+            delayed(_keyed)(key, *call) for _, key, call in jobs
+        )
         for (i, c, k), prob in pending:
             oof[i][(c, k)] = prob
             left[i] -= 1
@@ -194,12 +211,20 @@ def fit_many(fits: list[ChannelFit], *, n_jobs: int = 2) -> list[FittedChannel]:
     for i in range(len(fits)):  # channels without any fold (none in practice)
         if i not in finals:
             finish(i)
-    return [FittedChannel(f.name, parse_channel(f.name), *finals[i] + chosen[i],
-                          {c: f.blocks[c].shape[1] for c in parse_channel(f.name)}, xs[i].mean(axis=0))
-            for i, f in enumerate(fits)]
+    return [
+        FittedChannel(
+            f.name,
+            parse_channel(f.name),
+            *finals[i] + chosen[i],
+            {c: f.blocks[c].shape[1] for c in parse_channel(f.name)},
+            xs[i].mean(axis=0),
+        )
+        for i, f in enumerate(fits)
+    ]
 
 
-def fit_channel(name: str, blocks: dict[str, np.ndarray], y: np.ndarray, folds: np.ndarray, *,
-                n_jobs: int = 2) -> FittedChannel:
+def fit_channel(
+    name: str, blocks: dict[str, np.ndarray], y: np.ndarray, folds: np.ndarray, *, n_jobs: int = 2
+) -> FittedChannel:
     """Fit channel `name` on the training blocks; the threshold comes from out-of-fold probabilities."""
     return fit_many([ChannelFit(name, blocks, y, folds)], n_jobs=n_jobs)[0]

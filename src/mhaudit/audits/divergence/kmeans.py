@@ -58,7 +58,7 @@ def _kmeans_plusplus(x: np.ndarray, norms: np.ndarray, rows: np.ndarray, k: int,
     potential = closest.sum(axis=1)
     for c in range(1, k):
         cumulative = np.cumsum(closest, axis=1)
-        targets = draws[:, 1 + (c - 1) * trials:1 + c * trials] * potential[:, None]
+        targets = draws[:, 1 + (c - 1) * trials : 1 + c * trials] * potential[:, None]
         candidates = (cumulative[:, None, :] < targets[:, :, None]).sum(axis=2)  # searchsorted, row by row
         np.clip(candidates, None, n - 1, out=candidates)
         ids = np.take_along_axis(rows, candidates, axis=1)  # restarts x trials
@@ -71,16 +71,28 @@ def _kmeans_plusplus(x: np.ndarray, norms: np.ndarray, rows: np.ndarray, k: int,
     return centres
 
 
-def _starts(x: np.ndarray, norms: np.ndarray, resamples: list[np.ndarray], seeds: list[int], k: int,
-            n_init: int, chunk: int = 60) -> np.ndarray:
+def _starts(
+    x: np.ndarray,
+    norms: np.ndarray,
+    resamples: list[np.ndarray],
+    seeds: list[int],
+    k: int,
+    n_init: int,
+    chunk: int = 60,
+) -> np.ndarray:
     """The k-means++ starts of every restart (resample-major), `chunk` restarts at a time to bound memory.
     Each resample's RandomState is drawn from restart after restart, as in KMeans.fit."""
     per_restart = 1 + (k - 1) * (2 + int(np.log(k)))
-    draws = np.concatenate([np.random.RandomState(seed).random_sample(n_init * per_restart).reshape(n_init, -1)
-                            for seed in seeds])
+    draws = np.concatenate(
+        [np.random.RandomState(seed).random_sample(n_init * per_restart).reshape(n_init, -1) for seed in seeds]
+    )
     rows = np.repeat(np.stack(resamples), n_init, axis=0)
-    return np.concatenate([_kmeans_plusplus(x, norms, rows[i:i + chunk], k, draws[i:i + chunk])
-                           for i in range(0, rows.shape[0], chunk)])
+    return np.concatenate(
+        [
+            _kmeans_plusplus(x, norms, rows[i : i + chunk], k, draws[i : i + chunk])
+            for i in range(0, rows.shape[0], chunk)
+        ]
+    )
 
 
 def _nearest(x: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -110,8 +122,9 @@ def _lloyd(x: np.ndarray, weights: np.ndarray, centres: np.ndarray, tol: np.ndar
         w = weights[active]
         member = np.zeros((active.size, k, x.shape[0]))  # run, centre, row: the row's weight in its centre
         np.put_along_axis(member, new[:, None, :], w[:, None, :], axis=1)
-        size = np.bincount((np.arange(active.size)[:, None] * k + new).ravel(), weights=w.ravel(),
-                           minlength=active.size * k).reshape(active.size, k)
+        size = np.bincount(
+            (np.arange(active.size)[:, None] * k + new).ravel(), weights=w.ravel(), minlength=active.size * k
+        ).reshape(active.size, k)
         sums = (member.reshape(-1, x.shape[0]) @ x).reshape(active.size, k, p)
         empty[active] |= (size == 0).any(axis=1)
         moved = sums / np.where(size > 0, size, 1.0)[:, :, None]
@@ -134,28 +147,41 @@ def _same_clustering(a: np.ndarray, b: np.ndarray, k: int) -> bool:
     return np.unique(pairs // k).size == pairs.size
 
 
-def bootstrap_kmeans(x: np.ndarray, resamples: list[np.ndarray], seeds: list[int], *, k: int = 3, n_init: int = 3,
-                     max_iter: int = 300, tol: float = 1e-4) -> np.ndarray:
+def bootstrap_kmeans(
+    x: np.ndarray,
+    resamples: list[np.ndarray],
+    seeds: list[int],
+    *,
+    k: int = 3,
+    n_init: int = 3,
+    max_iter: int = 300,
+    tol: float = 1e-4,
+) -> np.ndarray:
     """Labels of every row of x (resamples x rows) by each resample's K-means: row b is
     KMeans(k, n_init=n_init, random_state=seeds[b], max_iter=max_iter, tol=tol).fit(x[resamples[b]]).predict(x)."""
     x = np.ascontiguousarray(x, dtype=np.float64)
     n = x.shape[0]
     counts = np.stack([np.bincount(rows, minlength=n) for rows in resamples]).astype(np.float64)
     mean = counts @ x / n  # each resample's feature means and variances, from its row counts
-    variance = counts @ (x * x) / n - mean ** 2
+    variance = counts @ (x * x) / n - mean**2
     norms = np.einsum("ij,ij->i", x, x)
     weights = np.repeat(counts, n_init, axis=0)
-    centres, labels, inertia, empty = _lloyd(x, weights, _starts(x, norms, resamples, seeds, k, n_init),
-                                             np.repeat(variance.mean(axis=1) * tol, n_init), max_iter)
+    centres, labels, inertia, empty = _lloyd(
+        x,
+        weights,
+        _starts(x, norms, resamples, seeds, k, n_init),
+        np.repeat(variance.mean(axis=1) * tol, n_init),
+        max_iter,
+    )
     out = np.empty((len(resamples), n), dtype=np.int64)
     for b, (rows, seed) in enumerate(zip(resamples, seeds)):
         runs = range(b * n_init, (b + 1) * n_init)
-        if empty[runs.start:runs.stop].any():  # KMeans would relocate a far row into the empty cluster
+        if empty[runs.start : runs.stop].any():  # KMeans would relocate a far row into the empty cluster
             out[b] = KMeans(k, n_init=n_init, random_state=seed, max_iter=max_iter, tol=tol).fit(x[rows]).predict(x)
             continue
         drawn, best = counts[b] > 0, runs.start
         for r in runs[1:]:
             if inertia[r] < inertia[best] and not _same_clustering(labels[r][drawn], labels[best][drawn], k):
                 best = r
-        out[b] = _nearest(x, centres[best:best + 1])[0][0]
+        out[b] = _nearest(x, centres[best : best + 1])[0][0]
     return out

@@ -25,8 +25,19 @@ from mhaudit.stats.threshold_free import bootstrap_panel
 # one matrix product): the first 2,000 of the same draws, ample for a 95% interval.
 N_BOOT_SCORES = 2000
 
-__all__ = ["Scored", "channel_scores", "interference", "dod", "dod_by_dataset",
-           "dod_platform_stratified", "masking", "mcnemar_table", "mcnemar_pairs", "apply_fdr", "alternative_for"]
+__all__ = [
+    "Scored",
+    "channel_scores",
+    "interference",
+    "dod",
+    "dod_by_dataset",
+    "dod_platform_stratified",
+    "masking",
+    "mcnemar_table",
+    "mcnemar_pairs",
+    "apply_fdr",
+    "alternative_for",
+]
 
 
 class Scored:
@@ -38,17 +49,38 @@ class Scored:
     `n_boot_scores` of the same resamples (panel[d], `stats.threshold_free.bootstrap_panel`).
     """
 
-    def __init__(self, keys: list[str], y: dict[str, np.ndarray], preds: dict[str, np.ndarray],
-                 probs: dict[str, np.ndarray], side: dict[str, str], platform: dict[str, str], n_boot: int, seed: int,
-                 zero_division: float = math.nan, n_boot_scores: int = N_BOOT_SCORES):
+    def __init__(
+        self,
+        keys: list[str],
+        y: dict[str, np.ndarray],
+        preds: dict[str, np.ndarray],
+        probs: dict[str, np.ndarray],
+        side: dict[str, str],
+        platform: dict[str, str],
+        n_boot: int,
+        seed: int,
+        zero_division: float = math.nan,
+        n_boot_scores: int = N_BOOT_SCORES,
+    ):
         self.keys, self.y, self.preds, self.probs, self.side, self.platform = keys, y, preds, probs, side, platform
         self.n_boot, self.zero_division = n_boot, zero_division
         self.scored = [k for k in keys if "/" not in k]
         self.n_boot_scores = min(n_boot, n_boot_scores)
         rng = np.random.default_rng(seed)  # one stream over the data sets, in order: bootstrap_macro_f1's draws
         rows = [keys.index(k) for k in self.scored]
-        self.panel = {d: bootstrap_panel(y[d], preds[d], probs[d], n_boot, rng, n_boot_scores=self.n_boot_scores,
-                                         scored=rows, zero_division=zero_division) for d in y}
+        self.panel = {
+            d: bootstrap_panel(
+                y[d],
+                preds[d],
+                probs[d],
+                n_boot,
+                rng,
+                n_boot_scores=self.n_boot_scores,
+                scored=rows,
+                zero_division=zero_division,
+            )
+            for d in y
+        }
         self.draws = {d: self.panel[d]["macro_f1"] for d in y}
         self.point = {d: _macro_f1(y[d], preds[d], zero_division) for d in y}
 
@@ -99,11 +131,26 @@ def channel_scores(s: Scored, keys: list[str]) -> pd.DataFrame:
             j = s.col(key)
             sc = binary_scores(y, s.preds[d][j], s.probs[d][j], zero_division=s.zero_division)
             lo, hi, _ = _interval(s.draws[d][:, j])
-            rows.append({"channel": key, "dataset": d, "side": s.side[d], "n": sc["n"],
-                         "prevalence": sc["prevalence"], "macro_f1": sc["macro_f1"], "ci_low": lo, "ci_high": hi,
-                         "majority_macro_f1": majority_macro_f1(y, s.zero_division), "pr_auc": sc["pr_auc"],
-                         "mcc": sc["mcc"], "balanced_accuracy": sc["balanced_accuracy"], "f1_pos": sc["f1_pos"],
-                         "precision": sc["precision"], "recall": sc["recall"], "reason": sc["reason"]})
+            rows.append(
+                {
+                    "channel": key,
+                    "dataset": d,
+                    "side": s.side[d],
+                    "n": sc["n"],
+                    "prevalence": sc["prevalence"],
+                    "macro_f1": sc["macro_f1"],
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "majority_macro_f1": majority_macro_f1(y, s.zero_division),
+                    "pr_auc": sc["pr_auc"],
+                    "mcc": sc["mcc"],
+                    "balanced_accuracy": sc["balanced_accuracy"],
+                    "f1_pos": sc["f1_pos"],
+                    "precision": sc["precision"],
+                    "recall": sc["recall"],
+                    "reason": sc["reason"],
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -119,9 +166,18 @@ def _contrast(s: Scored, name: str, scope: str, datasets: list[str], x: str, ref
     est, draws = _diff_row(s, datasets, x, ref)
     lo, hi, se = _interval(draws)
     ps = bootstrap_p(draws)
-    return {"contrast": name, "scope": scope, "datasets": ", ".join(datasets), "estimate": est, "ci_low": lo,
-            "ci_high": hi, "se": se, "alternative": alternative,
-            "p": ps[f"p_{alternative}"] if alternative != "two-sided" else ps["p_two_sided"], "n_boot": s.n_boot}
+    return {
+        "contrast": name,
+        "scope": scope,
+        "datasets": ", ".join(datasets),
+        "estimate": est,
+        "ci_low": lo,
+        "ci_high": hi,
+        "se": se,
+        "alternative": alternative,
+        "p": ps[f"p_{alternative}"] if alternative != "two-sided" else ps["p_two_sided"],
+        "n_boot": s.n_boot,
+    }
 
 
 def interference(s: Scored) -> pd.DataFrame:
@@ -151,11 +207,24 @@ def dod(s: Scored, channels: list[str]) -> pd.DataFrame:
         deltas = {d: float(s.point[d][s.col(x)] - s.point[d][s.col("A")]) for d in human + auto}
         perm = _permutation(deltas, human, alt)
         est = h_est - a_est
-        rows.append({"contrast": f"{x}-A", "estimate": est, "ci_low": lo, "ci_high": hi, "se": se,
-                     "z": est / se if se > 0 else float("nan"), "alternative": alt,
-                     "p": ps["p_two_sided" if alt == "two-sided" else f"p_{alt}"],
-                     "p_two_sided": ps["p_two_sided"], "permutation_p": perm["p"], "permutation_min_p": perm["min_p"],
-                     "human_delta": h_est, "auto_delta": a_est, "n_boot": s.n_boot})
+        rows.append(
+            {
+                "contrast": f"{x}-A",
+                "estimate": est,
+                "ci_low": lo,
+                "ci_high": hi,
+                "se": se,
+                "z": est / se if se > 0 else float("nan"),
+                "alternative": alt,
+                "p": ps["p_two_sided" if alt == "two-sided" else f"p_{alt}"],
+                "p_two_sided": ps["p_two_sided"],
+                "permutation_p": perm["p"],
+                "permutation_min_p": perm["min_p"],
+                "human_delta": h_est,
+                "auto_delta": a_est,
+                "n_boot": s.n_boot,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -172,8 +241,9 @@ def dod_by_dataset(s: Scored, channels: list[str]) -> pd.DataFrame:
     for x in s.against_a(channels):
         for d in s.datasets:
             fx, fa = s.point[d][s.col(x)], s.point[d][s.col("A")]
-            rows.append({"channel": x, "dataset": d, "side": s.side[d], "macro_f1_x": fx, "macro_f1_a": fa,
-                         "delta": fx - fa})
+            rows.append(
+                {"channel": x, "dataset": d, "side": s.side[d], "macro_f1_x": fx, "macro_f1_a": fa, "delta": fx - fa}
+            )
     return pd.DataFrame(rows)
 
 
@@ -189,15 +259,27 @@ def dod_platform_stratified(s: Scored, channels: list[str]) -> pd.DataFrame:
             h_est, h_draws = _diff_row(s, human, x, "A")
             a_est, a_draws = _diff_row(s, auto, x, "A")
             lo, hi, se = _interval(h_draws - a_draws)
-            rows.append({"platform": platform, "contrast": f"{x}-A", "human": ", ".join(human), "auto": ", ".join(auto),
-                         "estimate": h_est - a_est, "ci_low": lo, "ci_high": hi, "se": se,
-                         "p": bootstrap_p(h_draws - a_draws)["p_two_sided"], "alternative": "two-sided",
-                         "n_boot": s.n_boot})
+            rows.append(
+                {
+                    "platform": platform,
+                    "contrast": f"{x}-A",
+                    "human": ", ".join(human),
+                    "auto": ", ".join(auto),
+                    "estimate": h_est - a_est,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "se": se,
+                    "p": bootstrap_p(h_draws - a_draws)["p_two_sided"],
+                    "alternative": "two-sided",
+                    "n_boot": s.n_boot,
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def masking(s: Scored, channels: list[str], masks: list[str], datasets: list[str],
-            empty: dict[str, dict[str, int]]) -> pd.DataFrame:
+def masking(
+    s: Scored, channels: list[str], masks: list[str], datasets: list[str], empty: dict[str, dict[str, int]]
+) -> pd.DataFrame:
     """Macro-F1 per mask with the paired difference against the unmasked run of the same channel."""
     rows = []
     for d in datasets:
@@ -208,13 +290,24 @@ def masking(s: Scored, channels: list[str], masks: list[str], datasets: list[str
                     continue
                 j = s.col(key)
                 lo, hi, _ = _interval(s.draws[d][:, j])
-                row = {"channel": x, "mask": mask, "dataset": d, "macro_f1": s.point[d][j], "ci_low": lo,
-                       "ci_high": hi, "empty_after_mask": empty.get(mask, {}).get(d, 0)}
+                row = {
+                    "channel": x,
+                    "mask": mask,
+                    "dataset": d,
+                    "macro_f1": s.point[d][j],
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "empty_after_mask": empty.get(mask, {}).get(d, 0),
+                }
                 if mask != "none":
                     delta = s.draws[d][:, j] - s.draws[d][:, s.col(x)]
                     dlo, dhi, _ = _interval(delta)
-                    row |= {"delta_vs_none": s.point[d][j] - s.point[d][s.col(x)], "delta_ci_low": dlo,
-                            "delta_ci_high": dhi, "p": bootstrap_p(delta)["p_two_sided"]}
+                    row |= {
+                        "delta_vs_none": s.point[d][j] - s.point[d][s.col(x)],
+                        "delta_ci_low": dlo,
+                        "delta_ci_high": dhi,
+                        "p": bootstrap_p(delta)["p_two_sided"],
+                    }
                 rows.append(row)
     return pd.DataFrame(rows)
 
@@ -228,9 +321,21 @@ def mcnemar_table(s: Scored, pairs: list[tuple[str, str]]) -> pd.DataFrame:
             test = mcnemar(s.y[d], s.preds[d][jx], s.preds[d][jr])
             delta = s.draws[d][:, jx] - s.draws[d][:, jr]
             lo, hi, _ = _interval(delta)
-            rows.append({"dataset": d, "channel": x, "versus": ref, "delta_macro_f1": s.point[d][jx] - s.point[d][jr],
-                         "ci_low": lo, "ci_high": hi, "p_bootstrap": bootstrap_p(delta)["p_two_sided"],
-                         "b": test["b"], "c": test["c"], "mcnemar_statistic": test["statistic"], "p": test["p"]})
+            rows.append(
+                {
+                    "dataset": d,
+                    "channel": x,
+                    "versus": ref,
+                    "delta_macro_f1": s.point[d][jx] - s.point[d][jr],
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "p_bootstrap": bootstrap_p(delta)["p_two_sided"],
+                    "b": test["b"],
+                    "c": test["c"],
+                    "mcnemar_statistic": test["statistic"],
+                    "p": test["p"],
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -248,13 +353,16 @@ def mcnemar_pairs(keys: list[str], channels: list[str]) -> list[tuple[str, str]]
 
 def apply_fdr(tables: dict[str, pd.DataFrame], columns: dict[str, str]) -> int:
     """Benjamini-Hochberg across the whole family of tests: adds `q` to each table; returns the family size."""
-    pieces = [(name, tables[name][col].to_numpy(dtype=float)) for name, col in columns.items()
-              if name in tables and col in tables[name].columns]
+    pieces = [
+        (name, tables[name][col].to_numpy(dtype=float))
+        for name, col in columns.items()
+        if name in tables and col in tables[name].columns
+    ]
     if not pieces:
         return 0
     q = benjamini_hochberg(np.concatenate([p for _, p in pieces]))
     start = 0
     for name, p in pieces:
-        tables[name] = tables[name].assign(q=q[start:start + p.size])
+        tables[name] = tables[name].assign(q=q[start : start + p.size])
         start += p.size
     return int(sum(np.isfinite(p).sum() for _, p in pieces))

@@ -40,8 +40,9 @@ def _dod(s: Scored, x: str, metric: str) -> tuple[float, np.ndarray]:
     sides = []
     for side in ("human", "auto"):
         parts = [(_metric(s, d, x, metric), _metric(s, d, "A", metric)) for d in s.on(side)]
-        sides.append((np.mean([px - pa for (px, _), (pa, _) in parts]),
-                      np.mean([dx - da for (_, dx), (_, da) in parts], axis=0)))
+        sides.append(
+            (np.mean([px - pa for (px, _), (pa, _) in parts]), np.mean([dx - da for (_, dx), (_, da) in parts], axis=0))
+        )
     return float(sides[0][0] - sides[1][0]), sides[0][1] - sides[1][1]
 
 
@@ -61,11 +62,21 @@ def dod_threshold_free(s: Scored, channels: list[str]) -> pd.DataFrame:
         for metric in PANEL:
             est, draws = _dod(s, x, metric)
             summary, ps = summarise(draws), bootstrap_p(draws)
-            block.append({"contrast": f"{x}-A", "metric": metric, "estimate": est, "ci_low": summary["ci_low"],
-                          "ci_high": summary["ci_high"], "se": summary["se"], "alternative": alt,
-                          "p": ps["p_two_sided" if alt == "two-sided" else f"p_{alt}"],
-                          "apart": bool(summary["ci_low"] > 0 or summary["ci_high"] < 0), "n_boot": s.n_boot_scores,
-                          "survives": None})
+            block.append(
+                {
+                    "contrast": f"{x}-A",
+                    "metric": metric,
+                    "estimate": est,
+                    "ci_low": summary["ci_low"],
+                    "ci_high": summary["ci_high"],
+                    "se": summary["se"],
+                    "alternative": alt,
+                    "p": ps["p_two_sided" if alt == "two-sided" else f"p_{alt}"],
+                    "apart": bool(summary["ci_low"] > 0 or summary["ci_high"] < 0),
+                    "n_boot": s.n_boot_scores,
+                    "survives": None,
+                }
+            )
         if block[0]["apart"]:  # the Macro-F1 row
             block[0]["survives"] = holds(block, block[0]["estimate"])
         rows += block
@@ -98,12 +109,23 @@ def threshold_diagnostic(s: Scored, keys: list[str], thresholds: dict[str, float
             at_oof = binary_scores(y, s.preds[d][j], zero_division=s.zero_division)
             best, _ = _best_threshold(y, prob)
             at_best = binary_scores(y, (prob >= best).astype(np.int8), zero_division=s.zero_division)
-            rows.append({"channel": key, "dataset": d, "side": s.side[d], "prevalence": at_oof["prevalence"],
-                         "threshold_train": thresholds.get(key, np.nan), "recall_train": at_oof["recall"],
-                         "precision_train": at_oof["precision"], "macro_f1_train": at_oof["macro_f1"],
-                         "threshold_best": best, "recall_best": at_best["recall"],
-                         "precision_best": at_best["precision"], "macro_f1_best": at_best["macro_f1"],
-                         "macro_f1_gap": at_best["macro_f1"] - at_oof["macro_f1"]})
+            rows.append(
+                {
+                    "channel": key,
+                    "dataset": d,
+                    "side": s.side[d],
+                    "prevalence": at_oof["prevalence"],
+                    "threshold_train": thresholds.get(key, np.nan),
+                    "recall_train": at_oof["recall"],
+                    "precision_train": at_oof["precision"],
+                    "macro_f1_train": at_oof["macro_f1"],
+                    "threshold_best": best,
+                    "recall_best": at_best["recall"],
+                    "precision_best": at_best["precision"],
+                    "macro_f1_best": at_best["macro_f1"],
+                    "macro_f1_gap": at_best["macro_f1"] - at_oof["macro_f1"],
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -120,8 +142,17 @@ def random_pos_control(s: Scored, channels: list[str], datasets: list[str]) -> p
             draws = s.draws[d][:, jr] - s.draws[d][:, jp]
             summary = summarise(draws)
             status = "works" if summary["ci_high"] < 0 else "fails" if summary["ci_low"] > 0 else "inconclusive"
-            rows.append({"channel": x, "dataset": d, "delta_pos_only": s.point[d][jp] - s.point[d][jx],
-                         "delta_random_pos": s.point[d][jr] - s.point[d][jx],
-                         "random_minus_pos_only": s.point[d][jr] - s.point[d][jp], "ci_low": summary["ci_low"],
-                         "ci_high": summary["ci_high"], "status": status, "n_boot": s.n_boot})
+            rows.append(
+                {
+                    "channel": x,
+                    "dataset": d,
+                    "delta_pos_only": s.point[d][jp] - s.point[d][jx],
+                    "delta_random_pos": s.point[d][jr] - s.point[d][jx],
+                    "random_minus_pos_only": s.point[d][jr] - s.point[d][jp],
+                    "ci_low": summary["ci_low"],
+                    "ci_high": summary["ci_high"],
+                    "status": status,
+                    "n_boot": s.n_boot,
+                }
+            )
     return pd.DataFrame(rows)

@@ -42,6 +42,7 @@ class FeatureMemo:
 
     def ngram_index(self, analyzer: str):
         from mhaudit.features.lexical import NgramIndex
+
         return self._indexes.setdefault(analyzer, NgramIndex(analyzer))
 
     def style(self, texts: list[str], parses: Parses) -> np.ndarray:
@@ -58,9 +59,11 @@ class FeatureMemo:
 def _channel(letter: str, lexical: str, memo: FeatureMemo):
     if letter == "A":
         from mhaudit.features.lexical import LexicalChannel
+
         return LexicalChannel(kind=lexical, index=memo.ngram_index(lexical))
     if letter == "B":
         from mhaudit.features.morphosyntax import MorphosyntaxChannel
+
         return MorphosyntaxChannel()
     return _RememberedStyle(memo)
 
@@ -105,9 +108,18 @@ def original_parses(design: Design, datasets: list[str]) -> Parses:
     return parse_texts([t for part in _view_texts(design, datasets).values() for t in part])
 
 
-def build_view(design: Design, letters: tuple[str, ...], mask: str, datasets: list[str], folds: np.ndarray, *,
-               lexical: str = "char", seed: int = 0, original: Parses | None = None,
-               memo: FeatureMemo | None = None) -> View:
+def build_view(
+    design: Design,
+    letters: tuple[str, ...],
+    mask: str,
+    datasets: list[str],
+    folds: np.ndarray,
+    *,
+    lexical: str = "char",
+    seed: int = 0,
+    original: Parses | None = None,
+    memo: FeatureMemo | None = None,
+) -> View:
     """Fit each channel in `letters` on the training rows (cross-fitted where the channel needs it)
     and transform the rows of `datasets`. `original`: the parse of train + datasets texts, if known;
     `memo`: featurisations shared with the audit's other views (default: this view's own)."""

@@ -8,8 +8,11 @@ CIs, and mark each target trusted or untrusted by a shift diagnostic fixed in ad
 
 from mhaudit.core.lazy import lazy_names
 
-__all__, __getattr__, __dir__ = lazy_names(__name__, {
-    "EstimateInputs": ".options",
-    "EstimateOptions": ".options",
-    "audit_estimate": ".audit",
-})
+__all__, __getattr__, __dir__ = lazy_names(
+    __name__,
+    {
+        "EstimateInputs": ".options",
+        "EstimateOptions": ".options",
+        "audit_estimate": ".audit",
+    },
+)

@@ -22,8 +22,9 @@ __all__ = ["ensemble_estimates"]
 METHODS = ("aline-s", "aline-d")
 
 
-def ensemble_estimates(reference: PredictionSet, targets: PredictionSet, *, n_boot: int,
-                       rng: np.random.Generator) -> dict[str, pd.DataFrame]:
+def ensemble_estimates(
+    reference: PredictionSet, targets: PredictionSet, *, n_boot: int, rng: np.random.Generator
+) -> dict[str, pd.DataFrame]:
     """Tables `ensemble` (one row per run x target x method, metric accuracy), `agreement_line` (one row per
     target: the line and its trust) and `agreement_pairs` (per target and pair of distinct runs, the two
     agreements). Empty when fewer than three runs are scored on both the reference and a target."""
@@ -35,8 +36,11 @@ def ensemble_estimates(reference: PredictionSet, targets: PredictionSet, *, n_bo
     try:
         pred_ref = aligned_codes(ref_groups, runs, "reference")
     except InputError as error:  # the runs stand apart: each keeps its per-run estimates
-        return _tables(estimates, [{"platform": "", "dataset": "", "n_runs": len(runs), "trusted": False,
-                                    "untrusted_because": str(error)}], pairs)
+        return _tables(
+            estimates,
+            [{"platform": "", "dataset": "", "n_runs": len(runs), "trusted": False, "untrusted_because": str(error)}],
+            pairs,
+        )
     y_ref = labels_in_id_order(ref_groups[runs[0]])
     by_target: dict[tuple, dict] = {}
     for key, group in targets.groups().items():
@@ -51,33 +55,67 @@ def ensemble_estimates(reference: PredictionSet, targets: PredictionSet, *, n_bo
         if pred_tgt is None or pred_ref is None:  # a target without some run (pred_ref: never, runs are its keys)
             continue
         distinct, twin = distinct_runs(pred_ref, pred_tgt)
-        row = {**keys, "n_runs": len(runs), "n_distinct_runs": len(distinct), "n_reference": pred_ref.shape[1],
-               "n_target": pred_tgt.shape[1]}
+        row = {
+            **keys,
+            "n_runs": len(runs),
+            "n_distinct_runs": len(distinct),
+            "n_reference": pred_ref.shape[1],
+            "n_target": pred_tgt.shape[1],
+        }
         if len(distinct) < 3:
-            lines.append({**row, "trusted": False, "untrusted_because": f"only {len(distinct)} distinct run(s): "
-                          "a line needs three or more"})
+            lines.append(
+                {
+                    **row,
+                    "trusted": False,
+                    "untrusted_because": f"only {len(distinct)} distinct run(s): a line needs three or more",
+                }
+            )
             continue
         line = agreement_line(pred_ref[distinct], y_ref, pred_tgt[distinct], n_boot=n_boot, rng=rng)
         failed = line_trust(line)
-        lines.append({**row, "slope": line.slope, "intercept": line.intercept, "r2": line.r2,
-                      "residual_sd": line.residual_sd, "spread": line.spread,
-                      "agreement_reference": float(line.agreement_reference.mean()),
-                      "agreement_target": float(line.agreement_target.mean()), "trusted": not failed,
-                      "untrusted_because": line_untrusted_because(failed), "method_gap": line.method_gap})
+        lines.append(
+            {
+                **row,
+                "slope": line.slope,
+                "intercept": line.intercept,
+                "r2": line.r2,
+                "residual_sd": line.residual_sd,
+                "spread": line.spread,
+                "agreement_reference": float(line.agreement_reference.mean()),
+                "agreement_target": float(line.agreement_target.mean()),
+                "trusted": not failed,
+                "untrusted_because": line_untrusted_because(failed),
+                "method_gap": line.method_gap,
+            }
+        )
         names = [f"{runs[r][0]} seed {runs[r][1]}" for r in distinct]
-        pairs += [{**keys, "run_a": names[i], "run_b": names[j], "agreement_reference": a, "agreement_target": b}
-                  for (i, j), a, b in zip(line.pairs, line.agreement_reference, line.agreement_target)]
+        pairs += [
+            {**keys, "run_a": names[i], "run_b": names[j], "agreement_reference": a, "agreement_target": b}
+            for (i, j), a, b in zip(line.pairs, line.agreement_reference, line.agreement_target)
+        ]
         for r, (model, seed) in enumerate(runs):
             d = twin[r]
             for method in METHODS:
-                estimates.append({"model": model, "seed": seed, **keys, "method": method, "metric": "accuracy",
-                                  "estimate": float(line.estimates[method][d]),
-                                  "ci_low": float(line.ci_low[method][d]), "ci_high": float(line.ci_high[method][d]),
-                                  "reference_value": float(line.accuracy_reference[d]),
-                                  "trusted": not failed})
+                estimates.append(
+                    {
+                        "model": model,
+                        "seed": seed,
+                        **keys,
+                        "method": method,
+                        "metric": "accuracy",
+                        "estimate": float(line.estimates[method][d]),
+                        "ci_low": float(line.ci_low[method][d]),
+                        "ci_high": float(line.ci_high[method][d]),
+                        "reference_value": float(line.accuracy_reference[d]),
+                        "trusted": not failed,
+                    }
+                )
     return _tables(estimates, lines, pairs)
 
 
 def _tables(estimates: list, lines: list, pairs: list) -> dict[str, pd.DataFrame]:
-    return {"ensemble": pd.DataFrame(estimates), "agreement_line": pd.DataFrame(lines),
-            "agreement_pairs": pd.DataFrame(pairs)}
+    return {
+        "ensemble": pd.DataFrame(estimates),
+        "agreement_line": pd.DataFrame(lines),
+        "agreement_pairs": pd.DataFrame(pairs),
+    }

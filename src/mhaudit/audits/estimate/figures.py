@@ -25,8 +25,12 @@ def estimate_forest(estimates: pd.DataFrame) -> bytes:
     rows = list(dict.fromkeys(f1["row"]))
     values = pd.concat([f1["estimate"], f1["ci_low"], f1["ci_high"], f1["reference_value"]]).dropna()
     lo, hi = nice_range(float(values.min()), float(values.max())) if len(values) else (0.0, 1.0)
-    panel = Panel(Axis(max(lo, 0.0), min(hi, 1.0), "macro-F1 on the target: estimate and 95% CI, without its labels"),
-                  categories(rows, reverse=True), width=420, height=max(60.0, 40.0 * len(rows)))
+    panel = Panel(
+        Axis(max(lo, 0.0), min(hi, 1.0), "macro-F1 on the target: estimate and 95% CI, without its labels"),
+        categories(rows, reverse=True),
+        width=420,
+        height=max(60.0, 40.0 * len(rows)),
+    )
     at = {row: len(rows) - 1 - i for i, row in enumerate(rows)}
     legend, untrusted = [], False
     for offset, (method, group) in zip((0.22, 0.0, -0.22), f1.groupby("method", sort=False)):
@@ -40,8 +44,11 @@ def estimate_forest(estimates: pd.DataFrame) -> bytes:
     reference = f1.drop_duplicates("row").set_index("row")["reference_value"].reindex(rows)
     panel.points(reference.to_numpy(float), [at[r] for r in rows], "#000", marker="tick")
     legend += [("untrusted target (open)", "#666", "open")] if untrusted else []
-    return figure([[panel]], "Expected macro-F1 on each target, per method (one model and seed per row)",
-                  legend + [("reference (labelled)", "#000", "tick")])
+    return figure(
+        [[panel]],
+        "Expected macro-F1 on each target, per method (one model and seed per row)",
+        legend + [("reference (labelled)", "#000", "tick")],
+    )
 
 
 def _probit_axis(values: np.ndarray, label: str):
@@ -67,16 +74,23 @@ def agreement_lines(pairs: pd.DataFrame, ensemble: pd.DataFrame, lines: pd.DataF
     panels = []
     for i, key in enumerate(pairs.groupby(["platform", "dataset"], sort=False).groups):
         here = pairs[(pairs["platform"] == key[0]) & (pairs["dataset"] == key[1])]
-        runs = ensemble[(ensemble["platform"] == key[0]) & (ensemble["dataset"] == key[1])
-                        & (ensemble["method"] == "aline-d")]
-        points = [(probit(here["agreement_reference"]), probit(here["agreement_target"]), "#999"),
-                  (probit(runs["reference_value"]), probit(runs["estimate"]), "#0072B2")]
+        runs = ensemble[
+            (ensemble["platform"] == key[0]) & (ensemble["dataset"] == key[1]) & (ensemble["method"] == "aline-d")
+        ]
+        points = [
+            (probit(here["agreement_reference"]), probit(here["agreement_target"]), "#999"),
+            (probit(runs["reference_value"]), probit(runs["estimate"]), "#0072B2"),
+        ]
         line = fitted.loc[key]
         trust = "trusted" if line["trusted"] else "untrusted"
         r2 = f"R² {line['r2']:.2f}" if math.isfinite(line.get("r2", math.nan)) else "no line"
-        panel = Panel(_probit_axis(np.concatenate([p[0] for p in points]), "on the reference (labelled)"),
-                      _probit_axis(np.concatenate([p[1] for p in points]), "on the target (unlabelled)" if i == 0
-                                   else ""), width=240, height=240, title=f"{key[1]}: {r2}, {trust}")
+        panel = Panel(
+            _probit_axis(np.concatenate([p[0] for p in points]), "on the reference (labelled)"),
+            _probit_axis(np.concatenate([p[1] for p in points]), "on the target (unlabelled)" if i == 0 else ""),
+            width=240,
+            height=240,
+            title=f"{key[1]}: {r2}, {trust}",
+        )
         slope, intercept = line.get("slope", math.nan), line.get("intercept", math.nan)
         if math.isfinite(slope) and math.isfinite(intercept):  # the line where it is inside the box
             xs = np.linspace(panel.x.lo, panel.x.hi, 200)
@@ -85,7 +99,13 @@ def agreement_lines(pairs: pd.DataFrame, ensemble: pd.DataFrame, lines: pd.DataF
         for x, y, colour in points:
             panel.points(x, y, colour)
         panels.append(panel)
-    legend = [("agreement of a pair of runs", "#999", "dot"), ("a run's accuracy (ALine-D estimate)", "#0072B2", "dot"),
-              ("agreement line (probit)", "#000", "line")]
-    return figure([panels[i:i + 4] for i in range(0, len(panels), 4)],
-                  "Agreement on the line: each grey point one pair of runs, each blue point one run", legend)
+    legend = [
+        ("agreement of a pair of runs", "#999", "dot"),
+        ("a run's accuracy (ALine-D estimate)", "#0072B2", "dot"),
+        ("agreement line (probit)", "#000", "line"),
+    ]
+    return figure(
+        [panels[i : i + 4] for i in range(0, len(panels), 4)],
+        "Agreement on the line: each grey point one pair of runs, each blue point one run",
+        legend,
+    )

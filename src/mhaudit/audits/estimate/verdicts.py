@@ -30,16 +30,27 @@ def estimate_verdicts(tables: dict, options) -> pd.DataFrame:
     rows = []
     if "estimates" in tables:  # CBPE's macro-F1, graded when the shift diagnostic trusts the target
         est = tables["estimates"]
-        rows += _graded(est[(est["method"] == "cbpe") & (est["metric"] == "macro_f1")], tables["shift"],
-                        ["model", "seed", "platform", "dataset"], "estimated_macro_f1", "macro-F1",
-                        f"trusted and CI > {FAIL_DROP} below the reference: fail; drop > {WARN_DROP} or untrusted: "
-                        "warn", "estimate untrusted")
+        rows += _graded(
+            est[(est["method"] == "cbpe") & (est["metric"] == "macro_f1")],
+            tables["shift"],
+            ["model", "seed", "platform", "dataset"],
+            "estimated_macro_f1",
+            "macro-F1",
+            f"trusted and CI > {FAIL_DROP} below the reference: fail; drop > {WARN_DROP} or untrusted: warn",
+            "estimate untrusted",
+        )
     ensemble = tables.get("ensemble", pd.DataFrame())
     if not ensemble.empty:  # ALine-D's accuracy, graded when the agreement line is trusted
-        rows += _graded(ensemble[ensemble["method"] == HEADLINE_ENSEMBLE], tables["agreement_line"],
-                        ["platform", "dataset"], "estimated_accuracy", "accuracy", f"ALine-D; trusted and CI > "
-                        f"{FAIL_DROP} below the reference: fail; drop > {WARN_DROP} or untrusted line: warn",
-                        "agreement line untrusted")
+        rows += _graded(
+            ensemble[ensemble["method"] == HEADLINE_ENSEMBLE],
+            tables["agreement_line"],
+            ["platform", "dataset"],
+            "estimated_accuracy",
+            "accuracy",
+            f"ALine-D; trusted and CI > "
+            f"{FAIL_DROP} below the reference: fail; drop > {WARN_DROP} or untrusted line: warn",
+            "agreement line untrusted",
+        )
     return verdict_table(rows)
 
 
@@ -52,18 +63,41 @@ def _grade(drop: float, ci_high: float, reference: float, metric: str) -> tuple[
     return "pass", f"{metric} expected within {WARN_DROP} of the reference ({reference:.3f})"
 
 
-def _graded(estimates: pd.DataFrame, trust: pd.DataFrame, keys: list[str], statistic: str, metric: str,
-            threshold: str, untrusted: str) -> list:
+def _graded(
+    estimates: pd.DataFrame,
+    trust: pd.DataFrame,
+    keys: list[str],
+    statistic: str,
+    metric: str,
+    threshold: str,
+    untrusted: str,
+) -> list:
     """One row per run and target: the estimate graded by its drop from the reference where its row of `trust`
     (found by `keys`) is trusted, else a warning that says why not."""
     trust = trust.set_index(keys)
     rows = []
     for _, e in estimates.iterrows():
         t = trust.loc[tuple(e[keys])]
-        severity, reason = (_grade(e["reference_value"] - e["estimate"], e["ci_high"], e["reference_value"], metric)
-                            if t["trusted"] else ("warn", f"{untrusted}: {t['untrusted_because']}"))
-        rows.append(verdict("estimate", AXIS, f"{e['model']} seed {e['seed']}", _target(e), statistic, e["estimate"],
-                            threshold, severity, reason, ci_low=e["ci_low"], ci_high=e["ci_high"]))
+        severity, reason = (
+            _grade(e["reference_value"] - e["estimate"], e["ci_high"], e["reference_value"], metric)
+            if t["trusted"]
+            else ("warn", f"{untrusted}: {t['untrusted_because']}")
+        )
+        rows.append(
+            verdict(
+                "estimate",
+                AXIS,
+                f"{e['model']} seed {e['seed']}",
+                _target(e),
+                statistic,
+                e["estimate"],
+                threshold,
+                severity,
+                reason,
+                ci_low=e["ci_low"],
+                ci_high=e["ci_high"],
+            )
+        )
     return rows
 
 
@@ -77,8 +111,10 @@ def summarise(tables: dict, verdicts: pd.DataFrame, synthetic: bool) -> str:
     if "estimates" in tables:
         est = tables["estimates"]
         head = est[(est["method"] == "cbpe") & (est["metric"] == "macro_f1")]
-        lines.append(f"Per run, CBPE's macro-F1 without the target's labels ({int(head['trusted'].sum())} of "
-                     f"{len(head)} trusted):")
+        lines.append(
+            f"Per run, CBPE's macro-F1 without the target's labels ({int(head['trusted'].sum())} of "
+            f"{len(head)} trusted):"
+        )
         for (model, target), runs in head.groupby(["model", head.apply(_target, axis=1)], sort=False):
             counts = _counts(verdicts, "estimated_macro_f1", runs, target)
             lines.append(f"- {model} on {target}: {_folded(runs)}; {counts}")
@@ -88,8 +124,10 @@ def summarise(tables: dict, verdicts: pd.DataFrame, synthetic: bool) -> str:
 def _counts(verdicts: pd.DataFrame, statistic: str, runs: pd.DataFrame, target: str) -> str:
     """The runs' verdicts on `statistic`, worst first: "1 fail, 4 warn"."""
     subjects = [f"{m} seed {s}" for m, s in zip(runs["model"], runs["seed"])]
-    found = verdicts.loc[(verdicts["statistic"] == statistic) & (verdicts["target"] == target)
-                         & verdicts["subject"].isin(subjects), "severity"]
+    found = verdicts.loc[
+        (verdicts["statistic"] == statistic) & (verdicts["target"] == target) & verdicts["subject"].isin(subjects),
+        "severity",
+    ]
     return ", ".join(f"{n} {s}" for s in ("fail", "warn", "undefined", "pass") if (n := int((found == s).sum())))
 
 
@@ -98,10 +136,14 @@ def _folded(runs: pd.DataFrame) -> str:
     trusted = int(runs["trusted"].sum())
     if len(runs) == 1:
         r = runs.iloc[0]
-        return (f"seed {r['seed']}, {r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] (reference "
-                f"{r['reference_value']:.3f}), " + ("trusted" if trusted else "untrusted"))
-    return (f"{len(runs)} seeds, {runs['estimate'].mean():.3f} ± {runs['estimate'].std(ddof=1):.3f} (reference "
-            f"{runs['reference_value'].mean():.3f}), {trusted} of {len(runs)} trusted")
+        return (
+            f"seed {r['seed']}, {r['estimate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] (reference "
+            f"{r['reference_value']:.3f}), " + ("trusted" if trusted else "untrusted")
+        )
+    return (
+        f"{len(runs)} seeds, {runs['estimate'].mean():.3f} ± {runs['estimate'].std(ddof=1):.3f} (reference "
+        f"{runs['reference_value'].mean():.3f}), {trusted} of {len(runs)} trusted"
+    )
 
 
 def _ensemble_line(line, ens: pd.DataFrame, verdicts: pd.DataFrame) -> str:
@@ -109,11 +151,20 @@ def _ensemble_line(line, ens: pd.DataFrame, verdicts: pd.DataFrame) -> str:
     if not line["dataset"]:
         return f"Ensemble of {int(line['n_runs'])} runs: no agreement line ({line['untrusted_because']})."
     head = f"Ensemble of {int(line['n_runs'])} runs on {_target(line)}"
-    here = ens if ens.empty else ens[(ens["platform"] == line["platform"]) & (ens["dataset"] == line["dataset"])
-                                     & (ens["method"] == HEADLINE_ENSEMBLE)]
+    here = (
+        ens
+        if ens.empty
+        else ens[
+            (ens["platform"] == line["platform"])
+            & (ens["dataset"] == line["dataset"])
+            & (ens["method"] == HEADLINE_ENSEMBLE)
+        ]
+    )
     if here.empty:
         return f"{head}: no agreement line ({line['untrusted_because']})."
     trust = "trusted" if line["trusted"] else f"untrusted: {line['untrusted_because']}"
-    return (f"{head}: accuracy expected {here['estimate'].min():.3f}–{here['estimate'].max():.3f} over the runs "
-            f"(reference {here['reference_value'].min():.3f}–{here['reference_value'].max():.3f}), "
-            f"{_counts(verdicts, 'estimated_accuracy', here, _target(line))}; agreement line {trust}.")
+    return (
+        f"{head}: accuracy expected {here['estimate'].min():.3f}–{here['estimate'].max():.3f} over the runs "
+        f"(reference {here['reference_value'].min():.3f}–{here['reference_value'].max():.3f}), "
+        f"{_counts(verdicts, 'estimated_accuracy', here, _target(line))}; agreement line {trust}."
+    )

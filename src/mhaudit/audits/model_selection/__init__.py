@@ -4,8 +4,11 @@ one labelled binary corpus, on folds drawn once so that every model sees the sam
 
 from mhaudit.core.lazy import lazy_names
 
-__all__, __getattr__, __dir__ = lazy_names(__name__, {
-    "ModelSelectionInputs": ".options",
-    "ModelSelectionOptions": ".options",
-    "audit_model_selection": ".run",
-})
+__all__, __getattr__, __dir__ = lazy_names(
+    __name__,
+    {
+        "ModelSelectionInputs": ".options",
+        "ModelSelectionOptions": ".options",
+        "audit_model_selection": ".run",
+    },
+)

@@ -34,8 +34,9 @@ def figure_efficiency(efficiency: pd.DataFrame) -> bytes:
         part = efficiency[efficiency["protocol"] == protocol]
         ax.scatter(part["train_seconds"], part["f1"], c=np.where(part["on_frontier"], "C3", "C0"))
         for _, row in part.iterrows():
-            ax.annotate(row["model"], (row["train_seconds"], row["f1"]), fontsize=7, xytext=(3, 3),
-                        textcoords="offset points")
+            ax.annotate(
+                row["model"], (row["train_seconds"], row["f1"]), fontsize=7, xytext=(3, 3), textcoords="offset points"
+            )
         front = part[part["on_frontier"]].sort_values("train_seconds")
         ax.plot(front["train_seconds"], front["f1"], color="C3", lw=0.8)
         seconds = part["train_seconds"]
@@ -66,8 +67,13 @@ def figure_tradeoff(tradeoff: pd.DataFrame) -> bytes:
             sub = part[part["protocol"] == protocol]
             ax.scatter(sub["precision"], sub["recall"], marker=markers[j % len(markers)], label=protocol)
             for _, row in sub.iterrows():
-                ax.annotate(row["model"], (row["precision"], row["recall"]), fontsize=6, xytext=(2, 2),
-                            textcoords="offset points")
+                ax.annotate(
+                    row["model"],
+                    (row["precision"], row["recall"]),
+                    fontsize=6,
+                    xytext=(2, 2),
+                    textcoords="offset points",
+                )
         ax.set_xlim(0, 1.02)
         ax.set_ylim(0, 1.02)
         ax.set_xlabel("precision")

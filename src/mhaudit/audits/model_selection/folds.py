@@ -22,21 +22,27 @@ def assign_folds(y: np.ndarray, protocol: Protocol, seed: int) -> list[tuple[np.
     counts = np.bincount(y, minlength=2)
     names = ("negative", "positive")
     if (counts == 0).any():
-        raise InputError(f"the training labels hold only one class ({names[int(np.argmax(counts))]}, {n} rows); "
-                         "a benchmark needs both classes")
+        raise InputError(
+            f"the training labels hold only one class ({names[int(np.argmax(counts))]}, {n} rows); "
+            "a benchmark needs both classes"
+        )
     index = np.arange(n)
     if protocol.kind == "holdout":
         n_test = int(np.ceil(protocol.test_size * n))
         if counts.min() < 2 or n_test < 2 or n - n_test < 2:
-            raise InputError(f"a stratified {protocol.label} holdout needs at least 2 rows of each class on each "
-                             f"side; the training labels have {counts[0]} negative and {counts[1]} positive rows")
+            raise InputError(
+                f"a stratified {protocol.label} holdout needs at least 2 rows of each class on each "
+                f"side; the training labels have {counts[0]} negative and {counts[1]} positive rows"
+            )
         train, test = train_test_split(index, test_size=protocol.test_size, stratify=y, random_state=seed)
         folds = [(np.sort(train), np.sort(test))]
     elif protocol.kind == "cv":
         if counts.min() < protocol.k:
             cls = names[int(np.argmin(counts))]
-            raise InputError(f"{protocol.label} needs at least {protocol.k} rows of every class; the {cls} class has "
-                             f"{counts.min()} (use fewer folds or more data)")
+            raise InputError(
+                f"{protocol.label} needs at least {protocol.k} rows of every class; the {cls} class has "
+                f"{counts.min()} (use fewer folds or more data)"
+            )
         splitter = StratifiedKFold(n_splits=protocol.k, shuffle=True, random_state=seed)
         folds = [(np.sort(a), np.sort(b)) for a, b in splitter.split(index, y)]
     else:
@@ -46,13 +52,16 @@ def assign_folds(y: np.ndarray, protocol: Protocol, seed: int) -> list[tuple[np.
         folds = [(np.sort(a), np.sort(b)) for a, b in splitter.split(index)]
     for i, (train, _) in enumerate(folds, start=1):
         if len(np.unique(y[train])) < 2:
-            raise InputError(f"fold {i} of {protocol.label} has training rows of one class only; use a stratified "
-                             "protocol (cv) or fewer folds")
+            raise InputError(
+                f"fold {i} of {protocol.label} has training rows of one class only; use a stratified "
+                "protocol (cv) or fewer folds"
+            )
     return folds
 
 
-def stratified_take(y: np.ndarray, fraction: float | None = None, n: int | None = None, *, seed: int,
-                    keep_one: bool = True) -> np.ndarray:
+def stratified_take(
+    y: np.ndarray, fraction: float | None = None, n: int | None = None, *, seed: int, keep_one: bool = True
+) -> np.ndarray:
     """Positions of a stratified random share (`fraction`) or count (`n`) of `y`, sorted.
 
     Each class gives round(share x its size) rows; with `keep_one`, at least one row of each class is
@@ -96,8 +105,11 @@ def make_folds(y: np.ndarray, protocols: list[Protocol], seed: int, val_fraction
     for protocol in protocols:
         for number, (train_idx, test_idx) in enumerate(assign_folds(y, protocol, seed), start=1):
             fold_seed = seed * 1000 + number
-            val_pos = (stratified_take(y[train_idx], fraction=val_fraction, seed=fold_seed)
-                       if val_fraction > 0 else np.array([], dtype=int))
+            val_pos = (
+                stratified_take(y[train_idx], fraction=val_fraction, seed=fold_seed)
+                if val_fraction > 0
+                else np.array([], dtype=int)
+            )
             split = np.full(len(train_idx), "train", dtype=object)
             split[val_pos] = "val"
             folds.append(Fold(protocol, number, train_idx, test_idx, split, fold_seed))

@@ -37,9 +37,20 @@ class FoldJob(NamedTuple):
     n_val: int
 
 
-def fit_and_predict(*, name: str, options: dict, classes: list[str], train_text: list[str], train_label: list[str],
-                    train_split: list[str], test_text: list[str], cache: str | None = None, read_cache: bool = True,
-                    label: str = "", where: str = "") -> dict:
+def fit_and_predict(
+    *,
+    name: str,
+    options: dict,
+    classes: list[str],
+    train_text: list[str],
+    train_label: list[str],
+    train_split: list[str],
+    test_text: list[str],
+    cache: str | None = None,
+    read_cache: bool = True,
+    label: str = "",
+    where: str = "",
+) -> dict:
     """Fit one model on one fold's training rows and score its test rows (a run_jobs job).
 
     Returns logits, train_seconds (fit, checkpoint loading included), infer_seconds (predict on the test
@@ -59,17 +70,24 @@ def fit_and_predict(*, name: str, options: dict, classes: list[str], train_text:
         model.fit(frame, classes)
     except ValueError as exc:  # sklearn's InvalidParameterError is a ValueError too
         text = str(exc).strip()
-        raise InputError(f"model '{label or name}' could not be trained{' (' + where + ')' if where else ''}: "
-                         f"{text.splitlines()[0] if text else type(exc).__name__}") from None
+        raise InputError(
+            f"model '{label or name}' could not be trained{' (' + where + ')' if where else ''}: "
+            f"{text.splitlines()[0] if text else type(exc).__name__}"
+        ) from None
     train_seconds = time.perf_counter() - start
     start = time.perf_counter()
     logits = model.predict_logits(test_text)
     infer_seconds = time.perf_counter() - start
     history = getattr(model, "history", None) or []
-    result = {"logits": np.asarray(logits, dtype=float).tolist(), "train_seconds": train_seconds,
-              "infer_seconds": infer_seconds, "notes": list(getattr(model, "notes", []) or []),
-              "epochs": len([h for h in history if h.get("stage", "fit") == "fit"]) or None,
-              "best_epoch": getattr(model, "best_epoch", None), "cached": False}
+    result = {
+        "logits": np.asarray(logits, dtype=float).tolist(),
+        "train_seconds": train_seconds,
+        "infer_seconds": infer_seconds,
+        "notes": list(getattr(model, "notes", []) or []),
+        "epochs": len([h for h in history if h.get("stage", "fit") == "fit"]) or None,
+        "best_epoch": getattr(model, "best_epoch", None),
+        "cached": False,
+    }
     if cache:
         write_text_atomic(cache, json.dumps(result))
     return result
@@ -82,8 +100,11 @@ def _read_cache(path: Path) -> dict | None:
         result = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):  # none (FileNotFoundError), unreadable, not JSON, not UTF-8
         return None
-    if not isinstance(result, dict) or not isinstance(result.get("logits"), list) or not all(
-            isinstance(result.get(k), (int, float)) for k in ("train_seconds", "infer_seconds")):
+    if (
+        not isinstance(result, dict)
+        or not isinstance(result.get("logits"), list)
+        or not all(isinstance(result.get(k), (int, float)) for k in ("train_seconds", "infer_seconds"))
+    ):
         return None
     result["cached"] = True
     return result
@@ -102,9 +123,18 @@ def fit_options(specs: Sequence[ModelSpec], seed: int) -> dict[str, dict]:
     return {spec.label: {"seed": seed, **spec.options} for spec in specs}
 
 
-def plan_jobs(folds: Sequence[Fold], specs: Sequence[ModelSpec], *, rows: pd.DataFrame, labels: np.ndarray,
-              y: np.ndarray, classes: list[str], model_options: dict[str, dict], fingerprints: dict[str, str | None],
-              options: ModelSelectionOptions) -> tuple[list[dict], list[FoldJob]]:
+def plan_jobs(
+    folds: Sequence[Fold],
+    specs: Sequence[ModelSpec],
+    *,
+    rows: pd.DataFrame,
+    labels: np.ndarray,
+    y: np.ndarray,
+    classes: list[str],
+    model_options: dict[str, dict],
+    fingerprints: dict[str, str | None],
+    options: ModelSelectionOptions,
+) -> tuple[list[dict], list[FoldJob]]:
     """One `fit_and_predict` job per fold and model, fold by fold, on rows identical across models, with
     the cache file its key names under `options.cache_dir`; `labels` are the training labels as class
     names, `y` as 0/1."""
@@ -114,17 +144,40 @@ def plan_jobs(folds: Sequence[Fold], specs: Sequence[ModelSpec], *, rows: pd.Dat
     for fold in folds:
         for spec in specs:
             idx, split = _training_rows(fold, spec, y)
-            key = _job_key({"corpus": corpus_hash, "classes": classes, "protocol": fold.protocol.label,
-                            "fold": fold.number, "seed": options.seed, "name": spec.name,
-                            "options": model_options[spec.label], "checkpoint": fingerprints[spec.label],
-                            "mhaudit": mhaudit.__version__, "val": spec.val, "subsample": spec.subsample,
-                            "val_fraction": options.val_fraction, "train": idx.tolist(), "split": split.tolist(),
-                            "test": fold.test.tolist()})
-            jobs.append(dict(name=spec.name, options=model_options[spec.label], classes=classes,
-                             train_text=rows["text"].iloc[idx].tolist(), train_label=labels[idx].tolist(),
-                             train_split=split.tolist(), test_text=rows["text"].iloc[fold.test].tolist(),
-                             cache=str(cache_dir / f"{key}.json") if cache_dir else None,
-                             read_cache=options.resume, label=spec.label, where=fold.where))
+            key = _job_key(
+                {
+                    "corpus": corpus_hash,
+                    "classes": classes,
+                    "protocol": fold.protocol.label,
+                    "fold": fold.number,
+                    "seed": options.seed,
+                    "name": spec.name,
+                    "options": model_options[spec.label],
+                    "checkpoint": fingerprints[spec.label],
+                    "mhaudit": mhaudit.__version__,
+                    "val": spec.val,
+                    "subsample": spec.subsample,
+                    "val_fraction": options.val_fraction,
+                    "train": idx.tolist(),
+                    "split": split.tolist(),
+                    "test": fold.test.tolist(),
+                }
+            )
+            jobs.append(
+                dict(
+                    name=spec.name,
+                    options=model_options[spec.label],
+                    classes=classes,
+                    train_text=rows["text"].iloc[idx].tolist(),
+                    train_label=labels[idx].tolist(),
+                    train_split=split.tolist(),
+                    test_text=rows["text"].iloc[fold.test].tolist(),
+                    cache=str(cache_dir / f"{key}.json") if cache_dir else None,
+                    read_cache=options.resume,
+                    label=spec.label,
+                    where=fold.where,
+                )
+            )
             placed.append(FoldJob(fold, spec, len(idx), int((split == "val").sum())))
     return jobs, placed
 
@@ -153,8 +206,9 @@ def checkpoint_fingerprint(source: str) -> str:
     h = hashlib.sha256()
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         stat = path.stat()
-        h.update(f"{path.relative_to(folder).as_posix()}\x1f{file_sha256(path, stat.st_size, stat.st_mtime_ns)}\x1e"
-                 .encode())
+        h.update(
+            f"{path.relative_to(folder).as_posix()}\x1f{file_sha256(path, stat.st_size, stat.st_mtime_ns)}\x1e".encode()
+        )
     return h.hexdigest()
 
 

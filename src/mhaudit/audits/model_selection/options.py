@@ -44,18 +44,26 @@ class Preset:
 
 
 PRESETS = {
-    "si": Preset("si", ("holdout", "cv"), 5,
-                 dict(epochs=3, batch_size=16, eval_batch_size=64, lr=2e-5, val=False),
-                 dict(lr=1e-3, weight_decay=1e-4, batch_size=16, epochs=5, patience=3),
-                 "SI: 70/30 stratified holdout and stratified 5-fold CV; transformers AdamW lr 2e-5, 3 epochs "
-                 "(all three run, the last kept: no validation rows), batch 16, evaluation 64; hybrids Adam lr 1e-3, "
-                 "weight decay 1e-4, batch 16, early stopping patience 3 over at most 5 epochs"),
-    "mh": Preset("mh", ("cv",), 5,
-                 dict(epochs=5, patience=2, max_length=512, batch_size=8, eval_batch_size=16, lr=2e-5),
-                 dict(max_length=512),
-                 "MH: stratified 5-fold CV; transformers AdamW lr 2e-5, up to 5 epochs with early stopping "
-                 "(patience 2) on the validation rows, max length 512, dynamic padding, batch 8, evaluation 16; "
-                 "hybrids (not in the paper's MH benchmark) at their defaults with max length 512"),
+    "si": Preset(
+        "si",
+        ("holdout", "cv"),
+        5,
+        dict(epochs=3, batch_size=16, eval_batch_size=64, lr=2e-5, val=False),
+        dict(lr=1e-3, weight_decay=1e-4, batch_size=16, epochs=5, patience=3),
+        "SI: 70/30 stratified holdout and stratified 5-fold CV; transformers AdamW lr 2e-5, 3 epochs "
+        "(all three run, the last kept: no validation rows), batch 16, evaluation 64; hybrids Adam lr 1e-3, "
+        "weight decay 1e-4, batch 16, early stopping patience 3 over at most 5 epochs",
+    ),
+    "mh": Preset(
+        "mh",
+        ("cv",),
+        5,
+        dict(epochs=5, patience=2, max_length=512, batch_size=8, eval_batch_size=16, lr=2e-5),
+        dict(max_length=512),
+        "MH: stratified 5-fold CV; transformers AdamW lr 2e-5, up to 5 epochs with early stopping "
+        "(patience 2) on the validation rows, max length 512, dynamic padding, batch 8, evaluation 16; "
+        "hybrids (not in the paper's MH benchmark) at their defaults with max length 512",
+    ),
 }
 
 
@@ -70,8 +78,10 @@ class Protocol:
         """'holdout', 'holdout:0.2', 'cv', 'cv:10', 'kfold', 'kfold:10' (k defaults to `folds`)."""
         kind, _, arg = spec.strip().lower().partition(":")
         if kind not in ("holdout", "cv", "kfold"):
-            raise InputError(f"protocol '{spec}' is not one of holdout, cv (stratified k-fold), kfold (plain k-fold); "
-                             "add ':K' for the number of folds (cv:10) or ':FRACTION' for the test share (holdout:0.3)")
+            raise InputError(
+                f"protocol '{spec}' is not one of holdout, cv (stratified k-fold), kfold (plain k-fold); "
+                "add ':K' for the number of folds (cv:10) or ':FRACTION' for the test share (holdout:0.3)"
+            )
         try:
             if kind == "holdout":
                 size = float(arg) if arg else test_size
@@ -156,8 +166,7 @@ class ModelSpec:
         if preset is not None and self.family() != "other":
             settings = dict(preset.transformer if self.family() == "transformer" else preset.hybrid)
         preset_val = settings.pop("val", None)
-        val = self.val if self.val is not None else preset_val if preset_val is not None else \
-            self.family() != "other"
+        val = self.val if self.val is not None else preset_val if preset_val is not None else self.family() != "other"
         return replace(self, options={**settings, **self.options}, val=val)
 
 
@@ -172,25 +181,37 @@ class ModelSelectionOptions:
 
     models: tuple[ModelSpec | str, ...] = option(
         help="Model to compare, repeatable: a registered name (tfidf-lr, char-tfidf-lr, transformer, bert-lstm, "
-             "bert-lstm-attention) or minilm, optionally with options 'NAME:key=value,key=value' (label=..., "
-             "val=true|false, subsample=N are the audit's).", flag="model", parse=str, split=False)
+        "bert-lstm-attention) or minilm, optionally with options 'NAME:key=value,key=value' (label=..., "
+        "val=true|false, subsample=N are the audit's).",
+        flag="model",
+        parse=str,
+        split=False,
+    )
     protocols: tuple[str, ...] | None = option(
-        None, help="holdout[:TEST_SHARE], cv[:K] (stratified k-fold) or kfold[:K] (plain); repeatable. Default: the "
-                   "preset's, else holdout and cv.", flag="protocol")
+        None,
+        help="holdout[:TEST_SHARE], cv[:K] (stratified k-fold) or kfold[:K] (plain); repeatable. Default: the "
+        "preset's, else holdout and cv.",
+        flag="protocol",
+    )
     folds: int | None = option(None, help="k for cv / kfold without ':K' (default: the preset's, else 5).")
     test_size: float = option(0.3, help="Holdout test share.", rule=between(0, 1))
-    val_fraction: float = option(0.1, help="Share of each fold's training rows held out for early stopping / "
-                                 "calibration.", rule=between(0, 0.5, low_open=False))
+    val_fraction: float = option(
+        0.1,
+        help="Share of each fold's training rows held out for early stopping / calibration.",
+        rule=between(0, 0.5, low_open=False),
+    )
     seed: int = option(0, help="Seed of folds, validation rows, subsamples and models.")
     preset: str | None = option(None, help="The paper's settings: si or mh (overridable).", rule=one_of(*PRESETS))
     positive: str | None = option(None, help="Positive class (default: the corpus's last class).")
-    subsample: int | None = option(None, help="Benchmark a stratified subsample of this many rows (drawn before the "
-                                   "folds).", rule=at_least(2))
+    subsample: int | None = option(
+        None, help="Benchmark a stratified subsample of this many rows (drawn before the folds).", rule=at_least(2)
+    )
     executor: str = option("local", help="local (processes) or ray.", rule=one_of(*EXECUTORS))
     workers: int = option(1, help="Local worker processes for the fold jobs.", rule=at_least(1))
     cache_dir: Path | None = option(None, help="Folder the finished fold jobs are written to.", cli=False)
-    resume: bool = option(True, help="Reuse finished fold jobs from OUT/jobs; --no-resume retrains them (and writes "
-                          "them over).")
+    resume: bool = option(
+        True, help="Reuse finished fold jobs from OUT/jobs; --no-resume retrains them (and writes them over)."
+    )
     figures: bool = option(True, help="Draw the protocol effect, the efficiency frontier and the trade-off.")
 
     def __post_init__(self) -> None:
@@ -214,7 +235,7 @@ class ModelSelectionOptions:
         if len({p.label for p in protocols}) < len(protocols):
             raise InputError(f"a protocol is given twice ({', '.join(names)})")
         # per-fold seeds are seed x 1000 + fold, and NumPy/scikit-learn take seeds in [0, 2**32)
-        top = (2 ** 32 - 1 - max(p.k for p in protocols)) // 1000
+        top = (2**32 - 1 - max(p.k for p in protocols)) // 1000
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed <= top:
             raise InputError(f"seed must be an integer from 0 to {top:,}, got {self.seed!r}")
         return preset, specs, protocols
@@ -249,9 +270,17 @@ class ModelSelectionInputs:
         return self.corpus.synthetic
 
     @classmethod
-    def from_files(cls, corpus: str | Path, *, labels=(), train_labeler: str = CORPUS_SOURCE, reference_labelers=(),
-                   task: str | None = None, dataset: str | None = None,
-                   positive: str | None = None) -> ModelSelectionInputs:
+    def from_files(
+        cls,
+        corpus: str | Path,
+        *,
+        labels=(),
+        train_labeler: str = CORPUS_SOURCE,
+        reference_labelers=(),
+        task: str | None = None,
+        dataset: str | None = None,
+        positive: str | None = None,
+    ) -> ModelSelectionInputs:
         """From a corpus file (only its rows of `dataset`, a data set or platform, when given) and the labels tables
         holding the label sources: 'corpus' is the corpus's own labels, any other name a labeler of `task` whose
         1 is the `positive` class (default: the corpus's last)."""
@@ -270,12 +299,29 @@ class ModelSelectionInputs:
         if table is not None:  # a labeler may be named by a short name (`full_labeler_name`)
             train_labeler, *reference_labelers = (
                 name if name == CORPUS_SOURCE else full_labeler_name(table, name, task, role="label source")
-                for name in (train_labeler, *reference_labelers))
-        train, references = label_sources(read.frame, read.classes, table, train_labeler=train_labeler,
-                                          reference_labelers=reference_labelers, task=task, positive=positive)
+                for name in (train_labeler, *reference_labelers)
+            )
+        train, references = label_sources(
+            read.frame,
+            read.classes,
+            table,
+            train_labeler=train_labeler,
+            reference_labelers=reference_labelers,
+            task=task,
+            positive=positive,
+        )
         files = tuple((str(p), sha256_file(p)) for p in [path, *map(Path, labels)])
         return cls(read, train, train_labeler, references, f"Model selection on {path.name}", files)
 
 
-__all__ = ["ALIASES", "FAMILIES", "PRESETS", "ModelSelectionInputs", "ModelSelectionOptions", "ModelSpec", "Preset",
-           "Protocol", "family"]
+__all__ = [
+    "ALIASES",
+    "FAMILIES",
+    "PRESETS",
+    "ModelSelectionInputs",
+    "ModelSelectionOptions",
+    "ModelSpec",
+    "Preset",
+    "Protocol",
+    "family",
+]

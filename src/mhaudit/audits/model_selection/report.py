@@ -11,22 +11,35 @@ from mhaudit.audits.model_selection.options import ModelSelectionOptions, ModelS
 from mhaudit.report import Section
 
 
-def introduction(*, n_rows: int, positive: str, train_source: str, sources: Mapping[str, pd.Series],
-                 protocols: Sequence[Protocol], specs: Sequence[ModelSpec], preset: Preset | None,
-                 options: ModelSelectionOptions) -> str:
+def introduction(
+    *,
+    n_rows: int,
+    positive: str,
+    train_source: str,
+    sources: Mapping[str, pd.Series],
+    protocols: Sequence[Protocol],
+    specs: Sequence[ModelSpec],
+    preset: Preset | None,
+    options: ModelSelectionOptions,
+) -> str:
     """What was compared, on which rows and labels, under which protocols."""
-    described = ", ".join(f"{s.label} ({s.name}{', ' + _short(s.options) if s.options else ''}"
-                          f"{'; trained on ' + str(s.subsample) + ' rows of each fold' if s.subsample else ''}"
-                          f"{'; no validation rows' if not s.val else ''})" for s in specs)
+    described = ", ".join(
+        f"{s.label} ({s.name}{', ' + _short(s.options) if s.options else ''}"
+        f"{'; trained on ' + str(s.subsample) + ' rows of each fold' if s.subsample else ''}"
+        f"{'; no validation rows' if not s.val else ''})"
+        for s in specs
+    )
     others = [repr(r) for r in sources if r != train_source]
-    return (f"{n_rows:,} rows, positive class '{positive}', trained on the label source '{train_source}'"
-            f"{'; scored also against ' + ', '.join(others) if others else ''}. "
-            f"Protocols: {', '.join(p.label for p in protocols)} (seed {options.seed}, folds identical for every "
-            f"model; {options.val_fraction:.0%} of each fold's training rows held out as validation rows for "
-            f"the models with validation rows, the others train on all of them). "
-            f"Models: {described}."
-            + (f" Preset: {preset.description}." if preset else "")
-            + (f" A stratified subsample of {options.subsample:,} rows was drawn first." if options.subsample else ""))
+    return (
+        f"{n_rows:,} rows, positive class '{positive}', trained on the label source '{train_source}'"
+        f"{'; scored also against ' + ', '.join(others) if others else ''}. "
+        f"Protocols: {', '.join(p.label for p in protocols)} (seed {options.seed}, folds identical for every "
+        f"model; {options.val_fraction:.0%} of each fold's training rows held out as validation rows for "
+        f"the models with validation rows, the others train on all of them). "
+        f"Models: {described}."
+        + (f" Preset: {preset.description}." if preset else "")
+        + (f" A stratified subsample of {options.subsample:,} rows was drawn first." if options.subsample else "")
+    )
 
 
 def sections(tables: Mapping[str, pd.DataFrame], intro: str, *, references: bool, figures: bool) -> list[Section]:
@@ -34,31 +47,54 @@ def sections(tables: Mapping[str, pd.DataFrame], intro: str, *, references: bool
     there are `references`, the figures only where asked and there are scores."""
     out = [
         Section("Design", intro, {"design": tables["design"], "label_sources": tables["label_sources"]}),
-        Section("Scores side by side",
-                "Mean and standard deviation over folds (holdout: one fold, no SD). Metrics of the positive class "
-                "unless macro; AUC of the positive-minus-negative logit; seconds of wall time per fold.",
-                {"summary": tables["summary"]}),
-        Section("Protocol effect",
-                "Cross-validation mean minus holdout, per model, label source and metric (positive: CV scores "
-                "higher).", {"protocol_effect": tables["protocol_effect"]}),
-        Section("Efficiency frontier",
-                "F1 against mean training time per fold, on the training labels; on_frontier: no other model "
-                "reaches at least its F1 in at most its training time (and is better in one).",
-                {"efficiency": tables["efficiency"]}),
-        Section("Recall / precision trade-off",
-                "Positive-class recall against precision per model, protocol and label source, with the predicted "
-                "and the true positive rate.", {"tradeoff": tables["tradeoff"]}),
+        Section(
+            "Scores side by side",
+            "Mean and standard deviation over folds (holdout: one fold, no SD). Metrics of the positive class "
+            "unless macro; AUC of the positive-minus-negative logit; seconds of wall time per fold.",
+            {"summary": tables["summary"]},
+        ),
+        Section(
+            "Protocol effect",
+            "Cross-validation mean minus holdout, per model, label source and metric (positive: CV scores higher).",
+            {"protocol_effect": tables["protocol_effect"]},
+        ),
+        Section(
+            "Efficiency frontier",
+            "F1 against mean training time per fold, on the training labels; on_frontier: no other model "
+            "reaches at least its F1 in at most its training time (and is better in one).",
+            {"efficiency": tables["efficiency"]},
+        ),
+        Section(
+            "Recall / precision trade-off",
+            "Positive-class recall against precision per model, protocol and label source, with the predicted "
+            "and the true positive rate.",
+            {"tradeoff": tables["tradeoff"]},
+        ),
     ]
     if references:
-        out.append(Section(
-            "Training labels against the references",
-            "The training labels themselves scored against each reference source on the rows both label "
-            "(the ceiling a model that reproduced its training labels perfectly would reach against the "
-            "reference); kappa is Cohen's.", {"training_vs_reference": tables["training_vs_reference"]}))
-    out.append(Section("Per-fold scores", "One row per model, protocol, fold and label source.",
-                       {"fold_scores": tables["fold_scores"]}))
-    out.append(Section("Model notes", "What each fit reported (early stopping, kept epoch, calibration).",
-                       {"model_notes": tables["model_notes"]}))
+        out.append(
+            Section(
+                "Training labels against the references",
+                "The training labels themselves scored against each reference source on the rows both label "
+                "(the ceiling a model that reproduced its training labels perfectly would reach against the "
+                "reference); kappa is Cohen's.",
+                {"training_vs_reference": tables["training_vs_reference"]},
+            )
+        )
+    out.append(
+        Section(
+            "Per-fold scores",
+            "One row per model, protocol, fold and label source.",
+            {"fold_scores": tables["fold_scores"]},
+        )
+    )
+    out.append(
+        Section(
+            "Model notes",
+            "What each fit reported (early stopping, kept epoch, calibration).",
+            {"model_notes": tables["model_notes"]},
+        )
+    )
     if figures and not tables["summary"].empty:  # matplotlib imported only to draw them
         from mhaudit.audits.model_selection.figures import figure_efficiency, figure_protocol_effect, figure_tradeoff
 

@@ -27,8 +27,9 @@ from mhaudit.tables.digest import digest_frame
 
 
 @quiet_undefined()  # the tables carry each undefined value's reason
-def audit_model_selection(inputs: ModelSelectionInputs, options: ModelSelectionOptions, *,
-                          progress: Progress | None = None) -> AuditResult:
+def audit_model_selection(
+    inputs: ModelSelectionInputs, options: ModelSelectionOptions, *, progress: Progress | None = None
+) -> AuditResult:
     """Compare `options.models` on the rows of `inputs.corpus` with a training label under every protocol: the
     models learn `inputs.train_labels` (the folds are stratified by them) and are scored against them and every
     reference source. The result's outputs hold the out-of-fold predictions (one row per model x protocol x fold x
@@ -46,35 +47,77 @@ def audit_model_selection(inputs: ModelSelectionInputs, options: ModelSelectionO
     labels = rows["id"].map(sources[train_source]).to_numpy()
     y = (labels == positive).astype(int)
     folds = make_folds(y, protocols, options.seed, options.val_fraction)
-    jobs, placed = plan_jobs(folds, specs, rows=rows, labels=labels, y=y, classes=classes,
-                             model_options=model_options, fingerprints=fingerprints, options=options)
+    jobs, placed = plan_jobs(
+        folds,
+        specs,
+        rows=rows,
+        labels=labels,
+        y=y,
+        classes=classes,
+        model_options=model_options,
+        fingerprints=fingerprints,
+        options=options,
+    )
     if options.cache_dir:
         Path(options.cache_dir).mkdir(parents=True, exist_ok=True)
     with progress.stage(f"{len(jobs)} fold jobs, seed {options.seed}", total=len(jobs)):
-        results = run_jobs(fit_and_predict, jobs, executor=options.executor, workers=options.workers,
-                           progress=progress)
+        results = run_jobs(fit_and_predict, jobs, executor=options.executor, workers=options.workers, progress=progress)
     for index, (job, result) in enumerate(zip(placed, results, strict=True)):
-        took = "read from the cache" if result["cached"] else (
-            f"trained in {result['train_seconds']:.1f} s, predicted in {result['infer_seconds']:.1f} s")
+        took = (
+            "read from the cache"
+            if result["cached"]
+            else (f"trained in {result['train_seconds']:.1f} s, predicted in {result['infer_seconds']:.1f} s")
+        )
         progress.note(f"[{index + 1}/{len(jobs)}] {job.spec.label} seed {options.seed} · {job.fold.where}: {took}")
-    fold_scores, predictions, notes = score_jobs(placed, results, rows=rows, sources=sources,
-                                                 train_source=train_source, classes=classes, positive=positive,
-                                                 negative=negative)
-    tables = report_tables(fold_scores=fold_scores, notes=notes, folds=folds, y=y, rows=rows, sources=sources,
-                           train_source=train_source, positive=positive, dropped=dropped)
-    intro = introduction(n_rows=len(rows), positive=positive, train_source=train_source, sources=sources,
-                         protocols=protocols, specs=specs, preset=preset, options=options)
+    fold_scores, predictions, notes = score_jobs(
+        placed,
+        results,
+        rows=rows,
+        sources=sources,
+        train_source=train_source,
+        classes=classes,
+        positive=positive,
+        negative=negative,
+    )
+    tables = report_tables(
+        fold_scores=fold_scores,
+        notes=notes,
+        folds=folds,
+        y=y,
+        rows=rows,
+        sources=sources,
+        train_source=train_source,
+        positive=positive,
+        dropped=dropped,
+    )
+    intro = introduction(
+        n_rows=len(rows),
+        positive=positive,
+        train_source=train_source,
+        sources=sources,
+        protocols=protocols,
+        specs=specs,
+        preset=preset,
+        options=options,
+    )
     with progress.stage("tables and figures"):
         parts = sections(tables, "", references=len(sources) > 1, figures=options.figures)
-    digests = {"corpus": digest_frame(frame), **dict(inputs.files),
-               **({"train_labels": digest_frame(inputs.train_labels.to_frame())}
-                  if inputs.train_labels is not None else {})}
+    digests = {
+        "corpus": digest_frame(frame),
+        **dict(inputs.files),
+        **({"train_labels": digest_frame(inputs.train_labels.to_frame())} if inputs.train_labels is not None else {}),
+    }
     title = inputs.title or f"Model selection: {len(specs)} model(s), {len(protocols)} protocol(s)"
-    return AuditResult(title, parts, summary=intro,
-                       verdicts=model_selection_verdicts(tables["protocol_effect"], train_source),
-                       synthetic=inputs.corpus.synthetic,
-                       options=_recorded_options(specs, protocols, options, positive, train_source, sources),
-                       provenance=provenance(digests, progress.seconds), outputs={"predictions": predictions})
+    return AuditResult(
+        title,
+        parts,
+        summary=intro,
+        verdicts=model_selection_verdicts(tables["protocol_effect"], train_source),
+        synthetic=inputs.corpus.synthetic,
+        options=_recorded_options(specs, protocols, options, positive, train_source, sources),
+        provenance=provenance(digests, progress.seconds),
+        outputs={"predictions": predictions},
+    )
 
 
 def _labelled_rows(frame: pd.DataFrame, train_labels: pd.Series) -> tuple[pd.DataFrame, int]:
@@ -85,8 +128,9 @@ def _labelled_rows(frame: pd.DataFrame, train_labels: pd.Series) -> tuple[pd.Dat
     return rows[labelled].reset_index(drop=True), int((~labelled).sum())
 
 
-def _subsample(rows: pd.DataFrame, train_labels: pd.Series, positive: str,
-               options: ModelSelectionOptions) -> pd.DataFrame:
+def _subsample(
+    rows: pd.DataFrame, train_labels: pd.Series, positive: str, options: ModelSelectionOptions
+) -> pd.DataFrame:
     """A stratified, seeded subsample of `options.subsample` rows, drawn before the folds (all rows without one)."""
     if options.subsample is None or options.subsample >= len(rows):
         return rows
@@ -95,13 +139,24 @@ def _subsample(rows: pd.DataFrame, train_labels: pd.Series, positive: str,
     return rows.iloc[keep].reset_index(drop=True)
 
 
-def _recorded_options(specs: list[ModelSpec], protocols: list[Protocol], options: ModelSelectionOptions,
-                      positive: str, train_source: str, sources: Mapping[str, pd.Series]) -> dict:
+def _recorded_options(
+    specs: list[ModelSpec],
+    protocols: list[Protocol],
+    options: ModelSelectionOptions,
+    positive: str,
+    train_source: str,
+    sources: Mapping[str, pd.Series],
+) -> dict:
     """Every option, models with their settled options, protocols by name, the positive class and label sources."""
-    return {**asdict(options), "cache_dir": None if options.cache_dir is None else str(options.cache_dir),
-            "models": [asdict(s) for s in specs],
-            "protocols": [p.label for p in protocols], "positive": positive, "train_source": train_source,
-            "references": [s for s in sources if s != train_source]}
+    return {
+        **asdict(options),
+        "cache_dir": None if options.cache_dir is None else str(options.cache_dir),
+        "models": [asdict(s) for s in specs],
+        "protocols": [p.label for p in protocols],
+        "positive": positive,
+        "train_source": train_source,
+        "references": [s for s in sources if s != train_source],
+    }
 
 
 __all__ = ["audit_model_selection"]

@@ -14,9 +14,16 @@ from mhaudit.core.errors import InputError
 CORPUS_SOURCE = "corpus"  # the label source that is the corpus's own label column
 
 
-def label_sources(corpus_frame: pd.DataFrame, classes: list[str], labels: pd.DataFrame | None, *,
-                  train_labeler: str = CORPUS_SOURCE, reference_labelers: Sequence[str] = (),
-                  task: str | None = None, positive: str | None = None) -> tuple[pd.Series, dict[str, pd.Series]]:
+def label_sources(
+    corpus_frame: pd.DataFrame,
+    classes: list[str],
+    labels: pd.DataFrame | None,
+    *,
+    train_labeler: str = CORPUS_SOURCE,
+    reference_labelers: Sequence[str] = (),
+    task: str | None = None,
+    positive: str | None = None,
+) -> tuple[pd.Series, dict[str, pd.Series]]:
     """The training source and the references as class names indexed by corpus id.
 
     'corpus' is the corpus's own label column; any other name is a labeler of the labels table (values 1 ->
@@ -37,8 +44,10 @@ def label_sources(corpus_frame: pd.DataFrame, classes: list[str], labels: pd.Dat
             mine = mine[mine["task"].astype(str) == task]
         if mine.empty:
             known = sorted(set(labels["labeler"].astype(str)))
-            raise InputError(f"the labels table has no labels from '{name}'"
-                             f"{' for task ' + repr(task) if task else ''}; labelers: {', '.join(known)}")
+            raise InputError(
+                f"the labels table has no labels from '{name}'"
+                f"{' for task ' + repr(task) if task else ''}; labelers: {', '.join(known)}"
+            )
         tasks = sorted(set(mine["task"].astype(str)))
         if len(tasks) > 1:
             raise InputError(f"labeler '{name}' labels several tasks ({', '.join(tasks)}); choose one with --task")
@@ -56,16 +65,22 @@ def label_sources(corpus_frame: pd.DataFrame, classes: list[str], labels: pd.Dat
 def sides(classes: list[str], positive: str | None) -> tuple[str, str]:
     """The positive class (the last unless given) and the other one, of a binary corpus."""
     if len(classes) != 2:
-        raise InputError(f"the benchmark needs a binary corpus (two classes); this one has {len(classes)}: "
-                         f"{', '.join(classes)}")
+        raise InputError(
+            f"the benchmark needs a binary corpus (two classes); this one has {len(classes)}: {', '.join(classes)}"
+        )
     positive = positive if positive is not None else classes[-1]
     if positive not in classes:
         raise InputError(f"positive class '{positive}' is not one of the classes {', '.join(classes)}")
     return positive, classes[0] if positive == classes[1] else classes[1]
 
 
-def checked_sources(rows: pd.DataFrame, classes: list[str], train_labels: pd.Series | None, train_source: str,
-                    references: Mapping[str, pd.Series] | None) -> dict[str, pd.Series]:
+def checked_sources(
+    rows: pd.DataFrame,
+    classes: list[str],
+    train_labels: pd.Series | None,
+    train_source: str,
+    references: Mapping[str, pd.Series] | None,
+) -> dict[str, pd.Series]:
     """Every label source by name, the training source first, each checked against the classes;
     `train_labels` None: the rows' label column."""
     if train_labels is None:
@@ -87,8 +102,9 @@ def check_source(series: pd.Series, classes: list[str], name: str) -> pd.Series:
     series = pd.Series(series.astype(str).to_numpy(), index=series.index.astype(str))
     unknown = sorted(set(series) - set(classes))
     if unknown:
-        raise InputError(f"label source '{name}' has value(s) {', '.join(unknown[:5])}; expected the classes "
-                         f"{', '.join(classes)}")
+        raise InputError(
+            f"label source '{name}' has value(s) {', '.join(unknown[:5])}; expected the classes {', '.join(classes)}"
+        )
     if series.index.duplicated().any():
         raise InputError(f"label source '{name}' labels item '{series.index[series.index.duplicated()][0]}' twice")
     return series

@@ -5,13 +5,16 @@ pseudonymous post ids only: no post text, no DID.
 
 from mhaudit.core.lazy import lazy_names
 
-__all__, __getattr__, __dir__ = lazy_names(__name__, {
-    "AXIS": ".verdicts",
-    "MonitorEnsemble": ".ensemble",
-    "MonitorInputs": ".options",
-    "MonitorOptions": ".options",
-    "alert_folder": ".alert",
-    "audit_monitor": ".audit",
-    "check_reference": ".audit",
-    "window_context": ".reuse",
-})
+__all__, __getattr__, __dir__ = lazy_names(
+    __name__,
+    {
+        "AXIS": ".verdicts",
+        "MonitorEnsemble": ".ensemble",
+        "MonitorInputs": ".options",
+        "MonitorOptions": ".options",
+        "alert_folder": ".alert",
+        "audit_monitor": ".audit",
+        "check_reference": ".audit",
+        "window_context": ".reuse",
+    },
+)

@@ -8,8 +8,13 @@ import pandas as pd
 
 from mhaudit.audits.monitor.alert import suggest_sample
 from mhaudit.audits.monitor.coverage import coverage_section, coverage_sentence
-from mhaudit.audits.monitor.ensemble import (MonitorEnsemble, WindowEnsemble, deployed_reference, ensemble_reference,
-                                             runs_table)
+from mhaudit.audits.monitor.ensemble import (
+    MonitorEnsemble,
+    WindowEnsemble,
+    deployed_reference,
+    ensemble_reference,
+    runs_table,
+)
 from mhaudit.audits.monitor.options import MonitorInputs, MonitorOptions
 from mhaudit.audits.monitor.reuse import WindowReuse, window_context
 from mhaudit.audits.monitor.verdicts import monitor_verdicts, summarise
@@ -26,17 +31,24 @@ from mhaudit.tables.predictions import PredictionSet, scores
 
 def reference_of(reference: PredictionSet, classes: list[str], positive: str | None) -> Reference:
     if reference.classes != classes:
-        raise InputError(f"the model's classes ({', '.join(classes)}) differ from the reference predictions' "
-                         f"({', '.join(reference.classes)})")
+        raise InputError(
+            f"the model's classes ({', '.join(classes)}) differ from the reference predictions' "
+            f"({', '.join(reference.classes)})"
+        )
     check_reference_labels(reference.codes, classes, "the reference predictions")
     if positive is not None and positive not in classes:
         raise InputError(f"the positive class '{positive}' is not a class of the model ({', '.join(classes)})")
-    return Reference(reference.codes, scores(reference.frame, classes), classes,
-                     classes.index(positive) if positive else len(classes) - 1)
+    return Reference(
+        reference.codes,
+        scores(reference.frame, classes),
+        classes,
+        classes.index(positive) if positive else len(classes) - 1,
+    )
 
 
-def check_reference(reference: PredictionSet, classes: list[str], positive: str | None,
-                    ensemble: MonitorEnsemble | None = None) -> None:
+def check_reference(
+    reference: PredictionSet, classes: list[str], positive: str | None, ensemble: MonitorEnsemble | None = None
+) -> None:
     """The InputError `audit_monitor` would raise on these reference predictions (classes, labels, the positive
     class, every run of the ensemble), said before any post is scored."""
     reference_of(deployed_reference(reference, ensemble), list(classes), positive)
@@ -44,8 +56,7 @@ def check_reference(reference: PredictionSet, classes: list[str], positive: str 
         ensemble_reference(reference, ensemble)
 
 
-def audit_monitor(inputs: MonitorInputs, options: MonitorOptions, *,
-                  progress: Progress | None = None) -> AuditResult:
+def audit_monitor(inputs: MonitorInputs, options: MonitorOptions, *, progress: Progress | None = None) -> AuditResult:
     """Analyse the scored posts by window against the reference; on an alert, suggest a validation sample
     (`result.outputs`: suggested_predictions, suggested_sample, suggested_design; `outputs["alert_window"]` names
     the latest alerting window's start, None without an alert; `alert_folder` is where `mhaudit audit monitor`
@@ -65,68 +76,119 @@ def audit_monitor(inputs: MonitorInputs, options: MonitorOptions, *,
     if ensemble is not None:
         ens_ref = ensemble_reference(inputs.reference, ensemble)
         runs = runs_table(ens_ref, ensemble)
-        per_window = WindowEnsemble(ens_ref, ensemble, n_boot=options.n_boot, seed=options.seed,
-                                    min_posts=options.min_posts)
+        per_window = WindowEnsemble(
+            ens_ref, ensemble, n_boot=options.n_boot, seed=options.seed, min_posts=options.min_posts
+        )
     model = inputs.model if ensemble is None else f"{inputs.model} {ensemble.deployed}"
-    with progress.stage(f"analyse {len(posts):,} posts by window of {options.window}"
-                        + ("" if ensemble is None else f", agreement line over {len(ensemble.runs)} runs")), \
-            thread_budget(1):  # small per-window fits and bootstraps: more threads only wait (core.threads)
+    with (
+        progress.stage(
+            f"analyse {len(posts):,} posts by window of {options.window}"
+            + ("" if ensemble is None else f", agreement line over {len(ensemble.runs)} runs")
+        ),
+        thread_budget(1),
+    ):  # small per-window fits and bootstraps: more threads only wait (core.threads)
         reuse = WindowReuse(window_context(inputs, options), inputs.cached_windows)
-        table = window_table(posts, ref, window, n_boot=options.n_boot, seed=options.seed, options=options,
-                             baseline_posts=options.min_posts, ensemble=per_window, reuse=reuse)
+        table = window_table(
+            posts,
+            ref,
+            window,
+            n_boot=options.n_boot,
+            seed=options.seed,
+            options=options,
+            baseline_posts=options.min_posts,
+            ensemble=per_window,
+            reuse=reuse,
+        )
     verdicts = monitor_verdicts(table, options, model_name=model, target=f"stream, windows of {options.window}")
     sections = _sections(table, ref, runs, options) + coverage_section(inputs.collection)
-    alerts = table[(table["change_alarm"] | (table["psi_score"] >= options.psi_warn))
-                   & (table["n_posts"] >= options.min_posts)]
+    alerts = table[
+        (table["change_alarm"] | (table["psi_score"] >= options.psi_warn)) & (table["n_posts"] >= options.min_posts)
+    ]
     alert_window, outputs = (alerts["window"].iat[-1] if len(alerts) else None), dict[str, pd.DataFrame]()
     if alert_window is not None:
         note, outputs = suggest_sample(posts, alert_window, window, inputs.model, classes, reference, options)
         sections.append(Section("Suggested validation sample", note, {}))
     synthetic = " (SYNTHETIC data)" if inputs.synthetic else ""
-    record = {} if ensemble is None else {"deployed": ensemble.deployed, "runs": list(ensemble.runs),
-                                          "run_seeds": list(ensemble.seeds)}
+    record = (
+        {}
+        if ensemble is None
+        else {"deployed": ensemble.deployed, "runs": list(ensemble.runs), "run_seeds": list(ensemble.seeds)}
+    )
     digests = {} if ensemble is None else {f"model {r}": d for r, d in zip(ensemble.runs, ensemble.digests)}
     summary = summarise(table, options, inputs.scored_now, runs)
     if options.history is not None:
-        summary += (f" History: the last {options.history} ({len(table):,} windows from {table['window'].iat[0]}); "
-                    "older posts are left out.")
+        summary += (
+            f" History: the last {options.history} ({len(table):,} windows from {table['window'].iat[0]}); "
+            "older posts are left out."
+        )
     return AuditResult(
         title=f"Monitoring {model} on the stream{synthetic}",
-        sections=sections, summary=("SYNTHETIC data. " if inputs.synthetic else "") + summary
+        sections=sections,
+        summary=("SYNTHETIC data. " if inputs.synthetic else "")
+        + summary
         + (" " + coverage_sentence(inputs.collection)).rstrip(),
-        verdicts=verdicts, synthetic=inputs.synthetic,
-        options={**asdict(options), "positive": ref.classes[ref.positive], "model_digest": inputs.model_digest,
-                 "classes": classes, "scored_now": inputs.scored_now, "n_posts": len(posts),
-                 "collection": [dict(c) for c in inputs.collection], **record},
-        outputs={**outputs, "window_rows": reuse.rows(table), "alert_window": alert_window,
-                 "windows_recomputed": reuse.recomputed},
-        provenance=provenance({"posts": digest_frame(posts), "reference": digest_frame(inputs.reference.frame),
-                               "model": inputs.model_digest, **digests}, progress.seconds))
+        verdicts=verdicts,
+        synthetic=inputs.synthetic,
+        options={
+            **asdict(options),
+            "positive": ref.classes[ref.positive],
+            "model_digest": inputs.model_digest,
+            "classes": classes,
+            "scored_now": inputs.scored_now,
+            "n_posts": len(posts),
+            "collection": [dict(c) for c in inputs.collection],
+            **record,
+        },
+        outputs={
+            **outputs,
+            "window_rows": reuse.rows(table),
+            "alert_window": alert_window,
+            "windows_recomputed": reuse.recomputed,
+        },
+        provenance=provenance(
+            {
+                "posts": digest_frame(posts),
+                "reference": digest_frame(inputs.reference.frame),
+                "model": inputs.model_digest,
+                **digests,
+            },
+            progress.seconds,
+        ),
+    )
 
 
 def _sections(table: pd.DataFrame, ref: Reference, runs: pd.DataFrame | None, options: MonitorOptions) -> list:
-    text = (f"One row per window of {options.window} by the posts' createdAt (the window's start, UTC). Score drift "
-            "is against the reference predictions; length and language drift against the stream's first "
-            f"{options.min_posts} posts. Windows with fewer than {options.min_posts} posts are shown but not judged "
-            "(their PSI is mostly noise). Counts, rates and statistics only: no post text, no author.")
+    text = (
+        f"One row per window of {options.window} by the posts' createdAt (the window's start, UTC). Score drift "
+        "is against the reference predictions; length and language drift against the stream's first "
+        f"{options.min_posts} posts. Windows with fewer than {options.min_posts} posts are shown but not judged "
+        "(their PSI is mostly noise). Counts, rates and statistics only: no post text, no author."
+    )
     deployed = None if runs is None else runs.loc[runs["deployed"], "run"].iat[0]
     if runs is not None:
-        text += (f" The ensemble columns are the deployed run's ({deployed}) accuracy estimated from how often the "
-                 f"{len(runs)} runs agree on the window's posts (ALine-D, agreement on the line), with its 95% CI and "
-                 f"the line's trust; windows under {options.min_posts} posts get none.")
+        text += (
+            f" The ensemble columns are the deployed run's ({deployed}) accuracy estimated from how often the "
+            f"{len(runs)} runs agree on the window's posts (ALine-D, agreement on the line), with its 95% CI and "
+            f"the line's trust; windows under {options.min_posts} posts get none."
+        )
     if options.history is not None:
-        text += (f" History: only the whole windows within {options.history} of the newest post are analysed, so the "
-                 "length and language baseline is the history's first posts and the change detector starts at its "
-                 "first window.")
+        text += (
+            f" History: only the whole windows within {options.history} of the newest post are analysed, so the "
+            "length and language baseline is the history's first posts and the change detector starts at its "
+            "first window."
+        )
     sections = [Section("Windows", text, {"windows": table})]
     if options.figures:
         from mhaudit.audits.monitor.figures import window_figures
+
         sections[0].figures = window_figures(table, ref.classes[ref.positive], options, deployed)
     if runs is not None:
-        sections.append(Section(
-            "The ensemble's runs",
-            "Every run scored every post; each run's accuracy on the labelled sample is the agreement line's "
-            "reference. " + line_rule("window's") + " Accuracy only.",
-            {"runs": runs}))
+        sections.append(
+            Section(
+                "The ensemble's runs",
+                "Every run scored every post; each run's accuracy on the labelled sample is the agreement line's "
+                "reference. " + line_rule("window's") + " Accuracy only.",
+                {"runs": runs},
+            )
+        )
     return sections
-

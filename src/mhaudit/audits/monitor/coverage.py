@@ -28,7 +28,13 @@ def coverage_section(collection: Sequence[Mapping[str, str]]) -> list[Section]:
     text = coverage_sentence(collection)
     if not text:
         return []
-    return [Section("Coverage of the target", text + " That set is a proxy for the stream: the recall holds for "
-                    "the stream's depressive posts as far as they resemble the set's (itself collected with a "
-                    "depression lexicon), and the stream's base rate is far lower, so precision and keep share do "
-                    "not carry over (docs/collect.md, \"Recall of the collection\").", {})]
+    return [
+        Section(
+            "Coverage of the target",
+            text + " That set is a proxy for the stream: the recall holds for "
+            "the stream's depressive posts as far as they resemble the set's (itself collected with a "
+            "depression lexicon), and the stream's base rate is far lower, so precision and keep share do "
+            'not carry over (docs/collect.md, "Recall of the collection").',
+            {},
+        )
+    ]

@@ -34,31 +34,41 @@ def parse_window(text: str) -> pd.Timedelta:
 @dataclass(frozen=True)
 class MonitorOptions:
     """The monitor's options: each field's default, help and rule, shared with its command's flags."""
+
     window: str = option("1d", help="Window length: a number and a unit (s, min, h, d, w), e.g. 1d, 6h, 30min.")
-    positive: str | None = option(None, help="Class the prevalence and the change detector follow (default: the "
-                                  "last).")
-    n_boot: int = option(200, help="Bootstrap resamples of each window's label-free estimate (at least a resample in "
-                         "each tail of a 95% interval).", rule=at_least(MIN_BOOT))
+    positive: str | None = option(None, help="Class the prevalence and the change detector follow (default: the last).")
+    n_boot: int = option(
+        200,
+        help="Bootstrap resamples of each window's label-free estimate (at least a resample in "
+        "each tail of a 95% interval).",
+        rule=at_least(MIN_BOOT),
+    )
     seed: int = option(0, help="Seed of the bootstrap and of the suggested sample.", rule=at_least(0))
     psi_warn: float = option(0.10, help="Score PSI against the reference that warns.", rule=between(0, 1))
-    psi_fail: float = option(0.25, help="Score PSI against the reference that fails (above psi_warn).",
-                             rule=at_least(0))
+    psi_fail: float = option(
+        0.25, help="Score PSI against the reference that fails (above psi_warn).", rule=at_least(0)
+    )
     suggest_budget: int = option(200, help="Labels in the suggested validation sample on an alert.", rule=at_least(1))
-    min_posts: int = option(100, help="Fewer posts in a window: its drift statistics are shown, never judged (noise).",
-                            rule=at_least(1))
+    min_posts: int = option(
+        100, help="Fewer posts in a window: its drift statistics are shown, never judged (noise).", rule=at_least(1)
+    )
     # Each window's label-free estimate is trusted by the estimate audit's rule (docs/estimate.md).
     trust: TrustOptions = option(TrustOptions(), help="The trust rule's cut-offs.")
     figures: bool = option(True, help="Draw the figures.")
-    history: str | None = option(None, help="Analyse only the whole windows within this long of the newest post "
-                                 "(e.g. 90d), reading only their posts, so a weeks-long --follow keeps its memory flat "
-                                 "(default: every post).")
+    history: str | None = option(
+        None,
+        help="Analyse only the whole windows within this long of the newest post "
+        "(e.g. 90d), reading only their posts, so a weeks-long --follow keeps its memory flat "
+        "(default: every post).",
+    )
 
     def __post_init__(self):
         check(self)
         parse_window(self.window)
         if self.history is not None and _history_length(self.history) < self.window_length:
-            raise InputError(f"the history {self.history} is shorter than the window {self.window}; keep at least one "
-                             "window")
+            raise InputError(
+                f"the history {self.history} is shorter than the window {self.window}; keep at least one window"
+            )
         if not self.psi_warn < self.psi_fail:
             raise InputError(f"the PSI thresholds need psi_warn < psi_fail, got {self.psi_warn} and {self.psi_fail}")
 
@@ -75,8 +85,9 @@ def _history_length(text: str) -> pd.Timedelta:
     try:
         return parse_window(text)
     except InputError:
-        raise InputError(f"the history '{text}' must be a number and a unit: s, min, h, d or w (e.g. 90d, 12w)") \
-            from None
+        raise InputError(
+            f"the history '{text}' must be a number and a unit: s, min, h, d or w (e.g. 90d, 12w)"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -111,14 +122,23 @@ class MonitorInputs:
         if missing:
             raise InputError(f"the scored posts have no '{missing[0]}' column; read them with scored_posts")
         if self.cached_windows is not None and "key" not in self.cached_windows.columns:
-            raise InputError("the cached windows have no 'key' column; pass an earlier result's "
-                             "outputs['window_rows']")
+            raise InputError("the cached windows have no 'key' column; pass an earlier result's outputs['window_rows']")
         if self.ensemble is not None:
             check_ensemble(self.posts, self.reference, self.classes, self.ensemble)
 
     @classmethod
-    def from_store(cls, posts, reference: PredictionSet, model: str, digests: dict[str, str], classes, options:
-                   MonitorOptions, *, ensemble: MonitorEnsemble | None = None, **rest) -> MonitorInputs:
+    def from_store(
+        cls,
+        posts,
+        reference: PredictionSet,
+        model: str,
+        digests: dict[str, str],
+        classes,
+        options: MonitorOptions,
+        *,
+        ensemble: MonitorEnsemble | None = None,
+        **rest,
+    ) -> MonitorInputs:
         """From an open post store (weak_supervision.collect.store.PostStore) whose posts the runs have scored:
         `digests`, run name -> model digest, the deployed run first. With a history, only the posts of its whole
         windows are read; with an ensemble, every run's classes on them. `rest`: scored_now, synthetic."""
@@ -132,5 +152,13 @@ class MonitorInputs:
         since = None if newest is None else history_start(newest, options.history_length, options.window_length)
         if ensemble is not None:
             ensemble = replace(ensemble, predicted=run_predictions(posts, digests, since))
-        return cls(scored_posts(posts, digest, list(classes), since), reference, model, digest, classes,
-                   ensemble=ensemble, collection=collection_filters(posts), **rest)
+        return cls(
+            scored_posts(posts, digest, list(classes), since),
+            reference,
+            model,
+            digest,
+            classes,
+            ensemble=ensemble,
+            collection=collection_filters(posts),
+            **rest,
+        )

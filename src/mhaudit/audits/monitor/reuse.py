@@ -35,11 +35,17 @@ def window_context(inputs, options) -> str:
     model digest and classes, the reference predictions, the options that reach a window's row and the
     ensemble's runs (`inputs`: MonitorInputs; `options`: MonitorOptions)."""
     ensemble = inputs.ensemble
-    parts = {"reuse": REUSE_VERSION, "mhaudit": __version__, "model": inputs.model_digest,
-             "classes": list(inputs.classes), "reference": digest_frame(inputs.reference.frame),
-             "options": {k: v for k, v in asdict(options).items() if k not in _NOT_IN_ROWS},
-             "ensemble": None if ensemble is None else [list(ensemble.runs), list(ensemble.seeds), ensemble.deployed,
-                                                        list(ensemble.digests)]}
+    parts = {
+        "reuse": REUSE_VERSION,
+        "mhaudit": __version__,
+        "model": inputs.model_digest,
+        "classes": list(inputs.classes),
+        "reference": digest_frame(inputs.reference.frame),
+        "options": {k: v for k, v in asdict(options).items() if k not in _NOT_IN_ROWS},
+        "ensemble": None
+        if ensemble is None
+        else [list(ensemble.runs), list(ensemble.seeds), ensemble.deployed, list(ensemble.digests)],
+    }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
@@ -49,8 +55,11 @@ class WindowReuse:
 
     def __init__(self, context: str, cached: pd.DataFrame | None = None):
         self.context, self.keys, self.columns, self.recomputed = context, list[str](), list[str](), 0
-        self._rows = {} if cached is None or cached.empty else \
-            dict(zip(cached["key"], cached.drop(columns="key").to_dict("records")))
+        self._rows = (
+            {}
+            if cached is None or cached.empty
+            else dict(zip(cached["key"], cached.drop(columns="key").to_dict("records")))
+        )
 
     def key(self, start: int, uris: np.ndarray, logits: np.ndarray, codes: np.ndarray | None) -> str:
         """The window's key from the context, its start, its posts' uris and scores (and, with an ensemble, every

@@ -28,27 +28,56 @@ def monitor_verdicts(table: pd.DataFrame, options, *, model_name: str, target: s
     judged = table[table["n_posts"] >= options.min_posts]
     for _, w in table.iterrows():
         if w["psi_score"] >= options.psi_warn and w["n_posts"] >= options.min_posts:
-            rows.append(row("psi_score", w["psi_score"], f"PSI >= {options.psi_warn:.2f} warn, >= "
-                            f"{options.psi_fail:.2f} fail", "fail" if w["psi_score"] >= options.psi_fail else "warn",
-                            f"window {w['window']}: the score distribution moved from the reference's "
-                            f"(PSI {w['psi_score']:.3f})"))
+            rows.append(
+                row(
+                    "psi_score",
+                    w["psi_score"],
+                    f"PSI >= {options.psi_warn:.2f} warn, >= {options.psi_fail:.2f} fail",
+                    "fail" if w["psi_score"] >= options.psi_fail else "warn",
+                    f"window {w['window']}: the score distribution moved from the reference's "
+                    f"(PSI {w['psi_score']:.3f})",
+                )
+            )
         if w["change_alarm"]:
-            rows.append(row("change_z", w["cusum_z"], "self-starting CUSUM, k = 0.5, h = 5", "fail",
-                            f"window {w['window']}: the mean probability of the positive class changed (CUSUM alarm, "
-                            f"z = {w['cusum_z']:.1f})"))
+            rows.append(
+                row(
+                    "change_z",
+                    w["cusum_z"],
+                    "self-starting CUSUM, k = 0.5, h = 5",
+                    "fail",
+                    f"window {w['window']}: the mean probability of the positive class changed (CUSUM alarm, "
+                    f"z = {w['cusum_z']:.1f})",
+                )
+            )
     if not rows:  # without a judged window the value is NaN, so the row undefined
-        rows.append(row("max_psi_score", judged["psi_score"].max(), f"PSI < {options.psi_warn:.2f} and no change alarm",
-                        "pass", f"{len(judged)} windows of at least {options.min_posts} posts, none crossed a threshold"
-                        if len(judged) else f"no window of at least {options.min_posts} posts to judge"))
+        rows.append(
+            row(
+                "max_psi_score",
+                judged["psi_score"].max(),
+                f"PSI < {options.psi_warn:.2f} and no change alarm",
+                "pass",
+                f"{len(judged)} windows of at least {options.min_posts} posts, none crossed a threshold"
+                if len(judged)
+                else f"no window of at least {options.min_posts} posts to judge",
+            )
+        )
     if judged.empty:
         return verdict_table(rows)
     last = judged.iloc[-1]
     trusted = bool(last["estimate_trusted"])  # a NaN estimate makes the row undefined (`verdict`)
-    rows.append(row("expected_macro_f1_latest", last["expected_macro_f1"], "untrusted: warn",
-                    "pass" if trusted else "warn", f"latest window of at least {options.min_posts} posts, "
-                    f"{last['window']}: " + ("estimate trusted" if trusted else
-                                             f"estimate untrusted ({last['untrusted_because']})"),
-                    ci_low=last["expected_ci_low"], ci_high=last["expected_ci_high"]))
+    rows.append(
+        row(
+            "expected_macro_f1_latest",
+            last["expected_macro_f1"],
+            "untrusted: warn",
+            "pass" if trusted else "warn",
+            f"latest window of at least {options.min_posts} posts, "
+            f"{last['window']}: "
+            + ("estimate trusted" if trusted else f"estimate untrusted ({last['untrusted_because']})"),
+            ci_low=last["expected_ci_low"],
+            ci_high=last["expected_ci_high"],
+        )
+    )
     if "ensemble_accuracy" in table.columns:
         rows.append(_ensemble_row(last, options, row))
     return verdict_table(rows)
@@ -57,11 +86,17 @@ def monitor_verdicts(table: pd.DataFrame, options, *, model_name: str, target: s
 def _ensemble_row(last: pd.Series, options, row: Callable[..., dict]) -> dict:
     """The latest judged window's accuracy from the agreement line: pass when the line is trusted, else warn."""
     trusted = bool(last["ensemble_trusted"])
-    return row("ensemble_accuracy_latest", last["ensemble_accuracy"], "ALine-D; untrusted line: warn",
-               "pass" if trusted else "warn", f"latest window of at least {options.min_posts} posts, {last['window']}: "
-               "accuracy from the runs' agreement, " + ("line trusted" if trusted else
-                                                        f"line untrusted ({last['ensemble_untrusted_because']})"),
-               ci_low=last["ensemble_ci_low"], ci_high=last["ensemble_ci_high"])
+    return row(
+        "ensemble_accuracy_latest",
+        last["ensemble_accuracy"],
+        "ALine-D; untrusted line: warn",
+        "pass" if trusted else "warn",
+        f"latest window of at least {options.min_posts} posts, {last['window']}: "
+        "accuracy from the runs' agreement, "
+        + ("line trusted" if trusted else f"line untrusted ({last['ensemble_untrusted_because']})"),
+        ci_low=last["ensemble_ci_low"],
+        ci_high=last["ensemble_ci_high"],
+    )
 
 
 def summarise(table: pd.DataFrame, options, scored_now: int, runs: pd.DataFrame | None = None) -> str:
@@ -69,19 +104,25 @@ def summarise(table: pd.DataFrame, options, scored_now: int, runs: pd.DataFrame 
     alarms = table.loc[table["change_alarm"], "window"].tolist()
     drifted = judged.loc[judged["psi_score"] >= options.psi_warn, "window"].tolist()
     small = len(table) - len(judged)
-    text = (f"{int(table['n_posts'].sum()):,} posts in {len(table)} windows of {options.window} ({scored_now:,} "
-            "scored in this run"
-            + (f"; {small} windows under {options.min_posts} posts are not judged" if small else "")
-            + f"). Change alarms: {', '.join(alarms) or 'none'}. Score drift (PSI >= {options.psi_warn:.2f}): "
-            f"{', '.join(drifted) or 'none'}.")
+    text = (
+        f"{int(table['n_posts'].sum()):,} posts in {len(table)} windows of {options.window} ({scored_now:,} "
+        "scored in this run"
+        + (f"; {small} windows under {options.min_posts} posts are not judged" if small else "")
+        + f"). Change alarms: {', '.join(alarms) or 'none'}. Score drift (PSI >= {options.psi_warn:.2f}): "
+        f"{', '.join(drifted) or 'none'}."
+    )
     if judged.empty:
         return text
     text = prevalence_sentence(judged) + " " + text
     last = judged.iloc[-1]
-    expected = "n/a" if np.isnan(last["expected_macro_f1"]) else \
-        f"{last['expected_macro_f1']:.3f} [{last['expected_ci_low']:.3f}, {last['expected_ci_high']:.3f}]"
-    text += (f" Latest judged window ({last['window']}): macro-F1 expected {expected}, "
-             + ("trusted." if last["estimate_trusted"] else "untrusted."))
+    expected = (
+        "n/a"
+        if np.isnan(last["expected_macro_f1"])
+        else f"{last['expected_macro_f1']:.3f} [{last['expected_ci_low']:.3f}, {last['expected_ci_high']:.3f}]"
+    )
+    text += f" Latest judged window ({last['window']}): macro-F1 expected {expected}, " + (
+        "trusted." if last["estimate_trusted"] else "untrusted."
+    )
     return text if runs is None else text + " " + _ensemble_summary(judged, runs)
 
 
@@ -92,8 +133,10 @@ def prevalence_sentence(judged: pd.DataFrame, first: int = 3) -> str:
     last = judged.iloc[-1]
     low, high = last[f"em_ci_low_{name}"], last[f"em_ci_high_{name}"]
     ci = f" [{low:.3f}, {high:.3f}]" if np.isfinite(low) and np.isfinite(high) else ""
-    text = (f"Prevalence of {name} (EM estimate, 95% CI): {last[f'em_prior_{name}']:.3f}{ci} in the latest judged "
-            f"window ({last['window']})")
+    text = (
+        f"Prevalence of {name} (EM estimate, 95% CI): {last[f'em_prior_{name}']:.3f}{ci} in the latest judged "
+        f"window ({last['window']})"
+    )
     n = min(first, len(judged) - 1)
     if n:
         base = float(judged[f"em_prior_{name}"].iloc[:n].mean())
@@ -104,14 +147,19 @@ def prevalence_sentence(judged: pd.DataFrame, first: int = 3) -> str:
 def _ensemble_summary(judged: pd.DataFrame, runs: pd.DataFrame) -> str:
     """The ensemble's latest trusted estimate of the deployed run's accuracy, or why there is none."""
     deployed = runs.loc[runs["deployed"]].iloc[0]
-    head = (f"Ensemble of {len(runs)} runs (deployed: {deployed['run']}, accuracy {deployed['accuracy_reference']:.3f} "
-            "on the labelled sample): ")
+    head = (
+        f"Ensemble of {len(runs)} runs (deployed: {deployed['run']}, accuracy {deployed['accuracy_reference']:.3f} "
+        "on the labelled sample): "
+    )
     trusted = judged[judged["ensemble_trusted"].astype(bool)]
     if trusted.empty:
         last = judged.iloc[-1]
-        return head + (f"no window's agreement line is trusted (latest, {last['window']}: "
-                       f"{last['ensemble_untrusted_because']}).")
+        return head + (
+            f"no window's agreement line is trusted (latest, {last['window']}: {last['ensemble_untrusted_because']})."
+        )
     t = trusted.iloc[-1]
     latest = "the latest judged window" if t["window"] == judged["window"].iat[-1] else "the latest trusted window"
-    return head + (f"accuracy {t['ensemble_accuracy']:.3f} [{t['ensemble_ci_low']:.3f}, {t['ensemble_ci_high']:.3f}] "
-                   f"in {t['window']}, {latest}, from the agreement line.")
+    return head + (
+        f"accuracy {t['ensemble_accuracy']:.3f} [{t['ensemble_ci_low']:.3f}, {t['ensemble_ci_high']:.3f}] "
+        f"in {t['window']}, {latest}, from the agreement line."
+    )

@@ -28,8 +28,12 @@ from mhaudit.tables.predictions import logit_column
 
 __all__ = ["check_resolution", "Reference", "in_time_order", "window_table", "history_start", "in_history"]
 
-_RESOLUTIONS = {pd.Timedelta("1D"): "1 day", pd.Timedelta("1h"): "1 hour", pd.Timedelta("1min"): "1 minute",
-                pd.Timedelta("1s"): "1 second"}
+_RESOLUTIONS = {
+    pd.Timedelta("1D"): "1 day",
+    pd.Timedelta("1h"): "1 hour",
+    pd.Timedelta("1min"): "1 minute",
+    pd.Timedelta("1s"): "1 second",
+}
 
 
 def parse_times(created_at) -> pd.Series:
@@ -41,8 +45,11 @@ def window_start(times, window: pd.Timedelta):
     since 1970-01-01 UTC, so a window's start does not depend on which posts there are."""
     if isinstance(times, pd.Timestamp):
         return pd.Timestamp((times.value // window.value) * window.value, unit="ns", tz="UTC")
-    return times.dt.floor(window) if window <= pd.Timedelta("1D") else \
-        pd.to_datetime((times.astype("int64") // window.value) * window.value, utc=True)
+    return (
+        times.dt.floor(window)
+        if window <= pd.Timedelta("1D")
+        else pd.to_datetime((times.astype("int64") // window.value) * window.value, utc=True)
+    )
 
 
 def history_start(newest: pd.Timestamp, history: pd.Timedelta, window: pd.Timedelta) -> pd.Timestamp:
@@ -69,9 +76,11 @@ def check_resolution(created_at, window: pd.Timedelta, window_text: str) -> None
         raise InputError("no post has a readable createdAt time; the monitor windows posts by it")
     resolution = next((unit for unit in _RESOLUTIONS if (ns % unit.value == 0).all()), pd.Timedelta("1ms"))
     if window < resolution:
-        raise InputError(f"a window of {window_text} is shorter than the posts' time resolution (every createdAt is "
-                         f"a whole {_RESOLUTIONS.get(resolution, 'fraction of a second')}); choose a window of at "
-                         "least that")
+        raise InputError(
+            f"a window of {window_text} is shorter than the posts' time resolution (every createdAt is "
+            f"a whole {_RESOLUTIONS.get(resolution, 'fraction of a second')}); choose a window of at "
+            "least that"
+        )
 
 
 @dataclass
@@ -114,8 +123,18 @@ def in_time_order(posts: pd.DataFrame) -> pd.DataFrame:
     return frame[~bad].sort_values(["time", "uri"], kind="stable").reset_index(drop=True)
 
 
-def window_table(posts: pd.DataFrame, reference: Reference, window: pd.Timedelta, *, n_boot: int, seed: int,
-                 options, baseline_posts: int = 100, ensemble=None, reuse=None) -> pd.DataFrame:
+def window_table(
+    posts: pd.DataFrame,
+    reference: Reference,
+    window: pd.Timedelta,
+    *,
+    n_boot: int,
+    seed: int,
+    options,
+    baseline_posts: int = 100,
+    ensemble=None,
+    reuse=None,
+) -> pd.DataFrame:
     """One row per window with posts (`posts`: the scored posts, weak_supervision.collect.scores.scored_posts;
     `options`: MonitorOptions, with the trust cut-offs; the stream's first `baseline_posts` posts are the baseline
     of the length and language drift, and only windows of at least that many posts feed the change detector). Each
@@ -147,11 +166,15 @@ def window_table(posts: pd.DataFrame, reference: Reference, window: pd.Timedelta
         row |= {f"predicted_{name}": float((pred == c).mean()) for c, name in enumerate(reference.classes)}
         positive = p[:, reference.positive]
         row[f"mean_posterior_{reference.classes[reference.positive]}"] = float(positive.mean())
-        row["_sum"], row["_squares"] = float(positive.sum()), float((positive ** 2).sum())
+        row["_sum"], row["_squares"] = float(positive.sum()), float((positive**2).sum())
         uris = rows_w["uri"].to_numpy()
-        key = None if reuse is None else reuse.key(int(start.value), uris, z,
-                                                   None if ensemble is None else
-                                                   ensemble.predicted.loc[list(uris)].to_numpy())
+        key = (
+            None
+            if reuse is None
+            else reuse.key(
+                int(start.value), uris, z, None if ensemble is None else ensemble.predicted.loc[list(uris)].to_numpy()
+            )
+        )
         costly = None if reuse is None else reuse.cached(key)
         if costly is None:
             costly = _costly(reference, z, p, n_boot, seed, int(start.value), options, ensemble, uris)
@@ -179,8 +202,17 @@ def window_table(posts: pd.DataFrame, reference: Reference, window: pd.Timedelta
     return table
 
 
-def _costly(reference: Reference, z: np.ndarray, p: np.ndarray, n_boot: int, seed: int, start: int, options,
-            ensemble, uris: np.ndarray) -> dict:
+def _costly(
+    reference: Reference,
+    z: np.ndarray,
+    p: np.ndarray,
+    n_boot: int,
+    seed: int,
+    start: int,
+    options,
+    ensemble,
+    uris: np.ndarray,
+) -> dict:
     """A window's costly columns, a function of its own posts (scores, uris), its start and the reference only: the
     EM prevalence with its interval, the label-free estimate with its trust verdict and the ensemble's columns."""
     name = reference.classes[reference.positive]
@@ -188,7 +220,8 @@ def _costly(reference: Reference, z: np.ndarray, p: np.ndarray, n_boot: int, see
     row = {f"em_prior_{name}": float(em[reference.positive])}
     # its own generator (the estimate's draws below stay as they were): seeded by the window as theirs
     row[f"em_ci_low_{name}"], row[f"em_ci_high_{name}"] = _em_interval(
-        p, reference, em, n_boot, np.random.default_rng([seed, start, 2]))
+        p, reference, em, n_boot, np.random.default_rng([seed, start, 2])
+    )
     row |= _estimate(reference, z, n_boot, np.random.default_rng([seed, start]), seed, options)
     if ensemble is not None:
         row |= ensemble.columns(uris, start)
@@ -209,10 +242,19 @@ def _em_interval(p: np.ndarray, reference: Reference, em: np.ndarray, n_boot: in
 def _estimate(reference: Reference, z: np.ndarray, n_boot: int, rng, seed: int, options) -> dict:
     """CBPE macro-F1 with its CI and the trust verdict, or NaN for a window too small to estimate."""
     if len(z) < 20:
-        return {"expected_macro_f1": np.nan, "expected_ci_low": np.nan, "expected_ci_high": np.nan,
-                "estimate_trusted": False, "untrusted_because": "fewer than 20 posts"}
+        return {
+            "expected_macro_f1": np.nan,
+            "expected_ci_low": np.nan,
+            "expected_ci_high": np.nan,
+            "estimate_trusted": False,
+            "untrusted_because": "fewer than 20 posts",
+        }
     pair = estimate_pair(reference.estimate_draws(n_boot, seed), z, rng=rng, seed=seed, cutoffs=options.trust)
     head = next(e for e in pair.estimates if e["method"] == "cbpe" and e["metric"] == "macro_f1")
-    return {"expected_macro_f1": head["estimate"], "expected_ci_low": head["ci_low"],
-            "expected_ci_high": head["ci_high"], "estimate_trusted": not pair.failed,
-            "untrusted_because": untrusted_because(pair.failed, options.trust, reference.classes)}
+    return {
+        "expected_macro_f1": head["estimate"],
+        "expected_ci_low": head["ci_low"],
+        "expected_ci_high": head["ci_high"],
+        "estimate_trusted": not pair.failed,
+        "untrusted_because": untrusted_because(pair.failed, options.trust, reference.classes),
+    }

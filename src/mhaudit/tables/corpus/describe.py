@@ -44,46 +44,72 @@ def tokenizer_tokens(name: str) -> TokenCounter:
     return count
 
 
-def describe(corpus: Corpus, *, max_tokens: int = 64, count_tokens: TokenCounter = whitespace_tokens,
-             token_unit: str = "whitespace words") -> dict[str, pd.DataFrame]:
+def describe(
+    corpus: Corpus,
+    *,
+    max_tokens: int = 64,
+    count_tokens: TokenCounter = whitespace_tokens,
+    token_unit: str = "whitespace words",
+) -> dict[str, pd.DataFrame]:
     """Tidy tables: counts per platform/dataset/split/label, label-source mix, text length."""
     df = corpus.frame
-    counts = (df.groupby(["platform", "dataset", "split", "label"], observed=True).size()
-              .rename("rows").reset_index())
+    counts = df.groupby(["platform", "dataset", "split", "label"], observed=True).size().rename("rows").reset_index()
     counts["label"] = pd.Categorical(counts["label"], categories=corpus.classes, ordered=True)
     counts = counts.sort_values(["platform", "dataset", "split", "label"]).reset_index(drop=True)
     counts["label"] = counts["label"].astype(str)
 
     source = df["label_source"] if "label_source" in df else pd.Series("unknown", index=df.index)
-    sources = (df.assign(label_source=source.fillna("unknown"))
-               .groupby(["platform", "dataset", "label_source"], observed=True).size()
-               .rename("rows").reset_index())
+    sources = (
+        df.assign(label_source=source.fillna("unknown"))
+        .groupby(["platform", "dataset", "label_source"], observed=True)
+        .size()
+        .rename("rows")
+        .reset_index()
+    )
 
     texts = df["text"].astype(str).tolist()
     words = whitespace_tokens(texts)
     tokens = count_tokens(texts)
-    lengths = pd.DataFrame({"platform": df["platform"].to_numpy(), "dataset": df["dataset"].to_numpy(),
-                            "words": words, "long": tokens > max_tokens})
-    length = (lengths.groupby(["platform", "dataset"], observed=True)
-              .agg(n=("words", "size"), mean_words=("words", "mean"), median_words=("words", "median"),
-                   p75_words=("words", lambda w: float(np.percentile(w, 75))),
-                   share_over_max=("long", "mean"))
-              .reset_index())
+    lengths = pd.DataFrame(
+        {
+            "platform": df["platform"].to_numpy(),
+            "dataset": df["dataset"].to_numpy(),
+            "words": words,
+            "long": tokens > max_tokens,
+        }
+    )
+    length = (
+        lengths.groupby(["platform", "dataset"], observed=True)
+        .agg(
+            n=("words", "size"),
+            mean_words=("words", "mean"),
+            median_words=("words", "median"),
+            p75_words=("words", lambda w: float(np.percentile(w, 75))),
+            share_over_max=("long", "mean"),
+        )
+        .reset_index()
+    )
     length["max_tokens"] = max_tokens
     length["token_unit"] = token_unit
     return {"rows": counts, "label_sources": sources, "text_length": length, "judged": judged_counts(df)}
 
 
-JUDGED_NOTE = ("A model is judged on every row it did not train on: where it was trained, the rows "
-               "outside train and val; on any other platform, every row.")
+JUDGED_NOTE = (
+    "A model is judged on every row it did not train on: where it was trained, the rows "
+    "outside train and val; on any other platform, every row."
+)
 
 
 def judged_counts(frame: pd.DataFrame) -> pd.DataFrame:
     """Per platform and data set: its rows, and how many a model is judged on there as its training platform
     (all but train and val) and as a target (all)."""
     training = frame["split"].isin(TRAINING_SPLITS).rename("training")
-    table = (pd.concat([frame[["platform", "dataset"]], training], axis=1)
-             .groupby(["platform", "dataset"], observed=True)["training"]
-             .agg(rows="size", training="sum").reset_index())
-    return table.assign(judged_if_trained_here=table["rows"] - table["training"],
-                        judged_as_target=table["rows"]).drop(columns="training")
+    table = (
+        pd.concat([frame[["platform", "dataset"]], training], axis=1)
+        .groupby(["platform", "dataset"], observed=True)["training"]
+        .agg(rows="size", training="sum")
+        .reset_index()
+    )
+    return table.assign(judged_if_trained_here=table["rows"] - table["training"], judged_as_target=table["rows"]).drop(
+        columns="training"
+    )

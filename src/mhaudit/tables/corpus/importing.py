@@ -26,11 +26,17 @@ class ImportOptions:
     platform: str | None = option(None, help="Platform name (overrides the source's).")
     dataset: str | None = option(None, help="Data-set name (overrides the source's).")
     encoding: str = option("utf-8", help="Text encoding of the files.")
-    multi_label: str = option("first", help="Policy for rows with several labels: first, expand, priority or "
-                              "drop-ambiguous.", rule=one_of(*(p.value for p in MultiLabelPolicy)))
+    multi_label: str = option(
+        "first",
+        help="Policy for rows with several labels: first, expand, priority or drop-ambiguous.",
+        rule=one_of(*(p.value for p in MultiLabelPolicy)),
+    )
     priority: tuple[str, ...] | None = option(None, help="Class order for multi_label priority.")
-    split: str = option("auto", help="'auto' keeps official splits and draws 70/15/15 where none; or train/val/"
-                        "test/calibration for all rows.", rule=one_of("auto", *SPLITS))
+    split: str = option(
+        "auto",
+        help="'auto' keeps official splits and draws 70/15/15 where none; or train/val/test/calibration for all rows.",
+        rule=one_of("auto", *SPLITS),
+    )
     seed: int = option(0, help="Seed for drawn splits.")
     text_col: str | None = option(None, help="Text column (generic sources).")
     label_col: str | None = option(None, help="Label column (generic sources).")
@@ -90,9 +96,11 @@ def import_source(source_name: str, paths: list[Path], options: ImportOptions = 
 def _empty_texts(records: pd.DataFrame, drop: bool) -> tuple[pd.DataFrame, int]:
     blank = records["text"].isna() | (records["text"].astype(str).str.strip() == "")
     if blank.any() and not drop:
-        raise InputError(f"{SCHEMA.where(records, int(blank.argmax()), None)}: text is empty or whitespace only "
-                         f"({int(blank.sum())} such rows); every row needs a text "
-                         "(--drop-empty drops and counts them)")
+        raise InputError(
+            f"{SCHEMA.where(records, int(blank.argmax()), None)}: text is empty or whitespace only "
+            f"({int(blank.sum())} such rows); every row needs a text "
+            "(--drop-empty drops and counts them)"
+        )
     return records[~blank], int(blank.sum())
 
 

@@ -32,13 +32,18 @@ def _unknown(records: pd.DataFrame, raws: pd.Series, mapping: Mapping) -> None:
         return
     where = SCHEMA.where(records, records.index.get_loc(raws.index[~known.to_numpy()][0]), None)
     expected = sorted(set(mapping.targets) | set(mapping.dropped))
-    raise InputError(f"{where}: label '{raws[~known].iat[0]}' is not known to mapping '{mapping.name}' "
-                     f"({int((~known).sum())} such labels); expected one of {', '.join(expected)}")
+    raise InputError(
+        f"{where}: label '{raws[~known].iat[0]}' is not known to mapping '{mapping.name}' "
+        f"({int((~known).sum())} such labels); expected one of {', '.join(expected)}"
+    )
 
 
-def apply_mapping(records: pd.DataFrame, mapping: Mapping,
-                  policy: MultiLabelPolicy = MultiLabelPolicy.first,
-                  priority: list[str] | None = None) -> Labelled:
+def apply_mapping(
+    records: pd.DataFrame,
+    mapping: Mapping,
+    policy: MultiLabelPolicy = MultiLabelPolicy.first,
+    priority: list[str] | None = None,
+) -> Labelled:
     """`records` has `raw_labels` (a list of raw label strings per row); returns labelled rows.
 
     Every raw label must be known to the mapping (mapped or explicitly dropped).
@@ -60,8 +65,9 @@ def apply_mapping(records: pd.DataFrame, mapping: Mapping,
         out["label"] = target[keep].to_numpy()
         out["raw_label"] = suffix.to_numpy()
         reasons = pd.Series("label dropped by the mapping", index=pairs.index[~keep])
-        return Labelled(out.reset_index(drop=True).drop(columns="raw_labels"), report,
-                        _count(reasons, "label assignments"))
+        return Labelled(
+            out.reset_index(drop=True).drop(columns="raw_labels"), report, _count(reasons, "label assignments")
+        )
 
     if policy is MultiLabelPolicy.first:
         label = target.groupby(level=0).head(1)
@@ -93,16 +99,24 @@ def _report(pairs: pd.Series, target: pd.Series, mapping: Mapping) -> pd.DataFra
     rows = []
     for raw, n in counts.items():
         cls = mapping.target(raw)
-        rows.append({"raw_label": raw, "assignments": int(n), "class": cls or "",
-                     "outcome": "mapped" if cls else "dropped",
-                     "reason": "" if cls else mapping.dropped[raw]})
+        rows.append(
+            {
+                "raw_label": raw,
+                "assignments": int(n),
+                "class": cls or "",
+                "outcome": "mapped" if cls else "dropped",
+                "reason": "" if cls else mapping.dropped[raw],
+            }
+        )
     order = {c: i for i, c in enumerate(mapping.classes)}
-    return (pd.DataFrame(rows)
-            .assign(_o=lambda d: d["class"].map(order).fillna(len(order)))
-            .sort_values(["_o", "assignments"], ascending=[True, False])
-            .drop(columns="_o").reset_index(drop=True))
+    return (
+        pd.DataFrame(rows)
+        .assign(_o=lambda d: d["class"].map(order).fillna(len(order)))
+        .sort_values(["_o", "assignments"], ascending=[True, False])
+        .drop(columns="_o")
+        .reset_index(drop=True)
+    )
 
 
 def _count(reasons: pd.Series, unit: str) -> pd.DataFrame:
     return reasons.value_counts().rename_axis("reason").reset_index(name=unit)
-

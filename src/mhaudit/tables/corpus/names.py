@@ -8,8 +8,9 @@ from collections.abc import Iterable
 from mhaudit.core.errors import InputError
 
 
-def check_place(name: str, platforms: Iterable[str], datasets: Iterable[str], *, what: str, where: str = "here",
-                hint: str = "") -> None:
+def check_place(
+    name: str, platforms: Iterable[str], datasets: Iterable[str], *, what: str, where: str = "here", hint: str = ""
+) -> None:
     """`name` is one of the `platforms` or `datasets`, else an InputError: `what` (e.g. "reference platform") and the
     name, the nearest known name where one is close (a typo), then the platforms and the data sets, each apart (no
     platforms: data sets alone)."""
@@ -18,5 +19,8 @@ def check_place(name: str, platforms: Iterable[str], datasets: Iterable[str], *,
         return
     near = difflib.get_close_matches(name, platforms + datasets, n=1)
     lists = (f"platforms: {', '.join(platforms)}; " if platforms else "") + f"data sets: {', '.join(datasets)}"
-    raise InputError(f"{what} '{name}' is {'neither a platform nor' if platforms else 'not'} a data set {where}"
-                     + (f" (did you mean '{near[0]}'?)" if near else "") + f"; {lists}{hint}")
+    raise InputError(
+        f"{what} '{name}' is {'neither a platform nor' if platforms else 'not'} a data set {where}"
+        + (f" (did you mean '{near[0]}'?)" if near else "")
+        + f"; {lists}{hint}"
+    )

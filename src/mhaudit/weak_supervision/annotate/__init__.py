@@ -37,9 +37,26 @@ from mhaudit.weak_supervision.annotate.server import AnnotationServer
 from mhaudit.weak_supervision.annotate.tokens import Person, TokenFile, check_name, tokens_path
 from mhaudit.weak_supervision.sheets import check_labeler_kinds
 
-__all__ = ["ADJUDICATED", "AGREED", "CONSENSUS", "TAGS", "AnnotationApp", "AnnotationServer", "Case", "Item",
-           "Person", "Session", "TokenFile", "agreed_rows", "build_cases", "load_sample", "open_session",
-           "progress", "summary", "tokens_path"]
+__all__ = [
+    "ADJUDICATED",
+    "AGREED",
+    "CONSENSUS",
+    "TAGS",
+    "AnnotationApp",
+    "AnnotationServer",
+    "Case",
+    "Item",
+    "Person",
+    "Session",
+    "TokenFile",
+    "agreed_rows",
+    "build_cases",
+    "load_sample",
+    "open_session",
+    "progress",
+    "summary",
+    "tokens_path",
+]
 
 
 @dataclass
@@ -82,17 +99,30 @@ def _people(annotators: list[str], adjudicator: str | None) -> list[Person]:
             raise InputError("an --adjudicator needs at least two annotators to have disagreements to resolve")
         adjudicator = check_name(adjudicator)
         if adjudicator in names:
-            raise InputError(f"'{adjudicator}' is named as an annotator and as the adjudicator; the adjudicator "
-                             "resolves the annotators' disagreements and must be someone else")
+            raise InputError(
+                f"'{adjudicator}' is named as an annotator and as the adjudicator; the adjudicator "
+                "resolves the annotators' disagreements and must be someone else"
+            )
         people.append(Person(adjudicator, "adjudicator"))
     return people
 
 
-def open_session(sample: str | Path, labels: str | Path, annotators: list[str], adjudicator: str | None = None,
-                 *, host: str = "127.0.0.1", port: int = 8765, public: bool = False, new_tokens: bool = False,
-                 keep_order: bool = False, guidelines: str | Path | None = None,
-                 notify: Callable[[str], None] | None = None, log_requests: bool = False,
-                 posts: str | Path | None = None) -> Session:
+def open_session(
+    sample: str | Path,
+    labels: str | Path,
+    annotators: list[str],
+    adjudicator: str | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    public: bool = False,
+    new_tokens: bool = False,
+    keep_order: bool = False,
+    guidelines: str | Path | None = None,
+    notify: Callable[[str], None] | None = None,
+    log_requests: bool = False,
+    posts: str | Path | None = None,
+) -> Session:
     """Check everything, bind the port, issue tokens; the caller serves (`server.serve_forever()`) and closes.
     `posts`: the post store that holds the texts of a sample of post ids (see `load_sample`)."""
     people = _people(annotators, adjudicator)
@@ -102,15 +132,19 @@ def open_session(sample: str | Path, labels: str | Path, annotators: list[str], 
         store = LabelStore(labels, durable=True)  # an answer acknowledged to a person is on disk
         undo.callback(store.close)
         # an annotator's name must not already belong to a model or lexicon labeler (their labels would be replaced)
-        check_labeler_kinds(store, [{"labeler": p.name, "kind": "human"} for p in people if p.role == "annotator"]
-                            + [{"labeler": CONSENSUS, "kind": ADJUDICATED}],
-                            advice="choose another name so that no label is overwritten")
+        check_labeler_kinds(
+            store,
+            [{"labeler": p.name, "kind": "human"} for p in people if p.role == "annotator"]
+            + [{"labeler": CONSENSUS, "kind": ADJUDICATED}],
+            advice="choose another name so that no label is overwritten",
+        )
         server = AnnotationServer(None, host, port, public=public)
         undo.callback(server.server_close)
         tokens = TokenFile(tokens_path(labels))
         issued = tokens.issue(people, rotate=new_tokens)
-        settings = Settings(annotators=[p.name for p in people if p.role == "annotator"], notify=notify,
-                            log_requests=log_requests)
+        settings = Settings(
+            annotators=[p.name for p in people if p.role == "annotator"], notify=notify, log_requests=log_requests
+        )
         server.app = AnnotationApp(items, store, tokens.resolver(people), settings, guidelines=guidelines)
         undo.pop_all()
     return Session(server=server, app=server.app, store=store, people=people, issued=issued, tokens=tokens)
@@ -120,5 +154,4 @@ def progress(session: Session) -> dict:
     """Labelled items per annotator and the adjudication counts, for the CLI's closing summary."""
     app = session.app
     per_person = {name: len(app.labelled(name) & app.by_key.keys()) for name in app.settings.annotators}
-    return {"items": len(app.items), "labelled": per_person,
-            **summary(app.cases(), app.settings.annotators)}
+    return {"items": len(app.items), "labelled": per_person, **summary(app.cases(), app.settings.annotators)}

@@ -17,8 +17,16 @@ from mhaudit.tables.io import is_missing
 from mhaudit.tables.label_store import parse_tags  # the one tag parser of the labels table (re-exported here)
 from mhaudit.weak_supervision.annotate.sample import Item
 
-TAGS = ("advocacy/awareness", "third-person", "metaphorical use", "sarcasm/humour", "indirect ideation",
-        "missing context", "news", "hypothetical")
+TAGS = (
+    "advocacy/awareness",
+    "third-person",
+    "metaphorical use",
+    "sarcasm/humour",
+    "indirect ideation",
+    "missing context",
+    "news",
+    "hypothetical",
+)
 CONSENSUS = "consensus"
 ADJUDICATED = "adjudicated"
 AGREED = "agreed"
@@ -64,13 +72,16 @@ class Case:
 def answer_from_row(row: dict) -> Answer:
     value = row["value"]
     note = row.get("note")
-    return Answer(value=None if is_missing(value) else int(value), tags=parse_tags(row.get("tags")),
-                  note=None if is_missing(note) else str(note),
-                  raw_answer=row.get("raw_answer"), created_at=row.get("created_at"))
+    return Answer(
+        value=None if is_missing(value) else int(value),
+        tags=parse_tags(row.get("tags")),
+        note=None if is_missing(note) else str(note),
+        raw_answer=row.get("raw_answer"),
+        created_at=row.get("created_at"),
+    )
 
 
-def build_cases(items: list[Item], human: pd.DataFrame, consensus: pd.DataFrame,
-                annotators: list[str]) -> list[Case]:
+def build_cases(items: list[Item], human: pd.DataFrame, consensus: pd.DataFrame, annotators: list[str]) -> list[Case]:
     """One case per sample item from the human labels of `annotators` and the consensus rows."""
     cases = {item.key: Case(item) for item in items}
     wanted = set(annotators)
@@ -89,9 +100,14 @@ def summary(cases: list[Case], annotators: list[str]) -> dict[str, int]:
     complete = [c for c in cases if c.complete(annotators)]
     disagreements = [c for c in cases if c.disagreement]
     agreed = [c for c in complete if not c.disagreement]
-    return {"items": len(cases), "complete": len(complete), "agreed": len(agreed), "disagreements": len(disagreements),
-            "resolved": sum(c.resolved for c in disagreements),
-            "agreed_recorded": sum(c.consensus is not None for c in agreed)}
+    return {
+        "items": len(cases),
+        "complete": len(complete),
+        "agreed": len(agreed),
+        "disagreements": len(disagreements),
+        "resolved": sum(c.resolved for c in disagreements),
+        "agreed_recorded": sum(c.consensus is not None for c in agreed),
+    }
 
 
 def agreed_rows(cases: list[Case], annotators: list[str]) -> list[dict]:
@@ -105,6 +121,16 @@ def agreed_rows(cases: list[Case], annotators: list[str]) -> list[dict]:
         current = case.consensus
         if current is not None and (current.raw_answer != AGREED or (current.value, current.tags) == (value, tags)):
             continue
-        rows.append({"item_id": case.item.item_id, "task": case.item.task, "labeler": CONSENSUS,
-                     "kind": ADJUDICATED, "value": value, "raw_answer": AGREED, "tags": list(tags), "note": None})
+        rows.append(
+            {
+                "item_id": case.item.item_id,
+                "task": case.item.task,
+                "labeler": CONSENSUS,
+                "kind": ADJUDICATED,
+                "value": value,
+                "raw_answer": AGREED,
+                "tags": list(tags),
+                "note": None,
+            }
+        )
     return rows

@@ -37,7 +37,7 @@ TAG_KEYS = dict(zip(TAGS, ("a", "p", "m", "s", "i", "c", "w", "h"), strict=True)
 TASK_HINTS = {
     "si": "SI: 1 when the writer says they themselves think about, wish for or plan their own death or self-harm.",
     "mh": "MH: 1 when the writer says they themselves are going through depression, anxiety, panic, "
-          "insomnia or similar distress, or seek help for it.",
+    "insomnia or similar distress, or seek help for it.",
 }
 
 
@@ -57,8 +57,15 @@ class Settings:
 class AnnotationApp:
     """Everything a request needs: the sample, the label store, who holds which token, the pages."""
 
-    def __init__(self, items: list[Item], store: LabelStore, resolver: Callable[[str], Person | None],
-                 settings: Settings, *, guidelines: str | Path | None = None):
+    def __init__(
+        self,
+        items: list[Item],
+        store: LabelStore,
+        resolver: Callable[[str], Person | None],
+        settings: Settings,
+        *,
+        guidelines: str | Path | None = None,
+    ):
         if not items:
             raise InputError("the sample has no items")
         self.items = items
@@ -72,8 +79,13 @@ class AnnotationApp:
             raise InputError("no such guidelines file", path=path)
         markdown = MarkdownIt("commonmark", {"html": False}).enable("table")
         self.guidelines_html = markdown.render(path.read_text(encoding="utf-8"))
-        self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
-                                      undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+        self.env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(HERE / "templates"),
+            autoescape=True,
+            undefined=jinja2.StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
         self._last_notice = 0.0
         self._notice_lock = threading.Lock()
         # Every write to the store goes through this lock, and a consensus is written in the same critical
@@ -103,8 +115,9 @@ class AnnotationApp:
         return next((item.position for item in self.items if item.key not in done), None)
 
     def cases(self):
-        return build_cases(self.items, self.store.frame(kind="human"), self.store.frame(labeler=CONSENSUS),
-                           self.settings.annotators)
+        return build_cases(
+            self.items, self.store.frame(kind="human"), self.store.frame(labeler=CONSENSUS), self.settings.annotators
+        )
 
     def item_at(self, raw: str) -> Item:
         # ASCII digits only: str.isdigit() also accepts '²', which int() refuses
@@ -143,18 +156,34 @@ class AnnotationApp:
         n = len(self.items)
         prev_url = f"{base}item/{item.position - 1}" if item.position > 1 else ""
         next_url = f"{base}item/{item.position + 1}" if item.position < n else f"{base}done"
-        return self.render("item.html", person=person, base=base, item=item, n=n, answer=answer,
-                           n_done=n_done, prev_url=prev_url, next_url=next_url,
-                           hint=TASK_HINTS.get(item.task.lower(), "1 only for an explicit, self-directed "
-                                               "disclosure; 0 otherwise (see the guidelines)."))
+        return self.render(
+            "item.html",
+            person=person,
+            base=base,
+            item=item,
+            n=n,
+            answer=answer,
+            n_done=n_done,
+            prev_url=prev_url,
+            next_url=next_url,
+            hint=TASK_HINTS.get(
+                item.task.lower(), "1 only for an explicit, self-directed disclosure; 0 otherwise (see the guidelines)."
+            ),
+        )
 
     def adjudication_page(self, person: Person, base: str) -> str:
         cases = self.cases()
         annotators = self.settings.annotators
         disagreements = sorted((c for c in cases if c.disagreement), key=lambda c: (c.resolved, c.item.position))
-        return self.render("adjudicate.html", person=person, base=base, annotators=annotators,
-                           cases=disagreements, stats=summary(cases, annotators),
-                           n_agreed_pending=len(agreed_rows(cases, annotators)))
+        return self.render(
+            "adjudicate.html",
+            person=person,
+            base=base,
+            annotators=annotators,
+            cases=disagreements,
+            stats=summary(cases, annotators),
+            n_agreed_pending=len(agreed_rows(cases, annotators)),
+        )
 
     # --- API -------------------------------------------------------------------------------------
     def save_label(self, person: Person, body: dict, base: str) -> dict:
@@ -165,8 +194,21 @@ class AnnotationApp:
         latency = body.get("elapsed_ms")
         latency = float(latency) if isinstance(latency, (int, float)) and 0 <= latency < 1e9 else None
         with self._write_lock:
-            self.store.add([{"item_id": item.item_id, "task": item.task, "labeler": person.name, "kind": "human",
-                             "value": value, "tags": tags, "note": note, "latency_ms": latency}], replace=True)
+            self.store.add(
+                [
+                    {
+                        "item_id": item.item_id,
+                        "task": item.task,
+                        "labeler": person.name,
+                        "kind": "human",
+                        "value": value,
+                        "tags": tags,
+                        "note": note,
+                        "latency_ms": latency,
+                    }
+                ],
+                replace=True,
+            )
         following = item.position + 1 if item.position < len(self.items) else self.resume_position(person.name)
         return {"ok": True, "next": f"{base}item/{following}" if following else f"{base}done"}
 
@@ -179,8 +221,21 @@ class AnnotationApp:
             case = next(c for c in self.cases() if c.item.key == item.key)
             if not case.disagreement:
                 raise HTTPError(409, "the annotators no longer disagree on this item; reload the page")
-            self.store.add([{"item_id": item.item_id, "task": item.task, "labeler": CONSENSUS, "kind": ADJUDICATED,
-                             "value": value, "raw_answer": ADJUDICATED, "tags": tags, "note": note}], replace=True)
+            self.store.add(
+                [
+                    {
+                        "item_id": item.item_id,
+                        "task": item.task,
+                        "labeler": CONSENSUS,
+                        "kind": ADJUDICATED,
+                        "value": value,
+                        "raw_answer": ADJUDICATED,
+                        "tags": tags,
+                        "note": note,
+                    }
+                ],
+                replace=True,
+            )
         return {"ok": True}
 
     def save_agreed(self, person: Person) -> dict:

@@ -41,8 +41,11 @@ def load_sample(path: str | Path, *, keep_order: bool = False, posts: str | Path
         frame["text"] = frame["item_id"].astype(str).map(_store_texts(posts, set(frame["item_id"].astype(str))))
     missing = [c for c in REQUIRED if c not in frame.columns]
     if missing:
-        raise InputError(f"missing column '{missing[0]}'; a validation sample needs the columns "
-                         f"{', '.join(REQUIRED)} (as `mhaudit labels sample` writes them)", path=path)
+        raise InputError(
+            f"missing column '{missing[0]}'; a validation sample needs the columns "
+            f"{', '.join(REQUIRED)} (as `mhaudit labels sample` writes them)",
+            path=path,
+        )
     if frame.empty:
         raise InputError("the sample has no rows", path=path)
     frame = frame.loc[:, list(REQUIRED)]

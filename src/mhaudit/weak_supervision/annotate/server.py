@@ -57,7 +57,7 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 STATIC = {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"}
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-                               "img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+    "img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "no-referrer",
@@ -173,11 +173,14 @@ class Handler(BaseHTTPRequestHandler):
             token, rest = parts[1], parts[2:]
             person = app.resolve(token)
             if person is None:
-                app.notify("refused a request with an unknown token (HTTP 403): the link is mistyped or was "
-                           "replaced by --new-tokens; hand out the links printed when the server started",
-                           throttle=True)
-                raise HTTPError(403, "This link is not valid. Ask the person who runs `mhaudit annotate` "
-                                     "for your personal link.")
+                app.notify(
+                    "refused a request with an unknown token (HTTP 403): the link is mistyped or was "
+                    "replaced by --new-tokens; hand out the links printed when the server started",
+                    throttle=True,
+                )
+                raise HTTPError(
+                    403, "This link is not valid. Ask the person who runs `mhaudit annotate` for your personal link."
+                )
             base = f"/s/{token}/"
             if api:
                 return self._json(200, self._post(app, person, token, rest, base, body))
@@ -224,29 +227,43 @@ class Handler(BaseHTTPRequestHandler):
         if rest == ["guidelines"]:  # "back" returns to the page the person came from (?from=item/3)
             came_from = parse_qs(urlsplit(self.path).query).get("from", [""])[0]
             back = base + came_from if BACK_TO.fullmatch(came_from) else base
-            return self._html(200, app.render("guidelines.html", person=person, base=base, back=back,
-                                              guidelines=app.guidelines_html))
+            return self._html(
+                200, app.render("guidelines.html", person=person, base=base, back=back, guidelines=app.guidelines_html)
+            )
         if person.role == "adjudicator":
             if rest in ([], ["adjudicate"]):
                 return self._html(200, app.adjudication_page(person, base))
-            raise HTTPError(403 if rest and rest[0] in ("item", "done") else 404,
-                            "This link belongs to the adjudicator, who sees the disagreements only.")
+            raise HTTPError(
+                403 if rest and rest[0] in ("item", "done") else 404,
+                "This link belongs to the adjudicator, who sees the disagreements only.",
+            )
         if rest == []:
             position = app.resume_position(person.name)
-            return self._send(303, b"", "text/plain; charset=utf-8",
-                              {"Location": f"{base}item/{position}" if position else f"{base}done"})
+            return self._send(
+                303,
+                b"",
+                "text/plain; charset=utf-8",
+                {"Location": f"{base}item/{position}" if position else f"{base}done"},
+            )
         if len(rest) == 2 and rest[0] == "item":
             return self._html(200, app.item_page(person, base, app.item_at(rest[1])))
         if rest == ["done"]:
-            return self._html(200, app.render("done.html", person=person, base=base, n=len(app.items),
-                                              n_done=len(app.labelled(person.name) & app.by_key.keys()),
-                                              resume=app.resume_position(person.name)))
+            return self._html(
+                200,
+                app.render(
+                    "done.html",
+                    person=person,
+                    base=base,
+                    n=len(app.items),
+                    n_done=len(app.labelled(person.name) & app.by_key.keys()),
+                    resume=app.resume_position(person.name),
+                ),
+            )
         if rest == ["adjudicate"]:
             raise HTTPError(403, "Annotators do not see the adjudication view.")
         raise HTTPError(404, "no such page")
 
-    def _post(self, app: AnnotationApp, person: Person, token: str, rest: list[str], base: str,
-              raw: bytes) -> dict:
+    def _post(self, app: AnnotationApp, person: Person, token: str, rest: list[str], base: str, raw: bytes) -> dict:
         body = self._read_json(token, raw)
         if rest == ["api", "label"]:
             return app.save_label(person, body, base)
@@ -295,8 +312,7 @@ class AnnotationServer(ThreadingHTTPServer):
     block_on_close = False
     request_timeout: float = 30.0  # seconds a connection may stay silent (see Handler.setup)
 
-    def __init__(self, app: AnnotationApp | None, host: str = "127.0.0.1", port: int = 8765, *,
-                 public: bool = False):
+    def __init__(self, app: AnnotationApp | None, host: str = "127.0.0.1", port: int = 8765, *, public: bool = False):
         self.check_host(host, public)
         self.app = app  # may be set after binding (open_session binds before issuing tokens)
         self.public = public
@@ -313,8 +329,10 @@ class AnnotationServer(ThreadingHTTPServer):
     @staticmethod
     def check_host(host: str, public: bool) -> None:
         if not public and not is_loopback(host):
-            raise InputError(f"refusing to serve on '{host}', which is not a loopback address: anyone on the network "
-                             "could reach the post texts; pass --public if that is intended")
+            raise InputError(
+                f"refusing to serve on '{host}', which is not a loopback address: anyone on the network "
+                "could reach the post texts; pass --public if that is intended"
+            )
 
     def host_allowed(self, header: str) -> bool:
         if self.public:
@@ -341,7 +359,8 @@ class AnnotationServer(ThreadingHTTPServer):
 
     def start_background(self) -> threading.Thread:
         """Serve in a daemon thread (tests, notebooks); `shutdown()` and `server_close()` stop it."""
-        thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True,
-                                  name="mhaudit-annotate")
+        thread = threading.Thread(
+            target=self.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True, name="mhaudit-annotate"
+        )
         thread.start()
         return thread

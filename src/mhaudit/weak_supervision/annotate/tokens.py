@@ -43,8 +43,10 @@ def digest(token: str) -> str:
 
 def check_name(name: str) -> str:
     if not NAME.match(name or ""):
-        raise InputError(f"person name {name!r} must be 1-64 letters, digits, '_', '.', '@' or '-' "
-                         "(it becomes the labeler name in the labels table)")
+        raise InputError(
+            f"person name {name!r} must be 1-64 letters, digits, '_', '.', '@' or '-' "
+            "(it becomes the labeler name in the labels table)"
+        )
     if name.lower() in RESERVED:
         raise InputError(f"'{name}' is reserved for adjudicated labels; choose another annotator name")
     return name
@@ -60,8 +62,9 @@ class TokenFile:
             try:
                 data = json.loads(self.path.read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:
-                raise InputError(f"cannot read the token file ({exc}); delete it and rerun with "
-                                 "--new-tokens", path=self.path) from None
+                raise InputError(
+                    f"cannot read the token file ({exc}); delete it and rerun with --new-tokens", path=self.path
+                ) from None
             if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("people"), dict):
                 raise InputError("is not an mhaudit annotation token file", path=self.path)
             self.entries = data["people"]
@@ -73,12 +76,18 @@ class TokenFile:
     def issue(self, people: list[Person], *, rotate: bool = False) -> dict[Person, str | None]:
         """A new token for each person without one (or for everyone when `rotate`); None means unchanged. Writes
         the file (mode 0600) when anything changed."""
-        issued = {person: None if self._key(person) in self.entries and not rotate else secrets.token_urlsafe(32)
-                  for person in people}
+        issued = {
+            person: None if self._key(person) in self.entries and not rotate else secrets.token_urlsafe(32)
+            for person in people
+        }
         for person, token in issued.items():
             if token is not None:
-                self.entries[self._key(person)] = {"name": person.name, "role": person.role, "sha256": digest(token),
-                                                   "issued_at": now()}
+                self.entries[self._key(person)] = {
+                    "name": person.name,
+                    "role": person.role,
+                    "sha256": digest(token),
+                    "issued_at": now(),
+                }
         if any(token is not None for token in issued.values()):
             self.save()
         return issued

@@ -34,8 +34,15 @@ from mhaudit.weak_supervision.collect.jetstream import (
 from mhaudit.weak_supervision.collect.store import PostStore
 from mhaudit.weak_supervision.lexicons import Lexicon
 
-__all__ = ["CollectOptions", "CollectStats", "Collector", "PostFilter", "RelayUnreachable", "RetryPolicy",
-           "parse_duration"]
+__all__ = [
+    "CollectOptions",
+    "CollectStats",
+    "Collector",
+    "PostFilter",
+    "RelayUnreachable",
+    "RetryPolicy",
+    "parse_duration",
+]
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 MAX_FRAME_BYTES = 4 * 2**20  # a post record is tiny; firehose commits with many blocks stay far below this
@@ -74,27 +81,27 @@ class RetryPolicy:
 
 @dataclass
 class CollectOptions:
-    langs: Sequence[str] = ("en",)       # primary language subtags to keep; empty = every language
+    langs: Sequence[str] = ("en",)  # primary language subtags to keep; empty = every language
     replies: bool = True
-    batch_size: int = 500                # commit when this many posts are pending ...
-    flush_every_s: float = 1.0           # ... or this long after the last commit
+    batch_size: int = 500  # commit when this many posts are pending ...
+    flush_every_s: float = 1.0  # ... or this long after the last commit
     duration_s: float | None = None
-    max_posts: int | None = None         # stop once this many NEW posts are stored in this run
+    max_posts: int | None = None  # stop once this many NEW posts are stored in this run
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     connect_timeout_s: float = 10.0
-    rewind_s: float = 5.0                # subscribe wire: (re)subscribe this long before the last processed time_us
+    rewind_s: float = 5.0  # subscribe wire: (re)subscribe this long before the last processed time_us
 
 
 @dataclass
 class CollectStats:
-    events: int = 0           # frames received
-    malformed: int = 0        # frames counted and skipped
-    posts: int = 0            # post creates among them
-    matched: int = 0          # posts that passed language, reply and lexicon filters
-    stored: int = 0           # new rows in the store
-    duplicates: int = 0       # matched posts the store already had (replays after a resume)
+    events: int = 0  # frames received
+    malformed: int = 0  # frames counted and skipped
+    posts: int = 0  # post creates among them
+    matched: int = 0  # posts that passed language, reply and lexicon filters
+    stored: int = 0  # new rows in the store
+    duplicates: int = 0  # matched posts the store already had (replays after a resume)
     connections: int = 0
-    failures: int = 0         # failed connects, dropped connections and relay error frames
+    failures: int = 0  # failed connects, dropped connections and relay error frames
     cursor: int | None = None  # the highest cursor processed (never moves back on a replayed overlap)
     elapsed_s: float = 0.0
     stop_reason: str = ""
@@ -104,9 +111,11 @@ class CollectStats:
         return self.events / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
     def status(self) -> str:  # for a progress display
-        return (f"{self.events:,} events ({self.events_per_s:,.0f}/s) · posts {self.posts:,} · matched "
-                f"{self.matched:,} · stored {self.stored:,} · malformed {self.malformed:,} · reconnects "
-                f"{max(0, self.connections - 1)} · {self.elapsed_s:,.0f} s")
+        return (
+            f"{self.events:,} events ({self.events_per_s:,.0f}/s) · posts {self.posts:,} · matched "
+            f"{self.matched:,} · stored {self.stored:,} · malformed {self.malformed:,} · reconnects "
+            f"{max(0, self.connections - 1)} · {self.elapsed_s:,.0f} s"
+        )
 
 
 class PostFilter:
@@ -128,8 +137,11 @@ class PostFilter:
         matches = [match for lexicon in self.lexicons for match in lexicon.match(post["text"])]
         if not matches:
             return None
-        return {**post, "terms": list(dict.fromkeys(m.term for m in matches)),
-                "categories": list(dict.fromkeys(m.category for m in matches))}
+        return {
+            **post,
+            "terms": list(dict.fromkeys(m.term for m in matches)),
+            "categories": list(dict.fromkeys(m.category for m in matches)),
+        }
 
 
 def _connection_errors() -> tuple[tuple[type[BaseException], ...], type[BaseException]]:
@@ -149,11 +161,20 @@ class Collector:
     `run()` advances `progress` (in the caller's stage) by the posts stored, every `progress_every_s`, with `status()`.
     """
 
-    def __init__(self, store: PostStore, post_filter: PostFilter, *, wire: Wire | str = "auto",
-                 relay: str | None = None, options: CollectOptions | None = None,
-                 progress: Progress | None = None, progress_every_s: float = 0.5,
-                 seed: int | None = None, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], object] | None = None):
+    def __init__(
+        self,
+        store: PostStore,
+        post_filter: PostFilter,
+        *,
+        wire: Wire | str = "auto",
+        relay: str | None = None,
+        options: CollectOptions | None = None,
+        progress: Progress | None = None,
+        progress_every_s: float = 0.5,
+        seed: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], object] | None = None,
+    ):
         wires = choose_wires(relay, wire)
         self.store, self.filter = store, post_filter
         self.relay = relay or wires[0].default_relay
@@ -219,8 +240,10 @@ class Collector:
                 self._pending.append(kept)
                 stats.matched += 1
         pending = len(self._pending)
-        if pending and (pending >= self.options.batch_size or (
-                self.options.max_posts is not None and stats.stored + pending >= self.options.max_posts)):
+        if pending and (
+            pending >= self.options.batch_size
+            or (self.options.max_posts is not None and stats.stored + pending >= self.options.max_posts)
+        ):
             self.flush()
 
     def flush(self) -> None:
@@ -283,8 +306,14 @@ class Collector:
         from websockets.typing import Subprotocol
 
         # No compression negotiation: neither Jetstream wire's zstd mode is requested, frames arrive as plain JSON.
-        return connect(url, open_timeout=self.options.connect_timeout_s, close_timeout=1, max_size=MAX_FRAME_BYTES,
-                       compression=None, subprotocols=[Subprotocol(p) for p in self.wire.subprotocols] or None)
+        return connect(
+            url,
+            open_timeout=self.options.connect_timeout_s,
+            close_timeout=1,
+            max_size=MAX_FRAME_BYTES,
+            compression=None,
+            subprotocols=[Subprotocol(p) for p in self.wire.subprotocols] or None,
+        )
 
     def _fall_back(self, exc: BaseException) -> bool:
         """Auto wire refused (400/404) before any event: switch to the other, once (True); both refused: give up."""
@@ -292,8 +321,10 @@ class Collector:
         if status not in FALLBACK_STATUSES or not (self._fallback or self._refused):
             return False
         if self._fallback is None:
-            raise RelayUnreachable(f"the relay {self.relay} refused both Jetstream wires ({self._refused}, "
-                                   f"{self.wire.name}: HTTP {status}); check the URL, or name the wire with --wire")
+            raise RelayUnreachable(
+                f"the relay {self.relay} refused both Jetstream wires ({self._refused}, "
+                f"{self.wire.name}: HTTP {status}); check the URL, or name the wire with --wire"
+            )
         self._refused = f"{self.wire.name}: HTTP {status}"
         self.wire_note = f"auto: the relay refused {self._refused}"
         self._use_wire(self._fallback)
@@ -357,7 +388,8 @@ class Collector:
                     raise RelayUnreachable(
                         f"cannot reach the relay {self.relay} ({consecutive} failed attempts in a row, last: "
                         f"{last_error or 'connection closed'}); the {self.stats.stored} posts stored in this "
-                        "run are committed, and a rerun resumes from the saved cursor")
+                        "run are committed, and a rerun resumes from the saved cursor"
+                    )
                 self._wait(policy.delay(consecutive, self._rng))
         finally:
             self.stats.elapsed_s = self._clock() - self._started

@@ -72,11 +72,13 @@ def check_store_path(path: str | Path) -> Path | str:
     text = str(path)
     match = _URL.match(text)
     if match and match.group(1).lower() in POSTGRES_SCHEMES:  # also as a Path that collapsed '//' to '/'
-        return f"{match.group(1)}://{text[match.end():].lstrip('/')}"
+        return f"{match.group(1)}://{text[match.end() :].lstrip('/')}"
     if match:
         # Only the scheme is echoed: the rest of a URL may hold a password.
-        raise InputError(f"{match.group(1)}://… is a database URL of a kind the post store does not support; give "
-                         "a file path for the SQLite post store (e.g. posts.sqlite) or a postgresql:// URL")
+        raise InputError(
+            f"{match.group(1)}://… is a database URL of a kind the post store does not support; give "
+            "a file path for the SQLite post store (e.g. posts.sqlite) or a postgresql:// URL"
+        )
     return Path(path)
 
 
@@ -135,11 +137,21 @@ class SQLiteDialect:
                 conn.execute("ROLLBACK")
                 raise
         elif app_id != APPLICATION_ID:
-            raise InputError("is an SQLite database but not an mhaudit post store (no post-store "
-                             "application id); give a new file name", path=self.path)
+            raise InputError(
+                "is an SQLite database but not an mhaudit post store (no post-store "
+                "application id); give a new file name",
+                path=self.path,
+            )
         else:
-            self.backup = migrate_sqlite(conn, self.path, version, SCHEMA_VERSION, POST_STORE_STEPS, what=POST_STORE,
-                                         advice="collect into a new file")
+            self.backup = migrate_sqlite(
+                conn,
+                self.path,
+                version,
+                SCHEMA_VERSION,
+                POST_STORE_STEPS,
+                what=POST_STORE,
+                advice="collect into a new file",
+            )
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             raise InputError(f"cannot switch the post store to WAL mode (got {mode})", path=self.path)
@@ -179,13 +191,21 @@ class PostgresDialect:
     errors: tuple[type[BaseException], ...] = ()
     nul_free = True  # PostgreSQL text cannot hold U+0000: it is stored as U+FFFD
 
-    def __init__(self, url: str, *, synchronous: str, timeout: float, retry: ReconnectPolicy | None = None,
-                 wait_for_server: bool = False):
+    def __init__(
+        self,
+        url: str,
+        *,
+        synchronous: str,
+        timeout: float,
+        retry: ReconnectPolicy | None = None,
+        wait_for_server: bool = False,
+    ):
         try:
             import psycopg
         except ImportError:
-            raise InputError("a postgresql:// post store needs psycopg (pip install 'psycopg[binary]', or the "
-                             "bluesky extra)") from None
+            raise InputError(
+                "a postgresql:// post store needs psycopg (pip install 'psycopg[binary]', or the bluesky extra)"
+            ) from None
         self.location = redact_url(url)
         self.errors = (psycopg.OperationalError,)
         self._url, self._synchronous, self._timeout, self._retry = url, synchronous, timeout, retry
@@ -193,20 +213,31 @@ class PostgresDialect:
         try:
             # wait_for_server: the store was reached earlier in this run, so a refused connect is a restart
             # in progress, waited out as a lost connection is (reconnect.py); otherwise a wrong URL fails at once.
-            conn = retrying(self._connect, lost=lambda exc: isinstance(exc, psycopg.OperationalError),
-                            where=self.location, policy=retry, describe=lambda exc: _pg_reason(exc, url)) \
-                if wait_for_server else self._connect()
+            conn = (
+                retrying(
+                    self._connect,
+                    lost=lambda exc: isinstance(exc, psycopg.OperationalError),
+                    where=self.location,
+                    policy=retry,
+                    describe=lambda exc: _pg_reason(exc, url),
+                )
+                if wait_for_server
+                else self._connect()
+            )
         except psycopg.Error as exc:
-            raise InputError(f"cannot connect to the PostgreSQL post store {self.location}: "
-                             f"{_pg_reason(exc, url)}; nothing was read or written") from None
+            raise InputError(
+                f"cannot connect to the PostgreSQL post store {self.location}: "
+                f"{_pg_reason(exc, url)}; nothing was read or written"
+            ) from None
         self.conn = _PgConnection(conn)
         try:
             self._open()
         except BaseException as exc:
             conn.close()
             if isinstance(exc, psycopg.Error):
-                raise InputError(f"cannot open the PostgreSQL post store {self.location}: {_pg_reason(exc, url)}") \
-                    from None
+                raise InputError(
+                    f"cannot open the PostgreSQL post store {self.location}: {_pg_reason(exc, url)}"
+                ) from None
             raise
 
     def _connect(self):
@@ -232,8 +263,14 @@ class PostgresDialect:
 
     def retrying(self, action):
         """action(), redone on a new connection while the server is away, within the retry budget."""
-        return retrying(action, lost=self.lost, reconnect=self._reconnect, where=self.location,
-                        policy=self._retry, describe=lambda exc: _pg_reason(exc, self._url))
+        return retrying(
+            action,
+            lost=self.lost,
+            reconnect=self._reconnect,
+            where=self.location,
+            policy=self._retry,
+            describe=lambda exc: _pg_reason(exc, self._url),
+        )
 
     def _reconnect(self) -> None:
         self.conn.close()
@@ -246,25 +283,40 @@ class PostgresDialect:
         try:
             # One creator at a time: a second collector starting on an empty database waits, then finds the store.
             conn.execute("SELECT pg_advisory_xact_lock(?)", (APPLICATION_ID,))
-            existing = {row[0] for row in conn.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
-                "AND table_name IN ('mhaudit_meta', 'posts', 'cursor', 'runs')")}
+            existing = {
+                row[0]
+                for row in conn.execute(
+                    "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+                    "AND table_name IN ('mhaudit_meta', 'posts', 'cursor', 'runs')"
+                )
+            }
             if "mhaudit_meta" in existing:
                 meta = dict(conn.execute("SELECT key, value FROM mhaudit_meta").fetchall())
                 if meta.get("application_id") != str(APPLICATION_ID):
-                    raise InputError(f"{self.location} has a mhaudit_meta table that does not mark an mhaudit "
-                                     "post store; use another database or schema")
-                check_version(int(meta.get("schema_version", 0)), SCHEMA_VERSION, what=POST_STORE,
-                              where=self.location, advice="collect into another database or schema")
+                    raise InputError(
+                        f"{self.location} has a mhaudit_meta table that does not mark an mhaudit "
+                        "post store; use another database or schema"
+                    )
+                check_version(
+                    int(meta.get("schema_version", 0)),
+                    SCHEMA_VERSION,
+                    what=POST_STORE,
+                    where=self.location,
+                    advice="collect into another database or schema",
+                )
             elif existing:
-                raise InputError(f"{self.location} already has tables named {', '.join(sorted(existing))} that "
-                                 "are not an mhaudit post store (no mhaudit_meta table); use another database or "
-                                 "schema")
+                raise InputError(
+                    f"{self.location} already has tables named {', '.join(sorted(existing))} that "
+                    "are not an mhaudit post store (no mhaudit_meta table); use another database or "
+                    "schema"
+                )
             else:
                 _create_tables(conn, self)
                 conn.execute("CREATE TABLE mhaudit_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-                conn.executemany("INSERT INTO mhaudit_meta (key, value) VALUES (?, ?)",
-                                 [("application_id", str(APPLICATION_ID)), ("schema_version", str(SCHEMA_VERSION))])
+                conn.executemany(
+                    "INSERT INTO mhaudit_meta (key, value) VALUES (?, ?)",
+                    [("application_id", str(APPLICATION_ID)), ("schema_version", str(SCHEMA_VERSION))],
+                )
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

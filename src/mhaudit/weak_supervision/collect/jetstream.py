@@ -23,11 +23,37 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from mhaudit.core.errors import InputError
 
-__all__ = ["DEFAULT_FIREHOSE_RELAY", "DEFAULT_RELAY", "DEFAULT_XRPC_RELAY", "FIREHOSE", "JETSTREAM", "POST_COLLECTION",
-           "SUBSCRIBE", "WIRES", "XRPC", "XRPC_METHOD", "XRPC_SUBPROTOCOL", "Event", "MalformedFrame", "RelayError",
-           "Wire", "check_relay_url", "choose_wires", "cursor_stream", "describe_failure", "firehose_url",
-           "handshake_status", "parse_firehose_frame", "parse_jetstream_frame", "parse_xrpc_frame", "relay_host",
-           "resume_point", "subscribe_url", "url_wire", "xrpc_url"]
+__all__ = [
+    "DEFAULT_FIREHOSE_RELAY",
+    "DEFAULT_RELAY",
+    "DEFAULT_XRPC_RELAY",
+    "FIREHOSE",
+    "JETSTREAM",
+    "POST_COLLECTION",
+    "SUBSCRIBE",
+    "WIRES",
+    "XRPC",
+    "XRPC_METHOD",
+    "XRPC_SUBPROTOCOL",
+    "Event",
+    "MalformedFrame",
+    "RelayError",
+    "Wire",
+    "check_relay_url",
+    "choose_wires",
+    "cursor_stream",
+    "describe_failure",
+    "firehose_url",
+    "handshake_status",
+    "parse_firehose_frame",
+    "parse_jetstream_frame",
+    "parse_xrpc_frame",
+    "relay_host",
+    "resume_point",
+    "subscribe_url",
+    "url_wire",
+    "xrpc_url",
+]
 
 DEFAULT_RELAY = "wss://jetstream2.us-east.bsky.network/subscribe"
 DEFAULT_XRPC_RELAY = "wss://jetstream.us-east.bsky.network/xrpc"  # the SDK's default base URI
@@ -110,14 +136,28 @@ def resume_point(store, wire: Wire, relay: str) -> tuple[int | None, int | None,
         return saved, None, ""
     host, time_us = relay_host(relay), store.cursor(SUBSCRIBE.stream)
     if wire.takes_time and time_us is not None and time_us >= TIME_CURSOR_MIN:
-        return None, time_us, (f"no {wire.name} cursor is saved for {host}: starting from the subscribe wire's "
-                               f"saved time_us {time_us}, which the relay reads as a time")
+        return (
+            None,
+            time_us,
+            (
+                f"no {wire.name} cursor is saved for {host}: starting from the subscribe wire's "
+                f"saved time_us {time_us}, which the relay reads as a time"
+            ),
+        )
     if wire.relay_specific:
         saved, note = _other_relays_cursor(store, wire, relay)
         return saved, None, note
     seqs = sorted(k for k in store.cursors() if ":" in k)
-    return None, None, (f"starting at the live tip: the store's saved cursors ({', '.join(seqs)}) are seqs of "
-                        "another wire, which the subscribe wire cannot resume from" if seqs else "")
+    return (
+        None,
+        None,
+        (
+            f"starting at the live tip: the store's saved cursors ({', '.join(seqs)}) are seqs of "
+            "another wire, which the subscribe wire cannot resume from"
+            if seqs
+            else ""
+        ),
+    )
 
 
 def _other_relays_cursor(store, wire: Wire, relay: str) -> tuple[int | None, str]:
@@ -135,9 +175,11 @@ def _other_relays_cursor(store, wire: Wire, relay: str) -> tuple[int | None, str
     if legacy is not None and len(others) == 1 and store.run_relays(wire.name) == {host}:
         return legacy, ""
     owners = sorted(k.split(":", 1)[1] if ":" in k else "an unrecorded relay" for k in others)
-    return None, (f"starting at the live tip of {host}: the store's saved {wire.name} cursor belongs to "
-                  f"{', '.join(owners)}, and a {wire.name} seq is only valid on the relay that issued it "
-                  "(posts sent while no collector ran are not fetched)")
+    return None, (
+        f"starting at the live tip of {host}: the store's saved {wire.name} cursor belongs to "
+        f"{', '.join(owners)}, and a {wire.name} seq is only valid on the relay that issued it "
+        "(posts sent while no collector ran are not fetched)"
+    )
 
 
 def _with_query(relay: str, params: Iterable[tuple[str, str]], path: str | None = None) -> str:
@@ -145,25 +187,31 @@ def _with_query(relay: str, params: Iterable[tuple[str, str]], path: str | None 
     parts = urlsplit(relay)
     drop = {"cursor", "wantedCollections", "collections"}
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in drop]
-    return urlunsplit((parts.scheme, parts.netloc, path if path is not None else parts.path,
-                       urlencode(query + list(params)), ""))
+    return urlunsplit(
+        (parts.scheme, parts.netloc, path if path is not None else parts.path, urlencode(query + list(params)), "")
+    )
 
 
 def _cursor(cursor: int | None) -> list[tuple[str, str]]:
     return [("cursor", str(int(cursor)))] if cursor is not None else []
 
 
-def subscribe_url(relay: str = DEFAULT_RELAY, cursor: int | None = None,
-                  collections: Iterable[str] = (POST_COLLECTION,)) -> str:
+def subscribe_url(
+    relay: str = DEFAULT_RELAY, cursor: int | None = None, collections: Iterable[str] = (POST_COLLECTION,)
+) -> str:
     """The Jetstream subscription URL: `wantedCollections=app.bsky.feed.post`, and `cursor=<time_us>` to resume.
     A bare host gets the `/subscribe` path; any other path is kept as given (a proxy may serve it elsewhere)."""
     path = urlsplit(relay).path
-    return _with_query(relay, [("wantedCollections", c) for c in collections] + _cursor(cursor),
-                       SUBSCRIBE_PATH if path in ("", "/") else path)
+    return _with_query(
+        relay,
+        [("wantedCollections", c) for c in collections] + _cursor(cursor),
+        SUBSCRIBE_PATH if path in ("", "/") else path,
+    )
 
 
-def xrpc_url(relay: str = DEFAULT_XRPC_RELAY, cursor: int | None = None,
-             collections: Iterable[str] = (POST_COLLECTION,)) -> str:
+def xrpc_url(
+    relay: str = DEFAULT_XRPC_RELAY, cursor: int | None = None, collections: Iterable[str] = (POST_COLLECTION,)
+) -> str:
     """`<relay>/xrpc/network.bsky.jetstream.subscribeEvents?collections=app.bsky.feed.post[&cursor=<seq>]`; a URL
     ending in `/xrpc` (the SDK's base URI) gets the method, one that already names it is kept."""
     path = urlsplit(relay).path.rstrip("/")
@@ -209,13 +257,17 @@ def choose_wires(relay: str | None, wire: Wire | str = "auto") -> tuple[Wire, ..
     named = url_wire(relay)
     if chosen is None:
         if named is FIREHOSE:
-            raise InputError(f"the relay URL {relay!r} names the firehose (com.atproto.sync.subscribeRepos): "
-                             "add --firehose (wire='firehose'), or give a Jetstream URL")
+            raise InputError(
+                f"the relay URL {relay!r} names the firehose (com.atproto.sync.subscribeRepos): "
+                "add --firehose (wire='firehose'), or give a Jetstream URL"
+            )
         return (named,) if named else (XRPC, SUBSCRIBE)
     xrpc_base = urlsplit(relay).path.rstrip("/").endswith("/xrpc")  # the SDK's base URI, for either xrpc method
     if named is not None and named is not chosen and not (chosen is FIREHOSE and xrpc_base):
-        raise InputError(f"the relay URL {relay!r} names the {named.name} wire's path, not the {chosen.name} "
-                         "wire's: give the URL without that path, or choose the wire it names")
+        raise InputError(
+            f"the relay URL {relay!r} names the {named.name} wire's path, not the {chosen.name} "
+            "wire's: give the URL without that path, or choose the wire it names"
+        )
     return (chosen,)
 
 
@@ -259,8 +311,15 @@ def _post(did: object, rkey: object, cid: object, record: object) -> dict:
         langs = []
     elif not isinstance(langs, list) or not all(isinstance(lang, str) for lang in langs):
         raise MalformedFrame("the post's langs is not a list of strings")
-    return {"uri": f"at://{did}/{POST_COLLECTION}/{rkey}", "did": did, "cid": cid, "text": text,
-            "created_at": created, "langs": langs, "reply": record.get("reply") is not None}
+    return {
+        "uri": f"at://{did}/{POST_COLLECTION}/{rkey}",
+        "did": did,
+        "cid": cid,
+        "text": text,
+        "created_at": created,
+        "langs": langs,
+        "reply": record.get("reply") is not None,
+    }
 
 
 # ------------------------------------------------------------------------------------------ Jetstream
@@ -309,8 +368,11 @@ def parse_xrpc_frame(frame: str | bytes) -> Event:
     seq = payload.get("seq")
     if not _is_int(seq) or seq < 0:
         raise MalformedFrame("no integer seq")
-    if (kind.endswith("#commit") and payload.get("operation") == "create"
-            and payload.get("collection") == POST_COLLECTION):
+    if (
+        kind.endswith("#commit")
+        and payload.get("operation") == "create"
+        and payload.get("collection") == POST_COLLECTION
+    ):
         return Event(seq, (_post(payload.get("did"), payload.get("rkey"), payload.get("cid"), payload.get("record")),))
     return Event(seq)  # identity, account, sync, other collections, updates, deletes
 
@@ -341,8 +403,13 @@ def parse_firehose_frame(frame: str | bytes) -> Event:
     ops, blocks, did = body.get("ops"), body.get("blocks"), body.get("repo")
     if not isinstance(ops, list) or not isinstance(blocks, (bytes, bytearray)):
         raise MalformedFrame("a #commit without ops or blocks")
-    creates = [op for op in ops if isinstance(op, dict) and op.get("action") == "create"
-               and str(op.get("path", "")).startswith(POST_COLLECTION + "/")]
+    creates = [
+        op
+        for op in ops
+        if isinstance(op, dict)
+        and op.get("action") == "create"
+        and str(op.get("path", "")).startswith(POST_COLLECTION + "/")
+    ]
     if not creates:
         return Event(seq)
     try:
@@ -361,8 +428,15 @@ def parse_firehose_frame(frame: str | bytes) -> Event:
 
 SUBSCRIBE = Wire("subscribe", "jetstream", DEFAULT_RELAY, subscribe_url, parse_jetstream_frame, time_cursor=True)
 JETSTREAM = SUBSCRIBE  # the name before there were two Jetstream wires
-XRPC = Wire("xrpc", "jetstream-xrpc", DEFAULT_XRPC_RELAY, xrpc_url, parse_xrpc_frame, relay_specific=True,
-            takes_time=True, subprotocols=(XRPC_SUBPROTOCOL,))
-FIREHOSE = Wire("firehose", "firehose", DEFAULT_FIREHOSE_RELAY, firehose_url, parse_firehose_frame,
-                relay_specific=True)
+XRPC = Wire(
+    "xrpc",
+    "jetstream-xrpc",
+    DEFAULT_XRPC_RELAY,
+    xrpc_url,
+    parse_xrpc_frame,
+    relay_specific=True,
+    takes_time=True,
+    subprotocols=(XRPC_SUBPROTOCOL,),
+)
+FIREHOSE = Wire("firehose", "firehose", DEFAULT_FIREHOSE_RELAY, firehose_url, parse_firehose_frame, relay_specific=True)
 WIRES = {wire.name: wire for wire in (SUBSCRIBE, XRPC, FIREHOSE)}

@@ -16,5 +16,10 @@ POST_STORE_STEPS: dict[int, Step] = {}  # version -> its step to version + 1
 
 
 def check_scores_table(found: int, current: int, where: object) -> None:
-    check_version(found, current, what="its scores table", where=where,
-                  advice="score into a new post store, or drop its scores table to score its posts again")
+    check_version(
+        found,
+        current,
+        what="its scores table",
+        where=where,
+        advice="score into a new post store, or drop its scores table to score its posts again",
+    )

@@ -30,8 +30,8 @@ class StoreUnreachable(InputError):
 @dataclass(frozen=True)
 class ReconnectPolicy:
     budget_s: float = 30.0  # give up once this long has passed since the connection was lost
-    base_s: float = 0.1     # first wait; doubled after each failed reconnect ...
-    max_s: float = 2.0      # ... up to this
+    base_s: float = 0.1  # first wait; doubled after each failed reconnect ...
+    max_s: float = 2.0  # ... up to this
 
     @classmethod
     def with_budget(cls, budget_s: float | None = None) -> ReconnectPolicy:
@@ -52,9 +52,15 @@ class ReconnectPolicy:
         return min(self.max_s, self.base_s * 2 ** (attempt - 1))
 
 
-def retrying(action: Callable[[], T], *, lost: Callable[[BaseException], bool], where: str,
-             reconnect: Callable[[], object] | None = None, policy: ReconnectPolicy | None = None,
-             describe: Callable[[BaseException], str] = lambda exc: " ".join(str(exc).split())) -> T:
+def retrying(
+    action: Callable[[], T],
+    *,
+    lost: Callable[[BaseException], bool],
+    where: str,
+    reconnect: Callable[[], object] | None = None,
+    policy: ReconnectPolicy | None = None,
+    describe: Callable[[BaseException], str] = lambda exc: " ".join(str(exc).split()),
+) -> T:
     """action(), redone after `reconnect()` (None: action() connects itself) while it fails with an error that
     `lost(error)` calls a lost connection; StoreUnreachable once `policy.budget_s` has passed since the first
     loss. Any other error passes through at once. `where` (the database, without password) and `describe(error)`
@@ -79,5 +85,6 @@ def retrying(action: Callable[[], T], *, lost: Callable[[BaseException], bool], 
                 f"lost the connection to the PostgreSQL post store {where} and could not reconnect within "
                 f"{policy.budget_s:g} s (last error: {reason}); the batch in flight was not stored and everything "
                 f"committed before it was; once the server is back, run the same command again (it skips what "
-                f"is stored), or set {ENV} to wait longer") from None
+                f"is stored), or set {ENV} to wait longer"
+            ) from None
         time.sleep(min(policy.delay(attempt), deadline - now))

@@ -26,8 +26,15 @@ START_US = 1_730_000_000_000_000  # 2024-10-27 in microseconds: a plausible Jets
 PATH = "/subscribe"
 
 
-def replay_events(frame: pd.DataFrame, *, text: str = "text", created_at: str = "createdAt", step_us: int = 1000,
-                  n_authors: int = 997, lang: str = "en") -> list[tuple[int, str]]:
+def replay_events(
+    frame: pd.DataFrame,
+    *,
+    text: str = "text",
+    created_at: str = "createdAt",
+    step_us: int = 1000,
+    n_authors: int = 997,
+    lang: str = "en",
+) -> list[tuple[int, str]]:
     """(time_us, Jetstream JSON) per post, in createdAt order."""
     for column in (text, created_at):
         if column not in frame.columns:
@@ -39,10 +46,26 @@ def replay_events(frame: pd.DataFrame, *, text: str = "text", created_at: str = 
     for i, (body, when) in enumerate(zip(rows[text].astype(str), rows[created_at].astype(str))):
         time_us = START_US + step_us * i
         record = {"$type": "app.bsky.feed.post", "text": body, "createdAt": when, "langs": [lang]}
-        events.append((time_us, json.dumps({
-            "did": f"did:plc:replay{i % n_authors:04d}", "time_us": time_us, "kind": "commit",
-            "commit": {"rev": "replay", "operation": "create", "collection": "app.bsky.feed.post",
-                       "rkey": f"r{i:07d}", "record": record, "cid": f"bafyreplay{i:07d}"}})))
+        events.append(
+            (
+                time_us,
+                json.dumps(
+                    {
+                        "did": f"did:plc:replay{i % n_authors:04d}",
+                        "time_us": time_us,
+                        "kind": "commit",
+                        "commit": {
+                            "rev": "replay",
+                            "operation": "create",
+                            "collection": "app.bsky.feed.post",
+                            "rkey": f"r{i:07d}",
+                            "record": record,
+                            "cid": f"bafyreplay{i:07d}",
+                        },
+                    }
+                ),
+            )
+        )
     return events
 
 
@@ -83,8 +106,9 @@ class ReplayRelay:
     def start(self) -> ReplayRelay:
         from websockets.sync.server import serve
 
-        self._server = serve(self._handle, self.host, self.port, process_request=self._check_path, compression=None,
-                             max_size=None)
+        self._server = serve(
+            self._handle, self.host, self.port, process_request=self._check_path, compression=None, max_size=None
+        )
         self._thread = threading.Thread(target=self._server.serve_forever, name="replay-relay", daemon=True)
         self._thread.start()
         return self

@@ -19,8 +19,17 @@ from mhaudit.core.errors import InputError
 from mhaudit.tables.predictions import logit_column
 from mhaudit.weak_supervision.collect.migrations import check_scores_table
 
-__all__ = ["SCORES_SCHEMA_VERSION", "SCORED_COLUMNS", "ensure_scores_table", "pending_posts", "store_scores",
-           "scored_posts", "newest_scored", "run_predictions", "post_times"]
+__all__ = [
+    "SCORES_SCHEMA_VERSION",
+    "SCORED_COLUMNS",
+    "ensure_scores_table",
+    "pending_posts",
+    "store_scores",
+    "scored_posts",
+    "newest_scored",
+    "run_predictions",
+    "post_times",
+]
 
 SCORES_SCHEMA_VERSION = 1
 SCORED_COLUMNS = ("uri", "created_at", "length", "langs", "categories")  # then logit_<class>, one per class
@@ -40,8 +49,10 @@ def ensure_scores_table(store) -> None:
         conn.execute(_TABLE.format(key=store.dialect.key))
         found = conn.execute("SELECT value FROM mhaudit_meta WHERE key = ?", ("scores_schema_version",)).fetchone()
         if found is None:
-            conn.execute("INSERT INTO mhaudit_meta (key, value) VALUES (?, ?)",
-                         ("scores_schema_version", str(SCORES_SCHEMA_VERSION)))
+            conn.execute(
+                "INSERT INTO mhaudit_meta (key, value) VALUES (?, ?)",
+                ("scores_schema_version", str(SCORES_SCHEMA_VERSION)),
+            )
         else:
             check_scores_table(int(found[0]), SCORES_SCHEMA_VERSION, store.location)  # migrations.py
 
@@ -50,8 +61,11 @@ def ensure_scores_table(store) -> None:
 
 def pending_posts(store, digest: str) -> pd.DataFrame:
     """uri and text of the posts this model has not scored, in uri order."""
-    rows = store.read("SELECT p.uri, p.text FROM posts p WHERE NOT EXISTS (SELECT 1 FROM scores s WHERE "
-                      "s.uri = p.uri AND s.model_digest = ?) ORDER BY p.uri", (digest,))
+    rows = store.read(
+        "SELECT p.uri, p.text FROM posts p WHERE NOT EXISTS (SELECT 1 FROM scores s WHERE "
+        "s.uri = p.uri AND s.model_digest = ?) ORDER BY p.uri",
+        (digest,),
+    )
     return pd.DataFrame(rows, columns=["uri", "text"], dtype=object)
 
 
@@ -59,8 +73,9 @@ def store_scores(store, digest: str, uris: list[str], logits: np.ndarray) -> int
     """One transaction: the batch's scores (a post scored meanwhile by another run is kept as it was)."""
     now = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
     rows = [(u, digest, json.dumps([float(v) for v in row]), int(np.argmax(row)), now) for u, row in zip(uris, logits)]
-    sql = store.dialect.insert_ignore.format(table="scores", rest="(uri, model_digest, scores, predicted, scored_at) "
-                                                                   "VALUES (?,?,?,?,?)")
+    sql = store.dialect.insert_ignore.format(
+        table="scores", rest="(uri, model_digest, scores, predicted, scored_at) VALUES (?,?,?,?,?)"
+    )
     return store.transaction(lambda conn: conn.executemany(sql, rows).rowcount)
 
 
@@ -74,8 +89,9 @@ def _since_day(since: pd.Timestamp) -> str:
 def newest_scored(store, digest: str) -> pd.Timestamp | None:
     """The largest createdAt text of the posts this model scored, parsed (UTC), or None when there is none or it is
     unreadable. Text order is not time order across offsets: a post up to a day later may exist (see `scored_posts`)."""
-    (newest,) = store.read("SELECT max(p.created_at) FROM posts p JOIN scores s ON s.uri = p.uri AND "
-                           "s.model_digest = ?", (digest,))[0]
+    (newest,) = store.read(
+        "SELECT max(p.created_at) FROM posts p JOIN scores s ON s.uri = p.uri AND s.model_digest = ?", (digest,)
+    )[0]
     time = pd.to_datetime(newest, utc=True, errors="coerce", format="ISO8601") if newest else pd.NaT
     return None if pd.isna(time) else time
 
@@ -86,9 +102,11 @@ def scored_posts(store, digest: str, classes: list[str], since: pd.Timestamp | N
     text itself stays in the database. `since` (a UTC time, or None: all): only the posts whose createdAt is at or
     after it, selected in SQL with a day's slack on the text (so memory follows the posts kept), then exactly."""
     bound, params = ("", (digest,)) if since is None else (" WHERE p.created_at >= ?", (digest, _since_day(since)))
-    rows = store.read("SELECT p.uri, p.created_at, length(p.text), p.langs, p.categories, s.scores FROM posts p "
-                      f"JOIN scores s ON s.uri = p.uri AND s.model_digest = ?{bound} ORDER BY p.created_at, p.uri",
-                      params)
+    rows = store.read(
+        "SELECT p.uri, p.created_at, length(p.text), p.langs, p.categories, s.scores FROM posts p "
+        f"JOIN scores s ON s.uri = p.uri AND s.model_digest = ?{bound} ORDER BY p.created_at, p.uri",
+        params,
+    )
     frame = pd.DataFrame(rows, columns=[*SCORED_COLUMNS, "scores"])
     if since is not None:
         times = pd.to_datetime(frame["created_at"], utc=True, errors="coerce", format="ISO8601")
@@ -99,8 +117,10 @@ def scored_posts(store, digest: str, classes: list[str], since: pd.Timestamp | N
     parsed = [json.loads(s) for s in frame.pop("scores")]
     wrong = next((p for p in parsed if len(p) != len(classes)), None)
     if wrong is not None:
-        raise InputError(f"the stored scores have {len(wrong)} classes, the model {len(classes)} "
-                         f"({', '.join(classes)})", path=store.location)
+        raise InputError(
+            f"the stored scores have {len(wrong)} classes, the model {len(classes)} ({', '.join(classes)})",
+            path=store.location,
+        )
     logits = np.array(parsed, dtype=float).reshape(len(parsed), len(classes))
     for c, name in enumerate(classes):
         frame[logit_column(name)] = logits[:, c]
@@ -113,10 +133,15 @@ def run_predictions(store, digests: dict[str, str], since: pd.Timestamp | None =
     posts whose createdAt text is on or after the day before it (a superset of `scored_posts(..., since)`'s)."""
     frame = None
     for name, digest in digests.items():
-        rows = store.read("SELECT uri, predicted FROM scores WHERE model_digest = ? ORDER BY uri", (digest,)) \
-            if since is None else \
-            store.read("SELECT s.uri, s.predicted FROM scores s JOIN posts p ON p.uri = s.uri WHERE "
-                       "s.model_digest = ? AND p.created_at >= ? ORDER BY s.uri", (digest, _since_day(since)))
+        rows = (
+            store.read("SELECT uri, predicted FROM scores WHERE model_digest = ? ORDER BY uri", (digest,))
+            if since is None
+            else store.read(
+                "SELECT s.uri, s.predicted FROM scores s JOIN posts p ON p.uri = s.uri WHERE "
+                "s.model_digest = ? AND p.created_at >= ? ORDER BY s.uri",
+                (digest, _since_day(since)),
+            )
+        )
         one = pd.DataFrame(rows, columns=["uri", name]).astype({"uri": object, name: np.int64})
         frame = one if frame is None else frame.merge(one, on="uri", how="inner")
     return pd.DataFrame(columns=["uri"]) if frame is None else frame.sort_values("uri").reset_index(drop=True)

@@ -42,8 +42,9 @@ def loaded_model(load: Callable[[str], object], model_dir: str | Path):
     return _LOADED[key]
 
 
-def score_batch(store: str, load: Callable[[str], object], model_dir: str, digest: str, uris: list[str],
-                texts: list[str]) -> int:
+def score_batch(
+    store: str, load: Callable[[str], object], model_dir: str, digest: str, uris: list[str], texts: list[str]
+) -> int:
     """One job: score `texts` and commit their scores; returns how many rows were new (in a worker process,
     torch and BLAS take one thread: core.executors)."""
     model = loaded_model(load, model_dir)
@@ -54,8 +55,16 @@ def score_batch(store: str, load: Callable[[str], object], model_dir: str, diges
     return done
 
 
-def score_posts(store: str | Path, load: Callable[[str], object], model_dir: str | Path, digest: str, *,
-                batch_size: int = 256, executor: str = "local", workers: int = 1) -> int:
+def score_posts(
+    store: str | Path,
+    load: Callable[[str], object],
+    model_dir: str | Path,
+    digest: str,
+    *,
+    batch_size: int = 256,
+    executor: str = "local",
+    workers: int = 1,
+) -> int:
     """Score every post of `store` (a path or postgresql:// URL) that the model in `model_dir` (whose
     `model_digest` is `digest`) has not scored yet; returns how many were scored. `executor` and `workers`: as
     core.executors.run_jobs."""
@@ -64,8 +73,15 @@ def score_posts(store: str | Path, load: Callable[[str], object], model_dir: str
     with PostStore(store) as posts:
         ensure_scores_table(posts)
         pending = pending_posts(posts, digest)
-    jobs = [{"store": str(store), "load": load, "model_dir": str(model_dir), "digest": digest,
-             "uris": pending["uri"].iloc[i:i + batch_size].tolist(),
-             "texts": pending["text"].iloc[i:i + batch_size].tolist()}
-            for i in range(0, len(pending), batch_size)]
+    jobs = [
+        {
+            "store": str(store),
+            "load": load,
+            "model_dir": str(model_dir),
+            "digest": digest,
+            "uris": pending["uri"].iloc[i : i + batch_size].tolist(),
+            "texts": pending["text"].iloc[i : i + batch_size].tolist(),
+        }
+        for i in range(0, len(pending), batch_size)
+    ]
     return sum(run_jobs(score_batch, jobs, executor=executor, workers=workers))

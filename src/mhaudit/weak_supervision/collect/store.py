@@ -54,9 +54,17 @@ class PostStore:
     """Posts, stream cursors and collection runs in one SQLite file, or in a PostgreSQL database given as a
     postgresql:// URL. Use as a context manager or close()."""
 
-    def __init__(self, path: str | Path, *, keep_raw_ids: bool = False, secret: bytes | None = None,
-                 synchronous: str = "NORMAL", timeout: float = 10.0, retry_s: float | None = None,
-                 wait_for_server: bool = False):
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        keep_raw_ids: bool = False,
+        secret: bytes | None = None,
+        synchronous: str = "NORMAL",
+        timeout: float = 10.0,
+        retry_s: float | None = None,
+        wait_for_server: bool = False,
+    ):
         """`retry_s`: how long a PostgreSQL store waits for a server that went away (default: MHAUDIT_DB_RETRY_S,
         else 30 s; reconnect.py); `wait_for_server`: the store was reached before in this run, so a refused connect
         at open is waited out too (else it fails at once: a wrong URL should say so)."""
@@ -70,11 +78,17 @@ class PostStore:
         self.run_id: str | None = None
         self.lexicon_hash: str | None = None
         if isinstance(target, Path):
-            self._db: SQLiteDialect | PostgresDialect = SQLiteDialect(target, synchronous=synchronous.upper(),
-                                                                      timeout=timeout)
+            self._db: SQLiteDialect | PostgresDialect = SQLiteDialect(
+                target, synchronous=synchronous.upper(), timeout=timeout
+            )
         else:
-            self._db = PostgresDialect(target, synchronous=synchronous.upper(), timeout=timeout,
-                                       retry=ReconnectPolicy.with_budget(retry_s), wait_for_server=wait_for_server)
+            self._db = PostgresDialect(
+                target,
+                synchronous=synchronous.upper(),
+                timeout=timeout,
+                retry=ReconnectPolicy.with_budget(retry_s),
+                wait_for_server=wait_for_server,
+            )
         self._conn = self._opened = self._db.conn
         # The file path (SQLite), or the server URL without credentials (PostgreSQL): safe to print.
         self.path = self.location = self._db.location
@@ -87,20 +101,38 @@ class PostStore:
 
     def _query(self, sql: str, params=()) -> tuple[list, list[str]]:
         """Rows and column names of one query, asked again on a new connection if the server restarted."""
+
         def ask():
             cur = self._fresh().execute(sql, params)
             return cur.fetchall(), [d[0] for d in cur.description or ()]
+
         return self._db.retrying(ask)
 
     # -- runs and cursors ------------------------------------------------------------------------------------
-    def start_run(self, run_id: str, *, relay_url: str | None = None, lexicons: Mapping[str, str] | None = None,
-                  options: Mapping[str, object] | None = None) -> str:
+    def start_run(
+        self,
+        run_id: str,
+        *,
+        relay_url: str | None = None,
+        lexicons: Mapping[str, str] | None = None,
+        options: Mapping[str, object] | None = None,
+    ) -> str:
         """Record a collection run; later batches are tagged with its id and lexicon hash."""
         lexicons = dict(lexicons or {})
-        self.transaction(lambda c: c.execute(self._db.insert_ignore.format(
-            table="runs", rest="(run_id, started_at, relay_url, lexicons, options) VALUES (?,?,?,?,?)"),
-            (run_id, _now(), relay_url, json.dumps(lexicons, sort_keys=True),
-             json.dumps(dict(options or {}), sort_keys=True, default=str))))
+        self.transaction(
+            lambda c: c.execute(
+                self._db.insert_ignore.format(
+                    table="runs", rest="(run_id, started_at, relay_url, lexicons, options) VALUES (?,?,?,?,?)"
+                ),
+                (
+                    run_id,
+                    _now(),
+                    relay_url,
+                    json.dumps(lexicons, sort_keys=True),
+                    json.dumps(dict(options or {}), sort_keys=True, default=str),
+                ),
+            )
+        )
         self.run_id, self.lexicon_hash = run_id, lexicons_hash(lexicons)
         return run_id
 
@@ -139,18 +171,34 @@ class PostStore:
         rows: list[tuple] = []
         for post, did, author in zip(posts, dids, authors):
             uri = str(post["uri"])
-            rows.append((
-                uri if self.keep_raw_ids else uri.replace(did, str(author)),  # a non-empty did's is a str
-                post.get("cid"), author, did if self.keep_raw_ids else None, str(post.get("text") or ""),
-                post.get("created_at"), _json_list(post.get("langs")), _json_list(post.get("terms")),
-                _json_list(post.get("categories")), post.get("run_id", run_id),
-                post.get("lexicon_hash", lexicon_hash), stored_at))
+            rows.append(
+                (
+                    uri if self.keep_raw_ids else uri.replace(did, str(author)),  # a non-empty did's is a str
+                    post.get("cid"),
+                    author,
+                    did if self.keep_raw_ids else None,
+                    str(post.get("text") or ""),
+                    post.get("created_at"),
+                    _json_list(post.get("langs")),
+                    _json_list(post.get("terms")),
+                    _json_list(post.get("categories")),
+                    post.get("run_id", run_id),
+                    post.get("lexicon_hash", lexicon_hash),
+                    stored_at,
+                )
+            )
         if self._db.nul_free:
             rows = [tuple(v.replace("\x00", "\ufffd") if isinstance(v, str) else v for v in row) for row in rows]
         return rows
 
-    def commit_batch(self, posts: Iterable[Mapping[str, object]], cursor: int, *, stream: str = DEFAULT_STREAM,
-                     run_id: str | None = None) -> int:
+    def commit_batch(
+        self,
+        posts: Iterable[Mapping[str, object]],
+        cursor: int,
+        *,
+        stream: str = DEFAULT_STREAM,
+        run_id: str | None = None,
+    ) -> int:
         """Insert posts and advance the stream's cursor in one transaction; returns how many posts were new.
 
         A post is a mapping with 'uri', 'did' (the raw author DID) and optionally 'cid', 'text',
@@ -161,12 +209,24 @@ class PostStore:
         cursor = int(cursor)
 
         def write(conn) -> int:
-            new = conn.executemany(self._db.insert_ignore.format(
-                table="posts", rest="(uri, cid, author, raw_did, text, created_at, langs, terms, categories, "
-                "run_id, lexicon_hash, stored_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"), rows).rowcount if rows else 0
-            conn.execute("INSERT INTO cursor (stream, cursor, updated_at) VALUES (?,?,?) ON CONFLICT(stream) "
-                         f"DO UPDATE SET cursor = {self._db.greatest}(cursor.cursor, excluded.cursor), "
-                         "updated_at = excluded.updated_at", (stream, cursor, _now()))
+            new = (
+                conn.executemany(
+                    self._db.insert_ignore.format(
+                        table="posts",
+                        rest="(uri, cid, author, raw_did, text, created_at, langs, terms, categories, "
+                        "run_id, lexicon_hash, stored_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    ),
+                    rows,
+                ).rowcount
+                if rows
+                else 0
+            )
+            conn.execute(
+                "INSERT INTO cursor (stream, cursor, updated_at) VALUES (?,?,?) ON CONFLICT(stream) "
+                f"DO UPDATE SET cursor = {self._db.greatest}(cursor.cursor, excluded.cursor), "
+                "updated_at = excluded.updated_at",
+                (stream, cursor, _now()),
+            )
             return max(0, new)
 
         return self.transaction(write)
@@ -178,8 +238,11 @@ class PostStore:
         except errors as exc:
             if lost(exc):
                 raise  # for `retrying`
-            raise InputError(f"cannot write to the post store: {_one_line(exc)} (another process holds it, or "
-                             "the server is gone?); nothing was stored from this batch", path=self.location) from None
+            raise InputError(
+                f"cannot write to the post store: {_one_line(exc)} (another process holds it, or "
+                "the server is gone?); nothing was stored from this batch",
+                path=self.location,
+            ) from None
         try:
             result = action(conn)
             conn.execute("COMMIT")
@@ -187,8 +250,9 @@ class PostStore:
             with contextlib.suppress(*errors):  # the connection is gone: the server rolls the transaction back itself
                 conn.execute("ROLLBACK")
             if isinstance(exc, errors) and not lost(exc):
-                raise InputError(f"cannot write to the post store: {_one_line(exc)}; the batch was rolled back",
-                                 path=self.location) from None
+                raise InputError(
+                    f"cannot write to the post store: {_one_line(exc)}; the batch was rolled back", path=self.location
+                ) from None
             raise
         return result
 
@@ -215,7 +279,7 @@ class PostStore:
         """The text of each stored post among `uris`, by uri (the annotation app serves a sample of post ids)."""
         wanted, found = sorted(set(uris)), dict[str, str]()
         for i in range(0, len(wanted), 500):  # bounded IN lists
-            chunk = wanted[i:i + 500]
+            chunk = wanted[i : i + 500]
             sql = f"SELECT uri, text FROM posts WHERE uri IN ({', '.join('?' * len(chunk))})"
             found |= dict(self._query(sql, chunk)[0])
         return found
@@ -245,15 +309,20 @@ class PostStore:
         rows = []
         for name, group in groups:
             per_author = group.groupby("author").size()
-            rows.append({"category": name, "posts": len(group), "unique_authors": int(per_author.size),
-                         "posts_per_author_mean": float(per_author.mean()) if len(per_author) else 0.0,
-                         "posts_per_author_median": float(per_author.median()) if len(per_author) else 0.0,
-                         "posts_per_author_max": int(per_author.max()) if len(per_author) else 0})
+            rows.append(
+                {
+                    "category": name,
+                    "posts": len(group),
+                    "unique_authors": int(per_author.size),
+                    "posts_per_author_mean": float(per_author.mean()) if len(per_author) else 0.0,
+                    "posts_per_author_median": float(per_author.median()) if len(per_author) else 0.0,
+                    "posts_per_author_max": int(per_author.max()) if len(per_author) else 0,
+                }
+            )
         per_category = pd.DataFrame(rows)
         days = pd.to_datetime(frame["created_at"], utc=True, errors="coerce", format="ISO8601")
         dated = frame.assign(day=days.dt.date).dropna(subset=["day"])
-        per_day = (dated.groupby("day").agg(posts=("author", "size"), unique_authors=("author", "nunique"))
-                   .reset_index())
+        per_day = dated.groupby("day").agg(posts=("author", "size"), unique_authors=("author", "nunique")).reset_index()
         return {"per_category": per_category, "per_day": per_day}
 
     # -- closing ---------------------------------------------------------------------------------------------

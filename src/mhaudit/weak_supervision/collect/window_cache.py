@@ -32,9 +32,11 @@ def read_windows(store, context: str) -> pd.DataFrame:
     """The cached windows of `context`: a `key` column, then one column per statistic (empty when none). A row
     that does not read as a JSON object is left out: its window is computed again and the row replaced."""
     _ensure(store)
-    rows = [{"key": key, **cells} for key, text in store.read("SELECT key, cells FROM monitor_windows WHERE "
-                                                               "context = ? ORDER BY key", (context,))
-            if isinstance(cells := _cells(text), dict)]
+    rows = [
+        {"key": key, **cells}
+        for key, text in store.read("SELECT key, cells FROM monitor_windows WHERE context = ? ORDER BY key", (context,))
+        if isinstance(cells := _cells(text), dict)
+    ]
     return pd.DataFrame(rows, columns=None if rows else ["key"])
 
 
@@ -50,8 +52,9 @@ def write_windows(store, context: str, windows: pd.DataFrame) -> None:
     now = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
     records = windows.drop(columns="key").to_dict("records")  # Python floats, bools and strings
     rows = [(context, key, json.dumps(cells), now) for key, cells in zip(windows["key"], records)]
-    insert = store.dialect.insert_ignore.format(table="monitor_windows",
-                                                rest="(context, key, cells, written_at) VALUES (?,?,?,?)")
+    insert = store.dialect.insert_ignore.format(
+        table="monitor_windows", rest="(context, key, cells, written_at) VALUES (?,?,?,?)"
+    )
 
     def replace(conn) -> None:
         conn.execute("DELETE FROM monitor_windows WHERE context = ?", (context,))

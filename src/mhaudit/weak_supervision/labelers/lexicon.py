@@ -45,8 +45,9 @@ def lexicon_labels(items: pd.DataFrame, lexicon: Lexicon, task: str) -> pd.DataF
     """
     id_col = "id" if "id" in items.columns else "item_id" if "item_id" in items.columns else None
     if id_col is None or "text" not in items.columns:
-        raise InputError("items need an 'id' (or 'item_id') and a 'text' column; got "
-                         f"{', '.join(map(str, items.columns))}")
+        raise InputError(
+            f"items need an 'id' (or 'item_id') and a 'text' column; got {', '.join(map(str, items.columns))}"
+        )
     if not task or not str(task).strip():
         raise InputError("the task name is empty")
     ids = items[id_col].astype(str)
@@ -60,9 +61,21 @@ def lexicon_labels(items: pd.DataFrame, lexicon: Lexicon, task: str) -> pd.DataF
         else:
             terms = list(dict.fromkeys(m.term for m in lexicon.match(text)))
             value, raw = int(bool(terms)), json.dumps(terms, ensure_ascii=False)
-        rows.append({"item_id": item_id, "task": task, "labeler": name, "kind": "lexicon", "value": value,
-                     "raw_answer": raw, "prompt_hash": lexicon.sha256 or None, "latency_ms": None, "tags": None,
-                     "note": None, "created_at": created})
+        rows.append(
+            {
+                "item_id": item_id,
+                "task": task,
+                "labeler": name,
+                "kind": "lexicon",
+                "value": value,
+                "raw_answer": raw,
+                "prompt_hash": lexicon.sha256 or None,
+                "latency_ms": None,
+                "tags": None,
+                "note": None,
+                "created_at": created,
+            }
+        )
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     frame["value"] = frame["value"].astype("Int64")
     return frame

@@ -94,21 +94,38 @@ class RunReport:
 
     def table(self) -> pd.DataFrame:
         """The rows for printing: whole numbers as they are, rates and times to 3 decimals, undefined as 'n/a'."""
-        shown = [{"metric": r["metric"], "value": r["value"] if isinstance(r["value"], int) else
-                  ("n/a" if not math.isfinite(r["value"]) else f"{r['value']:.3f}".rstrip("0").rstrip("."))}
-                 for r in self.rows()]
+        shown = [
+            {
+                "metric": r["metric"],
+                "value": r["value"]
+                if isinstance(r["value"], int)
+                else ("n/a" if not math.isfinite(r["value"]) else f"{r['value']:.3f}".rstrip("0").rstrip(".")),
+            }
+            for r in self.rows()
+        ]
         return pd.DataFrame(shown, dtype=object).astype(str)
 
     def as_dict(self) -> dict:
         """The report for JSON: undefined numbers (no answers yet) are None, so the file is strict JSON."""
+
         def finite(value):
             return None if isinstance(value, float) and not math.isfinite(value) else value
 
-        return {"task": self.task, "labeler": self.labeler, "prompt_hash": self.prompt_hash, "backend": self.backend,
-                "url": self.url, "constrain": self.constrain, "shots": self.shots, "interrupted": self.interrupted,
-                "stopped": self.stop_reason is not None, "stop_reason": self.stop_reason,
-                "notes": self.notes, "failures": self.failures[:20],
-                **{r["metric"]: finite(r["value"]) for r in self.rows()}}
+        return {
+            "task": self.task,
+            "labeler": self.labeler,
+            "prompt_hash": self.prompt_hash,
+            "backend": self.backend,
+            "url": self.url,
+            "constrain": self.constrain,
+            "shots": self.shots,
+            "interrupted": self.interrupted,
+            "stopped": self.stop_reason is not None,
+            "stop_reason": self.stop_reason,
+            "notes": self.notes,
+            "failures": self.failures[:20],
+            **{r["metric"]: finite(r["value"]) for r in self.rows()},
+        }
 
 
 def check_run_options(concurrency: int, limit: int | None) -> None:
@@ -118,9 +135,19 @@ def check_run_options(concurrency: int, limit: int | None) -> None:
         raise InputError("--limit must be >= 0")
 
 
-def label_items(items: pd.DataFrame, *, task: str, store, backend: Backend, prompt: Prompt,
-                examples: Sequence[Example] = (), labeler: str | None = None, concurrency: int = 4,
-                limit: int | None = None, progress: Progress | None = None) -> RunReport:
+def label_items(
+    items: pd.DataFrame,
+    *,
+    task: str,
+    store,
+    backend: Backend,
+    prompt: Prompt,
+    examples: Sequence[Example] = (),
+    labeler: str | None = None,
+    concurrency: int = 4,
+    limit: int | None = None,
+    progress: Progress | None = None,
+) -> RunReport:
     """Label every item not yet labelled for (task, labeler); each answer is stored as soon as it comes.
 
     `items` has columns id and text. `store` is a `mhaudit.tables.label_store.LabelStore`. Raises ServerUnreachable /
@@ -134,12 +161,23 @@ def label_items(items: pd.DataFrame, *, task: str, store, backend: Backend, prom
     backend.prepare()
     labeler = labeler or _labeler_name(backend.model)
     digest = prompt.hash(examples, backend.settings())
-    report = RunReport(task=task, labeler=labeler, prompt_hash=digest, backend=backend.name, url=backend.url,
-                       constrain=backend.constrain, shots=len(examples), n_items=len(items), notes=list(backend.notes))
+    report = RunReport(
+        task=task,
+        labeler=labeler,
+        prompt_hash=digest,
+        backend=backend.name,
+        url=backend.url,
+        constrain=backend.constrain,
+        shots=len(examples),
+        n_items=len(items),
+        notes=list(backend.notes),
+    )
     todo = _todo(items, store, report, limit)
-    progress.note(f"labelling {report.n_todo} of {report.n_items} items for task '{task}' with {labeler} "
-                  f"({report.backend} at {report.url}, constrain {report.constrain}, {report.shots}-shot, prompt "
-                  f"{digest[:12]}); {report.n_skipped} already labelled")
+    progress.note(
+        f"labelling {report.n_todo} of {report.n_items} items for task '{task}' with {labeler} "
+        f"({report.backend} at {report.url}, constrain {report.constrain}, {report.shots}-shot, prompt "
+        f"{digest[:12]}); {report.n_skipped} already labelled"
+    )
     labelling = _Labelling(store, backend, prompt, examples, report, progress)
     start = time.perf_counter()
     try:
@@ -158,13 +196,22 @@ def label_items(items: pd.DataFrame, *, task: str, store, backend: Backend, prom
     return report
 
 
-def unstarted_report(backend: Backend, exc: BaseException, *, task: str, labeler: str | None, shots: int,
-                     n_items: int) -> RunReport:
+def unstarted_report(
+    backend: Backend, exc: BaseException, *, task: str, labeler: str | None, shots: int, n_items: int
+) -> RunReport:
     """The report of a run whose server check (`Backend.prepare`) failed: nothing asked, `stop_reason` set."""
     name = labeler or str(backend.model or "") or "(no model named: the server check failed first)"
-    return RunReport(task=task, labeler=name, prompt_hash="", backend=backend.name,
-                     url=backend.url, constrain=backend.constrain, shots=shots, n_items=n_items,
-                     stop_reason=brief(exc))
+    return RunReport(
+        task=task,
+        labeler=name,
+        prompt_hash="",
+        backend=backend.name,
+        url=backend.url,
+        constrain=backend.constrain,
+        shots=shots,
+        n_items=n_items,
+        stop_reason=brief(exc),
+    )
 
 
 def _todo(items: pd.DataFrame, store, report: RunReport, limit: int | None) -> pd.DataFrame:
@@ -180,18 +227,27 @@ def _todo(items: pd.DataFrame, store, report: RunReport, limit: int | None) -> p
         old = store.frame(task=report.task, labeler=report.labeler)
         other = old[(old["prompt_hash"] != report.prompt_hash) & old["item_id"].isin(set(items["id"].astype(str)))]
         if len(other):
-            report.notes.append(f"{len(other)} of the skipped items were labelled with a different prompt hash "
-                                f"({', '.join(sorted(set(other['prompt_hash'].fillna('none').str[:12])))}); they are "
-                                "kept (one label per item, task and labeler); pass another --labeler to label "
-                                "them again with this prompt")
+            report.notes.append(
+                f"{len(other)} of the skipped items were labelled with a different prompt hash "
+                f"({', '.join(sorted(set(other['prompt_hash'].fillna('none').str[:12])))}); they are "
+                "kept (one label per item, task and labeler); pass another --labeler to label "
+                "them again with this prompt"
+            )
     return todo
 
 
 class _Labelling:
     """One run's requests: a thread pool asks and stores each item; the answers are counted into the report."""
 
-    def __init__(self, store, backend: Backend, prompt: Prompt, examples: Sequence[Example], report: RunReport,
-                 progress: Progress):
+    def __init__(
+        self,
+        store,
+        backend: Backend,
+        prompt: Prompt,
+        examples: Sequence[Example],
+        report: RunReport,
+        progress: Progress,
+    ):
         self.store, self.backend, self.prompt, self.examples = store, backend, prompt, examples
         self.report, self.progress = report, progress
 
@@ -228,9 +284,20 @@ class _Labelling:
     def ask(self, item_id: str, text: str) -> Answer:
         answer = self.backend.ask(self.prompt.messages(text, self.examples))
         report = self.report
-        self.store.add([{"item_id": item_id, "task": report.task, "labeler": report.labeler, "kind": "llm",
-                         "value": answer.value, "raw_answer": answer.raw, "prompt_hash": report.prompt_hash,
-                         "latency_ms": round(answer.latency_ms, 3)}])
+        self.store.add(
+            [
+                {
+                    "item_id": item_id,
+                    "task": report.task,
+                    "labeler": report.labeler,
+                    "kind": "llm",
+                    "value": answer.value,
+                    "raw_answer": answer.raw,
+                    "prompt_hash": report.prompt_hash,
+                    "latency_ms": round(answer.latency_ms, 3),
+                }
+            ]
+        )
         return answer
 
     def settle(self, future: Future, item_id: str) -> None:
@@ -248,8 +315,10 @@ class _Labelling:
             report.n_retried += answer.attempts > 1
             report.latencies_ms.append(answer.latency_ms)
         rate = report.n_answered / max(1, report.n_answered + report.n_failed)
-        self.progress.advance(status=f"invalid {report.n_invalid} failed {report.n_failed} positive "
-                                     f"{report.n_positive} ({rate:.0%} answered)")
+        self.progress.advance(
+            status=f"invalid {report.n_invalid} failed {report.n_failed} positive "
+            f"{report.n_positive} ({rate:.0%} answered)"
+        )
 
     def _drain(self, pending: dict[Future, str]) -> None:
         """After Ctrl-C: cancel what has not started; let the requests in flight finish and store."""

@@ -29,9 +29,20 @@ class Backend:
     name = "?"
     endpoint = "?"  # the chat path
 
-    def __init__(self, url: str | None = None, model: str | None = None, *, timeout: float = 60.0,
-                 policy: RetryPolicy = RetryPolicy(), seed: int = 0, max_tokens: int = 2, constrain: str = "auto",
-                 top_logprobs: int = 0, api_key: str | None = None, concurrency: int = 4):
+    def __init__(
+        self,
+        url: str | None = None,
+        model: str | None = None,
+        *,
+        timeout: float = 60.0,
+        policy: RetryPolicy = RetryPolicy(),
+        seed: int = 0,
+        max_tokens: int = 2,
+        constrain: str = "auto",
+        top_logprobs: int = 0,
+        api_key: str | None = None,
+        concurrency: int = 4,
+    ):
         import httpx
 
         if constrain not in CONSTRAINTS:
@@ -45,15 +56,22 @@ class Backend:
         self.notes: list[str] = []
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._httpx = httpx
-        self._client = httpx.Client(timeout=timeout, headers=headers,
-                                    limits=httpx.Limits(max_connections=max(concurrency, 1) + 2))
+        self._client = httpx.Client(
+            timeout=timeout, headers=headers, limits=httpx.Limits(max_connections=max(concurrency, 1) + 2)
+        )
         self._sleep = time.sleep  # tests may replace it
         self._prepared = False
 
     # what the prompt hash covers
     def settings(self) -> dict:
-        return {"backend": self.name, "model": self.model, "temperature": 0, "seed": self.seed,
-                "max_tokens": self.max_tokens, "constrain": self.constrain}
+        return {
+            "backend": self.name,
+            "model": self.model,
+            "temperature": 0,
+            "seed": self.seed,
+            "max_tokens": self.max_tokens,
+            "constrain": self.constrain,
+        }
 
     def close(self) -> None:
         self._client.close()
@@ -88,20 +106,25 @@ class Backend:
                 last, last_status = f"HTTP {status}", status
                 continue
             if status in (401, 403, 404):  # the console sentence only (never stored): the server's reason
-                raise ServerRejected(f"{url} answered HTTP {status}: {_snippet(response)}{self._hint(status)}",
-                                     status=status)
+                raise ServerRejected(
+                    f"{url} answered HTTP {status}: {_snippet(response)}{self._hint(status)}", status=status
+                )
             if status >= 400:
                 raise RequestFailed(f"{url} answered HTTP {status}", status=status, reason=f"HTTP {status}")
             try:
                 return response.json(), attempt + 1, latency
             except ValueError:
-                raise RequestFailed(f"{url} answered HTTP {status} with a body that is not JSON "
-                                    f"({len(response.content)} bytes)", status=status,
-                                    reason=f"HTTP {status} with a body that is not JSON") from None
+                raise RequestFailed(
+                    f"{url} answered HTTP {status} with a body that is not JSON ({len(response.content)} bytes)",
+                    status=status,
+                    reason=f"HTTP {status} with a body that is not JSON",
+                ) from None
         if unreachable:
-            raise ServerUnreachable(f"cannot reach the {self.name} server at {self.url}: {last}; tried "
-                                    f"{self.policy.retries + 1} times ({self.policy.describe()}). Is it running, "
-                                    "and is --url right?")
+            raise ServerUnreachable(
+                f"cannot reach the {self.name} server at {self.url}: {last}; tried "
+                f"{self.policy.retries + 1} times ({self.policy.describe()}). Is it running, "
+                "and is --url right?"
+            )
         tries = f"{last} on every one of {self.policy.retries + 1} tries"
         raise RequestFailed(f"{url}: {tries} ({self.policy.describe()})", status=last_status, reason=tries)
 
@@ -168,16 +191,24 @@ class OpenAIBackend(Backend):
                 self.constrain = "grammar"
             else:
                 self.constrain = "none"
-                self.notes.append(f"the server at {self.url} is neither llama.cpp nor vLLM by its /v1/models "
-                                  f"(owned_by {sorted(owner) or 'missing'}), so the output is not constrained "
-                                  f"beyond max_tokens {self.max_tokens}; pass --constrain grammar|choice if it "
-                                  "supports one")
+                self.notes.append(
+                    f"the server at {self.url} is neither llama.cpp nor vLLM by its /v1/models "
+                    f"(owned_by {sorted(owner) or 'missing'}), so the output is not constrained "
+                    f"beyond max_tokens {self.max_tokens}; pass --constrain grammar|choice if it "
+                    "supports one"
+                )
         if self.constrain == "schema":
             raise InputError("--constrain schema is for the Ollama backend; use grammar (llama.cpp) or choice (vLLM)")
 
     def payload(self, messages: list[dict]) -> dict:
-        payload: dict = {"model": self.model, "messages": messages, "temperature": 0, "seed": self.seed,
-                   "max_tokens": self.max_tokens, "stream": False}
+        payload: dict = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": 0,
+            "seed": self.seed,
+            "max_tokens": self.max_tokens,
+            "stream": False,
+        }
         if self.constrain == "grammar":
             payload["grammar"] = GRAMMAR
         elif self.constrain == "choice":
@@ -191,8 +222,10 @@ class OpenAIBackend(Backend):
             choice = body["choices"][0]
             raw = choice["message"].get("content") or ""
         except (KeyError, IndexError, TypeError, AttributeError):
-            raise RequestFailed(f"{self.url}: the answer is not a chat completion (no choices[0].message)",
-                                reason="the answer is not a chat completion") from None
+            raise RequestFailed(
+                f"{self.url}: the answer is not a chat completion (no choices[0].message)",
+                reason="the answer is not a chat completion",
+            ) from None
         logprobs = choice.get("logprobs") or {}
         return str(raw), first_answer_token(logprobs.get("content") if isinstance(logprobs, dict) else None)
 
@@ -213,18 +246,26 @@ class OllamaBackend(Backend):
             raise InputError(f"the Ollama server at {self.url} did not list its models ({exc})") from None
         names = {str(m.get(key)) for m in body.get("models", []) if isinstance(m, dict) for key in ("name", "model")}
         if self.model not in names and f"{self.model}:latest" not in names:
-            raise ServerRejected(f"the Ollama server at {self.url} has no model '{self.model}' "
-                                 f"(it has {', '.join(sorted(names)) or 'none'}); run `ollama pull {self.model}` "
-                                 "or pass --model")
+            raise ServerRejected(
+                f"the Ollama server at {self.url} has no model '{self.model}' "
+                f"(it has {', '.join(sorted(names)) or 'none'}); run `ollama pull {self.model}` "
+                "or pass --model"
+            )
         if self.constrain == "auto":
             self.constrain = "none"  # the paper's set-up: the prompt and num_predict only
         if self.constrain in ("grammar", "choice"):
-            raise InputError(f"--constrain {self.constrain} is for OpenAI-compatible servers; Ollama takes "
-                             "--constrain schema (structured outputs) or none")
+            raise InputError(
+                f"--constrain {self.constrain} is for OpenAI-compatible servers; Ollama takes "
+                "--constrain schema (structured outputs) or none"
+            )
 
     def payload(self, messages: list[dict]) -> dict:
-        payload: dict = {"model": self.model, "messages": messages, "stream": False,
-                   "options": {"temperature": 0, "seed": self.seed, "num_predict": self.max_tokens}}
+        payload: dict = {
+            "model": self.model,
+            "messages": messages,
+            "stream": False,
+            "options": {"temperature": 0, "seed": self.seed, "num_predict": self.max_tokens},
+        }
         if self.constrain == "schema":
             payload["format"] = SCHEMA
         if self.top_logprobs:
@@ -234,8 +275,10 @@ class OllamaBackend(Backend):
     def parse(self, body: dict) -> tuple[str, list[tuple[str, float]] | None]:
         message = body.get("message") if isinstance(body, dict) else None
         if not isinstance(message, dict):
-            raise RequestFailed(f"{self.url}: the answer is not an Ollama chat response (no 'message')",
-                                reason="the answer is not an Ollama chat response")
+            raise RequestFailed(
+                f"{self.url}: the answer is not an Ollama chat response (no 'message')",
+                reason="the answer is not an Ollama chat response",
+            )
         return str(message.get("content") or ""), first_answer_token(body.get("logprobs"))
 
 

@@ -17,8 +17,9 @@ def read_items(path: str | Path, *, id_col: str = "id", text_col: str = "text") 
     or a table (corpus Parquet, CSV, TSV, JSONL) with an id and a text column. Blank texts are dropped."""
     path = Path(path)
     if not path.is_file():
-        raise InputError("no such file; expected a post store (.sqlite) or a corpus / table with id and text",
-                         path=path)
+        raise InputError(
+            "no such file; expected a post store (.sqlite) or a corpus / table with id and text", path=path
+        )
     if path.suffix.lower() in (".sqlite", ".sqlite3", ".db"):
         from mhaudit.weak_supervision.collect.store import PostStore
 
@@ -32,14 +33,21 @@ def read_items(path: str | Path, *, id_col: str = "id", text_col: str = "text") 
         frame = pd.DataFrame({"id": table[id_col].astype(str), "text": table[text_col]})
         dup = frame["id"].duplicated()
         if dup.any():
-            raise InputError(f"id '{frame['id'][dup].iat[0]}' appears twice in column '{id_col}'; item ids must be "
-                             "unique", path=path)
+            raise InputError(
+                f"id '{frame['id'][dup].iat[0]}' appears twice in column '{id_col}'; item ids must be unique", path=path
+            )
     text = frame["text"].where(frame["text"].notna(), "").astype(str)
     return frame.assign(text=text)[text.str.strip() != ""].reset_index(drop=True)
 
 
-def read_pool(path: str | Path, *, positive: str | None = None, id_col: str = "id", text_col: str = "text",
-              label_col: str = "label") -> pd.DataFrame:
+def read_pool(
+    path: str | Path,
+    *,
+    positive: str | None = None,
+    id_col: str = "id",
+    text_col: str = "text",
+    label_col: str = "label",
+) -> pd.DataFrame:
     """A labelled pool for k-shot examples: id, text, y (0/1).
 
     Labels are 0/1 as they stand, or class names: `positive` names the positive class; without it a corpus
@@ -67,15 +75,24 @@ def read_pool(path: str | Path, *, positive: str | None = None, id_col: str = "i
         if positive not in set(labels):
             raise InputError(f"no pool row has the positive class '{positive}' in column '{label_col}'", path=path)
         y = (labels == positive).astype(int)
-    ids = table[id_col].astype(str) if id_col in table.columns else pd.Series(
-        [f"pool-{i}" for i in range(len(table))], index=table.index)
+    ids = (
+        table[id_col].astype(str)
+        if id_col in table.columns
+        else pd.Series([f"pool-{i}" for i in range(len(table))], index=table.index)
+    )
     text = table[text_col].where(table[text_col].notna(), "").astype(str)
     pool = pd.DataFrame({"id": ids, "text": text, "y": y})
     return pool[pool["text"].str.strip() != ""].reset_index(drop=True)
 
 
-def draw_examples(pool: pd.DataFrame, k: int, *, seed: int = 0, exclude_ids: frozenset[str] | set[str] = frozenset(),
-                  exclude_texts: frozenset[str] | set[str] = frozenset()) -> list[Example]:
+def draw_examples(
+    pool: pd.DataFrame,
+    k: int,
+    *,
+    seed: int = 0,
+    exclude_ids: frozenset[str] | set[str] = frozenset(),
+    exclude_texts: frozenset[str] | set[str] = frozenset(),
+) -> list[Example]:
     """k examples from the pool, seeded and stratified: k // 2 per class, an odd k's last one from a class
     drawn at random; pool rows that are items being labelled (same id or same stripped, lower-cased text)
     are never shown. The order is shuffled so the labels do not come in blocks."""
@@ -91,15 +108,24 @@ def draw_examples(pool: pd.DataFrame, k: int, *, seed: int = 0, exclude_ids: fro
     for cls in (0, 1):
         rows = usable.index[usable["y"] == cls].to_numpy()
         if len(rows) < quota[cls]:
-            raise InputError(f"the pool has {len(rows)} usable example(s) with label {cls}; {k}-shot needs "
-                             f"{quota[cls]} (items being labelled are never used as examples)")
+            raise InputError(
+                f"the pool has {len(rows)} usable example(s) with label {cls}; {k}-shot needs "
+                f"{quota[cls]} (items being labelled are never used as examples)"
+            )
         chosen += list(rng.choice(rows, size=quota[cls], replace=False))
     order = rng.permutation(len(chosen))
     return [(str(usable.at[chosen[i], "text"]), int(usable.at[chosen[i], "y"])) for i in order]
 
 
-def shot_examples(items: pd.DataFrame, shots: int | None, *, default_shots: int, pool: str | Path | None,
-                  positive: str | None = None, seed: int = 0) -> list[Example]:
+def shot_examples(
+    items: pd.DataFrame,
+    shots: int | None,
+    *,
+    default_shots: int,
+    pool: str | Path | None,
+    positive: str | None = None,
+    seed: int = 0,
+) -> list[Example]:
     """The k-shot examples of a run: `shots` of them, or the prompt's `default_shots` when `shots` is None,
     drawn from the pool file without the items being labelled; none for zero-shot (no pool needed)."""
     k = default_shots if shots is None else shots
@@ -108,8 +134,10 @@ def shot_examples(items: pd.DataFrame, shots: int | None, *, default_shots: int,
     if not k:
         return []
     if pool is None:
-        raise InputError(f"{k}-shot prompting needs --pool (a labelled corpus with text and label)"
-                         + ("; the stress prompt is 3-shot by default, pass --shots 0 for zero-shot"
-                            if shots is None else ""))
-    return draw_examples(read_pool(pool, positive=positive), k, seed=seed,
-                         exclude_ids=set(items["id"]), exclude_texts=set(items["text"]))
+        raise InputError(
+            f"{k}-shot prompting needs --pool (a labelled corpus with text and label)"
+            + ("; the stress prompt is 3-shot by default, pass --shots 0 for zero-shot" if shots is None else "")
+        )
+    return draw_examples(
+        read_pool(pool, positive=positive), k, seed=seed, exclude_ids=set(items["id"]), exclude_texts=set(items["text"])
+    )

@@ -60,10 +60,12 @@ class RetryPolicy:
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait after failed try number `attempt` (0-based)."""
-        return min(self.backoff * 2 ** attempt, self.max_backoff)
+        return min(self.backoff * 2**attempt, self.max_backoff)
 
     def describe(self) -> str:
         waits = ", ".join(f"{self.delay(i):g} s" for i in range(min(self.retries, 4)))
         more = ", ..." if self.retries > 4 else ""
-        return (f"{self.retries} retr{'y' if self.retries == 1 else 'ies'} on connection errors, timeouts, "
-                f"HTTP 429 and 5xx, waiting {waits or 'nothing'}{more} (doubling, at most {self.max_backoff:g} s)")
+        return (
+            f"{self.retries} retr{'y' if self.retries == 1 else 'ies'} on connection errors, timeouts, "
+            f"HTTP 429 and 5xx, waiting {waits or 'nothing'}{more} (doubling, at most {self.max_backoff:g} s)"
+        )

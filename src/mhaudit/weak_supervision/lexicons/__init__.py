@@ -58,8 +58,16 @@ class Match:
 class Lexicon:
     """A categorised term list compiled into a single case-insensitive, word-bounded regex."""
 
-    def __init__(self, name: str, version: str, categories: dict[str, list[str]], *,
-                 description: str = "", sha256: str = "", source: str = "<memory>"):
+    def __init__(
+        self,
+        name: str,
+        version: str,
+        categories: dict[str, list[str]],
+        *,
+        description: str = "",
+        sha256: str = "",
+        source: str = "<memory>",
+    ):
         self.name, self.version, self.description, self.sha256, self.source = name, version, description, sha256, source
         if not categories:
             raise InputError("the lexicon has no categories", path=source)
@@ -71,15 +79,18 @@ class Lexicon:
             canon = []
             for raw in terms:
                 if not isinstance(raw, str) or not raw.strip():
-                    raise InputError(f"category {category!r}: terms must be non-empty strings, got {raw!r}",
-                                     path=source)
+                    raise InputError(
+                        f"category {category!r}: terms must be non-empty strings, got {raw!r}", path=source
+                    )
                 term = _key(raw)
                 if not (_WORDCHAR.match(term[0]) and _WORDCHAR.match(term[-1])):
                     raise InputError(f"term {raw!r} must begin and end with a letter or digit", path=source)
                 if term in self._category_of:
-                    raise InputError(f"term {raw!r} is listed twice (in {self._category_of[term]!r} "
-                                     f"and {category!r}); each term belongs to exactly one category",
-                                     path=source)
+                    raise InputError(
+                        f"term {raw!r} is listed twice (in {self._category_of[term]!r} "
+                        f"and {category!r}); each term belongs to exactly one category",
+                        path=source,
+                    )
                 self._category_of[term] = category
                 canon.append(term)
             cats[category] = tuple(canon)
@@ -101,8 +112,9 @@ class Lexicon:
                 data = path.read_bytes()
             except OSError as exc:
                 names = ", ".join(repr(b) for b in BUILTIN)
-                raise InputError(f"cannot read the lexicon file ({exc.strerror or exc}); "
-                                 f"built-in lexicons are {names}", path=path) from None
+                raise InputError(
+                    f"cannot read the lexicon file ({exc.strerror or exc}); built-in lexicons are {names}", path=path
+                ) from None
             source = str(path)
         return cls.from_bytes(data, source=source)
 
@@ -124,8 +136,14 @@ class Lexicon:
             if not isinstance(table, dict) or "terms" not in table:
                 raise InputError(f"[categories.{category}] needs a 'terms' list", path=source)
             terms[category] = table["terms"]
-        return cls(meta["name"], meta["version"], terms, description=str(meta.get("description", "")),
-                   sha256=hashlib.sha256(data).hexdigest(), source=source)
+        return cls(
+            meta["name"],
+            meta["version"],
+            terms,
+            description=str(meta.get("description", "")),
+            sha256=hashlib.sha256(data).hexdigest(),
+            source=source,
+        )
 
     # ---------------------------------------------------------------------------------- matching
     def _lookup(self, matched: str) -> str:

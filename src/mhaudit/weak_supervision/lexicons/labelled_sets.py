@@ -38,25 +38,71 @@ class LabelledSet:
 _BLUESKY = ("bluesky_depression/bluesky-depression-dataset.csv",)
 _KAGGLE = ("kaggle_mh/Combined Data.csv",)
 LABELLED_SETS = (
-    LabelledSet("bluesky_depression", "bluesky_depression", _BLUESKY, "1", "depressive", "two clinical psychologists",
-                tuned=("wide",)),
-    LabelledSet("bluesky_depression (tuning half)", "bluesky_depression", _BLUESKY, "1", "depressive",
-                "two clinical psychologists", half="tune", tuned=("wide",)),
-    LabelledSet("bluesky_depression (held-out half)", "bluesky_depression", _BLUESKY, "1", "depressive",
-                "two clinical psychologists", half="held-out"),
-    LabelledSet("dreaddit", "dreaddit", ("dreaddit/dreaddit-train.csv", "dreaddit/dreaddit-test.csv"), "1",
-                "stress", "crowd workers"),
-    LabelledSet("tss_twitter_gold", "tss_gold", ("tss_probe/Twitter_sample_gold.utf8.csv",), "1", "stress",
-                "a researcher"),
-    LabelledSet("rastogi_twitter_non_advert", "rastogi", ("stress_rastogi2022/Twitter_Non-Advert.csv",), "1",
-                "stress", "a classifier (automatic)"),
-    LabelledSet("depression_reddit_cleaned", "depression_reddit",
-                ("depression_reddit_cleaned/depression_dataset_reddit_cleaned.csv",), "1", "depression",
-                "subreddit (r/depression vs tweets; lemmatised, no punctuation)"),
+    LabelledSet(
+        "bluesky_depression",
+        "bluesky_depression",
+        _BLUESKY,
+        "1",
+        "depressive",
+        "two clinical psychologists",
+        tuned=("wide",),
+    ),
+    LabelledSet(
+        "bluesky_depression (tuning half)",
+        "bluesky_depression",
+        _BLUESKY,
+        "1",
+        "depressive",
+        "two clinical psychologists",
+        half="tune",
+        tuned=("wide",),
+    ),
+    LabelledSet(
+        "bluesky_depression (held-out half)",
+        "bluesky_depression",
+        _BLUESKY,
+        "1",
+        "depressive",
+        "two clinical psychologists",
+        half="held-out",
+    ),
+    LabelledSet(
+        "dreaddit",
+        "dreaddit",
+        ("dreaddit/dreaddit-train.csv", "dreaddit/dreaddit-test.csv"),
+        "1",
+        "stress",
+        "crowd workers",
+    ),
+    LabelledSet(
+        "tss_twitter_gold", "tss_gold", ("tss_probe/Twitter_sample_gold.utf8.csv",), "1", "stress", "a researcher"
+    ),
+    LabelledSet(
+        "rastogi_twitter_non_advert",
+        "rastogi",
+        ("stress_rastogi2022/Twitter_Non-Advert.csv",),
+        "1",
+        "stress",
+        "a classifier (automatic)",
+    ),
+    LabelledSet(
+        "depression_reddit_cleaned",
+        "depression_reddit",
+        ("depression_reddit_cleaned/depression_dataset_reddit_cleaned.csv",),
+        "1",
+        "depression",
+        "subreddit (r/depression vs tweets; lemmatised, no punctuation)",
+    ),
     LabelledSet("kaggle_mh suicidal", "kaggle_mh", _KAGGLE, "Suicidal", "suicidal", "mixed (source data sets)"),
     LabelledSet("kaggle_mh depression", "kaggle_mh", _KAGGLE, "Depression", "depression", "mixed (source data sets)"),
-    LabelledSet("goemotions test (general stream)", "goemotions", ("goemotions/test.tsv",), None, "none",
-                "no target: keep share only"),
+    LabelledSet(
+        "goemotions test (general stream)",
+        "goemotions",
+        ("goemotions/test.tsv",),
+        None,
+        "none",
+        "no target: keep share only",
+    ),
 )
 
 
@@ -80,8 +126,9 @@ def read_set(data: Path, spec: LabelledSet) -> pd.DataFrame | None:
     return pd.DataFrame({"text": records["text"].to_numpy(), "positive": positive.to_numpy(dtype=bool)})
 
 
-def recall_tables(data: Path, filters: Sequence[str] = DEFAULT_FILTERS,
-                  sets: Sequence[LabelledSet] = LABELLED_SETS) -> tuple[dict[str, pd.DataFrame], list[str]]:
+def recall_tables(
+    data: Path, filters: Sequence[str] = DEFAULT_FILTERS, sets: Sequence[LabelledSet] = LABELLED_SETS
+) -> tuple[dict[str, pd.DataFrame], list[str]]:
     """One table per labelled set found under `data` (one row per filter: FilterRecall.row with the filter's
     name, its lexicons' versions and `tuned_here`, whether one of them was tuned on these posts), and the names of
     the sets whose files are absent."""
@@ -92,13 +139,24 @@ def recall_tables(data: Path, filters: Sequence[str] = DEFAULT_FILTERS,
         if posts is None:
             absent.append(spec.name)
             continue
-        table = pd.DataFrame([{"filter": filter_name(lexs), "versions": " ".join(f"{x.name} {x.version}" for x in lexs),
-                               "tuned_here": any(x.name in spec.tuned for x in lexs),
-                               **filter_recall(kept_by(lexs, posts["text"]), posts["positive"]).row()}
-                              for lexs in lexicons.values()])
+        table = pd.DataFrame(
+            [
+                {
+                    "filter": filter_name(lexs),
+                    "versions": " ".join(f"{x.name} {x.version}" for x in lexs),
+                    "tuned_here": any(x.name in spec.tuned for x in lexs),
+                    **filter_recall(kept_by(lexs, posts["text"]), posts["positive"]).row(),
+                }
+                for lexs in lexicons.values()
+            ]
+        )
         if spec.positive is None:  # no target: only the keep share means anything
-            table = table[[c for c in table.columns
-                           if c in ("filter", "versions", "tuned_here", "n_posts", "n_kept")
-                           or c.startswith("keep_share")]]
+            table = table[
+                [
+                    c
+                    for c in table.columns
+                    if c in ("filter", "versions", "tuned_here", "n_posts", "n_kept") or c.startswith("keep_share")
+                ]
+            ]
         tables[spec.name] = table
     return tables, absent

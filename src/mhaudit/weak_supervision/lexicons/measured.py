@@ -35,15 +35,19 @@ def recall_sentence(lexicons: Mapping[str, str]) -> str:
     name = "+".join(lexicons)
     entry = measured_recall(lexicons)
     if entry is None:
-        return (f"the collection's filter ({name}) has no measured recall (a custom or edited lexicon: run "
-                "`mhaudit collect recall --lexicon FILE` on labelled data)")
+        return (
+            f"the collection's filter ({name}) has no measured recall (a custom or edited lexicon: run "
+            "`mhaudit collect recall --lexicon FILE` on labelled data)"
+        )
     full, held = entry["bluesky_depression"], entry["bluesky_depression_held_out"]
     # the wide lexicon was written looking at half the set: its honest recall is the other half's
     tuned = f"{held['recall']:.3f} on the half it was not tuned on; " if "wide" in lexicons else ""
-    return (f"the collection's filter ({entry['filter']}) keeps an estimated {full['recall']:.3f} (95% CI "
-            f"{full['recall_ci_low']:.3f}–{full['recall_ci_high']:.3f}) of the depressive posts of the Bluesky "
-            f"depression set ({tuned}precision {full['precision']:.3f} at a base rate of {full['base_rate']:.3f}; "
-            f"it keeps {entry['general_stream']['keep_share']:.1%} of a general stream, GoEmotions)")
+    return (
+        f"the collection's filter ({entry['filter']}) keeps an estimated {full['recall']:.3f} (95% CI "
+        f"{full['recall_ci_low']:.3f}–{full['recall_ci_high']:.3f}) of the depressive posts of the Bluesky "
+        f"depression set ({tuned}precision {full['precision']:.3f} at a base rate of {full['base_rate']:.3f}; "
+        f"it keeps {entry['general_stream']['keep_share']:.1%} of a general stream, GoEmotions)"
+    )
 
 
 def collection_filters(store) -> list[dict[str, str]]:

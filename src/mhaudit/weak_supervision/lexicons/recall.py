@@ -34,22 +34,37 @@ class FilterRecall:
 
     def proportions(self) -> dict[str, tuple[int, int]]:
         """name -> (numerator, denominator)."""
-        return {"recall": (self.n_kept_positive, self.n_positive), "keep_share": (self.n_kept, self.n_posts),
-                "precision": (self.n_kept_positive, self.n_kept), "base_rate": (self.n_positive, self.n_posts)}
+        return {
+            "recall": (self.n_kept_positive, self.n_positive),
+            "keep_share": (self.n_kept, self.n_posts),
+            "precision": (self.n_kept_positive, self.n_kept),
+            "base_rate": (self.n_positive, self.n_posts),
+        }
 
     def row(self) -> dict[str, object]:
         """The counts, each proportion with ci_low / ci_high, and why any is NaN."""
-        row: dict[str, object] = {"n_posts": self.n_posts, "n_positive": self.n_positive, "n_kept": self.n_kept,
-                                  "n_kept_positive": self.n_kept_positive}
+        row: dict[str, object] = {
+            "n_posts": self.n_posts,
+            "n_positive": self.n_positive,
+            "n_kept": self.n_kept,
+            "n_kept_positive": self.n_kept_positive,
+        }
         reasons = []
         for name, (k, n) in self.proportions().items():
             with quiet_undefined():  # why a proportion is NaN goes into the row's reason
                 low, high = wilson_interval(k, n)
             row |= {name: k / n if n else math.nan, f"{name}_ci_low": low, f"{name}_ci_high": high}
             if not n:
-                reasons.append(f"{name} is undefined: " + ("the filter keeps no post" if name == "precision"
-                                                            else "there is no positive post" if name == "recall"
-                                                            else "there is no post"))
+                reasons.append(
+                    f"{name} is undefined: "
+                    + (
+                        "the filter keeps no post"
+                        if name == "precision"
+                        else "there is no positive post"
+                        if name == "recall"
+                        else "there is no post"
+                    )
+                )
         row["reason"] = "; ".join(reasons)
         return row
 
@@ -58,8 +73,10 @@ def filter_recall(kept: Sequence[bool] | np.ndarray, positive: Sequence[bool] | 
     """Counts of a filter's decisions (`kept`) against the labels (`positive`), one pair per post."""
     kept_arr, pos_arr = np.asarray(kept, dtype=bool), np.asarray(positive, dtype=bool)
     if kept_arr.shape != pos_arr.shape or kept_arr.ndim != 1:
-        raise InputError(f"the filter's decisions ({kept_arr.shape}) and the labels ({pos_arr.shape}) must be "
-                         "two sequences of the same length")
+        raise InputError(
+            f"the filter's decisions ({kept_arr.shape}) and the labels ({pos_arr.shape}) must be "
+            "two sequences of the same length"
+        )
     return FilterRecall(int(kept_arr.size), int(pos_arr.sum()), int(kept_arr.sum()), int((kept_arr & pos_arr).sum()))
 
 

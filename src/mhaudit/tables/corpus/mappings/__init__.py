@@ -46,13 +46,22 @@ class Mapping:
             elif other.knows(cls):
                 dropped[raw] = other.dropped[cls]
             else:
-                raise InputError(f"mapping '{other.name}' does not know class '{cls}' produced by "
-                                 f"'{self.name}'; it expects {', '.join(sorted({*other.targets, *other.dropped}))}")
+                raise InputError(
+                    f"mapping '{other.name}' does not know class '{cls}' produced by "
+                    f"'{self.name}'; it expects {', '.join(sorted({*other.targets, *other.dropped}))}"
+                )
         # Keep self's priority, carried through `other`, then other's own order for what is left.
         carried = [mapped for c in self.priority if other.knows(c) and (mapped := other.target(c))]
         priority = list(dict.fromkeys([*carried, *(other.priority or other.classes)]))
-        return Mapping(f"{self.name}+{other.name}", f"{self.summary}; then {other.summary}",
-                       f"{self.source}; {other.source}", other.classes, targets, dropped, priority)
+        return Mapping(
+            f"{self.name}+{other.name}",
+            f"{self.summary}; then {other.summary}",
+            f"{self.source}; {other.source}",
+            other.classes,
+            targets,
+            dropped,
+            priority,
+        )
 
 
 def _parse(text: str, origin: str) -> Mapping:
@@ -63,9 +72,10 @@ def _parse(text: str, origin: str) -> Mapping:
     for key in ("name", "classes", "map"):
         if key not in doc:
             raise InputError(f"missing key '{key}'; a mapping file needs name, classes and [map]", path=origin)
+
     def strings(value, where: str) -> list[str]:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise InputError(f"{where} must be a list of strings, e.g. [\"a\", \"b\"]", path=origin)
+            raise InputError(f'{where} must be a list of strings, e.g. ["a", "b"]', path=origin)
         return value
 
     classes = strings(doc["classes"], "classes")
@@ -82,21 +92,32 @@ def _parse(text: str, origin: str) -> Mapping:
             targets[str(raw)] = cls
     drop = doc.get("drop", {})
     if not isinstance(drop, dict):
-        raise InputError("[drop] must be a table with labels = [...] and reason = \"...\"", path=origin)
-    dropped = {raw: str(drop.get("reason", "dropped by the mapping")) for raw in strings(drop.get("labels", []),
-                                                                                         "[drop] labels")}
+        raise InputError('[drop] must be a table with labels = [...] and reason = "..."', path=origin)
+    dropped = {
+        raw: str(drop.get("reason", "dropped by the mapping"))
+        for raw in strings(drop.get("labels", []), "[drop] labels")
+    }
     both = set(targets) & set(dropped)
     if both:
         raise InputError(f"labels both mapped and dropped: {', '.join(sorted(both))}", path=origin)
-    return Mapping(doc["name"], doc.get("summary", ""), doc.get("source", ""), classes, targets, dropped,
-                   list(doc.get("priority", [])))
+    return Mapping(
+        doc["name"],
+        doc.get("summary", ""),
+        doc.get("source", ""),
+        classes,
+        targets,
+        dropped,
+        list(doc.get("priority", [])),
+    )
 
 
 def available() -> list[Mapping]:
     """Every mapping shipped with mhaudit, sorted by name."""
     files = resources.files(__name__)
-    return sorted((_parse(f.read_text("utf-8"), f.name) for f in files.iterdir() if f.name.endswith(".toml")),
-                  key=lambda m: m.name)
+    return sorted(
+        (_parse(f.read_text("utf-8"), f.name) for f in files.iterdir() if f.name.endswith(".toml")),
+        key=lambda m: m.name,
+    )
 
 
 def load(name: str) -> Mapping:
@@ -111,6 +132,8 @@ def load(name: str) -> Mapping:
             raise InputError("is not valid UTF-8; mapping files are UTF-8 TOML", path=name) from None
     by_name = {m.name: m for m in available()}
     if name not in by_name:
-        raise InputError(f"unknown mapping '{name}'; known: {', '.join(by_name)} "
-                         "(or a path to a .toml file; see mhaudit data mappings)")
+        raise InputError(
+            f"unknown mapping '{name}'; known: {', '.join(by_name)} "
+            "(or a path to a .toml file; see mhaudit data mappings)"
+        )
     return by_name[name]

@@ -16,8 +16,18 @@ from mhaudit.tables.corpus.sources.registry import REGISTRY, ReadOptions, Source
 
 __all__ = ["ReadOptions", "Source", "register", "get", "all_sources"]
 
-BUILTIN = ("bluesky_depression", "dair_emotion", "depression_reddit", "dreaddit", "generic", "goemotions", "hf",
-           "kaggle_mh", "rastogi", "tss")  # the importer modules here
+BUILTIN = (
+    "bluesky_depression",
+    "dair_emotion",
+    "depression_reddit",
+    "dreaddit",
+    "generic",
+    "goemotions",
+    "hf",
+    "kaggle_mh",
+    "rastogi",
+    "tss",
+)  # the importer modules here
 
 
 def get(name: str) -> Source:

@@ -10,7 +10,13 @@ from __future__ import annotations
 from mhaudit.tables.corpus.sources.registry import Source, register
 from mhaudit.tables.corpus.sources.records import table_reader
 
-SOURCE = register(Source("bluesky_depression", "Bluesky depression CSV (Bluesky, depressive 0/1, clinician labels)",
-                         table_reader("bluesky_depression", "bluesky", "human", "text", "depressive",
-                                      created_at="createdAt", indexed=True),
-                         default_mapping="depression-binary"))
+SOURCE = register(
+    Source(
+        "bluesky_depression",
+        "Bluesky depression CSV (Bluesky, depressive 0/1, clinician labels)",
+        table_reader(
+            "bluesky_depression", "bluesky", "human", "text", "depressive", created_at="createdAt", indexed=True
+        ),
+        default_mapping="depression-binary",
+    )
+)

@@ -24,16 +24,33 @@ def _name(label: str) -> str:
 
 def _read(path: Path, options: ReadOptions, _several: bool) -> pd.DataFrame:
     if path.suffix.lower() == ".txt":
-        frame = with_place(read_delimited(path, sep=";", encoding=options.encoding, header=False,
-                                          names=["text", "label"], quoting=csv.QUOTE_NONE), path)
+        frame = with_place(
+            read_delimited(
+                path, sep=";", encoding=options.encoding, header=False, names=["text", "label"], quoting=csv.QUOTE_NONE
+            ),
+            path,
+        )
     else:
         frame = read_table(path, encoding=options.encoding, required=["text", "label"], place=True)
     split = split_from_name(path)
     dataset = options.dataset or "dair_emotion"
-    return records(frame, ids=row_ids(frame, f"{dataset}-{split or path.stem}"), texts=as_text(frame["text"]),
-                   labels=[_name(x) for x in as_labels(frame["label"])], dataset=dataset,
-                   platform=options.platform or "twitter", label_source=options.label_source or "distant", split=split)
+    return records(
+        frame,
+        ids=row_ids(frame, f"{dataset}-{split or path.stem}"),
+        texts=as_text(frame["text"]),
+        labels=[_name(x) for x in as_labels(frame["label"])],
+        dataset=dataset,
+        platform=options.platform or "twitter",
+        label_source=options.label_source or "distant",
+        split=split,
+    )
 
 
-SOURCE = register(Source("dair_emotion", "dair-ai/emotion text;label files or HF export (Twitter, 6 emotions, "
-                         "distant labels)", per_file(_read), classes=list(EMOTIONS)))
+SOURCE = register(
+    Source(
+        "dair_emotion",
+        "dair-ai/emotion text;label files or HF export (Twitter, 6 emotions, distant labels)",
+        per_file(_read),
+        classes=list(EMOTIONS),
+    )
+)

@@ -15,23 +15,42 @@ from mhaudit.tables.corpus.sources.records import per_file, prefixed_ids, record
 from mhaudit.tables.io import read_table
 
 DOMAINS = {
-    "domesticviolence": "abuse", "survivorsofabuse": "abuse",
-    "anxiety": "anxiety", "stress": "anxiety",
-    "almosthomeless": "financial", "assistance": "financial", "food_pantry": "financial", "homeless": "financial",
+    "domesticviolence": "abuse",
+    "survivorsofabuse": "abuse",
+    "anxiety": "anxiety",
+    "stress": "anxiety",
+    "almosthomeless": "financial",
+    "assistance": "financial",
+    "food_pantry": "financial",
+    "homeless": "financial",
     "ptsd": "ptsd",
     "relationships": "social",
 }
 
 
 def _read(path: Path, options: ReadOptions, _several: bool) -> pd.DataFrame:
-    frame = read_table(path, sep=",", encoding=options.encoding, required=["id", "subreddit", "text", "label"],
-                       place=True)
+    frame = read_table(
+        path, sep=",", encoding=options.encoding, required=["id", "subreddit", "text", "label"], place=True
+    )
     dataset = options.dataset or "dreaddit"
-    return records(frame, ids=prefixed_ids(dataset, frame["id"]), texts=frame["text"], labels=frame["label"],
-                   dataset=dataset, platform=options.platform or "reddit", label_source=options.label_source or "human",
-                   split="test" if "test" in path.stem.lower() else "train",
-                   domain=frame["subreddit"].map(lambda s: f"{DOMAINS.get(s, 'other')}/{s}"))
+    return records(
+        frame,
+        ids=prefixed_ids(dataset, frame["id"]),
+        texts=frame["text"],
+        labels=frame["label"],
+        dataset=dataset,
+        platform=options.platform or "reddit",
+        label_source=options.label_source or "human",
+        split="test" if "test" in path.stem.lower() else "train",
+        domain=frame["subreddit"].map(lambda s: f"{DOMAINS.get(s, 'other')}/{s}"),
+    )
 
 
-SOURCE = register(Source("dreaddit", "Dreaddit train/test CSVs (Reddit, stress 0/1, human labels)", per_file(_read),
-                         default_mapping="stress-binary"))
+SOURCE = register(
+    Source(
+        "dreaddit",
+        "Dreaddit train/test CSVs (Reddit, stress 0/1, human labels)",
+        per_file(_read),
+        default_mapping="stress-binary",
+    )
+)

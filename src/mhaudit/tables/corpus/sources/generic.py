@@ -43,11 +43,24 @@ def _read(path: Path, options: ReadOptions, several: bool) -> pd.DataFrame:
     extra = {c: as_text(frame[c]) for c in OPTIONAL if c in frame.columns}
     if "created_at" in frame.columns:
         extra["created_at"] = parse_times(frame, "created_at")
-    return records(frame, ids=ids, texts=as_text(frame[text_col]), labels=as_labels(frame[label_col]),
-                   dataset=datasets, platform=_column(frame, "platform", options.platform),
-                   label_source=_column(frame, "label_source", options.label_source, "unknown"),
-                   split=_column(frame, "split", None), **extra)
+    return records(
+        frame,
+        ids=ids,
+        texts=as_text(frame[text_col]),
+        labels=as_labels(frame[label_col]),
+        dataset=datasets,
+        platform=_column(frame, "platform", options.platform),
+        label_source=_column(frame, "label_source", options.label_source, "unknown"),
+        split=_column(frame, "split", None),
+        **extra,
+    )
 
 
-SOURCE = register(Source("generic", "any CSV / TSV / JSON Lines / Parquet with text and label columns "
-                         "(--text-col, --label-col, --id-col, --platform)", per_file(_read)))
+SOURCE = register(
+    Source(
+        "generic",
+        "any CSV / TSV / JSON Lines / Parquet with text and label columns "
+        "(--text-col, --label-col, --id-col, --platform)",
+        per_file(_read),
+    )
+)

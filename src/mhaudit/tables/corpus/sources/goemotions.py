@@ -18,10 +18,36 @@ from mhaudit.tables.corpus.sources.registry import ReadOptions, Source, register
 from mhaudit.tables.corpus.sources.records import as_text, is_absent, per_file, records, split_from_name
 from mhaudit.tables.io import SOURCE_FILE, SOURCE_ROW, read_delimited, read_table, with_place
 
-EMOTIONS = ["admiration", "amusement", "anger", "annoyance", "approval", "caring", "confusion", "curiosity",
-            "desire", "disappointment", "disapproval", "disgust", "embarrassment", "excitement", "fear",
-            "gratitude", "grief", "joy", "love", "nervousness", "optimism", "pride", "realization", "relief",
-            "remorse", "sadness", "surprise", "neutral"]
+EMOTIONS = [
+    "admiration",
+    "amusement",
+    "anger",
+    "annoyance",
+    "approval",
+    "caring",
+    "confusion",
+    "curiosity",
+    "desire",
+    "disappointment",
+    "disapproval",
+    "disgust",
+    "embarrassment",
+    "excitement",
+    "fear",
+    "gratitude",
+    "grief",
+    "joy",
+    "love",
+    "nervousness",
+    "optimism",
+    "pride",
+    "realization",
+    "relief",
+    "remorse",
+    "sadness",
+    "surprise",
+    "neutral",
+]
 
 
 def _names(folder: Path) -> list[str]:
@@ -47,26 +73,47 @@ def _label_names(frame: pd.DataFrame, column: str, names: list[str]) -> list[lis
     for i, cell in enumerate(frame[column]):
         ids = _ids(cell)
         if not ids or not all(x.isdigit() and int(x) < len(names) for x in ids):
-            raise InputError(f"row {frame[SOURCE_ROW].iat[i]}: label ids {cell!r} are not a list of ids "
-                             f"0-{len(names) - 1} (emotions.txt order)", path=frame[SOURCE_FILE].iat[i])
+            raise InputError(
+                f"row {frame[SOURCE_ROW].iat[i]}: label ids {cell!r} are not a list of ids "
+                f"0-{len(names) - 1} (emotions.txt order)",
+                path=frame[SOURCE_FILE].iat[i],
+            )
         out.append([names[int(x)] for x in ids])
     return out
 
 
 def _read(path: Path, options: ReadOptions, _several: bool) -> pd.DataFrame:
     if path.suffix.lower() == ".tsv":
-        frame = with_place(read_delimited(path, sep="\t", encoding=options.encoding, header=False,
-                                          names=["text", "labels", "id"]), path)
+        frame = with_place(
+            read_delimited(path, sep="\t", encoding=options.encoding, header=False, names=["text", "labels", "id"]),
+            path,
+        )
     else:
         frame = read_table(path, encoding=options.encoding, required=["text", "labels", "id"], place=True)
     split = split_from_name(path)
     dataset = options.dataset or "goemotions"
-    ids = [f"{dataset}-{i}" if i.strip() else f"{dataset}-{split or path.stem}-{r}"
-           for i, r in zip(as_text(frame["id"].fillna("")), frame[SOURCE_ROW], strict=True)]
-    return records(frame, ids=ids, texts=as_text(frame["text"]),
-                   labels=_label_names(frame, "labels", _names(path.parent)), dataset=dataset,
-                   platform=options.platform or "reddit", label_source=options.label_source or "human", split=split)
+    ids = [
+        f"{dataset}-{i}" if i.strip() else f"{dataset}-{split or path.stem}-{r}"
+        for i, r in zip(as_text(frame["id"].fillna("")), frame[SOURCE_ROW], strict=True)
+    ]
+    return records(
+        frame,
+        ids=ids,
+        texts=as_text(frame["text"]),
+        labels=_label_names(frame, "labels", _names(path.parent)),
+        dataset=dataset,
+        platform=options.platform or "reddit",
+        label_source=options.label_source or "human",
+        split=split,
+    )
 
 
-SOURCE = register(Source("goemotions", "GoEmotions TSVs or HF go_emotions export (Reddit, 28 emotions, "
-                         "multi-label, human labels)", per_file(_read), classes=list(EMOTIONS), multi_label=True))
+SOURCE = register(
+    Source(
+        "goemotions",
+        "GoEmotions TSVs or HF go_emotions export (Reddit, 28 emotions, multi-label, human labels)",
+        per_file(_read),
+        classes=list(EMOTIONS),
+        multi_label=True,
+    )
+)

@@ -26,15 +26,17 @@ def _load(path: Path):
     try:
         import datasets
     except ImportError:
-        raise InputError("the hf source needs the `datasets` package; install mhaudit[hf] "
-                         "(pip install 'mhaudit[hf]')") from None
+        raise InputError(
+            "the hf source needs the `datasets` package; install mhaudit[hf] (pip install 'mhaudit[hf]')"
+        ) from None
     name = str(path)
     try:
         if path.is_file():
             builder = BUILDERS.get(path.suffix.lower())
             if builder is None:
-                raise InputError(f"cannot tell the format from '{path.suffix}'; expected one of "
-                                 f"{', '.join(BUILDERS)}", path=path)
+                raise InputError(
+                    f"cannot tell the format from '{path.suffix}'; expected one of {', '.join(BUILDERS)}", path=path
+                )
             extra = {"delimiter": "\t"} if path.suffix.lower() == ".tsv" else {}
             found = split_from_name(path)
             split = {"val": "validation", None: "all"}.get(found, found)  # a split name datasets accepts
@@ -51,13 +53,16 @@ def _load(path: Path):
         raise
     except Exception as exc:  # noqa: BLE001 - datasets raises many kinds (network, hub, builder); report them all
         first = (str(exc).strip().splitlines() or [""])[0]
-        raise InputError(f"load_dataset could not load it ({type(exc).__name__}: {first[:300]}); check the hub "
-                         "id and the internet connection, or give a local .csv/.jsonl/.parquet file",
-                         path=name) from None
+        raise InputError(
+            f"load_dataset could not load it ({type(exc).__name__}: {first[:300]}); check the hub "
+            "id and the internet connection, or give a local .csv/.jsonl/.parquet file",
+            path=name,
+        ) from None
 
 
 def _names(feature):
     """A function turning label cells into names when `feature` is a ClassLabel (or a list of them)."""
+
     def name(label, v):  # -1 (or absent) is "no label" in HF data sets: left empty, later an input error
         return "" if is_absent(v) or int(v) < 0 else label.int2str(int(v))
 
@@ -85,13 +90,30 @@ def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
             require_columns(frame, [text_col, label_col] + ([options.id_col] if options.id_col else []), place)
             frame[SOURCE_FILE], frame[SOURCE_ROW] = place, range(1, len(frame) + 1)
             labels = as_labels(frame[label_col].map(_names(table.features.get(label_col))))
-            ids = (as_text(frame[options.id_col]) if options.id_col
-                   else [f"{dataset}-{split_name}-{r}" for r in frame[SOURCE_ROW]])
-            parts.append(records(frame, ids=ids, texts=as_text(frame[text_col]), labels=labels, dataset=dataset,
-                                 platform=options.platform, label_source=options.label_source or "unknown",
-                                 split=SPLITS.get(str(split_name).lower())))
+            ids = (
+                as_text(frame[options.id_col])
+                if options.id_col
+                else [f"{dataset}-{split_name}-{r}" for r in frame[SOURCE_ROW]]
+            )
+            parts.append(
+                records(
+                    frame,
+                    ids=ids,
+                    texts=as_text(frame[text_col]),
+                    labels=labels,
+                    dataset=dataset,
+                    platform=options.platform,
+                    label_source=options.label_source or "unknown",
+                    split=SPLITS.get(str(split_name).lower()),
+                )
+            )
     return pd.concat(parts, ignore_index=True)
 
 
-SOURCE = register(Source("hf", "Hugging Face datasets: a hub id or a local file/folder load_dataset reads "
-                         "(needs mhaudit[hf] and --platform)", read))
+SOURCE = register(
+    Source(
+        "hf",
+        "Hugging Face datasets: a hub id or a local file/folder load_dataset reads (needs mhaudit[hf] and --platform)",
+        read,
+    )
+)

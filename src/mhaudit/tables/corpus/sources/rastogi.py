@@ -31,19 +31,37 @@ def read(paths: list[Path], options: ReadOptions) -> pd.DataFrame:
         text_col, label_col = LAYOUTS[key]
         frame = read_table(path, sep=",", encoding=options.encoding, required=[text_col, label_col], place=True)
         prefix = dataset if names.count(dataset) == 1 else f"{dataset}-{path.stem}"  # rows repeat across files
-        parts.append(records(frame, ids=row_ids(frame, prefix), texts=frame[text_col], labels=frame[label_col],
-                             dataset=dataset, platform=options.platform or key.split("_")[0],
-                             label_source=options.label_source or "auto", split=None))
+        parts.append(
+            records(
+                frame,
+                ids=row_ids(frame, prefix),
+                texts=frame[text_col],
+                labels=frame[label_col],
+                dataset=dataset,
+                platform=options.platform or key.split("_")[0],
+                label_source=options.label_source or "auto",
+                split=None,
+            )
+        )
     return pd.concat(parts, ignore_index=True)
 
 
 def _key(path: Path) -> str:
     key = re.sub(r"[^a-z]+", "_", path.stem.lower()).strip("_")
     if key not in LAYOUTS:
-        raise InputError("is not one of the Rastogi 2022 files; expected Reddit_Combi.csv, Reddit_Title.csv, "
-                         "Twitter_Full.csv or Twitter_Non-Advert.csv (or use the generic source)", path=path)
+        raise InputError(
+            "is not one of the Rastogi 2022 files; expected Reddit_Combi.csv, Reddit_Title.csv, "
+            "Twitter_Full.csv or Twitter_Non-Advert.csv (or use the generic source)",
+            path=path,
+        )
     return key
 
 
-SOURCE = register(Source("rastogi", "Rastogi 2022 Reddit_Combi / Reddit_Title / Twitter_Full / Twitter_Non-Advert "
-                         "CSVs (stress 0/1, auto labels)", read, default_mapping="stress-binary"))
+SOURCE = register(
+    Source(
+        "rastogi",
+        "Rastogi 2022 Reddit_Combi / Reddit_Title / Twitter_Full / Twitter_Non-Advert CSVs (stress 0/1, auto labels)",
+        read,
+        default_mapping="stress-binary",
+    )
+)

@@ -12,9 +12,19 @@ from __future__ import annotations
 from mhaudit.tables.corpus.sources.registry import Source, register
 from mhaudit.tables.corpus.sources.records import table_reader
 
-GOLD = register(Source("tss_gold", "TSS Twitter_sample_gold(.utf8).csv (Twitter, stress 0/1, human labels)",
-                       table_reader("tss_twitter_gold", "twitter", "human", "text", "label"),
-                       default_mapping="stress-binary"))
-FULL = register(Source("tss_full", "TSS Twitter_Full.csv, ';'-separated (Twitter, stress 0/1, auto labels)",
-                       table_reader("tss_twitter_auto", "twitter", "auto", "text", "labels", sep=";"),
-                       default_mapping="stress-binary"))
+GOLD = register(
+    Source(
+        "tss_gold",
+        "TSS Twitter_sample_gold(.utf8).csv (Twitter, stress 0/1, human labels)",
+        table_reader("tss_twitter_gold", "twitter", "human", "text", "label"),
+        default_mapping="stress-binary",
+    )
+)
+FULL = register(
+    Source(
+        "tss_full",
+        "TSS Twitter_Full.csv, ';'-separated (Twitter, stress 0/1, auto labels)",
+        table_reader("tss_twitter_auto", "twitter", "auto", "text", "labels", sep=";"),
+        default_mapping="stress-binary",
+    )
+)

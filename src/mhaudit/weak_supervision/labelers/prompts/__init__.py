@@ -47,20 +47,30 @@ class Prompt:
         system = self.system
         turns: list[dict[str, str]] = []
         if examples and self.style == "inline":
-            shown = "\n\n".join(self.example.replace(SLOT, ex_text).replace(LABEL_SLOT, str(int(label)))
-                                for ex_text, label in examples)
+            shown = "\n\n".join(
+                self.example.replace(SLOT, ex_text).replace(LABEL_SLOT, str(int(label))) for ex_text, label in examples
+            )
             system = f"{system}\n\n{self.header}\n\n{shown}"
         elif examples:
             for ex_text, label in examples:
-                turns += [{"role": "user", "content": self.user.replace(SLOT, ex_text)},
-                          {"role": "assistant", "content": str(int(label))}]
-        return [{"role": "system", "content": system}, *turns,
-                {"role": "user", "content": self.user.replace(SLOT, text)}]
+                turns += [
+                    {"role": "user", "content": self.user.replace(SLOT, ex_text)},
+                    {"role": "assistant", "content": str(int(label))},
+                ]
+        return [
+            {"role": "system", "content": system},
+            *turns,
+            {"role": "user", "content": self.user.replace(SLOT, text)},
+        ]
 
     def hash(self, examples: Sequence[Example] = (), settings: dict | None = None) -> str:
         """SHA-256 (hex) of the rendered template with its examples and the model settings."""
-        payload = {"task": self.task, "version": self.version,
-                   "messages": self.messages(SLOT, examples), "settings": settings or {}}
+        payload = {
+            "task": self.task,
+            "version": self.version,
+            "messages": self.messages(SLOT, examples),
+            "settings": settings or {},
+        }
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -77,8 +87,9 @@ def _file(name_or_path: str | Path) -> tuple[str, str]:
         return resources.files(__package__).joinpath(f"{text}.toml").read_text(encoding="utf-8"), f"{text}.toml"
     path = Path(name_or_path)
     if path.suffix.lower() != ".toml" and not path.exists():
-        raise InputError(f"unknown prompt '{text}'; built-in prompts: {', '.join(available())} "
-                         "(or give a path to your own .toml)")
+        raise InputError(
+            f"unknown prompt '{text}'; built-in prompts: {', '.join(available())} (or give a path to your own .toml)"
+        )
     if not path.is_file():
         raise InputError("no such prompt file", path=path)
     try:
@@ -119,6 +130,15 @@ def load_prompt(name_or_path: str | Path) -> Prompt:
     example = shots.get("example", Prompt.example)
     if style == "inline" and (SLOT not in example or LABEL_SLOT not in example):
         raise InputError(f"shots.example must contain {SLOT} and {LABEL_SLOT} for the inline style", path=where)
-    return Prompt(task=data["task"], version=str(data["version"]), description=str(data.get("description", "")),
-                  system=data["system"], user=data["user"], default_shots=default, style=style,
-                  header=str(shots.get("header", Prompt.header)), example=example, source=where)
+    return Prompt(
+        task=data["task"],
+        version=str(data["version"]),
+        description=str(data.get("description", "")),
+        system=data["system"],
+        user=data["user"],
+        default_shots=default,
+        style=style,
+        header=str(shots.get("header", Prompt.header)),
+        example=example,
+        source=where,
+    )
