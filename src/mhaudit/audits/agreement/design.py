@@ -6,6 +6,7 @@ of the pool; the bootstrap resamples items within strata (mhaudit.stats.weak_met
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from mhaudit.audits.agreement.authors import cluster_labels
@@ -38,6 +39,26 @@ def design_weighted(
     if not inside.any():
         raise InputError("none of the scored items is in the validation set; is it the sample of this task?")
     sub = scored[inside]
+    strata = _strata_table(vs, sub, ref, weak_rows)
+    item_strata = vs.loc[sub.index, "stratum"]
+    weights = item_strata.map(strata.set_index("stratum")["weight"]).to_numpy(dtype=float)
+    metrics_w, _ = weak_vs_reference(
+        sub["reference"].to_numpy(),
+        sub["weak"].to_numpy(),
+        n_boot=n_boot,
+        alpha=alpha,
+        rng=rng,
+        weights=weights,
+        strata=item_strata.to_numpy(),
+        clusters=cluster_labels(sub.index, authors),
+    )
+    weighted = metrics_w.assign(pool=float(weights.sum()), reason=metrics_w["reason"].fillna(""))
+    return weighted, strata, _design_note(vs, inside, strata, weak)
+
+
+def _strata_table(vs: pd.DataFrame, sub: pd.DataFrame, ref: pd.Series, weak_rows: pd.Series) -> pd.DataFrame:
+    """Per stratum of the validation set (`vs`, indexed by item id): its pool, the items sampled and scored (`sub`),
+    those dropped for want of a reference or a valid weak label, and the weight of each scored item."""
     has_weak = vs.index.isin(weak_rows.index[weak_rows.notna()])
     design = pd.DataFrame(
         {
@@ -62,7 +83,7 @@ def design_weighted(
     strata["pool_size"] = strata["pool_size"].round(6)
     strata["dropped"] = strata["sampled"] - strata["scored"]
     strata["weight"] = (strata["pool_size"] / strata["scored"]).where(strata["scored"] > 0)
-    strata = strata.reset_index()[
+    return strata.reset_index()[
         [
             "stratum",
             "pool_size",
@@ -75,19 +96,11 @@ def design_weighted(
             "weight",
         ]
     ]
-    item_strata = vs.loc[sub.index, "stratum"]
-    weights = item_strata.map(strata.set_index("stratum")["weight"]).to_numpy(dtype=float)
-    metrics_w, _ = weak_vs_reference(
-        sub["reference"].to_numpy(),
-        sub["weak"].to_numpy(),
-        n_boot=n_boot,
-        alpha=alpha,
-        rng=rng,
-        weights=weights,
-        strata=item_strata.to_numpy(),
-        clusters=cluster_labels(sub.index, authors),
-    )
-    weighted = metrics_w.assign(pool=float(weights.sum()), reason=metrics_w["reason"].fillna(""))
+
+
+def _design_note(vs: pd.DataFrame, inside: np.ndarray, strata: pd.DataFrame, weak: str) -> str:
+    """What the weighted estimates leave out or assume: scored items outside the sample, sampled items not
+    scored, strata with no scored item, a sample stratified by another weak labeler."""
     notes = []
     if (~inside).any():
         notes.append(
@@ -111,4 +124,4 @@ def design_weighted(
             f" The sample was stratified by '{vs['weak_labeler'].iloc[0]}', not by '{weak}'; the weights "
             "still follow the sampling design."
         )
-    return weighted, strata, "".join(notes)
+    return "".join(notes)

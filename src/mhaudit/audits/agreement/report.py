@@ -13,8 +13,6 @@ The reference labels follow docs/validation.md, "The reference" (mhaudit.tables.
 
 from __future__ import annotations
 
-import itertools
-import warnings
 from collections.abc import Sequence
 from dataclasses import asdict
 
@@ -23,6 +21,8 @@ import pandas as pd
 
 from mhaudit.audits.agreement.authors import bootstrap_unit, cluster_labels, item_authors
 from mhaudit.audits.agreement.design import design_weighted
+from mhaudit.audits.agreement.error_sources import error_section, error_sources
+from mhaudit.audits.agreement.human_agreement import human_agreement, human_matrix
 from mhaudit.audits.agreement.labels import choose_weak_labeler
 from mhaudit.audits.agreement.options import AgreementInputs, AgreementOptions
 from mhaudit.audits.agreement.scoring import models_section, models_vs_reference, scored_items
@@ -31,17 +31,13 @@ from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.report import AuditResult, Section
 from mhaudit.report.result import provenance
-from mhaudit.stats.agreement import bootstrap_kappa, krippendorff_alpha
 from mhaudit.stats.undefined import quiet_undefined
 from mhaudit.stats.weak_metrics import weak_vs_reference
 from mhaudit.tables.digest import digest_frame
-from mhaudit.tables.label_store import parse_tags
 from mhaudit.tables.labeler_names import with_full_labeler_names
 from mhaudit.tables.reference_labels import task_labels
 
 __all__ = ["AgreementInputs", "AgreementOptions", "audit_agreement"]
-
-NO_TAG = "(no tag)"
 
 
 # -------------------------------------------------------------------------------------- labelers
@@ -56,148 +52,24 @@ def _annotators(rows: pd.DataFrame, weak: str, annotators: Sequence[str] | None,
     return annotators
 
 
-# ---------------------------------------------------------------------------- human-human agreement
-def _human_matrix(rows: pd.DataFrame, annotators: list[str]) -> tuple[pd.DataFrame, pd.Series]:
-    """Items x annotators labels before adjudication (kind 'human' rows are the independent labels) and the
-    number of invalid answers per annotator."""
-    human = rows[rows["labeler"].isin(annotators)]
-    # NaN: not labelled, or an invalid answer
-    matrix = human.pivot(index="item_id", columns="labeler", values="value").reindex(columns=annotators).astype(float)
-    invalid = human.groupby("labeler")["value"].apply(lambda v: int(v.isna().sum()))
-    return matrix, invalid
-
-
-def _pairwise_kappa(
-    matrix: pd.DataFrame, annotators: list[str], n_boot: int, alpha: float, rng, authors: pd.Series | None
-) -> pd.DataFrame:
-    rows = []
-    for a, b in itertools.combinations(annotators, 2):
-        both = matrix[[a, b]].dropna()
-        if both.empty:
-            rows.append(
-                {
-                    "annotator_a": a,
-                    "annotator_b": b,
-                    "n": 0,
-                    "observed_agreement": np.nan,
-                    "kappa": np.nan,
-                    "ci_low": np.nan,
-                    "ci_high": np.nan,
-                    "se": np.nan,
-                    "n_boot": 0,
-                    "n_failed": 0,
-                    "status": "undefined",
-                    "reason": "no item labelled by both",
-                }
-            )
-            continue
-        r = bootstrap_kappa(
-            both[a].astype(int).to_numpy(),
-            both[b].astype(int).to_numpy(),
-            labels=[0, 1],
-            n_boot=n_boot,
-            alpha=alpha,
-            rng=rng,
-            clusters=cluster_labels(both.index, authors),
-        )
-        rows.append(
-            {
-                "annotator_a": a,
-                "annotator_b": b,
-                "n": r["n"],
-                "observed_agreement": r["observed_agreement"],
-                "kappa": r["estimate"],
-                "ci_low": r["ci_low"],
-                "ci_high": r["ci_high"],
-                "se": r["se"],
-                "n_boot": r["n_boot"],
-                "n_failed": r["n_failed"],
-                "status": "ok" if r["reason"] is None else "undefined",
-                "reason": "; ".join(filter(None, [r["reason"], _identical_note(both, a, b)])),
-            }
-        )
-    return pd.DataFrame(rows).fillna({"reason": ""})
-
-
-def _identical_note(both: pd.DataFrame, a: str, b: str) -> str:
-    """Where two annotators' labels are identical on every shared item, a warning and the note beside their kappa:
-    such a kappa measures no human agreement."""
-    if not (both[a] == both[b]).all():
-        return ""
-    note = (
-        f"the two label sets are identical on all {len(both):,} shared items, often the same file given twice "
-        "or one annotator copied"
-    )
-    warnings.warn(f"annotators '{a}' and '{b}': {note}; their kappa says nothing about human agreement", stacklevel=4)
-    return note
-
-
-def _alpha_table(
-    matrix: pd.DataFrame, annotators: list[str], n_boot: int, alpha: float, rng, authors: pd.Series | None
-) -> pd.DataFrame:
-    k = krippendorff_alpha(
-        matrix.to_numpy().T, n_boot=n_boot, alpha=alpha, rng=rng, clusters=cluster_labels(matrix.index, authors)
-    )
-    return pd.DataFrame(
-        [
-            {
-                "annotators": ", ".join(annotators),
-                "level": "nominal",
-                "alpha": k["estimate"],
-                "ci_low": k["ci_low"],
-                "ci_high": k["ci_high"],
-                "se": k["se"],
-                "n_items": k["n_items"],
-                "n_values": k["n_values"],
-                "n_boot": k["n_boot"],
-                "n_failed": k["n_failed"],
-                "status": "ok" if k["reason"] is None else "undefined",
-                "reason": k["reason"],
-            }
-        ]
-    )
-
-
-def _human_agreement(
-    matrix: pd.DataFrame, annotators: list[str], n_boot: int, alpha: float, rng, authors: pd.Series | None
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Kappa per pair of annotators, and Krippendorff's alpha for more than two (else an empty table)."""
-    if len(annotators) < 2:
-        source = f"'{annotators[0]}'" if annotators else "none"
-        pairs = pd.DataFrame(
-            [
-                {
-                    "annotator_a": annotators[0] if annotators else None,
-                    "annotator_b": None,
-                    "n": 0,
-                    "observed_agreement": np.nan,
-                    "kappa": np.nan,
-                    "ci_low": np.nan,
-                    "ci_high": np.nan,
-                    "se": np.nan,
-                    "n_boot": 0,
-                    "n_failed": 0,
-                    "status": "unavailable",
-                    "reason": f"one human label source only ({source}); human-human agreement needs "
-                    "two annotators' independent labels before adjudication",
-                }
-            ]
-        )
-        return pairs, pd.DataFrame()
-    pairs = _pairwise_kappa(matrix, annotators, n_boot, alpha, rng, authors)
-    if (pairs["n"] == 0).all():
-        who = " and ".join(annotators) if len(annotators) == 2 else "any two of " + ", ".join(annotators)
-        raise InputError(
-            f"annotators {who} have no labelled item in common; agreement needs items labelled by "
-            "both (give them overlapping items)"
-        )
-    alpha_table = (
-        _alpha_table(matrix, annotators, n_boot, alpha, rng, authors) if len(annotators) > 2 else pd.DataFrame()
-    )
-    return pairs, alpha_table
-
-
 # --------------------------------------------------------------------- weak labeler vs reference
+def _weak_scores(
+    scored: pd.DataFrame, n_boot: int, alpha: float, rng, authors: pd.Series | None
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """The weak labeler's metrics against the reference on the scored items (an empty reason where defined),
+    with bootstrap CIs that resample authors where known, and its 2 x 2 table."""
+    metrics, table = weak_vs_reference(
+        scored["reference"].to_numpy(),
+        scored["weak"].to_numpy(),
+        n_boot=n_boot,
+        alpha=alpha,
+        rng=rng,
+        clusters=cluster_labels(scored.index, authors),
+    )
+    metrics["reason"] = metrics["reason"].fillna("")
+    return metrics, table
+
+
 def _confusion_table(table: np.ndarray) -> pd.DataFrame:
     counts = np.vstack([table, table.sum(axis=0)]).astype(np.int64)  # the 2 x 2 table and its column totals
     return pd.DataFrame(
@@ -240,57 +112,6 @@ def _positive_rates(scored: pd.DataFrame, matrix: pd.DataFrame, weak: str, annot
             }
         )
     return pd.DataFrame(rates)
-
-
-# ---------------------------------------------------------------------------------- error sources
-def _item_tags(rows: pd.DataFrame, annotators: list[str], reference: str | None) -> pd.Series:
-    """Per item, the sorted tags that the annotators, the reference labeler and the adjudicator gave."""
-    taggers = [*annotators, *([reference] if reference else [])]
-    tag_rows = rows[rows["labeler"].isin(taggers) | (rows["kind"] == "adjudicated")]
-    item_tags = (
-        tag_rows["tags"].map(parse_tags)
-        if "tags" in tag_rows
-        else pd.Series([[]] * len(tag_rows), index=tag_rows.index)
-    )
-    return (
-        tag_rows.assign(_tags=item_tags)
-        .groupby("item_id")["_tags"]
-        .agg(lambda lists: sorted({t for ts in lists for t in ts}))
-    )
-
-
-def _outcomes(scored: pd.DataFrame) -> pd.Series:
-    """The weak label's outcome per scored item: correct, false_positive or false_negative."""
-    return pd.Series(
-        np.where(
-            scored["weak"] == scored["reference"],
-            "correct",
-            np.where(scored["weak"] == 1, "false_positive", "false_negative"),
-        ),
-        index=scored.index,
-    )
-
-
-def _error_sources(cells: pd.Series, tags: pd.Series) -> pd.DataFrame:
-    """Items per tag within each outcome (false positive, false negative, correct)."""
-    rows = []
-    for outcome in ("false_positive", "false_negative", "correct"):
-        ids = cells.index[cells == outcome]
-        if not len(ids):
-            continue
-        item_tags = tags.reindex(ids).map(lambda t: t if isinstance(t, list) and t else [NO_TAG])
-        counts = item_tags.explode().value_counts()
-        for tag, count in sorted(counts.items(), key=lambda kv: (kv[0] == NO_TAG, -kv[1], kv[0])):
-            rows.append(
-                {
-                    "outcome": outcome,
-                    "tag": tag,
-                    "items": int(count),
-                    "outcome_items": len(ids),
-                    "share": count / len(ids),
-                }
-            )
-    return pd.DataFrame(rows, columns=["outcome", "tag", "items", "outcome_items", "share"])
 
 
 # ------------------------------------------------------------------------------------------ text
@@ -401,16 +222,6 @@ def _weighted_section(weighted: pd.DataFrame, strata_table: pd.DataFrame, design
     )
 
 
-def _error_section(errors: pd.DataFrame) -> Section:
-    return Section(
-        "Error sources of the weak labeler",
-        "Error-source tags the annotators and the adjudicator gave to each item, counted for the weak labeler's false "
-        "positives, false negatives and correct items (an item counts once per tag; share = items with the tag / "
-        "items with that outcome)." + ("" if (errors["tag"] != NO_TAG).any() else " No tags were recorded."),
-        {"error_sources": errors},
-    )
-
-
 # ---------------------------------------------------------------------------------------- report
 @quiet_undefined()  # the tables carry each undefined value's reason
 def audit_agreement(
@@ -443,19 +254,11 @@ def audit_agreement(
     rng = np.random.default_rng(options.seed)
 
     with progress.stage("human-human agreement"):
-        matrix, invalid_human = _human_matrix(rows, annotators)
-        pairs, alpha_table = _human_agreement(matrix, annotators, n_boot, alpha, rng, authors)
+        matrix, invalid_human = human_matrix(rows, annotators)
+        pairs, alpha_table = human_agreement(matrix, annotators, n_boot, alpha, rng, authors)
     with progress.stage("weak labeler against the reference"):
         scored, ref, weak_rows, composition, ref_desc = scored_items(rows, task, weak, annotators, reference)
-        metrics, table = weak_vs_reference(
-            scored["reference"].to_numpy(),
-            scored["weak"].to_numpy(),
-            n_boot=n_boot,
-            alpha=alpha,
-            rng=rng,
-            clusters=cluster_labels(scored.index, authors),
-        )
-        metrics["reason"] = metrics["reason"].fillna("")
+        metrics, table = _weak_scores(scored, n_boot, alpha, rng, authors)
         rates = _positive_rates(scored, matrix, weak, annotators)
     weighted, strata_table, design_note = pd.DataFrame(), pd.DataFrame(), ""
     if validation_set is not None:  # design-weighted estimates for the pool the sample was drawn from
@@ -467,7 +270,7 @@ def audit_agreement(
     if options.models:
         with progress.stage("models against the reference"):
             models = models_vs_reference(rows, task, options, weak, annotators, authors)
-    errors = _error_sources(_outcomes(scored), _item_tags(rows, annotators, reference))
+    errors = error_sources(scored, rows, annotators, reference)
 
     summary = _summary(task, weak, ref_desc, len(scored), metrics, rates, pairs, alpha_table, annotators, composition)
     unit = bootstrap_unit(scored.index, authors)
@@ -481,7 +284,7 @@ def audit_agreement(
         sections.append(models_section(models, n_boot, alpha, unit))
     if not weighted.empty:
         sections.append(_weighted_section(weighted, strata_table, design_note))
-    sections.append(_error_section(errors))
+    sections.append(error_section(errors))
     used = {
         **asdict(options),
         "weak_labeler": weak,
@@ -490,11 +293,6 @@ def audit_agreement(
         "validation_set": validation_set is not None,
         "bootstrap_unit": unit,
     }
-    digests = {
-        "labels": digest_frame(labels),
-        **dict(inputs.files),
-        **({} if validation_set is None else {"validation_set": digest_frame(validation_set)}),
-    }
     return AuditResult(
         title=f"Weak-label validation: task {task}, weak labeler {weak}",
         sections=sections,
@@ -502,5 +300,14 @@ def audit_agreement(
         verdicts=agreement_verdicts(weak, metrics, pairs, models),
         options=used,
         synthetic=inputs.synthetic,
-        provenance=provenance(digests, progress.seconds),
+        provenance=provenance(_input_digests(inputs), progress.seconds),
     )
+
+
+def _input_digests(inputs: AgreementInputs) -> dict:
+    """The digests of what the audit read, for its provenance: the labels, the files named, the validation set."""
+    return {
+        "labels": digest_frame(inputs.labels),
+        **dict(inputs.files),
+        **({} if inputs.validation_set is None else {"validation_set": digest_frame(inputs.validation_set)}),
+    }
