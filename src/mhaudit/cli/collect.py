@@ -64,74 +64,90 @@ def _print_summary(store) -> None:
     print_table("Posts per day (UTC, from createdAt)", tables["per_day"])
 
 
+DbOpt = Annotated[
+    str,
+    typer.Option(
+        "--db",
+        metavar="PATH|URL",
+        help="Post store: an SQLite file path, or a "
+        "postgresql://user:password@host:port/dbname URL; created if absent, resumed "
+        "if not.",
+    ),
+]
+LexiconOpt = Annotated[
+    list[str], typer.Option("--lexicon", help="'si', 'mh', 'wide' or a lexicon TOML file; repeat for several.")
+]
+RelayOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Websocket URL (default: public Jetstream's /subscribe host, "
+        "its xrpc host with --wire xrpc, or bsky.network with "
+        "--firehose)."
+    ),
+]
+WireOpt = Annotated[
+    str,
+    typer.Option(
+        "--wire",
+        metavar="auto|subscribe|xrpc",
+        help="Jetstream wire: 'subscribe' "
+        "(the /subscribe JSON wire), 'xrpc' (network.bsky.jetstream.subscribeEvents,"
+        " as atproto's JetstreamClient), or 'auto': by the URL's path; a bare host "
+        "tries xrpc, then subscribe if refused.",
+    ),
+]
+FirehoseOpt = Annotated[
+    bool, typer.Option("--firehose", help="Read the relay's raw firehose (CBOR/CAR) instead of Jetstream.")
+]
+DurationOpt = Annotated[str | None, typer.Option(help="Stop after this long: 30s, 10m, 2h, 14d.")]
+MaxPostsOpt = Annotated[int | None, typer.Option(help="Stop after storing this many new posts.")]
+LangsOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--langs",
+        help="Keep posts whose langs include one of these "
+        "(primary subtag; comma-separated or repeated; 'any' = no "
+        "filter).",
+    ),
+]
+RepliesOpt = Annotated[bool, typer.Option("--replies/--no-replies", help="Keep replies.")]
+KeepRawIdsOpt = Annotated[
+    bool, typer.Option("--keep-raw-ids", help="Also store raw DIDs and URIs (off: authors are pseudonymised).")
+]
+BatchSizeOpt = Annotated[int, typer.Option(help="Commit after this many posts (and at least every second).")]
+MaxRetriesOpt = Annotated[int, typer.Option(help="Give up after this many failed connects in a row.")]
+RewindOpt = Annotated[
+    float,
+    typer.Option(
+        help="Subscribe wire: resume this many seconds before the saved cursor (the overlap adds no duplicate)."
+    ),
+]
+DbRetryOpt = Annotated[
+    float | None,
+    typer.Option(
+        help="PostgreSQL --db: seconds to wait for a server that restarts "
+        "or fails over (default 30, or MHAUDIT_DB_RETRY_S)."
+    ),
+]
+
+
 @app.command("bluesky")
 @guarded
 def bluesky(
-    db: Annotated[
-        str,
-        typer.Option(
-            "--db",
-            metavar="PATH|URL",
-            help="Post store: an SQLite file path, or a "
-            "postgresql://user:password@host:port/dbname URL; created if absent, resumed "
-            "if not.",
-        ),
-    ],
-    lexicon: Annotated[
-        list[str], typer.Option("--lexicon", help="'si', 'mh', 'wide' or a lexicon TOML file; repeat for several.")
-    ] = None,  # type: ignore[assignment]  # None: not given
-    relay: Annotated[
-        str | None,
-        typer.Option(
-            help="Websocket URL (default: public Jetstream's /subscribe host, "
-            "its xrpc host with --wire xrpc, or bsky.network with "
-            "--firehose)."
-        ),
-    ] = None,
-    wire: Annotated[
-        str,
-        typer.Option(
-            "--wire",
-            metavar="auto|subscribe|xrpc",
-            help="Jetstream wire: 'subscribe' "
-            "(the /subscribe JSON wire), 'xrpc' (network.bsky.jetstream.subscribeEvents,"
-            " as atproto's JetstreamClient), or 'auto': by the URL's path; a bare host "
-            "tries xrpc, then subscribe if refused.",
-        ),
-    ] = "auto",
-    firehose: Annotated[
-        bool, typer.Option("--firehose", help="Read the relay's raw firehose (CBOR/CAR) instead of Jetstream.")
-    ] = False,
-    duration: Annotated[str | None, typer.Option(help="Stop after this long: 30s, 10m, 2h, 14d.")] = None,
-    max_posts: Annotated[int | None, typer.Option(help="Stop after storing this many new posts.")] = None,
-    langs: Annotated[
-        list[str],
-        typer.Option(
-            "--langs",
-            help="Keep posts whose langs include one of these "
-            "(primary subtag; comma-separated or repeated; 'any' = no "
-            "filter).",
-        ),
-    ] = ["en"],  # noqa: B006
-    replies: Annotated[bool, typer.Option("--replies/--no-replies", help="Keep replies.")] = True,
-    keep_raw_ids: Annotated[
-        bool, typer.Option("--keep-raw-ids", help="Also store raw DIDs and URIs (off: authors are pseudonymised).")
-    ] = False,
-    batch_size: Annotated[int, typer.Option(help="Commit after this many posts (and at least every second).")] = 500,
-    max_retries: Annotated[int, typer.Option(help="Give up after this many failed connects in a row.")] = 10,
-    rewind: Annotated[
-        float,
-        typer.Option(
-            help="Subscribe wire: resume this many seconds before the saved cursor (the overlap adds no duplicate)."
-        ),
-    ] = 5.0,
-    db_retry: Annotated[
-        float | None,
-        typer.Option(
-            help="PostgreSQL --db: seconds to wait for a server that restarts "
-            "or fails over (default 30, or MHAUDIT_DB_RETRY_S)."
-        ),
-    ] = None,
+    db: DbOpt,
+    lexicon: LexiconOpt = None,  # type: ignore[assignment]  # None: not given
+    relay: RelayOpt = None,
+    wire: WireOpt = "auto",
+    firehose: FirehoseOpt = False,
+    duration: DurationOpt = None,
+    max_posts: MaxPostsOpt = None,
+    langs: LangsOpt = ["en"],  # noqa: B006
+    replies: RepliesOpt = True,
+    keep_raw_ids: KeepRawIdsOpt = False,
+    batch_size: BatchSizeOpt = 500,
+    max_retries: MaxRetriesOpt = 10,
+    rewind: RewindOpt = 5.0,
+    db_retry: DbRetryOpt = None,
 ) -> None:
     """Stream posts matching the lexicons into --db; resumable from the saved cursor (rerun the same command)."""
     from mhaudit.weak_supervision.collect.collector import (
@@ -144,7 +160,6 @@ def bluesky(
     from mhaudit.weak_supervision.collect.dialects import check_store_path
     from mhaudit.weak_supervision.collect.store import PostStore
     from mhaudit.weak_supervision.lexicons import Lexicon
-    from mhaudit.weak_supervision.lexicons.measured import recall_sentence
 
     db_path = check_store_path(db)
     _check_flags(lexicon, max_retries, rewind)
@@ -169,36 +184,10 @@ def bluesky(
             run_id,
             relay_url=collector.relay,
             lexicons={lex.name: lex.sha256 for lex in lexicons},
-            options={
-                "wire": collector.wire.name,
-                "langs": list(options.langs),
-                "replies": replies,
-                "duration_s": options.duration_s,
-                "max_posts": max_posts,
-                "keep_raw_ids": keep_raw_ids,
-                "batch_size": batch_size,
-                "rewind_s": rewind,
-            },
+            options=_run_options(collector.wire.name, options, keep_raw_ids),
         )
-        if collector.resume_note:
-            err.print(f"note: {collector.resume_note}", highlight=False)
-        how = f" ({wire_note})" if wire_note else ""
-        err.print(
-            f"run {run_id}: {collector.wire.name} wire at {collector.relay}{how}, {_where(collector, rewind)}"
-            "; lexicons " + ", ".join(f"{lex.name} v{lex.version}" for lex in lexicons),
-            highlight=False,
-        )
-        err.print("recall: " + recall_sentence({lex.name: lex.sha256 for lex in lexicons}), highlight=False)
-        # Ctrl-C and SIGTERM commit the pending batch and end the run cleanly.
-        previous = {sig: signal.signal(sig, lambda *_: collector.stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            with progress.stage(
-                f"collect posts ({', '.join(lex.name for lex in lexicons)}) from {collector.relay}", total=max_posts
-            ):
-                stats = collector.run()
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        _announce_run(run_id, collector, wire_note, lexicons)
+        stats = _collect_until_stopped(collector, progress, lexicons)
         out.print(
             f"stopped ({stats.stop_reason}) after {stats.elapsed_s:,.1f} s: {stats.events:,} events, "
             f"{stats.posts:,} posts, {stats.matched:,} matched, {stats.stored:,} stored "
@@ -206,6 +195,50 @@ def bluesky(
             f"{stats.failures:,} connection failures; cursor {stats.cursor}"
         )
         _print_summary(store)
+
+
+def _run_options(wire: str, options, keep_raw_ids: bool) -> dict[str, object]:
+    """The run's settings as the store records them with the run (its `runs.options`)."""
+    return {
+        "wire": wire,
+        "langs": list(options.langs),
+        "replies": options.replies,
+        "duration_s": options.duration_s,
+        "max_posts": options.max_posts,
+        "keep_raw_ids": keep_raw_ids,
+        "batch_size": options.batch_size,
+        "rewind_s": options.rewind_s,
+    }
+
+
+def _announce_run(run_id: str, collector, wire_note: str | None, lexicons: list) -> None:
+    """On stderr, before the stream starts: a resume note, the run line (wire, relay, cursor, lexicons), the recall."""
+    from mhaudit.weak_supervision.lexicons.measured import recall_sentence
+
+    if collector.resume_note:
+        err.print(f"note: {collector.resume_note}", highlight=False)
+    how = f" ({wire_note})" if wire_note else ""
+    err.print(
+        f"run {run_id}: {collector.wire.name} wire at {collector.relay}{how}, "
+        f"{_where(collector, collector.options.rewind_s)}"
+        "; lexicons " + ", ".join(f"{lex.name} v{lex.version}" for lex in lexicons),
+        highlight=False,
+    )
+    err.print("recall: " + recall_sentence({lex.name: lex.sha256 for lex in lexicons}), highlight=False)
+
+
+def _collect_until_stopped(collector, progress, lexicons: list):
+    """The collector's run, its stats; Ctrl-C and SIGTERM commit the pending batch and end the run cleanly."""
+    previous = {sig: signal.signal(sig, lambda *_: collector.stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with progress.stage(
+            f"collect posts ({', '.join(lex.name for lex in lexicons)}) from {collector.relay}",
+            total=collector.options.max_posts,
+        ):
+            return collector.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _check_flags(lexicon: list[str] | None, max_retries: int, rewind: float) -> None:
