@@ -99,6 +99,13 @@ def certification_sample(
         model=pool.model,
         predictions_digest=pool.digest,
     )
+    columns = [c for c in (*SAMPLE_COLUMNS, *EXTRA_COLUMNS) if texts is not None or c != "text"]
+    return frame.loc[:, columns], _design_table(pool, strata, names)
+
+
+def _design_table(pool: Pool, strata: np.ndarray, names: list[str]) -> pd.DataFrame:
+    """The design of every pooled item: its stratum, predicted class and posteriors, and the model, predictions,
+    calibration and runs they came from."""
     rows = np.lexsort((pool.ids, strata))  # by stratum (predicted class, then confidence), then id
     design = pd.DataFrame(
         {
@@ -111,7 +118,7 @@ def certification_sample(
         design[f"posterior_{name}"] = pool.probs[rows, c]
     design["model"], design["predictions_digest"], design["calibration"] = pool.model, pool.digest, pool.calibration
     design["certified_seed"], design["runs"], design["predictor"] = pool.seed, max(1, len(pool.runs)), pool.predictor
-    return frame.loc[:, [c for c in (*SAMPLE_COLUMNS, *EXTRA_COLUMNS) if texts is not None or c != "text"]], design
+    return design
 
 
 def write_certification_sample(sample: pd.DataFrame, design: pd.DataFrame, path: str | Path) -> tuple[Path, Path]:

@@ -96,16 +96,7 @@ def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, progress: P
     probs = design[[f"posterior_{c}" for c in classes]].to_numpy(dtype=float)
     names = list(dict.fromkeys(design["stratum"]))
     strata = design["stratum"].map({n: i for i, n in enumerate(names)}).to_numpy()
-    labelled = design["item_id"].isin(ref.index).to_numpy()
-    y = np.full(len(design), -1)
-    y[labelled] = [value_class[int(v)] for v in ref.reindex(design["item_id"][labelled])]
-    per_stratum = np.bincount(strata[labelled], minlength=len(names))
-    if (per_stratum == 0).any():
-        empty = names[int(np.flatnonzero(per_stratum == 0)[0])]
-        raise InputError(
-            f"stratum '{empty}' has no sampled item with a human label; label at least one (two for "
-            "its variance) before estimating"
-        )
+    labelled, y, per_stratum = _labels_on_design(design, ref, value_class, strata, names)
     if not design["item_id"].isin(frame["id"].astype(str)).all():
         raise InputError("the sampling design holds items the predictions do not score")
     membership = labelled[None, :].astype(float)
@@ -116,42 +107,12 @@ def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, progress: P
             t: pool_estimates(membership, y, pred, probs, strata, tuning=t, population=options.population)
             for t in ESTIMATORS
         }
-    rows = []
-    for tuning, name in ESTIMATORS.items():
-        est = estimates[tuning]
-        for metric in ("prevalence", "accuracy", "macro_f1"):  # one value per class for the prevalence
-            values = (est.estimate[metric], est.se[metric], *est.interval(metric), est.half_width(metric))
-            metric_names = [f"prevalence of {c}" for c in classes] if metric == "prevalence" else [metric]
-            rows += [
-                dict(
-                    estimator=name,
-                    metric=m,
-                    **{k: float(np.ravel(v)[i]) for k, v in zip(COLUMNS, values)},
-                    n_labels=n_labels,
-                )
-                for i, m in enumerate(metric_names)
-            ]
-    table = pd.DataFrame(rows)
-    strata_table = pd.DataFrame(
-        {
-            "stratum": names,
-            "pool_size": np.bincount(strata, minlength=len(names)),
-            "sampled": [int((sample["stratum"] == n).sum()) for n in names],
-            "labelled": per_stratum,
-        }
-    )
-    strata_table["weight"] = strata_table["pool_size"] / strata_table["labelled"]
+    table = _estimates_table(estimates, classes, n_labels)
+    strata_table = _strata_table(names, strata, sample, per_stratum)
     needed = _labels_needed(table, y, pred, strata, labelled, len(classes), options)
     target = place_name(str(frame["platform"].iat[0]), str(frame["dataset"].iat[0]))
     verdicts = _verdicts(table, needed, subject, target, n_labels, options)
-    dropped = len(sample_ids) - n_labels
-    note = (
-        f"Human reference: {description}. {n_labels} of the {len(sample_ids)} sampled items have a reference "
-        f"label"
-        + (f"; {dropped} dropped out, assumed missing at random within their stratum" if dropped else "")
-        + (f". {elsewhere} human-labelled items outside the pool were ignored" if elsewhere else "")
-        + "."
-    )
+    note = _reference_note(description, n_labels, len(sample_ids), elsewhere)
     summary = _summary(table, target, n_labels, options, synthetic)
     return AuditResult(
         title=f"Certified on {target} with {n_labels} human labels" + (" (SYNTHETIC data)" if synthetic else ""),
@@ -185,6 +146,70 @@ def audit_certify(inputs: CertifyInputs, options: CertifyOptions, *, progress: P
             {"predictions": digest_frame(frame), "sample": digest_frame(sample), "labels": digest_frame(labels)},
             progress.seconds,
         ),
+    )
+
+
+def _labels_on_design(
+    design: pd.DataFrame, ref: pd.Series, value_class: list[int], strata: np.ndarray, names: list
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which pooled items (design order) have a human reference label, their class codes (-1 where unlabelled)
+    and the labelled items per stratum; a stratum without one is refused, as no estimate can cover it."""
+    labelled = design["item_id"].isin(ref.index).to_numpy()
+    y = np.full(len(design), -1)
+    y[labelled] = [value_class[int(v)] for v in ref.reindex(design["item_id"][labelled])]
+    per_stratum = np.bincount(strata[labelled], minlength=len(names))
+    if (per_stratum == 0).any():
+        empty = names[int(np.flatnonzero(per_stratum == 0)[0])]
+        raise InputError(
+            f"stratum '{empty}' has no sampled item with a human label; label at least one (two for "
+            "its variance) before estimating"
+        )
+    return labelled, y, per_stratum
+
+
+def _estimates_table(estimates: dict, classes: list[str], n_labels: int) -> pd.DataFrame:
+    """The `certified` table: one row per estimator and metric (the prevalence once per class), COLUMNS each."""
+    rows = []
+    for tuning, name in ESTIMATORS.items():
+        est = estimates[tuning]
+        for metric in ("prevalence", "accuracy", "macro_f1"):  # one value per class for the prevalence
+            values = (est.estimate[metric], est.se[metric], *est.interval(metric), est.half_width(metric))
+            metric_names = [f"prevalence of {c}" for c in classes] if metric == "prevalence" else [metric]
+            rows += [
+                dict(
+                    estimator=name,
+                    metric=m,
+                    **{k: float(np.ravel(v)[i]) for k, v in zip(COLUMNS, values)},
+                    n_labels=n_labels,
+                )
+                for i, m in enumerate(metric_names)
+            ]
+    return pd.DataFrame(rows)
+
+
+def _strata_table(names: list, strata: np.ndarray, sample: pd.DataFrame, per_stratum: np.ndarray) -> pd.DataFrame:
+    """Per stratum: its pooled, sampled and labelled items, and the weight of each labelled one."""
+    table = pd.DataFrame(
+        {
+            "stratum": names,
+            "pool_size": np.bincount(strata, minlength=len(names)),
+            "sampled": [int((sample["stratum"] == n).sum()) for n in names],
+            "labelled": per_stratum,
+        }
+    )
+    table["weight"] = table["pool_size"] / table["labelled"]
+    return table
+
+
+def _reference_note(description: str, n_labels: int, n_sampled: int, elsewhere: int) -> str:
+    """Where the human reference came from, how many sampled items have one, and what was left out."""
+    dropped = n_sampled - n_labels
+    return (
+        f"Human reference: {description}. {n_labels} of the {n_sampled} sampled items have a reference "
+        f"label"
+        + (f"; {dropped} dropped out, assumed missing at random within their stratum" if dropped else "")
+        + (f". {elsewhere} human-labelled items outside the pool were ignored" if elsewhere else "")
+        + "."
     )
 
 
