@@ -3,151 +3,42 @@ holding bars with error bars, points with horizontal intervals, lines with marke
 heatmap cells with a colour scale, laid out as a grid under one title and legend.
 
 Same input, same bytes: no ids, no timestamps, coordinates at one decimal. Every text is escaped, so a model or
-class name cannot add markup. There is no font engine: text widths are estimated from character classes (for
-DejaVu Sans, the widest common sans-serif), so margins err wide. A NaN value is skipped, never drawn at 0; the
-caller says so where it matters.
+class name cannot add markup. There is no font engine: text widths are estimated (`svg_elements`, which holds the
+text, line and marker elements, ticks and colours these panels are drawn with), so margins err wide. A NaN value is
+skipped, never drawn at 0; the caller says so where it matters.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from html import escape
+
+from mhaudit.report.svg_elements import (
+    FONT,
+    GREY,
+    INK,
+    TITLE,
+    esc,
+    finite,
+    line_element,
+    marker_element,
+    nice_range,
+    nice_ticks,
+    num,
+    text_element,
+    text_width,
+    tick_label,
+    viridis,
+    wrap,
+)
 
 __all__ = ["Axis", "Panel", "categories", "figure", "heatmap", "nice_range", "nice_ticks", "text_width", "COLOURS"]
 
-FONT, TITLE = 11, 12  # px: ticks, labels, legend; panel titles (the figure's title is 13)
 ZOOM = 1.25  # shown 1.25 times the layout's size: 11 px text reads as ~14 px beside a page's 16 px
 FAMILY = "'DejaVu Sans', Verdana, Arial, Helvetica, sans-serif"  # wide fonts first: the estimates assume them
 COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442")  # Okabe-Ito
-GREY, INK = "#666", "#222"
-_VIRIDIS = (
-    (68, 1, 84),
-    (72, 40, 120),
-    (62, 73, 137),
-    (49, 104, 142),
-    (38, 130, 142),
-    (31, 158, 137),
-    (53, 183, 121),
-    (110, 206, 88),
-    (181, 222, 43),
-    (253, 231, 37),
-)
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")  # not allowed in XML, even escaped
-_NARROW, _WIDE = set("fijlrtI!|.,:;'()[] "), set("mwMW@%")
 _SLANT = math.radians(35)  # rotated category labels
-
-
-def esc(text) -> str:
-    return escape(_CONTROL.sub("", str(text)))
-
-
-def num(value: float) -> str:
-    text = f"{value:.1f}"
-    return "0.0" if text == "-0.0" else text
-
-
-def _finite(*values) -> bool:
-    return all(v is not None and math.isfinite(v) for v in values)
-
-
-def text_width(text: str, size: float = FONT) -> float:
-    """Estimated width in px (DejaVu Sans: narrow glyphs ~0.3 em, capitals and digits ~0.68, most others 0.6)."""
-    return size * sum(
-        0.32 if c in _NARROW else 0.95 if c in _WIDE else 0.68 if c.isupper() or c.isdigit() else 0.6 for c in str(text)
-    )
-
-
-def wrap(text: str, width: float, size: float = FONT) -> list[str]:
-    """Lines that fit `width` px, broken after a space, '-' or '/' (a longer piece keeps a line to itself);
-    '\n' always breaks."""
-    lines: list[str] = []
-    for paragraph in str(text).split("\n"):
-        start = len(lines)
-        for piece in re.split(r"(?<=[ /-])", paragraph):
-            if len(lines) > start and text_width((lines[-1] + piece).rstrip(), size) <= width:
-                lines[-1] += piece
-            else:
-                lines.append(piece)
-    return [line.rstrip() for line in lines]
-
-
-def _step(lo: float, hi: float, count: int) -> float:
-    """1, 2, 2.5 or 5 times a power of ten: the first of them at least (hi - lo) / count."""
-    raw = (hi - lo) / count
-    power = 10 ** math.floor(math.log10(raw))
-    return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw * (1 - 1e-9))
-
-
-def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
-    """About `count` ticks inside [lo, hi] at a nice step."""
-    if not _finite(lo, hi) or hi <= lo:
-        return [lo] if _finite(lo) else []
-    step = _step(lo, hi, count)
-    first = math.ceil(lo / step - 1e-9)
-    return [round((first + i) * step, 12) for i in range(int(math.floor(hi / step + 1e-9)) - first + 1)]
-
-
-def nice_range(lo: float, hi: float, count: int = 5) -> tuple[float, float]:
-    """[lo, hi] widened to the nice steps around it (a flat range by half a unit each way; no data: [0, 1])."""
-    if not _finite(lo, hi):
-        return 0.0, 1.0
-    if hi <= lo:
-        lo, hi = lo - 0.5, hi + 0.5
-    step = _step(lo, hi, count)
-    return round(math.floor(lo / step + 1e-9) * step, 12), round(math.ceil(hi / step - 1e-9) * step, 12)
-
-
-def tick_label(value: float, ticks: Sequence[float]) -> str:
-    """As few decimals as tell the ticks apart (0.25 steps get two)."""
-    step = min((b - a for a, b in zip(ticks, ticks[1:])), default=1.0)
-    decimals = next((d for d in range(7) if abs(round(step, d) - step) <= 1e-9 * max(1.0, abs(step))), 6)
-    text = f"{value:.{decimals}f}"
-    return text[1:] if text.startswith("-") and float(text) == 0 else text
-
-
-def _text(
-    x: float,
-    y: float,
-    text,
-    size: float = FONT,
-    anchor: str = "middle",
-    rotate: float = 0,
-    bold: bool = False,
-    fill: str = INK,
-) -> str:
-    attrs = f'x="{num(x)}" y="{num(y)}" font-size="{size}" text-anchor="{anchor}"'
-    attrs += f' transform="rotate({rotate:g} {num(x)} {num(y)})"' if rotate else ""
-    attrs += ' font-weight="bold"' if bold else ""
-    return f'<text {attrs} fill="{fill}">{esc(text)}</text>'
-
-
-def _marker(x: float, y: float, colour: str, kind: str, r: float = 3.2) -> str:
-    """A square, an open circle (white inside), a vertical tick (a reference value), else a filled circle."""
-    if kind == "square":
-        return f'<rect x="{num(x - r)}" y="{num(y - r)}" width="{num(2 * r)}" height="{num(2 * r)}" fill="{colour}"/>'
-    if kind == "tick":
-        return _segment(x, y - 2.5 * r, x, y + 2.5 * r, colour, 2)
-    inside = "#fff" if kind == "open" else colour
-    return f'<circle cx="{num(x)}" cy="{num(y)}" r="{num(r)}" fill="{inside}" stroke="{colour}" stroke-width="1.3"/>'
-
-
-def _segment(x0, y0, x1, y1, colour: str = INK, width: float = 1, dashed: bool = False) -> str:
-    dash = ' stroke-dasharray="5 3"' if dashed else ""
-    return (
-        f'<line x1="{num(x0)}" y1="{num(y0)}" x2="{num(x1)}" y2="{num(y1)}" stroke="{colour}" '
-        f'stroke-width="{width:g}"{dash}/>'
-    )
-
-
-def viridis(share: float) -> str:
-    """The viridis colour at `share` in [0, 1] (clipped), interpolated between ten stops."""
-    at = min(max(share, 0.0), 1.0) * (len(_VIRIDIS) - 1)
-    i = min(int(at), len(_VIRIDIS) - 2)
-    rgb = [round(a + (b - a) * (at - i)) for a, b in zip(_VIRIDIS[i], _VIRIDIS[i + 1])]
-    return "#" + "".join(f"{c:02x}" for c in rgb)
 
 
 @dataclass
@@ -189,7 +80,7 @@ class Panel:
         def draw(px, py):
             out = []
             for x, h, e in zip(xs, heights, errors):
-                if not _finite(x, h):
+                if not finite(x, h):
                     continue
                 (x0, x1), (y0, y1) = (px(x - width / 2), px(x + width / 2)), sorted((py(base), py(h)))
                 if y1 - y0 >= 0.05:  # an empty bin draws nothing
@@ -197,10 +88,10 @@ class Panel:
                         f'<rect x="{num(x0)}" y="{num(y0)}" width="{num(x1 - x0)}" '
                         f'height="{num(y1 - y0)}" fill="{colour}"/>'
                     )
-                if _finite(e) and e > 0:
+                if finite(e) and e > 0:
                     out += [
-                        _segment(px(x), py(h - e), px(x), py(h + e)),
-                        *(_segment(px(x) - 3, py(v), px(x) + 3, py(v)) for v in (h - e, h + e)),
+                        line_element(px(x), py(h - e), px(x), py(h + e)),
+                        *(line_element(px(x) - 3, py(v), px(x) + 3, py(v)) for v in (h - e, h + e)),
                     ]
             return out
 
@@ -213,13 +104,13 @@ class Panel:
         def draw(px, py):
             out = []
             for x, y, a, b in zip(xs, ys, low, high):
-                if _finite(x, y):
-                    if _finite(a, b):
+                if finite(x, y):
+                    if finite(a, b):
                         out += [
-                            _segment(px(a), py(y), px(b), py(y), colour, 1.2),
-                            *(_segment(px(v), py(y) - 3, px(v), py(y) + 3, colour, 1.2) for v in (a, b)),
+                            line_element(px(a), py(y), px(b), py(y), colour, 1.2),
+                            *(line_element(px(v), py(y) - 3, px(v), py(y) + 3, colour, 1.2) for v in (a, b)),
                         ]
-                    out.append(_marker(px(x), py(y), colour, marker))
+                    out.append(marker_element(px(x), py(y), colour, marker))
             return out
 
         self.marks.append(draw)
@@ -230,14 +121,14 @@ class Panel:
         def draw(px, py):
             runs, out = [list[tuple[float, float]]()], []
             for x, y in zip(xs, ys):
-                if _finite(x, y):
+                if finite(x, y):
                     runs[-1].append((px(x), py(y)))
                 elif runs[-1]:
                     runs.append([])
             for run in (r for r in runs if len(r) > 1):
                 path = " ".join(f"{num(a)},{num(b)}" for a, b in run)
                 out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
-            return out + [_marker(a, b, colour, marker, 2.6) for run in runs for a, b in run] if marker else out
+            return out + [marker_element(a, b, colour, marker, 2.6) for run in runs for a, b in run] if marker else out
 
         self.marks.append(draw)
 
@@ -246,7 +137,7 @@ class Panel:
         (x0, y0), (x1, y1) = points or (
             ((x, self.y.lo), (x, self.y.hi)) if x is not None else ((self.x.lo, y), (self.x.hi, y))
         )
-        self.marks.append(lambda px, py: [_segment(px(x0), py(y0), px(x1), py(y1), GREY, 1, dashed=True)])
+        self.marks.append(lambda px, py: [line_element(px(x0), py(y0), px(x1), py(y1), GREY, 1, dashed=True)])
 
     def cells(self, values: Sequence[Sequence[float]], lo: float, hi: float, label: str, digits: int = 2) -> None:
         """values[i][j] fills the cell at x = j, y = (rows - 1 - i) with its viridis colour on [lo, hi] and
@@ -259,18 +150,18 @@ class Panel:
             for i, row in enumerate(values):
                 for j, v in enumerate(row):
                     x0, x1, y0, y1 = px(j - 0.5), px(j + 0.5), py(rows - 0.5 - i), py(rows - 1.5 - i)
-                    share = (v - lo) / (hi - lo) if _finite(v) else math.nan
-                    fill = viridis(share) if _finite(v) else "#e0e0e0"
+                    share = (v - lo) / (hi - lo) if finite(v) else math.nan
+                    fill = viridis(share) if finite(v) else "#e0e0e0"
                     out.append(
                         f'<rect x="{num(x0)}" y="{num(y0)}" width="{num(x1 - x0)}" height="{num(y1 - y0)}" '
                         f'fill="{fill}" stroke="#fff"/>'
                     )
-                    dark = _finite(v) and share < 0.6  # viridis turns light (yellow-green) above ~0.6
+                    dark = finite(v) and share < 0.6  # viridis turns light (yellow-green) above ~0.6
                     out.append(
-                        _text(
+                        text_element(
                             (x0 + x1) / 2,
                             (y0 + y1) / 2 + FONT * 0.35,
-                            f"{v:.{digits}f}" if _finite(v) else "n/a",
+                            f"{v:.{digits}f}" if finite(v) else "n/a",
                             fill="#fff" if dark else INK,
                         )
                     )
@@ -325,7 +216,7 @@ class Panel:
 
         out = [f'<rect x="{num(left)}" y="{num(top)}" width="{num(w)}" height="{num(h)}" fill="#fff" stroke="#aaa"/>']
         if self.grid:
-            out += [_segment(left, py(v), left + w, py(v), "#e8e8e8") for v, _ in y.marks() if y.lo < v < y.hi]
+            out += [line_element(left, py(v), left + w, py(v), "#e8e8e8") for v, _ in y.marks() if y.lo < v < y.hi]
         for mark in self.marks:
             out += mark(px, py)
         out += self._axes(px, py, left, top)
@@ -339,28 +230,28 @@ class Panel:
         margin_left, _, margin_top, margin_bottom = self.margins()
         for v, label in self.y.marks():
             out += [
-                _segment(left - 4, py(v), left, py(v), GREY),
-                _text(left - 6, py(v) + FONT * 0.35, label, anchor="end"),
+                line_element(left - 4, py(v), left, py(v), GREY),
+                text_element(left - 6, py(v) + FONT * 0.35, label, anchor="end"),
             ]
         for v, label in self.x.marks():
             out += [
-                _segment(px(v), bottom, px(v), bottom + 4, GREY),
-                _text(px(v) + 3, bottom + FONT + 4, label, anchor="end", rotate=-35)
+                line_element(px(v), bottom, px(v), bottom + 4, GREY),
+                text_element(px(v) + 3, bottom + FONT + 4, label, anchor="end", rotate=-35)
                 if slant
-                else _text(px(v), bottom + FONT + 5, label),
+                else text_element(px(v), bottom + FONT + 5, label),
             ]
         below, outer = bottom + margin_bottom - 6, left - margin_left + FONT + 2
         out += [
-            _text(left + self.width / 2, below - 15 * i, line)
+            text_element(left + self.width / 2, below - 15 * i, line)
             for i, line in enumerate(reversed(wrap(self.x.label, self.width + 16)) if self.x.label else [])
         ]
         out += [
-            _text(outer + 15 * i, top + self.height / 2, line, rotate=-90)
+            text_element(outer + 15 * i, top + self.height / 2, line, rotate=-90)
             for i, line in enumerate(self._ylabel_lines())
         ]
         first = top - margin_top + TITLE + 4
         return out + [
-            _text(left + self.width / 2, first + (TITLE + 4) * i, line, TITLE, bold=True)
+            text_element(left + self.width / 2, first + (TITLE + 4) * i, line, TITLE, bold=True)
             for i, line in enumerate(wrap(self.title, self.width + 16, TITLE) if self.title else [])
         ]
 
@@ -377,12 +268,12 @@ class Panel:
         for v in ticks:
             at = top + h * (1 - (v - lo) / (hi - lo))
             out += [
-                _segment(left + 12, at, left + 16, at, GREY),
-                _text(left + 18, at + FONT * 0.35, tick_label(v, ticks), anchor="start"),
+                line_element(left + 12, at, left + 16, at, GREY),
+                text_element(left + 18, at + FONT * 0.35, tick_label(v, ticks), anchor="start"),
             ]
         width = max(text_width(tick_label(v, ticks)) for v in ticks) if ticks else 0
         return out + [
-            _text(left + 30 + width + FONT + 15 * i, top + h / 2, line, rotate=-90)
+            text_element(left + 30 + width + FONT + 15 * i, top + h / 2, line, rotate=-90)
             for i, line in enumerate(wrap(label, h))
         ]
 
@@ -425,9 +316,11 @@ def _legend(entries: Sequence[tuple[str, str, str]], width: float, top: float) -
         if kind == "bar":
             out.append(f'<rect x="{num(x)}" y="{num(y - 5)}" width="10" height="10" fill="{colour}"/>')
         else:
-            out += [_segment(x - 2, y, x + 14, y, colour, 1.5, kind == "dash")] if kind not in ("tick", "dot") else []
-            out += [_marker(x + 6, y, colour, kind, 2.8)] if kind not in ("dash", "line") else []
-        out.append(_text(x + 18, y + FONT * 0.35, label, anchor="start"))
+            out += (
+                [line_element(x - 2, y, x + 14, y, colour, 1.5, kind == "dash")] if kind not in ("tick", "dot") else []
+            )
+            out += [marker_element(x + 6, y, colour, kind, 2.8)] if kind not in ("dash", "line") else []
+        out.append(text_element(x + 18, y + FONT * 0.35, label, anchor="start"))
         x += size + 14
     return out, (y - top + 12 if entries else 0)
 
@@ -449,7 +342,7 @@ def figure(
     top, bottom, height = ([max(box[k] for box in row) for row in room] for k in (2, 3, 5))
     total = max(320.0, 16 + sum(left) + sum(width) + sum(right))
     heading = wrap(title, total - 24, 13) if title else []
-    out = [_text(total / 2, 22 + 18 * i, line, 13, bold=True) for i, line in enumerate(heading)]
+    out = [text_element(total / 2, 22 + 18 * i, line, 13, bold=True) for i, line in enumerate(heading)]
     keys, keys_height = _legend(legend, total - 12, 10 + 18 * len(heading))
     out += keys
     y = 12 + 18 * len(heading) + keys_height
@@ -461,7 +354,7 @@ def figure(
             x += left[c] + width[c] + right[c]
         y += top[r] + height[r] + bottom[r]
     foot = wrap(note, total - 24) if note else []
-    out += [_text(12, y + 14 + 15 * i, line, anchor="start", fill="#444") for i, line in enumerate(foot)]
+    out += [text_element(12, y + 14 + 15 * i, line, anchor="start", fill="#444") for i, line in enumerate(foot)]
     high = y + 15 * len(foot) + 10
     size = f'width="{num(total * ZOOM)}" height="{num(high * ZOOM)}" viewBox="0 0 {num(total)} {num(high)}"'
     head = (
