@@ -10,7 +10,6 @@ import base64
 import html
 import json
 import math
-import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from mhaudit import __version__
+from mhaudit.report.footer import html_footer, markdown_footer
 from mhaudit.report.numbers import format_number
 from mhaudit.report.result import AuditResult
 from mhaudit.report.scorecard import SEVERITY_RANK, distinct_checks, scorecard_cells, scorecard_frame, shared_subjects
@@ -194,7 +194,7 @@ def to_markdown(result: AuditResult, checks: _Checks | None = None) -> str:
             out += [f"![{name}]({figure_file(name, data)})", ""]
         for name, table in _shown(s.tables).items():
             out += [f"**{name}** ([CSV]({table_file(s.title, name)}))", "", _md_table(table), ""]
-    out += _md_footer(result)
+    out += markdown_footer(result)
     return "\n".join(out)
 
 
@@ -203,67 +203,6 @@ SCORECARD_NOTE = (
     "A cell is the worst verdict of that axis with its headline statistic and number, and the CI for "
     "one run (95%, or the corrected level its threshold names). The verdicts below list every check."
 )
-
-
-def _run_line(result: AuditResult) -> str:
-    created = result.provenance.get("created") or "at a time not recorded"
-    return f"mhaudit {__version__}, run {created}."
-
-
-_FOLDERS = re.compile(r"[^\s:]*[/\\]")  # the folders of a path ("Cross-platform: /a/b/x.csv" keeps its label)
-
-
-def _inputs(result: AuditResult) -> list[tuple[str, str]]:
-    """Each input by its file name (report.json keeps the paths) and the start of its SHA-256."""
-    return [(_FOLDERS.sub("", name), digest[:12]) for name, digest in result.provenance.get("inputs", {}).items()]
-
-
-def _options_text(options: dict, indent: str = "") -> str:
-    """One line per option, "name: value" (a list on its line, in JSON); a combined report's audits nested."""
-    return "\n".join(
-        f"{indent}{name}:\n{_options_text(value, indent + '  ')}"
-        if isinstance(value, dict) and value
-        else f"{indent}{name}: {json.dumps(value, default=str)}"
-        for name, value in sorted(options.items())
-    )
-
-
-def _md_footer(result: AuditResult) -> list[str]:
-    """Notes, the run, and the inputs and options collapsed (GitHub renders <details> in Markdown)."""
-    out = ["---", ""]
-    if result.notes:
-        out += ["Notes:", "", *(f"- {note}" for note in result.notes), ""]
-    inputs = _inputs(result)
-    out += [
-        _run_line(result),
-        "",
-        f"<details><summary>Inputs ({len(inputs)}) and options</summary>",
-        "",
-        *(f"- `{name}` sha256 {digest}" for name, digest in inputs),
-        "",
-        "```text",
-        _options_text(result.options),
-        "```",
-        "",
-        "</details>",
-    ]
-    return out
-
-
-def _html_footer(result: AuditResult) -> str:
-    esc = html.escape
-    notes = "".join(f"<li>{esc(note)}</li>" for note in result.notes)
-    inputs = _inputs(result)
-    return (
-        "<footer>"
-        + (f"<p><b>Notes</b></p><ul class='notes'>{notes}</ul>" if notes else "")
-        + f"<p>{esc(_run_line(result))}</p>"
-        + f"<details><summary>Inputs ({len(inputs)}), with the start of each SHA-256</summary><ul>"
-        + "".join(f"<li>{esc(name)} sha256 {digest}</li>" for name, digest in inputs)
-        + "</ul></details>"
-        + f"<details><summary>Options</summary><pre>{esc(_options_text(result.options))}</pre></details>"
-        + "</footer>"
-    )
 
 
 def _td(column: str, value, numeric: bool) -> str:
@@ -399,7 +338,7 @@ def to_html(result: AuditResult, checks: _Checks | None = None) -> str:
                 )
             else:
                 parts.append(f"<h3>{esc(name)}{link}</h3>" + _html_table(table))
-    parts.append(_html_footer(result) + "</body></html>")
+    parts.append(html_footer(result) + "</body></html>")
     return "\n".join(parts)
 
 
