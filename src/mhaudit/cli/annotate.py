@@ -14,55 +14,69 @@ from mhaudit.cli.console import ctrl_c_stops, err, guarded, out
 from mhaudit.core.errors import InputError
 
 
+SampleOpt = Annotated[
+    Path,
+    typer.Option(
+        "--sample",
+        help="Validation sample (.parquet/.csv/.jsonl) with item_id, task, text; other columns are never shown.",
+    ),
+]
+AnswersOpt = Annotated[Path, typer.Option("--labels", help="Label store (.sqlite) the answers are written to.")]
+AnnotatorOpt = Annotated[
+    list[str], typer.Option("--annotator", help="Annotator name (repeat: --annotator alice --annotator bob).")
+]
+AdjudicatorOpt = Annotated[str | None, typer.Option(help="Adjudicator name: gets the disagreements view.")]
+HostOpt = Annotated[str, typer.Option(help="Address to listen on (loopback unless --public).")]
+PortOpt = Annotated[int, typer.Option(help="Port (0: any free port).")]
+PublicOpt = Annotated[
+    bool,
+    typer.Option(
+        "--public", help="Allow a non-loopback --host (post texts reach the network; tokens are still required)."
+    ),
+]
+NewTokensOpt = Annotated[
+    bool, typer.Option("--new-tokens", help="Issue new links for everyone named; the old links stop working.")
+]
+KeepOrderOpt = Annotated[
+    bool, typer.Option("--keep-order", help="Show items in file order instead of a fixed shuffled order.")
+]
+GuidelinesOpt = Annotated[
+    Path | None, typer.Option(help="Markdown guidelines to show instead of the built-in binary rules.")
+]
+LogRequestsOpt = Annotated[
+    bool, typer.Option("--log-requests", help="Print each request's method, route (token hidden) and status.")
+]
+PostStoreOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        help="Post store (.sqlite or postgresql://) holding the "
+        "texts of a sample of post ids (mhaudit audit monitor's).",
+    ),
+]
+
+
 @guarded
 def annotate(
-    sample: Annotated[
-        Path,
-        typer.Option(
-            "--sample",
-            help="Validation sample (.parquet/.csv/.jsonl) with item_id, task, text; other columns are never shown.",
-        ),
-    ],
-    labels: Annotated[Path, typer.Option("--labels", help="Label store (.sqlite) the answers are written to.")],
-    annotator: Annotated[
-        list[str], typer.Option("--annotator", help="Annotator name (repeat: --annotator alice --annotator bob).")
-    ],
-    adjudicator: Annotated[str | None, typer.Option(help="Adjudicator name: gets the disagreements view.")] = None,
-    host: Annotated[str, typer.Option(help="Address to listen on (loopback unless --public).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port (0: any free port).")] = 8765,
-    public: Annotated[
-        bool,
-        typer.Option(
-            "--public", help="Allow a non-loopback --host (post texts reach the network; tokens are still required)."
-        ),
-    ] = False,
-    new_tokens: Annotated[
-        bool, typer.Option("--new-tokens", help="Issue new links for everyone named; the old links stop working.")
-    ] = False,
-    keep_order: Annotated[
-        bool, typer.Option("--keep-order", help="Show items in file order instead of a fixed shuffled order.")
-    ] = False,
-    guidelines: Annotated[
-        Path | None, typer.Option(help="Markdown guidelines to show instead of the built-in binary rules.")
-    ] = None,
-    log_requests: Annotated[
-        bool, typer.Option("--log-requests", help="Print each request's method, route (token hidden) and status.")
-    ] = False,
-    store: Annotated[
-        str | None,
-        typer.Option(
-            "--store",
-            help="Post store (.sqlite or postgresql://) holding the "
-            "texts of a sample of post ids (mhaudit audit monitor's).",
-        ),
-    ] = None,
+    sample: SampleOpt,
+    labels: AnswersOpt,
+    annotator: AnnotatorOpt,
+    adjudicator: AdjudicatorOpt = None,
+    host: HostOpt = "127.0.0.1",
+    port: PortOpt = 8765,
+    public: PublicOpt = False,
+    new_tokens: NewTokensOpt = False,
+    keep_order: KeepOrderOpt = False,
+    guidelines: GuidelinesOpt = None,
+    log_requests: LogRequestsOpt = False,
+    store: PostStoreOpt = None,
 ) -> None:
     """Serve the annotation app for a validation sample (docs/annotation.md).
 
     Annotators label item by item, blind to the weak label and to each other; the adjudicator resolves
     the disagreements. Prints one personal link per person; stops with Ctrl-C.
     """
-    from mhaudit.weak_supervision.annotate import open_session, progress, tokens_path
+    from mhaudit.weak_supervision.annotate import open_session, tokens_path
 
     def notify(message: str) -> None:
         err.print(f"[yellow]annotate:[/] {escape(message)}", highlight=False, soft_wrap=True)
@@ -83,18 +97,7 @@ def annotate(
         posts=store,
     )
     try:
-        app = session.app
-        out.print(
-            f"serving {len(app.items)} items (task {escape(', '.join(app.tasks))}) from {escape(str(sample))}; "
-            f"answers are written to {escape(str(labels))}",
-            highlight=False,
-            soft_wrap=True,
-        )
-        for person, url in session.urls().items():
-            link = url or (
-                f"link unchanged since {session.tokens.issued_at(person)} (use the link printed then, or --new-tokens)"
-            )
-            out.print(f"  {escape(person.name)} ({person.role}): {link}", highlight=False, soft_wrap=True)
+        _print_links(session, sample, labels)
         if public:
             err.print(
                 f"[yellow]warning:[/] serving on {escape(host)} (--public): anyone who can reach this machine "
@@ -112,17 +115,40 @@ def annotate(
                 soft_wrap=True,
             )
             session.server.serve_forever(poll_interval=0.25)
-        state = progress(session)
-        done = ", ".join(f"{escape(name)} {n}/{state['items']}" for name, n in state["labelled"].items())
-        out.print(
-            f"stopped. labelled: {done}; disagreements {state['disagreements']}, resolved "
-            f"{state['resolved']}; agreed items recorded as consensus {state['agreed_recorded']}/"
-            f"{state['agreed']}",
-            highlight=False,
-            soft_wrap=True,
-        )
+        _print_stopped(session)
     finally:
         session.close()
+
+
+def _print_links(session, sample: Path, labels: Path) -> None:
+    """What is served from where, then one personal link per person (or when their unchanged link was issued)."""
+    app = session.app
+    out.print(
+        f"serving {len(app.items)} items (task {escape(', '.join(app.tasks))}) from {escape(str(sample))}; "
+        f"answers are written to {escape(str(labels))}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    for person, url in session.urls().items():
+        link = url or (
+            f"link unchanged since {session.tokens.issued_at(person)} (use the link printed then, or --new-tokens)"
+        )
+        out.print(f"  {escape(person.name)} ({person.role}): {link}", highlight=False, soft_wrap=True)
+
+
+def _print_stopped(session) -> None:
+    """The session's progress when the server stops: labelled per person, disagreements, consensus recorded."""
+    from mhaudit.weak_supervision.annotate import progress
+
+    state = progress(session)
+    done = ", ".join(f"{escape(name)} {n}/{state['items']}" for name, n in state["labelled"].items())
+    out.print(
+        f"stopped. labelled: {done}; disagreements {state['disagreements']}, resolved "
+        f"{state['resolved']}; agreed items recorded as consensus {state['agreed_recorded']}/"
+        f"{state['agreed']}",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 @labels.app.command("export")
