@@ -2,13 +2,12 @@
 
 A source is a path, a glob, a DataFrame or a Hugging Face `datasets.Dataset`. docs/cpfe.md ("Inputs") says
 where each row's model, seed, platform and data set come from, how rows without ids are matched, and which
-inputs are refused with one sentence.
+inputs are refused with one sentence. Sources are loaded by `prediction_sources`, their score columns read by
+`prediction_scores`; this module checks labels, ids and groups and makes the set.
 """
 
 from __future__ import annotations
 
-import glob
-import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,16 @@ import pandas as pd
 
 from mhaudit.core.errors import InputError
 from mhaudit.tables.corpus.schema import label_codes
-from mhaudit.tables.io import SOURCE_FILE, SOURCE_ROW, read_table
+from mhaudit.tables.io import SOURCE_FILE, SOURCE_ROW
+from mhaudit.tables.prediction_sources import (
+    GROUP,
+    PredictionSource,
+    expand_sources,
+    fields_from_name,
+    load_source,
+    name_regex,
+)
+from mhaudit.tables.prediction_scores import score_columns, score_values
 from mhaudit.tables.predictions import (
     LOGIT,
     PROB,
@@ -26,15 +34,10 @@ from mhaudit.tables.predictions import (
     TEXT_HASH,
     PredictionSet,
     logit_column,
-    sha256_file,
 )
 
 __all__ = ["PredictionColumns", "read_predictions", "predictions_from_arrays", "expand_sources"]
 
-GROUP = ("model", "seed", "platform", "dataset")  # also the fields a name pattern may name
-# prob_ and logit_ columns in one file must agree: softmax(logits) within this of the probabilities
-BOTH_KINDS_TOLERANCE = 1e-3
-PLAIN_NUMBER = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"  # what _numbers parses without pd.to_numeric
 GIVEN = "_given_"  # the probabilities a file gave, beside their logs until the set is made
 
 
@@ -52,150 +55,7 @@ class PredictionColumns:
     text: str = "text"  # hashed (never kept) so that rows without ids can be checked to line up
 
 
-@dataclass
-class _Source:
-    name: str  # the path, or "DataFrame 1" for an in-memory table
-    stem: str
-    frame: pd.DataFrame  # with SOURCE_FILE and SOURCE_ROW
-    fingerprint: str
-    path: Path | None
-
-
-def expand_sources(sources) -> list:
-    """Paths with their globs expanded (sorted; a file whose name only looks like a glob is taken as it is),
-    DataFrames and Datasets as they are; a glob matching nothing is an error."""
-    if isinstance(sources, (str, Path, pd.DataFrame)) or hasattr(sources, "to_pandas"):
-        sources = [sources]
-    out = []
-    for source in sources:
-        if isinstance(source, (str, Path)) and glob.has_magic(str(source)) and not Path(source).exists():
-            matched = sorted(glob.glob(str(source)))
-            if not matched:
-                raise InputError(f"the glob '{source}' matches no file")
-            out += [Path(m) for m in matched]
-        else:
-            out.append(Path(source) if isinstance(source, str) else source)
-    if not out:
-        raise InputError("no prediction files given")
-    return out
-
-
-def _load(source, number: int, label: str | None) -> _Source:
-    if isinstance(source, Path):
-        frame = read_table(source, required=[label] if label else [], place=True)
-        return _Source(str(source), _stem(source), frame, sha256_file(source), source)
-    if hasattr(source, "to_pandas"):  # a Hugging Face datasets.Dataset
-        source = source.to_pandas()
-    if not isinstance(source, pd.DataFrame):
-        raise InputError(
-            f"prediction source {number} is a {type(source).__name__}; expected a path, a glob, "
-            "a pandas DataFrame or a datasets.Dataset"
-        )
-    name = f"DataFrame {number}"
-    frame = source.reset_index(drop=True).copy()
-    if label and label not in frame.columns:
-        raise InputError(f"{name} has no '{label}' column; expected one true label per row")
-    frame[SOURCE_FILE], frame[SOURCE_ROW] = name, np.arange(1, len(frame) + 1)
-    digest = hashlib.sha256(pd.util.hash_pandas_object(source, index=False).to_numpy().tobytes()).hexdigest()
-    return _Source(name, name, frame, digest, None)
-
-
-def _stem(path: Path) -> str:
-    """The file name without its table suffix(es): bert_reddit_seed42_predictions.csv.gz -> ..._predictions."""
-    name = path.name
-    for suffix in (".gz", ".bz2", ".zip", ".xz"):
-        name = name.removesuffix(suffix)
-    return name.rsplit(".", 1)[0] if "." in name else name
-
-
-def name_regex(pattern: str) -> re.Pattern:
-    """A name pattern such as "{model}_{platform}_seed{seed}_predictions" as a regular expression."""
-    fields = re.findall(r"{(\w*)}", pattern)
-    unknown = [f for f in fields if f not in GROUP]
-    if unknown or not fields or len(set(fields)) != len(fields):
-        raise InputError(
-            f"--name-pattern '{pattern}' must name each of its fields once, from "
-            f"{{{'}, {'.join(GROUP)}}}" + (f"; '{unknown[0]}' is not one" if unknown else "")
-        )
-    regex = "".join(
-        f"(?P<{p[1:-1]}>\\d+)" if p == "{seed}" else f"(?P<{p[1:-1]}>.+?)" if p.startswith("{") else re.escape(p)
-        for p in re.split(r"({\w+})", pattern)
-    )
-    return re.compile(f"^{regex}$")
-
-
-def _fields_from_name(source: _Source, regex: re.Pattern | None, pattern: str | None) -> dict:
-    if regex is None or source.path is None:
-        return {}
-    match = regex.match(source.stem)
-    if match is None:
-        raise InputError(f"the file name '{source.stem}' does not match --name-pattern '{pattern}'", path=source.path)
-    return match.groupdict()
-
-
-def _score_columns(source: _Source) -> tuple[str, list[str]]:
-    """The score kind used (logit_ preferred) and the classes in column order; both kinds must agree."""
-    frame = source.frame
-    logits = [str(c)[len(LOGIT) :] for c in frame.columns if str(c).startswith(LOGIT)]
-    probs = [str(c)[len(PROB) :] for c in frame.columns if str(c).startswith(PROB)]
-    if not logits and not probs:
-        raise InputError(
-            f"{source.name} has no score columns; expected one 'logit_<class>' (preferred) or "
-            f"'prob_<class>' column per class, found {', '.join(map(str, frame.columns[:-2]))}"
-        )
-    if logits and probs:
-        if sorted(logits) != sorted(probs):
-            raise InputError(
-                f"{source.name}: the logit_ columns ({', '.join(logits)}) and prob_ columns "
-                f"({', '.join(probs)}) name different classes"
-            )
-        z = _numbers(source, LOGIT, logits)
-        p = np.exp(z - z.max(axis=1, keepdims=True))
-        p /= p.sum(axis=1, keepdims=True)
-        gap = np.abs(p - _numbers(source, PROB, logits)).max(axis=1)
-        if (gap > BOTH_KINDS_TOLERANCE).any():
-            i = int(np.argmax(gap > BOTH_KINDS_TOLERANCE))
-            raise InputError(
-                f"{source.name}: row {frame[SOURCE_ROW].iat[i]}: softmax of the logit_ columns differs "
-                f"from the prob_ columns by {gap[i]:.3g}; give one kind of score or make them agree"
-            )
-    return (LOGIT, logits) if logits else (PROB, probs)
-
-
-def _plain_floats(column: pd.Series) -> np.ndarray | None:
-    """A text column of plain decimal numbers as floats, by one pyarrow cast (~6x faster than pd.to_numeric,
-    the same correctly rounded values); None when any cell is something else (empty, a word, a space)."""
-    if not isinstance(column.dtype, pd.StringDtype):
-        return None
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    cells = pa.array(column.array)
-    if cells.null_count or not pc.all(pc.match_substring_regex(cells, PLAIN_NUMBER)).as_py():
-        return None
-    return pc.cast(cells, pa.float64()).to_numpy(zero_copy_only=False)
-
-
-def _numbers(source: _Source, kind: str, classes: list[str]) -> np.ndarray:
-    frame = source.frame
-    parsed = [_plain_floats(frame[f"{kind}{c}"]) for c in classes]
-    if all(p is not None for p in parsed):  # the common case: plain numbers (1e999 still reaches the check)
-        values = np.array(parsed).T  # (n, k), laid out as DataFrame.to_numpy lays it out
-    else:
-        values = frame[[f"{kind}{c}" for c in classes]].apply(pd.to_numeric, errors="coerce").to_numpy(float)
-    bad = ~np.isfinite(values)
-    if bad.any():
-        row, col = np.argwhere(bad)[0]
-        raw = frame[f"{kind}{classes[col]}"].iat[row]
-        shown = "empty" if str(raw).strip() in ("", "nan", "None") else repr(raw)
-        raise InputError(
-            f"{source.name}: row {frame[SOURCE_ROW].iat[row]}: score column '{kind}{classes[col]}' is "
-            f"{shown}; scores must be finite numbers"
-        )
-    return values
-
-
-def _check_same_columns(sources: list[_Source], ignored: frozenset = frozenset()) -> None:
+def _check_same_columns(sources: list[PredictionSource], ignored: frozenset = frozenset()) -> None:
     first = sources[0]
     columns = set(map(str, first.frame.columns)) - ignored
     for other in sources[1:]:
@@ -238,9 +98,11 @@ def read_predictions(
     else `model` / `seed` / `platform`, else the file name (seed 0). See the module docstring.
     """
     regex = name_regex(name_pattern) if name_pattern else None
-    loaded = [_load(s, i, columns.label if labelled else None) for i, s in enumerate(expand_sources(sources), start=1)]
+    loaded = [
+        load_source(s, i, columns.label if labelled else None) for i, s in enumerate(expand_sources(sources), start=1)
+    ]
     _check_same_columns(loaded, frozenset() if labelled else frozenset({columns.label}))
-    scored = [_score_columns(s) for s in loaded]  # (kind, classes in column order) per source
+    scored = [score_columns(s) for s in loaded]  # (kind, classes in column order) per source
     kind, order = scored[0]
     classes = list(classes) if classes else order
     if len(set(classes)) != len(classes):
@@ -258,7 +120,7 @@ def read_predictions(
             raise InputError(
                 f"{source.name} has {source_kind} columns and {loaded[0].name} {kind} columns; give one kind of score"
             )
-        defaults = {"model": model, "seed": seed, "platform": platform} | _fields_from_name(source, regex, name_pattern)
+        defaults = {"model": model, "seed": seed, "platform": platform} | fields_from_name(source, regex, name_pattern)
         frames.append(_standardise(source, kind, classes, columns, defaults, notes, labelled))
     unlabelled = [s.name for s in loaded if not labelled and columns.label in s.frame.columns]
     if unlabelled:  # one note for all the files, not one per file
@@ -295,7 +157,7 @@ def _some(names: list[str], shown: int = 3) -> str:
 
 
 def _standardise(
-    source: _Source,
+    source: PredictionSource,
     kind: str,
     classes: list[str],
     columns: PredictionColumns,
@@ -306,7 +168,7 @@ def _standardise(
     frame = source.frame
     if len(frame) == 0:
         raise InputError(f"{source.name} has no rows; expected one row per example")
-    values = _numbers(source, kind, classes)
+    values = score_values(source, kind, classes)
     if kind == PROB:
         outside = (values < 0).any(axis=1) | (values > 1).any(axis=1)
         off = np.abs(values.sum(axis=1) - 1) > PROB_SUM_TOLERANCE
@@ -361,7 +223,7 @@ def _standardise(
     return pd.concat([out, pd.DataFrame(values, columns=[logit_column(c) for c in classes]), given], axis=1)
 
 
-def _labels(source: _Source, raw: pd.Series, classes: list[str], notes: list[str]) -> np.ndarray:
+def _labels(source: PredictionSource, raw: pd.Series, classes: list[str], notes: list[str]) -> np.ndarray:
     """Class names; integer labels are indices of the score columns in class order."""
     if isinstance(raw.dtype, pd.StringDtype):  # text as read from CSV: only missing cells need a value
         labels = raw.fillna("").str.strip()
