@@ -13,7 +13,7 @@ import pandas as pd
 
 from mhaudit.core.errors import InputError
 from mhaudit.report.trust import line_untrusted_because
-from mhaudit.stats.agreement_line import agreement_line, distinct_runs, line_trust
+from mhaudit.stats.agreement_line import AgreementLine, agreement_line, distinct_runs, line_trust
 from mhaudit.tables.pairing import aligned_codes, labels_in_id_order
 from mhaudit.tables.predictions import PredictionSet
 
@@ -73,44 +73,55 @@ def ensemble_estimates(
             continue
         line = agreement_line(pred_ref[distinct], y_ref, pred_tgt[distinct], n_boot=n_boot, rng=rng)
         failed = line_trust(line)
-        lines.append(
-            {
-                **row,
-                "slope": line.slope,
-                "intercept": line.intercept,
-                "r2": line.r2,
-                "residual_sd": line.residual_sd,
-                "spread": line.spread,
-                "agreement_reference": float(line.agreement_reference.mean()),
-                "agreement_target": float(line.agreement_target.mean()),
-                "trusted": not failed,
-                "untrusted_because": line_untrusted_because(failed),
-                "method_gap": line.method_gap,
-            }
-        )
+        lines.append(_line_row(row, line, failed))
         names = [f"{runs[r][0]} seed {runs[r][1]}" for r in distinct]
         pairs += [
             {**keys, "run_a": names[i], "run_b": names[j], "agreement_reference": a, "agreement_target": b}
             for (i, j), a, b in zip(line.pairs, line.agreement_reference, line.agreement_target)
         ]
-        for r, (model, seed) in enumerate(runs):
-            d = twin[r]
-            for method in METHODS:
-                estimates.append(
-                    {
-                        "model": model,
-                        "seed": seed,
-                        **keys,
-                        "method": method,
-                        "metric": "accuracy",
-                        "estimate": float(line.estimates[method][d]),
-                        "ci_low": float(line.ci_low[method][d]),
-                        "ci_high": float(line.ci_high[method][d]),
-                        "reference_value": float(line.accuracy_reference[d]),
-                        "trusted": not failed,
-                    }
-                )
+        estimates += _run_estimates(runs, twin, line, keys, trusted=not failed)
     return _tables(estimates, lines, pairs)
+
+
+def _line_row(row: dict, line: AgreementLine, failed: dict) -> dict:
+    """The `agreement_line` row of one target: `row` (the target and its run counts), the line and its trust."""
+    return {
+        **row,
+        "slope": line.slope,
+        "intercept": line.intercept,
+        "r2": line.r2,
+        "residual_sd": line.residual_sd,
+        "spread": line.spread,
+        "agreement_reference": float(line.agreement_reference.mean()),
+        "agreement_target": float(line.agreement_target.mean()),
+        "trusted": not failed,
+        "untrusted_because": line_untrusted_because(failed),
+        "method_gap": line.method_gap,
+    }
+
+
+def _run_estimates(runs: list, twin: np.ndarray, line: AgreementLine, keys: dict, *, trusted: bool) -> list[dict]:
+    """The `ensemble` rows of one target: each run's accuracy by each method, a copied run taking its twin's
+    (the distinct run `twin[r]` the line was fitted on)."""
+    rows = []
+    for r, (model, seed) in enumerate(runs):
+        d = twin[r]
+        for method in METHODS:
+            rows.append(
+                {
+                    "model": model,
+                    "seed": seed,
+                    **keys,
+                    "method": method,
+                    "metric": "accuracy",
+                    "estimate": float(line.estimates[method][d]),
+                    "ci_low": float(line.ci_low[method][d]),
+                    "ci_high": float(line.ci_high[method][d]),
+                    "reference_value": float(line.accuracy_reference[d]),
+                    "trusted": trusted,
+                }
+            )
+    return rows
 
 
 def _tables(estimates: list, lines: list, pairs: list) -> dict[str, pd.DataFrame]:
