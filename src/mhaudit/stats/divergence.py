@@ -57,6 +57,24 @@ def _check_sides(groups: Mapping, human, auto) -> tuple[list[str], list[str]]:
     return human, auto
 
 
+def _checked_group(groups: Mapping, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """One data set's labels, with both classes, and its two prediction vectors stacked as (x, a)."""
+    try:
+        y, pred_x, pred_a = groups[name]
+    except (TypeError, ValueError):
+        raise ValueError(f"groups[{name!r}] must be a triple (y, pred_x, pred_a)") from None
+    y = check_binary(y, f"y of {name!r}")
+    if y.size == 0 or y.all() or not y.any():
+        raise ValueError(
+            f"Data set {name!r} has a single class in y (or no instance); its Macro-F1 "
+            "difference is not a comparison of two classes, so DoD would be meaningless."
+        )
+    preds = np.stack(
+        [check_pred(pred_x, y.size, f"pred_x of {name!r}"), check_pred(pred_a, y.size, f"pred_a of {name!r}")]
+    )
+    return y, preds
+
+
 def degree_of_divergence(
     groups: Mapping,
     human: Sequence[str],
@@ -91,19 +109,7 @@ def degree_of_divergence(
     children = np.random.default_rng(rng).spawn(len(names))
     rows, draws = [], np.empty((n_boot, len(names)))
     for j, (name, child) in enumerate(zip(names, children)):
-        try:
-            y, pred_x, pred_a = groups[name]
-        except (TypeError, ValueError):
-            raise ValueError(f"groups[{name!r}] must be a triple (y, pred_x, pred_a)") from None
-        y = check_binary(y, f"y of {name!r}")
-        if y.size == 0 or y.all() or not y.any():
-            raise ValueError(
-                f"Data set {name!r} has a single class in y (or no instance); its Macro-F1 "
-                "difference is not a comparison of two classes, so DoD would be meaningless."
-            )
-        preds = np.stack(
-            [check_pred(pred_x, y.size, f"pred_x of {name!r}"), check_pred(pred_a, y.size, f"pred_a of {name!r}")]
-        )
+        y, preds = _checked_group(groups, name)
         with quiet_undefined():  # n_failed counts them
             full = full_macro_f1(y, preds, zero_division)  # y has both classes: always defined
             boot = bootstrap_macro_f1(y, preds, n_boot, child, stratified=False, zero_division=zero_division)
