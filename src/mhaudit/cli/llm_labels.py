@@ -18,6 +18,48 @@ if TYPE_CHECKING:
     from mhaudit.weak_supervision.labelers.llm import RunReport
 
 
+ItemsOpt = Annotated[
+    Path,
+    typer.Option(
+        "--items",
+        help="Post store (.sqlite from mhaudit collect) or a corpus/table (.parquet, .csv, .jsonl) with id and text.",
+    ),
+]
+LlmTaskOpt = Annotated[str, typer.Option(help="Task: si, mh or stress (the built-in prompt of that name).")]
+LabelStoreOpt = Annotated[Path, typer.Option("--labels", help="Label store (SQLite) to write; created if absent.")]
+BackendOpt = Annotated[str, typer.Option(help="openai (any /v1/chat/completions server) or ollama.")]
+UrlOpt = Annotated[
+    str | None, typer.Option(help="Server URL [ollama: http://127.0.0.1:11434, openai: http://127.0.0.1:8080].")
+]
+ModelOpt = Annotated[str | None, typer.Option(help="Model name [ollama: llama3:8b; openai: the server's first model].")]
+LabelerOpt = Annotated[str | None, typer.Option(help="Labeler name in the table [the model name].")]
+PromptOpt = Annotated[str | None, typer.Option(help="Prompt name or .toml file [the task's built-in].")]
+ShotsOpt = Annotated[int | None, typer.Option(help="k-shot examples [the prompt's default: 0, stress 3].")]
+PoolOpt = Annotated[
+    Path | None, typer.Option(help="Labelled pool (corpus .parquet/.csv with text and label) for k-shot examples.")
+]
+PositiveOpt = Annotated[str | None, typer.Option(help="Positive class name in the pool (when labels are not 0/1).")]
+SeedOpt = Annotated[int, typer.Option(help="Seed for the server and the k-shot draw.")]
+ConcurrencyOpt = Annotated[int, typer.Option(help="Requests in flight.")]
+TimeoutOpt = Annotated[float, typer.Option(help="Seconds per request.")]
+RetriesOpt = Annotated[int, typer.Option(help="Retries per request on connection errors, timeouts, 429 and 5xx.")]
+BackoffOpt = Annotated[float, typer.Option(help="First retry wait in seconds; doubles each retry.")]
+ConstrainOpt = Annotated[
+    str, typer.Option(help="Output constraint: auto, grammar (llama.cpp), choice (vLLM), schema (Ollama), none.")
+]
+MaxTokensOpt = Annotated[int, typer.Option(help="Answer tokens at most.")]
+LimitOpt = Annotated[int | None, typer.Option(help="Label at most N new items this run.")]
+IdColOpt = Annotated[str, typer.Option(help="Id column of a table input.")]
+TextColOpt = Annotated[str, typer.Option(help="Text column of a table input.")]
+ApiKeyOpt = Annotated[
+    str | None, typer.Option(help="Bearer token, if the server wants one.", envvar="MHAUDIT_LLM_API_KEY")
+]
+ReportJsonOpt = Annotated[Path | None, typer.Option("--report-json", help="Also write the run report as JSON here.")]
+ProgressOpt = Annotated[
+    bool, typer.Option(help="Show the count of items asked (a bar on a terminal, timed lines in a log).")
+]
+
+
 def register(root: typer.Typer) -> None:
     labels_group.app.command("llm")(llm)
     labels_group.app.command("prompts")(prompts)
@@ -25,69 +67,38 @@ def register(root: typer.Typer) -> None:
 
 @guarded
 def llm(
-    items: Annotated[
-        Path,
-        typer.Option(
-            "--items",
-            help="Post store (.sqlite from mhaudit collect) or a "
-            "corpus/table (.parquet, .csv, .jsonl) with id and text.",
-        ),
-    ],
-    task: Annotated[str, typer.Option(help="Task: si, mh or stress (the built-in prompt of that name).")],
-    labels: Annotated[Path, typer.Option("--labels", help="Label store (SQLite) to write; created if absent.")],
-    backend: Annotated[str, typer.Option(help="openai (any /v1/chat/completions server) or ollama.")] = "ollama",
-    url: Annotated[
-        str | None, typer.Option(help="Server URL [ollama: http://127.0.0.1:11434, openai: http://127.0.0.1:8080].")
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option(help="Model name [ollama: llama3:8b; openai: the server's first model].")
-    ] = None,
-    labeler: Annotated[str | None, typer.Option(help="Labeler name in the table [the model name].")] = None,
-    prompt: Annotated[str | None, typer.Option(help="Prompt name or .toml file [the task's built-in].")] = None,
-    shots: Annotated[int | None, typer.Option(help="k-shot examples [the prompt's default: 0, stress 3].")] = None,
-    pool: Annotated[
-        Path | None, typer.Option(help="Labelled pool (corpus .parquet/.csv with text and label) for k-shot examples.")
-    ] = None,
-    positive: Annotated[
-        str | None, typer.Option(help="Positive class name in the pool (when labels are not 0/1).")
-    ] = None,
-    seed: Annotated[int, typer.Option(help="Seed for the server and the k-shot draw.")] = 0,
-    concurrency: Annotated[int, typer.Option(help="Requests in flight.")] = 4,
-    timeout: Annotated[float, typer.Option(help="Seconds per request.")] = 60.0,
-    retries: Annotated[int, typer.Option(help="Retries per request on connection errors, timeouts, 429 and 5xx.")] = 3,
-    backoff: Annotated[float, typer.Option(help="First retry wait in seconds; doubles each retry.")] = 0.5,
-    constrain: Annotated[
-        str, typer.Option(help="Output constraint: auto, grammar (llama.cpp), choice (vLLM), schema (Ollama), none.")
-    ] = "auto",
-    max_tokens: Annotated[int, typer.Option(help="Answer tokens at most.")] = 2,
-    limit: Annotated[int | None, typer.Option(help="Label at most N new items this run.")] = None,
-    id_col: Annotated[str, typer.Option(help="Id column of a table input.")] = "id",
-    text_col: Annotated[str, typer.Option(help="Text column of a table input.")] = "text",
-    api_key: Annotated[
-        str | None, typer.Option(help="Bearer token, if the server wants one.", envvar="MHAUDIT_LLM_API_KEY")
-    ] = None,
-    report_json: Annotated[
-        Path | None, typer.Option("--report-json", help="Also write the run report as JSON here.")
-    ] = None,
-    progress: Annotated[
-        bool, typer.Option(help="Show the count of items asked (a bar on a terminal, timed lines in a log).")
-    ] = True,
+    items: ItemsOpt,
+    task: LlmTaskOpt,
+    labels: LabelStoreOpt,
+    backend: BackendOpt = "ollama",
+    url: UrlOpt = None,
+    model: ModelOpt = None,
+    labeler: LabelerOpt = None,
+    prompt: PromptOpt = None,
+    shots: ShotsOpt = None,
+    pool: PoolOpt = None,
+    positive: PositiveOpt = None,
+    seed: SeedOpt = 0,
+    concurrency: ConcurrencyOpt = 4,
+    timeout: TimeoutOpt = 60.0,
+    retries: RetriesOpt = 3,
+    backoff: BackoffOpt = 0.5,
+    constrain: ConstrainOpt = "auto",
+    max_tokens: MaxTokensOpt = 2,
+    limit: LimitOpt = None,
+    id_col: IdColOpt = "id",
+    text_col: TextColOpt = "text",
+    api_key: ApiKeyOpt = None,
+    report_json: ReportJsonOpt = None,
+    progress: ProgressOpt = True,
 ) -> None:
     """Label items with an LLM (1 = positive, 0 = negative), resumably, one stored label per item."""
     from mhaudit.weak_supervision.labelers.llm import check_run_options
     from mhaudit.weak_supervision.labelers.llm_backends import make_backend
     from mhaudit.weak_supervision.labelers.llm_items import read_items, shot_examples
     from mhaudit.weak_supervision.labelers.llm_retry import RetryPolicy
-    from mhaudit.weak_supervision.labelers.prompts import load_prompt
 
-    spec = load_prompt(prompt or task)
-    if spec.task != task:
-        err.print(
-            f"note: prompt {escape(spec.source)} was written for task '{escape(spec.task)}'; labels are "
-            f"stored under task '{escape(task)}'",
-            highlight=False,
-            soft_wrap=True,
-        )
+    spec = _load_prompt(prompt, task)
     frame = read_items(items, id_col=id_col, text_col=text_col)
     examples = shot_examples(frame, shots, default_shots=spec.default_shots, pool=pool, positive=positive, seed=seed)
     client = make_backend(
@@ -123,6 +134,21 @@ def llm(
         code = code or _failure_code(report)
     if code:
         raise typer.Exit(code)
+
+
+def _load_prompt(prompt: str | None, task: str):
+    """The prompt named (or the task's built-in); a note when it was written for another task than the labels'."""
+    from mhaudit.weak_supervision.labelers.prompts import load_prompt
+
+    spec = load_prompt(prompt or task)
+    if spec.task != task:
+        err.print(
+            f"note: prompt {escape(spec.source)} was written for task '{escape(spec.task)}'; labels are "
+            f"stored under task '{escape(task)}'",
+            highlight=False,
+            soft_wrap=True,
+        )
+    return spec
 
 
 SOME_FAILED = 3  # the run finished, but some requests failed: they were not stored (README, exit codes)
