@@ -8,7 +8,8 @@ import pytest
 from scipy.optimize import minimize_scalar
 
 from mhaudit.stats.brent import bounded_minimum
-from mhaudit.stats.calibration import _nll_of_temperature, fit_temperature
+from mhaudit.stats.calibration import fit_temperature
+from mhaudit.stats.temperature import _nll_of_temperature
 
 
 def _scipy(f, lo, hi, xatol=1e-10, maxiter=500):

@@ -1,4 +1,5 @@
-"""Calibration: ECE/MCE, reliability data, Brier, NLL, temperature scaling, vectorised bootstrap ECE.
+"""Calibration: ECE/MCE, reliability data, Brier, NLL, vectorised bootstrap ECE; temperature scaling lives in
+stats.temperature (its names are importable from here too) and the input checks in stats.calibration_inputs.
 
 Inputs are `probs` (n, c) rows summing to 1, or `logits` (n, c), and integer labels `y` in [0, c).
 
@@ -20,14 +21,14 @@ sum_m |sum_{i in B_m} w_i d_i| / sum(w) for the gap d, per-bin sums over the row
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from mhaudit.stats.bootstrap import check_counts
-from mhaudit.stats.brent import bounded_minimum
+from mhaudit.stats.calibration_inputs import check_bins, check_labels, check_probs
 
-ROW_SUM_TOL = 1e-6
+# documented here first: softmax and the temperature fit stay importable from stats.calibration
+from mhaudit.stats.temperature import cross_fitted_temperature, fit_temperature, log_softmax, softmax, stratified_folds
+
 NLL_CLIP = 1e-15
 
 __all__ = [
@@ -50,79 +51,6 @@ __all__ = [
     "reliability_unchecked",
     "ece_of_counts",
 ]
-
-
-# --- validation ---------------------------------------------------------------------------------
-
-
-def _check_matrix(a, name: str) -> np.ndarray:
-    a = np.asarray(a, dtype=float)
-    if a.ndim != 2 or a.shape[0] == 0 or a.shape[1] < 2:
-        raise ValueError(f"{name} must be a 2-D array of shape (n_samples >= 1, n_classes >= 2); got shape {a.shape}")
-    bad = ~np.isfinite(a)
-    if bad.any():
-        row, col = np.argwhere(bad)[0]
-        raise ValueError(f"{name} contain NaN or inf ({int(bad.sum())} values; first at row {row}, column {col})")
-    return a
-
-
-def _check_probs(probs) -> np.ndarray:
-    p = _check_matrix(probs, "probs")
-    if p.min() < 0 or p.max() > 1:
-        row = int(np.flatnonzero(((p < 0) | (p > 1)).any(axis=1))[0])
-        raise ValueError(f"probs must lie in [0, 1]; row {row} does not")
-    off = np.abs(p.sum(axis=1) - 1.0) > ROW_SUM_TOL
-    if off.any():
-        row = int(np.flatnonzero(off)[0])
-        raise ValueError(
-            f"probs rows must sum to 1 within {ROW_SUM_TOL:g}; {int(off.sum())} rows do not, "
-            f"the first is row {row} (sum {p[row].sum():.9g})"
-        )
-    return p
-
-
-def _check_labels(y, n: int, c: int) -> np.ndarray:
-    y = np.asarray(y)
-    if y.ndim != 1 or len(y) != n:
-        raise ValueError(f"y must be a 1-D array of {n} labels (one per row); got shape {y.shape}")
-    if not np.issubdtype(y.dtype, np.integer):
-        if not (np.issubdtype(y.dtype, np.floating) and np.all(y == np.round(y))):
-            raise ValueError(f"y must hold integer class indices in [0, {c}); got dtype {y.dtype}")
-        y = y.astype(np.int64)
-    if y.min() < 0 or y.max() >= c:
-        row = int(np.flatnonzero((y < 0) | (y >= c))[0])
-        raise ValueError(f"y must hold class indices in [0, {c}); row {row} has {y[row]}")
-    return y
-
-
-def _check_bins(n_bins: int) -> int:
-    if int(n_bins) != n_bins or n_bins < 1:
-        raise ValueError(f"n_bins must be a positive integer; got {n_bins}")
-    return int(n_bins)
-
-
-def _check_temperature(temperature: float) -> float:
-    if not np.isfinite(temperature) or temperature <= 0:
-        raise ValueError(f"temperature must be a finite number > 0; got {temperature}")
-    return float(temperature)
-
-
-# --- softmax ------------------------------------------------------------------------------------
-
-
-def log_softmax(logits, temperature: float = 1.0) -> np.ndarray:
-    """Row-wise log softmax of logits / temperature (max-shifted, so large logits do not overflow)."""
-    from scipy.special import logsumexp  # here: the audits never need scipy.special's import (~0.1 s)
-
-    z = _check_matrix(logits, "logits") / _check_temperature(temperature)
-    return z - logsumexp(z, axis=1, keepdims=True)
-
-
-def softmax(logits, temperature: float = 1.0) -> np.ndarray:
-    """Row-wise softmax of logits / temperature, computed stably."""
-    z = _check_matrix(logits, "logits") / _check_temperature(temperature)
-    e = np.exp(z - z.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
 
 
 # --- binned statistics --------------------------------------------------------------------------
@@ -156,8 +84,8 @@ def _ece(score, hit, n_bins) -> float:
 
 
 def _inputs(probs, y, n_bins):
-    p = _check_probs(probs)
-    return p, _check_labels(y, *p.shape), _check_bins(n_bins)
+    p = check_probs(probs)
+    return p, check_labels(y, *p.shape), check_bins(n_bins)
 
 
 def ece(probs, y, n_bins: int = 10) -> float:
@@ -235,8 +163,8 @@ def brier(probs, y) -> float:
 
     For two classes this is twice sklearn's binary brier_score_loss(y, probs[:, 1]).
     """
-    p = _check_probs(probs)
-    y = _check_labels(y, *p.shape)
+    p = check_probs(probs)
+    y = check_labels(y, *p.shape)
     d = p.copy()
     d[np.arange(len(y)), y] -= 1.0
     return float(np.mean(np.sum(d * d, axis=1)))
@@ -247,8 +175,8 @@ def nll(probs, y) -> float:
 
     sklearn's log_loss clips at machine epsilon instead, so the two differ only where p_y < 1e-15.
     """
-    p = _check_probs(probs)
-    y = _check_labels(y, *p.shape)
+    p = check_probs(probs)
+    y = check_labels(y, *p.shape)
     return float(-np.mean(np.log(np.clip(p[np.arange(len(y)), y], NLL_CLIP, 1.0))))
 
 
@@ -317,105 +245,3 @@ def bootstrap_classwise_ece(probs, y, counts, n_bins: int = 10) -> np.ndarray:
     p, y, n_bins = _inputs(probs, y, n_bins)
     w = _check_counts(counts, len(y))
     return _weighted_abs_bins(w, [_bins(*_one_vs_rest(p, y, k), n_bins) for k in range(p.shape[1])])
-
-
-# --- temperature scaling ------------------------------------------------------------------------
-
-
-def _mean_nll_logits(z: np.ndarray, y: np.ndarray, temperature: float) -> float:
-    s = z / temperature
-    top = s.max(axis=1, keepdims=True)  # plain log-sum-exp: scipy's costs ~1 ms a call in this hot loop
-    lse = np.log(np.exp(s - top).sum(axis=1)) + top[:, 0]
-    return float(np.mean(lse - s[np.arange(len(y)), y]))
-
-
-def _nll_of_temperature(z: np.ndarray, y: np.ndarray):
-    """T -> _mean_nll_logits(z, y, T), the same floats, with what does not depend on T computed once."""
-    if z.shape[1] >= 8:  # numpy sums 8+ terms of a row pairwise; only the plain form keeps that order
-        return lambda t: _mean_nll_logits(z, y, t)
-    zt = np.ascontiguousarray(z.T)  # classes as rows: max and sum over classes become whole-row passes
-    z_y = z[np.arange(len(y)), y]  # (z / T)[i, y_i] is z[i, y_i] / T
-
-    def loss(temperature: float) -> float:
-        s = zt / temperature
-        top = s.max(axis=0)
-        return float(np.mean(np.log(np.exp(s - top).sum(axis=0)) + top - z_y / temperature))
-
-    return loss
-
-
-def fit_temperature(logits, y, bounds: tuple[float, float] = (-5.0, 5.0)) -> float:
-    """Temperature T* > 0 minimising the mean NLL of softmax(logits / T); bounds are on log T.
-
-    Mean NLL is convex in 1/T, hence unimodal in log T, so the bounded Brent search finds the global
-    minimum inside [exp(lo), exp(hi)]; a RuntimeWarning says when it sits at a bound (e.g. separable
-    data, where NLL keeps falling as T -> 0). Log-probabilities work as logits (softmax(log p) = p);
-    pass np.log(np.clip(p, 1e-15, 1)) since log 0 = -inf is rejected.
-
-    Three rows with logits [2, 0], two labelled 0: the NLL is least at p(0) = 2/3, i.e. 2/T = log 2.
-
-    >>> z = np.array([[2.0, 0.0], [2.0, 0.0], [2.0, 0.0]])
-    >>> T = fit_temperature(z, np.array([0, 0, 1]))
-    >>> round(T, 4), round(float(softmax(z, T)[0, 0]), 4)  # calibrated p = 2/3: T = 2 / log 2
-    (2.8854, 0.6667)
-    """
-    z = _check_matrix(logits, "logits")
-    y = _check_labels(y, *z.shape)
-    lo, hi = (float(b) for b in bounds)
-    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-        raise ValueError(f"bounds on log T must be finite with lower < upper; got {bounds}")
-
-    nll_at = _nll_of_temperature(z, y)  # ~7x faster per call: the search makes ~40 of them
-
-    loss = lambda log_t: nll_at(np.exp(log_t))  # noqa: E731
-    best, f_best = bounded_minimum(loss, lo, hi, xatol=1e-10, maxiter=500)  # scipy's bounded Brent, step for step
-    # Brent never evaluates the end points, and a loss flat in floating point (separable data) can stop
-    # it inside; so compare with the bounds themselves and say when the minimum is there.
-    f_lo, f_hi = loss(lo), loss(hi)
-    edge = lo if f_lo <= f_hi else hi
-    if min(f_lo, f_hi) <= f_best:
-        warnings.warn(
-            f"the NLL is least at the bound log T = {edge:g} of {bounds} and may keep falling "
-            "beyond it; T is returned at that bound",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        return float(np.exp(edge))
-    return float(np.exp(best))
-
-
-def stratified_folds(y, k: int = 5, seed: int = 0) -> np.ndarray:
-    """Fold index in [0, k) for each row: each class shuffled (seeded) and dealt round-robin.
-
-    The deal continues across classes, so fold sizes differ by at most one and every class is
-    split as evenly as its count allows.
-    """
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D; got shape {y.shape}")
-    if int(k) != k or k < 2 or k > len(y):
-        raise ValueError(f"k must be an integer in [2, n = {len(y)}]; got {k}")
-    rng = np.random.default_rng(seed)
-    dealt = np.concatenate([rng.permutation(np.flatnonzero(y == cls)) for cls in np.unique(y)])
-    fold = np.empty(len(y), dtype=np.int64)
-    fold[dealt] = np.arange(len(y)) % k
-    return fold
-
-
-def cross_fitted_temperature(
-    logits, y, k: int = 5, seed: int = 0, bounds: tuple[float, float] = (-5.0, 5.0)
-) -> tuple[np.ndarray, np.ndarray]:
-    """Calibrated probs (n, c) where each row uses the T fitted on the other k-1 folds; and the k temperatures.
-
-    Folds are stratified_folds(y, k, seed), so a row's own label never informs its temperature.
-    """
-    z = _check_matrix(logits, "logits")
-    y = _check_labels(y, *z.shape)
-    fold = stratified_folds(y, k, seed)
-    probs = np.empty_like(z)
-    temps = np.empty(k)
-    for f in range(k):
-        held = fold == f
-        temps[f] = fit_temperature(z[~held], y[~held], bounds)
-        probs[held] = softmax(z[held], temps[f])
-    return probs, temps
