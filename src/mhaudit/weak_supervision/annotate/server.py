@@ -13,8 +13,9 @@ Routes (TOKEN is a person's secret; every page and call of a person lives under 
     POST /s/TOKEN/api/consensus     adjudicator: record a consensus  {token, item_id, task, value, tags, note}
     POST /s/TOKEN/api/agreed        adjudicator: record the agreed items as consensus  {token}
 
-Safety (docs/annotation.md, "Tokens and privacy"): loopback only unless `public`, the Host header checked, a POST
-carries the token in its JSON body, strict security headers, and no token or text in any log line.
+Safety (docs/annotation.md, "Tokens and privacy"): loopback only unless `public` and the Host header checked (the
+rules of `mhaudit.core.serving`, which the monitor's live page follows too), a POST carries the token in its JSON
+body, strict security headers, and no token or text in any log line.
 
 Hostile input (tests/weak_supervision/annotate/test_annotate_fuzz.py, docs/faults.md): a POST body is capped
 at MAX_BODY bytes (413) and read before any other check; input left unread by a refusal is drained before the
@@ -26,10 +27,8 @@ terminal gets the exception's type and line, never its message, which may quote 
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 import re
-import socket
 import sys
 import threading
 import traceback
@@ -39,6 +38,14 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from mhaudit.core.errors import InputError
+from mhaudit.core.serving import (
+    HostCheck,
+    address_family,
+    bind_address,
+    listen_error,
+    refuse_exposed_host,
+    server_url,
+)
 from mhaudit.weak_supervision.annotate.app import AnnotationApp, HTTPError
 from mhaudit.weak_supervision.annotate.tokens import Person
 
@@ -63,15 +70,6 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-
-
-def is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -317,31 +315,22 @@ class AnnotationServer(ThreadingHTTPServer):
         self.app = app  # may be set after binding (open_session binds before issuing tokens)
         self.public = public
         self.host = host
-        self.address_family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+        self.address_family = address_family(host)
         try:
-            super().__init__((host.strip("[]"), port), Handler)
+            super().__init__((bind_address(host), port), Handler)
         except OSError as exc:
-            raise InputError(f"cannot listen on {host}:{port} ({exc.strerror or exc}); pick another --port") from None
+            raise listen_error(host, port, exc) from None
         self.port = self.server_address[1]
-        loopback = {"127.0.0.1", "localhost", "::1"} if is_loopback(host) else set()
-        self._host_names = {host.strip("[]").lower()} | loopback
+        self._host_check = HostCheck.serving(host, public)
 
     @staticmethod
     def check_host(host: str, public: bool) -> None:
-        if not public and not is_loopback(host):
-            raise InputError(
-                f"refusing to serve on '{host}', which is not a loopback address: anyone on the network "
-                "could reach the post texts; pass --public if that is intended"
-            )
+        """Loopback only unless `public` (mhaudit.core.serving, the rule every server of mhaudit follows)."""
+        refuse_exposed_host(host, public, exposes="the post texts")
 
     def host_allowed(self, header: str) -> bool:
-        if self.public:
-            return True
-        try:
-            name = urlsplit(f"//{header}").hostname or ""
-        except ValueError:  # "[::1" and the like
-            return False
-        return name.lower() in self._host_names
+        """The Host header names the address served (DNS rebinding; mhaudit.core.serving)."""
+        return self._host_check.allows(header)
 
     def handle_error(self, request, client_address) -> None:
         """An exception outside the handler's own catch (socketserver would print a traceback): one line."""
@@ -350,9 +339,7 @@ class AnnotationServer(ThreadingHTTPServer):
             self.app.notify(f"internal error in the annotation server: {where(exc)}")
 
     def base_url(self) -> str:
-        host = self.host.strip("[]")
-        shown = f"[{host}]" if ":" in host else host
-        return f"http://{shown}:{self.port}"
+        return server_url(self.host, self.port)
 
     def url_for(self, token: str) -> str:
         return f"{self.base_url()}/s/{token}/"
