@@ -16,12 +16,13 @@ from mhaudit.audits.divergence.extras import concentration, lodo, orthogonality,
 from mhaudit.audits.divergence.fitting import FittedChannel, combine, stratified_folds
 from mhaudit.audits.divergence.options import DivergenceInputs, DivergenceOptions, canonical
 from mhaudit.audits.divergence.runs import Runs, add_baselines, fit_channels, fit_masked, fit_other_lexical
+from mhaudit.audits.divergence.sections import divergence_sections
 from mhaudit.audits.divergence.summary import summarise
 from mhaudit.audits.divergence.views import FeatureMemo, View, original_parses
 from mhaudit.audits.divergence.verdicts import divergence_verdicts
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.core.threads import default_threads, thread_budget
-from mhaudit.report import AuditResult, Section
+from mhaudit.report import AuditResult
 from mhaudit.report.result import provenance
 from mhaudit.stats.undefined import quiet_undefined
 from mhaudit.tables.digest import digest_frame
@@ -63,18 +64,7 @@ def audit_divergence(
     add_baselines(runs, inputs.baselines, design)
 
     say(f"bootstrap: {options.n_boot:,} resamples per data set over {len(runs.keys)} prediction vectors")
-    platform = {d: str(design.evaluation[d]["platform"].iat[0]) for d in datasets}
-    scored = T.Scored(
-        runs.keys,
-        y,
-        {d: np.vstack(runs.preds[d]) for d in datasets},
-        {d: np.vstack(runs.probs[d]) for d in datasets},
-        design.side,
-        platform,
-        options.n_boot,
-        options.seed,
-        options.undefined_f1,
-    )
+    scored = _scored(runs, design, y, options)
     compared = channels + [k for k in runs.keys if k.startswith("baseline:")]  # each model's DoD against A, too
     tables = _statistics(
         scored, channels, compared, mask_channels, ["none", *masks], design.human, views, options, repeat_scores, y
@@ -105,7 +95,7 @@ def audit_divergence(
     digests = {"corpus": digest_frame(frame), **{f"baseline {k}": digest_frame(v) for k, v in inputs.baselines.items()}}
     return AuditResult(
         "Label-source divergence audit (TSS probe)",
-        _sections(tables, design, options, n_tests),
+        divergence_sections(tables, design, options, n_tests),
         summary=summary,
         verdicts=divergence_verdicts(tables["dod"], tables["dod_threshold_free"], tables["random_pos_control"]),
         synthetic=inputs.corpus.synthetic,
@@ -117,6 +107,22 @@ def audit_divergence(
             "n_train": int(len(design.train)),
         },
         outputs={"conflict_counts": counts, "conflict_sample": sample},
+    )
+
+
+def _scored(runs: Runs, design: Design, y: dict[str, np.ndarray], options: DivergenceOptions) -> T.Scored:
+    """Every run's predictions and scores on every data set, stacked, with their shared bootstrap draws."""
+    datasets = design.human + design.auto
+    return T.Scored(
+        runs.keys,
+        y,
+        {d: np.vstack(runs.preds[d]) for d in datasets},
+        {d: np.vstack(runs.probs[d]) for d in datasets},
+        design.side,
+        {d: str(design.evaluation[d]["platform"].iat[0]) for d in datasets},
+        options.n_boot,
+        options.seed,
+        options.undefined_f1,
     )
 
 
@@ -313,97 +319,3 @@ def _data_notes(design: Design, truncated: int) -> list[str]:
             + "."
         )
     return notes
-
-
-def _sections(tables: dict, design: Design, o: DivergenceOptions, n_tests: int) -> list[Section]:
-    get = lambda name: tables.get(name, pd.DataFrame())  # noqa: E731
-    sections = [
-        Section(
-            "Channel scores",
-            f"Macro-F1 (threshold tuned for Macro-F1 on out-of-fold training probabilities) with "
-            f"95% instance-bootstrap CIs (B = {o.n_boot:,}); PR-AUC, MCC and balanced accuracy beside it because "
-            "prevalence differs between data sets; majority_macro_f1 is the always-majority baseline.",
-            {"channel_scores": get("channel_scores"), "weights_kept": get("weights_kept")},
-        ),
-        Section(
-            "Lexical interference",
-            "Macro-F1(AC) - Macro-F1(C): what adding the lexical channel to style does, per "
-            "label source (mean over its data sets) and per data set; paired instance bootstrap.",
-            {"interference": get("interference")},
-        ),
-        Section(
-            "Degree of Divergence",
-            "DoD_{X-A} = mean over human data sets of [F1(X) - F1(A)] minus the same over "
-            "auto data sets; instance bootstrap within each data set; one-sided p in the stated direction; z = "
-            "estimate / bootstrap SE (a z-score, not Cohen's d). The regime permutation recomputes DoD for every "
-            "assignment of the data sets to the two sides: with few data sets its smallest attainable p "
-            "(permutation_min_p) is large, so it is a diagnostic, not a test. Label source is confounded with "
-            "domain: read dod_by_dataset.",
-            {
-                "dod": get("dod"),
-                "dod_by_dataset": get("dod_by_dataset"),
-                "dod_platform_stratified": get("dod_platform_stratified"),
-            },
-        ),
-        Section(
-            "Label source or threshold?",
-            "The same DoD on balanced accuracy (prevalence-free), ROC AUC and "
-            "PR-AUC gain over prevalence, (AP - prevalence) / (1 - prevalence) (both threshold-free), beside "
-            f"Macro-F1, all on the first {min(o.n_boot, T.N_BOOT_SCORES):,} resamples of the same bootstrap. A "
-            "Macro-F1 divergence `survives` when both threshold-free DoDs exclude 0 with its sign; one that does "
-            "not may come from the training threshold meeting another prevalence or score scale. "
-            "threshold_diagnostic: recall and precision at the training threshold against those at each data "
-            "set's own best threshold (chosen on the labels it is scored on: a diagnostic, never the headline).",
-            {
-                "dod_by_metric": get("dod_by_metric"),
-                "dod_threshold_free": get("dod_threshold_free"),
-                "threshold_diagnostic": get("threshold_diagnostic"),
-            },
-        ),
-        Section(
-            "Masking suite",
-            "Text interventions before featurising (every feature from the masked text), on "
-            "human-labelled data; paired bootstrap difference against the unmasked run. random_pos_control: "
-            "random POS tags should cost a channel more than its own tags (pos_only) if it reads syntax; "
-            "'inconclusive' or 'fails' means the masks' drop is no evidence about syntax.",
-            {"masking": get("masking"), "random_pos_control": get("random_pos_control")},
-        ),
-        Section(
-            "Paired comparisons",
-            "McNemar (continuity-corrected) on discordant predictions and the paired-bootstrap "
-            f"Macro-F1 difference. q: Benjamini-Hochberg across the whole family of {n_tests} tests (interference, "
-            "DoD, platform-stratified DoD, masking, McNemar).",
-            {"mcnemar": get("mcnemar")},
-        ),
-        Section(
-            "Robustness",
-            f"Leave-one-domain-out on {design.train_dataset}'s domains (fit on the other domains' "
-            "training rows, score the held-out domain's test rows); K-means (K = 3) phenotypes on channel C with "
-            "bootstrap ARI and AMI against data set; Spearman correlation of instance scores between channels; "
-            "share of |linear SHAP| carried by the top-10 features.",
-            {
-                "lodo": get("lodo"),
-                "phenotypes": get("phenotypes"),
-                "phenotype_sizes": get("phenotype_sizes"),
-                "orthogonality": get("orthogonality"),
-                "concentration": get("concentration"),
-            },
-        ),
-        Section(
-            "Conflict zone",
-            "Where channel A and the structural verdict disagree, by who was wrong (counts over "
-            "every scored instance; the sample is exported as conflicts.csv/.xlsx).",
-            {"conflict_counts": get("conflict_counts")},
-        ),
-    ]
-    if o.figures:  # each drawn from a table of its section
-        from mhaudit.audits.divergence import figures
-
-        sections[0].figures["Macro-F1 by channel and data set"] = figures.channel_heatmap(get("channel_scores"))
-        if not get("dod").empty:
-            sections[2].figures["Degree of Divergence with 95% CIs, overall and per platform"] = figures.dod_forest(
-                get("dod"), get("dod_platform_stratified")
-            )
-        if not get("masking").empty and (get("masking")["mask"] != "none").any():
-            sections[4].figures["Masking effects against the unmasked run"] = figures.masking_effects(get("masking"))
-    return sections
