@@ -5,21 +5,27 @@ of the LAST EVENT PROCESSED before the commit (matching or not), in one transact
 runs ahead of a post that has not been committed: a restart replays what a crash lost, with no gap and no
 duplicate (the store's primary key). The wire (`jetstream.choose_wires`, `settle_wire`), where each (re)connect
 resumes (the subscribe wire rewinds `rewind_s`, halved after a connection that brought only overlap) and the
-retry policy (`RetryPolicy`; `RelayUnreachable` after `max_failures` failures in a row without progress):
+retry policy (`RetryPolicy`, in `collect_options` with the other options and imported from here as well;
+`RelayUnreachable` after `max_failures` failures in a row without progress):
 docs/collect.md, "Wires", "Durability and resume" and "Retry policy".
 """
 
 from __future__ import annotations
 
-import math
 import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress
+from mhaudit.weak_supervision.collect.collect_options import (
+    CollectOptions,
+    RetryPolicy,
+    check_collect_options,
+    parse_duration,
+)
 from mhaudit.weak_supervision.collect.jetstream import (
     Event,
     MalformedFrame,
@@ -44,52 +50,13 @@ __all__ = [
     "parse_duration",
 ]
 
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 MAX_FRAME_BYTES = 4 * 2**20  # a post record is tiny; firehose commits with many blocks stay far below this
 MIN_REWIND_S = 0.1  # a halved rewind below this becomes 0 (resume at the exact cursor)
 FALLBACK_STATUSES = (400, 404)  # how a relay refuses a path or subprotocol it does not serve
 
 
-def parse_duration(text: str) -> float:
-    """'30s', '10m', '2h', '14d' (or a plain number of seconds) -> seconds."""
-    raw = text.strip().lower()
-    number, unit = (raw[:-1], raw[-1]) if raw[-1:] in _UNITS else (raw, "s")
-    try:
-        seconds = float(number) * _UNITS[unit]
-    except ValueError:
-        raise InputError(f"the duration {text!r} is not a number followed by s, m, h or d (e.g. 14d)") from None
-    if not seconds > 0 or seconds == float("inf"):
-        raise InputError(f"the duration {text!r} must be positive")
-    return seconds
-
-
 class RelayUnreachable(InputError):
     """The relay could not be reached (or kept dropping) for `max_failures` consecutive attempts."""
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    max_failures: int = 10
-    base_s: float = 1.0
-    max_s: float = 60.0
-
-    def delay(self, failure: int, rng: random.Random) -> float:
-        """Wait before reconnect number `failure` (1-based): exponential, capped, jittered to [d/2, d]."""
-        ceiling = min(self.max_s, self.base_s * 2 ** (failure - 1))
-        return ceiling / 2 + rng.uniform(0, ceiling / 2)
-
-
-@dataclass
-class CollectOptions:
-    langs: Sequence[str] = ("en",)  # primary language subtags to keep; empty = every language
-    replies: bool = True
-    batch_size: int = 500  # commit when this many posts are pending ...
-    flush_every_s: float = 1.0  # ... or this long after the last commit
-    duration_s: float | None = None
-    max_posts: int | None = None  # stop once this many NEW posts are stored in this run
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    connect_timeout_s: float = 10.0
-    rewind_s: float = 5.0  # subscribe wire: (re)subscribe this long before the last processed time_us
 
 
 @dataclass
@@ -179,7 +146,7 @@ class Collector:
         self.store, self.filter = store, post_filter
         self.relay = relay or wires[0].default_relay
         self.options = options or CollectOptions()
-        _check_options(self.options)
+        check_collect_options(self.options)
         self.progress, self.progress_every_s = progress, progress_every_s
         self.stats = CollectStats()
         # auto on a URL that names no wire: the second wire to try, and the first one's refusal once it was tried
@@ -396,13 +363,3 @@ class Collector:
             self.stats.stop_reason = reason or "error"
         self.flush()
         return self.stats
-
-
-def _check_options(opts: CollectOptions) -> None:
-    if opts.batch_size < 1:
-        raise InputError(f"the batch size must be at least 1, not {opts.batch_size}")
-    if opts.max_posts is not None and opts.max_posts < 1:
-        raise InputError(f"--max-posts must be at least 1, not {opts.max_posts}")
-    rewind = opts.rewind_s
-    if not (isinstance(rewind, (int, float)) and math.isfinite(rewind) and rewind >= 0):
-        raise InputError(f"the rewind must be a number of seconds, 0 or more, not {rewind!r}")
