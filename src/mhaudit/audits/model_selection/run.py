@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from mhaudit.audits.model_selection.folds import make_folds, stratified_take
-from mhaudit.audits.model_selection.jobs import check_model, fit_and_predict, fit_options, plan_jobs
+from mhaudit.audits.model_selection.jobs import FoldJob, check_model, fit_and_predict, fit_options, plan_jobs
 from mhaudit.audits.model_selection.options import ModelSelectionInputs, ModelSelectionOptions, ModelSpec, Protocol
 from mhaudit.audits.model_selection.report import introduction, sections
 from mhaudit.audits.model_selection.scores import score_jobs
@@ -58,17 +58,7 @@ def audit_model_selection(
         fingerprints=fingerprints,
         options=options,
     )
-    if options.cache_dir:
-        Path(options.cache_dir).mkdir(parents=True, exist_ok=True)
-    with progress.stage(f"{len(jobs)} fold jobs, seed {options.seed}", total=len(jobs)):
-        results = run_jobs(fit_and_predict, jobs, executor=options.executor, workers=options.workers, progress=progress)
-    for index, (job, result) in enumerate(zip(placed, results, strict=True)):
-        took = (
-            "read from the cache"
-            if result["cached"]
-            else (f"trained in {result['train_seconds']:.1f} s, predicted in {result['infer_seconds']:.1f} s")
-        )
-        progress.note(f"[{index + 1}/{len(jobs)}] {job.spec.label} seed {options.seed} · {job.fold.where}: {took}")
+    results = _run_fold_jobs(jobs, placed, options, progress)
     fold_scores, predictions, notes = score_jobs(
         placed,
         results,
@@ -102,11 +92,6 @@ def audit_model_selection(
     )
     with progress.stage("tables and figures"):
         parts = sections(tables, "", references=len(sources) > 1, figures=options.figures)
-    digests = {
-        "corpus": digest_frame(frame),
-        **dict(inputs.files),
-        **({"train_labels": digest_frame(inputs.train_labels.to_frame())} if inputs.train_labels is not None else {}),
-    }
     title = inputs.title or f"Model selection: {len(specs)} model(s), {len(protocols)} protocol(s)"
     return AuditResult(
         title,
@@ -115,9 +100,37 @@ def audit_model_selection(
         verdicts=model_selection_verdicts(tables["protocol_effect"], train_source),
         synthetic=inputs.corpus.synthetic,
         options=_recorded_options(specs, protocols, options, positive, train_source, sources),
-        provenance=provenance(digests, progress.seconds),
+        provenance=provenance(_digests(inputs), progress.seconds),
         outputs={"predictions": predictions},
     )
+
+
+def _run_fold_jobs(
+    jobs: list[dict], placed: list[FoldJob], options: ModelSelectionOptions, progress: Progress
+) -> list[dict]:
+    """Every fold job through the executor, then a note per job: trained (and how long) or read from the cache."""
+    if options.cache_dir:
+        Path(options.cache_dir).mkdir(parents=True, exist_ok=True)
+    with progress.stage(f"{len(jobs)} fold jobs, seed {options.seed}", total=len(jobs)):
+        results = run_jobs(fit_and_predict, jobs, executor=options.executor, workers=options.workers, progress=progress)
+    for index, (job, result) in enumerate(zip(placed, results, strict=True)):
+        took = (
+            "read from the cache"
+            if result["cached"]
+            else (f"trained in {result['train_seconds']:.1f} s, predicted in {result['infer_seconds']:.1f} s")
+        )
+        progress.note(f"[{index + 1}/{len(jobs)}] {job.spec.label} seed {options.seed} · {job.fold.where}: {took}")
+    return results
+
+
+def _digests(inputs: ModelSelectionInputs) -> dict:
+    """The inputs' digests for the provenance: the corpus, the files read and the training labels."""
+    train_labels = inputs.train_labels
+    return {
+        "corpus": digest_frame(inputs.corpus.frame),
+        **dict(inputs.files),
+        **({"train_labels": digest_frame(train_labels.to_frame())} if train_labels is not None else {}),
+    }
 
 
 def _labelled_rows(frame: pd.DataFrame, train_labels: pd.Series) -> tuple[pd.DataFrame, int]:
