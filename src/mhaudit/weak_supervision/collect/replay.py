@@ -1,17 +1,31 @@
 """A replay relay: a table of posts served as Jetstream's `/subscribe` wire on 127.0.0.1 (docs/monitor.md).
 
 For trying the collector and the monitor on a published data set as if it were the live stream. The posts go
-out in their createdAt order; the stream's `time_us` is compressed (consecutive posts `step_us` apart from a
-fixed start) while each record keeps its own createdAt, which is what the monitor windows by. Each post gets
-a synthetic author DID (`did:plc:replay…`, a fixed number of authors in turn) and an rkey from its row. A
-client's `?cursor=` (a time_us, inclusive, as Jetstream's) replays from there; once every post is sent the
-relay idles as a live tail would. Only loopback addresses are served.
+out in their createdAt order, and each record keeps its own createdAt, which is what the monitor windows by.
+
+Ids come from the posts themselves, never from their place in the file: a post's rkey, cid and synthetic author
+DID (`did:plc:replay…`, one of `n_authors`) are a digest of its text, its createdAt and how many identical posts
+came before it in the file. So the same file replayed again sends the same URIs (the post store keeps each once),
+a different file sends different ones, and a post that two files share (a later export that repeats earlier days)
+is one post.
+
+Stream time is compressed but never goes back: the first post's `time_us` is the wall clock when the relay is
+made (never before START_US), the next ones `step_us` apart, and a post goes out only once the wall clock has
+reached its `time_us`, as on a live relay (earlier ones at once, as a backlog). So any cursor a collector saved
+from an earlier replay lies before the next replay's first post, and a collector resuming from it (its saved
+`time_us` less its rewind) receives the next file whole. A client's `?cursor=` (a time_us, inclusive, as
+Jetstream's) replays from there; a cursor after the relay's last post is no position in this replay (it comes
+from another stream), so it gets the whole file too rather than nothing. Once every post is sent the relay
+idles as a live tail would. Only loopback addresses are served.
 """
 
 from __future__ import annotations
 
+import bisect
+import hashlib
 import json
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -26,6 +40,22 @@ START_US = 1_730_000_000_000_000  # 2024-10-27 in microseconds: a plausible Jets
 PATH = "/subscribe"
 
 
+def _now_us() -> int:
+    return time.time_ns() // 1000
+
+
+def _post_keys(texts: pd.Series, times: pd.Series) -> list[str]:
+    """A hex digest per post from its text, its createdAt (as UTC microseconds, however the file spells it) and
+    the number of identical posts before it: what a post's ids are made of."""
+    micros = times.astype("int64") // 1000  # ns -> us (tz-aware datetimes)
+    frame = pd.DataFrame({"text": texts.to_numpy(), "us": micros.to_numpy()})
+    repeat = frame.groupby(["text", "us"], sort=False).cumcount()
+    return [
+        hashlib.sha256(f"{body}\x1f{us}\x1f{k}".encode()).hexdigest()
+        for body, us, k in zip(frame["text"], frame["us"], repeat)
+    ]
+
+
 def replay_events(
     frame: pd.DataFrame,
     *,
@@ -34,45 +64,39 @@ def replay_events(
     step_us: int = 1000,
     n_authors: int = 997,
     lang: str = "en",
+    start_us: int | None = None,
 ) -> list[tuple[int, str]]:
-    """(time_us, Jetstream JSON) per post, in createdAt order."""
+    """(time_us, Jetstream JSON) per post, in createdAt order; `start_us`: the first post's time_us (default: the
+    wall clock now, never before START_US)."""
     for column in (text, created_at):
         if column not in frame.columns:
             raise InputError(f"the posts have no '{column}' column (columns: {', '.join(map(str, frame.columns))})")
     times = pd.to_datetime(frame[created_at], utc=True, errors="coerce", format="ISO8601")
     keep = times.notna() & frame[text].notna() & (frame[text].astype(str).str.strip() != "")
     rows = frame[keep].assign(_t=times[keep]).sort_values("_t", kind="stable")
+    bodies = rows[text].astype(str)
+    first = max(START_US, _now_us()) if start_us is None else start_us
     events = []
-    for i, (body, when) in enumerate(zip(rows[text].astype(str), rows[created_at].astype(str))):
-        time_us = START_US + step_us * i
+    for i, (body, when, key) in enumerate(zip(bodies, rows[created_at].astype(str), _post_keys(bodies, rows["_t"]))):
+        time_us = first + step_us * i
         record = {"$type": "app.bsky.feed.post", "text": body, "createdAt": when, "langs": [lang]}
-        events.append(
-            (
-                time_us,
-                json.dumps(
-                    {
-                        "did": f"did:plc:replay{i % n_authors:04d}",
-                        "time_us": time_us,
-                        "kind": "commit",
-                        "commit": {
-                            "rev": "replay",
-                            "operation": "create",
-                            "collection": "app.bsky.feed.post",
-                            "rkey": f"r{i:07d}",
-                            "record": record,
-                            "cid": f"bafyreplay{i:07d}",
-                        },
-                    }
-                ),
-            )
-        )
+        commit = {
+            "rev": "replay",
+            "operation": "create",
+            "collection": "app.bsky.feed.post",
+            "rkey": f"r{key[:15]}",
+            "record": record,
+            "cid": f"bafyreplay{key[15:39]}",
+        }
+        did = f"did:plc:replay{int(key[39:47], 16) % n_authors:04d}"
+        events.append((time_us, json.dumps({"did": did, "time_us": time_us, "kind": "commit", "commit": commit})))
     return events
 
 
 @dataclass
 class ReplayRelay:
-    """Serves `events` on ws://127.0.0.1:PORT/subscribe in a background thread (`start`, `stop`, a context
-    manager); `wait` blocks until it is stopped."""
+    """Serves `events` (from `replay_events`: time_us ascending) on ws://127.0.0.1:PORT/subscribe in a background
+    thread (`start`, `stop`, a context manager); `wait` blocks until it is stopped."""
 
     events: list[tuple[int, str]]
     port: int = 0
@@ -83,6 +107,7 @@ class ReplayRelay:
             raise InputError(f"the replay relay serves loopback addresses only, not {self.host}")
         self._stopped = threading.Event()
         self._server = self._thread = None
+        self._times = [time_us for time_us, _ in self.events]
 
     @classmethod
     def from_file(cls, path: str | Path, *, since: str | None = None, port: int = 0, **columns) -> ReplayRelay:
@@ -134,6 +159,14 @@ class ReplayRelay:
     def __exit__(self, *exc) -> None:
         self.stop()
 
+    def first_sent(self, cursor: int | None) -> int:
+        """The index of the first post a client with this `?cursor=` gets: the first at or after the cursor; the
+        first of all without a cursor, or with one after the last post (another stream's, see the docstring)."""
+        if cursor is None:
+            return 0
+        at = bisect.bisect_left(self._times, cursor)
+        return 0 if at == len(self._times) else at
+
     def _check_path(self, connection, request):
         from http import HTTPStatus
 
@@ -147,9 +180,11 @@ class ReplayRelay:
         query = parse_qs(urlsplit(ws.request.path).query)
         cursor = int(query["cursor"][0]) if "cursor" in query else None
         try:
-            for time_us, payload in self.events:
-                if cursor is None or time_us >= cursor:
-                    ws.send(payload)
+            for time_us, payload in self.events[self.first_sent(cursor) :]:
+                due_s = (time_us - _now_us()) / 1e6  # as a live relay: no post before its time_us
+                if due_s > 0 and self._stopped.wait(due_s):
+                    return
+                ws.send(payload)
             while not self._stopped.wait(0.2):  # a live tail: nothing new arrives
                 ws.ping()
         except ConnectionClosed:
