@@ -261,13 +261,9 @@ def summary(
     ],
 ) -> None:
     """Print the Table-4-like summary of a post store: per category and per day, posts and unique authors."""
-    from mhaudit.weak_supervision.collect.dialects import check_store_path
     from mhaudit.weak_supervision.collect.store import PostStore
 
-    target = check_store_path(db)
-    if isinstance(target, Path) and not target.exists():
-        raise InputError("no such post store", path=target)
-    with PostStore(target) as store:
+    with PostStore(db, create=False) as store:  # a mistyped --db: one sentence, and no new file
         out.print(f"{store.count():,} posts in {store.location}")
         _print_summary(store)
 
@@ -288,7 +284,9 @@ def replay(
     time_column: Annotated[str, typer.Option(help="Column with the post's createdAt.")] = "createdAt",
 ) -> None:
     """Serve a table of posts as a Jetstream /subscribe relay on 127.0.0.1, in createdAt order with compressed
-    time, for `collect bluesky --relay` (docs/monitor.md). Stops with Ctrl-C."""
+    time, for `collect bluesky --relay` (docs/monitor.md). Post ids come from each post's text and createdAt and
+    stream time from the clock, so files replayed one after another into one store are each stored whole, and a
+    file replayed again adds nothing. Stops with Ctrl-C."""
     import contextlib
 
     from mhaudit.weak_supervision.collect.replay import ReplayRelay

@@ -174,3 +174,24 @@ def test_a_database_with_foreign_tables_or_another_version_is_refused(pg_server,
         conn.execute("UPDATE mhaudit_meta SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(InputError, match="schema version 99"):
         PostStore(other)
+
+
+def test_a_reader_of_a_database_without_the_store_names_it_missing_and_creates_no_table(pg_url):
+    import psycopg
+
+    for reader in (lambda: PostStore(pg_url, create=False), lambda: _cli("summary", "--db", pg_url)):
+        try:
+            result = reader()
+        except InputError as exc:
+            message = str(exc)
+        else:
+            assert result.exit_code == 2, result.output
+            message = " ".join(result.output.split())
+        assert f"no such post store: {redact_url(pg_url)} (collect posts first" in message
+        assert PASSWORD not in message
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        tables = conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'")
+        assert tables.fetchall() == []
+    PostStore(pg_url).close()  # the collector makes the store
+    with PostStore(pg_url, create=False) as store:
+        assert store.count() == 0

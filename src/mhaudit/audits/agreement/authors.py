@@ -32,7 +32,7 @@ def read_authors(path: Path) -> pd.DataFrame:
     if path.suffix.lower() in (".sqlite", ".sqlite3", ".db"):
         from mhaudit.weak_supervision.collect.store import PostStore
 
-        with PostStore(path) as store:
+        with PostStore(path, create=False) as store:
             posts = store.posts()
         return pd.DataFrame({"item_id": posts["uri"].astype(str), "author": posts["author"]})
     return read_table(path, what="the items")

@@ -71,11 +71,7 @@ def load_sample(path: str | Path, *, keep_order: bool = False, posts: str | Path
 
 
 def _store_texts(posts: str | Path, ids: set[str]) -> dict[str, str]:
-    from mhaudit.weak_supervision.collect.dialects import check_store_path
     from mhaudit.weak_supervision.collect.store import PostStore
 
-    target = check_store_path(posts)
-    if isinstance(target, Path) and not target.is_file():
-        raise InputError("no such post store; --store needs the one the sample's posts were collected into", path=posts)
-    with PostStore(posts) as store:
+    with PostStore(posts, create=False) as store:  # a mistyped --store: one sentence, and no new file
         return store.texts(ids)

@@ -3,9 +3,10 @@
 `PostStore` runs the same SQL on both; `SQLiteDialect` and `PostgresDialect` hold what differs: connecting,
 creating and checking the schema, placeholders, the upsert, the errors. An SQLite store is marked by its
 application id and user_version; a PostgreSQL store (the database's current schema) by a `mhaudit_meta` table
-(application id, schema version). `check_store_path` tells a file path from a postgresql:// or postgres:// URL
-and refuses any other URL (mysql://, sqlite:///...) with one sentence; a URL's password is never echoed
-(`redact_url`).
+(application id, schema version). A reader opens a store with `create=False`: one that does not exist (no file
+or an empty one; for PostgreSQL, a database or schema without the store's tables) is then `missing_store`'s
+sentence, and nothing is created. `check_store_path` tells a file path from a postgresql:// or postgres:// URL and
+refuses any other URL (mysql://, sqlite:///...) with one sentence; a URL's password is never echoed (`redact_url`).
 """
 
 from __future__ import annotations
@@ -66,6 +67,11 @@ def redact_url(url: str) -> str:
     return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
+def missing_store(location: object) -> InputError:
+    """The one sentence for a reader given a post store that does not exist (a mistyped --store or --db)."""
+    return InputError(f"no such post store: {location} (collect posts first with mhaudit collect bluesky)")
+
+
 def check_store_path(path: str | Path) -> Path | str:
     """The post store's file path, or a postgresql:// / postgres:// URL as a string; another URL (mysql://,
     sqlite:///, ...) is an InputError."""
@@ -99,11 +105,13 @@ class SQLiteDialect:
     def retrying(action):
         return action()
 
-    def __init__(self, path: Path, *, synchronous: str, timeout: float):
-        self.path, self.location = path, path
+    def __init__(self, path: Path, *, synchronous: str, timeout: float, create: bool = True):
+        self.path, self.location, self._create = path, path, create
         self.backup: Path | None = None  # the copy kept when opening migrated the store (migrations.py)
         if path.is_dir():
             raise InputError("is a folder, not a post store file", path=path)
+        if not create and not path.exists():
+            raise missing_store(path)  # before connect(), which would make the file
         if path.exists() and path.stat().st_size > 0:
             with open(path, "rb") as handle:
                 if handle.read(len(SQLITE_MAGIC)) != SQLITE_MAGIC:
@@ -126,6 +134,8 @@ class SQLiteDialect:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         n_tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         if app_id == 0 and version == 0 and n_tables == 0:
+            if not self._create:
+                raise missing_store(self.path)  # an empty file: nothing was ever collected into it
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("BEGIN IMMEDIATE")  # not executescript: it would commit each statement
             try:
@@ -199,7 +209,10 @@ class PostgresDialect:
         timeout: float,
         retry: ReconnectPolicy | None = None,
         wait_for_server: bool = False,
+        create: bool = True,
     ):
+        """`create=False`: a database (its current schema) without the store's tables is a missing store, an
+        InputError, and no table is made (the server and the database itself must exist either way)."""
         try:
             import psycopg
         except ImportError:
@@ -209,6 +222,7 @@ class PostgresDialect:
         self.location = redact_url(url)
         self.errors = (psycopg.OperationalError,)
         self._url, self._synchronous, self._timeout, self._retry = url, synchronous, timeout, retry
+        self._create = create
         self.reconnects = 0  # connections lost and made again (tests, logs)
         try:
             # wait_for_server: the store was reached earlier in this run, so a refused connect is a restart
@@ -310,6 +324,8 @@ class PostgresDialect:
                     "are not an mhaudit post store (no mhaudit_meta table); use another database or "
                     "schema"
                 )
+            elif not self._create:
+                raise missing_store(self.location)
             else:
                 _create_tables(conn, self)
                 conn.execute("CREATE TABLE mhaudit_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")

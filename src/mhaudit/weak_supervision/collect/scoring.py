@@ -49,7 +49,7 @@ def score_batch(
     torch and BLAS take one thread: core.executors)."""
     model = loaded_model(load, model_dir)
     logits = model.predict_logits(texts)
-    with PostStore(store, wait_for_server=True) as posts:  # reached at the start: a refusal is a restart
+    with PostStore(store, wait_for_server=True, create=False) as posts:  # reached at the start: a refusal is a restart
         done = store_scores(posts, digest, uris, logits)
     time.sleep(float(os.environ.get("MHAUDIT_MONITOR_BATCH_DELAY", "0")))  # fault tests: slow batches to kill
     return done
@@ -70,7 +70,7 @@ def score_posts(
     core.executors.run_jobs."""
     if batch_size < 1:
         raise InputError(f"batch_size must be at least 1, got {batch_size}")
-    with PostStore(store) as posts:
+    with PostStore(store, create=False) as posts:
         ensure_scores_table(posts)
         pending = pending_posts(posts, digest)
     jobs = [

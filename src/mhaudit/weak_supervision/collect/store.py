@@ -64,10 +64,15 @@ class PostStore:
         timeout: float = 10.0,
         retry_s: float | None = None,
         wait_for_server: bool = False,
+        create: bool = True,
     ):
-        """`retry_s`: how long a PostgreSQL store waits for a server that went away (default: MHAUDIT_DB_RETRY_S,
-        else 30 s; reconnect.py); `wait_for_server`: the store was reached before in this run, so a refused connect
-        at open is waited out too (else it fails at once: a wrong URL should say so)."""
+        """`create`: make the store if it does not exist (the collector); readers (the monitor, annotate, the
+        summary) pass False, and a missing store is then an InputError, "no such post store: <where> (collect
+        posts first with mhaudit collect bluesky)", with nothing created: no SQLite file (an empty file is no
+        store either), and on PostgreSQL no tables in a database or schema that lacks them. `retry_s`: how long a
+        PostgreSQL store waits for a server that went away (default: MHAUDIT_DB_RETRY_S, else 30 s; reconnect.py);
+        `wait_for_server`: the store was reached before in this run, so a refused connect at open is waited out
+        too (else it fails at once: a wrong URL should say so)."""
         target = check_store_path(path)
         self.keep_raw_ids = keep_raw_ids
         if synchronous.upper() not in {"NORMAL", "FULL"}:
@@ -79,7 +84,7 @@ class PostStore:
         self.lexicon_hash: str | None = None
         if isinstance(target, Path):
             self._db: SQLiteDialect | PostgresDialect = SQLiteDialect(
-                target, synchronous=synchronous.upper(), timeout=timeout
+                target, synchronous=synchronous.upper(), timeout=timeout, create=create
             )
         else:
             self._db = PostgresDialect(
@@ -88,6 +93,7 @@ class PostStore:
                 timeout=timeout,
                 retry=ReconnectPolicy.with_budget(retry_s),
                 wait_for_server=wait_for_server,
+                create=create,
             )
         self._conn = self._opened = self._db.conn
         # The file path (SQLite), or the server URL without credentials (PostgreSQL): safe to print.

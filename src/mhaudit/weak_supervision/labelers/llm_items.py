@@ -23,7 +23,7 @@ def read_items(path: str | Path, *, id_col: str = "id", text_col: str = "text") 
     if path.suffix.lower() in (".sqlite", ".sqlite3", ".db"):
         from mhaudit.weak_supervision.collect.store import PostStore
 
-        with PostStore(path) as store:
+        with PostStore(path, create=False) as store:
             posts = store.posts()
         frame = pd.DataFrame({"id": posts["uri"].astype(str), "text": posts["text"]})
     else:
