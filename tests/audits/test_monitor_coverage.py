@@ -30,7 +30,10 @@ def test_the_report_states_the_filters_recall():
     inputs, _ = _label_shift_stream(n_windows=3, per_window=300)
     options = mh.MonitorOptions(n_boot=40, figures=False)
     result = mh.audit_monitor(replace(inputs, collection=[SI_MH]), options)
-    assert result.summary.endswith(" " + SENTENCE), result.summary
+    # the prevalence is among the kept posts, and the filter's recall follows it at once
+    first, rest = result.summary.split(" in the latest judged window", 1)
+    assert first.startswith("SYNTHETIC data. Prevalence of depression among the posts the collection kept (EM")
+    assert rest.split(". ", 1)[1].startswith(SENTENCE), result.summary
     section = next(s for s in result.sections if s.title == "Coverage of the target")
     assert section.text.startswith(SENTENCE) and "proxy" in section.text
     assert result.options["collection"] == [SI_MH]
@@ -39,7 +42,9 @@ def test_the_report_states_the_filters_recall():
     assert "The collection's filter (mine) has no measured recall" in custom.summary
     plain = mh.audit_monitor(inputs, options)  # no filter recorded: no section, the summary as before
     assert all(s.title != "Coverage of the target" for s in plain.sections)
-    assert plain.summary == result.summary.removesuffix(" " + SENTENCE)
+    assert plain.summary == result.summary.replace(" " + SENTENCE, "").replace(
+        " among the posts the collection kept", ""
+    )
 
 
 def test_audit_monitor_reads_the_filter_from_the_store(setup, tmp_path):
@@ -54,5 +59,5 @@ def test_audit_monitor_reads_the_filter_from_the_store(setup, tmp_path):
     result = _monitor(work, store, tmp_path / "out")
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert report["summary"].endswith(SENTENCE)
+    assert SENTENCE in report["summary"] and "among the posts the collection kept" in report["summary"]
     assert SENTENCE in (tmp_path / "out" / "report.md").read_text()

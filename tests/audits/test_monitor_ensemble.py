@@ -167,7 +167,7 @@ def test_a_single_run_folder_gives_the_numbers_it_gave_before(single_run):
     interval = re.compile(r"\[\d\.\d+, \d\.\d+\]")  # the estimate's, drawn anew (above)
     assert first.startswith("Prevalence of depression (EM estimate, 95% CI): ")
     assert interval.sub("[CI]", rest) == interval.sub("[CI]", golden["summary"])
-    assert [s["title"] for s in single_run["sections"]] == ["Windows", "Suggested validation sample"]
+    assert [s["title"] for s in single_run["sections"]] == ["Windows", "Alerts", "Suggested validation sample"]
 
 
 def _true_accuracy(posts: list[dict], store: Path, model: Path, windows: pd.Series) -> np.ndarray:

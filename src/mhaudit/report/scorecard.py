@@ -30,6 +30,9 @@ __all__ = [
 
 SEVERITY_RANK = {"fail": 0, "warn": 1, "undefined": 2, "pass": 3}
 _SEED = re.compile(r"^(?P<model>.+) seed (?P<seed>-?\d+)$")
+_WINDOW = re.compile(
+    r"^window (?P<window>[^:]+ \d\d:\d\d):"
+)  # a monitor verdict's reason, e.g. "window 2026-01-10 00:00:"
 
 
 # Four-letter column headings for a terminal too narrow for the axes' names (the axes of docs/report.md).
@@ -96,6 +99,8 @@ def _headline(rows: list[dict], severity: str) -> Cell:
             if pd.notna(row["ci_low"]) and pd.notna(row["ci_high"])
             else ""
         )
+        window = _WINDOW.match(str(row["reason"]))  # a stream monitor's check of one window names it
+        ci = " ".join(filter(None, [ci, window and f"in window {window['window']}"]))
         return Cell(severity, statistic, format_number(float(values.iat[0]), statistic), ci)
     return Cell(
         severity,
@@ -103,6 +108,10 @@ def _headline(rows: list[dict], severity: str) -> Cell:
         format_number(float(values.mean()), statistic),
         f"± {values.std(ddof=1):.3f} (n = {len(values)})",
     )
+
+
+def _rank(row: dict) -> int:
+    return SEVERITY_RANK[row["severity"]]
 
 
 def _worst(rows: list[dict]) -> str:
@@ -139,7 +148,9 @@ def scorecard_cells(verdicts: pd.DataFrame) -> list[dict]:
                 card[axis] = None
                 continue
             statistic = checks[0]["statistic"]
-            cell = _headline(_first_per([r for r in checks if r["statistic"] == statistic], "run"), _worst(checks))
+            # per run, its worst row of the headline statistic: the number beside "fail" is a failing one
+            ranked = sorted((r for r in checks if r["statistic"] == statistic), key=_rank)
+            cell = _headline(_first_per(ranked, "run"), _worst(checks))
             card[axis] = replace(cell, detail="; ".join(filter(None, [cell.detail, *_others(checks, cell.statistic)])))
         cards.append(card)
     return cards

@@ -7,7 +7,8 @@ from dataclasses import asdict
 import pandas as pd
 
 from mhaudit.audits.monitor.alert import suggest_sample
-from mhaudit.audits.monitor.coverage import coverage_section, coverage_sentence
+from mhaudit.audits.monitor.alerts import alert_status, alerts_text, window_alerts
+from mhaudit.audits.monitor.coverage import coverage_section
 from mhaudit.audits.monitor.ensemble import (
     MonitorEnsemble,
     WindowEnsemble,
@@ -101,60 +102,74 @@ def audit_monitor(inputs: MonitorInputs, options: MonitorOptions, *, progress: P
         )
     verdicts = monitor_verdicts(table, options, model_name=model, target=f"stream, windows of {options.window}")
     sections = _sections(table, ref, runs, options) + coverage_section(inputs.collection)
-    alerts = table[
-        (table["change_alarm"] | (table["psi_score"] >= options.psi_warn)) & (table["n_posts"] >= options.min_posts)
-    ]
-    alert_window, outputs = (alerts["window"].iat[-1] if len(alerts) else None), dict[str, pd.DataFrame]()
+    alerts, alert_window = _alerts(table, inputs, options)
+    outputs: dict = {}
+    if len(alerts):
+        sections.append(Section("Alerts", alerts_text(options), {"alerts": alerts}))
     if alert_window is not None:
         note, outputs = suggest_sample(posts, alert_window, window, inputs.model, classes, reference, options)
         sections.append(Section("Suggested validation sample", note, {}))
-    synthetic = " (SYNTHETIC data)" if inputs.synthetic else ""
-    record = (
-        {}
-        if ensemble is None
-        else {"deployed": ensemble.deployed, "runs": list(ensemble.runs), "run_seeds": list(ensemble.seeds)}
-    )
-    digests = {} if ensemble is None else {f"model {r}": d for r, d in zip(ensemble.runs, ensemble.digests)}
-    summary = summarise(table, options, inputs.scored_now, runs)
-    if options.history is not None:
-        summary += (
-            f" History: the last {options.history} ({len(table):,} windows from {table['window'].iat[0]}); "
-            "older posts are left out."
-        )
+    summary = summarise(table, options, inputs.scored_now, runs, inputs.collection)
     return AuditResult(
-        title=f"Monitoring {model} on the stream{synthetic}",
+        title=f"Monitoring {model} on the stream" + (" (SYNTHETIC data)" if inputs.synthetic else ""),
         sections=sections,
-        summary=("SYNTHETIC data. " if inputs.synthetic else "")
-        + summary
-        + (" " + coverage_sentence(inputs.collection)).rstrip(),
+        summary=("SYNTHETIC data. " if inputs.synthetic else "") + summary,
         verdicts=verdicts,
         synthetic=inputs.synthetic,
-        options={
-            **asdict(options),
-            "positive": ref.classes[ref.positive],
-            "model_digest": inputs.model_digest,
-            "classes": classes,
-            "scored_now": inputs.scored_now,
-            "n_posts": len(posts),
-            "collection": [dict(c) for c in inputs.collection],
-            **record,
-        },
+        options=_record(inputs, options, ref, len(posts)),
         outputs={
             **outputs,
+            "alerts": alerts,
             "window_rows": reuse.rows(table),
             "alert_window": alert_window,
             "windows_recomputed": reuse.recomputed,
+            "newest_post": _newest(posts),
         },
         provenance=provenance(
             {
                 "posts": digest_frame(posts),
                 "reference": digest_frame(inputs.reference.frame),
                 "model": inputs.model_digest,
-                **digests,
+                **({} if ensemble is None else {f"model {r}": d for r, d in zip(ensemble.runs, ensemble.digests)}),
             },
             progress.seconds,
         ),
     )
+
+
+def _alerts(table: pd.DataFrame, inputs: MonitorInputs, options: MonitorOptions) -> tuple[pd.DataFrame, str | None]:
+    """The alerts with their status against the store's record, and the window a validation sample is suggested
+    for: the latest with a new alert (none when every alert was seen before, or continues an acknowledged one)."""
+    alerts = window_alerts(table, options)
+    judged = table.loc[table["n_posts"] >= options.min_posts, "window"].tolist()
+    alerts = alerts.assign(status=alert_status(alerts, inputs.recorded_alerts, judged))
+    new = alerts.loc[alerts["status"] == "new", "window"]
+    return alerts, (new.iat[-1] if len(new) else None)
+
+
+def _newest(posts: pd.DataFrame) -> str | None:
+    """The newest post's createdAt (ISO, UTC), for the lag of the stream; None when no time reads."""
+    times = pd.to_datetime(posts["created_at"], utc=True, errors="coerce", format="ISO8601")
+    return None if times.isna().all() else times.max().isoformat()
+
+
+def _record(inputs: MonitorInputs, options: MonitorOptions, ref: Reference, n_posts: int) -> dict:
+    """The report's options block: the options, then what the round ran on."""
+    ensemble = inputs.ensemble
+    return {
+        **asdict(options),
+        "positive": ref.classes[ref.positive],
+        "model_digest": inputs.model_digest,
+        "classes": list(inputs.classes),
+        "scored_now": inputs.scored_now,
+        "n_posts": n_posts,
+        "collection": [dict(c) for c in inputs.collection],
+        **(
+            {}
+            if ensemble is None
+            else {"deployed": ensemble.deployed, "runs": list(ensemble.runs), "run_seeds": list(ensemble.seeds)}
+        ),
+    }
 
 
 def _sections(table: pd.DataFrame, ref: Reference, runs: pd.DataFrame | None, options: MonitorOptions) -> list:

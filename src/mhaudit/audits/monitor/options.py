@@ -98,7 +98,9 @@ class MonitorInputs:
     one run of several (audits.monitor.ensemble.MonitorEnsemble), the other runs' classes on the same posts; the
     reference then holds every run's predictions, told apart by seed, and the posts are the deployed run's.
     `cached_windows`: an earlier round's `result.outputs["window_rows"]` (audits.monitor.reuse): windows whose
-    posts, model, reference and options are unchanged take their costly statistics from it."""
+    posts, model, reference and options are unchanged take their costly statistics from it. `recorded_alerts`: the
+    alerts the post store recorded in earlier rounds (window, kind, acknowledged; weak_supervision.collect.alert_log),
+    which set each alert's status (audits.monitor.alerts)."""
 
     posts: pd.DataFrame
     reference: PredictionSet
@@ -110,6 +112,7 @@ class MonitorInputs:
     ensemble: MonitorEnsemble | None = None
     collection: tuple | list = ()  # the collection filters: lexicon name -> SHA-256 each (audits.monitor.coverage)
     cached_windows: pd.DataFrame | None = None
+    recorded_alerts: pd.DataFrame | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "classes", tuple(self.classes))
@@ -123,6 +126,10 @@ class MonitorInputs:
             raise InputError(f"the scored posts have no '{missing[0]}' column; read them with scored_posts")
         if self.cached_windows is not None and "key" not in self.cached_windows.columns:
             raise InputError("the cached windows have no 'key' column; pass an earlier result's outputs['window_rows']")
+        if self.recorded_alerts is not None and not {"window", "kind", "acknowledged"} <= set(self.recorded_alerts):
+            raise InputError(
+                "the recorded alerts need window, kind and acknowledged columns (alert_log.recorded_alerts)"
+            )
         if self.ensemble is not None:
             check_ensemble(self.posts, self.reference, self.classes, self.ensemble)
 
@@ -141,8 +148,10 @@ class MonitorInputs:
     ) -> MonitorInputs:
         """From an open post store (weak_supervision.collect.store.PostStore) whose posts the runs have scored:
         `digests`, run name -> model digest, the deployed run first. With a history, only the posts of its whole
-        windows are read; with an ensemble, every run's classes on them. `rest`: scored_now, synthetic."""
+        windows are read; with an ensemble, every run's classes on them; the alerts it recorded. `rest`:
+        scored_now, synthetic."""
         from mhaudit.audits.monitor.windows import history_start
+        from mhaudit.weak_supervision.collect.alert_log import recorded_alerts
         from mhaudit.weak_supervision.collect.scores import newest_scored, run_predictions, scored_posts
         from mhaudit.weak_supervision.lexicons.measured import collection_filters
 
@@ -160,5 +169,6 @@ class MonitorInputs:
             classes,
             ensemble=ensemble,
             collection=collection_filters(posts),
+            recorded_alerts=recorded_alerts(posts, digest),
             **rest,
         )

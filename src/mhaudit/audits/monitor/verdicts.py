@@ -9,13 +9,15 @@ the latest judged window's EM prevalence of the positive class, its 95% CI and w
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 
 import numpy as np
 import pandas as pd
 
+from mhaudit.audits.monitor.coverage import coverage_sentence
 from mhaudit.report.result import verdict, verdict_table
+from mhaudit.report.scorecard import SEVERITY_RANK
 
 __all__ = ["AXIS", "monitor_verdicts", "prevalence_sentence", "summarise"]
 
@@ -49,6 +51,9 @@ def monitor_verdicts(table: pd.DataFrame, options, *, model_name: str, target: s
                     f"z = {w['cusum_z']:.1f})",
                 )
             )
+    # The worst first, windows in order within a severity: the scorecard's cell shows the first row's statistic
+    # at its worst severity, the first window that reached it (report.scorecard).
+    rows.sort(key=lambda r: SEVERITY_RANK[r["severity"]])
     if not rows:  # without a judged window the value is NaN, so the row undefined
         rows.append(
             row(
@@ -99,7 +104,21 @@ def _ensemble_row(last: pd.Series, options, row: Callable[..., dict]) -> dict:
     )
 
 
-def summarise(table: pd.DataFrame, options, scored_now: int, runs: pd.DataFrame | None = None) -> str:
+def summarise(
+    table: pd.DataFrame, options, scored_now: int, runs: pd.DataFrame | None = None, collection: Sequence = ()
+) -> str:
+    """The report's summary: the prevalence among the kept posts next to the collection filter's recall, the
+    windows and their alarms, the latest judged window's estimate, the ensemble's, and the history kept."""
+    text = _summary(table, options, scored_now, runs, collection)
+    if options.history is not None:
+        text += (
+            f" History: the last {options.history} ({len(table):,} windows from {table['window'].iat[0]}); "
+            "older posts are left out."
+        )
+    return text
+
+
+def _summary(table: pd.DataFrame, options, scored_now: int, runs: pd.DataFrame | None, collection: Sequence) -> str:
     judged = table[table["n_posts"] >= options.min_posts]
     alarms = table.loc[table["change_alarm"], "window"].tolist()
     drifted = judged.loc[judged["psi_score"] >= options.psi_warn, "window"].tolist()
@@ -111,9 +130,10 @@ def summarise(table: pd.DataFrame, options, scored_now: int, runs: pd.DataFrame 
         + f"). Change alarms: {', '.join(alarms) or 'none'}. Score drift (PSI >= {options.psi_warn:.2f}): "
         f"{', '.join(drifted) or 'none'}."
     )
+    coverage = coverage_sentence(collection)
     if judged.empty:
-        return text
-    text = prevalence_sentence(judged) + " " + text
+        return (text + " " + coverage).rstrip()
+    text = " ".join(filter(None, [prevalence_sentence(judged, kept=bool(collection)), coverage, text]))
     last = judged.iloc[-1]
     expected = (
         "n/a"
@@ -126,15 +146,17 @@ def summarise(table: pd.DataFrame, options, scored_now: int, runs: pd.DataFrame 
     return text if runs is None else text + " " + _ensemble_summary(judged, runs)
 
 
-def prevalence_sentence(judged: pd.DataFrame, first: int = 3) -> str:
+def prevalence_sentence(judged: pd.DataFrame, first: int = 3, *, kept: bool = False) -> str:
     """The summary's first sentence: the latest judged window's EM prevalence of the followed class with its 95%
-    CI, and the mean EM prevalence of the first `first` judged windows (fewer when there are few) it moved from."""
+    CI, and the mean EM prevalence of the first `first` judged windows (fewer when there are few) it moved from.
+    `kept`: the posts are those a collection filter kept, and the sentence says the prevalence is among them."""
     name = next(c for c in judged.columns if c.startswith("em_prior_")).removeprefix("em_prior_")
     last = judged.iloc[-1]
     low, high = last[f"em_ci_low_{name}"], last[f"em_ci_high_{name}"]
     ci = f" [{low:.3f}, {high:.3f}]" if np.isfinite(low) and np.isfinite(high) else ""
     text = (
-        f"Prevalence of {name} (EM estimate, 95% CI): {last[f'em_prior_{name}']:.3f}{ci} in the latest judged "
+        f"Prevalence of {name}{' among the posts the collection kept' if kept else ''} (EM estimate, 95% CI): "
+        f"{last[f'em_prior_{name}']:.3f}{ci} in the latest judged "
         f"window ({last['window']})"
     )
     n = min(first, len(judged) - 1)
