@@ -33,7 +33,8 @@ _PUBLIC_BY_MODULE = {
     "mhaudit.tables.certification_sample": ("certification_sample",),
     "mhaudit.tables.sample_design": ("pool_of",),
     "mhaudit.audits.monitor": ("audit_monitor", "MonitorOptions", "MonitorInputs", "MonitorEnsemble"),
-    "mhaudit.experiments.monitor_round": ("load_deployment", "monitor_round"),
+    "mhaudit.experiments.monitor_round": ("load_deployment", "load_reference", "monitor_round", "acknowledge_alerts"),
+    "mhaudit.experiments.monitor_service": ("run_monitor", "MonitorService"),
     "mhaudit.audits.agreement": ("audit_agreement", "AgreementInputs", "AgreementOptions"),
     "mhaudit.audits.model_selection": ("audit_model_selection", "ModelSelectionInputs", "ModelSelectionOptions"),
     # results, reports, progress

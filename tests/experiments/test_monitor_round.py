@@ -191,3 +191,51 @@ def test_bad_input_is_said_before_anything_is_scored_or_written(setup, tmp_path)
         mh.monitor_round(empty, deployment, reference, OPTIONS, out_dir=tmp_path / "out")
     assert _count(store, "SELECT count(*) FROM sqlite_master WHERE name = 'scores'") == 0
     assert not (tmp_path / "out").exists()
+
+
+def test_an_acknowledged_lasting_shift_stops_alerting_and_draws_no_new_sample(setup, tmp_path):
+    """A shift from window 3 that lasts: each new window's drift is a new alert until a person acknowledges one;
+    after that, windows that go on drifting are `continuing` (recorded, never delivered, no new sample)."""
+    from typer.testing import CliRunner
+
+    from mhaudit.cli import app
+    from mhaudit.weak_supervision.collect import alert_log
+
+    work, texts = setup
+    posts = _stream(texts, n_windows=6, per_window=400, change_at=2, factor=3.0, shift_at=2, seed=4)
+    day = lambda p: int(p["created_at"][8:10])  # noqa: E731 - the stream's windows are its days
+    store = _store(tmp_path / "posts.sqlite", [p for p in posts if day(p) <= 4])
+    reference = mh.read_predictions([work / "reference.parquet"], classes=CLASSES)
+    deployment = mh.load_deployment(work / "model")
+    first = mh.monitor_round(store, deployment, reference, OPTIONS, out_dir=tmp_path / "out")
+    alerts = first.outputs["alerts"]
+    assert set(alerts["status"]) == {"new"} and len(alerts) >= 2, alerts
+    latest = alerts["window"].iat[-1]
+
+    ack = ["audit", "monitor-ack", "--store", str(store), "--model", str(work / "model")]
+    r = CliRunner().invoke(app, [*ack, "--window", "2026-01-09 00:00"])
+    assert r.exit_code == 2 and "no alert of" in r.output and latest in r.output
+    r = CliRunner().invoke(app, [*ack, "--window", latest, "--note", "certified: out/certify"])
+    assert r.exit_code == 0 and r.output.strip() == f"acknowledged {(alerts['window'] == latest).sum()} alert(s)"
+
+    with PostStore(store) as db:
+        db.commit_batch([p for p in posts if day(p) > 4], cursor=len(posts))
+    second = mh.monitor_round(store, deployment, reference, OPTIONS, out_dir=tmp_path / "out")
+    later = second.outputs["alerts"].set_index(["window", "kind"])["status"]
+    drifted = [w for (w, k) in later.index if w > latest and k == "drift"]
+    assert drifted and all(later[(w, "drift")] == "continuing" for w in drifted[: _unbroken(later, latest)])
+    assert second.outputs["alert_window"] is None or second.outputs["alert_window"] not in drifted
+    with PostStore(store) as db:
+        suppressed = alert_log.recorded_alerts(db, deployment.deployed.digest).query("suppressed")
+    assert len(suppressed) == (later == "continuing").sum() > 0
+
+
+def _unbroken(status: pd.Series, after: str) -> int:
+    """How many drift windows after `after` follow it without a quiet window between."""
+    windows = sorted({w for w, _ in status.index})
+    count = 0
+    for w in windows[windows.index(after) + 1 :]:
+        if (w, "drift") not in status.index:
+            break
+        count += 1
+    return count

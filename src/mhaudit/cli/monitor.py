@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from mhaudit.cli.console import ctrl_c_stops, err, out, print_table, stage_progress, warning_notes
+from mhaudit.cli.console import ctrl_c_stops, err, guarded, out, print_table, stage_progress, warning_notes
 from mhaudit.cli.options import with_options
 
 StoreOpt = Annotated[str, typer.Option(help="Post store: posts.sqlite or postgresql://... (mhaudit collect).")]
@@ -91,13 +91,13 @@ def monitor(
     are read from the store, not recomputed (docs/monitor.md)."""
     from mhaudit.experiments.alert_delivery import send_test, sinks
     from mhaudit.experiments.monitor_round import load_deployment, load_reference
-    from mhaudit.experiments.monitor_service import Service, at_or_above
-    from mhaudit.experiments.monitor_service import follow as run_rounds
+    from mhaudit.experiments.monitor_service import MonitorService, at_or_above
+    from mhaudit.experiments.monitor_service import run_monitor
 
     if notify_test:
         _say_deliveries(send_test(sinks(notify)), what="test messages")
         return
-    service = Service(tuple(notify), metrics_file, metrics_port, serve)
+    service = MonitorService(tuple(notify), metrics_file, metrics_port, serve)
     if fail_on is not None:
         at_or_above(_no_verdicts(), fail_on)  # a bad level is said before any round
     deployment = load_deployment(model, deployed)
@@ -118,7 +118,7 @@ def monitor(
 
     try:
         with ctrl_c_stops():  # also SIGTERM, and SIGINT where a background start ignored it
-            run_rounds(
+            run_monitor(
                 store,
                 deployment,
                 ref,
@@ -177,6 +177,7 @@ def _say_deliveries(done, *, what: str) -> None:
         err.print(f"delivery failed: {line}", highlight=False)
 
 
+@guarded
 def monitor_ack(
     store: StoreOpt,
     model: ModelOpt,

@@ -1,7 +1,7 @@
 """The monitor as a service: rounds one after another (`--follow`), each followed by what tells people, the alert
 deliveries, the metrics for dashboards and the live page (docs/monitor.md, "Running it as a service").
 
-`follow` is what `mhaudit audit monitor` runs; the command only prints each round. Everything that can be refused
+`run_monitor` is what `mhaudit audit monitor` runs; the command only prints each round. Everything that can be refused
 (an alert URL, a busy metrics or page port, a metrics folder that does not exist) is refused before the first
 round scores anything.
 """
@@ -22,13 +22,13 @@ from mhaudit.experiments.monitor_round import Deployment, monitor_round
 from mhaudit.report.result import AuditResult
 from mhaudit.report.scorecard import SEVERITY_RANK
 
-__all__ = ["Service", "follow", "at_or_above", "FAIL_ON"]
+__all__ = ["MonitorService", "run_monitor", "at_or_above", "FAIL_ON"]
 
 FAIL_ON = ("warn", "fail")
 
 
 @dataclass(frozen=True)
-class Service:
+class MonitorService:
     """What surrounds the rounds. `notify`: apprise URLs, each alert delivered once to each; `metrics_file`: a
     node_exporter textfile written after each round; `metrics_port` and `serve_port`: /metrics and the live report
     page on `host` (loopback unless `public`)."""
@@ -53,14 +53,14 @@ def at_or_above(verdicts: pd.DataFrame, level: str) -> bool:
     return bool((verdicts["severity"].map(SEVERITY_RANK) <= SEVERITY_RANK[level]).any())
 
 
-def follow(
+def run_monitor(
     store,
     deployment: Deployment,
     reference,
     options,
     *,
     out_dir: str | Path,
-    service: Service = Service(),
+    service: MonitorService = MonitorService(),
     every_minutes: float | None = None,
     rounds: int | None = None,
     on_start: Callable[[dict[str, str]], None] | None = None,
@@ -96,7 +96,7 @@ def follow(
             sleep(every_minutes * 60)
 
 
-def _servers(service: Service, out_dir: Path, stack: ExitStack):
+def _servers(service: MonitorService, out_dir: Path, stack: ExitStack):
     """The metrics server and the live page, bound now (a busy port is said before any round)."""
     metrics = page = None
     if service.metrics_port is not None:
@@ -110,7 +110,7 @@ def _servers(service: Service, out_dir: Path, stack: ExitStack):
     return metrics, page
 
 
-def _tell(last: AuditResult, seconds: float, service: Service, metrics, page, notifying: bool) -> None:
+def _tell(last: AuditResult, seconds: float, service: MonitorService, metrics, page, notifying: bool) -> None:
     """After a round: the metrics (file and /metrics) and the live page."""
     if metrics is not None or service.metrics_file is not None:
         from mhaudit.experiments.monitor_metrics import round_metrics, write_metrics_file
