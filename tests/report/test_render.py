@@ -222,6 +222,32 @@ def test_a_scorecard_cell_has_one_severity_word_and_a_second_number_says_what_it
     assert card["AC-A"] == "pass: dod 0.010 [-0.030, 0.050]; dod on AUC 0.001"
 
 
+def test_the_monitor_cell_gives_the_failing_number_and_names_its_window():
+    """The platform team's walk read "fail 0.121": a warning-level PSI of another window beside the change alarm's
+    fail. The cell now gives the worst check's number and the first window that reached it."""
+    from mhaudit.audits.monitor import MonitorOptions
+    from mhaudit.audits.monitor.verdicts import monitor_verdicts
+    from mhaudit.report.scorecard import scorecard
+
+    table = pd.DataFrame(
+        {
+            "window": ["2026-01-05 00:00", "2026-01-06 00:00", "2026-01-07 00:00"],
+            "n_posts": [300, 300, 300],
+            "psi_score": [0.121, 0.04, 0.16],
+            "change_alarm": [False, True, True],
+            "cusum_z": [1.0, 6.35, 7.1],
+            "expected_macro_f1": [0.7, 0.7, 0.7],
+            "expected_ci_low": [0.6, 0.6, 0.6],
+            "expected_ci_high": [0.8, 0.8, 0.8],
+            "estimate_trusted": [True, True, True],
+            "untrusted_because": ["", "", ""],
+        }
+    )
+    verdicts = monitor_verdicts(table, MonitorOptions(), model_name="tfidf-lr", target="stream, windows of 1d")
+    card = scorecard(verdicts).set_index("subject")["drift on the stream"]
+    assert card["tfidf-lr"] == "fail: change_z 6.350 in window 2026-01-06 00:00; psi_score 0.121 (warn)"
+
+
 def test_footer_lists_notes_and_collapses_inputs_and_options(tmp_path):
     inputs = {
         "predictions": "c" * 64,

@@ -161,10 +161,18 @@ def _print_round(result, out_dir: Path) -> None:
     """A round in the terminal: the summary, the alerts with the new ones marked, what was delivered."""
     out.print(result.summary, highlight=False)
     alerts = result.outputs["alerts"]
-    if len(alerts):
-        shown = alerts.assign(new=alerts["status"].eq("new").map({True: "NEW", False: ""}))
-        columns = ["new", "window", "kind", "severity", "statistic", "value", "status"]
-        print_table("alerts", shown[columns + (["delivered"] if "delivered" in shown else [])])
+    new = alerts[alerts["status"] == "new"]
+    if len(new):
+        columns = ["window", "kind", "severity", "statistic", "value", "em_prevalence", "em_ci_low", "em_ci_high"]
+        print_table("NEW alerts", new[columns + (["delivered"] if "delivered" in new else [])])
+    if len(alerts) > len(new):
+        seen = alerts["status"].value_counts().drop("new", errors="ignore")
+        out.print(
+            f"{len(alerts) - len(new)} alert(s) seen before: "
+            + ", ".join(f"{n} {status}" for status, n in seen.items())
+            + " (the report's Alerts table)",
+            highlight=False,
+        )
     sent, failed = result.outputs["alerts_sent"], result.outputs["alerts_failed"]
     if sent or failed:
         out.print(f"alert messages: {sent} delivered, {failed} failed (why: the report's notes)", highlight=False)

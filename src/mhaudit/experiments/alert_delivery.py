@@ -98,15 +98,15 @@ def deliver(
     return done
 
 
-def with_deliveries(result, recorded: pd.DataFrame, done: DeliveryReport):
-    """The result with each alert's delivery state in its Alerts table (`delivered`: to how many targets so far;
-    `last_error`), this round's failures in its notes and the counts in `outputs["alerts_sent"]` and
-    `outputs["alerts_failed"]`."""
+def with_deliveries(result, seen: pd.DataFrame, recorded: pd.DataFrame, done: DeliveryReport):
+    """The result with each alert's record in its Alerts table (`first_seen` from the store's `seen` alerts;
+    `delivered`: to how many targets so far, `last_error`, from its `recorded` deliveries), this round's failures in
+    its notes and the counts in `outputs["alerts_sent"]` and `outputs["alerts_failed"]`."""
     from dataclasses import replace
 
     from mhaudit.report.result import Section
 
-    alerts = result.outputs["alerts"]
+    alerts = result.outputs["alerts"].merge(seen[["window", "kind", "first_seen"]], on=["window", "kind"], how="left")
     if len(recorded):
         state = recorded.assign(got=recorded["delivered_at"].notna()).groupby(["window", "kind"], sort=False)
         counts = state.agg(delivered=("got", "sum"), last_error=("last_error", "last")).reset_index()

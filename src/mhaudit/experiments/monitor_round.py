@@ -215,7 +215,8 @@ def monitor_round(
             report=str(Path(out_dir) / "report.html"),
             samples=samples,
         )
-        result = with_deliveries(result, deliveries(posts, deployment.deployed.digest), sent)
+        digest = deployment.deployed.digest
+        result = with_deliveries(result, recorded_alerts(posts, digest), deliveries(posts, digest), sent)
     if notes is not None:
         result = replace(result, notes=[*result.notes, *notes()])
     write_report(result, out_dir)

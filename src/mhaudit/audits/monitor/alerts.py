@@ -119,7 +119,7 @@ def alert_message(alert: dict, *, model: str, followed: str, report: str, sample
     title = f"mhaudit monitor: {alert['kind']} alarm ({alert['severity']}) for {model}, window {alert['window']}"
     value = format_number(alert["value"], alert["statistic"])
     lines = [
-        f"{KINDS[alert['kind']].capitalize()} on the window {alert['window']} "
+        f"{KINDS[alert['kind']][0].upper()}{KINDS[alert['kind']][1:]} on the window {alert['window']} "
         f"({int(alert['n_posts']):,} posts): {alert['statistic']} = {value}.",
         f"Prevalence of {followed} among the kept posts (EM): {_with_ci(alert, 'em_prevalence', 'em_ci')}.",
         f"Expected macro-F1 (label-free): {_with_ci(alert, 'expected_macro_f1', 'expected_ci')}, "
