@@ -140,6 +140,7 @@ MODULE_FIXTURES = (
     "released_audit",
     "two_audits",
     "sdist_and_wheel",
+    "replayed_streams",
 )
 SESSION_FIXTURES = ("trust_demo", "dreaddit_train_parsed", "llama_url", "pg_server")
 
