@@ -254,6 +254,18 @@ NOT_METRICS = {
     "calibration.fit_temperature",
     "calibration.stratified_folds",
     "calibration.cross_fitted_temperature",
+    # the same temperature scaling where it lives (stats.calibration re-exports it), and the input checks
+    "temperature.softmax",
+    "temperature.log_softmax",
+    "temperature.fit_temperature",
+    "temperature.stratified_folds",
+    "temperature.cross_fitted_temperature",
+    "calibration_inputs.ROW_SUM_TOL",
+    "calibration_inputs.check_matrix",
+    "calibration_inputs.check_probs",
+    "calibration_inputs.check_labels",
+    "calibration_inputs.check_bins",
+    "calibration_inputs.check_temperature",
     "divergence.degree_of_divergence",  # refuses a one-class data set (ValueError): DoD compares two classes
     "divergence.regime_permutation",  # takes per-data-set differences, not labels
     "label_shift.EMResult",

@@ -142,7 +142,7 @@ def _send(sink: Sink, title: str, body: str, sleep: Callable[[float], None]) -> 
             sleep(BACKOFF_S * 2 ** (attempt - 1))
         with _captured_log() as said:
             try:
-                if sink.plugin.notify(body=body, title=title):  # type: ignore[attr-defined]
+                if sink.plugin.notify(body=body, title=title):  # type: ignore[attr-defined]  # apprise's NotifyBase
                     return attempt + 1, None
             except Exception as exc:  # noqa: BLE001 - a plugin may raise anything; the round must go on
                 said.append(f"{type(exc).__name__}: {exc}")

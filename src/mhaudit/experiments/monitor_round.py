@@ -195,7 +195,6 @@ def monitor_round(
                 "the post store has no posts; collect some first (mhaudit collect bluesky)", path=posts.location
             )
         check_resolution(post_times(posts), options.window_length, options.window)
-        register_sinks(posts, deployment.deployed.digest, [(s.key, s.label) for s in notify])
     scored_now = _score(store, deployment, executor, workers, progress)
     result, context = _audit(store, deployment, reference, options, scored_now, synthetic, progress)
     rows, computed = result.outputs["window_rows"], int(result.outputs["windows_recomputed"] or 0)
@@ -204,6 +203,8 @@ def monitor_round(
     samples = _write_sample(result, out_dir)
     with PostStore(store, wait_for_server=True) as posts:
         write_windows(posts, context, result.outputs["window_rows"])
+        # a target gets the alerts first seen from its first round on: registered before they are recorded
+        register_sinks(posts, deployment.deployed.digest, [(s.key, s.label) for s in notify])
         record_alerts(posts, deployment.deployed.digest, result.outputs["alerts"])
         sent = deliver(
             posts,

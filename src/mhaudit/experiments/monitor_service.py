@@ -119,7 +119,7 @@ def _tell(last: AuditResult, seconds: float, service: MonitorService, metrics, p
         registry = round_metrics(
             last,
             round_seconds=seconds,
-            newest_post=last.outputs.get("newest_post"),  # type: ignore[arg-type]
+            newest_post=last.outputs.get("newest_post"),  # type: ignore[arg-type]  # an ISO string or None
             deliveries=sent if notifying else None,
         )
         if service.metrics_file is not None:
