@@ -302,7 +302,6 @@ def test_planted_change_is_delivered_for_its_window_once_and_never_before(replay
         ].to_string()
     )
     delivered = run.receiver.alerts()
-    print("delivered:", delivered)
     assert len(delivered) == len(set(delivered)) >= 1  # each (window, kind) once
     assert min(w for w, _ in delivered) in (_day(CHANGE_DAY), _day(CHANGE_DAY + 1))  # the change's window or next
     assert "change" in {k for _, k in delivered} and all(w >= _day(CHANGE_DAY) for w, _ in delivered)
@@ -440,7 +439,8 @@ def test_kill_9_mid_round_then_restart_delivers_the_alert_exactly_once(replayed_
         _, recorded, tried = _store_state(replayed_streams, store)
         assert sorted(zip(recorded["window"], recorded["kind"])) == sorted(delivered)
         assert tried["delivered_at"].notna().all() and len(tried) == len(delivered)
-        print(kill_at, "requests:", receiver.requests, "accepted:", delivered)
+        # the killed round may have written the sample already: the message still names it
+        assert all("posts to label in" in body["message"] for body in receiver.bodies), receiver.bodies
 
 
 def test_a_sink_failing_three_times_gets_each_alert_once_and_the_windows_are_unchanged(

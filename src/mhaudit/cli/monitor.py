@@ -175,7 +175,8 @@ def _print_round(result, out_dir: Path) -> None:
         )
     sent, failed = result.outputs["alerts_sent"], result.outputs["alerts_failed"]
     if sent or failed:
-        out.print(f"alert messages: {sent} delivered, {failed} failed (why: the report's notes)", highlight=False)
+        why = " (why: the report's notes)" if failed else ""
+        out.print(f"alert messages: {sent} delivered, {failed} failed{why}", highlight=False)
     out.print(f"report: {out_dir / 'report.html'} (also report.md, report.json, figures/)")
 
 

@@ -267,15 +267,23 @@ def _audit(store, deployment, reference, options, scored_now, synthetic, progres
 
 
 def _write_sample(result: AuditResult, out_dir: str | Path) -> dict[str, str]:
-    """Write the latest new alert's suggested sample (none when the store keeps raw DIDs in its post ids);
-    window -> a description of it for the alert's message."""
-    if "suggested_sample" not in result.outputs:
-        return {}
-    window, sample = str(result.outputs["alert_window"]), result.outputs["suggested_sample"]
-    assert isinstance(sample, pd.DataFrame)
-    folder = Path(out_dir) / alert_folder(window)
-    write_table(
-        result.outputs["suggested_predictions"], folder / "predictions.parquet", what="the window's predictions"
-    )
-    write_certification_sample(sample, result.outputs["suggested_design"], folder / "sample.parquet")
-    return {window: f"{len(sample):,} posts to label in {folder / 'sample.parquet'}"}
+    """Write the latest new alert's suggested sample (none when the store keeps raw DIDs in its post ids); then
+    window -> a description of each alerting window's sample on disk, for the alerts' messages (a round killed
+    after writing its sample and before delivering names that sample when it is run again)."""
+    if "suggested_sample" in result.outputs:
+        window, sample = str(result.outputs["alert_window"]), result.outputs["suggested_sample"]
+        folder = Path(out_dir) / alert_folder(window)
+        write_table(
+            result.outputs["suggested_predictions"], folder / "predictions.parquet", what="the window's predictions"
+        )
+        write_certification_sample(sample, result.outputs["suggested_design"], folder / "sample.parquet")
+    alerts = result.outputs["alerts"]
+    assert isinstance(alerts, pd.DataFrame)
+    samples = {}
+    for window in alerts["window"].unique():
+        path = Path(out_dir) / alert_folder(window) / "sample.parquet"
+        if path.is_file():
+            import pyarrow.parquet as pq
+
+            samples[window] = f"{pq.ParquetFile(path).metadata.num_rows:,} posts to label in {path}"
+    return samples
