@@ -239,3 +239,51 @@ def _unbroken(status: pd.Series, after: str) -> int:
             break
         count += 1
     return count
+
+
+def test_the_service_serves_the_page_and_metrics_and_they_follow_the_rounds(setup, tmp_path):
+    """`run_monitor` (what `--follow` runs) on a SYNTHETIC stream that grows between two rounds: after each round
+    /metrics holds that round's windows and the live page's round counter moves (no sleeping: the wait between
+    rounds is the test's own)."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    work, texts = setup
+    posts = _stream(texts, n_windows=4, per_window=300, seed=2)
+    store = _store(tmp_path / "posts.sqlite", posts[:600])
+    reference = mh.read_predictions([work / "reference.parquet"], classes=CLASSES)
+    seen, urls = [], {}
+
+    def fetch(url: str) -> str:
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            return answer.read().decode()
+
+    def after(result, number: int) -> None:
+        metrics = text_string_to_metric_families(fetch(urls["metrics"]))
+        windows = {s.labels["window"] for f in metrics if f.name == "mhaudit_monitor_window_posts" for s in f.samples}
+        seen.append((number, json.loads(fetch(urls["page"] + "round"))["round"], sorted(windows)))
+        assert sorted(windows) == result.table("windows")["window"].tolist()
+
+    def between_rounds(seconds: float) -> None:
+        assert seconds == 60.0
+        with PostStore(store) as db:
+            db.commit_batch(posts[600:], cursor=len(posts))
+
+    last = mh.run_monitor(
+        store,
+        mh.load_deployment(work / "model"),
+        reference,
+        OPTIONS,
+        out_dir=tmp_path / "out",
+        service=mh.MonitorService(metrics_port=0, serve_port=0, metrics_file=tmp_path / "monitor.prom"),
+        every_minutes=1,
+        rounds=2,
+        on_start=urls.update,
+        on_round=after,
+        sleep=between_rounds,
+    )
+    assert [(n, r, len(w)) for n, r, w in seen] == [(1, 1, 2), (2, 2, 4)]
+    assert last.options["scored_now"] == 600 and (tmp_path / "monitor.prom").read_text().count("window=") > 4
+    with pytest.raises(InputError, match="--metrics-file .*: its folder does not exist"):
+        mh.MonitorService(metrics_file=tmp_path / "no" / "such.prom")
