@@ -26,12 +26,10 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -47,11 +45,11 @@ from mhaudit.weak_supervision.collect.store import PostStore
 from mhaudit.weak_supervision.lexicons import Lexicon
 from tests.audits.test_monitor_replay import COMMON
 from tests.conftest import data_dir
+from tests.receivers import WAIT_S, Receiver, smtp_inbox
 
 runner = CliRunner()
 DAYS, CHANGE_DAY, PER_DAY = 14, 8, 3000
 FIRST_DAY = pd.Timestamp("2025-03-01", tz="UTC")
-WAIT_S = 120  # only stops a hang: a busy machine may take long to answer
 
 
 def _day(number: int) -> str:
@@ -192,67 +190,6 @@ def replayed_streams(tmp_path_factory) -> Streams:
         frozenset(truth["text"]),
         truth.groupby(["stream", "day"])["depressive"].agg(["size", "mean"]),
     )
-
-
-class Receiver(ThreadingHTTPServer):
-    """A JSON webhook on 127.0.0.1 (threads). It answers 500 to its first `failures` requests, then 200; only a
-    request answered 200 is accepted (`bodies`). `hold`: each request waits until `release` is set, then is refused
-    (500): a delivery in flight while the sender is killed."""
-
-    def __init__(self, failures: int = 0, hold: bool = False):
-        self.bodies: list[dict] = []
-        self.requests, self.failures, self.hold = 0, failures, hold
-        self.arrived, self.release = threading.Condition(), threading.Event()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with outer.arrived:
-                    outer.requests += 1
-                    ok = outer.requests > outer.failures and not outer.hold
-                    if ok:  # accepted before it is answered: a sender that got 200 finds it here
-                        outer.bodies.append(body)
-                    outer.arrived.notify_all()
-                if outer.hold:
-                    outer.release.wait(WAIT_S)
-                try:
-                    self.send_response(200 if ok else 500)
-                    self.end_headers()
-                except OSError:  # the sender is gone
-                    pass
-
-            def log_message(self, *args):
-                pass
-
-        super().__init__(("127.0.0.1", 0), Handler)
-        self.daemon_threads = True
-        threading.Thread(target=self.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"json://127.0.0.1:{self.server_address[1]}/hook"
-
-    def wait_for_requests(self, n: int) -> None:
-        with self.arrived:
-            assert self.arrived.wait_for(lambda: self.requests >= n, WAIT_S), f"{self.requests} of {n} requests"
-
-    def alerts(self) -> list[tuple[str, str]]:
-        """(window, kind) of each accepted alert, by its alert id (model/window/kind)."""
-        found = []
-        for body in self.bodies:
-            ident = re.search(r"Alert id: [^/]+/(\S+)/(\w+)$", body["message"], re.M)
-            assert ident, body["message"]
-            found.append((ident.group(1).replace("T", " "), ident.group(2)))
-        return found
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.release.set()
-        self.shutdown()
-        self.server_close()
 
 
 def _windows(out: Path) -> pd.DataFrame:
@@ -462,8 +399,6 @@ def test_a_sink_failing_three_times_gets_each_alert_once_and_the_windows_are_unc
 
 
 def test_notify_test_and_a_mailto_alert_reach_real_receivers(replayed_streams, tmp_path):
-    from aiosmtpd.controller import Controller
-
     with Receiver() as receiver:
         r = runner.invoke(
             app,
@@ -476,30 +411,13 @@ def test_notify_test_and_a_mailto_alert_reach_real_receivers(replayed_streams, t
         assert receiver.requests == 1 and receiver.bodies[0]["title"] == "mhaudit monitor: test message"
         assert sorted(tmp_path.iterdir()) == []  # it sends and stops: no store, no report
 
-    class Inbox:
-        def __init__(self):
-            self.mail = []
-
-        async def handle_DATA(self, server, session, envelope):
-            self.mail.append(envelope)
-            return "250 OK"
-
-    with socket.socket() as probe:  # aiosmtpd's Controller needs a port number, not 0
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    inbox = Inbox()
-    smtp = Controller(inbox, hostname="127.0.0.1", port=port)
-    smtp.start()
-    try:
-        url = f"mailto://127.0.0.1:{port}?from=monitor@example.org&to=team@example.org&mode=insecure"
+    with smtp_inbox() as (url, inbox):
         store = replayed_streams.copy("planted", tmp_path)
         r = runner.invoke(app, replayed_streams.monitor_args(store, tmp_path / "monitor", "--notify", url))
         assert r.exit_code == 0, r.output  # no --fail-on: the alarm is reported, the exit is 0
         assert [m.rcpt_tos for m in inbox.mail] == [["team@example.org"]] * len(inbox.mail) and len(inbox.mail) >= 1
         subjects = [re.search(rb"Subject: ([^\r\n]*)", m.content).group(1).decode() for m in inbox.mail]
         assert any(s.startswith("mhaudit monitor: change alarm (fail) for tfidf-lr") for s in subjects), subjects
-    finally:
-        smtp.stop()
 
 
 def test_a_missing_store_and_another_models_reference_are_one_sentence(replayed_streams, tmp_path):

@@ -4,10 +4,6 @@ server for json://, an SMTP server for mailto://)."""
 
 from __future__ import annotations
 
-import json
-import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pandas as pd
@@ -20,6 +16,7 @@ from mhaudit.experiments import alert_delivery
 from mhaudit.experiments.alert_delivery import deliver, send_test, sinks
 from mhaudit.weak_supervision.collect import alert_log
 from mhaudit.weak_supervision.collect.store import PostStore
+from tests.receivers import Receiver, smtp_inbox
 from tests.weak_supervision.collect.pg_server import fixture_pg_server, fixture_pg_url  # noqa: F401  (fixtures)
 
 OPTIONS = MonitorOptions(min_posts=100, psi_warn=0.10, psi_fail=0.25)
@@ -85,43 +82,14 @@ def test_the_message_has_the_numbers_and_no_text_or_author():
     assert "did:" not in body and "at://" not in body
 
 
-class _Receiver(ThreadingHTTPServer):
-    """A JSON webhook on 127.0.0.1 that answers 500 to its first `failures` requests, then 200."""
-
-    def __init__(self, failures: int = 0):
-        self.bodies: list[dict] = []
-        self.failures, self.requests = failures, 0
-        self.arrived = threading.Condition()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                with outer.arrived:
-                    outer.requests += 1
-                    ok = outer.requests > outer.failures
-                    if ok:
-                        outer.bodies.append(json.loads(body))
-                    outer.arrived.notify_all()
-                self.send_response(200 if ok else 500)
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        super().__init__(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"json://monitor:secret@127.0.0.1:{self.server_address[1]}/hook"  # a token apprise redacts
+def _with_token(receiver: Receiver) -> str:
+    return receiver.url.replace("json://", "json://monitor:secret@")  # a token apprise redacts
 
 
 @pytest.fixture
 def receiver():
-    server = _Receiver()
-    yield server
-    server.shutdown()
+    with Receiver() as server:
+        yield server
 
 
 def _store(target) -> PostStore:
@@ -136,9 +104,9 @@ def _deliver(store, alerts, targets, **kw):
     )
 
 
-def _check_the_record(store, receiver: _Receiver) -> None:
+def _check_the_record(store, receiver: Receiver) -> None:
     alerts = window_alerts(_windows([0.05, 0.31, 0.4], [False, True, False]), OPTIONS).assign(status="new")
-    targets = sinks([receiver.url])
+    targets = sinks([_with_token(receiver)])
     alert_log.register_sinks(store, "d" * 64, [(s.key, s.label) for s in targets])
     alert_log.record_alerts(store, "d" * 64, alerts)
     done = _deliver(store, alerts, targets)
@@ -154,12 +122,9 @@ def _check_the_record(store, receiver: _Receiver) -> None:
     assert alert_log.acknowledge(store, "d" * 64, windows=["2026-01-03 00:00"], kind="drift") == 1
     assert alert_log.recorded_alerts(store, "d" * 64)["acknowledged"].tolist() == [False, False, True]
     # a target added later gets the alerts first seen since, not the store's history
-    late = _Receiver()
-    try:
+    with Receiver() as late:
         alert_log.register_sinks(store, "d" * 64, [(s.key, s.label) for s in sinks([late.url])])
         assert _deliver(store, alerts, sinks([late.url])).sent == 0 and late.bodies == []
-    finally:
-        late.shutdown()
     rows = alert_log.deliveries(store, "d" * 64)
     assert len(rows) == 3 and rows["delivered_at"].notna().all() and (rows["attempts"] == 1).all()
     assert set(rows["sink"]) == {targets[0].label} and "secret" not in targets[0].label  # the URL is never stored
@@ -177,11 +142,10 @@ def test_the_record_on_postgres_delivers_once_and_never_the_history(receiver, pg
 
 def test_a_failing_target_is_retried_with_backoff_and_never_stops_the_round(tmp_path):
     alerts = window_alerts(_windows([0.05, 0.31], [False, False]), OPTIONS).assign(status="new")
-    flaky, dead = _Receiver(failures=3), _Receiver(failures=10**6)
     waits: list[float] = []
-    try:
+    with Receiver(failures=3) as flaky, Receiver(failures=10**6) as dead:
         with _store(tmp_path / "posts.sqlite") as store:
-            targets = sinks([dead.url, flaky.url])
+            targets = sinks([_with_token(dead), flaky.url])
             alert_log.register_sinks(store, "d" * 64, [(s.key, s.label) for s in targets])
             alert_log.record_alerts(store, "d" * 64, alerts)
             done = _deliver(store, alerts, targets, sleep=waits.append)
@@ -192,9 +156,6 @@ def test_a_failing_target_is_retried_with_backoff_and_never_stops_the_round(tmp_
             assert "secret" not in done.failures[0] and "127.0.0.1" in done.failures[0]  # named without its token
             pending = alert_log.undelivered(store, "d" * 64, targets[0].key)
             assert pending == {("2026-01-02 00:00", "drift")}  # left for the next round
-    finally:
-        flaky.shutdown()
-        dead.shutdown()
 
 
 def test_a_url_apprise_cannot_send_to_is_one_sentence():
@@ -203,36 +164,14 @@ def test_a_url_apprise_cannot_send_to_is_one_sentence():
 
 
 def test_mailto_reaches_a_real_smtp_server():
-    from aiosmtpd.controller import Controller
-
-    class Inbox:
-        def __init__(self):
-            self.mail = []
-
-        async def handle_DATA(self, server, session, envelope):
-            self.mail.append(envelope)
-            return "250 OK"
-
-    with socket.socket() as probe:  # aiosmtpd's Controller needs a port number, not 0
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    inbox = Inbox()
-    smtp = Controller(inbox, hostname="127.0.0.1", port=port)
-    smtp.start()
-    try:
-        url = f"mailto://127.0.0.1:{port}?from=monitor@example.org&to=team@example.org&mode=insecure"
+    with smtp_inbox() as (url, inbox):
         done = send_test(sinks([url]))
         assert (done.sent, done.failed) == (1, 0)
         assert [m.rcpt_tos for m in inbox.mail] == [["team@example.org"]]
         assert b"Subject: mhaudit monitor: test message" in inbox.mail[0].content
-    finally:
-        smtp.stop()
 
 
-def test_apprise_says_nothing_on_the_terminal(receiver, capfd):
-    dead = _Receiver(failures=10**6)
-    try:
+def test_apprise_says_nothing_on_the_terminal(capfd):
+    with Receiver(failures=10**6) as dead:
         alert_delivery._send(sinks([dead.url])[0], "t", "b", lambda s: None)
-    finally:
-        dead.shutdown()
     assert capfd.readouterr() == ("", "")
