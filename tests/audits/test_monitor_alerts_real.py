@@ -43,7 +43,7 @@ from mhaudit.weak_supervision.collect.collector import PostFilter
 from mhaudit.weak_supervision.collect.replay import ReplayRelay
 from mhaudit.weak_supervision.collect.store import PostStore
 from mhaudit.weak_supervision.lexicons import Lexicon
-from tests.audits.test_monitor_replay import COMMON
+from tests.audits.test_monitor_replay import COMMON, reddit_model
 from tests.conftest import data_dir
 from tests.receivers import WAIT_S, Receiver, smtp_inbox
 
@@ -133,8 +133,6 @@ def _collect(table: Path, store: Path, lexicon: Path, expected: int) -> None:
 
 @pytest.fixture(scope="module")
 def replayed_streams(tmp_path_factory) -> Streams:
-    from mhaudit.models import create, save_model
-    from mhaudit.tables.corpus.importing import ImportOptions, import_source
 
     folder = tmp_path_factory.mktemp("alerts-real")
     raw = pd.read_csv(data_dir("bluesky_depression") / "bluesky-depression-dataset.csv")
@@ -161,14 +159,8 @@ def replayed_streams(tmp_path_factory) -> Streams:
     planted = _mixture(depressive[::2], other[::2], [0.15] * (CHANGE_DAY - 1) + [0.30] * (DAYS - CHANGE_DAY + 1), rng)
     null = _mixture(depressive[1::2], other[1::2], [0.15] * DAYS, rng)
 
-    reddit = import_source(
-        "depression_reddit",
-        [data_dir("depression_reddit_cleaned") / "depression_dataset_reddit_cleaned.csv"],
-        ImportOptions(seed=0),
-    ).corpus
-    model = create("tfidf-lr").fit(reddit.frame[reddit.frame["split"].isin(["train", "val"])], reddit.classes)
-    save_model(model, folder / "model")
-    classes = reddit.classes  # no_depression, depression
+    model = reddit_model(folder / "model")
+    classes = model.classes  # no_depression, depression
     probs = softmax(model.predict_logits(reference["text"].tolist()), axis=1)
     pd.DataFrame(  # no model column: the deployed model's predictions
         {

@@ -33,21 +33,28 @@ terms = ["i", "the", "a", "to", "and", "my", "you", "is", "it", "me", "of", "in"
 """
 
 
-def test_replayed_bluesky_stream_is_collected_scored_and_tracked(tmp_path):
+def reddit_model(folder):
+    """Word TF-IDF trained on Depression Reddit (train and val splits), saved in `folder`: the stream's model."""
     from mhaudit.models import create, save_model
     from mhaudit.tables.corpus.importing import ImportOptions, import_source
 
-    raw = pd.read_csv(data_dir("bluesky_depression") / "bluesky-depression-dataset.csv")
-    raw = raw.assign(time=pd.to_datetime(raw["createdAt"], utc=True, format="ISO8601"), text=raw["text"].astype(str))
-    raw = raw[raw["text"].str.strip() != ""].sort_values("time", kind="stable").reset_index(drop=True)
     reddit = import_source(
         "depression_reddit",
         [data_dir("depression_reddit_cleaned") / "depression_dataset_reddit_cleaned.csv"],
         ImportOptions(seed=0),
     ).corpus
     model = create("tfidf-lr").fit(reddit.frame[reddit.frame["split"].isin(["train", "val"])], reddit.classes)
-    save_model(model, tmp_path / "model")
-    classes = reddit.classes  # no_depression, depression
+    save_model(model, folder)
+    return model
+
+
+def test_replayed_bluesky_stream_is_collected_scored_and_tracked(tmp_path):
+
+    raw = pd.read_csv(data_dir("bluesky_depression") / "bluesky-depression-dataset.csv")
+    raw = raw.assign(time=pd.to_datetime(raw["createdAt"], utc=True, format="ISO8601"), text=raw["text"].astype(str))
+    raw = raw[raw["text"].str.strip() != ""].sort_values("time", kind="stable").reset_index(drop=True)
+    model = reddit_model(tmp_path / "model")
+    classes = model.classes  # no_depression, depression
     validated = raw[raw["time"] < CUT]
     logits = model.predict_logits(validated["text"].tolist())
     pd.DataFrame(
