@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from mhaudit.audits.monitor.alerts import alert_message
+from mhaudit.audits.monitor.alerts import alert_message, alerts_shown
 from mhaudit.core.errors import InputError
 from mhaudit.weak_supervision.collect import alert_log
 
@@ -113,8 +113,9 @@ def with_deliveries(result, seen: pd.DataFrame, recorded: pd.DataFrame, done: De
         alerts = alerts.merge(counts, on=["window", "kind"], how="left")
         alerts["delivered"] = alerts["delivered"].fillna(0).astype(int)
         alerts["last_error"] = alerts["last_error"].where(alerts["delivered"] == 0, None)
+    shown = alerts_shown(alerts)
     sections = [
-        Section(s.title, s.text, {**s.tables, "alerts": alerts}, s.figures) if "alerts" in s.tables else s
+        Section(s.title, s.text, {**s.tables, "alerts": shown}, s.figures) if "alerts" in s.tables else s
         for s in result.sections
     ]
     notes = [f"alert delivery failed: {line}; tried again next round" for line in done.failures]

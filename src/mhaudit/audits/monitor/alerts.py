@@ -9,7 +9,7 @@ estimate's trust verdict.
 What the post store already holds (`recorded`: window, kind, acknowledged) sets each alert's status:
 - `new`: not recorded before;
 - `recorded`: seen in an earlier round (delivered then, or still pending delivery);
-- `acknowledged`: a person acknowledged it (`mhaudit audit monitor ack`);
+- `acknowledged`: a person acknowledged it (`mhaudit audit monitor-ack`);
 - `continuing`: an acknowledged alarm of the same kind has fired in every judged window since, so this is the
   same lasting shift: recorded, never delivered, and no validation sample is drawn for it.
 """
@@ -21,7 +21,16 @@ import pandas as pd
 
 from mhaudit.report.numbers import format_number
 
-__all__ = ["ALERT_COLUMNS", "KINDS", "window_alerts", "alerts_text", "alert_status", "alert_message", "alert_id"]
+__all__ = [
+    "ALERT_COLUMNS",
+    "KINDS",
+    "window_alerts",
+    "alerts_text",
+    "alerts_shown",
+    "alert_status",
+    "alert_message",
+    "alert_id",
+]
 
 KINDS = {"change": "change alarm (self-starting CUSUM of the mean probability)", "drift": "score drift (PSI)"}
 ALERT_COLUMNS = [
@@ -75,10 +84,22 @@ def alerts_text(options) -> str:
         "One row per judged window and kind of alarm: change (the self-starting CUSUM alarmed; fail) or drift "
         f"(score PSI against the reference >= {options.psi_warn:.2f}; fail from {options.psi_fail:.2f}), with "
         "the window's EM prevalence and expected macro-F1 and their 95% CIs. Status: new (first seen in this "
-        "round), recorded (seen in an earlier round), acknowledged (mhaudit audit monitor ack), continuing (the "
+        "round), recorded (seen in an earlier round), acknowledged (mhaudit audit monitor-ack), continuing (the "
         "same lasting alarm as an acknowledged one: not delivered, no new sample). Where the monitor delivers "
         'alerts (--notify), each is delivered once per target (docs/monitor.md, "Alerts").'
     )
+
+
+def alerts_shown(alerts: pd.DataFrame) -> pd.DataFrame:
+    """The alerts as the report's table shows them: what each is and its record first (status, first seen to the
+    second, deliveries), then the window's numbers; without the untrusted estimate's reason (the windows table
+    has it)."""
+    shown = alerts.drop(columns=["untrusted_because"])
+    if "first_seen" in shown:
+        shown["first_seen"] = shown["first_seen"].str.slice(0, 19).str.replace("T", " ")
+    first = ["window", "kind", "severity", "statistic", "value", "status", "first_seen", "delivered", "last_error"]
+    first = [c for c in first if c in shown]
+    return shown[first + [c for c in shown.columns if c not in first]]
 
 
 def alert_status(alerts: pd.DataFrame, recorded: pd.DataFrame | None, judged_windows: list[str]) -> pd.Series:

@@ -7,7 +7,7 @@ from dataclasses import asdict
 import pandas as pd
 
 from mhaudit.audits.monitor.alert import suggest_sample
-from mhaudit.audits.monitor.alerts import alert_status, alerts_text, window_alerts
+from mhaudit.audits.monitor.alerts import alert_status, alerts_shown, alerts_text, window_alerts
 from mhaudit.audits.monitor.coverage import coverage_section
 from mhaudit.audits.monitor.ensemble import (
     MonitorEnsemble,
@@ -105,7 +105,7 @@ def audit_monitor(inputs: MonitorInputs, options: MonitorOptions, *, progress: P
     alerts, alert_window = _alerts(table, inputs, options)
     outputs: dict = {}
     if len(alerts):
-        sections.append(Section("Alerts", alerts_text(options), {"alerts": alerts}))
+        sections.append(Section("Alerts", alerts_text(options), {"alerts": alerts_shown(alerts)}))
     if alert_window is not None:
         note, outputs = suggest_sample(posts, alert_window, window, inputs.model, classes, reference, options)
         sections.append(Section("Suggested validation sample", note, {}))
