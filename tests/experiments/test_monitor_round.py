@@ -285,5 +285,5 @@ def test_the_service_serves_the_page_and_metrics_and_they_follow_the_rounds(setu
     )
     assert [(n, r, len(w)) for n, r, w in seen] == [(1, 1, 2), (2, 2, 4)]
     assert last.options["scored_now"] == 600 and (tmp_path / "monitor.prom").read_text().count("window=") > 4
-    with pytest.raises(InputError, match="--metrics-file .*: its folder does not exist"):
+    with pytest.raises(InputError, match="cannot write the metrics file .*: the folder .* does not exist"):
         mh.MonitorService(metrics_file=tmp_path / "no" / "such.prom")

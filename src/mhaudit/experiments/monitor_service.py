@@ -42,8 +42,10 @@ class MonitorService:
 
     def __post_init__(self):
         object.__setattr__(self, "notify", tuple(self.notify))
-        if self.metrics_file is not None and not Path(self.metrics_file).parent.is_dir():
-            raise InputError(f"--metrics-file {self.metrics_file}: its folder does not exist")
+        if self.metrics_file is not None:
+            from mhaudit.experiments.monitor_metrics import check_metrics_file
+
+            check_metrics_file(self.metrics_file)
 
 
 def at_or_above(verdicts: pd.DataFrame, level: str) -> bool:
