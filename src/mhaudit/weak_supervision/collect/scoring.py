@@ -26,10 +26,15 @@ _LOADED: dict[str, object] = {}  # this process's models, by folder
 
 
 def model_digest(model_dir: str | Path) -> str:
-    """SHA-256 over the model folder's files, names and bytes, in name order."""
+    """SHA-256 over the model folder's files, names and bytes, in name order; a model that is one file (a skops
+    pipeline) is hashed the same way, as a folder holding only that file."""
     folder = Path(model_dir)
     digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
+    if folder.is_file():
+        files, folder = [folder], folder.parent
+    else:
+        files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
+    for path in files:
         digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
