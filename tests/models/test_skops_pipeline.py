@@ -155,3 +155,36 @@ def test_what_is_not_a_pipeline_file(reddit_file, tmp_path):
         load_skops_pipeline(broken)
     with pytest.raises(InputError, match="no such file"):
         load_skops_pipeline(tmp_path / "missing.skops")
+
+
+def test_mhaudit_predict_scores_a_corpus_with_a_skops_pipeline(reddit_file, tmp_path):
+    """`mhaudit predict --model depression.skops --mapping depression-binary` on the Depression Reddit corpus as
+    `mhaudit data import` writes it: the probabilities are the pipeline's own; without the mapping, or a pickle
+    without --trust-pickle, one sentence, exit 2, nothing written."""
+    from typer.testing import CliRunner
+
+    from mhaudit.cli import app
+    from mhaudit.tables.corpus.importing import ImportOptions, import_source
+
+    path, pipeline = reddit_file
+    csv = data_dir("depression_reddit_cleaned") / "depression_dataset_reddit_cleaned.csv"
+    import_source("depression_reddit", [csv], ImportOptions(seed=0)).corpus.write(tmp_path / "reddit.parquet")
+    run = CliRunner().invoke
+    args = ["predict", "--model", str(path), "--corpus", str(tmp_path / "reddit.parquet"), "--splits", "test"]
+    r = run(app, [*args, "--out", str(tmp_path / "p.parquet"), "--mapping", "depression-binary"])
+    assert r.exit_code == 0, r.output
+    table = pd.read_parquet(tmp_path / "p.parquet")
+    texts = pd.read_parquet(tmp_path / "reddit.parquet").set_index("id").loc[table["id"], "text"]
+    logits = table[["logit_no_depression", "logit_depression"]].to_numpy()
+    probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(probs, pipeline.predict_proba(texts.tolist()), rtol=0, atol=1e-9)
+    assert set(table["model"]) == {"skops-pipeline"} and len(table) > 1000
+
+    r = run(app, [*args, "--out", str(tmp_path / "q.parquet")])
+    assert r.exit_code == 2 and "Traceback" not in r.output and not (tmp_path / "q.parquet").exists()
+    joblib.dump(pipeline, tmp_path / "depression.joblib")
+    args[2] = str(tmp_path / "depression.joblib")
+    r = run(app, [*args, "--out", str(tmp_path / "q.parquet"), "--mapping", "depression-binary"])
+    assert r.exit_code == 2 and "loading a pickle runs code" in " ".join(r.output.split())
+    r = run(app, [*args, "--out", str(tmp_path / "q.parquet"), "--mapping", "depression-binary", "--trust-pickle"])
+    assert r.exit_code == 0, r.output

@@ -95,7 +95,12 @@ def train(
 @guarded
 def predict(
     model_dir: Annotated[
-        Path, typer.Option("--model", help="A trained model folder (or a parent of seed-* and run-* folders).")
+        Path,
+        typer.Option(
+            "--model",
+            help="A trained model folder (or a parent of seed-* and run-* folders), a Hugging Face folder "
+            "(save_pretrained) or a scikit-learn pipeline (.skops).",
+        ),
     ],
     corpus: Annotated[Path, typer.Option(help="Corpus Parquet file to score.")],
     out_path: Annotated[Path, typer.Option("--out", help="Predictions Parquet file to write.")],
@@ -107,6 +112,14 @@ def predict(
         ),
     ] = None,
     name: Annotated[str | None, typer.Option(help="Model name in the table (default: registry name).")] = None,
+    mapping: Annotated[
+        str | None,
+        typer.Option(help="An outside model's labels to the corpus's classes: a shipped mapping's name or a TOML."),
+    ] = None,
+    trust_pickle: Annotated[
+        bool,
+        typer.Option(help="Load pickle weights or files (loading a pickle runs code: only from a source you trust)."),
+    ] = False,
 ) -> None:
     """Score a corpus with trained model(s): one predictions table with a seed column."""
     from mhaudit.models.runs import summarize_runs
@@ -116,7 +129,8 @@ def predict(
 
     folders, scored = model_folders(model_dir), Corpus.read(corpus)
     start = time.perf_counter()
-    table = predict_folders(folders, scored, tuple(splits.split(",")) if splits else None, name)
+    chosen = tuple(splits.split(",")) if splits else None
+    table = predict_folders(folders, scored, chosen, name, mapping=mapping, trust_pickle=trust_pickle)
     seconds = time.perf_counter() - start
     write_table(table, out_path)
     if ensemble := summarize_runs(folders):

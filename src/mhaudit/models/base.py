@@ -21,9 +21,8 @@ import pandas as pd
 
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress
-from mhaudit.models.builtin import BUILTIN
+from mhaudit.models.builtin import BUILTIN, MODEL_FILE
 
-MODEL_FILE = "mhaudit-model.json"
 ATTRIBUTION_METHODS = ("linear", "saliency", "integrated_gradients")
 
 
@@ -170,12 +169,27 @@ def save_model(model: Model, directory: str | Path, recipe: dict | None = None, 
     tmp.replace(directory / MODEL_FILE)
 
 
-def load_model(directory: str | Path) -> Model:
-    """A trained model from a folder written by `save_model` (as `mhaudit train` does)."""
+def load_model(directory: str | Path, *, mapping=None, trust_pickle: bool = False) -> Model:
+    """A trained model: a folder written by `save_model` (as `mhaudit train` does), a Hugging Face
+    sequence-classification folder written by `save_pretrained` (models.hf_folder), or a scikit-learn pipeline
+    saved with skops (models.skops_pipeline). `mapping` (a shipped mapping's name, a TOML path or a mapping) maps
+    an outside model's labels to the audit's classes; `trust_pickle` allows pickle weights or files, which run code
+    when loaded (docs/models.md)."""
     directory = Path(directory)
     manifest_path = directory / MODEL_FILE
     if not manifest_path.exists():
-        raise InputError(f"no {MODEL_FILE} here; expected a folder written by mhaudit train", path=directory)
+        from mhaudit.models.hf_folder import is_hf_folder, load_hf_folder
+        from mhaudit.models.skops_pipeline import is_pipeline_file, load_skops_pipeline
+
+        if is_pipeline_file(directory):
+            return load_skops_pipeline(directory, mapping=mapping, trust_pickle=trust_pickle)
+        if is_hf_folder(directory):
+            return load_hf_folder(directory, mapping=mapping, trust_pickle=trust_pickle)
+        raise InputError(
+            f"no {MODEL_FILE} here; expected a folder written by mhaudit train, a Hugging Face folder written by "
+            "save_pretrained (config.json) or a scikit-learn pipeline saved with skops (.skops)",
+            path=directory,
+        )
     manifest = json.loads(manifest_path.read_text())
     # models saved before Progress reached `fit` recorded a `progress` flag among their options
     model = create(manifest["name"], **{k: v for k, v in manifest["options"].items() if k != "progress"})

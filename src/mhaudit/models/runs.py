@@ -186,8 +186,12 @@ def _check_kept(folder: Path, model_name: str, recipe: dict) -> None:
 
 def read_recipes(folders: list[Path]) -> pd.DataFrame:
     """The recipes of trained run folders, one row each (folder, model, run, seed, resample_seed, C, platform,
-    n_train, seconds); a folder without a recipe (a seed-* folder) is left out."""
-    manifests = [(str(folder), json.loads((Path(folder) / MODEL_FILE).read_text())) for folder in folders]
+    n_train, seconds); a folder without a recipe (a seed-* folder, an outside model) is left out."""
+    manifests = [
+        (str(folder), json.loads((Path(folder) / MODEL_FILE).read_text()))
+        for folder in folders
+        if (Path(folder) / MODEL_FILE).is_file()
+    ]
     return pd.DataFrame([{"folder": folder, **m["recipe"]} for folder, m in manifests if m.get("recipe")])
 
 

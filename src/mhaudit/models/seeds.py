@@ -106,9 +106,13 @@ def subsample_training(rows: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
 
 
 def model_folders(path: Path) -> list[Path]:
-    """A model folder, or a folder of seed-* and run-* model folders (runs in run order: run-2 before run-10)."""
+    """A model folder, or a folder of seed-* and run-* model folders (runs in run order: run-2 before run-10); an
+    outside model (a Hugging Face folder, a skops pipeline file) is one model."""
+    from mhaudit.models.hf_folder import is_hf_folder
+    from mhaudit.models.skops_pipeline import is_pipeline_file
+
     path = Path(path)
-    if (path / MODEL_FILE).exists():
+    if (path / MODEL_FILE).exists() or is_pipeline_file(path) or is_hf_folder(path):
         return [path]
     seeds = sorted(p for p in path.glob("seed-*") if (p / MODEL_FILE).exists())
     runs = sorted(
@@ -121,14 +125,18 @@ def model_folders(path: Path) -> list[Path]:
 
 
 def predict_folders(
-    folders: list[Path], corpus: Corpus, splits: tuple[str, ...] | None = None, name: str | None = None
+    folders: list[Path],
+    corpus: Corpus,
+    splits: tuple[str, ...] | None = None,
+    name: str | None = None,
+    **loading,
 ) -> pd.DataFrame:
     """One predictions table of every model folder's scores on `splits` (None: the rows it did not train on), its
     seed (a run's: base + k) in the `seed` column; two folders of one model with one seed are an InputError (their
-    groups would merge)."""
+    groups would merge). `loading`: `load_model`'s mapping and trust_pickle, for outside models."""
     tables, seen = [], dict[tuple[str, int], Path]()
     for folder in folders:
-        model = load_model(folder)
+        model = load_model(folder, **loading)
         if model.classes != corpus.classes:
             raise InputError(
                 f"the model's classes {model.classes} differ from the corpus's {corpus.classes}", path=folder
