@@ -109,7 +109,7 @@ def test_a_mapping_file_names_generic_labels(tmp_path):
     np.testing.assert_allclose(softmax(model.predict_logits(TEXTS)), own_probabilities(folder, TEXTS), atol=1e-5)
 
 
-def test_several_labels_of_one_class_sum_their_probabilities_and_dropped_ones_leave(named, tmp_path):
+def test_several_labels_of_one_class_sum_their_probabilities(named, tmp_path):
     mapping = tmp_path / "coarse.toml"
     mapping.write_text(
         'name = "coarse"\nclasses = ["distress", "calm"]\n[map]\ndistress = ["sad", "worry"]\ncalm = ["calm"]\n'
@@ -120,12 +120,12 @@ def test_several_labels_of_one_class_sum_their_probabilities_and_dropped_ones_le
     np.testing.assert_allclose(softmax(model.predict_logits(TEXTS)), distress_and_calm, atol=1e-5)
     assert model.hf_model is None  # outputs are not the classes: no class-index attribution
     mapping.write_text(
-        'name = "no-worry"\nclasses = ["sad", "calm"]\n[map]\nsad = ["sad"]\ncalm = ["calm"]\n'
-        '[drop]\nlabels = ["worry"]\nreason = "not audited"\n'
+        'name = "wider"\nclasses = ["distress", "calm", "other"]\n[map]\ndistress = ["sad", "worry"]\n'
+        'calm = ["calm"]\nother = []\n'
     )
-    kept = own[:, [1, 0]]
-    probs = softmax(load_hf_folder(named, mapping=mapping, threads=1).predict_logits(TEXTS))
-    np.testing.assert_allclose(probs, kept / kept.sum(axis=1, keepdims=True), atol=1e-5)
+    wider = load_hf_folder(named, mapping=mapping, threads=1).predict_logits(TEXTS)
+    np.testing.assert_allclose(softmax(wider)[:, :2], distress_and_calm, atol=1e-5)
+    assert np.isfinite(wider).all() and (wider[:, 2] < -700).all()  # no label reaches 'other': probability 0
 
 
 def test_reordered_classes_reorder_the_raw_logits(named, tmp_path):
@@ -152,7 +152,9 @@ def test_each_bad_folder_gets_its_sentence(named, tmp_path):
     assert "generic names (LABEL_0, LABEL_1, LABEL_2)" in error(generic)
     mapping = tmp_path / "partial.toml"
     mapping.write_text('name = "partial"\nclasses = ["sad", "calm"]\n[map]\nsad = ["sad"]\ncalm = ["calm"]\n')
-    assert "label 'worry' is not in mapping 'partial'" in error(named, mapping=mapping)
+    assert "label 'worry' is not mapped to a class by mapping 'partial'" in error(named, mapping=mapping)
+    mapping.write_text(mapping.read_text() + '[drop]\nlabels = ["worry"]\nreason = "not audited"\n')
+    assert "label 'worry' is not mapped to a class" in error(named, mapping=mapping)  # dropped: not the model's
     no_tokenizer = tmp_path / "no-tokenizer"
     shutil.copytree(named, no_tokenizer)
     for path in no_tokenizer.iterdir():

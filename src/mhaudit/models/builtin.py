@@ -1,5 +1,8 @@
-"""The built-in models by name -> the module that registers them: imported by nothing heavy, so the CLI can
-list them in `--help` without loading numpy, pandas or torch."""
+"""The built-in models by name -> the module that registers them, and the name of a saved model's manifest:
+imported by nothing heavy, so the CLI can list them in `--help` without loading numpy, pandas or torch, and
+`models.hf_folder` tells an mhaudit folder from a Hugging Face one without importing `models.base`."""
+
+MODEL_FILE = "mhaudit-model.json"  # in every folder save_model writes (models.base)
 
 BUILTIN = {
     "tfidf-lr": "mhaudit.models.linear",

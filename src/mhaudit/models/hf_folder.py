@@ -23,7 +23,7 @@ from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTok
 
 from mhaudit.core.errors import InputError, first_line
 from mhaudit.core.threads import thread_budget
-from mhaudit.models.base import MODEL_FILE
+from mhaudit.models.builtin import MODEL_FILE
 from mhaudit.models.checkpoints import ensure_pad_token, position_limit, quiet_transformers
 from mhaudit.models.torch_data import longest_first, pad_batch
 from mhaudit.models.torch_runtime import TorchClassifier, in_batches
@@ -81,24 +81,24 @@ def is_hf_folder(folder: str | Path) -> bool:
 @dataclass(frozen=True)
 class LabelPlan:
     """How the model's outputs become the audit's classes. `labels`: the model's output names in output order;
-    `classes`: the audit's classes; `columns`: per output, its class's column (None: the mapping drops it)."""
+    `classes`: the audit's classes; `columns`: per output, its class's column."""
 
     labels: list[str]
     classes: list[str]
-    columns: list[int | None]
+    columns: list[int]
     mapping: str | None = None  # the mapping's name, None when the labels are the classes
 
     @property
     def permutation(self) -> list[int] | None:
-        """Per class, its one output, when each class is exactly one output and no output is dropped; else None."""
-        if None in self.columns or sorted(c for c in self.columns if c is not None) != list(range(len(self.classes))):
+        """Per class, its one output, when each class is exactly one output; else None."""
+        if sorted(self.columns) != list(range(len(self.classes))):
             return None
         return [self.columns.index(k) for k in range(len(self.classes))]
 
     def logits(self, outputs: np.ndarray) -> np.ndarray:
         """The classes' logits from the model's raw outputs (n, outputs). One output per class: the outputs
-        themselves, reordered. Otherwise the log of each class's summed softmax probability (outputs the
-        mapping drops give nothing, so the softmax of the result renormalises over the kept ones)."""
+        themselves, reordered. Otherwise the log of each class's summed softmax probability, a zero one as the
+        log of the smallest positive float (about -708), so no logit is infinite (as `models.skops_pipeline`)."""
         if (order := self.permutation) is not None:
             return outputs[:, order]
         shifted = outputs - outputs.max(axis=1, keepdims=True)
@@ -106,9 +106,8 @@ class LabelPlan:
         probs /= probs.sum(axis=1, keepdims=True)
         grouped = np.zeros((len(outputs), len(self.classes)), dtype=np.float64)
         for output, column in enumerate(self.columns):
-            if column is not None:
-                grouped[:, column] += probs[:, output]
-        return np.log(np.maximum(grouped, np.finfo(np.float64).tiny))  # a class with no mass: tiny, not -inf
+            grouped[:, column] += probs[:, output]
+        return np.log(np.maximum(grouped, np.finfo(np.float64).tiny))
 
 
 def _output_labels(config: dict, folder: Path, mapped: bool) -> list[str]:
@@ -135,9 +134,10 @@ def _output_labels(config: dict, folder: Path, mapped: bool) -> list[str]:
 
 def plan_labels(labels: list[str], mapping: mappings.Mapping | None, folder: Path) -> LabelPlan:
     """The plan naming `labels` (the model's outputs) by classes: the labels themselves without a mapping
-    (InputError for generic LABEL_i names), else the mapping's classes. Several labels may map to one class
-    (their probabilities are summed); a label the mapping drops is left out. InputError for a label the mapping
-    does not cover, a mapping class no output maps to, or fewer than two classes."""
+    (InputError for generic LABEL_i names), else the mapping's classes, in its order. Several labels may map to
+    one class (their probabilities are summed); a class no label maps to has probability 0. InputError for a
+    label the mapping does not map to a class (unknown to it, or dropped: the probabilities would no longer
+    be the model's), or fewer than two classes. The same rules as `models.skops_pipeline`."""
     if mapping is None:
         if all(_GENERIC.fullmatch(label) for label in labels):
             raise InputError(
@@ -149,22 +149,14 @@ def plan_labels(labels: list[str], mapping: mappings.Mapping | None, folder: Pat
             raise InputError(f"{CONFIG}'s id2label names an output twice: {', '.join(labels)}", path=folder)
         plan = LabelPlan(list(labels), list(labels), list(range(len(labels))))
     else:
-        uncovered = [label for label in labels if not mapping.knows(label)]
+        uncovered = [label for label in labels if not mapping.knows(label) or mapping.target(label) is None]
         if uncovered:
-            covered = sorted({*mapping.targets, *mapping.dropped})
             raise InputError(
-                f"the model's label '{uncovered[0]}' is not in mapping '{mapping.name}' (it covers "
-                f"{', '.join(covered)}); add it to the mapping's [map] or [drop]",
+                f"the model's label '{uncovered[0]}' is not mapped to a class by mapping '{mapping.name}' (it maps "
+                f"{', '.join(sorted(mapping.targets))}); map it in the mapping's [map]",
                 path=folder,
             )
-        targets = [mapping.target(label) for label in labels]
-        if missing := [c for c in mapping.classes if c not in targets]:
-            raise InputError(
-                f"mapping '{mapping.name}' class '{missing[0]}' gets none of the model's outputs "
-                f"({', '.join(labels)}); the model cannot predict it",
-                path=folder,
-            )
-        columns = [None if t is None else mapping.classes.index(t) for t in targets]
+        columns: list[int] = [mapping.classes.index(mapping.targets[label]) for label in labels]
         plan = LabelPlan(list(labels), list(mapping.classes), columns, mapping.name)
     if len(plan.classes) < 2:
         raise InputError(f"the model's outputs name {len(plan.classes)} class(es); a classifier needs two", path=folder)
@@ -233,10 +225,9 @@ def _load_network(folder: Path, safetensors: bool, labels: list[str]) -> tuple[A
 class HuggingFaceFolder(TorchClassifier):
     """A Hugging Face sequence classifier from a `save_pretrained` folder, read only: `predict_logits` gives
     (n, classes) logits in `classes` order. Where each class is one of the model's outputs they are its raw
-    logits, reordered; where several labels map to one class, the log of their summed softmax probabilities
-    (a label the mapping drops gives nothing; softmax renormalises over the rest). Inference runs in float32
-    without gradients, in batches of texts sorted by token count (little padding), results in input order, with
-    `threads` torch threads (None: `core.threads.default_threads()`).
+    logits, reordered; otherwise the log of each class's summed softmax probability (`LabelPlan.logits`).
+    Inference runs in float32 without gradients, in batches of texts sorted by token count (little padding),
+    results in input order, with `threads` torch threads (None: `core.threads.default_threads()`).
 
     `source` ("huggingface"), `folder`, `digest` (SHA-256 over the folder's files, for provenance),
     `labels` (the model's outputs), `plan` (how they become the classes) and `network`, `tokenizer`. `hf_model`
