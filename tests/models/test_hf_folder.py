@@ -178,3 +178,14 @@ def test_pickle_weights_only_with_trust_pickle(named, tmp_path):
     assert model.options["trust_pickle"] and any("pickle" in note for note in model.notes)
     (folder / "pytorch_model.bin").unlink()
     assert "no model weights" in error(folder, trust_pickle=True)
+
+
+def test_load_model_reads_a_hugging_face_folder(named, tmp_path):
+    from mhaudit.models import load_model
+
+    model = load_model(named)
+    assert model.classes == LABELS and getattr(model, "source", None) == "huggingface"
+    mapping = tmp_path / "partial.toml"
+    mapping.write_text('name = "partial"\nclasses = ["sad", "calm"]\n[map]\nsad = ["sad"]\ncalm = ["calm"]\n')
+    with pytest.raises(InputError, match="label 'worry' is not mapped"):
+        load_model(named, mapping=str(mapping))
