@@ -189,3 +189,32 @@ def test_load_model_reads_a_hugging_face_folder(named, tmp_path):
     mapping.write_text('name = "partial"\nclasses = ["sad", "calm"]\n[map]\nsad = ["sad"]\ncalm = ["calm"]\n')
     with pytest.raises(InputError, match="label 'worry' is not mapped"):
         load_model(named, mapping=str(mapping))
+
+
+def test_mhaudit_predict_scores_a_corpus_with_a_hugging_face_folder(tmp_path):
+    """`mhaudit predict --model FOLDER --mapping tiny.toml` on the Depression Reddit corpus as `mhaudit data import`
+    writes it: the table holds the loader's probabilities for every test row; without the mapping (generic labels),
+    one sentence, exit 2, nothing written."""
+    from typer.testing import CliRunner
+
+    from mhaudit.cli import app
+    from mhaudit.tables.corpus.importing import ImportOptions, import_source
+    from tests.conftest import data_dir
+
+    folder = saved(tmp_path, labels=None, num_labels=2)
+    (tmp_path / "tiny.toml").write_text(MAPPING)
+    csv = data_dir("depression_reddit_cleaned") / "depression_dataset_reddit_cleaned.csv"
+    import_source("depression_reddit", [csv], ImportOptions(seed=0)).corpus.write(tmp_path / "reddit.parquet")
+    args = ["predict", "--model", str(folder), "--corpus", str(tmp_path / "reddit.parquet"), "--splits", "test"]
+    r = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "p.parquet"), "--mapping", str(tmp_path / "tiny.toml")])
+    assert r.exit_code == 0, r.output
+    import pandas as pd
+
+    table = pd.read_parquet(tmp_path / "p.parquet")
+    texts = pd.read_parquet(tmp_path / "reddit.parquet").set_index("id").loc[table["id"], "text"].tolist()
+    expected = load_hf_folder(folder, mapping=str(tmp_path / "tiny.toml"), threads=1).predict_logits(texts)
+    logits = table[["logit_no_depression", "logit_depression"]].to_numpy()
+    np.testing.assert_allclose(softmax(logits), softmax(expected), atol=1e-6)
+    assert len(table) > 1000 and table["model"].iat[0].startswith("hf:")
+    r = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "q.parquet")])
+    assert r.exit_code == 2 and "Traceback" not in r.output and not (tmp_path / "q.parquet").exists()

@@ -178,13 +178,15 @@ def load_model(directory: str | Path, *, mapping=None, trust_pickle: bool = Fals
     directory = Path(directory)
     manifest_path = directory / MODEL_FILE
     if not manifest_path.exists():
-        from mhaudit.models.hf_folder import is_hf_folder, load_hf_folder
         from mhaudit.models.skops_pipeline import is_pipeline_file, load_skops_pipeline
 
         if is_pipeline_file(directory):
             return load_skops_pipeline(directory, mapping=mapping, trust_pickle=trust_pickle)
-        if is_hf_folder(directory):
-            return load_hf_folder(directory, mapping=mapping, trust_pickle=trust_pickle)
+        if (directory / "config.json").is_file():  # only then import the loader, which loads torch
+            from mhaudit.models.hf_folder import is_hf_folder, load_hf_folder
+
+            if is_hf_folder(directory):
+                return load_hf_folder(directory, mapping=mapping, trust_pickle=trust_pickle)
         raise InputError(
             f"no {MODEL_FILE} here; expected a folder written by mhaudit train, a Hugging Face folder written by "
             "save_pretrained (config.json) or a scikit-learn pipeline saved with skops (.skops)",

@@ -108,11 +108,8 @@ def subsample_training(rows: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
 def model_folders(path: Path) -> list[Path]:
     """A model folder, or a folder of seed-* and run-* model folders (runs in run order: run-2 before run-10); an
     outside model (a Hugging Face folder, a skops pipeline file) is one model."""
-    from mhaudit.models.hf_folder import is_hf_folder
-    from mhaudit.models.skops_pipeline import is_pipeline_file
-
     path = Path(path)
-    if (path / MODEL_FILE).exists() or is_pipeline_file(path) or is_hf_folder(path):
+    if (path / MODEL_FILE).exists() or _outside_model(path):
         return [path]
     seeds = sorted(p for p in path.glob("seed-*") if (p / MODEL_FILE).exists())
     runs = sorted(
@@ -122,6 +119,19 @@ def model_folders(path: Path) -> list[Path]:
     if not seeds + runs:
         raise InputError("holds no trained model (no mhaudit-model.json here or in seed-*/ or run-*/)", path=path)
     return seeds + runs
+
+
+def _outside_model(path: Path) -> bool:
+    """A skops pipeline file or a Hugging Face folder (imported only here: the latter loads torch)."""
+    from mhaudit.models.skops_pipeline import is_pipeline_file
+
+    if is_pipeline_file(path):
+        return True
+    if not (path / "config.json").is_file():
+        return False
+    from mhaudit.models.hf_folder import is_hf_folder
+
+    return is_hf_folder(path)
 
 
 def predict_folders(
