@@ -13,6 +13,16 @@ from mhaudit.cli.console import guarded, out, print_scorecard, print_summary, st
 from mhaudit.core.errors import InputError
 from mhaudit.models.builtin import BUILTIN  # a dict only: `mhaudit --help` loads no numpy or pandas
 
+# an outside model's loading options, declared once for every command that takes --model (docs/models.md)
+MappingOpt = Annotated[
+    str | None,
+    typer.Option(help="An outside model's labels to the audit's classes: a shipped mapping's name or a TOML file."),
+]
+TrustPickleOpt = Annotated[
+    bool,
+    typer.Option(help="Load pickle weights or files (loading a pickle runs code: only from a source you trust)."),
+]
+
 
 def register(root: typer.Typer) -> None:
     for command in (train, predict, run):
@@ -112,14 +122,8 @@ def predict(
         ),
     ] = None,
     name: Annotated[str | None, typer.Option(help="Model name in the table (default: registry name).")] = None,
-    mapping: Annotated[
-        str | None,
-        typer.Option(help="An outside model's labels to the corpus's classes: a shipped mapping's name or a TOML."),
-    ] = None,
-    trust_pickle: Annotated[
-        bool,
-        typer.Option(help="Load pickle weights or files (loading a pickle runs code: only from a source you trust)."),
-    ] = False,
+    mapping: MappingOpt = None,
+    trust_pickle: TrustPickleOpt = False,
 ) -> None:
     """Score a corpus with trained model(s): one predictions table with a seed column."""
     from mhaudit.models.runs import summarize_runs

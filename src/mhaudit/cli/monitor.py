@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from mhaudit.cli.console import ctrl_c_stops, err, guarded, out, print_table, stage_progress, warning_notes
+from mhaudit.cli.models import MappingOpt, TrustPickleOpt
 from mhaudit.cli.options import with_options
 
 StoreOpt = Annotated[str, typer.Option(help="Post store: posts.sqlite or postgresql://... (mhaudit collect).")]
@@ -16,7 +17,8 @@ ModelOpt = Annotated[
     Path,
     typer.Option(
         help="Model folder from mhaudit train, or a folder of several runs (run-*/ or seed-*/): then every "
-        "run scores the posts and each window gets the deployed run's accuracy from their agreement."
+        "run scores the posts and each window gets the deployed run's accuracy from their agreement. Or an "
+        "outside model: a Hugging Face folder (save_pretrained) or a scikit-learn pipeline (.skops)."
     ),
 ]
 ReferenceOpt = Annotated[
@@ -73,6 +75,8 @@ def monitor(
     out_dir: OutOpt,
     options,
     deployed: DeployedOpt = None,
+    mapping: MappingOpt = None,
+    trust_pickle: TrustPickleOpt = False,
     executor: ExecutorOpt = "local",
     workers: WorkersOpt = 1,
     follow: FollowOpt = None,
@@ -100,7 +104,7 @@ def monitor(
     service = MonitorService(tuple(notify), metrics_file, metrics_port, serve)
     if fail_on is not None:
         at_or_above(_no_verdicts(), fail_on)  # a bad level is said before any round
-    deployment = load_deployment(model, deployed)
+    deployment = load_deployment(model, deployed, mapping=mapping, trust_pickle=trust_pickle)
     ref = load_reference(reference, deployment)
     if deployment.ensemble is not None:
         which = (

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import pandas as pd
 
@@ -69,6 +70,9 @@ class Deployment:
 
     runs: tuple[Run, ...]
     ensemble: MonitorEnsemble | None = None
+    # what loads a run's folder in the scoring jobs (picklable, for worker processes): `load_model`, or it with an
+    # outside model's mapping and trust_pickle
+    load: Callable[[str], Any] = load_model
 
     @property
     def deployed(self) -> Run:
@@ -120,15 +124,20 @@ def acknowledge_alerts(
         return acknowledge(posts, digest, windows=windows or None, kind=kind, note=note)
 
 
-def load_deployment(model_dir: str | Path, deployed: str | None = None) -> Deployment:
+def load_deployment(
+    model_dir: str | Path, deployed: str | None = None, *, mapping=None, trust_pickle: bool = False
+) -> Deployment:
     """The model in `model_dir`, or its runs (run-*/ or seed-*/ folders, `deployed` naming the deployed one by
-    folder name; default: the first). Every run must have the deployed run's classes."""
+    folder name; default: the first). Every run must have the deployed run's classes. `mapping` and
+    `trust_pickle`: as `load_model`, for an outside model (a Hugging Face folder, a skops pipeline file)."""
     folders = deployed_first(model_dir, deployed)
     names = [f.name for f in model_folders(Path(model_dir))]
+    outside = mapping is not None or trust_pickle
+    load = partial(load_model, mapping=mapping, trust_pickle=trust_pickle) if outside else load_model
     # loaded once per process: the scoring jobs in this process use the same copies
-    runs = tuple(Run(f.name, loaded_model(load_model, f), f, model_digest(f)) for f in folders)
+    runs = tuple(Run(f.name, loaded_model(load, f), f, model_digest(f)) for f in folders)
     if len(runs) == 1:
-        return Deployment(runs)
+        return Deployment(runs, load=load)
     for run in runs[1:]:
         if list(run.model.classes) != list(runs[0].model.classes):
             raise InputError(
@@ -142,6 +151,7 @@ def load_deployment(model_dir: str | Path, deployed: str | None = None) -> Deplo
         MonitorEnsemble(
             names, seeds, runs[0].name, pd.DataFrame(columns=["uri", *names]), tuple(r.digest for r in by_folder)
         ),
+        load,
     )
 
 
@@ -237,7 +247,7 @@ def _score(store, deployment: Deployment, executor: str, workers: int, progress:
             else f"score new posts with {run.name}" + ("" if scored_now else " (deployed)")
         ):
             scored_now.append(
-                score_posts(store, load_model, run.folder, run.digest, executor=executor, workers=workers)
+                score_posts(store, deployment.load, run.folder, run.digest, executor=executor, workers=workers)
             )
     if len(scored_now) > 1:
         progress.note(f"the other {len(scored_now) - 1} runs scored {sum(scored_now[1:]):,} new posts")

@@ -40,10 +40,13 @@ def model_digest(model_dir: str | Path) -> str:
 
 
 def loaded_model(load: Callable[[str], object], model_dir: str | Path):
-    """The model in `model_dir`, loaded by `load` on this process's first call and kept for the next ones."""
-    key = str(Path(model_dir).resolve())
+    """The model in `model_dir`, loaded by `load` on this process's first call and kept for the next ones. Kept
+    per `load` too (by its repr, which a `functools.partial` spells with its arguments): an outside model loaded
+    with another label mapping is another model."""
+    path = str(Path(model_dir).resolve())
+    key = f"{path}\0{load!r}"
     if key not in _LOADED:
-        _LOADED[key] = load(key)
+        _LOADED[key] = load(path)
     return _LOADED[key]
 
 
