@@ -149,9 +149,13 @@ def test_a_non_loopback_address_or_a_busy_port_is_one_sentence(tmp_path):
 def test_stop_is_prompt_with_a_client_that_stalls_and_frees_the_port(tmp_path):
     page = LivePage(tmp_path).start()
     assert page.start() is page  # a second start does nothing
+    before = threading.active_count()
     stalled = socket.create_connection(("127.0.0.1", page.port), timeout=5)  # connects, never sends a request
     stalled.sendall(b"GET / HTTP/1.1\r\n")
-    time.sleep(0.2)  # let the server accept it: the stall is what stop() must not wait for
+    deadline = time.monotonic() + 60  # the event: a handler thread holds it (the stall stop() must not wait for)
+    while threading.active_count() == before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert threading.active_count() > before, "the server never took the connection"
     serving = [t for t in threading.enumerate() if t.name == "mhaudit-live-page"]
     assert len(serving) == 1 and serving[0].daemon
     began = time.monotonic()

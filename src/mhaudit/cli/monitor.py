@@ -95,7 +95,7 @@ def monitor(
     are read from the store, not recomputed (docs/monitor.md)."""
     from mhaudit.experiments.alert_delivery import send_test, sinks
     from mhaudit.experiments.monitor_round import load_deployment, load_reference
-    from mhaudit.experiments.monitor_service import MonitorService, at_or_above
+    from mhaudit.experiments.monitor_service import MonitorService, at_or_above, check_fail_on
     from mhaudit.experiments.monitor_service import run_monitor
 
     if notify_test:
@@ -103,7 +103,7 @@ def monitor(
         return
     service = MonitorService(tuple(notify), metrics_file, metrics_port, serve)
     if fail_on is not None:
-        at_or_above(_no_verdicts(), fail_on)  # a bad level is said before any round
+        check_fail_on(fail_on)
     deployment = load_deployment(model, deployed, mapping=mapping, trust_pickle=trust_pickle)
     ref = load_reference(reference, deployment)
     if deployment.ensemble is not None:
@@ -147,12 +147,6 @@ def monitor(
     if fail_on is not None and last is not None and at_or_above(last.verdicts, fail_on):
         err.print(f"a verdict is at {fail_on} or worse (--fail-on {fail_on}): exit 1", highlight=False)
         raise typer.Exit(1)
-
-
-def _no_verdicts():
-    import pandas as pd
-
-    return pd.DataFrame({"severity": []})
 
 
 def _print_where(urls: dict[str, str]) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TypeAlias
 from urllib.parse import urlsplit
 
@@ -26,6 +27,7 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
 
 from mhaudit.audits.monitor import MonitorOptions
+from mhaudit.audits.monitor.alerts import alarms
 from mhaudit.core.errors import InputError, os_fault
 from mhaudit.core.serving import HostCheck, address_family, bind_address, listen_error, refuse_exposed_host, server_url
 from mhaudit.report import AuditResult
@@ -154,15 +156,13 @@ def _window_families(result: AuditResult, model: str) -> list[GaugeMetricFamily]
 
 
 def alert_levels(table: pd.DataFrame, options: Mapping) -> list[int]:
-    """Each window's alert level, by the rule of the monitor's verdicts (audits.monitor.verdicts): 2 for a change
-    alarm or a score PSI at or above psi_fail, 1 for one at or above psi_warn, else 0; a window of fewer than
-    min_posts posts is not judged on its PSI. The thresholds are the result's options (else their defaults)."""
+    """Each window's alert level, by the alerts' one rule (audits.monitor.alerts.alarms): 2 for a change alarm or
+    a score PSI at or above psi_fail, 1 for a PSI at or above psi_warn, else 0; a window of fewer than min_posts
+    posts is not judged. The thresholds are the result's options (else their defaults)."""
     warn, fail, min_posts = _thresholds(options)
-    judged = table["n_posts"] >= min_posts
-    psi = pd.to_numeric(table["psi_score"], errors="coerce")
-    alarm = table["change_alarm"].fillna(False).astype(bool)
-    levels = (judged & (psi >= warn)).astype(int)
-    levels[alarm | (judged & (psi >= fail))] = 2
+    change, drift = alarms(table, SimpleNamespace(psi_warn=warn, psi_fail=fail, min_posts=min_posts))
+    levels = drift.astype(int)
+    levels[change | (drift & (pd.to_numeric(table["psi_score"], errors="coerce") >= fail))] = 2
     return levels.tolist()
 
 

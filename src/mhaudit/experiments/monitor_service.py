@@ -22,7 +22,7 @@ from mhaudit.experiments.monitor_round import Deployment, monitor_round
 from mhaudit.report.result import AuditResult
 from mhaudit.report.scorecard import SEVERITY_RANK
 
-__all__ = ["MonitorService", "run_monitor", "at_or_above", "FAIL_ON"]
+__all__ = ["MonitorService", "run_monitor", "check_fail_on", "at_or_above", "FAIL_ON"]
 
 FAIL_ON = ("warn", "fail")
 
@@ -48,11 +48,16 @@ class MonitorService:
             check_metrics_file(self.metrics_file)
 
 
-def at_or_above(verdicts: pd.DataFrame, level: str) -> bool:
-    """Whether any verdict is at `level` (warn or fail) or worse: `--fail-on`'s test."""
+def check_fail_on(level: str) -> str:
+    """`--fail-on`'s level, warn or fail; anything else is one sentence (said before any round)."""
     if level not in FAIL_ON:
         raise InputError(f"--fail-on must be {' or '.join(FAIL_ON)}, not '{level}'")
-    return bool((verdicts["severity"].map(SEVERITY_RANK) <= SEVERITY_RANK[level]).any())
+    return level
+
+
+def at_or_above(verdicts: pd.DataFrame, level: str) -> bool:
+    """Whether any verdict is at `level` (warn or fail) or worse: `--fail-on`'s test."""
+    return bool((verdicts["severity"].map(SEVERITY_RANK) <= SEVERITY_RANK[check_fail_on(level)]).any())
 
 
 def run_monitor(

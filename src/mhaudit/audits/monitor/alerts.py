@@ -51,14 +51,23 @@ ALERT_COLUMNS = [
 ]
 
 
+def alarms(table: pd.DataFrame, options) -> tuple[pd.Series, pd.Series]:
+    """The rule of an alert, per window: (change, drift), each True where that kind fires on a judged window
+    (`options`: min_posts, psi_warn; a drift fails from psi_fail)."""
+    judged = table["n_posts"] >= options.min_posts
+    change = judged & table["change_alarm"].fillna(False).astype(bool)
+    drift = judged & (pd.to_numeric(table["psi_score"], errors="coerce") >= options.psi_warn)
+    return change, drift
+
+
 def window_alerts(table: pd.DataFrame, options) -> pd.DataFrame:
     """The alerts of a windows table (audits.monitor.windows.window_table), in window order, change before drift."""
-    judged = table[table["n_posts"] >= options.min_posts]
+    fires_change, fires_drift = alarms(table, options)
     name = next(c for c in table.columns if c.startswith("em_prior_")).removeprefix("em_prior_")
-    change = judged[judged["change_alarm"].astype(bool)].assign(
+    change = table[fires_change].assign(
         kind="change", severity="fail", statistic="change_z", value=lambda w: w["cusum_z"]
     )
-    drift = judged[judged["psi_score"] >= options.psi_warn].assign(
+    drift = table[fires_drift].assign(
         kind="drift",
         severity=lambda w: np.where(w["psi_score"] >= options.psi_fail, "fail", "warn"),
         statistic="psi_score",

@@ -19,7 +19,7 @@ from mhaudit.audits.monitor.ensemble import (
 from mhaudit.audits.monitor.options import MonitorInputs, MonitorOptions
 from mhaudit.audits.monitor.reuse import WindowReuse, window_context
 from mhaudit.audits.monitor.verdicts import monitor_verdicts, summarise
-from mhaudit.audits.monitor.windows import Reference, check_resolution, in_history, window_table
+from mhaudit.audits.monitor.windows import Reference, check_resolution, in_history, parse_times, window_table
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.core.threads import thread_budget
@@ -149,7 +149,7 @@ def _alerts(table: pd.DataFrame, inputs: MonitorInputs, options: MonitorOptions)
 
 def _newest(posts: pd.DataFrame) -> str | None:
     """The newest post's createdAt (ISO, UTC), for the lag of the stream; None when no time reads."""
-    times = pd.to_datetime(posts["created_at"], utc=True, errors="coerce", format="ISO8601")
+    times = parse_times(posts["created_at"])
     return None if times.isna().all() else times.max().isoformat()
 
 

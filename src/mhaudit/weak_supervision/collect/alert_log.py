@@ -75,6 +75,8 @@ def _ensure(store) -> None:
 
 def register_sinks(store, model_digest: str, sinks: list[tuple[str, str]]) -> None:
     """Add the (sink key, label) pairs not yet known for this model; a known sink keeps its first `added_at`."""
+    if not sinks:
+        return
     _ensure(store)
     insert = store.dialect.insert_ignore.format(
         table="alert_sinks", rest="(model_digest, sink, label, added_at) VALUES (?,?,?,?)"
