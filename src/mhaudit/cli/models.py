@@ -125,23 +125,22 @@ def predict(
     mapping: MappingOpt = None,
     trust_pickle: TrustPickleOpt = False,
 ) -> None:
-    """Score a corpus with trained model(s): one predictions table with a seed column."""
+    """Score a corpus with trained model(s): one predictions table with a seed column, written chunk by chunk."""
     from mhaudit.models.runs import summarize_runs
-    from mhaudit.models.seeds import model_folders, predict_folders
-    from mhaudit.tables.corpus.schema import Corpus
-    from mhaudit.tables.io import write_table
+    from mhaudit.models.seeds import model_folders, predict_to_file
 
-    folders, scored = model_folders(model_dir), Corpus.read(corpus)
+    folders = model_folders(model_dir)
     start = time.perf_counter()
     chosen = tuple(splits.split(",")) if splits else None
-    table = predict_folders(folders, scored, chosen, name, mapping=mapping, trust_pickle=trust_pickle)
+    scored = predict_to_file(
+        folders, corpus, out_path, chosen, name, mapping=mapping, trust_pickle=trust_pickle, progress=stage_progress()
+    )
     seconds = time.perf_counter() - start
-    write_table(table, out_path)
     if ensemble := summarize_runs(folders):
         out.print(ensemble)
     out.print(
-        f"scored {len(table):,} rows ({table['seed'].nunique()} seed(s)) in {seconds:.2f} s, "
-        f"{len(table) / max(seconds, 1e-9):,.0f} rows/s (model loading included); wrote them to {out_path}"
+        f"scored {scored.rows:,} rows ({len(scored.models)} seed(s)) in {seconds:.2f} s, "
+        f"{scored.rows / max(seconds, 1e-9):,.0f} rows/s (model loading included); wrote them to {out_path}"
     )
 
 

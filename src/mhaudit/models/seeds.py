@@ -1,12 +1,15 @@
 """Training and prediction steps shared by the CLI and the experiment runner.
 
 Multi-seed training writes one model folder per seed (`seed-<s>/`); a folder with a manifest is a
-finished seed and is not retrained. Prediction over several seed folders gives one predictions table.
+finished seed and is not retrained. Prediction over several seed folders gives one predictions table, written
+chunk by chunk.
 """
 
 from __future__ import annotations
 
+import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -15,9 +18,12 @@ from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.models import create, load_model, save_model, training_seeds
 from mhaudit.models.base import MODEL_FILE
+from mhaudit.tables.corpus.chunks import CHUNK_ROWS, CorpusChunks
 from mhaudit.tables.corpus.names import check_place
 from mhaudit.tables.corpus.schema import Corpus
-from mhaudit.tables.predictions import predict_corpus
+from mhaudit.tables.predictions import MODELS_KEY, predict_corpus, predict_rows
+from mhaudit.tables.table_appender import appending_table
+from mhaudit.weak_supervision.collect.scoring import model_digest
 
 DEFAULT_SEEDS = (42, 0, 1, 7, 123)  # the CPFE paper's seeds
 
@@ -134,6 +140,49 @@ def _outside_model(path: Path) -> bool:
     return is_hf_folder(path)
 
 
+@dataclass(frozen=True)
+class Scored:
+    """What `predict_to_file` wrote: its rows, and each model's provenance (`model_provenance`), in folder order."""
+
+    rows: int
+    models: list[dict]
+
+
+def predict_to_file(
+    folders: list[Path],
+    corpus: str | Path,
+    out: str | Path,
+    splits: tuple[str, ...] | None = None,
+    name: str | None = None,
+    *,
+    chunk_rows: int = CHUNK_ROWS,
+    progress: Progress | None = None,
+    **loading,
+) -> Scored:
+    """`mhaudit predict`: every model folder's scores on the rows of the corpus file `corpus` in `splits` (None: the
+    rows it did not train on), its seed (a run's: base + k) in the `seed` column, written to `out` (Parquet, CSV,
+    TSV or JSONL) chunk by chunk as they are made: the corpus is read `chunk_rows` rows at a time, so memory holds
+    one chunk and one model, whatever the corpus's size. The table is `predict_corpus`'s tables one after the other;
+    a Parquet file names each model's source and SHA-256 in its footer (`MODELS_KEY`). Written to a temporary file
+    renamed at the end: on an error nothing is written. Two folders of one model with one seed are an InputError
+    (their groups would merge). `loading`: `load_model`'s mapping and trust_pickle, for outside models."""
+    progress = ensure(progress)
+    chunks, seen, models = CorpusChunks.open(corpus, chunk_rows), dict[tuple[str, int], Path](), list[dict]()
+    with appending_table(out, what="the predictions") as table:
+        for folder in folders:
+            model = load_model(folder, **loading)
+            key = _run_key(model, folder, chunks.classes, name, seen)
+            with progress.stage(f"predict {key[0]} seed {key[1]}", total=chunks.rows):
+                for chunk in chunks:
+                    table.write(
+                        predict_rows(model, chunk, chunks.classes, model_name=key[0], seed=key[1], splits=splits)
+                    )
+                    progress.advance(len(chunk))
+            models.append(model_provenance(model, folder, *key))
+            table.metadata[MODELS_KEY] = json.dumps(models)
+    return Scored(table.rows, models)
+
+
 def predict_folders(
     folders: list[Path],
     corpus: Corpus,
@@ -141,22 +190,31 @@ def predict_folders(
     name: str | None = None,
     **loading,
 ) -> pd.DataFrame:
-    """One predictions table of every model folder's scores on `splits` (None: the rows it did not train on), its
-    seed (a run's: base + k) in the `seed` column; two folders of one model with one seed are an InputError (their
-    groups would merge). `loading`: `load_model`'s mapping and trust_pickle, for outside models."""
+    """`predict_to_file`'s table made in memory, from a corpus in memory."""
     tables, seen = [], dict[tuple[str, int], Path]()
     for folder in folders:
         model = load_model(folder, **loading)
-        if model.classes != corpus.classes:
-            raise InputError(
-                f"the model's classes {model.classes} differ from the corpus's {corpus.classes}", path=folder
-            )
-        key = (name or model.name, int(model.options.get("seed", 0)))
-        if key in seen:
-            raise InputError(
-                f"{seen[key]} and {folder} both hold {key[0]} seed {key[1]}; their predictions would "
-                "be one group, so score them separately"
-            )
-        seen[key] = folder
+        key = _run_key(model, folder, corpus.classes, name, seen)
         tables.append(predict_corpus(model, corpus, model_name=key[0], seed=key[1], splits=splits))
     return pd.concat(tables, ignore_index=True)
+
+
+def _run_key(model, folder: Path, classes: list[str], name: str | None, seen: dict[tuple[str, int], Path]):
+    """The (model name, seed) of `model`'s rows, checked: its classes are the corpus's, no earlier folder had it."""
+    if model.classes != classes:
+        raise InputError(f"the model's classes {model.classes} differ from the corpus's {classes}", path=folder)
+    key = (name or model.name, int(model.options.get("seed", 0)))
+    if key in seen:
+        raise InputError(
+            f"{seen[key]} and {folder} both hold {key[0]} seed {key[1]}; their predictions would "
+            "be one group, so score them separately"
+        )
+    seen[key] = folder
+    return key
+
+
+def model_provenance(model, folder: Path, name: str, seed: int) -> dict:
+    """What names a scored model in the predictions and the reports: its name and seed in the table, its source
+    (mhaudit, huggingface, skops or pickle) and the SHA-256 of its files (`model_digest`)."""
+    digest = getattr(model, "digest", None) or model_digest(folder)
+    return {"model": name, "seed": seed, "source": getattr(model, "source", "mhaudit"), "sha256": digest}

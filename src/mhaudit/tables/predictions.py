@@ -26,6 +26,7 @@ GROUP_KEYS = ("model", "seed", "platform", "dataset")  # one evaluation group: a
 TEXT_HASH = "text_hash"  # optional: a hash of each row's text (never the text), to check rows line up
 PROB_SUM_TOLERANCE = 1e-3  # probabilities written as text lose digits; a row must sum to 1 within this
 LOGIT, PROB = "logit_", "prob_"
+MODELS_KEY = "mhaudit.models"  # a Parquet footer's key: JSON, each scored model's name, seed, source and sha256
 
 
 def logit_column(cls: str) -> str:
@@ -37,14 +38,23 @@ def predict_corpus(
 ) -> pd.DataFrame:
     """Score the rows of `corpus` in `splits` with a fitted model; classes in the corpus's mapping order. Default:
     every row it is judged on (`judged_rows`: all but the train and val rows where it was trained)."""
-    frame = corpus.frame
+    return predict_rows(model, corpus.frame, corpus.classes, model_name=model_name, seed=seed, splits=splits)
+
+
+def predict_rows(
+    model, frame: pd.DataFrame, classes: list[str], *, model_name: str, seed: int, splits: tuple[str, ...] | None
+) -> pd.DataFrame:
+    """`predict_corpus` on a frame of corpus rows (the whole corpus, or one chunk of it: the rows are scored one by
+    one, so the chunks' tables put together are the whole one's). No rows chosen: an empty table, the model not
+    called."""
     chosen = judged_rows(frame, getattr(model, "trained_on", None)) if splits is None else frame["split"].isin(splits)
     rows = frame[chosen]
-    logits = model.predict_logits(rows["text"].astype(str).tolist())
+    texts = rows["text"].astype(str).tolist()
+    logits = model.predict_logits(texts) if texts else np.empty((0, len(classes)))
     out = rows[["id", "platform", "dataset", "split", "label"]].reset_index(drop=True)
     out.insert(1, "model", model_name)
     out.insert(2, "seed", np.int64(seed))
-    scores = pd.DataFrame(logits, columns=[logit_column(c) for c in corpus.classes])
+    scores = pd.DataFrame(logits, columns=[logit_column(c) for c in classes])
     return pd.concat([out[list(KEY_COLUMNS)], scores], axis=1)
 
 

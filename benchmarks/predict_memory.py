@@ -1,0 +1,96 @@
+"""Peak memory of `mhaudit predict` on a corpus of N and of 4N rows (issue 46; not a test).
+
+`mhaudit predict` streams: it reads the corpus a chunk of rows at a time (tables.corpus.chunks, 4,096 rows),
+scores the chunk and appends its predictions to the output (tables.table_appender), so its memory should not grow
+with the corpus. Measured against the way it worked before, kept here as the "whole" route: the corpus read whole
+(`Corpus.read`), every row scored at once (`predict_corpus`), one table written at the end (`write_table`).
+
+Data: the real Depression Reddit posts (../shared/data/depression_reddit_cleaned, 7,731 posts as `mhaudit data
+import` reads them), a TF-IDF + logistic regression model (`tfidf-lr`) trained on them; the corpora of --rows N
+and 4N rows are those real rows REPEATED (row k is real row k mod 7,731, id suffixed `#<copy>`; the corpus's meta
+says so), every split scored, Parquet out. Each route runs in a child process of its own; its peak resident memory
+is the child's `ru_maxrss` (os.wait4), in MiB.
+
+    python benchmarks/predict_memory.py [--rows 25000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+REPO = Path(__file__).resolve().parent.parent
+CSV = REPO.parent / "shared" / "data" / "depression_reddit_cleaned" / "depression_dataset_reddit_cleaned.csv"
+SPLITS = "train,val,test,calibration"
+WHOLE = """
+import sys
+from pathlib import Path
+from mhaudit.models.seeds import model_folders, predict_folders
+from mhaudit.tables.corpus.schema import Corpus
+from mhaudit.tables.io import write_table
+corpus, model, out = sys.argv[1:4]
+table = predict_folders(model_folders(Path(model)), Corpus.read(corpus), tuple(sys.argv[4].split(",")))
+write_table(table, out)
+"""
+
+
+def repeated_corpus(corpus, rows: int, path: Path) -> None:
+    """`rows` rows made by repeating the real rows in order, each copy's ids suffixed `#<copy>`."""
+    from mhaudit.tables.corpus.schema import Corpus
+
+    frame = corpus.frame
+    copies = [frame.assign(id=frame["id"] + f"#{k}") for k in range(-(-rows // len(frame)))]
+    repeated = pd.concat(copies, ignore_index=True).head(rows)
+    meta = {**corpus.meta, "repeated": f"{rows} rows: {len(frame)} real posts repeated (benchmarks/predict_memory.py)"}
+    Corpus.build(repeated, corpus.classes, meta=meta).write(path)
+
+
+def peak_mib(command: list[str]) -> tuple[float, float]:
+    """The child's peak resident memory (MiB) and its wall seconds."""
+    start = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode:
+        raise SystemExit(f"{command[:4]} failed: {child.stderr.read().decode() if child.stderr else ''}")
+    return usage.ru_maxrss / 1024, seconds  # Linux: kilobytes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=25_000, help="N: the smaller corpus's rows (the other is 4N)")
+    args = parser.parse_args()
+    from mhaudit.models.seeds import train_platform
+    from mhaudit.tables.corpus.importing import ImportOptions, import_source
+
+    corpus = import_source("depression_reddit", [CSV], ImportOptions(seed=0)).corpus
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        (model,) = train_platform(corpus, None, "tfidf-lr", [0], work / "model")
+        print(f"{len(corpus.frame):,} real posts; tfidf-lr trained on their train rows; threads 1 (OMP)")
+        print(f"{'rows':>8} {'route':>7} {'peak RSS MiB':>13} {'seconds':>8} {'corpus MiB':>11}")
+        for rows in (args.rows, 4 * args.rows):
+            path = work / f"corpus-{rows}.parquet"
+            repeated_corpus(corpus, rows, path)
+            size = path.stat().st_size / 2**20
+            stream = [sys.executable, "-m", "mhaudit", "predict", "--model", str(model), "--corpus", str(path)]
+            stream += ["--out", str(work / "stream.parquet"), "--splits", SPLITS]
+            whole = [sys.executable, "-c", WHOLE, str(path), str(model), str(work / "whole.parquet"), SPLITS]
+            for route, command in (("stream", stream), ("whole", whole)):
+                mib, seconds = peak_mib(command)
+                print(f"{rows:>8,} {route:>7} {mib:>13.0f} {seconds:>8.1f} {size:>11.1f}", flush=True)
+            same = pd.read_parquet(work / "stream.parquet").equals(pd.read_parquet(work / "whole.parquet"))
+            print(f"{'':>8} the two tables are {'equal' if same else 'DIFFERENT'}")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    main()
