@@ -14,6 +14,8 @@ def check_models_and_files(exp: Experiment) -> None:
     from mhaudit.models.base import option_names, unknown_options
 
     for spec in exp.model:
+        if spec.name is None:  # an outside model: outside_models checks it
+            continue
         if unknown := unknown_options(spec.name, spec.options):  # an unknown name is its own sentence
             raise InputError(
                 f"[[model]] {spec.key}: options has no key {', '.join(unknown)}; model '{spec.name}' "

@@ -109,18 +109,59 @@ CorpusSpec: TypeAlias = options_table(  # type: ignore[valid-type]  # a model ma
 )
 
 
+# the keys of a model to train, which an outside model (path) has no use for: it is predicted with, never trained
+TRAINING_KEYS = ("name", "options", "subsample", "adapt_epochs", "seeds")
+OUTSIDE_KEYS = ("path", "mapping", "trust_pickle")  # the keys of an outside model, which one to train has no use for
+
+
 class ModelSpec(Strict):
-    name: str
-    label: str | None = None  # the model's name in tables (default: name)
+    """A [[model]] table: a registered model to train (`name`), or an outside model to predict with (`path`: a
+    Hugging Face folder or a skops pipeline file, read from the experiment file's folder; `mapping` maps its labels
+    to the corpus's classes, `trust_pickle` allows pickle weights or files; docs/models.md)."""
+
+    name: str | None = None
+    path: str | None = None
+    mapping: str | None = None  # an outside model's labels to the classes: a shipped name or a .toml file
+    trust_pickle: bool = False  # an outside model's pickle weights or files may load (loading a pickle runs code)
+    label: str | None = None  # the model's name in tables (default: name, or the path's last part)
     options: dict = Field(default_factory=dict)
     subsample: int | None = Field(None, ge=1)  # N of the train rows, by label and seeded; every val row kept
     explain: Literal["none", "linear", "saliency", "integrated_gradients"] = "none"
     explain_sample: int = Field(EXPLAIN_SAMPLE, ge=1)  # test texts per platform and data set (mhaudit explain --n)
     adapt_epochs: int = 0  # > 0: also fine-tune on each target's calibration split (paper section 4.6: 3)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _name_or_path(cls, values: typing.Any) -> typing.Any:
+        """A model to train or an outside model, never both; an outside model takes no training key (checked
+        before the unknown keys, so that `seeds` on it is said as such)."""
+        if not isinstance(values, dict):
+            return values
+        if values.get("path") is None:
+            if values.get("name") is None:
+                raise ValueError("give name (a model to train) or path (an outside model to predict with)")
+            outside = [k for k in ("mapping", "trust_pickle") if k in values]
+            if outside:
+                raise ValueError(f"{outside[0]} is for an outside model (path), not for one to train (name)")
+            return values
+        training = [k for k in TRAINING_KEYS if k in values]
+        if training:
+            raise ValueError(
+                f"'{training[0]}' does not apply to an outside model (path = \"{values['path']}\"): it is predicted "
+                "with as it is, never trained; leave out name, options, subsample, adapt_epochs and seeds"
+            )
+        return values
+
+    @property
+    def outside(self) -> bool:
+        return self.path is not None
+
     @property
     def key(self) -> str:
-        return self.label or self.name
+        if self.label or self.name:
+            return typing.cast(str, self.label or self.name)
+        name = Path(typing.cast(str, self.path).rstrip("/\\")).name
+        return name.rsplit(".", 1)[0] if name.endswith((".skops", ".joblib", ".pkl", ".pickle")) else name
 
 
 # [audit]: the cross-platform audit's options; the reference platform is the experiment's
@@ -216,6 +257,11 @@ class Experiment(Strict):
             raise ValueError(
                 "[label_source] needs binary = { positive = [...] }: which model classes the experiment's "
                 "models score as the positive side"
+            )
+        if self.design == "all-pairs" and any(spec.outside for spec in self.model):
+            raise ValueError(
+                "design 'all-pairs' trains every model on every platform; an outside model (path) is not "
+                "trained: use design 'reference'"
             )
         if (self.label_source or self.validation) and self.design != "reference":
             raise ValueError("[label_source] and [validation] run beside design 'reference' only")

@@ -25,14 +25,18 @@ def step_key(*parts) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
-def _mapping(exp: Experiment, spec: CorpusSpec) -> str | None:
-    """The spec's mapping with each .toml file of a chain 'a+b.toml' resolved against the experiment's folder."""
-    if not spec.mapping:
-        return spec.mapping
+def resolved_mapping(exp: Experiment, mapping: str | None) -> str | None:
+    """A mapping with each .toml file of a chain 'a+b.toml' resolved against the experiment's folder."""
+    if not mapping:
+        return mapping
     parts = [
-        str(exp.folder / p) if p.endswith(".toml") and (exp.folder / p).exists() else p for p in spec.mapping.split("+")
+        str(exp.folder / p) if p.endswith(".toml") and (exp.folder / p).exists() else p for p in mapping.split("+")
     ]
     return "+".join(parts)
+
+
+def _mapping(exp: Experiment, spec: CorpusSpec) -> str | None:
+    return resolved_mapping(exp, spec.mapping)
 
 
 def _files(exp: Experiment, specs: list[CorpusSpec]) -> dict[str, str]:

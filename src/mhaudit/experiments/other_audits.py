@@ -5,6 +5,7 @@ against channel A) and the validation as a labeler (kappa against the human refe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -20,10 +21,10 @@ __all__ = ["label_source", "validation", "binary_predictions"]
 
 
 def binary_predictions(
-    corpus: Corpus, key: str, classes: list[str], binary: BinarySpec, models: dict[str, tuple[int, Path]]
+    corpus: Corpus, key: str, classes: list[str], binary: BinarySpec, models: dict[str, tuple[int, Path, Callable]]
 ) -> PredictionSet:
-    """Every model's collapsed two-class predictions on all rows of `corpus`, cached in its folder by `key`."""
-    from mhaudit.models import load_model
+    """Every model's collapsed two-class predictions on all rows of `corpus`, cached in its folder by `key`;
+    `models`: each model's seed, folder and what loads it."""
     from mhaudit.tables.io import write_table
     from mhaudit.tables.predictions import predict_corpus
 
@@ -38,17 +39,17 @@ def binary_predictions(
             "it needs two, negative first and positive last (e.g. stress-binary)"
         )
     parts = []
-    for name, (seed, folder) in models.items():
+    for name, (seed, folder, load_model) in models.items():
         path = folder / f"binary-{key}.parquet"
         if not path.exists():
             scored = Corpus(corpus.frame.assign(split="test"), classes, {})  # the model's classes name the logits
-            write_table(predict_corpus(load_model(folder), scored, model_name=name, seed=seed, splits=("test",)), path)
+            write_table(predict_corpus(load_model(), scored, model_name=name, seed=seed, splits=("test",)), path)
         parts.append(collapse_binary(pd.read_parquet(path), classes, binary, corpus.classes, relabel=False))
     return PredictionSet(pd.concat(parts, ignore_index=True), corpus.classes)
 
 
 def label_source(
-    exp: Experiment, corpus: Corpus, key: str, classes: list[str], models: dict[str, tuple[int, Path]]
+    exp: Experiment, corpus: Corpus, key: str, classes: list[str], models: dict[str, tuple[int, Path, Callable]]
 ) -> AuditResult:
     """The label-source audit of [label_source] with every model (if any) as a baseline."""
     from mhaudit.audits.divergence import DivergenceInputs, audit_divergence
@@ -65,7 +66,7 @@ def label_source(
 
 
 def validation(
-    exp: Experiment, items: tuple[Corpus, str] | None, classes: list[str], models: dict[str, tuple[int, Path]]
+    exp: Experiment, items: tuple[Corpus, str] | None, classes: list[str], models: dict[str, tuple[int, Path, Callable]]
 ) -> AuditResult:
     """The agreement report of [validation]; with items, each model's predicted labels join as a labeler."""
     from mhaudit.audits.agreement import AgreementInputs, audit_agreement

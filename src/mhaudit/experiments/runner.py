@@ -11,6 +11,7 @@ trust report, in the output folder (docs/report.md).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,9 +22,18 @@ from mhaudit.core.executors import run_jobs
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.experiments.binary_targets import BinaryTarget, binary_section
 from mhaudit.experiments.checks import check_models_and_files, check_names
-from mhaudit.experiments.config import Experiment, ModelSpec
+from mhaudit.experiments.config import OUTSIDE_KEYS, Experiment, ModelSpec
 from mhaudit.experiments.corpora import build_binary_targets, build_corpus, import_corpora, keep, step_key
 from mhaudit.experiments.explain import explain_corpus
+from mhaudit.experiments.outside_models import (
+    OUTSIDE_SEED,
+    check_outside_classes,
+    check_outside_models,
+    model_loader,
+    outside_digest,
+    outside_loading,
+    score_job,
+)
 from mhaudit.experiments.transfer import transfer_report
 from mhaudit.report import AuditResult, Section, verdict_table, write_report
 from mhaudit.tables.corpus.schema import Corpus
@@ -45,27 +55,27 @@ def train_job(corpus_path: str, platform: str, spec: dict, seed: int, folder: st
 
 
 def _predict_and_explain(
-    folder: Path, spec: ModelSpec, corpus: Corpus, seed: int, binary_targets: list[BinaryTarget]
+    folder: Path, spec: ModelSpec, corpus: Corpus, seed: int, binary_targets: list[BinaryTarget], load_model: Callable
 ) -> tuple[pd.DataFrame, pd.DataFrame | None, dict]:
     """Predictions on the corpus, attributions, and raw predictions (model-class logits, the target's own
-    labels) on each binary target by its key; each cached in the model's folder."""
-    from mhaudit.models import load_model
+    labels) on each binary target by its key; each cached in the model's folder (an outside model's: the folder
+    of its predictions). `load_model()` loads the model."""
     from mhaudit.tables.io import write_table
     from mhaudit.tables.predictions import predict_corpus
 
     preds_path, attr_path = folder / "predictions.parquet", folder / f"attributions-{spec.explain}.parquet"
     model = None
     if not preds_path.exists():
-        model = load_model(folder)
+        model = load_model()
         write_table(predict_corpus(model, corpus, model_name=spec.key, seed=seed), preds_path)
     if spec.explain != "none" and not attr_path.exists():
-        model = model or load_model(folder)
+        model = model or load_model()
         write_table(explain_corpus(model, corpus, spec.explain, n=spec.explain_sample, model_name=spec.key), attr_path)
     binary = {}
     for target in binary_targets:
         path = folder / f"binary-{target.key}.parquet"
         if not path.exists():
-            model = model or load_model(folder)
+            model = model or load_model()
             scored = Corpus(target.corpus.frame, corpus.classes, {})  # the model's classes name the logits
             write_table(predict_corpus(model, scored, model_name=spec.key, seed=seed), path)
         binary[target.key] = pd.read_parquet(path)
@@ -81,6 +91,7 @@ def run_experiment(
     progress = ensure(progress)
     out = Path(out)
     check_models_and_files(exp)
+    outside = check_outside_models(exp)  # every outside model loads, before any work
     imported = {"cross-platform": build_corpus(exp, out, progress)} if exp.corpus else {}
     binary_targets = (
         build_binary_targets(exp, out, imported["cross-platform"][0].classes, progress) if exp.corpus else []
@@ -90,6 +101,8 @@ def run_experiment(
     if exp.validation and exp.validation.items:
         imported["validation"] = import_corpora(exp, [exp.validation.items], out, progress)
     check_names(exp, *(imported[k][0] if k in imported else None for k in ("cross-platform", "label-source")))
+    if exp.corpus:
+        check_outside_classes(outside, imported["cross-platform"][0].classes)
     for corpus, path in [(c, p) for c, p, _ in imported.values()] + [(t.corpus, t.path) for t in binary_targets]:
         keep(corpus, path)
     result, classes = None, []
@@ -116,37 +129,14 @@ def _cross_platform(
     workers: int,
     progress: Progress,
 ) -> tuple[AuditResult, list]:
-    """Train, predict, explain and audit; the result and each trained (spec, platform, seed, folder)."""
-    from mhaudit.models import training_seeds
-
+    """Train, predict, explain and audit; the result and each model's (spec, platform, seed, folder)."""
     corpus, corpus_path, corpus_key = imported
     platforms = (
         [exp.reference]
         if exp.design == "reference" and exp.reference
         else sorted(corpus.frame.loc[corpus.frame["split"] == "train", "platform"].unique())
     )
-    places, jobs = [], []
-    for spec in exp.model:
-        seeds, note = training_seeds(spec.name, exp.seeds, spec.key)  # a deterministic model: the first seed only
-        if note:
-            progress.note(note)
-        for platform in platforms:
-            key = step_key(corpus_key, spec.model_dump(), platform)
-            for seed in seeds:
-                folder = out / "models" / spec.key / platform / key / f"seed-{seed}"
-                places.append((spec, platform, seed, folder))
-                if (folder / "mhaudit-model.json").exists():
-                    progress.note(f"train {spec.key} seed {seed} on {platform}: done before, kept")
-                else:
-                    jobs.append(
-                        {
-                            "corpus_path": str(corpus_path),
-                            "platform": platform,
-                            "spec": spec.model_dump(),
-                            "seed": seed,
-                            "folder": str(folder),
-                        }
-                    )
+    places, jobs, scoring = _plan(exp, out, imported, platforms, progress)
     with progress.stage(f"train {len(jobs)} model x seed job(s) of {exp.name}", total=len(jobs)):
         run_jobs(train_job, jobs, executor=executor, workers=workers, progress=progress)
     for job in jobs:
@@ -154,12 +144,16 @@ def _cross_platform(
             f"trained {job['spec']['label'] or job['spec']['name']} seed {job['seed']} on "
             f"{job['platform']}: {job['folder']}"
         )
+    if scoring:  # the outside models' predictions, through the same executor as the training
+        with progress.stage(f"predict with {len(scoring)} outside model(s) of {exp.name}", total=len(scoring)):
+            run_jobs(score_job, scoring, executor=executor, workers=workers, progress=progress)
     predictions: dict[str, list[pd.DataFrame]] = {}  # by platform
     binary: dict[str, list[pd.DataFrame]] = {}  # by binary target
     attributions = []
     with progress.stage(f"predict and explain {len(places)} model(s) of {exp.name}", total=len(places)):
         for spec, platform, seed, folder in places:
-            preds, attr, on_binary = _predict_and_explain(folder, spec, corpus, seed, binary_targets)
+            load = model_loader(exp, spec, folder, platform)
+            preds, attr, on_binary = _predict_and_explain(folder, spec, corpus, seed, binary_targets, load)
             predictions.setdefault(platform, []).append(preds)
             for key, table in on_binary.items():
                 binary.setdefault(key, []).append(table)
@@ -173,6 +167,59 @@ def _cross_platform(
         exp, corpus, reference, pd.concat(attributions, ignore_index=True) if attributions else None, progress
     )
     return _with_extras(exp, corpus, result, reference, binary_targets, binary, places), places
+
+
+def _plan(
+    exp: Experiment, out: Path, imported: tuple[Corpus, Path, str], platforms: list[str], progress: Progress
+) -> tuple[list, list[dict], list[dict]]:
+    """Each model's (spec, platform, seed, folder), the training jobs and the outside models' scoring jobs still to
+    run (a finished step is kept). An outside model has one place, on the reference, seed 0, its folder keyed by
+    the content hash of its files."""
+    from mhaudit.models import training_seeds
+
+    _, corpus_path, corpus_key = imported
+    places, jobs, scoring = [], [], []
+    for spec in exp.model:
+        if spec.outside:
+            key = step_key(corpus_key, spec.model_dump(exclude={"label"}), outside_digest(exp, spec), platforms[0])
+            folder = out / "models" / spec.key / platforms[0] / key / "outside"
+            places.append((spec, platforms[0], OUTSIDE_SEED, folder))
+            if (folder / "predictions.parquet").exists():
+                progress.note(f"predict with {spec.key} on the corpus: done before (same model files), kept")
+            else:
+                folder.mkdir(parents=True, exist_ok=True)
+                scoring.append(
+                    {
+                        "loading": outside_loading(exp, spec),
+                        "corpus_path": str(corpus_path),
+                        "platform": platforms[0],
+                        "model_name": spec.key,
+                        "out_file": str(folder / "predictions.parquet"),
+                    }
+                )
+            continue
+        seeds, note = training_seeds(spec.name, exp.seeds, spec.key)  # a deterministic model: the first seed only
+        if note:
+            progress.note(note)
+        for platform in platforms:
+            trained = spec.model_dump(exclude=set(OUTSIDE_KEYS))  # unset for a trained model: earlier keys hold
+            key = step_key(corpus_key, trained, platform)
+            for seed in seeds:
+                folder = out / "models" / spec.key / platform / key / f"seed-{seed}"
+                places.append((spec, platform, seed, folder))
+                if (folder / "mhaudit-model.json").exists():
+                    progress.note(f"train {spec.key} seed {seed} on {platform}: done before, kept")
+                else:
+                    jobs.append(
+                        {
+                            "corpus_path": str(corpus_path),
+                            "platform": platform,
+                            "spec": trained,
+                            "seed": seed,
+                            "folder": str(folder),
+                        }
+                    )
+    return places, jobs, scoring
 
 
 def _with_extras(
@@ -231,9 +278,9 @@ def _with_other_audits(
     from mhaudit.experiments import file_audits, other_audits
     from mhaudit.report.combine import combine_results
 
-    first: dict[str, tuple[int, Path]] = {}  # each model's first seed on the reference platform: in the other audits
-    for spec, _, seed, folder in places:
-        first.setdefault(spec.key, (seed, folder))
+    first: dict[str, tuple[int, Path, Callable]] = {}  # each model's first seed on the reference: in the other audits
+    for spec, platform, seed, folder in places:
+        first.setdefault(spec.key, (seed, folder, model_loader(exp, spec, folder, platform)))
     results = {"cross-platform": cross} if cross is not None else {}
     if exp.label_source:
         corpus, _, key = imported["label-source"]
