@@ -9,6 +9,7 @@ import typer
 
 from mhaudit.attribution import EXPLAIN_SAMPLE
 from mhaudit.cli.console import guarded, out
+from mhaudit.cli.models import MappingOpt, TrustPickleOpt
 from mhaudit.core.errors import InputError
 
 
@@ -18,10 +19,21 @@ def register(root: typer.Typer) -> None:
 
 @guarded
 def explain(
-    model_dir: Annotated[Path, typer.Option("--model", help="A trained model folder (or seed-* parent).")],
+    model_dir: Annotated[
+        Path,
+        typer.Option(
+            "--model",
+            help="A trained model folder (or a parent of seed-* and run-* folders), a Hugging Face folder "
+            "(save_pretrained) or a scikit-learn pipeline (.skops).",
+        ),
+    ],
     corpus: Annotated[Path, typer.Option(help="Corpus Parquet file whose texts are attributed.")],
     method: Annotated[
-        str, typer.Option(help="linear (TF-IDF models), saliency or integrated_gradients (transformer models).")
+        str,
+        typer.Option(
+            help="linear (TF-IDF models, linear scikit-learn pipelines), saliency or integrated_gradients "
+            "(transformer models, Hugging Face folders)."
+        ),
     ],
     out_path: Annotated[
         Path, typer.Option("--out", help="Attributions table to write (.parquet, .csv, .tsv or .jsonl).")
@@ -30,6 +42,8 @@ def explain(
     seed: Annotated[int, typer.Option(help="Seed of the text selection (the same texts for every model seed).")] = 0,
     splits: Annotated[str, typer.Option(help="Splits whose texts are attributed, comma-separated.")] = "test",
     name: Annotated[str | None, typer.Option(help="Model name in the table (default: registry name).")] = None,
+    mapping: MappingOpt = None,
+    trust_pickle: TrustPickleOpt = False,
 ) -> None:
     """Attribute a seeded sample of a corpus's texts with trained model(s): one attributions table (axis 5)."""
     import pandas as pd
@@ -47,7 +61,13 @@ def explain(
     folders, loaded = model_folders(model_dir), Corpus.read(corpus)
     tables = [
         explain_corpus(
-            load_model(folder), loaded, method, n=n, seed=seed, splits=tuple(splits.split(",")), model_name=name
+            load_model(folder, mapping=mapping, trust_pickle=trust_pickle),
+            loaded,
+            method,
+            n=n,
+            seed=seed,
+            splits=tuple(splits.split(",")),
+            model_name=name,
         )
         for folder in folders
     ]

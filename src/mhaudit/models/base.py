@@ -97,8 +97,13 @@ def training_seeds(name: str, seeds, label: str | None = None) -> tuple[list[int
 
 
 def attribution_methods(model: Model) -> list[str]:
-    """The attribution methods a trained model supports: 'linear' where it has `explain` (the TF-IDF models),
-    'saliency' and 'integrated_gradients' where it holds a Hugging Face classifier (`hf_model`, `tokenizer`)."""
+    """The attribution methods a trained model supports. A model may declare them itself with a method
+    `attribution_methods()` returning their names (a scikit-learn pipeline: 'linear' only where it is linear); else
+    'linear' where it has `explain` (the TF-IDF models), 'saliency' and 'integrated_gradients' where it holds a
+    Hugging Face classifier (`hf_model`, `tokenizer`: the transformer models and Hugging Face folders)."""
+    declared = getattr(model, "attribution_methods", None)
+    if callable(declared):
+        return [method for method in declared() if method in ATTRIBUTION_METHODS]
     methods = ["linear"] if callable(getattr(model, "explain", None)) else []
     if getattr(model, "hf_model", None) is not None and getattr(model, "tokenizer", None) is not None:
         methods += ["saliency", "integrated_gradients"]
@@ -106,16 +111,19 @@ def attribution_methods(model: Model) -> list[str]:
 
 
 def check_attribution_method(model: Model, method: str) -> None:
-    """InputError unless `method` is an attribution method that `model` supports and that can run here."""
+    """InputError unless `method` is an attribution method that `model` supports and that can run here. The
+    sentence gives the model's own reason where it has one (`attribution_refusal(method)`)."""
     if method not in ATTRIBUTION_METHODS:
         raise InputError(f"unknown attribution method '{method}'; choose {', '.join(ATTRIBUTION_METHODS)}")
     supported = attribution_methods(model)
     if method not in supported:
         can = f"supports only {', '.join(supported)}" if supported else "has no attribution method"
-        raise InputError(
-            f"model '{model.name}' {can}, not '{method}' (linear: TF-IDF models; saliency and "
-            "integrated_gradients: transformer models)"
+        refusal = getattr(model, "attribution_refusal", None)
+        reason = (refusal(method) if callable(refusal) else None) or (
+            "linear: TF-IDF models and linear scikit-learn pipelines; saliency and integrated_gradients: "
+            "transformer models and Hugging Face folders"
         )
+        raise InputError(f"model '{model.name}' {can}, not '{method}' ({reason})")
     if method == "integrated_gradients" and importlib.util.find_spec("captum") is None:
         raise InputError("integrated_gradients needs captum; install mhaudit[transformers]")
 

@@ -6,10 +6,13 @@ how researchers hold fine-tuned BERT, MentalBERT or RoBERTa classifiers. `load_h
 already are the classes, else a label mapping from the registry the data sets use (`tables.corpus.mappings`:
 a shipped name, a TOML path or a chain). Whatever is wrong with the folder is one InputError sentence naming
 it; a pickle (`pytorch_model.bin`) is loaded only with `trust_pickle=True`, because loading a pickle runs code.
+Attributions (saliency, integrated gradients) run on `hf_model`: the network, or `ClassLogits`, the network whose
+logits are the classes' in torch where the label plan reorders or merges its outputs.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import re
@@ -20,6 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+from transformers.modeling_outputs import SequenceClassifierOutput
 
 from mhaudit.core.errors import InputError, first_line
 from mhaudit.core.threads import thread_budget
@@ -30,7 +34,7 @@ from mhaudit.models.torch_runtime import TorchClassifier, in_batches
 from mhaudit.tables.corpus import mappings
 from mhaudit.weak_supervision.collect.scoring import model_digest
 
-__all__ = ["HuggingFaceFolder", "LabelPlan", "is_hf_folder", "load_hf_folder", "plan_labels"]
+__all__ = ["ClassLogits", "HuggingFaceFolder", "LabelPlan", "is_hf_folder", "load_hf_folder", "plan_labels"]
 
 SOURCE = "huggingface"
 CONFIG = "config.json"
@@ -108,6 +112,37 @@ class LabelPlan:
         for output, column in enumerate(self.columns):
             grouped[:, column] += probs[:, output]
         return np.log(np.maximum(grouped, np.finfo(np.float64).tiny))
+
+    def torch_logits(self, outputs: torch.Tensor) -> torch.Tensor:
+        """`logits` in torch, differentiable (for attributions): the outputs reordered, or per class the
+        log-sum-exp of its outputs' log-softmax, a class no output reaches at the log of the smallest float."""
+        if (order := self.permutation) is not None:
+            return outputs[:, order]
+        log_probs = torch.log_softmax(outputs.float(), dim=-1)
+        empty = torch.full((len(outputs),), float(np.log(np.finfo(np.float64).tiny)), device=outputs.device)
+        members = [[o for o, c in enumerate(self.columns) if c == k] for k in range(len(self.classes))]
+        return torch.stack([torch.logsumexp(log_probs[:, m], dim=-1) if m else empty for m in members], dim=1)
+
+
+class ClassLogits(torch.nn.Module):
+    """The network as a classifier of the audit's classes, for attributions (`attribution.gradients`): called
+    with the network's inputs it returns an output whose `.logits` are `plan.torch_logits` of the network's, so a
+    gradient to class k is that of its own output (a permutation) or of its outputs' summed probability; the word
+    embeddings are the network's and `config.num_labels` counts the classes."""
+
+    def __init__(self, network: Any, plan: LabelPlan):
+        super().__init__()
+        self.network, self.plan = network, plan
+        self.config = copy.deepcopy(network.config)
+        self.config.id2label = dict(enumerate(plan.classes))
+        self.config.label2id = {name: k for k, name in enumerate(plan.classes)}
+        self.train(network.training)  # a new module is in training mode; handing that back would turn dropout on
+
+    def get_input_embeddings(self) -> torch.nn.Module:
+        return self.network.get_input_embeddings()
+
+    def forward(self, **inputs: Any) -> SequenceClassifierOutput:
+        return SequenceClassifierOutput(logits=self.plan.torch_logits(self.network(**inputs).logits))
 
 
 def _output_labels(config: dict, folder: Path, mapped: bool) -> list[str]:
@@ -231,8 +266,9 @@ class HuggingFaceFolder(TorchClassifier):
 
     `source` ("huggingface"), `folder`, `digest` (SHA-256 over the folder's files, for provenance),
     `labels` (the model's outputs), `plan` (how they become the classes) and `network`, `tokenizer`. `hf_model`
-    is the network only where its outputs are the classes in order, so attributions that target a class
-    index target the same output; otherwise None.
+    is what attributions run on (saliency, integrated gradients): the network where its outputs are the classes in
+    order, else the network wrapped in `ClassLogits`, whose logits are the classes', so class k's attributions are
+    its output's (reordered labels) or its outputs' summed probability's (several labels mapped to one class).
     """
 
     def __init__(
@@ -269,7 +305,8 @@ class HuggingFaceFolder(TorchClassifier):
         if network.config.pad_token_id is None:  # models that pool the last token find it by the pad id
             network.config.pad_token_id = tokenizer.pad_token_id
         self.network, self.tokenizer = network.to(self.device), tokenizer
-        self.hf_model: Any = network if self.plan.permutation == list(range(len(self.plan.classes))) else None
+        in_order = self.plan.permutation == list(range(len(self.plan.classes)))
+        self.hf_model: Any = network if in_order else ClassLogits(network, self.plan)
         self.folder, self.source, self.labels, self.classes = folder, SOURCE, self.plan.labels, self.plan.classes
         self.max_length, self.batch_size, self.threads = max_length, batch_size, threads
         self.name = f"hf:{folder.name}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import string
 import warnings
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from sklearn.pipeline import make_pipeline
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress
 from mhaudit.models.base import register
+from mhaudit.models.linear_attributions import linear_attributions
 from mhaudit.stats.calibration import fit_temperature
 from mhaudit.tables.corpus.schema import label_codes
 
@@ -138,54 +138,11 @@ class TfidfLogistic:
         return out
 
     def explain(self, texts: list[str]) -> pd.DataFrame:
-        """Linear attributions: per class and word, the mean over `texts` of coefficient x TF-IDF value.
-
-        An n-gram's contribution is shared equally by its words; a character n-gram's (analyzer char_wb) by
-        the words of `texts` that contain it, so character models get word attributions too. Columns: class,
-        word, score, count (the document frequency of the word's most frequent n-gram), method 'linear'.
-        """
+        """Linear attributions: per class and word, the mean over `texts` of coefficient x TF-IDF value
+        (`linear_attributions`). Columns: class, word, score, count, method 'linear'."""
         vectorizer, logistic = self.pipeline[0], self.pipeline[-1]
-        features = vectorizer.transform(list(texts))
-        names = vectorizer.get_feature_names_out()
-        doc_freq = np.asarray((features > 0).sum(axis=0)).ravel()
-        mean_value = np.asarray(features.mean(axis=0)).ravel()
-        coef = logistic.coef_
-        if coef.shape[0] == 1:  # binary: one margin for the positive class; the negative gets its opposite
-            coef = np.vstack([-coef[0], coef[0]])
-        tokens = self._words_of_features(vectorizer, names, texts)
-        rows = []
-        for row, c in zip(coef, logistic.classes_):
-            contribution = row * mean_value
-            words: dict[str, list[float]] = {}
-            for toks, value, df in zip(tokens, contribution, doc_freq):
-                if df == 0:
-                    continue
-                for tok in toks:
-                    entry = words.setdefault(tok, [0.0, 0])
-                    entry[0] += value / len(toks)
-                    entry[1] = max(entry[1], int(df))
-            rows += [{"class": self.classes[c], "word": w, "score": v[0], "count": v[1]} for w, v in words.items()]
-        return pd.DataFrame(rows).assign(method="linear")
-
-    def _words_of_features(self, vectorizer, names, texts) -> list[list[str]]:
-        """The words each feature belongs to: a word n-gram's own words; for char_wb, every word of `texts`
-        whose padded n-grams include it; for char (n-grams across word boundaries), the n-gram itself."""
-        analyzer = self.params["analyzer"]
-        if analyzer == "word":
-            return [name.split() for name in names]
-        if analyzer == "char":
-            return [[name] for name in names]
-        preprocess, ngrams = vectorizer.build_preprocessor(), vectorizer.build_analyzer()
-        index = {name: i for i, name in enumerate(names)}
-        words: list[set[str]] = [set() for _ in names]
-        for token in sorted({t for text in texts for t in preprocess(text).split()}):
-            word = token.strip(string.punctuation)  # "tired," gives its n-grams (comma too) to "tired"
-            if not word:
-                continue
-            for gram in ngrams(token):
-                if gram in index:
-                    words[index[gram]].add(word)
-        return [sorted(w) for w in words]
+        names = [self.classes[c] for c in logistic.classes_]
+        return linear_attributions(vectorizer, vectorizer, logistic.coef_, names, texts)
 
     def save_artifacts(self, directory: Path) -> None:
         joblib.dump({"pipeline": self.pipeline, "temperature": self.temperature}, directory / "pipeline.joblib")

@@ -14,21 +14,27 @@ several classes mapped to one class sum their probabilities. `predict_logits` gi
 logits of a softmax that returns the probabilities themselves), with a zero probability as log of the smallest
 positive float (about -708) so no logit is infinite.
 
-Attributions are not built yet. For a linear pipeline (a vectorizer, then a linear classifier) they would come
-from the final step's `coef_` (one row per class, or one row for the positive class of a binary model) times the
-vectorizer's transform of a text, per feature named by `get_feature_names_out`, as `models.linear` explains its
-own TF-IDF models.
+Attributions ('linear', CPFE axis 5): for a linear pipeline, whose steps before the last turn texts into the
+features of a text vectorizer (`TfidfVectorizer`, or `CountVectorizer` then `TfidfTransformer`; named by
+`get_feature_names_out`) and whose last step is a linear classifier (`coef_`, `classes_`: LogisticRegression,
+SGDClassifier with log loss), `explain` gives the mean over texts of coefficient x feature value per class and word
+(`models.linear_attributions`, as mhaudit's own TF-IDF models; the words by the vectorizer's analyzer).
+Refused, with the reason in one sentence (`attribution_refusal`): a last step without `coef_` (a random forest, a
+CalibratedClassifierCV), features that are not the vectorizer's terms, and a mapping that merges several classes
+into one (a sum of probabilities is no coefficient's score).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
 
 from mhaudit.core.errors import InputError, first_line
 from mhaudit.core.progress import Progress
+from mhaudit.models.linear_attributions import linear_attributions
 from mhaudit.tables.corpus import mappings
 from mhaudit.tables.corpus.mappings import Mapping
 from mhaudit.weak_supervision.collect.scoring import model_digest
@@ -107,6 +113,30 @@ def _class_matrix(raw_classes: list, mapping: Mapping | None, path: Path) -> tup
     return list(mapping.classes), matrix
 
 
+def _linear_parts(pipeline) -> tuple | str:
+    """(the steps that make the features, the text vectorizer among them, the linear classifier) of a linear
+    pipeline, or why it is not one."""
+    steps = getattr(pipeline, "steps", None)
+    if not steps or len(steps) < 2:
+        return f"it holds a {type(pipeline).__name__}, not a pipeline of a text vectorizer then a linear classifier"
+    classifier, featurize = pipeline[-1], pipeline[:-1]
+    if getattr(classifier, "coef_", None) is None:
+        return (
+            f"its last step, {type(classifier).__name__}, has no coef_, so it is not a linear classifier; linear "
+            "attributions need one, e.g. LogisticRegression or SGDClassifier with log loss after a TfidfVectorizer"
+        )
+    vectorizer = next((step for _, step in featurize.steps if callable(getattr(step, "build_analyzer", None))), None)
+    if vectorizer is None or not callable(getattr(vectorizer, "get_feature_names_out", None)):
+        return "no step before its classifier is a text vectorizer with named terms (TfidfVectorizer, CountVectorizer)"
+    try:
+        names, terms = featurize.get_feature_names_out(), set(vectorizer.get_feature_names_out())
+    except (AttributeError, ValueError, TypeError) as exc:
+        return f"its features have no names ({first_line(exc)})"
+    if not set(names) <= terms or np.shape(classifier.coef_)[-1] != len(names):
+        return "its classifier's features are not the vectorizer's terms, so its coefficients name no words"
+    return featurize, vectorizer, classifier
+
+
 class SkopsPipeline:
     """A fitted scikit-learn pipeline loaded from a file; its `source` ("skops" or "pickle") and `digest` (SHA-256
     of the file, as `model_digest` hashes model folders) name it in reports and provenance."""
@@ -132,6 +162,35 @@ class SkopsPipeline:
         """Log-probabilities: their softmax is the probabilities (each row sums to one)."""
         with np.errstate(divide="ignore"):
             return np.maximum(np.log(self.predict_probabilities(texts)), SMALLEST_LOG)
+
+    def attribution_methods(self) -> list[str]:
+        """'linear' where the pipeline is linear and each class is one of its classes; otherwise none."""
+        return [] if self.attribution_refusal("linear") else ["linear"]
+
+    def attribution_refusal(self, method: str) -> str | None:
+        """Why `method` cannot explain this pipeline (part of one sentence), None where it can."""
+        if method != "linear":
+            return f"a scikit-learn pipeline gets linear attributions only, where it is linear ({self.path.name})"
+        if isinstance(parts := _linear_parts(self.pipeline), str):
+            return f"{self.path.name}: {parts}"
+        merged = [k for k in range(len(self.classes)) if self.class_matrix[:, k].sum() > 1]
+        if merged:
+            raw = [str(c) for c, row in zip(self.pipeline.classes_, self.class_matrix) if row[merged[0]]]
+            return (
+                f"mapping '{self.options['mapping']}' merges the pipeline's classes {', '.join(raw)} into "
+                f"{self.classes[merged[0]]}, whose probability is their sum, which no coefficient times a feature gives"
+            )
+        return None
+
+    def explain(self, texts: list[str]) -> pd.DataFrame:
+        """Linear attributions (see the module docstring): per class and word, the mean over `texts` of coefficient
+        x feature value. Columns class, word, score, count, method 'linear'. InputError where the pipeline is not
+        linear or its mapping merges classes."""
+        if reason := self.attribution_refusal("linear"):
+            raise InputError(f"no linear attributions for this pipeline: {reason}")
+        featurize, vectorizer, classifier = cast(tuple, _linear_parts(self.pipeline))  # a reason was refused above
+        names = [self.classes[int(np.argmax(row))] for row in self.class_matrix]  # per raw class, its class
+        return linear_attributions(featurize, vectorizer, classifier.coef_, names, texts)
 
     def fit(self, train: pd.DataFrame, classes: list[str], *, progress: Progress | None = None) -> SkopsPipeline:
         raise InputError(f"the pipeline in {self.path} is already fitted; refit it with scikit-learn and save again")
