@@ -9,7 +9,9 @@ Data: the real Depression Reddit posts (../shared/data/depression_reddit_cleaned
 import` reads them), a TF-IDF + logistic regression model (`tfidf-lr`) trained on them; the corpora of --rows N
 and 4N rows are those real rows REPEATED (row k is real row k mod 7,731, id suffixed `#<copy>`; the corpus's meta
 says so), every split scored, Parquet out. Each route runs in a child process of its own; its peak resident memory
-is the child's `ru_maxrss` (os.wait4), in MiB.
+is the child's `ru_maxrss` (resource.getrusage), in MiB. The stream is measured twice: on the corpus as
+`Corpus.write` writes it (one Parquet row group, whose compressed columns pyarrow reads whole) and on the same rows
+in row groups of 4,096.
 
     python benchmarks/predict_memory.py [--rows 25000]
 """
@@ -41,8 +43,11 @@ write_table(table, out)
 """
 
 
-def repeated_corpus(corpus, rows: int, path: Path) -> None:
-    """`rows` rows made by repeating the real rows in order, each copy's ids suffixed `#<copy>`."""
+def repeated_corpus(corpus, rows: int, path: Path) -> Path:
+    """`rows` rows made by repeating the real rows in order, each copy's ids suffixed `#<copy>`, written as
+    `Corpus.write` writes (one row group) at `path`; returned: the same file in row groups of 4,096 rows."""
+    import pyarrow.parquet as pq
+
     from mhaudit.tables.corpus.schema import Corpus
 
     frame = corpus.frame
@@ -50,18 +55,28 @@ def repeated_corpus(corpus, rows: int, path: Path) -> None:
     repeated = pd.concat(copies, ignore_index=True).head(rows)
     meta = {**corpus.meta, "repeated": f"{rows} rows: {len(frame)} real posts repeated (benchmarks/predict_memory.py)"}
     Corpus.build(repeated, corpus.classes, meta=meta).write(path)
+    grouped = path.with_suffix(".groups.parquet")
+    pq.write_table(pq.read_table(path), grouped, row_group_size=4096)
+    return grouped
+
+
+# The child is started by a small launcher: a child forked straight from this process would count this process's
+# memory (the corpora built here) in its peak until its exec.
+LAUNCHER = """
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
 
 
 def peak_mib(command: list[str]) -> tuple[float, float]:
-    """The child's peak resident memory (MiB) and its wall seconds."""
+    """The command's peak resident memory (MiB: `ru_maxrss` of the launcher's one child) and its wall seconds."""
     start = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
+    done = subprocess.run([sys.executable, "-c", LAUNCHER, *command], capture_output=True, text=True)
     seconds = time.perf_counter() - start
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode:
-        raise SystemExit(f"{command[:4]} failed: {child.stderr.read().decode() if child.stderr else ''}")
-    return usage.ru_maxrss / 1024, seconds  # Linux: kilobytes
+    if done.returncode:
+        raise SystemExit(f"{command[:4]} failed: {done.stderr}")
+    return int(done.stdout.split()[-1]) / 1024, seconds  # Linux: kilobytes
 
 
 def main() -> None:
@@ -76,18 +91,23 @@ def main() -> None:
         work = Path(tmp)
         (model,) = train_platform(corpus, None, "tfidf-lr", [0], work / "model")
         print(f"{len(corpus.frame):,} real posts; tfidf-lr trained on their train rows; threads 1 (OMP)")
-        print(f"{'rows':>8} {'route':>7} {'peak RSS MiB':>13} {'seconds':>8} {'corpus MiB':>11}")
+        print(f"{'rows':>8} {'route':>24} {'peak RSS MiB':>13} {'seconds':>8} {'corpus MiB':>11}")
         for rows in (args.rows, 4 * args.rows):
             path = work / f"corpus-{rows}.parquet"
-            repeated_corpus(corpus, rows, path)
+            grouped = repeated_corpus(corpus, rows, path)
             size = path.stat().st_size / 2**20
-            stream = [sys.executable, "-m", "mhaudit", "predict", "--model", str(model), "--corpus", str(path)]
-            stream += ["--out", str(work / "stream.parquet"), "--splits", SPLITS]
+            stream = [sys.executable, "-m", "mhaudit", "predict", "--model", str(model), "--splits", SPLITS]
             whole = [sys.executable, "-c", WHOLE, str(path), str(model), str(work / "whole.parquet"), SPLITS]
-            for route, command in (("stream", stream), ("whole", whole)):
+            routes = {
+                "stream": [*stream, "--corpus", str(path), "--out", str(work / "stream.parquet")],
+                "stream, groups of 4,096": [*stream, "--corpus", str(grouped), "--out", str(work / "grouped.parquet")],
+                "whole": whole,
+            }
+            for route, command in routes.items():
                 mib, seconds = peak_mib(command)
-                print(f"{rows:>8,} {route:>7} {mib:>13.0f} {seconds:>8.1f} {size:>11.1f}", flush=True)
-            same = pd.read_parquet(work / "stream.parquet").equals(pd.read_parquet(work / "whole.parquet"))
+                print(f"{rows:>8,} {route:>24} {mib:>13.0f} {seconds:>8.1f} {size:>11.1f}", flush=True)
+            tables = [pd.read_parquet(work / f"{name}.parquet") for name in ("stream", "grouped", "whole")]
+            same = tables[0].equals(tables[2]) and tables[1].equals(tables[2])
             print(f"{'':>8} the two tables are {'equal' if same else 'DIFFERENT'}")
 
 
