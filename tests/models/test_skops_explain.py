@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import joblib
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -87,6 +89,14 @@ def test_mhaudit_explain_on_a_skops_pipeline_is_coefficient_times_feature_value(
     assert max(abs(got[key] - expected[key]) for key in got) < 1e-12
     top = table[table["class"] == "depression"].nlargest(1, "score")["word"].iat[0]
     assert got["depression", top] > 0 and got["no_depression", top] == pytest.approx(-got["depression", top])
+    # the same pipeline as a pickle: read only with --trust-pickle, then the same table
+    joblib.dump(pipeline, folder / "depression.joblib")
+    args = ["--model", str(folder / "depression.joblib"), "--corpus", str(folder / "reddit.parquet"), "--n", str(N)]
+    args += ["--mapping", "depression-binary", "--method", "linear", "--out", str(folder / "pickled.parquet")]
+    assert_one_sentence_failure(invoke(*args), "loading a pickle runs code")
+    assert not (folder / "pickled.parquet").exists()
+    assert invoke(*args, "--trust-pickle").exit_code == 0
+    pd.testing.assert_frame_equal(pd.read_parquet(folder / "pickled.parquet"), table)
 
 
 def test_counts_then_tfidf_then_sgd_with_string_classes(reddit):
