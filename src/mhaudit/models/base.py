@@ -182,7 +182,17 @@ def load_model(directory: str | Path, *, mapping=None, trust_pickle: bool = Fals
     sequence-classification folder written by `save_pretrained` (models.hf_folder), or a scikit-learn pipeline
     saved with skops (models.skops_pipeline). `mapping` (a shipped mapping's name, a TOML path or a mapping) maps
     an outside model's labels to the audit's classes; `trust_pickle` allows pickle weights or files, which run code
-    when loaded (docs/models.md)."""
+    when loaded (docs/models.md). A Hub id (`org/name`, no such local path) is the Hugging Face model of that name
+    in the user's Hugging Face cache, downloaded there first where needed (models.hf_hub)."""
+    from mhaudit.models.hf_hub import hub_folder, hub_model_id
+
+    if model_id := hub_model_id(directory):  # a local path always wins
+        from mhaudit.models.hf_folder import load_hf_folder
+
+        snapshot = hub_folder(model_id, trust_pickle=trust_pickle)
+        from_hub = load_hf_folder(snapshot, mapping=mapping, trust_pickle=trust_pickle)
+        from_hub.name = f"hf:{model_id}"  # not the snapshot folder's name, a commit hash
+        return from_hub
     directory = Path(directory)
     manifest_path = directory / MODEL_FILE
     if not manifest_path.exists():

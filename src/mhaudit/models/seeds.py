@@ -113,9 +113,12 @@ def subsample_training(rows: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
 
 def model_folders(path: Path) -> list[Path]:
     """A model folder, or a folder of seed-* and run-* model folders (runs in run order: run-2 before run-10); an
-    outside model (a Hugging Face folder, a skops pipeline file) is one model."""
+    outside model (a Hugging Face folder or Hub id, a skops pipeline file) is one model; a Hub id stays an id, which
+    `load_model` resolves (models.hf_hub: a local path always wins)."""
+    from mhaudit.models.hf_hub import hub_model_id
+
     path = Path(path)
-    if (path / MODEL_FILE).exists() or _outside_model(path):
+    if (path / MODEL_FILE).exists() or hub_model_id(path) or _outside_model(path):
         return [path]
     seeds = sorted(p for p in path.glob("seed-*") if (p / MODEL_FILE).exists())
     runs = sorted(
