@@ -91,7 +91,11 @@ def outside_predictions(out) -> pd.DataFrame:
 
 
 def test_an_outside_model_is_predicted_with_audited_beside_a_trained_one_and_rescored_when_it_changes(data, tmp_path):
-    work, others = data
+    shared, others = data
+    work = tmp_path / "experiment"  # this test changes the model file: its own copy of the files
+    work.mkdir()
+    for name in ("reddit.csv", "bluesky.csv", "depression.skops"):
+        (work / name).write_bytes((shared / name).read_bytes())
     r = runner.invoke(app, ["run", str(write(work)), "--out", str(tmp_path / "out")])
     assert r.exit_code == 0, r.output
     out = tmp_path / "out"
@@ -259,3 +263,24 @@ def test_a_hugging_face_folder_with_a_mapping_file_beside_the_experiment(data, t
     run_experiment(exp, tmp_path / "out", progress=noting(logs))
     assert not any("done before" in line for line in logs)
     assert len(list((tmp_path / "out" / "models" / folder.name).rglob("predictions.parquet"))) == 2
+
+
+def test_the_other_audits_score_an_outside_model_through_its_loader(data, tmp_path):
+    """[label_source] and [validation] score each model's first seed on their binary corpus (other_audits):
+    an outside model is loaded from its path, and its collapsed score is the pipeline's own log-odds."""
+    from mhaudit.experiments.config import BinarySpec
+    from mhaudit.experiments.other_audits import binary_predictions
+    from mhaudit.experiments.outside_models import model_loader
+    from mhaudit.tables.corpus.importing import ImportOptions, import_source
+
+    work, _ = data
+    exp = load_experiment(write(work))
+    spec = exp.model[1]
+    corpus = import_source("bluesky_depression", [work / "bluesky.csv"], ImportOptions(split="test")).corpus
+    models = {spec.key: (0, tmp_path, model_loader(exp, spec, tmp_path, "reddit"))}
+    classes = ["no_depression", "depression"]
+    scored = binary_predictions(corpus, "bluesky", classes, BinarySpec(positive=["depression"]), models).frame
+    assert len(scored) == BLUESKY_ROWS and (tmp_path / "binary-bluesky.parquet").is_file()
+    own = skops.io.load(work / "depression.skops", trusted=skops.io.get_untrusted_types(file=work / "depression.skops"))
+    p = own.predict_proba(corpus.frame.set_index("id").loc[scored["id"], "text"].tolist())
+    np.testing.assert_allclose(scored["logit_depression"], np.log(p[:, 1] / p[:, 0]), atol=1e-9)
