@@ -109,11 +109,16 @@ def predict(
         typer.Option(
             "--model",
             help="A trained model folder (or a parent of seed-* and run-* folders), a Hugging Face folder "
-            "(save_pretrained) or a scikit-learn pipeline (.skops).",
+            "(save_pretrained) or Hub id (org/name, from the Hugging Face cache), or a scikit-learn pipeline (.skops).",
         ),
     ],
     corpus: Annotated[Path, typer.Option(help="Corpus Parquet file to score.")],
-    out_path: Annotated[Path, typer.Option("--out", help="Predictions Parquet file to write.")],
+    out_path: Annotated[
+        Path,
+        typer.Option(
+            "--out", help="Predictions file to write (Parquet, CSV, TSV or JSONL), chunk by chunk, renamed at the end."
+        ),
+    ],
     splits: Annotated[
         str | None,
         typer.Option(

@@ -20,8 +20,14 @@ _FOLDERS = re.compile(r"[^\s:]*[/\\]")  # the folders of a path ("Cross-platform
 
 
 def _inputs(result: AuditResult) -> list[tuple[str, str]]:
-    """Each input by its file name (report.json keeps the paths) and the start of its SHA-256."""
-    return [(_FOLDERS.sub("", name), digest[:12]) for name, digest in result.provenance.get("inputs", {}).items()]
+    """Each input by its file name (report.json keeps the paths) and the start of its SHA-256; a scored model
+    ("model hf:org/name seed 0, huggingface") keeps its whole name."""
+    return [(_shown(name), digest[:12]) for name, digest in result.provenance.get("inputs", {}).items()]
+
+
+def _shown(name: str) -> str:
+    head, model, rest = name.partition("model ")
+    return _FOLDERS.sub("", head) + model + rest
 
 
 def _options_text(options: dict, indent: str = "") -> str:

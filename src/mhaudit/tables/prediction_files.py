@@ -24,6 +24,7 @@ from mhaudit.tables.prediction_sources import (
     expand_sources,
     fields_from_name,
     load_source,
+    model_input,
     name_regex,
 )
 from mhaudit.tables.prediction_scores import score_columns, score_values
@@ -141,7 +142,8 @@ def read_predictions(
         label_codes(frame["label"], classes),
         probabilities,
         score_kind="logits" if kind == LOGIT else "log-probabilities (from prob_ columns)",
-        fingerprints={s.name: s.fingerprint for s in loaded},
+        fingerprints={s.name: s.fingerprint for s in loaded}
+        | {model_input(m): m["sha256"] for s in loaded for m in s.models},
         notes=list(dict.fromkeys(notes)),
         positional=positional,
     )

@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from mhaudit.core.errors import InputError
-from mhaudit.tables.io import SOURCE_FILE, SOURCE_ROW, read_table
-from mhaudit.tables.predictions import sha256_file
+from mhaudit.tables.io import SOURCE_FILE, SOURCE_ROW, read_table, table_format
+from mhaudit.tables.predictions import MODELS_KEY, sha256_file
 
 GROUP = ("model", "seed", "platform", "dataset")  # also the fields a name pattern may name
 
@@ -29,6 +30,7 @@ class PredictionSource:
     frame: pd.DataFrame  # with SOURCE_FILE and SOURCE_ROW
     fingerprint: str
     path: Path | None
+    models: list[dict] = field(default_factory=list)  # the scored models a Parquet footer names (MODELS_KEY)
 
 
 def expand_sources(sources) -> list:
@@ -54,7 +56,7 @@ def load_source(source, number: int, label: str | None) -> PredictionSource:
     """The `number`-th source (a path, a DataFrame or a Dataset) loaded; `label`: a column it must have."""
     if isinstance(source, Path):
         frame = read_table(source, required=[label] if label else [], place=True)
-        return PredictionSource(str(source), _stem(source), frame, sha256_file(source), source)
+        return PredictionSource(str(source), _stem(source), frame, sha256_file(source), source, scored_models(source))
     if hasattr(source, "to_pandas"):  # a Hugging Face datasets.Dataset
         source = source.to_pandas()
     if not isinstance(source, pd.DataFrame):
@@ -69,6 +71,30 @@ def load_source(source, number: int, label: str | None) -> PredictionSource:
     frame[SOURCE_FILE], frame[SOURCE_ROW] = name, np.arange(1, len(frame) + 1)
     digest = hashlib.sha256(pd.util.hash_pandas_object(source, index=False).to_numpy().tobytes()).hexdigest()
     return PredictionSource(name, name, frame, digest, None)
+
+
+def scored_models(path: Path) -> list[dict]:
+    """The models that `mhaudit predict` names in a Parquet file's footer: name, seed, source and sha256 each
+    (empty for another file); a footer that is not that list is an InputError."""
+    if table_format(path) != "parquet":
+        return []
+    import pyarrow.parquet as pq
+
+    text = (pq.read_metadata(path).metadata or {}).get(MODELS_KEY.encode())
+    if text is None:
+        return []
+    try:
+        models = json.loads(text)
+        return [{key: model[key] for key in ("model", "seed", "source", "sha256")} for model in models]
+    except (ValueError, TypeError, KeyError):
+        raise InputError(
+            f"the footer's '{MODELS_KEY}' is not a list of models with model, seed, source and sha256", path=path
+        ) from None
+
+
+def model_input(model: dict) -> str:
+    """A scored model as a report's inputs name it, beside its sha256: "model tfidf-lr seed 0, mhaudit"."""
+    return f"model {model['model']} seed {model['seed']}, {model['source']}"
 
 
 def _stem(path: Path) -> str:

@@ -74,7 +74,7 @@ class PredictionSet:
     frame: pd.DataFrame
     classes: list[str]
     score_kind: str = "logits"  # or "log-probabilities (from prob_ columns)"
-    fingerprints: dict[str, str] = field(default_factory=dict)  # file -> sha256
+    fingerprints: dict[str, str] = field(default_factory=dict)  # file, or a model its footer names -> sha256
     notes: list[str] = field(default_factory=list)  # how the inputs were read, for the report
     # (model, seed, platform, dataset) groups whose files had no ids: rows are matched by position
     positional: frozenset = frozenset()
