@@ -1,6 +1,7 @@
 """Reports name the model behind the predictions: `mhaudit predict` with a researcher's skops pipeline writes each
 model's source and sha256 in the Parquet footer, the prediction reader carries them as inputs, and `mhaudit audit
-cpfe` on Depression Reddit (home) and Bluesky depression (target) lists them in report.json and report.md."""
+cpfe` on Depression Reddit (home) and Bluesky depression (target) lists them in report.json and report.md, as
+`mhaudit audit estimate` does."""
 
 from __future__ import annotations
 
@@ -48,9 +49,14 @@ def scored(tmp_path_factory):
     pipeline = make_pipeline(TfidfVectorizer(min_df=2), LogisticRegression(max_iter=1000))
     pipeline.fit(train["text"].tolist(), (train["label"] == "depression").astype(int).to_numpy())
     skops.io.dump(pipeline, work / "depression.skops")
+    reddit.write(work / "reddit.parquet")
+    bluesky.write(work / "bluesky.parquet")
     args = ["predict", "--model", str(work / "depression.skops"), "--mapping", "depression-binary"]
-    done = CliRunner().invoke(app, [*args, "--corpus", str(work / "corpus.parquet"), "--out", str(work / "p.parquet")])
-    assert done.exit_code == 0, done.output
+    for corpus, out in (("corpus", "p"), ("reddit", "reference"), ("bluesky", "target")):
+        done = CliRunner().invoke(
+            app, [*args, "--corpus", str(work / f"{corpus}.parquet"), "--out", str(work / f"{out}.parquet")]
+        )
+        assert done.exit_code == 0, done.output
     return work
 
 
@@ -73,6 +79,21 @@ def test_the_cpfe_report_lists_the_models_source_and_sha256(scored):
     (name,) = [k for k in inputs if k.startswith("model ")]
     assert name.endswith(" seed 0, skops") and inputs[name] == digest
     assert f"- `{name}` sha256 {digest[:12]}" in (out / "report.md").read_text()
+
+
+def test_the_estimate_report_lists_the_model_of_the_reference_and_of_the_target(scored):
+    out = scored / "estimate"
+    args = ["audit", "estimate", "--reference", str(scored / "reference.parquet"), "--target"]
+    done = CliRunner().invoke(app, [*args, str(scored / "target.parquet"), "--n-boot", "50", "--out", str(out)])
+    assert done.exit_code == 0, done.output
+    digest = model_digest(scored / "depression.skops")
+    inputs = json.loads((out / "report.json").read_text())["provenance"]["inputs"]
+    named = {k: v for k, v in inputs.items() if " model " in k}
+    assert sorted(named) == [
+        "reference model skops-pipeline seed 0, skops",
+        "target model skops-pipeline seed 0, skops",
+    ]
+    assert set(named.values()) == {digest}
 
 
 def test_a_footer_that_is_not_a_list_of_models_is_one_sentence(scored, tmp_path):
