@@ -106,3 +106,41 @@ def test_a_chunk_without_rows_to_score_calls_no_model(reddit, tmp_path):
     table = pd.read_parquet(tmp_path / "p.parquet")
     assert scored.rows == 0 and table.empty
     assert list(table.columns) == list(in_memory(corpus, model, ("nothing",)).columns)
+
+
+def test_ctrl_c_while_writing_leaves_no_file(reddit, tmp_path):
+    """SIGINT to `mhaudit predict` once its first chunk is on disk: the temporary file goes, no table is published."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    corpus, model = reddit
+    whole = Corpus.read(corpus)
+    copies = [whole.frame.assign(id=whole.frame["id"] + f"#{k}") for k in range(20)]  # 70,000 rows: seconds to score
+    Corpus.build(pd.concat(copies, ignore_index=True), whole.classes).write(tmp_path / "big.parquet")
+    out = tmp_path / "out" / "p.parquet"
+    command = [
+        sys.executable,
+        "-m",
+        "mhaudit",
+        "predict",
+        "--model",
+        str(model),
+        "--corpus",
+        str(tmp_path / "big.parquet"),
+    ]
+    child = subprocess.Popen([*command, "--out", str(out), "--splits", ",".join(ALL_SPLITS)], stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+
+    def first_chunk_written() -> bool:
+        return out.parent.exists() and any(p.stat().st_size for p in out.parent.glob(".p.parquet.*.part"))
+
+    while not first_chunk_written():
+        assert child.poll() is None and time.monotonic() < deadline, "the command ended before its first chunk was seen"
+        time.sleep(0.01)  # polling for the event, not a fixed wait
+    os.kill(child.pid, signal.SIGINT)
+    _, errors = child.communicate(timeout=120)
+    assert child.returncode == 130, errors.decode()
+    assert list(out.parent.iterdir()) == []
