@@ -6,6 +6,7 @@ imported corpus's test rows. Without the mapping: one sentence, exit 2, nothing 
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pandas as pd
@@ -76,6 +77,8 @@ def test_a_skops_pipeline_monitors_the_stream_with_its_mapping(outside, tmp_path
     report = (tmp_path / "out" / "report.md").read_text()
     assert "skops-pipeline" in report and (tmp_path / "out" / "report.html").is_file()
     assert "2026-01-04" in report  # the fourth window is reported
+    inputs = json.loads((tmp_path / "out" / "report.json").read_text())["provenance"]["inputs"]
+    assert inputs["model skops-pipeline, skops"] == model_digest(path)  # the report names the model's source
 
     # a second round scores nothing new: the same digest keys the scores
     r = _monitor(work, path, store, tmp_path / "again", "--mapping", "depression-binary")
@@ -139,6 +142,8 @@ def test_a_hugging_face_folder_monitors_the_stream_with_a_mapping_file(outside, 
     with sqlite3.connect(copy) as db:
         digests = dict(db.execute("SELECT model_digest, count(*) FROM scores GROUP BY model_digest").fetchall())
     assert digests[model_digest(folder)] == 600
+    inputs = json.loads((tmp_path / "out" / "report.json").read_text())["provenance"]["inputs"]
+    assert inputs[f"model hf:{folder.name}, huggingface"] == model_digest(folder)
     r = runner.invoke(app, [*args, "--out", str(tmp_path / "bare")])
     assert_one_sentence_failure(r)
     assert not (tmp_path / "bare").exists()

@@ -269,6 +269,7 @@ def _audit(store, deployment, reference, options, scored_now, synthetic, progres
             ensemble=deployment.ensemble,
             scored_now=scored_now[0],
             synthetic=synthetic,
+            model_source=getattr(deployment.deployed.model, "source", "mhaudit"),
         )
         context = window_context(inputs, options)  # the last round's unchanged windows are not recomputed
         inputs = replace(inputs, cached_windows=read_windows(posts, context))

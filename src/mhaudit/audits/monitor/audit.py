@@ -129,7 +129,7 @@ def audit_monitor(inputs: MonitorInputs, options: MonitorOptions, *, progress: P
             {
                 "posts": digest_frame(posts),
                 "reference": digest_frame(inputs.reference.frame),
-                "model": inputs.model_digest,
+                f"model {inputs.model}, {inputs.model_source}": inputs.model_digest,
                 **({} if ensemble is None else {f"model {r}": d for r, d in zip(ensemble.runs, ensemble.digests)}),
             },
             progress.seconds,

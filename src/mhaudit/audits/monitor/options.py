@@ -93,7 +93,8 @@ def _history_length(text: str) -> pd.Timedelta:
 @dataclass(frozen=True)
 class MonitorInputs:
     """The scored posts (weak_supervision.collect.scores.scored_posts: no text), the model's predictions on the
-    labelled sample it was validated on, and the model: its name, digest (scoring.model_digest) and classes.
+    labelled sample it was validated on, and the model: its name, digest (scoring.model_digest), classes and
+    `model_source` (mhaudit, huggingface, skops or pickle: the model's `source`, for the report's inputs).
     `scored_now`: how many of the posts this run scored (for the record). `ensemble`: when the deployed model is
     one run of several (audits.monitor.ensemble.MonitorEnsemble), the other runs' classes on the same posts; the
     reference then holds every run's predictions, told apart by seed, and the posts are the deployed run's.
@@ -110,6 +111,7 @@ class MonitorInputs:
     scored_now: int = 0
     synthetic: bool = False
     ensemble: MonitorEnsemble | None = None
+    model_source: str = "mhaudit"  # where the model came from: mhaudit, huggingface, skops or pickle
     collection: tuple | list = ()  # the collection filters: lexicon name -> SHA-256 each (audits.monitor.coverage)
     cached_windows: pd.DataFrame | None = None
     recorded_alerts: pd.DataFrame | None = None
