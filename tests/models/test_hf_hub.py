@@ -122,3 +122,47 @@ def test_a_local_path_wins_over_a_hub_id(hub, tmp_path, monkeypatch):
 def test_pickle_weights_are_fetched_only_when_trusted():
     assert "pytorch_model*.bin" not in allowed_files() and "pytorch_model*.bin" in allowed_files(trust_pickle=True)
     assert {"config.json", "*.safetensors", "tokenizer.json"} <= set(allowed_files())
+
+
+def mhaudit(work, *args) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HOME": str(work / "hf"), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    env.pop("HF_HUB_CACHE", None)
+    return subprocess.run([sys.executable, "-m", "mhaudit", *map(str, args)], env=env, capture_output=True, text=True)
+
+
+def test_a_hub_id_explains_and_monitors_the_stream_keyed_by_its_snapshot(hub, tmp_path):
+    """explain and audit monitor take the id too; the monitor keys its scores by the snapshot's files, not by the
+    id's text (which names nothing on disk)."""
+    from mhaudit.synthetic.simulate_stream import StreamConfig, simulate_stream
+    from tests.audits.test_monitor import _store
+
+    work, folder = hub
+    corpus = work / "corpus.parquet"
+    done = mhaudit(
+        work,
+        *("explain", "--model", "tiny-org/tiny", "--corpus", corpus, "--method", "saliency", "--splits", "train"),
+        *("--n", 5, "--out", tmp_path / "attributions.parquet"),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    attributions = pd.read_parquet(tmp_path / "attributions.parquet")
+    assert set(attributions["model"]) == {"hf:tiny-org/tiny"} and set(attributions["method"]) == {"saliency"}
+
+    frame = pd.read_parquet(corpus)
+    texts = {c: frame.loc[frame["label"] == c, "text"].tolist() for c in CLASSES}
+    stream = simulate_stream(texts["depression"], texts["no_depression"], StreamConfig(n_windows=2, per_window=40))
+    store = _store(tmp_path / "posts.sqlite", stream)
+    predict(work, "tiny-org/tiny", "reference.parquet")
+    done = mhaudit(
+        work,
+        *("audit", "monitor", "--store", store, "--model", "tiny-org/tiny", "--reference", work / "reference.parquet"),
+        *("--window", "1d", "--positive", "depression", "--n-boot", 50, "--min-posts", 10, "--out", tmp_path / "out"),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    snapshot = work / "hf" / "hub" / "models--tiny-org--tiny" / "snapshots" / COMMIT
+    import sqlite3
+
+    with sqlite3.connect(store) as db:
+        keys = db.execute("SELECT model_digest, count(*) FROM scores GROUP BY model_digest").fetchall()
+    assert keys == [(model_digest(snapshot), 80)]
+    inputs = json.loads((tmp_path / "out" / "report.json").read_text())["provenance"]["inputs"]
+    assert inputs["model hf:tiny-org/tiny, huggingface"] == model_digest(folder)

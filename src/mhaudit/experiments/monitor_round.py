@@ -26,6 +26,7 @@ from mhaudit.core.executors import EXECUTORS
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.experiments.alert_delivery import Sink, deliver, with_deliveries
 from mhaudit.models import Model, load_model
+from mhaudit.models.hf_hub import model_files
 from mhaudit.models.seeds import model_folders
 from mhaudit.report import AuditResult, write_report
 from mhaudit.tables.certification_sample import write_certification_sample
@@ -112,7 +113,7 @@ def acknowledge_alerts(
         raise InputError("name the alerting windows to acknowledge (--window, repeatable) or give --all, not both")
     if kind is not None and kind not in KINDS:
         raise InputError(f"the alert kind '{kind}' must be {' or '.join(KINDS)}")
-    digest = model_digest(deployed_first(model_dir, deployed)[0])
+    digest = model_digest(model_files(deployed_first(model_dir, deployed)[0]))
     with PostStore(store, create=False) as posts:
         known = set(recorded_alerts(posts, digest)["window"])
         unknown = sorted(set(windows or ()) - known)
@@ -135,7 +136,8 @@ def load_deployment(
     outside = mapping is not None or trust_pickle
     load = partial(load_model, mapping=mapping, trust_pickle=trust_pickle) if outside else load_model
     # loaded once per process: the scoring jobs in this process use the same copies
-    runs = tuple(Run(f.name, loaded_model(load, f), f, model_digest(f)) for f in folders)
+    files = {f: model_files(f, trust_pickle=trust_pickle) for f in folders}  # a Hub id's are its snapshot's
+    runs = tuple(Run(f.name, loaded_model(load, f), f, model_digest(files[f])) for f in folders)
     if len(runs) == 1:
         return Deployment(runs, load=load)
     for run in runs[1:]:

@@ -71,3 +71,9 @@ def hub_folder(model_id: str, *, trust_pickle: bool = False) -> Path:
         raise InputError(
             f"'{model_id}' could not be downloaded from the Hugging Face Hub ({first_line(exc)})"
         ) from None
+
+
+def model_files(path: str | Path, *, trust_pickle: bool = False) -> Path:
+    """Where a model's files are, to hash them (`model_digest`): a Hub id's snapshot folder, else `path` itself."""
+    model_id = hub_model_id(path)
+    return Path(path) if model_id is None else hub_folder(model_id, trust_pickle=trust_pickle)

@@ -43,7 +43,8 @@ def loaded_model(load: Callable[[str], object], model_dir: str | Path):
     """The model in `model_dir`, loaded by `load` on this process's first call and kept for the next ones. Kept
     per `load` too (by its repr, which a `functools.partial` spells with its arguments): an outside model loaded
     with another label mapping is another model."""
-    path = str(Path(model_dir).resolve())
+    given = Path(model_dir)
+    path = str(given.resolve()) if given.exists() else str(model_dir)  # what names nothing here (a Hub id) as given
     key = f"{path}\0{load!r}"
     if key not in _LOADED:
         _LOADED[key] = load(path)
