@@ -75,6 +75,11 @@ def test_a_fine_tuned_folder_is_predicted_through_the_example_mapping(reddit, tm
     ours = softmax(table[["logit_no_depression", "logit_depression"]].to_numpy()[:32])
     np.testing.assert_allclose(ours, own, atol=1e-5)
     assert len(table) == 1160 and table["model"].iat[0] == "hf:fine-tuned"
+    out = tmp_path / "unmapped.parquet"
+    args = ["predict", "--model", str(folder), "--corpus", str(reddit), "--out", str(out)]
+    result = CliRunner().invoke(app, args)  # named labels that are not the classes, no mapping
+    assert result.exit_code == 2 and not out.exists()
+    assert "differ from the corpus's ['no_depression', 'depression']; give --mapping" in " ".join(result.output.split())
 
 
 def test_the_example_pipeline_is_predicted_with_the_shipped_mapping(reddit, tmp_path):

@@ -6,7 +6,7 @@ import pandas as pd
 
 from mhaudit.attribution import EXPLAIN_SAMPLE
 from mhaudit.core.errors import InputError
-from mhaudit.models.base import check_attribution_method
+from mhaudit.models.base import check_attribution_method, check_classes
 from mhaudit.tables.corpus.schema import Corpus
 
 ATTRIBUTION_COLUMNS = ["class", "word", "score", "count", "method"]
@@ -29,8 +29,7 @@ def explain_corpus(
     word, score, count, method; `attrs["texts"]` counts the texts attributed. A method the model does not
     support, or no rows in `splits`, is an InputError."""
     check_attribution_method(model, method)
-    if model.classes != corpus.classes:
-        raise InputError(f"the model's classes {model.classes} differ from the corpus's {corpus.classes}")
+    check_classes(model, corpus.classes)
     if isinstance(n, bool) or int(n) != n or n < 1:
         raise InputError(f"the number of texts per platform must be a positive integer, got {n!r}")
     chosen = corpus.frame[corpus.frame["split"].isin(splits)]

@@ -128,6 +128,17 @@ def check_attribution_method(model: Model, method: str) -> None:
         raise InputError("integrated_gradients needs captum; install mhaudit[transformers]")
 
 
+def check_classes(model: Model, classes: list[str], *, path: str | Path | None = None) -> None:
+    """InputError unless the model's classes are `classes`, in their order (its logits' columns); for an outside
+    model (a Hugging Face folder, a pipeline) the sentence says that a label mapping names its labels."""
+    if list(model.classes) == list(classes):
+        return
+    hint = ""
+    if getattr(model, "source", "mhaudit") != "mhaudit":
+        hint = "; give --mapping, a label mapping from its labels to these classes in this order"
+    raise InputError(f"the model's classes {model.classes} differ from the corpus's {classes}{hint}", path=path)
+
+
 def option_names(name: str) -> list[str]:
     """The options model `name` takes (its class's keyword arguments); imports its module."""
     return list(inspect.signature(_entry(name)[0]).parameters)

@@ -17,7 +17,7 @@ import pandas as pd
 from mhaudit.core.errors import InputError
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.models import create, load_model, save_model, training_seeds
-from mhaudit.models.base import MODEL_FILE
+from mhaudit.models.base import MODEL_FILE, check_classes
 from mhaudit.tables.corpus.chunks import CHUNK_ROWS, CorpusChunks
 from mhaudit.tables.corpus.names import check_place
 from mhaudit.tables.corpus.schema import Corpus
@@ -204,8 +204,7 @@ def predict_folders(
 
 def _run_key(model, folder: Path, classes: list[str], name: str | None, seen: dict[tuple[str, int], Path]):
     """The (model name, seed) of `model`'s rows, checked: its classes are the corpus's, no earlier folder had it."""
-    if model.classes != classes:
-        raise InputError(f"the model's classes {model.classes} differ from the corpus's {classes}", path=folder)
+    check_classes(model, classes, path=folder)
     key = (name or model.name, int(model.options.get("seed", 0)))
     if key in seen:
         raise InputError(
