@@ -166,3 +166,30 @@ def test_a_hub_id_explains_and_monitors_the_stream_keyed_by_its_snapshot(hub, tm
     assert keys == [(model_digest(snapshot), 80)]
     inputs = json.loads((tmp_path / "out" / "report.json").read_text())["provenance"]["inputs"]
     assert inputs["model hf:tiny-org/tiny, huggingface"] == model_digest(folder)
+
+
+def test_a_hub_id_in_an_experiment_is_predicted_and_keyed_by_its_snapshot(hub, tmp_path):
+    """`mhaudit run` with `[[model]] path = "tiny-org/tiny"` (no such path beside the experiment): the model comes
+    from the cache, scores as the local folder does, and a second run keeps its predictions (the key is the
+    snapshot's files, unchanged)."""
+    work, folder = hub
+    reddit = pd.read_csv(data_dir("depression_reddit_cleaned") / "depression_dataset_reddit_cleaned.csv")
+    bluesky = pd.read_csv(data_dir("bluesky_depression") / "bluesky-depression-dataset.csv", index_col=0)
+    reddit.dropna(subset=["text"]).sample(300, random_state=1).to_csv(tmp_path / "reddit.csv", index=False)
+    bluesky.dropna(subset=["text"]).sample(100, random_state=1).to_csv(tmp_path / "bluesky.csv")
+    (tmp_path / "exp.toml").write_text(
+        'name = "hub"\nreference = "reddit"\n\n[[corpus]]\nsource = "depression_reddit"\npaths = ["reddit.csv"]\n\n'
+        '[[corpus]]\nsource = "bluesky_depression"\npaths = ["bluesky.csv"]\nmapping = "depression-binary"\n'
+        'split = "test"\n\n[[model]]\npath = "tiny-org/tiny"\n\n[audit]\nn_boot_significance = 100\nn_boot_ece = 50\n'
+    )
+    runs = [mhaudit(work, "run", tmp_path / "exp.toml", "--out", tmp_path / "out") for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[0].stderr[-2000:] + runs[1].stderr[-2000:]
+    (path,) = (tmp_path / "out" / "models" / "tiny").rglob("predictions.parquet")  # scored once: kept the 2nd time
+    preds = pd.read_parquet(path)
+    assert preds.groupby("platform").size().to_dict() == {"bluesky": 100, "reddit": 45}
+    corpus = pd.read_parquet(next((tmp_path / "out" / "corpus").glob("*.parquet"))).set_index("id")
+    from mhaudit.models.hf_folder import load_hf_folder
+
+    local = load_hf_folder(folder, threads=1).predict_logits(corpus.loc[preds["id"], "text"].tolist())
+    scores = preds[[f"logit_{c}" for c in CLASSES]].to_numpy()
+    np.testing.assert_allclose(scores, local, rtol=0, atol=1e-5)

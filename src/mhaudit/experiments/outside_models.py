@@ -24,9 +24,13 @@ OUTSIDE_SEED = 0  # an outside model's seed in the predictions, as `mhaudit pred
 
 
 def outside_path(exp: Experiment, spec: ModelSpec) -> Path:
-    """The outside model's folder or file, read from the experiment file's folder."""
+    """The outside model's folder or file, read from the experiment file's folder; a Hugging Face Hub id
+    (`org/name`) where no such path exists there (models.hf_hub)."""
+    from mhaudit.models.hf_hub import hub_model_id
+
     assert spec.path is not None, "called for an outside model"
-    return exp.folder / spec.path
+    local = exp.folder / spec.path
+    return Path(spec.path) if not local.exists() and hub_model_id(spec.path) else local
 
 
 def outside_loading(exp: Experiment, spec: ModelSpec) -> dict:
@@ -63,7 +67,7 @@ def check_outside_models(exp: Experiment) -> dict[str, list[str]]:
     classes = {}
     for spec in (s for s in exp.model if s.outside):
         path = outside_path(exp, spec)
-        if not path.exists():
+        if not path.exists() and path == exp.folder / str(spec.path):  # neither here nor a Hub id
             raise InputError(
                 f"[[model]] {spec.key}: path '{spec.path}' does not exist (paths are read from the experiment "
                 f"file's folder, {exp.folder})"
@@ -90,12 +94,14 @@ def check_outside_classes(found: dict[str, list[str]], classes: list[str]) -> No
 
 def outside_digest(exp: Experiment, spec: ModelSpec) -> dict[str, str]:
     """The content hashes that key an outside model's predictions: its files, and its mapping's .toml files."""
+    from mhaudit.models.hf_hub import model_files
     from mhaudit.tables.predictions import sha256_file
     from mhaudit.weak_supervision.collect.scoring import model_digest
 
     mapping = resolved_mapping(exp, spec.mapping) or ""
     files = {p: sha256_file(Path(p)) for p in mapping.split("+") if p.endswith(".toml") and Path(p).exists()}
-    return {"model": model_digest(outside_path(exp, spec)), **files}
+    files_of = model_files(outside_path(exp, spec), trust_pickle=spec.trust_pickle)  # a Hub id's: its snapshot's
+    return {"model": model_digest(files_of), **files}
 
 
 def score_job(loading: dict, corpus_path: str, platform: str, model_name: str, out_file: str) -> str:
