@@ -28,7 +28,7 @@ from mhaudit.tables.label_store import LabelStore, read_labels
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "stores" / "labels.2b85693.sqlite"
 NEWER = (
-    "this label store was written by a newer mhaudit (schema version 2; this mhaudit reads version 1); "
+    "this label store was written by a newer mhaudit (schema version 3; this mhaudit reads version 2); "
     "upgrade mhaudit (pip install -U mhaudit) to open it"
 )
 runner = CliRunner()
@@ -40,6 +40,11 @@ def _raw(path: Path) -> tuple[int, list]:
             conn.execute("PRAGMA user_version").fetchone()[0],
             conn.execute("SELECT * FROM labels ORDER BY item_id, labeler").fetchall(),
         )
+
+
+def _with_probability(rows: list) -> list:
+    """The rows as a version 2 store holds them: a null probability after created_at."""
+    return [(*row, None) for row in rows]
 
 
 def _flat(text: str) -> str:
@@ -54,7 +59,7 @@ def test_unstamped_label_store_is_migrated_with_a_backup(tmp_path):
         StoreMigratedWarning,
         match=re.escape(
             "labels.sqlite: this label store was migrated from "
-            "schema version 0 to 1; the file as it was is kept as "
+            "schema version 0 to 2; the file as it was is kept as "
             "labels.sqlite.v0.bak"
         ),
     ):
@@ -63,7 +68,7 @@ def test_unstamped_label_store_is_migrated_with_a_backup(tmp_path):
         assert store.backup == tmp_path / "labels.sqlite.v0.bak"
         frame = store.frame()
         assert store.labelled("si", "ann1") == {f"item{i}" for i in range(300)}
-    assert _raw(path) == (1, rows)  # stamped, every label as it was
+    assert _raw(path) == (2, _with_probability(rows))  # stamped, rebuilt, every label as it was
     assert _raw(store.backup) == (0, rows)  # the backup: the old file, still version 0
     assert len(frame) == 600 and frame["value"].isna().sum() == 1 and frame["value"].sum() == 300
     ann1 = frame[frame["labeler"] == "ann1"].set_index("item_id")["value"]
@@ -81,17 +86,17 @@ def test_unstamped_label_store_through_the_cli(tmp_path):
     rows = _raw(path)[1]
     result = runner.invoke(app, ["labels", "export", "--labels", str(path), "--out", str(tmp_path / "out.csv")])
     assert result.exit_code == 0 and "Traceback" not in result.output
-    assert _flat("this label store was migrated from schema version 0 to 1") in _flat(result.output)
+    assert _flat("this label store was migrated from schema version 0 to 2") in _flat(result.output)
     exported = pd.read_csv(tmp_path / "out.csv", keep_default_na=False)
     assert len(exported) == 600 and exported["item_id"].nunique() == 300
-    assert _raw(path) == (1, rows) and (tmp_path / "labels.sqlite.v0.bak").exists()
+    assert _raw(path) == (2, _with_probability(rows)) and (tmp_path / "labels.sqlite.v0.bak").exists()
     assert read_labels(path)["value"].astype("float").sum() == 300  # ann1, llm-a: 150 ones each (llm-a's item3: null)
 
 
 def test_newer_label_store_is_refused_untouched(tmp_path, monkeypatch):
     path = tmp_path / "newer.sqlite"
     with monkeypatch.context() as patch:
-        patch.setattr(label_store, "SCHEMA_VERSION", 2)
+        patch.setattr(label_store, "SCHEMA_VERSION", 3)
         with LabelStore(path) as store:
             store.add([{"item_id": "i1", "task": "si", "labeler": "ann1", "kind": "human", "value": 1}])
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -133,7 +138,7 @@ def test_a_migration_that_cannot_finish_leaves_the_store_as_it_was(tmp_path):
     )
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert (
-        "labels.sqlite: this label store has schema version 0 and migrating it to version 1 failed (disk I/O "
+        "labels.sqlite: this label store has schema version 0 and migrating it to version 2 failed (disk I/O "
         "error); it is unchanged: make the file and its folder writable (or free some disk space) and "
         "run again"
     ) in result.stderr
@@ -155,4 +160,4 @@ def test_four_processes_opening_it_at_once_migrate_it_once(tmp_path):
     assert all(p.returncode == 0 for p in opened)
     assert answers == [["600", "False"]] * 3 + [["600", "True"]]  # one of them migrated, the others read
     assert sorted(p.name for p in tmp_path.iterdir()) == ["labels.sqlite", "labels.sqlite.v0.bak"]
-    assert _raw(path) == (1, rows) and _raw(tmp_path / "labels.sqlite.v0.bak") == (0, rows)
+    assert _raw(path) == (2, _with_probability(rows)) and _raw(tmp_path / "labels.sqlite.v0.bak") == (0, rows)

@@ -2,7 +2,8 @@
 
 `LabelStore` keeps the table in one SQLite file (WAL) so that labelers can write one item at a time and
 resume: (item_id, task, labeler) is the key, and every `add` is its own transaction, so an interrupted
-run loses nothing it already wrote. Label files may also hold kind `model` (a classifier's predicted labels).
+run loses nothing it already wrote. Label files may also hold kind `model` (a classifier's predicted labels). A
+`combined` labeler (weak_supervision.combine) also writes `probability`, its label model's probability of class 1.
 """
 
 from __future__ import annotations
@@ -24,15 +25,17 @@ from mhaudit.core.errors import InputError
 from mhaudit.core.store_versions import migrate_sqlite
 from mhaudit.tables.io import TABLE_SUFFIXES, is_missing, read_table, require_file, write_table
 
-STORE_KINDS = ("llm", "human", "adjudicated", "lexicon")  # what the labelers write to the store
+STORE_KINDS = ("llm", "human", "adjudicated", "lexicon", "combined")  # what the labelers write to the store
 KINDS = (*STORE_KINDS, "model")  # label files may also hold a classifier's predicted labels
 KEY = ("item_id", "task", "labeler")
 COLUMNS = (*KEY, "kind", "value", "raw_answer", "prompt_hash", "latency_ms", "tags", "note", "created_at")
+OPTIONAL_COLUMNS = ("probability",)  # a label file without it reads as null there; written only where one is set
+ALL_COLUMNS = (*COLUMNS, *OPTIONAL_COLUMNS)  # the store's columns in order (a version 1 store lacks the last)
 APPLICATION_ID = 0x6D68_6C31  # "mhl1": marks a file as an mhaudit label store
 # PRAGMA user_version. 0: the same table, written before label stores were stamped (9b679af to 2b85693), so its
-# step to 1 only stamps it (after a backup copy, core.store_versions).
-SCHEMA_VERSION = 1
-MIGRATIONS = {0: lambda conn: None}
+# step to 1 only stamps it (after a backup copy, core.store_versions). 1 -> 2: kind 'combined' and the column
+# `probability`; SQLite cannot change a CHECK constraint in place, so the table is rebuilt with every row.
+SCHEMA_VERSION = 2
 SQLITE_MAGIC = b"SQLite format 3\x00"
 STORE_SUFFIXES = (".sqlite", ".db", ".sqlite3")
 TAG_SEPARATOR = ";"
@@ -42,7 +45,7 @@ CREATE TABLE labels (
     item_id TEXT NOT NULL,
     task TEXT NOT NULL,
     labeler TEXT NOT NULL,         -- model name, annotator name, 'consensus', lexicon name
-    kind TEXT NOT NULL CHECK (kind IN ('llm', 'human', 'adjudicated', 'lexicon')),
+    kind TEXT NOT NULL CHECK (kind IN ('llm', 'human', 'adjudicated', 'lexicon', 'combined')),
     value INTEGER CHECK (value IN (0, 1)),  -- NULL: the answer was not exactly 0 or 1 (see raw_answer)
     raw_answer TEXT,
     prompt_hash TEXT,
@@ -50,9 +53,23 @@ CREATE TABLE labels (
     tags TEXT,                     -- JSON list of error-source tags
     note TEXT,
     created_at TEXT NOT NULL,
+    probability REAL CHECK (probability IS NULL OR (probability >= 0 AND probability <= 1)),  -- P(class 1), combined
     PRIMARY KEY (item_id, task, labeler)
 ) WITHOUT ROWID;
 """
+
+
+def _rebuild_with_probability(conn: sqlite3.Connection) -> None:
+    """Version 1 -> 2, inside the migration's transaction: the table made anew (kind 'combined' allowed, the column
+    `probability`), every row copied with a null probability."""
+    old = ", ".join(COLUMNS)
+    conn.execute("ALTER TABLE labels RENAME TO labels_v1")
+    conn.execute(_SCHEMA)
+    conn.execute(f"INSERT INTO labels ({old}) SELECT {old} FROM labels_v1")
+    conn.execute("DROP TABLE labels_v1")
+
+
+MIGRATIONS = {0: lambda conn: None, 1: _rebuild_with_probability}
 
 
 def now() -> str:
@@ -70,6 +87,19 @@ def check_label_value(value: object, where: str) -> int | None:
     if isinstance(number, numbers.Real) and float(number) in (0.0, 1.0):
         return int(float(number))
     raise InputError(f"{where}: label value {value!r} is not 0, 1 or empty")
+
+
+def check_probability(value: object, where: str) -> float | None:
+    """A probability of class 1 in [0, 1], None for an empty value."""
+    if is_missing(value) or (isinstance(value, str) and not value.strip()):
+        return None
+    try:
+        number = float(value)  # type: ignore[arg-type]  # a str or a number; anything else is the error below
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not 0.0 <= number <= 1.0:
+        raise InputError(f"{where}: probability {value!r} is not a number between 0 and 1")
+    return number
 
 
 def parse_tags(raw: object) -> tuple[str, ...]:
@@ -141,6 +171,7 @@ def _row(label: Mapping, where: str) -> tuple:
         _tags_json(label.get("tags")),
         _text(label.get("note")),
         created,
+        check_probability(label.get("probability"), where),
     )
 
 
@@ -221,7 +252,7 @@ class LabelStore:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
                 before = self._conn.total_changes
-                self._conn.executemany(f"{verb} INTO labels VALUES ({', '.join('?' * len(COLUMNS))})", rows)
+                self._conn.executemany(f"{verb} INTO labels VALUES ({', '.join('?' * len(ALL_COLUMNS))})", rows)
                 written = self._conn.total_changes - before
                 self._conn.execute("COMMIT")
             except sqlite3.DatabaseError as exc:  # locked, full disk, read-only folder, a damaged file
@@ -243,7 +274,7 @@ class LabelStore:
 
     def frame(self, **where: str) -> pd.DataFrame:
         """The labels as a table, filtered by equality on any columns (task=..., labeler=..., kind=...)."""
-        unknown = set(where) - set(COLUMNS)
+        unknown = set(where) - set(ALL_COLUMNS)
         if unknown:
             raise ValueError(f"unknown label columns: {sorted(unknown)}")
         clause = " AND ".join(f"{column} = ?" for column in where) or "1"
@@ -253,7 +284,7 @@ class LabelStore:
                 self._conn,
                 params=list(where.values()),
             )
-        return frame.astype({"value": "Int64"})
+        return frame.astype({"value": "Int64", "probability": "float64"})
 
     def close(self) -> None:
         self._conn.close()
@@ -301,7 +332,7 @@ def read_labels(path: str | Path) -> pd.DataFrame:
     frame = read_table(path, what="the labels", required=(*KEY, "kind", "value"))
     # row n is the n-th data row, header not counted, whatever the file type (as every reader here says it)
     rows = [_row(record, f"{path} row {i + 1}") for i, record in enumerate(frame.to_dict("records"))]
-    result = pd.DataFrame(rows, columns=list(COLUMNS)).astype({"value": "Int64"})
+    result = pd.DataFrame(rows, columns=list(ALL_COLUMNS)).astype({"value": "Int64", "probability": "float64"})
     duplicated = result.duplicated(list(KEY))
     if duplicated.any():
         first = result[duplicated].iloc[0]
@@ -329,5 +360,7 @@ def read_label_files(paths) -> pd.DataFrame:
 
 
 def write_labels(frame: pd.DataFrame, path: str | Path) -> Path:
-    """Write a labels table atomically as Parquet, CSV or JSONL (by suffix)."""
-    return write_table(frame.loc[:, [c for c in COLUMNS if c in frame.columns]], path, what="the labels")
+    """Write a labels table atomically as Parquet, CSV or JSONL (by suffix); `probability` only where a row has one,
+    so a file without combined labels keeps the columns it always had."""
+    keep = [c for c in ALL_COLUMNS if c in frame.columns and (c not in OPTIONAL_COLUMNS or frame[c].notna().any())]
+    return write_table(frame.loc[:, keep], path, what="the labels")
