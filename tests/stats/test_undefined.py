@@ -34,7 +34,10 @@ from mhaudit.stats import (
     drift,
     f1,
     fairness,
+    label_model,
+    label_model_triplet,
     label_shift,
+    label_votes,
     macro_delong,
     pair_estimate,
     ppi,
@@ -198,8 +201,59 @@ UNDEFINED = {
     ),
 }
 
+
+# Label models: a source that never votes (its accuracy and conflict NaN, with a note); all abstain.
+SILENT = np.array([[0, 0, 1, -1], [1, 1, 1, -1], [0, 1, 0, -1], [1, 1, 0, -1], [0, 0, 0, -1], [1, 0, 1, -1]])
+ALL_ABSTAIN = np.full((N, 2), -1)
+
+
+def fit_record(fit, source: int = -1) -> dict:
+    """A label model's fit as a record: one source's accuracy and conflict, and the fit's notes."""
+    return {"accuracy": fit.accuracy[source], "conflict": fit.conflict[source], "reason": "; ".join(fit.notes)}
+
+
+LABEL_MODELS = {
+    "label_model.majority_vote": (lambda: fit_record(label_model.majority_vote(SILENT, 2)), ["accuracy", "conflict"]),
+    "label_model.majority_vote (all abstain)": (
+        lambda: (
+            fit_record(label_model.majority_vote(ALL_ABSTAIN, 2))
+            | {"p": label_model.majority_vote(ALL_ABSTAIN, 2).probabilities[0, 0]}
+        ),
+        ["accuracy", "conflict", "p"],
+    ),
+    "label_model.dawid_skene": (lambda: fit_record(label_model.dawid_skene(SILENT, 2)), ["accuracy", "conflict"]),
+    "label_model.dawid_skene (all abstain)": (
+        lambda: fit_record(label_model.dawid_skene(ALL_ABSTAIN, 2)),
+        ["accuracy", "conflict"],
+    ),
+    "label_model.combine_votes": (
+        lambda: fit_record(label_model.combine_votes(SILENT, 2, "label-model")),
+        ["accuracy", "conflict"],
+    ),
+    "label_model.triplet_label_model": (
+        lambda: fit_record(label_model.triplet_label_model(SILENT, 2)),
+        ["accuracy", "conflict"],
+    ),
+    "label_model_triplet.triplet_label_model": (
+        lambda: fit_record(label_model_triplet.triplet_label_model(SILENT, 2)),
+        ["accuracy", "conflict"],
+    ),
+    # kernels: the silent source's conflict, and a source in no triplet, NaN without a warning
+    "label_votes.source_coverage_conflict": (
+        lambda: label_votes.source_coverage_conflict(label_votes.vote_patterns(SILENT, 2), len(SILENT))[1][-1],
+        ["value"],
+    ),
+    "label_model_triplet.triplet_accuracies": (
+        lambda: label_model_triplet.triplet_accuracies(np.full((3, 3), np.nan)),
+        ["value"],
+    ),
+}
+UNDEFINED.update(LABEL_MODELS)
+
 # Defined on the all-negative case: a number, and no warning.
 DEFINED = {
+    # no votes at all: every item adds log 1 = 0
+    "label_model.log_likelihood": lambda: label_model.log_likelihood(ALL_ABSTAIN, [0.5, 0.5], np.full((2, 2, 2), 0.5)),
     "agreement.observed_agreement": lambda: agreement.observed_agreement(Y, PRED),
     "calibration.ece": lambda: calibration.ece(PROBS, Y),
     "calibration.mce": lambda: calibration.mce(PROBS, Y),
@@ -238,6 +292,17 @@ DEFINED = {
 
 # Not statistics of labels and predictions: transforms, resamplers, fitters, reason helpers, types.
 NOT_METRICS = {
+    "label_model.ABSTAIN",
+    "label_model.LabelModelFit",
+    "label_model.METHODS",
+    "label_votes.ABSTAIN",
+    "label_votes.LabelModelFit",
+    "label_votes.VotePatterns",
+    "label_votes.check_votes",
+    "label_votes.vote_patterns",
+    "label_votes.log_joint",  # the Dawid–Skene joint of each row, finite by construction
+    "label_votes.pattern_posteriors",
+    "label_votes.finish_fit",
     "threshold_free.PANEL",
     "agreement.confusion_matrix",
     "agreement.kappa_reason",
@@ -389,6 +454,8 @@ WARNS = {
 
 # kernels for callers that validated the inputs and record the reason themselves: NaN, never a warning
 QUIET = {
+    "label_votes.source_coverage_conflict",
+    "label_model_triplet.triplet_accuracies",
     "auc.macro_auc_unchecked",
     "bootstrap.macro_auc_of_counts",
     "f1.macro_f1_unchecked",
