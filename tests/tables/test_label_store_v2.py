@@ -74,3 +74,19 @@ def test_label_files_keep_probability_and_leave_it_out_when_unset(tmp_path, suff
     )
     assert "probability" not in pd.read_csv(plain).columns  # a file without combined labels: the columns it had
     assert read_labels(plain)["probability"].isna().all()
+
+
+def test_replace_labeler_makes_a_labeler_anew_in_one_transaction(tmp_path):
+    other = {**COMBINED, "labeler": "llm-a", "kind": "llm"}
+    with LabelStore(tmp_path / "labels.sqlite") as store:
+        store.add([COMBINED, {**COMBINED, "item_id": "item1"}, other])
+        assert store.replace_labeler("si", "combined-majority", [{**COMBINED, "value": 0, "probability": 0.25}]) == 1
+        frame = store.frame()
+        assert store.labelled("si", "combined-majority") == {"item0"}  # item1's old label is gone
+        assert frame.set_index("labeler").loc["combined-majority", "probability"] == 0.25
+        assert store.labelled("si", "llm-a") == {"item0"}  # another labeler is untouched
+        with pytest.raises(ValueError, match="label 1 is not of task 'si' and labeler 'combined-majority'"):
+            store.replace_labeler("si", "combined-majority", [other])
+        with pytest.raises(InputError, match="probability 2 is not a number between 0 and 1"):
+            store.replace_labeler("si", "combined-majority", [{**COMBINED, "probability": 2}])
+        assert store.frame().equals(frame)  # a refused replacement changes nothing

@@ -239,6 +239,21 @@ class LabelStore:
 
         Returns the number of rows written.
         """
+        return self._write(labels, "INSERT OR REPLACE" if replace else "INSERT OR IGNORE")
+
+    def replace_labeler(self, task: str, labeler: str, labels: Iterable[Mapping[str, object]]) -> int:
+        """All of `labeler`'s labels for `task` replaced by `labels` in one transaction (a re-made combined labeler:
+        an item it no longer labels keeps no old label). Returns the number of rows written."""
+        labels = list(labels)
+        other = [
+            i + 1 for i, label in enumerate(labels) if (label.get("task"), label.get("labeler")) != (task, labeler)
+        ]
+        if other:
+            raise ValueError(f"label {other[0]} is not of task {task!r} and labeler {labeler!r}")
+        return self._write(labels, "INSERT", clear=(task, labeler))
+
+    def _write(self, labels: Iterable[Mapping[str, object]], verb: str, clear: tuple[str, str] | None = None) -> int:
+        """The rows checked, then (after deleting the (task, labeler) in `clear`) written in one transaction."""
         rows = [_row(label, f"{self.path} label {i + 1}") for i, label in enumerate(labels)]
         for i, row in enumerate(rows):
             if row[3] not in STORE_KINDS:
@@ -247,10 +262,11 @@ class LabelStore:
                     f"(kinds here: {', '.join(STORE_KINDS)})",
                     path=self.path,
                 )
-        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         with self._lock:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
+                if clear is not None:
+                    self._conn.execute("DELETE FROM labels WHERE task = ? AND labeler = ?", clear)
                 before = self._conn.total_changes
                 self._conn.executemany(f"{verb} INTO labels VALUES ({', '.join('?' * len(ALL_COLUMNS))})", rows)
                 written = self._conn.total_changes - before
