@@ -14,9 +14,10 @@ Three methods (docs/labels.md, "The label models"):
   `tol` relative to its size; EM never lowers it (`log_likelihood_trace`). An abstention carries no
   information about the class: the model is of the votes given, and the prior is learnt from the items
   with at least one vote (an item with none adds 0 to the log-likelihood and gets the prior).
-  A source's accuracy is the expected share of its votes that are correct,
-  sum_c q_sc * confusion[s, c, c], q_sc the mean posterior of class c over the items s votes on (at
-  EM's fixed point, the mean posterior of the class it voted).
+  A source's accuracy is the expected share of its votes that are correct under the posteriors,
+  (1 / n_s) sum over the n_s items s votes on of P(true class = its vote | all votes); at EM's fixed
+  point this is sum_c q_sc * confusion[s, c, c], q_sc the mean posterior of class c over s's items
+  (the prior's weighting, restricted to the items the source votes on).
 * **label-model** (`triplet_label_model`, `stats.label_model_triplet`): FlyingSquid's closed-form triplet
   method for binary tasks with conditionally independent sources.
 
@@ -149,12 +150,16 @@ def dawid_skene(
 ) -> LabelModelFit:
     """Dawid–Skene by EM from majority vote; stops when the log-likelihood's relative change is below `tol`.
 
+    The first M-step is taken from the majority-vote probabilities and its E-step gives the starting
+    posteriors; each of at most `max_iter` iterations is one M-step and one E-step (`max_iter=0`: the first
+    E-step only). Iteration for iteration this is crowd-kit's `DawidSkene(n_iter=max_iter + 1)`.
+
     `smoothing` is a pseudo-count added to every confusion count in the M-step (0: maximum likelihood, and
     the log-likelihood never decreases; with smoothing EM climbs the smoothed objective instead).
     """
     votes = check_votes(votes, n_classes)
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 0:
+        raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}")
     if not (tol >= 0 and smoothing >= 0):
         raise ValueError(f"tol and smoothing must be non-negative numbers, got {tol!r} and {smoothing!r}")
     patterns = vote_patterns(votes, n_classes)
