@@ -167,6 +167,12 @@ def test_planted_accuracies_are_recovered(planted):
         assert fit.class_balance[1] == pytest.approx(truth.mean(), abs=0.01)
         assert (fit.labels == truth).mean() > 0.93
         assert fit.converged and not fit.notes
+    # the triplets' mean instead of their median: pulled further by the triplets whose M_jk is small (0.020 here)
+    by_mean = triplet_label_model(votes, 2, average="mean")
+    np.testing.assert_allclose(by_mean.accuracy, realised, rtol=0, atol=0.03)
+    given = triplet_label_model(votes, 2, class_balance=[0.8, 0.2])  # the balance moves posteriors, not accuracies
+    assert given.class_balance.tolist() == [0.8, 0.2]
+    np.testing.assert_array_equal(given.accuracy, combine_votes(votes, 2, "label-model").accuracy)
     majority = combine_votes(votes, 2, "majority")
     assert majority.accuracy[0] > realised[0] + 0.04  # its own vote and the noisy majority pull it up
     assert majority.accuracy[-1] < realised[-1] - 0.005

@@ -221,6 +221,14 @@ LABEL_MODELS = {
         ),
         ["accuracy", "conflict", "p"],
     ),
+    "label_model.majority_vote (one source)": (
+        lambda: fit_record(label_model.majority_vote(SILENT[:, :1], 2), 0),
+        ["accuracy"],
+    ),
+    "label_model.dawid_skene (one source)": (
+        lambda: fit_record(label_model.dawid_skene(SILENT[:, :1], 2), 0),
+        ["accuracy"],
+    ),
     "label_model.dawid_skene": (lambda: fit_record(label_model.dawid_skene(SILENT, 2)), ["accuracy", "conflict"]),
     "label_model.dawid_skene (all abstain)": (
         lambda: fit_record(label_model.dawid_skene(ALL_ABSTAIN, 2)),

@@ -160,7 +160,7 @@ def finish_fit(
     """The fit record: rows' probabilities spread back to items, labels, and per-source numbers.
 
     `correct` is each source's (expected) number of correct votes; accuracy = correct / its votes, NaN
-    (with a note) for a source that never votes.
+    (with a note) for a source that never votes, or never votes where another source does.
     """
     coverage, conflict = source_coverage_conflict(patterns, n_items)
     n_votes = coverage * n_items
@@ -170,6 +170,14 @@ def finish_fit(
     if silent.size:
         notes = notes + (
             f"source(s) {', '.join(map(str, silent))} never vote: their accuracy and conflict are undefined (NaN)",
+        )
+    voted = patterns.votes != ABSTAIN
+    alone = np.flatnonzero((n_votes > 0) & (patterns.weights @ (voted & (voted.sum(axis=1, keepdims=True) > 1)) == 0))
+    if alone.size:  # its votes meet no other vote: agreement would be with itself, a made-up 1
+        accuracy[alone] = np.nan
+        notes = notes + (
+            f"source(s) {', '.join(map(str, alone))} never vote on an item another source votes on: "
+            "their accuracy is undefined (NaN)",
         )
     probabilities = row_probabilities[patterns.inverse]
     labels = np.argmax(probabilities, axis=1)  # ties: the lower class index
