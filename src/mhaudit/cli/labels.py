@@ -4,6 +4,7 @@
                          --strategy estimate: the items that certify a model on a target with fewest labels
     labels lexicon       a lexicon as weak labeler (1 if any term matches)
     labels from-corpus   a binary corpus's own labels (e.g. expert labels) into a labels table
+    labels combine       weak labelers (llm, lexicon, model) combined by a label model into one labeler
 
 llm_labels.py adds `labels llm` and `labels prompts`, annotate.py `labels export` and `labels import`.
 Heavy modules are imported inside the commands, so `mhaudit --help` stays fast.
@@ -19,6 +20,7 @@ import typer
 
 from mhaudit.cli.console import err, guarded, out, print_table
 from mhaudit.cli.models import MappingOpt, TrustPickleOpt
+from mhaudit.cli.options import with_options
 from mhaudit.core.errors import InputError
 
 app = typer.Typer(
@@ -303,3 +305,42 @@ def from_corpus(
         f"written to {labels}",
         highlight=False,
     )
+
+
+@app.command("combine")
+@with_options("mhaudit.weak_supervision.combine_options:CombineOptions")
+def combine(
+    labels: LabelsOpt,
+    task: TaskOpt,
+    options,
+    into: Annotated[
+        Path | None, typer.Option(help="Label store to add the combined labeler to (.sqlite); or --out.")
+    ] = None,
+    out_path: Annotated[
+        Path | None, typer.Option("--out", help="New labels file to write (.parquet, .csv, .jsonl); or --into.")
+    ] = None,
+    replace: Annotated[
+        bool, typer.Option(help="Make the combined labeler anew where --into has it (or write over --out).")
+    ] = False,
+    estimates: Annotated[
+        Path | None, typer.Option(help="Also write the per-source estimates table (.csv, .parquet, .jsonl).")
+    ] = None,
+) -> None:
+    """Combine weak labelers (llm, lexicon, model) into one label by a label model: kind `combined`, with the
+    probability of class 1, and each source's coverage, conflict and accuracy estimated without labels."""
+    from mhaudit.tables.io import write_table
+    from mhaudit.tables.label_store import read_label_files
+    from mhaudit.weak_supervision.combine import check_destination, combine_labels, save_combined
+
+    name = options.labeler_name
+    check_destination(task, name, into=into, out=out_path, replace=replace, estimates=estimates)
+    combined = combine_labels(read_label_files(labels), task, options)
+    written = save_combined(combined, into=into, out=out_path)
+    if estimates is not None:
+        write_table(combined.estimates, estimates, what="the estimates")
+    shown = combined.estimates.drop(columns=["method", "class_balance", "converged", "n_iter"])
+    print_table(f"Sources of {name} (task {task}, {combined.method}; estimated without labels)", shown)
+    for note in combined.fit.notes:
+        err.print(f"[yellow]note:[/] {note} (sources numbered as in the table)", highlight=False)
+    out.print(combined.summary, highlight=False)
+    out.print(f"wrote {len(combined.labels):,} labels of {name} (kind combined) to {written}", highlight=False)

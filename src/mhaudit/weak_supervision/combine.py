@@ -181,7 +181,9 @@ def _combined_rows(name: str, task: str, votes: pd.DataFrame, fit: LabelModelFit
     return frame.reindex(columns=[*COLUMNS, "probability"])
 
 
-def _estimates(sources: tuple[Source, ...], votes: pd.DataFrame, fit: LabelModelFit) -> pd.DataFrame:
+def _estimates(sources: tuple[Source, ...], votes: pd.DataFrame, fit: LabelModelFit, n_items: int) -> pd.DataFrame:
+    """One row per source. coverage: the share of all `n_items` (every item any source has a row for, voted on or
+    not) the source votes on; conflict and accuracy are the label model's (stats.label_votes)."""
     array = votes.to_numpy()
     n_votes = (array != ABSTAIN).sum(axis=0)
     ones = (array == 1).sum(axis=0)
@@ -193,7 +195,7 @@ def _estimates(sources: tuple[Source, ...], votes: pd.DataFrame, fit: LabelModel
             "zero_votes": [s.zero_votes for s in sources],
             "n_votes": n_votes,
             "votes_for_1": np.divide(ones, n_votes, out=np.full(len(sources), np.nan), where=n_votes > 0),
-            "coverage": fit.coverage,
+            "coverage": n_votes / n_items,
             "conflict": fit.conflict,
             "accuracy": fit.accuracy,
             "method": fit.method,
@@ -232,7 +234,7 @@ def combine_labels(labels: pd.DataFrame, task: str, options: CombineOptions) -> 
         method=options.method,
         sources=sources,
         labels=_combined_rows(name, task, votes, fit, note, digest),
-        estimates=_estimates(sources, votes, fit),
+        estimates=_estimates(sources, votes, fit, len(all_votes)),
         votes=votes,
         fit=fit,
         items_without_votes=len(all_votes) - len(votes),
