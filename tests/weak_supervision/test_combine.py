@@ -154,3 +154,15 @@ def test_bad_combinations_are_one_sentence(labels):
         _combine(labels, zero_votes=("experts",))
     with pytest.raises(InputError, match="method 'snorkel' must be one of majority, dawid-skene, label-model"):
         _combine(labels, method="snorkel")
+
+
+def test_a_null_value_abstains_even_from_a_model(labels):
+    """An invalid LLM answer or a model's missing prediction is stored as a null value: no vote."""
+    nulled = labels.copy()
+    gone = nulled["labeler"].eq("tfidf-lr") & nulled["item_id"].isin(nulled["item_id"].unique()[:25])
+    nulled.loc[gone, "value"] = pd.NA
+    combined = _combine(nulled)
+    # 25 items without the model's vote: 11 of them voted on by no other source, left out (measured)
+    assert (combined.votes["tfidf-lr"] == ABSTAIN).sum() + combined.items_without_votes == 25
+    assert combined.items_without_votes == 11 and len(combined.labels) == ITEMS - 11
+    assert combined.estimates.set_index("labeler").loc["tfidf-lr", "n_votes"] == ITEMS - 25
