@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from mhaudit.cli import app
 from mhaudit.stats.label_model import ABSTAIN
 from mhaudit.tables.label_store import LabelStore, read_labels
+from tests.cli_checks import assert_one_sentence_failure
 from tests.weak_supervision.combine_sources import ITEMS, LEXICONS, build_sources
 
 runner = CliRunner()
@@ -167,8 +168,8 @@ def test_bad_input_is_one_sentence_and_writes_nothing(sources, store, tmp_path, 
     ).to_csv(elsewhere, index=False)
     digest = hashlib.sha256(store.read_bytes()).hexdigest()
     result = _run(sources, store, *args, *where, extra=[elsewhere])
-    assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output and sentence in _flat(result.output)
+    assert_one_sentence_failure(result, sentence)
+    assert result.stdout == ""
     assert not (tmp_path / "combined.parquet").exists() and hashlib.sha256(store.read_bytes()).hexdigest() == digest
 
 
