@@ -91,6 +91,12 @@ def test_combine_into_the_store(sources, store, tmp_path):
         remade = opened.frame(labeler="combined-dawid-skene")
     assert len(remade) == ITEMS and remade["prompt_hash"].iat[0] != rows["prompt_hash"].iat[0]  # mh abstains on 0 now
     assert json.loads(remade["note"].iat[0])["sources"][1]["zero_votes"] is False
+    nested = _run(sources, store, "--labeler", "combined-dawid-skene", "--labeler", "tfidf-lr", "--out", "x.csv")
+    assert_one_sentence_failure(
+        nested,
+        "--labeler 'combined-dawid-skene' is of kind combined; the sources of a combined label are weak labelers "
+        "(kinds llm, lexicon, model)",
+    )
 
 
 def test_other_commands_read_the_combined_labeler(sources, store, tmp_path):
