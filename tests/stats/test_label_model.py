@@ -96,6 +96,14 @@ def test_dawid_skene_equals_crowdkit_on_planted_votes(planted):
         np.testing.assert_allclose(ours.confusion[source], table.T, rtol=0, atol=1e-10)
 
 
+def test_dawid_skene_equals_crowdkit_with_many_sources():
+    """40 sources x 3 classes: rows too wide for one int64 code are compared whole (np.unique(axis=0))."""
+    crowdkit = pytest.importorskip("crowdkit.aggregation")
+    votes = random_votes(150, 40, 3, seed=5)
+    reference = crowdkit_probabilities(crowdkit.DawidSkene(n_iter=6, tol=-np.inf), votes, 3)
+    np.testing.assert_allclose(dawid_skene(votes, 3, max_iter=5, tol=0.0).probabilities, reference, atol=1e-12)
+
+
 def test_majority_vote_equals_crowdkit(planted):
     crowdkit = pytest.importorskip("crowdkit.aggregation")
     votes = random_votes(500, 4, 3, seed=7)
@@ -179,6 +187,18 @@ def test_planted_accuracies_are_recovered(planted):
     np.testing.assert_allclose(majority.coverage, (votes != ABSTAIN).mean(axis=0), rtol=0, atol=0)
 
 
+def test_a_source_worse_than_chance_is_recognised():
+    """SYNTHETIC: one source right 30% of the time among better ones; the label model's signs and
+    Dawid–Skene's confusion matrices both read it as 0.3, not 0.7."""
+    accuracies = np.array([0.3, 0.7, 0.75, 0.8, 0.85])
+    truth, votes, realised = planted_votes(20_000, accuracies, np.full(5, 0.8), 0.3, seed=4)
+    majority_right = (combine_votes(votes, 2, "majority").labels == truth).mean()
+    for method in ("dawid-skene", "label-model"):
+        fit = combine_votes(votes, 2, method)
+        np.testing.assert_allclose(fit.accuracy, realised, rtol=0, atol=0.02, err_msg=method)
+        assert (fit.labels == truth).mean() > majority_right + 0.02  # the contrary source's votes count reversed
+
+
 # ----------------------------------------------------------------------------------------- definitions
 def test_coverage_conflict_ties_and_no_vote_items_on_a_small_matrix():
     votes = np.array([[0, 0, ABSTAIN], [0, 1, ABSTAIN], [1, ABSTAIN, ABSTAIN], [ABSTAIN] * 3])
@@ -251,3 +271,7 @@ def test_the_label_model_needs_three_co_voting_sources_and_two_classes():
         combine_votes(random_votes(50, 4, 3, seed=1), 3, "label-model")
     with pytest.raises(ValueError, match="method must be one of"):
         combine_votes(two_sources, 2, "snorkel")
+    with pytest.raises(ValueError, match="class_balance must be one share per class"):
+        log_likelihood(two_sources, 0.5, np.full((2, 2, 2), 0.5))
+    with pytest.raises(ValueError, match="confusion must have shape"):
+        log_likelihood(two_sources, [0.5, 0.5], np.full((3, 2, 2), 0.5))

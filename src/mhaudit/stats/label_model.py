@@ -133,7 +133,9 @@ def log_likelihood(votes, class_balance, confusion) -> float:
     """
     class_balance = np.asarray(class_balance, dtype=float)
     confusion = np.asarray(confusion, dtype=float)
-    n_classes = class_balance.shape[0] if class_balance.ndim == 1 else 0
+    if class_balance.ndim != 1:
+        raise ValueError(f"class_balance must be one share per class (1-D), got shape {class_balance.shape}")
+    n_classes = class_balance.shape[0]
     votes = check_votes(votes, n_classes)
     if confusion.shape != (votes.shape[1], n_classes, n_classes):
         raise ValueError(f"confusion must have shape {(votes.shape[1], n_classes, n_classes)}, got {confusion.shape}")
