@@ -296,6 +296,21 @@ def with_place(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
     return frame
 
 
+def text_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of `frame` whose list cells (tags) are JSON lists, never Python's repr, as CSV and TSV hold them."""
+    import numpy as np
+
+    def as_text(value: object) -> object:
+        if isinstance(value, (list, tuple, dict, np.ndarray)):
+            return json.dumps(value, ensure_ascii=False, default=_json_value)
+        return value
+
+    out = frame.copy()
+    for column in out.columns[out.dtypes.eq(object)]:
+        out[column] = out[column].map(as_text)
+    return out
+
+
 def _json_value(value: object) -> object:
     import numpy as np
     import pandas as pd
@@ -329,16 +344,6 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike, *, what: str = "th
                 for row in frame.itertuples(index=False, name=None):
                     record = {c: _cell(v) for c, v in zip(columns, row, strict=True)}
                     handle.write(json.dumps(record, ensure_ascii=False, default=_json_value) + "\n")
-        else:  # a list cell (tags) as a JSON list, never as Python's repr
-            import numpy as np
-
-            def as_text(value: object) -> object:
-                if isinstance(value, (list, tuple, dict, np.ndarray)):
-                    return json.dumps(value, ensure_ascii=False, default=_json_value)
-                return value
-
-            out = frame.copy()
-            for column in out.columns[out.dtypes.eq(object)]:
-                out[column] = out[column].map(as_text)
-            out.to_csv(tmp, index=False, sep="\t" if kind == "tsv" else ",")
+        else:
+            text_cells(frame).to_csv(tmp, index=False, sep="\t" if kind == "tsv" else ",")
     return path

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from mhaudit.tables.io import _cell, _json_value, atomic_path, table_format
+from mhaudit.tables.io import _cell, _json_value, atomic_path, table_format, text_cells
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,7 +43,7 @@ class TableAppender:
         elif self.kind == "jsonl":
             self._open_text().writelines(_json_lines(frame))
         else:
-            _text_cells(frame).to_csv(self._open_text(), index=False, header=first, sep=_SEP[self.kind])
+            text_cells(frame).to_csv(self._open_text(), index=False, header=first, sep=_SEP[self.kind])
 
     def _write_parquet(self, frame: pd.DataFrame) -> None:
         import pyarrow as pa
@@ -68,7 +68,7 @@ class TableAppender:
             if self.kind == "parquet":
                 self._write_parquet(self._empty)
             elif self.kind != "jsonl":
-                _text_cells(self._empty).to_csv(self._open_text(), index=False, sep=_SEP[self.kind])
+                text_cells(self._empty).to_csv(self._open_text(), index=False, sep=_SEP[self.kind])
         if self.kind == "parquet" and self._writer is not None and self.metadata:
             self._writer.add_key_value_metadata(self.metadata)
         self.close()
@@ -101,18 +101,3 @@ def _json_lines(frame: pd.DataFrame) -> Iterator[str]:
     for row in frame.itertuples(index=False, name=None):
         record = {c: _cell(v) for c, v in zip(columns, row, strict=True)}
         yield json.dumps(record, ensure_ascii=False, default=_json_value) + "\n"
-
-
-def _text_cells(frame: pd.DataFrame) -> pd.DataFrame:
-    """A list cell (tags) as a JSON list, never as Python's repr, as `write_table` writes it."""
-    import numpy as np
-
-    def as_text(value: object) -> object:
-        if isinstance(value, (list, tuple, dict, np.ndarray)):
-            return json.dumps(value, ensure_ascii=False, default=_json_value)
-        return value
-
-    out = frame.copy()
-    for column in out.columns[out.dtypes.eq(object)]:
-        out[column] = out[column].map(as_text)
-    return out

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mhaudit.core.errors import InputError
-from mhaudit.tables.corpus.schema import METADATA_KEY, SCHEMA
-from mhaudit.tables.io import SOURCE_ROW, parquet_problem
+from mhaudit.tables.corpus.schema import METADATA_KEY, SCHEMA, unreadable_corpus
+from mhaudit.tables.io import SOURCE_ROW
 
 CHUNK_ROWS = 4096  # a few thousand texts: the model's batches stay full, the memory small
 
@@ -48,11 +48,7 @@ class CorpusChunks:
                 labels = pq.read_table(path, columns=["label"]).column("label").to_pandas()  # the labels sorted
                 classes = sorted(labels.dropna().astype(str).unique())
         except (pa.ArrowInvalid, OSError) as exc:
-            raise InputError(
-                f"not a readable Parquet file ({parquet_problem(exc)}); "
-                "expected a corpus written by mhaudit data import",
-                path=path,
-            ) from None
+            raise unreadable_corpus(path, exc) from None
         if footer.num_rows == 0:
             raise InputError("the corpus is empty: no rows to work with", path=path)
         return cls(path, list(classes or []), info, footer.num_rows, chunk_rows)

@@ -18,6 +18,14 @@ SPLITS = ("train", "val", "test", "calibration")
 METADATA_KEY = b"mhaudit"
 
 
+def unreadable_corpus(path: Path, exc: Exception) -> InputError:
+    """The one sentence for a corpus file Parquet cannot read."""
+    return InputError(
+        f"not a readable Parquet file ({parquet_problem(exc)}); expected a corpus written by mhaudit data import",
+        path=path,
+    )
+
+
 @dataclass(frozen=True)
 class CorpusSchema:
     required: tuple[str, ...] = ("id", "text", "label", "platform", "dataset", "split")
@@ -133,11 +141,7 @@ class Corpus:
         try:
             table = pq.read_table(path)
         except (pa.ArrowInvalid, OSError) as exc:
-            raise InputError(
-                f"not a readable Parquet file ({parquet_problem(exc)}); "
-                "expected a corpus written by mhaudit data import",
-                path=path,
-            ) from None
+            raise unreadable_corpus(path, exc) from None
         info = json.loads((table.schema.metadata or {}).get(METADATA_KEY, b"{}"))
         classes = info.pop("classes", None)
         return cls.build(table.to_pandas(), classes, meta=info, path=path)
