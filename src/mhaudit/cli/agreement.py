@@ -71,6 +71,13 @@ def agreement(
             "Models against the reference",
             result.table("models_vs_reference")[["labeler", "metric", "estimate", "ci_low", "ci_high", "n"]],
         )
+    if options.combined:
+        shown = ["labeler", "coverage", "kappa", "kappa_lo", "kappa_hi", "precision", "recall"]
+        print_table(
+            "Combined labeler, its sources and their majority vote", result.table("combined_vs_reference")[shown]
+        )
+        accuracy = ["source", "votes", "estimated", "votes_on_reference", "measured", "measured_lo", "measured_hi"]
+        print_table("Source accuracy: estimated without labels vs measured", result.table("source_accuracy")[accuracy])
     paths = write_report(result, out_dir)
     out.print(f"report: {paths[0].parent / 'report.html'} (also .md and .json)")
 

@@ -31,6 +31,14 @@ class AgreementOptions:
         help="Labeler holding a model's predicted labels, also scored against the reference (several).",
         flag="model",
     )
+    # a labeler of kind combined (mhaudit labels combine): scored beside its sources and their majority vote
+    combined: str | None = option(
+        None,
+        help="Combined labeler (kind combined, from labels combine): scored beside each of its sources and their "
+        "majority vote, with each source's accuracy estimated without labels beside the measured one; the weak "
+        "labeler unless one is named.",
+        rule=Rule(lambda v: v is None or bool(str(v).strip()), "the name of a labeler of kind combined"),
+    )
     annotators: tuple[str, ...] | None = option(
         None, help="Human annotator (several, or repeat; default: every labeler of kind human).", flag="annotator"
     )

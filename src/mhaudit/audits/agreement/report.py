@@ -20,6 +20,13 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.audits.agreement.authors import bootstrap_unit, cluster_labels, item_authors
+from mhaudit.audits.agreement.combined import (
+    CombinedComparison,
+    combined_sections,
+    combined_summary,
+    compare_combined,
+    with_weak_scores,
+)
 from mhaudit.audits.agreement.design import design_weighted
 from mhaudit.audits.agreement.error_sources import error_section, error_sources
 from mhaudit.audits.agreement.human_agreement import human_agreement, human_matrix
@@ -237,17 +244,9 @@ def audit_agreement(
     progress = ensure(progress)
     labels, validation_set = inputs.labels, inputs.validation_set
     rows = task_labels(labels, options.task)
-    options = with_full_labeler_names(
-        options,
-        rows,
-        options.task,
-        weak_labeler="weak labeler",
-        models="model",
-        annotators="annotator",
-        reference="reference labeler",
-    )
+    options = _with_full_names(options, rows)
     task, reference, n_boot, alpha = options.task, options.reference, options.n_boot, options.alpha
-    weak = choose_weak_labeler(labels, task, options.weak_labeler)
+    weak = choose_weak_labeler(labels, task, options.weak_labeler or options.combined)
     annotators = _annotators(rows, weak, options.annotators, reference)
     authors = item_authors(rows["item_id"], items=inputs.items, validation_set=validation_set)
     # one stream: the steps below draw from it in order (pairs, alpha, weak, pool)
@@ -270,9 +269,12 @@ def audit_agreement(
     if options.models:
         with progress.stage("models against the reference"):
             models = models_vs_reference(rows, task, options, weak, annotators, authors)
+    comparison = _compare_combined(inputs, rows, options, weak, ref, (scored, metrics, weighted), authors, progress)
     errors = error_sources(scored, rows, annotators, reference)
 
     summary = _summary(task, weak, ref_desc, len(scored), metrics, rates, pairs, alpha_table, annotators, composition)
+    if comparison is not None:
+        summary += " " + combined_summary(comparison)
     unit = bootstrap_unit(scored.index, authors)
     sections = [
         Section("Reference labels", "", {"reference": composition}),
@@ -282,6 +284,8 @@ def audit_agreement(
     _add_figures(sections, pairs, metrics, weak, models)
     if not models.empty:
         sections.append(models_section(models, n_boot, alpha, unit))
+    if comparison is not None:
+        sections.extend(combined_sections(comparison, n_boot, alpha, unit))
     if not weighted.empty:
         sections.append(_weighted_section(weighted, strata_table, design_note))
     sections.append(error_section(errors))
@@ -297,11 +301,43 @@ def audit_agreement(
         title=f"Weak-label validation: task {task}, weak labeler {weak}",
         sections=sections,
         summary=summary,
-        verdicts=agreement_verdicts(weak, metrics, pairs, models),
+        verdicts=agreement_verdicts(weak, metrics, pairs, models, _combined_row(comparison)),
         options=used,
         synthetic=inputs.synthetic,
+        notes=list(comparison.notes) if comparison is not None else [],
         provenance=provenance(_input_digests(inputs), progress.seconds),
     )
+
+
+def _with_full_names(options: AgreementOptions, rows: pd.DataFrame) -> AgreementOptions:
+    """The options with every labeler they name as the labels table writes it (`tables.labeler_names`)."""
+    return with_full_labeler_names(
+        options,
+        rows,
+        options.task,
+        weak_labeler="weak labeler",
+        models="model",
+        annotators="annotator",
+        reference="reference labeler",
+        combined="combined labeler",
+    )
+
+
+def _compare_combined(inputs, rows, options, weak, ref, weak_scores, authors, progress) -> CombinedComparison | None:
+    """The combined labeler beside its sources (None without `options.combined`); where it is the weak labeler too,
+    its row shows the weak-labeler section's numbers (`weak_scores`: scored items, metrics, weighted metrics)."""
+    if not options.combined:
+        return None
+    with progress.stage("combined labeler beside its sources"):
+        comparison = compare_combined(
+            inputs.labels, rows, options.combined, ref, options, authors, inputs.validation_set
+        )
+    return with_weak_scores(comparison, *weak_scores) if options.combined == weak else comparison
+
+
+def _combined_row(comparison: CombinedComparison | None) -> pd.Series | None:
+    """The combined labeler's row of the side-by-side table (its last), for its verdict."""
+    return None if comparison is None else comparison.table.iloc[-1]
 
 
 def _input_digests(inputs: AgreementInputs) -> dict:

@@ -27,12 +27,24 @@ def _row(axis: str, subject: str, target: str, estimate: float, low: float, high
 
 
 def agreement_verdicts(
-    weak: str, metrics: pd.DataFrame, pairs: pd.DataFrame, models: pd.DataFrame | None = None
+    weak: str,
+    metrics: pd.DataFrame,
+    pairs: pd.DataFrame,
+    models: pd.DataFrame | None = None,
+    combined: pd.Series | None = None,
 ) -> pd.DataFrame:
-    """The weak labeler's kappa against the reference, each model's (axis "human validation"), each annotator
+    """The weak labeler's kappa against the reference, a combined labeler's when it is not the weak one (axis "weak
+    labels"; `combined`: its row of the side-by-side table), each model's (axis "human validation"), each annotator
     pair's."""
     k = metrics.set_index("metric").loc["kappa"]
     rows = [_row("weak labels", weak, "reference labels", k["estimate"], k["ci_low"], k["ci_high"], k["reason"])]
+    if combined is not None and combined["labeler"] != weak:
+        c = combined
+        said = str(c.get("reason", "") or "")  # the table has a reason column only where a metric is undefined
+        reason = "; ".join(r for r in said.split("; ") if r.startswith("kappa: ")).removeprefix("kappa: ")
+        rows.append(
+            _row("weak labels", c["labeler"], "reference labels", c["kappa"], c["kappa_lo"], c["kappa_hi"], reason)
+        )
     if models is not None and not models.empty:
         for _, m in models[models["metric"] == "kappa"].iterrows():
             rows.append(
