@@ -26,7 +26,14 @@ from mhaudit.stats.weak_metrics import weak_vs_reference
 from mhaudit.weak_supervision.combine import CombinedLabels, combine_labels
 from mhaudit.weak_supervision.combine_options import CombineOptions
 
-__all__ = ["CombinedComparison", "compare_combined", "refit_combined", "majority_labels", "SHOWN_METRICS"]
+__all__ = [
+    "CombinedComparison",
+    "combined_recipe",
+    "compare_combined",
+    "refit_combined",
+    "majority_labels",
+    "SHOWN_METRICS",
+]
 
 SHOWN_METRICS = ("kappa", "precision", "recall")
 
@@ -47,7 +54,7 @@ class CombinedComparison:
     notes: tuple[str, ...]
 
 
-def _recipe(rows: pd.DataFrame, name: str) -> tuple[dict, str]:
+def combined_recipe(rows: pd.DataFrame, name: str) -> tuple[dict, str]:
     """The combined labeler's recipe (its rows' `note`) and `prompt_hash`; one sentence when it is not one."""
     mine = rows[rows["labeler"] == name]
     kind = str(mine["kind"].iat[0])
@@ -70,7 +77,7 @@ def _recipe(rows: pd.DataFrame, name: str) -> tuple[dict, str]:
 def refit_combined(labels: pd.DataFrame, task: str, name: str, rows: pd.DataFrame) -> tuple[CombinedLabels, str]:
     """The label model of `name` fitted again on the labels table as `labels combine` fitted it, and a note when
     the sources' labels changed since (the recipe's hash differs from the stored `prompt_hash`; '' otherwise)."""
-    recipe, stored_hash = _recipe(rows, name)
+    recipe, stored_hash = combined_recipe(rows, name)
     options = CombineOptions(
         labelers=tuple(labeler for labeler, _ in recipe["sources"]),
         method=recipe["method"],

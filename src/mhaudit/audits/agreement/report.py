@@ -23,6 +23,7 @@ from mhaudit.audits.agreement.authors import bootstrap_unit, cluster_labels, ite
 from mhaudit.audits.agreement.combined import (
     CombinedComparison,
     combined_sections,
+    combined_recipe,
     combined_summary,
     compare_combined,
     with_weak_scores,
@@ -310,8 +311,9 @@ def audit_agreement(
 
 
 def _with_full_names(options: AgreementOptions, rows: pd.DataFrame) -> AgreementOptions:
-    """The options with every labeler they name as the labels table writes it (`tables.labeler_names`)."""
-    return with_full_labeler_names(
+    """The options with every labeler they name as the labels table writes it (`tables.labeler_names`); a combined
+    labeler checked (its kind and recipe) before any work."""
+    options = with_full_labeler_names(
         options,
         rows,
         options.task,
@@ -321,6 +323,9 @@ def _with_full_names(options: AgreementOptions, rows: pd.DataFrame) -> Agreement
         reference="reference labeler",
         combined="combined labeler",
     )
+    if options.combined:
+        combined_recipe(rows, options.combined)
+    return options
 
 
 def _compare_combined(inputs, rows, options, weak, ref, weak_scores, authors, progress) -> CombinedComparison | None:
