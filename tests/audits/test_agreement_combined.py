@@ -56,12 +56,12 @@ def _report(folder):
 
 
 def _expected_labels(sources) -> dict[str, pd.Series]:
-    """Each labeler's label per item as the report must read it, counted here in pandas: a source's 1 where it says
-    1, else 0 (a lexicon's 0, no row, null); the majority of the votes (a lexicon votes only 1, the others 1 or 0),
-    NaN at a tie; the combined labeler's stored value."""
+    """Each labeler's vote per item, counted here in pandas, NaN where it abstains (a lexicon's 0, no row, a null;
+    the report reads NaN as 0): each source's value; the majority of the votes (a lexicon votes only 1, the others
+    1 or 0), NaN at a tie; the combined labeler's stored value."""
     labels = read_label_files(sources.files)
     wide = labels.pivot(index="item_id", columns="labeler", values="value").astype(float).reindex(sources.items["id"])
-    said = {name: wide[name].fillna(0).astype(int) for name in NAMES}
+    said = {name: wide[name].where(wide[name] == 1) if name in LEXICONS.values() else wide[name] for name in NAMES}
     ones = sum((wide[name] == 1).astype(int) for name in NAMES)
     zeros = sum((wide[name] == 0).astype(int) for name in ["keywords", "tfidf-lr"])
     majority = pd.Series(np.where(ones > zeros, 1.0, np.where(zeros > ones, 0.0, np.nan)), index=wide.index)
@@ -176,6 +176,8 @@ def test_design_weighted_rows_on_a_stratified_sample(made, tmp_path):
         said = label.fillna(0).astype(int).reindex(drawn.index)
         kappa = cohen_kappa_score(experts, said, sample_weight=drawn["weight"])
         assert weighted.at[name, "kappa"] == pytest.approx(kappa, abs=1e-12)
+        labelled = label.reindex(drawn.index).notna()
+        assert weighted.at[name, "coverage"] == pytest.approx(drawn["weight"][labelled].sum() / drawn["weight"].sum())
         assert weighted.at[name, "recall"] == pytest.approx(
             recall_score(experts, said, sample_weight=drawn["weight"]), abs=1e-12
         )

@@ -43,7 +43,8 @@ class CombinedComparison:
     """`table`: one row per labeler (each source, their majority vote, the combined labeler) with kappa, precision
     and recall and their CIs; `weighted`: the same, design-weighted (empty without a validation set); `accuracy`:
     one row per source, estimated vs measured; `n_items`: the items every labeler is scored on; `notes`: what the
-    reader must know (a stale recipe)."""
+    reader must know (a stale recipe); `design`: the sampled items the weighted table scores and the pool they
+    stand for."""
 
     name: str
     method: str
@@ -52,6 +53,7 @@ class CombinedComparison:
     weighted: pd.DataFrame
     accuracy: pd.DataFrame
     notes: tuple[str, ...]
+    design: tuple[int, float] | None = None
 
 
 def combined_recipe(rows: pd.DataFrame, name: str) -> tuple[dict, str]:
@@ -131,39 +133,51 @@ def _wide(metrics: pd.DataFrame) -> dict:
     return row | {"reason": "; ".join(reasons)}
 
 
-def _scores(reference: pd.Series, label: pd.Series, seed: list[int], options, authors, weighted_by=None) -> dict:
-    """One labeler's row: its label read as 0 where it abstains, against the reference (design-weighted when
-    `weighted_by` is the validation set)."""
+def _scores(reference: pd.Series, label: pd.Series, seed: list[int], options, authors) -> dict:
+    """One labeler's row: its label read as 0 where it abstains, against the reference."""
     said = label.fillna(0).astype(int)
-    scored = pd.DataFrame({"reference": reference, "weak": said})
-    rng = np.random.default_rng(seed)
-    if weighted_by is not None:
-        metrics = design_weighted(
-            weighted_by, scored, reference, said, "", options.n_boot, options.alpha, rng, authors
-        )[0]
-    else:
-        metrics = weak_vs_reference(
-            scored["reference"].to_numpy(),
-            scored["weak"].to_numpy(),
-            n_boot=options.n_boot,
-            alpha=options.alpha,
-            rng=rng,
-            clusters=cluster_labels(scored.index, authors),
-        )[0]
-        metrics["reason"] = metrics["reason"].fillna("")
+    metrics = weak_vs_reference(
+        reference.to_numpy(),
+        said.to_numpy(),
+        n_boot=options.n_boot,
+        alpha=options.alpha,
+        rng=np.random.default_rng(seed),
+        clusters=cluster_labels(said.index, authors),
+    )[0]
+    metrics["reason"] = metrics["reason"].fillna("")
     return _wide(metrics)
 
 
-def _side_by_side(labelers, reference: pd.Series, options, authors, validation_set) -> tuple[pd.DataFrame, ...]:
-    """The κ / precision / recall table of every labeler on the same items, and its design-weighted twin."""
+def _weighted_scores(reference: pd.Series, label: pd.Series, seed: list[int], options, authors, sample) -> dict:
+    """One labeler's row design-weighted for the pool the validation set `sample` was drawn from: its metrics and
+    its coverage as the weighted share of the pool it labels, with the items scored (`_n`) and the pool (`_pool`)."""
+    said = label.fillna(0).astype(int)
+    scored = pd.DataFrame({"reference": reference, "weak": said})
+    rng = np.random.default_rng(seed)
+    metrics, strata, _ = design_weighted(
+        sample, scored, reference, said, "", options.n_boot, options.alpha, rng, authors
+    )
+    drawn = sample.assign(item_id=sample["item_id"].astype(str)).set_index("item_id")["stratum"]
+    inside = said.index[said.index.isin(drawn.index)]
+    weight = drawn.loc[inside].map(strata.set_index("stratum")["weight"])
+    coverage = float(weight[label.reindex(inside).notna().to_numpy()].sum() / weight.sum())
+    return {"coverage": coverage} | _wide(metrics) | {"_n": len(inside), "_pool": float(metrics["pool"].iat[0])}
+
+
+def _side_by_side(labelers, reference: pd.Series, options, authors, validation_set):
+    """The κ / precision / recall table of every labeler on the same items, its design-weighted twin, and the
+    items that one scores and the pool they stand for (None without a validation set)."""
     rows, weighted = [], []
     for i, (name, role, label) in enumerate(labelers, start=1):
         head = {"labeler": name, "role": role, "coverage": float(label.notna().mean())}
         rows.append(head | _scores(reference, label, [options.seed, 1000 + i], options, authors))
         if validation_set is not None:
             seed = [options.seed, 2000 + i]
-            weighted.append(head | _scores(reference, label, seed, options, authors, weighted_by=validation_set))
-    return _without_empty_reason(pd.DataFrame(rows)), _without_empty_reason(pd.DataFrame(weighted))
+            weighted.append(head | _weighted_scores(reference, label, seed, options, authors, validation_set))
+    table, design = pd.DataFrame(weighted), None
+    if not table.empty:
+        design = (int(table.pop("_n").iat[0]), float(table.pop("_pool").iat[0]))
+    return _without_empty_reason(pd.DataFrame(rows)), _without_empty_reason(table), design
 
 
 def _source_accuracy(combined: CombinedLabels, labelers, reference: pd.Series, alpha: float) -> pd.DataFrame:
@@ -223,10 +237,10 @@ def compare_combined(
     stored = rows[rows["labeler"] == name].set_index("item_id")["value"]
     labelers = _labelers(combined, stored, items)
     ref = reference.reindex(items).astype(int)
-    table, weighted = _side_by_side(labelers, ref, options, authors, validation_set)
+    table, weighted, design = _side_by_side(labelers, ref, options, authors, validation_set)
     accuracy = _source_accuracy(combined, labelers, ref, options.alpha)
     notes = tuple(filter(None, [stale]))
-    return CombinedComparison(name, combined.method, len(items), table, weighted, accuracy, notes)
+    return CombinedComparison(name, combined.method, len(items), table, weighted, accuracy, notes, design)
 
 
 def combined_sections(comparison: CombinedComparison, n_boot: int, alpha: float, unit: str) -> list:
@@ -239,7 +253,7 @@ def combined_sections(comparison: CombinedComparison, n_boot: int, alpha: float,
         f"Combined labeler {comparison.name} beside its sources and their majority vote",
         f"Every labeler on the same {n:,} reference items (those any source has a label row for), positive class 1. "
         "A labeler that abstains on an item counts as saying 0 there: a lexicon whose 0 is no vote (no term "
-        "matched), a source without a row, a null value, a 2-2 tie of the majority vote or a combined probability "
+        "matched), a source without a row, a null value, a tie of the majority vote or a combined probability "
         "of exactly 0.5; `coverage` is the share of these items it did give a label. The sources' votes are read "
         "as labels combine read them (`role`: 0 = vote, or 0 = no vote); the majority vote is of "
         "those same votes (stats.label_model.majority_vote, ties give no label); the combined labeler's labels are "
@@ -247,9 +261,11 @@ def combined_sections(comparison: CombinedComparison, n_boot: int, alpha: float,
         "stream per row) in `_lo` and `_hi`; a metric with a zero denominator is n/a, its reason in a `reason` "
         "column."
         + (
-            " The design-weighted table counts each item by its stratum's weight, as in the design-weighted "
-            "estimates below."
-            if not comparison.weighted.empty
+            f" `combined_vs_reference_weighted`: the same rows on the {comparison.design[0]:,} "
+            "items of the validation sample, each counting its stratum's weight (as in the design-weighted estimates "
+            f"below), so they estimate the pool of {comparison.design[1]:,.0f} items the sample "
+            "was drawn from; `coverage` there is the weighted share of that pool the labeler labels."
+            if comparison.design is not None
             else ""
         ),
         {
