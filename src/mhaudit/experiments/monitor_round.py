@@ -126,15 +126,20 @@ def acknowledge_alerts(
 
 
 def load_deployment(
-    model_dir: str | Path, deployed: str | None = None, *, mapping=None, trust_pickle: bool = False
+    model_dir: str | Path,
+    deployed: str | None = None,
+    *,
+    mapping=None,
+    trust_pickle: bool = False,
+    runtime: str = "torch",
 ) -> Deployment:
     """The model in `model_dir`, or its runs (run-*/ or seed-*/ folders, `deployed` naming the deployed one by
-    folder name; default: the first). Every run must have the deployed run's classes. `mapping` and
-    `trust_pickle`: as `load_model`, for an outside model (a Hugging Face folder, a skops pipeline file)."""
+    folder name; default: the first). Every run must have the deployed run's classes. `mapping`, `trust_pickle`
+    and `runtime`: as `load_model`, for an outside model (a Hugging Face folder, a skops pipeline file)."""
     folders = deployed_first(model_dir, deployed)
     names = [f.name for f in model_folders(Path(model_dir))]
-    outside = mapping is not None or trust_pickle
-    load = partial(load_model, mapping=mapping, trust_pickle=trust_pickle) if outside else load_model
+    outside = mapping is not None or trust_pickle or runtime != "torch"
+    load = partial(load_model, mapping=mapping, trust_pickle=trust_pickle, runtime=runtime) if outside else load_model
     # loaded once per process: the scoring jobs in this process use the same copies
     files = {f: model_files(f, trust_pickle=trust_pickle) for f in folders}  # a Hub id's are its snapshot's
     runs = tuple(Run(f.name, loaded_model(load, f), f, model_digest(files[f])) for f in folders)

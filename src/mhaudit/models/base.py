@@ -188,20 +188,28 @@ def save_model(model: Model, directory: str | Path, recipe: dict | None = None, 
     tmp.replace(directory / MODEL_FILE)
 
 
-def load_model(directory: str | Path, *, mapping=None, trust_pickle: bool = False) -> Model:
+def _torch_only(runtime: str, path: Path) -> None:
+    if runtime != "torch":
+        raise InputError(
+            f"runtime '{runtime}' is only for Hugging Face folders; leave it at torch for this model", path=path
+        )
+
+
+def load_model(directory: str | Path, *, mapping=None, trust_pickle: bool = False, runtime: str = "torch") -> Model:
     """A trained model: a folder written by `save_model` (as `mhaudit train` does), a Hugging Face
     sequence-classification folder written by `save_pretrained` (models.hf_folder), or a scikit-learn pipeline
     saved with skops (models.skops_pipeline). `mapping` (a shipped mapping's name, a TOML path or a mapping) maps
     an outside model's labels to the audit's classes; `trust_pickle` allows pickle weights or files, which run code
-    when loaded (docs/models.md). A Hub id (`org/name`, no such local path) is the Hugging Face model of that name
-    in the user's Hugging Face cache, downloaded there first where needed (models.hf_hub)."""
+    when loaded (docs/models.md); `runtime`: "torch", or "onnx" for a Hugging Face folder (models.hf_folder; another
+    model given it is an InputError). A Hub id (`org/name`, no such local path) is the Hugging Face model of that
+    name in the user's Hugging Face cache, downloaded there first where needed (models.hf_hub)."""
     from mhaudit.models.hf_hub import hub_folder, hub_model_id
 
     if model_id := hub_model_id(directory):  # a local path always wins
         from mhaudit.models.hf_folder import load_hf_folder
 
         snapshot = hub_folder(model_id, trust_pickle=trust_pickle)
-        from_hub = load_hf_folder(snapshot, mapping=mapping, trust_pickle=trust_pickle)
+        from_hub = load_hf_folder(snapshot, mapping=mapping, trust_pickle=trust_pickle, runtime=runtime)
         from_hub.name = f"hf:{model_id}"  # not the snapshot folder's name, a commit hash
         return from_hub
     directory = Path(directory)
@@ -210,17 +218,19 @@ def load_model(directory: str | Path, *, mapping=None, trust_pickle: bool = Fals
         from mhaudit.models.skops_pipeline import is_pipeline_file, load_skops_pipeline
 
         if is_pipeline_file(directory):
+            _torch_only(runtime, directory)
             return load_skops_pipeline(directory, mapping=mapping, trust_pickle=trust_pickle)
         if (directory / "config.json").is_file():  # only then import the loader, which loads torch
             from mhaudit.models.hf_folder import is_hf_folder, load_hf_folder
 
             if is_hf_folder(directory):
-                return load_hf_folder(directory, mapping=mapping, trust_pickle=trust_pickle)
+                return load_hf_folder(directory, mapping=mapping, trust_pickle=trust_pickle, runtime=runtime)
         raise InputError(
             f"no {MODEL_FILE} here; expected a folder written by mhaudit train, a Hugging Face folder written by "
             "save_pretrained (config.json) or a scikit-learn pipeline saved with skops (.skops)",
             path=directory,
         )
+    _torch_only(runtime, directory)
     manifest = json.loads(manifest_path.read_text())
     # models saved before Progress reached `fit` recorded a `progress` flag among their options
     model = create(manifest["name"], **{k: v for k, v in manifest["options"].items() if k != "progress"})
