@@ -207,3 +207,25 @@ def test_a_labeler_of_another_kind_is_refused(made, tmp_path):
         f"--combined '{LEXICONS['si']}' is a lexicon labeler; name one of kind combined (mhaudit labels combine)",
     )
     assert not (tmp_path / "r").exists()
+
+
+def test_a_source_without_votes_on_the_reference_is_nan_with_its_reason(made, tmp_path):
+    """The reference is the experts' labels on the 340 posts the keyword rule has no row for: its measured accuracy
+    and its precision there are undefined, NaN with the reason, never 0 or 1."""
+    sources, _, _ = made
+    ruled = set(read_label_files([sources.keywords])["item_id"])
+    rest = sources.items[~sources.items["id"].isin(ruled)]
+    experts = (rest["label"] == "depression").astype(int).to_numpy()
+    subset = write_labels(labels_frame(rest["id"], {"experts-rest": ("human", experts)}, "mh"), tmp_path / "rest.csv")
+    args = ["--combined", COMBINED, "--reference", "experts-rest", "--annotator", "experts-rest"]
+    result = _audit([*sources.files, subset], tmp_path / "r", *args)
+    assert result.exit_code == 0, result.output
+    _, tables = _report(tmp_path / "r")
+    accuracy = tables["source_accuracy"].set_index("source")
+    assert accuracy.at["keywords", "votes_on_reference"] == 0 and accuracy.at["keywords", "votes"] == 60
+    assert np.isnan(accuracy.at["keywords", "measured"]) and np.isnan(accuracy.at["keywords", "difference"])
+    assert accuracy.at["keywords", "reason"] == "measured: it votes on no reference item"
+    assert accuracy["reason"].drop("keywords").eq("").all()
+    keywords = tables["combined_vs_reference"].set_index("labeler").loc["keywords"]
+    assert keywords["coverage"] == 0 and np.isnan(keywords["precision"]) and keywords["recall"] == 0
+    assert keywords["reason"] == "precision: undefined: the weak labeler gave no positive label"
