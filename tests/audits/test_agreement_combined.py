@@ -147,6 +147,7 @@ def test_another_weak_labeler_and_the_trust_report(made, tmp_path):
     assert list(weak_labels.index) == ["keywords", COMBINED]
     kappa = tables["combined_vs_reference"].set_index("labeler").at[COMBINED, "kappa"]
     assert weak_labels.at[COMBINED, "value"] == kappa
+    assert weak_labels.at[COMBINED, "reason"] == f"kappa {kappa:.3f}, an abstention read as 0 (combined_vs_reference)"
     result = runner.invoke(app, ["report", "combine", str(tmp_path / "validation"), "--out", str(tmp_path / "trust")])
     assert result.exit_code == 0, result.output
     trust = json.loads((tmp_path / "trust" / "report.json").read_text())

@@ -42,6 +42,8 @@ def agreement_verdicts(
         c = combined
         said = str(c.get("reason", "") or "")  # the table has a reason column only where a metric is undefined
         reason = "; ".join(r for r in said.split("; ") if r.startswith("kappa: ")).removeprefix("kappa: ")
+        if not reason and np.isfinite(c["kappa"]):  # scored unlike the weak labeler: say how
+            reason = f"kappa {c['kappa']:.3f}, an abstention read as 0 (combined_vs_reference)"
         rows.append(
             _row("weak labels", c["labeler"], "reference labels", c["kappa"], c["kappa_lo"], c["kappa_hi"], reason)
         )
