@@ -283,6 +283,10 @@ def combined_sections(comparison: CombinedComparison, n_boot: int, alpha: float,
         "source whose 0 is no vote only says 1, so its accuracy is its precision.",
         {"source_accuracy": comparison.accuracy},
     )
+    from mhaudit.audits.agreement import figures
+
+    side.figures["Cohen's kappa of each labeler"] = figures.combined_kappa(comparison.table)
+    accuracy.figures["Source accuracy: estimated vs measured"] = figures.source_accuracy(comparison.accuracy)
     return [side, accuracy]
 
 

@@ -7,7 +7,7 @@ import pandas as pd
 
 from mhaudit.report.figures import forest, plt, png_bytes
 
-__all__ = ["kappa_forest", "weak_metrics", "confusion"]
+__all__ = ["kappa_forest", "weak_metrics", "confusion", "combined_kappa", "source_accuracy"]
 
 
 def kappa_forest(pairs: pd.DataFrame, metrics: pd.DataFrame, weak: str, models: pd.DataFrame | None = None) -> bytes:
@@ -71,5 +71,48 @@ def confusion(table: pd.DataFrame, weak: str) -> bytes:
     ax.set_xlabel(f"{weak} label")
     ax.set_ylabel("reference label")
     ax.set_title("Confusion matrix (items)", fontsize=9)
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def combined_kappa(table: pd.DataFrame) -> bytes:
+    """Cohen's kappa with its CI of each source, their majority vote and the combined labeler (the rows of
+    `combined_vs_reference`), with the Landis & Koch bands the verdicts use."""
+    fig, ax = plt.subplots(figsize=(6.0, 1.3 + 0.4 * len(table)))
+    forest(
+        ax,
+        list(table["labeler"]),
+        table["kappa"],
+        table["kappa_lo"],
+        table["kappa_hi"],
+        "Cohen's kappa against the reference, bootstrap CI",
+        unit_range=True,
+    )
+    for edge in (0.41, 0.61):
+        ax.axvline(edge, color="grey", lw=0.7, ls=":")
+    ax.set_title("Sources, their majority vote and the combined labeler (abstention = 0)", fontsize=9)
+    fig.tight_layout()
+    return png_bytes(fig)
+
+
+def source_accuracy(accuracy: pd.DataFrame) -> bytes:
+    """Each source's accuracy as the label model estimated it without labels (a cross) beside the measured one with
+    its Wilson interval (a dot and bar): the distance between them is how far the label model was wrong."""
+    fig, ax = plt.subplots(figsize=(6.0, 1.6 + 0.4 * len(accuracy)))
+    forest(
+        ax,
+        list(accuracy["source"]),
+        accuracy["measured"],
+        accuracy["measured_lo"],
+        accuracy["measured_hi"],
+        "accuracy of the source's votes",
+        unit_range=True,
+    )
+    y = np.arange(len(accuracy))[::-1]
+    ax.plot(accuracy["estimated"], y, "x", color="C3", ms=7, label="estimated without labels")
+    ax.plot([], [], "o", color="C0", label="measured on the reference (Wilson CI)")
+    ax.set_ylim(-1.2, len(accuracy) - 0.4)  # a free band at the foot for the legend
+    ax.legend(fontsize=7, loc="lower center", ncol=2, frameon=False)
+    ax.set_title("Source accuracy: estimated vs measured", fontsize=9)
     fig.tight_layout()
     return png_bytes(fig)
