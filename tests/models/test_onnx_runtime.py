@@ -1,7 +1,7 @@
 """`load_hf_folder(..., runtime="onnx")`: the network exported to ONNX and run by ONNX Runtime gives the torch
 runtime's probabilities (within 1e-5) on a tiny random BERT and on real Depression Reddit posts; the graph is
 cached under $MHAUDIT_CACHE, never in the model's folder, reused, and exported again when damaged or stale;
-`mhaudit audit monitor --runtime onnx` scores a stream as torch does."""
+`mhaudit predict` and `mhaudit audit monitor --runtime onnx` score as torch does."""
 
 from __future__ import annotations
 
@@ -102,6 +102,14 @@ def test_the_monitor_scores_the_stream_alike_with_runtime_onnx(outside, tmp_path
     reference = ["--corpus", str(work / "reddit.parquet"), "--splits", "test", "--out", str(tmp_path / "ref.parquet")]
     r = runner.invoke(app, ["predict", "--model", str(folder), *reference, "--mapping", str(mapping)])
     assert r.exit_code == 0, r.output
+    onnx_reference = [*reference[:-1], str(tmp_path / "ref_onnx.parquet"), "--mapping", str(mapping)]
+    r = runner.invoke(app, ["predict", "--model", str(folder), *onnx_reference, "--runtime", "onnx"])
+    assert r.exit_code == 0, r.output  # mhaudit predict --runtime onnx: the same table within 1e-5
+    scores = [
+        pd.read_parquet(tmp_path / f)[["logit_no_depression", "logit_depression"]].to_numpy()
+        for f in ("ref.parquet", "ref_onnx.parquet")
+    ]
+    assert len(scores[0]) > 1000 and np.abs(softmax(scores[0]) - softmax(scores[1])).max() <= 1e-5
     probabilities = {}
     for runtime in ("torch", "onnx"):
         copy = tmp_path / f"{runtime}.sqlite"

@@ -22,6 +22,10 @@ TrustPickleOpt = Annotated[
     bool,
     typer.Option(help="Load pickle weights or files (loading a pickle runs code: only from a source you trust)."),
 ]
+RuntimeOpt = Annotated[
+    str,
+    typer.Option(help="torch, or onnx: a Hugging Face folder scored by ONNX Runtime on CPU (the onnx extra), faster."),
+]
 
 
 def register(root: typer.Typer) -> None:
@@ -129,6 +133,7 @@ def predict(
     name: Annotated[str | None, typer.Option(help="Model name in the table (default: registry name).")] = None,
     mapping: MappingOpt = None,
     trust_pickle: TrustPickleOpt = False,
+    runtime: RuntimeOpt = "torch",
 ) -> None:
     """Score a corpus with trained model(s): one predictions table with a seed column, written chunk by chunk."""
     from mhaudit.models.runs import summarize_runs
@@ -138,7 +143,15 @@ def predict(
     start = time.perf_counter()
     chosen = tuple(splits.split(",")) if splits else None
     scored = predict_to_file(
-        folders, corpus, out_path, chosen, name, mapping=mapping, trust_pickle=trust_pickle, progress=stage_progress()
+        folders,
+        corpus,
+        out_path,
+        chosen,
+        name,
+        mapping=mapping,
+        trust_pickle=trust_pickle,
+        runtime=runtime,
+        progress=stage_progress(),
     )
     seconds = time.perf_counter() - start
     if ensemble := summarize_runs(folders):

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from mhaudit.cli.console import ctrl_c_stops, err, guarded, out, print_table, stage_progress, warning_notes
-from mhaudit.cli.models import MappingOpt, TrustPickleOpt
+from mhaudit.cli.models import MappingOpt, RuntimeOpt, TrustPickleOpt
 from mhaudit.cli.options import with_options
 
 StoreOpt = Annotated[str, typer.Option(help="Post store: posts.sqlite or postgresql://... (mhaudit collect).")]
@@ -32,10 +32,6 @@ OutOpt = Annotated[Path, typer.Option("--out", help="Folder for report.{json,htm
 DeployedOpt = Annotated[
     str | None,
     typer.Option(help="With a folder of several runs: the one deployed, by folder name (default: the first)."),
-]
-RuntimeOpt = Annotated[
-    str,
-    typer.Option(help="torch, or onnx: a Hugging Face folder scored by ONNX Runtime on CPU (the onnx extra), faster."),
 ]
 ExecutorOpt = Annotated[str, typer.Option(help="local, or ray: score the new posts on Ray workers.")]
 WorkersOpt = Annotated[
