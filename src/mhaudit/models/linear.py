@@ -51,12 +51,21 @@ def _check_options(analyzer, ngram_range, C, class_weight, min_df, calibrate) ->
         raise InputError(f"TF-IDF option calibrate must be true or false, got {calibrate!r}")
 
 
+def _checked_weights(column: pd.Series) -> np.ndarray:
+    """The training rows' `weight` column as floats: each finite and >= 0, their sum above 0."""
+    weights = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
+    if not np.isfinite(weights).all() or (weights < 0).any() or weights.sum() <= 0:
+        raise InputError("the training rows' weight column must hold finite numbers >= 0, not all 0")
+    return weights
+
+
 @register("tfidf-lr")
 @register("char-tfidf-lr", analyzer="char_wb", ngram_range=(3, 5))
 class TfidfLogistic:
     """Word uni+bigram TF-IDF + multinomial logistic regression; logits are the decision function."""
 
     deterministic = True  # lbfgs on fixed features: `seed` changes nothing, so one fit stands for every seed
+    sample_weights = True  # `fit` reads a `weight` column (soft labels); model-selection refuses them to other models
 
     def __init__(
         self,
@@ -98,8 +107,9 @@ class TfidfLogistic:
         self.classes: list[str] = []
 
     def fit(self, train: pd.DataFrame, classes: list[str], *, progress: Progress | None = None) -> TfidfLogistic:
-        """Fit on the train rows; with `calibrate` and a val split present, fit a temperature on val so
-        the model is calibrated on its home platform (regularised TF-IDF models are underconfident).
+        """Fit on the train rows (weighted by their `weight` column where there is one: `_fit_weighted`); with
+        `calibrate` and a val split present, fit a temperature on val (unweighted) so the model is calibrated on
+        its home platform (regularised TF-IDF models are underconfident).
         `progress` is not told anything: a fit takes seconds."""
         self.classes = list(classes)
         val = train["split"] == "val" if "split" in train else pd.Series(False, index=train.index)
@@ -111,7 +121,11 @@ class TfidfLogistic:
                 f"the training rows have no example of class(es) {', '.join(missing)}; "
                 "every class needs training examples"
             )
-        self.pipeline.fit(fit_rows["text"].astype(str).tolist(), y)
+        texts = fit_rows["text"].astype(str).tolist()
+        if "weight" in fit_rows:
+            self._fit_weighted(texts, y, _checked_weights(fit_rows["weight"]))
+        else:
+            self.pipeline.fit(texts, y)
         if self.params["calibrate"] and val.any():
             held = train[val]
             self.temperature = 1.0
@@ -127,6 +141,14 @@ class TfidfLogistic:
             ]
             warnings.warn(self.notes[0], stacklevel=2)
         return self
+
+    def _fit_weighted(self, texts: list[str], y: np.ndarray, weights: np.ndarray) -> None:
+        """Fit with a weight per row (soft labels: a post enters as two rows, class 1 weighted p and class 0
+        weighted 1 - p). The vectorizer learns its vocabulary and idf from the distinct texts, so a post entered
+        twice counts as one document; the logistic regression takes the weights as `sample_weight`."""
+        vectorizer, logistic = self.pipeline[0], self.pipeline[-1]
+        vectorizer.fit(list(dict.fromkeys(texts)))
+        logistic.fit(vectorizer.transform(texts), y, sample_weight=weights)
 
     def predict_logits(self, texts: list[str]) -> np.ndarray:
         scores = self.pipeline.decision_function(list(texts))

@@ -23,8 +23,17 @@ import pandas as pd
 import mhaudit
 from mhaudit.audits.model_selection.folds import Fold, stratified_take
 from mhaudit.audits.model_selection.options import ModelSelectionOptions, ModelSpec
+from mhaudit.audits.model_selection.soft import soft_label_rows
 from mhaudit.core.errors import InputError
 from mhaudit.tables.io import write_text_atomic
+
+
+class SoftLabels(NamedTuple):
+    """The training labeler's probability of the positive class per row (soft labels) and the two class names."""
+
+    probability: np.ndarray
+    positive: str
+    negative: str
 
 
 class FoldJob(NamedTuple):
@@ -46,6 +55,7 @@ def fit_and_predict(
     train_label: list[str],
     train_split: list[str],
     test_text: list[str],
+    train_weight: list[float] | None = None,
     cache: str | None = None,
     read_cache: bool = True,
     label: str = "",
@@ -64,6 +74,8 @@ def fit_and_predict(
     from mhaudit.models import create
 
     frame = pd.DataFrame({"text": train_text, "label": train_label, "split": train_split})
+    if train_weight is not None:  # soft labels (audits.model_selection.soft)
+        frame["weight"] = train_weight
     model = create(name, **options)
     start = time.perf_counter()
     try:
@@ -134,16 +146,23 @@ def plan_jobs(
     model_options: dict[str, dict],
     fingerprints: dict[str, str | None],
     options: ModelSelectionOptions,
+    soft: SoftLabels | None = None,
 ) -> tuple[list[dict], list[FoldJob]]:
     """One `fit_and_predict` job per fold and model, fold by fold, on rows identical across models, with
     the cache file its key names under `options.cache_dir`; `labels` are the training labels as class
-    names, `y` as 0/1."""
+    names, `y` as 0/1; with `soft`, each fold's training posts enter as soft labels (`soft_label_rows`)."""
     corpus_hash = _hash_rows(rows["id"], labels, rows["text"])
     cache_dir = Path(options.cache_dir) if options.cache_dir else None
     jobs, placed = [], []
     for fold in folds:
         for spec in specs:
             idx, split = _training_rows(fold, spec, y)
+            n_train, n_val = len(idx), int((split == "val").sum())
+            train_label, weight = labels[idx], None
+            if soft is not None:
+                idx, train_label, split, weight = soft_label_rows(
+                    idx, split, soft.probability, labels, soft.positive, soft.negative
+                )
             key = _job_key(
                 {
                     "corpus": corpus_hash,
@@ -161,6 +180,7 @@ def plan_jobs(
                     "train": idx.tolist(),
                     "split": split.tolist(),
                     "test": fold.test.tolist(),
+                    **({"weight": weight.tolist(), "label": train_label.tolist()} if weight is not None else {}),
                 }
             )
             jobs.append(
@@ -169,16 +189,17 @@ def plan_jobs(
                     options=model_options[spec.label],
                     classes=classes,
                     train_text=rows["text"].iloc[idx].tolist(),
-                    train_label=labels[idx].tolist(),
+                    train_label=train_label.tolist(),
                     train_split=split.tolist(),
                     test_text=rows["text"].iloc[fold.test].tolist(),
+                    train_weight=None if weight is None else weight.tolist(),
                     cache=str(cache_dir / f"{key}.json") if cache_dir else None,
                     read_cache=options.resume,
                     label=spec.label,
                     where=fold.where,
                 )
             )
-            placed.append(FoldJob(fold, spec, len(idx), int((split == "val").sum())))
+            placed.append(FoldJob(fold, spec, n_train, n_val))
     return jobs, placed
 
 
@@ -212,9 +233,10 @@ def checkpoint_fingerprint(source: str) -> str:
     return h.hexdigest()
 
 
-def check_model(spec: ModelSpec, options: dict) -> str | None:
+def check_model(spec: ModelSpec, options: dict, *, weighted: bool = False) -> str | None:
     """Make the model once, before any training: an unknown model or a bad option fails here, as does a
-    `max_length` beyond the checkpoint's position embeddings. Returns the fingerprint of its `checkpoint`
+    `max_length` beyond the checkpoint's position embeddings, and a model that cannot take sample weights when
+    `weighted` (soft labels). Returns the fingerprint of its `checkpoint`
     option (None without one; 'minilm' is the packaged folder)."""
     from mhaudit.models import create
     from mhaudit.models.base import REGISTRY
@@ -225,6 +247,11 @@ def check_model(spec: ModelSpec, options: dict) -> str | None:
         if isinstance(exc, InputError) and spec.name not in REGISTRY:  # unknown model, missing dependency
             raise
         raise InputError(f"model '{spec.label}': {exc}") from None
+    if weighted and not getattr(model, "sample_weights", False):
+        raise InputError(
+            f"model '{spec.label}' cannot train on soft labels (it takes no sample weights; tfidf-lr and "
+            "char-tfidf-lr do): give --no-soft-labels to train it on the training labeler's hard labels"
+        )
     checkpoint = model.options.get("checkpoint")
     if checkpoint is None:
         return None
@@ -243,4 +270,12 @@ def check_model(spec: ModelSpec, options: dict) -> str | None:
     return checkpoint_fingerprint(source)
 
 
-__all__ = ["FoldJob", "check_model", "checkpoint_fingerprint", "fit_and_predict", "fit_options", "plan_jobs"]
+__all__ = [
+    "FoldJob",
+    "SoftLabels",
+    "check_model",
+    "checkpoint_fingerprint",
+    "fit_and_predict",
+    "fit_options",
+    "plan_jobs",
+]

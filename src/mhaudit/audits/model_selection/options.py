@@ -18,7 +18,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from mhaudit.audits.model_selection.sources import CORPUS_SOURCE, checked_sources, label_sources, sides
+from mhaudit.audits.model_selection.sources import (
+    CORPUS_SOURCE,
+    checked_sources,
+    label_probabilities,
+    label_sources,
+    sides,
+)
 from mhaudit.core.errors import InputError
 from mhaudit.core.executors import EXECUTORS
 from mhaudit.core.options import at_least, between, check, one_of, option
@@ -213,6 +219,11 @@ class ModelSelectionOptions:
         True, help="Reuse finished fold jobs from OUT/jobs; --no-resume retrains them (and writes them over)."
     )
     figures: bool = option(True, help="Draw the protocol effect, the efficiency frontier and the trade-off.")
+    soft_labels: bool = option(
+        True,
+        help="Train on the training labeler's probabilities where it has them (a combined labeler): each training "
+        "post enters twice, weighted P and 1 - P; --no-soft-labels trains on its hard labels.",
+    )
 
     def __post_init__(self) -> None:
         check(self)
@@ -247,7 +258,9 @@ class ModelSelectionInputs:
     the models learn (`train_labels`: class names indexed by row id; default: the corpus's label column) under the
     name `train_source`, and `references`: other label sources by name (class names indexed by id, any subset of the
     rows), every model also scored against each. Rows without a training label are left out. `title`: the report's;
-    `files`: (file, SHA-256) of the files read. `sources`: every label source, checked, the training one first."""
+    `files`: (file, SHA-256) of the files read. `train_probabilities`: the training labeler's probability of the
+    positive class by id, where it has one (a combined labeler: soft labels). `sources`: every label source,
+    checked, the training one first."""
 
     corpus: Corpus
     train_labels: pd.Series | None = None
@@ -255,6 +268,7 @@ class ModelSelectionInputs:
     references: Mapping[str, pd.Series] = field(default_factory=dict)
     title: str | None = None
     files: tuple[tuple[str, str], ...] = ()
+    train_probabilities: pd.Series | None = None
     sources: dict[str, pd.Series] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -311,7 +325,8 @@ class ModelSelectionInputs:
             positive=positive,
         )
         files = tuple((str(p), sha256_file(p)) for p in [path, *map(Path, labels)])
-        return cls(read, train, train_labeler, references, f"Model selection on {path.name}", files)
+        soft = label_probabilities(table, train_labeler, task)
+        return cls(read, train, train_labeler, references, f"Model selection on {path.name}", files, soft)
 
 
 __all__ = [

@@ -21,8 +21,9 @@ def introduction(
     specs: Sequence[ModelSpec],
     preset: Preset | None,
     options: ModelSelectionOptions,
+    soft: bool = False,
 ) -> str:
-    """What was compared, on which rows and labels, under which protocols."""
+    """What was compared, on which rows and labels, under which protocols (and whether on soft labels)."""
     described = ", ".join(
         f"{s.label} ({s.name}{', ' + _short(s.options) if s.options else ''}"
         f"{'; trained on ' + str(s.subsample) + ' rows of each fold' if s.subsample else ''}"
@@ -32,6 +33,7 @@ def introduction(
     others = [repr(r) for r in sources if r != train_source]
     return (
         f"{n_rows:,} rows, positive class '{positive}', trained on the label source '{train_source}'"
+        f"{' as soft labels (each training post twice, weighted by the probability of each class)' if soft else ''}"
         f"{'; scored also against ' + ', '.join(others) if others else ''}. "
         f"Protocols: {', '.join(p.label for p in protocols)} (seed {options.seed}, folds identical for every "
         f"model; {options.val_fraction:.0%} of each fold's training rows held out as validation rows for "

@@ -8,16 +8,25 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from mhaudit.audits.model_selection.folds import make_folds, stratified_take
-from mhaudit.audits.model_selection.jobs import FoldJob, check_model, fit_and_predict, fit_options, plan_jobs
+from mhaudit.audits.model_selection.jobs import (
+    FoldJob,
+    SoftLabels,
+    check_model,
+    fit_and_predict,
+    fit_options,
+    plan_jobs,
+)
 from mhaudit.audits.model_selection.options import ModelSelectionInputs, ModelSelectionOptions, ModelSpec, Protocol
 from mhaudit.audits.model_selection.report import introduction, sections
 from mhaudit.audits.model_selection.scores import score_jobs
 from mhaudit.audits.model_selection.sources import sides
 from mhaudit.audits.model_selection.tables import report_tables
 from mhaudit.audits.model_selection.verdicts import model_selection_verdicts
+from mhaudit.core.errors import InputError
 from mhaudit.core.executors import run_jobs
 from mhaudit.core.progress import Progress, ensure
 from mhaudit.report import AuditResult
@@ -40,12 +49,14 @@ def audit_model_selection(
     frame, classes, train_source = inputs.corpus.frame, [str(c) for c in inputs.corpus.classes], inputs.train_source
     positive, negative = sides(classes, options.positive)
     model_options = fit_options(specs, options.seed)
-    fingerprints = {spec.label: check_model(spec, model_options[spec.label]) for spec in specs}
+    weighted = options.soft_labels and inputs.train_probabilities is not None
+    fingerprints = {spec.label: check_model(spec, model_options[spec.label], weighted=weighted) for spec in specs}
     sources = inputs.sources
     rows, dropped = _labelled_rows(frame, sources[train_source])
     rows = _subsample(rows, sources[train_source], positive, options)
     labels = rows["id"].map(sources[train_source]).to_numpy()
     y = (labels == positive).astype(int)
+    soft = _soft_labels(rows, inputs.train_probabilities, positive, negative) if weighted else None
     folds = make_folds(y, protocols, options.seed, options.val_fraction)
     jobs, placed = plan_jobs(
         folds,
@@ -57,6 +68,7 @@ def audit_model_selection(
         model_options=model_options,
         fingerprints=fingerprints,
         options=options,
+        soft=soft,
     )
     results = _run_fold_jobs(jobs, placed, options, progress)
     fold_scores, predictions, notes = score_jobs(
@@ -89,6 +101,7 @@ def audit_model_selection(
         specs=specs,
         preset=preset,
         options=options,
+        soft=soft is not None,
     )
     with progress.stage("tables and figures"):
         parts = sections(tables, "", references=len(sources) > 1, figures=options.figures)
@@ -139,6 +152,17 @@ def _labelled_rows(frame: pd.DataFrame, train_labels: pd.Series) -> tuple[pd.Dat
     rows = rows.assign(id=rows["id"].astype(str), text=rows["text"].astype(str))
     labelled = rows["id"].map(train_labels).notna()
     return rows[labelled].reset_index(drop=True), int((~labelled).sum())
+
+
+def _soft_labels(rows: pd.DataFrame, probabilities: pd.Series | None, positive: str, negative: str) -> SoftLabels:
+    """The training labeler's probability of the positive class on every row (the rows it labels hard): soft labels."""
+    probability = rows["id"].map(probabilities).to_numpy(dtype=float)
+    if np.isnan(probability).any():
+        missing = rows["id"][np.isnan(probability)].iloc[0]
+        raise InputError(
+            f"the training labeler labels item '{missing}' but gives it no probability; soft labels need one"
+        )
+    return SoftLabels(probability, positive, negative)
 
 
 def _subsample(

@@ -62,6 +62,20 @@ def label_sources(
     return source(train_labeler), {name: source(name) for name in reference_labelers}
 
 
+def label_probabilities(labels: pd.DataFrame | None, name: str, task: str | None) -> pd.Series | None:
+    """A labeler's probability of class 1 (the positive class) indexed by item id, on the items it gives a
+    0/1 label; None for 'corpus' or a labeler without probabilities (only a combined labeler writes them)."""
+    if labels is None or name == CORPUS_SOURCE or "probability" not in labels:
+        return None
+    mine = labels[labels["labeler"].astype(str) == name]
+    if task is not None:
+        mine = mine[mine["task"].astype(str) == task]
+    mine = mine[mine["value"].notna() & mine["probability"].notna()]
+    if mine.empty:
+        return None
+    return pd.Series(mine["probability"].astype(float).to_numpy(), index=mine["item_id"].astype(str).to_numpy())
+
+
 def sides(classes: list[str], positive: str | None) -> tuple[str, str]:
     """The positive class (the last unless given) and the other one, of a binary corpus."""
     if len(classes) != 2:
@@ -110,4 +124,4 @@ def check_source(series: pd.Series, classes: list[str], name: str) -> pd.Series:
     return series
 
 
-__all__ = ["CORPUS_SOURCE", "check_source", "checked_sources", "label_sources", "sides"]
+__all__ = ["CORPUS_SOURCE", "check_source", "checked_sources", "label_probabilities", "label_sources", "sides"]
