@@ -22,8 +22,8 @@ dawid-skene and label-model labelers (lexicons abstaining on 0, the default; and
 Downstream: `mhaudit audit model-selection --protocol kfold:5` (plain shuffled 5-fold, so every training labeler
 gets the same folds of the same 4,568 posts) trains tfidf-lr on each labeler's labels (missing read as 0) and scores
 it against the experts on the held-out fold; the out-of-fold predicted labels then go through the agreement audit
-for kappa and macro-F1 with CIs. mhaudit's models take no sample weights, so the combined labels are used HARD
-(P > 1/2), not as soft labels.
+for kappa and macro-F1 with CIs. A combined labeler is trained on twice: on its soft labels (model-selection's
+default: each training post twice, weighted P and 1 - P) and on its hard labels (P > 1/2, --no-soft-labels).
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/weak_sources_bluesky.py --out /tmp/weak_real [--llm-items 300]
 
@@ -220,14 +220,17 @@ def weak_row(report: dict) -> dict:
 
 
 def abstain_as_zero(files: list[Path], labelers: list[str], items: pd.Series, out: Path) -> Path:
-    """Copies of the labelers that miss posts, named `<labeler>/all`, with every missing label read as 0."""
+    """Copies of the labelers that miss posts, named `<labeler>/all`, with every missing label read as 0; a combined
+    labeler's copy keeps its probabilities (a majority tie: 0.5), so a model can train on them as soft labels."""
     labels = pd.concat([read_labels(f) for f in files], ignore_index=True)
     labels = labels[labels["task"] == TASK]
     frames = []
     for labeler in labelers:
-        mine = labels[labels["labeler"] == labeler].set_index("item_id")["value"]
-        value = mine.reindex(items).fillna(0).astype(int).to_numpy()
-        frames.append(labels_frame(items, {f"{labeler}/all": ("model", value)}, TASK))
+        mine = labels[labels["labeler"] == labeler].set_index("item_id")
+        value = mine["value"].reindex(items).fillna(0).astype(int).to_numpy()
+        probability = mine["probability"].reindex(items).to_numpy(dtype=float)
+        frame = labels_frame(items, {f"{labeler}/all": ("model", value)}, TASK)
+        frames.append(frame.assign(probability=probability))
     return write_labels(pd.concat(frames, ignore_index=True), out)
 
 
@@ -276,36 +279,43 @@ def score_all(study: Study, files: list[Path], labelers: list[str], items: pd.Se
 
 
 def downstream(study: Study, files: list[Path], train_labelers: list[str], items: pd.Series) -> pd.DataFrame:
-    """tfidf-lr trained on each labeler's labels, judged against the experts on held-out folds (5-fold).
+    """tfidf-lr trained on each labeler's labels, judged against the experts on held-out folds (5-fold): a labeler
+    with probabilities (kind combined) twice, on its soft labels (model-selection's default) and on its hard ones
+    (--no-soft-labels); the others once, hard.
 
     A labeler that gives every post one label cannot be trained on (model-selection refuses it): its row says so."""
     frames, rows, labels = [], [], pd.concat([read_labels(f) for f in files], ignore_index=True)
     for name in train_labelers:
-        slug = name.replace("/", "_").replace(":", "_").replace("@", "_")
-        folder = study.out / "downstream" / slug
-        values = labels[(labels["task"] == TASK) & (labels["labeler"] == name)]["value"].dropna()
+        mine = labels[(labels["task"] == TASK) & (labels["labeler"] == name)]
+        values = mine["value"].dropna()
         if name != "corpus" and values.nunique() < 2:
             rows.append({"trained on": name, "note": f"every post labelled {values.iloc[0]}: nothing to train"})
             continue
-        args = ["--labels", *files, "--train-labeler", name, "--task", TASK, "--reference-labeler", "experts"]
-        study.mhaudit(
-            "audit", "model-selection", "--corpus", study.out / "bluesky.parquet", "--model", "tfidf-lr",
-            "--protocol", "kfold:5", "--seed", 0, *(args if name != "corpus" else []), "--out", folder,
-        )  # fmt: skip
-        oof = pd.read_parquet(folder / "predictions.parquet").set_index("id").loc[items]
-        value = (oof["predicted"].astype(str) == "depression").astype(int).to_numpy()
-        frames.append(labels_frame(items, {f"tfidf-lr<{name}": ("model", value)}, TASK))
-        report = json.loads((folder / "report.json").read_text())
-        summary = next(s["tables"]["summary"] for s in report["sections"] if "summary" in s["tables"])
-        judged = next(r for r in summary if r["scored_against"] == ("corpus" if name == "corpus" else "experts"))
-        rows.append({"trained on": name, "auc_folds": f"{judged['auc']:.3f} ± {judged['auc_sd']:.3f}", "note": ""})
+        for soft in (True, False) if mine["probability"].notna().any() else (False,):
+            run = f"{name}|soft" if soft else name
+            slug = run.replace("/", "_").replace(":", "_").replace("@", "_").replace("|", "_")
+            folder = study.out / "downstream" / slug
+            args = ["--labels", *files, "--train-labeler", name, "--task", TASK, "--reference-labeler", "experts"]
+            study.mhaudit(
+                "audit", "model-selection", "--corpus", study.out / "bluesky.parquet", "--model", "tfidf-lr",
+                "--protocol", "kfold:5", "--seed", 0, *(args if name != "corpus" else []), "--out", folder,
+                *([] if soft else ["--no-soft-labels"]),
+            )  # fmt: skip
+            oof = pd.read_parquet(folder / "predictions.parquet").set_index("id").loc[items]
+            value = (oof["predicted"].astype(str) == "depression").astype(int).to_numpy()
+            frames.append(labels_frame(items, {f"tfidf-lr<{run}": ("model", value)}, TASK))
+            report = json.loads((folder / "report.json").read_text())
+            summary = next(s["tables"]["summary"] for s in report["sections"] if "summary" in s["tables"])
+            judged = next(r for r in summary if r["scored_against"] == ("corpus" if name == "corpus" else "experts"))
+            auc = f"{judged['auc']:.3f} ± {judged['auc_sd']:.3f}"
+            rows.append({"trained on": name, "labels": "soft" if soft else "hard", "auc_folds": auc, "note": ""})
     trained = write_labels(pd.concat(frames, ignore_index=True), study.out / "downstream_labels.parquet")
     for row in rows:
         if row["note"]:
             continue
-        name = row["trained on"]
-        slug = name.replace("/", "_").replace(":", "_").replace("@", "_")
-        scores = study.agreement([*files, trained], f"tfidf-lr<{name}", study.out / "agreement" / f"trained_{slug}")
+        run = f"{row['trained on']}|soft" if row["labels"] == "soft" else row["trained on"]
+        slug = run.replace("/", "_").replace(":", "_").replace("@", "_").replace("|", "_")
+        scores = study.agreement([*files, trained], f"tfidf-lr<{run}", study.out / "agreement" / f"trained_{slug}")
         row.update(kappa=cell(scores["kappa"]), macro_f1=cell(scores["macro_f1"]))
     return pd.DataFrame(rows)
 
