@@ -53,6 +53,24 @@ def data_dir(name: str) -> Path:
     return folder
 
 
+def depression_corpora():
+    """Depression Reddit and the Bluesky depression set as `mhaudit data import` makes them (seed 0; Bluesky's
+    empty posts dropped): the home corpus and the target of many real-data tests."""
+    from mhaudit.tables.corpus.importing import ImportOptions, import_source
+
+    reddit = import_source(
+        "depression_reddit",
+        [data_dir("depression_reddit_cleaned") / "depression_dataset_reddit_cleaned.csv"],
+        ImportOptions(seed=0),
+    ).corpus
+    bluesky = import_source(
+        "bluesky_depression",
+        [data_dir("bluesky_depression") / "bluesky-depression-dataset.csv"],
+        ImportOptions(seed=0, drop_empty=True),
+    ).corpus
+    return reddit, bluesky
+
+
 @pytest.fixture
 def shared_data():
     return data_dir

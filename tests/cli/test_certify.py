@@ -18,7 +18,7 @@ from mhaudit.cli import app
 from mhaudit.tables.label_store import LabelStore
 from mhaudit.weak_supervision.annotate import open_session
 from tests.cli_checks import assert_one_sentence_failure
-from tests.conftest import data_dir
+from tests.conftest import depression_corpora
 
 runner = CliRunner()
 
@@ -26,19 +26,7 @@ runner = CliRunner()
 @pytest.fixture(scope="module")
 def corpora():
     """The home corpus (Depression Reddit) and the target (Bluesky depression), as imported."""
-    from mhaudit.tables.corpus.importing import ImportOptions, import_source
-
-    reddit = import_source(
-        "depression_reddit",
-        [data_dir("depression_reddit_cleaned") / "depression_dataset_reddit_cleaned.csv"],
-        ImportOptions(seed=0),
-    ).corpus
-    bluesky = import_source(
-        "bluesky_depression",
-        [data_dir("bluesky_depression") / "bluesky-depression-dataset.csv"],
-        ImportOptions(seed=0, drop_empty=True),
-    ).corpus
-    return reddit, bluesky
+    return depression_corpora()
 
 
 @pytest.fixture(scope="module")

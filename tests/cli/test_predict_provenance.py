@@ -17,7 +17,7 @@ from mhaudit.core.errors import InputError
 from mhaudit.tables.prediction_files import read_predictions
 from mhaudit.tables.predictions import MODELS_KEY
 from mhaudit.weak_supervision.collect.scoring import model_digest
-from tests.conftest import data_dir
+from tests.conftest import depression_corpora
 
 
 @pytest.fixture(scope="module")
@@ -29,20 +29,10 @@ def scored(tmp_path_factory):
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
 
-    from mhaudit.tables.corpus.importing import ImportOptions, import_source
     from mhaudit.tables.corpus.schema import Corpus
 
     work = tmp_path_factory.mktemp("provenance")
-    reddit = import_source(
-        "depression_reddit",
-        [data_dir("depression_reddit_cleaned") / "depression_dataset_reddit_cleaned.csv"],
-        ImportOptions(seed=0),
-    ).corpus
-    bluesky = import_source(
-        "bluesky_depression",
-        [data_dir("bluesky_depression") / "bluesky-depression-dataset.csv"],
-        ImportOptions(seed=0, drop_empty=True),
-    ).corpus
+    reddit, bluesky = depression_corpora()
     frame = pd.concat([reddit.frame, bluesky.frame], ignore_index=True)
     Corpus.build(frame, reddit.classes).write(work / "corpus.parquet")
     train = reddit.frame[reddit.frame["split"] == "train"]
