@@ -132,7 +132,13 @@ def test_ctrl_c_while_writing_leaves_no_file(reddit, tmp_path):
         "--corpus",
         str(tmp_path / "big.parquet"),
     ]
-    child = subprocess.Popen([*command, "--out", str(out), "--splits", ",".join(ALL_SPLITS)], stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [*command, "--out", str(out), "--splits", ",".join(ALL_SPLITS)],
+        stderr=subprocess.PIPE,
+        # as a command in the foreground gets Ctrl-C: a suite started as a background job ('&') ignores SIGINT, and a
+        # Python child that inherits the ignore never raises KeyboardInterrupt (it ran to the end, exit 0)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     assert child.stderr is not None
     seen = []
     for line in child.stderr:  # the event: the progress line of the first chunks scored and written
