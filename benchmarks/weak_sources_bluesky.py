@@ -46,6 +46,10 @@ import pandas as pd
 
 from mhaudit.tables.label_store import labels_frame, read_labels, write_labels
 
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # the server as the LLM-label tests start it (without ggml's crashing AMX path)
+from tests.weak_supervision.labelers.servers import SERVER  # noqa: E402
+
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 BLUESKY = DATA / "bluesky_depression" / "bluesky-depression-dataset.csv"
 REDDIT = DATA / "depression_reddit_cleaned" / "depression_dataset_reddit_cleaned.csv"
@@ -69,20 +73,6 @@ terms = [
   "i cant do this anymore", "i'm so tired of everything", "my antidepressants", "my therapist",
 ]
 """
-# The server as the LLM-label tests start it (tests/weak_supervision/labelers/servers.py): without ggml's extra CPU
-# buffer types, whose AMX matrix product crashes on some virtual machines (docs/labels.md, "Backends").
-SERVER = (
-    "import runpy, sys\n"
-    "import llama_cpp.llama_cpp as lc\n"
-    "_default = lc.llama_model_default_params\n"
-    "def _no_extra_buffers():\n"
-    "    params = _default()\n"
-    "    params.use_extra_bufts = False\n"
-    "    return params\n"
-    "lc.llama_model_default_params = _no_extra_buffers\n"
-    "sys.argv = ['llama_cpp.server', *sys.argv[1:]]\n"
-    "runpy.run_module('llama_cpp.server', run_name='__main__', alter_sys=True)\n"
-)
 
 
 class Study:

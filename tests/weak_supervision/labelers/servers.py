@@ -27,13 +27,12 @@ import pytest
 
 N_CTX = 2048
 _SERVER: dict = {}
-# Ends the server when our stdin closes (the test process exited or was killed), then runs it as
-# `python -m llama_cpp.server ARGS` without ggml's extra CPU buffer types (weight repacking and AMX): on
-# virtualised Sapphire/Granite Rapids CPUs that report AMX, the AMX matmul dies with a general protection fault at
-# the first completion (seen here, 2026-12-04; ggml-org/llama.cpp#20824), and the server has no flag for it.
-_WATCHDOG = (
-    "import os, runpy, sys, threading\n"
-    "threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()\n"
+# `python -m llama_cpp.server ARGS` without ggml's extra CPU buffer types (weight repacking and AMX): on virtualised
+# Sapphire/Granite Rapids CPUs that report AMX, the AMX matmul dies with a general protection fault at the first
+# completion (seen here, 2026-12-04; ggml-org/llama.cpp#20824), and the server has no flag for it. Also what
+# benchmarks/weak_sources_bluesky.py runs.
+SERVER = (
+    "import runpy, sys\n"
     "import llama_cpp.llama_cpp as lc\n"
     "_default = lc.llama_model_default_params\n"
     "def _no_extra_buffers():\n"
@@ -44,6 +43,10 @@ _WATCHDOG = (
     "sys.argv = ['llama_cpp.server', *sys.argv[1:]]\n"
     "runpy.run_module('llama_cpp.server', run_name='__main__', alter_sys=True)\n"
 )
+# SERVER, ended when our stdin closes (the test process exited or was killed)
+_WATCHDOG = (
+    "import os, sys, threading\nthreading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()\n"
+) + SERVER
 
 
 def free_port() -> int:
