@@ -43,18 +43,20 @@ def explain_corpus(
             table = model.explain(rows["text"].tolist())
         else:
             from mhaudit.attribution.table import attribution_table
+            from mhaudit.core.threads import thread_budget
 
-            table = attribution_table(
-                model.hf_model,
-                model.tokenizer,
-                rows["text"].tolist(),
-                corpus.classes,
-                method=method,
-                labels=rows["label"].tolist(),
-                sample=len(rows),
-                seed=seed,
-                max_length=model.options.get("max_length", 64),
-            )
+            with thread_budget(None):  # torch's gradients on the stage's threads (MHAUDIT_THREADS, else the cores)
+                table = attribution_table(
+                    model.hf_model,
+                    model.tokenizer,
+                    rows["text"].tolist(),
+                    corpus.classes,
+                    method=method,
+                    labels=rows["label"].tolist(),
+                    sample=len(rows),
+                    seed=seed,
+                    max_length=model.options.get("max_length", 64),
+                )
         tables.append(
             table.assign(
                 model=model_name or model.name,

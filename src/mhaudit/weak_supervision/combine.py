@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from mhaudit.core.errors import InputError
+from mhaudit.core.threads import thread_budget
 from mhaudit.stats.label_model import ABSTAIN, LabelModelFit, combine_votes
 from mhaudit.tables.io import TABLE_SUFFIXES
 from mhaudit.tables.label_store import COLUMNS, STORE_SUFFIXES, LabelStore, now, write_labels
@@ -224,7 +225,8 @@ def combine_labels(labels: pd.DataFrame, task: str, options: CombineOptions) -> 
     _check_sources(rows, sources, all_votes, options.method)
     votes = all_votes[(all_votes.to_numpy() != ABSTAIN).any(axis=1)]
     try:
-        fit = combine_votes(votes.to_numpy(), 2, options.method, max_iter=options.max_iter, tol=options.tol)
+        with thread_budget(1):  # the fit works on the distinct vote rows (at most 3^sources): one thread
+            fit = combine_votes(votes.to_numpy(), 2, options.method, max_iter=options.max_iter, tol=options.tol)
     except ValueError as exc:  # what the label model cannot fit, said by it
         raise InputError(f"{options.method} cannot combine these sources: {exc}") from None
     note, digest = _recipe(task, options.method, sources, options, rows)
