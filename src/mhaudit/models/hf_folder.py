@@ -31,6 +31,7 @@ from mhaudit.models.builtin import MODEL_FILE
 from mhaudit.models.checkpoints import ensure_pad_token, position_limit, quiet_transformers
 from mhaudit.models.onnx_runtime import OnnxNetwork
 from mhaudit.models.torch_data import longest_first, pad_batch
+from mhaudit.models.skops_pipeline import SMALLEST_LOG
 from mhaudit.models.torch_runtime import TorchClassifier, in_batches
 from mhaudit.tables.corpus import mappings
 from mhaudit.weak_supervision.collect.scoring import model_digest
@@ -113,7 +114,8 @@ class LabelPlan:
         grouped = np.zeros((len(outputs), len(self.classes)), dtype=np.float64)
         for output, column in enumerate(self.columns):
             grouped[:, column] += probs[:, output]
-        return np.log(np.maximum(grouped, np.finfo(np.float64).tiny))
+        with np.errstate(divide="ignore"):  # log(0) = -inf, floored
+            return np.maximum(np.log(grouped), SMALLEST_LOG)
 
     def torch_logits(self, outputs: torch.Tensor) -> torch.Tensor:
         """`logits` in torch, differentiable (for attributions): the outputs reordered, or per class the
@@ -121,7 +123,7 @@ class LabelPlan:
         if (order := self.permutation) is not None:
             return outputs[:, order]
         log_probs = torch.log_softmax(outputs.float(), dim=-1)
-        empty = torch.full((len(outputs),), float(np.log(np.finfo(np.float64).tiny)), device=outputs.device)
+        empty = torch.full((len(outputs),), SMALLEST_LOG, device=outputs.device)
         members = [[o for o, c in enumerate(self.columns) if c == k] for k in range(len(self.classes))]
         return torch.stack([torch.logsumexp(log_probs[:, m], dim=-1) if m else empty for m in members], dim=1)
 
