@@ -103,14 +103,15 @@ def test_without_the_mapping_one_sentence_and_nothing_written(outside, tmp_path)
 def test_scoring_workers_load_the_pipeline_with_its_mapping(outside, tmp_path):
     """With --workers 2 the mapping reaches the worker processes: the same scores as in this process."""
     work, path, store = outside
-    copy = tmp_path / "posts.sqlite"
-    with sqlite3.connect(store) as source, sqlite3.connect(copy) as target:
-        source.backup(target)
-        target.execute("DROP TABLE IF EXISTS scores")
-    r = _monitor(work, path, copy, tmp_path / "out", "--mapping", "depression-binary", "--workers", "2")
-    assert r.exit_code == 0, r.output
+    copies = {workers: tmp_path / f"posts-{workers}.sqlite" for workers in ("1", "2")}
+    for workers, copy in copies.items():  # each run scores its own copy: no test's store is assumed scored
+        with sqlite3.connect(store) as source, sqlite3.connect(copy) as target:
+            source.backup(target)
+            target.execute("DROP TABLE IF EXISTS scores")
+        r = _monitor(work, path, copy, tmp_path / workers, "--mapping", "depression-binary", "--workers", workers)
+        assert r.exit_code == 0, r.output
     query = "SELECT uri, model_digest, scores, predicted FROM scores ORDER BY uri"
-    with sqlite3.connect(store) as here, sqlite3.connect(copy) as workers:
+    with sqlite3.connect(copies["1"]) as here, sqlite3.connect(copies["2"]) as workers:
         assert workers.execute(query).fetchall() == here.execute(query).fetchall() != []
 
 

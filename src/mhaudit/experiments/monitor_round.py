@@ -141,8 +141,9 @@ def load_deployment(
     outside = mapping is not None or trust_pickle or runtime != "torch"
     load = partial(load_model, mapping=mapping, trust_pickle=trust_pickle, runtime=runtime) if outside else load_model
     # loaded once per process: the scoring jobs in this process use the same copies
-    files = {f: model_files(f, trust_pickle=trust_pickle) for f in folders}  # a Hub id's are its snapshot's
-    runs = tuple(Run(f.name, loaded_model(load, f), f, model_digest(files[f])) for f in folders)
+    models = {f: loaded_model(load, f) for f in folders}
+    # an outside model knows its files' digest (a Hub id's: its snapshot's); our own folders are hashed here
+    runs = tuple(Run(f.name, models[f], f, getattr(models[f], "digest", None) or model_digest(f)) for f in folders)
     if len(runs) == 1:
         return Deployment(runs, load=load)
     for run in runs[1:]:
